@@ -1,0 +1,190 @@
+"""One session per job. `python3 -m nox --list` shows them; `python3 -m nox` runs `tests`.
+
+Every session builds a fresh virtual environment and installs the packages from their folders, so
+what is tested is what `pip install ./packages/<name>` gives a user.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["tests"]
+
+ROOT = Path(__file__).resolve().parent
+
+# Package folder under packages/ -> the ember packages it declares as dependencies.
+# Listed in dependency order: every package comes after the ones it depends on.
+PACKAGES: dict[str, list[str]] = {
+    "tensor-core": [],
+    "autograd": ["tensor-core"],
+    "data": ["tensor-core"],
+    "mp": ["tensor-core"],
+    "nn": ["tensor-core", "autograd"],
+}
+TEST_DEPS = ["pytest", "hypothesis", "numpy"]
+TORCH = "torch==2.13.0"  # a peer for tests (optional) and benchmarks, never a dependency
+DOCS = ["docs/architecture.md", "docs/user-guide.md"]
+
+
+def present(name: str) -> bool:
+    return (ROOT / "packages" / name / "pyproject.toml").is_file()
+
+
+def present_packages() -> list[str]:
+    return [name for name in PACKAGES if present(name)]
+
+
+def install(session: nox.Session, names: list[str], *extra: str, **kwargs) -> None:
+    # One pip call, so that each package's ember dependencies resolve to the folders given here
+    # and never to an index.
+    session.install(*(f"./packages/{name}" for name in names), *extra, **kwargs)
+
+
+def test_deps() -> list[str]:
+    return TEST_DEPS + ([TORCH] if os.environ.get("EMBER_TEST_TORCH") == "1" else [])
+
+
+def run_tests(session: nox.Session, names: list[str], *args: str, **kwargs) -> None:
+    """Run each package's tests/ from its own folder, so that its pytest configuration applies.
+
+    Any non-zero pytest exit fails the session, 5 (no tests collected) included.
+    """
+    failed = []
+    for name in names:
+        folder = ROOT / "packages" / name
+        if not (folder / "tests").is_dir():
+            session.log(f"packages/{name} has no tests/ folder: skipped")
+            continue
+        with session.chdir(folder):
+            try:
+                session.run("pytest", "tests", *args, *session.posargs, **kwargs)
+            except nox.command.CommandFailed:
+                failed.append(name)
+    if failed:
+        session.error(f"tests failed in {', '.join(failed)} (pytest's exit code 5: none collected)")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Every package present, installed together; each package's tests run in turn."""
+    names = present_packages()
+    if not names:
+        session.error("no package under packages/ has a pyproject.toml")
+    install(session, names, *test_deps())
+    run_tests(session, names)
+
+
+def package_tests(name: str) -> None:
+    deps = PACKAGES[name]
+
+    def session_fn(session: nox.Session) -> None:
+        if not present(name):
+            session.skip(f"packages/{name} does not exist yet")
+        missing = [dep for dep in deps if not present(dep)]
+        if missing:
+            session.error(f"{name} depends on packages that are not there: {', '.join(missing)}")
+        install(session, [*deps, name], *test_deps())
+        run_tests(session, [name])
+
+    session_fn.__doc__ = f"{name} alone, with only its declared deps: {', '.join(deps) or 'none'}."
+    nox.session(name=f"tests-{name}")(session_fn)
+
+
+for _name in PACKAGES:
+    package_tests(_name)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Every benchmarks/bench_*.py in turn; `-- NAME...` runs only those whose name has NAME."""
+    scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
+    if session.posargs:
+        scripts = [s for s in scripts if any(arg in s.stem for arg in session.posargs)]
+    if not scripts:
+        session.skip("no benchmarks/bench_*.py to run")
+    install(session, present_packages(), "numpy", TORCH)
+    for script in scripts:
+        session.run("python", str(script.relative_to(ROOT)))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the Python sources (configuration in ruff.toml)."""
+    session.install("ruff")
+    paths = ("packages", "benchmarks", "examples", "noxfile.py")
+    targets = [p for p in paths if (ROOT / p).exists()]
+    session.run("ruff", "check", *targets, *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """examples/demo.py against the installed packages."""
+    if not (ROOT / "examples" / "demo.py").is_file():
+        session.skip("examples/demo.py does not exist yet")
+    install(session, present_packages())
+    session.run("python", "examples/demo.py")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The docs exist, and the examples in docs/*.md and the package READMEs run (doctest)."""
+    missing = [doc for doc in DOCS if not (ROOT / doc).is_file()]
+    if missing:
+        session.error(f"missing docs: {', '.join(missing)}")
+    install(session, present_packages(), "pytest", "numpy")
+    readmes = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "packages").glob("*/README.md"))
+    # Exit code 5: the files hold no examples yet, which is not a failure here.
+    session.run(
+        "pytest", "--doctest-glob=*.md", "docs", *readmes, *session.posargs, success_codes=[0, 5]
+    )
+
+
+def sanitizer_runtime(session: nox.Session, lib: str) -> str:
+    cxx = shlex.split(os.environ.get("CXX", "g++"))
+    out = subprocess.run([*cxx, f"-print-file-name={lib}"], capture_output=True, text=True)
+    path = out.stdout.strip()
+    if out.returncode != 0 or not os.path.isabs(path):
+        session.error(f"{cxx[0]} does not ship {lib}; install its sanitizer runtime")
+    return os.path.realpath(path)
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """tensor-core built with ASan and UBSan (EMBER_SANITIZE=1); its tests not marked slow."""
+    if not present("tensor-core"):
+        session.skip("packages/tensor-core does not exist yet")
+    # Build from a clean copy: setuptools reuses objects it finds in build/, which would mix
+    # sanitized and unsanitized builds in either direction.
+    src = Path(session.create_tmp()) / "tensor-core"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(
+        ROOT / "packages" / "tensor-core",
+        src,
+        ignore=shutil.ignore_patterns(
+            "build", "dist", "*.egg-info", "*.so", "__pycache__", ".hypothesis", ".pytest_cache"
+        ),
+    )
+    session.install(str(src.resolve()), *TEST_DEPS, env={"EMBER_SANITIZE": "1"})
+    # Python itself is not instrumented, so the runtimes must be loaded first, ASan before UBSan.
+    preload = " ".join(sanitizer_runtime(session, lib) for lib in ("libasan.so", "libubsan.so"))
+    # --capture=sys: a sanitizer report is written to fd 2 just before the process dies, so
+    # pytest must not be holding fd 2 in a capture file then.
+    run_tests(
+        session,
+        ["tensor-core"],
+        "-m",
+        "not slow",
+        "--capture=sys",
+        env={
+            "LD_PRELOAD": preload,
+            "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        },
+    )

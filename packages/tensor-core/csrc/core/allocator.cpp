@@ -1,0 +1,53 @@
+#include "core/allocator.h"
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+namespace ember {
+namespace {
+
+constexpr size_t kAlignment = 64;
+// Above this size, ask the kernel for transparent huge pages: far fewer page faults when a
+// large tensor is touched for the first time (PyTorch leaves this off by default).
+constexpr size_t kHugePageThreshold = size_t(4) << 20;
+
+void cpu_free(void* /*ctx*/, void* ptr) { std::free(ptr); }
+
+class CPUAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes) override {
+    if (nbytes == 0) return DataPtr(nullptr, nullptr, nullptr, Device{});
+    size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = nullptr;
+    if (nbytes >= kHugePageThreshold) {
+      // Align to 2 MiB so whole huge pages back the block.
+      constexpr size_t kHuge = size_t(2) << 20;
+      rounded = (nbytes + kHuge - 1) / kHuge * kHuge;
+      if (posix_memalign(&p, kHuge, rounded) != 0) p = nullptr;
+#ifdef MADV_HUGEPAGE
+      if (p) madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    } else {
+      p = std::aligned_alloc(kAlignment, rounded);
+    }
+    if (!p)
+      throw std::bad_alloc();
+    return DataPtr(p, nullptr, &cpu_free, Device{});
+  }
+  const char* name() const override { return "cpu"; }
+};
+
+CPUAllocator g_cpu_allocator;
+std::atomic<Allocator*> g_current{&g_cpu_allocator};
+
+}  // namespace
+
+Allocator* cpu_allocator() { return g_current.load(std::memory_order_relaxed); }
+Allocator* default_cpu_allocator() { return &g_cpu_allocator; }
+void set_cpu_allocator(Allocator* a) { g_current.store(a ? a : &g_cpu_allocator); }
+
+}  // namespace ember

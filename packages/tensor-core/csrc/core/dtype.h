@@ -1,0 +1,140 @@
+// dtype.h: the ten scalar types, their properties, PyTorch's promotion lattice, and the
+// compile-time dispatch that turns a runtime ScalarType into a C++ type for a kernel.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "core/half.h"
+
+namespace ember {
+
+enum class ScalarType : int8_t {
+  Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, Undefined
+};
+constexpr int kNumScalarTypes = 10;
+
+inline size_t itemsize(ScalarType t) {
+  static constexpr size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 0};
+  return sizes[static_cast<int>(t)];
+}
+inline const char* dtype_name(ScalarType t) {
+  static const char* names[] = {"bool",    "uint8",    "int8",    "int16",   "int32",  "int64",
+                                "float16", "bfloat16", "float32", "float64", "undefined"};
+  return names[static_cast<int>(t)];
+}
+inline bool is_floating(ScalarType t) {
+  return t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::Float32 ||
+         t == ScalarType::Float64;
+}
+inline bool is_integral(ScalarType t, bool include_bool) {
+  return (include_bool && t == ScalarType::Bool) ||
+         (t >= ScalarType::UInt8 && t <= ScalarType::Int64);
+}
+inline bool is_reduced_float(ScalarType t) {
+  return t == ScalarType::Float16 || t == ScalarType::BFloat16;
+}
+// Category used by promotion: 0 bool, 1 integer, 2 floating.
+inline int category(ScalarType t) { return t == ScalarType::Bool ? 0 : is_floating(t) ? 2 : 1; }
+
+// PyTorch's promote_types table (torch/csrc c10/core/ScalarType.cpp), restricted to our types.
+inline ScalarType promote_types(ScalarType a, ScalarType b) {
+  if (a == ScalarType::Undefined) return b;
+  if (b == ScalarType::Undefined) return a;
+  constexpr auto b1 = ScalarType::Bool, u1 = ScalarType::UInt8, i1 = ScalarType::Int8,
+                 i2 = ScalarType::Int16, i4 = ScalarType::Int32, i8 = ScalarType::Int64,
+                 f2 = ScalarType::Float16, bf = ScalarType::BFloat16, f4 = ScalarType::Float32,
+                 f8 = ScalarType::Float64;
+  static constexpr ScalarType table[kNumScalarTypes][kNumScalarTypes] = {
+      /*        b1  u1  i1  i2  i4  i8  f2  bf  f4  f8 */
+      /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8},
+      /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8},
+      /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8},
+      /* i2 */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8},
+      /* i4 */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8},
+      /* i8 */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8},
+      /* f2 */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8},
+      /* bf */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8},
+      /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8},
+      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+  };
+  return table[static_cast<int>(a)][static_cast<int>(b)];
+}
+
+// torch.can_cast: casting is allowed unless it lowers the category (float->int, int->bool).
+inline bool can_cast(ScalarType from, ScalarType to) { return category(from) <= category(to); }
+
+// The C++ type that stores each dtype, and the type kernels compute in ("opmath": float for
+// the 16-bit floats, as PyTorch does, so that float16/bfloat16 are stored natively but
+// computed in float32).
+template <ScalarType S> struct CppType;
+template <> struct CppType<ScalarType::Bool> { using type = bool; };
+template <> struct CppType<ScalarType::UInt8> { using type = uint8_t; };
+template <> struct CppType<ScalarType::Int8> { using type = int8_t; };
+template <> struct CppType<ScalarType::Int16> { using type = int16_t; };
+template <> struct CppType<ScalarType::Int32> { using type = int32_t; };
+template <> struct CppType<ScalarType::Int64> { using type = int64_t; };
+template <> struct CppType<ScalarType::Float16> { using type = Half; };
+template <> struct CppType<ScalarType::BFloat16> { using type = BFloat16; };
+template <> struct CppType<ScalarType::Float32> { using type = float; };
+template <> struct CppType<ScalarType::Float64> { using type = double; };
+
+template <typename T> struct OpMath { using type = T; };
+template <> struct OpMath<Half> { using type = float; };
+template <> struct OpMath<BFloat16> { using type = float; };
+template <typename T> using opmath_t = typename OpMath<T>::type;
+
+template <typename T> constexpr ScalarType scalar_type_of();
+template <> constexpr ScalarType scalar_type_of<bool>() { return ScalarType::Bool; }
+template <> constexpr ScalarType scalar_type_of<uint8_t>() { return ScalarType::UInt8; }
+template <> constexpr ScalarType scalar_type_of<int8_t>() { return ScalarType::Int8; }
+template <> constexpr ScalarType scalar_type_of<int16_t>() { return ScalarType::Int16; }
+template <> constexpr ScalarType scalar_type_of<int32_t>() { return ScalarType::Int32; }
+template <> constexpr ScalarType scalar_type_of<int64_t>() { return ScalarType::Int64; }
+template <> constexpr ScalarType scalar_type_of<Half>() { return ScalarType::Float16; }
+template <> constexpr ScalarType scalar_type_of<BFloat16>() { return ScalarType::BFloat16; }
+template <> constexpr ScalarType scalar_type_of<float>() { return ScalarType::Float32; }
+template <> constexpr ScalarType scalar_type_of<double>() { return ScalarType::Float64; }
+
+template <typename T> struct TypeTag { using type = T; };
+
+// Dispatch sets: a kernel is instantiated only for the dtypes its op supports, which keeps the
+// build small. `f` is a generic lambda taking TypeTag<T>.
+#define EMBER_CASE(ST, ...)                                   \
+  case ScalarType::ST:                                        \
+    return f(TypeTag<typename CppType<ScalarType::ST>::type>{});
+
+template <typename F> decltype(auto) dispatch_floating(ScalarType t, const char* op, F&& f) {
+  switch (t) {
+    EMBER_CASE(Float32) EMBER_CASE(Float64) EMBER_CASE(Float16) EMBER_CASE(BFloat16)
+    default: break;
+  }
+  throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" +
+                              dtype_name(t) + "'");
+}
+template <typename F> decltype(auto) dispatch_integral(ScalarType t, const char* op, F&& f) {
+  switch (t) {
+    EMBER_CASE(UInt8) EMBER_CASE(Int8) EMBER_CASE(Int16) EMBER_CASE(Int32) EMBER_CASE(Int64)
+    default: break;
+  }
+  throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" +
+                              dtype_name(t) + "'");
+}
+template <typename F> decltype(auto) dispatch_all(ScalarType t, const char* op, F&& f) {
+  switch (t) {
+    EMBER_CASE(Bool) EMBER_CASE(UInt8) EMBER_CASE(Int8) EMBER_CASE(Int16) EMBER_CASE(Int32)
+    EMBER_CASE(Int64) EMBER_CASE(Float16) EMBER_CASE(BFloat16) EMBER_CASE(Float32)
+    EMBER_CASE(Float64)
+    default: break;
+  }
+  throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" +
+                              dtype_name(t) + "'");
+}
+template <typename F> decltype(auto) dispatch_numeric(ScalarType t, const char* op, F&& f) {
+  if (t == ScalarType::Bool)
+    throw std::invalid_argument(std::string("\"") + op + "\" not implemented for 'bool'");
+  return dispatch_all(t, op, std::forward<F>(f));
+}
+
+}  // namespace ember

@@ -1,0 +1,40 @@
+// scalar.h: a Python number carried into C++ with its category (bool/int/float), which type
+// promotion needs: a Python scalar takes part in promotion by category only.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace ember {
+
+struct Scalar {
+  enum class Kind : uint8_t { Bool, Int, Float } kind = Kind::Int;
+  union {
+    bool b;
+    int64_t i;
+    double d;
+  } v{};
+  Scalar() { v.i = 0; }
+  static Scalar from_bool(bool b) { Scalar s; s.kind = Kind::Bool; s.v.b = b; return s; }
+  static Scalar from_int(int64_t i) { Scalar s; s.kind = Kind::Int; s.v.i = i; return s; }
+  static Scalar from_double(double d) { Scalar s; s.kind = Kind::Float; s.v.d = d; return s; }
+
+  bool is_float() const { return kind == Kind::Float; }
+  bool is_int() const { return kind == Kind::Int; }
+  bool is_bool() const { return kind == Kind::Bool; }
+  double to_double() const { return kind == Kind::Float ? v.d : kind == Kind::Int ? double(v.i) : double(v.b); }
+  int64_t to_int() const { return kind == Kind::Float ? int64_t(v.d) : kind == Kind::Int ? v.i : int64_t(v.b); }
+  bool to_bool() const { return kind == Kind::Float ? v.d != 0 : kind == Kind::Int ? v.i != 0 : v.b; }
+  template <typename T> T to() const {
+    if constexpr (std::is_same_v<T, bool>) return to_bool();
+    else if constexpr (std::is_integral_v<T>) return kind == Kind::Float ? static_cast<T>(static_cast<int64_t>(v.d)) : static_cast<T>(to_int());
+    else return static_cast<T>(to_double());
+  }
+  // The dtype a Python scalar of this kind becomes as a tensor (float -> default dtype).
+  ScalarType natural_dtype(ScalarType default_float) const {
+    return kind == Kind::Bool ? ScalarType::Bool : kind == Kind::Int ? ScalarType::Int64 : default_float;
+  }
+};
+
+}  // namespace ember

@@ -1,0 +1,120 @@
+// tensor.h: the data model.
+//
+//   StorageImpl  reference-counted bytes (a DataPtr from an Allocator) + size; freed the moment
+//                the last Tensor or view referencing it goes (shared_ptr, no GC in the loop).
+//   TensorImpl   a view of a storage: sizes, strides (in elements), storage offset, dtype, plus
+//                the version counter that views share (in-place ops bump it, autograd checks it)
+//                and the autograd slots (requires_grad flag + an opaque meta object that the
+//                autograd package fills through the binding layer's hook).
+//
+// `Tensor` is a shared_ptr<TensorImpl>: the Python object owns one, views own another that
+// points to the same storage.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/dtype.h"
+#include "core/errors.h"
+#include "core/scalar.h"
+
+namespace ember {
+
+using Shape = std::vector<int64_t>;
+
+struct StorageImpl {
+  DataPtr data;
+  size_t nbytes = 0;
+  Allocator* allocator = nullptr;  // null for memory borrowed from another library
+  bool resizable = false;
+  StorageImpl(DataPtr d, size_t n, Allocator* a) : data(std::move(d)), nbytes(n), allocator(a) {}
+  void* ptr() const { return data.get(); }
+  Device device() const { return data.device(); }
+};
+using Storage = std::shared_ptr<StorageImpl>;
+
+struct VersionCounter {
+  std::atomic<int64_t> value{0};
+};
+
+// Opaque per-tensor autograd state; the autograd layer subclasses it (the core never looks in).
+struct AutogradMeta {
+  virtual ~AutogradMeta() = default;
+};
+
+struct TensorImpl {
+  Storage storage;
+  Shape sizes;
+  Shape strides;  // in elements
+  int64_t offset = 0;  // in elements
+  ScalarType dtype = ScalarType::Float32;
+  std::shared_ptr<VersionCounter> version;
+  bool requires_grad = false;
+  bool is_wrapped_number = false;  // a Python scalar turned into a 0-d tensor for an op
+  std::shared_ptr<AutogradMeta> autograd_meta;
+  std::shared_ptr<TensorImpl> base;  // the tensor this is a view of (null if not a view)
+
+  int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto s : sizes) n *= s;
+    return n;
+  }
+  size_t element_size() const { return itemsize(dtype); }
+  Device device() const { return storage->device(); }
+  char* data() const {
+    return static_cast<char*>(storage->ptr()) + offset * static_cast<int64_t>(itemsize(dtype));
+  }
+  template <typename T> T* data_as() const { return reinterpret_cast<T*>(data()); }
+  bool is_contiguous() const;
+  void bump_version() { version->value.fetch_add(1, std::memory_order_relaxed); }
+};
+using Tensor = std::shared_ptr<TensorImpl>;
+
+// ---- construction ----
+Shape contiguous_strides(const Shape& sizes);
+Tensor empty(const Shape& sizes, ScalarType dtype, Device device = Device{});
+Tensor empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device = Device{});
+Tensor empty_like(const Tensor& t, ScalarType dtype = ScalarType::Undefined);
+Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, int64_t offset, ScalarType dtype);
+Tensor scalar_tensor(Scalar s, ScalarType dtype);  // 0-d tensor holding s
+Tensor wrapped_scalar(Scalar s, ScalarType dtype);  // same, marked as a wrapped Python number
+
+// ---- views (share storage and version counter) ----
+Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset);
+Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);
+Tensor view(const Tensor& t, Shape sizes);
+Tensor reshape(const Tensor& t, Shape sizes);
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1);
+Tensor t_(const Tensor& t);  // .t(): 0-d/1-d unchanged, 2-d transposed
+Tensor permute(const Tensor& t, const Shape& dims);
+Tensor squeeze(const Tensor& t);
+Tensor squeeze_dims(const Tensor& t, const Shape& dims);
+Tensor unsqueeze(const Tensor& t, int64_t d);
+Tensor expand(const Tensor& t, const Shape& sizes);
+Tensor flatten(const Tensor& t, int64_t start, int64_t end);
+Tensor unflatten(const Tensor& t, int64_t d, const Shape& sizes);
+Tensor narrow(const Tensor& t, int64_t d, int64_t start, int64_t length);
+Tensor select(const Tensor& t, int64_t d, int64_t index);
+Tensor slice(const Tensor& t, int64_t d, int64_t start, int64_t stop, int64_t step);  // normalised bounds
+Tensor alias(const Tensor& t);  // detach(): same data, no autograd state
+
+// ---- copies ----
+Tensor contiguous(const Tensor& t);
+Tensor clone(const Tensor& t);
+Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy = false);
+void copy_(const Tensor& dst, const Tensor& src);  // broadcasts src, converts dtype
+void fill_(const Tensor& dst, Scalar value);
+
+// ---- shape helpers ----
+int64_t wrap_dim(int64_t d, int64_t ndim, bool allow_scalar = true);
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+Shape infer_size(Shape sizes, int64_t numel);  // resolves a -1
+bool is_non_overlapping_and_dense(const TensorImpl& t);
+// True when writing through `t` could write one memory location twice (e.g. an expanded tensor).
+bool has_internal_overlap(const TensorImpl& t);
+void check_inplace_writable(const Tensor& t, const char* op);
+
+}  // namespace ember

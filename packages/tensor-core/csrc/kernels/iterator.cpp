@@ -1,0 +1,99 @@
+#include "kernels/iterator.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace ember {
+
+ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
+                                 const std::vector<Tensor>& inputs, const char* op_name) {
+  ntensors_ = static_cast<int>(inputs.size()) + 1;
+  EMBER_CHECK(ntensors_ <= kMaxOperands, std::logic_error, "too many operands");
+  // 1. broadcast shape
+  Shape shape;
+  for (auto& t : inputs) shape = broadcast_shapes(shape, t->sizes);
+  if (out && out->sizes != shape) {
+    if (out->numel() == 0 && out->sizes.size() <= 1) {
+      // PyTorch resizes an empty out= tensor to the result's shape.
+      auto fresh = empty(shape, out->dtype, out->device());
+      out->storage = fresh->storage;
+      out->sizes = fresh->sizes;
+      out->strides = fresh->strides;
+      out->offset = 0;
+    } else {
+      Shape b = broadcast_shapes(out->sizes, shape);  // raises on incompatible shapes
+      if (b != out->sizes)
+        throw std::runtime_error(str_cat(op_name, ": output with shape ", shape_str(out->sizes),
+                                         " doesn't match the broadcast shape ", shape_str(b)));
+      shape = out->sizes;  // in-place op whose input broadcasts to the output
+    }
+  }
+  const int nd = static_cast<int>(shape.size());
+  EMBER_CHECK(nd <= 64, ValueError, op_name, ": too many dimensions (", nd, " > 64)");
+
+  // 2. allocate the output, following the first full-shape dense input's layout.
+  if (!out) {
+    Tensor like;
+    for (auto& t : inputs)
+      if (t->sizes == shape && !t->is_contiguous() && is_non_overlapping_and_dense(*t)) {
+        like = t;
+        break;
+      }
+    Device dev = inputs.empty() ? Device{} : inputs[0]->device();
+    out = like ? empty_strided(shape, like->strides, out_dtype, dev) : empty(shape, out_dtype, dev);
+  }
+  out_ = out;
+  numel_ = 1;
+  for (auto s : shape) numel_ *= s;
+
+  // Element strides in the broadcast shape, operand 0 = output.
+  std::vector<const TensorImpl*> ops;
+  ops.push_back(out.get());
+  for (auto& t : inputs) ops.push_back(t.get());
+  std::vector<std::vector<int64_t>> st(ntensors_, std::vector<int64_t>(nd, 0));
+  for (int k = 0; k < ntensors_; ++k) {
+    const TensorImpl* t = ops[k];
+    int off = nd - static_cast<int>(t->sizes.size());
+    for (int d = 0; d < static_cast<int>(t->sizes.size()); ++d)
+      st[k][off + d] = t->sizes[d] == 1 ? 0 : t->strides[d] * static_cast<int64_t>(t->element_size());
+    data_[k] = t->data();
+  }
+
+  // 3. order dims fastest-first: by output stride, ties broken by the inputs' strides.
+  std::vector<int> perm(nd);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::reverse(perm.begin(), perm.end());  // C order is the default: last dim fastest
+  std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) {
+    for (int k = 0; k < ntensors_; ++k) {
+      int64_t sa = st[k][a], sb = st[k][b];
+      if (sa == 0 || sb == 0) continue;
+      if (sa != sb) return sa < sb;
+    }
+    return false;
+  });
+  shape_.clear();
+  for (int k = 0; k < ntensors_; ++k) strides_[k].clear();
+  for (int i = 0; i < nd; ++i) {
+    int d = perm[i];
+    if (shape[d] == 1) continue;  // size-1 dims carry no iteration
+    // coalesce with the previous (faster) dim when contiguous for every operand
+    if (!shape_.empty()) {
+      bool can = true;
+      for (int k = 0; k < ntensors_ && can; ++k)
+        can = strides_[k].back() * shape_.back() == st[k][d];
+      if (can) {
+        shape_.back() *= shape[d];
+        continue;
+      }
+    }
+    shape_.push_back(shape[d]);
+    for (int k = 0; k < ntensors_; ++k) strides_[k].push_back(st[k][d]);
+  }
+  if (numel_ == 0) shape_.assign(1, 0);
+  if (shape_.empty() && numel_ == 1) {
+    shape_.push_back(1);
+    for (int k = 0; k < ntensors_; ++k) strides_[k].push_back(0);
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,75 @@
+// loops.h: inner loops for ElementwiseIter. A kernel is a plain functor over "opmath" values
+// (float for the 16-bit floats); these templates load each operand from its storage type,
+// call the functor and store the result. The contiguous and scalar-operand paths are written
+// as plain indexed loops over typed pointers so the compiler vectorises them.
+#pragma once
+#include <type_traits>
+#include <utility>
+
+#include "core/dtype.h"
+#include "kernels/iterator.h"
+
+namespace ember {
+
+template <typename To, typename From> inline To cast_to(From v) {
+  if constexpr (std::is_same_v<To, From>) return v;
+  else if constexpr (std::is_same_v<To, bool>) return static_cast<double>(v) != 0;
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
+    return To(static_cast<float>(v));
+  else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
+    return static_cast<To>(static_cast<float>(v));
+  else return static_cast<To>(v);
+}
+
+// Out: storage type of the output; In...: storage types of the inputs; f takes opmath values.
+template <typename Out, typename... In, typename F, size_t... I>
+inline void nary_loop_impl(char** data, const int64_t* s, int64_t n, F& f,
+                           std::index_sequence<I...>) {
+  constexpr int64_t out_size = sizeof(Out);
+  const bool contiguous = s[0] == out_size && ((s[I + 1] == int64_t(sizeof(In))) && ...);
+  if (contiguous) {
+    Out* __restrict__ o = reinterpret_cast<Out*>(data[0]);
+    std::tuple<const In*...> in{reinterpret_cast<const In*>(data[I + 1])...};
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = cast_to<Out>(f(static_cast<opmath_t<In>>(std::get<I>(in)[i])...));
+    return;
+  }
+  if constexpr (sizeof...(In) == 2) {
+    using A = std::tuple_element_t<0, std::tuple<In...>>;
+    using B = std::tuple_element_t<1, std::tuple<In...>>;
+    if (s[0] == out_size) {
+      Out* __restrict__ o = reinterpret_cast<Out*>(data[0]);
+      if (s[1] == int64_t(sizeof(A)) && s[2] == 0) {  // tensor op scalar
+        const A* a = reinterpret_cast<const A*>(data[1]);
+        const auto b = static_cast<opmath_t<B>>(*reinterpret_cast<const B*>(data[2]));
+        for (int64_t i = 0; i < n; ++i) o[i] = cast_to<Out>(f(static_cast<opmath_t<A>>(a[i]), b));
+        return;
+      }
+      if (s[1] == 0 && s[2] == int64_t(sizeof(B))) {  // scalar op tensor
+        const auto a = static_cast<opmath_t<A>>(*reinterpret_cast<const A*>(data[1]));
+        const B* b = reinterpret_cast<const B*>(data[2]);
+        for (int64_t i = 0; i < n; ++i) o[i] = cast_to<Out>(f(a, static_cast<opmath_t<B>>(b[i])));
+        return;
+      }
+    }
+  }
+  char* o = data[0];
+  std::array<char*, sizeof...(In)> in{data[I + 1]...};
+  for (int64_t i = 0; i < n; ++i) {
+    *reinterpret_cast<Out*>(o) =
+        cast_to<Out>(f(static_cast<opmath_t<In>>(*reinterpret_cast<const In*>(in[I]))...));
+    o += s[0];
+    ((in[I] += s[I + 1]), ...);
+  }
+}
+
+template <typename Out, typename... In, typename F>
+void run_elementwise(const ElementwiseIter& it, F f, int64_t grain = kGrainSize) {
+  it.for_each(
+      [&](char** data, const int64_t* strides, int64_t n) {
+        nary_loop_impl<Out, In...>(data, strides, n, f, std::index_sequence_for<In...>{});
+      },
+      grain);
+}
+
+}  // namespace ember

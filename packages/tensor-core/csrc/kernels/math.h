@@ -1,0 +1,203 @@
+// math.h: scalar math used by the kernels, written so integer and floating types share one
+// table entry, plus a branch-free expf that GCC vectorises (glibc's expf does not).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace ember::math {
+
+// Cephes-style expf: |rel err| < 2 ulp on the whole range, no branches in the hot path.
+inline float fast_expf(float x) {
+  x = std::fmin(std::fmax(x, -103.972084f), 88.7228394f);
+  const float n = std::nearbyint(x * 1.44269504088896341f);
+  float r = std::fma(n, -0.693145751953125f, x);
+  r = std::fma(n, -1.428606765330187045e-06f, r);
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  p = std::fma(p * r, r, r) + 1.0f;
+  // scale by 2^n in two steps so that n = 128 (x near the overflow bound) stays finite
+  int32_t ni = static_cast<int32_t>(n);
+  int32_t n1 = ni / 2, n2 = ni - n1;
+  int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  return p * s1 * s2;
+}
+
+template <typename T> inline T exp(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (std::isnan(x)) return x;
+    if (x > 88.72283935546875f) return std::numeric_limits<float>::infinity();
+    return fast_expf(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
+template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
+template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
+
+template <typename T> inline T floor(T x) {
+  if constexpr (std::is_integral_v<T>) return x; else return std::floor(x);
+}
+template <typename T> inline T ceil(T x) {
+  if constexpr (std::is_integral_v<T>) return x; else return std::ceil(x);
+}
+template <typename T> inline T trunc(T x) {
+  if constexpr (std::is_integral_v<T>) return x; else return std::trunc(x);
+}
+template <typename T> inline T round(T x) {
+  if constexpr (std::is_integral_v<T>) return x; else return std::nearbyint(x);  // half to even
+}
+template <typename T> inline T abs(T x) {
+  if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) return x;
+  else if constexpr (std::is_integral_v<T>) return x < 0 ? T(-x) : x;
+  else return std::fabs(x);
+}
+template <typename T> inline T sign(T x) {
+  if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) return T(x > 0);
+  else if constexpr (std::is_integral_v<T>) return T((x > 0) - (x < 0));
+  else return std::isnan(x) ? x : T((x > T(0)) - (x < T(0)));
+}
+template <typename T> inline T relu(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(x) ? x : (x > T(0) ? x : T(0));
+  else return x > T(0) ? x : T(0);
+}
+template <typename T> inline bool isnan(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(x); else return false;
+}
+template <typename T> inline bool isinf(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::isinf(x); else return false;
+}
+template <typename T> inline bool isfinite(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::isfinite(x); else return true;
+}
+template <typename T> inline bool signbit(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::signbit(x);
+  else if constexpr (std::is_signed_v<T>) return x < 0;
+  else return false;
+}
+
+// NaN-propagating max/min, as torch.maximum/minimum.
+template <typename T> inline T maximum(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a > b ? a : b;
+}
+template <typename T> inline T minimum(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a < b ? a : b;
+}
+
+// Python-style modulo (sign of the divisor); integer division by zero is reported by the caller.
+template <typename T> inline T remainder(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return 0;  // avoids INT_MIN % -1 (a hardware trap)
+    }
+    T r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  } else {
+    T r = std::fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  }
+}
+template <typename T> inline T fmod(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return 0;
+    }
+    return a % b;
+  } else {
+    return std::fmod(a, b);
+  }
+}
+template <typename T> inline T floor_divide(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(a));
+      T q = a / b, r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) --q;
+      return q;
+    } else {
+      return a / b;
+    }
+  } else {
+    if (b == 0) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+    T fl;
+    if (div != 0) {
+      fl = std::floor(div);
+      if (div - fl > T(0.5)) fl += T(1);
+    } else {
+      fl = std::copysign(T(0), a / b);
+    }
+    return fl;
+  }
+}
+template <typename T> inline T trunc_divide(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(a));
+    }
+    return a / b;
+  } else {
+    return std::trunc(a / b);
+  }
+}
+template <typename T> inline T pow(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return a || !b;
+  } else if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_signed_v<T>) {
+      if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    }
+    using U = std::make_unsigned_t<T>;
+    U result = 1, base = static_cast<U>(a);
+    auto e = b;
+    while (e) {
+      if (e & 1) result *= base;
+      base *= base;
+      e >>= 1;
+    }
+    return static_cast<T>(result);
+  } else {
+    return std::pow(a, b);
+  }
+}
+template <typename T> inline T shift_left(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  if (b < 0 || b >= T(sizeof(T) * 8)) return 0;
+  return static_cast<T>(static_cast<U>(a) << b);
+}
+template <typename T> inline T shift_right(T a, T b) {
+  if (b < 0 || b >= T(sizeof(T) * 8)) return a < 0 ? T(-1) : T(0);
+  return a >> b;
+}
+
+}  // namespace ember::math
+
+namespace ember {
+template <typename T> inline T ember_bitwise_not(T x) {
+  if constexpr (std::is_same_v<T, bool>) return !x; else return static_cast<T>(~x);
+}
+}  // namespace ember

@@ -1,0 +1,362 @@
+// elementwise.cpp: promotion, broadcasting and in-place/out= rules for the table's ops,
+// plus copy_/fill_/to_dtype and the parametrised elementwise ops.
+#include "ops/elementwise.h"
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/iterator.h"
+#include "kernels/loops.h"
+#include "kernels/math.h"
+
+namespace ember {
+
+static ScalarType g_default_dtype = ScalarType::Float32;
+ScalarType get_default_dtype() { return g_default_dtype; }
+void set_default_dtype(ScalarType t) {
+  EMBER_CHECK(t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Float16 ||
+                  t == ScalarType::BFloat16,
+              TypeError, "only floating-point types are supported as the default type");
+  g_default_dtype = t;
+}
+
+// PyTorch's ResultTypeState: tensors with dims decide first, then zero-dim tensors, then
+// Python numbers, each lower tier only able to raise the category (bool < int < float).
+static ScalarType combine_categories(ScalarType higher, ScalarType lower) {
+  if (higher == ScalarType::Undefined) return lower;
+  if (is_floating(higher)) return higher;
+  if (higher == ScalarType::Bool || is_floating(lower)) return promote_types(higher, lower);
+  return higher;
+}
+
+ScalarType result_type(const std::vector<Operand>& operands) {
+  ScalarType dim_r = ScalarType::Undefined, zero_r = ScalarType::Undefined,
+             wrapped_r = ScalarType::Undefined;
+  for (auto& o : operands) {
+    if (o.is_scalar) {
+      wrapped_r = promote_types(wrapped_r, o.s.natural_dtype(g_default_dtype));
+    } else if (o.t->is_wrapped_number) {
+      ScalarType cur = is_floating(o.t->dtype) ? g_default_dtype : o.t->dtype;
+      wrapped_r = promote_types(wrapped_r, cur);
+    } else if (o.t->dim() == 0) {
+      zero_r = promote_types(zero_r, o.t->dtype);
+    } else {
+      dim_r = promote_types(dim_r, o.t->dtype);
+    }
+  }
+  return combine_categories(dim_r, combine_categories(zero_r, wrapped_r));
+}
+
+// ---------------------------------------------------------------------------------------------
+// copy / cast / fill
+
+void copy_(const Tensor& dst, const Tensor& src) {
+  if (dst == src || dst->numel() == 0) return;
+  check_inplace_writable(dst, "copy_");
+  Tensor s = src;
+  // Overlapping source and destination (e.g. x[1:].copy_(x[:-1])): copy the source first.
+  if (src->storage == dst->storage) s = clone(src);
+  ElementwiseIter it(dst, dst->dtype, {s}, "copy_");
+  run_copy_kernel(it, dst->dtype, s->dtype);
+  dst->bump_version();
+}
+
+Tensor contiguous(const Tensor& t) { return t->is_contiguous() ? t : clone(t); }
+
+Tensor clone(const Tensor& t) {
+  Tensor out = empty_like(t);
+  if (t->numel() == 0) return out;
+  // Transposed 2-d copies go through a tiled kernel (see transpose_copy in copy_kernels).
+  ElementwiseIter it(out, out->dtype, {t}, "clone");
+  run_copy_kernel(it, out->dtype, t->dtype);
+  return out;
+}
+
+Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
+  if (t->dtype == dtype && !copy) return t;
+  Tensor out = empty_like(t, dtype);
+  ElementwiseIter it(out, dtype, {t}, "to");
+  run_copy_kernel(it, dtype, t->dtype);
+  return out;
+}
+
+void fill_(const Tensor& dst, Scalar value) {
+  check_inplace_writable(dst, "fill_");
+  Tensor v = scalar_tensor(value, dst->dtype);
+  ElementwiseIter it(dst, dst->dtype, {v}, "fill_");
+  run_copy_kernel(it, dst->dtype, dst->dtype);
+  dst->bump_version();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static Tensor as_tensor_operand(const Operand& o, ScalarType dtype) {
+  if (o.is_scalar) return wrapped_scalar(o.s, dtype);
+  return to_dtype(o.t, dtype);
+}
+
+static void check_out_dtype(const char* op, ScalarType result, const Tensor& out) {
+  if (!can_cast(result, out->dtype))
+    throw std::runtime_error(str_cat("result type ", dtype_name(result),
+                                     " can't be cast to the desired output type ",
+                                     dtype_name(out->dtype)));
+  (void)op;
+}
+
+// Runs `kernel` writing into `out` (null: allocate `result_dtype`); when out's dtype differs
+// from the compute result, compute into a temporary and cast it into out.
+template <typename K>
+static Tensor run_into(const char* op, const Tensor& out, ScalarType result_dtype,
+                       const std::vector<Tensor>& inputs, K kernel) {
+  if (out) {
+    check_out_dtype(op, result_dtype, out);
+    check_inplace_writable(out, op);
+    if (out->dtype != result_dtype) {
+      ElementwiseIter tmp_it(nullptr, result_dtype, inputs, op);
+      kernel(tmp_it);
+      copy_(out, tmp_it.output());
+      return out;
+    }
+    // An input aliasing part of the output (not the whole of it) would be read after being
+    // written: compute into a temporary instead.
+    for (auto& in : inputs)
+      if (in->storage == out->storage && !(in->offset == out->offset && in->strides == out->strides)) {
+        ElementwiseIter tmp_it(nullptr, result_dtype, inputs, op);
+        kernel(tmp_it);
+        copy_(out, tmp_it.output());
+        return out;
+      }
+  }
+  ElementwiseIter it(out, result_dtype, inputs, op);
+  kernel(it);
+  if (out) out->bump_version();
+  return it.output();
+}
+
+Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
+  const OpInfoEntry& info = unary_info(op);
+  ScalarType compute = x->dtype, result = x->dtype;
+  switch (info.kind) {
+    case OpKind::FLOAT:
+      if (!is_floating(compute)) compute = result = g_default_dtype;
+      break;
+    case OpKind::FLOAT_ONLY:
+    case OpKind::SAME:
+      if (compute == ScalarType::Bool) {
+        if (op == UnaryOp::neg)
+          throw std::runtime_error(
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+              "to invert a mask, use the `~` or `logical_not()` operator instead.");
+        throw std::runtime_error(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
+      }
+      if (info.kind == OpKind::FLOAT_ONLY && !is_floating(compute))
+        throw std::runtime_error(str_cat("\"", info.name, "\" not implemented for '",
+                                         dtype_name(compute), "'"));
+      break;
+    case OpKind::PRED:
+      result = ScalarType::Bool;
+      if (is_reduced_float(compute)) compute = ScalarType::Float32;
+      break;
+    case OpKind::INTEGRAL:
+      if (is_floating(compute))
+        throw std::runtime_error(str_cat("\"", info.name, "\" not implemented for '",
+                                         dtype_name(compute), "'"));
+      break;
+    default:
+      break;
+  }
+  Tensor in = to_dtype(x, compute);
+  if (out && out == x && result != x->dtype)  // in-place needs a castable result
+    check_out_dtype(info.name, result, out);
+  // The kernel computes in `compute`; a bool-returning kernel writes bool.
+  ScalarType kernel_out = info.kind == OpKind::PRED ? ScalarType::Bool : compute;
+  return run_into(info.name, out, kernel_out, {in},
+                  [&](const ElementwiseIter& it) { run_unary_kernel(op, it, compute); });
+}
+
+static bool is_integer_division(BinaryOp op) {
+  return op == BinaryOp::floor_divide || op == BinaryOp::div_trunc ||
+         op == BinaryOp::remainder || op == BinaryOp::fmod;
+}
+
+static void check_no_zero_divisor(const Tensor& b) {
+  Tensor z = binary(BinaryOp::eq, Operand(b), Operand(Scalar::from_int(0)));
+  const bool* p = z->data_as<bool>();  // freshly allocated, contiguous
+  for (int64_t i = 0, n = z->numel(); i < n; ++i)
+    if (p[i]) throw std::runtime_error("ZeroDivisionError");
+}
+
+Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out) {
+  const OpInfoEntry& info = binary_info(op);
+  ScalarType common = result_type({a, b});
+  ScalarType compute = common, result = common;
+  switch (info.kind) {
+    case OpKind::TRUEDIV:
+    case OpKind::FLOAT2:
+      if (!is_floating(common)) compute = result = g_default_dtype;
+      break;
+    case OpKind::CMP:
+    case OpKind::LOGICAL:
+      result = ScalarType::Bool;
+      if (is_reduced_float(compute)) compute = ScalarType::Float32;
+      break;
+    case OpKind::BITWISE:
+      if (is_floating(common))
+        throw std::runtime_error(str_cat("\"", info.name, "_cpu\" not implemented for '",
+                                         dtype_name(common), "'"));
+      break;
+    case OpKind::SHIFT:
+      if (!is_integral(common, false))
+        throw std::runtime_error(str_cat("\"", info.name, "_cpu\" not implemented for '",
+                                         dtype_name(common), "'"));
+      break;
+    case OpKind::ARITH:
+      if (common == ScalarType::Bool) {
+        // PyTorch computes these on bool as their logical counterparts.
+        switch (op) {
+          case BinaryOp::add:
+          case BinaryOp::maximum:
+            return binary(BinaryOp::logical_or, a, b, out);
+          case BinaryOp::mul:
+          case BinaryOp::minimum:
+            return binary(BinaryOp::logical_and, a, b, out);
+          case BinaryOp::sub:
+            throw std::runtime_error(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                "`^` or `logical_xor()` operator instead.");
+          default:
+            throw std::runtime_error(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  Tensor ta = as_tensor_operand(a, compute), tb = as_tensor_operand(b, compute);
+  if (is_integer_division(op) && is_integral(compute, false)) check_no_zero_divisor(tb);
+  ScalarType kernel_out = result == ScalarType::Bool ? ScalarType::Bool : compute;
+  if (out) check_out_dtype(info.name, result, out);
+  return run_into(info.name, out, kernel_out, {ta, tb},
+                  [&](const ElementwiseIter& it) { run_binary_kernel(op, it, compute); });
+}
+
+Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other) {
+  return binary(op, Operand(self), other, self);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ternary and parametrised ops
+
+Tensor where(const Tensor& cond, const Operand& a, const Operand& b) {
+  EMBER_CHECK(cond->dtype == ScalarType::Bool || cond->dtype == ScalarType::UInt8, std::runtime_error,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              dtype_name(cond->dtype));
+  ScalarType dt = result_type({a, b});
+  Tensor c = to_dtype(cond, ScalarType::Bool);
+  Tensor ta = as_tensor_operand(a, dt), tb = as_tensor_operand(b, dt);
+  ElementwiseIter it(nullptr, dt, {c, ta, tb}, "where");
+  dispatch_all(dt, "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    run_elementwise<T, bool, T, T>(it, [](bool m, auto x, auto y) { return m ? x : y; });
+  });
+  return it.output();
+}
+
+Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const Tensor& out) {
+  EMBER_CHECK(start->dtype == end->dtype, std::runtime_error,
+              "expected dtype ", dtype_name(start->dtype), " for `end` but got dtype ",
+              dtype_name(end->dtype));
+  ScalarType dt = start->dtype;
+  EMBER_CHECK(is_floating(dt), std::runtime_error, "\"lerp_kernel_scalar\" not implemented for '",
+              dtype_name(dt), "'");
+  Tensor w = as_tensor_operand(weight, dt);
+  return run_into("lerp", out, dt, {start, end, w}, [&](const ElementwiseIter& it) {
+    dispatch_floating(dt, "lerp", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      run_elementwise<T, T, T, T>(it, [](auto s, auto e, auto wt) {
+        using C = decltype(s);
+        return std::abs(wt) < C(0.5) ? s + wt * (e - s) : e - (e - s) * (C(1) - wt);
+      });
+    });
+  });
+}
+
+Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor& out) {
+  EMBER_CHECK(lo || hi, std::runtime_error, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  std::vector<Operand> ops{Operand(x)};
+  if (lo) ops.push_back(*lo);
+  if (hi) ops.push_back(*hi);
+  ScalarType dt = result_type(ops);
+  EMBER_CHECK(dt != ScalarType::Bool, std::runtime_error, "\"clamp_cpu\" not implemented for 'Bool'");
+  Tensor r = to_dtype(x, dt);
+  if (lo) r = binary(BinaryOp::maximum, Operand(r), *lo);
+  if (hi) r = binary(BinaryOp::minimum, Operand(r), *hi, (out && !lo) ? out : nullptr);
+  if (out && (lo || !hi)) {
+    check_out_dtype("clamp", dt, out);
+    copy_(out, r);
+    return out;
+  }
+  return out ? out : r;
+}
+
+template <typename T> static double finite_max() {
+  if constexpr (std::is_same_v<T, Half>) return 65504.0;
+  else if constexpr (std::is_same_v<T, BFloat16>) return 3.3895313892515355e38;
+  else return static_cast<double>(std::numeric_limits<T>::max());
+}
+
+Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const double* neginf,
+                  const Tensor& out) {
+  ScalarType dt = x->dtype;
+  if (!is_floating(dt)) {  // integers have no nan/inf: a copy
+    if (out) {
+      copy_(out, x);
+      return out;
+    }
+    return clone(x);
+  }
+  return run_into("nan_to_num", out, dt, {x}, [&](const ElementwiseIter& it) {
+    dispatch_floating(dt, "nan_to_num", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = opmath_t<T>;
+      // Defaults are the dtype's own finite extremes (float16's, not float32's).
+      const C big = C(posinf ? *posinf : finite_max<T>());
+      const C small = C(neginf ? *neginf : -finite_max<T>());
+      const C nanv = C(nan);
+      run_elementwise<T, T>(it, [=](auto v) {
+        return std::isnan(v) ? nanv : std::isinf(v) ? (v > 0 ? big : small) : v;
+      });
+    });
+  });
+}
+
+// torch.round(x, decimals=d): round half to even at 10^-d.
+Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
+  ScalarType dt = x->dtype;
+  if (!is_floating(dt)) {
+    EMBER_CHECK(decimals == 0, std::runtime_error,
+                "round_decimals not implemented for '", dtype_name(dt), "'");
+    if (out) {
+      copy_(out, x);
+      return out;
+    }
+    return clone(x);
+  }
+  return run_into("round", out, dt, {x}, [&](const ElementwiseIter& it) {
+    dispatch_floating(dt, "round", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = opmath_t<T>;
+      if (decimals == 0) {
+        run_elementwise<T, T>(it, [](auto v) { return std::nearbyint(v); });
+        return;
+      }
+      const bool neg = decimals < 0;
+      const C ten = std::pow(C(10), C(neg ? -decimals : decimals));
+      run_elementwise<T, T>(it, [=](auto v) {
+        return neg ? std::nearbyint(v / ten) * ten : std::nearbyint(v * ten) / ten;
+      });
+    });
+  });
+}
+
+}  // namespace ember

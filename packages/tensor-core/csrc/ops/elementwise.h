@@ -1,0 +1,48 @@
+// elementwise.h: entry points of the elementwise ops declared in op_table.h. They apply
+// PyTorch's type promotion, broadcasting and in-place / out= rules, convert operands to the
+// compute dtype, and run the kernel from the table through ElementwiseIter.
+#pragma once
+#include <vector>
+
+#include "core/tensor.h"
+#include "ops/op_table.h"
+
+namespace ember {
+
+// A binary op's operand: a tensor or a Python number (which takes part in promotion by
+// category only, like PyTorch's wrapped numbers).
+struct Operand {
+  Tensor t;
+  Scalar s;
+  bool is_scalar = false;
+  Operand(Tensor tensor) : t(std::move(tensor)) {}  // NOLINT(implicit)
+  Operand(Scalar scalar) : s(scalar), is_scalar(true) {}  // NOLINT(implicit)
+};
+
+ScalarType get_default_dtype();
+void set_default_dtype(ScalarType t);
+
+// torch.result_type over tensors and scalars.
+ScalarType result_type(const std::vector<Operand>& operands);
+
+// `out` null: allocate. out == x: in-place (checked like PyTorch: castable, no overlap).
+Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out = nullptr);
+Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out = nullptr);
+Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other);
+
+// Kernels, instantiated per op from the table (unary_kernels.cpp, binary_kernels.cpp).
+class ElementwiseIter;
+void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType compute);
+void run_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType compute);
+
+// Copy with dtype conversion (copy_kernels.cpp).
+void run_copy_kernel(const ElementwiseIter& it, ScalarType dst, ScalarType src);
+
+// Ternary and parametrised elementwise ops.
+Tensor where(const Tensor& cond, const Operand& a, const Operand& b);
+Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const Tensor& out = nullptr);
+Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor& out = nullptr);
+Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const double* neginf, const Tensor& out = nullptr);
+Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out = nullptr);
+
+}  // namespace ember

@@ -1,0 +1,123 @@
+// op_table.h: THE declaration of ember's elementwise ops. Each line names an op, its dtype
+// rule and its scalar kernel. Everything else reads these lists: the kernels are instantiated
+// from them (elementwise_*.cpp), the Python bindings generate function / method / in-place /
+// out= variants from them (python/bind_ops.cpp), and `ember._C._op_table()` exposes them to
+// the docs and to the op-database tests. Adding an elementwise op is one line here.
+//
+// Dtype rules ("kinds"):
+//   FLOAT    result is floating: integer/bool inputs are promoted to the default dtype
+//   SAME     numeric (not bool) in, same dtype out
+//   PRED     any dtype in, bool out
+//   INTEGRAL bool or integer in, same dtype out
+//   ARITH    binary: inputs promoted to their common dtype, result in it
+//   TRUEDIV  binary: like ARITH, but integer results are promoted to the default float dtype
+//   FLOAT2   binary: like TRUEDIV (floating math such as atan2)
+//   CMP      binary: compared in the common dtype, bool out
+//   LOGICAL  binary: bool out from the truth values
+//   BITWISE  binary: bool/integer common dtype
+//   SHIFT    binary: integer common dtype (no bool)
+//
+// X(name, kind, expression over x / a, b in the op's compute type)
+#pragma once
+
+#define EMBER_UNARY_OPS(X)                                  \
+  X(exp, FLOAT, math::exp(x))                               \
+  X(exp2, FLOAT, std::exp2(x))                              \
+  X(expm1, FLOAT, std::expm1(x))                            \
+  X(log, FLOAT, std::log(x))                                \
+  X(log2, FLOAT, std::log2(x))                              \
+  X(log10, FLOAT, std::log10(x))                            \
+  X(log1p, FLOAT, std::log1p(x))                            \
+  X(sqrt, FLOAT, std::sqrt(x))                              \
+  X(rsqrt, FLOAT, math::rsqrt(x))                           \
+  X(sin, FLOAT, std::sin(x))                                \
+  X(cos, FLOAT, std::cos(x))                                \
+  X(tan, FLOAT, std::tan(x))                                \
+  X(asin, FLOAT, std::asin(x))                              \
+  X(acos, FLOAT, std::acos(x))                              \
+  X(atan, FLOAT, std::atan(x))                              \
+  X(sinh, FLOAT, std::sinh(x))                              \
+  X(cosh, FLOAT, std::cosh(x))                              \
+  X(tanh, FLOAT, std::tanh(x))                              \
+  X(asinh, FLOAT, std::asinh(x))                            \
+  X(acosh, FLOAT, std::acosh(x))                            \
+  X(atanh, FLOAT, std::atanh(x))                            \
+  X(sigmoid, FLOAT, math::sigmoid(x))                       \
+  X(erf, FLOAT, std::erf(x))                                \
+  X(erfc, FLOAT, std::erfc(x))                              \
+  X(reciprocal, FLOAT, decltype(x)(1) / x)                  \
+  X(frac, FLOAT_ONLY, x - std::trunc(x))                    \
+  X(neg, SAME, -x)                                          \
+  X(abs, SAME, math::abs(x))                                \
+  X(square, SAME, x * x)                                    \
+  X(sign, SAME, math::sign(x))                              \
+  X(relu, SAME, math::relu(x))                              \
+  X(floor, SAME, math::floor(x))                            \
+  X(ceil, SAME, math::ceil(x))                              \
+  X(trunc, SAME, math::trunc(x))                            \
+  X(isnan, PRED, math::isnan(x))                            \
+  X(isinf, PRED, math::isinf(x))                            \
+  X(isfinite, PRED, math::isfinite(x))                      \
+  X(signbit, PRED, math::signbit(x))                        \
+  X(logical_not, PRED, !static_cast<bool>(x))               \
+  X(bitwise_not, INTEGRAL, ember_bitwise_not(x))
+
+#define EMBER_BINARY_OPS(X)                                        \
+  X(add, ARITH, a + b)                                             \
+  X(sub, ARITH, a - b)                                             \
+  X(mul, ARITH, a * b)                                             \
+  X(div, TRUEDIV, a / b)                                           \
+  X(floor_divide, ARITH, math::floor_divide(a, b))                 \
+  X(div_trunc, ARITH, math::trunc_divide(a, b))                    \
+  X(remainder, ARITH, math::remainder(a, b))                       \
+  X(fmod, ARITH, math::fmod(a, b))                                 \
+  X(pow, ARITH, math::pow(a, b))                                   \
+  X(maximum, ARITH, math::maximum(a, b))                           \
+  X(minimum, ARITH, math::minimum(a, b))                           \
+  X(atan2, FLOAT2, std::atan2(a, b))                               \
+  X(hypot, FLOAT2, std::hypot(a, b))                               \
+  X(copysign, FLOAT2, std::copysign(a, b))                         \
+  X(eq, CMP, a == b)                                               \
+  X(ne, CMP, a != b)                                               \
+  X(lt, CMP, a < b)                                                \
+  X(le, CMP, a <= b)                                               \
+  X(gt, CMP, a > b)                                                \
+  X(ge, CMP, a >= b)                                               \
+  X(logical_and, LOGICAL, static_cast<bool>(a) && static_cast<bool>(b)) \
+  X(logical_or, LOGICAL, static_cast<bool>(a) || static_cast<bool>(b))  \
+  X(logical_xor, LOGICAL, static_cast<bool>(a) != static_cast<bool>(b)) \
+  X(bitwise_and, BITWISE, a & b)                                   \
+  X(bitwise_or, BITWISE, a | b)                                    \
+  X(bitwise_xor, BITWISE, a ^ b)                                   \
+  X(bitwise_left_shift, SHIFT, math::shift_left(a, b))             \
+  X(bitwise_right_shift, SHIFT, math::shift_right(a, b))
+
+namespace ember {
+
+enum class UnaryOp {
+#define EMBER_ENUM(name, kind, expr) name,
+  EMBER_UNARY_OPS(EMBER_ENUM)
+#undef EMBER_ENUM
+};
+enum class BinaryOp {
+#define EMBER_ENUM(name, kind, expr) name,
+  EMBER_BINARY_OPS(EMBER_ENUM)
+#undef EMBER_ENUM
+};
+
+enum class OpKind { FLOAT, FLOAT_ONLY, SAME, PRED, INTEGRAL, ARITH, TRUEDIV, FLOAT2, CMP, LOGICAL, BITWISE, SHIFT };
+
+struct OpInfoEntry {
+  const char* name;
+  int arity;
+  OpKind kind;
+  const char* kind_name;
+};
+
+// name/kind per op, in enum order (read by dispatch and by the Python op table).
+const OpInfoEntry& unary_info(UnaryOp op);
+const OpInfoEntry& binary_info(BinaryOp op);
+int num_unary_ops();
+int num_binary_ops();
+
+}  // namespace ember

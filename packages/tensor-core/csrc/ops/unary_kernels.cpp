@@ -1,0 +1,57 @@
+// Unary kernels, instantiated from EMBER_UNARY_OPS for the dtypes each kind allows.
+#include "kernels/loops.h"
+#include "kernels/math.h"
+#include "ops/elementwise.h"
+
+namespace ember {
+namespace {
+
+template <OpKind K, typename F> void dispatch_unary(const char* name, const ElementwiseIter& it, ScalarType dt, F f) {
+  if constexpr (K == OpKind::FLOAT || K == OpKind::FLOAT_ONLY) {
+    dispatch_floating(dt, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      run_elementwise<T, T>(it, f);
+    });
+  } else if constexpr (K == OpKind::SAME) {
+    dispatch_numeric(dt, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      run_elementwise<T, T>(it, f);
+    });
+  } else if constexpr (K == OpKind::PRED) {
+    // float16/bfloat16 arrive converted to float32 (see unary()): GCC 12 miscompiles
+    // bool-output loops over them at -O3.
+    dispatch_all(dt, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<T, Half> && !std::is_same_v<T, BFloat16>)
+        run_elementwise<bool, T>(it, f);
+    });
+  } else if constexpr (K == OpKind::INTEGRAL) {
+    if (dt == ScalarType::Bool) return run_elementwise<bool, bool>(it, f);
+    dispatch_integral(dt, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      run_elementwise<T, T>(it, f);
+    });
+  }
+}
+
+}  // namespace
+
+void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType dt) {
+  switch (op) {
+#define EMBER_UNARY_CASE(name, kind, expr)                                          \
+  case UnaryOp::name:                                                               \
+    return dispatch_unary<OpKind::kind>(#name, it, dt, [](auto x) { return expr; });
+    EMBER_UNARY_OPS(EMBER_UNARY_CASE)
+#undef EMBER_UNARY_CASE
+  }
+}
+
+static const OpInfoEntry kUnaryInfo[] = {
+#define EMBER_INFO(name, kind, expr) {#name, 1, OpKind::kind, #kind},
+    EMBER_UNARY_OPS(EMBER_INFO)
+#undef EMBER_INFO
+};
+const OpInfoEntry& unary_info(UnaryOp op) { return kUnaryInfo[static_cast<int>(op)]; }
+int num_unary_ops() { return static_cast<int>(sizeof(kUnaryInfo) / sizeof(kUnaryInfo[0])); }
+
+}  // namespace ember

@@ -1,0 +1,5 @@
+#include "python/pyutils.h"
+
+namespace ember::pyb {
+void register_interop(py::module_& m) { (void)m; }
+}  // namespace ember::pyb

@@ -1,0 +1,329 @@
+// bind_ops.cpp: Python bindings generated from the op table (op_table.h): for every
+// elementwise op, the function `ember.<op>(..., out=None)`, the method `Tensor.<op>()`, the
+// in-place `Tensor.<op>_()` and `ember.<op>_`, plus Python's operators.
+#include "python/pyutils.h"
+
+using namespace pybind11::literals;
+
+namespace ember::pyb {
+namespace {
+
+py::module_* g_m = nullptr;
+
+Tensor opt_out(py::handle out) { return out.is_none() ? nullptr : expect_tensor(out, "op", "out"); }
+
+bool any_grad(const Operand& a, const Operand& b) {
+  return (!a.is_scalar && needs_grad(a.t)) || (!b.is_scalar && needs_grad(b.t));
+}
+
+py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
+  const char* name = unary_info(op).name;
+  Tensor x = expect_tensor(xh, name, "input");
+  Tensor out = opt_out(outh);
+  if (needs_grad(x)) {
+    if (out) check_out_no_grad(x, name);
+    return call_autograd(name, g_m->attr(name), py::make_tuple(xh), py::dict());
+  }
+  if (out) {
+    check_out_no_grad(out, name);
+    unary(op, x, out);
+    return py::reinterpret_borrow<py::object>(outh);
+  }
+  return wrap(unary(op, x));
+}
+
+py::object unary_inplace(UnaryOp op, py::handle selfh) {
+  const char* name = unary_info(op).name;
+  Tensor x = expect_tensor(selfh, name, "self");
+  if (x->requires_grad && grad_enabled()) {
+    std::string n = std::string(name) + "_";
+    return call_autograd(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh), py::dict());
+  }
+  unary(op, x, x);
+  return py::reinterpret_borrow<py::object>(selfh);
+}
+
+// add/sub's alpha folds into `other` (other * alpha) before the op.
+Operand scale_alpha(const Operand& other, py::handle alpha) {
+  if (!alpha || alpha.is_none()) return other;
+  Scalar a = to_scalar(alpha);
+  if (a.to_double() == 1.0 && !a.is_float()) return other;
+  if (a.is_float() && a.to_double() == 1.0) return other;
+  if (other.is_scalar) {
+    if (other.s.is_float() || a.is_float()) return Operand(Scalar::from_double(other.s.to_double() * a.to_double()));
+    return Operand(Scalar::from_int(other.s.to_int() * a.to_int()));
+  }
+  if (a.is_float() && !is_floating(other.t->dtype))
+    throw std::runtime_error("For integral input tensors, argument alpha must not be a floating point number.");
+  return Operand(binary(BinaryOp::mul, other, Operand(a)));
+}
+
+BinaryOp div_op(py::handle rounding_mode) {
+  if (!rounding_mode || rounding_mode.is_none()) return BinaryOp::div;
+  std::string mode = py::str(rounding_mode);
+  if (mode == "trunc") return BinaryOp::div_trunc;
+  if (mode == "floor") return BinaryOp::floor_divide;
+  throw std::runtime_error("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + mode + "'");
+}
+
+py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle outh,
+                       py::handle alpha = py::handle(), const char* public_name = nullptr) {
+  const char* name = public_name ? public_name : binary_info(op).name;
+  Operand a = to_operand(ah, name, "input"), b = to_operand(bh, name, "other");
+  EMBER_CHECK(!(a.is_scalar && b.is_scalar), py::type_error, name,
+              "(): expected at least one Tensor argument");
+  Tensor out = opt_out(outh);
+  if (any_grad(a, b)) {
+    py::dict kw;
+    if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
+    if (out) throw std::runtime_error(str_cat(name, "(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."));
+    return call_autograd(name, g_m->attr(name), py::make_tuple(ah, bh), kw);
+  }
+  b = scale_alpha(b, alpha);
+  if (out) {
+    check_out_no_grad(out, name);
+    binary(op, a, b, out);
+    return py::reinterpret_borrow<py::object>(outh);
+  }
+  return wrap(binary(op, a, b));
+}
+
+py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
+                               py::handle alpha = py::handle(), const char* public_name = nullptr) {
+  const char* name = public_name ? public_name : binary_info(op).name;
+  Tensor self = expect_tensor(selfh, name, "self");
+  Operand b = to_operand(bh, name, "other");
+  if ((self->requires_grad || (!b.is_scalar && b.t->requires_grad)) && grad_enabled()) {
+    std::string n = std::string(name) + "_";
+    py::dict kw;
+    if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
+    return call_autograd(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh, bh), kw);
+  }
+  binary(op, Operand(self), scale_alpha(b, alpha), self);
+  return py::reinterpret_borrow<py::object>(selfh);
+}
+
+// Operators return NotImplemented for foreign operands so Python can try the other side.
+bool foreign(py::handle h) { return !is_tensor(h) && !is_number(h); }
+py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+
+}  // namespace
+
+void register_ops(py::module_& m) {
+  g_m = new py::module_(m);
+  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
+  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
+
+  // ---- the table ----
+  for (int i = 0; i < num_unary_ops(); ++i) {
+    auto op = static_cast<UnaryOp>(i);
+    std::string name = unary_info(op).name, iname = name + "_";
+    m.def(name.c_str(), [op](py::handle x, py::handle out) { return unary_call(op, x, out); },
+          py::arg("input"), py::kw_only(), py::arg("out") = py::none());
+    m.def(iname.c_str(), [op](py::handle x) { return unary_inplace(op, x); }, py::arg("input"));
+    defm(name.c_str(), py::cpp_function([op](py::handle self) { return unary_call(op, self, py::none()); },
+                                        py::is_method(cls)));
+    defm(iname.c_str(), py::cpp_function([op](py::handle self) { return unary_inplace(op, self); },
+                                         py::is_method(cls)));
+  }
+  for (int i = 0; i < num_binary_ops(); ++i) {
+    auto op = static_cast<BinaryOp>(i);
+    std::string name = binary_info(op).name, iname = name + "_";
+    if (op == BinaryOp::div_trunc) name = "_div_trunc", iname = "_div_trunc_";
+    if (op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::div) continue;  // below
+    m.def(name.c_str(), [op](py::handle a, py::handle b, py::handle out) {
+      return binary_call(op, a, b, out);
+    }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("out") = py::none());
+    m.def(iname.c_str(), [op](py::handle a, py::handle b) { return binary_inplace_call(op, a, b); },
+          py::arg("input"), py::arg("other"));
+    defm(name.c_str(), py::cpp_function([op](py::handle self, py::handle b) {
+      return binary_call(op, self, b, py::none());
+    }, py::is_method(cls), py::arg("other")));
+    defm(iname.c_str(), py::cpp_function([op](py::handle self, py::handle b) {
+      return binary_inplace_call(op, self, b);
+    }, py::is_method(cls), py::arg("other")));
+  }
+  // add/sub take alpha; div takes rounding_mode.
+  for (auto op : {BinaryOp::add, BinaryOp::sub}) {
+    std::string name = binary_info(op).name, iname = name + "_";
+    m.def(name.c_str(), [op](py::handle a, py::handle b, py::handle alpha, py::handle out) {
+      return binary_call(op, a, b, out, alpha);
+    }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none(), py::arg("out") = py::none());
+    m.def(iname.c_str(), [op](py::handle a, py::handle b, py::handle alpha) {
+      return binary_inplace_call(op, a, b, alpha);
+    }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
+    defm(name.c_str(), py::cpp_function([op](py::handle self, py::handle b, py::handle alpha) {
+      return binary_call(op, self, b, py::none(), alpha);
+    }, py::is_method(cls), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none()));
+    defm(iname.c_str(), py::cpp_function([op](py::handle self, py::handle b, py::handle alpha) {
+      return binary_inplace_call(op, self, b, alpha);
+    }, py::is_method(cls), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none()));
+  }
+  m.def("div", [](py::handle a, py::handle b, py::handle rm, py::handle out) {
+    return binary_call(div_op(rm), a, b, out, py::handle(), rm.is_none() ? "div" : nullptr);
+  }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none(), py::arg("out") = py::none());
+  m.def("div_", [](py::handle a, py::handle b, py::handle rm) {
+    return binary_inplace_call(div_op(rm), a, b, py::handle(), rm.is_none() ? "div" : nullptr);
+  }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none());
+  defm("div", py::cpp_function([](py::handle self, py::handle b, py::handle rm) {
+    return binary_call(div_op(rm), self, b, py::none(), py::handle(), rm.is_none() ? "div" : nullptr);
+  }, py::is_method(cls), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none()));
+  defm("div_", py::cpp_function([](py::handle self, py::handle b, py::handle rm) {
+    return binary_inplace_call(div_op(rm), self, b, py::handle(), rm.is_none() ? "div" : nullptr);
+  }, py::is_method(cls), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none()));
+
+  // ---- operators ----
+  struct BinOperator { const char* name; const char* rname; const char* iname; BinaryOp op; };
+  static const BinOperator ops[] = {
+      {"__add__", "__radd__", "__iadd__", BinaryOp::add},
+      {"__sub__", "__rsub__", "__isub__", BinaryOp::sub},
+      {"__mul__", "__rmul__", "__imul__", BinaryOp::mul},
+      {"__truediv__", "__rtruediv__", "__itruediv__", BinaryOp::div},
+      {"__floordiv__", "__rfloordiv__", "__ifloordiv__", BinaryOp::floor_divide},
+      {"__mod__", "__rmod__", "__imod__", BinaryOp::remainder},
+      {"__pow__", "__rpow__", "__ipow__", BinaryOp::pow},
+      {"__and__", "__rand__", "__iand__", BinaryOp::bitwise_and},
+      {"__or__", "__ror__", "__ior__", BinaryOp::bitwise_or},
+      {"__xor__", "__rxor__", "__ixor__", BinaryOp::bitwise_xor},
+      {"__lshift__", "__rlshift__", "__ilshift__", BinaryOp::bitwise_left_shift},
+      {"__rshift__", "__rrshift__", "__irshift__", BinaryOp::bitwise_right_shift},
+      {"__eq__", nullptr, nullptr, BinaryOp::eq},
+      {"__ne__", nullptr, nullptr, BinaryOp::ne},
+      {"__lt__", nullptr, nullptr, BinaryOp::lt},
+      {"__le__", nullptr, nullptr, BinaryOp::le},
+      {"__gt__", nullptr, nullptr, BinaryOp::gt},
+      {"__ge__", nullptr, nullptr, BinaryOp::ge},
+  };
+  for (const auto& o : ops) {
+    BinaryOp op = o.op;
+    defm(o.name, py::cpp_function([op](py::handle self, py::handle other) -> py::object {
+      if (foreign(other)) return not_implemented();
+      return binary_call(op, self, other, py::none());
+    }, py::is_method(cls), py::is_operator()));
+    if (o.rname)
+      defm(o.rname, py::cpp_function([op](py::handle self, py::handle other) -> py::object {
+        if (foreign(other)) return not_implemented();
+        return binary_call(op, other, self, py::none());
+      }, py::is_method(cls), py::is_operator()));
+    if (o.iname)
+      defm(o.iname, py::cpp_function([op](py::handle self, py::handle other) -> py::object {
+        if (foreign(other)) return not_implemented();
+        return binary_inplace_call(op, self, other);
+      }, py::is_method(cls), py::is_operator()));
+  }
+  defm("__neg__", py::cpp_function([](py::handle self) { return unary_call(UnaryOp::neg, self, py::none()); }, py::is_method(cls)));
+  defm("__abs__", py::cpp_function([](py::handle self) { return unary_call(UnaryOp::abs, self, py::none()); }, py::is_method(cls)));
+  defm("__pos__", py::cpp_function([](py::handle self) { return py::reinterpret_borrow<py::object>(self); }, py::is_method(cls)));
+  defm("__invert__", py::cpp_function([](py::handle self) {
+    Tensor t = to_tensor(self);
+    EMBER_CHECK(!is_floating(t->dtype), py::type_error, "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+    return unary_call(UnaryOp::bitwise_not, self, py::none());
+  }, py::is_method(cls)));
+  defm("__hash__", py::cpp_function([](py::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); }, py::is_method(cls)));
+
+  // ---- ternary / parametrised ----
+  m.def("where", [](py::handle cond, py::handle a, py::handle b) -> py::object {
+    Tensor c = expect_tensor(cond, "where", "condition");
+    Operand oa = to_operand(a, "where", "input"), ob = to_operand(b, "where", "other");
+    if (any_grad(oa, ob))
+      return call_autograd("where", g_m->attr("where"), py::make_tuple(cond, a, b), py::dict());
+    return wrap(where(c, oa, ob));
+  }, py::arg("condition"), py::arg("input"), py::arg("other"));
+  defm("where", py::cpp_function([](py::handle self, py::handle cond, py::handle other) {
+    return g_m->attr("where")(cond, self, other);
+  }, py::is_method(cls), py::arg("condition"), py::arg("other")));
+
+  auto clamp_fn = [](py::handle x, py::handle lo, py::handle hi, py::handle out) -> py::object {
+    Tensor t = expect_tensor(x, "clamp", "input");
+    if (needs_grad(t) || (is_tensor(lo) && needs_grad(to_tensor(lo))) || (is_tensor(hi) && needs_grad(to_tensor(hi))))
+      return call_autograd("clamp", g_m->attr("clamp"), py::make_tuple(x, lo, hi), py::dict());
+    std::unique_ptr<Operand> l, h;
+    if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
+    if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
+    Tensor o = opt_out(out);
+    Tensor r = clamp(t, l.get(), h.get(), o);
+    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+  };
+  m.def("clamp", clamp_fn, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(),
+        py::kw_only(), py::arg("out") = py::none());
+  m.attr("clip") = m.attr("clamp");
+  defm("clamp", py::cpp_function([clamp_fn](py::handle self, py::handle lo, py::handle hi) {
+    return clamp_fn(self, lo, hi, py::none());
+  }, py::is_method(cls), py::arg("min") = py::none(), py::arg("max") = py::none()));
+  py::setattr(cls, "clip", cls.attr("clamp"));
+  auto clamp_inplace = py::cpp_function([](py::handle self, py::handle lo, py::handle hi) -> py::object {
+    Tensor t = to_tensor(self);
+    if (t->requires_grad && grad_enabled())
+      return call_autograd("clamp_", g_m->attr("clamp_"), py::make_tuple(self, lo, hi), py::dict());
+    std::unique_ptr<Operand> l, h;
+    if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
+    if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
+    clamp(t, l.get(), h.get(), t);
+    return py::reinterpret_borrow<py::object>(self);
+  }, py::is_method(cls), py::arg("min") = py::none(), py::arg("max") = py::none());
+  py::setattr(cls, "clamp_", clamp_inplace);
+  py::setattr(cls, "clip_", clamp_inplace);
+  m.def("clamp_", [](py::handle self, py::handle lo, py::handle hi) {
+    return py::reinterpret_borrow<py::object>(py::type::handle_of(self)).attr("clamp_")(self, lo, hi);
+  }, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
+
+  m.def("lerp", [](py::handle s, py::handle e, py::handle w, py::handle out) -> py::object {
+    Tensor ts = expect_tensor(s, "lerp", "input"), te = expect_tensor(e, "lerp", "end");
+    Operand ow = to_operand(w, "lerp", "weight");
+    if (needs_grad(ts) || needs_grad(te) || (!ow.is_scalar && needs_grad(ow.t)))
+      return call_autograd("lerp", g_m->attr("lerp"), py::make_tuple(s, e, w), py::dict());
+    Tensor o = opt_out(out);
+    Tensor r = lerp(ts, te, ow, o);
+    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+  }, py::arg("input"), py::arg("end"), py::arg("weight"), py::kw_only(), py::arg("out") = py::none());
+  defm("lerp", py::cpp_function([](py::handle self, py::handle e, py::handle w) {
+    return g_m->attr("lerp")(self, e, w);
+  }, py::is_method(cls), py::arg("end"), py::arg("weight")));
+
+  m.def("nan_to_num", [](py::handle x, double nan, py::object posinf, py::object neginf, py::handle out) -> py::object {
+    Tensor t = expect_tensor(x, "nan_to_num", "input");
+    if (needs_grad(t))
+      return call_autograd("nan_to_num", g_m->attr("nan_to_num"), py::make_tuple(x, nan, posinf, neginf), py::dict());
+    double p = posinf.is_none() ? 0 : posinf.cast<double>(), n = neginf.is_none() ? 0 : neginf.cast<double>();
+    Tensor o = opt_out(out);
+    Tensor r = nan_to_num(t, nan, posinf.is_none() ? nullptr : &p, neginf.is_none() ? nullptr : &n, o);
+    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+  }, py::arg("input"), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none(),
+     py::kw_only(), py::arg("out") = py::none());
+  defm("nan_to_num", py::cpp_function([](py::handle self, double nan, py::object posinf, py::object neginf) {
+    return g_m->attr("nan_to_num")(self, nan, posinf, neginf);
+  }, py::is_method(cls), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none()));
+
+  m.def("round", [](py::handle x, int64_t decimals, py::handle out) -> py::object {
+    Tensor t = expect_tensor(x, "round", "input");
+    if (needs_grad(t))
+      return call_autograd("round", g_m->attr("round"), py::make_tuple(x), py::dict("decimals"_a = decimals));
+    Tensor o = opt_out(out);
+    Tensor r = round_decimals(t, decimals, o);
+    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+  }, py::arg("input"), py::kw_only(), py::arg("decimals") = 0, py::arg("out") = py::none());
+  defm("round", py::cpp_function([](py::handle self, int64_t decimals) {
+    return g_m->attr("round")(self, "decimals"_a = decimals);
+  }, py::is_method(cls), py::kw_only(), py::arg("decimals") = 0));
+  defm("round_", py::cpp_function([](py::handle self, int64_t decimals) {
+    Tensor t = to_tensor(self);
+    round_decimals(t, decimals, t);
+    return py::reinterpret_borrow<py::object>(self);
+  }, py::is_method(cls), py::kw_only(), py::arg("decimals") = 0));
+
+  // op table for docs and the op-database tests
+  m.def("_op_table", []() {
+    py::list rows;
+    for (int i = 0; i < num_unary_ops(); ++i) {
+      auto& e = unary_info(static_cast<UnaryOp>(i));
+      rows.append(py::dict("name"_a = e.name, "arity"_a = 1, "kind"_a = e.kind_name));
+    }
+    for (int i = 0; i < num_binary_ops(); ++i) {
+      auto& e = binary_info(static_cast<BinaryOp>(i));
+      rows.append(py::dict("name"_a = e.name, "arity"_a = 2, "kind"_a = e.kind_name));
+    }
+    return rows;
+  });
+}
+
+}  // namespace ember::pyb

@@ -1,0 +1,5 @@
+#include "python/pyutils.h"
+
+namespace ember::pyb {
+void register_random(py::module_& m) { (void)m; }
+}  // namespace ember::pyb

@@ -1,0 +1,552 @@
+// bind_tensor.cpp: the Python Tensor type: metadata, views, basic indexing, conversions and
+// creation functions. Ops that autograd must see go through `call_autograd` when an input
+// requires grad; the function handed to the hook is the module-level `_C` function with
+// canonical arguments, so the autograd package runs the very same forward.
+#include <pybind11/numpy.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "python/pyutils.h"
+
+namespace ember::pyb {
+
+static py::module_* g_module = nullptr;
+static py::object core_fn(const char* name) { return g_module->attr(name); }
+
+#define EMBER_AUTOGRAD(cond, name, ...)                                                 \
+  if (cond) return call_autograd(name, core_fn(name), py::make_tuple(__VA_ARGS__), py::dict())
+
+// ---------------------------------------------------------------------------------------------
+// Python data -> tensor
+
+namespace {
+
+struct DataInfo {
+  Shape shape;
+  int category = -1;  // 0 bool, 1 int, 2 float
+  ScalarType tensor_dtype = ScalarType::Undefined;  // when elements are tensors
+};
+
+bool is_sequence(py::handle h) {
+  return (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()) ||
+          (PySequence_Check(h.ptr()) && !PyUnicode_Check(h.ptr()) && !PyBytes_Check(h.ptr()) &&
+           !is_tensor(h)));
+}
+
+void infer_data(py::handle obj, size_t depth, DataInfo& info) {
+  if (is_tensor(obj)) {
+    Tensor t = to_tensor(obj);
+    for (auto s : t->sizes) {
+      if (depth >= info.shape.size()) info.shape.push_back(s);
+      else if (info.shape[depth] != s)
+        throw ValueError(str_cat("expected sequence of length ", info.shape[depth], " at dim ",
+                                 depth, " (got ", s, ")"));
+      ++depth;
+    }
+    info.tensor_dtype = promote_types(info.tensor_dtype, t->dtype);
+    info.category = std::max(info.category, category(t->dtype));
+    return;
+  }
+  if (is_number(obj)) {
+    Scalar s = to_scalar(obj);
+    info.category = std::max(info.category, s.is_bool() ? 0 : s.is_int() ? 1 : 2);
+    if (depth < info.shape.size())
+      throw ValueError(str_cat("expected sequence of length ", info.shape[depth], " at dim ",
+                               depth, " (got a number)"));
+    return;
+  }
+  if (!is_sequence(obj))
+    throw py::type_error(str_cat("Could not infer dtype of ",
+                                 std::string(py::str(py::type::of(obj).attr("__name__")))));
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
+  int64_t n = static_cast<int64_t>(py::len(seq));
+  if (depth >= info.shape.size()) {
+    if (depth > info.shape.size())
+      throw ValueError(str_cat("expected a number at dim ", depth, " but got a sequence"));
+    info.shape.push_back(n);
+  } else if (info.shape[depth] != n) {
+    throw ValueError(str_cat("expected sequence of length ", info.shape[depth], " at dim ", depth,
+                             " (got ", n, ")"));
+  }
+  for (int64_t i = 0; i < n; ++i) infer_data(seq[i], depth + 1, info);
+}
+
+template <typename T> void fill_data(py::handle obj, T*& out) {
+  if (is_tensor(obj)) {
+    Tensor t = contiguous(to_dtype(to_tensor(obj), scalar_type_of<T>()));
+    std::memcpy(out, t->data(), t->numel() * sizeof(T));
+    out += t->numel();
+    return;
+  }
+  if (is_number(obj)) {
+    *out++ = to_scalar(obj).to<T>();
+    return;
+  }
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
+  for (auto item : seq) fill_data<T>(item, out);
+}
+
+}  // namespace
+
+Tensor tensor_from_data(py::handle data, ScalarType dtype) {
+  // NumPy arrays and other buffer exporters: zero-copy view, then a converting copy.
+  if (!is_tensor(data) && !is_number(data) && py::hasattr(data, "__array_interface__")) {
+    Tensor src = g_module->attr("from_numpy")(py::module_::import("numpy").attr("ascontiguousarray")(data)).cast<Tensor>();
+    return to_dtype(src, dtype == ScalarType::Undefined ? src->dtype : dtype, true);
+  }
+  DataInfo info;
+  infer_data(data, 0, info);
+  ScalarType dt = dtype;
+  if (dt == ScalarType::Undefined) {
+    if (info.tensor_dtype != ScalarType::Undefined && category(info.tensor_dtype) >= info.category)
+      dt = info.tensor_dtype;
+    else
+      dt = info.category == 0 ? ScalarType::Bool
+           : info.category == 1 ? ScalarType::Int64
+                                : get_default_dtype();
+  }
+  Tensor t = empty(info.shape, dt);
+  dispatch_all(dt, "tensor", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t->data_as<T>();
+    fill_data<T>(data, p);
+  });
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Basic indexing: ints, slices (with steps), None, Ellipsis, and bools.
+
+static bool is_basic_index(py::handle h) {
+  PyObject* p = h.ptr();
+  return PyLong_Check(p) || PySlice_Check(p) || p == Py_None || p == Py_Ellipsis ||
+         (py::hasattr(h, "__index__") && !is_tensor(h) && !PyBool_Check(p));
+}
+
+Tensor apply_basic_index(const Tensor& self, py::handle index) {
+  std::vector<py::object> items;
+  if (PyTuple_Check(index.ptr())) {
+    for (auto it : py::reinterpret_borrow<py::tuple>(index)) items.push_back(py::reinterpret_borrow<py::object>(it));
+  } else {
+    items.push_back(py::reinterpret_borrow<py::object>(index));
+  }
+  int64_t consumed = 0, ellipses = 0;
+  for (auto& it : items) {
+    if (!is_basic_index(it) && !(is_tensor(it) && to_tensor(it)->dim() == 0 &&
+                                 is_integral(to_tensor(it)->dtype, false)))
+      throw NotImplementedError(
+          "ember: advanced indexing (integer tensors, lists or boolean masks) is not supported "
+          "yet; use index_select/masked_select or basic indexing");
+    if (it.ptr() == Py_Ellipsis) ++ellipses;
+    else if (!it.is_none()) ++consumed;
+  }
+  EMBER_CHECK(ellipses <= 1, IndexError, "an index can only have a single ellipsis ('...')");
+  EMBER_CHECK(consumed <= self->dim(), IndexError, "too many indices for tensor of dimension ",
+              self->dim());
+  Tensor t = make_view(self, self->sizes, self->strides, self->offset);
+  int64_t d = 0;
+  for (auto& it : items) {
+    PyObject* p = it.ptr();
+    if (p == Py_Ellipsis) {
+      d += self->dim() - consumed;
+    } else if (p == Py_None) {
+      t = unsqueeze(t, d);
+      ++d;
+    } else if (PySlice_Check(p)) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(p, &start, &stop, &step) < 0) throw py::error_already_set();
+      EMBER_CHECK(step > 0, ValueError, "step must be greater than zero");
+      int64_t size = t->sizes[d];
+      PySlice_AdjustIndices(size, &start, &stop, step);
+      t = slice(t, d, start, std::max<int64_t>(start, stop), step);
+      ++d;
+    } else {
+      int64_t i = is_tensor(it) ? to_scalar(it).to_int() : py::int_(it.attr("__index__")()).cast<int64_t>();
+      t = select(t, d, i);
+    }
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions to Python
+
+static py::object scalar_to_py(const char* data, ScalarType dt) {
+  return dispatch_all(dt, "item", [&](auto tag) -> py::object {
+    using T = typename decltype(tag)::type;
+    T v;
+    std::memcpy(&v, data, sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) return py::bool_(v);
+    else if constexpr (std::is_integral_v<T>) return py::int_(static_cast<int64_t>(v));
+    else return py::float_(static_cast<double>(static_cast<opmath_t<T>>(v)));
+  });
+}
+
+py::object item(const Tensor& t) {
+  if (t->numel() != 1)
+    throw std::runtime_error(str_cat("a Tensor with ", t->numel(),
+                                     " elements cannot be converted to Scalar"));
+  return scalar_to_py(t->data(), t->dtype);
+}
+
+static py::object tolist_rec(const Tensor& t, int64_t d, const char* p) {
+  if (d == t->dim()) return scalar_to_py(p, t->dtype);
+  py::list out(t->sizes[d]);
+  int64_t step = t->strides[d] * static_cast<int64_t>(t->element_size());
+  for (int64_t i = 0; i < t->sizes[d]; ++i) out[i] = tolist_rec(t, d + 1, p + i * step);
+  return std::move(out);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static void set_requires_grad(const Tensor& t, bool value) {
+  if (value) {
+    if (!is_floating(t->dtype))
+      throw std::runtime_error("only Tensors of floating point and complex dtype can require gradients");
+    ensure_autograd_available();
+  }
+  t->requires_grad = value;
+}
+
+static Tensor convert(const Tensor& t, ScalarType dt, bool copy) {
+  return to_dtype(t, dt == ScalarType::Undefined ? t->dtype : dt, copy);
+}
+
+// x.to(...): to(dtype), to(device), to(device, dtype), to(other), with copy/non_blocking.
+static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs) {
+  ScalarType dt = ScalarType::Undefined;
+  Device dev = self->device();
+  bool copy = false;
+  auto take = [&](py::handle a) {
+    if (is_tensor(a)) {
+      Tensor o = to_tensor(a);
+      dt = o->dtype;
+      dev = o->device();
+    } else if (py::isinstance<DType>(a) || a.ptr() == (PyObject*)&PyFloat_Type ||
+               a.ptr() == (PyObject*)&PyLong_Type || a.ptr() == (PyObject*)&PyBool_Type) {
+      dt = to_dtype(a);
+    } else if (!a.is_none()) {
+      dev = to_device(a);
+    }
+  };
+  for (auto a : args) take(a);
+  for (auto kv : kwargs) {
+    std::string k = py::str(kv.first);
+    if (k == "dtype") dt = to_dtype(kv.second);
+    else if (k == "device") dev = kv.second.is_none() ? self->device() : to_device(kv.second);
+    else if (k == "copy") copy = kv.second.cast<bool>();
+    else if (k == "non_blocking" || k == "memory_format") continue;
+    else throw py::type_error("to() got an unexpected keyword argument '" + k + "'");
+  }
+  if (dev != self->device())
+    throw std::runtime_error(str_cat("ember: cannot move a tensor to device '", dev.str(),
+                                     "': CUDA is not available in this build"));
+  if (dt == ScalarType::Undefined) dt = self->dtype;
+  if (dt == self->dtype && !copy) return py::cast(self);
+  EMBER_AUTOGRAD(needs_grad(self), "_to_dtype", self, dtype_object(dt), copy);
+  return wrap(convert(self, dt, copy));
+}
+
+void register_tensor(py::module_& m) {
+  g_module = new py::module_(m);
+  auto cls = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>(m, "Tensor", py::dynamic_attr(),
+                                                                  py::buffer_protocol());
+  cls.def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t->sizes)); })
+      .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t->dtype); })
+      .def_property_readonly("device", [](const Tensor& t) {
+        return g_module->attr("_make_device")(t->device().str());
+      })
+      .def_property_readonly("ndim", &TensorImpl::dim)
+      .def_property_readonly("is_cuda", [](const Tensor& t) { return !t->device().is_cpu(); })
+      .def_property_readonly("is_cpu", [](const Tensor& t) { return t->device().is_cpu(); })
+      .def_property_readonly("is_sparse", [](const Tensor&) { return false; })
+      .def_property_readonly("is_quantized", [](const Tensor&) { return false; })
+      .def_property_readonly("is_meta", [](const Tensor&) { return false; })
+      .def_property_readonly("layout", [](const Tensor&) { return g_module->attr("strided"); })
+      .def_property_readonly("itemsize", [](const Tensor& t) { return t->element_size(); })
+      .def_property_readonly("nbytes", [](const Tensor& t) { return t->numel() * t->element_size(); })
+      .def_property_readonly("_version", [](const Tensor& t) { return t->version->value.load(); })
+      .def_property_readonly("_base", [](const Tensor& t) -> py::object {
+        return t->base ? py::cast(t->base) : py::none();
+      })
+      .def("_bump_version", [](const Tensor& t) { t->bump_version(); })
+      .def("_is_view", [](const Tensor& t) { return static_cast<bool>(t->base); })
+      .def("_shares_storage", [](const Tensor& a, const Tensor& b) { return a->storage == b->storage; })
+      .def("_storage_nbytes", [](const Tensor& t) { return t->storage->nbytes; })
+      .def("dim", &TensorImpl::dim)
+      .def("ndimension", &TensorImpl::dim)
+      .def("numel", &TensorImpl::numel)
+      .def("nelement", &TensorImpl::numel)
+      .def("element_size", &TensorImpl::element_size)
+      .def("is_contiguous", [](const Tensor& t, py::object) { return t->is_contiguous(); },
+           py::arg("memory_format") = py::none())
+      .def("is_floating_point", [](const Tensor& t) { return is_floating(t->dtype); })
+      .def("is_complex", [](const Tensor&) { return false; })
+      .def("is_signed", [](const Tensor& t) {
+        return t->dtype != ScalarType::Bool && t->dtype != ScalarType::UInt8;
+      })
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t->data()); })
+      .def("storage_offset", [](const Tensor& t) { return t->offset; })
+      .def("get_device", [](const Tensor& t) { return t->device().is_cpu() ? -1 : int(t->device().index); })
+      .def("size", [](const Tensor& t, py::object dim) -> py::object {
+        if (dim.is_none()) return g_module->attr("Size")(py::tuple(py::cast(t->sizes)));
+        return py::int_(t->sizes[wrap_dim(dim.cast<int64_t>(), t->dim(), false)]);
+      }, py::arg("dim") = py::none())
+      .def("stride", [](const Tensor& t, py::object dim) -> py::object {
+        if (dim.is_none()) return py::tuple(py::cast(t->strides));
+        return py::int_(t->strides[wrap_dim(dim.cast<int64_t>(), t->dim(), false)]);
+      }, py::arg("dim") = py::none())
+      .def("__len__", [](const Tensor& t) {
+        if (t->dim() == 0) throw py::type_error("len() of a 0-d tensor");
+        return t->sizes[0];
+      })
+      // autograd slots
+      .def_property("requires_grad", [](const Tensor& t) { return t->requires_grad; },
+                    [](const Tensor& t, bool v) { set_requires_grad(t, v); })
+      .def("requires_grad_", [](py::object self, bool v) {
+        set_requires_grad(self.cast<Tensor>(), v);
+        return self;
+      }, py::arg("requires_grad") = true)
+      .def_property_readonly("is_leaf", [](py::object self) {
+        // A tensor is a leaf unless the autograd package recorded a grad_fn for it.
+        py::object fn = py::getattr(self, "grad_fn", py::none());
+        return fn.is_none();
+      })
+      // conversions
+      .def("item", &item)
+      .def("tolist", [](const Tensor& t) { return tolist_rec(t, 0, t->data()); })
+      .def("__bool__", [](const Tensor& t) {
+        if (t->numel() != 1)
+          throw std::runtime_error(str_cat("Boolean value of Tensor with ",
+                                           t->numel() == 0 ? "no values" : "more than one value",
+                                           " is ambiguous"));
+        return item(t).cast<bool>();
+      })
+      .def("__float__", [](const Tensor& t) { return item(t).cast<double>(); })
+      .def("__int__", [](const Tensor& t) { return py::int_(item(t).attr("__int__")()); })
+      .def("__index__", [](const Tensor& t) {
+        if (!is_integral(t->dtype, true) || t->numel() != 1)
+          throw py::type_error("only integer tensors of a single element can be converted to an index");
+        return item(t).cast<int64_t>();
+      })
+      .def("__complex__", [](const Tensor& t) { return py::module_::import("builtins").attr("complex")(item(t)); })
+      .def("to", &to_method)
+      .def("type", [](const Tensor& self, py::object dtype) -> py::object {
+        if (dtype.is_none()) return py::str(std::string("ember.") + dtype_name(self->dtype) + "Tensor");
+        ScalarType dt = to_dtype(dtype);
+        if (dt == self->dtype) return py::cast(self);
+        EMBER_AUTOGRAD(needs_grad(self), "_to_dtype", self, dtype_object(dt), false);
+        return wrap(convert(self, dt, false));
+      }, py::arg("dtype") = py::none())
+      .def("cpu", [](py::object self) { return self; })
+      // views
+      .def("view", [](const Tensor& self, py::args args) {
+        if (args.size() == 1 && (py::isinstance<DType>(args[0]) )) {
+          ScalarType dt = to_dtype(args[0]);
+          EMBER_CHECK(itemsize(dt) == self->element_size(), std::runtime_error,
+                      "ember: view(dtype) between dtypes of different sizes is not supported");
+          Tensor v = make_view(self, self->sizes, self->strides, self->offset);
+          v->dtype = dt;
+          return wrap(v);
+        }
+        Shape s = shape_from_args(args, "view");
+        EMBER_AUTOGRAD(needs_grad(self), "_view", self, py::cast(s));
+        return wrap(view(self, s));
+      })
+      .def("view_as", [](const Tensor& self, const Tensor& other) -> py::object {
+        EMBER_AUTOGRAD(needs_grad(self), "_view", self, py::cast(other->sizes));
+        return wrap(view(self, other->sizes));
+      })
+      .def("reshape", [](const Tensor& self, py::args args) -> py::object {
+        Shape s = shape_from_args(args, "reshape");
+        EMBER_AUTOGRAD(needs_grad(self), "reshape", self, py::cast(s));
+        return wrap(reshape(self, s));
+      })
+      .def("reshape_as", [](const Tensor& self, const Tensor& other) -> py::object {
+        EMBER_AUTOGRAD(needs_grad(self), "reshape", self, py::cast(other->sizes));
+        return wrap(reshape(self, other->sizes));
+      })
+      .def("expand", [](const Tensor& self, py::args args) -> py::object {
+        Shape s = shape_from_args(args, "expand");
+        EMBER_AUTOGRAD(needs_grad(self), "_expand", self, py::cast(s));
+        return wrap(expand(self, s));
+      })
+      .def("expand_as", [](const Tensor& self, const Tensor& other) -> py::object {
+        EMBER_AUTOGRAD(needs_grad(self), "_expand", self, py::cast(other->sizes));
+        return wrap(expand(self, other->sizes));
+      })
+      .def("permute", [](const Tensor& self, py::args args) -> py::object {
+        Shape s = shape_from_args(args, "permute");
+        EMBER_AUTOGRAD(needs_grad(self), "permute", self, py::cast(s));
+        return wrap(permute(self, s));
+      })
+      .def("contiguous", [](const Tensor& self, py::object) -> py::object {
+        if (self->is_contiguous()) return py::cast(self);
+        EMBER_AUTOGRAD(needs_grad(self), "clone", self);
+        return wrap(contiguous(self));
+      }, py::arg("memory_format") = py::none())
+      .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
+        EMBER_AUTOGRAD(needs_grad(self), "_getitem", self, index);
+        return wrap(apply_basic_index(self, index));
+      })
+      .def("__setitem__", [](const Tensor& self, py::object index, py::object value) {
+        g_module->attr("_setitem")(self, index, value);
+      })
+      .def("copy_", [](py::object self, const Tensor& src, bool) {
+        Tensor t = self.cast<Tensor>();
+        if (needs_grad(src) || t->requires_grad)
+          return call_autograd("_copy_", core_fn("_copy_"), py::make_tuple(self, src), py::dict());
+        copy_(t, src);
+        return self;
+      }, py::arg("src"), py::arg("non_blocking") = false)
+      .def("fill_", [](py::object self, py::object value) {
+        Tensor t = self.cast<Tensor>();
+        if (t->requires_grad && grad_enabled())
+          return call_autograd("_fill_", core_fn("_fill_"), py::make_tuple(self, value), py::dict());
+        fill_(t, to_scalar(value));
+        return self;
+      })
+      .def("zero_", [](py::object self) {
+        Tensor t = self.cast<Tensor>();
+        if (t->requires_grad && grad_enabled())
+          return call_autograd("_fill_", core_fn("_fill_"), py::make_tuple(self, 0), py::dict());
+        fill_(t, Scalar::from_int(0));
+        return self;
+      });
+
+  // dtype shortcuts: x.float(), x.double(), ...
+  struct Shortcut { const char* name; ScalarType dt; };
+  static const Shortcut shortcuts[] = {
+      {"float", ScalarType::Float32}, {"double", ScalarType::Float64},
+      {"half", ScalarType::Float16},  {"bfloat16", ScalarType::BFloat16},
+      {"int", ScalarType::Int32},     {"long", ScalarType::Int64},
+      {"short", ScalarType::Int16},   {"char", ScalarType::Int8},
+      {"byte", ScalarType::UInt8},    {"bool", ScalarType::Bool}};
+  for (const auto& sc : shortcuts) {
+    ScalarType dt = sc.dt;
+    cls.def(sc.name, [dt](const Tensor& self) -> py::object {
+      if (self->dtype == dt) return py::cast(self);
+      EMBER_AUTOGRAD(needs_grad(self), "_to_dtype", self, dtype_object(dt), false);
+      return wrap(convert(self, dt, false));
+    });
+  }
+
+  // ---- module-level functions with canonical signatures (also the autograd hook's `fn`) ----
+  m.def("_to_dtype", [](const Tensor& x, py::handle dt, bool copy) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "_to_dtype", x, dt, copy);
+    return wrap(convert(x, to_dtype(dt), copy));
+  });
+  m.def("_view", [](const Tensor& x, const Shape& s) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "_view", x, py::cast(s));
+    return wrap(view(x, s));
+  });
+  m.def("_expand", [](const Tensor& x, const Shape& s) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "_expand", x, py::cast(s));
+    return wrap(expand(x, s));
+  });
+  m.def("_getitem", [](const Tensor& x, py::object index) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "_getitem", x, index);
+    return wrap(apply_basic_index(x, index));
+  });
+  m.def("_copy_", [](py::object dst, const Tensor& src) {
+    copy_(dst.cast<Tensor>(), src);
+    return dst;
+  });
+  m.def("_fill_", [](py::object dst, py::object v) {
+    fill_(dst.cast<Tensor>(), to_scalar(v));
+    return dst;
+  });
+  m.def("_setitem", [](const Tensor& self, py::object index, py::object value) {
+    Tensor target = apply_basic_index(self, index);
+    if (is_tensor(value)) copy_(target, to_tensor(value));
+    else if (is_number(value)) fill_(target, to_scalar(value));
+    else copy_(target, tensor_from_data(value, self->dtype));
+    if (target->version != self->version) self->bump_version();
+  });
+  m.def("_index_basic", &apply_basic_index);
+  m.def("reshape", [](const Tensor& x, py::handle shape) -> py::object {
+    Shape s = to_shape(shape);
+    EMBER_AUTOGRAD(needs_grad(x), "reshape", x, py::cast(s));
+    return wrap(reshape(x, s));
+  }, py::arg("input"), py::arg("shape"));
+  m.def("permute", [](const Tensor& x, py::handle dims) -> py::object {
+    Shape s = to_shape(dims);
+    EMBER_AUTOGRAD(needs_grad(x), "permute", x, py::cast(s));
+    return wrap(permute(x, s));
+  }, py::arg("input"), py::arg("dims"));
+  m.def("clone", [](const Tensor& x, py::object) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "clone", x);
+    return wrap(clone(x));
+  }, py::arg("input"), py::kw_only(), py::arg("memory_format") = py::none());
+
+  // views with (input, dims...) signatures shared by function and method
+  auto def_both = [&](const char* name, auto fn, auto... extra) {
+    m.def(name, fn, py::arg("input"), extra...);
+    cls.def(name, fn, extra...);
+  };
+  def_both("transpose", [](const Tensor& x, int64_t d0, int64_t d1) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "transpose", x, d0, d1);
+    return wrap(transpose(x, d0, d1));
+  }, py::arg("dim0"), py::arg("dim1"));
+  m.attr("swapaxes") = m.attr("transpose");
+  m.attr("swapdims") = m.attr("transpose");
+  cls.attr("swapaxes") = cls.attr("transpose");
+  cls.attr("swapdims") = cls.attr("transpose");
+  def_both("t", [](const Tensor& x) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "t", x);
+    return wrap(t_(x));
+  });
+  cls.def_property_readonly("T", [](const Tensor& x) -> py::object {
+    Shape dims;
+    for (int64_t d = x->dim() - 1; d >= 0; --d) dims.push_back(d);
+    EMBER_AUTOGRAD(needs_grad(x), "permute", x, py::cast(dims));
+    return wrap(permute(x, dims));
+  });
+  cls.def_property_readonly("mT", [](const Tensor& x) -> py::object {
+    EMBER_CHECK(x->dim() >= 2, std::runtime_error, "tensor.mT is only supported on matrices or batches of matrices. Got ", x->dim(), "-D tensor.");
+    EMBER_AUTOGRAD(needs_grad(x), "transpose", x, -2, -1);
+    return wrap(transpose(x, -2, -1));
+  });
+  def_both("squeeze", [](const Tensor& x, py::object dim) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "squeeze", x, dim);
+    return wrap(dim.is_none() ? squeeze(x) : squeeze_dims(x, to_dims(dim)));
+  }, py::arg("dim") = py::none());
+  def_both("unsqueeze", [](const Tensor& x, int64_t d) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "unsqueeze", x, d);
+    return wrap(unsqueeze(x, d));
+  }, py::arg("dim"));
+  def_both("flatten", [](const Tensor& x, int64_t s, int64_t e) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "flatten", x, s, e);
+    return wrap(flatten(x, s, e));
+  }, py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+  def_both("unflatten", [](const Tensor& x, int64_t d, py::handle sizes) -> py::object {
+    Shape s = to_shape(sizes);
+    EMBER_AUTOGRAD(needs_grad(x), "unflatten", x, d, py::cast(s));
+    return wrap(unflatten(x, d, s));
+  }, py::arg("dim"), py::arg("sizes"));
+  def_both("narrow", [](const Tensor& x, int64_t d, int64_t start, int64_t len) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "narrow", x, d, start, len);
+    return wrap(narrow(x, d, start, len));
+  }, py::arg("dim"), py::arg("start"), py::arg("length"));
+  def_both("select", [](const Tensor& x, int64_t d, int64_t i) -> py::object {
+    EMBER_AUTOGRAD(needs_grad(x), "select", x, d, i);
+    return wrap(select(x, d, i));
+  }, py::arg("dim"), py::arg("index"));
+  def_both("as_strided", [](const Tensor& x, py::handle size, py::handle stride, py::object off) -> py::object {
+    Shape sz = to_shape(size), st = to_shape(stride);
+    int64_t o = off.is_none() ? x->offset : off.cast<int64_t>();
+    EMBER_AUTOGRAD(needs_grad(x), "as_strided", x, py::cast(sz), py::cast(st), o);
+    return wrap(as_strided(x, sz, st, o));
+  }, py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none());
+  def_both("detach", [](const Tensor& x) { return wrap(alias(x)); });
+  cls.def("detach_", [](py::object self) {
+    self.cast<Tensor>()->requires_grad = false;
+    return self;
+  });
+
+  // ---- creation ----
+  register_creation(m);
+}
+
+}  // namespace ember::pyb

@@ -1,0 +1,15 @@
+// module.cpp: the `ember._C` extension module: registers each binding group in dependency order.
+#include "python/pyutils.h"
+
+PYBIND11_MODULE(_C, m) {
+  using namespace ember::pyb;
+  m.doc() = "ember's C++ tensor core";
+  register_dtypes(m);
+  register_tensor(m);
+  register_ops(m);
+  register_reductions(m);
+  register_linalg(m);
+  register_random(m);
+  register_interop(m);
+  register_runtime(m);
+}

@@ -1,0 +1,225 @@
+#include "python/pyutils.h"
+
+#include <cmath>
+
+using namespace pybind11::literals;
+
+namespace ember::pyb {
+
+// Leaked on purpose: these must outlive interpreter teardown.
+static py::object* g_dtype_objects = new py::object[kNumScalarTypes];
+
+py::object dtype_object(ScalarType t) {
+  if (t == ScalarType::Undefined) return py::none();
+  return g_dtype_objects[static_cast<int>(t)];
+}
+
+ScalarType to_dtype(py::handle h) {
+  if (!h || h.is_none()) return ScalarType::Undefined;
+  if (py::isinstance<DType>(h)) return h.cast<DType&>().type;
+  if (h.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return ScalarType::Float64;
+  if (h.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return ScalarType::Int64;
+  if (h.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return ScalarType::Bool;
+  // NumPy dtypes and scalar types: match by name.
+  if (py::hasattr(h, "dtype") || py::hasattr(h, "kind")) {
+    py::object np_dtype = py::hasattr(h, "kind") ? py::reinterpret_borrow<py::object>(h)
+                                                  : h.attr("dtype");
+    std::string name = py::str(np_dtype.attr("name"));
+    for (int i = 0; i < kNumScalarTypes; ++i)
+      if (name == dtype_name(static_cast<ScalarType>(i))) return static_cast<ScalarType>(i);
+  }
+  throw py::type_error("expected an ember dtype (e.g. ember.float32), got " +
+                       std::string(py::str(py::type::of(h).attr("__name__"))));
+}
+
+static PyTypeObject* g_tensor_type = nullptr;
+PyTypeObject* tensor_type() {
+  if (!g_tensor_type)
+    g_tensor_type = reinterpret_cast<PyTypeObject*>(py::type::of<TensorImpl>().ptr());
+  return g_tensor_type;
+}
+
+Tensor expect_tensor(py::handle h, const char* op, const char* arg) {
+  if (is_tensor(h)) return to_tensor(h);
+  throw py::type_error(str_cat(op, "(): argument '", arg, "' must be Tensor, not ",
+                               std::string(py::str(py::type::of(h).attr("__name__")))));
+}
+
+bool is_number(py::handle h) {
+  PyObject* p = h.ptr();
+  if (PyBool_Check(p) || PyLong_Check(p) || PyFloat_Check(p)) return true;
+  if (is_tensor(h)) return false;
+  // NumPy scalars (np.float32(1), np.int64(2), np.bool_(True)).
+  return py::hasattr(h, "dtype") && py::hasattr(h, "item") && !py::hasattr(h, "__len__");
+}
+
+Scalar to_scalar(py::handle h) {
+  PyObject* p = h.ptr();
+  if (PyBool_Check(p)) return Scalar::from_bool(p == Py_True);
+  if (PyLong_Check(p)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+    if (overflow) {
+      // Large unsigned values fit uint64 like PyTorch accepts for bitwise ops; else refuse.
+      throw std::runtime_error(str_cat("value cannot be converted to type int64 without overflow: ",
+                                       std::string(py::str(h))));
+    }
+    return Scalar::from_int(v);
+  }
+  if (PyFloat_Check(p)) return Scalar::from_double(PyFloat_AS_DOUBLE(p));
+  if (is_tensor(h)) {
+    Tensor t = to_tensor(h);
+    EMBER_CHECK(t->numel() == 1, std::runtime_error, "a Tensor with ", t->numel(),
+                " elements cannot be converted to Scalar");
+    return dispatch_all(t->dtype, "item", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T v = *t->data_as<T>();
+      if constexpr (std::is_same_v<T, bool>) return Scalar::from_bool(v);
+      else if constexpr (std::is_integral_v<T>) return Scalar::from_int(v);
+      else return Scalar::from_double(static_cast<double>(v));
+    });
+  }
+  if (py::hasattr(h, "item")) return to_scalar(h.attr("item")());
+  throw py::type_error(str_cat("expected a number, got ",
+                               std::string(py::str(py::type::of(h).attr("__name__")))));
+}
+
+Operand to_operand(py::handle h, const char* op, const char* arg) {
+  if (is_tensor(h)) return Operand(to_tensor(h));
+  if (is_number(h)) return Operand(to_scalar(h));
+  throw py::type_error(str_cat(op, "(): argument '", arg, "' must be Tensor or Number, not ",
+                               std::string(py::str(py::type::of(h).attr("__name__")))));
+}
+
+static int64_t to_int_strict(py::handle h, const char* what) {
+  if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) return h.cast<int64_t>();
+  if (is_tensor(h)) {
+    Tensor t = to_tensor(h);
+    if (t->numel() == 1 && is_integral(t->dtype, false)) return to_scalar(h).to_int();
+  }
+  if (py::hasattr(h, "__index__")) return py::int_(h.attr("__index__")()).cast<int64_t>();
+  throw py::type_error(str_cat(what, " must be a sequence of ints, but got an element of type ",
+                               std::string(py::str(py::type::of(h).attr("__name__")))));
+}
+
+Shape to_shape(py::handle h) {
+  Shape s;
+  if (PyLong_Check(h.ptr())) {
+    s.push_back(to_int_strict(h, "size"));
+    return s;
+  }
+  if (!py::isinstance<py::sequence>(h) || py::isinstance<py::str>(h))
+    throw py::type_error(str_cat("size must be a tuple of ints, not ",
+                                 std::string(py::str(py::type::of(h).attr("__name__")))));
+  for (auto item : py::reinterpret_borrow<py::sequence>(h)) s.push_back(to_int_strict(item, "size"));
+  return s;
+}
+
+Shape shape_from_args(const py::args& args, const char* op) {
+  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return to_shape(args[0]);
+  Shape s;
+  for (auto a : args) s.push_back(to_int_strict(a, op));
+  return s;
+}
+
+std::vector<int64_t> to_dims(py::handle h) {
+  std::vector<int64_t> d;
+  if (!h || h.is_none()) return d;
+  if (PyLong_Check(h.ptr())) {
+    d.push_back(h.cast<int64_t>());
+    return d;
+  }
+  for (auto item : py::reinterpret_borrow<py::sequence>(h)) d.push_back(to_int_strict(item, "dim"));
+  return d;
+}
+
+Device to_device(py::handle h) {
+  if (!h || h.is_none()) return Device{};
+  std::string s;
+  if (py::isinstance<py::str>(h)) s = h.cast<std::string>();
+  else if (PyLong_Check(h.ptr())) s = "cuda:" + std::to_string(h.cast<int>());
+  else s = py::str(h);  // ember.device objects print as their spec
+  if (s == "cpu") return Device{};
+  if (s.rfind("cuda", 0) == 0) {
+    Device d;
+    d.type = DeviceType::CUDA;
+    if (s.size() > 5) d.index = static_cast<int16_t>(std::stoi(s.substr(5)));
+    return d;
+  }
+  throw std::runtime_error("Expected one of cpu, cuda device type at start of device string: " + s);
+}
+
+// ---- grad mode and the autograd hook ----
+static thread_local bool t_grad_enabled = true;
+bool grad_enabled() { return t_grad_enabled; }
+void set_grad_enabled(bool on) { t_grad_enabled = on; }
+
+static py::object& hook_slot() {
+  static py::object* hook = new py::object(py::none());  // leaked: outlives interpreter teardown
+  return *hook;
+}
+py::object autograd_hook() { return hook_slot(); }
+
+void ensure_autograd_available() {
+  if (!hook_slot().is_none()) return;
+  try {
+    py::module_::import("ember.autograd");
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_ImportError)) throw;
+  }
+  if (hook_slot().is_none())
+    throw py::import_error(
+        "requires_grad=True needs automatic differentiation, which is provided by the "
+        "ember-autograd package: pip install ember-autograd");
+}
+
+py::object call_autograd(const char* name, py::handle fn, py::tuple args, py::dict kwargs) {
+  py::object hook = hook_slot();
+  if (hook.is_none()) ensure_autograd_available(), hook = hook_slot();
+  return hook(name, fn, args, kwargs);
+}
+
+void check_out_no_grad(const Tensor& out, const char* op) {
+  if (out && out->requires_grad && grad_enabled())
+    throw std::runtime_error(str_cat(op, "(): functions with out=... arguments don't support "
+                                         "automatic differentiation, but one of the arguments "
+                                         "requires grad."));
+}
+
+void register_dtypes(py::module_& m) {
+  py::class_<DType>(m, "dtype")
+      .def_property_readonly("is_floating_point", [](const DType& d) { return is_floating(d.type); })
+      .def_property_readonly("is_signed", [](const DType& d) {
+        return d.type != ScalarType::Bool && d.type != ScalarType::UInt8;
+      })
+      .def_property_readonly("is_complex", [](const DType&) { return false; })
+      .def_property_readonly("itemsize", [](const DType& d) { return itemsize(d.type); })
+      .def_property_readonly("name", [](const DType& d) { return dtype_name(d.type); })
+      .def("to_real", [](py::object self) { return self; })
+      .def("__repr__", [](const DType& d) { return std::string("ember.") + dtype_name(d.type); })
+      .def("__reduce__", [](const DType& d) {
+        return py::make_tuple(py::module_::import("builtins").attr("getattr"),
+                              py::make_tuple(py::module_::import("ember"), dtype_name(d.type)));
+      });
+  for (int i = 0; i < kNumScalarTypes; ++i) {
+    auto t = static_cast<ScalarType>(i);
+    g_dtype_objects[i] = py::cast(DType{t}, py::return_value_policy::move);
+    m.attr(dtype_name(t)) = g_dtype_objects[i];
+  }
+  m.def("_set_autograd_hook", [](py::object hook) { hook_slot() = std::move(hook); });
+  m.def("_get_autograd_hook", []() { return hook_slot(); });
+  m.def("is_grad_enabled", &grad_enabled);
+  m.def("_set_grad_enabled", &set_grad_enabled);
+  m.def("get_default_dtype", []() { return dtype_object(get_default_dtype()); });
+  m.def("set_default_dtype", [](py::handle d) { set_default_dtype(to_dtype(d)); });
+  m.def("promote_types", [](py::handle a, py::handle b) {
+    return dtype_object(promote_types(to_dtype(a), to_dtype(b)));
+  });
+  m.def("can_cast", [](py::handle from, py::handle to) { return can_cast(to_dtype(from), to_dtype(to)); });
+  m.def("result_type", [](py::handle a, py::handle b) {
+    return dtype_object(result_type({to_operand(a, "result_type", "tensor1"),
+                                     to_operand(b, "result_type", "tensor2")}));
+  });
+}
+
+}  // namespace ember::pyb

@@ -1,0 +1,76 @@
+// pyutils.h: the binding layer's shared helpers: Python <-> core conversions (dtypes, numbers,
+// shapes, dims) and the one narrow hook through which an autograd package takes over an op call.
+#pragma once
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "core/tensor.h"
+#include "ops/elementwise.h"
+
+namespace py = pybind11;
+
+namespace ember::pyb {
+
+// ---- dtypes: one Python object per ScalarType (ember.float32, ...) ----
+struct DType {
+  ScalarType type;
+};
+py::object dtype_object(ScalarType t);
+// Accepts an ember dtype, a Python type (bool/int/float), a NumPy dtype or None (-> Undefined).
+ScalarType to_dtype(py::handle h);
+
+// ---- tensors ----
+PyTypeObject* tensor_type();
+inline bool is_tensor(py::handle h) { return h && PyObject_TypeCheck(h.ptr(), tensor_type()); }
+inline Tensor to_tensor(py::handle h) { return h.cast<Tensor>(); }
+// `h` as a tensor, raising TypeError naming the op/argument otherwise.
+Tensor expect_tensor(py::handle h, const char* op, const char* arg);
+
+// ---- numbers ----
+bool is_number(py::handle h);  // bool/int/float, NumPy scalars, 0-d things with __index__/__float__
+Scalar to_scalar(py::handle h);
+Operand to_operand(py::handle h, const char* op, const char* arg);
+
+// ---- shapes and dims ----
+// A shape given as varargs (x.view(2, 3)) or one sequence (x.view((2, 3))).
+Shape shape_from_args(const py::args& args, const char* op);
+Shape to_shape(py::handle h);
+// An int, or a tuple/list of ints (None -> empty with all=true).
+std::vector<int64_t> to_dims(py::handle h);
+Device to_device(py::handle h);
+
+// ---- the autograd hook ----
+// Grad mode lives in the core (thread-local) so that no_grad works without ember-autograd.
+bool grad_enabled();
+void set_grad_enabled(bool on);
+// The registered hook (None when no autograd package is loaded).
+py::object autograd_hook();
+// True when this call must be recorded: grad mode on and an input requires grad.
+inline bool needs_grad(const Tensor& t) { return t && t->requires_grad && grad_enabled(); }
+// Hands the call to the autograd package: hook(name, fn, args, kwargs). `fn` is the core
+// function to run the forward with (the hook calls it with grad mode off).
+py::object call_autograd(const char* name, py::handle fn, py::tuple args, py::dict kwargs);
+// Raised when requires_grad=True is asked for and no autograd package can be imported.
+void ensure_autograd_available();
+
+// out= / in-place on a tensor that requires grad is refused like PyTorch does.
+void check_out_no_grad(const Tensor& out, const char* op);
+
+// Wraps an ember Tensor result for Python (identity for now; a seam for subclasses).
+inline py::object wrap(Tensor t) { return py::cast(std::move(t)); }
+
+Tensor tensor_from_data(py::handle data, ScalarType dtype);
+Tensor apply_basic_index(const Tensor& self, py::handle index);
+py::object item(const Tensor& t);
+
+void register_dtypes(py::module_& m);
+void register_creation(py::module_& m);
+void register_tensor(py::module_& m);
+void register_ops(py::module_& m);
+void register_reductions(py::module_& m);
+void register_linalg(py::module_& m);
+void register_random(py::module_& m);
+void register_interop(py::module_& m);
+void register_runtime(py::module_& m);
+
+}  // namespace ember::pyb

@@ -1,0 +1,85 @@
+"""ember: a PyTorch-style deep-learning framework. This distribution (ember-tensor) is the core:
+n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replacement.
+
+The other components live in their own distributions and appear here lazily, as in torch:
+``ember.autograd`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
+``ember.utils.data`` (ember-data), ``ember.multiprocessing`` (ember-mp).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from pkgutil import extend_path
+
+# Other ember-* distributions install sub-packages into this namespace, possibly from other
+# directories (editable installs): let the import system find them all.
+__path__ = extend_path(__path__, __name__)
+
+from ember import _C  # noqa: E402
+from ember._C import *  # noqa: E402,F401,F403
+from ember._C import Tensor, dtype  # noqa: E402,F401
+from ember._device import Size, _make_device, device, strided  # noqa: E402,F401
+from ember._grad_mode import (  # noqa: E402,F401
+    enable_grad,
+    inference_mode,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ember._tensor_methods import install as _install_methods  # noqa: E402
+from ember._tensor_str import get_printoptions, set_printoptions  # noqa: E402,F401
+
+__version__ = "0.1.0"
+
+# Python-level dtype aliases, as torch has them.
+float = float32  # noqa: A001,F405
+double = float64  # noqa: F405
+half = float16  # noqa: F405
+int = int32  # noqa: A001,F405
+long = int64  # noqa: F405
+short = int16  # noqa: F405
+bool = _C.bool  # noqa: A001
+
+_install_methods(Tensor)
+# The core builds these Python objects for Tensor.device / Tensor.size() / Tensor.layout.
+_C._make_device, _C.Size, _C.strided = _make_device, Size, strided
+
+
+def _locate_openblas() -> str:
+    """Path of the OpenBLAS shipped by scipy-openblas32, found without importing it."""
+    spec = importlib.util.find_spec("scipy_openblas32")
+    if spec is None or not spec.submodule_search_locations:
+        return "libscipy_openblas.so"
+    base = list(spec.submodule_search_locations)[0]
+    return os.path.join(base, "lib", "libscipy_openblas.so")
+
+
+_C._set_blas_library(_locate_openblas())  # loaded lazily, on the first matrix product
+
+# Components from other distributions, imported on first touch so `import ember` stays fast.
+_COMPONENTS = {
+    "autograd": ("ember.autograd", "ember-autograd"),
+    "nn": ("ember.nn", "ember-nn"),
+    "optim": ("ember.optim", "ember-nn"),
+    "utils": ("ember.utils", "ember-data"),
+    "multiprocessing": ("ember.multiprocessing", "ember-mp"),
+}
+
+
+def __getattr__(name: str):
+    if name in _COMPONENTS:
+        module, dist = _COMPONENTS[name]
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is not None and not module.startswith(e.name) and e.name != module:
+                raise
+            raise ImportError(
+                f"ember.{name} is provided by the {dist} distribution, which is not installed: "
+                f"pip install {dist}"
+            ) from None
+        globals()[name] = mod
+        return mod
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

@@ -1,0 +1,86 @@
+"""ember.device, ember.Size and the layout sentinel."""
+
+from __future__ import annotations
+
+
+class device:  # noqa: N801 - PyTorch's name
+    """A device spec: ``ember.device("cpu")``, ``ember.device("cuda", 0)``, ``ember.device("cuda:1")``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str | device, index: int | None = None) -> None:  # noqa: A002
+        if isinstance(type, device):
+            self.type, self.index = type.type, type.index
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device() expected a string, got {type.__class__.__name__}")
+        if ":" in type:
+            if index is not None:
+                raise ValueError(f"type (string) must not include an index because index was passed explicitly: {type}")
+            type, _, idx = type.partition(":")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
+            index = int(idx)
+        if type not in ("cpu", "cuda"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda device type at start of device string: {type}"
+            )
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        self.type, self.index = type, index
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+_CPU = device("cpu")
+
+
+def _make_device(spec: str) -> device:
+    return _CPU if spec == "cpu" else device(spec)
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints that prints as ``ember.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"ember.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        r = super().__getitem__(key)
+        return Size(r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+
+class _Layout:
+    def __repr__(self) -> str:
+        return "ember.strided"
+
+
+strided = _Layout()

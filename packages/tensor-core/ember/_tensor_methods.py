@@ -1,0 +1,76 @@
+"""Tensor methods written in Python: printing and the small conveniences that are not hot."""
+
+from __future__ import annotations
+
+from ember import _C
+
+
+def _repr(self, *, tensor_contents=None) -> str:
+    from ember import _tensor_str
+
+    values = self.detach()
+    if values.dtype in (_C.float16, _C.bfloat16):
+        values = values.float()
+    arr = values.numpy() if hasattr(values, "numpy") else _to_numpy_fallback(values)
+    suffixes = []
+    grad_fn = getattr(self, "grad_fn", None)
+    if grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
+    elif self.requires_grad:
+        suffixes.append("requires_grad=True")
+    return _tensor_str.format_tensor(
+        arr,
+        dtype_name=self.dtype.name,
+        is_default_float=self.dtype == _C.get_default_dtype(),
+        shape=tuple(self.shape),
+        device=str(self.device),
+        suffixes=tuple(suffixes),
+    )
+
+
+def _to_numpy_fallback(t):
+    import numpy as np
+
+    return np.array(t.tolist(), dtype=t.dtype.name if t.dtype.name != "bool" else np.bool_)
+
+
+def _iter(self):
+    if self.dim() == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
+
+
+def _format(self, spec: str) -> str:
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return object.__format__(self, spec)
+
+
+def _reduce_ex(self, proto):
+    # Pickling copies through NumPy until ember.save lands (bfloat16 through float32).
+    import numpy as np
+
+    if self.dtype == _C.bfloat16:
+        return (_rebuild_bf16, (np.asarray(self.float().tolist(), dtype=np.float32),))
+    return (_rebuild, (self.numpy().copy(), self.requires_grad))
+
+
+def _rebuild(arr, requires_grad=False):
+    t = _C.from_numpy(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_bf16(arr):
+    return _C.from_numpy(arr).bfloat16()
+
+
+def install(cls) -> None:
+    cls.__repr__ = _repr
+    cls.__str__ = _repr
+    cls.__iter__ = _iter
+    cls.__format__ = _format
+    cls.__reduce_ex__ = _reduce_ex
+    cls.__array_priority__ = 1000  # NumPy defers to ember in mixed binary operators
+    cls.__module__ = "ember"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Incremental development build of ember-tensor into a private folder, for working on the core
+# without reinstalling:   tools/dev_build.sh NAME   then   PYTHONPATH=<printed dir> python -m pytest ...
+# Uses ccache when available so unchanged translation units are not recompiled.
+set -euo pipefail
+name="${1:-default}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${TMPDIR:-/tmp}/ember-dev-${name}"
+mkdir -p "$out/lib/ember" "$out/tmp"
+cd "$root/packages/tensor-core"
+if command -v ccache >/dev/null; then export CC="ccache gcc" CXX="ccache g++"; fi
+log="$out/build.log"
+if ! python3 setup.py -q build_ext --build-lib "$out/lib" --build-temp "$out/tmp" --force -j 2 >"$log" 2>&1; then
+  grep -E "error" "$log" | head -40 >&2
+  exit 1
+fi
+# Python sources are linked, so edits to them need no rebuild.
+for f in "$root"/packages/tensor-core/ember/*; do
+  case "$f" in *.so) continue;; esac
+  ln -sfn "$f" "$out/lib/ember/$(basename "$f")"
+done
+echo "$out/lib"
