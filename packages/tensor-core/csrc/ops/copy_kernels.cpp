@@ -1,10 +1,53 @@
-// Copy with dtype conversion: one loop instantiated for every (dst, src) dtype pair.
+// Copy with dtype conversion: one loop instantiated for every (dst, src) dtype pair, plus a
+// tiled path for same-dtype 2-d transposes (x.t().contiguous()), where one side would otherwise
+// be walked with a large stride and miss the cache on every element.
+#include <cstring>
+
 #include "kernels/loops.h"
 #include "ops/elementwise.h"
 
 namespace ember {
+namespace {
+
+template <typename U>
+void transpose_tiles(const ElementwiseIter& it) {
+  constexpr int64_t kTile = 32;
+  const int64_t n0 = it.shape()[0], n1 = it.shape()[1];
+  const int64_t so0 = it.strides(0)[0], so1 = it.strides(0)[1];
+  const int64_t si0 = it.strides(1)[0], si1 = it.strides(1)[1];
+  char* out = it.data(0);
+  const char* in = it.data(1);
+  const int64_t tiles1 = (n1 + kTile - 1) / kTile;
+  parallel_for(0, tiles1, 1, [&](int64_t tb, int64_t te) {
+    for (int64_t t1 = tb; t1 < te; ++t1) {
+      const int64_t a0 = t1 * kTile, a1 = std::min(n1, a0 + kTile);
+      for (int64_t b0 = 0; b0 < n0; b0 += kTile) {
+        const int64_t b1 = std::min(n0, b0 + kTile);
+        for (int64_t a = a0; a < a1; ++a)
+          for (int64_t b = b0; b < b1; ++b)
+            *reinterpret_cast<U*>(out + b * so0 + a * so1) =
+                *reinterpret_cast<const U*>(in + b * si0 + a * si1);
+      }
+    }
+  });
+}
+
+}  // namespace
 
 void run_copy_kernel(const ElementwiseIter& it, ScalarType dst, ScalarType src) {
+  if (dst == src && it.ndim() == 2 && it.numel() >= 4096) {
+    const int64_t sz = static_cast<int64_t>(itemsize(dst));
+    // Output contiguous along dim 0, input contiguous along dim 1: a transpose.
+    if (it.strides(0)[0] == sz && it.strides(1)[1] == sz && it.strides(1)[0] != sz &&
+        it.strides(1)[0] != 0) {
+      switch (sz) {
+        case 1: return transpose_tiles<uint8_t>(it);
+        case 2: return transpose_tiles<uint16_t>(it);
+        case 4: return transpose_tiles<uint32_t>(it);
+        case 8: return transpose_tiles<uint64_t>(it);
+      }
+    }
+  }
   dispatch_all(dst, "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
     dispatch_all(src, "copy_", [&](auto stag) {

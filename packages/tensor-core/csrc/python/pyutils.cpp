@@ -187,6 +187,23 @@ void check_out_no_grad(const Tensor& out, const char* op) {
 }
 
 void register_dtypes(py::module_& m) {
+  // The core's exception types (core/errors.h) become the Python exceptions they name; anything
+  // else falls through to pybind11's own translation (std::runtime_error -> RuntimeError, ...).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const OutOfMemoryError& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    }
+  });
   py::class_<DType>(m, "dtype")
       .def_property_readonly("is_floating_point", [](const DType& d) { return is_floating(d.type); })
       .def_property_readonly("is_signed", [](const DType& d) {
