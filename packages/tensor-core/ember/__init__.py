@@ -29,7 +29,6 @@ from ember._grad_mode import (  # noqa: E402,F401
     set_grad_enabled,
 )
 from ember._tensor_methods import install as _install_methods  # noqa: E402
-from ember._tensor_str import get_printoptions, set_printoptions  # noqa: E402,F401
 
 __version__ = "0.1.0"
 
@@ -43,6 +42,21 @@ short = int16  # noqa: F405
 bool = _C.bool  # noqa: A001
 
 _install_methods(Tensor)
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
+                     sci_mode=None):
+    """Printing options, as torch.set_printoptions (the formatter is imported on first use)."""
+    from ember import _tensor_str
+
+    _tensor_str.set_printoptions(precision, threshold, edgeitems, linewidth, profile, sci_mode)
+
+
+def get_printoptions() -> dict:
+    from ember import _tensor_str
+
+    return _tensor_str.get_printoptions()
+
 # The core builds these Python objects for Tensor.device / Tensor.size() / Tensor.layout.
 _C._make_device, _C.Size, _C.strided = _make_device, Size, strided
 

@@ -1,0 +1,231 @@
+"""ember's tensor core beside PyTorch (CPU) and NumPy, on the same data in one process.
+
+Every row times one expression in each library and prints the ratio peer_time / ember_time
+(> 1: ember is faster). The rows with a target are the figures ember commits to; the others are
+shown for context. A case ember cannot run yet is printed as "n/a" with the reason.
+
+    python benchmarks/bench_core.py [--quick] [--smoke] [--json PATH] [--threads N] [--no-torch]
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _harness as H  # noqa: E402
+import ember  # noqa: E402
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:100]
+
+
+def run_case(
+    case: str,
+    fns: dict[str, Callable[[], Any] | None],
+    targets: dict[str, float],
+    *,
+    rtol: float = 1e-3,
+    atol: float = 1e-3,
+) -> list[H.Row]:
+    """Times fns["ember"] against each peer present; one row per peer.
+
+    fns maps "ember", "torch", "numpy" to a zero-argument callable, or None where that library
+    is missing. targets maps a peer to the least acceptable ratio peer/ember.
+    """
+    fns = {k: f for k, f in fns.items() if f is not None}
+    peers = [p for p in ("torch", "numpy") if p in fns]
+    if not peers:
+        return []
+    # One call each before timing: ember may lack the op yet, and the results must agree.
+    results: dict[str, Any] = {}
+    note = ""
+    try:
+        results["ember"] = fns["ember"]()
+    except (AttributeError, TypeError, NotImplementedError, RuntimeError, ValueError) as e:
+        note = _reason(e)
+    for p in peers:
+        results[p] = fns[p]()
+    if note:
+        times = H.measure_all({p: fns[p] for p in peers})
+        return [H.Row(case, None, p, times[p], targets.get(p), note) for p in peers]
+    mismatch = H.check_close(case, results, rtol=rtol, atol=atol)
+    del results
+    times = H.measure_all(fns)
+    return [
+        H.Row(case, times["ember"], p, times[p], targets.get(p), "result differs" if mismatch else "")
+        for p in peers
+    ]
+
+
+def missing(reason: str) -> Callable[[], Any]:
+    def fn():
+        raise NotImplementedError(reason)
+
+    return fn
+
+
+def sizes() -> dict[str, Any]:
+    if H.SETTINGS.smoke:
+        return {"n": 4096, "side": 64, "mm": (16, 32, 64)}
+    return {"n": 1 << 24, "side": 4096, "mm": (256, 1024, 2048)}
+
+
+def _m(n: int) -> str:
+    return f"{n >> 20}M" if n >= 1 << 20 else str(n)
+
+
+def bench_elementwise(sz: dict[str, Any]) -> None:
+    torch, np = H.torch, H.np
+    rows: list[H.Row] = []
+
+    x = H.inputs((4,), seed=0)
+    y = H.inputs((4,), seed=1)
+    rows += run_case(
+        "a + b, 4 x float32 (per-op overhead)",
+        {
+            "ember": lambda: x["ember"] + y["ember"],
+            "torch": (lambda: x["torch"] + y["torch"]) if torch else None,
+            "numpy": (lambda: x["numpy"] + y["numpy"]) if np else None,
+        },
+        {"torch": 0.67},
+    )
+
+    n = sz["n"]
+    a, b = H.inputs((n,), seed=0), H.inputs((n,), seed=1)
+    out = {
+        "ember": ember.empty(n, dtype=ember.float32),
+        "torch": torch.empty(n, dtype=torch.float32) if torch else None,
+        "numpy": np.empty(n, dtype=np.float32) if np else None,
+    }
+    rows += run_case(
+        f"add(a, b, out=c), {_m(n)} x float32",
+        {
+            "ember": lambda: ember.add(a["ember"], b["ember"], out=out["ember"]),
+            "torch": (lambda: torch.add(a["torch"], b["torch"], out=out["torch"])) if torch else None,
+            "numpy": (lambda: np.add(a["numpy"], b["numpy"], out=out["numpy"])) if np else None,
+        },
+        {"torch": 0.9},
+    )
+    del out
+    rows += run_case(
+        f"a * b + a, {_m(n)} x float32 (allocating)",
+        {
+            "ember": lambda: a["ember"] * b["ember"] + a["ember"],
+            "torch": (lambda: a["torch"] * b["torch"] + a["torch"]) if torch else None,
+            "numpy": (lambda: a["numpy"] * b["numpy"] + a["numpy"]) if np else None,
+        },
+        {"torch": 0.8},
+    )
+    H.report("elementwise", rows)
+
+
+def bench_reductions(sz: dict[str, Any]) -> None:
+    torch, np = H.torch, H.np
+    rows: list[H.Row] = []
+    n, side = sz["n"], sz["side"]
+
+    x = H.inputs((n,), seed=2)
+    # float32 sums of n values in [-1, 1]: allow a pairwise-summation sized error, no more.
+    rows += run_case(
+        f"x.sum(), {_m(n)} x float32",
+        {
+            "ember": lambda: x["ember"].sum(),
+            "torch": (lambda: x["torch"].sum()) if torch else None,
+            "numpy": (lambda: x["numpy"].sum()) if np else None,
+        },
+        {"torch": 0.9},
+        atol=1e-6 * n,
+    )
+    del x
+
+    m = H.inputs((side, side), seed=3)
+    rows += run_case(
+        f"x.sum(dim=1), {side}x{side} float32",
+        {
+            "ember": lambda: m["ember"].sum(dim=1),
+            "torch": (lambda: m["torch"].sum(dim=1)) if torch else None,
+            "numpy": (lambda: m["numpy"].sum(axis=1)) if np else None,
+        },
+        {"torch": 0.8},
+        atol=1e-6 * side,
+    )
+
+    def np_softmax(v):
+        e = np.exp(v - v.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    ember_softmax = getattr(ember, "softmax", None) or missing("ember.softmax is not there yet")
+    rows += run_case(
+        f"softmax(x, dim=1), {side}x{side} float32",
+        {
+            "ember": lambda: ember_softmax(m["ember"], dim=1),
+            "torch": (lambda: torch.softmax(m["torch"], dim=1)) if torch else None,
+            "numpy": (lambda: np_softmax(m["numpy"])) if np else None,
+        },
+        {"torch": 0.8},
+        atol=1e-6,
+    )
+    H.report("reductions and softmax", rows)
+
+
+def bench_layout(sz: dict[str, Any]) -> None:
+    torch, np = H.torch, H.np
+    side = sz["side"]
+    m = H.inputs((side, side), seed=4)
+    rows = run_case(
+        f"x.t().contiguous(), {side}x{side} float32",
+        {
+            "ember": lambda: m["ember"].t().contiguous(),
+            "torch": (lambda: m["torch"].t().contiguous()) if torch else None,
+            "numpy": (lambda: np.ascontiguousarray(m["numpy"].T)) if np else None,
+        },
+        {"torch": 0.8},
+    )
+    H.report("layout", rows)
+
+
+def bench_matmul(sz: dict[str, Any]) -> None:
+    torch, np = H.torch, H.np
+    rows: list[H.Row] = []
+    if hasattr(ember, "mm"):
+        ember_mm = ember.mm
+    else:
+        def ember_mm(p, q):
+            return p @ q
+
+    for k in sz["mm"]:
+        a, b = H.inputs((k, k), seed=5), H.inputs((k, k), seed=6)
+        rows += run_case(
+            f"mm, {k}x{k} @ {k}x{k} float32",
+            {
+                "ember": lambda a=a, b=b: ember_mm(a["ember"], b["ember"]),
+                "torch": (lambda a=a, b=b: torch.mm(a["torch"], b["torch"])) if torch else None,
+                "numpy": (lambda a=a, b=b: a["numpy"] @ b["numpy"]) if np else None,
+            },
+            {"numpy": 0.85},
+            rtol=1e-3,
+            atol=1e-4 * k,
+        )
+    H.report("matrix product (BLAS)", rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    H.setup("bench_core: ember's tensor core vs PyTorch (CPU) and NumPy", argv)
+    sz = sizes()
+    bench_elementwise(sz)
+    bench_reductions(sz)
+    bench_layout(sz)
+    bench_matmul(sz)
+    H.summary()
+    H.save_json({"sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in sz.items()}})
+    return 0  # benchmarks report; they do not fail on a slow row
+
+
+if __name__ == "__main__":
+    sys.exit(main())
