@@ -1,0 +1,235 @@
+"""Storage lifetime: memory is returned the moment the last reference goes, views and foreign
+owners (NumPy arrays, DLPack producers, NumPy views of tensors) keep storages alive exactly as
+long as they need them, and the interop paths do not leak.
+
+Resident set sizes come from /proc/self/statm (Linux); the RSS tests are skipped elsewhere and
+marked slow.
+"""
+
+import gc
+import os
+import sys
+import weakref
+
+import numpy as np
+import pytest
+
+import ember
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+HAVE_STATM = os.path.exists("/proc/self/statm")
+needs_statm = pytest.mark.skipif(not HAVE_STATM, reason="needs /proc/self/statm (Linux)")
+# RSS measurements are meaningless under a sanitizer (freed memory is quarantined) and the
+# sanitizer session deselects slow tests: the RSS tests are marked slow.
+
+
+def rss():
+    """Resident set size of this process, in bytes."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def available_memory():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def collect():
+    for _ in range(2):
+        gc.collect()
+
+
+# ---------------------------------------------------------------------------------------------
+# Freed at once
+
+
+@pytest.mark.slow
+@needs_statm
+def test_large_tensor_memory_returned_at_once():
+    if available_memory() < 3 * GiB:
+        pytest.skip("needs about 3 GiB of free memory")
+    collect()
+    before = rss()
+    t = ember.ones(GiB // 4, dtype=ember.float32)  # 1 GiB, every page touched
+    during = rss()
+    assert during - before > 0.9 * GiB
+    del t  # no gc.collect(): reference counting alone must free it
+    after = rss()
+    assert after - before < 64 * MiB, f"{(after - before) / MiB:.0f} MiB still resident"
+
+
+@pytest.mark.slow
+@needs_statm
+def test_numpy_view_holds_memory_until_released():
+    if available_memory() < 2 * GiB:
+        pytest.skip("needs about 2 GiB of free memory")
+    collect()
+    before = rss()
+    t = ember.ones(256 * MiB // 4, dtype=ember.float32)
+    n = t.numpy()
+    del t
+    assert rss() - before > 200 * MiB  # the array still owns the storage
+    assert n[-1] == 1.0
+    del n
+    assert rss() - before < 32 * MiB
+
+
+# ---------------------------------------------------------------------------------------------
+# Kept alive as long as needed
+
+
+def test_views_keep_storage_alive():
+    t = ember.arange(100, dtype=ember.float64)
+    count = ember._C._storage_use_count(t)
+    v = t[10:20]
+    w = v.reshape(2, 5).t()
+    assert ember._C._storage_use_count(t) == count + 2
+    del t
+    collect()
+    assert v.tolist() == [float(i) for i in range(10, 20)]
+    assert w.tolist() == [[10.0, 15.0], [11.0, 16.0], [12.0, 17.0], [13.0, 18.0], [14.0, 19.0]]
+    v.fill_(1.0)
+    assert sum(w.reshape(10).tolist()) == 10.0
+
+
+def test_from_numpy_keeps_array_alive():
+    arr = np.arange(1000, dtype=np.float32)
+    ref = weakref.ref(arr)
+    t = ember.from_numpy(arr)
+    del arr
+    collect()
+    assert ref() is not None
+    assert t.tolist() == list(range(1000))
+    del t
+    collect()
+    assert ref() is None
+
+
+def test_from_numpy_owner_released_by_last_view():
+    arr = np.arange(12.0).reshape(3, 4)
+    ref = weakref.ref(arr)
+    v = ember.from_numpy(arr)[1].unsqueeze(0)
+    del arr
+    collect()
+    assert v.tolist() == [[4.0, 5.0, 6.0, 7.0]]
+    del v
+    collect()
+    assert ref() is None
+
+
+def test_numpy_keeps_storage_alive():
+    t = ember.arange(50, dtype=ember.int64)
+    n = t.numpy()
+    del t
+    collect()
+    assert n.tolist() == list(range(50))
+    n += 1  # writable, valid memory
+    assert n[0] == 1 and n[-1] == 50
+
+
+def test_numpy_of_foreign_storage_keeps_chain_alive():
+    arr = np.arange(6.0)
+    ref = weakref.ref(arr)
+    n = ember.from_numpy(arr).numpy()  # ndarray -> capsule -> storage -> original ndarray
+    del arr
+    collect()
+    assert ref() is not None
+    assert n.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    del n
+    collect()
+    assert ref() is None
+
+
+def test_dlpack_consumer_keeps_producer_alive():
+    arr = np.arange(8, dtype=np.int32)
+    ref = weakref.ref(arr)
+    u = ember.from_dlpack(arr)
+    del arr
+    collect()
+    assert ref() is not None and u.tolist() == list(range(8))
+    del u
+    collect()
+    assert ref() is None
+
+    t = ember.arange(8, dtype=ember.int32)
+    n = np.from_dlpack(t)
+    del t
+    collect()
+    assert n.tolist() == list(range(8))
+
+
+def test_memoryview_keeps_storage_alive():
+    t = ember.arange(16, dtype=ember.uint8)
+    m = memoryview(t)
+    del t
+    collect()
+    assert m.tolist() == list(range(16))
+    m.release()
+
+
+# ---------------------------------------------------------------------------------------------
+# No leaks
+
+
+def _round_trips(src):
+    t = ember.from_numpy(src)
+    n = t.numpy()
+    u = ember.from_dlpack(n)
+    v = ember.from_dlpack(ember.from_dlpack(u.__dlpack__(max_version=(1, 0))))
+    w = np.from_dlpack(v)
+    x = ember.from_dlpack(u.__dlpack__())  # legacy capsule
+    u.__dlpack__()  # an unconsumed capsule, freed by its destructor
+    m = memoryview(x)
+    y = np.asarray(m)
+    z = ember.tensor(src[::2])  # a copy through from_numpy
+    r = ember.as_tensor(src)
+    return float(w[1]) + float(y[2]) + z[0].item() + r[3].item()
+
+
+@pytest.mark.slow
+@needs_statm
+def test_round_trips_do_not_leak():
+    src = np.arange(MiB // 8, dtype=np.float64)  # 1 MiB: a leaked copy or storage would show
+    refs = sys.getrefcount(src)
+    for _ in range(20):  # warm up allocator pools and caches
+        _round_trips(src)
+    collect()
+    before = rss()
+    for _ in range(200):
+        assert _round_trips(src) == 1.0 + 2.0 + 0.0 + 3.0
+    collect()
+    grown = rss() - before
+    assert grown < 32 * MiB, f"RSS grew by {grown / MiB:.1f} MiB over 200 round trips"
+    assert sys.getrefcount(src) == refs  # every owner reference was released
+
+
+def test_round_trips_release_every_reference():
+    for np_dtype in [np.bool_, np.uint8, np.int16, np.int64, np.float16, np.float32]:
+        src = np.zeros(64, dtype=np_dtype)
+        ref = weakref.ref(src)
+        for _ in range(10):
+            _round_trips(src)
+        del src
+        collect()
+        assert ref() is None, np_dtype
+
+
+def test_storage_use_count_returns_to_baseline():
+    t = ember.ones(32)
+    base = ember._C._storage_use_count(t)
+    for _ in range(200):
+        n = t.numpy()
+        m = memoryview(t)
+        c = t.__dlpack__(max_version=(1, 0))
+        u = ember.from_dlpack(t)
+        del n, m, c, u
+    collect()
+    assert ember._C._storage_use_count(t) == base
