@@ -139,7 +139,9 @@ def docs(session: nox.Session) -> None:
     if missing:
         session.error(f"missing docs: {', '.join(missing)}")
     install(session, present_packages(), "pytest", "numpy")
-    readmes = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "packages").glob("*/README.md"))
+    readmes = ["README.md"] + sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "packages").glob("*/README.md")
+    )
     # Exit code 5: the files hold no examples yet, which is not a failure here.
     session.run(
         "pytest", "--doctest-glob=*.md", "docs", *readmes, *session.posargs, success_codes=[0, 5]
@@ -171,6 +173,25 @@ def sanitize(session: nox.Session) -> None:
             "build", "dist", "*.egg-info", "*.so", "__pycache__", ".hypothesis", ".pytest_cache"
         ),
     )
+    # The C++ runtime's own test program (thread pool, fork, half types, RNG, BLAS) first.
+    session.install("scipy-openblas32")
+    blas = session.run(
+        "python", "-c",
+        "import scipy_openblas32, os; print(os.path.join(scipy_openblas32.get_lib_dir(), "
+        "'libscipy_openblas.so'))",
+        silent=True,
+    ).strip()
+    exe = Path(session.create_tmp()) / "test_runtime"
+    csrc = src / "csrc"
+    session.run(
+        os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g", "-march=native",
+        "-fsanitize=address,undefined", "-fno-omit-frame-pointer", f"-I{csrc}",
+        str(csrc / "tests" / "test_runtime.cpp"),
+        *(str(p) for p in sorted((csrc / "runtime").glob("*.cpp"))),
+        "-o", str(exe), "-ldl", "-pthread", external=True,
+    )
+    session.run(str(exe), blas, external=True,
+                env={"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "halt_on_error=1"})
     session.install(str(src.resolve()), *TEST_DEPS, env={"EMBER_SANITIZE": "1"})
     # Python itself is not instrumented, so the runtimes must be loaded first, ASan before UBSan.
     preload = " ".join(sanitizer_runtime(session, lib) for lib in ("libasan.so", "libubsan.so"))

@@ -33,7 +33,6 @@ from typing import Any
 
 # --------------------------------------------------------------------------------------------------
 # The libraries under comparison
-
 import ember  # noqa: E402  (the benchmarks need ember itself; the peers are optional)
 
 try:
@@ -62,8 +61,11 @@ SETTINGS = Settings()
 _RESULTS: list[dict[str, Any]] = []
 
 
-def setup(description: str, argv: list[str] | None = None) -> Settings:
-    """Parses the shared command line, sets the thread counts and prints the header."""
+def setup(description: str, argv: list[str] | None = None, in_process: bool = True) -> Settings:
+    """Parses the shared command line, sets the thread counts and prints the header.
+
+    in_process=False: the script times other processes, so the thread and timing lines are left
+    out of the header."""
     global torch
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="fewer and shorter timed blocks")
@@ -101,13 +103,21 @@ def setup(description: str, argv: list[str] | None = None) -> Settings:
     print(description)
     print(f"machine: {machine()}")
     print(f"versions: {versions()}")
-    print(
-        f"threads: ember={ember.get_num_threads()}"
-        + (f", torch={torch.get_num_threads()}" if torch is not None else "")
-        + ", numpy=default"
-    )
-    mode = "smoke" if s.smoke else "quick" if s.quick else "full"
-    print(f"timing: median of {s.repeat} blocks of >= {s.min_time:g} s each ({mode})")
+    load = load_average()
+    if load is not None:
+        busy = load > 0.5 * (os.cpu_count() or 1)
+        print(
+            f"load average (1 min) before the run: {load:.2f}"
+            + ("  -- other work is running: expect noisy timings" if busy else "")
+        )
+    if in_process:
+        print(
+            f"threads: ember={ember.get_num_threads()}"
+            + (f", torch={torch.get_num_threads()}" if torch is not None else "")
+            + ", numpy=default"
+        )
+        mode = "smoke" if s.smoke else "quick" if s.quick else "full"
+        print(f"timing: median of {s.repeat} blocks of >= {s.min_time:g} s each ({mode})")
     if torch is None:
         print("note: PyTorch is not installed (or --no-torch): comparing against NumPy only")
     print()
@@ -125,6 +135,13 @@ def machine() -> str:
     except OSError:
         pass
     return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}"
+
+
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 def versions() -> str:
@@ -175,7 +192,9 @@ def measure_all(
         for fn in fns.values():  # warm caches, the allocator and the thread pools
             for _ in range(warmup if not SETTINGS.smoke else 1):
                 fn()
-        numbers = {name: _autorange(fn, min_time) if min_time > 0 else 1 for name, fn in fns.items()}
+        numbers = {
+            name: _autorange(fn, min_time) if min_time > 0 else 1 for name, fn in fns.items()
+        }
         times: dict[str, list[float]] = {name: [] for name in fns}
         for _ in range(repeat):
             for name, fn in fns.items():
@@ -249,9 +268,18 @@ def report(title: str, rows: list[Row | tuple]) -> list[Row]:
             continue
         target = f">= {r.target:g}" if r.target is not None else ""
         mark = "" if r.target is None else r.status
+        if r.note:
+            mark = f"{mark} ({r.note})".strip()
         lines.append(
-            (r.case, fmt_time(r.ember_s), r.peer_name, fmt_time(r.peer_s), f"{r.ratio:.2f}x",
-             target, mark)
+            (
+                r.case,
+                fmt_time(r.ember_s),
+                r.peer_name,
+                fmt_time(r.peer_s),
+                f"{r.ratio:.2f}x",
+                target,
+                mark,
+            )
         )
     widths = [max(len(str(x)) for x in col) for col in zip(header, *lines)]
     # The n/a note may be long: let it run over instead of widening its column.
@@ -260,8 +288,10 @@ def report(title: str, rows: list[Row | tuple]) -> list[Row]:
     sep = "  "
     print(sep.join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     for ln in lines:
-        cells = [str(c).ljust(w) if i != 0 else str(c).ljust(w) for i, (c, w) in
-                 enumerate(zip(ln, widths))]
+        cells = [
+            str(c).ljust(w) if i != 0 else str(c).ljust(w)
+            for i, (c, w) in enumerate(zip(ln, widths))
+        ]
         cells[1] = str(ln[1]).rjust(widths[1])
         cells[3] = str(ln[3]).rjust(widths[3])
         print(sep.join(cells).rstrip())
@@ -298,6 +328,7 @@ def save_json(extra: dict[str, Any] | None = None) -> None:
         "machine": machine(),
         "versions": versions(),
         "threads": SETTINGS.threads,
+        "load_average_after": load_average(),
         "mode": "smoke" if SETTINGS.smoke else "quick" if SETTINGS.quick else "full",
         "rows": _RESULTS,
     }
@@ -327,7 +358,8 @@ def inputs(shape: tuple[int, ...], seed: int = 0) -> dict[str, Any]:
     """float32 arrays of one shape, holding the same values in ember, NumPy and torch.
 
     The values are sin(0.7 i + seed) over the flat index i (in [-1, 1], no denormals, no RNG), so
-    ember can make them itself while ``ember.from_numpy`` is not there; each library owns its copy.
+    ember can make them itself while ``ember.from_numpy`` is not there. Each library gets a copy in
+    memory from its own allocator (as its users' tensors would be), not a view of NumPy's.
     """
     n = math.prod(shape)
     out: dict[str, Any] = {}
@@ -337,12 +369,12 @@ def inputs(shape: tuple[int, ...], seed: int = 0) -> dict[str, Any]:
         out["numpy"] = ref
     if torch is not None:
         out["torch"] = (
-            torch.from_numpy(ref.copy())
+            torch.from_numpy(ref).clone()
             if ref is not None
             else torch.sin(torch.arange(n, dtype=torch.float64) * 0.7 + seed).float().reshape(shape)
         )
     if ref is not None and hasattr(ember, "from_numpy"):
-        out["ember"] = ember.from_numpy(ref.copy())
+        out["ember"] = ember.from_numpy(ref).clone()
     else:
         e = ember.arange(n, dtype=ember.float64)
         out["ember"] = ember.sin(e * 0.7 + seed).to(ember.float32).reshape(shape)
@@ -353,8 +385,8 @@ def to_numpy(t: Any):
     """An ember or torch tensor as a NumPy array, or None when that would be slow or impossible."""
     if np is None:
         return None
-    if isinstance(t, np.ndarray):
-        return t
+    if isinstance(t, (np.ndarray, np.generic, int, float)):
+        return np.asarray(t)
     if torch is not None and isinstance(t, torch.Tensor):
         return t.numpy()
     if hasattr(t, "numpy"):
@@ -373,7 +405,11 @@ def check_close(case: str, results: dict[str, Any], rtol: float = 1e-3, atol: fl
     ref_name = next((k for k in ("numpy", "torch") if k in results), None)
     if ref_name is None or "ember" not in results or np is None:
         return ""
-    got, want = to_numpy(results["ember"]), to_numpy(results[ref_name])
+    try:
+        got, want = to_numpy(results["ember"]), to_numpy(results[ref_name])
+    except Exception as e:  # noqa: BLE001 - a check that cannot run must not stop the timing
+        print(f"note: {case}: results not compared ({type(e).__name__}: {e})")
+        return ""
     if got is None or want is None:
         return ""
     got = np.asarray(got, dtype=np.float64)

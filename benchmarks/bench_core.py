@@ -17,6 +17,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness as H  # noqa: E402
+
 import ember  # noqa: E402
 
 
@@ -30,44 +31,39 @@ def run_case(
     fns: dict[str, Callable[[], Any] | None],
     targets: dict[str, float],
     *,
+    requires: tuple[str, ...] = (),
     rtol: float = 1e-3,
     atol: float = 1e-3,
 ) -> list[H.Row]:
     """Times fns["ember"] against each peer present; one row per peer.
 
     fns maps "ember", "torch", "numpy" to a zero-argument callable, or None where that library
-    is missing. targets maps a peer to the least acceptable ratio peer/ember.
+    is missing. targets maps a peer to the least acceptable ratio peer/ember. requires names the
+    ember attributes the case needs ("softmax", "Tensor.sum"): without them the case is one
+    "n/a" row and nothing is timed.
     """
     fns = {k: f for k, f in fns.items() if f is not None}
     peers = [p for p in ("torch", "numpy") if p in fns]
     if not peers:
         return []
-    # One call each before timing: ember may lack the op yet, and the results must agree.
+    first = next((p for p in peers if p in targets), peers[0])
+    lacking = [name for name in requires if not H.has(ember, name)]
+    if lacking:
+        note = f"ember has no {', '.join(lacking)} yet"
+        return [H.Row(case, None, first, None, targets.get(first), note)]
+    # One call each before timing: ember may not support the case yet, and the results must agree.
     results: dict[str, Any] = {}
-    note = ""
     try:
         results["ember"] = fns["ember"]()
     except (AttributeError, TypeError, NotImplementedError, RuntimeError, ValueError) as e:
-        note = _reason(e)
+        return [H.Row(case, None, first, None, targets.get(first), _reason(e))]
     for p in peers:
         results[p] = fns[p]()
-    if note:
-        times = H.measure_all({p: fns[p] for p in peers})
-        return [H.Row(case, None, p, times[p], targets.get(p), note) for p in peers]
     mismatch = H.check_close(case, results, rtol=rtol, atol=atol)
     del results
     times = H.measure_all(fns)
-    return [
-        H.Row(case, times["ember"], p, times[p], targets.get(p), "result differs" if mismatch else "")
-        for p in peers
-    ]
-
-
-def missing(reason: str) -> Callable[[], Any]:
-    def fn():
-        raise NotImplementedError(reason)
-
-    return fn
+    note = "result differs" if mismatch else ""
+    return [H.Row(case, times["ember"], p, times[p], targets.get(p), note) for p in peers]
 
 
 def sizes() -> dict[str, Any]:
@@ -98,7 +94,7 @@ def bench_elementwise(sz: dict[str, Any]) -> None:
 
     n = sz["n"]
     a, b = H.inputs((n,), seed=0), H.inputs((n,), seed=1)
-    out = {
+    c = {
         "ember": ember.empty(n, dtype=ember.float32),
         "torch": torch.empty(n, dtype=torch.float32) if torch else None,
         "numpy": np.empty(n, dtype=np.float32) if np else None,
@@ -106,13 +102,12 @@ def bench_elementwise(sz: dict[str, Any]) -> None:
     rows += run_case(
         f"add(a, b, out=c), {_m(n)} x float32",
         {
-            "ember": lambda: ember.add(a["ember"], b["ember"], out=out["ember"]),
-            "torch": (lambda: torch.add(a["torch"], b["torch"], out=out["torch"])) if torch else None,
-            "numpy": (lambda: np.add(a["numpy"], b["numpy"], out=out["numpy"])) if np else None,
+            "ember": lambda: ember.add(a["ember"], b["ember"], out=c["ember"]),
+            "torch": (lambda: torch.add(a["torch"], b["torch"], out=c["torch"])) if torch else None,
+            "numpy": (lambda: np.add(a["numpy"], b["numpy"], out=c["numpy"])) if np else None,
         },
         {"torch": 0.9},
     )
-    del out
     rows += run_case(
         f"a * b + a, {_m(n)} x float32 (allocating)",
         {
@@ -130,19 +125,19 @@ def bench_reductions(sz: dict[str, Any]) -> None:
     rows: list[H.Row] = []
     n, side = sz["n"], sz["side"]
 
-    x = H.inputs((n,), seed=2)
+    v = H.inputs((n,), seed=2)
     # float32 sums of n values in [-1, 1]: allow a pairwise-summation sized error, no more.
     rows += run_case(
         f"x.sum(), {_m(n)} x float32",
         {
-            "ember": lambda: x["ember"].sum(),
-            "torch": (lambda: x["torch"].sum()) if torch else None,
-            "numpy": (lambda: x["numpy"].sum()) if np else None,
+            "ember": lambda: v["ember"].sum(),
+            "torch": (lambda: v["torch"].sum()) if torch else None,
+            "numpy": (lambda: v["numpy"].sum()) if np else None,
         },
         {"torch": 0.9},
+        requires=("Tensor.sum",),
         atol=1e-6 * n,
     )
-    del x
 
     m = H.inputs((side, side), seed=3)
     rows += run_case(
@@ -153,6 +148,7 @@ def bench_reductions(sz: dict[str, Any]) -> None:
             "numpy": (lambda: m["numpy"].sum(axis=1)) if np else None,
         },
         {"torch": 0.8},
+        requires=("Tensor.sum",),
         atol=1e-6 * side,
     )
 
@@ -160,15 +156,15 @@ def bench_reductions(sz: dict[str, Any]) -> None:
         e = np.exp(v - v.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
-    ember_softmax = getattr(ember, "softmax", None) or missing("ember.softmax is not there yet")
     rows += run_case(
         f"softmax(x, dim=1), {side}x{side} float32",
         {
-            "ember": lambda: ember_softmax(m["ember"], dim=1),
+            "ember": lambda: ember.softmax(m["ember"], dim=1),
             "torch": (lambda: torch.softmax(m["torch"], dim=1)) if torch else None,
             "numpy": (lambda: np_softmax(m["numpy"])) if np else None,
         },
         {"torch": 0.8},
+        requires=("softmax",),
         atol=1e-6,
     )
     H.report("reductions and softmax", rows)
@@ -193,22 +189,17 @@ def bench_layout(sz: dict[str, Any]) -> None:
 def bench_matmul(sz: dict[str, Any]) -> None:
     torch, np = H.torch, H.np
     rows: list[H.Row] = []
-    if hasattr(ember, "mm"):
-        ember_mm = ember.mm
-    else:
-        def ember_mm(p, q):
-            return p @ q
-
     for k in sz["mm"]:
         a, b = H.inputs((k, k), seed=5), H.inputs((k, k), seed=6)
         rows += run_case(
             f"mm, {k}x{k} @ {k}x{k} float32",
             {
-                "ember": lambda a=a, b=b: ember_mm(a["ember"], b["ember"]),
+                "ember": lambda a=a, b=b: ember.mm(a["ember"], b["ember"]),
                 "torch": (lambda a=a, b=b: torch.mm(a["torch"], b["torch"])) if torch else None,
                 "numpy": (lambda a=a, b=b: a["numpy"] @ b["numpy"]) if np else None,
             },
             {"numpy": 0.85},
+            requires=("mm",),
             rtol=1e-3,
             atol=1e-4 * k,
         )

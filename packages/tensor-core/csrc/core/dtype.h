@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/errors.h"
 #include "core/half.h"
 
 namespace ember {
@@ -22,6 +23,13 @@ inline size_t itemsize(ScalarType t) {
 inline const char* dtype_name(ScalarType t) {
   static const char* names[] = {"bool",    "uint8",    "int8",    "int16",   "int32",  "int64",
                                 "float16", "bfloat16", "float32", "float64", "undefined"};
+  return names[static_cast<int>(t)];
+}
+// PyTorch's C++ name of each type ("Float", "Long", ...): its error messages quote these, and
+// Tensor.type() builds "ember.FloatTensor" from them.
+inline const char* type_name(ScalarType t) {
+  static const char* names[] = {"Bool", "Byte",     "Char",  "Short",  "Int", "Long",
+                                "Half", "BFloat16", "Float", "Double", "Undefined"};
   return names[static_cast<int>(t)];
 }
 inline bool is_floating(ScalarType t) {
@@ -110,16 +118,14 @@ template <typename F> decltype(auto) dispatch_floating(ScalarType t, const char*
     EMBER_CASE(Float32) EMBER_CASE(Float64) EMBER_CASE(Float16) EMBER_CASE(BFloat16)
     default: break;
   }
-  throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" +
-                              dtype_name(t) + "'");
+  throw NotImplementedError(str_cat("\"", op, "\" not implemented for '", type_name(t), "'"));
 }
 template <typename F> decltype(auto) dispatch_integral(ScalarType t, const char* op, F&& f) {
   switch (t) {
     EMBER_CASE(UInt8) EMBER_CASE(Int8) EMBER_CASE(Int16) EMBER_CASE(Int32) EMBER_CASE(Int64)
     default: break;
   }
-  throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" +
-                              dtype_name(t) + "'");
+  throw NotImplementedError(str_cat("\"", op, "\" not implemented for '", type_name(t), "'"));
 }
 template <typename F> decltype(auto) dispatch_all(ScalarType t, const char* op, F&& f) {
   switch (t) {
@@ -128,12 +134,11 @@ template <typename F> decltype(auto) dispatch_all(ScalarType t, const char* op, 
     EMBER_CASE(Float64)
     default: break;
   }
-  throw std::invalid_argument(std::string("\"") + op + "\" not implemented for '" +
-                              dtype_name(t) + "'");
+  throw NotImplementedError(str_cat("\"", op, "\" not implemented for '", type_name(t), "'"));
 }
 template <typename F> decltype(auto) dispatch_numeric(ScalarType t, const char* op, F&& f) {
   if (t == ScalarType::Bool)
-    throw std::invalid_argument(std::string("\"") + op + "\" not implemented for 'bool'");
+    throw NotImplementedError(str_cat("\"", op, "\" not implemented for 'Bool'"));
   return dispatch_all(t, op, std::forward<F>(f));
 }
 

@@ -31,8 +31,8 @@ Shape contiguous_strides(const Shape& sizes) {
 static int64_t checked_numel(const Shape& sizes) {
   int64_t n = 1;
   for (auto s : sizes) {
-    EMBER_CHECK(s >= 0, ValueError, "Trying to create tensor with negative dimension ", s, ": ",
-                shape_str(sizes));
+    EMBER_CHECK(s >= 0, std::runtime_error, "Trying to create tensor with negative dimension ", s,
+                ": ", shape_str(sizes));
     if (s != 0 && n > (int64_t(1) << 60) / s)
       throw ValueError(str_cat("tensor of size ", shape_str(sizes), " is too large"));
     n *= s;
@@ -75,12 +75,14 @@ Tensor empty(const Shape& sizes, ScalarType dtype, Device device) {
 }
 
 Tensor empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device) {
-  EMBER_CHECK(sizes.size() == strides.size(), ValueError, "empty_strided: mismatch in length of ",
-              "strides (", strides.size(), ") and shape (", sizes.size(), ")");
+  EMBER_CHECK(sizes.size() == strides.size(), std::runtime_error,
+              "empty_strided: mismatch in length of strides (", strides.size(), ") and shape (",
+              sizes.size(), ")");
   int64_t n = checked_numel(sizes);
   int64_t extent = n == 0 ? 0 : 1;
   for (size_t i = 0; i < sizes.size() && n; ++i) {
-    EMBER_CHECK(strides[i] >= 0, ValueError, "empty_strided: negative strides are not supported");
+    EMBER_CHECK(strides[i] >= 0, std::runtime_error,
+                "empty_strided: negative strides are not supported");
     extent += (sizes[i] - 1) * strides[i];
   }
   return from_storage(new_storage(extent * itemsize(dtype), device), sizes, strides, 0, dtype);
@@ -125,15 +127,18 @@ int64_t wrap_dim(int64_t d, int64_t ndim, bool allow_scalar) {
 // Every view must stay inside its storage: checked here, before anyone touches memory.
 static void check_view_bounds(const Tensor& base, const Shape& sizes, const Shape& strides,
                               int64_t offset) {
-  EMBER_CHECK(sizes.size() == strides.size(), ValueError, "mismatch in length of strides (",
+  EMBER_CHECK(sizes.size() == strides.size(), std::runtime_error, "mismatch in length of strides (",
               strides.size(), ") and shape (", sizes.size(), ")");
-  EMBER_CHECK(offset >= 0, ValueError, "negative storage offset ", offset);
+  EMBER_CHECK(offset >= 0, std::runtime_error, "negative storage offset ", offset);
   int64_t lo = offset, hi = offset;
   bool empty = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    EMBER_CHECK(sizes[i] >= 0, ValueError, "negative size ", sizes[i], " in ", shape_str(sizes));
+    EMBER_CHECK(sizes[i] >= 0, std::runtime_error, "negative size ", sizes[i], " in ",
+                shape_str(sizes));
     if (sizes[i] == 0) empty = true;
-    EMBER_CHECK(strides[i] >= 0, ValueError, "negative strides are not supported");
+    EMBER_CHECK(strides[i] >= 0, std::runtime_error,
+                "as_strided: negative strides are not supported, got strides: ",
+                shape_str(strides));
     hi += (sizes[i] - 1) * strides[i];
   }
   if (empty) return;
@@ -270,8 +275,8 @@ Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
 }
 
 Tensor t_(const Tensor& t) {
-  EMBER_CHECK(t->dim() <= 2, ValueError, "t() expects a tensor with <= 2 dimensions, but self is ",
-              t->dim(), "D");
+  EMBER_CHECK(t->dim() <= 2, std::runtime_error,
+              "t() expects a tensor with <= 2 dimensions, but self is ", t->dim(), "D");
   return t->dim() < 2 ? make_view(t, t->sizes, t->strides, t->offset) : transpose(t, 0, 1);
 }
 

@@ -51,7 +51,10 @@ ScalarType result_type(const std::vector<Operand>& operands) {
 // copy / cast / fill
 
 void copy_(const Tensor& dst, const Tensor& src) {
-  if (dst == src || dst->numel() == 0) return;
+  if (dst == src || dst->numel() == 0) {  // nothing to move, but still a write to dst
+    dst->bump_version();
+    return;
+  }
   check_inplace_writable(dst, "copy_");
   Tensor s = src;
   // Overlapping source and destination (e.g. x[1:].copy_(x[:-1])): copy the source first.
@@ -61,7 +64,14 @@ void copy_(const Tensor& dst, const Tensor& src) {
   dst->bump_version();
 }
 
-Tensor contiguous(const Tensor& t) { return t->is_contiguous() ? t : clone(t); }
+Tensor contiguous(const Tensor& t) {
+  if (t->is_contiguous()) return t;
+  // Not clone(): clone keeps a dense permuted layout, contiguous() must give C order.
+  Tensor out = empty(t->sizes, t->dtype, t->device());
+  ElementwiseIter it(out, out->dtype, {t}, "contiguous");
+  run_copy_kernel(it, out->dtype, t->dtype);
+  return out;
+}
 
 Tensor clone(const Tensor& t) {
   Tensor out = empty_like(t);
@@ -82,6 +92,10 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
 
 void fill_(const Tensor& dst, Scalar value) {
   check_inplace_writable(dst, "fill_");
+  if (dst->numel() == 0) {  // else the iterator would resize it to the value's 0-d shape
+    dst->bump_version();
+    return;
+  }
   Tensor v = scalar_tensor(value, dst->dtype);
   ElementwiseIter it(dst, dst->dtype, {v}, "fill_");
   run_copy_kernel(it, dst->dtype, dst->dtype);
@@ -97,9 +111,9 @@ static Tensor as_tensor_operand(const Operand& o, ScalarType dtype) {
 
 static void check_out_dtype(const char* op, ScalarType result, const Tensor& out) {
   if (!can_cast(result, out->dtype))
-    throw std::runtime_error(str_cat("result type ", dtype_name(result),
+    throw std::runtime_error(str_cat("result type ", type_name(result),
                                      " can't be cast to the desired output type ",
-                                     dtype_name(out->dtype)));
+                                     type_name(out->dtype)));
   (void)op;
 }
 
@@ -147,11 +161,11 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
           throw std::runtime_error(
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
               "to invert a mask, use the `~` or `logical_not()` operator instead.");
-        throw std::runtime_error(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
+        throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
       }
       if (info.kind == OpKind::FLOAT_ONLY && !is_floating(compute))
-        throw std::runtime_error(str_cat("\"", info.name, "\" not implemented for '",
-                                         dtype_name(compute), "'"));
+        throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for '",
+                                          type_name(compute), "'"));
       break;
     case OpKind::PRED:
       result = ScalarType::Bool;
@@ -159,8 +173,8 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
       break;
     case OpKind::INTEGRAL:
       if (is_floating(compute))
-        throw std::runtime_error(str_cat("\"", info.name, "\" not implemented for '",
-                                         dtype_name(compute), "'"));
+        throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for '",
+                                          type_name(compute), "'"));
       break;
     default:
       break;
@@ -186,8 +200,24 @@ static void check_no_zero_divisor(const Tensor& b) {
     if (p[i]) throw std::runtime_error("ZeroDivisionError");
 }
 
+// PyTorch refuses a bool operand (tensor or Python bool) on either side of a subtraction.
+static void check_sub_operands(const Operand& a, const Operand& b) {
+  auto is_bool = [](const Operand& o) {
+    return o.is_scalar ? o.s.is_bool() : o.t->dtype == ScalarType::Bool;
+  };
+  if (is_bool(a) && is_bool(b))
+    throw std::runtime_error(
+        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+        "`logical_xor()` operator instead.");
+  if (is_bool(a) || is_bool(b))
+    throw std::runtime_error(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+        "invert a mask, use the `~` or `logical_not()` operator instead.");
+}
+
 Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out) {
   const OpInfoEntry& info = binary_info(op);
+  if (op == BinaryOp::sub) check_sub_operands(a, b);
   ScalarType common = result_type({a, b});
   ScalarType compute = common, result = common;
   switch (info.kind) {
@@ -202,13 +232,13 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
       break;
     case OpKind::BITWISE:
       if (is_floating(common))
-        throw std::runtime_error(str_cat("\"", info.name, "_cpu\" not implemented for '",
-                                         dtype_name(common), "'"));
+        throw NotImplementedError(str_cat("\"", info.name, "_cpu\" not implemented for '",
+                                          type_name(common), "'"));
       break;
     case OpKind::SHIFT:
       if (!is_integral(common, false))
-        throw std::runtime_error(str_cat("\"", info.name, "_cpu\" not implemented for '",
-                                         dtype_name(common), "'"));
+        throw NotImplementedError(str_cat("\"", info.name, "_cpu\" not implemented for '",
+                                          type_name(common), "'"));
       break;
     case OpKind::ARITH:
       if (common == ScalarType::Bool) {
@@ -220,18 +250,18 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
           case BinaryOp::mul:
           case BinaryOp::minimum:
             return binary(BinaryOp::logical_and, a, b, out);
-          case BinaryOp::sub:
-            throw std::runtime_error(
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-                "`^` or `logical_xor()` operator instead.");
           default:
-            throw std::runtime_error(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
+            throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
         }
       }
       break;
     default:
       break;
   }
+  // An integer base to a negative integer Python-number exponent has no integer result.
+  if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
+      b.s.to_int() < 0)
+    throw std::runtime_error("Integers to negative integer powers are not allowed.");
   Tensor ta = as_tensor_operand(a, compute), tb = as_tensor_operand(b, compute);
   if (is_integer_division(op) && is_integral(compute, false)) check_no_zero_divisor(tb);
   ScalarType kernel_out = result == ScalarType::Bool ? ScalarType::Bool : compute;
@@ -250,7 +280,7 @@ Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other) {
 Tensor where(const Tensor& cond, const Operand& a, const Operand& b) {
   EMBER_CHECK(cond->dtype == ScalarType::Bool || cond->dtype == ScalarType::UInt8, std::runtime_error,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
-              dtype_name(cond->dtype));
+              type_name(cond->dtype));
   ScalarType dt = result_type({a, b});
   Tensor c = to_dtype(cond, ScalarType::Bool);
   Tensor ta = as_tensor_operand(a, dt), tb = as_tensor_operand(b, dt);
@@ -267,8 +297,8 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const
               "expected dtype ", dtype_name(start->dtype), " for `end` but got dtype ",
               dtype_name(end->dtype));
   ScalarType dt = start->dtype;
-  EMBER_CHECK(is_floating(dt), std::runtime_error, "\"lerp_kernel_scalar\" not implemented for '",
-              dtype_name(dt), "'");
+  EMBER_CHECK(is_floating(dt), NotImplementedError, "\"lerp_kernel_scalar\" not implemented for '",
+              type_name(dt), "'");
   Tensor w = as_tensor_operand(weight, dt);
   return run_into("lerp", out, dt, {start, end, w}, [&](const ElementwiseIter& it) {
     dispatch_floating(dt, "lerp", [&](auto tag) {
@@ -287,7 +317,8 @@ Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor
   if (lo) ops.push_back(*lo);
   if (hi) ops.push_back(*hi);
   ScalarType dt = result_type(ops);
-  EMBER_CHECK(dt != ScalarType::Bool, std::runtime_error, "\"clamp_cpu\" not implemented for 'Bool'");
+  EMBER_CHECK(dt != ScalarType::Bool, NotImplementedError,
+              "\"clamp_cpu\" not implemented for 'Bool'");
   Tensor r = to_dtype(x, dt);
   if (lo) r = binary(BinaryOp::maximum, Operand(r), *lo);
   if (hi) r = binary(BinaryOp::minimum, Operand(r), *hi, (out && !lo) ? out : nullptr);
@@ -334,8 +365,8 @@ Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const doubl
 Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
   ScalarType dt = x->dtype;
   if (!is_floating(dt)) {
-    EMBER_CHECK(decimals == 0, std::runtime_error,
-                "round_decimals not implemented for '", dtype_name(dt), "'");
+    EMBER_CHECK(decimals == 0, NotImplementedError,
+                "\"round_cpu\" not implemented for '", type_name(dt), "'");
     if (out) {
       copy_(out, x);
       return out;

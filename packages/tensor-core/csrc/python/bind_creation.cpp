@@ -36,9 +36,17 @@ FactoryArgs parse_factory(const py::kwargs& kw, const char* op) {
 py::object finish(Tensor t, const FactoryArgs& f) {
   if (!f.out.is_none()) {
     Tensor o = expect_tensor(f.out, "factory", "out");
-    copy_(o, t);  // resizes an empty out
+    if (o->numel() == 0 && o->sizes != t->sizes) {  // PyTorch resizes an empty out=
+      Tensor fresh = empty(t->sizes, o->dtype, o->device());
+      o->storage = fresh->storage;
+      o->sizes = fresh->sizes;
+      o->strides = fresh->strides;
+      o->offset = 0;
+    }
+    copy_(o, t);
     return f.out;
   }
+  t->version->value.store(0);  // a new tensor starts at version 0 (filling it is no user write)
   py::object r = py::cast(t);
   if (f.requires_grad) r.attr("requires_grad_")(true);
   return r;
@@ -186,9 +194,9 @@ void register_creation(py::module_& m) {
     double a = to_scalar(start).to_double(), b = to_scalar(end).to_double();
     double step = steps > 1 ? (b - a) / double(steps - 1) : 0.0;
     int64_t half = steps / 2;
-    // PyTorch fills the second half backwards from `end` for symmetry.
+    // PyTorch fills the second half backwards from `end` for symmetry (one step: `start`).
     Tensor t = make_range(steps, dt, [=](int64_t i) {
-      return i < half ? a + step * double(i) : b - step * double(steps - i - 1);
+      return i < half || steps == 1 ? a + step * double(i) : b - step * double(steps - i - 1);
     });
     return finish(t, f);
   }, py::arg("start"), py::arg("end"), py::arg("steps"));
@@ -200,7 +208,8 @@ void register_creation(py::module_& m) {
     double step = steps > 1 ? (b - a) / double(steps - 1) : 0.0;
     int64_t half = steps / 2;
     Tensor t = make_range(steps, dt, [=](int64_t i) {
-      return std::pow(base, i < half ? a + step * double(i) : b - step * double(steps - i - 1));
+      return std::pow(base, i < half || steps == 1 ? a + step * double(i)
+                                                   : b - step * double(steps - i - 1));
     });
     return finish(t, f);
   }, py::arg("start"), py::arg("end"), py::arg("steps"), py::arg("base") = 10.0);

@@ -293,6 +293,14 @@ void register_ops(py::module_& m) {
   defm("nan_to_num", py::cpp_function([](py::handle self, double nan, py::object posinf, py::object neginf) {
     return g_m->attr("nan_to_num")(self, nan, posinf, neginf);
   }, py::is_method(cls), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none()));
+  auto nan_to_num_inplace = [](py::handle self, double nan, py::object posinf, py::object neginf) {
+    return g_m->attr("nan_to_num")(self, nan, posinf, neginf, "out"_a = self);
+  };
+  m.def("nan_to_num_", nan_to_num_inplace, py::arg("input"), py::arg("nan") = 0.0,
+        py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
+  defm("nan_to_num_",
+       py::cpp_function(nan_to_num_inplace, py::is_method(cls), py::arg("nan") = 0.0,
+                        py::arg("posinf") = py::none(), py::arg("neginf") = py::none()));
 
   m.def("round", [](py::handle x, int64_t decimals, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "round", "input");

@@ -1,5 +1,546 @@
+// bind_reductions.cpp: Python bindings of the reductions, scans and softmax (ops/reduce.h): the
+// functions `ember.<op>(input, ...)` and the methods `Tensor.<op>(...)`, with PyTorch's argument
+// forms (dim as None / int / tuple, legacy `unbiased`, max(input, other), ...), out= handling
+// (PyTorch's resize_output and dtype rules) and the autograd hook: when the input requires grad,
+// the call goes to `call_autograd(name, _C.<name>, (input,), canonical kwargs)`.
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "ops/reduce.h"
 #include "python/pyutils.h"
 
+using namespace pybind11::literals;
+
 namespace ember::pyb {
-void register_reductions(py::module_& m) { (void)m; }
+namespace {
+
+py::module_* g_m = nullptr;
+py::object core_fn(const char* name) { return g_m->attr(name); }
+
+std::string type_of(py::handle h) { return py::str(py::type::of(h).attr("__name__")); }
+
+// ---- argument parsing ----
+
+bool is_int_like(py::handle h) {
+  PyObject* p = h.ptr();
+  if (PyBool_Check(p)) return false;
+  if (PyLong_Check(p)) return true;
+  if (is_tensor(h)) {
+    Tensor t = to_tensor(h);
+    return t->dim() == 0 && is_integral(t->dtype, false);
+  }
+  return PyIndex_Check(p) && !PySequence_Check(p);  // NumPy integers
+}
+
+int64_t as_int(py::handle h) {
+  if (is_tensor(h)) return to_scalar(h).to_int();
+  return py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr())).cast<int64_t>();
+}
+
+// dim: None, an int, or a sequence of ints.
+OptDims parse_dims(py::handle h, const char* op) {
+  if (!h || h.is_none()) return std::nullopt;
+  if (is_int_like(h)) return std::vector<int64_t>{as_int(h)};
+  if (py::isinstance<py::sequence>(h) && !py::isinstance<py::str>(h) && !is_tensor(h)) {
+    std::vector<int64_t> dims;
+    size_t pos = 0;
+    for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
+      if (!is_int_like(item))
+        throw py::type_error(str_cat(op, "(): argument 'dim' must be tuple of ints, but found "
+                                         "element of type ", type_of(item), " at pos ", pos));
+      dims.push_back(as_int(item));
+      ++pos;
+    }
+    return dims;
+  }
+  throw py::type_error(str_cat(op, "(): argument 'dim' must be tuple of ints, not ", type_of(h)));
+}
+
+int64_t parse_dim(py::handle h, const char* op) {
+  if (is_int_like(h)) return as_int(h);
+  throw py::type_error(str_cat(op, "(): argument 'dim' must be int, not ", type_of(h)));
+}
+
+std::optional<int64_t> parse_opt_dim(py::handle h, const char* op) {
+  if (!h || h.is_none()) return std::nullopt;
+  return parse_dim(h, op);
+}
+
+py::object dims_obj(const OptDims& d) {
+  if (!d) return py::none();
+  py::tuple t(d->size());
+  for (size_t i = 0; i < d->size(); ++i) t[i] = py::int_((*d)[i]);
+  return t;
+}
+py::object opt_dim_obj(const std::optional<int64_t>& d) { return d ? py::object(py::int_(*d)) : py::none(); }
+
+Tensor opt_out(py::handle h, const char* op) {
+  return (!h || h.is_none()) ? nullptr : expect_tensor(h, op, "out");
+}
+
+// ---- out= ----
+
+const char* cpp_type_name(ScalarType t) {
+  static const char* names[] = {"bool",     "unsigned char", "signed char",   "short int",
+                                "int",      "long int",      "c10::Half",     "c10::BFloat16",
+                                "float",    "double",        "undefined"};
+  return names[static_cast<int>(t)];
+}
+
+void warn(const std::string& msg) {
+  if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) throw py::error_already_set();
+}
+
+// PyTorch's resize_output: an out= tensor of another shape takes the result's shape (with a
+// deprecation warning unless it was empty), keeping its storage when that is large enough.
+void resize_output(const Tensor& out, const Shape& shape) {
+  if (out->sizes == shape) return;
+  if (out->numel() != 0)
+    warn(str_cat("An output with one or more elements was resized since it had shape ",
+                 shape_str(out->sizes), ", which does not match the required output shape ",
+                 shape_str(shape), ". This behavior is deprecated, and in a future PyTorch release "
+                 "outputs will not be resized unless they have zero elements. You can explicitly "
+                 "reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0)."));
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  const size_t need = static_cast<size_t>(out->offset + n) * out->element_size();
+  if (out->storage->nbytes < need) {
+    Tensor fresh = empty(shape, out->dtype, out->device());
+    out->storage = fresh->storage;
+    out->offset = 0;
+  }
+  out->sizes = shape;
+  out->strides = contiguous_strides(shape);
+}
+
+void write_out(const char* op, const Tensor& result, const Tensor& out) {
+  check_out_no_grad(out, op);
+  EMBER_CHECK(can_cast(result->dtype, out->dtype), std::runtime_error, "result type ",
+              torch_type_name(result->dtype), " can't be cast to the desired output type ",
+              torch_type_name(out->dtype));
+  resize_output(out, result->sizes);
+  copy_(out, result);
+}
+
+void check_out_dtype(const Tensor& out, ScalarType expected) {
+  EMBER_CHECK(out->dtype == expected, std::runtime_error, "Expected out tensor to have dtype ",
+              cpp_type_name(expected), ", but got ", cpp_type_name(out->dtype), " instead");
+}
+
+py::object finish(const char* op, const Tensor& result, py::handle outh) {
+  if (!outh || outh.is_none()) return wrap(result);
+  write_out(op, result, expect_tensor(outh, op, "out"));
+  return py::reinterpret_borrow<py::object>(outh);
+}
+
+[[noreturn]] void out_with_grad(const char* op) {
+  throw std::runtime_error(str_cat(op, "(): functions with out=... arguments don't support "
+                                       "automatic differentiation, but one of the arguments "
+                                       "requires grad."));
+}
+
+// ---- the (values, indices) result type of max/min(dim) ----
+
+py::object return_type(const std::string& name) {
+  static auto* types = new std::map<std::string, py::object>();  // leaked: outlives teardown
+  auto it = types->find(name);
+  if (it != types->end()) return it->second;
+  py::object nt = py::module_::import("collections").attr("namedtuple")(
+      name, py::make_tuple("values", "indices"), "module"_a = "ember.return_types");
+  (*types)[name] = nt;
+  return nt;
+}
+
+// ---- sum / nansum / mean / nanmean / prod ----
+
+enum class SumOp { Sum, NanSum, Mean, NanMean };
+
+py::object sum_like(SumOp which, py::handle xh, py::handle dimh, bool keepdim, py::handle dtypeh,
+                    py::handle outh) {
+  static const char* names[] = {"sum", "nansum", "mean", "nanmean"};
+  const char* name = names[static_cast<int>(which)];
+  Tensor x = expect_tensor(xh, name, "input");
+  OptDims dims = parse_dims(dimh, name);
+  ScalarType dt = to_dtype(dtypeh);
+  Tensor out = opt_out(outh, name);
+  if (needs_grad(x)) {
+    if (out) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim,
+                                  "dtype"_a = dtype_object(dt)));
+  }
+  if (out && dt == ScalarType::Undefined && which != SumOp::NanMean) dt = out->dtype;
+  Tensor r;
+  switch (which) {
+    case SumOp::Sum: r = sum(x, dims, keepdim, dt); break;
+    case SumOp::NanSum: r = nansum(x, dims, keepdim, dt); break;
+    case SumOp::Mean: r = mean(x, dims, keepdim, dt); break;
+    case SumOp::NanMean: r = nanmean(x, dims, keepdim, dt); break;
+  }
+  return finish(name, r, outh);
+}
+
+py::object prod_call(py::handle xh, py::handle dimh, bool keepdim, py::handle dtypeh, py::handle outh) {
+  Tensor x = expect_tensor(xh, "prod", "input");
+  std::optional<int64_t> dim = parse_opt_dim(dimh, "prod");
+  ScalarType dt = to_dtype(dtypeh);
+  Tensor out = opt_out(outh, "prod");
+  if (needs_grad(x)) {
+    if (out) out_with_grad("prod");
+    return call_autograd("prod", core_fn("prod"), py::make_tuple(xh),
+                         py::dict("dim"_a = opt_dim_obj(dim), "keepdim"_a = keepdim,
+                                  "dtype"_a = dtype_object(dt)));
+  }
+  if (out && dt == ScalarType::Undefined) dt = out->dtype;
+  return finish("prod", prod(x, dim, keepdim, dt), outh);
+}
+
+// ---- max / min ----
+
+py::object minmax_call(bool is_max, py::handle xh, py::handle dimh, py::handle keepdimh,
+                       py::handle outh, py::handle otherh) {
+  const char* name = is_max ? "max" : "min";
+  Tensor x = expect_tensor(xh, name, "input");
+  // max(input, other): the elementwise maximum.
+  if (is_tensor(dimh)) otherh = dimh, dimh = py::none();
+  if (otherh && !otherh.is_none()) {
+    if (!keepdimh.is_none() || !dimh.is_none())
+      throw py::type_error(str_cat(name, "(): keepdim and dim cannot be combined with other"));
+    return core_fn(is_max ? "maximum" : "minimum")(xh, otherh, "out"_a = outh);
+  }
+  if (dimh.is_none()) {
+    if (!keepdimh.is_none())
+      throw py::type_error(str_cat(name, "() received an invalid combination of arguments: "
+                                         "keepdim requires dim"));
+    if (needs_grad(x)) {
+      if (!outh.is_none()) out_with_grad(name);
+      return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict());
+    }
+    return finish(name, is_max ? max_all(x) : min_all(x), outh);
+  }
+  const int64_t dim = parse_dim(dimh, name);
+  const bool keepdim = keepdimh.is_none() ? false : keepdimh.cast<bool>();
+  if (needs_grad(x)) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dim, "keepdim"_a = keepdim));
+  }
+  auto [values, indices] = is_max ? max_dim(x, dim, keepdim) : min_dim(x, dim, keepdim);
+  if (!outh.is_none()) {
+    if (!py::isinstance<py::sequence>(outh) || py::len(outh) != 2)
+      throw py::type_error(str_cat(name, "(): argument 'out' must be tuple of Tensors"));
+    py::sequence outs = py::reinterpret_borrow<py::sequence>(outh);
+    Tensor ov = expect_tensor(outs[0], name, "out"), oi = expect_tensor(outs[1], name, "out");
+    check_out_dtype(ov, x->dtype);
+    check_out_dtype(oi, ScalarType::Int64);
+    write_out(name, values, ov);
+    write_out(name, indices, oi);
+    return return_type(name)(outs[0], outs[1]);
+  }
+  return return_type(name)(wrap(values), wrap(indices));
+}
+
+py::object amax_call(bool is_max, py::handle xh, py::handle dimh, bool keepdim, py::handle outh) {
+  const char* name = is_max ? "amax" : "amin";
+  Tensor x = expect_tensor(xh, name, "input");
+  OptDims dims = parse_dims(dimh, name);
+  if (needs_grad(x)) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dims ? dims_obj(dims) : py::tuple(), "keepdim"_a = keepdim));
+  }
+  Tensor out = opt_out(outh, name);
+  if (out)
+    EMBER_CHECK(out->dtype == x->dtype, std::runtime_error,
+                "Expected the dtype for input and out to match, but got ",
+                torch_type_name(x->dtype), " for input's dtype and ", torch_type_name(out->dtype),
+                " for out's dtype.");
+  return finish(name, is_max ? amax(x, dims, keepdim) : amin(x, dims, keepdim), outh);
+}
+
+py::object argmax_call(bool is_max, py::handle xh, py::handle dimh, bool keepdim, py::handle outh) {
+  const char* name = is_max ? "argmax" : "argmin";
+  Tensor x = expect_tensor(xh, name, "input");
+  auto dim = parse_opt_dim(dimh, name);
+  Tensor out = opt_out(outh, name);
+  if (out) check_out_dtype(out, ScalarType::Int64);
+  return finish(name, is_max ? argmax(x, dim, keepdim) : argmin(x, dim, keepdim), outh);
+}
+
+// ---- var / std ----
+
+py::object var_call(const char* name, bool take_sqrt, bool with_mean, py::handle xh, py::handle dimh,
+                    py::handle unbiasedh, bool keepdim, py::handle correctionh, py::handle outh) {
+  Tensor x = expect_tensor(xh, name, "input");
+  if (PyBool_Check(dimh.ptr())) {  // the legacy form var(input, unbiased)
+    if (!unbiasedh.is_none())
+      throw py::type_error(str_cat(name, "() received an invalid combination of arguments"));
+    unbiasedh = dimh;
+    dimh = py::none();
+  }
+  if (!unbiasedh.is_none() && !correctionh.is_none())
+    throw py::type_error(str_cat(name, "() received an invalid combination of arguments: "
+                                       "'unbiased' and 'correction' cannot both be given"));
+  py::object corr = py::int_(1);
+  if (!unbiasedh.is_none()) corr = py::int_(unbiasedh.cast<bool>() ? 1 : 0);
+  else if (!correctionh.is_none()) corr = py::reinterpret_borrow<py::object>(correctionh);
+  const double c = to_scalar(corr).to_double();
+  OptDims dims = parse_dims(dimh, name);
+  if (needs_grad(x)) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dims_obj(dims), "correction"_a = corr, "keepdim"_a = keepdim));
+  }
+  if (is_floating(x->dtype)) {
+    auto mask = reduction_mask(x, dims);
+    if (static_cast<double>(reduced_numel(x, mask)) - c <= 0)
+      warn(str_cat(take_sqrt ? "std" : "var", "(): degrees of freedom is <= 0. Correction should be "
+                   "strictly less than the reduction factor (input numel divided by output numel)."));
+  }
+  if (with_mean) {
+    auto [v, m] = var_mean(x, dims, c, keepdim, take_sqrt);
+    return py::make_tuple(wrap(v), wrap(m));
+  }
+  return finish(name, var(x, dims, c, keepdim, take_sqrt), outh);
+}
+
+// ---- norm ----
+
+double parse_norm_order(py::handle ph, const OptDims& dims) {
+  if (ph.is_none()) return 2.0;
+  if (py::isinstance<py::str>(ph)) {
+    std::string s = py::str(ph);
+    if (s == "fro") {
+      if (dims && dims->size() > 2) {
+        std::string got;
+        for (size_t i = 0; i < dims->size(); ++i) got += (i ? " " : "") + std::to_string((*dims)[i]);
+        throw std::runtime_error("linalg.matrix_norm: dim must be a 2-tuple. Got " + got);
+      }
+      return 2.0;
+    }
+    if (s == "nuc") throw NotImplementedError("norm(): the nuclear norm ('nuc') is not supported");
+    throw std::runtime_error("linalg.matrix_norm: Order " + s + " not supported.");
+  }
+  if (!is_number(ph))
+    throw py::type_error(str_cat("norm(): argument 'p' must be Number or str, not ", type_of(ph)));
+  return to_scalar(ph).to_double();
+}
+
+py::object norm_call(py::handle xh, py::handle ph, py::handle dimh, bool keepdim, py::handle outh,
+                     py::handle dtypeh) {
+  Tensor x = expect_tensor(xh, "norm", "input");
+  OptDims dims = parse_dims(dimh, "norm");
+  const double p = parse_norm_order(ph, dims);
+  ScalarType dt = to_dtype(dtypeh);
+  if (needs_grad(x)) {
+    if (!outh.is_none()) out_with_grad("norm");
+    return call_autograd("norm", core_fn("norm"), py::make_tuple(xh),
+                         py::dict("p"_a = p, "dim"_a = dims_obj(dims), "keepdim"_a = keepdim,
+                                  "dtype"_a = dtype_object(dt)));
+  }
+  return finish("norm", norm(x, p, dims, keepdim, dt), outh);
+}
+
+// ---- scans ----
+
+py::object scan_call(bool is_prod, py::handle xh, py::handle dimh, py::handle dtypeh, py::handle outh) {
+  const char* name = is_prod ? "cumprod" : "cumsum";
+  Tensor x = expect_tensor(xh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  ScalarType dt = to_dtype(dtypeh);
+  if (needs_grad(x)) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)));
+  }
+  Tensor out = opt_out(outh, name);
+  if (out && dt == ScalarType::Undefined) dt = out->dtype;
+  return finish(name, is_prod ? cumprod(x, dim, dt) : cumsum(x, dim, dt), outh);
+}
+
+py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::handle dtypeh) {
+  const char* name = is_prod ? "cumprod_" : "cumsum_";
+  Tensor x = expect_tensor(selfh, name, "self");
+  const int64_t dim = parse_dim(dimh, name);
+  ScalarType dt = to_dtype(dtypeh);
+  if (x->requires_grad && grad_enabled())
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh),
+                         py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)));
+  EMBER_CHECK(dt == ScalarType::Undefined || dt == x->dtype, std::runtime_error,
+              "Bad in-place call: input tensor dtype ", cpp_type_name(x->dtype),
+              " and output tensor dtype ", cpp_type_name(dt), " should match");
+  check_inplace_writable(x, name);
+  Tensor r = is_prod ? cumprod(x, dim, x->dtype) : cumsum(x, dim, x->dtype);
+  copy_(x, r);
+  return py::reinterpret_borrow<py::object>(selfh);
+}
+
+// ---- softmax ----
+
+py::object softmax_call(bool is_log, py::handle xh, py::handle dimh, py::handle dtypeh) {
+  const char* name = is_log ? "log_softmax" : "softmax";
+  Tensor x = expect_tensor(xh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  ScalarType dt = to_dtype(dtypeh);
+  if (needs_grad(x))
+    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)));
+  return wrap(is_log ? log_softmax(x, dim, dt) : softmax(x, dim, dt));
+}
+
+}  // namespace
+
+void register_reductions(py::module_& m) {
+  g_m = new py::module_(m);  // leaked: outlives interpreter teardown
+  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
+  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
+  const auto none = py::none();
+
+  // sum / nansum / mean / nanmean
+  static const char* sum_names[] = {"sum", "nansum", "mean", "nanmean"};
+  for (int i = 0; i < 4; ++i) {
+    const SumOp op = static_cast<SumOp>(i);
+    m.def(sum_names[i], [op](py::handle x, py::handle dim, bool keepdim, py::handle dtype, py::handle out) {
+      return sum_like(op, x, dim, keepdim, dtype, out);
+    }, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "dtype"_a = none, "out"_a = none);
+    defm(sum_names[i], py::cpp_function([op](py::handle self, py::handle dim, bool keepdim, py::handle dtype) {
+      return sum_like(op, self, dim, keepdim, dtype, py::none());
+    }, py::is_method(cls), "dim"_a = none, "keepdim"_a = false, py::kw_only(), "dtype"_a = none));
+  }
+  m.def("prod", &prod_call, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(),
+        "dtype"_a = none, "out"_a = none);
+  defm("prod", py::cpp_function([](py::handle self, py::handle dim, bool keepdim, py::handle dtype) {
+    return prod_call(self, dim, keepdim, dtype, py::none());
+  }, py::is_method(cls), "dim"_a = none, "keepdim"_a = false, py::kw_only(), "dtype"_a = none));
+
+  // max / min (three forms), amax / amin, argmax / argmin
+  for (bool is_max : {true, false}) {
+    const char* name = is_max ? "max" : "min";
+    m.def(name, [is_max](py::handle x, py::handle dim, py::handle keepdim, py::handle out, py::handle other) {
+      return minmax_call(is_max, x, dim, keepdim, out, other);
+    }, "input"_a, "dim"_a = none, "keepdim"_a = none, py::kw_only(), "out"_a = none, "other"_a = none);
+    defm(name, py::cpp_function([is_max](py::handle self, py::handle dim, py::handle keepdim, py::handle other) {
+      return minmax_call(is_max, self, dim, keepdim, py::none(), other);
+    }, py::is_method(cls), "dim"_a = none, "keepdim"_a = none, py::kw_only(), "other"_a = none));
+
+    const char* aname = is_max ? "amax" : "amin";
+    m.def(aname, [is_max](py::handle x, py::handle dim, bool keepdim, py::handle out) {
+      return amax_call(is_max, x, dim, keepdim, out);
+    }, "input"_a, "dim"_a = py::tuple(), "keepdim"_a = false, py::kw_only(), "out"_a = none);
+    defm(aname, py::cpp_function([is_max](py::handle self, py::handle dim, bool keepdim) {
+      return amax_call(is_max, self, dim, keepdim, py::none());
+    }, py::is_method(cls), "dim"_a = py::tuple(), "keepdim"_a = false));
+
+    const char* argname = is_max ? "argmax" : "argmin";
+    m.def(argname, [is_max](py::handle x, py::handle dim, bool keepdim, py::handle out) {
+      return argmax_call(is_max, x, dim, keepdim, out);
+    }, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "out"_a = none);
+    defm(argname, py::cpp_function([is_max](py::handle self, py::handle dim, bool keepdim) {
+      return argmax_call(is_max, self, dim, keepdim, py::none());
+    }, py::is_method(cls), "dim"_a = none, "keepdim"_a = false));
+  }
+  m.def("_return_type", [](const std::string& name) { return return_type(name); }, "name"_a);
+
+  // var / std / var_mean / std_mean
+  struct VarForm { const char* name; bool sqrt, with_mean, method; };
+  static const VarForm var_forms[] = {{"var", false, false, true}, {"std", true, false, true},
+                                      {"var_mean", false, true, false}, {"std_mean", true, true, false}};
+  for (const auto& f : var_forms) {
+    const VarForm form = f;
+    m.def(form.name, [form](py::handle x, py::handle dim, py::handle unbiased, bool keepdim,
+                            py::handle correction, py::handle out) {
+      return var_call(form.name, form.sqrt, form.with_mean, x, dim, unbiased, keepdim, correction, out);
+    }, "input"_a, "dim"_a = none, "unbiased"_a = none, "keepdim"_a = false, py::kw_only(),
+       "correction"_a = none, "out"_a = none);
+    if (form.method)
+      defm(form.name, py::cpp_function([form](py::handle self, py::handle dim, py::handle unbiased,
+                                              bool keepdim, py::handle correction) {
+        return var_call(form.name, form.sqrt, false, self, dim, unbiased, keepdim, correction, py::none());
+      }, py::is_method(cls), "dim"_a = none, "unbiased"_a = none, "keepdim"_a = false, py::kw_only(),
+         "correction"_a = none));
+  }
+
+  // norm
+  m.def("norm", &norm_call, "input"_a, "p"_a = "fro", "dim"_a = none, "keepdim"_a = false,
+        "out"_a = none, "dtype"_a = none);
+  defm("norm", py::cpp_function([](py::handle self, py::handle p, py::handle dim, bool keepdim, py::handle dtype) {
+    return norm_call(self, p, dim, keepdim, py::none(), dtype);
+  }, py::is_method(cls), "p"_a = "fro", "dim"_a = none, "keepdim"_a = false, "dtype"_a = none));
+
+  // logsumexp
+  auto lse = [](py::handle xh, py::handle dimh, bool keepdim, py::handle outh) -> py::object {
+    Tensor x = expect_tensor(xh, "logsumexp", "input");
+    OptDims dims = parse_dims(dimh, "logsumexp");
+    if (needs_grad(x)) {
+      if (!outh.is_none()) out_with_grad("logsumexp");
+      return call_autograd("logsumexp", core_fn("logsumexp"), py::make_tuple(xh),
+                           py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim));
+    }
+    return finish("logsumexp", logsumexp(x, dims, keepdim), outh);
+  };
+  m.def("logsumexp", lse, "input"_a, "dim"_a, "keepdim"_a = false, py::kw_only(), "out"_a = none);
+  defm("logsumexp", py::cpp_function([lse](py::handle self, py::handle dim, bool keepdim) {
+    return lse(self, dim, keepdim, py::none());
+  }, py::is_method(cls), "dim"_a, "keepdim"_a = false));
+
+  // all / any
+  for (bool is_all : {true, false}) {
+    const char* name = is_all ? "all" : "any";
+    auto fn = [is_all, name](py::handle xh, py::handle dimh, bool keepdim, py::handle outh) -> py::object {
+      Tensor x = expect_tensor(xh, name, "input");
+      OptDims dims = parse_dims(dimh, name);
+      Tensor out = opt_out(outh, name);
+      if (out) {
+        const ScalarType want = x->dtype == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
+        EMBER_CHECK(out->dtype == want || out->dtype == ScalarType::Bool, std::runtime_error, name,
+                    " only supports bool tensor for result, got: ", torch_type_name(out->dtype));
+      }
+      return finish(name, is_all ? all(x, dims, keepdim) : any(x, dims, keepdim), outh);
+    };
+    m.def(name, fn, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "out"_a = none);
+    defm(name, py::cpp_function([fn](py::handle self, py::handle dim, bool keepdim) {
+      return fn(self, dim, keepdim, py::none());
+    }, py::is_method(cls), "dim"_a = none, "keepdim"_a = false));
+  }
+
+  // count_nonzero
+  auto cnz = [](py::handle xh, py::handle dimh) {
+    Tensor x = expect_tensor(xh, "count_nonzero", "input");
+    return wrap(count_nonzero(x, parse_dims(dimh, "count_nonzero")));
+  };
+  m.def("count_nonzero", cnz, "input"_a, "dim"_a = none);
+  defm("count_nonzero", py::cpp_function([cnz](py::handle self, py::handle dim) { return cnz(self, dim); },
+                                         py::is_method(cls), "dim"_a = none));
+
+  // cumsum / cumprod (+ in-place)
+  for (bool is_prod : {false, true}) {
+    const char* name = is_prod ? "cumprod" : "cumsum";
+    const char* iname = is_prod ? "cumprod_" : "cumsum_";
+    m.def(name, [is_prod](py::handle x, py::handle dim, py::handle dtype, py::handle out) {
+      return scan_call(is_prod, x, dim, dtype, out);
+    }, "input"_a, "dim"_a, py::kw_only(), "dtype"_a = none, "out"_a = none);
+    defm(name, py::cpp_function([is_prod](py::handle self, py::handle dim, py::handle dtype) {
+      return scan_call(is_prod, self, dim, dtype, py::none());
+    }, py::is_method(cls), "dim"_a, py::kw_only(), "dtype"_a = none));
+    m.def(iname, [is_prod](py::handle self, py::handle dim, py::handle dtype) {
+      return scan_inplace(is_prod, self, dim, dtype);
+    }, "input"_a, "dim"_a, py::kw_only(), "dtype"_a = none);
+    defm(iname, py::cpp_function([is_prod](py::handle self, py::handle dim, py::handle dtype) {
+      return scan_inplace(is_prod, self, dim, dtype);
+    }, py::is_method(cls), "dim"_a, py::kw_only(), "dtype"_a = none));
+  }
+
+  // softmax / log_softmax
+  for (bool is_log : {false, true}) {
+    const char* name = is_log ? "log_softmax" : "softmax";
+    m.def(name, [is_log](py::handle x, py::handle dim, py::handle dtype) {
+      return softmax_call(is_log, x, dim, dtype);
+    }, "input"_a, "dim"_a, "dtype"_a = none);
+    defm(name, py::cpp_function([is_log](py::handle self, py::handle dim, py::handle dtype) {
+      return softmax_call(is_log, self, dim, dtype);
+    }, py::is_method(cls), "dim"_a, "dtype"_a = none));
+  }
+}
+
 }  // namespace ember::pyb

@@ -92,7 +92,11 @@ template <typename T> void fill_data(py::handle obj, T*& out) {
 Tensor tensor_from_data(py::handle data, ScalarType dtype) {
   // NumPy arrays and other buffer exporters: zero-copy view, then a converting copy.
   if (!is_tensor(data) && !is_number(data) && py::hasattr(data, "__array_interface__")) {
-    Tensor src = g_module->attr("from_numpy")(py::module_::import("numpy").attr("ascontiguousarray")(data)).cast<Tensor>();
+    // asarray keeps 0-d arrays 0-d; byte-swapped data is brought to native order first.
+    py::object arr = py::module_::import("numpy").attr("asarray")(data, py::arg("order") = "C");
+    if (!arr.attr("dtype").attr("isnative").cast<bool>())
+      arr = arr.attr("astype")(arr.attr("dtype").attr("newbyteorder")("="));
+    Tensor src = g_module->attr("_from_numpy")(arr).cast<Tensor>();
     return to_dtype(src, dtype == ScalarType::Undefined ? src->dtype : dtype, true);
   }
   DataInfo info;
@@ -120,6 +124,7 @@ Tensor tensor_from_data(py::handle data, ScalarType dtype) {
 
 static bool is_basic_index(py::handle h) {
   PyObject* p = h.ptr();
+  if (PyBool_Check(p)) return false;  // x[True] adds a dim like a mask: advanced, not x[1]
   return PyLong_Check(p) || PySlice_Check(p) || p == Py_None || p == Py_Ellipsis ||
          (py::hasattr(h, "__index__") && !is_tensor(h) && !PyBool_Check(p));
 }
@@ -133,6 +138,11 @@ Tensor apply_basic_index(const Tensor& self, py::handle index) {
   }
   int64_t consumed = 0, ellipses = 0;
   for (auto& it : items) {
+    PyObject* p = it.ptr();
+    if (PyFloat_Check(p) || PyUnicode_Check(p) || PyBytes_Check(p) || PyComplex_Check(p))
+      throw IndexError(str_cat("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                               "byte Variables are valid indices (got ",
+                               std::string(py::str(py::type::of(it).attr("__name__"))), ")"));
     if (!is_basic_index(it) && !(is_tensor(it) && to_tensor(it)->dim() == 0 &&
                                  is_integral(to_tensor(it)->dtype, false)))
       throw NotImplementedError(
@@ -188,6 +198,13 @@ py::object item(const Tensor& t) {
     throw std::runtime_error(str_cat("a Tensor with ", t->numel(),
                                      " elements cannot be converted to Scalar"));
   return scalar_to_py(t->data(), t->dtype);
+}
+
+// float(t) / int(t) take one-element tensors only (ValueError, as PyTorch raises).
+static const Tensor& one_element(const Tensor& t) {
+  if (t->numel() != 1)
+    throw ValueError("only one element tensors can be converted to Python scalars");
+  return t;
 }
 
 static py::object tolist_rec(const Tensor& t, int64_t d, const char* p) {
@@ -323,8 +340,10 @@ void register_tensor(py::module_& m) {
                                            " is ambiguous"));
         return item(t).cast<bool>();
       })
-      .def("__float__", [](const Tensor& t) { return item(t).cast<double>(); })
-      .def("__int__", [](const Tensor& t) { return py::int_(item(t).attr("__int__")()); })
+      .def("__float__", [](const Tensor& t) { return item(one_element(t)).cast<double>(); })
+      .def("__int__", [](const Tensor& t) {
+        return py::int_(item(one_element(t)).attr("__int__")());
+      })
       .def("__index__", [](const Tensor& t) {
         if (!is_integral(t->dtype, true) || t->numel() != 1)
           throw py::type_error("only integer tensors of a single element can be converted to an index");
@@ -333,7 +352,8 @@ void register_tensor(py::module_& m) {
       .def("__complex__", [](const Tensor& t) { return py::module_::import("builtins").attr("complex")(item(t)); })
       .def("to", &to_method)
       .def("type", [](const Tensor& self, py::object dtype) -> py::object {
-        if (dtype.is_none()) return py::str(std::string("ember.") + dtype_name(self->dtype) + "Tensor");
+        if (dtype.is_none())
+          return py::str(std::string("ember.") + type_name(self->dtype) + "Tensor");
         ScalarType dt = to_dtype(dtype);
         if (dt == self->dtype) return py::cast(self);
         EMBER_AUTOGRAD(needs_grad(self), "_to_dtype", self, dtype_object(dt), false);
@@ -475,10 +495,12 @@ void register_tensor(py::module_& m) {
     EMBER_AUTOGRAD(needs_grad(x), "permute", x, py::cast(s));
     return wrap(permute(x, s));
   }, py::arg("input"), py::arg("dims"));
-  m.def("clone", [](const Tensor& x, py::object) -> py::object {
+  auto clone_fn = [](const Tensor& x, py::object) -> py::object {
     EMBER_AUTOGRAD(needs_grad(x), "clone", x);
     return wrap(clone(x));
-  }, py::arg("input"), py::kw_only(), py::arg("memory_format") = py::none());
+  };
+  m.def("clone", clone_fn, py::arg("input"), py::kw_only(), py::arg("memory_format") = py::none());
+  cls.def("clone", clone_fn, py::kw_only(), py::arg("memory_format") = py::none());
 
   // views with (input, dims...) signatures shared by function and method
   auto def_both = [&](const char* name, auto fn, auto... extra) {

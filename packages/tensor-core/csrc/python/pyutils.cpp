@@ -22,8 +22,10 @@ ScalarType to_dtype(py::handle h) {
   if (h.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return ScalarType::Bool;
   // NumPy dtypes and scalar types: match by name.
   if (py::hasattr(h, "dtype") || py::hasattr(h, "kind")) {
-    py::object np_dtype = py::hasattr(h, "kind") ? py::reinterpret_borrow<py::object>(h)
-                                                  : h.attr("dtype");
+    // a scalar type (np.float32) is a class whose `dtype` is a descriptor: ask NumPy
+    py::object np_dtype = PyType_Check(h.ptr()) ? py::module_::import("numpy").attr("dtype")(h)
+                          : py::hasattr(h, "kind") ? py::reinterpret_borrow<py::object>(h)
+                                                   : h.attr("dtype");
     std::string name = py::str(np_dtype.attr("name"));
     for (int i = 0; i < kNumScalarTypes; ++i)
       if (name == dtype_name(static_cast<ScalarType>(i))) return static_cast<ScalarType>(i);
@@ -104,7 +106,9 @@ static int64_t to_int_strict(py::handle h, const char* what) {
 
 Shape to_shape(py::handle h) {
   Shape s;
-  if (PyLong_Check(h.ptr())) {
+  // one int: a Python int or an integer-like scalar (np.int64(3))
+  if (PyLong_Check(h.ptr()) || (PyIndex_Check(h.ptr()) && !is_tensor(h) &&
+                                !py::isinstance<py::sequence>(h))) {
     s.push_back(to_int_strict(h, "size"));
     return s;
   }

@@ -1,0 +1,487 @@
+// random_ops.cpp: see random_ops.h. The per-dtype transformations mirror PyTorch's
+// (aten/src/ATen/core/TransformationHelper.h), so seeded streams agree element for element.
+#include "ops/random_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "kernels/loops.h"
+#include "ops/elementwise.h"
+
+namespace ember {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+const char* scalar_name(ScalarType t) {
+  static const char* names[] = {"Bool", "Byte", "Char", "Short", "Int", "Long",
+                                "Half", "BFloat16", "Float", "Double", "Undefined"};
+  return names[static_cast<int>(t)];
+}
+
+[[noreturn]] void not_implemented(const char* kernel, ScalarType t) {
+  throw NotImplementedError(str_cat("\"", kernel, "\" not implemented for '", scalar_name(t), "'"));
+}
+
+Generator& pick(Generator* gen) { return gen ? *gen : default_generator(); }
+
+void check_cpu(const Tensor& t, const char* op) {
+  EMBER_CHECK(t->device().is_cpu(), std::runtime_error, op,
+              ": expected a cpu tensor, but got one on ", t->device().str());
+}
+
+// Mantissa digits (std::numeric_limits<T>::digits) of each floating storage type.
+template <typename T> constexpr int digits() {
+  if constexpr (std::is_same_v<T, Half>) return 11;
+  else if constexpr (std::is_same_v<T, BFloat16>) return 8;
+  else return std::numeric_limits<T>::digits;
+}
+template <typename T> constexpr bool is_reduced() {
+  return std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+}
+
+// Uniform in [0, 1) as at::uniform_real_distribution draws it: 53 random bits for float64, 24
+// bits in float for every other floating dtype (the 16-bit floats sample in float32 and round).
+template <typename T> auto uniform01(Generator& g) {
+  if constexpr (std::is_same_v<T, double>) return g.next_double();
+  else return g.next_float();
+}
+
+// Dims of `t` ordered outermost first by stride: iterating them in row-major order visits the
+// elements in memory order, as PyTorch's TensorIterator does for a nullary op.
+Shape iteration_perm(const TensorImpl& t) {
+  Shape perm(t.dim());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+    if (t.sizes[a] == 1 || t.sizes[b] == 1) return false;
+    return t.strides[a] > t.strides[b];
+  });
+  return perm;
+}
+
+// Writes draw(i) for i = 0..numel-1 into `self` in iteration order. `draw` returns T.
+template <typename T, typename Draw>
+void fill_in_order(const Tensor& self, Draw&& draw) {
+  const int64_t n = self->numel();
+  if (n == 0) return;
+  if (self->is_contiguous()) {
+    T* p = self->data_as<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = draw(i);
+  } else {
+    Tensor buf = empty({n}, self->dtype);
+    T* p = buf->data_as<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = draw(i);
+    Tensor pv = permute(self, iteration_perm(*self));
+    copy_(pv, view(buf, pv->sizes));
+  }
+  self->bump_version();
+}
+
+void check_writable(const Tensor& self, const char* op) {
+  check_cpu(self, op);
+  check_inplace_writable(self, op);
+}
+
+// PyTorch's normal fill for the 16-bit floats: blocks of 16 float uniforms turned into normals
+// by Box-Muller in float32, then rounded; a last partial block is computed in full from 16 fresh
+// uniforms and written over the last 16 elements.
+void normal_fill_16_float(float* d, float mean, float std) {
+  for (int j = 0; j < 8; ++j) {
+    const float u1 = 1 - d[j];  // [0, 1) -> (0, 1] for the log
+    const float u2 = d[j + 8];
+    const float radius = std::sqrt(-2 * std::log(u1));
+    const float theta = static_cast<float>(2.0 * kPi * u2);
+    d[j] = radius * std::cos(theta) * std + mean;
+    d[j + 8] = radius * std::sin(theta) * std + mean;
+  }
+}
+
+template <typename T>
+void normal_fill_reduced(T* data, int64_t n, float mean, float std, Generator& g) {
+  float buf[16];
+  auto block = [&](T* dst) {
+    for (int j = 0; j < 16; ++j) buf[j] = g.next_float();
+    normal_fill_16_float(buf, mean, std);
+    for (int j = 0; j < 16; ++j) dst[j] = T(buf[j]);
+  };
+  for (int64_t i = 0; i + 16 <= n; i += 16) block(data + i);
+  if (n % 16 != 0) block(data + n - 16);
+}
+
+// Checks `from` and `to - 1` fit an integral dtype (PyTorch's check_from_to_in_range).
+void check_int_range(ScalarType dt, int64_t from, std::optional<int64_t> to_inc) {
+  if (!is_integral(dt, true)) return;
+  int64_t lo = 0, hi = 1;
+  dispatch_all(dt, "random_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      lo = static_cast<int64_t>(std::numeric_limits<T>::lowest());
+      hi = static_cast<int64_t>(std::numeric_limits<T>::max());
+    }
+  });
+  EMBER_CHECK(from >= lo && from <= hi, std::runtime_error, "from is out of bounds for ",
+              dtype_name(dt));
+  if (to_inc)
+    EMBER_CHECK(*to_inc >= lo && *to_inc <= hi, std::runtime_error,
+                "to - 1 is out of bounds for ", dtype_name(dt));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+void uniform_(const Tensor& self, double from, double to, Generator* gen) {
+  check_writable(self, "uniform_");
+  if (!is_floating(self->dtype)) not_implemented("check_uniform_bounds", self->dtype);
+  EMBER_CHECK(from <= to, std::runtime_error,
+              "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  Generator& g = pick(gen);
+  dispatch_floating(self->dtype, "uniform_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const double lim = static_cast<double>(std::numeric_limits<opmath_t<T>>::max());
+    EMBER_CHECK(to - from <= lim, std::runtime_error, "uniform_ expects to-from <= ",
+                "std::numeric_limits<", dtype_name(self->dtype), ">::max(), but found to=", to,
+                " and from=", from, " which result in to-from to exceed the limit");
+    std::lock_guard<std::mutex> lock(g.mutex);
+    // A value that rounds up to `to` becomes `from`, keeping the range half-open (as PyTorch).
+    if constexpr (std::is_same_v<T, double>) {
+      fill_in_order<T>(self, [&](int64_t) {
+        const double v = g.next_double() * (to - from) + from;
+        return v == to ? from : v;
+      });
+    } else {  // float32, and the 16-bit floats through float32
+      const float f = static_cast<float>(from), t = static_cast<float>(to);
+      const float t_rounded = static_cast<float>(T(t));
+      fill_in_order<T>(self, [&](int64_t) {
+        const T v = T(g.next_float() * (t - f) + f);
+        return static_cast<float>(v) == t_rounded ? T(f) : v;
+      });
+    }
+  });
+}
+
+void normal_(const Tensor& self, double mean, double std, Generator* gen) {
+  check_writable(self, "normal_");
+  if (!is_floating(self->dtype)) not_implemented("normal_kernel_cpu", self->dtype);
+  EMBER_CHECK(std >= 0.0, std::runtime_error, "normal expects std >= 0.0, but found std ", std);
+  Generator& g = pick(gen);
+  const int64_t n = self->numel();
+  if (n == 0) return;
+  const bool vectorised = n >= 16 && self->is_contiguous();
+  dispatch_floating(self->dtype, "normal_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (vectorised) {
+      if constexpr (is_reduced<T>()) {
+        std::lock_guard<std::mutex> lock(g.mutex);
+        normal_fill_reduced<T>(self->data_as<T>(), n, static_cast<float>(mean), static_cast<float>(std), g);
+      } else {
+        fill_normal(g, self->data_as<T>(), n, mean, std);  // locks the generator itself
+      }
+      self->bump_version();
+      return;
+    }
+    std::lock_guard<std::mutex> lock(g.mutex);
+    fill_in_order<T>(self, [&](int64_t) { return static_cast<T>(g.next_normal() * std + mean); });
+  });
+}
+
+void random_(const Tensor& self, Generator* gen) {
+  check_writable(self, "random_");
+  Generator& g = pick(gen);
+  std::lock_guard<std::mutex> lock(g.mutex);
+  dispatch_all(self->dtype, "random_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_in_order<T>(self, [&](int64_t) -> T {
+      if constexpr (std::is_same_v<T, bool>) {
+        return static_cast<bool>(g.next_u32() & 1u);
+      } else if constexpr (std::is_same_v<T, int64_t>) {
+        return static_cast<int64_t>(g.next_u64() % (uint64_t(std::numeric_limits<int64_t>::max()) + 1));
+      } else if constexpr (std::is_integral_v<T>) {
+        return static_cast<T>(g.next_u32() % (uint64_t(std::numeric_limits<T>::max()) + 1));
+      } else if constexpr (std::is_same_v<T, double>) {
+        return static_cast<double>(g.next_u64() % ((uint64_t(1) << 53) + 1));
+      } else {
+        return T(static_cast<float>(g.next_u32() % ((uint64_t(1) << digits<T>()) + 1)));
+      }
+    });
+  });
+}
+
+void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Generator* gen) {
+  check_writable(self, "random_");
+  const ScalarType dt = self->dtype;
+  uint64_t range;
+  bool full64 = false;
+  if (to) {
+    EMBER_CHECK(from < *to, std::runtime_error,
+                "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
+    check_int_range(dt, from, *to - 1);
+    range = static_cast<uint64_t>(*to) - static_cast<uint64_t>(from);
+  } else {  // up to the largest value of the dtype, inclusive
+    int64_t to_inc = 0;
+    dispatch_all(dt, "random_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_integral_v<T>) to_inc = static_cast<int64_t>(std::numeric_limits<T>::max());
+      else to_inc = int64_t(1) << digits<T>();
+    });
+    check_int_range(dt, from, std::nullopt);
+    EMBER_CHECK(from <= to_inc, std::runtime_error,
+                "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                "casted to dtype, but got from=", from, " > to_inc=", to_inc);
+    range = static_cast<uint64_t>(to_inc) - static_cast<uint64_t>(from) + 1;
+    full64 = range == 0;  // from = int64 min: every 64-bit value
+  }
+  const bool wide_dtype = dt == ScalarType::Int64 || dt == ScalarType::Float64 ||
+                          dt == ScalarType::Float32 || dt == ScalarType::BFloat16;
+  const bool use64 = wide_dtype && range >= (uint64_t(1) << 32);
+  Generator& g = pick(gen);
+  std::lock_guard<std::mutex> lock(g.mutex);
+  dispatch_all(dt, "random_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_in_order<T>(self, [&](int64_t) -> T {
+      int64_t v;
+      if (full64) v = static_cast<int64_t>(g.next_u64());
+      else if (use64) v = static_cast<int64_t>(g.next_u64() % range + static_cast<uint64_t>(from));
+      else v = static_cast<int64_t>(g.next_u32() % range + static_cast<uint64_t>(from));
+      return cast_to<T>(v);
+    });
+  });
+}
+
+void bernoulli_(const Tensor& self, double p, Generator* gen) {
+  check_writable(self, "bernoulli_");
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, std::runtime_error,
+              "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  Generator& g = pick(gen);
+  std::lock_guard<std::mutex> lock(g.mutex);
+  dispatch_all(self->dtype, "bernoulli_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_in_order<T>(self, [&](int64_t) { return cast_to<T>(uniform01<double>(g) < p ? 1 : 0); });
+  });
+}
+
+void bernoulli_(const Tensor& self, const Tensor& p, Generator* gen) {
+  check_writable(self, "bernoulli_");
+  check_cpu(p, "bernoulli_");
+  if (!is_floating(p->dtype)) not_implemented("bernoulli_tensor_cpu_p_", p->dtype);
+  // p in the order the elements of self are visited, as double (exact for every float dtype).
+  Tensor pe = expand(p, self->sizes);
+  Tensor pv = self->is_contiguous() ? pe : permute(pe, iteration_perm(*self));
+  Tensor pd = contiguous(to_dtype(pv, ScalarType::Float64));
+  const double* pp = pd->data_as<double>();
+  const int64_t n = self->numel();
+  for (int64_t i = 0; i < n; ++i)
+    EMBER_CHECK(pp[i] >= 0.0 && pp[i] <= 1.0, std::runtime_error,
+                "bernoulli_ expects all elements of p to be in [0, 1], but got p=", pp[i]);
+  const bool p_double = p->dtype == ScalarType::Float64;
+  Generator& g = pick(gen);
+  std::lock_guard<std::mutex> lock(g.mutex);
+  dispatch_all(self->dtype, "bernoulli_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_in_order<T>(self, [&](int64_t i) {
+      // PyTorch draws a double for float64 probabilities, a 24-bit float otherwise.
+      const bool hit = p_double ? uniform01<double>(g) < pp[i]
+                                : uniform01<float>(g) < static_cast<float>(pp[i]);
+      return cast_to<T>(hit ? 1 : 0);
+    });
+  });
+}
+
+void exponential_(const Tensor& self, double lambd, Generator* gen) {
+  check_writable(self, "exponential_");
+  EMBER_CHECK(lambd > 0.0, std::runtime_error,
+              "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+  EMBER_CHECK(is_floating(self->dtype), std::runtime_error,
+              "Exponential distribution is a continuous probability distribution. dtype must be a "
+              "floating point but you specified ", scalar_name(self->dtype));
+  Generator& g = pick(gen);
+  std::lock_guard<std::mutex> lock(g.mutex);
+  dispatch_floating(self->dtype, "exponential_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_in_order<T>(self, [&](int64_t) {
+      return cast_to<T>(-1.0 / lambd * std::log1p(-uniform01<double>(g)));
+    });
+  });
+}
+
+Tensor randperm(int64_t n, ScalarType dtype, Generator* gen) {
+  Tensor out = empty({n}, dtype);  // raises for a negative n
+  if (dtype == ScalarType::Bool) not_implemented("randperm", dtype);
+  if (n > 0) {
+    const int64_t last = n - 1;
+    if (is_floating(dtype)) {
+      int d = dtype == ScalarType::Float16 ? 11 : dtype == ScalarType::BFloat16 ? 8
+              : dtype == ScalarType::Float32 ? 24 : 53;
+      const int64_t lim = (int64_t(1) << d) + 1;
+      EMBER_CHECK(n <= lim, std::runtime_error, "n cannot be greater than ", lim, " for ",
+                  dtype_name(dtype), " type.");
+    } else {
+      int64_t hi = 0;
+      dispatch_integral(dtype, "randperm", [&](auto tag) {
+        hi = static_cast<int64_t>(std::numeric_limits<typename decltype(tag)::type>::max());
+      });
+      EMBER_CHECK(last <= hi, std::runtime_error, "randperm: n=", n,
+                  " is too large for the result dtype ", dtype_name(dtype), " (values up to ",
+                  last, " do not fit)");
+    }
+  }
+  std::vector<int64_t> r(static_cast<size_t>(n));
+  std::iota(r.begin(), r.end(), int64_t(0));
+  Generator& g = pick(gen);
+  {
+    std::lock_guard<std::mutex> lock(g.mutex);
+    if (n < int64_t(std::numeric_limits<uint32_t>::max() / 20)) {
+      for (int64_t i = 0; i < n - 1; ++i) {
+        const int64_t z = static_cast<int64_t>(g.next_u32()) % (n - i);
+        std::swap(r[i], r[z + i]);
+      }
+    } else {  // inside-out Fisher-Yates with 64-bit draws
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t z = static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(i + 1));
+        r[i] = r[z];
+        r[z] = i;
+      }
+    }
+  }
+  dispatch_numeric(dtype, "randperm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out->data_as<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = cast_to<T>(r[i]);
+  });
+  return out;
+}
+
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen) {
+  check_cpu(probs, "multinomial");
+  const int64_t nd = probs->dim();
+  EMBER_CHECK(nd == 1 || nd == 2, std::runtime_error, "prob_dist must be 1 or 2 dim");
+  EMBER_CHECK(is_floating(probs->dtype), std::runtime_error,
+              "multinomial only supports floating-point dtypes for input, got: ",
+              scalar_name(probs->dtype));
+  EMBER_CHECK(num_samples > 0, std::runtime_error, "cannot sample n_sample <= 0 samples");
+  const int64_t ncat = probs->sizes[nd - 1];
+  const int64_t rows = nd == 1 ? 1 : probs->sizes[0];
+  EMBER_CHECK(replacement || num_samples <= ncat, std::runtime_error,
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  EMBER_CHECK(ncat <= (int64_t(1) << 24), std::runtime_error,
+              "number of categories cannot exceed 2^24");
+  Shape rshape = nd == 1 ? Shape{num_samples} : Shape{rows, num_samples};
+  Tensor result = empty(rshape, ScalarType::Int64);
+  if (rows == 0) return result;
+  int64_t* res = result->data_as<int64_t>();
+  Generator& g = pick(gen);
+  // Probabilities as double, row-major (exact for every float dtype).
+  Tensor pd = contiguous(to_dtype(probs, ScalarType::Float64));
+  const double* P = pd->data_as<double>();
+  const bool is_double = probs->dtype == ScalarType::Float64;
+
+  if (!replacement || num_samples == 1) {
+    // PyTorch's Gumbel-max trick: the top-k of p / q with q ~ Exp(1) (q in the input's dtype).
+    for (int64_t i = 0; i < rows * ncat; ++i)
+      EMBER_CHECK(std::isfinite(P[i]) && P[i] >= 0.0, std::runtime_error,
+                  "probability tensor contains either `inf`, `nan` or element < 0");
+    for (int64_t r = 0; r < rows; ++r) {
+      double s = 0;
+      for (int64_t j = 0; j < ncat; ++j) s += P[r * ncat + j];
+      EMBER_CHECK(s > 0, std::runtime_error,
+                  "invalid multinomial distribution (sum of probabilities <= 0)");
+    }
+    Tensor q = empty({rows, ncat}, probs->dtype);
+    exponential_(q, 1.0, gen);
+    Tensor qd = to_dtype(q, ScalarType::Float64);
+    const double* Q = qd->data_as<double>();
+    std::vector<double> key(static_cast<size_t>(ncat));
+    std::vector<int64_t> idx(static_cast<size_t>(ncat));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < ncat; ++j) {
+        const double v = P[r * ncat + j] / Q[r * ncat + j];
+        // The quotient is rounded to the input's dtype, as PyTorch computes it there.
+        key[j] = is_double ? v : dispatch_floating(probs->dtype, "multinomial", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          return static_cast<double>(static_cast<float>(cast_to<T>(v)));
+        });
+      }
+      std::iota(idx.begin(), idx.end(), int64_t(0));
+      auto by_key = [&](int64_t a, int64_t b) { return key[a] > key[b] || (key[a] == key[b] && a < b); };
+      std::partial_sort(idx.begin(), idx.begin() + num_samples, idx.end(), by_key);
+      for (int64_t k = 0; k < num_samples; ++k) res[r * num_samples + k] = idx[k];
+    }
+    return result;
+  }
+
+  // With replacement: inverse-CDF sampling by binary search, one double draw per sample.
+  std::vector<double> cum(static_cast<size_t>(ncat));
+  std::lock_guard<std::mutex> lock(g.mutex);
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (int64_t j = 0; j < ncat; ++j) {
+      const double v = P[r * ncat + j];
+      EMBER_CHECK(std::isfinite(v), std::runtime_error,
+                  "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+      EMBER_CHECK(v >= 0.0, std::runtime_error,
+                  "invalid multinomial distribution (encountering probability entry < 0)");
+      s += v;
+      cum[j] = s;
+    }
+    EMBER_CHECK(s > 0, std::runtime_error,
+                "invalid multinomial distribution (sum of probabilities <= 0)");
+    for (int64_t j = 0; j < ncat; ++j) cum[j] /= s;
+    cum[ncat - 1] = 1.0;
+    for (int64_t k = 0; k < num_samples; ++k) {
+      const double u = uniform01<double>(g);
+      int64_t lo = 0, hi = ncat;
+      while (hi - lo > 0) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] < u) lo = mid + 1;
+        else hi = mid;
+      }
+      res[r * num_samples + k] = lo;
+    }
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+void check_std_nonnegative(const Tensor& std) {
+  Tensor sd = contiguous(to_dtype(std, ScalarType::Float64));
+  const double* p = sd->data_as<double>();
+  for (int64_t i = 0; i < sd->numel(); ++i)
+    EMBER_CHECK(p[i] >= 0.0, std::runtime_error, "normal expects all elements of std >= 0.0");
+}
+}  // namespace
+
+Tensor normal(const Tensor& mean, double std, Generator* gen) {
+  check_cpu(mean, "normal");
+  EMBER_CHECK(std >= 0.0, std::runtime_error, "normal expects std >= 0.0, but found std ", std);
+  Tensor out = empty(mean->sizes, mean->dtype);
+  normal_(out, 0.0, std, gen);
+  binary(BinaryOp::add, Operand(out), Operand(mean), out);
+  return out;
+}
+
+Tensor normal(double mean, const Tensor& std, Generator* gen) {
+  check_cpu(std, "normal");
+  check_std_nonnegative(std);
+  Tensor out = empty(std->sizes, std->dtype);
+  normal_(out, 0.0, 1.0, gen);
+  binary(BinaryOp::mul, Operand(out), Operand(std), out);
+  binary(BinaryOp::add, Operand(out), Operand(Scalar::from_double(mean)), out);
+  return out;
+}
+
+Tensor normal(const Tensor& mean, const Tensor& std, Generator* gen) {
+  check_cpu(mean, "normal"), check_cpu(std, "normal");
+  check_std_nonnegative(std);
+  Tensor out = empty(broadcast_shapes(mean->sizes, std->sizes), mean->dtype);
+  normal_(out, 0.0, 1.0, gen);
+  binary(BinaryOp::mul, Operand(out), Operand(std), out);
+  binary(BinaryOp::add, Operand(out), Operand(mean), out);
+  return out;
+}
+
+}  // namespace ember

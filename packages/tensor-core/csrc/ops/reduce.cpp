@@ -1,0 +1,417 @@
+// reduce.cpp: the reduction plan, and the additive reductions (sum, nansum, mean, nanmean, prod,
+// count_nonzero, all/any, norm, var/std, logsumexp). max/min and the arg-reductions live in
+// reduce_minmax.cpp, scans and softmax in reduce_scan.cpp.
+#include "ops/reduce.h"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "kernels/math.h"
+#include "ops/elementwise.h"
+
+namespace ember {
+
+using namespace reduce_detail;
+
+const char* torch_type_name(ScalarType t) {
+  static const char* names[] = {"Bool", "Byte",     "Char",  "Short",  "Int",      "Long",
+                                "Half", "BFloat16", "Float", "Double", "Undefined"};
+  return names[static_cast<int>(t)];
+}
+
+std::vector<bool> reduction_mask(const Tensor& x, const OptDims& dim) {
+  const int64_t nd = x->dim();
+  std::vector<bool> mask(nd, false);
+  if (!dim || dim->empty()) {
+    std::fill(mask.begin(), mask.end(), true);
+    return mask;
+  }
+  std::vector<bool> seen(std::max<int64_t>(nd, 1), false);
+  for (int64_t d : *dim) {
+    const int64_t w = wrap_dim(d, nd);
+    EMBER_CHECK(!seen[w], std::runtime_error, "dim ", w, " appears multiple times in the list of dims");
+    seen[w] = true;
+    if (nd) mask[w] = true;
+  }
+  return mask;
+}
+
+int64_t reduced_numel(const Tensor& x, const std::vector<bool>& mask) {
+  int64_t n = 1;
+  for (size_t d = 0; d < mask.size(); ++d)
+    if (mask[d]) n *= x->sizes[d];
+  return n;
+}
+
+Shape reduced_shape(const Tensor& x, const std::vector<bool>& mask, bool keepdim) {
+  Shape s;
+  for (size_t d = 0; d < mask.size(); ++d) {
+    if (!mask[d]) s.push_back(x->sizes[d]);
+    else if (keepdim) s.push_back(1);
+  }
+  return s;
+}
+
+void require_cpu(const Tensor& x, const char* op) {
+  if (!x->device().is_cpu())
+    throw NotImplementedError(str_cat(op, ": expected a tensor on cpu, but got one on ",
+                                      x->device().str(), " (the CPU kernels cannot read it)"));
+}
+
+Tensor contiguous_copy(const Tensor& x) {
+  if (x->is_contiguous()) return x;
+  Tensor y = empty(x->sizes, x->dtype, x->device());
+  copy_(y, x);
+  return y;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
+namespace reduce_detail {
+
+ReducePlan make_plan(const TensorImpl& x, const std::vector<bool>& mask, bool keep_order) {
+  ReducePlan p;
+  const int nd = static_cast<int>(x.dim());
+  std::vector<int64_t> ostride(nd, 0);
+  int64_t s = 1;
+  for (int d = nd - 1; d >= 0; --d)
+    if (!mask[d]) ostride[d] = s, s *= x.sizes[d];
+  struct Dim {
+    int64_t size, in, out;
+  };
+  std::vector<Dim> kd, rd;
+  for (int d = 0; d < nd; ++d) {
+    const int64_t sz = x.sizes[d];
+    if (mask[d]) {
+      p.red_numel *= sz;
+      if (sz != 1) rd.push_back({sz, x.strides[d], 0});
+    } else {
+      p.out_numel *= sz;
+      if (sz != 1) kd.push_back({sz, x.strides[d], ostride[d]});
+    }
+  }
+  // Largest stride outermost; a stride-0 (broadcast) dim counts as the largest.
+  auto key = [](const Dim& a) {
+    return a.in == 0 ? std::numeric_limits<int64_t>::max() : (a.in < 0 ? -a.in : a.in);
+  };
+  auto by_stride = [&](const Dim& a, const Dim& b) { return key(a) > key(b); };
+  std::stable_sort(kd.begin(), kd.end(), by_stride);
+  if (!keep_order) std::stable_sort(rd.begin(), rd.end(), by_stride);
+  for (const Dim& d : kd) {
+    if (!p.k_size.empty() && p.k_in.back() == d.in * d.size && p.k_out.back() == d.out * d.size) {
+      p.k_size.back() *= d.size;
+      p.k_in.back() = d.in;
+      p.k_out.back() = d.out;
+    } else {
+      p.k_size.push_back(d.size);
+      p.k_in.push_back(d.in);
+      p.k_out.push_back(d.out);
+    }
+  }
+  for (const Dim& d : rd) {
+    if (!p.r_size.empty() && p.r_in.back() == d.in * d.size) {
+      p.r_size.back() *= d.size;
+      p.r_in.back() = d.in;
+    } else {
+      p.r_size.push_back(d.size);
+      p.r_in.push_back(d.in);
+    }
+  }
+  EMBER_CHECK(p.k_size.size() + p.r_size.size() <= kMaxDims, std::runtime_error,
+              "reduction: too many dimensions");
+  return p;
+}
+
+Tensor plan_input(const Tensor& x, const std::vector<bool>& mask, bool keep_order, ReducePlan& plan) {
+  require_cpu(x, "reduction");
+  plan = make_plan(*x, mask, keep_order);
+  if (plan.inner() || plan.outer() || plan.r_size.empty() || plan.out_numel == 0 ||
+      plan.red_numel == 0)
+    return x;
+  // Neither the reduced block nor the kept dims are contiguous: copy with the reduced dims last.
+  const int64_t nd = x->dim();
+  Shape perm;
+  for (int64_t d = 0; d < nd; ++d)
+    if (!mask[d]) perm.push_back(d);
+  for (int64_t d = 0; d < nd; ++d)
+    if (mask[d]) perm.push_back(d);
+  const int64_t nk = nd - static_cast<int64_t>(std::count(mask.begin(), mask.end(), true));
+  Tensor y = contiguous_copy(permute(x, perm));
+  std::vector<bool> m2(nd, false);
+  for (int64_t d = nk; d < nd; ++d) m2[d] = true;
+  plan = make_plan(*y, m2, keep_order);
+  return y;
+}
+
+}  // namespace reduce_detail
+
+// ---------------------------------------------------------------------------------------------
+// Additive reductions
+
+namespace {
+
+// Accumulator of sum/prod: opmath (float for the 16-bit floats) for floating types, int64 for
+// bool and the integers (which wrap exactly like PyTorch's).
+template <typename T>
+using sum_acc_t = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, opmath_t<T>, int64_t>;
+
+enum class SumKind { Sum, NanSum, Mean, Prod };
+
+// sum / nansum / mean / prod of x (already in its compute dtype) into out_dtype, which is x's
+// dtype or int64 for bool/integer x.
+Tensor additive(const char* name, const Tensor& x, const std::vector<bool>& mask, bool keepdim,
+                ScalarType out_dtype, SumKind kind) {
+  const int64_t R = reduced_numel(x, mask);
+  return reduce_with(name, x, mask, keepdim, out_dtype,
+                     [&](auto tag, const ReducePlan& plan, const auto* in, const Tensor& result) {
+    using T = typename decltype(tag)::type;
+    using A = sum_acc_t<T>;
+    auto go = [&](auto otag) {
+      using O = typename decltype(otag)::type;
+      O* out = result->data_as<O>();
+      auto plus = [](A a, A b) { return a + b; };
+      auto conv = [](T v) { return static_cast<A>(v); };
+      if constexpr (std::is_floating_point_v<A>) {
+        if (kind == SumKind::NanSum) {
+          auto skip = [](T v) { A a = static_cast<A>(v); return a != a ? A(0) : a; };
+          run_reduce(make_op<T>(A(0), skip, plus, Identity{}, out), plan, in);
+          return;
+        }
+        if (kind == SumKind::Mean) {
+          const A n = static_cast<A>(R);
+          run_reduce(make_op<T>(A(0), conv, plus, [n](A a) { return a / n; }, out), plan, in);
+          return;
+        }
+      }
+      if (kind == SumKind::Prod)
+        run_reduce(make_op<T>(A(1), conv, [](A a, A b) { return a * b; }, Identity{}, out), plan, in);
+      else
+        run_reduce(make_op<T>(A(0), conv, plus, Identity{}, out), plan, in);
+    };
+    if constexpr (std::is_floating_point_v<A>) {
+      go(TypeTag<T>{});
+    } else {
+      if (out_dtype == scalar_type_of<T>()) go(TypeTag<T>{});
+      else go(TypeTag<int64_t>{});
+    }
+  });
+}
+
+// sum/prod's result dtype: `dtype` if given, else int64 for bool/integers, else x's.
+ScalarType sum_dtype(const Tensor& x, ScalarType dtype) {
+  if (dtype != ScalarType::Undefined) return dtype;
+  return is_integral(x->dtype, true) ? ScalarType::Int64 : x->dtype;
+}
+
+// Counts elements that are nonzero (or, with not_nan, that are not NaN) into int64.
+Tensor count_impl(const Tensor& x, const std::vector<bool>& mask, bool keepdim, bool not_nan) {
+  return reduce_with("count_nonzero", x, mask, keepdim, ScalarType::Int64,
+                     [&](auto tag, const ReducePlan& plan, const auto* in, const Tensor& result) {
+    using T = typename decltype(tag)::type;
+    using C = opmath_t<T>;
+    int64_t* out = result->data_as<int64_t>();
+    auto plus = [](int64_t a, int64_t b) { return a + b; };
+    if (not_nan)
+      run_reduce(make_op<T>(int64_t(0), [](T v) { C c = static_cast<C>(v); return int64_t(c == c); },
+                            plus, Identity{}, out), plan, in);
+    else
+      run_reduce(make_op<T>(int64_t(0), [](T v) { return int64_t(static_cast<C>(v) != C(0)); },
+                            plus, Identity{}, out), plan, in);
+  });
+}
+
+Tensor squeeze_to(const Tensor& t, const Tensor& x, const std::vector<bool>& mask, bool keepdim) {
+  return keepdim ? t : reshape(t, reduced_shape(x, mask, false));
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  auto mask = reduction_mask(x, dim);
+  const ScalarType out = sum_dtype(x, dtype);
+  return additive("sum", to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
+                  keepdim, out, SumKind::Sum);
+}
+
+Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  auto mask = reduction_mask(x, dim);
+  const ScalarType out = sum_dtype(x, dtype);
+  return additive("nansum", to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
+                  keepdim, out, SumKind::NanSum);
+}
+
+Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim, ScalarType dtype) {
+  OptDims dims;
+  if (dim) dims = std::vector<int64_t>{*dim};
+  auto mask = reduction_mask(x, dims);
+  const ScalarType out = sum_dtype(x, dtype);
+  return additive("prod", to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
+                  keepdim, out, SumKind::Prod);
+}
+
+Tensor mean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  if (dtype != ScalarType::Undefined)
+    EMBER_CHECK(is_floating(dtype), std::runtime_error,
+                "mean(): could not infer output dtype. Optional dtype must be either a floating "
+                "point or complex dtype. Got: ", torch_type_name(dtype));
+  else
+    EMBER_CHECK(is_floating(x->dtype), std::runtime_error,
+                "mean(): could not infer output dtype. Input dtype must be either a floating point "
+                "or complex dtype. Got: ", torch_type_name(x->dtype));
+  const ScalarType dt = dtype == ScalarType::Undefined ? x->dtype : dtype;
+  auto mask = reduction_mask(x, dim);
+  return additive("mean", to_dtype(x, dt), mask, keepdim, dt, SumKind::Mean);
+}
+
+Tensor nanmean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  EMBER_CHECK(is_floating(x->dtype), std::runtime_error,
+              "nanmean(): expected input to have floating point or complex dtype but got ",
+              torch_type_name(x->dtype));
+  auto mask = reduction_mask(x, dim);
+  Tensor s = nansum(x, dim, keepdim, dtype);
+  Tensor n = count_impl(x, mask, keepdim, /*not_nan=*/true);
+  return binary(BinaryOp::div, Operand(s), Operand(n));
+}
+
+Tensor count_nonzero(const Tensor& x, const OptDims& dim) {
+  return count_impl(x, reduction_mask(x, dim), false, false);
+}
+
+static Tensor all_any(const char* name, const Tensor& x, const OptDims& dim, bool keepdim, bool is_all) {
+  std::vector<bool> mask;
+  if (dim && dim->empty()) mask.assign(x->dim(), false);  // dim=(): no reduction
+  else mask = reduction_mask(x, dim);
+  const ScalarType out_dt = x->dtype == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
+  return reduce_with(name, x, mask, keepdim, out_dt,
+                     [&](auto tag, const ReducePlan& plan, const auto* in, const Tensor& result) {
+    using T = typename decltype(tag)::type;
+    using C = opmath_t<T>;
+    // int32 lanes (not bool) so that the compare-and-combine loop vectorises.
+    auto nz = [](T v) { return int32_t(static_cast<C>(v) != C(0)); };
+    auto go = [&](auto* out) {
+      if (is_all)
+        run_reduce(make_op<T>(int32_t(1), nz, [](int32_t a, int32_t b) { return a & b; }, Identity{}, out), plan, in);
+      else
+        run_reduce(make_op<T>(int32_t(0), nz, [](int32_t a, int32_t b) { return a | b; }, Identity{}, out), plan, in);
+    };
+    if (out_dt == ScalarType::UInt8) go(result->data_as<uint8_t>());
+    else go(result->data_as<bool>());
+  });
+}
+
+Tensor all(const Tensor& x, const OptDims& dim, bool keepdim) { return all_any("all", x, dim, keepdim, true); }
+Tensor any(const Tensor& x, const OptDims& dim, bool keepdim) { return all_any("any", x, dim, keepdim, false); }
+
+// ---------------------------------------------------------------------------------------------
+// norm
+
+static std::string norm_order_str(double p) { return str_cat(p); }
+
+Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  EMBER_CHECK(is_floating(x->dtype), std::runtime_error,
+              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
+              torch_type_name(x->dtype));
+  Tensor in = x;
+  if (dtype != ScalarType::Undefined) {
+    EMBER_CHECK(is_floating(dtype), std::runtime_error,
+                "linalg.vector_norm: dtype should be floating point or complex, but got ",
+                torch_type_name(dtype));
+    EMBER_CHECK(promote_types(x->dtype, dtype) == dtype, std::runtime_error,
+                "linalg.vector_norm: the dtype of the input (", torch_type_name(x->dtype),
+                ") should be convertible without narrowing to the specified dtype (",
+                torch_type_name(dtype), ")");
+    in = to_dtype(x, dtype);
+  }
+  auto mask = reduction_mask(x, dim);
+  if (p < 0 || std::isinf(p)) {
+    if (!dim || dim->empty()) {
+      EMBER_CHECK(x->numel() != 0, std::runtime_error, "linalg.vector_norm cannot compute the ",
+                  norm_order_str(p),
+                  " norm on an empty tensor because the operation does not have an identity");
+    } else {
+      for (int64_t d : *dim) {
+        const int64_t w = x->dim() ? wrap_dim(d, x->dim()) : 0;
+        EMBER_CHECK(x->dim() == 0 || x->sizes[w] != 0, std::runtime_error,
+                    "linalg.vector_norm cannot compute the ", norm_order_str(p),
+                    " norm on the dimension ", d,
+                    "because this dimension is empty and the operation does not have an identity");
+      }
+    }
+  }
+  return reduce_with("linalg.vector_norm", in, mask, keepdim, in->dtype,
+                     [&](auto tag, const ReducePlan& plan, const auto* src, const Tensor& result) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<opmath_t<T>>) {
+      using A = opmath_t<T>;
+      T* out = result->data_as<T>();
+      auto plus = [](A a, A b) { return a + b; };
+      auto absv = [](T v) { return std::abs(static_cast<A>(v)); };
+      if (p == 2) {
+        run_reduce(make_op<T>(A(0), [](T v) { A a = static_cast<A>(v); return a * a; }, plus,
+                              [](A a) { return std::sqrt(a); }, out), plan, src);
+      } else if (p == 1) {
+        run_reduce(make_op<T>(A(0), absv, plus, Identity{}, out), plan, src);
+      } else if (p == 0) {
+        run_reduce(make_op<T>(A(0), [](T v) { return A(static_cast<A>(v) != A(0)); }, plus,
+                              Identity{}, out), plan, src);
+      } else if (std::isinf(p)) {
+        if (p > 0)
+          run_reduce(make_op<T>(A(0), absv, [](A a, A v) { return (v > a || v != v) ? v : a; },
+                                Identity{}, out), plan, src);
+        else
+          run_reduce(make_op<T>(std::numeric_limits<A>::infinity(), absv,
+                                [](A a, A v) { return (v < a || v != v) ? v : a; }, Identity{}, out),
+                     plan, src);
+      } else {
+        const A pa = static_cast<A>(p), inv = A(1) / static_cast<A>(p);
+        run_reduce(make_op<T>(A(0), [pa](T v) { return std::pow(std::abs(static_cast<A>(v)), pa); },
+                              plus, [inv](A a) { return std::pow(a, inv); }, out), plan, src);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// var / std (two passes: the mean, then the sum of squared deviations)
+
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const OptDims& dim, double correction,
+                                   bool keepdim, bool take_sqrt) {
+  EMBER_CHECK(is_floating(x->dtype), std::runtime_error,
+              "std and var only support floating point and complex dtypes");
+  auto mask = reduction_mask(x, dim);
+  const bool low = is_reduced_float(x->dtype);
+  Tensor xf = low ? to_dtype(x, ScalarType::Float32) : x;
+  const int64_t R = reduced_numel(x, mask);
+  Tensor m = additive("mean", xf, mask, true, xf->dtype, SumKind::Mean);
+  Tensor dev = binary(BinaryOp::sub, Operand(xf), Operand(m));
+  const double denom = std::max(0.0, static_cast<double>(R) - correction);
+  Tensor v = reduce_with(take_sqrt ? "std" : "var", dev, mask, keepdim, xf->dtype,
+                         [&](auto tag, const ReducePlan& plan, const auto* src, const Tensor& result) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T dn = static_cast<T>(denom);
+      auto sq = [](T v) { return v * v; };
+      auto plus = [](T a, T b) { return a + b; };
+      if (take_sqrt)
+        run_reduce(make_op<T>(T(0), sq, plus, [dn](T a) { return std::sqrt(a / dn); },
+                              result->data_as<T>()), plan, src);
+      else
+        run_reduce(make_op<T>(T(0), sq, plus, [dn](T a) { return a / dn; }, result->data_as<T>()),
+                   plan, src);
+    }
+  });
+  m = squeeze_to(m, x, mask, keepdim);
+  if (low) {
+    v = to_dtype(v, x->dtype);
+    m = to_dtype(m, x->dtype);
+  }
+  return {v, m};
+}
+
+Tensor var(const Tensor& x, const OptDims& dim, double correction, bool keepdim, bool take_sqrt) {
+  return var_mean(x, dim, correction, keepdim, take_sqrt).first;
+}
+
+}  // namespace ember

@@ -1,0 +1,324 @@
+// reduce_scan.cpp: cumsum/cumprod and the fused softmax/log_softmax kernels.
+//
+// Both view the (contiguous) input as [outer, D, inner] around the dim. When inner == 1 (the
+// last dim) each row is processed on its own; otherwise a tile of the inner dim is processed for
+// all D at once, vectorised along the inner dim.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/math.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+
+namespace ember {
+
+namespace {
+
+struct Layout {
+  int64_t outer = 1, D = 1, inner = 1;
+};
+
+Layout layout_around(const Tensor& x, int64_t d) {
+  Layout l;
+  if (x->dim() == 0) return l;
+  for (int64_t i = 0; i < d; ++i) l.outer *= x->sizes[i];
+  l.D = x->sizes[d];
+  for (int64_t i = d + 1; i < x->dim(); ++i) l.inner *= x->sizes[i];
+  return l;
+}
+
+constexpr int64_t kTile = 512;
+
+// ---- scans ----
+
+template <typename T, bool Prod> void scan_kernel(const T* in, T* out, const Layout& l) {
+  using A = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, opmath_t<T>, int64_t>;
+  const A init = Prod ? A(1) : A(0);
+  if (l.inner == 1) {
+    parallel_for(0, l.outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(l.D, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* src = in + o * l.D;
+        T* dst = out + o * l.D;
+        A acc = init;
+        for (int64_t k = 0; k < l.D; ++k) {
+          if constexpr (Prod) acc = acc * static_cast<A>(src[k]);
+          else acc = acc + static_cast<A>(src[k]);
+          dst[k] = cast_to<T>(acc);
+        }
+      }
+    });
+    return;
+  }
+  const int64_t ntiles = (l.inner + kTile - 1) / kTile;
+  const int64_t work = l.D * std::min(l.inner, kTile);
+  parallel_for(0, l.outer * ntiles, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1)),
+               [&](int64_t b, int64_t e) {
+    A acc[kTile];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / ntiles, j0 = (t % ntiles) * kTile, n = std::min(kTile, l.inner - j0);
+      for (int64_t j = 0; j < n; ++j) acc[j] = init;
+      for (int64_t k = 0; k < l.D; ++k) {
+        const T* __restrict__ src = in + (o * l.D + k) * l.inner + j0;
+        T* __restrict__ dst = out + (o * l.D + k) * l.inner + j0;
+        for (int64_t j = 0; j < n; ++j) {
+          if constexpr (Prod) acc[j] = acc[j] * static_cast<A>(src[j]);
+          else acc[j] = acc[j] + static_cast<A>(src[j]);
+          dst[j] = cast_to<T>(acc[j]);
+        }
+      }
+    }
+  });
+}
+
+Tensor scan(const char* name, const Tensor& x, int64_t dim, ScalarType dtype, bool is_prod) {
+  require_cpu(x, name);
+  const int64_t d = wrap_dim(dim, x->dim());
+  ScalarType out_dt = dtype != ScalarType::Undefined ? dtype
+                      : is_integral(x->dtype, true) ? ScalarType::Int64 : x->dtype;
+  Tensor in = contiguous_copy(to_dtype(x, out_dt));
+  Tensor out = empty(x->sizes, out_dt, x->device());
+  if (x->numel() == 0) return out;
+  const Layout l = layout_around(x, d);
+  dispatch_all(out_dt, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (is_prod) scan_kernel<T, true>(in->data_as<T>(), out->data_as<T>(), l);
+    else scan_kernel<T, false>(in->data_as<T>(), out->data_as<T>(), l);
+  });
+  return out;
+}
+
+// ---- softmax ----
+
+// exp for the softmax loops, written without calls, branches or selects of float values so that
+// GCC vectorises it (std::fmin/fmax calls, or a float select feeding later float math, stop it):
+// Cephes polynomial, |rel err| < 2 ulp, with 2^n built from the bits of a float rounded by the
+// 1.5 * 2^23 trick. Inputs below -104 (including -inf) give exactly 0, NaN gives NaN. Softmax only
+// passes x - max <= 0; larger inputs overflow to inf as they should, up to x < 2^22.
+inline float vexpf(float x) {
+  uint32_t ub;
+  std::memcpy(&ub, &x, 4);
+  const uint32_t keep = (ub - 0xC2D00001u < 0x3CB00000u) ? 0u : 0xFFFFFFFFu;  // x < -104: 0
+  const float magic = 12582912.0f;
+  const float t = x * 1.44269504088896341f + magic;
+  const float n = t - magic;
+  int32_t tb;
+  std::memcpy(&tb, &t, 4);
+  const int32_t ni = tb - 0x4B400000;
+  float r = std::fma(n, -0.693145751953125f, x);
+  r = std::fma(n, -1.428606765330187045e-06f, r);
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  p = std::fma(p * r, r, r) + 1.0f;
+  const int32_t n1 = ni >> 1, n2 = ni - n1;
+  const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  const float res = p * s1 * s2;
+  uint32_t rb;
+  std::memcpy(&rb, &res, 4);
+  rb &= keep;
+  float out;
+  std::memcpy(&out, &rb, 4);
+  return out;
+}
+inline double vexpf(double x) { return std::exp(x); }
+
+template <typename T> T row_max(const T* __restrict__ x, int64_t n) {
+  constexpr int L = 64 / sizeof(T);
+  T m = -std::numeric_limits<T>::infinity();
+  int64_t i = 0;
+  if (n >= L) {
+    T a[L];
+    for (int l = 0; l < L; ++l) a[l] = x[l];
+    for (i = L; i + L <= n; i += L)
+      for (int l = 0; l < L; ++l) a[l] = std::max(a[l], x[i + l]);
+    for (int l = 0; l < L; ++l) m = a[l] > m ? a[l] : m;
+  }
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// y = exp(x - m), returns sum(y). Written with independent lane sums so it vectorises.
+template <typename T> T exp_sum_row(const T* __restrict__ x, T* __restrict__ y, int64_t n, T m) {
+  constexpr int L = 64 / sizeof(T);
+  T a[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) {
+      const T e = vexpf(x[i + l] - m);
+      y[i + l] = e;
+      a[l] += e;
+    }
+  T s = 0;
+  for (; i < n; ++i) {
+    const T e = vexpf(x[i] - m);
+    y[i] = e;
+    s += e;
+  }
+  for (int l = 0; l < L; ++l) s += a[l];
+  return s;
+}
+
+template <typename T> T exp_sum_only(const T* __restrict__ x, int64_t n, T m) {
+  constexpr int L = 64 / sizeof(T);
+  T a[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) a[l] += vexpf(x[i + l] - m);
+  T s = 0;
+  for (; i < n; ++i) s += vexpf(x[i] - m);
+  for (int l = 0; l < L; ++l) s += a[l];
+  return s;
+}
+
+// Rows of length D (the last dim), T float or double.
+template <typename T> void softmax_lastdim(const T* in, T* out, int64_t rows, int64_t D, bool log) {
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(D, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* __restrict__ x = in + r * D;
+      T* __restrict__ y = out + r * D;
+      const T m = row_max(x, D);
+      if (!log) {
+        const T inv = T(1) / exp_sum_row(x, y, D, m);
+        for (int64_t i = 0; i < D; ++i) y[i] *= inv;
+      } else {
+        const T shift = m + std::log(exp_sum_only(x, D, m));
+        for (int64_t i = 0; i < D; ++i) y[i] = x[i] - shift;
+      }
+    }
+  });
+}
+
+// [outer, D, inner] with inner > 1: tiles of the inner dim, vectorised along it.
+template <typename T> void softmax_inner(const T* in, T* out, const Layout& l, bool log) {
+  const int64_t ntiles = (l.inner + kTile - 1) / kTile;
+  const int64_t work = l.D * std::min(l.inner, kTile);
+  parallel_for(0, l.outer * ntiles, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1)),
+               [&](int64_t b, int64_t e) {
+    T mx[kTile], sm[kTile];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / ntiles, j0 = (t % ntiles) * kTile, n = std::min(kTile, l.inner - j0);
+      const T* base = in + o * l.D * l.inner + j0;
+      T* obase = out + o * l.D * l.inner + j0;
+      for (int64_t j = 0; j < n; ++j) mx[j] = -std::numeric_limits<T>::infinity(), sm[j] = 0;
+      for (int64_t k = 0; k < l.D; ++k) {
+        const T* __restrict__ x = base + k * l.inner;
+        for (int64_t j = 0; j < n; ++j) mx[j] = std::max(mx[j], x[j]);
+      }
+      for (int64_t k = 0; k < l.D; ++k) {
+        const T* __restrict__ x = base + k * l.inner;
+        T* __restrict__ y = obase + k * l.inner;
+        if (!log) {
+          for (int64_t j = 0; j < n; ++j) {
+            const T v = vexpf(x[j] - mx[j]);
+            y[j] = v;
+            sm[j] += v;
+          }
+        } else {
+          for (int64_t j = 0; j < n; ++j) sm[j] += vexpf(x[j] - mx[j]);
+        }
+      }
+      if (!log) {
+        for (int64_t j = 0; j < n; ++j) sm[j] = T(1) / sm[j];
+        for (int64_t k = 0; k < l.D; ++k) {
+          T* __restrict__ y = obase + k * l.inner;
+          for (int64_t j = 0; j < n; ++j) y[j] *= sm[j];
+        }
+      } else {
+        for (int64_t j = 0; j < n; ++j) sm[j] = mx[j] + std::log(sm[j]);
+        for (int64_t k = 0; k < l.D; ++k) {
+          const T* __restrict__ x = base + k * l.inner;
+          T* __restrict__ y = obase + k * l.inner;
+          for (int64_t j = 0; j < n; ++j) y[j] = x[j] - sm[j];
+        }
+      }
+    }
+  });
+}
+
+Tensor softmax_impl(const Tensor& x, int64_t dim, ScalarType dtype, bool log) {
+  require_cpu(x, log ? "log_softmax" : "softmax");
+  const int64_t d = wrap_dim(dim, x->dim());
+  Tensor in = dtype != ScalarType::Undefined ? to_dtype(x, dtype) : x;
+  const bool lastdim = x->dim() == 0 || d == x->dim() - 1;
+  if (x->numel() == 0) return empty(x->sizes, in->dtype, x->device());
+  if (!is_floating(in->dtype))
+    throw NotImplementedError(str_cat("\"", log ? "log_softmax" : "softmax",
+                                      lastdim ? "_lastdim_kernel_impl" : "_kernel_impl",
+                                      "\" not implemented for '", torch_type_name(in->dtype), "'"));
+  const ScalarType out_dt = in->dtype;
+  if (is_reduced_float(out_dt)) in = to_dtype(in, ScalarType::Float32);  // computed in float
+  in = contiguous_copy(in);
+  Tensor out = empty(x->sizes, in->dtype, x->device());
+  if (x->numel() != 0) {
+    const Layout l = layout_around(x, d);
+    if (in->dtype == ScalarType::Float32) {
+      if (l.inner == 1) softmax_lastdim(in->data_as<float>(), out->data_as<float>(), l.outer, l.D, log);
+      else softmax_inner(in->data_as<float>(), out->data_as<float>(), l, log);
+    } else {
+      if (l.inner == 1) softmax_lastdim(in->data_as<double>(), out->data_as<double>(), l.outer, l.D, log);
+      else softmax_inner(in->data_as<double>(), out->data_as<double>(), l, log);
+    }
+  }
+  return to_dtype(out, out_dt);
+}
+
+// log(sum(exp(x - m))) + m per row of length D, m the row max (0 when infinite, as PyTorch).
+template <typename T> void logsumexp_rows(const T* in, T* out, int64_t rows, int64_t D) {
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(D, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* x = in + r * D;
+      const T m = row_max(x, D);
+      if (std::isfinite(m)) {
+        out[r] = std::log(exp_sum_only(x, D, m)) + m;
+      } else {  // +-inf max, or NaN: the plain formula gives PyTorch's inf / -inf / NaN
+        T s = 0;
+        for (int64_t i = 0; i < D; ++i) s += std::exp(x[i]);
+        out[r] = std::log(s);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Tensor logsumexp(const Tensor& x, const OptDims& dim, bool keepdim) {
+  require_cpu(x, "logsumexp");
+  auto mask = reduction_mask(x, dim);
+  const ScalarType out_dt = is_floating(x->dtype) ? x->dtype : get_default_dtype();
+  const ScalarType dt = is_reduced_float(out_dt) ? ScalarType::Float32 : out_dt;
+  const Shape shape = reduced_shape(x, mask, keepdim);
+  Tensor r = empty(shape, dt, x->device());
+  const int64_t R = reduced_numel(x, mask), N = r->numel();
+  if (R == 0) {
+    fill_(r, Scalar::from_double(-std::numeric_limits<double>::infinity()));
+  } else if (N != 0) {
+    // Rows of the reduced elements: kept dims first, reduced dims last, contiguous.
+    Shape perm;
+    for (int64_t d = 0; d < x->dim(); ++d)
+      if (!mask[d]) perm.push_back(d);
+    for (int64_t d = 0; d < x->dim(); ++d)
+      if (mask[d]) perm.push_back(d);
+    Tensor rows = contiguous_copy(to_dtype(permute(x, perm), dt));
+    if (dt == ScalarType::Float32) logsumexp_rows(rows->data_as<float>(), r->data_as<float>(), N, R);
+    else logsumexp_rows(rows->data_as<double>(), r->data_as<double>(), N, R);
+  }
+  return to_dtype(r, out_dt);
+}
+
+Tensor cumsum(const Tensor& x, int64_t dim, ScalarType dtype) { return scan("cumsum", x, dim, dtype, false); }
+Tensor cumprod(const Tensor& x, int64_t dim, ScalarType dtype) { return scan("cumprod", x, dim, dtype, true); }
+Tensor softmax(const Tensor& x, int64_t dim, ScalarType dtype) { return softmax_impl(x, dim, dtype, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim, ScalarType dtype) { return softmax_impl(x, dim, dtype, true); }
+
+}  // namespace ember

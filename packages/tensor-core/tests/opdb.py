@@ -1,0 +1,917 @@
+"""The op database: one entry per elementwise op, read by the generic op tests.
+
+In the spirit of PyTorch's OpInfo (``torch/testing/_internal/opinfo/core.py``): each entry holds
+the op's name, its dtype rule (the ``kind`` of ``ember._C._op_table()``), a NumPy reference, the
+input dtypes it supports, a sample-input generator (broadcast shapes, non-contiguous and
+zero-size inputs, Python scalars and 0-d tensors), tolerances per dtype and known skips with
+their reasons. The generic tests (test_ops_elementwise.py) run op x dtype x variant from here.
+
+The table ops are generated from ``ember._C._op_table()``; ``OPS`` must hold an entry for every
+row of the table, so an op declared in op_table.h without an entry here fails
+``test_every_table_op_has_an_entry``.
+
+References are computed the way ember must compute, by PyTorch's rules: inputs are cast to the
+op's compute dtype first (the promoted dtype; float64 for floating math, as the half types are
+computed in float32 and rounded once), then the result is cast to the result dtype. NumPy's
+own promotion (value-based scalars, int64 + float16 -> float64, ...) is never relied on.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import ember
+
+# ---------------------------------------------------------------------------------------------
+# dtypes
+
+ALL_DTYPES = (
+    "bool", "uint8", "int8", "int16", "int32", "int64",
+    "float16", "bfloat16", "float32", "float64",
+)  # fmt: skip
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+INT_DTYPES = ("uint8", "int8", "int16", "int32", "int64")
+INTEGRAL_DTYPES = ("bool",) + INT_DTYPES
+NUMERIC_DTYPES = INT_DTYPES + FLOAT_DTYPES  # everything but bool
+
+# NumPy has no bfloat16: its values are held in float32 (every bfloat16 is a float32).
+NP_DTYPE = {name: np.dtype(name) for name in ALL_DTYPES if name != "bfloat16"}
+NP_DTYPE["bfloat16"] = np.dtype("float32")
+
+# Tolerances (rtol, atol) per result dtype, as torch.testing.assert_close's defaults.
+TOLERANCES = {
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+    "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7),
+}
+
+
+def edtype(name: str) -> ember.dtype:
+    return getattr(ember, name)
+
+
+def is_float(name: str) -> bool:
+    return name in FLOAT_DTYPES
+
+
+def category(name: str) -> int:
+    return 0 if name == "bool" else 2 if is_float(name) else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch's type promotion, written out independently of ember (checked against torch's table in
+# test_promotion.py)
+
+_ORDER = ALL_DTYPES
+# promote_types for the table's dtypes (c10/core/ScalarType.cpp), row/column in _ORDER.
+_PROMOTE_ROWS = {
+    "bool":     "b1 u1 i1 i2 i4 i8 f2 bf f4 f8",
+    "uint8":    "u1 u1 i2 i2 i4 i8 f2 bf f4 f8",
+    "int8":     "i1 i2 i1 i2 i4 i8 f2 bf f4 f8",
+    "int16":    "i2 i2 i2 i2 i4 i8 f2 bf f4 f8",
+    "int32":    "i4 i4 i4 i4 i4 i8 f2 bf f4 f8",
+    "int64":    "i8 i8 i8 i8 i8 i8 f2 bf f4 f8",
+    "float16":  "f2 f2 f2 f2 f2 f2 f2 f4 f4 f8",
+    "bfloat16": "bf bf bf bf bf bf f4 bf f4 f8",
+    "float32":  "f4 f4 f4 f4 f4 f4 f4 f4 f4 f8",
+    "float64":  "f8 f8 f8 f8 f8 f8 f8 f8 f8 f8",
+}  # fmt: skip
+_ABBREV = dict(zip("b1 u1 i1 i2 i4 i8 f2 bf f4 f8".split(), _ORDER))
+PROMOTE_TABLE = {
+    (a, b): _ABBREV[code]
+    for a, row in _PROMOTE_ROWS.items()
+    for b, code in zip(_ORDER, row.split())
+}
+
+
+def promote(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return PROMOTE_TABLE[a, b]
+
+
+def operand_kind(x: Any) -> tuple[str, str]:
+    """('dim' | 'zero' | 'scalar', dtype name) of an op argument (ember tensor or Python number)."""
+    if isinstance(x, ember.Tensor):
+        return ("dim" if x.dim() > 0 else "zero"), x.dtype.name
+    if isinstance(x, bool):
+        return "scalar", "bool"
+    if isinstance(x, int):
+        return "scalar", "int64"
+    if isinstance(x, float):
+        return "scalar", ember.get_default_dtype().name
+    raise TypeError(f"not an operand: {x!r}")
+
+
+def result_type(*operands: Any) -> str:
+    """torch.result_type: dimensioned tensors first, then 0-d tensors, then Python numbers; each
+    lower tier can only raise the category (bool < integer < floating)."""
+    tiers: dict[str, str | None] = {"dim": None, "zero": None, "scalar": None}
+    for x in operands:
+        kind, dt = operand_kind(x)
+        tiers[kind] = promote(tiers[kind], dt)
+
+    def combine(higher: str | None, lower: str | None) -> str | None:
+        if higher is None:
+            return lower
+        if lower is None or is_float(higher):
+            return higher
+        if higher == "bool" or is_float(lower):
+            return promote(higher, lower)
+        return higher
+
+    return combine(tiers["dim"], combine(tiers["zero"], tiers["scalar"]))
+
+
+class Unsupported(Exception):
+    """The op refuses these dtypes (the tests expect NotImplementedError / RuntimeError)."""
+
+
+def unary_dtypes(kind: str, dt: str) -> tuple[str, str]:
+    """(compute, result) dtype of a unary op of `kind` on `dt`; Unsupported if refused."""
+    default = ember.get_default_dtype().name
+    if kind == "FLOAT":
+        return (dt, dt) if is_float(dt) else (default, default)
+    if kind == "FLOAT_ONLY":
+        if not is_float(dt):
+            raise Unsupported
+        return dt, dt
+    if kind == "SAME":
+        if dt == "bool":
+            raise Unsupported
+        return dt, dt
+    if kind == "PRED":
+        return dt, "bool"
+    if kind == "INTEGRAL":
+        if is_float(dt):
+            raise Unsupported
+        return dt, dt
+    raise AssertionError(f"unknown unary kind {kind}")
+
+
+# ARITH ops that PyTorch computes on bool as their logical counterparts; the rest refuse bool.
+BOOL_ARITH_OK = {"add", "mul", "maximum", "minimum"}
+
+
+def binary_dtypes(name: str, kind: str, common: str) -> tuple[str, str]:
+    """(compute, result) dtype of a binary op of `kind` whose operands promote to `common`."""
+    default = ember.get_default_dtype().name
+    if kind == "ARITH":
+        if common == "bool" and name not in BOOL_ARITH_OK:
+            raise Unsupported
+        return common, common
+    if kind in ("TRUEDIV", "FLOAT2"):
+        return (common, common) if is_float(common) else (default, default)
+    if kind in ("CMP", "LOGICAL"):
+        return common, "bool"
+    if kind == "BITWISE":
+        if is_float(common):
+            raise Unsupported
+        return common, common
+    if kind == "SHIFT":
+        if common == "bool" or is_float(common):
+            raise Unsupported
+        return common, common
+    raise AssertionError(f"unknown binary kind {kind}")
+
+
+# ---------------------------------------------------------------------------------------------
+# conversions
+
+def to_numpy(t: ember.Tensor) -> np.ndarray:
+    """The tensor's values as a NumPy array (bfloat16 as float32), through tolist()."""
+    return np.array(t.tolist(), dtype=NP_DTYPE[t.dtype.name]).reshape(tuple(t.shape))
+
+
+def make_tensor(arr: np.ndarray, dtype: str, layout: str = "contiguous") -> ember.Tensor:
+    """An ember tensor holding `arr` (converted to `dtype`) in the requested memory layout:
+
+    contiguous   a fresh C-ordered tensor
+    transposed   a transposed view of a tensor (the last two dims swapped; 1-d: a stepped view)
+    strided      a view taking every other element of each dimension of a larger tensor
+    offset       a view that starts inside its storage ([1:] of a larger tensor)
+    """
+    arr = np.asarray(arr)
+    t = ember.tensor(arr.tolist(), dtype=edtype(dtype)).reshape(arr.shape)
+    if layout == "contiguous" or arr.size <= 1:
+        return t
+    if layout == "transposed" and arr.ndim >= 2:
+        base = ember.tensor(np.swapaxes(arr, -1, -2).tolist(), dtype=edtype(dtype))
+        return base.reshape(np.swapaxes(arr, -1, -2).shape).transpose(-1, -2)
+    if layout in ("strided", "transposed"):
+        big = np.zeros(tuple(2 * s for s in arr.shape), dtype=arr.dtype)
+        big[tuple(slice(None, None, 2) for _ in arr.shape)] = arr
+        base = ember.tensor(big.tolist(), dtype=edtype(dtype)).reshape(big.shape)
+        return base[tuple(slice(None, None, 2) for _ in arr.shape)]
+    if layout == "offset":
+        big = np.concatenate([np.zeros((1,) + arr.shape[1:], dtype=arr.dtype), arr])
+        base = ember.tensor(big.tolist(), dtype=edtype(dtype)).reshape(big.shape)
+        return base[1:]
+    raise ValueError(f"unknown layout {layout}")
+
+
+def values(t: Any) -> np.ndarray:
+    """The exact values an operand holds, in float64 / int64 / bool (references start here)."""
+    if isinstance(t, ember.Tensor):
+        return to_numpy(t)
+    return np.asarray(t)
+
+
+def assert_close(actual: ember.Tensor, expected: np.ndarray, dtype: str,
+                 rtol: float | None = None, atol: float | None = None, msg: str = "") -> None:
+    """`actual` has dtype `dtype`, `expected`'s shape, and its values (floating: within the
+    dtype's tolerance, NaN where NaN, inf where inf; others: exactly)."""
+    assert isinstance(actual, ember.Tensor), f"{msg}: expected a Tensor, got {type(actual)}"
+    assert actual.dtype.name == dtype, f"{msg}: dtype {actual.dtype.name}, expected {dtype}"
+    assert tuple(actual.shape) == tuple(expected.shape), (
+        f"{msg}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+    )
+    got = to_numpy(actual)
+    if is_float(dtype):
+        r, a = TOLERANCES[dtype]
+        r = r if rtol is None else rtol
+        a = a if atol is None else atol
+        exp = np.asarray(expected, dtype=np.float64)
+        if dtype in ("float16", "bfloat16"):
+            exp = round_to(exp, dtype)
+        got = got.astype(np.float64)
+        # np.allclose first: assert_allclose is slow, and only needed to describe a failure
+        if not np.allclose(got, exp, rtol=r, atol=a, equal_nan=True) or not np.array_equal(
+            np.isinf(got), np.isinf(exp)
+        ):
+            np.testing.assert_allclose(got, exp, rtol=r, atol=a, equal_nan=True, err_msg=msg)
+    else:
+        exp = np.asarray(expected).astype(NP_DTYPE[dtype])
+        if not np.array_equal(got, exp):
+            np.testing.assert_array_equal(got, exp, err_msg=msg)
+
+
+def round_to(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """`arr` rounded to `dtype` (nearest even), returned as float64: the value ember stores."""
+    arr = np.asarray(arr, dtype=np.float64)
+    if dtype == "float16":
+        with np.errstate(over="ignore"):
+            return arr.astype(np.float16).astype(np.float64)
+    if dtype == "bfloat16":
+        with np.errstate(over="ignore"):
+            f = arr.astype(np.float32)
+        bits = f.view(np.uint32).astype(np.uint64)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+        out = rounded.view(np.float32).astype(np.float64)
+        return np.where(np.isnan(arr), np.nan, out)
+    if dtype == "float32":
+        with np.errstate(over="ignore"):
+            return arr.astype(np.float32).astype(np.float64)
+    return arr
+
+
+def np_compute(arr: np.ndarray, compute: str) -> np.ndarray:
+    """Inputs cast to the compute dtype, floating math carried out in float64."""
+    arr = np.asarray(arr)
+    if is_float(compute):
+        # a value converted to the compute dtype (e.g. int64 -> float16) is rounded first
+        return round_to(arr.astype(np.float64), compute)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return arr.astype(NP_DTYPE[compute])
+
+
+# ---------------------------------------------------------------------------------------------
+# sample inputs
+
+@dataclass
+class SampleInput:
+    args: tuple  # NumPy arrays (tensors-to-be) or Python numbers
+    layouts: tuple = ()  # per array argument, see make_tensor
+    kwargs: dict = field(default_factory=dict)
+    desc: str = ""
+
+    def tensors(self, dtypes: tuple[str, ...]) -> tuple:
+        """The ember arguments: arrays as tensors of `dtypes` (one per argument), numbers as is."""
+        out = []
+        for i, a in enumerate(self.args):
+            if isinstance(a, np.ndarray):
+                layout = self.layouts[i] if i < len(self.layouts) else "contiguous"
+                out.append(make_tensor(a, dtypes[i], layout))
+            else:
+                out.append(a)
+        return tuple(out)
+
+    def __repr__(self) -> str:
+        shapes = [a.shape if isinstance(a, np.ndarray) else repr(a) for a in self.args]
+        return f"SampleInput({self.desc or ''} {shapes} {self.layouts} {self.kwargs or ''})"
+
+
+UNARY_SHAPES = [(), (7,), (3, 4), (2, 3, 4), (0,), (3, 0), (1, 5)]
+NONCONTIG_SHAPES = [(4, 5), (2, 3, 4), (9,)]
+BINARY_SHAPES = [
+    ((3, 4), (3, 4)),
+    ((3, 1), (1, 4)),
+    ((4,), (3, 4)),
+    ((2, 1, 4), (3, 1)),
+    ((), (3, 4)),
+    ((3, 4), ()),
+    ((5,), (1,)),
+    ((0, 4), (1, 4)),
+    ((2, 0), (2, 1)),
+]
+
+
+def rng_for(*keys: Any) -> np.random.Generator:
+    """A generator seeded from the test's identity, so every run sees the same samples (not
+    hash(): str hashes are salted per process)."""
+    return np.random.default_rng(zlib.crc32(repr(keys).encode()))
+
+
+@dataclass
+class Domain:
+    """Where sample values are drawn from, per dtype category."""
+
+    lo: float = -5.0
+    hi: float = 5.0
+    int_lo: int = -9
+    int_hi: int = 9
+    exclude_zero: bool = False  # e.g. integer divisors
+    integer_valued: bool = False  # floating samples rounded to integers (exact references)
+
+
+def sample_values(rng: np.random.Generator, shape: tuple, dtype: str, dom: Domain) -> np.ndarray:
+    if dtype == "bool":
+        v = rng.integers(0, 2, size=shape).astype(bool)
+        if dom.exclude_zero:
+            v = np.ones(shape, dtype=bool)
+        return v
+    if dtype in INT_DTYPES:
+        lo, hi = dom.int_lo, dom.int_hi
+        if dtype == "uint8":
+            lo = max(lo, 0)
+        v = rng.integers(lo, hi + 1, size=shape).astype(np.int64)
+        if dom.exclude_zero:
+            v[v == 0] = 1 if hi >= 1 else -1
+        return v
+    v = rng.uniform(dom.lo, dom.hi, size=shape)
+    if dom.integer_valued:
+        v = np.round(v)
+    if dom.exclude_zero:
+        v[v == 0] = 1.0
+    # values exactly representable in the dtype, so that NumPy sees what ember holds
+    return round_to(v, dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# the entries
+
+@dataclass
+class Skip:
+    """A known difference: the tests named in `tests` ("reference", "scalar", "special",
+    "torch"; () for all) skip these input dtypes, giving `reason`."""
+
+    reason: str
+    dtypes: tuple = ALL_DTYPES
+    tests: tuple = ()
+
+    def applies(self, test: str, dtype: str) -> bool:
+        return dtype in self.dtypes and (not self.tests or any(t in test for t in self.tests))
+
+
+@dataclass
+class OpInfo:
+    name: str  # the table's name (the public function, unless `fn_name` says otherwise)
+    arity: int
+    kind: str
+    ref: Callable  # NumPy reference over arrays in the compute dtype
+    dtypes: tuple = ALL_DTYPES  # input dtypes the op accepts
+    domain: Domain = field(default_factory=Domain)
+    rhs_domain: Domain | None = None  # the second operand's domain, when it differs
+    tol: dict = field(default_factory=dict)  # dtype -> (rtol, atol) overriding TOLERANCES
+    skips: list = field(default_factory=list)
+    fn_name: str | None = None  # the ember function when not `name` (div_trunc -> _div_trunc)
+    operator: str | None = None  # Python operator, e.g. "+" ("-x" style for unary)
+    scalar_rhs: tuple = (2, 1.5, True)  # Python numbers tried as the other operand
+    in_table: bool = True
+    sample_fn: Callable | None = None  # custom generator (parametrised ops)
+    call: Callable | None = None  # custom call(args, kwargs) for parametrised ops
+
+    @property
+    def fn(self) -> Callable:
+        name = self.fn_name or self.name
+        # private names (div_trunc's `_div_trunc`) are not re-exported by `import *`
+        return getattr(ember, name, None) or getattr(ember._C, name)
+
+    def tolerance(self, dtype: str) -> tuple[float, float]:
+        return self.tol.get(dtype, TOLERANCES.get(dtype, (0.0, 0.0)))
+
+    def skip_reason(self, test: str, dtype: str) -> str | None:
+        for s in self.skips:
+            if s.applies(test, dtype):
+                return s.reason
+        return None
+
+    def supports(self, dtype: str) -> bool:
+        return dtype in self.dtypes
+
+    # ---- samples ----
+    def sample_inputs(self, dtype: str, rhs_dtype: str | None = None) -> Iterator[SampleInput]:
+        if self.sample_fn is not None:
+            yield from self.sample_fn(self, dtype)
+            return
+        rng = rng_for(self.name, dtype, rhs_dtype)
+        if self.arity == 1:
+            for shape in UNARY_SHAPES:
+                yield SampleInput((sample_values(rng, shape, dtype, self.domain),), desc="contig")
+            for shape in NONCONTIG_SHAPES:
+                for layout in ("transposed", "strided", "offset"):
+                    a = sample_values(rng, shape, dtype, self.domain)
+                    yield SampleInput((a,), (layout,), desc=layout)
+            return
+        rd = self.rhs_domain or self.domain
+        bd = rhs_dtype or dtype
+        for sa, sb in BINARY_SHAPES:
+            a = sample_values(rng, sa, dtype, self.domain)
+            b = sample_values(rng, sb, bd, rd)
+            yield SampleInput((a, b), desc="broadcast")
+        for layouts in (("transposed", "contiguous"), ("contiguous", "strided"),
+                        ("strided", "transposed"), ("offset", "offset")):
+            a = sample_values(rng, (4, 5), dtype, self.domain)
+            b = sample_values(rng, (4, 5), bd, rd)
+            yield SampleInput((a, b), layouts, desc="noncontig")
+        # broadcasting a non-contiguous operand
+        a = sample_values(rng, (3, 4), dtype, self.domain)
+        b = sample_values(rng, (4,), bd, rd)
+        yield SampleInput((a, b), ("transposed", "strided"), desc="noncontig-broadcast")
+
+    def scalar_samples(self, dtype: str) -> Iterator[SampleInput]:
+        """A tensor with a Python number (either side) and with a 0-d tensor operand."""
+        rng = rng_for(self.name, dtype, "scalar")
+        a = sample_values(rng, (3, 4), dtype, self.domain)
+        b = sample_values(rng, (3, 4), dtype, self.rhs_domain or self.domain)
+        for s in self.scalar_rhs:
+            yield SampleInput((a, s), desc="tensor-scalar")
+            yield SampleInput((s, b), desc="scalar-tensor")
+
+    def large_sample(self, dtype: str) -> SampleInput:
+        """More elements than one parallel chunk (the iterator's grain is 32768)."""
+        rng = rng_for(self.name, dtype, "large")
+        shape = (300, 257)
+        args = tuple(sample_values(rng, shape, dtype, self.domain if i == 0 else
+                                   (self.rhs_domain or self.domain))
+                     for i in range(self.arity))
+        return SampleInput(args, desc="large")
+
+    # ---- reference ----
+    def reference(self, args: tuple) -> tuple[np.ndarray, str]:
+        """(expected values, expected dtype name) for ember arguments `args` (tensors/numbers).
+        Raises Unsupported when the op must refuse these dtypes."""
+        if self.arity == 1:
+            (x,) = args
+            compute, result = unary_dtypes(self.kind, x.dtype.name)
+            with np.errstate(all="ignore"):
+                out = self.ref(np_compute(values(x), compute))
+            return cast_result(out, result), result
+        common = result_type(*args)
+        compute, result = binary_dtypes(self.name, self.kind, common)
+        a, b = (np_compute(values(v), compute) for v in args)
+        with np.errstate(all="ignore"):
+            out = self.ref(a, b)
+        return cast_result(out, result), result
+
+
+def cast_result(out: Any, result: str) -> np.ndarray:
+    out = np.asarray(out)
+    if is_float(result):
+        return round_to(out.astype(np.float64), result)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return out.astype(NP_DTYPE[result])
+
+
+# ---- references needing more than one NumPy call ----
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _float_only(f: Callable) -> Callable:
+    """Integer inputs pass through (floor/ceil/trunc of an integer is itself)."""
+    return lambda x: x if x.dtype.kind in "biu" else f(x)
+
+
+def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return np.trunc(a / b)
+    q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
+    return (q * np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64))).astype(a.dtype)
+
+
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.logical_or(a, b) if a.dtype == bool else np.maximum(a, b)
+
+
+def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.logical_and(a, b) if a.dtype == bool else np.minimum(a, b)
+
+
+def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind not in "iu":
+        return np.power(a, b)
+    # Integers: a negative (tensor) exponent gives 1 / a**-b truncated, as PyTorch computes it
+    # (NumPy refuses); the Python-number case raises and is tested in test_errors.py.
+    a, b = np.broadcast_arrays(a, b)
+    neg = b < 0
+    out = np.power(a, np.where(neg, 0, b))
+    one = np.ones_like(a)
+    inv = np.where(a == 1, one, np.where(a == -1, np.where(b % 2 == 0, one, -one), 0 * one))
+    return np.where(neg, inv, out).astype(a.dtype)
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(x), x, np.maximum(x, 0)) if x.dtype.kind == "f" else np.maximum(x, 0)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+POSITIVE = Domain(lo=0.05, hi=6.0, int_lo=1, int_hi=9)
+UNIT = Domain(lo=-0.95, hi=0.95, int_lo=-1, int_hi=1)
+NONZERO = Domain(exclude_zero=True)
+SMALL_EXP = Domain(lo=-3.0, hi=3.0, int_lo=0, int_hi=3)
+
+UNARY_REFS: dict[str, dict] = {
+    "exp": dict(ref=np.exp),
+    "exp2": dict(ref=np.exp2),
+    "expm1": dict(ref=np.expm1),
+    "log": dict(ref=np.log, domain=POSITIVE),
+    "log2": dict(ref=np.log2, domain=POSITIVE),
+    "log10": dict(ref=np.log10, domain=POSITIVE),
+    "log1p": dict(ref=np.log1p, domain=Domain(lo=-0.9, hi=6.0, int_lo=0, int_hi=9)),
+    "sqrt": dict(ref=np.sqrt, domain=POSITIVE),
+    "rsqrt": dict(ref=lambda x: 1.0 / np.sqrt(x), domain=POSITIVE),
+    "sin": dict(ref=np.sin),
+    "cos": dict(ref=np.cos),
+    "tan": dict(ref=np.tan, domain=Domain(lo=-1.4, hi=1.4, int_lo=-1, int_hi=1)),
+    "asin": dict(ref=np.arcsin, domain=UNIT),
+    "acos": dict(ref=np.arccos, domain=UNIT),
+    "atan": dict(ref=np.arctan),
+    "sinh": dict(ref=np.sinh),
+    "cosh": dict(ref=np.cosh),
+    "tanh": dict(ref=np.tanh),
+    "asinh": dict(ref=np.arcsinh),
+    "acosh": dict(ref=np.arccosh, domain=Domain(lo=1.0, hi=6.0, int_lo=1, int_hi=9)),
+    "atanh": dict(ref=np.arctanh, domain=UNIT),
+    "sigmoid": dict(ref=_sigmoid),
+    "erf": dict(ref=_erf),
+    "erfc": dict(ref=_erfc),
+    "reciprocal": dict(ref=lambda x: 1.0 / x, domain=NONZERO),
+    "frac": dict(ref=lambda x: x - np.trunc(x), dtypes=FLOAT_DTYPES),
+    "neg": dict(ref=np.negative, dtypes=NUMERIC_DTYPES, operator="-x"),
+    "abs": dict(ref=np.abs, dtypes=NUMERIC_DTYPES, operator="abs(x)",
+                domain=Domain(int_lo=-9, int_hi=9)),
+    "square": dict(ref=np.square, dtypes=NUMERIC_DTYPES),
+    "sign": dict(ref=np.sign, dtypes=NUMERIC_DTYPES),
+    "relu": dict(ref=_relu, dtypes=NUMERIC_DTYPES),
+    "floor": dict(ref=_float_only(np.floor), dtypes=NUMERIC_DTYPES),
+    "ceil": dict(ref=_float_only(np.ceil), dtypes=NUMERIC_DTYPES),
+    "trunc": dict(ref=_float_only(np.trunc), dtypes=NUMERIC_DTYPES),
+    "isnan": dict(ref=np.isnan),
+    "isinf": dict(ref=np.isinf),
+    "isfinite": dict(ref=np.isfinite),
+    "signbit": dict(ref=np.signbit),
+    "logical_not": dict(ref=np.logical_not),
+    "bitwise_not": dict(ref=np.invert, dtypes=INTEGRAL_DTYPES, operator="~x"),
+}
+
+_SHIFT_DOMAIN = Domain(int_lo=0, int_hi=6)
+
+BINARY_REFS: dict[str, dict] = {
+    "add": dict(ref=np.add, operator="+"),
+    "sub": dict(ref=np.subtract, operator="-", dtypes=NUMERIC_DTYPES),
+    "mul": dict(ref=np.multiply, operator="*"),
+    "div": dict(ref=np.true_divide, operator="/", rhs_domain=NONZERO),
+    "floor_divide": dict(ref=np.floor_divide, operator="//", rhs_domain=NONZERO,
+                         dtypes=NUMERIC_DTYPES, scalar_rhs=(2, 1.5)),
+    "div_trunc": dict(ref=_trunc_divide, rhs_domain=NONZERO, dtypes=NUMERIC_DTYPES,
+                      fn_name="_div_trunc", scalar_rhs=(2, 1.5)),
+    "remainder": dict(ref=np.remainder, operator="%", rhs_domain=NONZERO,
+                      dtypes=NUMERIC_DTYPES, scalar_rhs=(2, 1.5)),
+    "fmod": dict(ref=np.fmod, rhs_domain=NONZERO, dtypes=NUMERIC_DTYPES, scalar_rhs=(2, 1.5)),
+    "pow": dict(ref=_pow, operator="**", dtypes=NUMERIC_DTYPES,
+                domain=Domain(lo=0.1, hi=3.0, int_lo=-3, int_hi=3), rhs_domain=SMALL_EXP,
+                scalar_rhs=(2, 0.5)),
+    "maximum": dict(ref=_maximum),
+    "minimum": dict(ref=_minimum),
+    "atan2": dict(ref=np.arctan2),
+    "hypot": dict(ref=np.hypot),
+    "copysign": dict(ref=np.copysign),
+    "eq": dict(ref=np.equal, operator="==", domain=Domain(lo=-2, hi=2, integer_valued=True,
+                                                          int_lo=-2, int_hi=2)),
+    "ne": dict(ref=np.not_equal, operator="!=",
+               domain=Domain(lo=-2, hi=2, integer_valued=True, int_lo=-2, int_hi=2)),
+    "lt": dict(ref=np.less, operator="<"),
+    "le": dict(ref=np.less_equal, operator="<=",
+               domain=Domain(lo=-2, hi=2, integer_valued=True, int_lo=-2, int_hi=2)),
+    "gt": dict(ref=np.greater, operator=">"),
+    "ge": dict(ref=np.greater_equal, operator=">=",
+               domain=Domain(lo=-2, hi=2, integer_valued=True, int_lo=-2, int_hi=2)),
+    "logical_and": dict(ref=np.logical_and, domain=Domain(lo=-1, hi=1, integer_valued=True,
+                                                          int_lo=-1, int_hi=1)),
+    "logical_or": dict(ref=np.logical_or, domain=Domain(lo=-1, hi=1, integer_valued=True,
+                                                        int_lo=-1, int_hi=1)),
+    "logical_xor": dict(ref=np.logical_xor, domain=Domain(lo=-1, hi=1, integer_valued=True,
+                                                          int_lo=-1, int_hi=1)),
+    "bitwise_and": dict(ref=np.bitwise_and, operator="&", dtypes=INTEGRAL_DTYPES,
+                        domain=Domain(int_lo=-100, int_hi=100), scalar_rhs=(6, True)),
+    "bitwise_or": dict(ref=np.bitwise_or, operator="|", dtypes=INTEGRAL_DTYPES,
+                       domain=Domain(int_lo=-100, int_hi=100), scalar_rhs=(6, True)),
+    "bitwise_xor": dict(ref=np.bitwise_xor, operator="^", dtypes=INTEGRAL_DTYPES,
+                        domain=Domain(int_lo=-100, int_hi=100), scalar_rhs=(6, True)),
+    "bitwise_left_shift": dict(ref=np.left_shift, operator="<<", dtypes=INT_DTYPES,
+                               domain=Domain(int_lo=-9, int_hi=9), rhs_domain=_SHIFT_DOMAIN,
+                               scalar_rhs=(3,)),
+    "bitwise_right_shift": dict(ref=np.right_shift, operator=">>", dtypes=INT_DTYPES,
+                                domain=Domain(int_lo=-100, int_hi=100), rhs_domain=_SHIFT_DOMAIN,
+                                scalar_rhs=(3,)),
+}
+
+# Known differences, each with its reason. A Skip's `tests` names the tests it silences
+# ("torch": the comparison with PyTorch in test_ops_elementwise.py).
+SKIPS: dict[str, list[Skip]] = {
+    "hypot": [Skip("PyTorch refuses integer hypot; ember computes it in the default float dtype, "
+                   "as NumPy does", INTEGRAL_DTYPES, ("torch",))],
+    "sign": [
+        Skip("sign(nan) is nan here (as NumPy), 0 in PyTorch", FLOAT_DTYPES, ("torch",)),
+        Skip("PyTorch's sign takes bool (identity); ember's SAME kind refuses bool", ("bool",),
+             ("torch",)),
+    ],
+    "square": [Skip("PyTorch's square takes bool (as pow(x, 2): int64); ember's SAME kind refuses "
+                    "bool", ("bool",), ("torch",))],
+}
+
+# Tolerance overrides: ops whose float32 kernels are not correctly rounded everywhere.
+TOL_OVERRIDES: dict[str, dict] = {
+    # fast_expf (< 2 ulp) feeds these; sigmoid/expm1 near 0 lose relative accuracy
+    "exp": {"float32": (3e-6, 1e-5)},
+    "sigmoid": {"float32": (3e-6, 1e-5)},
+    "pow": {"float32": (3e-6, 1e-5)},
+    # tan near +-pi/2 amplifies the input's rounding in the half types
+    "tan": {"bfloat16": (3e-2, 1e-2), "float16": (2e-3, 1e-3)},
+}
+
+
+# ---- parametrised and ternary ops (not in the table) ----
+
+def _where_samples(op: OpInfo, dtype: str) -> Iterator[SampleInput]:
+    rng = rng_for("where", dtype)
+    for sc, sa, sb in [((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), (4,)), ((), (2, 3), ()),
+                       ((0, 3), (1, 3), (3,)), ((2, 3), (), (2, 3))]:
+        c = rng.integers(0, 2, size=sc).astype(bool)
+        yield SampleInput((c, sample_values(rng, sa, dtype, op.domain),
+                           sample_values(rng, sb, dtype, op.domain)), desc="broadcast")
+    c = rng.integers(0, 2, size=(4, 5)).astype(bool)
+    a = sample_values(rng, (4, 5), dtype, op.domain)
+    b = sample_values(rng, (4, 5), dtype, op.domain)
+    yield SampleInput((c, a, b), ("transposed", "strided", "offset"), desc="noncontig")
+    yield SampleInput((c, a, 2), desc="scalar other")
+    yield SampleInput((c, 1.5, b), desc="scalar input")
+
+
+def _where_call(args: tuple, kwargs: dict) -> ember.Tensor:
+    c, a, b = args
+    return ember.where(c, a, b)
+
+
+def _where_ref(args: tuple, kwargs: dict) -> tuple[np.ndarray, str]:
+    c, a, b = args
+    dt = result_type(a, b)
+    return np.where(values(c), np_compute(values(a), dt), np_compute(values(b), dt)), dt
+
+
+def _where_tensors(sample: SampleInput, dtype: str) -> tuple:
+    return sample.tensors(("bool", dtype, dtype))
+
+
+def _clamp_samples(op: OpInfo, dtype: str) -> Iterator[SampleInput]:
+    rng = rng_for("clamp", dtype)
+    for shape in [(3, 4), (), (0,), (2, 3, 4)]:
+        x = sample_values(rng, shape, dtype, op.domain)
+        yield SampleInput((x,), kwargs=dict(min=-2, max=3), desc="int bounds")
+        yield SampleInput((x,), kwargs=dict(min=-1.5), desc="min only")
+        yield SampleInput((x,), kwargs=dict(max=0.5), desc="max only")
+    x = sample_values(rng, (4, 5), dtype, op.domain)
+    yield SampleInput((x,), ("transposed",), kwargs=dict(min=-1, max=1), desc="noncontig")
+    lo = sample_values(rng, (4, 1), dtype, op.domain)
+    hi = lo + 2
+    yield SampleInput((x, lo, hi), desc="tensor bounds broadcast")
+    yield SampleInput((x,), kwargs=dict(min=3, max=1), desc="min > max gives max")
+
+
+def _clamp_call(args: tuple, kwargs: dict) -> ember.Tensor:
+    if len(args) == 3:
+        return ember.clamp(args[0], args[1], args[2])
+    return ember.clamp(args[0], **kwargs)
+
+
+def _clamp_ref(args: tuple, kwargs: dict) -> tuple[np.ndarray, str]:
+    x = args[0]
+    lo = args[1] if len(args) == 3 else kwargs.get("min")
+    hi = args[2] if len(args) == 3 else kwargs.get("max")
+    dt = result_type(*[v for v in (x, lo, hi) if v is not None])
+    if dt == "bool":
+        raise Unsupported
+    r = np_compute(values(x), dt)
+    with np.errstate(invalid="ignore"):
+        if lo is not None:
+            r = np.where(np.isnan(r), r, np.maximum(r, np_compute(values(lo), dt)))
+        if hi is not None:
+            r = np.where(np.isnan(r), r, np.minimum(r, np_compute(values(hi), dt)))
+    return r, dt
+
+
+def _lerp_samples(op: OpInfo, dtype: str) -> Iterator[SampleInput]:
+    rng = rng_for("lerp", dtype)
+    for sa, sb in [((3, 4), (3, 4)), ((3, 1), (4,)), ((0, 2), (1, 2)), ((), ())]:
+        a = sample_values(rng, sa, dtype, op.domain)
+        b = sample_values(rng, sb, dtype, op.domain)
+        yield SampleInput((a, b, 0.25), desc="scalar weight")
+        yield SampleInput((a, b, 0.75), desc="scalar weight > 0.5")
+    a = sample_values(rng, (4, 5), dtype, op.domain)
+    b = sample_values(rng, (4, 5), dtype, op.domain)
+    w = sample_values(rng, (5,), dtype, Domain(lo=-0.5, hi=1.5))
+    yield SampleInput((a, b, w), ("transposed", "strided", "contiguous"), desc="tensor weight")
+
+
+def _lerp_call(args: tuple, kwargs: dict) -> ember.Tensor:
+    return ember.lerp(*args)
+
+
+def _lerp_ref(args: tuple, kwargs: dict) -> tuple[np.ndarray, str]:
+    s, e, w = (values(a).astype(np.float64) for a in args)
+    dt = args[0].dtype.name
+    if not is_float(dt):
+        raise Unsupported
+    return s + w * (e - s), dt
+
+
+def _nan_to_num_samples(op: OpInfo, dtype: str) -> Iterator[SampleInput]:
+    rng = rng_for("nan_to_num", dtype)
+    x = sample_values(rng, (3, 4), dtype, op.domain)
+    if is_float(dtype):
+        x = x.astype(np.float64)
+        x[0, 0], x[1, 1], x[2, 2], x[0, 3] = np.nan, np.inf, -np.inf, -0.0
+    yield SampleInput((x,), desc="defaults")
+    yield SampleInput((x,), kwargs=dict(nan=1.5, posinf=100.0, neginf=-100.0), desc="values")
+    yield SampleInput((x,), ("transposed",), kwargs=dict(nan=-1.0), desc="noncontig")
+    yield SampleInput((np.zeros((0, 3)),), desc="empty")
+
+
+_FINITE_MAX = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": float(np.finfo(np.float32).max),
+    "float64": float(np.finfo(np.float64).max),
+}
+
+
+def _nan_to_num_call(args: tuple, kwargs: dict) -> ember.Tensor:
+    return ember.nan_to_num(args[0], **kwargs)
+
+
+def _nan_to_num_ref(args: tuple, kwargs: dict) -> tuple[np.ndarray, str]:
+    dt = args[0].dtype.name
+    x = values(args[0])
+    if not is_float(dt):
+        return x, dt
+    big = _FINITE_MAX[dt]
+    out = np.nan_to_num(x.astype(np.float64), nan=kwargs.get("nan", 0.0),
+                        posinf=kwargs.get("posinf", big), neginf=kwargs.get("neginf", -big))
+    return out, dt
+
+
+def _round_samples(op: OpInfo, dtype: str) -> Iterator[SampleInput]:
+    rng = rng_for("round", dtype)
+    halves = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.0, 0.0])
+    yield SampleInput((halves,), desc="ties to even")
+    x = sample_values(rng, (3, 4), dtype, Domain(lo=-50, hi=50, int_lo=-50, int_hi=50))
+    yield SampleInput((x,), desc="decimals=0")
+    yield SampleInput((x,), ("transposed",), desc="noncontig")
+    if is_float(dtype):
+        yield SampleInput((x,), kwargs=dict(decimals=1), desc="decimals=1")
+        yield SampleInput((x,), kwargs=dict(decimals=-1), desc="decimals=-1")
+    yield SampleInput((np.zeros((0,)),), desc="empty")
+
+
+def _round_call(args: tuple, kwargs: dict) -> ember.Tensor:
+    return ember.round(args[0], **kwargs)
+
+
+def _round_ref(args: tuple, kwargs: dict) -> tuple[np.ndarray, str]:
+    dt = args[0].dtype.name
+    x = values(args[0])
+    d = kwargs.get("decimals", 0)
+    if not is_float(dt):
+        if d != 0:
+            raise Unsupported
+        return x, dt
+    x = x.astype(np.float64)
+    if d == 0:
+        return np.round(x), dt
+    if d > 0:
+        return np.round(x * 10.0**d) / 10.0**d, dt
+    return np.round(x / 10.0**-d) * 10.0**-d, dt
+
+
+@dataclass
+class ParamOpInfo(OpInfo):
+    """An op outside the table: its own samples, call, reference and input-dtype rule."""
+
+    param_ref: Callable | None = None  # (ember args, kwargs) -> (values, dtype)
+    make_args: Callable | None = None  # (sample, dtype) -> ember args
+
+    def args_for(self, sample: SampleInput, dtype: str) -> tuple:
+        if self.make_args is not None:
+            return self.make_args(sample, dtype)
+        return sample.tensors((dtype,) * len(sample.args))
+
+    def reference(self, args: tuple, kwargs: dict | None = None) -> tuple[np.ndarray, str]:
+        out, dt = self.param_ref(args, kwargs or {})
+        return cast_result(out, dt), dt
+
+
+PARAM_OPS: dict[str, ParamOpInfo] = {
+    "where": ParamOpInfo("where", 3, "TERNARY", ref=None, sample_fn=_where_samples,
+                         call=_where_call, param_ref=_where_ref, make_args=_where_tensors,
+                         in_table=False),
+    "clamp": ParamOpInfo("clamp", 1, "PARAM", ref=None, sample_fn=_clamp_samples,
+                         call=_clamp_call, param_ref=_clamp_ref, in_table=False,
+                         dtypes=NUMERIC_DTYPES),
+    "lerp": ParamOpInfo("lerp", 3, "PARAM", ref=None, sample_fn=_lerp_samples, call=_lerp_call,
+                        param_ref=_lerp_ref, in_table=False, dtypes=FLOAT_DTYPES,
+                        tol={"bfloat16": (2e-2, 2e-2), "float16": (2e-3, 2e-3)}),
+    "nan_to_num": ParamOpInfo("nan_to_num", 1, "PARAM", ref=None, sample_fn=_nan_to_num_samples,
+                              call=_nan_to_num_call, param_ref=_nan_to_num_ref, in_table=False),
+    "round": ParamOpInfo("round", 1, "PARAM", ref=None, sample_fn=_round_samples,
+                         call=_round_call, param_ref=_round_ref, in_table=False,
+                         dtypes=NUMERIC_DTYPES,
+                         tol={"float32": (1e-6, 1e-5), "bfloat16": (1.6e-2, 1e-1)}),
+}
+
+
+def _build_table_ops() -> dict[str, OpInfo]:
+    ops: dict[str, OpInfo] = {}
+    for row in ember._C._op_table():
+        name, arity, kind = row["name"], row["arity"], row["kind"]
+        refs = UNARY_REFS if arity == 1 else BINARY_REFS
+        if name not in refs:
+            continue  # reported by test_every_table_op_has_an_entry
+        spec = dict(refs[name])
+        ops[name] = OpInfo(
+            name=name,
+            arity=arity,
+            kind=kind,
+            skips=SKIPS.get(name, []),
+            tol=TOL_OVERRIDES.get(name, {}),
+            **spec,
+        )
+    return ops
+
+
+OPS: dict[str, OpInfo] = _build_table_ops()
+TABLE = ember._C._op_table()
+UNARY_OPS = [op for op in OPS.values() if op.arity == 1]
+BINARY_OPS = [op for op in OPS.values() if op.arity == 2]
+
+# The kind each entry was written for: a change of an op's dtype rule in op_table.h must be
+# looked at here too (its reference and dtypes may need to change with it).
+EXPECTED_KINDS = {
+    **{n: "FLOAT" for n in (
+        "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh "
+        "tanh asinh acosh atanh sigmoid erf erfc reciprocal").split()},
+    "frac": "FLOAT_ONLY",
+    **{n: "SAME" for n in "neg abs square sign relu floor ceil trunc".split()},
+    **{n: "PRED" for n in "isnan isinf isfinite signbit logical_not".split()},
+    "bitwise_not": "INTEGRAL",
+    **{n: "ARITH" for n in (
+        "add sub mul floor_divide div_trunc remainder fmod pow maximum minimum").split()},
+    "div": "TRUEDIV",
+    **{n: "FLOAT2" for n in "atan2 hypot copysign".split()},
+    **{n: "CMP" for n in "eq ne lt le gt ge".split()},
+    **{n: "LOGICAL" for n in "logical_and logical_or logical_xor".split()},
+    **{n: "BITWISE" for n in "bitwise_and bitwise_or bitwise_xor".split()},
+    **{n: "SHIFT" for n in "bitwise_left_shift bitwise_right_shift".split()},
+}
+
+
+def op_dtype_params(ops: list[OpInfo], dtypes: tuple = ALL_DTYPES) -> list[tuple[OpInfo, str]]:
+    """(op, dtype) pairs for pytest.mark.parametrize, every dtype, supported or not."""
+    return [(op, dt) for op in ops for dt in dtypes]
+
+
+def param_id(value: Any) -> str:
+    return value.name if isinstance(value, OpInfo) else str(value)

@@ -1,0 +1,80 @@
+"""The benchmark scripts still run: benchmarks/bench_*.py in their --smoke mode (tiny sizes, one
+timed call), each in a fresh interpreter, with and without PyTorch as a peer.
+
+Benchmarks are not tests: nothing here looks at a time, only that every row is printed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ember
+
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
+
+pytestmark = [
+    pytest.mark.slow,  # fresh interpreters that may import torch; not for the sanitizer build
+    pytest.mark.skipif(
+        not (BENCH / "bench_core.py").is_file(), reason="not run from a checkout with benchmarks/"
+    ),
+]
+
+CORE_CASES = [
+    "a + b, 4 x float32 (per-op overhead)",
+    "add(a, b, out=c)",
+    "a * b + a",
+    "x.sum()",
+    "x.sum(dim=1)",
+    "softmax(x, dim=1)",
+    "x.t().contiguous()",
+    "mm, 16x16 @ 16x16 float32",
+    "mm, 64x64 @ 64x64 float32",
+]
+
+
+def run_script(name, *args, tmp_path):
+    env = dict(os.environ)
+    # Benchmark the ember this test sees, wherever it was imported from.
+    site = str(Path(ember.__file__).parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (site, env.get("PYTHONPATH")) if p)
+    out_json = tmp_path / f"{name}.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / name), *args, "--json", str(out_json)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, f"{name} {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout, json.loads(out_json.read_text())
+
+
+@pytest.mark.parametrize("peers", [[], ["--no-torch"]], ids=["all-peers", "no-torch"])
+def test_bench_core_smoke(peers, tmp_path):
+    stdout, doc = run_script("bench_core.py", "--quick", "--smoke", *peers, tmp_path=tmp_path)
+    for case in CORE_CASES:
+        assert case in stdout, f"row {case!r} missing from:\n{stdout}"
+    assert "summary:" in stdout
+    assert doc["mode"] == "smoke"
+    cases = {row["case"] for row in doc["rows"]}
+    assert all(any(row.startswith(c) for row in cases) for c in CORE_CASES)
+    names = {row["peer_name"] for row in doc["rows"]}
+    if peers:
+        assert "torch" not in names
+        assert "NumPy only" in stdout
+    for row in doc["rows"]:
+        assert row["status"] in ("PASS", "BELOW", "-", "n/a")
+        if row["status"] != "n/a":
+            assert row["ember_s"] > 0 and row["peer_s"] > 0
+
+
+def test_bench_import_smoke(tmp_path):
+    stdout, doc = run_script("bench_import.py", "--smoke", "--no-torch", tmp_path=tmp_path)
+    assert "import, whole process" in stdout
+    assert "installed size of the ember package folder" in stdout
+    assert doc["package_size_bytes"] > 0
