@@ -32,6 +32,7 @@ def run_case(
     targets: dict[str, float],
     *,
     requires: tuple[str, ...] = (),
+    validate: Callable[[Any], str] | None = None,
     rtol: float = 1e-3,
     atol: float = 1e-3,
 ) -> list[H.Row]:
@@ -40,7 +41,8 @@ def run_case(
     fns maps "ember", "torch", "numpy" to a zero-argument callable, or None where that library
     is missing. targets maps a peer to the least acceptable ratio peer/ember. requires names the
     ember attributes the case needs ("softmax", "Tensor.sum"): without them the case is one
-    "n/a" row and nothing is timed.
+    "n/a" row and nothing is timed. validate(ember_result) may return a complaint ("" if none)
+    about what equal values cannot show, such as the layout.
     """
     fns = {k: f for k, f in fns.items() if f is not None}
     peers = [p for p in ("torch", "numpy") if p in fns]
@@ -60,9 +62,12 @@ def run_case(
     for p in peers:
         results[p] = fns[p]()
     mismatch = H.check_close(case, results, rtol=rtol, atol=atol)
+    complaint = validate(results["ember"]) if validate is not None else ""
+    if complaint:
+        print(f"warning: {case}: {complaint}")
     del results
     times = H.measure_all(fns)
-    note = "result differs" if mismatch else ""
+    note = "; ".join(x for x in ("result differs" if mismatch else "", complaint) if x)
     return [H.Row(case, times["ember"], p, times[p], targets.get(p), note) for p in peers]
 
 
@@ -182,6 +187,7 @@ def bench_layout(sz: dict[str, Any]) -> None:
             "numpy": (lambda: np.ascontiguousarray(m["numpy"].T)) if np else None,
         },
         {"torch": 0.8},
+        validate=lambda r: "" if r.stride() == (side, 1) else f"not C-contiguous: {r.stride()}",
     )
     H.report("layout", rows)
 

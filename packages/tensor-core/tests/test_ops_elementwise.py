@@ -235,30 +235,45 @@ def test_signed_zero_results():
 # variants: method, in-place, out=, operators
 
 
-def _variant_dtypes(op: OpInfo) -> list[str]:
-    return [dt for dt in ("float32", "int32", "bool") if op.supports(dt)]
-
-
-VARIANT_PARAMS = [(op, dt) for op in ALL_OPS for dt in _variant_dtypes(op)]
+def _for_each_dtype(op: OpInfo, check) -> None:
+    """Runs check(op, dtype) for every dtype the op takes (one test per op: the checks are
+    quick, pytest's per-test overhead is not)."""
+    for dtype in ALL_DTYPES:
+        if op.supports(dtype):
+            check(op, dtype)
 
 
 def _variant_samples(op: OpInfo, dtype: str) -> list[SampleInput]:
+    return _cached_variant_samples(op.name, dtype)
+
+
+@functools.cache
+def _cached_variant_samples(name: str, dtype: str) -> list[SampleInput]:
+    op = OPS[name]
     samples = list(op.sample_inputs(dtype))
     keep = [s for s in samples if s.desc in ("noncontig", "broadcast", "contig", "transposed")]
     return keep[:8] + [s for s in samples if s.desc == "noncontig-broadcast"]
 
 
-@pytest.mark.parametrize("op,dtype", VARIANT_PARAMS, ids=param_id)
-def test_method_variant(op, dtype):
+@pytest.mark.parametrize("op", ALL_OPS, ids=param_id)
+def test_method_variant(op):
+    _for_each_dtype(op, _method_variant)
+
+
+def _method_variant(op, dtype):
     for sample in _variant_samples(op, dtype):
         args = sample.tensors((dtype,) * op.arity)
         method = getattr(args[0], op.fn_name or op.name)
         _check(op, args, method(*args[1:]), f"method {sample}")
 
 
-@pytest.mark.parametrize("op,dtype", VARIANT_PARAMS, ids=param_id)
+@pytest.mark.parametrize("op", ALL_OPS, ids=param_id)
 @pytest.mark.parametrize("form", ["method", "function"])
-def test_inplace_variant(op, dtype, form):
+def test_inplace_variant(op, form):
+    _for_each_dtype(op, functools.partial(_inplace_variant, form=form))
+
+
+def _inplace_variant(op, dtype, form):
     name = (op.fn_name or op.name) + "_"
     for sample in _variant_samples(op, dtype):
         args = sample.tensors((dtype,) * op.arity)
@@ -289,8 +304,12 @@ def test_inplace_variant(op, dtype, form):
             assert base._version == x._version
 
 
-@pytest.mark.parametrize("op,dtype", VARIANT_PARAMS, ids=param_id)
-def test_out_variant(op, dtype):
+@pytest.mark.parametrize("op", ALL_OPS, ids=param_id)
+def test_out_variant(op):
+    _for_each_dtype(op, _out_variant)
+
+
+def _out_variant(op, dtype):
     for sample in _variant_samples(op, dtype)[:4]:
         args = sample.tensors((dtype,) * op.arity)
         expected, rdt = op.reference(args)
@@ -336,11 +355,15 @@ INPLACE_OPERATORS = {
 }  # fmt: skip
 UNARY_OPERATORS = {"-x": operator.neg, "abs(x)": abs, "~x": operator.invert}
 
-OPERATOR_PARAMS = [(op, dt) for op, dt in VARIANT_PARAMS if op.operator]
+OPERATOR_OPS = [op for op in ALL_OPS if op.operator]
 
 
-@pytest.mark.parametrize("op,dtype", OPERATOR_PARAMS, ids=param_id)
-def test_python_operators(op, dtype):
+@pytest.mark.parametrize("op", OPERATOR_OPS, ids=param_id)
+def test_python_operators(op):
+    _for_each_dtype(op, _python_operators)
+
+
+def _python_operators(op, dtype):
     if op.arity == 1:
         f = UNARY_OPERATORS[op.operator]
         for sample in _variant_samples(op, dtype):
@@ -363,12 +386,13 @@ def test_python_operators(op, dtype):
         _check(op, args, f(*args), f"{op.operator} {sample}")
 
 
-INPLACE_OPERATOR_PARAMS = [(op, dt) for op, dt in OPERATOR_PARAMS if op.operator in
-                           INPLACE_OPERATORS]
+@pytest.mark.parametrize("op", [op for op in OPERATOR_OPS if op.operator in INPLACE_OPERATORS],
+                         ids=param_id)
+def test_inplace_python_operators(op):
+    _for_each_dtype(op, _inplace_python_operators)
 
 
-@pytest.mark.parametrize("op,dtype", INPLACE_OPERATOR_PARAMS, ids=param_id)
-def test_inplace_python_operators(op, dtype):
+def _inplace_python_operators(op, dtype):
     f = INPLACE_OPERATORS[op.operator]
     rng = rng_for(op.name, dtype, "iop")
     a = sample_values(rng, (3, 4), dtype, op.domain)
@@ -759,3 +783,19 @@ def test_op_matches_torch(op, torch):
         got = op.fn(*args)
         assert got.dtype.name == str(want.dtype).split(".")[-1], (op.name, dtype)
         _torch_close(got, want, got.dtype.name, op)
+
+
+def test_assert_close_detects_mismatches():
+    """The comparison every test above relies on fails where it should."""
+    t = ember.tensor([1.0, float("nan"), float("inf")])
+    assert_close(t, np.array([1.0, np.nan, np.inf]), "float32")
+    for bad in ([1.001, np.nan, np.inf], [1.0, 0.0, np.inf], [1.0, np.nan, 1e30],
+                [1.0, np.nan, -np.inf]):
+        with pytest.raises(AssertionError):
+            assert_close(t, np.array(bad), "float32")
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_close(t, np.array([1.0, np.nan, np.inf]), "float64")
+    with pytest.raises(AssertionError, match="shape"):
+        assert_close(t, np.array([[1.0, np.nan, np.inf]]), "float32")
+    with pytest.raises(AssertionError):
+        assert_close(ember.tensor([1, 2]), np.array([1, 3]), "int64")

@@ -324,8 +324,7 @@ Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarT
                 torch_type_name(dtype), ")");
     in = to_dtype(x, dtype);
   }
-  auto mask = reduction_mask(x, dim);
-  if (p < 0 || std::isinf(p)) {
+  if (p < 0 || std::isinf(p)) {  // (checked before duplicate dims, as PyTorch)
     if (!dim || dim->empty()) {
       EMBER_CHECK(x->numel() != 0, std::runtime_error, "linalg.vector_norm cannot compute the ",
                   norm_order_str(p),
@@ -340,6 +339,7 @@ Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarT
       }
     }
   }
+  auto mask = reduction_mask(x, dim);
   return reduce_with("linalg.vector_norm", in, mask, keepdim, in->dtype,
                      [&](auto tag, const ReducePlan& plan, const auto* src, const Tensor& result) {
     using T = typename decltype(tag)::type;

@@ -7,7 +7,7 @@ namespace ember::pyb {
 
 void register_runtime(py::module_& m) {
   m.def("set_num_threads", [](int n) {
-    if (n < 1) throw py::value_error("set_num_threads expects a positive integer");
+    if (n < 1) throw std::runtime_error("set_num_threads expects a positive integer");
     set_num_threads(n);
     blas::set_num_threads(n);  // GEMM runs on OpenBLAS's own threads: keep both pools in step
   }, py::arg("num"));
