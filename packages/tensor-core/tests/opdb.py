@@ -201,6 +201,10 @@ def make_tensor(arr: np.ndarray, dtype: str, layout: str = "contiguous") -> embe
     offset       a view that starts inside its storage ([1:] of a larger tensor)
     """
     arr = np.asarray(arr)
+    if dtype not in ("bool", "bfloat16") and arr.dtype != NP_DTYPE[dtype]:
+        # Convert in NumPy (wrapping, truncating): ember.tensor refuses out-of-range values.
+        with np.errstate(invalid="ignore", over="ignore"):
+            arr = arr.astype(NP_DTYPE[dtype])
     t = ember.tensor(arr.tolist(), dtype=edtype(dtype)).reshape(arr.shape)
     if layout == "contiguous" or arr.size <= 1:
         return t

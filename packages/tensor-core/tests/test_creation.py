@@ -175,11 +175,16 @@ def test_tensor_with_dtype_converts(dtype):
     data = [[0, 1, 2], [3, 100, 127]]
     t = ember.tensor(data, dtype=edtype(dtype))
     check(t, np.array(data).astype(bool if dtype == "bool" else np.float64), dtype)
+    if dtype == "uint8":
+        # PyTorch refuses a negative float for uint8 (while a negative int wraps).
+        with pytest.raises(RuntimeError, match="without overflow"):
+            ember.tensor([-1.7], dtype=edtype(dtype))
+        check(ember.tensor([-1], dtype=edtype(dtype)), [255], dtype)
+        check(ember.tensor([0.0, 1.7, 2.5], dtype=edtype(dtype)), [0, 1, 2], dtype)
+        return
     f = ember.tensor([0.0, 1.7, -1.7, 2.5], dtype=edtype(dtype))
     if dtype == "bool":
         check(f, [False, True, True, True], dtype)
-    elif dtype == "uint8":
-        check(f, [0, 1, 255, 2], dtype)  # -1.7 truncates to -1, which wraps
     elif is_float(dtype):
         check(f, [0.0, 1.7, -1.7, 2.5], dtype)
     else:

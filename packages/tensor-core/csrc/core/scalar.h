@@ -3,6 +3,9 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -30,6 +33,29 @@ struct Scalar {
     if constexpr (std::is_same_v<T, bool>) return to_bool();
     else if constexpr (std::is_integral_v<T>) return kind == Kind::Float ? static_cast<T>(static_cast<int64_t>(v.d)) : static_cast<T>(to_int());
     else return static_cast<T>(to_double());
+  }
+  // Conversion for creating data (ember.tensor, full, fill_): refuses values the target type
+  // cannot hold, as PyTorch does, instead of wrapping (and instead of the undefined behaviour of
+  // converting NaN or an out-of-range double to an integer).
+  template <typename T> T to_checked() const {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // PyTorch's rule (c10 `overflows`): floats must lie in [min, max] (NaN never does);
+      // integers must fit, except that negative ones may wrap into unsigned types.
+      using L = std::numeric_limits<T>;
+      bool ok;
+      if (kind == Kind::Float) {
+        ok = v.d >= static_cast<double>(L::lowest()) && v.d <= static_cast<double>(L::max());
+      } else {
+        const int64_t i = to_int();
+        if constexpr (std::is_unsigned_v<T>)
+          ok = i >= 0 ? static_cast<uint64_t>(i) <= L::max()
+                      : static_cast<uint64_t>(-(i + 1)) < static_cast<uint64_t>(L::max());
+        else
+          ok = sizeof(T) >= 8 || (i >= static_cast<int64_t>(L::min()) && i <= static_cast<int64_t>(L::max()));
+      }
+      if (!ok) throw std::runtime_error(std::string("value cannot be converted to type ") + dtype_name(scalar_type_of<T>()) + " without overflow");
+    }
+    return to<T>();
   }
   // The dtype a Python scalar of this kind becomes as a tensor (float -> default dtype).
   ScalarType natural_dtype(ScalarType default_float) const {

@@ -96,11 +96,11 @@ Tensor empty_like(const Tensor& t, ScalarType dtype) {
   return empty(t->sizes, dt, t->device());
 }
 
-Tensor scalar_tensor(Scalar s, ScalarType dtype) {
+Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked) {
   Tensor t = empty({}, dtype);
   dispatch_all(dtype, "scalar_tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    *t->data_as<T>() = s.to<T>();
+    *t->data_as<T>() = checked ? s.to_checked<T>() : s.to<T>();
   });
   return t;
 }

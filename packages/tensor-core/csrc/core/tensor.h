@@ -79,7 +79,8 @@ Tensor empty(const Shape& sizes, ScalarType dtype, Device device = Device{});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device = Device{});
 Tensor empty_like(const Tensor& t, ScalarType dtype = ScalarType::Undefined);
 Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, int64_t offset, ScalarType dtype);
-Tensor scalar_tensor(Scalar s, ScalarType dtype);  // 0-d tensor holding s
+// 0-d tensor holding s; `checked` refuses values the dtype cannot hold (creation, fill_).
+Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked = false);
 Tensor wrapped_scalar(Scalar s, ScalarType dtype);  // same, marked as a wrapped Python number
 
 // ---- views (share storage and version counter) ----

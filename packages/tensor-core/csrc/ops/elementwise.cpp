@@ -96,7 +96,7 @@ void fill_(const Tensor& dst, Scalar value) {
     dst->bump_version();
     return;
   }
-  Tensor v = scalar_tensor(value, dst->dtype);
+  Tensor v = scalar_tensor(value, dst->dtype, /*checked=*/true);
   ElementwiseIter it(dst, dst->dtype, {v}, "fill_");
   run_copy_kernel(it, dst->dtype, dst->dtype);
   dst->bump_version();

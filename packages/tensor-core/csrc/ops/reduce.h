@@ -19,8 +19,11 @@
 //   4. the work is split over the thread pool: by outputs when there are enough of them, else
 //      each output's reduction is also split into chunks whose partial results are combined in
 //      order (which keeps the first-index rule of argmax).
-// An op is a small struct (identity, combine, reduce_run, accumulate_rows, write): see
-// MapReduceOp and ArgOp in the reduce*.cpp files.
+// An op is a small struct: in_t, acc_t, identity(), combine(a, b), reduce_run(ptr, n, index0)
+// for a contiguous run, accumulate_rows(acc, row, n, index) for the outer path and write(i, acc)
+// for output element i. MapReduceOp below (map, combine, project) serves the arithmetic
+// reductions; reduce_minmax.cpp adds ExtremeOp (NaN-propagating max/min) and ArgOp (value and
+// index). Scans, softmax and logsumexp (reduce_scan.cpp) use row kernels over [outer, D, inner].
 #pragma once
 #include <algorithm>
 #include <memory>

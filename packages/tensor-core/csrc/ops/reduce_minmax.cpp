@@ -23,24 +23,72 @@ template <typename C> C highest_value() {
   else return std::numeric_limits<C>::max();
 }
 
+// max/min values, NaN-propagating. Long runs use independent lanes with a compare-and-blend
+// step (vectorised); short runs and tails use the branch-free `v > a ? v : a` (maxss) with a
+// NaN flag, so rows of a few elements do not pay a mispredicted branch per element.
+template <typename In, bool IsMax> struct ExtremeOp {
+  using in_t = In;
+  using C = opmath_t<In>;
+  using acc_t = C;
+  static constexpr bool kFloat = std::is_floating_point_v<C>;
+  static constexpr int kLanes = sizeof(C) >= 8 ? 16 : sizeof(C) == 4 ? 32 : 64;
+  In* out;
+
+  static C pick(C a, C v) {
+    if constexpr (IsMax) return v > a ? v : a;
+    else return v < a ? v : a;
+  }
+  static C init() { return IsMax ? lowest_value<C>() : highest_value<C>(); }
+  acc_t identity() const { return init(); }
+  acc_t combine(C a, C b) const {
+    if constexpr (kFloat) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return pick(a, b);
+  }
+  // NaN-sticky step: vectorises (compare + blend) inside the lane loop and accumulate_rows.
+  static C step(C a, C v) {
+    if constexpr (kFloat) return (v != v || (IsMax ? v > a : v < a)) ? v : a;
+    else return pick(a, v);
+  }
+  acc_t reduce_run(const In* __restrict__ p, int64_t n, int64_t) const {
+    C m = init();
+    int64_t i = 0;
+    if (n >= 2 * kLanes) {
+      C a[kLanes];
+      for (int l = 0; l < kLanes; ++l) a[l] = init();
+      for (; i + kLanes <= n; i += kLanes)
+        for (int l = 0; l < kLanes; ++l) a[l] = step(a[l], static_cast<C>(p[i + l]));
+      for (int l = 0; l < kLanes; ++l) m = combine(m, a[l]);
+    }
+    // short runs and the tail: branch-free maxss/minss plus a NaN flag
+    C t = init();
+    int32_t nan = 0;
+    for (; i < n; ++i) {
+      const C v = static_cast<C>(p[i]);
+      t = pick(t, v);
+      if constexpr (kFloat) nan |= (v != v);
+    }
+    if constexpr (kFloat) {
+      if (nan) return std::numeric_limits<C>::quiet_NaN();
+    }
+    return combine(m, t);
+  }
+  void accumulate_rows(C* __restrict__ acc, const In* __restrict__ row, int64_t n, int64_t) const {
+    for (int64_t i = 0; i < n; ++i) acc[i] = step(acc[i], static_cast<C>(row[i]));
+  }
+  void write(int64_t i, C a) const { out[i] = cast_to<In>(a); }
+};
+
 Tensor extreme_values(const char* name, const Tensor& x, const std::vector<bool>& mask,
                       bool keepdim, bool is_max) {
   return reduce_with(name, x, mask, keepdim, x->dtype,
                      [&](auto tag, const ReducePlan& plan, const auto* in, const Tensor& result) {
     using T = typename decltype(tag)::type;
-    using C = opmath_t<T>;
     T* out = result->data_as<T>();
-    auto conv = [](T v) { return static_cast<C>(v); };
-    if (is_max)
-      run_reduce(make_op<T>(lowest_value<C>(), conv, [](C a, C v) {
-        if constexpr (std::is_floating_point_v<C>) return (v > a || v != v) ? v : a;
-        else return v > a ? v : a;
-      }, Identity{}, out), plan, in);
-    else
-      run_reduce(make_op<T>(highest_value<C>(), conv, [](C a, C v) {
-        if constexpr (std::is_floating_point_v<C>) return (v < a || v != v) ? v : a;
-        else return v < a ? v : a;
-      }, Identity{}, out), plan, in);
+    if (is_max) run_reduce(ExtremeOp<T, true>{out}, plan, in);
+    else run_reduce(ExtremeOp<T, false>{out}, plan, in);
   });
 }
 
@@ -55,12 +103,16 @@ template <typename In, bool IsMax> struct ArgOp {
   In* values;        // may be null
   int64_t* indices;  // may be null
 
+  // Branch-free so that the lane loop below vectorises: v beats cur when it is larger (smaller),
+  // or when it is the first NaN.
   static bool better(C v, C cur) {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (v != v) return cur == cur;
-    }
-    if constexpr (IsMax) return v > cur;
-    else return v < cur;
+    const bool strict = IsMax ? v > cur : v < cur;
+    if constexpr (std::is_floating_point_v<C>) return strict | ((v != v) & (cur == cur));
+    else return strict;
+  }
+  static bool same(C a, C b) {
+    if constexpr (std::is_floating_point_v<C>) return (a == b) | ((a != a) & (b != b));
+    else return a == b;
   }
   acc_t identity() const { return {C(0), -1}; }
   acc_t combine(acc_t a, acc_t b) const {
@@ -68,7 +120,43 @@ template <typename In, bool IsMax> struct ArgOp {
     if (b.i < 0) return a;
     return better(b.v, a.v) ? b : a;
   }
+  // Independent lanes of (value, index), the index as wide as the value so that compare and
+  // blend vectorise together; lanes are merged by value, then by the smallest index.
+  using lane_index_t = std::conditional_t<sizeof(C) == 8, int64_t, int32_t>;
+  static constexpr int kLanes = 16;
+  static constexpr int64_t kLaneBlock = int64_t(1) << 30;  // indices of a block fit lane_index_t
+  acc_t lanes(const In* __restrict__ p, int64_t n) const {
+    C a[kLanes];
+    lane_index_t ix[kLanes];
+    for (int l = 0; l < kLanes; ++l) a[l] = static_cast<C>(p[l]), ix[l] = l;
+    int64_t i = kLanes;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const C v = static_cast<C>(p[i + l]);
+        const bool t = better(v, a[l]);
+        a[l] = t ? v : a[l];
+        ix[l] = t ? static_cast<lane_index_t>(i + l) : ix[l];
+      }
+    acc_t r{a[0], ix[0]};
+    for (int l = 1; l < kLanes; ++l)
+      if (better(a[l], r.v) || (same(a[l], r.v) && ix[l] < r.i)) r = {a[l], ix[l]};
+    for (; i < n; ++i) {
+      const C v = static_cast<C>(p[i]);
+      if (better(v, r.v)) r = {v, i};
+    }
+    return r;
+  }
   acc_t reduce_run(const In* p, int64_t n, int64_t i0) const {
+    if (n >= 4 * kLanes) {
+      acc_t r = identity();
+      for (int64_t b = 0; b < n; b += kLaneBlock) {
+        const int64_t m = std::min(kLaneBlock, n - b);
+        acc_t q = m >= kLanes ? lanes(p + b, m) : reduce_run(p + b, m, 0);
+        q.i += i0 + b;
+        r = combine(r, q);
+      }
+      return r;
+    }
     acc_t r{static_cast<C>(p[0]), i0};
     for (int64_t k = 1; k < n; ++k) {
       const C v = static_cast<C>(p[k]);
@@ -79,7 +167,7 @@ template <typename In, bool IsMax> struct ArgOp {
   void accumulate_rows(acc_t* acc, const In* row, int64_t n, int64_t ri) const {
     for (int64_t i = 0; i < n; ++i) {
       const C v = static_cast<C>(row[i]);
-      if (acc[i].i < 0 || better(v, acc[i].v)) acc[i] = {v, ri};
+      if ((acc[i].i < 0) | better(v, acc[i].v)) acc[i] = {v, ri};
     }
   }
   void write(int64_t o, acc_t a) const {

@@ -80,7 +80,7 @@ template <typename T> void fill_data(py::handle obj, T*& out) {
     return;
   }
   if (is_number(obj)) {
-    *out++ = to_scalar(obj).to<T>();
+    *out++ = to_scalar(obj).to_checked<T>();
     return;
   }
   py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
