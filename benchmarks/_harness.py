@@ -181,8 +181,14 @@ def measure_all(
     min_time: float | None = None,
     repeat: int | None = None,
     warmup: int = 2,
+    settle: float = 0.005,
 ) -> dict[str, float]:
-    """Median seconds per call of each function, timed in interleaved blocks."""
+    """Median seconds per call of each function, timed in interleaved blocks.
+
+    Before each block the harness sleeps `settle` seconds (untimed), so that the worker threads
+    of the library timed just before stop spinning and leave the cores to this one. Raise it for
+    BLAS calls: OpenBLAS workers spin for up to ~0.1 s after a call (its THREAD_TIMEOUT).
+    """
     min_time = SETTINGS.min_time if min_time is None else min_time
     repeat = SETTINGS.repeat if repeat is None else repeat
     gc_was_enabled = gc.isenabled()
@@ -201,7 +207,7 @@ def measure_all(
                 if len(fns) > 1 and not SETTINGS.smoke:
                     # Let the previous library's idle worker threads stop spinning, so they do
                     # not take CPU from this one (it matters on small machines).
-                    time.sleep(0.005)
+                    time.sleep(settle)
                 times[name].append(_time_block(fn, numbers[name]) / numbers[name])
     finally:
         if gc_was_enabled:

@@ -28,6 +28,7 @@ compile_args = [
     "-Wno-maybe-uninitialized",  # false positives through the inlined kernel templates
     "-Wno-bool-compare",
     "-fno-math-errno",  # lets std::sqrt and friends vectorise; errno is never read
+    "-fno-trapping-math",  # lets float loops with fmin/fmax vectorise (PyTorch builds so too)
 ]
 link_args = []
 march = os.environ.get("EMBER_CPU_BASELINE", "native")
@@ -41,6 +42,7 @@ elif os.environ.get("EMBER_DEBUG"):
     compile_args += ["-O0", "-g"]
 else:
     compile_args += ["-O3"]
+    link_args += ["-s"]  # no symbol table in release builds: ~1.5 MB of the extension
 
 ext = Pybind11Extension(
     "ember._C",

@@ -1,13 +1,11 @@
-// reduce.cpp: the reduction plan, and the additive reductions (sum, nansum, mean, nanmean, prod,
-// count_nonzero, all/any, norm, var/std, logsumexp). max/min and the arg-reductions live in
-// reduce_minmax.cpp, scans and softmax in reduce_scan.cpp.
+// reduce.cpp: the reduction plan, and the arithmetic reductions (sum, nansum, mean, nanmean,
+// prod, count_nonzero, all/any, norm, var/std). max/min and the arg-reductions live in
+// reduce_minmax.cpp; scans, softmax and logsumexp in reduce_scan.cpp.
 #include "ops/reduce.h"
 
 #include <cmath>
 #include <limits>
-#include <numeric>
 
-#include "kernels/math.h"
 #include "ops/elementwise.h"
 
 namespace ember {

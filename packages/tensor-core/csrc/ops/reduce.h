@@ -273,7 +273,7 @@ void run_reduce(const Op& op, const ReducePlan& p, const in_of<Op>* in) {
   }
 
   // ---- outer path: the innermost kept dim (n0 outputs) is contiguous in the input ----
-  constexpr int64_t kTileBytes = 4096;
+  constexpr int64_t kTileBytes = 16384;
   constexpr int64_t T = std::max<int64_t>(16, kTileBytes / static_cast<int64_t>(sizeof(acc_t)));
   const int64_t n0 = p.k_size.back();
   const int64_t M = N / n0, ntiles = (n0 + T - 1) / T, tasks = M * ntiles;
@@ -318,7 +318,7 @@ struct MapReduceOp {
   using in_t = In;
   using acc_t = Acc;
   static constexpr int kLanes = sizeof(Acc) >= 8 ? 16 : sizeof(Acc) == 4 ? 32 : 64;
-  static constexpr int64_t kBlock = 4096;
+  static constexpr int64_t kBlock = 16384;  // per lane: 512 sequential adds, then pairwise
   Acc init;
   Map map;
   Comb comb;
@@ -345,7 +345,7 @@ struct MapReduceOp {
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
       for (int l = 0; l < kLanes; ++l) a[l] = comb(a[l], map(p[i + l]));
-    for (int l = 0; i < n; ++i, ++l) a[l] = comb(a[l], map(p[i]));
+    for (int l = 0; i < n && l < kLanes; ++i, ++l) a[l] = comb(a[l], map(p[i]));
     for (int w = kLanes / 2; w > 0; w /= 2)
       for (int l = 0; l < w; ++l) a[l] = comb(a[l], a[l + w]);
     return a[0];

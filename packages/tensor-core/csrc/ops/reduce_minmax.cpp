@@ -103,16 +103,11 @@ template <typename In, bool IsMax> struct ArgOp {
   In* values;        // may be null
   int64_t* indices;  // may be null
 
-  // Branch-free so that the lane loop below vectorises: v beats cur when it is larger (smaller),
-  // or when it is the first NaN.
+  // v beats cur when it is larger (smaller), or when it is the first NaN.
   static bool better(C v, C cur) {
     const bool strict = IsMax ? v > cur : v < cur;
     if constexpr (std::is_floating_point_v<C>) return strict | ((v != v) & (cur == cur));
     else return strict;
-  }
-  static bool same(C a, C b) {
-    if constexpr (std::is_floating_point_v<C>) return (a == b) | ((a != a) & (b != b));
-    else return a == b;
   }
   acc_t identity() const { return {C(0), -1}; }
   acc_t combine(acc_t a, acc_t b) const {
@@ -120,42 +115,26 @@ template <typename In, bool IsMax> struct ArgOp {
     if (b.i < 0) return a;
     return better(b.v, a.v) ? b : a;
   }
-  // Independent lanes of (value, index), the index as wide as the value so that compare and
-  // blend vectorise together; lanes are merged by value, then by the smallest index.
-  using lane_index_t = std::conditional_t<sizeof(C) == 8, int64_t, int32_t>;
-  static constexpr int kLanes = 16;
-  static constexpr int64_t kLaneBlock = int64_t(1) << 30;  // indices of a block fit lane_index_t
-  acc_t lanes(const In* __restrict__ p, int64_t n) const {
-    C a[kLanes];
-    lane_index_t ix[kLanes];
-    for (int l = 0; l < kLanes; ++l) a[l] = static_cast<C>(p[l]), ix[l] = l;
-    int64_t i = kLanes;
-    for (; i + kLanes <= n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        const C v = static_cast<C>(p[i + l]);
-        const bool t = better(v, a[l]);
-        a[l] = t ? v : a[l];
-        ix[l] = t ? static_cast<lane_index_t>(i + l) : ix[l];
-      }
-    acc_t r{a[0], ix[0]};
-    for (int l = 1; l < kLanes; ++l)
-      if (better(a[l], r.v) || (same(a[l], r.v) && ix[l] < r.i)) r = {a[l], ix[l]};
-    for (; i < n; ++i) {
-      const C v = static_cast<C>(p[i]);
-      if (better(v, r.v)) r = {v, i};
-    }
-    return r;
-  }
+  // Long runs take two vectorised passes instead of one branchy one: the extreme value (NaN if
+  // any), then the first index holding it, found chunk by chunk.
   acc_t reduce_run(const In* p, int64_t n, int64_t i0) const {
-    if (n >= 4 * kLanes) {
-      acc_t r = identity();
-      for (int64_t b = 0; b < n; b += kLaneBlock) {
-        const int64_t m = std::min(kLaneBlock, n - b);
-        acc_t q = m >= kLanes ? lanes(p + b, m) : reduce_run(p + b, m, 0);
-        q.i += i0 + b;
-        r = combine(r, q);
+    if (n >= 64) {
+      const C m = ExtremeOp<In, IsMax>{nullptr}.reduce_run(p, n, 0);
+      const bool find_nan = m != m;
+      constexpr int64_t kChunk = 64;
+      for (int64_t k0 = 0; k0 < n; k0 += kChunk) {
+        const int64_t len = std::min(kChunk, n - k0);
+        int32_t hit = 0;
+        for (int64_t j = 0; j < len; ++j) {
+          const C v = static_cast<C>(p[k0 + j]);
+          hit |= find_nan ? (v != v) : (v == m);
+        }
+        if (!hit) continue;
+        for (int64_t j = 0; j < len; ++j) {
+          const C v = static_cast<C>(p[k0 + j]);
+          if (find_nan ? v != v : v == m) return {v, i0 + k0 + j};
+        }
       }
-      return r;
     }
     acc_t r{static_cast<C>(p[0]), i0};
     for (int64_t k = 1; k < n; ++k) {

@@ -1,14 +1,15 @@
-// reduce_scan.cpp: cumsum/cumprod and the fused softmax/log_softmax kernels.
+// reduce_scan.cpp: cumsum/cumprod, the fused softmax/log_softmax kernels and logsumexp.
 //
-// Both view the (contiguous) input as [outer, D, inner] around the dim. When inner == 1 (the
-// last dim) each row is processed on its own; otherwise a tile of the inner dim is processed for
-// all D at once, vectorised along the inner dim.
+// Scans and softmax view the (contiguous) input as [outer, D, inner] around the dim. When
+// inner == 1 (the last dim) each row is processed on its own (softmax: max, then exp(x - max)
+// written and summed in one pass, then a scale); otherwise a tile of the inner dim is processed
+// for all D at once, vectorised along the inner dim. logsumexp reduces rows of a copy with the
+// reduced dims last, with the same max / exp-sum row kernels.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "kernels/math.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
