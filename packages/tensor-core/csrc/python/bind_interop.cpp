@@ -138,6 +138,11 @@ Tensor tensor_from_numpy(py::handle obj, bool warn_not_writable) {
     }
     expected *= std::max<int64_t>(sizes[d], 1);
   }
+  // The kernels read through typed pointers: misaligned data would be undefined behaviour.
+  if (!empty && reinterpret_cast<uintptr_t>(arr.data()) % static_cast<uintptr_t>(itemsize) != 0)
+    throw py::value_error(
+        "from_numpy: the array's data is not aligned to its element size; make an aligned copy "
+        "first, e.g. np.require(arr, requirements='A') or arr.copy()");
   if (warn_not_writable && !arr.writeable())
     warn(PyExc_UserWarning,
          "The given NumPy array is not writable, and ember does not support non-writable "
@@ -552,6 +557,9 @@ Tensor tensor_from_capsule(py::handle capsule) {
          "This means writing to this tensor will result in undefined behavior. You may want to "
          "copy the data to protect it before writing to it.");
   char* data = static_cast<char*>(dl->data) + dl->byte_offset;
+  // Refused before taking ownership, so the producer still frees the capsule.
+  if (!empty && reinterpret_cast<uintptr_t>(data) % itemsize(st) != 0)
+    throw py::value_error("ember.from_dlpack: the data is not aligned to its element size");
   const size_t nbytes = storage_extent(sizes, strides, itemsize(st));
   // Take ownership: from here on the storage's deleter hands the memory back.
   if (PyCapsule_SetName(cap, versioned ? kCapsuleVersionedUsed : kCapsuleLegacyUsed) != 0)

@@ -93,7 +93,9 @@ Tensor tensor_from_data(py::handle data, ScalarType dtype) {
   // NumPy arrays and other buffer exporters: zero-copy view, then a converting copy.
   if (!is_tensor(data) && !is_number(data) && py::hasattr(data, "__array_interface__")) {
     // asarray keeps 0-d arrays 0-d; byte-swapped data is brought to native order first.
-    py::object arr = py::module_::import("numpy").attr("asarray")(data, py::arg("order") = "C");
+    // require "CA": C-contiguous and aligned (copies only when the array is neither).
+    py::object arr = py::module_::import("numpy").attr("require")(
+        py::module_::import("numpy").attr("asarray")(data), py::none(), "CA");
     if (!arr.attr("dtype").attr("isnative").cast<bool>())
       arr = arr.attr("astype")(arr.attr("dtype").attr("newbyteorder")("="));
     Tensor src = g_module->attr("_from_numpy")(arr).cast<Tensor>();
