@@ -271,7 +271,9 @@ void register_tensor(py::module_& m) {
   g_module = new py::module_(m);
   auto cls = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>(m, "Tensor", py::dynamic_attr(),
                                                                   py::buffer_protocol());
-  cls.def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t->sizes)); })
+  cls.def_property_readonly("shape", [](const Tensor& t) {
+        return g_module->attr("Size")(py::tuple(py::cast(t->sizes)));  // ember.Size, as torch.Size
+      })
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t->dtype); })
       .def_property_readonly("device", [](const Tensor& t) {
         return g_module->attr("_make_device")(t->device().str());
