@@ -11,7 +11,7 @@ import os
 import sys
 from glob import glob
 
-from pybind11.setup_helpers import Pybind11Extension, ParallelCompile
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension
 from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))

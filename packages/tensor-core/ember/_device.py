@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class device:  # noqa: N801 - PyTorch's name
-    """A device spec: ``ember.device("cpu")``, ``ember.device("cuda", 0)``, ``ember.device("cuda:1")``."""
+    """A device: ``ember.device("cpu")``, ``ember.device("cuda", 0)``, ``ember.device("cuda:1")``."""
 
     __slots__ = ("type", "index")
 
@@ -16,7 +16,10 @@ class device:  # noqa: N801 - PyTorch's name
             raise TypeError(f"device() expected a string, got {type.__class__.__name__}")
         if ":" in type:
             if index is not None:
-                raise ValueError(f"type (string) must not include an index because index was passed explicitly: {type}")
+                raise ValueError(
+                    "type (string) must not include an index because index was passed "
+                    f"explicitly: {type}"
+                )
             type, _, idx = type.partition(":")
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
