@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class device:  # noqa: N801 - PyTorch's name
-    """A device: ``ember.device("cpu")``, ``ember.device("cuda", 0)``, ``ember.device("cuda:1")``."""
+    """A device: ``ember.device("cpu")``, ``ember.device("cuda", 0)``, ``"cuda:1"``."""
 
     __slots__ = ("type", "index")
 
