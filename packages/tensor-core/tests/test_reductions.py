@@ -17,9 +17,11 @@ import pytest
 
 import ember
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # the property test is skipped, the rest still runs
+    given = None
 
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
@@ -62,11 +64,6 @@ def sample(shape, dtype: str, rng, lo=-3, hi=4) -> np.ndarray:
     if dtype in FLOATS:
         return (a + rng.integers(0, 2, size=shape) * 0.5).astype(np.float64)
     return a.astype(np.int64)
-
-
-def ref_dtype(dtype: str) -> str:
-    """NumPy dtype holding the values of an ember dtype."""
-    return "float32" if dtype == "bfloat16" else dtype
 
 
 def close(actual, expected, dtype="float64", **kw):
@@ -165,8 +162,12 @@ def test_prod(dtype, dim, keepdim, rng):
     a = sample((3, 4), dtype, rng, lo=-2, hi=3)
     t = E(a, dtype)
     r = t.prod(dim, keepdim) if dim is not None else ember.prod(t)
-    ref = np_reduce(np.prod, a.astype(np.float64 if dtype in FLOATS else np.int64), dim,
-                    keepdim if dim is not None else False)
+    ref = np_reduce(
+        np.prod,
+        a.astype(np.float64 if dtype in FLOATS else np.int64),
+        dim,
+        keepdim if dim is not None else False,
+    )
     expect = dtype if dtype in FLOATS else "int64"
     assert r.dtype == getattr(ember, expect)
     close(r, ref, expect)
@@ -196,8 +197,10 @@ def test_nansum_nanmean(dtype, dim, rng):
 def test_nansum_int_and_nanmean_int():
     assert ember.tensor([[1, 2]]).nansum().item() == 3
     assert ember.tensor([[1, 2]]).nansum().dtype == ember.int64
-    with pytest.raises(RuntimeError, match="nanmean\\(\\): expected input to have floating point "
-                                           "or complex dtype but got Long"):
+    with pytest.raises(
+        RuntimeError,
+        match="nanmean\\(\\): expected input to have floating point or complex dtype but got Long",
+    ):
         ember.tensor([1, 2]).nanmean()
 
 
@@ -222,14 +225,19 @@ def test_integer_sums_wrap_like_int64():
 
 
 def test_mean_errors():
-    with pytest.raises(RuntimeError, match=r"mean\(\): could not infer output dtype\. Input dtype "
-                                           r"must be either a floating point or complex dtype\. "
-                                           r"Got: Long"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"mean\(\): could not infer output dtype\. Input dtype "
+        r"must be either a floating point or complex dtype\. "
+        r"Got: Long",
+    ):
         ember.tensor([1, 2]).mean()
     with pytest.raises(RuntimeError, match="Got: Bool"):
         ember.tensor([True]).mean()
-    with pytest.raises(RuntimeError, match="Optional dtype must be either a floating point or "
-                                           "complex dtype. Got: Long"):
+    with pytest.raises(
+        RuntimeError,
+        match="Optional dtype must be either a floating point or complex dtype. Got: Long",
+    ):
         ember.tensor([1.0, 2.0]).mean(dtype=ember.int64)
 
 
@@ -281,19 +289,16 @@ def test_parallel_paths(threads, rng):
         ((900_001,), 0),  # full reduction split into chunks
     ]
     for shape, dim in shapes_dims:
-        a = rng.standard_normal(shape).astype(np.float64)
-        for view_np, view_em in [(lambda x: x, lambda t: t)]:
-            t = view_em(E(a))
-            x = view_np(a)
-            ax = dim if isinstance(dim, tuple) else (dim,)
-            np.testing.assert_allclose(N(t.sum(dim)), x.sum(ax), rtol=1e-9, atol=1e-9)
-            np.testing.assert_array_equal(N(t.amax(dim)), x.max(ax))
-            np.testing.assert_array_equal(N(t.amin(dim)), x.min(ax))
-            if isinstance(dim, int):
-                np.testing.assert_array_equal(N(t.argmax(dim)), x.argmax(dim))
-                np.testing.assert_array_equal(N(t.argmin(dim)), x.argmin(dim))
-                v, i = t.max(dim)
-                np.testing.assert_array_equal(N(i), x.argmax(dim))
+        x = rng.standard_normal(shape)
+        t = E(x)
+        ax = dim if isinstance(dim, tuple) else (dim,)
+        np.testing.assert_allclose(N(t.sum(dim)), x.sum(ax), rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(N(t.amax(dim)), x.max(ax))
+        np.testing.assert_array_equal(N(t.amin(dim)), x.min(ax))
+        if isinstance(dim, int):
+            np.testing.assert_array_equal(N(t.argmax(dim)), x.argmax(dim))
+            np.testing.assert_array_equal(N(t.argmin(dim)), x.argmin(dim))
+            np.testing.assert_array_equal(N(t.max(dim).indices), x.argmax(dim))
     # a transposed tensor's flat argmax is in logical order (it goes through a copy)
     a = rng.standard_normal((300, 500))
     t = E(a).t()
@@ -412,23 +417,32 @@ def test_bool_max_and_argmax():
 
 
 def test_extreme_errors():
-    with pytest.raises(RuntimeError, match=r"^max\(\): Expected reduction dim to be specified for "
-                                           r"input.numel\(\) == 0. Specify the reduction dim "
-                                           r"with the 'dim' argument.$"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^max\(\): Expected reduction dim to be specified for "
+        r"input.numel\(\) == 0. Specify the reduction dim "
+        r"with the 'dim' argument.$",
+    ):
         ember.empty(0).max()
     with pytest.raises(RuntimeError, match="^min\\(\\): Expected reduction dim to be specified"):
         ember.empty(0, 3).min()
     with pytest.raises(RuntimeError, match="^amax\\(\\): Expected reduction dim to be specified"):
         ember.empty(0, 3).amax()
-    with pytest.raises(IndexError, match=r"^max\(\): Expected reduction dim 0 to have non-zero "
-                                         r"size.$"):
+    with pytest.raises(
+        IndexError,
+        match=r"^max\(\): Expected reduction dim 0 to have non-zero "
+        r"size.$",
+    ):
         ember.empty(0, 3).max(0)
     with pytest.raises(IndexError, match="max\\(\\): Expected reduction dim 1 to have non-zero"):
         ember.empty(3, 0).max(-1)
     with pytest.raises(IndexError, match="amax\\(\\): Expected reduction dim -1 to have non-zero"):
         ember.empty(3, 0).amax(-1)
-    with pytest.raises(IndexError, match=r"^argmax\(\): Expected reduction dim to be specified for "
-                                         r"input.numel\(\) == 0.$"):
+    with pytest.raises(
+        IndexError,
+        match=r"^argmax\(\): Expected reduction dim to be specified for "
+        r"input.numel\(\) == 0.$",
+    ):
         ember.empty(0, 3).argmax()
     with pytest.raises(IndexError, match="argmin\\(\\): Expected reduction dim 0 to have non-zero"):
         ember.empty(0, 3).argmin(0)
@@ -524,13 +538,20 @@ def test_norm_dtype_and_errors():
     x = ember.tensor([[3.0, 4.0]])
     assert x.norm(2, 1, True, dtype=ember.float64).dtype == ember.float64
     assert abs(ember.norm(x, 2, 1).item() - 5.0) < 1e-6
-    with pytest.raises(RuntimeError, match="linalg.vector_norm: Expected a floating point or "
-                                           "complex tensor as input. Got Long"):
+    with pytest.raises(
+        RuntimeError,
+        match="linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long",
+    ):
         ember.tensor([1, 2]).norm()
-    with pytest.raises(RuntimeError, match=r"should be convertible without narrowing to the "
-                                           r"specified dtype \(Half\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"should be convertible without narrowing to the "
+        r"specified dtype \(Half\)",
+    ):
         x.norm(dtype=ember.float16)
-    with pytest.raises(RuntimeError, match="dtype should be floating point or complex, but got Long"):
+    with pytest.raises(
+        RuntimeError, match="dtype should be floating point or complex, but got Long"
+    ):
         x.norm(dtype=ember.int64)
     with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
         ember.empty(0).norm(math.inf)
@@ -557,8 +578,15 @@ def test_logsumexp(dtype, shape, npv, emv, dim, keepdim, rng):
 
 def test_logsumexp_infinities():
     inf, nan = math.inf, math.nan
-    x = ember.tensor([[1.0, 2.0, 3.0], [inf, 1.0, 2.0], [-inf, -inf, -inf], [nan, 1.0, 2.0],
-                      [1000.0, 1000.0, -inf]])
+    x = ember.tensor(
+        [
+            [1.0, 2.0, 3.0],
+            [inf, 1.0, 2.0],
+            [-inf, -inf, -inf],
+            [nan, 1.0, 2.0],
+            [1000.0, 1000.0, -inf],
+        ]
+    )
     r = x.logsumexp(1).tolist()
     assert abs(r[0] - math.log(math.exp(1) + math.exp(2) + math.exp(3))) < 1e-6
     assert r[1] == inf and r[2] == -inf and math.isnan(r[3])
@@ -603,7 +631,9 @@ def test_all_any_details():
 # cumsum / cumprod
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int8", "bool"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int8", "bool"]
+)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=LAYOUT_IDS)
 def test_cumsum_cumprod(dtype, layout, rng):
     _, shape, npv, emv = layout
@@ -630,11 +660,17 @@ def test_cumsum_large_and_inplace(rng):
     assert y is x and x.tolist() == [1, 3, 6] and x.dtype == ember.int32
     ember.cumprod_(x, 0)
     assert x.tolist() == [1, 3, 18]
-    with pytest.raises(RuntimeError, match="Bad in-place call: input tensor dtype int and output "
-                                           "tensor dtype float should match"):
+    with pytest.raises(
+        RuntimeError,
+        match="Bad in-place call: input tensor dtype int and output "
+        "tensor dtype float should match",
+    ):
         x.cumsum_(0, dtype=ember.float32)
-    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of "
-                                         r"\[-1, 0\], but got 1\)"):
+    with pytest.raises(
+        IndexError,
+        match=r"Dimension out of range \(expected to be in range of "
+        r"\[-1, 0\], but got 1\)",
+    ):
         x.cumsum(1)
 
 
@@ -662,23 +698,35 @@ def test_softmax(dtype, layout, rng):
         assert r.dtype == t.dtype and tuple(r.shape) == a.shape
         close(r, ref, dtype)
         with np.errstate(divide="ignore"):
-            close(ember.log_softmax(t, d), np.log(ref) if a.size else a, dtype,
-                  atol=TOL[dtype]["atol"] * 10)
+            close(
+                ember.log_softmax(t, d),
+                np.log(ref) if a.size else a,
+                dtype,
+                atol=TOL[dtype]["atol"] * 10,
+            )
 
 
 def test_softmax_large_rows_and_special_values(rng):
     ember.set_num_threads(2)
     a = (rng.standard_normal((64, 4099)) * 30).astype(np.float32)
     t = E(a)
-    np.testing.assert_allclose(N(t.softmax(1)), np_softmax(a.astype(np.float64), 1), rtol=1e-5,
-                               atol=1e-9)
-    np.testing.assert_allclose(N(t.softmax(0)), np_softmax(a.astype(np.float64), 0), rtol=1e-5,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        N(t.softmax(1)), np_softmax(a.astype(np.float64), 1), rtol=1e-5, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        N(t.softmax(0)), np_softmax(a.astype(np.float64), 0), rtol=1e-5, atol=1e-9
+    )
     ls = np.log(np_softmax(a.astype(np.float64), 1))
     np.testing.assert_allclose(N(t.log_softmax(1)), ls, rtol=1e-5, atol=1e-4)
     inf, nan = math.inf, math.nan
-    x = ember.tensor([[0.0, -inf, 1.0, -200.0], [-inf, -inf, -inf, -inf], [inf, 1.0, 2.0, 3.0],
-                      [nan, 1.0, 2.0, 3.0]])
+    x = ember.tensor(
+        [
+            [0.0, -inf, 1.0, -200.0],
+            [-inf, -inf, -inf, -inf],
+            [inf, 1.0, 2.0, 3.0],
+            [nan, 1.0, 2.0, 3.0],
+        ]
+    )
     r = x.softmax(1).tolist()
     assert r[0][1] == 0.0 and r[0][3] == 0.0 and abs(sum(r[0]) - 1) < 1e-6
     assert all(math.isnan(v) for row in r[1:] for v in row)
@@ -695,10 +743,11 @@ def test_softmax_dtype_and_errors():
     assert ember.tensor([1, 2]).log_softmax(0, dtype=ember.float32).dtype == ember.float32
     assert ember.tensor(5.0).softmax(0).item() == 1.0
     assert ember.tensor(5.0).log_softmax(-1).item() == 0.0
-    with pytest.raises(NotImplementedError, match="\"softmax_lastdim_kernel_impl\" not implemented "
-                                                  "for 'Long'"):
+    with pytest.raises(
+        NotImplementedError, match="\"softmax_lastdim_kernel_impl\" not implemented for 'Long'"
+    ):
         ember.tensor([1, 2]).softmax(0)
-    with pytest.raises(NotImplementedError, match="\"log_softmax_kernel_impl\" not implemented"):
+    with pytest.raises(NotImplementedError, match='"log_softmax_kernel_impl" not implemented'):
         ember.tensor([[1, 2]]).log_softmax(0)
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.softmax(1)
@@ -719,7 +768,7 @@ def test_dim_forms():
     assert x.sum([]).item() == a.sum()
     assert x.sum(np.int64(1)).tolist() == a.sum(1).tolist()
     assert x.sum(dim=(0,), keepdim=True).shape == (1, 3, 4)
-    assert ember.tensor(3.0).sum((0, -1) if False else 0).item() == 3.0
+    assert ember.tensor(3.0).sum(0).item() == 3.0
     assert ember.tensor(3.0).sum(-1, keepdim=True).shape == ()
     with pytest.raises(TypeError, match="must be tuple of ints"):
         x.sum(0.5)
@@ -727,13 +776,31 @@ def test_dim_forms():
         x.sum("a")
 
 
-@pytest.mark.parametrize("op", ["sum", "mean", "nansum", "amax", "amin", "logsumexp", "var",
-                                "std", "norm", "all", "any", "count_nonzero"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "sum",
+        "mean",
+        "nansum",
+        "amax",
+        "amin",
+        "logsumexp",
+        "var",
+        "std",
+        "norm",
+        "all",
+        "any",
+        "count_nonzero",
+    ],
+)
 def test_dim_errors(op):
     x = ember.ones(2, 3)
     kw = {"p": 2} if op == "norm" else {}
-    with pytest.raises(IndexError, match=r"^Dimension out of range \(expected to be in range of "
-                                         r"\[-2, 1\], but got 5\)$"):
+    with pytest.raises(
+        IndexError,
+        match=r"^Dimension out of range \(expected to be in range of "
+        r"\[-2, 1\], but got 5\)$",
+    ):
         getattr(ember, op)(x, dim=5, **kw)
     with pytest.raises(IndexError, match=r"range of \[-2, 1\], but got -3"):
         getattr(ember, op)(x, dim=(0, -3), **kw)
@@ -743,8 +810,9 @@ def test_dim_errors(op):
         getattr(ember.tensor(3.0), op)(dim=(0, -1), **kw)
 
 
-@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin", "prod", "cumsum", "cumprod",
-                                "softmax", "log_softmax"])
+@pytest.mark.parametrize(
+    "op", ["max", "min", "argmax", "argmin", "prod", "cumsum", "cumprod", "softmax", "log_softmax"]
+)
 def test_single_dim_errors(op):
     x = ember.ones(2, 3)
     with pytest.raises(IndexError, match=r"expected to be in range of \[-2, 1\], but got 2\)"):
@@ -775,12 +843,19 @@ def test_out_arguments():
     r = ember.max(x, 0, out=(v, i))
     assert r.values is v and r.indices is i and v.tolist() == [3.0, 4.0, 5.0]
     assert i.tolist() == [1, 1, 1]
-    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got double"):
+    with pytest.raises(
+        RuntimeError, match="Expected out tensor to have dtype float, but got double"
+    ):
         ember.max(x, 0, out=(ember.empty(3, dtype=ember.float64), i))
-    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype long int, but got int"):
+    with pytest.raises(
+        RuntimeError, match="Expected out tensor to have dtype long int, but got int"
+    ):
         ember.argmax(x, 0, out=ember.empty(3, dtype=ember.int32))
-    with pytest.raises(RuntimeError, match="Expected the dtype for input and out to match, but got "
-                                           "Float for input's dtype and Double for out's dtype."):
+    with pytest.raises(
+        RuntimeError,
+        match="Expected the dtype for input and out to match, but got "
+        "Float for input's dtype and Double for out's dtype.",
+    ):
         ember.amax(x, 0, out=ember.empty(3, dtype=ember.float64))
     with pytest.raises(RuntimeError, match="all only supports bool tensor for result, got: Float"):
         ember.all(x, 1, out=ember.empty(2))
@@ -825,8 +900,12 @@ def test_autograd_hook_receives_canonical_calls(recorded_calls):
     C = ember._C
     expected = [
         (lambda: x.sum(), "sum", C.sum, {"dim": None, "keepdim": False, "dtype": None}),
-        (lambda: ember.sum(x, 1, True, dtype=ember.float64), "sum", C.sum,
-         {"dim": (1,), "keepdim": True, "dtype": ember.float64}),
+        (
+            lambda: ember.sum(x, 1, True, dtype=ember.float64),
+            "sum",
+            C.sum,
+            {"dim": (1,), "keepdim": True, "dtype": ember.float64},
+        ),
         (lambda: x.mean((0, 1)), "mean", C.mean, {"dim": (0, 1), "keepdim": False, "dtype": None}),
         (lambda: x.nansum(0), "nansum", C.nansum, {"dim": (0,), "keepdim": False, "dtype": None}),
         (lambda: x.nanmean(), "nanmean", C.nanmean, {"dim": None, "keepdim": False, "dtype": None}),
@@ -836,10 +915,24 @@ def test_autograd_hook_receives_canonical_calls(recorded_calls):
         (lambda: x.amax(0), "amax", C.amax, {"dim": (0,), "keepdim": False}),
         (lambda: x.amin(), "amin", C.amin, {"dim": (), "keepdim": False}),
         (lambda: x.var(1, False), "var", C.var, {"dim": (1,), "correction": 0, "keepdim": False}),
-        (lambda: x.std(correction=2), "std", C.std, {"dim": None, "correction": 2, "keepdim": False}),
-        (lambda: ember.var_mean(x, 0), "var_mean", C.var_mean,
-         {"dim": (0,), "correction": 1, "keepdim": False}),
-        (lambda: x.norm(), "norm", C.norm, {"p": 2.0, "dim": None, "keepdim": False, "dtype": None}),
+        (
+            lambda: x.std(correction=2),
+            "std",
+            C.std,
+            {"dim": None, "correction": 2, "keepdim": False},
+        ),
+        (
+            lambda: ember.var_mean(x, 0),
+            "var_mean",
+            C.var_mean,
+            {"dim": (0,), "correction": 1, "keepdim": False},
+        ),
+        (
+            lambda: x.norm(),
+            "norm",
+            C.norm,
+            {"p": 2.0, "dim": None, "keepdim": False, "dtype": None},
+        ),
         (lambda: x.logsumexp(1), "logsumexp", C.logsumexp, {"dim": (1,), "keepdim": False}),
         (lambda: x.cumsum(0), "cumsum", C.cumsum, {"dim": 0, "dtype": None}),
         (lambda: x.cumprod(1), "cumprod", C.cumprod, {"dim": 1, "dtype": None}),
@@ -862,12 +955,28 @@ def test_autograd_hook_receives_canonical_calls(recorded_calls):
 def test_methods_and_functions_agree(rng):
     a = rng.standard_normal((3, 4))
     t = E(a)
-    for name, args in [("sum", (1,)), ("mean", (0,)), ("prod", (1,)), ("amax", (1,)),
-                       ("amin", (0,)), ("argmax", (1,)), ("argmin", (None,)), ("var", (1,)),
-                       ("std", (0,)), ("norm", (3,)), ("logsumexp", (1,)), ("all", (1,)),
-                       ("any", (0,)), ("count_nonzero", (1,)), ("cumsum", (0,)),
-                       ("cumprod", (1,)), ("softmax", (0,)), ("log_softmax", (1,)),
-                       ("nansum", (0,)), ("nanmean", (1,))]:
+    for name, args in [
+        ("sum", (1,)),
+        ("mean", (0,)),
+        ("prod", (1,)),
+        ("amax", (1,)),
+        ("amin", (0,)),
+        ("argmax", (1,)),
+        ("argmin", (None,)),
+        ("var", (1,)),
+        ("std", (0,)),
+        ("norm", (3,)),
+        ("logsumexp", (1,)),
+        ("all", (1,)),
+        ("any", (0,)),
+        ("count_nonzero", (1,)),
+        ("cumsum", (0,)),
+        ("cumprod", (1,)),
+        ("softmax", (0,)),
+        ("log_softmax", (1,)),
+        ("nansum", (0,)),
+        ("nanmean", (1,)),
+    ]:
         m = getattr(t, name)(*args)
         f = getattr(ember, name)(t, *args)
         np.testing.assert_array_equal(N(m), N(f), err_msg=name)
@@ -877,49 +986,57 @@ def test_methods_and_functions_agree(rng):
 # property tests
 
 
-@st.composite
-def array_and_dims(draw):
-    ndim = draw(st.integers(0, 4))
-    shape = tuple(draw(st.lists(st.integers(0, 5), min_size=ndim, max_size=ndim)))
-    seed = draw(st.integers(0, 2**31))
-    a = np.random.default_rng(seed).standard_normal(shape)
-    if ndim:
-        dims = draw(st.lists(st.integers(-ndim, ndim - 1), unique_by=lambda d: d % ndim,
-                             max_size=ndim))
-        dim = draw(st.sampled_from([None, tuple(dims)] + ([dims[0]] if dims else [])))
-    else:
-        dim = draw(st.sampled_from([None, 0, -1, ()]))
-    perm = draw(st.permutations(range(ndim)))
-    step = draw(st.integers(1, 2))
-    return a, dim, tuple(perm), step, draw(st.booleans())
+if given is None:
 
+    @pytest.mark.skip(reason="hypothesis is not installed")
+    def test_property_sum_mean_amax():
+        pass
 
-@settings(max_examples=150, deadline=None)
-@given(array_and_dims())
-def test_property_sum_mean_amax(case):
-    a, dim, perm, step, keepdim = case
-    # the same view of the data in both libraries: permuted, then every `step`-th element
-    t = E(a).permute(*perm) if a.ndim else E(a)
-    x = a.transpose(perm) if a.ndim else a
-    if a.ndim and step > 1:
-        t, x = t[::step], x[::step]
-    axis = np_axis(dim, x.ndim)
-    if axis == ():
-        axis = None
-    ref = np.asarray(np.sum(x, axis=axis, keepdims=keepdim))
-    r = t.sum(dim, keepdim)
-    assert tuple(r.shape) == ref.shape
-    np.testing.assert_allclose(N(r), ref, rtol=1e-12, atol=1e-12)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ref = np.asarray(np.mean(x, axis=axis, keepdims=keepdim))
-    np.testing.assert_allclose(N(t.mean(dim, keepdim)), ref, rtol=1e-12, atol=1e-12)
-    red = x.size if axis is None else int(np.prod([x.shape[d] for d in axis]))
-    if red == 0 and x.size == 0 or (red == 0):
-        return
-    ref = np.asarray(np.max(x, axis=axis, keepdims=keepdim))
-    r = t.amax(dim if dim is not None else (), keepdim)
-    np.testing.assert_array_equal(N(r), ref)
+else:
+
+    @st.composite
+    def array_and_dims(draw):
+        ndim = draw(st.integers(0, 4))
+        shape = tuple(draw(st.lists(st.integers(0, 5), min_size=ndim, max_size=ndim)))
+        seed = draw(st.integers(0, 2**31))
+        a = np.random.default_rng(seed).standard_normal(shape)
+        if ndim:
+            dims = draw(
+                st.lists(st.integers(-ndim, ndim - 1), unique_by=lambda d: d % ndim, max_size=ndim)
+            )
+            dim = draw(st.sampled_from([None, tuple(dims)] + ([dims[0]] if dims else [])))
+        else:
+            dim = draw(st.sampled_from([None, 0, -1, ()]))
+        perm = draw(st.permutations(range(ndim)))
+        step = draw(st.integers(1, 2))
+        return a, dim, tuple(perm), step, draw(st.booleans())
+
+    @settings(max_examples=150, deadline=None)
+    @given(array_and_dims())
+    def test_property_sum_mean_amax(case):
+        a, dim, perm, step, keepdim = case
+        # the same view of the data in both libraries: permuted, then every `step`-th element
+        t = E(a).permute(*perm) if a.ndim else E(a)
+        x = a.transpose(perm) if a.ndim else a
+        if a.ndim and step > 1:
+            t, x = t[::step], x[::step]
+        axis = np_axis(dim, x.ndim)
+        if axis == ():
+            axis = None
+        ref = np.asarray(np.sum(x, axis=axis, keepdims=keepdim))
+        r = t.sum(dim, keepdim)
+        assert tuple(r.shape) == ref.shape
+        np.testing.assert_allclose(N(r), ref, rtol=1e-12, atol=1e-12)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref = np.asarray(np.mean(x, axis=axis, keepdims=keepdim))
+        np.testing.assert_allclose(N(t.mean(dim, keepdim)), ref, rtol=1e-12, atol=1e-12)
+        red = x.size if axis is None else int(np.prod([x.shape[d] for d in axis]))
+        if red == 0:  # max over nothing is an error (tested above)
+            return
+        ref = np.asarray(np.max(x, axis=axis, keepdims=keepdim))
+        r = t.amax(dim if dim is not None else (), keepdim)
+        np.testing.assert_array_equal(N(r), ref)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -933,7 +1050,9 @@ ORACLE_OPS = {
     "nansum": lambda m, x, d, k: m.nansum(x, d, k) if d is not None else m.nansum(x),
     "nanmean": lambda m, x, d, k: m.nanmean(x, d, k),
     "amax": lambda m, x, d, k: m.amax(x, d if d is not None else (), k),
-    "max": lambda m, x, d, k: m.max(x) if d is None else m.max(x, d if isinstance(d, int) else 0, k)[0],
+    "max": lambda m, x, d, k: (
+        m.max(x) if d is None else m.max(x, d if isinstance(d, int) else 0, k)[0]
+    ),
     "min.indices": lambda m, x, d, k: m.min(x, d if isinstance(d, int) else -1, k)[1],
     "argmax": lambda m, x, d, k: m.argmax(x, d if isinstance(d, int) else None, k),
     "var": lambda m, x, d, k: m.var(x, d, keepdim=k),
@@ -990,5 +1109,10 @@ def test_against_torch(torch, dtype, shape):
                 assert tuple(got.shape) == tuple(want.shape), where
                 ref = want.double().numpy() if want.is_floating_point() else want.numpy()
                 tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(dtype, 1e-5)
-                np.testing.assert_allclose(N(got).astype(np.float64), ref.astype(np.float64),
-                                           rtol=tol, atol=tol, err_msg=where)
+                np.testing.assert_allclose(
+                    N(got).astype(np.float64),
+                    ref.astype(np.float64),
+                    rtol=tol,
+                    atol=tol,
+                    err_msg=where,
+                )

@@ -16,9 +16,9 @@
 //               accumulates whole input rows, vectorised along the kept dim, cascading blocks of
 //               rows for accuracy;
 //        else   the input is copied to a contiguous tensor with the reduced dims last (inner);
-//   4. the work is split over the thread pool: by outputs when there are enough of them, else
-//      each output's reduction is also split into chunks whose partial results are combined in
-//      order (which keeps the first-index rule of argmax).
+//   4. the work is cut into tasks that the pool's threads claim dynamically: blocks of outputs
+//      when there are enough of them, else chunks of each output's reduction too, whose partial
+//      results are combined in order (which keeps the first-index rule of argmax).
 // An op is a small struct: in_t, acc_t, identity(), combine(a, b), reduce_run(ptr, n, index0)
 // for a contiguous run, accumulate_rows(acc, row, n, index) for the outer path and write(i, acc)
 // for output element i. MapReduceOp below (map, combine, project) serves the arithmetic
@@ -26,6 +26,7 @@
 // index). Scans, softmax and logsumexp (reduce_scan.cpp) use row kernels over [outer, D, inner].
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -218,6 +219,22 @@ void accumulate_block_rows(const Op& op, const ReducePlan& p, const in_of<Op>* b
   }
 }
 
+// Runs f(task) for every task in [0, ntasks) on the thread pool. Tasks are claimed one by one
+// from a shared counter rather than split statically, so a thread that is descheduled (a loaded
+// machine) does not hold up the others: they simply take more tasks.
+template <class F> void run_tasks(int64_t ntasks, int threads, const F& f) {
+  if (ntasks <= 1 || threads <= 1) {
+    for (int64_t t = 0; t < ntasks; ++t) f(t);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel_for(0, std::min<int64_t>(threads, ntasks), 1, [&](int64_t, int64_t) {
+    for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < ntasks;
+         t = next.fetch_add(1, std::memory_order_relaxed))
+      f(t);
+  });
+}
+
 // Runs `op` over the plan. `in` points at the input's first element; op.write(i, acc) stores
 // output element i (contiguous offset, shared by all of the op's outputs).
 template <class Op>
@@ -233,18 +250,21 @@ void run_reduce(const Op& op, const ReducePlan& p, const in_of<Op>* in) {
     }
     return;
   }
-  const int threads = in_parallel_region() ? 1 : get_num_threads();
-  const bool small = N * R <= kGrainSize;
+  const int threads = N * R <= kGrainSize || in_parallel_region() ? 1 : get_num_threads();
+  // Aim for several tasks per thread (balance), each of at least ~kGrainSize elements.
+  const int64_t want_tasks = 8 * static_cast<int64_t>(threads);
 
   if (!p.outer()) {
     // ---- inner path ----
-    int64_t S = 1;  // reduction splits per output
-    if (!small && threads > 1 && N < 4 * threads)
-      S = std::max<int64_t>(1, std::min<int64_t>((4 * threads + N - 1) / N, R / 4096));
+    int64_t S = 1;  // reduction splits per output, when there are too few outputs to share
+    if (threads > 1 && N < want_tasks)
+      S = std::max<int64_t>(1, std::min<int64_t>((want_tasks + N - 1) / N, R / kGrainSize));
     if (S == 1) {
-      const int64_t grain = small ? N : std::max<int64_t>(1, kGrainSize / R);
       const bool one_run = p.r_size.size() <= 1;  // each output reduces one contiguous run
-      parallel_for(0, N, grain, [&](int64_t b, int64_t e) {
+      const int64_t per_task = threads == 1 ? N
+          : std::max<int64_t>({1, kGrainSize / R, N / want_tasks});
+      run_tasks((N + per_task - 1) / per_task, threads, [&](int64_t t) {
+        const int64_t b = t * per_task, e = std::min(N, b + per_task);
         KeptCursor c(p, b);
         for (int64_t o = b; o < e; ++o, c.next()) {
           if (one_run) op.write(c.out_off, op.reduce_run(in + c.in_off, R, 0));
@@ -254,15 +274,13 @@ void run_reduce(const Op& op, const ReducePlan& p, const in_of<Op>* in) {
       return;
     }
     std::unique_ptr<acc_t[]> partial(new acc_t[N * S]);
-    parallel_for(0, N * S, 1, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t o = t / S, s = t % S;
-        int64_t io, oo;
-        kept_offsets(p, o, io, oo);
-        partial[t] = reduce_range(op, p, in + io, R * s / S, R * (s + 1) / S);
-      }
+    run_tasks(N * S, threads, [&](int64_t t) {
+      const int64_t o = t / S, s = t % S;
+      int64_t io, oo;
+      kept_offsets(p, o, io, oo);
+      partial[t] = reduce_range(op, p, in + io, R * s / S, R * (s + 1) / S);
     });
-    for (int64_t o = 0; o < N; ++o) {
+    for (int64_t o = 0; o < N; ++o) {  // partial results combined in order (first index wins)
       acc_t a = partial[o * S];
       for (int64_t s = 1; s < S; ++s) a = op.combine(a, partial[o * S + s]);
       int64_t io, oo;
@@ -276,17 +294,19 @@ void run_reduce(const Op& op, const ReducePlan& p, const in_of<Op>* in) {
   constexpr int64_t kTileBytes = 16384;
   constexpr int64_t T = std::max<int64_t>(16, kTileBytes / static_cast<int64_t>(sizeof(acc_t)));
   const int64_t n0 = p.k_size.back();
-  const int64_t M = N / n0, ntiles = (n0 + T - 1) / T, tasks = M * ntiles;
+  const int64_t M = N / n0, ntiles = (n0 + T - 1) / T, tiles = M * ntiles;
   int64_t S = 1;
-  if (!small && threads > 1 && tasks < 4 * threads)
-    S = std::max<int64_t>(1, std::min<int64_t>((4 * threads + tasks - 1) / tasks, R / 256));
+  if (threads > 1 && tiles < want_tasks)
+    S = std::max<int64_t>(1, std::min<int64_t>((want_tasks + tiles - 1) / tiles,
+                                               R * std::min(n0, T) / kGrainSize));
   std::unique_ptr<acc_t[]> partial(S > 1 ? new acc_t[N * S] : nullptr);
-  const int64_t grain = small ? tasks * S : std::max<int64_t>(1, kGrainSize / (R * std::min(n0, T)));
-  parallel_for(0, tasks * S, grain, [&](int64_t b, int64_t e) {
+  const int64_t per_task = threads == 1 ? tiles * S
+      : std::max<int64_t>(1, kGrainSize / (R / S * std::min(n0, T) + 1));
+  run_tasks((tiles * S + per_task - 1) / per_task, threads, [&](int64_t task) {
     std::unique_ptr<acc_t[]> acc(new acc_t[T]), tmp(new acc_t[T]);
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t s = t % S, task = t / S, m = task / ntiles, tile = task % ntiles;
-      const int64_t j0 = tile * T, n = std::min(T, n0 - j0);
+    for (int64_t t = task * per_task, te = std::min(tiles * S, t + per_task); t < te; ++t) {
+      const int64_t s = t % S, tile = t / S, m = tile / ntiles;
+      const int64_t j0 = (tile % ntiles) * T, n = std::min(T, n0 - j0);
       int64_t io, oo;
       kept_offsets(p, m * n0, io, oo);
       for (int64_t i = 0; i < n; ++i) acc[i] = op.identity();
