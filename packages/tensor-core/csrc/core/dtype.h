@@ -20,6 +20,12 @@ inline size_t itemsize(ScalarType t) {
   static constexpr size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 0};
   return sizes[static_cast<int>(t)];
 }
+// PyTorch's name of a dtype in messages ("Float", "Long", ...).
+inline const char* torch_type_name(ScalarType t) {
+  static const char* names[] = {"Bool", "Byte",     "Char",  "Short",  "Int",      "Long",
+                                "Half", "BFloat16", "Float", "Double", "Undefined"};
+  return names[static_cast<int>(t)];
+}
 inline const char* dtype_name(ScalarType t) {
   static const char* names[] = {"bool",    "uint8",    "int8",    "int16",   "int32",  "int64",
                                 "float16", "bfloat16", "float32", "float64", "undefined"};

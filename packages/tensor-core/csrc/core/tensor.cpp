@@ -96,6 +96,20 @@ Tensor empty_like(const Tensor& t, ScalarType dtype) {
   return empty(t->sizes, dt, t->device());
 }
 
+void resize_output(const Tensor& out, const Shape& shape) {
+  if (out->sizes == shape) return;
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  const size_t need = static_cast<size_t>(out->offset + n) * out->element_size();
+  if (out->storage->nbytes < need) {
+    Tensor fresh = empty(shape, out->dtype, out->device());
+    out->storage = fresh->storage;
+    out->offset = 0;
+  }
+  out->sizes = shape;
+  out->strides = contiguous_strides(shape);
+}
+
 Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked) {
   Tensor t = empty({}, dtype);
   dispatch_all(dtype, "scalar_tensor", [&](auto tag) {

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/allocator.h"
@@ -75,9 +76,14 @@ using Tensor = std::shared_ptr<TensorImpl>;
 
 // ---- construction ----
 Shape contiguous_strides(const Shape& sizes);
+// Reduction dims: nullopt means all of them.
+using OptDims = std::optional<std::vector<int64_t>>;
 Tensor empty(const Shape& sizes, ScalarType dtype, Device device = Device{});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device = Device{});
 Tensor empty_like(const Tensor& t, ScalarType dtype = ScalarType::Undefined);
+// PyTorch's resize_output for out= tensors: gives `out` the shape `shape` (contiguous strides),
+// keeping its storage when that is large enough. No-op when the shape already matches.
+void resize_output(const Tensor& out, const Shape& shape);
 Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, int64_t offset, ScalarType dtype);
 // 0-d tensor holding s; `checked` refuses values the dtype cannot hold (creation, fill_).
 Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked = false);

@@ -423,19 +423,6 @@ Tensor dot_impl(const Tensor& a, const Tensor& b, const Tensor& out, const char*
 // ---------------------------------------------------------------------------------------------
 // Public ops
 
-void resize_output(const Tensor& out, const Shape& shape) {
-  if (out->sizes == shape) return;
-  const int64_t n = prod(shape);
-  const size_t need = static_cast<size_t>(out->offset + n) * out->element_size();
-  if (out->storage->nbytes < need) {
-    Tensor fresh = empty(shape, out->dtype, out->device());
-    out->storage = fresh->storage;
-    out->offset = 0;
-  }
-  out->sizes = shape;
-  out->strides = contiguous_strides(shape);
-}
-
 Tensor mm(const Tensor& a, const Tensor& b, const Tensor& out) {
   check_cpu(a, "mm"), check_cpu(b, "mm");
   EMBER_CHECK(a->dim() == 2, std::runtime_error, "self must be a matrix");

@@ -43,9 +43,6 @@ Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar b
 Tensor addbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta, Scalar alpha,
               const Tensor& out = nullptr);
 
-// PyTorch's resize_output for out= tensors: gives `out` the shape `shape` (contiguous strides),
-// keeping its storage when that is large enough. No-op when the shape already matches.
-void resize_output(const Tensor& out, const Shape& shape);
 
 // In-place forms: self must already have the product's shape (no broadcasting), as in PyTorch.
 void addmm_(const Tensor& self, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha);

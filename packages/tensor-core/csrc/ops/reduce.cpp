@@ -12,12 +12,6 @@ namespace ember {
 
 using namespace reduce_detail;
 
-const char* torch_type_name(ScalarType t) {
-  static const char* names[] = {"Bool", "Byte",     "Char",  "Short",  "Int",      "Long",
-                                "Half", "BFloat16", "Float", "Double", "Undefined"};
-  return names[static_cast<int>(t)];
-}
-
 std::vector<bool> reduction_mask(const Tensor& x, const OptDims& dim) {
   const int64_t nd = x->dim();
   std::vector<bool> mask(nd, false);

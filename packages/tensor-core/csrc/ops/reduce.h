@@ -39,7 +39,6 @@
 namespace ember {
 
 // A dim argument: nullopt is dim=None; an empty list also means every dim, as in PyTorch.
-using OptDims = std::optional<std::vector<int64_t>>;
 
 // ---- reductions (ScalarType::Undefined for `dtype` means "not given") ----
 Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype = ScalarType::Undefined);
@@ -81,8 +80,6 @@ Tensor softmax(const Tensor& x, int64_t dim, ScalarType dtype = ScalarType::Unde
 Tensor log_softmax(const Tensor& x, int64_t dim, ScalarType dtype = ScalarType::Undefined);
 
 // ---- helpers shared with the bindings ----
-// PyTorch's name of a dtype in messages ("Float", "Long", ...).
-const char* torch_type_name(ScalarType t);
 // The mask of reduced dims (size x.dim()); throws PyTorch's errors for bad/duplicate dims.
 std::vector<bool> reduction_mask(const Tensor& x, const OptDims& dim);
 // Number of elements each output reduces (input numel / output numel).

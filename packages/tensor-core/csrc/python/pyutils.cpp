@@ -190,6 +190,133 @@ void check_out_no_grad(const Tensor& out, const char* op) {
                                          "requires grad."));
 }
 
+// ---- shared argument parsing and out= handling (declared in pyutils.h) ----
+
+std::string type_of(py::handle h) { return py::str(py::type::of(h).attr("__name__")); }
+
+// ---- argument parsing ----
+
+bool is_int_like(py::handle h) {
+  PyObject* p = h.ptr();
+  if (PyBool_Check(p)) return false;
+  if (PyLong_Check(p)) return true;
+  if (is_tensor(h)) {
+    Tensor t = to_tensor(h);
+    return t->dim() == 0 && is_integral(t->dtype, false);
+  }
+  return PyIndex_Check(p) && !PySequence_Check(p);  // NumPy integers
+}
+
+int64_t as_int(py::handle h) {
+  if (is_tensor(h)) return to_scalar(h).to_int();
+  return py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr())).cast<int64_t>();
+}
+
+// dim: None, an int, or a sequence of ints.
+OptDims parse_dims(py::handle h, const char* op) {
+  if (!h || h.is_none()) return std::nullopt;
+  if (is_int_like(h)) return std::vector<int64_t>{as_int(h)};
+  if (py::isinstance<py::sequence>(h) && !py::isinstance<py::str>(h) && !is_tensor(h)) {
+    std::vector<int64_t> dims;
+    size_t pos = 0;
+    for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
+      if (!is_int_like(item))
+        throw py::type_error(str_cat(op, "(): argument 'dim' must be tuple of ints, but found "
+                                         "element of type ", type_of(item), " at pos ", pos));
+      dims.push_back(as_int(item));
+      ++pos;
+    }
+    return dims;
+  }
+  throw py::type_error(str_cat(op, "(): argument 'dim' must be tuple of ints, not ", type_of(h)));
+}
+
+int64_t parse_dim(py::handle h, const char* op) {
+  if (is_int_like(h)) return as_int(h);
+  throw py::type_error(str_cat(op, "(): argument 'dim' must be int, not ", type_of(h)));
+}
+
+std::optional<int64_t> parse_opt_dim(py::handle h, const char* op) {
+  if (!h || h.is_none()) return std::nullopt;
+  return parse_dim(h, op);
+}
+
+py::object dims_obj(const OptDims& d) {
+  if (!d) return py::none();
+  py::tuple t(d->size());
+  for (size_t i = 0; i < d->size(); ++i) t[i] = py::int_((*d)[i]);
+  return t;
+}
+py::object opt_dim_obj(const std::optional<int64_t>& d) { return d ? py::object(py::int_(*d)) : py::none(); }
+
+Tensor opt_out(py::handle h, const char* op) {
+  return (!h || h.is_none()) ? nullptr : expect_tensor(h, op, "out");
+}
+
+// ---- out= ----
+
+const char* cpp_type_name(ScalarType t) {
+  static const char* names[] = {"bool",     "unsigned char", "signed char",   "short int",
+                                "int",      "long int",      "c10::Half",     "c10::BFloat16",
+                                "float",    "double",        "undefined"};
+  return names[static_cast<int>(t)];
+}
+
+void warn(const std::string& msg) {
+  if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) throw py::error_already_set();
+}
+
+// PyTorch's resize_output as seen from Python: an out= tensor of another shape takes the result's
+// shape, with PyTorch's deprecation warning unless it was empty.
+void resize_out(const Tensor& out, const Shape& shape) {
+  if (out->sizes == shape) return;
+  if (out->numel() != 0)
+    warn(str_cat("An output with one or more elements was resized since it had shape ",
+                 shape_str(out->sizes), ", which does not match the required output shape ",
+                 shape_str(shape), ". This behavior is deprecated, and in a future PyTorch release "
+                 "outputs will not be resized unless they have zero elements. You can explicitly "
+                 "reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0)."));
+  resize_output(out, shape);
+}
+
+void write_out(const char* op, const Tensor& result, const Tensor& out) {
+  check_out_no_grad(out, op);
+  EMBER_CHECK(can_cast(result->dtype, out->dtype), std::runtime_error, "result type ",
+              torch_type_name(result->dtype), " can't be cast to the desired output type ",
+              torch_type_name(out->dtype));
+  resize_out(out, result->sizes);
+  copy_(out, result);
+}
+
+void check_out_dtype(const Tensor& out, ScalarType expected) {
+  EMBER_CHECK(out->dtype == expected, std::runtime_error, "Expected out tensor to have dtype ",
+              cpp_type_name(expected), ", but got ", cpp_type_name(out->dtype), " instead");
+}
+
+py::object finish(const char* op, const Tensor& result, py::handle outh) {
+  if (!outh || outh.is_none()) return wrap(result);
+  write_out(op, result, expect_tensor(outh, op, "out"));
+  return py::reinterpret_borrow<py::object>(outh);
+}
+
+[[noreturn]] void out_with_grad(const char* op) {
+  throw std::runtime_error(str_cat(op, "(): functions with out=... arguments don't support "
+                                       "automatic differentiation, but one of the arguments "
+                                       "requires grad."));
+}
+
+// ---- the (values, indices) result type of max/min(dim) ----
+
+py::object return_type(const std::string& name) {
+  static auto* types = new std::map<std::string, py::object>();  // leaked: outlives teardown
+  auto it = types->find(name);
+  if (it != types->end()) return it->second;
+  py::object nt = py::module_::import("collections").attr("namedtuple")(
+      name, py::make_tuple("values", "indices"), "module"_a = "ember.return_types");
+  (*types)[name] = nt;
+  return nt;
+}
+
 void register_dtypes(py::module_& m) {
   // The core's exception types (core/errors.h) become the Python exceptions they name; anything
   // else falls through to pybind11's own translation (std::runtime_error -> RuntimeError, ...).

@@ -56,6 +56,35 @@ void ensure_autograd_available();
 // out= / in-place on a tensor that requires grad is refused like PyTorch does.
 void check_out_no_grad(const Tensor& out, const char* op);
 
+// ---- argument parsing shared by the bindings ----
+std::string type_of(py::handle h);  // the Python type name of h, for messages
+// The C++ type name PyTorch prints for a dtype in some messages ("float", "long int", ...).
+const char* cpp_type_name(ScalarType t);
+// An int (not bool), a NumPy integer, or a 0-d integral tensor.
+bool is_int_like(py::handle h);
+int64_t as_int(py::handle h);
+// dim as None (-> nullopt) / int / sequence of ints, with PyTorch's TypeErrors.
+OptDims parse_dims(py::handle h, const char* op);
+int64_t parse_dim(py::handle h, const char* op);
+std::optional<int64_t> parse_opt_dim(py::handle h, const char* op);
+py::object dims_obj(const OptDims& d);
+py::object opt_dim_obj(const std::optional<int64_t>& d);
+
+// ---- out= ----
+Tensor opt_out(py::handle h, const char* op);  // None -> null tensor
+void warn(const std::string& msg);               // a UserWarning (raises if warnings are errors)
+// PyTorch's resize_output (with its deprecation warning when a non-empty out changes shape).
+void resize_out(const Tensor& out, const Shape& shape);
+// Checks grad/dtype rules, resizes `out` and copies `result` into it.
+void write_out(const char* op, const Tensor& result, const Tensor& out);
+// Raises unless out has exactly `expected` dtype (for index outputs and the like).
+void check_out_dtype(const Tensor& out, ScalarType expected);
+// Returns `result`, or writes it into the tensor `outh` and returns that.
+py::object finish(const char* op, const Tensor& result, py::handle outh);
+[[noreturn]] void out_with_grad(const char* op);
+// The named tuple type ember.return_types.<name>(values, indices) of max/sort/topk/...
+py::object return_type(const std::string& name);
+
 // Wraps an ember Tensor result for Python (identity for now; a seam for subclasses).
 inline py::object wrap(Tensor t) { return py::cast(std::move(t)); }
 
