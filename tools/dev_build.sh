@@ -9,7 +9,7 @@ out="${TMPDIR:-/tmp}/ember-dev-${name}"
 mkdir -p "$out/lib/ember" "$out/tmp"
 cd "$root/packages/tensor-core"
 # CCACHE_BASEDIR makes paths relative, so other checkouts of the repository share the cache.
-if command -v ccache >/dev/null; then export CC="ccache gcc" CXX="ccache g++" CCACHE_BASEDIR="$root"; fi
+if command -v ccache >/dev/null; then export CC="ccache gcc" CXX="ccache g++" CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1; fi
 log="$out/build.log"
 if ! python3 setup.py -q build_ext --build-lib "$out/lib" --build-temp "$out/tmp" --force -j 2 >"$log" 2>&1; then
   grep -E "error" "$log" | head -40 >&2
