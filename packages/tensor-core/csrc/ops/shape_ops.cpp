@@ -1,0 +1,458 @@
+// shape_ops.cpp: kernels of the joining and reshaping ops (see shape_ops.h).
+//
+// The core has no negative strides (views must stay non-negative so every kernel can assume
+// them), but the elementwise machinery itself only adds byte strides to pointers. flip therefore
+// builds a private, never-escaping TensorImpl whose flipped dims carry negative strides and whose
+// offset points at the last element along them, and runs the ordinary copy kernel over it.
+// roll and constant_pad_nd are a handful of block copies between narrowed views; cat and
+// repeat_interleave are memcpy loops over (outer slice, input row) blocks when layouts allow.
+#include "ops/shape_ops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "kernels/iterator.h"
+#include "ops/elementwise.h"
+#include "runtime/parallel.h"
+
+namespace ember {
+namespace {
+
+bool is_legacy_empty(const Tensor& t) { return t->dim() == 1 && t->sizes[0] == 0; }
+
+int64_t prod(const Shape& s, size_t b, size_t e) {
+  int64_t n = 1;
+  for (size_t i = b; i < e; ++i) n *= s[i];
+  return n;
+}
+
+// Copies n_tasks memcpy blocks in parallel, each chunk of work holding at least ~64 KiB.
+template <typename Task>
+void parallel_blocks(int64_t n_tasks, int64_t total_bytes, const Task& task) {
+  constexpr int64_t kBytesPerChunk = 1 << 16;
+  if (n_tasks == 0) return;
+  int64_t grain = total_bytes <= kBytesPerChunk * 2
+                      ? n_tasks
+                      : std::max<int64_t>(1, n_tasks * kBytesPerChunk / std::max<int64_t>(total_bytes, 1));
+  parallel_for(0, n_tasks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) task(k);
+  });
+}
+
+void check_no_overlap(const Tensor& out, const Tensor& in) {
+  if (out->storage == in->storage && out->numel() > 0 && in->numel() > 0)
+    throw std::runtime_error(
+        "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+        "to a single memory location. Please clone() the tensor before performing the operation.");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// cat
+
+Shape cat_shape(const std::vector<Tensor>& tensors, int64_t dim, ScalarType* dtype,
+                int64_t* wrapped_dim) {
+  if (tensors.empty()) throw ValueError("torch.cat(): expected a non-empty list of Tensors");
+  ScalarType dt = ScalarType::Undefined;
+  const Tensor* ref = nullptr;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    EMBER_CHECK(t->dim() > 0, std::runtime_error, "zero-dimensional tensor (at position ", i,
+                ") cannot be concatenated");
+    EMBER_CHECK(t->device() == tensors[0]->device(), std::runtime_error,
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                tensors[0]->device().str(), " and ", t->device().str(), "!");
+    dt = promote_types(dt, t->dtype);
+    if (!ref && !is_legacy_empty(t)) ref = &t;
+  }
+  if (dtype) *dtype = dt;
+  if (!ref) {  // every input is a 1-d empty tensor
+    wrap_dim(dim, 1);
+    if (wrapped_dim) *wrapped_dim = 0;
+    return {0};
+  }
+  const int64_t nd = (*ref)->dim();
+  dim = wrap_dim(dim, nd);
+  if (wrapped_dim) *wrapped_dim = dim;
+  Shape shape = (*ref)->sizes;
+  shape[dim] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (is_legacy_empty(t)) continue;
+    EMBER_CHECK(t->dim() == nd, std::runtime_error,
+                "Tensors must have same number of dimensions: got ", nd, " and ", t->dim());
+    for (int64_t d = 0; d < nd; ++d)
+      if (d != dim && t->sizes[d] != shape[d])
+        throw std::runtime_error(str_cat("Sizes of tensors must match except in dimension ", dim,
+                                         ". Expected size ", shape[d], " but got size ",
+                                         t->sizes[d], " for tensor number ", i, " in the list."));
+    shape[dim] += t->sizes[dim];
+  }
+  return shape;
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim_in, const Tensor& out_in) {
+  ScalarType dt;
+  int64_t dim;
+  Shape shape = cat_shape(tensors, dim_in, &dt, &dim);
+  Tensor out = out_in;
+  if (out) {
+    EMBER_CHECK(can_cast(dt, out->dtype), TypeError,
+                "torch.cat(): input types can't be cast to the desired output type ",
+                torch_type_name(out->dtype));
+    check_inplace_writable(out, "cat");
+    for (auto& t : tensors) check_no_overlap(out, t);
+    resize_output(out, shape);
+  } else {
+    out = empty(shape, dt, tensors[0]->device());
+  }
+  if (out->numel() == 0) return out;
+
+  // Inputs that contribute, with their start along dim.
+  std::vector<Tensor> parts;
+  std::vector<int64_t> starts;
+  int64_t pos = 0;
+  bool fast = out->is_contiguous();
+  for (auto& t : tensors) {
+    if (is_legacy_empty(t) || t->sizes[dim] == 0) continue;
+    parts.push_back(t);
+    starts.push_back(pos);
+    pos += t->sizes[dim];
+    fast = fast && t->dtype == out->dtype && t->is_contiguous();
+  }
+  if (!fast) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      copy_(narrow(out, dim, starts[i], parts[i]->sizes[dim]), parts[i]);
+    }
+    return out;
+  }
+  // Contiguous, same dtype: for each outer slice, each input's block is one memcpy.
+  const int64_t es = static_cast<int64_t>(out->element_size());
+  const int64_t outer = prod(shape, 0, dim);
+  const int64_t inner = prod(shape, dim + 1, shape.size()) * es;  // bytes per row along dim
+  const int64_t out_row = shape[dim] * inner;                       // bytes per outer slice
+  const int64_t n = static_cast<int64_t>(parts.size());
+  char* dst = out->data();
+  parallel_blocks(outer * n, outer * out_row, [&](int64_t k) {
+    const int64_t o = k / n, i = k % n;
+    const int64_t bytes = parts[i]->sizes[dim] * inner;
+    std::memcpy(dst + o * out_row + starts[i] * inner, parts[i]->data() + o * bytes, bytes);
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// flip / roll
+
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims_in) {
+  const int64_t nd = x->dim();
+  std::vector<bool> flipped(std::max<int64_t>(nd, 1), false);
+  for (auto d : dims_in) {
+    int64_t w = wrap_dim(d, nd);
+    EMBER_CHECK(!flipped[w], std::runtime_error, "dim ", w, " appears multiple times in the list of dims");
+    flipped[w] = true;
+  }
+  Tensor out = empty(x->sizes, x->dtype, x->device());
+  if (out->numel() == 0) return out;
+  // A private source view with negative strides on the flipped dims (never returned).
+  auto src = std::make_shared<TensorImpl>(*x);
+  src->base = nullptr;
+  for (int64_t d = 0; d < nd; ++d)
+    if (flipped[d] && x->sizes[d] > 1) {
+      src->offset += (x->sizes[d] - 1) * x->strides[d];
+      src->strides[d] = -x->strides[d];
+    }
+  ElementwiseIter it(out, out->dtype, {src}, "flip");
+  run_copy_kernel(it, out->dtype, x->dtype);
+  return out;
+}
+
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
+  EMBER_CHECK(!shifts.empty(), std::runtime_error, "`shifts` required");
+  if (dims.empty()) {
+    EMBER_CHECK(shifts.size() == 1, std::runtime_error, "shifts and dimensions must align. shifts: ",
+                shifts.size(), ", dims:0");
+    Tensor flat = roll(reshape(x, {x->numel()}), shifts, {0});
+    return view(flat, x->sizes);
+  }
+  EMBER_CHECK(shifts.size() == dims.size(), std::runtime_error,
+              "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
+  const int64_t nd = x->dim();
+  std::vector<int64_t> shift(std::max<int64_t>(nd, 1), 0);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = wrap_dim(dims[i], nd);
+    int64_t n = nd == 0 ? 1 : x->sizes[d];
+    if (n > 0) shift[d] = ((shift[d] + shifts[i]) % n + n) % n;
+  }
+  Tensor out = empty(x->sizes, x->dtype, x->device());
+  if (out->numel() == 0 || nd == 0) {
+    if (out->numel()) copy_(out, x);
+    return out;
+  }
+  std::vector<int64_t> rolled;
+  for (int64_t d = 0; d < nd; ++d)
+    if (shift[d]) rolled.push_back(d);
+  // Every combination of the two pieces along each rolled dim is one block copy:
+  // out[s:n] = in[0:n-s] and out[0:s] = in[n-s:n].
+  std::function<void(size_t, Tensor, Tensor)> go = [&](size_t k, Tensor o, Tensor i) {
+    if (k == rolled.size()) {
+      copy_(o, i);
+      return;
+    }
+    const int64_t d = rolled[k], n = x->sizes[d], s = shift[d];
+    go(k + 1, narrow(o, d, s, n - s), narrow(i, d, 0, n - s));
+    go(k + 1, narrow(o, d, 0, s), narrow(i, d, n - s, s));
+  };
+  go(0, out, x);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// tril / triu
+
+Tensor tril_triu(const Tensor& x, int64_t k, bool upper, bool inplace) {
+  const char* name = upper ? "triu" : "tril";
+  EMBER_CHECK(x->dim() >= 2, std::runtime_error, name,
+              ": input tensor must have at least 2 dimensions");
+  Tensor r;
+  if (inplace) {
+    check_inplace_writable(x, inplace ? (upper ? "triu_" : "tril_") : name);
+    r = x;
+  } else {
+    r = empty(x->sizes, x->dtype, x->device());
+    copy_(r, x);
+  }
+  const int64_t nd = r->dim(), rows = r->sizes[nd - 2], cols = r->sizes[nd - 1];
+  if (r->numel() == 0) return r;
+  const int64_t batch = r->numel() / (rows * cols);
+  const int64_t es = static_cast<int64_t>(r->element_size());
+  const int64_t rs = r->strides[nd - 2] * es, cs = r->strides[nd - 1] * es;
+  Shape bsizes(r->sizes.begin(), r->sizes.end() - 2), bstrides(r->strides.begin(), r->strides.end() - 2);
+  char* base = r->data();
+  // Every dtype's zero is all-zero bytes, so zeroing is a memset of the masked part of each row.
+  parallel_for(0, batch * rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t idx = b; idx < e; ++idx) {
+      int64_t bi = idx / rows, i = idx % rows;
+      int64_t off = 0;
+      for (int64_t d = static_cast<int64_t>(bsizes.size()) - 1; d >= 0; --d) {
+        off += (bi % bsizes[d]) * bstrides[d];
+        bi /= bsizes[d];
+      }
+      char* row = base + off * es + i * rs;
+      // tril keeps j <= i + k; triu keeps j >= i + k.
+      int64_t j0 = upper ? 0 : std::clamp<int64_t>(i + k + 1, 0, cols);
+      int64_t j1 = upper ? std::clamp<int64_t>(i + k, 0, cols) : cols;
+      if (j1 <= j0) continue;
+      if (cs == es) std::memset(row + j0 * cs, 0, (j1 - j0) * es);
+      else
+        for (int64_t j = j0; j < j1; ++j) std::memset(row + j * cs, 0, es);
+    }
+  });
+  if (inplace) r->bump_version();
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// constant_pad_nd
+
+Tensor constant_pad_nd(const Tensor& x, const std::vector<int64_t>& pad, Scalar value) {
+  const int64_t n = static_cast<int64_t>(pad.size()), nd = x->dim();
+  EMBER_CHECK(n % 2 == 0, std::runtime_error, "Length of pad must be even but instead it equals ", n);
+  EMBER_CHECK(n / 2 <= nd, std::runtime_error,
+              "Length of pad should be no more than twice the number of dimensions of the input. "
+              "Pad length is ", n, " while the input has ", nd, " dimensions.");
+  Shape shape = x->sizes;
+  Tensor src = x;
+  std::vector<int64_t> lo(nd, 0);
+  for (int64_t i = 0; i < n / 2; ++i) {
+    const int64_t d = nd - 1 - i, l = pad[2 * i], r = pad[2 * i + 1];
+    const int64_t size = x->sizes[d] + l + r;
+    EMBER_CHECK(size >= 0, std::runtime_error, "The input size ", x->sizes[d], ", plus negative padding ",
+                l, " and ", r, " resulted in a negative output size, which is invalid. Check "
+                "dimension ", d, " of your input.");
+    shape[d] = size;
+    // Negative pads crop the input.
+    int64_t start = std::max<int64_t>(-l, 0), stop = x->sizes[d] - std::max<int64_t>(-r, 0);
+    src = narrow(src, d, std::min(start, x->sizes[d]), std::max<int64_t>(stop - start, 0));
+    lo[d] = std::max<int64_t>(l, 0);
+  }
+  Tensor out = empty(shape, x->dtype, x->device());
+  fill_(out, value);
+  if (src->numel() == 0) return out;
+  Tensor dst = out;
+  for (int64_t d = 0; d < nd; ++d) dst = narrow(dst, d, lo[d], src->sizes[d]);
+  copy_(dst, src);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// repeat_interleave / diag_embed / tri_indices
+
+static std::vector<int64_t> read_counts(const Tensor& repeats) {
+  EMBER_CHECK(repeats->dtype == ScalarType::Int64 || repeats->dtype == ScalarType::Int32,
+              NotImplementedError, "\"repeat_interleave_cpu\" not implemented for '",
+              torch_type_name(repeats->dtype), "'");
+  Tensor c = contiguous(to_dtype(repeats, ScalarType::Int64));
+  const int64_t* p = c->data_as<int64_t>();
+  std::vector<int64_t> counts(p, p + c->numel());
+  for (auto v : counts) EMBER_CHECK(v >= 0, std::runtime_error, "repeats can not be negative");
+  return counts;
+}
+
+Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repeat,
+                         std::optional<int64_t> dim_opt, int64_t output_size) {
+  Tensor x = dim_opt ? x_in : reshape(x_in, {x_in->numel()});
+  const int64_t dim = dim_opt ? wrap_dim(*dim_opt, x->dim()) : 0;
+  const int64_t n = x->dim() == 0 ? 1 : x->sizes[dim];
+  std::vector<int64_t> counts;
+  if (repeats) {
+    EMBER_CHECK(repeats->dim() <= 1, std::runtime_error, "repeats must be 0-dim or 1-dim tensor");
+    counts = read_counts(repeats);
+    if (repeats->dim() == 0) counts.assign(n, counts[0]);
+    EMBER_CHECK(static_cast<int64_t>(counts.size()) == n, std::runtime_error,
+                "repeats must have the same size as input along dim, but got repeats.size(0) = ",
+                counts.size(), " and input.size(", dim, ") = ", n);
+  } else {
+    EMBER_CHECK(repeat >= 0, std::runtime_error, "Repeats must be non-negative");
+    counts.assign(n, repeat);
+  }
+  std::vector<int64_t> starts(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i) starts[i + 1] = starts[i] + counts[i];
+  const int64_t total = starts[n];
+  EMBER_CHECK(output_size < 0 || output_size == total, std::runtime_error,
+              "repeat_interleave: Invalid output_size, expected ", total, " but got ", output_size);
+  Shape shape = x->sizes;
+  if (shape.empty()) shape = {1};
+  shape[dim] = total;
+  Tensor out = empty(shape, x->dtype, x->device());
+  if (out->numel() == 0) return out;
+  Tensor c = contiguous(x);
+  const int64_t es = static_cast<int64_t>(c->element_size());
+  const int64_t outer = prod(shape, 0, dim);
+  const int64_t inner = prod(shape, dim + 1, shape.size()) * es;
+  const char* src = c->data();
+  char* dst = out->data();
+  parallel_blocks(outer * n, out->numel() * es, [&](int64_t k) {
+    const int64_t o = k / n, i = k % n;
+    const char* from = src + (o * n + i) * inner;
+    char* to = dst + (o * total + starts[i]) * inner;
+    for (int64_t r = 0; r < counts[i]; ++r) std::memcpy(to + r * inner, from, inner);
+  });
+  return out;
+}
+
+Tensor repeat_interleave_counts(const Tensor& repeats, int64_t output_size) {
+  EMBER_CHECK(repeats->dim() == 1, std::runtime_error, "repeat_interleave only accept 1D vector as repeat");
+  std::vector<int64_t> counts = read_counts(repeats);
+  int64_t total = 0;
+  for (auto v : counts) total += v;
+  EMBER_CHECK(output_size < 0 || output_size == total, std::runtime_error,
+              "repeat_interleave: Invalid output_size, expected ", total, " but got ", output_size);
+  Tensor out = empty({total}, repeats->dtype, repeats->device());
+  int64_t pos = 0;
+  dispatch_all(repeats->dtype, "repeat_interleave", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out->data_as<T>();
+    for (size_t i = 0; i < counts.size(); ++i)
+      for (int64_t r = 0; r < counts[i]; ++r) p[pos++] = static_cast<T>(i);
+  });
+  return out;
+}
+
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  const int64_t nd = x->dim();
+  dim1 = wrap_dim(dim1, nd);
+  dim2 = wrap_dim(dim2, nd);
+  EMBER_CHECK(dim1 != dim2, std::runtime_error, "diagonal dimensions cannot be identical ", dim1,
+              ", ", dim2);
+  const int64_t s1 = x->sizes[dim1], s2 = x->sizes[dim2];
+  int64_t len = offset >= 0 ? std::min(s1, s2 - offset) : std::min(s1 + offset, s2);
+  len = std::max<int64_t>(len, 0);
+  int64_t off = x->offset;
+  if (len > 0) off += offset >= 0 ? offset * x->strides[dim2] : -offset * x->strides[dim1];
+  Shape sizes, strides;
+  for (int64_t d = 0; d < nd; ++d)
+    if (d != dim1 && d != dim2) {
+      sizes.push_back(x->sizes[d]);
+      strides.push_back(x->strides[d]);
+    }
+  sizes.push_back(len);
+  strides.push_back(x->strides[dim1] + x->strides[dim2]);
+  return make_view(x, sizes, strides, off);
+}
+
+Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  const int64_t nd = x->dim() + 1;
+  dim1 = wrap_dim(dim1, nd);
+  dim2 = wrap_dim(dim2, nd);
+  EMBER_CHECK(dim1 != dim2, std::runtime_error, "diagonal dimensions cannot be identical ", dim1,
+              ", ", dim2);
+  const int64_t n = x->dim() == 0 ? 1 : x->sizes.back();
+  const int64_t m = n + (offset >= 0 ? offset : -offset);
+  Shape rest = x->sizes;
+  if (!rest.empty()) rest.pop_back();
+  Shape shape;
+  for (int64_t d = 0, r = 0; d < nd; ++d)
+    shape.push_back(d == dim1 || d == dim2 ? m : rest[r++]);
+  Tensor out = empty(shape, x->dtype, x->device());
+  fill_(out, Scalar::from_int(0));
+  Tensor diag = diagonal(out, offset, dim1, dim2);
+  if (diag->numel()) copy_(diag, x->dim() == 0 ? reshape(x, {1}) : x);
+  return out;
+}
+
+Tensor tri_indices(int64_t row, int64_t col, int64_t offset, bool upper, ScalarType dtype) {
+  const char* name = upper ? "triu_indices" : "tril_indices";
+  EMBER_CHECK(row >= 0, std::runtime_error, "row must be non-negative, got", row);
+  EMBER_CHECK(col >= 0, std::runtime_error, "col must be non-negative, got", col);
+  EMBER_CHECK(dtype == ScalarType::Int64 || dtype == ScalarType::Int32, NotImplementedError, "\"",
+              name, "\" not implemented for '", torch_type_name(dtype), "'");
+  auto row_range = [&](int64_t i) {  // [j0, j1) of the kept columns in row i
+    int64_t j0 = upper ? std::clamp<int64_t>(i + offset, 0, col) : 0;
+    int64_t j1 = upper ? col : std::clamp<int64_t>(i + offset + 1, 0, col);
+    return std::make_pair(j0, std::max(j0, j1));
+  };
+  int64_t total = 0;
+  for (int64_t i = 0; i < row; ++i) {
+    auto [j0, j1] = row_range(i);
+    total += j1 - j0;
+  }
+  Tensor out = empty({2, total}, dtype);
+  dispatch_all(dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* r = out->data_as<T>();
+    T* c = r + total;
+    for (int64_t i = 0; i < row; ++i) {
+      auto [j0, j1] = row_range(i);
+      for (int64_t j = j0; j < j1; ++j) *r++ = static_cast<T>(i), *c++ = static_cast<T>(j);
+    }
+  });
+  return out;
+}
+
+Tensor unfold(const Tensor& x, int64_t dimension, int64_t size, int64_t step) {
+  const int64_t nd = x->dim();
+  const int64_t d = wrap_dim(dimension, nd);
+  const int64_t len = nd == 0 ? 1 : x->sizes[d];
+  const int64_t st = nd == 0 ? 1 : x->strides[d];
+  EMBER_CHECK(size <= len, std::runtime_error, "maximum size for tensor at dimension ", d, " is ",
+              len, " but size is ", size);
+  EMBER_CHECK(size >= 0, std::runtime_error, "size is ", size, " but must be >= 0");
+  EMBER_CHECK(step > 0, std::runtime_error, "step is ", step, " but must be > 0");
+  Shape sizes = x->sizes, strides = x->strides;
+  if (nd == 0) {
+    sizes = {size};
+    strides = {1};
+    return make_view(x, sizes, strides, x->offset);
+  }
+  sizes[d] = (len - size) / step + 1;
+  strides[d] = st * step;
+  sizes.push_back(size);
+  strides.push_back(st);
+  return make_view(x, sizes, strides, x->offset);
+}
+
+}  // namespace ember
