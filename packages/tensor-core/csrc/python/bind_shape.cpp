@@ -66,6 +66,12 @@ py::object cat_call(const char* name, py::handle tensorsh, py::handle dimh, py::
   }
   if (!out) return wrap(cat(ts, dim));
   check_out_no_grad(out, name);
+  for (auto& t : ts)
+    if (t->storage == out->storage && t->numel() > 0 && out->numel() > 0)
+      throw std::runtime_error(
+          "unsupported operation: some elements of the input tensor and the written-to tensor "
+          "refer to a single memory location. Please clone() the tensor before performing the "
+          "operation.");
   ScalarType dt;
   Shape shape = cat_shape(ts, dim, &dt);
   EMBER_CHECK(can_cast(dt, out->dtype), TypeError,

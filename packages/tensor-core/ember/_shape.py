@@ -1,0 +1,514 @@
+"""Joining, splitting and reshaping ops that are argument sugar over the core's primitives.
+
+The primitives with kernels (cat, flip, roll, tril/triu, constant_pad_nd, repeat_interleave,
+diag_embed) and the views diagonal / Tensor.unfold are C++ (csrc/ops/shape_ops.cpp). Everything
+here composes them with the core views (narrow, select, expand, permute, reshape), so it is
+differentiable through its parts and needs no gradient formula of its own. Names, signatures,
+results and error messages follow PyTorch.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+
+from ember import _C
+
+__all__ = [
+    "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
+    "broadcast_to", "chunk", "column_stack", "diag", "diagflat", "dsplit", "dstack", "fliplr",
+    "flipud", "hsplit", "hstack", "kron", "meshgrid", "moveaxis", "movedim", "rot90", "row_stack",
+    "split", "split_with_sizes", "stack", "tensor_split", "tile", "trace", "unbind", "vsplit",
+    "vstack",
+]
+
+_int = builtins.int
+
+
+def _is_int(x) -> bool:
+    return (isinstance(x, _int) and not isinstance(x, bool)) or (
+        hasattr(x, "__index__") and not isinstance(x, (bool, _C.Tensor))
+    )
+
+
+def _wrap(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if dim < -n or dim >= n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n
+
+
+def _tensor_list(tensors, op: str) -> list:
+    if isinstance(tensors, _C.Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(
+            f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+            f"not {type(tensors).__name__}"
+        )
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(
+                f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}"
+            )
+    return list(tensors)
+
+
+def _write_out(result, out):
+    """out= for the composites: PyTorch's resize/copy rules through cat's out= handling."""
+    if out is None:
+        return result
+    if result.dim() == 0:
+        out.copy_(result) if out.dim() == 0 else _C.cat([result.reshape(1)], out=out)
+        return out
+    return _C.cat([result], out=out)
+
+
+# ---- joining ----
+
+def stack(tensors, dim: int = 0, *, out=None):
+    tensors = _tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0].shape
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != shape:
+            raise RuntimeError(
+                "stack expects each tensor to be equal size, but got "
+                f"{list(shape)} at entry 0 and {list(t.shape)} at entry {i}"
+            )
+    dim = _wrap(dim, tensors[0].dim() + 1)
+    return _C.cat([t.unsqueeze(dim) for t in tensors], dim, out=out)
+
+
+def atleast_1d(*tensors):
+    return _atleast(tensors, 1)
+
+
+def atleast_2d(*tensors):
+    return _atleast(tensors, 2)
+
+
+def atleast_3d(*tensors):
+    return _atleast(tensors, 3)
+
+
+def _atleast(tensors, n: int):
+    single = len(tensors) == 1 and isinstance(tensors[0], _C.Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    res = []
+    for t in tensors:
+        if n == 1:
+            t = t.reshape(1) if t.dim() == 0 else t
+        elif n == 2:
+            t = t.reshape(1, 1) if t.dim() == 0 else t.unsqueeze(0) if t.dim() == 1 else t
+        else:
+            if t.dim() == 0:
+                t = t.reshape(1, 1, 1)
+            elif t.dim() == 1:
+                t = t.reshape(1, -1, 1)
+            elif t.dim() == 2:
+                t = t.unsqueeze(-1)
+        res.append(t)
+    return res[0] if single else tuple(res)
+
+
+def hstack(tensors, *, out=None):
+    tensors = _atleast(tuple(_tensor_list(tensors, "hstack")), 1)
+    if not tensors:
+        raise RuntimeError("hstack expects a non-empty TensorList")
+    dim = 0 if tensors[0].dim() == 1 else 1
+    return _C.cat(list(tensors), dim, out=out)
+
+
+def vstack(tensors, *, out=None):
+    tensors = _atleast(tuple(_tensor_list(tensors, "vstack")), 2)
+    if not tensors:
+        raise RuntimeError("vstack expects a non-empty TensorList")
+    return _C.cat(list(tensors), 0, out=out)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    tensors = _atleast(tuple(_tensor_list(tensors, "dstack")), 3)
+    if not tensors:
+        raise RuntimeError("dstack expects a non-empty TensorList")
+    return _C.cat(list(tensors), 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    tensors = _tensor_list(tensors, "column_stack")
+    if not tensors:
+        raise RuntimeError("column_stack expects a non-empty TensorList")
+    cols = [t.reshape(t.numel(), 1) if t.dim() <= 1 else t for t in tensors]
+    return _C.cat(cols, 1, out=out)
+
+
+# ---- splitting (every piece is a view of the input) ----
+
+def split(tensor, split_size_or_sections, dim: int = 0):
+    if tensor.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if not _is_int(split_size_or_sections):
+        return split_with_sizes(tensor, split_size_or_sections, dim)
+    size = _int(split_size_or_sections)
+    dim = _wrap(dim, tensor.dim())
+    n = tensor.shape[dim]
+    if size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+    if size == 0 and n != 0:
+        raise RuntimeError(
+            f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+        )
+    if n == 0:
+        return (tensor.narrow(dim, 0, 0),)
+    return tuple(tensor.narrow(dim, s, min(size, n - s)) for s in range(0, n, size))
+
+
+def split_with_sizes(tensor, split_sizes, dim: int = 0):
+    if tensor.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    sizes = [_int(s) for s in split_sizes]
+    dim = _wrap(dim, tensor.dim())
+    n = tensor.shape[dim]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(
+            "split_with_sizes expects split_sizes have only non-negative entries, but got "
+            f"split_sizes={sizes}"
+        )
+    if sum(sizes) != n:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+            f"dimension {dim}), but got split_sizes={sizes}"
+        )
+    pieces, start = [], 0
+    for s in sizes:
+        pieces.append(tensor.narrow(dim, start, s))
+        start += s
+    return tuple(pieces)
+
+
+def chunk(input, chunks: int, dim: int = 0):
+    if input.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    dim = _wrap(dim, input.dim())
+    n = input.shape[dim]
+    if n == 0:
+        return tuple(input.narrow(dim, 0, 0) for _ in range(chunks))
+    return split(input, (n + chunks - 1) // chunks, dim)
+
+
+def tensor_split(input, indices_or_sections, dim: int = 0):
+    if input.dim() == 0:
+        raise RuntimeError(
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
+    dim = _wrap(dim, input.dim())
+    n = input.shape[dim]
+    ios = indices_or_sections
+    if isinstance(ios, _C.Tensor):
+        if ios.dtype != _C.int64:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to have ScalarType Long, but "
+                f"got {ios.dtype}"
+            )
+        if ios.dim() > 1:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                f"one-dimensional tensor, but got a tensor with {ios.dim()} dims"
+            )
+        ios = ios.item() if ios.dim() == 0 else ios.tolist()
+    if _is_int(ios):
+        sections = _int(ios)
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        base, extra = divmod(n, sections)
+        pieces, start = [], 0
+        for i in range(sections):
+            size = base + (1 if i < extra else 0)
+            pieces.append(input.narrow(dim, start, size))
+            start += size
+        return tuple(pieces)
+    bounds = [0] + [_int(i) for i in ios] + [n]
+    pieces = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        a = min(max(a + n if a < 0 else a, 0), n)
+        b = min(max(b + n if b < 0 else b, 0), n)
+        pieces.append(input.narrow(dim, a, max(b - a, 0)))
+    return tuple(pieces)
+
+
+def _split_along(name: str, input, ios, dim: int, min_dims: int):
+    if input.dim() < min_dims:
+        raise RuntimeError(
+            f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
+            f"with {input.dim()} dimensions!"
+        )
+    if _is_int(ios):
+        n = input.shape[dim]
+        if ios == 0 or n % ios != 0:
+            raise RuntimeError(
+                f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                f"dimension {n} is not divisible by the split_size {ios}!"
+            )
+    return tensor_split(input, ios, dim)
+
+
+def hsplit(input, indices_or_sections):
+    if input.dim() == 0:
+        raise RuntimeError(
+            "torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 "
+            "dimensions!"
+        )
+    return _split_along("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
+def unbind(input, dim: int = 0):
+    if input.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    dim = _wrap(dim, input.dim())
+    return tuple(input.select(dim, i) for i in range(input.shape[dim]))
+
+
+# ---- moving dims, broadcasting ----
+
+def _dims(x):
+    return [x] if _is_int(x) else list(x)
+
+
+def movedim(input, source, destination):
+    src, dst = _dims(source), _dims(destination)
+    nd = input.dim()
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
+            f"same number of dims as destination ({dst} dims)"
+        )
+    src_n = [_wrap(_int(d), nd) for d in src]
+    dst_n = [_wrap(_int(d), nd) for d in dst]
+    if len(set(src_n)) != len(src_n):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
+    if len(set(dst_n)) != len(dst_n):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
+    if nd == 0:
+        return input.reshape(())
+    perm = [-1] * nd
+    for s, d in zip(src_n, dst_n):
+        perm[d] = s
+    rest = iter(d for d in range(nd) if d not in src_n)
+    perm = [p if p >= 0 else next(rest) for p in perm]
+    return input.permute(perm)
+
+
+moveaxis = movedim
+
+
+def broadcast_shapes(*shapes):
+    result: list[int] = []
+    for idx, s in enumerate(shapes):
+        s = [_int(s)] if _is_int(s) else [_int(v) for v in s]
+        if any(v < 0 for v in s):
+            raise ValueError("Attempting to broadcast a dimension with negative length!")
+        if len(s) > len(result):
+            result = [1] * (len(s) - len(result)) + result
+        for i in range(1, len(s) + 1):
+            a, b = result[-i], s[-i]
+            if b == 1 or a == b:
+                continue
+            if a == 1:
+                result[-i] = b
+            else:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {b} at {-i}! Mismatching "
+                    f"argument at index {idx} had {tuple(s)}; but expected shape should be "
+                    f"broadcastable to {result}"
+                )
+    return _C.Size(tuple(result))
+
+
+def broadcast_to(input, size):
+    return input.expand(tuple(size))
+
+
+def broadcast_tensors(*tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing: str | None = None):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+            "argument.",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}"
+            )
+        if t.dtype != tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    swap = indexing == "xy" and len(tensors) >= 2
+    ts = list(tensors)
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [t.numel() for t in ts]
+    n = len(ts)
+    grids = [
+        t.reshape([-1 if i == j else 1 for j in range(n)]).expand(shape) for i, t in enumerate(ts)
+    ]
+    if swap:  # the grids of the swapped inputs already have the 'xy' shape
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+# ---- repeating, flipping, rotating ----
+
+def _repeat(self, *sizes):
+    if len(sizes) == 1 and not _is_int(sizes[0]):
+        sizes = tuple(sizes[0])
+    reps = [_int(s) for s in sizes]
+    if len(reps) < self.dim():
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+            "tensor"
+        )
+    shape = [1] * (len(reps) - self.dim()) + list(self.shape)
+    out_shape = [r * s for r, s in zip(reps, shape)]
+    for r in reps:
+        if r < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {r}: {out_shape}"
+            )
+    interleaved = []
+    for s in shape:
+        interleaved += [1, s]
+    expanded = []
+    for r, s in zip(reps, shape):
+        expanded += [r, s]
+    x = self.reshape(interleaved).expand(expanded)
+    return x.reshape(out_shape)
+
+
+def tile(input, dims):
+    dims = [_int(d) for d in (dims if not _is_int(dims) else [dims])]
+    if len(dims) < input.dim():
+        dims = [1] * (input.dim() - len(dims)) + dims
+    return _repeat(input, dims)
+
+
+def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return _C.flip(input, (1,))
+
+
+def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return _C.flip(input, (0,))
+
+
+def rot90(input, k: int = 1, dims=(0, 1)):
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = _wrap(dims[0], input.dim()), _wrap(dims[1], input.dim())
+    if d0 == d1:
+        raise RuntimeError(
+            f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}"
+        )
+    k %= 4
+    if k == 1:
+        return _C.flip(input, (d1,)).transpose(d0, d1)
+    if k == 2:
+        return _C.flip(input, (d0, d1))
+    if k == 3:
+        return _C.flip(input, (d0,)).transpose(d0, d1)
+    return input.clone()
+
+
+# ---- diagonals ----
+
+def diag(input, diagonal: int = 0, *, out=None):
+    if input.dim() == 1:
+        return _write_out(_C.diag_embed(input, diagonal, 0, 1), out)
+    if input.dim() == 2:
+        return _write_out(_C.diagonal(input, diagonal, 0, 1).clone(), out)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+
+
+def diagflat(input, offset: int = 0):
+    return _C.diag_embed(input.reshape(-1), offset, 0, 1)
+
+
+def trace(input):
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    if input.dtype == _C.bool:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    return _C.diagonal(input, 0, 0, 1).sum()
+
+
+def kron(input, other, *, out=None):
+    nd = max(input.dim(), other.dim())
+    a_shape = [1] * (nd - input.dim()) + list(input.shape)
+    b_shape = [1] * (nd - other.dim()) + list(other.shape)
+    a_view, b_view = [], []
+    for sa, sb in zip(a_shape, b_shape):
+        a_view += [sa, 1]
+        b_view += [1, sb]
+    prod = _C.mul(input.reshape(a_view), other.reshape(b_view))
+    return _write_out(prod.reshape([sa * sb for sa, sb in zip(a_shape, b_shape)]), out)
+
+
+# ---- Tensor methods ----
+
+def _method(fn):
+    def m(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    m.__name__ = fn.__name__
+    m.__doc__ = fn.__doc__
+    return m
+
+
+def _split_method(self, split_size, dim=0):
+    return split(self, split_size, dim)
+
+
+def install(cls) -> None:
+    for name in ("chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "unbind", "movedim",
+                 "moveaxis", "broadcast_to", "tile", "fliplr", "flipud", "rot90", "diag",
+                 "diagflat", "trace", "kron", "split_with_sizes"):
+        setattr(cls, name, _method(globals()[name]))
+    cls.split = _split_method
+    cls.repeat = _repeat
