@@ -18,8 +18,8 @@ __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
     "broadcast_to", "chunk", "column_stack", "diag", "diagflat", "dsplit", "dstack", "fliplr",
     "flipud", "hsplit", "hstack", "kron", "meshgrid", "moveaxis", "movedim", "rot90", "row_stack",
-    "split", "split_with_sizes", "stack", "tensor_split", "tile", "trace", "unbind", "vsplit",
-    "vstack",
+    "split", "split_with_sizes", "stack", "swapaxes", "swapdims", "tensor_split", "tile", "trace",
+    "unbind", "vsplit", "vstack",
 ]
 
 _int = builtins.int
@@ -316,6 +316,14 @@ def movedim(input, source, destination):
 moveaxis = movedim
 
 
+def swapaxes(input, axis0: int, axis1: int):
+    return input.transpose(axis0, axis1)
+
+
+def swapdims(input, dim0: int, dim1: int):
+    return input.transpose(dim0, dim1)
+
+
 def broadcast_shapes(*shapes):
     result: list[int] = []
     for idx, s in enumerate(shapes):
@@ -508,7 +516,7 @@ def _split_method(self, split_size, dim=0):
 def install(cls) -> None:
     for name in ("chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "unbind", "movedim",
                  "moveaxis", "broadcast_to", "tile", "fliplr", "flipud", "rot90", "diag",
-                 "diagflat", "trace", "kron", "split_with_sizes"):
+                 "diagflat", "trace", "kron", "split_with_sizes", "swapaxes", "swapdims"):
         setattr(cls, name, _method(globals()[name]))
     cls.split = _split_method
     cls.repeat = _repeat

@@ -280,8 +280,16 @@ Tensor constant_pad_nd(const Tensor& x, const std::vector<int64_t>& pad, Scalar 
     lo[d] = std::max<int64_t>(l, 0);
   }
   Tensor out = empty(shape, x->dtype, x->device());
-  fill_(out, value);
-  if (src->numel() == 0) return out;
+  if (src->numel() == 0) {
+    fill_(out, value);
+    return out;
+  }
+  // Fill only the border slabs (corners may be written twice), then copy the interior.
+  for (int64_t d = 0; d < nd; ++d) {
+    const int64_t hi = shape[d] - lo[d] - src->sizes[d];
+    if (lo[d] > 0) fill_(narrow(out, d, 0, lo[d]), value);
+    if (hi > 0) fill_(narrow(out, d, lo[d] + src->sizes[d], hi), value);
+  }
   Tensor dst = out;
   for (int64_t d = 0; d < nd; ++d) dst = narrow(dst, d, lo[d], src->sizes[d]);
   copy_(dst, src);
