@@ -54,10 +54,22 @@ def _tensor_list(tensors, op: str) -> list:
     return list(tensors)
 
 
-def _write_out(result, out):
+_TORCH_NAMES = {
+    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+    "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+    "float64": "Double",
+}
+
+
+def _write_out(result, out, op: str = ""):
     """out= for the composites: PyTorch's resize/copy rules through cat's out= handling."""
     if out is None:
         return result
+    if not _C.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(
+            f"{op}: result type {_TORCH_NAMES[result.dtype.name]} can't be cast to the desired "
+            f"out= type {_TORCH_NAMES[out.dtype.name]}"
+        )
     if result.dim() == 0:
         out.copy_(result) if out.dim() == 0 else _C.cat([result.reshape(1)], out=out)
         return out
@@ -214,8 +226,8 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
     if isinstance(ios, _C.Tensor):
         if ios.dtype != _C.int64:
             raise RuntimeError(
-                "tensor_split expected tensor_indices_or_sections to have ScalarType Long, but "
-                f"got {ios.dtype}"
+                "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                f"{_TORCH_NAMES[ios.dtype.name]}"
             )
         if ios.dim() > 1:
             raise RuntimeError(
@@ -409,11 +421,9 @@ def _repeat(self, *sizes):
         )
     shape = [1] * (len(reps) - self.dim()) + list(self.shape)
     out_shape = [r * s for r, s in zip(reps, shape)]
-    for r in reps:
-        if r < 0:
-            raise RuntimeError(
-                f"Trying to create tensor with negative dimension {r}: {out_shape}"
-            )
+    for s in out_shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {out_shape}")
     interleaved = []
     for s in shape:
         interleaved += [1, s]
@@ -468,9 +478,9 @@ def rot90(input, k: int = 1, dims=(0, 1)):
 
 def diag(input, diagonal: int = 0, *, out=None):
     if input.dim() == 1:
-        return _write_out(_C.diag_embed(input, diagonal, 0, 1), out)
+        return _write_out(_C.diag_embed(input, diagonal, 0, 1), out, "diag")
     if input.dim() == 2:
-        return _write_out(_C.diagonal(input, diagonal, 0, 1).clone(), out)
+        return _write_out(_C.diagonal(input, diagonal, 0, 1).clone(), out, "diag")
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
 
 
@@ -495,7 +505,7 @@ def kron(input, other, *, out=None):
         a_view += [sa, 1]
         b_view += [1, sb]
     prod = _C.mul(input.reshape(a_view), other.reshape(b_view))
-    return _write_out(prod.reshape([sa * sb for sa, sb in zip(a_shape, b_shape)]), out)
+    return _write_out(prod.reshape([sa * sb for sa, sb in zip(a_shape, b_shape)]), out, "kron")
 
 
 # ---- Tensor methods ----

@@ -904,3 +904,16 @@ def test_autograd_hook_canonical_calls(recorded_calls):
     assert isinstance(recorded_calls[-1][2][0], tuple)
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         ember.cat([x, y], out=ember.empty(0))
+
+
+def test_more_torch_messages():
+    with pytest.raises(RuntimeError, match=r"negative dimension -2: \[-2, 3\]"):
+        ember.zeros(2, 3).repeat(-1, 1)
+    with pytest.raises(RuntimeError, match="diag: result type Float can't be cast to the desired "
+                       "out= type Long"):
+        ember.diag(ember.zeros(3), out=ember.zeros(3, 3, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="to have dtype of long, but got Int"):
+        ember.tensor_split(ember.arange(5), ember.tensor([1, 2], dtype=ember.int32))
+    x, nx = mk((2, 3))
+    eq(ember.cat([x, x], axis=1), np.concatenate([nx, nx], 1))
+    eq(ember.concat([x, x], axis=-1), np.concatenate([nx, nx], 1))

@@ -205,6 +205,10 @@ void register_shape(py::module_& m) {
     m.def(name, [name](py::handle ts, py::handle dim, py::handle out) {
       return cat_call(name, ts, dim, out);
     }, py::arg("tensors"), py::arg("dim") = 0, py::kw_only(), py::arg("out") = py::none());
+  for (const char* name : {"cat", "concat"})  // torch also takes the NumPy spelling `axis`
+    m.def(name, [name](py::handle ts, py::handle axis, py::handle out) {
+      return cat_call(name, ts, axis, out);
+    }, py::arg("tensors"), py::kw_only(), py::arg("axis"), py::arg("out") = py::none());
   m.def("concatenate", [](py::handle ts, py::handle axis, py::handle out) {
     return cat_call("concatenate", ts, axis, out);
   }, py::arg("tensors"), py::arg("axis") = 0, py::arg("out") = py::none());
