@@ -56,12 +56,22 @@ def pad(input, pad, mode: str = "constant", value=None):
         raise NotImplementedError(f"\"{kind}_pad{k}d\" not implemented for 'Bool'")
     nd = input.dim()
     if mode != "circular":
-        # Every non-batch dim must be non-empty (a batch dim of 0 is allowed).
-        if (nd == k + 2 and input.shape[1] == 0) or any(s == 0 for s in input.shape[nd - k:]):
+        # Every dim but the optional batch dim must be non-empty.
+        first = 1 if nd == k + 2 else 0
+        if any(s == 0 for s in input.shape[first:]):
             raise RuntimeError(
                 f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
                 f"other non-zero dimensions for input, but got: {list(input.shape)}"
             )
+    if mode == "circular":
+        for i in reversed(range(k)):  # PyTorch checks the outermost padded dim first
+            n, left, right = input.shape[nd - 1 - i], pad[2 * i], pad[2 * i + 1]
+            if left > n or right > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if n + left + right < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        if input.numel() == 0:  # nothing to wrap around: only the shape matters
+            return _C.constant_pad_nd(input, pad, 0)
     x = input
     for i in range(k):
         d = nd - 1 - i
@@ -69,43 +79,65 @@ def pad(input, pad, mode: str = "constant", value=None):
         n = input.shape[d]
         if mode == "reflect" and (left >= n or right >= n):
             raise RuntimeError(
-                "Argument #4: Padding size should be less than the corresponding input dimension, "
-                f"but got: padding ({left}, {right}) at dimension {d} of input {list(input.shape)}"
+                f"Argument #{4 + 2 * i}: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({left}, {right}) at dimension {d} of input "
+                f"{list(input.shape)}"
             )
-        if mode == "circular" and (left > n or right > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        x = _pad_dim(x, d, left, right, mode)
+        if mode == "circular":
+            x = _pad_circular(x, d, left, right)
+        else:
+            size = n + left + right
+            if size < (1 if k == 1 else 0):  # PyTorch's 1-d kernels refuse an empty result too
+                axis = "WHD"[i]
+                raise RuntimeError(
+                    f"input ({axis}: {n}) is too small. Calculated output {axis}: {size}"
+                )
+            x = _pad_edge(x, d, left, right, mode)
     return x
 
 
-def _pad_dim(x, d: int, left: int, right: int, mode: str):
+def _pad_circular(x, d: int, left: int, right: int):
+    # PyTorch crops first and wraps around the cropped tensor.
     n = x.shape[d]
-    # Negative pads crop first; the positive side then pads the cropped tensor (as PyTorch's
-    # circular mode does; for reflect/replicate the two agree since a side pads or crops).
-    if left < 0 or right < 0:
-        start, stop = max(-left, 0), n - max(-right, 0)
-        if stop < start:
-            raise RuntimeError("narrow(): length must be non-negative.")
-        x = x.narrow(d, start, stop - start)
-        left, right = max(left, 0), max(right, 0)
-    parts = []
+    start, stop = max(-left, 0), n - max(-right, 0)
+    if stop < start:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    x = x.narrow(d, start, stop - start)
+    left, right = max(left, 0), max(right, 0)
     m = x.shape[d]
-    if left > 0:
-        if mode == "reflect":
-            parts.append(_C.flip(x.narrow(d, 1, left), (d,)))
-        elif mode == "replicate":
-            parts.append(_expand_along(x.narrow(d, 0, 1), d, left))
-        else:
-            parts.append(x.narrow(d, m - left, left))
+    if left > m or right > m:  # PyTorch reads past the cropped input here
+        raise RuntimeError("Padding value causes wrapping around more than once.")
+    parts = [x.narrow(d, m - left, left)] if left else []
     parts.append(x)
-    if right > 0:
-        if mode == "reflect":
-            parts.append(_C.flip(x.narrow(d, m - 1 - right, right), (d,)))
-        elif mode == "replicate":
-            parts.append(_expand_along(x.narrow(d, m - 1, 1), d, right))
-        else:
-            parts.append(x.narrow(d, 0, right))
+    if right:
+        parts.append(x.narrow(d, 0, right))
     return _C.cat(parts, d) if len(parts) > 1 else x
+
+
+def _pad_edge(x, d: int, left: int, right: int, mode: str):
+    """Output index j reads input index i = j - left, mirrored ('reflect') or clamped
+    ('replicate') into [0, n): three runs of i (before, inside, after the input) -> pieces."""
+    n = x.shape[d]
+    a, b = -left, n - 1 + right  # the range of i, inclusive
+    if b < a:
+        return x.narrow(d, 0, 0)
+    parts = []
+    if a < 0:  # i in [a, min(b, -1)]
+        e = min(b, -1)
+        if mode == "reflect":
+            parts.append(_C.flip(x.narrow(d, -e, e - a + 1), (d,)))
+        else:
+            parts.append(_expand_along(x.narrow(d, 0, 1), d, e - a + 1))
+    lo, hi = max(a, 0), min(b, n - 1)
+    if hi >= lo:
+        parts.append(x.narrow(d, lo, hi - lo + 1))
+    if b >= n:  # i in [max(a, n), b]
+        s = max(a, n)
+        if mode == "reflect":
+            parts.append(_C.flip(x.narrow(d, 2 * (n - 1) - b, b - s + 1), (d,)))
+        else:
+            parts.append(_expand_along(x.narrow(d, n - 1, 1), d, b - s + 1))
+    return _C.cat(parts, d) if len(parts) > 1 else parts[0]
 
 
 def _expand_along(edge, d: int, count: int):

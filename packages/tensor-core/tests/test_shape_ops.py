@@ -763,8 +763,10 @@ def test_constant_pad_nd_errors():
         ember.constant_pad_nd(x, (1, 2, 3))
     with pytest.raises(RuntimeError, match="Length of pad should be no more than twice"):
         ember.constant_pad_nd(x, (1,) * 6)
-    with pytest.raises(RuntimeError, match="negative output size"):
+    with pytest.raises(RuntimeError, match=r"narrow\(\): length must be non-negative"):
         ember.constant_pad_nd(x, (-4, 0))
+    with pytest.raises(RuntimeError, match=r"narrow\(\): length must be non-negative"):
+        ember.constant_pad_nd(ember.zeros(0, 4), (0, 0, -1, 1))
     eq(ember.constant_pad_nd(ember.tensor(1.0), ()), np.float32(1))
     eq(ember.constant_pad_nd(x.int(), (1, 1), 2.5), np.pad(np.zeros((2, 3), np.int32), [(0, 0), (1, 1)],
                                                            constant_values=2))
@@ -917,3 +919,65 @@ def test_more_torch_messages():
     x, nx = mk((2, 3))
     eq(ember.cat([x, x], axis=1), np.concatenate([nx, nx], 1))
     eq(ember.concat([x, x], axis=-1), np.concatenate([nx, nx], 1))
+
+
+def test_pad_negative_reads_like_pytorch():
+    # Output index j reads input index j - left, mirrored / clamped into the *uncropped* input.
+    x = ember.tensor([[[1.0, 2.0, 3.0]]])
+    eq(pad(x, (2, -1), mode="reflect"), np.array([[[3, 2, 1, 2]]], np.float32))
+    eq(pad(ember.tensor([[5.0]]), (-1, 2), mode="replicate"), np.array([[5, 5]], np.float32))
+    eq(pad(ember.zeros(2, 3, 1), (0, -1, -1, 1), mode="replicate"), np.zeros((2, 3, 0), np.float32))
+    with pytest.raises(RuntimeError, match=r"input \(W: 1\) is too small. Calculated output W: 0"):
+        pad(ember.zeros(3, 1), (0, -1), mode="reflect")
+    with pytest.raises(RuntimeError, match="Negative padding value is resulting in an empty"):
+        pad(ember.zeros(2, 0, 0), (1, -1, -1, -1), mode="circular")
+    eq(pad(ember.zeros(0, 2, 3), (1, 1), mode="circular"), np.zeros((0, 2, 5), np.float32))
+
+
+def test_torch_parity_sweep(torch):
+    """Random shapes and arguments: ember and PyTorch agree on values, or both raise."""
+    import random
+
+    F = pytest.importorskip("torch.nn.functional")
+    rnd = random.Random(0)
+
+    def both(fe, ft, e, t, *args, **kwargs):
+        """fe(e, *args) against ft(t, *args): equal values, or the same exception type."""
+        try:
+            expected = ft(t, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001
+            with pytest.raises(type(exc)):
+                fe(e, *args, **kwargs)
+            return
+        eq(fe(e, *args, **kwargs), expected.numpy())
+
+    def method(name):
+        return lambda x, *a, **k: getattr(x, name)(*a, **k)
+
+    for _ in range(150):
+        nd = rnd.randint(1, 4)
+        shape = [rnd.randint(0, 4) for _ in range(nd)]
+        t = torch.randint(0, 9, shape).float()
+        e = ember.from_numpy(t.numpy().copy())
+        d = rnd.randrange(-nd, nd)
+        s, r, k = rnd.randint(-6, 6), rnd.randint(0, 3), rnd.randint(-3, 3)
+        sz, stp = rnd.randint(0, 4), rnd.randint(1, 3)
+        both(method("flip"), method("flip"), e, t, d)
+        both(method("roll"), method("roll"), e, t, s, d)
+        both(method("roll"), method("roll"), e, t, s)
+        both(method("repeat_interleave"), method("repeat_interleave"), e, t, r, d)
+        both(method("unfold"), method("unfold"), e, t, d, sz, stp)
+        both(ember.diag_embed, torch.diag_embed, e, t, k)
+        p = [rnd.randint(-1, 2) for _ in range(2 * rnd.randint(0, nd))]
+        both(pad, F.pad, e, t, p, value=3.0)
+        if nd >= 2:
+            both(method("tril"), method("tril"), e, t, k)
+            both(method("triu"), method("triu"), e, t, k)
+            both(method("diagonal"), method("diagonal"), e, t, k, -1, 0)
+            both(ember.rot90, torch.rot90, e, t, k, (0, -1))
+            for mode in ("reflect", "replicate", "circular"):
+                kk = rnd.randint(1, min(3, nd - 1))
+                # non-negative pads: PyTorch's circular mode reads uninitialised memory for
+                # some negative ones
+                p = [rnd.randint(0, 2) for _ in range(2 * kk)]
+                both(pad, F.pad, e, t, p, mode=mode)

@@ -269,14 +269,23 @@ Tensor constant_pad_nd(const Tensor& x, const std::vector<int64_t>& pad, Scalar 
   std::vector<int64_t> lo(nd, 0);
   for (int64_t i = 0; i < n / 2; ++i) {
     const int64_t d = nd - 1 - i, l = pad[2 * i], r = pad[2 * i + 1];
+    // Negative pads crop the input (PyTorch narrows it, with narrow's error).
+    int64_t cur = x->sizes[d];
+    if (l < 0) {
+      EMBER_CHECK(cur + l >= 0, std::runtime_error, "narrow(): length must be non-negative.");
+      src = narrow(src, d, -l, cur + l);
+      cur += l;
+    }
+    if (r < 0) {
+      EMBER_CHECK(cur + r >= 0, std::runtime_error, "narrow(): length must be non-negative.");
+      src = narrow(src, d, 0, cur + r);
+      cur += r;
+    }
     const int64_t size = x->sizes[d] + l + r;
     EMBER_CHECK(size >= 0, std::runtime_error, "The input size ", x->sizes[d], ", plus negative padding ",
                 l, " and ", r, " resulted in a negative output size, which is invalid. Check "
                 "dimension ", d, " of your input.");
     shape[d] = size;
-    // Negative pads crop the input.
-    int64_t start = std::max<int64_t>(-l, 0), stop = x->sizes[d] - std::max<int64_t>(-r, 0);
-    src = narrow(src, d, std::min(start, x->sizes[d]), std::max<int64_t>(stop - start, 0));
     lo[d] = std::max<int64_t>(l, 0);
   }
   Tensor out = empty(shape, x->dtype, x->device());
