@@ -79,6 +79,7 @@ def _write_out(result, out, op: str = ""):
 # ---- joining ----
 
 def stack(tensors, dim: int = 0, *, out=None):
+    """Joins equal-shaped tensors along a new dim (cat of unsqueezed inputs)."""
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -127,6 +128,7 @@ def _atleast(tensors, n: int):
 
 
 def hstack(tensors, *, out=None):
+    """cat along dim 1 (dim 0 for 1-d inputs), after atleast_1d."""
     tensors = _atleast(tuple(_tensor_list(tensors, "hstack")), 1)
     if not tensors:
         raise RuntimeError("hstack expects a non-empty TensorList")
@@ -135,6 +137,7 @@ def hstack(tensors, *, out=None):
 
 
 def vstack(tensors, *, out=None):
+    """cat along dim 0 after atleast_2d."""
     tensors = _atleast(tuple(_tensor_list(tensors, "vstack")), 2)
     if not tensors:
         raise RuntimeError("vstack expects a non-empty TensorList")
@@ -145,6 +148,7 @@ row_stack = vstack
 
 
 def dstack(tensors, *, out=None):
+    """cat along dim 2 after atleast_3d."""
     tensors = _atleast(tuple(_tensor_list(tensors, "dstack")), 3)
     if not tensors:
         raise RuntimeError("dstack expects a non-empty TensorList")
@@ -152,6 +156,7 @@ def dstack(tensors, *, out=None):
 
 
 def column_stack(tensors, *, out=None):
+    """hstack with 0-d/1-d inputs taken as columns."""
     tensors = _tensor_list(tensors, "column_stack")
     if not tensors:
         raise RuntimeError("column_stack expects a non-empty TensorList")
@@ -162,6 +167,8 @@ def column_stack(tensors, *, out=None):
 # ---- splitting (every piece is a view of the input) ----
 
 def split(tensor, split_size_or_sections, dim: int = 0):
+    """Views of `tensor` along `dim`: pieces of split_size (the last may be smaller) or of the
+    given sizes."""
     if tensor.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     if not _is_int(split_size_or_sections):
@@ -204,6 +211,7 @@ def split_with_sizes(tensor, split_sizes, dim: int = 0):
 
 
 def chunk(input, chunks: int, dim: int = 0):
+    """At most `chunks` views of equal size ceil(n / chunks) (the last may be smaller)."""
     if input.dim() == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
@@ -216,6 +224,7 @@ def chunk(input, chunks: int, dim: int = 0):
 
 
 def tensor_split(input, indices_or_sections, dim: int = 0):
+    """Views like np.array_split: `sections` near-equal pieces, or cuts before each index."""
     if input.dim() == 0:
         raise RuntimeError(
             "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
@@ -289,6 +298,7 @@ def dsplit(input, indices_or_sections):
 
 
 def unbind(input, dim: int = 0):
+    """The slices along `dim`, as views, with `dim` removed."""
     if input.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     dim = _wrap(dim, input.dim())
@@ -302,6 +312,7 @@ def _dims(x):
 
 
 def movedim(input, source, destination):
+    """A view with the dims in `source` moved to the positions in `destination`."""
     src, dst = _dims(source), _dims(destination)
     nd = input.dim()
     if len(src) != len(dst):
@@ -337,6 +348,7 @@ def swapdims(input, dim0: int, dim1: int):
 
 
 def broadcast_shapes(*shapes):
+    """The shape all of `shapes` broadcast to (without creating tensors)."""
     result: list[int] = []
     for idx, s in enumerate(shapes):
         s = [_int(s)] if _is_int(s) else [_int(v) for v in s]
@@ -371,6 +383,8 @@ def broadcast_tensors(*tensors):
 
 
 def meshgrid(*tensors, indexing: str | None = None):
+    """Coordinate grids (views of the inputs) for 0-d/1-d tensors; 'ij' (matrix) or 'xy'
+    (Cartesian) indexing."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
@@ -435,6 +449,7 @@ def _repeat(self, *sizes):
 
 
 def tile(input, dims):
+    """repeat, with `dims` padded with leading 1s to the input's rank."""
     dims = [_int(d) for d in (dims if not _is_int(dims) else [dims])]
     if len(dims) < input.dim():
         dims = [1] * (input.dim() - len(dims)) + dims
@@ -454,6 +469,7 @@ def flipud(input):
 
 
 def rot90(input, k: int = 1, dims=(0, 1)):
+    """Rotates by 90 degrees k times in the plane of `dims` (from the first towards the second)."""
     dims = list(dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
@@ -477,6 +493,7 @@ def rot90(input, k: int = 1, dims=(0, 1)):
 # ---- diagonals ----
 
 def diag(input, diagonal: int = 0, *, out=None):
+    """1-d input: a matrix with it on the `diagonal`-th diagonal; 2-d: a copy of that diagonal."""
     if input.dim() == 1:
         return _write_out(_C.diag_embed(input, diagonal, 0, 1), out, "diag")
     if input.dim() == 2:
@@ -489,6 +506,7 @@ def diagflat(input, offset: int = 0):
 
 
 def trace(input):
+    """Sum of the main diagonal of a matrix (integers accumulate in int64)."""
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     if input.dtype == _C.bool:
@@ -497,6 +515,7 @@ def trace(input):
 
 
 def kron(input, other, *, out=None):
+    """The Kronecker product."""
     nd = max(input.dim(), other.dim())
     a_shape = [1] * (nd - input.dim()) + list(input.shape)
     b_shape = [1] * (nd - other.dim()) + list(other.shape)
