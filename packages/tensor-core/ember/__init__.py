@@ -57,6 +57,21 @@ def get_printoptions() -> dict:
 
     return _tensor_str.get_printoptions()
 
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
+    """Saves `obj` in PyTorch's checkpoint format; see ember.serialization."""
+    from ember import serialization
+
+    serialization.save(obj, f, pickle_module, pickle_protocol, _use_new_zipfile_serialization)
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
+    """Loads a checkpoint written by ember.save or torch.save; see ember.serialization."""
+    from ember import serialization
+
+    return serialization.load(f, map_location, pickle_module, weights_only=weights_only,
+                              mmap=mmap, **kwargs)
+
+
 # The core builds these Python objects for Tensor.device / Tensor.size() / Tensor.layout.
 _C._make_device, _C.Size, _C.strided = _make_device, Size, strided
 

@@ -1,0 +1,421 @@
+"""ember.save / ember.load: PyTorch's checkpoint format, so that torch.load reads ember's files
+and ember.load reads torch's.
+
+The file is a zip archive (entries stored, not compressed)::
+
+    archive/data.pkl        the object, pickled (protocol 2 by default)
+    archive/byteorder       "little"
+    archive/data/<key>      the bytes of one storage, aligned to 64 bytes in the file
+    archive/version         "3"
+
+In data.pkl a tensor is ``torch._utils._rebuild_tensor_v2(storage, storage_offset, size, stride,
+requires_grad, OrderedDict())`` and a storage is a persistent id ``('storage',
+torch.<Type>Storage, key, location, numel)``. Each storage is written once, so tensors that
+share a storage (views) load sharing one, with their strides and offsets.
+
+The pickle names torch's globals without torch being installed: ember pickles with the pure
+Python pickler, whose per-type dispatch lets a stand-in object be written as a ``GLOBAL module
+name`` opcode directly (the C pickler would import the module to check the name).
+
+Loading with ``weights_only=True`` (the default, as in torch) goes through an unpickler that
+resolves only the globals a checkpoint needs (the rebuild functions, storage types, dtypes,
+OrderedDict) and refuses every other one with ``pickle.UnpicklingError``.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import mmap as _mmap
+import os
+import pickle
+import struct
+import sys
+import zipfile
+from typing import Any
+
+import ember
+
+__all__ = ["save", "load"]
+
+_ALIGN = 64
+_DEFAULT_PROTOCOL = 2
+
+# dtype name -> torch's legacy typed storage class name (the persistent id's storage type)
+_STORAGE_NAMES = {
+    "float32": "FloatStorage",
+    "float64": "DoubleStorage",
+    "float16": "HalfStorage",
+    "bfloat16": "BFloat16Storage",
+    "int64": "LongStorage",
+    "int32": "IntStorage",
+    "int16": "ShortStorage",
+    "int8": "CharStorage",
+    "uint8": "ByteStorage",
+    "bool": "BoolStorage",
+}
+_DTYPE_NAMES = tuple(_STORAGE_NAMES)
+
+
+def _dtype_name(dt) -> str:
+    return str(dt).split(".")[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+class _Global:
+    """Stand-in that pickles as ``GLOBAL module name`` (see the module docstring)."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):  # save_reduce wants a callable; this one is only ever written
+        raise TypeError(f"{self.module}.{self.name} is a pickling stand-in")
+
+
+_REBUILD_V2 = _Global("torch._utils", "_rebuild_tensor_v2")
+_ORDERED_DICT = collections.OrderedDict
+_TORCH_DEVICE = _Global("torch", "device")
+_TORCH_SIZE = _Global("torch", "Size")
+_STORAGE_GLOBALS = {n: _Global("torch", s) for n, s in _STORAGE_NAMES.items()}
+_DTYPE_GLOBALS = {n: _Global("torch", n) for n in _DTYPE_NAMES}
+
+
+class _StorageRef:
+    """A storage as the pickle sees it: the untyped bytes plus the dtype they are viewed as."""
+
+    __slots__ = ("storage", "dtype")
+
+    def __init__(self, storage, dtype):
+        self.storage, self.dtype = storage, dtype
+
+
+class _Pickler(pickle._Pickler):  # the pure-Python pickler: its dispatch table is extensible
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def __init__(self, file, protocol):
+        super().__init__(file, protocol)
+        self.storages: dict[int, tuple[str, Any, str]] = {}  # _cdata -> (key, storage, dtype)
+
+    def _save_global_standin(self, obj: _Global):
+        # What pickle's save_global writes for protocols 2 and 3, without importing the module.
+        self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
+        self.memoize(obj)
+
+    dispatch[_Global] = _save_global_standin
+
+    def persistent_id(self, obj):
+        if not isinstance(obj, _StorageRef):
+            return None
+        storage, name = obj.storage, _dtype_name(obj.dtype)
+        seen = self.storages.get(storage._cdata)
+        if seen is None:
+            key = str(len(self.storages))
+            self.storages[storage._cdata] = (key, storage, name)
+        else:
+            key = seen[0]
+            if seen[2] != name:
+                raise RuntimeError(
+                    "Cannot save multiple tensors or storages that view the same data as "
+                    "different types")
+        itemsize = obj.dtype.itemsize
+        return ("storage", _STORAGE_GLOBALS[name], key, str(storage.device),
+                storage.nbytes() // itemsize)
+
+    def reducer_override(self, obj):
+        if isinstance(obj, ember.Tensor):
+            ref = _StorageRef(obj.untyped_storage(), obj.dtype)
+            args = (ref, obj.storage_offset(), tuple(obj.shape), tuple(obj.stride()),
+                    bool(obj.requires_grad), _ORDERED_DICT())
+            return _REBUILD_V2, args
+        if isinstance(obj, ember.Size):
+            return _TORCH_SIZE, (tuple(obj),)
+        if isinstance(obj, ember.device):
+            return _TORCH_DEVICE, (str(obj),)
+        return NotImplemented
+
+
+def _save_dtype(pickler: _Pickler, obj):
+    pickler._save_global_standin(_DTYPE_GLOBALS[_dtype_name(obj)])
+
+
+_Pickler.dispatch[type(ember.float32)] = _save_dtype
+
+
+def _zip_entry(zf: zipfile.ZipFile, name: str, data, align: bool = False) -> None:
+    """Writes one stored entry; with `align`, pads the local header's extra field so the data
+    starts on a 64-byte boundary of the file (torch does the same; it allows mmap loading)."""
+    view = memoryview(data).cast("B")
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    info.file_size = view.nbytes
+    zip64 = view.nbytes * 1.05 > zipfile.ZIP64_LIMIT
+    if align:
+        start = zf.fp.tell()
+        header = 30 + len(name.encode("utf-8")) + (20 if zip64 else 0)
+        pad = -(start + header + 4) % _ALIGN
+        info.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad  # 'FB', as torch's writer
+    with zf.open(info, "w", force_zip64=zip64) as out:
+        out.write(view)
+
+
+def _open_for(f, mode: str):
+    if isinstance(f, (str, os.PathLike)):
+        return open(f, mode), True
+    want = "write" if "w" in mode else "read"
+    if not hasattr(f, want):
+        raise AttributeError(
+            f"expected a path or a binary file object with a '{want}' method, got "
+            f"{type(f).__name__}")
+    return f, False
+
+
+def save(obj, f, pickle_module=None, pickle_protocol: int = _DEFAULT_PROTOCOL,
+         _use_new_zipfile_serialization: bool = True) -> None:
+    """Saves `obj` (tensors and containers of them, numbers, strings, ...) to `f`, a path or a
+    binary file object, in PyTorch's checkpoint format (``torch.load`` reads it).
+
+    >>> import io, ember
+    >>> buf = io.BytesIO()
+    >>> ember.save({"w": ember.ones(2, 3)}, buf)
+    >>> _ = buf.seek(0)
+    >>> ember.load(buf)["w"].shape
+    ember.Size([2, 3])
+    """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("ember.save: only the standard pickle module is supported")
+    if not _use_new_zipfile_serialization:
+        raise ValueError("ember.save: the legacy (non-zip) format is not supported")
+    data = io.BytesIO()
+    pickler = _Pickler(data, pickle_protocol)
+    pickler.dump(obj)
+    fobj, owned = _open_for(f, "wb")
+    try:
+        with zipfile.ZipFile(fobj, "w", zipfile.ZIP_STORED) as zf:
+            _zip_entry(zf, "archive/data.pkl", data.getbuffer())
+            _zip_entry(zf, "archive/.format_version", b"1")
+            _zip_entry(zf, "archive/.storage_alignment", str(_ALIGN).encode())
+            _zip_entry(zf, "archive/byteorder", sys.byteorder.encode())
+            for key, storage, _ in pickler.storages.values():
+                if not storage.device.type == "cpu":
+                    raise NotImplementedError(
+                        f"ember.save: saving a {storage.device} storage is not supported yet")
+                _zip_entry(zf, f"archive/data/{key}", memoryview(storage), align=True)
+            _zip_entry(zf, "archive/version", b"3\n")
+    finally:
+        if owned:
+            fobj.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+class _StorageType:
+    """What ``torch.<Type>Storage`` resolves to while loading: carries the dtype."""
+
+    def __init__(self, dtype_name: str):
+        self.dtype = getattr(ember, dtype_name)
+
+    def __call__(self, *args, **kwargs):
+        raise pickle.UnpicklingError("a storage type cannot be called while loading")
+
+
+def _tensor_from_ref(ref, storage_offset, size, stride, requires_grad):
+    if not isinstance(ref, _StorageRef):
+        raise pickle.UnpicklingError(
+            f"_rebuild_tensor: expected a storage, got {type(ref).__name__}")
+    t = ember.empty(0, dtype=ref.dtype)
+    t.set_(ref.storage, int(storage_offset), tuple(size), tuple(stride))
+    if requires_grad:
+        try:
+            t.requires_grad_(True)
+        except ImportError:  # no autograd package installed: the data loads all the same
+            pass
+    return t
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False,
+                       backward_hooks=None, metadata=None):
+    return _tensor_from_ref(storage, storage_offset, size, stride, requires_grad)
+
+
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks,
+                       dtype=None, metadata=None):
+    return _tensor_from_ref(storage, storage_offset, size, stride, requires_grad)
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride):
+    return _tensor_from_ref(storage, storage_offset, size, stride, False)
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
+    # nn.Parameter lives in ember-nn; a checkpoint's parameters load as plain tensors.
+    if requires_grad and isinstance(data, ember.Tensor):
+        try:
+            data.requires_grad_(True)
+        except ImportError:
+            pass
+    return data
+
+
+def _device(spec, index=None):
+    return ember.device(spec) if index is None else ember.device(spec, index)
+
+
+def _allowed_globals() -> dict:
+    g = {
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+        ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
+        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+        ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
+        ("torch", "Size"): ember.Size,
+        ("torch", "device"): _device,
+        ("ember._device", "Size"): ember.Size,
+    }
+    for name, storage in _STORAGE_NAMES.items():
+        g[("torch", storage)] = _StorageType(name)
+        g[("torch", name)] = getattr(ember, name)
+    return g
+
+
+_WEIGHTS_ONLY_HELP = (
+    "Weights only load failed. Re-running `ember.load` with `weights_only` set to `False` will "
+    "likely succeed, but it can result in arbitrary code execution. Do it only if you got the "
+    "file from a trusted source.\n\nWeightsUnpickler error: ")
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file, weights_only: bool, load_storage):
+        super().__init__(file, encoding="utf-8")
+        self.weights_only = weights_only
+        self.load_storage = load_storage
+        self.globals = _allowed_globals()
+
+    def find_class(self, module, name):
+        found = self.globals.get((module, name))
+        if found is not None:
+            return found
+        if self.weights_only:
+            raise pickle.UnpicklingError(
+                f"{_WEIGHTS_ONLY_HELP}Unsupported global: GLOBAL {module}.{name} was not an "
+                "allowed global by default.")
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise pickle.UnpicklingError(f"unsupported persistent id {pid!r}")
+        _, stype, key, location, numel = pid
+        if not isinstance(stype, _StorageType):
+            raise pickle.UnpicklingError(f"unsupported storage type {stype!r}")
+        nbytes = int(numel) * stype.dtype.itemsize
+        return _StorageRef(self.load_storage(str(key), nbytes, str(location)), stype.dtype)
+
+
+def _data_offset(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    zf.fp.seek(info.header_offset)
+    header = zf.fp.read(30)
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def _map_location(map_location, location: str, storage):
+    if map_location is None:
+        target = location
+    elif callable(map_location) and not isinstance(map_location, (str, ember.device)):
+        result = map_location(storage, location)
+        return storage if result is None else result
+    elif isinstance(map_location, dict):
+        target = map_location.get(location, location)
+    else:
+        target = str(map_location)
+    if not str(target).startswith("cpu"):
+        raise RuntimeError(
+            f"Attempting to deserialize object on device '{target}', which this build of ember "
+            "cannot use. Use ember.load with map_location='cpu' to map the storages to the CPU.")
+    return storage
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = True,
+         mmap: bool | None = None, **pickle_load_args):
+    """Loads an object saved by ``ember.save`` or ``torch.save`` (zip format).
+
+    `weights_only=True` (the default) resolves only the globals a checkpoint of tensors needs
+    and raises ``pickle.UnpicklingError`` for any other; pass ``False`` only for trusted files.
+    `mmap=True` maps the file instead of reading it: the tensors are (copy-on-write) views of
+    the mapped bytes; `f` must then be a path.
+    """
+    if weights_only is None:
+        weights_only = True
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("ember.load: only the standard pickle module is supported")
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    fobj, owned = _open_for(f, "rb")
+    try:
+        if not fobj.seekable():
+            fobj = io.BytesIO(fobj.read())
+        start = fobj.tell()
+        magic = fobj.read(4)
+        fobj.seek(start)
+        if magic[:2] != b"PK":
+            raise RuntimeError(
+                "ember.load: the file is not in PyTorch's zip checkpoint format (files written "
+                "by torch.save with _use_new_zipfile_serialization=False are not supported)")
+        mapped = None
+        if mmap:
+            mapped = _mmap.mmap(fobj.fileno(), 0, access=_mmap.ACCESS_COPY)
+        with zipfile.ZipFile(fobj) as zf:
+            return _load_zip(zf, mapped, map_location, weights_only)
+    finally:
+        if owned:
+            fobj.close()
+
+
+def _load_zip(zf: zipfile.ZipFile, mapped, map_location, weights_only):
+    names = zf.namelist()
+    pkl = next((n for n in names if n.endswith("data.pkl") and n.count("/") == 1), None)
+    if pkl is None:
+        raise RuntimeError("ember.load: the archive has no data.pkl record")
+    prefix = pkl[: -len("data.pkl")]
+    if f"{prefix}byteorder" in names:
+        order = zf.read(f"{prefix}byteorder").decode().strip()
+        if order != sys.byteorder:
+            raise RuntimeError(f"ember.load: {order}-endian files are not supported here")
+    cache: dict[str, Any] = {}
+
+    def load_storage(key: str, nbytes: int, location: str):
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        try:
+            info = zf.getinfo(f"{prefix}data/{key}")
+        except KeyError:
+            raise RuntimeError(f"ember.load: the archive has no record for storage {key}") from None
+        if info.file_size < nbytes:
+            raise RuntimeError(
+                f"ember.load: storage {key} has {info.file_size} bytes, {nbytes} expected")
+        storage = None
+        if mapped is not None and info.compress_type == zipfile.ZIP_STORED:
+            begin = _data_offset(zf, info)
+            if begin % _ALIGN == 0 or begin % 8 == 0:
+                storage = ember.UntypedStorage._from_buffer(
+                    memoryview(mapped)[begin:begin + nbytes])
+        if storage is None:
+            storage = ember.UntypedStorage(nbytes)
+            if nbytes:
+                with zf.open(info) as src:
+                    src.readinto(memoryview(storage))
+        storage = _map_location(map_location, location, storage)
+        cache[key] = storage
+        return storage
+
+    with zf.open(pkl) as data:
+        unpickler = _Unpickler(io.BytesIO(data.read()), weights_only, load_storage)
+        return unpickler.load()
