@@ -428,4 +428,6 @@ def test_pickle_protocols(protocol, torch):
     buf.seek(0)
     np.testing.assert_array_equal(as_np(ember.load(buf)["a"]), np.arange(4.0))
     buf.seek(0)
-    np.testing.assert_array_equal(torch.load(buf)["a"].numpy(), np.arange(4.0))
+    # torch's own weights_only unpickler reads protocol 2 only (it refuses its own protocol-4 files)
+    got = torch.load(buf, weights_only=protocol == 2)["a"]
+    np.testing.assert_array_equal(got.numpy(), np.arange(4.0))
