@@ -3,7 +3,8 @@ n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replac
 
 The other components live in their own distributions and appear here lazily, as in torch:
 ``ember.autograd`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
-``ember.utils.data`` (ember-data), ``ember.multiprocessing`` (ember-mp).
+``ember.utils.data`` (ember-data), ``ember.multiprocessing`` (ember-mp). ``ember.utils`` itself
+is the core's (``ember.utils.safetensors``), a namespace the other distributions extend.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ _COMPONENTS = {
     "autograd": ("ember.autograd", "ember-autograd"),
     "nn": ("ember.nn", "ember-nn"),
     "optim": ("ember.optim", "ember-nn"),
-    "utils": ("ember.utils", "ember-data"),
+    "utils": ("ember.utils", "ember-tensor"),  # ember.utils.data comes from ember-data
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
 }
 
