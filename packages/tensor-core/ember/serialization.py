@@ -24,6 +24,7 @@ OrderedDict) and refuses every other one with ``pickle.UnpicklingError``.
 
 from __future__ import annotations
 
+import codecs
 import collections
 import io
 import mmap as _mmap
@@ -94,22 +95,16 @@ class _StorageRef:
         self.storage, self.dtype = storage, dtype
 
 
-class _Pickler(pickle._Pickler):  # the pure-Python pickler: its dispatch table is extensible
-    dispatch = dict(pickle._Pickler.dispatch)
+class _SaveMixin:
+    """What both picklers share: storages become persistent ids (each written once), tensors
+    reduce to the rebuild function. The subclass names the globals to write (`_names`)."""
 
-    def __init__(self, file, protocol):
-        super().__init__(file, protocol)
+    def _init_state(self):
         self.storages: dict[int, tuple[str, Any, str]] = {}  # _cdata -> (key, storage, dtype)
-
-    def _save_global_standin(self, obj: _Global):
-        # What pickle's save_global writes for protocols 2 and 3, without importing the module.
-        self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
-        self.memoize(obj)
-
-    dispatch[_Global] = _save_global_standin
+        self.used: set = set()  # the placeholder globals written (see _FastPickler)
 
     def persistent_id(self, obj):
-        if not isinstance(obj, _StorageRef):
+        if type(obj) is not _StorageRef:
             return None
         storage, name = obj.storage, _dtype_name(obj.dtype)
         seen = self.storages.get(storage._cdata)
@@ -122,21 +117,54 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: its dispatch table 
                 raise RuntimeError(
                     "Cannot save multiple tensors or storages that view the same data as "
                     "different types")
-        itemsize = obj.dtype.itemsize
-        return ("storage", _STORAGE_GLOBALS[name], key, str(storage.device),
-                storage.nbytes() // itemsize)
+        storage_type = self._names["storage"][name]
+        self.used.add(storage_type)
+        return ("storage", storage_type, key, str(storage.device),
+                storage.nbytes() // obj.dtype.itemsize)
 
     def reducer_override(self, obj):
+        names = self._names
         if isinstance(obj, ember.Tensor):
             ref = _StorageRef(obj.untyped_storage(), obj.dtype)
             args = (ref, obj.storage_offset(), tuple(obj.shape), tuple(obj.stride()),
                     bool(obj.requires_grad), _ORDERED_DICT())
-            return _REBUILD_V2, args
+            self.used.add(names["rebuild"])
+            return names["rebuild"], args
+        if isinstance(obj, ember.dtype):
+            self.used.add(obj)
+            return names["dtype"](obj)
         if isinstance(obj, ember.Size):
-            return _TORCH_SIZE, (tuple(obj),)
+            self.used.add(names["Size"])
+            return names["Size"], (tuple(obj),)
         if isinstance(obj, ember.device):
-            return _TORCH_DEVICE, (str(obj),)
+            self.used.add(names["device"])
+            return names["device"], (str(obj),)
         return NotImplemented
+
+
+class _Pickler(_SaveMixin, pickle._Pickler):
+    """The pure-Python pickler: its per-type dispatch writes the stand-ins as GLOBAL opcodes
+    without importing torch. Slower; used for protocols 4 and 5 and as the fallback."""
+
+    dispatch = dict(pickle._Pickler.dispatch)
+    _names = {"storage": _STORAGE_GLOBALS, "rebuild": _REBUILD_V2, "Size": _TORCH_SIZE,
+              "device": _TORCH_DEVICE, "dtype": None}
+
+    def __init__(self, file, protocol):
+        super().__init__(file, protocol)
+        self._init_state()
+
+    def _save_global_standin(self, obj: _Global):
+        # What pickle's save_global writes for protocols 2 and 3, without importing the module.
+        self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
+        self.memoize(obj)
+
+    dispatch[_Global] = _save_global_standin
+
+    def reducer_override(self, obj):
+        if isinstance(obj, ember.dtype):
+            return NotImplemented  # the dispatch entry below writes it
+        return super().reducer_override(obj)
 
 
 def _save_dtype(pickler: _Pickler, obj):
@@ -144,6 +172,58 @@ def _save_dtype(pickler: _Pickler, obj):
 
 
 _Pickler.dispatch[type(ember.float32)] = _save_dtype
+
+# The C pickler (protocols 2 and 3) writes ember's own globals, which it can import; the GLOBAL
+# opcodes are then renamed to torch's. Each distinct global is written exactly once (the pickle
+# memo), so a placeholder that occurs any other number of times than its use says that user data
+# contains its bytes: the pure-Python pickler is used instead.
+_STORAGE_CLASSES = {n: type(s, (), {"__module__": __name__, "__qualname__": s})
+                    for n, s in _STORAGE_NAMES.items()}
+globals().update({cls.__name__: cls for cls in _STORAGE_CLASSES.values()})
+
+
+def _global_line(module: str, name: str) -> bytes:
+    return pickle.GLOBAL + f"{module}\n{name}\n".encode()
+
+
+def _renames() -> dict:
+    r = {_rebuild_tensor_v2: (_global_line(__name__, "_rebuild_tensor_v2"),
+                              _global_line("torch._utils", "_rebuild_tensor_v2")),
+         ember.Size: (_global_line(ember.Size.__module__, "Size"), _global_line("torch", "Size")),
+         ember.device: (_global_line(ember.device.__module__, "device"),
+                        _global_line("torch", "device"))}
+    for n, cls in _STORAGE_CLASSES.items():
+        r[cls] = (_global_line(__name__, cls.__name__), _global_line("torch", cls.__name__))
+        dt = getattr(ember, n)
+        r[dt] = (_global_line(type(dt).__module__, n), _global_line("torch", n))
+    return r
+
+
+class _FastPickler(_SaveMixin, pickle.Pickler):
+    _names = None  # set below, once the rebuild function exists
+
+    def __init__(self, file, protocol):
+        super().__init__(file, protocol)
+        self._init_state()
+
+
+def _dumps(obj, protocol: int):
+    """(pickle bytes, the pickler's storages)."""
+    if protocol in (2, 3):
+        buf = io.BytesIO()
+        pickler = _FastPickler(buf, protocol)
+        pickler.dump(obj)
+        data = buf.getvalue()
+        renames = _renames()
+        if all(data.count(old) == (key in pickler.used) for key, (old, _) in renames.items()):
+            for key in pickler.used:
+                old, new = renames[key]
+                data = data.replace(old, new)
+            return data, pickler.storages
+    buf = io.BytesIO()
+    pickler = _Pickler(buf, protocol)
+    pickler.dump(obj)
+    return buf.getvalue(), pickler.storages
 
 
 def _zip_entry(zf: zipfile.ZipFile, name: str, data, align: bool = False) -> None:
@@ -190,17 +270,15 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = _DEFAULT_PROTOCOL,
         raise ValueError("ember.save: only the standard pickle module is supported")
     if not _use_new_zipfile_serialization:
         raise ValueError("ember.save: the legacy (non-zip) format is not supported")
-    data = io.BytesIO()
-    pickler = _Pickler(data, pickle_protocol)
-    pickler.dump(obj)
+    data, storages = _dumps(obj, pickle_protocol)
     fobj, owned = _open_for(f, "wb")
     try:
         with zipfile.ZipFile(fobj, "w", zipfile.ZIP_STORED) as zf:
-            _zip_entry(zf, "archive/data.pkl", data.getbuffer())
+            _zip_entry(zf, "archive/data.pkl", data)
             _zip_entry(zf, "archive/.format_version", b"1")
             _zip_entry(zf, "archive/.storage_alignment", str(_ALIGN).encode())
             _zip_entry(zf, "archive/byteorder", sys.byteorder.encode())
-            for key, storage, _ in pickler.storages.values():
+            for key, storage, _ in storages.values():
                 if not storage.device.type == "cpu":
                     raise NotImplementedError(
                         f"ember.save: saving a {storage.device} storage is not supported yet")
@@ -249,6 +327,11 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
     return _tensor_from_ref(storage, storage_offset, size, stride, requires_grad)
 
 
+_FastPickler._names = {"storage": _STORAGE_CLASSES, "rebuild": _rebuild_tensor_v2,
+                       "Size": ember.Size, "device": ember.device,
+                       "dtype": lambda dt: _dtype_name(dt)}  # a str: pickle writes a global
+
+
 def _rebuild_tensor(storage, storage_offset, size, stride):
     return _tensor_from_ref(storage, storage_offset, size, stride, False)
 
@@ -270,6 +353,7 @@ def _device(spec, index=None):
 def _allowed_globals() -> dict:
     g = {
         ("collections", "OrderedDict"): collections.OrderedDict,
+        ("_codecs", "encode"): codecs.encode,  # how protocol 2 writes bytes (torch allows it too)
         ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
         ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
@@ -409,7 +493,12 @@ def _load_zip(zf: zipfile.ZipFile, mapped, map_location, weights_only):
                     memoryview(mapped)[begin:begin + nbytes])
         if storage is None:
             storage = ember.UntypedStorage(nbytes)
-            if nbytes:
+            if nbytes and info.compress_type == zipfile.ZIP_STORED:
+                # straight from the file into the storage: one copy, no temporary bytes
+                zf.fp.seek(_data_offset(zf, info))
+                if zf.fp.readinto(memoryview(storage)) != nbytes:
+                    raise RuntimeError(f"ember.load: storage {key} is truncated")
+            elif nbytes:
                 with zf.open(info) as src:
                     src.readinto(memoryview(storage))
         storage = _map_location(map_location, location, storage)

@@ -431,3 +431,26 @@ def test_pickle_protocols(protocol, torch):
     # torch's own weights_only unpickler reads protocol 2 only (it refuses its own protocol-4 files)
     got = torch.load(buf, weights_only=protocol == 2)["a"]
     np.testing.assert_array_equal(got.numpy(), np.arange(4.0))
+
+
+def test_user_data_that_looks_like_a_placeholder_global(torch):
+    # The fast path renames ember's globals to torch's in the pickle bytes; a user string with
+    # the same bytes must survive (the pure-Python pickler takes over).
+    s = "cember.serialization\n_rebuild_tensor_v2\n"
+    buf = _saved({"s": s, "t": ember.ones(2), "b": s.encode()})
+    r = ember.load(buf)
+    assert r["s"] == s and r["b"] == s.encode()
+    np.testing.assert_array_equal(as_np(r["t"]), [1, 1])
+    buf.seek(0)
+    assert torch.load(buf, weights_only=False)["s"] == s
+
+
+def test_globals_are_torchs(tmp_path):
+    buf = _saved({"t": ember.ones(2, dtype=ember.float16), "d": ember.int8, "s": ember.Size([1]),
+                  "dev": ember.device("cpu")})
+    pkl = zipfile.ZipFile(buf).read("archive/data.pkl")
+    assert b"ember" not in pkl
+    for line in (b"ctorch._utils\n_rebuild_tensor_v2\n", b"ctorch\nHalfStorage\n",
+                 b"ctorch\nint8\n", b"ctorch\nSize\n", b"ctorch\ndevice\n",
+                 b"ccollections\nOrderedDict\n"):
+        assert pkl.count(line) == 1, line
