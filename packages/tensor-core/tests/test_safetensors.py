@@ -215,3 +215,16 @@ def test_ember_reads_library_files(torch, tmp_path):
     r = st.load(lib_np.save(arrays))
     np.testing.assert_array_equal(as_np(r["x"]), arrays["x"])
     np.testing.assert_array_equal(as_np(r["y"]), arrays["y"])
+
+
+def test_load_file_views_the_mapping_copy_on_write(tmp_path):
+    p = tmp_path / "w.safetensors"
+    st.save_file({"a": ember.arange(6.0), "b": ember.ones(3, dtype=ember.int8)}, p)
+    r = st.load_file(p)
+    r["a"][0] = 42.0  # private pages: the file is untouched
+    assert st.load_file(p)["a"][0].item() == 0.0
+    f = st.safe_open(p)
+    t = f.get_tensor("a")
+    f.close()  # the tensor keeps the mapping alive
+    np.testing.assert_array_equal(as_np(t), np.arange(6.0))
+    del r, t

@@ -228,12 +228,17 @@ def _parse(buf, total: int) -> tuple[int, dict, dict | None]:
     return start, entries, metadata
 
 
-def _make(entry, buf, start: int) -> ember.Tensor:
+def _make(entry, buf, start: int, borrow: bool = False) -> ember.Tensor:
     dtype, shape, begin, end = entry
-    t = ember.empty(shape, dtype=getattr(ember, dtype))
-    if end > begin:
-        storage = t.untyped_storage()
-        memoryview(storage)[:] = buf[start + begin:start + end]
+    dt = getattr(ember, dtype)
+    lo, hi = start + begin, start + end
+    if borrow and hi > lo and lo % 8 == 0:
+        # a view of the (copy-on-write) mapping: no copy; the mapping lives as long as the tensor
+        storage = ember.UntypedStorage._from_buffer(buf[lo:hi])
+        return ember.empty(0, dtype=dt).set_(storage, 0, shape)
+    t = ember.empty(shape, dtype=dt)
+    if hi > lo:
+        memoryview(t.untyped_storage())[:] = buf[lo:hi]
     return t
 
 
@@ -250,14 +255,16 @@ def load(data: bytes) -> dict:
 
 
 def load_file(filename, device="cpu") -> dict:
-    """Tensors from a safetensors file, in the file's (data) order."""
+    """Tensors from a safetensors file, in the file's (data) order; they view the memory-mapped
+    file (copy-on-write) rather than copying it."""
     with safe_open(filename, framework="pt", device=device) as f:
         return {k: f.get_tensor(k) for k in f.offset_keys()}
 
 
 class safe_open:  # noqa: N801 - the library's name
-    """Lazy access to a safetensors file through a read-only memory map:
-    ``keys()``, ``get_tensor(name)``, ``metadata()``; a context manager."""
+    """Lazy access to a safetensors file through a memory map: ``keys()``,
+    ``get_tensor(name)``, ``metadata()``; a context manager. Tensors view the mapped file
+    (copy-on-write: writing to one never changes the file) when their bytes are aligned."""
 
     def __init__(self, filename, framework: str = "pt", device="cpu"):
         if framework not in ("pt", "torch", "ember", "np", "numpy"):
@@ -266,7 +273,8 @@ class safe_open:  # noqa: N801 - the library's name
         self._numpy = framework in ("np", "numpy")
         with open(os.fspath(filename), "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
-            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            # ACCESS_COPY: private pages, so tensors viewing them may be written to safely
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY) if size else b""
         self._buf = memoryview(self._map)
         self._start, self._entries, self._metadata = _parse(self._buf, size)
 
@@ -277,9 +285,14 @@ class safe_open:  # noqa: N801 - the library's name
         self.close()
 
     def close(self) -> None:
+        # Tensors from get_tensor may still view the mapping: then it is unmapped with the last
+        # of them rather than now.
         self._buf.release()
         if isinstance(self._map, mmap.mmap):
-            self._map.close()
+            try:
+                self._map.close()
+            except BufferError:
+                pass
 
     def keys(self) -> list:
         return sorted(self._entries)
@@ -295,5 +308,5 @@ class safe_open:  # noqa: N801 - the library's name
             entry = self._entries[name]
         except KeyError:
             raise SafetensorError(f"File does not contain tensor {name}") from None
-        t = _make(entry, self._buf, self._start)
+        t = _make(entry, self._buf, self._start, borrow=True)
         return t.numpy() if self._numpy else t
