@@ -56,6 +56,11 @@ _STORAGE_NAMES = {
     "bool": "BoolStorage",
 }
 _DTYPE_NAMES = tuple(_STORAGE_NAMES)
+# torch storage types whose dtypes ember does not have: refused with a message naming them
+_UNSUPPORTED_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "ComplexHalfStorage",
+                         "UInt16Storage", "UInt32Storage", "UInt64Storage", "QInt8Storage",
+                         "QUInt8Storage", "QInt32Storage", "Float8_e4m3fnStorage",
+                         "Float8_e5m2Storage")
 
 
 def _dtype_name(dt) -> str:
@@ -296,8 +301,13 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = _DEFAULT_PROTOCOL,
 class _StorageType:
     """What ``torch.<Type>Storage`` resolves to while loading: carries the dtype."""
 
-    def __init__(self, dtype_name: str):
-        self.dtype = getattr(ember, dtype_name)
+    def __init__(self, dtype_name: str | None, torch_name: str = ""):
+        self.dtype = getattr(ember, dtype_name) if dtype_name else None
+        self.torch_name = torch_name
+
+    @classmethod
+    def unsupported(cls, torch_name: str) -> _StorageType:
+        return cls(None, torch_name)
 
     def __call__(self, *args, **kwargs):
         raise pickle.UnpicklingError("a storage type cannot be called while loading")
@@ -346,6 +356,11 @@ def _rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
     return data
 
 
+def _rebuild_from_type_v2(func, new_type, args, state):
+    # torch's form for tensors carrying Python attributes: the attributes are dropped here.
+    return func(*args)
+
+
 def _device(spec, index=None):
     return ember.device(spec) if index is None else ember.device(spec, index)
 
@@ -362,7 +377,12 @@ def _allowed_globals() -> dict:
         ("torch", "Size"): ember.Size,
         ("torch", "device"): _device,
         ("ember._device", "Size"): ember.Size,
+        ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+        ("torch", "Tensor"): ember.Tensor,
+        ("torch.nn.parameter", "Parameter"): ember.Tensor,
     }
+    for name in _UNSUPPORTED_STORAGES:
+        g[("torch", name)] = _StorageType.unsupported(name)
     for name, storage in _STORAGE_NAMES.items():
         g[("torch", storage)] = _StorageType(name)
         g[("torch", name)] = getattr(ember, name)
@@ -398,6 +418,9 @@ class _Unpickler(pickle.Unpickler):
         _, stype, key, location, numel = pid
         if not isinstance(stype, _StorageType):
             raise pickle.UnpicklingError(f"unsupported storage type {stype!r}")
+        if stype.dtype is None:
+            raise RuntimeError(
+                f"ember.load: the file holds a torch.{stype.torch_name}, whose dtype ember lacks")
         nbytes = int(numel) * stype.dtype.itemsize
         return _StorageRef(self.load_storage(str(key), nbytes, str(location)), stype.dtype)
 

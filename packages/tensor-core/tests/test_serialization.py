@@ -454,3 +454,17 @@ def test_globals_are_torchs(tmp_path):
                  b"ctorch\nint8\n", b"ctorch\nSize\n", b"ctorch\ndevice\n",
                  b"ccollections\nOrderedDict\n"):
         assert pkl.count(line) == 1, line
+
+
+def test_torch_files_with_unsupported_dtypes_and_attributes(torch):
+    buf = io.BytesIO()
+    torch.save({"c": torch.ones(2, dtype=torch.complex64)}, buf)
+    buf.seek(0)
+    with pytest.raises(RuntimeError, match="ComplexFloatStorage"):
+        ember.load(buf)
+    t = torch.arange(3.0)
+    t.note = "attribute"  # torch pickles this through _rebuild_from_type_v2
+    buf = io.BytesIO()
+    torch.save({"t": t}, buf)
+    buf.seek(0)
+    np.testing.assert_array_equal(as_np(ember.load(buf, weights_only=False)["t"]), [0, 1, 2])
