@@ -553,3 +553,29 @@ def test_same_program_as_array_api_strict(data):
     theirs = _program(strict, strict.asarray(a))
     for o, t in zip(ours, theirs):
         check(o, np.asarray(t), rtol=1e-10)
+
+
+def _boolean_indexing_works() -> bool:
+    try:
+        ember.arange(3)[ember.tensor([True, False, True])]
+    except NotImplementedError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _boolean_indexing_works(),
+                    reason="scikit-learn needs boolean-mask indexing, not in the core yet")
+@pytest.mark.parametrize("name", ["MinMaxScaler", "StandardScaler"])
+def test_scikit_learn_array_api_dispatch(name, monkeypatch, rng):
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    sklearn = pytest.importorskip("sklearn")
+    preprocessing = pytest.importorskip("sklearn.preprocessing")
+    X = rng.standard_normal((40, 3))
+    want = getattr(preprocessing, name)().fit_transform(X)
+    try:
+        with sklearn.config_context(array_api_dispatch=True):
+            got = getattr(preprocessing, name)().fit_transform(ember.from_numpy(X))
+    except RuntimeError as e:  # scipy was imported before SCIPY_ARRAY_API could be set
+        pytest.skip(str(e))
+    assert isinstance(got, ember.Tensor)
+    np.testing.assert_allclose(np_of(got), want, rtol=1e-10)
