@@ -37,7 +37,8 @@ from typing import Any
 
 import ember
 
-__all__ = ["save", "load"]
+__all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "load", "safe_globals",
+           "save"]
 
 _ALIGN = 64
 _DEFAULT_PROTOCOL = 2
@@ -389,6 +390,45 @@ def _allowed_globals() -> dict:
     return g
 
 
+# Globals a user allows for weights_only loading (torch.serialization.add_safe_globals):
+# object -> (module, name) as pickle writes it.
+_USER_SAFE: dict = {}
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Allows these classes/functions in ``ember.load(weights_only=True)``. An entry is the
+    object, or ``(object, "module.name")`` to give the name it is pickled under."""
+    for entry in safe_globals:
+        obj, full = entry if isinstance(entry, tuple) else (entry, None)
+        if full is None:
+            full = f"{obj.__module__}.{obj.__qualname__}"
+        module, _, name = full.rpartition(".")
+        _USER_SAFE[obj] = (module, name)
+
+
+def get_safe_globals() -> list:
+    return list(_USER_SAFE)
+
+
+def clear_safe_globals() -> None:
+    _USER_SAFE.clear()
+
+
+class safe_globals:  # noqa: N801 - torch's name
+    """Context manager: the globals are allowed inside the ``with`` block only."""
+
+    def __init__(self, safe_globals: list):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        self.saved = dict(_USER_SAFE)
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc):
+        _USER_SAFE.clear()
+        _USER_SAFE.update(self.saved)
+
+
 _WEIGHTS_ONLY_HELP = (
     "Weights only load failed. Re-running `ember.load` with `weights_only` set to `False` will "
     "likely succeed, but it can result in arbitrary code execution. Do it only if you got the "
@@ -396,11 +436,13 @@ _WEIGHTS_ONLY_HELP = (
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, weights_only: bool, load_storage):
-        super().__init__(file, encoding="utf-8")
+    def __init__(self, file, weights_only: bool, load_storage, encoding: str = "utf-8"):
+        super().__init__(file, encoding=encoding)
         self.weights_only = weights_only
         self.load_storage = load_storage
         self.globals = _allowed_globals()
+        for obj, (module, name) in _USER_SAFE.items():
+            self.globals.setdefault((module, name), obj)
 
     def find_class(self, module, name):
         found = self.globals.get((module, name))
@@ -409,7 +451,9 @@ class _Unpickler(pickle.Unpickler):
         if self.weights_only:
             raise pickle.UnpicklingError(
                 f"{_WEIGHTS_ONLY_HELP}Unsupported global: GLOBAL {module}.{name} was not an "
-                "allowed global by default.")
+                "allowed global by default. If you trust it, allow it with "
+                f"ember.serialization.add_safe_globals([{name}]) or the "
+                f"ember.serialization.safe_globals([{name}]) context manager.")
         return super().find_class(module, name)
 
     def persistent_load(self, pid):
@@ -479,13 +523,14 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
         if mmap:
             mapped = _mmap.mmap(fobj.fileno(), 0, access=_mmap.ACCESS_COPY)
         with zipfile.ZipFile(fobj) as zf:
-            return _load_zip(zf, mapped, map_location, weights_only)
+            return _load_zip(zf, mapped, map_location, weights_only,
+                             pickle_load_args.get("encoding", "utf-8"))
     finally:
         if owned:
             fobj.close()
 
 
-def _load_zip(zf: zipfile.ZipFile, mapped, map_location, weights_only):
+def _load_zip(zf: zipfile.ZipFile, mapped, map_location, weights_only, encoding="utf-8"):
     names = zf.namelist()
     pkl = next((n for n in names if n.endswith("data.pkl") and n.count("/") == 1), None)
     if pkl is None:
@@ -529,5 +574,5 @@ def _load_zip(zf: zipfile.ZipFile, mapped, map_location, weights_only):
         return storage
 
     with zf.open(pkl) as data:
-        unpickler = _Unpickler(io.BytesIO(data.read()), weights_only, load_storage)
+        unpickler = _Unpickler(io.BytesIO(data.read()), weights_only, load_storage, encoding)
         return unpickler.load()

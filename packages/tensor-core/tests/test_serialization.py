@@ -468,3 +468,36 @@ def test_torch_files_with_unsupported_dtypes_and_attributes(torch):
     torch.save({"t": t}, buf)
     buf.seek(0)
     np.testing.assert_array_equal(as_np(ember.load(buf, weights_only=False)["t"]), [0, 1, 2])
+
+
+def test_set_on_a_tensor_that_requires_grad(grad_hook):
+    w = ember.ones(2).requires_grad_(True)
+    s = ember.zeros(2).untyped_storage()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.set_(s, 0, (2,), (1,))
+    with ember.no_grad():
+        w.set_(s, 0, (2,), (1,))
+    assert w.requires_grad and w.untyped_storage() == s
+
+
+def test_safe_globals_allow_a_class():
+    from ember import serialization
+
+    buf = _saved({"p": Point(ember.ones(1), 2)})
+    with pytest.raises(pickle.UnpicklingError, match="add_safe_globals"):
+        ember.load(buf)
+    buf.seek(0)
+    with serialization.safe_globals([Point]):
+        assert Point in serialization.get_safe_globals()
+        p = ember.load(buf)["p"]
+    assert isinstance(p, Point) and p.y == 2
+    assert Point not in serialization.get_safe_globals()
+    serialization.add_safe_globals([(Point, "test_serialization.Point")])
+    try:
+        buf.seek(0)
+        assert ember.load(buf)["p"].y == 2
+    finally:
+        serialization.clear_safe_globals()
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError):
+        ember.load(buf)

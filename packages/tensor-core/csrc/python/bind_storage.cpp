@@ -192,7 +192,9 @@ void register_storage(py::module_& m) {
       .def("set_", [](py::object self, py::object source, int64_t offset, py::object size,
                       py::object stride) {
         Tensor t = self.cast<Tensor>();
-        check_out_no_grad(t, "set_");
+        if (needs_grad(t))  // under no_grad it is allowed, as in PyTorch
+          throw std::runtime_error(
+              "a leaf Variable that requires grad is being used in an in-place operation.");
         if (source.is_none()) {  // set_(): an empty tensor on a fresh storage
           set_storage(t, new_cpu_storage(0), 0, {0}, {1});
           return self;
