@@ -13,9 +13,11 @@ requires_grad, OrderedDict())`` and a storage is a persistent id ``('storage',
 torch.<Type>Storage, key, location, numel)``. Each storage is written once, so tensors that
 share a storage (views) load sharing one, with their strides and offsets.
 
-The pickle names torch's globals without torch being installed: ember pickles with the pure
-Python pickler, whose per-type dispatch lets a stand-in object be written as a ``GLOBAL module
-name`` opcode directly (the C pickler would import the module to check the name).
+The pickle names torch's globals without torch being installed. For protocols 2 and 3 the C
+pickler writes ember's own (importable) globals and their GLOBAL opcodes are renamed to torch's
+afterwards; should a placeholder's bytes also occur in the user's data, or for protocols 4 and 5,
+the pure-Python pickler is used instead, whose per-type dispatch writes stand-in objects as
+``GLOBAL module name`` opcodes directly (the C pickler would import the module to check a name).
 
 Loading with ``weights_only=True`` (the default, as in torch) goes through an unpickler that
 resolves only the globals a checkpoint needs (the rebuild functions, storage types, dtypes,

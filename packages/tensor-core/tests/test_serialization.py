@@ -109,6 +109,8 @@ def test_uint8_view_of_storage_and_borrowed_buffer():
     x = ember.empty(0, dtype=ember.int32).set_(s)
     x.fill_(3)
     assert np.frombuffer(buf, np.int32).tolist() == [3, 3, 3, 3]
+    with pytest.raises(ValueError, match="writable"):
+        ember.UntypedStorage._from_buffer(b"read-only bytes")
 
 
 def test_set_views_a_storage():

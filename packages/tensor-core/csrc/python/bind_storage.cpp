@@ -49,14 +49,14 @@ void release_buffer(void* ctx, void*) {
 
 Storage borrow_buffer(py::handle obj) {
   auto* view = new Py_buffer;
-  // Prefer a writable view; fall back to read-only bytes (writing through them is the caller's
-  // responsibility, as with a non-writable NumPy array).
+  // Writable only: ember has no read-only tensors, and a write through a read-only mapping
+  // would crash the process (map files with mmap.ACCESS_COPY for private writable pages).
   if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+    delete view;
     PyErr_Clear();
-    if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_C_CONTIGUOUS) != 0) {
-      delete view;
-      throw py::error_already_set();
-    }
+    throw py::value_error(str_cat("UntypedStorage._from_buffer: expected a writable, C-contiguous "
+                                  "buffer, got ", Py_TYPE(obj.ptr())->tp_name,
+                                  " (copy it, or map the file with mmap.ACCESS_COPY)"));
   }
   const auto n = static_cast<size_t>(view->len);
   DataPtr data(view->buf, view, &release_buffer, Device{});
