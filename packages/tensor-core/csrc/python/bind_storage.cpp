@@ -40,10 +40,24 @@ Storage new_cpu_storage(int64_t nbytes) {
 
 // Memory borrowed from a Python buffer (a mmap, bytes, a NumPy array): the storage holds the
 // Py_buffer and releases it, under the GIL, when the last tensor lets go.
+// Storages die on any thread, with or without the GIL, also while the interpreter shuts down
+// (then the buffer is leaked on purpose, as bind_interop.cpp does for NumPy arrays).
 void release_buffer(void* ctx, void*) {
-  py::gil_scoped_acquire gil;
   auto* view = static_cast<Py_buffer*>(ctx);
+  if (!Py_IsInitialized()) return;
+  if (PyGILState_Check()) {
+    PyBuffer_Release(view);
+    delete view;
+    return;
+  }
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return;
+#else
+  if (_Py_IsFinalizing()) return;
+#endif
+  PyGILState_STATE state = PyGILState_Ensure();
   PyBuffer_Release(view);
+  PyGILState_Release(state);
   delete view;
 }
 
