@@ -91,16 +91,17 @@ _ORDERED_DICT = collections.OrderedDict
 _TORCH_DEVICE = _Global("torch", "device")
 _TORCH_SIZE = _Global("torch", "Size")
 _STORAGE_GLOBALS = {n: _Global("torch", s) for n, s in _STORAGE_NAMES.items()}
+_STORAGE_GLOBALS["untyped"] = _Global("torch", "UntypedStorage")
 _DTYPE_GLOBALS = {n: _Global("torch", n) for n in _DTYPE_NAMES}
 
 
 class _StorageRef:
     """A storage as the pickle sees it: the untyped bytes plus the dtype they are viewed as."""
 
-    __slots__ = ("storage", "dtype")
+    __slots__ = ("storage", "dtype", "untyped")
 
-    def __init__(self, storage, dtype):
-        self.storage, self.dtype = storage, dtype
+    def __init__(self, storage, dtype, untyped: bool = False):
+        self.storage, self.dtype, self.untyped = storage, dtype, untyped
 
 
 class _SaveMixin:
@@ -112,7 +113,9 @@ class _SaveMixin:
         self.used: set = set()  # the placeholder globals written (see _FastPickler)
 
     def persistent_id(self, obj):
-        if type(obj) is not _StorageRef:
+        if type(obj) is ember.UntypedStorage:  # a storage saved by itself: bytes, as uint8
+            obj = _StorageRef(obj, ember.uint8, untyped=True)
+        elif type(obj) is not _StorageRef:
             return None
         storage, name = obj.storage, _dtype_name(obj.dtype)
         seen = self.storages.get(storage._cdata)
@@ -125,7 +128,7 @@ class _SaveMixin:
                 raise RuntimeError(
                     "Cannot save multiple tensors or storages that view the same data as "
                     "different types")
-        storage_type = self._names["storage"][name]
+        storage_type = self._names["storage"]["untyped" if obj.untyped else name]
         self.used.add(storage_type)
         return ("storage", storage_type, key, str(storage.device),
                 storage.nbytes() // obj.dtype.itemsize)
@@ -186,7 +189,7 @@ _Pickler.dispatch[type(ember.float32)] = _save_dtype
 # memo), so a placeholder that occurs any other number of times than its use says that user data
 # contains its bytes: the pure-Python pickler is used instead.
 _STORAGE_CLASSES = {n: type(s, (), {"__module__": __name__, "__qualname__": s})
-                    for n, s in _STORAGE_NAMES.items()}
+                    for n, s in {**_STORAGE_NAMES, "untyped": "UntypedStorage"}.items()}
 globals().update({cls.__name__: cls for cls in _STORAGE_CLASSES.values()})
 
 
@@ -202,6 +205,8 @@ def _renames() -> dict:
                         _global_line("torch", "device"))}
     for n, cls in _STORAGE_CLASSES.items():
         r[cls] = (_global_line(__name__, cls.__name__), _global_line("torch", cls.__name__))
+        if n == "untyped":
+            continue
         dt = getattr(ember, n)
         r[dt] = (_global_line(type(dt).__module__, n), _global_line("torch", n))
     return r
@@ -304,9 +309,10 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = _DEFAULT_PROTOCOL,
 class _StorageType:
     """What ``torch.<Type>Storage`` resolves to while loading: carries the dtype."""
 
-    def __init__(self, dtype_name: str | None, torch_name: str = ""):
+    def __init__(self, dtype_name: str | None, torch_name: str = "", untyped: bool = False):
         self.dtype = getattr(ember, dtype_name) if dtype_name else None
         self.torch_name = torch_name
+        self.untyped = untyped  # torch.UntypedStorage: loads as the storage itself
 
     @classmethod
     def unsupported(cls, torch_name: str) -> _StorageType:
@@ -389,6 +395,7 @@ def _allowed_globals() -> dict:
     for name, storage in _STORAGE_NAMES.items():
         g[("torch", storage)] = _StorageType(name)
         g[("torch", name)] = getattr(ember, name)
+    g[("torch", "UntypedStorage")] = _StorageType("uint8", "UntypedStorage", untyped=True)
     return g
 
 
@@ -468,7 +475,8 @@ class _Unpickler(pickle.Unpickler):
             raise RuntimeError(
                 f"ember.load: the file holds a torch.{stype.torch_name}, whose dtype ember lacks")
         nbytes = int(numel) * stype.dtype.itemsize
-        return _StorageRef(self.load_storage(str(key), nbytes, str(location)), stype.dtype)
+        storage = self.load_storage(str(key), nbytes, str(location))
+        return storage if stype.untyped else _StorageRef(storage, stype.dtype)
 
 
 def _data_offset(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:

@@ -503,3 +503,21 @@ def test_safe_globals_allow_a_class():
     buf.seek(0)
     with pytest.raises(pickle.UnpicklingError):
         ember.load(buf)
+
+
+def test_storages_saved_by_themselves(torch):
+    t = ember.arange(4, dtype=ember.int32)
+    s = t.untyped_storage()
+    r = roundtrip({"s": s, "u8": ember.empty(0, dtype=ember.uint8).set_(s)})
+    assert isinstance(r["s"], ember.UntypedStorage) and bytes(r["s"]) == bytes(s)
+    assert r["u8"].untyped_storage() == r["s"]  # one storage in the file, one after loading
+    with pytest.raises(RuntimeError, match="different types"):
+        ember.save([t, s], io.BytesIO())
+    got = torch.load(_saved(s), weights_only=False)  # torch allowlists no UntypedStorage
+    assert isinstance(got, torch.UntypedStorage) and bytes(got.tolist()) == bytes(s)
+    buf = io.BytesIO()
+    torch.save(torch.arange(3, dtype=torch.int16).untyped_storage(), buf)
+    buf.seek(0)
+    back = ember.load(buf)
+    assert isinstance(back, ember.UntypedStorage)
+    assert np.frombuffer(bytes(back), np.int16).tolist() == [0, 1, 2]
