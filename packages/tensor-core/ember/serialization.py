@@ -91,7 +91,7 @@ _ORDERED_DICT = collections.OrderedDict
 _TORCH_DEVICE = _Global("torch", "device")
 _TORCH_SIZE = _Global("torch", "Size")
 _STORAGE_GLOBALS = {n: _Global("torch", s) for n, s in _STORAGE_NAMES.items()}
-_STORAGE_GLOBALS["untyped"] = _Global("torch", "UntypedStorage")
+_STORAGE_GLOBALS["untyped"] = _Global("torch.storage", "UntypedStorage")
 _DTYPE_GLOBALS = {n: _Global("torch", n) for n in _DTYPE_NAMES}
 
 
@@ -204,9 +204,11 @@ def _renames() -> dict:
          ember.device: (_global_line(ember.device.__module__, "device"),
                         _global_line("torch", "device"))}
     for n, cls in _STORAGE_CLASSES.items():
-        r[cls] = (_global_line(__name__, cls.__name__), _global_line("torch", cls.__name__))
         if n == "untyped":
+            r[cls] = (_global_line(__name__, cls.__name__),
+                      _global_line("torch.storage", cls.__name__))
             continue
+        r[cls] = (_global_line(__name__, cls.__name__), _global_line("torch", cls.__name__))
         dt = getattr(ember, n)
         r[dt] = (_global_line(type(dt).__module__, n), _global_line("torch", n))
     return r
@@ -395,7 +397,8 @@ def _allowed_globals() -> dict:
     for name, storage in _STORAGE_NAMES.items():
         g[("torch", storage)] = _StorageType(name)
         g[("torch", name)] = getattr(ember, name)
-    g[("torch", "UntypedStorage")] = _StorageType("uint8", "UntypedStorage", untyped=True)
+    untyped = _StorageType("uint8", "UntypedStorage", untyped=True)
+    g[("torch.storage", "UntypedStorage")] = g[("torch", "UntypedStorage")] = untyped
     return g
 
 
