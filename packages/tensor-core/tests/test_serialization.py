@@ -505,6 +505,7 @@ def test_safe_globals_allow_a_class():
         ember.load(buf)
 
 
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
 def test_storages_saved_by_themselves(torch):
     t = ember.arange(4, dtype=ember.int32)
     s = t.untyped_storage()
