@@ -579,3 +579,22 @@ def test_scikit_learn_array_api_dispatch(name, monkeypatch, rng):
         pytest.skip(str(e))
     assert isinstance(got, ember.Tensor)
     np.testing.assert_allclose(np_of(got), want, rtol=1e-10)
+
+
+def test_zero_dim_and_empty_arrays():
+    s = xp.asarray(2.5, dtype=xp.float64)
+    assert s.ndim == 0
+    check(xp.sum(s), np.sum(2.5))
+    check(xp.exp(s), np.exp(2.5), rtol=1e-12)
+    check(xp.expand_dims(s, axis=0), np.array([2.5]))
+    check(xp.prod(s), np.float64(2.5))
+    check(xp.tile(s, (2,)), np.tile(2.5, (2,)))
+    e = xp.zeros((0, 3))
+    check(xp.sum(e, axis=0), np.zeros(3))
+    check(xp.prod(e, axis=0), np.ones(3))
+    check(xp.concat([e, xp.ones((2, 3))]), np.ones((2, 3)))
+    check(xp.stack([e, e], axis=1), np.zeros((0, 2, 3)))
+    check(xp.tensordot(e, xp.zeros((3, 2)), axes=1), np.zeros((0, 2)))
+    check(xp.vecdot(e, e), np.zeros(0))
+    check(xp.tile(e, (2, 2)), np.zeros((0, 6)))
+    assert xp.unstack(e, axis=0) == ()

@@ -12,6 +12,8 @@ import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 
@@ -522,3 +524,30 @@ def test_storages_saved_by_themselves(torch):
     back = ember.load(buf)
     assert isinstance(back, ember.UntypedStorage)
     assert np.frombuffer(bytes(back), np.int16).tolist() == [0, 1, 2]
+
+
+@st.composite
+def _views(draw):
+    """A tensor of random shape and dtype, and a random (transposed, sliced, strided) view."""
+    shape = draw(st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple))
+    base = sample(draw(st.sampled_from(ALL_DTYPES)), shape)
+    t = base
+    if t.ndim >= 2 and draw(st.booleans()):
+        t = t.transpose(0, t.ndim - 1)
+    for d in range(t.ndim):
+        start = draw(st.integers(0, t.shape[d]))
+        t = t.narrow(d, start, t.shape[d] - start)
+        step = draw(st.integers(1, 3))
+        t = t[(slice(None),) * d + (slice(None, None, step),)]
+    return base, t
+
+
+@settings(max_examples=60, deadline=None)
+@given(_views())
+def test_random_views_roundtrip(pair):
+    base, view = pair
+    r = roundtrip({"base": base, "view": view})
+    assert r["view"].shape == view.shape and r["view"].stride() == view.stride()
+    assert r["view"].storage_offset() == view.storage_offset()
+    assert r["view"]._shares_storage(r["base"])
+    np.testing.assert_array_equal(as_np(r["view"]), as_np(view))
