@@ -58,6 +58,7 @@ def get_printoptions() -> dict:
 
     return _tensor_str.get_printoptions()
 
+
 def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
     """Saves `obj` in PyTorch's checkpoint format; see ember.serialization."""
     from ember import serialization
