@@ -228,3 +228,21 @@ def test_load_file_views_the_mapping_copy_on_write(tmp_path):
     f.close()  # the tensor keeps the mapping alive
     np.testing.assert_array_equal(as_np(t), np.arange(6.0))
     del r, t
+
+
+def test_another_distribution_extends_ember_utils(tmp_path):
+    # ember-data, installed from another folder (an editable install), adds ember.utils.data.
+    import os
+    import subprocess
+
+    pkg = tmp_path / "ember" / "utils" / "data"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("DataLoader = 'the loader'\n")
+    site = str(os.path.dirname(os.path.dirname(ember.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([site, str(tmp_path)]))
+    code = ("import ember; print(ember.utils.data.DataLoader); "
+            "print(ember.utils.safetensors.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["the", "loader", "ember.utils.safetensors"]
