@@ -3,7 +3,8 @@ n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replac
 
 The other components live in their own distributions and appear here lazily, as in torch:
 ``ember.autograd`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
-``ember.utils.data`` (ember-data), ``ember.multiprocessing`` (ember-mp).
+``ember.utils.data`` (ember-data), ``ember.multiprocessing`` (ember-mp). ``ember.utils`` itself
+is the core's (``ember.utils.safetensors``), a namespace the other distributions extend.
 """
 
 from __future__ import annotations
@@ -61,6 +62,22 @@ def get_printoptions() -> dict:
 
     return _tensor_str.get_printoptions()
 
+
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
+    """Saves `obj` in PyTorch's checkpoint format; see ember.serialization."""
+    from ember import serialization
+
+    serialization.save(obj, f, pickle_module, pickle_protocol, _use_new_zipfile_serialization)
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
+    """Loads a checkpoint written by ember.save or torch.save; see ember.serialization."""
+    from ember import serialization
+
+    return serialization.load(f, map_location, pickle_module, weights_only=weights_only,
+                              mmap=mmap, **kwargs)
+
+
 # The core builds these Python objects for Tensor.device / Tensor.size() / Tensor.layout.
 _C._make_device, _C.Size, _C.strided = _make_device, Size, strided
 
@@ -81,7 +98,7 @@ _COMPONENTS = {
     "autograd": ("ember.autograd", "ember-autograd"),
     "nn": ("ember.nn", "ember-nn"),
     "optim": ("ember.optim", "ember-nn"),
-    "utils": ("ember.utils", "ember-data"),
+    "utils": ("ember.utils", "ember-tensor"),  # ember.utils.data comes from ember-data
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
 }
 

@@ -66,7 +66,21 @@ def _rebuild_bf16(arr):
     return _C.from_numpy(arr).bfloat16()
 
 
+def _array_namespace(self, /, *, api_version=None):
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError(f"ember.array_api does not support array API version {api_version!r}")
+    from ember import array_api
+
+    return array_api
+
+
+def _to_device(self, device, /, *, stream=None):
+    return self.to(device)
+
+
 def install(cls) -> None:
+    cls.__array_namespace__ = _array_namespace
+    cls.to_device = _to_device
     cls.__repr__ = _repr
     cls.__str__ = _repr
     cls.__iter__ = _iter

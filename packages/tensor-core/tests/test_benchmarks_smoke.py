@@ -78,3 +78,10 @@ def test_bench_import_smoke(tmp_path):
     assert "import, whole process" in stdout
     assert "installed size of the ember package folder" in stdout
     assert doc["package_size_bytes"] > 0
+
+
+@pytest.mark.parametrize("peers", [[], ["--no-torch"]], ids=["all-peers", "no-torch"])
+def test_bench_serialization_smoke(peers, tmp_path):
+    stdout, doc = run_script("bench_serialization.py", "--smoke", *peers, tmp_path=tmp_path)
+    assert "save + load" in stdout and "summary:" in stdout
+    assert doc["mode"] == "smoke"

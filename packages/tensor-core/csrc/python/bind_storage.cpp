@@ -1,0 +1,246 @@
+// bind_storage.cpp: storages as Python objects, as torch.UntypedStorage.
+//
+//   ember.UntypedStorage(nbytes)       a new (uninitialised) CPU block of bytes
+//   Tensor.untyped_storage()           the tensor's storage: a handle on the same bytes, not a copy
+//   Tensor.set_(source, offset, size, stride)
+//                                       re-points a tensor at a storage (or another tensor's),
+//                                       bounds-checked against the storage's size
+//
+// A Python UntypedStorage holds the core's shared_ptr<StorageImpl>, so it keeps the bytes alive
+// and two handles on one storage compare equal (and hash alike) whatever Python object they are.
+// The bytes are reachable without copies through the buffer protocol (memoryview(s): writable,
+// format 'B'). Serialization, safetensors and ember-mp build on this file, so it stays general:
+// nothing here knows about files or processes.
+#include <cstring>
+
+#include "python/pyutils.h"
+
+namespace ember::pyb {
+namespace {
+
+py::module_* g_mod = nullptr;
+
+py::object device_obj(const Storage& s) { return g_mod->attr("_make_device")(s->device().str()); }
+
+void check_cpu(const Storage& s, const char* what) {
+  if (!s->device().is_cpu())
+    throw std::runtime_error(str_cat("UntypedStorage.", what, ": a ", s->device().str(),
+                                     " storage has no host bytes; copy it to the CPU first"));
+}
+
+Storage new_cpu_storage(int64_t nbytes) {
+  EMBER_CHECK(nbytes >= 0, std::runtime_error,
+              "UntypedStorage: the size must be non-negative, got ", nbytes);
+  Allocator* a = cpu_allocator();
+  auto s = std::make_shared<StorageImpl>(a->allocate(static_cast<size_t>(nbytes)),
+                                         static_cast<size_t>(nbytes), a);
+  s->resizable = true;
+  return s;
+}
+
+// Memory borrowed from a Python buffer (a mmap, bytes, a NumPy array): the storage holds the
+// Py_buffer and releases it, under the GIL, when the last tensor lets go.
+// Storages die on any thread, with or without the GIL, also while the interpreter shuts down
+// (then the buffer is leaked on purpose, as bind_interop.cpp does for NumPy arrays).
+void release_buffer(void* ctx, void*) {
+  auto* view = static_cast<Py_buffer*>(ctx);
+  if (!Py_IsInitialized()) return;
+  if (PyGILState_Check()) {
+    PyBuffer_Release(view);
+    delete view;
+    return;
+  }
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return;
+#else
+  if (_Py_IsFinalizing()) return;
+#endif
+  PyGILState_STATE state = PyGILState_Ensure();
+  PyBuffer_Release(view);
+  PyGILState_Release(state);
+  delete view;
+}
+
+Storage borrow_buffer(py::handle obj) {
+  auto* view = new Py_buffer;
+  // Writable only: ember has no read-only tensors, and a write through a read-only mapping
+  // would crash the process (map files with mmap.ACCESS_COPY for private writable pages).
+  if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+    delete view;
+    PyErr_Clear();
+    throw py::value_error(str_cat("UntypedStorage._from_buffer: expected a writable, C-contiguous "
+                                  "buffer, got ", Py_TYPE(obj.ptr())->tp_name,
+                                  " (copy it, or map the file with mmap.ACCESS_COPY)"));
+  }
+  const auto n = static_cast<size_t>(view->len);
+  DataPtr data(view->buf, view, &release_buffer, Device{});
+  return std::make_shared<StorageImpl>(std::move(data), n, nullptr);
+}
+
+int64_t checked_index(const Storage& s, int64_t i) {
+  const auto n = static_cast<int64_t>(s->nbytes);
+  if (i < 0) i += n;
+  if (i < 0 || i >= n)
+    throw py::index_error(str_cat("index ", i, " out of range for storage of size ", n));
+  return i;
+}
+
+std::string list_str(const Shape& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// PyTorch's setStorage/as_strided checks, then re-points `self`.
+void set_storage(const Tensor& self, Storage storage, int64_t offset, const Shape& sizes,
+                 const Shape& strides) {
+  EMBER_CHECK(sizes.size() == strides.size(), std::runtime_error,
+              "mismatch in length of strides and shape");
+  EMBER_CHECK(offset >= 0, std::runtime_error, "Tensor: invalid storage offset ", offset);
+  uint64_t extent = static_cast<uint64_t>(offset) + 1;  // in elements, PyTorch's formula
+  bool empty = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EMBER_CHECK(sizes[i] >= 0, std::runtime_error, "Trying to create tensor with negative dimension ",
+                sizes[i], ": ", list_str(sizes));
+    EMBER_CHECK(strides[i] >= 0, std::runtime_error,
+                "as_strided: Negative strides are not supported at the moment, got strides: ",
+                list_str(strides));
+    if (sizes[i] == 0) empty = true;
+    extent += static_cast<uint64_t>(strides[i]) * static_cast<uint64_t>(sizes[i] - (sizes[i] > 0));
+  }
+  const uint64_t item = self->element_size();
+  const uint64_t need = empty ? 0 : extent * item;
+  if (need > storage->nbytes)
+    throw std::runtime_error(str_cat("setStorage: sizes ", list_str(sizes), ", strides ",
+                                     list_str(strides), ", storage offset ", offset,
+                                     ", and itemsize ", item, " requiring a storage size of ",
+                                     need, " are out of bounds for storage of size ",
+                                     storage->nbytes));
+  self->storage = std::move(storage);
+  self->sizes = sizes;
+  self->strides = strides;
+  self->offset = offset;
+  self->bump_version();
+}
+
+}  // namespace
+
+void register_storage(py::module_& m) {
+  g_mod = new py::module_(m);
+  py::class_<StorageImpl, std::shared_ptr<StorageImpl>>(m, "UntypedStorage", py::buffer_protocol())
+      .def(py::init([](int64_t nbytes, py::object device) {
+             if (!device.is_none()) {
+               std::string d = py::str(device);
+               EMBER_CHECK(d == "cpu", std::runtime_error, "UntypedStorage: device '", d,
+                           "' is not available in this build");
+             }
+             return new_cpu_storage(nbytes);
+           }),
+           py::arg("nbytes") = 0, py::kw_only(), py::arg("device") = py::none())
+      .def_static("_from_buffer", &borrow_buffer, py::arg("buffer"),
+                  "A storage over the bytes of a Python buffer (no copy; keeps it alive).")
+      .def("nbytes", [](const Storage& s) { return s->nbytes; })
+      .def("size", [](const Storage& s) { return s->nbytes; })
+      .def("__len__", [](const Storage& s) { return s->nbytes; })
+      .def("element_size", [](const Storage&) { return 1; })
+      .def("data_ptr", [](const Storage& s) { return reinterpret_cast<uintptr_t>(s->ptr()); })
+      .def("resizable", [](const Storage& s) { return s->resizable; })
+      .def_property_readonly("device", &device_obj)
+      .def_property_readonly("is_cuda", [](const Storage& s) { return !s->device().is_cpu(); })
+      .def_property_readonly("_cdata", [](const Storage& s) { return reinterpret_cast<uintptr_t>(s.get()); })
+      .def("__eq__", [](const Storage& a, py::object b) {
+        return py::isinstance<StorageImpl>(b) && b.cast<Storage>().get() == a.get();
+      })
+      .def("__hash__", [](const Storage& s) { return std::hash<const void*>()(s.get()); })
+      .def("__getitem__", [](const Storage& s, int64_t i) {
+        check_cpu(s, "__getitem__");
+        return static_cast<const uint8_t*>(s->ptr())[checked_index(s, i)];
+      })
+      .def("__setitem__", [](const Storage& s, int64_t i, int64_t v) {
+        check_cpu(s, "__setitem__");
+        EMBER_CHECK(v >= 0 && v < 256, ValueError, "byte must be in range(0, 256)");
+        static_cast<uint8_t*>(s->ptr())[checked_index(s, i)] = static_cast<uint8_t>(v);
+      })
+      .def("fill_", [](py::object self, int64_t v) {
+        Storage s = self.cast<Storage>();
+        check_cpu(s, "fill_");
+        if (s->nbytes) std::memset(s->ptr(), static_cast<int>(v & 0xff), s->nbytes);
+        return self;
+      })
+      .def("copy_", [](py::object self, const Storage& src, bool) {
+        Storage s = self.cast<Storage>();
+        check_cpu(s, "copy_");
+        check_cpu(src, "copy_");
+        EMBER_CHECK(s->nbytes == src->nbytes, std::runtime_error, "size does not match, self was ",
+                    s->nbytes, " bytes but src was ", src->nbytes, " bytes");
+        if (s->nbytes) std::memmove(s->ptr(), src->ptr(), s->nbytes);
+        return self;
+      }, py::arg("src"), py::arg("non_blocking") = false)
+      .def("clone", [](const Storage& s) {
+        check_cpu(s, "clone");
+        Storage c = new_cpu_storage(static_cast<int64_t>(s->nbytes));
+        if (s->nbytes) std::memcpy(c->ptr(), s->ptr(), s->nbytes);
+        return c;
+      })
+      .def("tolist", [](const Storage& s) {
+        check_cpu(s, "tolist");
+        py::list out;
+        auto* p = static_cast<const uint8_t*>(s->ptr());
+        for (size_t i = 0; i < s->nbytes; ++i) out.append(p[i]);
+        return out;
+      })
+      .def("__repr__", [](const Storage& s) {
+        return str_cat("ember.UntypedStorage(nbytes=", s->nbytes, ", device='", s->device().str(),
+                       "')");
+      })
+      .def_buffer([](StorageImpl& s) {
+        if (!s.device().is_cpu())
+          throw py::buffer_error(str_cat("a ", s.device().str(), " storage cannot export a buffer"));
+        static uint8_t dummy = 0;  // a zero-length buffer still needs a non-null address
+        void* p = s.ptr() ? s.ptr() : &dummy;
+        return py::buffer_info(p, 1, "B", static_cast<py::ssize_t>(s.nbytes));
+      });
+
+  auto cls = py::reinterpret_borrow<py::class_<TensorImpl, std::shared_ptr<TensorImpl>>>(m.attr("Tensor"));
+  cls.def("untyped_storage", [](const Tensor& t) { return t->storage; })
+      .def("set_", [](py::object self, py::object source, int64_t offset, py::object size,
+                      py::object stride) {
+        Tensor t = self.cast<Tensor>();
+        if (needs_grad(t))  // under no_grad it is allowed, as in PyTorch
+          throw std::runtime_error(
+              "a leaf Variable that requires grad is being used in an in-place operation.");
+        if (source.is_none()) {  // set_(): an empty tensor on a fresh storage
+          set_storage(t, new_cpu_storage(0), 0, {0}, {1});
+          return self;
+        }
+        if (is_tensor(source)) {  // set_(tensor): share its storage and geometry
+          Tensor src = to_tensor(source);
+          EMBER_CHECK(src->dtype == t->dtype, std::runtime_error,
+                      "Could not set tensor of type ", dtype_name(src->dtype),
+                      " to a tensor of type ", dtype_name(t->dtype));
+          if (src.get() != t.get()) set_storage(t, src->storage, src->offset, src->sizes, src->strides);
+          return self;
+        }
+        if (!py::isinstance<StorageImpl>(source))
+          throw py::type_error(str_cat("set_(): argument 'source' must be UntypedStorage or "
+                                       "Tensor, not ", type_of(source)));
+        Storage s = source.cast<Storage>();
+        Shape sz, st;
+        if (size.is_none()) {
+          sz = {static_cast<int64_t>(s->nbytes / t->element_size()) - offset};
+          if (sz[0] < 0) sz[0] = 0;
+        } else {
+          sz = to_shape(size);
+        }
+        st = stride.is_none() ? contiguous_strides(sz) : to_shape(stride);
+        set_storage(t, std::move(s), offset, sz, st);
+        return self;
+      }, py::arg("source") = py::none(), py::arg("storage_offset") = 0,
+         py::arg("size") = py::none(), py::arg("stride") = py::none())
+      .def("is_set_to", [](const Tensor& a, const Tensor& b) {
+        return a->storage == b->storage && a->offset == b->offset && a->sizes == b->sizes &&
+               a->strides == b->strides;
+      });
+}
+
+}  // namespace ember::pyb

@@ -1,0 +1,37 @@
+"""ember.utils: utilities of the core (``ember.utils.safetensors``), and a namespace that other
+distributions extend: ember-data installs ``ember.utils.data``.
+
+``__path__`` is extended with pkgutil, so an ``ember/utils/`` folder from another distribution
+(also an editable install elsewhere on sys.path) contributes its sub-packages here. Such a
+distribution must not ship an ``ember/utils/__init__.py`` of its own, or must ship this same one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pkgutil import extend_path
+
+__path__ = extend_path(__path__, __name__)
+
+# Sub-packages provided by other distributions, imported on first touch.
+_COMPONENTS = {"data": "ember-data"}
+
+
+def __getattr__(name: str):
+    if name == "safetensors":  # the core's own, imported on first touch
+        return importlib.import_module(f"{__name__}.safetensors")
+    if name in _COMPONENTS:
+        module = f"{__name__}.{name}"
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is not None and e.name != module and not module.startswith(e.name):
+                raise
+            dist = _COMPONENTS[name]
+            raise ImportError(
+                f"ember.utils.{name} is provided by the {dist} distribution, which is not "
+                f"installed: pip install {dist}"
+            ) from None
+        globals()[name] = mod
+        return mod
+    raise AttributeError(f"module 'ember.utils' has no attribute '{name}'")
