@@ -2,7 +2,8 @@
 and NumPy, on the same data in one process. Ratios are peer_time / ember_time (> 1: ember is
 faster); the rows with a target are the figures ember commits to.
 
-    python benchmarks/bench_tensor_api.py [--quick] [--smoke] [--json PATH] [--threads N] [--no-torch]
+    python benchmarks/bench_tensor_api.py [--quick] [--smoke] [--json PATH] [--threads N]
+                                          [--no-torch]
 """
 
 from __future__ import annotations
@@ -89,7 +90,9 @@ def bench_einsum(sz: dict[str, Any]) -> None:
         f"einsum('bij,bjk->bik'), {b}x{i}x{j} float32",
         {
             "ember": lambda: ember.einsum("bij,bjk->bik", x["ember"], y["ember"]),
-            "torch": (lambda: torch.einsum("bij,bjk->bik", x["torch"], y["torch"])) if torch else None,
+            "torch": (
+                (lambda: torch.einsum("bij,bjk->bik", x["torch"], y["torch"])) if torch else None
+            ),
             "numpy": lambda: np.matmul(x["numpy"], y["numpy"]),
         },
         {"torch": 0.8},
