@@ -302,20 +302,34 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
   check_row_length(L.n, "topk");
   dispatch_all(x->dtype, "topk", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using K = key_t<T>;
+    using C = std::conditional_t<std::is_same_v<T, bool>, uint8_t, opmath_t<T>>;
+    using E = std::pair<C, int64_t>;
     const T* in = x->data_as<T>();
     T* ov = values->data_as<T>();
     int64_t* oi = indices->data_as<int64_t>();
+    // PyTorch's selection (partial_sort for small k, else nth_element + sort), NaN largest,
+    // reproduced so that the indices of equal values agree.
+    auto nan = [](C a) { return std::isnan(static_cast<double>(a)); };
+    auto gt = [&](const E& a, const E& b) { return (nan(a.first) && !nan(b.first)) || a.first > b.first; };
+    auto lt = [&](const E& a, const E& b) { return (!nan(a.first) && nan(b.first)) || a.first < b.first; };
     over_rows(L, L.n * 4, [&](int64_t rb, int64_t re) {
-      std::vector<rec_t<K>> recs;
+      std::vector<E> q(L.n);
       for (int64_t r = rb; r < re; ++r) {
-        load_recs<T>(in, L, r, largest, recs);
-        if (k < L.n) std::nth_element(recs.begin(), recs.begin() + (k - 1), recs.end());
-        if (sorted) std::sort(recs.begin(), recs.begin() + k);
         const T* p = in + L.in_offset(r);
+        for (int64_t j = 0; j < L.n; ++j) q[j] = {static_cast<C>(p[j * L.stride]), j};
+        auto select = [&](auto cmp) {
+          if (k * 64 <= L.n) {
+            std::partial_sort(q.begin(), q.begin() + k, q.end(), cmp);
+          } else {
+            std::nth_element(q.begin(), q.begin() + k - 1, q.end(), cmp);
+            if (sorted) std::sort(q.begin(), q.begin() + k - 1, cmp);
+          }
+        };
+        if (largest) select(gt);
+        else select(lt);
         const int64_t o = L.out_offset(r, k);
         for (int64_t j = 0; j < k; ++j) {
-          const int64_t i = Rec<K>::index(recs[j]);
+          const int64_t i = q[j].second;
           oi[o + j * L.inner] = i;
           ov[o + j * L.inner] = p[i * L.stride];
         }
@@ -373,6 +387,41 @@ std::pair<Tensor, Tensor> select_rows(const char* op, const Tensor& x, int64_t d
 
 }  // namespace
 
+namespace {
+
+// PyTorch's quick select (median-of-three pivot, NaN largest), reproduced so that kthvalue picks
+// the same index among equal values. Leaves the k-th smallest at v[k], its index at ix[k].
+template <typename C> void quick_select(std::vector<C>& v, std::vector<int64_t>& ix, int64_t k) {
+  auto gt = [](C a, C b) { return (std::isnan(static_cast<double>(a)) && !std::isnan(static_cast<double>(b))) || a > b; };
+  auto sw = [&](int64_t a, int64_t b) { std::swap(v[a], v[b]); std::swap(ix[a], ix[b]); };
+  int64_t L = 0, R = static_cast<int64_t>(v.size()) - 1;
+  while (true) {
+    if (R <= L) return;
+    if (R == L + 1) {
+      if (gt(v[L], v[R])) sw(L, R);
+      return;
+    }
+    const int64_t P = L + (R - L) / 2;
+    sw(P, L + 1);
+    if (gt(v[L + 1], v[R])) sw(L + 1, R);
+    if (gt(v[L], v[R])) sw(L, R);
+    if (gt(v[L + 1], v[L])) sw(L + 1, L);
+    int64_t i = L + 1, j = R;
+    const C piv = v[L];
+    while (true) {
+      do ++i; while (gt(piv, v[i]));
+      do --j; while (gt(v[j], piv));
+      if (j < i) break;
+      sw(i, j);
+    }
+    sw(L, j);
+    if (j <= k) L = i;
+    if (j >= k) R = j - 1;
+  }
+}
+
+}  // namespace
+
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
   require_cpu(x, "kthvalue");
   dim = wrap_dim(dim, x->dim());
@@ -380,7 +429,30 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool
   const int64_t n = x->dim() ? x->sizes[dim] : 1;
   EMBER_CHECK(k >= 1 && k <= n, std::runtime_error,
               "kthvalue(): selected number k out of range for dimension ", dim);
-  return select_rows("kthvalue", x, dim, keepdim, [k](int64_t, int64_t) { return k - 1; });
+  const Shape shape = reduced(x, dim, keepdim);
+  Tensor values = empty(shape, x->dtype), indices = empty(shape, ScalarType::Int64);
+  if (values->numel() == 0) return {values, indices};
+  const Rows L = rows_of(x, dim);
+  dispatch_all(x->dtype, "kthvalue", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = std::conditional_t<std::is_same_v<T, bool>, uint8_t, opmath_t<T>>;
+    const T* in = x->data_as<T>();
+    T* ov = values->data_as<T>();
+    int64_t* oi = indices->data_as<int64_t>();
+    over_rows(L, L.n * 4, [&](int64_t rb, int64_t re) {
+      std::vector<C> v(L.n);
+      std::vector<int64_t> ix(L.n);
+      for (int64_t r = rb; r < re; ++r) {
+        const T* p = in + L.in_offset(r);
+        for (int64_t j = 0; j < L.n; ++j) v[j] = static_cast<C>(p[j * L.stride]), ix[j] = j;
+        quick_select(v, ix, k - 1);
+        const int64_t i = ix[k - 1];
+        ov[r] = p[i * L.stride];
+        oi[r] = i;
+      }
+    });
+  });
+  return {values, indices};
 }
 
 std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim, bool ignore_nan) {
