@@ -232,6 +232,11 @@ void load_recs(const T* base, const Rows& L, int64_t r, bool flip, std::vector<r
   }
 }
 
+void no_bool(const Tensor& x, const char* kernel) {
+  if (x->dtype == ScalarType::Bool)
+    throw NotImplementedError(str_cat("\"", kernel, "\" not implemented for 'Bool'"));
+}
+
 void check_nonempty_dim(const Tensor& x, int64_t dim, const char* op) {
   if (x->dim() > 0)
     EMBER_CHECK(x->sizes[dim] > 0, IndexError, op, "(): Expected reduction dim ", dim,
@@ -292,6 +297,7 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
 
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
   require_cpu(x, "topk");
+  EMBER_CHECK(x->dtype != ScalarType::Bool, std::runtime_error, "topk does not support bool dtypes on CPU");
   dim = wrap_dim(dim, x->dim());
   const int64_t n = x->dim() ? x->sizes[dim] : 1;
   EMBER_CHECK(k >= 0 && k <= n, std::runtime_error, "selected index k out of range");
@@ -424,6 +430,7 @@ template <typename C> void quick_select(std::vector<C>& v, std::vector<int64_t>&
 
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
   require_cpu(x, "kthvalue");
+  no_bool(x, "kthvalue_cpu");
   dim = wrap_dim(dim, x->dim());
   check_nonempty_dim(x, dim, "kthvalue");
   const int64_t n = x->dim() ? x->sizes[dim] : 1;
@@ -458,6 +465,7 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool
 std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim, bool ignore_nan) {
   const char* op = ignore_nan ? "nanmedian" : "median";
   require_cpu(x, op);
+  no_bool(x, "median_out");
   dim = wrap_dim(dim, x->dim());
   check_nonempty_dim(x, dim, op);
   return select_rows(op, x, dim, keepdim, [ignore_nan](int64_t n, int64_t nans) -> int64_t {
@@ -469,6 +477,7 @@ std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim,
 Tensor median_all(const Tensor& x, bool ignore_nan) {
   const char* op = ignore_nan ? "nanmedian" : "median";
   require_cpu(x, op);
+  no_bool(x, "median_cpu");
   if (x->numel() == 0) {
     EMBER_CHECK(is_floating(x->dtype), std::runtime_error, op,
                 "() cannot compute the median of an empty tensor of an integral dtype");
@@ -698,6 +707,7 @@ Tensor searchsorted(const Tensor& seq, const Tensor& values, bool out_int32, boo
                 "tensor ", shape_str(seq->sizes), "and got sorter tensor ", shape_str(sorter->sizes));
   }
   const ScalarType common = promote_types(seq->dtype, values->dtype);
+  no_bool(empty({0}, common), "searchsorted_out_cpu");
   Tensor s = contiguous_copy(to_dtype(seq, common));
   Tensor v = contiguous_copy(to_dtype(values, common));
   Tensor so = sorter ? contiguous_copy(sorter) : nullptr;
