@@ -27,12 +27,17 @@ namespace {
 
 // ---- keys ----
 
+// Branch-free (random signs would defeat branch prediction): negatives flip all bits, others
+// set the sign bit; NaN becomes the largest key and -0.0 the key of +0.0.
 template <typename U> inline U float_key(U b, U inf_bits) {
-  constexpr U sign = U(U(1) << (sizeof(U) * 8 - 1));
+  constexpr int kBits = sizeof(U) * 8;
+  constexpr U sign = U(U(1) << (kBits - 1));
   const U mag = U(b & U(~sign));
-  if (mag > inf_bits) return U(~U(0));  // NaN: the largest key
-  if (mag == 0) return sign;            // -0.0 and +0.0 compare equal
-  return (b & sign) ? U(~b) : U(b | sign);
+  const U mask = U(U(U(0) - U(b >> (kBits - 1))) | sign);
+  U k = U(b ^ mask);
+  k = mag == 0 ? sign : k;
+  k = mag > inf_bits ? U(~U(0)) : k;
+  return k;
 }
 
 template <typename T> struct Key {  // integers
@@ -546,24 +551,34 @@ std::pair<Tensor, Tensor> cumextreme(const Tensor& x, int64_t dim, bool is_max) 
     const T* in = x->data_as<T>();
     T* ov = values->data_as<T>();
     int64_t* oi = indices->data_as<int64_t>();
-    over_rows(L, L.n, [&](int64_t rb, int64_t re) {
-      for (int64_t r = rb; r < re; ++r) {
-        const T* p = in + L.in_offset(r);
-        const int64_t o = L.out_offset(r, L.n);
-        K best = Key<T>::of(p[0]);
-        int64_t bi = 0;
-        for (int64_t j = 0; j < L.n; ++j) {
-          const K k = Key<T>::of(p[j * L.stride]);
-          // NaN (the largest key) sticks once reached; a later NaN or an equal value moves the index.
-          bool take;
-          if (is_max) take = k >= best;
-          else take = key_is_nan<T>(k) || (!key_is_nan<T>(best) && k <= best);
-          if (take) best = k, bi = j;
-          ov[o + j * L.inner] = p[bi * L.stride];
-          oi[o + j * L.inner] = bi;
+    auto run = [&](auto max_tag) {
+      constexpr bool kMax = decltype(max_tag)::value;
+      over_rows(L, L.n, [&](int64_t rb, int64_t re) {
+        const int64_t n = L.n, st = L.stride, inner = L.inner;
+        for (int64_t r = rb; r < re; ++r) {
+          const T* p = in + L.in_offset(r);
+          const int64_t o = L.out_offset(r, n);
+          T* vo = ov + o;
+          int64_t* io = oi + o;
+          T bv = p[0];
+          K best = Key<T>::of(bv);
+          int64_t bi = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            const T v = p[j * st];
+            const K k = Key<T>::of(v);
+            // NaN (the largest key) sticks once reached; a later NaN or an equal value moves the index.
+            bool take;
+            if constexpr (kMax) take = k >= best;
+            else take = key_is_nan<T>(k) || (!key_is_nan<T>(best) && k <= best);
+            if (take) best = k, bi = j, bv = v;
+            vo[j * inner] = bv;
+            io[j * inner] = bi;
+          }
         }
-      }
-    });
+      });
+    };
+    if (is_max) run(std::true_type{});
+    else run(std::false_type{});
   });
   return {values, indices};
 }
