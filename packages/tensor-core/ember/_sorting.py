@@ -11,8 +11,11 @@ from ember import _C
 __all__ = ["allclose", "diff", "equal", "isclose", "msort"]
 
 
-def msort(input):
+def msort(input, *, out=None):
     """Sorts ``input`` along its first dim: ``sort(input, dim=0).values``."""
+    if out is not None:
+        _C.sort(input, 0, out=(out, _C.empty(0, dtype=_C.int64)))
+        return out
     return _C.sort(input, 0).values
 
 
@@ -34,7 +37,7 @@ def _cat(tensors, dim):
     return out
 
 
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
     """The n-th forward difference along ``dim`` (``ne`` for bool), as torch.diff."""
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -66,12 +69,19 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if append is not None:
         parts.append(append)
     x = _cat(parts, dim) if len(parts) > 1 else input
-    for _ in range(n):
+    is_bool = x.dtype == _C.bool
+    for i in range(n):
         length = x.shape[dim]
         if length == 0:
             break
         hi, lo = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
-        x = _C.ne(hi, lo) if x.dtype == _C.bool else _C.sub(hi, lo)
+        last = out is not None and (i == n - 1 or length == 1)
+        kw = {"out": out} if last else {}
+        x = _C.ne(hi, lo, **kw) if is_bool else _C.sub(hi, lo, **kw)
+        if last:
+            return out
+    if out is not None:  # nothing was differenced: out receives a copy
+        return _C.bitwise_or(x, False, out=out) if is_bool else _C.add(x, 0, out=out)
     return x
 
 

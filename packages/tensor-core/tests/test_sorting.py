@@ -189,6 +189,9 @@ def test_msort(rng):
     assert_same(ember.msort(E(a)), np.sort(a, 0))
     assert_same(E(a).msort(), np.sort(a, 0))
     assert ember.msort(ember.tensor(2.0)).item() == 2.0
+    out = ember.empty(0, dtype=ember.float64)
+    assert ember.msort(E(a), out=out) is out
+    assert_same(out, np.sort(a, 0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -689,6 +692,11 @@ def test_diff(dtype, rng):
     r = t.diff(dim=1, prepend=E(pre, dtype), append=E(app, dtype))
     assert_same(r, np.diff(a, axis=1, prepend=pre, append=app))
     assert_same(ember.diff(t.T), np.diff(a.T))  # non-contiguous
+    for n in (0, 1, 2, 9):
+        out = ember.empty(0, dtype=t.dtype)
+        r = ember.diff(t, n, out=out)
+        assert r is out
+        assert_same(out, np.diff(a, n))
 
 
 def test_diff_errors():
