@@ -32,6 +32,8 @@ from ember._grad_mode import (  # noqa: E402,F401
 from ember._padding import pad as _pad  # noqa: E402,F401
 from ember._shape import *  # noqa: E402,F401,F403
 from ember._shape import install as _install_shape_methods  # noqa: E402
+from ember._sorting import allclose, diff, equal, isclose, msort  # noqa: E402,F401
+from ember._sorting import install as _install_sorting  # noqa: E402
 from ember._tensor_methods import install as _install_methods  # noqa: E402
 
 __version__ = "0.1.0"
@@ -47,6 +49,7 @@ bool = _C.bool  # noqa: A001
 
 _install_methods(Tensor)
 _install_shape_methods(Tensor)
+_install_sorting(Tensor)
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,

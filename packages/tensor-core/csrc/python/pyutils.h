@@ -97,6 +97,7 @@ void register_creation(py::module_& m);
 void register_tensor(py::module_& m);
 void register_ops(py::module_& m);
 void register_reductions(py::module_& m);
+void register_sort(py::module_& m);
 void register_linalg(py::module_& m);
 void register_shape(py::module_& m);
 void register_random(py::module_& m);

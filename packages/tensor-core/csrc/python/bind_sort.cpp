@@ -1,0 +1,356 @@
+// bind_sort.cpp: Python bindings of the sorting and searching ops (ops/sort.h): functions
+// `ember.<op>(...)` and methods `Tensor.<op>(...)` with PyTorch's signatures, (values, indices)
+// named tuples, out= (a tensor or a (values, indices) pair) and the autograd hook for the
+// differentiable ones: `call_autograd(name, _C.<name>, (input,), canonical kwargs)`.
+#include <string>
+
+#include "ops/sort.h"
+#include "python/pyutils.h"
+
+using namespace pybind11::literals;
+
+namespace ember::pyb {
+namespace {
+
+py::module_* g_m = nullptr;
+py::object core_fn(const char* name) { return g_m->attr(name); }
+
+// A (values, indices) result as ember.return_types.<name>, written into out=(v, i) if given.
+py::object pair_result(const char* name, const std::pair<Tensor, Tensor>& r, py::handle outh) {
+  if (outh && !outh.is_none()) {
+    if (!py::isinstance<py::sequence>(outh) || py::len(outh) != 2)
+      throw py::type_error(str_cat(name, "(): argument 'out' must be tuple of Tensors"));
+    py::sequence outs = py::reinterpret_borrow<py::sequence>(outh);
+    Tensor ov = expect_tensor(outs[0], name, "out"), oi = expect_tensor(outs[1], name, "out");
+    check_out_dtype(ov, r.first->dtype);
+    check_out_dtype(oi, ScalarType::Int64);
+    write_out(name, r.first, ov);
+    write_out(name, r.second, oi);
+    return return_type(name)(outs[0], outs[1]);
+  }
+  return return_type(name)(wrap(r.first), wrap(r.second));
+}
+
+bool opt_bool(py::handle h) { return h && !h.is_none() && h.cast<bool>(); }
+
+// ---- sort / argsort ----
+
+py::object sort_call(py::handle xh, py::handle dimh, bool descending, py::handle stableh, py::handle outh) {
+  Tensor x = expect_tensor(xh, "sort", "input");
+  const int64_t dim = parse_dim(dimh, "sort");
+  const bool stable = opt_bool(stableh);
+  if (needs_grad(x)) {
+    if (outh && !outh.is_none()) out_with_grad("sort");
+    return call_autograd("sort", core_fn("sort"), py::make_tuple(xh),
+                         py::dict("dim"_a = dim, "descending"_a = descending, "stable"_a = stable));
+  }
+  return pair_result("sort", sort(x, dim, descending, stable), outh);
+}
+
+py::object argsort_call(py::handle xh, py::handle dimh, bool descending, py::handle stableh) {
+  Tensor x = expect_tensor(xh, "argsort", "input");
+  return wrap(sort(x, parse_dim(dimh, "argsort"), descending, opt_bool(stableh)).second);
+}
+
+// ---- topk / kthvalue / median / mode / cummax ----
+
+py::object topk_call(py::handle xh, int64_t k, py::handle dimh, bool largest, bool sorted, py::handle outh) {
+  Tensor x = expect_tensor(xh, "topk", "input");
+  const int64_t dim = parse_dim(dimh, "topk");
+  if (needs_grad(x)) {
+    if (outh && !outh.is_none()) out_with_grad("topk");
+    return call_autograd("topk", core_fn("topk"), py::make_tuple(xh),
+                         py::dict("k"_a = k, "dim"_a = dim, "largest"_a = largest, "sorted"_a = sorted));
+  }
+  return pair_result("topk", topk(x, k, dim, largest, sorted), outh);
+}
+
+py::object kthvalue_call(py::handle xh, int64_t k, py::handle dimh, bool keepdim, py::handle outh) {
+  Tensor x = expect_tensor(xh, "kthvalue", "input");
+  const int64_t dim = parse_dim(dimh, "kthvalue");
+  if (needs_grad(x)) {
+    if (outh && !outh.is_none()) out_with_grad("kthvalue");
+    return call_autograd("kthvalue", core_fn("kthvalue"), py::make_tuple(xh),
+                         py::dict("k"_a = k, "dim"_a = dim, "keepdim"_a = keepdim));
+  }
+  return pair_result("kthvalue", kthvalue(x, k, dim, keepdim), outh);
+}
+
+py::object median_call(bool ignore_nan, py::handle xh, py::handle dimh, bool keepdim, py::handle outh) {
+  const char* name = ignore_nan ? "nanmedian" : "median";
+  Tensor x = expect_tensor(xh, name, "input");
+  const bool has_out = outh && !outh.is_none();
+  if (dimh.is_none()) {
+    if (needs_grad(x)) {
+      if (has_out) out_with_grad(name);
+      return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict());
+    }
+    return finish(name, median_all(x, ignore_nan), outh);
+  }
+  const int64_t dim = parse_dim(dimh, name);
+  if (needs_grad(x)) {
+    if (has_out) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict("dim"_a = dim, "keepdim"_a = keepdim));
+  }
+  return pair_result(name, median_dim(x, dim, keepdim, ignore_nan), outh);
+}
+
+py::object mode_call(py::handle xh, py::handle dimh, bool keepdim, py::handle outh) {
+  Tensor x = expect_tensor(xh, "mode", "input");
+  const int64_t dim = parse_dim(dimh, "mode");
+  if (needs_grad(x)) {
+    if (outh && !outh.is_none()) out_with_grad("mode");
+    return call_autograd("mode", core_fn("mode"), py::make_tuple(xh), py::dict("dim"_a = dim, "keepdim"_a = keepdim));
+  }
+  return pair_result("mode", mode(x, dim, keepdim), outh);
+}
+
+py::object cumext_call(bool is_max, py::handle xh, py::handle dimh, py::handle outh) {
+  const char* name = is_max ? "cummax" : "cummin";
+  Tensor x = expect_tensor(xh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  if (needs_grad(x)) {
+    if (outh && !outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict("dim"_a = dim));
+  }
+  return pair_result(name, cumextreme(x, dim, is_max), outh);
+}
+
+// ---- unique ----
+
+py::object unique_call(bool consecutive, py::handle xh, bool return_inverse, bool return_counts, py::handle dimh) {
+  const char* name = consecutive ? "unique_consecutive" : "unique";
+  Tensor x = expect_tensor(xh, name, "input");
+  UniqueResult r = unique(x, parse_opt_dim(dimh, name), consecutive);
+  if (!return_inverse && !return_counts) return wrap(r.values);
+  py::list out;
+  out.append(wrap(r.values));
+  if (return_inverse) out.append(wrap(r.inverse));
+  if (return_counts) out.append(wrap(r.counts));
+  return py::tuple(out);
+}
+
+// ---- searchsorted / bucketize ----
+
+// A Python number as a 0-d tensor (int64 / float64 / bool).
+Tensor value_tensor(py::handle h, const char* op, const char* arg) {
+  if (is_tensor(h)) return to_tensor(h);
+  if (!is_number(h))
+    throw py::type_error(str_cat(op, "(): argument '", arg, "' must be Tensor or Number, not ", type_of(h)));
+  Scalar s = to_scalar(h);
+  const ScalarType t = s.is_float() ? ScalarType::Float64 : s.is_bool() ? ScalarType::Bool : ScalarType::Int64;
+  return scalar_tensor(s, t);
+}
+
+py::object searchsorted_call(py::handle seqh, py::handle vh, bool out_int32, bool right, py::handle sideh,
+                             py::handle outh, py::handle sorterh) {
+  Tensor seq = expect_tensor(seqh, "searchsorted", "sorted_sequence");
+  Tensor v = value_tensor(vh, "searchsorted", "input");
+  if (!sideh.is_none()) {
+    const std::string side = py::str(sideh);
+    EMBER_CHECK(side == "left" || side == "right", std::runtime_error,
+                "torch.searchsorted(): side can only be 'left' or 'right' but got ", side);
+    EMBER_CHECK(!(right && side == "left"), std::runtime_error,
+                "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True");
+    right = side == "right";
+  }
+  Tensor sorter = (sorterh && !sorterh.is_none()) ? expect_tensor(sorterh, "searchsorted", "sorter") : nullptr;
+  Tensor out = opt_out(outh, "searchsorted");
+  if (out) check_out_dtype(out, out_int32 ? ScalarType::Int32 : ScalarType::Int64);
+  return finish("searchsorted", searchsorted(seq, v, out_int32, right, sorter), outh);
+}
+
+py::object bucketize_call(py::handle xh, py::handle bh, bool out_int32, bool right, py::handle outh) {
+  Tensor x = value_tensor(xh, "bucketize", "input");
+  Tensor b = expect_tensor(bh, "bucketize", "boundaries");
+  EMBER_CHECK(b->dim() == 1, std::runtime_error, "boundaries tensor must be 1 dimension, but got dim(",
+              b->dim(), ")");
+  Tensor out = opt_out(outh, "bucketize");
+  if (out) check_out_dtype(out, out_int32 ? ScalarType::Int32 : ScalarType::Int64);
+  return finish("bucketize", searchsorted(b, x, out_int32, right, nullptr, "bucketize"), outh);
+}
+
+// ---- histc / histogram / bincount ----
+
+py::object histc_call(py::handle xh, int64_t bins, py::handle minh, py::handle maxh, py::handle outh) {
+  Tensor x = expect_tensor(xh, "histc", "input");
+  return finish("histc", histc(x, bins, to_scalar(minh).to_double(), to_scalar(maxh).to_double()), outh);
+}
+
+py::object histogram_type() {
+  static py::object* t = new py::object(py::module_::import("collections").attr("namedtuple")(
+      "histogram", py::make_tuple("hist", "bin_edges"), "module"_a = "ember.return_types"));
+  return *t;
+}
+
+py::object histogram_call(py::handle xh, py::handle binsh, py::handle rangeh, py::handle weighth,
+                          bool density, py::handle outh) {
+  Tensor x = expect_tensor(xh, "histogram", "input");
+  Tensor edges;
+  int64_t bins = 0;
+  if (is_tensor(binsh)) edges = to_tensor(binsh);
+  else if (is_int_like(binsh)) bins = as_int(binsh);
+  else throw py::type_error(str_cat("histogram(): argument 'bins' must be int or Tensor, not ", type_of(binsh)));
+  std::optional<std::pair<double, double>> range;
+  if (!rangeh.is_none()) {
+    if (!py::isinstance<py::sequence>(rangeh) || py::len(rangeh) != 2)
+      throw py::type_error("histogram(): argument 'range' must be tuple of two floats");
+    py::sequence s = py::reinterpret_borrow<py::sequence>(rangeh);
+    range = std::make_pair(to_scalar(s[0]).to_double(), to_scalar(s[1]).to_double());
+  }
+  Tensor w = weighth.is_none() ? nullptr : expect_tensor(weighth, "histogram", "weight");
+  auto [hist, e] = histogram(x, bins, range, edges, w, density);
+  if (!outh.is_none()) {
+    if (!py::isinstance<py::sequence>(outh) || py::len(outh) != 2)
+      throw py::type_error("histogram(): argument 'out' must be tuple of Tensors");
+    py::sequence outs = py::reinterpret_borrow<py::sequence>(outh);
+    write_out("histogram", hist, expect_tensor(outs[0], "histogram", "out"));
+    write_out("histogram", e, expect_tensor(outs[1], "histogram", "out"));
+    return histogram_type()(outs[0], outs[1]);
+  }
+  return histogram_type()(wrap(hist), wrap(e));
+}
+
+py::object bincount_call(py::handle xh, py::handle wh, int64_t minlength) {
+  Tensor x = expect_tensor(xh, "bincount", "input");
+  Tensor w = wh.is_none() ? nullptr : expect_tensor(wh, "bincount", "weights");
+  return wrap(bincount(x, w, minlength));
+}
+
+// ---- quantile ----
+
+py::object quantile_call(bool ignore_nan, py::handle xh, py::handle qh, py::handle dimh, bool keepdim,
+                         const std::string& interpolation, py::handle outh) {
+  const char* name = ignore_nan ? "nanquantile" : "quantile";
+  Tensor x = expect_tensor(xh, name, "input");
+  QuantileInterp interp;
+  if (interpolation == "linear") interp = QuantileInterp::Linear;
+  else if (interpolation == "lower") interp = QuantileInterp::Lower;
+  else if (interpolation == "higher") interp = QuantileInterp::Higher;
+  else if (interpolation == "midpoint") interp = QuantileInterp::Midpoint;
+  else if (interpolation == "nearest") interp = QuantileInterp::Nearest;
+  else
+    throw std::runtime_error(str_cat(name, "() interpolation must be one of linear, lower, higher, midpoint "
+                                           "or nearest, but got ", interpolation));
+  Tensor q;
+  if (is_tensor(qh)) {
+    q = to_tensor(qh);
+  } else {
+    if (!is_number(qh))
+      throw py::type_error(str_cat(name, "(): argument 'q' must be float or Tensor, not ", type_of(qh)));
+    const double qv = to_scalar(qh).to_double();
+    EMBER_CHECK(qv >= 0 && qv <= 1, std::runtime_error, name, "() q must be in the range [0, 1] but got ", qv);
+    q = scalar_tensor(Scalar::from_double(qv), x->dtype == ScalarType::Float32 ? ScalarType::Float32 : ScalarType::Float64);
+    if (is_floating(x->dtype)) q = to_dtype(q, x->dtype);
+  }
+  auto dim = parse_opt_dim(dimh, name);
+  if (needs_grad(x)) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("q"_a = qh, "dim"_a = opt_dim_obj(dim), "keepdim"_a = keepdim,
+                                  "interpolation"_a = interpolation));
+  }
+  return finish(name, quantile(x, q, dim, keepdim, interp, ignore_nan), outh);
+}
+
+}  // namespace
+
+void register_sort(py::module_& m) {
+  g_m = new py::module_(m);  // leaked: outlives interpreter teardown
+  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
+  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
+  const auto none = py::none();
+  const auto meth = py::is_method(cls);
+
+  m.def("sort", &sort_call, "input"_a, "dim"_a = -1, "descending"_a = false, py::kw_only(),
+        "stable"_a = none, "out"_a = none);
+  defm("sort", py::cpp_function([](py::handle self, py::handle dim, bool descending, py::handle stable) {
+    return sort_call(self, dim, descending, stable, py::none());
+  }, meth, "dim"_a = -1, "descending"_a = false, py::kw_only(), "stable"_a = none));
+  m.def("argsort", &argsort_call, "input"_a, "dim"_a = -1, "descending"_a = false, "stable"_a = none);
+  defm("argsort", py::cpp_function(&argsort_call, meth, "dim"_a = -1, "descending"_a = false, "stable"_a = none));
+
+  m.def("topk", &topk_call, "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
+        py::kw_only(), "out"_a = none);
+  defm("topk", py::cpp_function([](py::handle self, int64_t k, py::handle dim, bool largest, bool sorted) {
+    return topk_call(self, k, dim, largest, sorted, py::none());
+  }, meth, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true));
+
+  m.def("kthvalue", &kthvalue_call, "input"_a, "k"_a, "dim"_a = -1, "keepdim"_a = false, py::kw_only(),
+        "out"_a = none);
+  defm("kthvalue", py::cpp_function([](py::handle self, int64_t k, py::handle dim, bool keepdim) {
+    return kthvalue_call(self, k, dim, keepdim, py::none());
+  }, meth, "k"_a, "dim"_a = -1, "keepdim"_a = false));
+
+  for (bool ignore_nan : {false, true}) {
+    const char* name = ignore_nan ? "nanmedian" : "median";
+    m.def(name, [ignore_nan](py::handle x, py::handle dim, bool keepdim, py::handle out) {
+      return median_call(ignore_nan, x, dim, keepdim, out);
+    }, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "out"_a = none);
+    defm(name, py::cpp_function([ignore_nan](py::handle self, py::handle dim, bool keepdim) {
+      return median_call(ignore_nan, self, dim, keepdim, py::none());
+    }, meth, "dim"_a = none, "keepdim"_a = false));
+  }
+
+  m.def("mode", &mode_call, "input"_a, "dim"_a = -1, "keepdim"_a = false, py::kw_only(), "out"_a = none);
+  defm("mode", py::cpp_function([](py::handle self, py::handle dim, bool keepdim) {
+    return mode_call(self, dim, keepdim, py::none());
+  }, meth, "dim"_a = -1, "keepdim"_a = false));
+
+  for (bool is_max : {true, false}) {
+    const char* name = is_max ? "cummax" : "cummin";
+    m.def(name, [is_max](py::handle x, py::handle dim, py::handle out) { return cumext_call(is_max, x, dim, out); },
+          "input"_a, "dim"_a, py::kw_only(), "out"_a = none);
+    defm(name, py::cpp_function([is_max](py::handle self, py::handle dim) {
+      return cumext_call(is_max, self, dim, py::none());
+    }, meth, "dim"_a));
+  }
+
+  m.def("unique", [](py::handle x, bool sorted, bool inv, bool counts, py::handle dim) {
+    (void)sorted;  // always sorted, as PyTorch's CPU kernel
+    return unique_call(false, x, inv, counts, dim);
+  }, "input"_a, "sorted"_a = true, "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = none);
+  defm("unique", py::cpp_function([](py::handle self, bool sorted, bool inv, bool counts, py::handle dim) {
+    (void)sorted;
+    return unique_call(false, self, inv, counts, dim);
+  }, meth, "sorted"_a = true, "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = none));
+  m.def("unique_consecutive", [](py::handle x, bool inv, bool counts, py::handle dim) {
+    return unique_call(true, x, inv, counts, dim);
+  }, "input"_a, "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = none);
+  defm("unique_consecutive", py::cpp_function([](py::handle self, bool inv, bool counts, py::handle dim) {
+    return unique_call(true, self, inv, counts, dim);
+  }, meth, "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = none));
+
+  m.def("searchsorted", &searchsorted_call, "sorted_sequence"_a, "input"_a, py::kw_only(),
+        "out_int32"_a = false, "right"_a = false, "side"_a = none, "out"_a = none, "sorter"_a = none);
+  m.def("bucketize", &bucketize_call, "input"_a, "boundaries"_a, py::kw_only(), "out_int32"_a = false,
+        "right"_a = false, "out"_a = none);
+
+  m.def("histc", &histc_call, "input"_a, "bins"_a = 100, "min"_a = 0, "max"_a = 0, py::kw_only(), "out"_a = none);
+  defm("histc", py::cpp_function([](py::handle self, int64_t bins, py::handle lo, py::handle hi) {
+    return histc_call(self, bins, lo, hi, py::none());
+  }, meth, "bins"_a = 100, "min"_a = 0, "max"_a = 0));
+  m.def("histogram", &histogram_call, "input"_a, "bins"_a = 100, py::kw_only(), "range"_a = none,
+        "weight"_a = none, "density"_a = false, "out"_a = none);
+  defm("histogram", py::cpp_function([](py::handle self, py::handle bins, py::handle range, py::handle weight,
+                                        bool density) {
+    return histogram_call(self, bins, range, weight, density, py::none());
+  }, meth, "bins"_a = 100, py::kw_only(), "range"_a = none, "weight"_a = none, "density"_a = false));
+  m.def("bincount", &bincount_call, "input"_a, "weights"_a = none, "minlength"_a = 0);
+  defm("bincount", py::cpp_function(&bincount_call, meth, "weights"_a = none, "minlength"_a = 0));
+
+  for (bool ignore_nan : {false, true}) {
+    const char* name = ignore_nan ? "nanquantile" : "quantile";
+    m.def(name, [ignore_nan](py::handle x, py::handle q, py::handle dim, bool keepdim, const std::string& interp,
+                             py::handle out) {
+      return quantile_call(ignore_nan, x, q, dim, keepdim, interp, out);
+    }, "input"_a, "q"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "interpolation"_a = "linear",
+       "out"_a = none);
+    defm(name, py::cpp_function([ignore_nan](py::handle self, py::handle q, py::handle dim, bool keepdim,
+                                             const std::string& interp) {
+      return quantile_call(ignore_nan, self, q, dim, keepdim, interp, py::none());
+    }, meth, "q"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "interpolation"_a = "linear"));
+  }
+}
+
+}  // namespace ember::pyb
