@@ -324,6 +324,8 @@ class _BaseIter:
 class _SingleProcessIter(_BaseIter):
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
+        if self._timeout != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         self._fetcher = _worker._make_fetcher(
             self._iterable, self._dataset, self._auto_collation, self._collate_fn,
             self._drop_last
