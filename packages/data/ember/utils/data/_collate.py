@@ -152,7 +152,7 @@ def collate_numpy_array_fn(batch, *, collate_fn_map=None):
         raise TypeError(default_collate_err_msg_format.format(elem.dtype))
     shape = elem.shape
     dtype = elem.dtype
-    for i, b in enumerate(batch):
+    for b in batch:
         if b.shape != shape or b.dtype != dtype:
             if b.shape != shape:
                 _check_shapes(batch, shape)

