@@ -98,3 +98,17 @@ def test_matches_torch():
         assert str(ours[k].dtype).split(".")[-1] == str(theirs[k].dtype).split(".")[-1]
     assert ours["n"] == theirs["n"]
     assert torch is not None
+
+
+def test_mixed_dtypes_promote():
+    b = default_collate([ember.ones(2, dtype=ember.float32), ember.ones(2, dtype=ember.float64)])
+    assert b.dtype == ember.float64 and b.shape == (2, 2)
+    b = default_collate([np.ones(2, np.int32), np.ones(2, np.float32)])
+    assert b.dtype == ember.float32
+
+
+def test_bfloat16_and_empty():
+    b = default_collate([ember.ones(3, dtype=ember.bfloat16)] * 2)
+    assert b.dtype == ember.bfloat16 and b.shape == (2, 3)
+    e = default_collate([ember.empty((0, 2))] * 3)
+    assert e.shape == (3, 0, 2)

@@ -318,3 +318,155 @@ def test_main_process_exit_leaves_nothing(alarm, mode):
     while time.monotonic() < deadline and shm_files(p.pid):
         time.sleep(0.1)
     assert not shm_files(p.pid)
+
+
+class Mixed(Dataset):
+    """Tensors large and small, bfloat16, strings and a large non-tensor payload."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return {"big": ember.full((64, 64), float(i)), "small": ember.tensor([i]),
+                "bf": ember.full((2,), float(i), dtype=ember.bfloat16), "name": f"n{i}",
+                "blob": "x" * 300_000, "view": ember.full((40, 40), float(i)).t()}
+
+
+@pytest.mark.parametrize("transport", ["shm", "pickle"])
+def test_transports_carry_every_kind_of_value(alarm, monkeypatch, transport):
+    alarm(60)
+    from ember.utils.data import _transport
+
+    if transport == "pickle":
+        monkeypatch.setattr(_transport, "_mp_factory", _transport.PickleTransport)
+    batches = list(DataLoader(Mixed(), batch_size=3, num_workers=2, timeout=20))
+    want = list(DataLoader(Mixed(), batch_size=3))
+    for got, ref in zip(batches, want):
+        for k in ("big", "small", "view"):
+            np.testing.assert_array_equal(got[k].numpy(), ref[k].numpy())
+        assert got["bf"].dtype == ember.bfloat16
+        assert got["bf"].float().tolist() == ref["bf"].float().tolist()
+        assert got["name"] == ref["name"] and len(got["blob"][0]) == 300_000
+    assert not shm_files()
+
+
+def test_mp_transport_seam(alarm, monkeypatch):
+    alarm(60)
+    from ember.utils.data import _transport
+
+    made = []
+
+    def factory(prefix):
+        t = _transport.PickleTransport(prefix)
+        made.append(t)
+        return t
+
+    monkeypatch.setattr(_transport, "_mp_factory", factory)
+    ys = [y.tolist() for _, y in DataLoader(Images(4, 4), batch_size=2, num_workers=2, timeout=20)]
+    assert ys == [[0, 1], [2, 3]] and len(made) == 1 and made[0].prefix.startswith("ember_dl_")
+
+
+def test_batches_arrive_in_shared_memory_and_names_go_at_once(alarm):
+    alarm(60)
+    if not os.path.isdir(SHM):
+        pytest.skip("no /dev/shm")
+    it = iter(DataLoader(Images(64), batch_size=4, num_workers=2, prefetch_factor=2, timeout=20))
+    x, _ = next(it)
+    # Received batches are unlinked at once; only batches in flight may have a name.
+    assert len(shm_files()) <= 4
+    x2, _ = next(it)
+    np.testing.assert_array_equal(x2.numpy()[:, 0, 0, 0], [4, 5, 6, 7])
+    del it
+    assert not shm_files()
+    x += 1  # the batch outlives its iterator: the mapping keeps the memory
+    assert x.numpy()[0, 0, 0, 0] == 1.0
+
+
+class Unpicklable(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        class LocalError(Exception):
+            pass
+
+        raise LocalError("local failure")
+
+
+def test_exception_whose_type_cannot_travel(alarm):
+    alarm(60)
+    with pytest.raises(RuntimeError, match="local failure"):
+        list(DataLoader(Unpicklable(), num_workers=2, timeout=20))
+
+
+class Lambdas(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return lambda: i
+
+
+def test_unpicklable_batch_is_reported(alarm):
+    alarm(60)
+    with pytest.raises(Exception, match="DataLoader worker process"):
+        list(DataLoader(Lambdas(), num_workers=2, collate_fn=lambda b: b, timeout=20))
+
+
+def _raise_in_init(wid):
+    raise OSError(f"init failed in {wid}")
+
+
+def test_worker_init_fn_error(alarm):
+    alarm(60)
+    with pytest.raises(OSError, match="init failed in"):
+        list(DataLoader(Images(4, 4), num_workers=2, worker_init_fn=_raise_in_init, timeout=20))
+
+
+def test_pin_memory_with_workers_warns(alarm):
+    alarm(60)
+    with pytest.warns(UserWarning, match="no accelerator is found"):
+        got = list(DataLoader(Images(4, 4), batch_size=2, num_workers=2, pin_memory=True,
+                              timeout=20))
+    assert len(got) == 2
+
+
+class Draws(Dataset):
+    def __init__(self, lib):
+        self.lib = lib
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        rand = self.lib.rand
+        return (float(rand(1).item()), float(np.random.rand()), random.random())
+
+
+def test_worker_random_streams_match_torch(alarm):
+    torch = pytest.importorskip("torch")
+    alarm(120)
+    g, tg = ember.Generator(), torch.Generator()
+    g.manual_seed(11)
+    tg.manual_seed(11)
+    ours = list(DataLoader(Draws(ember), batch_size=2, num_workers=2, generator=g, timeout=30))
+    theirs = list(torch.utils.data.DataLoader(Draws(torch), batch_size=2, num_workers=2,
+                                              generator=tg, timeout=30))
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose([x.tolist() for x in a], [x.tolist() for x in b], rtol=1e-6)
+
+
+def test_len_warning_for_iterable_dataset(alarm):
+    alarm(60)
+
+    class Liar(IterableDataset):
+        def __iter__(self):
+            return iter(range(6))
+
+        def __len__(self):
+            return 2
+
+    dl = DataLoader(Liar(), batch_size=None)
+    assert len(dl) == 2
+    with pytest.warns(UserWarning, match="was reported to be 2"):
+        list(dl)

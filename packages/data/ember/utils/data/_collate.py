@@ -134,7 +134,12 @@ def collate_tensor_fn(batch, *, collate_fn_map=None):
     shape = tuple(elem.shape)
     _check_shapes(batch, shape)
     out_shape = (len(batch), *shape)
-    np_dtype = _transport._np_dtype(elem.dtype)
+    dtype = elem.dtype
+    if any(t.dtype != dtype for t in batch):  # as torch.stack: the promoted dtype
+        for t in batch:
+            dtype = ember.promote_types(dtype, t.dtype)
+        return _stack_fallback(batch, ember.empty(out_shape, dtype=dtype, device=elem.device))
+    np_dtype = _transport._np_dtype(dtype)
     if np_dtype is not None and elem.device.type == "cpu" and not elem.requires_grad:
         buf = _transport.out_array(out_shape, np_dtype)
         if buf is not None:  # in a worker: stack into the memory that carries the batch

@@ -1,14 +1,17 @@
 """The worker process of a DataLoader: its loop, its seeding and ``get_worker_info()``.
 
-Each worker owns one duplex pipe to the main process. Tasks arrive as ``(task_idx, indices)``
-(``None`` asks it to exit, ``_Resume`` restarts an IterableDataset replica for a new epoch of
-persistent workers); results leave as transport-encoded ``(task_idx, kind, payload)`` with kind
-"ok" (a batch), "err" (an _ExceptionWrapper) or "stop" (the replica is exhausted).
+Each worker has its own index queue (a multiprocessing.Queue: the main process's feeder thread
+does the writing, so the main process never blocks on a worker that is busy sending) and its own
+result pipe. Tasks arrive as ``(task_idx, indices)`` (``None`` asks it to exit, ``_Resume``
+restarts an IterableDataset replica for a new epoch of persistent workers); results leave as
+transport-encoded ``(task_idx, kind, payload)`` with kind "ok" (a batch), "err" (an
+_ExceptionWrapper) or "stop" (the replica is exhausted).
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import random
 import signal
 import sys
@@ -176,8 +179,19 @@ def _parent_alive(parent_pid: int) -> bool:
     return os.getppid() == parent_pid
 
 
-def _worker_loop(conn, transport, iterable, dataset, auto_collation, collate_fn, drop_last,
-                 base_seed, init_fn, worker_id, num_workers, parent_pid):
+def _encode(transport, idx, kind, payload, worker_id) -> bytes:
+    try:
+        return transport.dumps((idx, kind, payload))
+    except Exception as e:  # noqa: BLE001 - an unpicklable batch is the user's error
+        if kind == "err":  # the exception's type itself cannot be pickled: keep its text
+            payload.exc_type = RuntimeError
+            return transport.dumps((idx, kind, payload))
+        wrapper = _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}")
+        return _encode(transport, idx, "err", wrapper, worker_id)
+
+
+def _worker_loop(index_queue, conn, transport, iterable, dataset, auto_collation, collate_fn,
+                 drop_last, base_seed, init_fn, worker_id, num_workers, parent_pid):
     global _worker_info
     # Ctrl-C reaches the whole process group: the main process handles it and shuts us down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -200,12 +214,12 @@ def _worker_loop(conn, transport, iterable, dataset, auto_collation, collate_fn,
         stopped = False  # the IterableDataset replica is exhausted
         while True:
             try:
-                if not conn.poll(_PARENT_CHECK_INTERVAL):
-                    if not _parent_alive(parent_pid):
-                        parent_dead = True
-                        break
-                    continue
-                task = conn.recv()
+                task = index_queue.get(timeout=_PARENT_CHECK_INTERVAL)
+            except queue.Empty:
+                if not _parent_alive(parent_pid):
+                    parent_dead = True
+                    break
+                continue
             except (EOFError, OSError):
                 parent_dead = not _parent_alive(parent_pid)
                 break
@@ -233,12 +247,7 @@ def _worker_loop(conn, transport, iterable, dataset, auto_collation, collate_fn,
                 except Exception as e:  # noqa: BLE001 - re-raised in the main process
                     kind = "err"
                     payload = _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}")
-            try:
-                data = transport.dumps((idx, kind, payload))
-            except Exception as e:  # noqa: BLE001 - an unpicklable batch is the user's error
-                data = transport.dumps(
-                    (idx, "err", _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}"))
-                )
+            data = _encode(transport, idx, kind, payload, worker_id)
             del payload
             try:
                 conn.send_bytes(data)
@@ -255,5 +264,7 @@ def _worker_loop(conn, transport, iterable, dataset, auto_collation, collate_fn,
             conn.close()
         except OSError:
             pass
+        index_queue.cancel_join_thread()
+        index_queue.close()
         sys.stdout.flush()
         sys.stderr.flush()

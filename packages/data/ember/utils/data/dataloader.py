@@ -2,10 +2,10 @@
 
 The multi-process design (more in docs/architecture.md, "Loading data"):
 
-- each worker has one duplex pipe: the main process sends it task ``(idx, indices)`` and reads
-  back ``(idx, kind, payload)``; the main process keeps at most ``prefetch_factor *
-  num_workers`` tasks in flight, hands tasks out round robin, and yields results in task order
-  (``in_order=False``: in arrival order);
+- each worker has one index queue, on which the main process sends it tasks ``(idx, indices)``,
+  and one result pipe, on which it sends back ``(idx, kind, payload)``; the main process keeps
+  at most ``prefetch_factor * num_workers`` tasks in flight, hands tasks out round robin, and
+  yields results in task order (``in_order=False``: in arrival order);
 - batches cross through the transport of _transport.py (shared memory; ember-mp's when
   installed);
 - failures never hang: the main process waits on the pipes in slices of at most
@@ -371,6 +371,7 @@ class _MultiProcessIter(_BaseIter):
         self._prefix = f"ember_dl_{os.getpid()}_{secrets.token_hex(4)}"
         self._transport = _transport.get_transport(self._prefix)
         self._workers = []
+        self._index_queues = []
         self._conns = []
         # Shut down as soon as we are garbage (from __del__), never from a weakref callback.
         _live_iters.add(self)
@@ -382,10 +383,11 @@ class _MultiProcessIter(_BaseIter):
             gc.freeze()
         try:
             for wid in range(self._num_workers):
-                parent_conn, child_conn = ctx.Pipe(duplex=True)
+                index_queue = ctx.Queue()
+                parent_conn, child_conn = ctx.Pipe(duplex=False)
                 w = ctx.Process(
                     target=_worker._worker_loop,
-                    args=(child_conn, self._transport, self._iterable, self._dataset,
+                    args=(index_queue, child_conn, self._transport, self._iterable, self._dataset,
                           self._auto_collation, self._collate_fn, self._drop_last,
                           self._base_seed, loader.worker_init_fn, wid, self._num_workers,
                           os.getpid()),
@@ -394,6 +396,7 @@ class _MultiProcessIter(_BaseIter):
                 w.start()
                 child_conn.close()
                 self._workers.append(w)
+                self._index_queues.append(index_queue)
                 self._conns.append(parent_conn)
         except BaseException:
             self._shutdown_workers()
@@ -412,8 +415,8 @@ class _MultiProcessIter(_BaseIter):
             while self._pending > 0:
                 self._get_data(None)
             if self._iterable:
-                for c in self._conns:
-                    c.send(_worker._Resume())
+                for q in self._index_queues:
+                    q.put(_worker._Resume())
         self._send_idx = 0  # next task index to hand out
         self._rcvd_idx = 0  # next task index to yield (in order)
         self._task_info: dict[int, tuple] = {}  # idx -> (worker,) or (worker, result)
@@ -438,7 +441,7 @@ class _MultiProcessIter(_BaseIter):
             index = self._next_index()
         except StopIteration:
             return
-        self._conns[wid].send((self._send_idx, index))
+        self._index_queues[wid].put((self._send_idx, index))
         self._task_info[self._send_idx] = (wid,)
         self._tasks_outstanding += 1
         self._pending += 1
@@ -544,9 +547,9 @@ class _MultiProcessIter(_BaseIter):
             return
         self._shutdown = True
         _live_iters.discard(self)
-        for c in self._conns:
+        for q in self._index_queues:
             try:
-                c.send(None)
+                q.put(None)
             except (OSError, ValueError):
                 pass
         for w in self._workers:
@@ -559,6 +562,10 @@ class _MultiProcessIter(_BaseIter):
                 c.close()
             except OSError:
                 pass
+        for q in self._index_queues:
+            # Never wait at exit for a feeder thread writing to a worker that is gone.
+            q.cancel_join_thread()
+            q.close()
         self._transport.cleanup()
 
     def __del__(self):
