@@ -210,6 +210,17 @@ def test_exception_in_worker(alarm):
     msg = str(info.value)
     assert "bad sample 5" in msg and "DataLoader worker process" in msg
     assert "Traceback" in msg and "__getitem__" in msg
+    # As torch: the iterator goes on after the error.
+    it = iter(DataLoader(Failing(), batch_size=2, num_workers=2, timeout=20))
+    got = []
+    while True:
+        try:
+            got.append(next(it).tolist())
+        except ValueError:
+            got.append("err")
+        except StopIteration:
+            break
+    assert got == [[0, 1], [2, 3], "err", [6, 7]]
 
 
 def test_key_error_in_worker(alarm):

@@ -535,7 +535,7 @@ class _MultiProcessIter(_BaseIter):
         self._tasks_outstanding -= 1
         self._try_put_index()
         if kind == "err":
-            self._shutdown_workers()
+            # As torch: the iterator stays usable, so a caller may skip the bad batch.
             payload.reraise()
         if self._pin_memory:
             payload = pin_memory(payload)
