@@ -162,16 +162,8 @@ class ShmTransport(PickleTransport):
 
     def dumps(self, obj) -> bytes:
         buf = io.BytesIO()
-        transport = self
-
-        class _Pickler(pickle.Pickler):
-            def reducer_override(self, o):
-                if type(o) is ember.Tensor or isinstance(o, ember.Tensor):
-                    return transport._reduce_tensor(o)
-                return NotImplemented
-
         try:
-            _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+            _ShmPickler(buf, self).dump(obj)
         finally:
             # The segments now belong to the message: this process lets go of their names.
             self._segments.clear()
@@ -197,6 +189,19 @@ class ShmTransport(PickleTransport):
                     os.unlink(os.path.join(_SHM_DIR, name))
                 except OSError:
                     pass
+
+
+class _ShmPickler(pickle.Pickler):
+    """Pickles ember tensors as references to shared-memory files (ShmTransport)."""
+
+    def __init__(self, file, transport: ShmTransport) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.transport = transport
+
+    def reducer_override(self, obj):
+        if isinstance(obj, ember.Tensor):
+            return self.transport._reduce_tensor(obj)
+        return NotImplemented
 
 
 _mp_factory = False  # not looked up yet
