@@ -1,5 +1,6 @@
 """DataLoader in the main process: arguments, batching, shuffling, len()."""
 
+import os
 import warnings
 
 import numpy as np
@@ -180,3 +181,8 @@ def test_any_iterable_of_batches_works():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert sum(int(b.sum().item()) for b in DataLoader(range(10), batch_size=4)) == 45
+
+
+def test_too_many_workers_warns():
+    with pytest.warns(UserWarning, match="suggested max number of worker"):
+        DataLoader(Squares(), num_workers=(os.cpu_count() or 1) * 4 + 1)

@@ -27,7 +27,6 @@ ember-mp's shared storages. Otherwise, the fallback:
 from __future__ import annotations
 
 import io
-import itertools
 import mmap
 import os
 import pickle
@@ -104,13 +103,14 @@ class ShmTransport(PickleTransport):
 
     def __init__(self, prefix: str) -> None:
         super().__init__(prefix)
-        self._counter = itertools.count()
+        self._counter = 0  # a plain int: the transport is pickled to spawned workers
         self._segments: dict[int, tuple[int, str, int]] = {}  # start address -> (end, name, size)
         self.tag = "main"
 
     # -- worker side
     def _new_segment(self, nbytes: int):
-        name = f"{self.prefix}_{self.tag}_{next(self._counter)}"
+        name = f"{self.prefix}_{self.tag}_{self._counter}"
+        self._counter += 1
         size = max(nbytes, 1)
         path = os.path.join(_SHM_DIR, name)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)

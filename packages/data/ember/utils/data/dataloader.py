@@ -25,6 +25,7 @@ import multiprocessing.connection
 import os
 import secrets
 import signal
+import time
 import warnings
 import weakref
 
@@ -187,6 +188,25 @@ class DataLoader:
         self._IterableDataset_len_called = None
         self._iterator = None
         self._initialized = True
+        self.check_worker_number_rationality()
+
+    def check_worker_number_rationality(self) -> None:
+        """Warns, as torch does, when there are more workers than usable CPUs."""
+        if self.num_workers <= 0:
+            return
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count()
+        if cpus is not None and self.num_workers > cpus:
+            warnings.warn(
+                f"This DataLoader will create {self.num_workers} worker processes in total. Our "
+                f"suggested max number of worker in current system is {cpus}, which is smaller "
+                "than what this DataLoader is going to create. Please be aware that excessive "
+                "worker creation might get DataLoader running slow or even freeze, lower the "
+                "worker number to avoid potential slowness/freeze if necessary.",
+                stacklevel=3,
+            )
 
     # -- attributes
     @property
@@ -552,8 +572,10 @@ class _MultiProcessIter(_BaseIter):
                 q.put(None)
             except (OSError, ValueError):
                 pass
+        deadline = time.monotonic() + _JOIN_TIMEOUT
         for w in self._workers:
-            w.join(_JOIN_TIMEOUT)
+            w.join(max(deadline - time.monotonic(), 0.0))
+        for w in self._workers:
             if w.is_alive():
                 w.kill()
                 w.join(_JOIN_TIMEOUT)
