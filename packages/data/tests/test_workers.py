@@ -102,6 +102,16 @@ def test_order_and_values(alarm):
     assert not shm_files()
 
 
+def test_workers_exit_after_a_clean_epoch(alarm):
+    alarm(60)
+    it = iter(DataLoader(Images(8, 4), batch_size=4, num_workers=2, timeout=20))
+    assert len(list(it)) == 2
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(w.is_alive() for w in it._workers):
+        time.sleep(0.05)
+    assert not any(w.is_alive() for w in it._workers)
+
+
 def test_in_order_false_yields_everything(alarm):
     alarm(60)
     got = DataLoader(Images(20, 4), batch_size=3, num_workers=2, in_order=False, timeout=20)

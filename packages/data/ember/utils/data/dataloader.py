@@ -364,6 +364,23 @@ class _SingleProcessIter(_BaseIter):
 _live_iters: weakref.WeakSet = weakref.WeakSet()
 
 
+# Workers told to exit at the clean end of an epoch, with the time by which they must be gone.
+_exiting: list = []
+
+
+def _reap_exiting(block: bool = False) -> None:
+    now = time.monotonic()
+    for entry in list(_exiting):
+        w, deadline = entry
+        if block:
+            w.join(max(deadline - time.monotonic(), 0.0))
+        if w.is_alive() and (block or now > deadline):
+            w.kill()
+            w.join(_JOIN_TIMEOUT)
+        if not w.is_alive():  # is_alive() also reaps an exited child
+            _exiting.remove(entry)
+
+
 @atexit.register
 def _shutdown_all() -> None:
     for it in list(_live_iters):
@@ -371,6 +388,7 @@ def _shutdown_all() -> None:
             it._shutdown_workers()
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
+    _reap_exiting(block=True)
 
 
 def _default_context():
@@ -387,6 +405,7 @@ class _MultiProcessIter(_BaseIter):
         self._in_order = loader.in_order
         self._persistent_workers = loader.persistent_workers
         self._shutdown = False
+        _reap_exiting()
         ctx = loader.multiprocessing_context or _default_context()
         self._prefix = f"ember_dl_{os.getpid()}_{secrets.token_hex(4)}"
         self._transport = _transport.get_transport(self._prefix)
@@ -532,7 +551,7 @@ class _MultiProcessIter(_BaseIter):
                     return self._process(info[1])
             if self._tasks_outstanding == 0:
                 if not self._persistent_workers:
-                    self._shutdown_workers()
+                    self._shutdown_workers(clean=self._pending == 0)
                 raise StopIteration
             idx, kind, payload = self._get_data(self._timeout or None)
             if kind == "stop":
@@ -562,7 +581,14 @@ class _MultiProcessIter(_BaseIter):
         return payload
 
     # -- shutdown
-    def _shutdown_workers(self) -> None:
+    def _shutdown_workers(self, clean: bool = False) -> None:
+        """Stops the workers and removes what they left in shared memory.
+
+        clean=True (the epoch ended with nothing in flight): the workers are told to exit and the
+        loop goes on at once; they are reaped later (next iterator, or exit), and killed if they
+        have not gone by then. Otherwise they are joined here for up to _JOIN_TIMEOUT, then
+        killed, before the shared-memory files are removed.
+        """
         if self._shutdown:
             return
         self._shutdown = True
@@ -572,20 +598,24 @@ class _MultiProcessIter(_BaseIter):
                 q.put(None)
             except (OSError, ValueError):
                 pass
-        deadline = time.monotonic() + _JOIN_TIMEOUT
-        for w in self._workers:
-            w.join(max(deadline - time.monotonic(), 0.0))
-        for w in self._workers:
-            if w.is_alive():
-                w.kill()
-                w.join(_JOIN_TIMEOUT)
+        if clean:
+            _exiting.extend((w, time.monotonic() + _JOIN_TIMEOUT) for w in self._workers)
+        else:
+            deadline = time.monotonic() + _JOIN_TIMEOUT
+            for w in self._workers:
+                w.join(max(deadline - time.monotonic(), 0.0))
+            for w in self._workers:
+                if w.is_alive():
+                    w.kill()
+                    w.join(_JOIN_TIMEOUT)
         for c in self._conns:
             try:
                 c.close()
             except OSError:
                 pass
         for q in self._index_queues:
-            # Never wait at exit for a feeder thread writing to a worker that is gone.
+            # Never wait at exit for a feeder thread writing to a worker that is gone (close()
+            # still flushes the None put above).
             q.cancel_join_thread()
             q.close()
         self._transport.cleanup()
