@@ -25,6 +25,7 @@ import multiprocessing.connection
 import os
 import secrets
 import signal
+import sys
 import time
 import warnings
 import weakref
@@ -392,8 +393,10 @@ def _shutdown_all() -> None:
 
 
 def _default_context():
-    if "fork" in multiprocessing.get_all_start_methods() and os.name == "posix" and (
-            os.uname().sysname == "Linux"):
+    """The start method the program chose (multiprocessing.set_start_method), else 'fork' on
+    Linux, as torch has it (Python 3.14 made forkserver the default there), else the platform's
+    default."""
+    if multiprocessing.get_start_method(allow_none=True) is None and sys.platform == "linux":
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
 
@@ -412,12 +415,12 @@ class _MultiProcessIter(_BaseIter):
         self._workers = []
         self._index_queues = []
         self._conns = []
-        # Shut down as soon as we are garbage (from __del__), never from a weakref callback.
-        _live_iters.add(self)
-        fork = ctx.get_start_method() == "fork"
+        _live_iters.add(self)  # for the exit hook; a dropped iterator shuts down in __del__
         # The children get the dataset at fork time: freeze the objects that exist now, so that
         # the children's garbage collector does not write to (and so copy) every page of a large
-        # dataset. Reference counts still do: see the user guide on copy-on-access.
+        # dataset. Reference counts still do: see the user guide on copy-on-access. (Not when the
+        # program froze objects itself: unfreezing would undo that.)
+        fork = ctx.get_start_method() == "fork" and gc.get_freeze_count() == 0
         if fork:
             gc.freeze()
         try:
