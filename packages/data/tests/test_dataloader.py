@@ -186,3 +186,9 @@ def test_any_iterable_of_batches_works():
 def test_too_many_workers_warns():
     with pytest.warns(UserWarning, match="suggested max number of worker"):
         DataLoader(Squares(), num_workers=(os.cpu_count() or 1) * 4 + 1)
+
+
+def test_reachable_from_plain_import_ember():
+    import ember as e
+
+    assert e.utils.data.DataLoader is DataLoader
