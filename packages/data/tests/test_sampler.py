@@ -124,3 +124,33 @@ def test_samplers_match_torch():
     ember.manual_seed(0)
     torch.manual_seed(0)
     assert list(RandomSampler(range(30))) == list(tu.RandomSampler(range(30)))
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 40), bs=st.integers(1, 9), drop=st.booleans())
+def test_batch_sampler_partitions(n, bs, drop):
+    batches = list(BatchSampler(range(n), bs, drop))
+    assert len(batches) == len(BatchSampler(range(n), bs, drop))
+    flat = [i for b in batches for i in b]
+    assert flat == list(range(len(flat)))
+    assert all(len(b) == bs for b in batches[:-1])
+    assert len(flat) == (n - n % bs if drop else n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 30), replicas=st.integers(1, 5), drop=st.booleans(), shuffle=st.booleans())
+def test_distributed_covers_the_dataset(n, replicas, drop, shuffle):
+    parts = [list(DistributedSampler(range(n), replicas, r, shuffle=shuffle, drop_last=drop))
+             for r in range(replicas)]
+    sizes = {len(p) for p in parts}
+    assert len(sizes) == 1 and sizes.pop() == len(DistributedSampler(range(n), replicas, 0,
+                                                                       drop_last=drop))
+    union = {i for p in parts for i in p}
+    if drop:
+        assert len(union) == sum(len(p) for p in parts)  # no index twice
+    else:
+        assert union == set(range(n))
