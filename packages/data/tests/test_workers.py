@@ -491,3 +491,21 @@ def test_len_warning_for_iterable_dataset(alarm):
     assert len(dl) == 2
     with pytest.warns(UserWarning, match="was reported to be 2"):
         list(dl)
+
+
+def _collate_twice(batch):
+    from ember.utils.data import default_collate
+
+    default_collate(batch)  # allocated in shared memory, then dropped
+    return default_collate(batch)
+
+
+def test_dropped_shared_memory_is_removed_at_once(alarm):
+    alarm(60)
+    if not os.path.isdir(SHM):
+        pytest.skip("no /dev/shm")
+    dl = DataLoader(Images(16), batch_size=4, num_workers=2, collate_fn=_collate_twice,
+                    persistent_workers=True, timeout=20)
+    shapes = [tuple(x.shape) for x, _ in dl]
+    assert not shm_files()  # the workers still live: nothing waits for their shutdown
+    assert shapes == [(4, 3, 64, 64)] * 4

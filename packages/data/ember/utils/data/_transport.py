@@ -75,6 +75,13 @@ def _rebuild_shm(name: str, size: int, offset: int, shape, strides, np_dtype: st
     return ember.from_numpy(arr)
 
 
+def _unlink_quietly(name: str) -> None:
+    try:
+        os.unlink(os.path.join(_SHM_DIR, name))
+    except OSError:
+        pass
+
+
 class PickleTransport:
     """Batches are pickled by value into the message (any platform)."""
 
@@ -104,7 +111,9 @@ class ShmTransport(PickleTransport):
     def __init__(self, prefix: str) -> None:
         super().__init__(prefix)
         self._counter = 0  # a plain int: the transport is pickled to spawned workers
-        self._segments: dict[int, tuple[int, str, int]] = {}  # start address -> (end, name, size)
+        # name -> (start address, end address, size); a dropped segment's address may be reused
+        self._segments: dict[str, tuple[int, int, int]] = {}
+        self._sent: set[str] = set()  # names the message being pickled refers to
         self.tag = "main"
 
     # -- worker side
@@ -122,7 +131,7 @@ class ShmTransport(PickleTransport):
         finally:
             os.close(fd)
         start = np.frombuffer(mm, dtype=np.uint8).ctypes.data
-        self._segments[start] = (start + size, name, size)
+        self._segments[name] = (start, start + size, size)
         return mm, name, size
 
     def out_array(self, shape, np_dtype):
@@ -133,9 +142,10 @@ class ShmTransport(PickleTransport):
         mm, _, _ = self._new_segment(nbytes)
         return np.ndarray(shape, dtype=np_dtype, buffer=mm)
 
-    def _find(self, ptr: int):
-        for start, (end, name, size) in self._segments.items():
-            if start <= ptr < end:
+    def _find(self, ptr: int, nbytes: int):
+        """The newest segment holding [ptr, ptr + nbytes), as (start, name, size), or None."""
+        for name, (start, end, size) in reversed(self._segments.items()):
+            if start <= ptr and ptr + nbytes <= end:
                 return start, name, size
         return None
 
@@ -150,22 +160,29 @@ class ShmTransport(PickleTransport):
         if t.nbytes < _INLINE_BYTES or t.numel() == 0:
             arr = np.ascontiguousarray(arr)
             return _rebuild_inline, (arr.tobytes(), arr.dtype.str, arr.shape, None)
-        found = self._find(arr.ctypes.data) if self._segments else None
-        if found is None or arr.ctypes.data + arr.nbytes > self._segments[found[0]][0]:
+        found = self._find(arr.ctypes.data, arr.nbytes) if self._segments else None
+        if found is None:
             mm, name, size = self._new_segment(arr.nbytes)
             dst = np.ndarray(arr.shape, dtype=arr.dtype, buffer=mm)
             np.copyto(dst, arr)
+            self._sent.add(name)
             return _rebuild_shm, (name, size, 0, arr.shape, dst.strides, arr.dtype.str)
         start, name, size = found
         offset = arr.ctypes.data - start
+        self._sent.add(name)
         return _rebuild_shm, (name, size, offset, arr.shape, arr.strides, arr.dtype.str)
 
     def dumps(self, obj) -> bytes:
         buf = io.BytesIO()
+        self._sent = set()
         try:
             _ShmPickler(buf, self).dump(obj)
         finally:
-            # The segments now belong to the message: this process lets go of their names.
+            # The segments the message names now belong to the main process; the others (memory
+            # a collate function allocated and dropped, or a batch that failed) are removed.
+            for name in self._segments:
+                if name not in self._sent:
+                    _unlink_quietly(name)
             self._segments.clear()
         return buf.getvalue()
 
@@ -185,10 +202,7 @@ class ShmTransport(PickleTransport):
         head = self.prefix + "_"
         for name in names:
             if name.startswith(head):
-                try:
-                    os.unlink(os.path.join(_SHM_DIR, name))
-                except OSError:
-                    pass
+                _unlink_quietly(name)
 
 
 class _ShmPickler(pickle.Pickler):
