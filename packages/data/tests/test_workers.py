@@ -265,6 +265,15 @@ def test_timeout(alarm):
     assert time.monotonic() - t0 < 10
 
 
+def test_persistent_loader_recovers_after_a_timeout(alarm):
+    alarm(60)
+    dl = DataLoader(Slow(), batch_size=1, num_workers=2, timeout=1, persistent_workers=True)
+    with pytest.raises(RuntimeError, match="timed out"):
+        list(dl)
+    it = iter(dl)
+    assert next(it).tolist() == [0]  # fresh workers
+
+
 def test_early_break_cleans_up(alarm):
     alarm(60)
     it = iter(DataLoader(Images(40), batch_size=4, num_workers=2, timeout=20))
