@@ -144,56 +144,100 @@ struct Dims {
   int64_t N, S, B, G;
 };
 
+// OpenBLAS runs single-threaded while it lives (restored after), for GEMMs issued from our own
+// parallel chunks: on a loaded machine, OpenBLAS's spinning workers and ours fight for the cores
+// (measured: a batch-32 conv2d 4x slower than one thread per sample).
+struct BlasSingleThread {
+  int prev = 0;
+  BlasSingleThread() {
+    auto get = reinterpret_cast<int (*)()>(blas::symbol("openblas_get_num_threads"));
+    if (get) prev = get();
+    if (prev > 1) blas::set_num_threads(1);
+  }
+  ~BlasSingleThread() {
+    if (prev > 1) blas::set_num_threads(prev);
+  }
+};
+
+// Runs body(n0, n1, slot) over the batch: with two or more samples and threads, the samples are
+// split over the pool and each chunk runs single-threaded GEMMs (slot = the chunk's index, for
+// per-chunk buffers); otherwise sample by sample, with OpenBLAS's threads inside each GEMM and
+// im2col/col2im parallel. Returns the number of slots used.
+template <typename F> int over_batch(int64_t N, const F& body) {
+  const int nt = get_num_threads();
+  if (N >= 2 && nt > 1 && !in_parallel_region()) {
+    BlasSingleThread guard;
+    parallel_for(0, N, 1, [&](int64_t a, int64_t b) { body(a, b, get_thread_num()); });
+    return nt;
+  }
+  body(0, N, 0);
+  return 1;
+}
+
 // small (N, S, ovol) = W_g @ col(big (N, B, ivol)) per sample and group.
 template <typename T> void forward_core(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   const bool direct = g.direct();
-  std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
-  for (int64_t n = 0; n < m.N; ++n)
-    for (int64_t gi = 0; gi < m.G; ++gi) {
-      const T* bp = big + (n * m.B + gi * Bg) * ivol;
-      const T* cp = bp;
-      if (!direct) {
-        im2col(bp, Bg, g, col.data());
-        cp = col.data();
+  over_batch(m.N, [&](int64_t n0, int64_t n1, int) {
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t gi = 0; gi < m.G; ++gi) {
+        const T* bp = big + (n * m.B + gi * Bg) * ivol;
+        const T* cp = bp;
+        if (!direct) {
+          im2col(bp, Bg, g, col.data());
+          cp = col.data();
+        }
+        gemm(false, false, Sg, ovol, R, T(1), W + gi * Sg * R, R, cp, ovol, T(0),
+             small + (n * m.S + gi * Sg) * ovol, ovol);
       }
-      gemm(false, false, Sg, ovol, R, T(1), W + gi * Sg * R, R, cp, ovol, T(0),
-           small + (n * m.S + gi * Sg) * ovol, ovol);
-    }
+  });
 }
 
 // big (N, B, ivol) = col2im(W_g^T @ small (N, S, ovol)).
 template <typename T> void adjoint_core(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   const bool direct = g.direct();
-  std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
-  for (int64_t n = 0; n < m.N; ++n)
-    for (int64_t gi = 0; gi < m.G; ++gi) {
-      T* bp = big + (n * m.B + gi * Bg) * ivol;
-      T* cp = direct ? bp : col.data();
-      gemm(true, false, R, ovol, Sg, T(1), W + gi * Sg * R, R, small + (n * m.S + gi * Sg) * ovol,
-           ovol, T(0), cp, ovol);
-      if (!direct) col2im(col.data(), Bg, g, bp);
-    }
+  over_batch(m.N, [&](int64_t n0, int64_t n1, int) {
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t gi = 0; gi < m.G; ++gi) {
+        T* bp = big + (n * m.B + gi * Bg) * ivol;
+        T* cp = direct ? bp : col.data();
+        gemm(true, false, R, ovol, Sg, T(1), W + gi * Sg * R, R, small + (n * m.S + gi * Sg) * ovol,
+             ovol, T(0), cp, ovol);
+        if (!direct) col2im(col.data(), Bg, g, bp);
+      }
+  });
 }
 
-// gW (S, Bg*kvol) = sum_n small[n, g] @ col(big[n, g])^T.
+// gW (S, Bg*kvol) = sum_n small[n, g] @ col(big[n, g])^T; one accumulator per chunk, summed after.
 template <typename T> void weight_core(const T* small, const T* big, T* gW, const Dims& m, const Geo& g) {
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   const bool direct = g.direct();
-  std::fill(gW, gW + m.S * R, T(0));
-  std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
-  for (int64_t n = 0; n < m.N; ++n)
-    for (int64_t gi = 0; gi < m.G; ++gi) {
-      const T* bp = big + (n * m.B + gi * Bg) * ivol;
-      const T* cp = bp;
-      if (!direct) {
-        im2col(bp, Bg, g, col.data());
-        cp = col.data();
+  const int64_t wsize = m.S * R;
+  const int nt = std::max(get_num_threads(), 1);
+  std::vector<T> acc(static_cast<size_t>(wsize) * (nt - 1), T(0));
+  std::fill(gW, gW + wsize, T(0));
+  const int used = over_batch(m.N, [&](int64_t n0, int64_t n1, int slot) {
+    T* dst = slot == 0 ? gW : acc.data() + (slot - 1) * wsize;
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t gi = 0; gi < m.G; ++gi) {
+        const T* bp = big + (n * m.B + gi * Bg) * ivol;
+        const T* cp = bp;
+        if (!direct) {
+          im2col(bp, Bg, g, col.data());
+          cp = col.data();
+        }
+        gemm(false, true, Sg, R, ovol, T(1), small + (n * m.S + gi * Sg) * ovol, ovol, cp, ovol,
+             T(1), dst + gi * Sg * R, R);
       }
-      gemm(false, true, Sg, R, ovol, T(1), small + (n * m.S + gi * Sg) * ovol, ovol, cp, ovol, T(1),
-           gW + gi * Sg * R, R);
-    }
+  });
+  for (int s = 1; s < used; ++s) {
+    const T* src = acc.data() + (s - 1) * wsize;
+    for (int64_t i = 0; i < wsize; ++i) gW[i] += src[i];
+  }
 }
 
 // out (N, C, vol) += bias[c]

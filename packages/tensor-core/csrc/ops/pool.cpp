@@ -49,7 +49,8 @@ Geo input_geo(const Tensor& x, int64_t k, const std::string& name, bool adaptive
   const int64_t dim = x->dim();
   bool ok = dim == k + 1 || dim == k + 2;
   if (ok) {
-    for (int64_t i = dim == k + 2 ? 1 : 0; i < dim; ++i)
+    // Adaptive pools require only the spatial dims to be non-empty, window pools the channels too.
+    for (int64_t i = adaptive ? dim - k : (dim == k + 2 ? 1 : 0); i < dim; ++i)
       if (x->sizes[i] == 0) {
         if (adaptive)
           throw std::runtime_error(str_cat(name, "(): Expected input to have non-zero size for "
