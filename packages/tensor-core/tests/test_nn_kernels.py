@@ -911,6 +911,13 @@ def test_autograd_routing(recording_hook):
     with ember.no_grad():
         ember.conv2d(x, w)
     assert len(calls) == n
+    # 'same' with an odd total padding: symmetric convolution + narrow through the hook
+    w2 = T(randn(3, 2, 2, 3))
+    y = ember.conv2d(x, w2, padding="same", dilation=(1, 2))
+    assert calls[-1][0] == "convolution" and calls[-1][2]["padding"] == [1, 2]
+    with ember.no_grad():
+        ref = ember.conv2d(x, w2, padding="same", dilation=(1, 2))
+    np.testing.assert_allclose(y.detach().numpy(), ref.numpy(), atol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------
