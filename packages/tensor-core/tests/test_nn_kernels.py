@@ -228,6 +228,33 @@ def test_conv_forward(xs, ws, kw, dtype):
     )
 
 
+@pytest.mark.parametrize("stride,padding", [(1, 1), (2, 0)])
+def test_conv_large_blocked_im2col(stride, padding):
+    """Column matrices over 1 MiB are built a block of output rows at a time."""
+    x, w, b = randn(3, 16, 66, 34), randn(4, 16, 3, 3), randn(4)
+    got = ember.conv2d(T(x), T(w), T(b), stride=stride, padding=padding)
+    np.testing.assert_allclose(got.numpy(), conv_ref(x, w, b, stride, padding), atol=1e-9)
+    go = randn(*got.shape)
+    xp = np.pad(x, [(0, 0), (0, 0), (padding, padding), (padding, padding)])
+    win = sliding_window_view(xp, (3, 3), axis=(2, 3))[:, :, ::stride, ::stride]
+    gw_ref = np.einsum("nchwij,nohw->ocij", win, go)
+    _, gw, gb = ember.convolution_backward(
+        T(go),
+        T(x),
+        T(w),
+        [4],
+        [stride] * 2,
+        [padding] * 2,
+        [1, 1],
+        False,
+        [0, 0],
+        1,
+        [False, True, True],
+    )
+    np.testing.assert_allclose(gw.numpy(), gw_ref, rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(gb.numpy(), go.sum((0, 2, 3)), rtol=1e-10)
+
+
 def test_conv_unbatched_and_noncontiguous():
     x, w = randn(3, 6, 5), randn(4, 3, 2, 2)
     got = ember.conv2d(T(x), T(w), stride=1, padding=1)

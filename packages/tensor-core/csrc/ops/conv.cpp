@@ -61,9 +61,11 @@ inline void valid_range(int64_t O, int64_t I, int64_t s, int64_t off, int64_t& l
   hi = std::max(lo, std::min(hi, O));
 }
 
-// col (C*kvol, ovol) <- patches of big (C, ivol); parallel over the rows of col.
-template <typename T> void im2col(const T* big, int64_t C, const Geo& g, T* col) {
-  const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol();
+// col (C*kvol, (r1-r0)*O[2]) <- patches of big (C, ivol) for the output rows [r0, r1) of the
+// flattened (d, h) output grid; parallel over the rows of col.
+template <typename T>
+void im2col(const T* big, int64_t C, const Geo& g, int64_t row0, int64_t row1, T* col) {
+  const int64_t kvol = g.kvol(), ovol = (row1 - row0) * g.O[2], ivol = g.ivol();
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(ovol, 1));
   parallel_for(0, C * kvol, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -74,9 +76,10 @@ template <typename T> void im2col(const T* big, int64_t C, const Geo& g, T* col)
       const int64_t offw = kw * g.d[2] - g.p[2];
       int64_t wlo, whi;
       valid_range(g.O[2], g.I[2], g.s[2], offw, wlo, whi);
-      for (int64_t od = 0; od < g.O[0]; ++od) {
+      for (int64_t rr = row0; rr < row1; ++rr, dst += g.O[2]) {
+        const int64_t od = rr / g.O[1], oh = rr % g.O[1];
         const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-        for (int64_t oh = 0; oh < g.O[1]; ++oh, dst += g.O[2]) {
+        {
           const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
           if (id < 0 || id >= g.I[0] || ih < 0 || ih >= g.I[1]) {
             std::fill(dst, dst + g.O[2], T(0));
@@ -174,22 +177,36 @@ template <typename F> int over_batch(int64_t N, const F& body) {
   return 1;
 }
 
+// Output rows per im2col block: the column block (R x rows*O[2]) is kept near 512 KiB so that
+// the GEMM reads it from cache right after im2col wrote it (whole matrix when it is small).
+template <typename T> int64_t row_block(int64_t R, const Geo& g) {
+  const int64_t rows = g.O[0] * g.O[1];
+  const int64_t per_row = std::max<int64_t>(R * g.O[2] * static_cast<int64_t>(sizeof(T)), 1);
+  if (rows * per_row <= (int64_t{1} << 20)) return std::max<int64_t>(rows, 1);
+  return std::max<int64_t>(1, (int64_t{1} << 19) / per_row);
+}
+
 // small (N, S, ovol) = W_g @ col(big (N, B, ivol)) per sample and group.
 template <typename T> void forward_core(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   const bool direct = g.direct();
+  const int64_t rows = g.O[0] * g.O[1], rb = row_block<T>(R, g);
   over_batch(m.N, [&](int64_t n0, int64_t n1, int) {
-    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * rb * g.O[2]));
     for (int64_t n = n0; n < n1; ++n)
       for (int64_t gi = 0; gi < m.G; ++gi) {
         const T* bp = big + (n * m.B + gi * Bg) * ivol;
-        const T* cp = bp;
-        if (!direct) {
-          im2col(bp, Bg, g, col.data());
-          cp = col.data();
+        T* yp = small + (n * m.S + gi * Sg) * ovol;
+        if (direct) {
+          gemm(false, false, Sg, ovol, R, T(1), W + gi * Sg * R, R, bp, ovol, T(0), yp, ovol);
+          continue;
         }
-        gemm(false, false, Sg, ovol, R, T(1), W + gi * Sg * R, R, cp, ovol, T(0),
-             small + (n * m.S + gi * Sg) * ovol, ovol);
+        for (int64_t r0 = 0; r0 < rows; r0 += rb) {
+          const int64_t r1 = std::min(rows, r0 + rb), nb = (r1 - r0) * g.O[2];
+          im2col(bp, Bg, g, r0, r1, col.data());
+          gemm(false, false, Sg, nb, R, T(1), W + gi * Sg * R, R, col.data(), nb, T(0),
+               yp + r0 * g.O[2], ovol);
+        }
       }
   });
 }
@@ -216,22 +233,27 @@ template <typename T> void weight_core(const T* small, const T* big, T* gW, cons
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   const bool direct = g.direct();
   const int64_t wsize = m.S * R;
+  const int64_t rows = g.O[0] * g.O[1], rb = row_block<T>(R, g);
   const int nt = std::max(get_num_threads(), 1);
   std::vector<T> acc(static_cast<size_t>(wsize) * (nt - 1), T(0));
   std::fill(gW, gW + wsize, T(0));
   const int used = over_batch(m.N, [&](int64_t n0, int64_t n1, int slot) {
     T* dst = slot == 0 ? gW : acc.data() + (slot - 1) * wsize;
-    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * rb * g.O[2]));
     for (int64_t n = n0; n < n1; ++n)
       for (int64_t gi = 0; gi < m.G; ++gi) {
         const T* bp = big + (n * m.B + gi * Bg) * ivol;
-        const T* cp = bp;
-        if (!direct) {
-          im2col(bp, Bg, g, col.data());
-          cp = col.data();
+        const T* sp = small + (n * m.S + gi * Sg) * ovol;
+        if (direct) {
+          gemm(false, true, Sg, R, ovol, T(1), sp, ovol, bp, ovol, T(1), dst + gi * Sg * R, R);
+          continue;
         }
-        gemm(false, true, Sg, R, ovol, T(1), small + (n * m.S + gi * Sg) * ovol, ovol, cp, ovol,
-             T(1), dst + gi * Sg * R, R);
+        for (int64_t r0 = 0; r0 < rows; r0 += rb) {
+          const int64_t r1 = std::min(rows, r0 + rb), nb = (r1 - r0) * g.O[2];
+          im2col(bp, Bg, g, r0, r1, col.data());
+          gemm(false, true, Sg, R, nb, T(1), sp + r0 * g.O[2], ovol, col.data(), nb, T(1),
+               dst + gi * Sg * R, R);
+        }
       }
   });
   for (int s = 1; s < used; ++s) {

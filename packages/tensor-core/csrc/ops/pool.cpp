@@ -127,6 +127,13 @@ Geo window_geo(const Tensor& x, const Shape& kernel, const Shape& stride_in, con
   return g;
 }
 
+// Taps k in [lo, hi) of a window starting at `start` (dilation d, K taps) with start + k*d in [0, I).
+inline void tap_range(int64_t start, int64_t d, int64_t K, int64_t I, int64_t& lo, int64_t& hi) {
+  lo = start >= 0 ? 0 : (-start + d - 1) / d;
+  hi = start >= I ? 0 : std::min<int64_t>(K, (I - start + d - 1) / d);
+  if (hi < lo) hi = lo;
+}
+
 template <typename A> inline bool is_nan_v(A v) {
   if constexpr (std::is_floating_point_v<A>) return std::isnan(v);
   else return false;
@@ -210,16 +217,18 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape
               A best = std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
                                                              : std::numeric_limits<A>::lowest();
               int64_t bidx = -1;
-              for (int64_t kd = 0; kd < g.K[0]; ++kd) {
+              // The kernel taps that fall inside the input, per dim (no test in the inner loop).
+              int64_t kdl, kdh, khl, khh, kwl, kwh;
+              tap_range(d0, g.d[0], g.K[0], g.I[0], kdl, kdh);
+              tap_range(h0, g.d[1], g.K[1], g.I[1], khl, khh);
+              tap_range(w0, g.d[2], g.K[2], g.I[2], kwl, kwh);
+              for (int64_t kd = kdl; kd < kdh; ++kd) {
                 const int64_t id = d0 + kd * g.d[0];
-                if (id < 0 || id >= g.I[0]) continue;
-                for (int64_t kh = 0; kh < g.K[1]; ++kh) {
+                for (int64_t kh = khl; kh < khh; ++kh) {
                   const int64_t ih = h0 + kh * g.d[1];
-                  if (ih < 0 || ih >= g.I[1]) continue;
                   const int64_t rowb = (id * g.I[1] + ih) * g.I[2];
-                  for (int64_t kw = 0; kw < g.K[2]; ++kw) {
+                  for (int64_t kw = kwl; kw < kwh; ++kw) {
                     const int64_t iw = w0 + kw * g.d[2];
-                    if (iw < 0 || iw >= g.I[2]) continue;
                     const A v = static_cast<A>(src[rowb + iw]);
                     if (bidx < 0 || v > best || is_nan_v(v)) {
                       best = v;
