@@ -507,6 +507,12 @@ def test_max_pool_nan_int_and_float32():
     x[0, 0, 1, 1] = np.nan
     v, i = ember.max_pool2d_with_indices(T(x), 2)
     assert np.isnan(v.numpy()[0, 0, 0, 0]) and i.numpy()[0, 0, 0, 0] == 5
+    vals = ember.max_pool2d(T(x), 2).numpy()  # the values-only path
+    assert np.isnan(vals[0, 0, 0, 0]) and not np.isnan(vals[0, 0, 1, 1])
+    x3 = randn(2, 3, 4, 6, 5)  # 3-d with a depth-1 window: also the values-only path
+    np.testing.assert_array_equal(
+        ember.max_pool3d(T(x3), (1, 2, 2)).numpy(), max_pool_ref(x3, (1, 2, 2))[0]
+    )
     xi = RNG.integers(-50, 50, (2, 3, 6, 6))
     np.testing.assert_array_equal(
         ember.max_pool2d(T(xi), 3, 2).numpy(), max_pool_ref(xi, (3, 3), (2, 2))[0]
