@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
 
 import ember
@@ -253,6 +255,32 @@ def test_conv_large_blocked_im2col(stride, padding):
     )
     np.testing.assert_allclose(gw.numpy(), gw_ref, rtol=1e-9, atol=1e-8)
     np.testing.assert_allclose(gb.numpy(), go.sum((0, 2, 3)), rtol=1e-10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_conv_random_shapes(data):
+    """Random 1-d/2-d convolutions against the reference, and the adjoint identity."""
+    k = data.draw(st.integers(1, 2))
+    groups = data.draw(st.integers(1, 3))
+    cin, cout = groups * data.draw(st.integers(1, 2)), groups * data.draw(st.integers(1, 2))
+    n = data.draw(st.integers(1, 3))
+    ks = [data.draw(st.integers(1, 3)) for _ in range(k)]
+    s = [data.draw(st.integers(1, 3)) for _ in range(k)]
+    d = [data.draw(st.integers(1, 2)) for _ in range(k)]
+    p = [data.draw(st.integers(0, 2)) for _ in range(k)]
+    size = [data.draw(st.integers(max(1, d[i] * (ks[i] - 1) + 1 - 2 * p[i]), 9)) for i in range(k)]
+    x, w = randn(n, cin, *size), randn(cout, cin // groups, *ks)
+    y = ember.convolution(T(x), T(w), None, s, p, d, False, [0] * k, groups).numpy()
+    np.testing.assert_allclose(y, conv_ref(x, w, None, s, p, d, groups), atol=1e-10)
+    y2 = randn(*y.shape)
+    op = [
+        size[i] - ((y.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (ks[i] - 1) + 1)
+        for i in range(k)
+    ]
+    if all(o < max(s[i], d[i]) for i, o in enumerate(op)):
+        xt = ember.convolution(T(y2), T(w), None, s, p, d, True, op, groups).numpy()
+        np.testing.assert_allclose(np.vdot(y, y2), np.vdot(x, xt), rtol=1e-9, atol=1e-9)
 
 
 def test_conv_unbatched_and_noncontiguous():
