@@ -85,3 +85,11 @@ def test_bench_serialization_smoke(peers, tmp_path):
     stdout, doc = run_script("bench_serialization.py", "--smoke", *peers, tmp_path=tmp_path)
     assert "save + load" in stdout and "summary:" in stdout
     assert doc["mode"] == "smoke"
+
+
+def test_bench_nn_kernels_smoke(tmp_path):
+    pytest.importorskip("torch")
+    stdout, doc = run_script("bench_nn_kernels.py", "--quick", "--smoke", tmp_path=tmp_path)
+    for case in ("conv2d forward", "convolution_backward", "max_pool2d 2x2", "nll_loss(log_softmax"):
+        assert case in stdout, f"row {case!r} missing from:\n{stdout}"
+    assert all(row["status"] != "n/a" for row in doc["rows"])

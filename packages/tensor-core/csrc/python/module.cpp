@@ -15,4 +15,5 @@ PYBIND11_MODULE(_C, m) {
   register_interop(m);
   register_runtime(m);
   register_storage(m);
+  register_nn_kernels(m);
 }

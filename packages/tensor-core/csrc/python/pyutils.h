@@ -104,5 +104,6 @@ void register_random(py::module_& m);
 void register_interop(py::module_& m);
 void register_runtime(py::module_& m);
 void register_storage(py::module_& m);
+void register_nn_kernels(py::module_& m);
 
 }  // namespace ember::pyb

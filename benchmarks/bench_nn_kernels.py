@@ -1,0 +1,121 @@
+"""ember's nn core kernels beside PyTorch (CPU), on the same data in one process.
+
+Rows: conv2d forward and backward (the ResNet stage-1 shape: batch 32, 64 -> 64 channels, 56x56,
+3x3, padding 1), max_pool2d 2x2 on that activation, nll_loss over log_softmax (N=4096, C=1000).
+Each prints the ratio torch_time / ember_time (> 1: ember is faster). No targets yet.
+
+    python benchmarks/bench_nn_kernels.py [--quick] [--smoke] [--json PATH] [--threads N]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _harness as H  # noqa: E402
+from bench_core import run_case  # noqa: E402
+
+import ember  # noqa: E402
+
+
+def sizes() -> dict[str, Any]:
+    if H.SETTINGS.smoke:
+        return {"conv": (2, 4, 8, 8), "nll": (64, 10)}
+    return {"conv": (32, 64, 56, 56), "nll": (4096, 1000)}
+
+
+def bench_conv(sz: dict[str, Any]) -> None:
+    torch = H.torch
+    N, C, S, _ = sz["conv"]
+    x = H.inputs((N, C, S, S), seed=0)
+    w = H.inputs((C, C, 3, 3), seed=1)
+    w["ember"] = w["ember"] * 0.05 if "ember" in w else None
+    if torch:
+        w["torch"] = w["torch"] * 0.05
+    rows: list[H.Row] = []
+    shape = f"{N}x{C}x{S}x{S}, {C}->{C}, 3x3, padding 1"
+    rows += run_case(
+        f"conv2d forward, {shape}",
+        {
+            "ember": lambda: ember.conv2d(x["ember"], w["ember"], padding=1),
+            "torch": (lambda: torch.conv2d(x["torch"], w["torch"], padding=1)) if torch else None,
+        },
+        {},
+        requires=("conv2d",),
+        settle=0.2,
+        rtol=1e-3,
+        atol=1e-3,
+    )
+    g = H.inputs((N, C, S, S), seed=2)
+    args = ([C], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])
+    # All three gradients are computed; grad_weight is the one compared.
+    rows += run_case(
+        f"convolution_backward (input, weight, bias), {shape}",
+        {
+            "ember": lambda: ember.convolution_backward(g["ember"], x["ember"], w["ember"], *args)[
+                1
+            ],
+            "torch": (
+                lambda: torch.ops.aten.convolution_backward(
+                    g["torch"], x["torch"], w["torch"], *args
+                )[1]
+            )
+            if torch
+            else None,
+        },
+        {},
+        requires=("convolution_backward",),
+        settle=0.2,
+        rtol=1e-3,
+        atol=0.05 * N * S,  # sums over N*S*S terms of size ~1
+    )
+    rows += run_case(
+        f"max_pool2d 2x2, {N}x{C}x{S}x{S}",
+        {
+            "ember": lambda: ember.max_pool2d(x["ember"], 2),
+            "torch": (lambda: torch.max_pool2d(x["torch"], 2)) if torch else None,
+        },
+        {},
+        requires=("max_pool2d",),
+    )
+    H.report("convolution and pooling", rows)
+
+
+def bench_nll(sz: dict[str, Any]) -> None:
+    torch, np = H.torch, H.np
+    n, c = sz["nll"]
+    x = H.inputs((n, c), seed=3)
+    t = np.arange(n, dtype=np.int64) * 7 % c
+    te = ember.tensor(t)
+    tt = torch.from_numpy(t) if torch else None
+    rows = run_case(
+        f"nll_loss(log_softmax(x, 1), t), {n}x{c} float32",
+        {
+            "ember": lambda: ember.nll_loss(ember.log_softmax(x["ember"], 1), te),
+            "torch": (lambda: torch.nn.functional.nll_loss(torch.log_softmax(x["torch"], 1), tt))
+            if torch
+            else None,
+        },
+        {},
+        requires=("nll_loss", "log_softmax"),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    H.report("losses", rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    H.setup("bench_nn_kernels: ember's conv/pool/loss kernels vs PyTorch (CPU)", argv)
+    sz = sizes()
+    bench_conv(sz)
+    bench_nll(sz)
+    H.summary()
+    H.save_json({"sizes": {k: list(v) for k, v in sz.items()}})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

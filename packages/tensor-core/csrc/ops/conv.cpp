@@ -1,0 +1,569 @@
+// conv.cpp: convolution by vol2col + GEMM (see conv.h for the shape of the algorithm). Checks and
+// messages follow PyTorch's aten/src/ATen/native/Convolution.cpp.
+#include "ops/conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ops/elementwise.h"
+#include "runtime/blas.h"
+#include "runtime/parallel.h"
+
+namespace ember {
+namespace {
+
+const char* cpp_name(ScalarType t) {
+  static const char* names[] = {"bool",  "unsigned char", "signed char", "short int",
+                                "int",   "long int",      "c10::Half",   "c10::BFloat16",
+                                "float", "double",        "undefined"};
+  return names[static_cast<int>(t)];
+}
+
+// Geometry of one convolution, always 3 spatial dims (missing leading dims have size 1).
+// I: big-side sizes, O: small-side sizes, K: kernel, s/p/d: stride, padding (before), dilation.
+struct Geo {
+  int64_t I[3], O[3], K[3], s[3], p[3], d[3];
+  int64_t ivol() const { return I[0] * I[1] * I[2]; }
+  int64_t ovol() const { return O[0] * O[1] * O[2]; }
+  int64_t kvol() const { return K[0] * K[1] * K[2]; }
+  // The column matrix is the big side itself (1x1 kernel, stride 1, no padding, same sizes).
+  bool direct() const {
+    for (int i = 0; i < 3; ++i)
+      if (K[i] != 1 || s[i] != 1 || p[i] != 0 || I[i] != O[i]) return false;
+    return true;
+  }
+};
+
+Geo make_geo(const Shape& big, const Shape& small, const Shape& kernel, const Shape& stride,
+             const Shape& pad, const Shape& dil) {
+  Geo g;
+  const size_t k = kernel.size(), off = 3 - k;
+  for (size_t i = 0; i < 3; ++i) {
+    const bool have = i >= off;
+    g.I[i] = have ? big[i - off] : 1;
+    g.O[i] = have ? small[i - off] : 1;
+    g.K[i] = have ? kernel[i - off] : 1;
+    g.s[i] = have ? stride[i - off] : 1;
+    g.p[i] = have ? pad[i - off] : 0;
+    g.d[i] = have ? dil[i - off] : 1;
+  }
+  return g;
+}
+
+// First and one-past-last output position o (in [0, O)) whose input index o*s - p + k*d is
+// inside [0, I).
+inline void valid_range(int64_t O, int64_t I, int64_t s, int64_t off, int64_t& lo, int64_t& hi) {
+  // i = o*s + off; need 0 <= i < I
+  lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  hi = I - off <= 0 ? 0 : (I - off + s - 1) / s;
+  lo = std::min(lo, O);
+  hi = std::max(lo, std::min(hi, O));
+}
+
+// col (C*kvol, (r1-r0)*O[2]) <- patches of big (C, ivol) for the output rows [r0, r1) of the
+// flattened (d, h) output grid; parallel over the rows of col.
+template <typename T>
+void im2col(const T* big, int64_t C, const Geo& g, int64_t row0, int64_t row1, T* col) {
+  const int64_t kvol = g.kvol(), ovol = (row1 - row0) * g.O[2], ivol = g.ivol();
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(ovol, 1));
+  parallel_for(0, C * kvol, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t c = r / kvol, kk = r % kvol;
+      const int64_t kd = kk / (g.K[1] * g.K[2]), kh = (kk / g.K[2]) % g.K[1], kw = kk % g.K[2];
+      const T* src = big + c * ivol;
+      T* dst = col + r * ovol;
+      const int64_t offw = kw * g.d[2] - g.p[2];
+      int64_t wlo, whi;
+      valid_range(g.O[2], g.I[2], g.s[2], offw, wlo, whi);
+      for (int64_t rr = row0; rr < row1; ++rr, dst += g.O[2]) {
+        const int64_t od = rr / g.O[1], oh = rr % g.O[1];
+        const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+        {
+          const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+          if (id < 0 || id >= g.I[0] || ih < 0 || ih >= g.I[1]) {
+            std::fill(dst, dst + g.O[2], T(0));
+            continue;
+          }
+          const T* row = src + (id * g.I[1] + ih) * g.I[2];
+          std::fill(dst, dst + wlo, T(0));
+          if (g.s[2] == 1) {
+            std::memcpy(dst + wlo, row + wlo + offw, sizeof(T) * (whi - wlo));
+          } else {
+            for (int64_t ow = wlo; ow < whi; ++ow) dst[ow] = row[ow * g.s[2] + offw];
+          }
+          std::fill(dst + whi, dst + g.O[2], T(0));
+        }
+      }
+    }
+  });
+}
+
+// big (C, ivol) <- sum of the patches in col (C*kvol, ovol); parallel over channels (each channel
+// receives only its own rows, so no two threads write the same element).
+template <typename T> void col2im(const T* col, int64_t C, const Geo& g, T* big) {
+  const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol();
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(kvol * ovol, 1));
+  parallel_for(0, C, grain, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      T* dstc = big + c * ivol;
+      std::fill(dstc, dstc + ivol, T(0));
+      for (int64_t kk = 0; kk < kvol; ++kk) {
+        const int64_t kd = kk / (g.K[1] * g.K[2]), kh = (kk / g.K[2]) % g.K[1], kw = kk % g.K[2];
+        const T* src = col + (c * kvol + kk) * ovol;
+        const int64_t offw = kw * g.d[2] - g.p[2];
+        int64_t wlo, whi;
+        valid_range(g.O[2], g.I[2], g.s[2], offw, wlo, whi);
+        for (int64_t od = 0; od < g.O[0]; ++od) {
+          const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+          for (int64_t oh = 0; oh < g.O[1]; ++oh, src += g.O[2]) {
+            const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+            if (id < 0 || id >= g.I[0] || ih < 0 || ih >= g.I[1]) continue;
+            T* row = dstc + (id * g.I[1] + ih) * g.I[2];
+            if (g.s[2] == 1) {
+              T* r = row + offw;
+              for (int64_t ow = wlo; ow < whi; ++ow) r[ow] += src[ow];
+            } else {
+              for (int64_t ow = wlo; ow < whi; ++ow) row[ow * g.s[2] + offw] += src[ow];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  blas::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
+                 int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  blas::dgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// Sizes of one call: N batch, S/B channels on the small/big side, G groups.
+struct Dims {
+  int64_t N, S, B, G;
+};
+
+// OpenBLAS runs single-threaded while it lives (restored after), for GEMMs issued from our own
+// parallel chunks: on a loaded machine, OpenBLAS's spinning workers and ours fight for the cores
+// (measured: a batch-32 conv2d 4x slower than one thread per sample).
+struct BlasSingleThread {
+  int prev = 0;
+  BlasSingleThread() {
+    auto get = reinterpret_cast<int (*)()>(blas::symbol("openblas_get_num_threads"));
+    if (get) prev = get();
+    if (prev > 1) blas::set_num_threads(1);
+  }
+  ~BlasSingleThread() {
+    if (prev > 1) blas::set_num_threads(prev);
+  }
+};
+
+// Runs body(n0, n1, slot) over the batch: with two or more samples and threads, the samples are
+// split over the pool and each chunk runs single-threaded GEMMs (slot = the chunk's index, for
+// per-chunk buffers); otherwise sample by sample, with OpenBLAS's threads inside each GEMM and
+// im2col/col2im parallel. Returns the number of slots used.
+template <typename F> int over_batch(int64_t N, const F& body) {
+  const int nt = get_num_threads();
+  if (N >= 2 && nt > 1 && !in_parallel_region()) {
+    BlasSingleThread guard;
+    parallel_for(0, N, 1, [&](int64_t a, int64_t b) { body(a, b, get_thread_num()); });
+    return nt;
+  }
+  body(0, N, 0);
+  return 1;
+}
+
+// Output rows per im2col block: the column block (R x rows*O[2]) is kept near 512 KiB so that
+// the GEMM reads it from cache right after im2col wrote it (whole matrix when it is small).
+template <typename T> int64_t row_block(int64_t R, const Geo& g) {
+  const int64_t rows = g.O[0] * g.O[1];
+  const int64_t per_row = std::max<int64_t>(R * g.O[2] * static_cast<int64_t>(sizeof(T)), 1);
+  if (rows * per_row <= (int64_t{1} << 20)) return std::max<int64_t>(rows, 1);
+  return std::max<int64_t>(1, (int64_t{1} << 19) / per_row);
+}
+
+// small (N, S, ovol) = W_g @ col(big (N, B, ivol)) per sample and group.
+template <typename T> void forward_core(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
+  const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
+  const bool direct = g.direct();
+  const int64_t rows = g.O[0] * g.O[1], rb = row_block<T>(R, g);
+  over_batch(m.N, [&](int64_t n0, int64_t n1, int) {
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * rb * g.O[2]));
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t gi = 0; gi < m.G; ++gi) {
+        const T* bp = big + (n * m.B + gi * Bg) * ivol;
+        T* yp = small + (n * m.S + gi * Sg) * ovol;
+        if (direct) {
+          gemm(false, false, Sg, ovol, R, T(1), W + gi * Sg * R, R, bp, ovol, T(0), yp, ovol);
+          continue;
+        }
+        for (int64_t r0 = 0; r0 < rows; r0 += rb) {
+          const int64_t r1 = std::min(rows, r0 + rb), nb = (r1 - r0) * g.O[2];
+          im2col(bp, Bg, g, r0, r1, col.data());
+          gemm(false, false, Sg, nb, R, T(1), W + gi * Sg * R, R, col.data(), nb, T(0),
+               yp + r0 * g.O[2], ovol);
+        }
+      }
+  });
+}
+
+// big (N, B, ivol) = col2im(W_g^T @ small (N, S, ovol)).
+template <typename T> void adjoint_core(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
+  const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
+  const bool direct = g.direct();
+  over_batch(m.N, [&](int64_t n0, int64_t n1, int) {
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * ovol));
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t gi = 0; gi < m.G; ++gi) {
+        T* bp = big + (n * m.B + gi * Bg) * ivol;
+        T* cp = direct ? bp : col.data();
+        gemm(true, false, R, ovol, Sg, T(1), W + gi * Sg * R, R, small + (n * m.S + gi * Sg) * ovol,
+             ovol, T(0), cp, ovol);
+        if (!direct) col2im(col.data(), Bg, g, bp);
+      }
+  });
+}
+
+// gW (S, Bg*kvol) = sum_n small[n, g] @ col(big[n, g])^T; one accumulator per chunk, summed after.
+template <typename T> void weight_core(const T* small, const T* big, T* gW, const Dims& m, const Geo& g) {
+  const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
+  const bool direct = g.direct();
+  const int64_t wsize = m.S * R;
+  const int64_t rows = g.O[0] * g.O[1], rb = row_block<T>(R, g);
+  const int nt = std::max(get_num_threads(), 1);
+  std::vector<T> acc(static_cast<size_t>(wsize) * (nt - 1), T(0));
+  std::fill(gW, gW + wsize, T(0));
+  const int used = over_batch(m.N, [&](int64_t n0, int64_t n1, int slot) {
+    T* dst = slot == 0 ? gW : acc.data() + (slot - 1) * wsize;
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(R * rb * g.O[2]));
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t gi = 0; gi < m.G; ++gi) {
+        const T* bp = big + (n * m.B + gi * Bg) * ivol;
+        const T* sp = small + (n * m.S + gi * Sg) * ovol;
+        if (direct) {
+          gemm(false, true, Sg, R, ovol, T(1), sp, ovol, bp, ovol, T(1), dst + gi * Sg * R, R);
+          continue;
+        }
+        for (int64_t r0 = 0; r0 < rows; r0 += rb) {
+          const int64_t r1 = std::min(rows, r0 + rb), nb = (r1 - r0) * g.O[2];
+          im2col(bp, Bg, g, r0, r1, col.data());
+          gemm(false, true, Sg, R, nb, T(1), sp + r0 * g.O[2], ovol, col.data(), nb, T(1),
+               dst + gi * Sg * R, R);
+        }
+      }
+  });
+  for (int s = 1; s < used; ++s) {
+    const T* src = acc.data() + (s - 1) * wsize;
+    for (int64_t i = 0; i < wsize; ++i) gW[i] += src[i];
+  }
+}
+
+// out (N, C, vol) += bias[c]
+template <typename T> void add_bias(T* out, const T* bias, int64_t N, int64_t C, int64_t vol) {
+  parallel_for(0, N * C, std::max<int64_t>(1, 32768 / std::max<int64_t>(vol, 1)), [&](int64_t a, int64_t b) {
+    for (int64_t i = a; i < b; ++i) {
+      const T v = bias[i % C];
+      T* p = out + i * vol;
+      for (int64_t j = 0; j < vol; ++j) p[j] += v;
+    }
+  });
+}
+
+// gb[c] = sum over n and space of g (N, C, vol), accumulated in double.
+template <typename T> void bias_grad(const T* g, T* gb, int64_t N, int64_t C, int64_t vol) {
+  parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double acc = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* p = g + (n * C + c) * vol;
+        T part = 0;
+        for (int64_t j = 0; j < vol; ++j) part += p[j];
+        acc += part;
+      }
+      gb[c] = static_cast<T>(acc);
+    }
+  });
+}
+
+// ---- argument checks (PyTorch's order and messages) ----
+
+struct Params {
+  int64_t k;  // spatial dims
+  bool batched;
+  Shape stride, padding, dilation, output_padding;
+  bool transposed;
+  int64_t groups;
+};
+
+Shape spatial(const Tensor& t) { return Shape(t->sizes.begin() + 2, t->sizes.end()); }
+
+void check_list(const Shape& v, int64_t k, const char* what) {
+  if (static_cast<int64_t>(v.size()) == k) return;
+  throw std::runtime_error(str_cat("expected ", what, " to be a single integer value or a list of ", k,
+                                   " values to match the convolution dimensions, but got ", what, "=",
+                                   shape_str(v)));
+}
+
+// Checks everything about a convolution's arguments before any memory is touched and returns the
+// parameters with the input's batch state. `input` is the caller's tensor (maybe unbatched).
+Params check_conv(const Tensor& input, const Tensor& weight, const Tensor& bias, const Shape& stride,
+                  const Shape& padding, const Shape& dilation, bool transposed,
+                  const Shape& output_padding, int64_t groups) {
+  const int64_t wdim = weight->dim();
+  EMBER_CHECK(wdim >= 3 && wdim <= 5, std::runtime_error,
+              "convolution: expected weight to be 3-, 4- or 5-dimensional, but got weight of size ",
+              shape_str(weight->sizes));
+  const int64_t k = wdim - 2;
+  Params P{k, true, stride, padding, dilation, output_padding, transposed, groups};
+  const int64_t idim = input->dim();
+  if (idim == wdim - 1) {
+    P.batched = false;
+  } else if (idim != wdim) {
+    throw std::runtime_error(str_cat("Expected ", wdim - 1, "D (unbatched) or ", wdim,
+                                     "D (batched) input to conv", k, "d, but got input of size: ",
+                                     shape_str(input->sizes)));
+  }
+  check_list(stride, k, "stride");
+  check_list(padding, k, "padding");
+  check_list(dilation, k, "dilation");
+  check_list(output_padding, k, "output_padding");
+  for (auto v : stride) EMBER_CHECK(v > 0, std::runtime_error, "non-positive stride is not supported");
+  for (auto v : padding) EMBER_CHECK(v >= 0, std::runtime_error, "negative padding is not supported");
+  for (auto v : output_padding)
+    EMBER_CHECK(v >= 0, std::runtime_error, "negative output padding is not supported");
+  for (auto v : dilation)
+    EMBER_CHECK(v > 0, std::runtime_error, "dilation should be greater than zero, but got ",
+                shape_str(dilation));
+  EMBER_CHECK(groups > 0, std::runtime_error, "non-positive groups is not supported");
+  EMBER_CHECK(input->dtype == weight->dtype, std::runtime_error, "Input type (",
+              cpp_name(input->dtype), ") and weight type (", cpp_name(weight->dtype),
+              ") should be the same");
+  if (bias)
+    EMBER_CHECK(input->dtype == bias->dtype, std::runtime_error, "Input type (",
+                cpp_name(input->dtype), ") and bias type (", cpp_name(bias->dtype),
+                ") should be the same");
+  EMBER_CHECK(is_floating(input->dtype), NotImplementedError, "\"conv", k,
+              "d\" not implemented for '", torch_type_name(input->dtype), "'");
+  EMBER_CHECK(input->device().is_cpu() && weight->device().is_cpu(), std::runtime_error,
+              "convolution: expected CPU tensors");
+
+  // The batched view of the input's sizes.
+  Shape in = input->sizes;
+  if (!P.batched) in.insert(in.begin(), 1);
+  const Shape& ws = weight->sizes;
+  EMBER_CHECK(ws[0] % groups == 0 || transposed, std::runtime_error, "Given groups=", groups,
+              ", expected weight to be divisible by ", groups,
+              " at dimension 0, but got weight of size [", shape_str(ws), "] instead");
+  if (!transposed) {
+    if (in[1] != ws[1] * groups) {
+      throw std::runtime_error(str_cat("Given groups=", groups, ", weight of size ", shape_str(ws),
+                                       ", expected input", shape_str(in), " to have ", ws[1] * groups,
+                                       " channels, but got ", in[1], " channels instead"));
+    }
+    if (bias)
+      EMBER_CHECK(bias->dim() == 1 && bias->sizes[0] == ws[0], std::runtime_error,
+                  "Given weight of size ", shape_str(ws),
+                  ", expected bias to be 1-dimensional with ", ws[0],
+                  " elements, but got bias of size ", shape_str(bias->sizes), " instead");
+    bool too_small = false;
+    std::string padded, kern;
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t pin = in[2 + i] + 2 * padding[i], kk = dilation[i] * (ws[2 + i] - 1) + 1;
+      too_small |= pin < kk;
+      padded += (i ? " x " : "") + std::to_string(pin);
+      kern += (i ? " x " : "") + std::to_string(kk);
+    }
+    if (too_small)
+      throw std::runtime_error(str_cat("Calculated padded input size per channel: (", padded,
+                                       "). Kernel size: (", kern,
+                                       "). Kernel size can't be greater than actual input size"));
+  } else {
+    EMBER_CHECK(ws[0] % groups == 0, std::runtime_error, "Given groups=", groups,
+                ", expected weight to be divisible by ", groups,
+                " at dimension 0, but got weight of size [", shape_str(ws), "] instead");
+    if (in[1] != ws[0]) {
+      throw std::runtime_error(str_cat("Given transposed=1, weight of size ", shape_str(ws),
+                                       ", expected input", shape_str(in), " to have ", ws[0],
+                                       " channels, but got ", in[1], " channels instead"));
+    }
+    if (bias)
+      EMBER_CHECK(bias->dim() == 1 && bias->sizes[0] == ws[1] * groups, std::runtime_error,
+                  "Given transposed=1, weight of size ", shape_str(ws),
+                  ", expected bias to be 1-dimensional with ", ws[1] * groups,
+                  " elements, but got bias of size ", shape_str(bias->sizes), " instead");
+    for (int64_t i = 0; i < k; ++i)
+      if (output_padding[i] >= stride[i] && output_padding[i] >= dilation[i])
+        throw std::runtime_error(str_cat(
+            "output padding must be smaller than either stride or dilation, but got output_padding=",
+            shape_str(output_padding), ", stride=", shape_str(stride), ", dilation=",
+            shape_str(dilation)));
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t o = (in[2 + i] - 1) * stride[i] - 2 * padding[i] +
+                        dilation[i] * (ws[2 + i] - 1) + output_padding[i] + 1;
+      if (o <= 0 && in[2 + i] > 0)
+        throw std::runtime_error(str_cat("Given input size per channel: ",
+                                         shape_str(Shape(in.begin() + 2, in.end())),
+                                         ". Calculated output size per channel is too small "
+                                         "(non-positive) for conv_transpose", k, "d"));
+    }
+  }
+  return P;
+}
+
+// Output shape (batched) of the convolution.
+Shape conv_out_shape(const Shape& in, const Shape& ws, const Params& P) {
+  Shape out{in[0], P.transposed ? ws[1] * P.groups : ws[0]};
+  for (int64_t i = 0; i < P.k; ++i) {
+    const int64_t eff = P.dilation[i] * (ws[2 + i] - 1);
+    out.push_back(P.transposed
+                      ? (in[2 + i] - 1) * P.stride[i] - 2 * P.padding[i] + eff + P.output_padding[i] + 1
+                      : (in[2 + i] + 2 * P.padding[i] - eff - 1) / P.stride[i] + 1);
+  }
+  return out;
+}
+
+Tensor batched(const Tensor& t, bool is_batched) {
+  return is_batched ? contiguous(t) : contiguous(unsqueeze(t, 0));
+}
+
+// The compute dtype: float16/bfloat16 run in float32.
+ScalarType compute_type(ScalarType t) { return is_reduced_float(t) ? ScalarType::Float32 : t; }
+Tensor as_compute(const Tensor& t) {
+  if (!t) return t;
+  return contiguous(to_dtype(t, compute_type(t->dtype)));
+}
+
+// Runs a plain or transposed convolution; `pad_lo` is the leading padding and `out_sp` the output
+// spatial sizes (so that the asymmetric 'same' padding needs no padded copy).
+Tensor conv_run(const Tensor& x /*batched, compute dtype, contiguous*/, const Tensor& w,
+                const Tensor& b, const Params& P, const Shape& pad_lo, const Shape& out_sp) {
+  const int64_t N = x->sizes[0];
+  const Shape& ws = w->sizes;
+  Shape kern(ws.begin() + 2, ws.end());
+  Shape out{N, P.transposed ? ws[1] * P.groups : ws[0]};
+  out.insert(out.end(), out_sp.begin(), out_sp.end());
+  Tensor y = empty(out, x->dtype);
+  if (y->numel() == 0) return y;
+  const int64_t C = out[1];
+  dispatch_floating(x->dtype, "convolution", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (!P.transposed) {
+        Geo g = make_geo(spatial(x), out_sp, kern, P.stride, pad_lo, P.dilation);
+        Dims m{N, ws[0], x->sizes[1], P.groups};
+        if (x->sizes[1] == 0) std::fill(y->data_as<T>(), y->data_as<T>() + y->numel(), T(0));
+        else forward_core<T>(x->data_as<T>(), w->data_as<T>(), y->data_as<T>(), m, g);
+      } else {
+        Geo g = make_geo(out_sp, spatial(x), kern, P.stride, pad_lo, P.dilation);
+        Dims m{N, x->sizes[1], C, P.groups};
+        if (x->sizes[1] == 0) std::fill(y->data_as<T>(), y->data_as<T>() + y->numel(), T(0));
+        else adjoint_core<T>(x->data_as<T>(), w->data_as<T>(), y->data_as<T>(), m, g);
+      }
+      if (b) add_bias<T>(y->data_as<T>(), b->data_as<T>(), N, C, y->numel() / (N * C));
+    }
+  });
+  return y;
+}
+
+}  // namespace
+
+Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const Shape& stride,
+                   const Shape& padding, const Shape& dilation, bool transposed,
+                   const Shape& output_padding, int64_t groups) {
+  Params P = check_conv(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  const ScalarType dt = input->dtype;
+  Tensor x = batched(as_compute(input), P.batched), w = as_compute(weight), b = as_compute(bias);
+  Shape osh = conv_out_shape(x->sizes, w->sizes, P);
+  Tensor y = conv_run(x, w, b, P, padding, Shape(osh.begin() + 2, osh.end()));
+  if (!P.batched) y = squeeze_dims(y, {0});
+  return y->dtype == dt ? y : to_dtype(y, dt);
+}
+
+Tensor convolution_same(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        const Shape& stride, const Shape& dilation, int64_t groups) {
+  const int64_t k = weight->dim() - 2;
+  for (auto s : stride)
+    EMBER_CHECK(s == 1, std::runtime_error, "padding='same' is not supported for strided convolutions");
+  Shape zeros(std::max<int64_t>(k, 0), 0), pad_lo(zeros);
+  if (static_cast<int64_t>(dilation.size()) == k)
+    for (int64_t i = 0; i < k; ++i) pad_lo[i] = dilation[i] * (weight->sizes[2 + i] - 1) / 2;
+  // Checked with the larger (trailing) padding, which is what the kernel-size check needs.
+  Shape pad_hi(pad_lo);
+  if (static_cast<int64_t>(dilation.size()) == k)
+    for (int64_t i = 0; i < k; ++i) pad_hi[i] = dilation[i] * (weight->sizes[2 + i] - 1) - pad_lo[i];
+  Params P = check_conv(input, weight, bias, stride, pad_hi, dilation, false, zeros, groups);
+  const ScalarType dt = input->dtype;
+  Tensor x = batched(as_compute(input), P.batched), w = as_compute(weight), b = as_compute(bias);
+  Tensor y = conv_run(x, w, b, P, pad_lo, spatial(x));
+  if (!P.batched) y = squeeze_dims(y, {0});
+  return y->dtype == dt ? y : to_dtype(y, dt);
+}
+
+std::tuple<Tensor, Tensor, Tensor> convolution_backward(
+    const Tensor& grad_output, const Tensor& input, const Tensor& weight,
+    const std::optional<Shape>& bias_sizes, const Shape& stride, const Shape& padding,
+    const Shape& dilation, bool transposed, const Shape& output_padding, int64_t groups,
+    std::array<bool, 3> output_mask) {
+  Params P = check_conv(input, weight, nullptr, stride, padding, dilation, transposed, output_padding, groups);
+  EMBER_CHECK(grad_output->dtype == input->dtype, std::runtime_error,
+              "convolution_backward: expected grad_output of type ", cpp_name(input->dtype),
+              ", but got ", cpp_name(grad_output->dtype));
+  Shape in = input->sizes;
+  if (!P.batched) in.insert(in.begin(), 1);
+  Shape osh = conv_out_shape(in, weight->sizes, P);
+  Shape gsh = grad_output->sizes;
+  if (!P.batched) gsh.insert(gsh.begin(), 1);
+  EMBER_CHECK(gsh == osh, std::runtime_error, "convolution_backward: expected grad_output of size ",
+              shape_str(P.batched ? osh : Shape(osh.begin() + 1, osh.end())), ", but got ",
+              shape_str(grad_output->sizes));
+  if (output_mask[2] && bias_sizes)
+    EMBER_CHECK(bias_sizes->size() == 1 && (*bias_sizes)[0] == osh[1], std::runtime_error,
+                "convolution_backward: expected bias_sizes [", osh[1], "], but got ",
+                shape_str(*bias_sizes));
+  const ScalarType dt = input->dtype;
+  Tensor x = batched(as_compute(input), P.batched), w = as_compute(weight);
+  Tensor go = batched(as_compute(grad_output), P.batched);
+  const int64_t N = x->sizes[0];
+  const Shape& ws = w->sizes;
+  Shape kern(ws.begin() + 2, ws.end());
+  Tensor gi, gw, gb;
+  if (output_mask[0]) gi = empty(x->sizes, x->dtype);
+  if (output_mask[1]) gw = empty(ws, x->dtype);
+  if (output_mask[2]) gb = empty({osh[1]}, x->dtype);
+  dispatch_floating(x->dtype, "convolution_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      // The big side is the input of a plain convolution, grad_output of a transposed one.
+      const Tensor& big = transposed ? go : x;
+      const Tensor& small = transposed ? x : go;
+      Geo g = make_geo(spatial(big), spatial(small), kern, P.stride, P.padding, P.dilation);
+      Dims m{N, small->sizes[1], big->sizes[1], P.groups};
+      const bool empty_work = N == 0 || m.S == 0 || m.B == 0;
+      if (gi) {
+        T* p = gi->data_as<T>();
+        if (empty_work || g.ovol() == 0 || g.ivol() == 0) std::fill(p, p + gi->numel(), T(0));
+        else if (!transposed) adjoint_core<T>(go->data_as<T>(), w->data_as<T>(), p, m, g);
+        else forward_core<T>(go->data_as<T>(), w->data_as<T>(), p, m, g);
+      }
+      if (gw) {
+        T* p = gw->data_as<T>();
+        if (empty_work || g.ovol() == 0 || g.ivol() == 0) std::fill(p, p + gw->numel(), T(0));
+        else weight_core<T>(small->data_as<T>(), big->data_as<T>(), p, m, g);
+      }
+      if (gb) {
+        const int64_t C = osh[1], vol = C ? go->numel() / std::max<int64_t>(N * C, 1) : 0;
+        if (N == 0 || vol == 0) std::fill(gb->data_as<T>(), gb->data_as<T>() + C, T(0));
+        else bias_grad<T>(go->data_as<T>(), gb->data_as<T>(), N, C, vol);
+      }
+    }
+  });
+  auto back = [&](Tensor t) { return t && t->dtype != dt ? to_dtype(t, dt) : t; };
+  if (gi && !P.batched) gi = squeeze_dims(gi, {0});
+  return {back(gi), back(gw), back(gb)};
+}
+
+}  // namespace ember

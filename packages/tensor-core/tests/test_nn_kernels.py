@@ -1,0 +1,1046 @@
+"""Core kernels of the nn layers: convolution, pooling, nll_loss, batch/layer norm, embedding.
+
+Forward results are checked against NumPy references written here (sliding windows + einsum for
+convolution, direct loops for pooling); backward kernels by central differences in float64 and by
+the adjoint identity <conv(x), y> == <x, conv_transpose(y)>; PyTorch parity only when installed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.lib.stride_tricks import sliding_window_view
+
+import ember
+
+RNG = np.random.default_rng(1234)
+
+
+def T(a):
+    return ember.tensor(np.ascontiguousarray(a))
+
+
+def tup(v, k):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * k
+
+
+def randn(*shape, dtype=np.float64):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+# ------------------------------------------------------------------------------------------------
+# NumPy references
+
+
+def conv_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    k = w.ndim - 2
+    s, p, d = tup(stride, k), tup(padding, k), tup(dilation, k)
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pi, pi) for pi in p])
+    ext = [d[i] * (w.shape[2 + i] - 1) + 1 for i in range(k)]
+    win = sliding_window_view(xp, ext, axis=tuple(range(2, 2 + k)))
+    sl = (slice(None), slice(None))
+    sl += tuple(slice(None, None, s[i]) for i in range(k))
+    sl += tuple(slice(None, None, d[i]) for i in range(k))
+    win = win[sl]
+    C, outsz = x.shape[1], w.shape[0]
+    cg, og = C // groups, outsz // groups
+    sp, kl = "def"[:k], "xyz"[:k]
+    outs = [
+        np.einsum(
+            f"nc{sp}{kl},oc{kl}->no{sp}", win[:, g * cg : (g + 1) * cg], w[g * og : (g + 1) * og]
+        )
+        for g in range(groups)
+    ]
+    y = np.concatenate(outs, axis=1)
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * k)
+    return y
+
+
+def conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    k = w.ndim - 2
+    s, p, d, op = tup(stride, k), tup(padding, k), tup(dilation, k), tup(output_padding, k)
+    N, C = x.shape[:2]
+    insz = x.shape[2:]
+    K = w.shape[2:]
+    cg, og = C // groups, w.shape[1]
+    full = [(insz[i] - 1) * s[i] + d[i] * (K[i] - 1) + 1 + op[i] for i in range(k)]
+    out = np.zeros((N, og * groups, *full))
+    for g in range(groups):
+        xg = x[:, g * cg : (g + 1) * cg]
+        for kk in itertools.product(*[range(v) for v in K]):
+            contrib = np.einsum("nc...,co->no...", xg, w[g * cg : (g + 1) * cg, :, *kk])
+            sl = tuple(
+                slice(kk[i] * d[i], kk[i] * d[i] + s[i] * (insz[i] - 1) + 1, s[i]) for i in range(k)
+            )
+            out[(slice(None), slice(g * og, (g + 1) * og)) + sl] += contrib
+    L = [(insz[i] - 1) * s[i] - 2 * p[i] + d[i] * (K[i] - 1) + op[i] + 1 for i in range(k)]
+    out = out[(slice(None), slice(None)) + tuple(slice(p[i], p[i] + L[i]) for i in range(k))]
+    if b is not None:
+        out = out + b.reshape((1, -1) + (1,) * k)
+    return out
+
+
+def pool_out(n, k, p, s, d, ceil_mode):
+    num = n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    o = num // s + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def max_pool_ref(x, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
+    k = len(kernel)
+    stride = stride or kernel
+    s, p, d = tup(stride, k), tup(padding, k), tup(dilation, k)
+    lead = x.shape[:-k]
+    insz = x.shape[-k:]
+    outsz = [pool_out(insz[i], kernel[i], p[i], s[i], d[i], ceil_mode) for i in range(k)]
+    flat = x.reshape(-1, *insz)
+    out = np.empty((flat.shape[0], *outsz), x.dtype)
+    idx = np.empty((flat.shape[0], *outsz), np.int64)
+    for pl in range(flat.shape[0]):
+        for o in itertools.product(*[range(v) for v in outsz]):
+            best, bi = None, None
+            for kk in itertools.product(*[range(v) for v in kernel]):
+                pos = [o[i] * s[i] - p[i] + kk[i] * d[i] for i in range(k)]
+                if any(q < 0 or q >= insz[i] for i, q in enumerate(pos)):
+                    continue
+                v = flat[(pl, *pos)]
+                if best is None or v > best or np.isnan(v):
+                    best, bi = v, int(np.ravel_multi_index(pos, insz))
+            out[(pl, *o)] = best
+            idx[(pl, *o)] = bi
+    return out.reshape(*lead, *outsz), idx.reshape(*lead, *outsz)
+
+
+def avg_pool_ref(
+    x,
+    kernel,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    k = len(kernel)
+    stride = stride or kernel
+    s, p = tup(stride, k), tup(padding, k)
+    lead = x.shape[:-k]
+    insz = x.shape[-k:]
+    outsz = [pool_out(insz[i], kernel[i], p[i], s[i], 1, ceil_mode) for i in range(k)]
+    flat = x.reshape(-1, *insz)
+    out = np.empty((flat.shape[0], *outsz), x.dtype)
+    for o in itertools.product(*[range(v) for v in outsz]):
+        st = [o[i] * s[i] - p[i] for i in range(k)]
+        en = [min(st[i] + kernel[i], insz[i] + p[i]) for i in range(k)]
+        padded = math.prod(en[i] - st[i] for i in range(k))
+        st = [max(v, 0) for v in st]
+        en = [min(en[i], insz[i]) for i in range(k)]
+        win = flat[(slice(None),) + tuple(slice(st[i], en[i]) for i in range(k))]
+        div = divisor_override or (padded if count_include_pad else win[0].size)
+        out[(slice(None), *o)] = win.reshape(flat.shape[0], -1).sum(1) / div
+    return out.reshape(*lead, *outsz)
+
+
+def adaptive_ref(x, out_size, fn):
+    k = len(out_size)
+    insz = x.shape[-k:]
+    lead = x.shape[:-k]
+    flat = x.reshape(-1, *insz)
+    out = np.empty((flat.shape[0], *out_size), x.dtype)
+    for o in itertools.product(*[range(v) for v in out_size]):
+        sl = tuple(
+            slice((o[i] * insz[i]) // out_size[i], -(-((o[i] + 1) * insz[i]) // out_size[i]))
+            for i in range(k)
+        )
+        win = flat[(slice(None),) + sl].reshape(flat.shape[0], -1)
+        out[(slice(None), *o)] = fn(win, axis=1)
+    return out.reshape(*lead, *out_size)
+
+
+def numgrad(f, x, eps=1e-6):
+    """Central differences of the scalar f() with respect to the array x (modified in place)."""
+    g = np.zeros_like(x)
+    it = np.nditer(x, flags=["multi_index"])
+    for _ in it:
+        i = it.multi_index
+        old = x[i]
+        x[i] = old + eps
+        fp = f()
+        x[i] = old - eps
+        fm = f()
+        x[i] = old
+        g[i] = (fp - fm) / (2 * eps)
+    return g
+
+
+# ------------------------------------------------------------------------------------------------
+# convolution
+
+CONV_CASES = [
+    # (input shape, weight shape, kwargs)
+    ((2, 4, 9), (6, 2, 3), dict(stride=2, padding=1, dilation=2, groups=2)),
+    ((1, 3, 7), (2, 3, 1), dict()),
+    ((2, 4, 7, 6), (6, 4, 3, 2), dict(stride=(2, 1), padding=(1, 0))),
+    ((2, 6, 8, 7), (6, 2, 3, 3), dict(stride=2, padding=2, dilation=(1, 2), groups=3)),
+    ((1, 4, 5, 5), (4, 1, 3, 3), dict(padding=1, groups=4)),  # depthwise
+    ((2, 3, 5, 5), (5, 3, 1, 1), dict()),  # 1x1: the GEMM-only path
+    (
+        (1, 2, 5, 6, 4),
+        (3, 2, 2, 3, 2),
+        dict(stride=(1, 2, 1), padding=(1, 1, 0), dilation=(2, 1, 1)),
+    ),
+    ((2, 4, 4, 4, 4), (4, 2, 3, 3, 3), dict(padding=1, groups=2)),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw", CONV_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv_forward(xs, ws, kw, dtype):
+    x, w, b = randn(*xs, dtype=dtype), randn(*ws, dtype=dtype), randn(ws[0], dtype=dtype)
+    k = len(ws) - 2
+    fn = getattr(ember, f"conv{k}d")
+    ref = conv_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw)
+    got = fn(T(x), T(w), T(b), **kw)
+    assert got.dtype == (ember.float32 if dtype == np.float32 else ember.float64)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(got.numpy(), ref, rtol=tol, atol=tol)
+    # the aten form, without bias
+    g = kw.get("groups", 1)
+    full = lambda v, d: list(tup(kw.get(v, d), k))  # noqa: E731
+    got2 = ember.convolution(
+        T(x),
+        T(w),
+        None,
+        full("stride", 1),
+        full("padding", 0),
+        full("dilation", 1),
+        False,
+        [0] * k,
+        g,
+    )
+    np.testing.assert_allclose(
+        got2.numpy(), ref - b.reshape((1, -1) + (1,) * k), rtol=tol, atol=tol
+    )
+
+
+@pytest.mark.parametrize("stride,padding", [(1, 1), (2, 0)])
+def test_conv_large_blocked_im2col(stride, padding):
+    """Column matrices over 1 MiB are built a block of output rows at a time."""
+    x, w, b = randn(3, 16, 66, 34), randn(4, 16, 3, 3), randn(4)
+    got = ember.conv2d(T(x), T(w), T(b), stride=stride, padding=padding)
+    np.testing.assert_allclose(got.numpy(), conv_ref(x, w, b, stride, padding), atol=1e-9)
+    go = randn(*got.shape)
+    xp = np.pad(x, [(0, 0), (0, 0), (padding, padding), (padding, padding)])
+    win = sliding_window_view(xp, (3, 3), axis=(2, 3))[:, :, ::stride, ::stride]
+    gw_ref = np.einsum("nchwij,nohw->ocij", win, go)
+    _, gw, gb = ember.convolution_backward(
+        T(go),
+        T(x),
+        T(w),
+        [4],
+        [stride] * 2,
+        [padding] * 2,
+        [1, 1],
+        False,
+        [0, 0],
+        1,
+        [False, True, True],
+    )
+    np.testing.assert_allclose(gw.numpy(), gw_ref, rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(gb.numpy(), go.sum((0, 2, 3)), rtol=1e-10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_conv_random_shapes(data):
+    """Random 1-d/2-d convolutions against the reference, and the adjoint identity."""
+    k = data.draw(st.integers(1, 2))
+    groups = data.draw(st.integers(1, 3))
+    cin, cout = groups * data.draw(st.integers(1, 2)), groups * data.draw(st.integers(1, 2))
+    n = data.draw(st.integers(1, 3))
+    ks = [data.draw(st.integers(1, 3)) for _ in range(k)]
+    s = [data.draw(st.integers(1, 3)) for _ in range(k)]
+    d = [data.draw(st.integers(1, 2)) for _ in range(k)]
+    p = [data.draw(st.integers(0, 2)) for _ in range(k)]
+    size = [data.draw(st.integers(max(1, d[i] * (ks[i] - 1) + 1 - 2 * p[i]), 9)) for i in range(k)]
+    x, w = randn(n, cin, *size), randn(cout, cin // groups, *ks)
+    y = ember.convolution(T(x), T(w), None, s, p, d, False, [0] * k, groups).numpy()
+    np.testing.assert_allclose(y, conv_ref(x, w, None, s, p, d, groups), atol=1e-10)
+    y2 = randn(*y.shape)
+    op = [
+        size[i] - ((y.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (ks[i] - 1) + 1)
+        for i in range(k)
+    ]
+    if all(o < max(s[i], d[i]) for i, o in enumerate(op)):
+        xt = ember.convolution(T(y2), T(w), None, s, p, d, True, op, groups).numpy()
+        np.testing.assert_allclose(np.vdot(y, y2), np.vdot(x, xt), rtol=1e-9, atol=1e-9)
+
+
+def test_conv_unbatched_and_noncontiguous():
+    x, w = randn(3, 6, 5), randn(4, 3, 2, 2)
+    got = ember.conv2d(T(x), T(w), stride=1, padding=1)
+    np.testing.assert_allclose(got.numpy(), conv_ref(x[None], w, padding=1)[0], atol=1e-10)
+    xt = randn(1, 3, 5, 6)
+    xe = T(xt).transpose(2, 3)  # non-contiguous
+    np.testing.assert_allclose(
+        ember.conv2d(xe, T(w)).numpy(), conv_ref(xt.transpose(0, 1, 3, 2), w), atol=1e-10
+    )
+    x1 = randn(2, 7)
+    got1 = ember.conv1d(T(x1), T(randn(3, 2, 3)))
+    assert got1.shape == (3, 5)
+
+
+@pytest.mark.parametrize(
+    "k,ks,dil",
+    [
+        (1, (3,), (1,)),
+        (1, (4,), (1,)),
+        (2, (3, 2), (1, 2)),
+        (2, (2, 2), (3, 1)),
+        (3, (2, 1, 3), (1, 1, 1)),
+    ],
+)
+def test_conv_padding_same_and_valid(k, ks, dil):
+    x = randn(2, 2, *([7] * k))
+    w = randn(3, 2, *ks)
+    fn = getattr(ember, f"conv{k}d")
+    got = fn(T(x), T(w), padding="same", dilation=dil).numpy()
+    assert got.shape == (2, 3) + x.shape[2:]
+    # PyTorch's 'same': total padding d*(k-1), the odd extra element at the end
+    pads = [(d * (kk - 1) // 2, d * (kk - 1) - d * (kk - 1) // 2) for kk, d in zip(ks, dil)]
+    xp = np.pad(x, [(0, 0), (0, 0)] + pads)
+    np.testing.assert_allclose(got, conv_ref(xp, w, dilation=dil), atol=1e-10)
+    np.testing.assert_allclose(fn(T(x), T(w), padding="valid").numpy(), conv_ref(x, w), atol=1e-10)
+
+
+def test_conv_half_types_and_empty():
+    x, w = randn(1, 2, 5, 5, dtype=np.float32), randn(3, 2, 3, 3, dtype=np.float32)
+    for dt in (ember.float16, ember.bfloat16):
+        got = ember.conv2d(T(x).to(dt), T(w).to(dt))
+        assert got.dtype == dt
+        np.testing.assert_allclose(got.float().numpy(), conv_ref(x, w), rtol=5e-2, atol=5e-2)
+    assert ember.conv2d(T(randn(0, 2, 5, 5)), T(randn(3, 2, 3, 3))).shape == (0, 3, 3, 3)
+    z = ember.conv2d(T(randn(2, 0, 5, 5)), T(randn(3, 0, 3, 3)), T(np.ones(3)))
+    assert z.shape == (2, 3, 3, 3) and np.all(z.numpy() == 1)
+
+
+CONVT_CASES = [
+    ((2, 4, 5), (4, 3, 3), dict(stride=2, padding=1, output_padding=1)),
+    ((1, 4, 6), (4, 1, 2), dict(stride=3, groups=2, dilation=2)),
+    ((2, 4, 4, 5), (4, 3, 3, 2), dict(stride=(2, 1), padding=(1, 0), output_padding=(1, 0))),
+    ((1, 6, 3, 4), (6, 2, 3, 3), dict(stride=2, groups=3, dilation=(2, 1), output_padding=(1, 1))),
+    ((1, 2, 3, 3, 2), (2, 2, 2, 2, 2), dict(stride=2, padding=(0, 1, 0))),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw", CONVT_CASES)
+def test_conv_transpose_forward(xs, ws, kw):
+    k = len(ws) - 2
+    x, w = randn(*xs), randn(*ws)
+    b = randn(ws[1] * kw.get("groups", 1))
+    ref = conv_transpose_ref(x, w, b, **kw)
+    if k <= 2:
+        got = getattr(ember, f"conv_transpose{k}d")(T(x), T(w), T(b), **kw)
+    else:
+        got = ember.conv_transpose3d(T(x), T(w), T(b), **kw)
+    np.testing.assert_allclose(got.numpy(), ref, atol=1e-10)
+
+
+@pytest.mark.parametrize("xs,ws,kw", CONV_CASES)
+def test_conv_adjoint_identity(xs, ws, kw):
+    """<conv(x, w), y> == <x, conv_transpose(y, w)>: the transposed form is the adjoint."""
+    k = len(ws) - 2
+    x, w = randn(*xs), randn(*ws)
+    y = conv_ref(x, w, **kw)
+    y2 = randn(*y.shape)
+    s, p, d = (
+        tup(kw.get("stride", 1), k),
+        tup(kw.get("padding", 0), k),
+        tup(kw.get("dilation", 1), k),
+    )
+    # output_padding so that the transposed convolution gives back the input's size
+    op = [
+        xs[2 + i] - ((y.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (ws[2 + i] - 1) + 1)
+        for i in range(k)
+    ]
+    if any(o >= max(s[i], d[i]) for i, o in enumerate(op)):
+        pytest.skip("input size not reachable by a transposed convolution")
+    xt = ember.convolution(
+        T(y2), T(w), None, list(s), list(p), list(d), True, op, kw.get("groups", 1)
+    )
+    assert xt.shape == xs
+    np.testing.assert_allclose(np.vdot(y, y2), np.vdot(x, xt.numpy()), rtol=1e-10)
+
+
+BWD_CASES = [
+    ((2, 4, 6), (4, 2, 3), dict(stride=2, padding=1, dilation=1, groups=2), False, (0,)),
+    (
+        (1, 2, 5, 4),
+        (3, 2, 2, 3),
+        dict(stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=1),
+        False,
+        (0, 0),
+    ),
+    ((1, 4, 3, 3), (4, 1, 3, 2), dict(stride=2, padding=1, dilation=1, groups=2), True, (1, 0)),
+    (
+        (1, 2, 3, 2, 3),
+        (2, 2, 2, 2, 1),
+        dict(stride=1, padding=(1, 0, 0), dilation=1, groups=1),
+        False,
+        (0, 0, 0),
+    ),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw,transposed,op", BWD_CASES)
+def test_convolution_backward_finite_differences(xs, ws, kw, transposed, op):
+    k = len(ws) - 2
+    s, p, d = (list(tup(kw[n], k)) for n in ("stride", "padding", "dilation"))
+    g = kw["groups"]
+    x, w = randn(*xs), randn(*ws)
+    bsz = (ws[1] * g) if transposed else ws[0]
+    b = randn(bsz)
+
+    def fwd():
+        return ember.convolution(T(x), T(w), T(b), s, p, d, transposed, list(op), g).numpy()
+
+    go = randn(*fwd().shape)
+    f = lambda: float(np.vdot(fwd(), go))  # noqa: E731
+    gi, gw, gb = ember.convolution_backward(
+        T(go), T(x), T(w), [bsz], s, p, d, transposed, list(op), g, [True, True, True]
+    )
+    np.testing.assert_allclose(gi.numpy(), numgrad(f, x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(gw.numpy(), numgrad(f, w), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(gb.numpy(), numgrad(f, b), rtol=1e-6, atol=1e-6)
+    # the mask leaves entries out
+    r = ember.convolution_backward(
+        T(go), T(x), T(w), None, s, p, d, transposed, list(op), g, [False, True, False]
+    )
+    assert r[0] is None and r[2] is None
+    np.testing.assert_allclose(r[1].numpy(), gw.numpy())
+
+
+def test_conv_errors():
+    x, w = T(randn(1, 4, 5, 5)), T(randn(8, 3, 3, 3))
+    with pytest.raises(
+        RuntimeError,
+        match=r"Given groups=1, weight of size \[8, 3, 3, 3\], expected "
+        r"input\[1, 4, 5, 5\] to have 3 channels, but got 4 channels instead",
+    ):
+        ember.conv2d(x, w)
+    with pytest.raises(RuntimeError, match="expected weight to be divisible by 3"):
+        ember.conv2d(x, T(randn(8, 2, 3, 3)), groups=3)
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size"):
+        ember.conv2d(T(randn(1, 4, 2, 2)), T(randn(8, 4, 3, 3)))
+    with pytest.raises(RuntimeError, match="should be the same"):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3, dtype=np.float32)))
+    with pytest.raises(RuntimeError, match="expected bias to be 1-dimensional with 8 elements"):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3)), T(randn(7)))
+    with pytest.raises(
+        RuntimeError, match="Expected 3D \\(unbatched\\) or 4D \\(batched\\) input to conv2d"
+    ):
+        ember.conv2d(T(randn(5, 5)), T(randn(8, 4, 3, 3)))
+    with pytest.raises(RuntimeError, match="non-positive stride"):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3)), stride=0)
+    with pytest.raises(RuntimeError, match="negative padding"):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3)), padding=-1)
+    with pytest.raises(RuntimeError, match="dilation should be greater than zero"):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3)), dilation=0)
+    with pytest.raises(RuntimeError, match="non-positive groups"):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3)), groups=0)
+    with pytest.raises(RuntimeError, match="padding='same' is not supported for strided"):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3)), stride=2, padding="same")
+    with pytest.raises(RuntimeError, match="Invalid padding string"):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3)), padding="foo")
+    with pytest.raises(
+        RuntimeError, match="expected stride to be a single integer value or a list of 2"
+    ):
+        ember.conv2d(T(randn(1, 4, 5, 5)), T(randn(8, 4, 3, 3)), stride=(1, 1, 1))
+    with pytest.raises(
+        RuntimeError, match="output padding must be smaller than either stride or dilation"
+    ):
+        ember.conv_transpose2d(
+            T(randn(1, 4, 5, 5)), T(randn(4, 2, 3, 3)), stride=2, output_padding=2
+        )
+    with pytest.raises(RuntimeError, match="Given transposed=1, weight of size"):
+        ember.conv_transpose2d(T(randn(1, 4, 5, 5)), T(randn(3, 2, 3, 3)))
+    with pytest.raises(NotImplementedError):
+        ember.conv2d(T(np.ones((1, 4, 5, 5), np.int64)), T(np.ones((8, 4, 3, 3), np.int64)))
+    with pytest.raises(RuntimeError, match="expected grad_output of size"):
+        ember.convolution_backward(
+            T(randn(1, 8, 2, 2)),
+            T(randn(1, 4, 5, 5)),
+            T(randn(8, 4, 3, 3)),
+            None,
+            [1, 1],
+            [0, 0],
+            [1, 1],
+            False,
+            [0, 0],
+            1,
+            [True, True, True],
+        )
+
+
+# ------------------------------------------------------------------------------------------------
+# pooling
+
+MAXPOOL_CASES = [
+    ((2, 3, 9), (3,), dict(stride=(2,), padding=1)),
+    ((1, 2, 8), (2,), dict(dilation=2, ceil_mode=True)),
+    ((2, 2, 7, 6), (3, 2), dict(stride=(2, 2), padding=(1, 1), ceil_mode=True)),
+    ((1, 2, 7, 7), (2, 2), dict(stride=(3, 2), dilation=(2, 1))),
+    ((3, 5, 5), (2, 2), dict()),  # unbatched
+    ((1, 2, 5, 4, 5), (2, 2, 3), dict(stride=(2, 1, 2), padding=(1, 0, 1), ceil_mode=True)),
+]
+
+
+@pytest.mark.parametrize("xs,ks,kw", MAXPOOL_CASES)
+def test_max_pool(xs, ks, kw):
+    k = len(ks)
+    x = randn(*xs)
+    ref, ridx = max_pool_ref(x, ks, **kw)
+    v, i = getattr(ember, f"max_pool{k}d_with_indices")(T(x), ks, **kw)
+    np.testing.assert_array_equal(v.numpy(), ref)
+    assert i.dtype == ember.int64
+    np.testing.assert_array_equal(i.numpy(), ridx)
+    np.testing.assert_array_equal(getattr(ember, f"max_pool{k}d")(T(x), ks, **kw).numpy(), ref)
+    # backward: scatter by the indices (checked by finite differences of sum(pool(x) * go))
+    go = randn(*ref.shape)
+    full = {n: list(tup(kw.get(n, d), k)) for n, d in (("padding", 0), ("dilation", 1))}
+    stride = list(kw.get("stride", ks))
+    gi = getattr(ember, f"max_pool{k}d_with_indices_backward")(
+        T(go),
+        T(x),
+        list(ks),
+        stride,
+        full["padding"],
+        full["dilation"],
+        kw.get("ceil_mode", False),
+        i,
+    )
+    f = lambda: float(np.vdot(max_pool_ref(x, ks, **kw)[0], go))  # noqa: E731
+    np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-6)
+
+
+def test_max_pool_nan_int_and_float32():
+    x = randn(1, 1, 4, 4)
+    x[0, 0, 1, 1] = np.nan
+    v, i = ember.max_pool2d_with_indices(T(x), 2)
+    assert np.isnan(v.numpy()[0, 0, 0, 0]) and i.numpy()[0, 0, 0, 0] == 5
+    vals = ember.max_pool2d(T(x), 2).numpy()  # the values-only path
+    assert np.isnan(vals[0, 0, 0, 0]) and not np.isnan(vals[0, 0, 1, 1])
+    x3 = randn(2, 3, 4, 6, 5)  # 3-d with a depth-1 window: also the values-only path
+    np.testing.assert_array_equal(
+        ember.max_pool3d(T(x3), (1, 2, 2)).numpy(), max_pool_ref(x3, (1, 2, 2))[0]
+    )
+    xi = RNG.integers(-50, 50, (2, 3, 6, 6))
+    np.testing.assert_array_equal(
+        ember.max_pool2d(T(xi), 3, 2).numpy(), max_pool_ref(xi, (3, 3), (2, 2))[0]
+    )
+    xf = randn(2, 3, 6, 6, dtype=np.float32)
+    np.testing.assert_array_equal(ember.max_pool2d(T(xf), 2).numpy(), max_pool_ref(xf, (2, 2))[0])
+
+
+AVG_CASES = [
+    ((2, 3, 9), (3,), dict(stride=(2,), padding=1)),
+    ((2, 3, 8), (3,), dict(stride=(2,), padding=1, ceil_mode=True, count_include_pad=False)),
+    ((2, 2, 7, 6), (3, 2), dict(stride=(2, 2), padding=(1, 1), ceil_mode=True)),
+    ((1, 2, 7, 7), (3, 3), dict(stride=(2, 2), padding=(1, 1), count_include_pad=False)),
+    ((1, 2, 6, 6), (2, 3), dict(padding=(1, 1), divisor_override=5)),
+    ((3, 5, 5), (2, 2), dict()),
+    ((1, 2, 5, 4, 5), (2, 2, 3), dict(stride=(2, 1, 2), padding=(1, 0, 1), ceil_mode=True)),
+]
+
+
+@pytest.mark.parametrize("xs,ks,kw", AVG_CASES)
+def test_avg_pool(xs, ks, kw):
+    k = len(ks)
+    x = randn(*xs)
+    ref = avg_pool_ref(x, ks, **kw)
+    got = getattr(ember, f"avg_pool{k}d")(T(x), ks, **kw)
+    np.testing.assert_allclose(got.numpy(), ref, atol=1e-12)
+    go = randn(*ref.shape)
+    gi = getattr(ember, f"avg_pool{k}d_backward")(
+        T(go),
+        T(x),
+        list(ks),
+        list(kw.get("stride", ks)),
+        list(tup(kw.get("padding", 0), k)),
+        kw.get("ceil_mode", False),
+        kw.get("count_include_pad", True),
+        kw.get("divisor_override"),
+    )
+    f = lambda: float(np.vdot(avg_pool_ref(x, ks, **kw), go))  # noqa: E731
+    np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "xs,osz",
+    [
+        ((2, 3, 7), (3,)),
+        ((2, 3, 5), (7,)),
+        ((1, 2, 7, 5), (3, 2)),
+        ((3, 6, 6), (4, 4)),
+        ((1, 1, 5, 4, 6), (2, 3, 4)),
+    ],
+)
+def test_adaptive_pools(xs, osz):
+    k = len(osz)
+    x = randn(*xs)
+    ref = adaptive_ref(x, osz, np.mean)
+    got = getattr(ember, f"adaptive_avg_pool{k}d")(T(x), osz)
+    np.testing.assert_allclose(got.numpy(), ref, atol=1e-12)
+    go = randn(*ref.shape)
+    gi = getattr(ember, f"adaptive_avg_pool{k}d_backward")(T(go), T(x))
+    f = lambda: float(np.vdot(adaptive_ref(x, osz, np.mean), go))  # noqa: E731
+    np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-6)
+    v, i = getattr(ember, f"adaptive_max_pool{k}d")(T(x), osz)
+    np.testing.assert_array_equal(v.numpy(), adaptive_ref(x, osz, np.max))
+    flat = x.reshape(-1, math.prod(x.shape[-k:]))
+    np.testing.assert_array_equal(
+        np.take_along_axis(flat, i.numpy().reshape(flat.shape[0], -1), 1),
+        v.numpy().reshape(flat.shape[0], -1),
+    )
+    gi = getattr(ember, f"adaptive_max_pool{k}d_backward")(T(go), T(x), i)
+    f = lambda: float(np.vdot(adaptive_ref(x, osz, np.max), go))  # noqa: E731
+    np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-6)
+
+
+def test_adaptive_none_entry():
+    x = randn(1, 2, 5, 6)
+    got = ember.adaptive_avg_pool2d(T(x), (None, 3))
+    np.testing.assert_allclose(got.numpy(), adaptive_ref(x, (5, 3), np.mean), atol=1e-12)
+
+
+def test_pool_errors():
+    with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size"):
+        ember.max_pool2d(T(randn(1, 1, 4, 4)), 3, padding=2)
+    with pytest.raises(
+        RuntimeError,
+        match=r"Given input size: \(1x2x2\). Calculated output size: "
+        r"\(1x0x0\). Output size is too small",
+    ):
+        ember.max_pool2d(T(randn(1, 1, 2, 2)), 3)
+    with pytest.raises(RuntimeError, match="Output size is too small"):
+        ember.avg_pool1d(T(randn(1, 1, 4)), 5)
+    with pytest.raises(RuntimeError, match="stride should be greater than zero"):
+        ember.max_pool2d(T(randn(1, 1, 4, 4)), 2, stride=0)
+    with pytest.raises(RuntimeError, match="kernel size should be greater than zero"):
+        ember.avg_pool2d(T(randn(1, 1, 4, 4)), 0)
+    with pytest.raises(RuntimeError, match="dilation should be greater than zero"):
+        ember.max_pool2d(T(randn(1, 1, 4, 4)), 2, dilation=0)
+    with pytest.raises(RuntimeError, match="non-empty 3D or 4D"):
+        ember.max_pool2d(T(randn(4, 4)), 2)
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        ember.avg_pool2d(T(randn(1, 1, 4, 4)), 2, divisor_override=0)
+    with pytest.raises(RuntimeError, match="output_size must be 2"):
+        ember.adaptive_avg_pool2d(T(randn(1, 1, 4, 4)), (2,))
+    with pytest.raises(RuntimeError, match="greater than or equal to 0"):
+        ember.adaptive_avg_pool1d(T(randn(1, 1, 4)), -1)
+    with pytest.raises(RuntimeError, match="Expected input to have non-zero size for non-batch"):
+        ember.adaptive_max_pool2d(T(randn(1, 1, 0, 4)), 2)
+    with pytest.raises(NotImplementedError):
+        ember.max_pool2d(T(np.ones((1, 1, 4, 4), bool)), 2)
+    x = T(randn(1, 1, 4, 4))
+    v, i = ember.max_pool2d_with_indices(x, 2)
+    bad = T(np.full((1, 1, 2, 2), 99, np.int64))
+    with pytest.raises(RuntimeError, match="invalid max index"):
+        ember.max_pool2d_with_indices_backward(v, x, [2, 2], [2, 2], [0, 0], [1, 1], False, bad)
+    with pytest.raises(RuntimeError, match="expected grad_output of size"):
+        ember.max_pool2d_with_indices_backward(x, x, [2, 2], [2, 2], [0, 0], [1, 1], False, i)
+
+
+def test_pool_empty_batch():
+    assert ember.max_pool2d(T(randn(0, 2, 4, 4)), 2).shape == (0, 2, 2, 2)
+    assert ember.adaptive_avg_pool2d(T(randn(1, 0, 4, 4)), 2).shape == (1, 0, 2, 2)
+    assert ember.adaptive_avg_pool2d(T(randn(1, 1, 4, 4)), 0).shape == (1, 1, 0, 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# nll_loss
+
+
+def nll_ref(x, t, w, reduction, ignore_index):
+    C = x.shape[1] if x.ndim > 1 else x.shape[0]
+    w = np.ones(C) if w is None else w
+    if x.ndim == 1:
+        x, t = x[None], np.asarray(t).reshape(1)
+    xm = np.moveaxis(x, 1, -1).reshape(-1, C)
+    tf = t.reshape(-1)
+    keep = tf != ignore_index
+    tsafe = np.where(keep, tf, 0)
+    ww = np.where(keep, w[tsafe], 0.0)
+    losses = -ww * xm[np.arange(len(tf)), tsafe]
+    if reduction == 0:
+        return losses.reshape(t.shape)
+    if reduction == 2:
+        return losses.sum()
+    return losses.sum() / ww.sum()
+
+
+@pytest.mark.parametrize("xs", [(5,), (6, 4), (3, 4, 5), (2, 3, 2, 3)])
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss(xs, reduction, weighted):
+    x = randn(*xs)
+    C = xs[1] if len(xs) > 1 else xs[0]
+    tshape = () if len(xs) == 1 else (xs[0],) + xs[2:]
+    t = RNG.integers(0, C, tshape)
+    if t.size > 2:
+        t.reshape(-1)[1] = -100
+    w = RNG.random(C) + 0.5 if weighted else None
+    ref = nll_ref(x, t, w, reduction, -100)
+    got = ember.nll_loss(T(x), T(t), None if w is None else T(w), reduction, -100)
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-12)
+    go = randn(*np.shape(ref))
+    gi = ember.nll_loss_backward(T(go), T(x), T(t), None if w is None else T(w), reduction, -100)
+    f = lambda: float(np.vdot(nll_ref(x, t, w, reduction, -100), go))  # noqa: E731
+    np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-6)
+    out, tw = ember.nll_loss_forward(T(x), T(t), None if w is None else T(w), reduction, -100)
+    gi2 = ember.nll_loss_backward(
+        T(go), T(x), T(t), None if w is None else T(w), reduction, -100, tw
+    )
+    np.testing.assert_allclose(gi2.numpy(), gi.numpy())
+
+
+def test_nll_loss_strings_ignore_and_float32():
+    x = randn(4, 3, dtype=np.float32)
+    t = np.array([0, 2, 1, 1])
+    np.testing.assert_allclose(
+        ember.nll_loss(T(x), T(t), reduction="sum").numpy(),
+        nll_ref(x.astype(np.float64), t, None, 2, -100),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        ember.nll_loss(T(x), T(t), ignore_index=1).numpy(),
+        nll_ref(x.astype(np.float64), t, None, 1, 1),
+        rtol=1e-6,
+    )
+    allign = ember.nll_loss(T(x), T(np.full(4, -100)))
+    assert np.isnan(allign.item())
+    assert ember.nll_loss(T(x), T(np.full(4, -100)), reduction=2).item() == 0
+
+
+def test_nll_loss_errors():
+    x = T(randn(3, 5))
+    with pytest.raises(IndexError, match="Target 5 is out of bounds."):
+        ember.nll_loss(x, T(np.array([1, 5, 2])))
+    with pytest.raises(IndexError, match="Target -3 is out of bounds."):
+        ember.nll_loss(x, T(np.array([1, -3, 2])), reduction=0)
+    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+        ember.nll_loss_backward(T(np.array(1.0)), x, T(np.array([1, 7, 2])))
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        ember.nll_loss(x, T(np.array([1, 2])))
+    with pytest.raises(RuntimeError):
+        ember.nll_loss(x, T(np.array([1.0, 2, 3])))
+    with pytest.raises(
+        RuntimeError, match="weight tensor should be defined either for all 5 classes"
+    ):
+        ember.nll_loss(x, T(np.array([1, 2, 3])), T(randn(4)))
+    with pytest.raises(ValueError):
+        ember.nll_loss(x, T(np.array([1, 2, 3])), reduction="avg")
+    with pytest.raises(RuntimeError, match="Expected target size"):
+        ember.nll_loss(T(randn(3, 5, 2)), T(np.array([1, 2, 3])))
+
+
+# ------------------------------------------------------------------------------------------------
+# batch norm / layer norm
+
+
+@pytest.mark.parametrize("xs", [(6, 3), (4, 3, 5), (2, 3, 4, 3)])
+@pytest.mark.parametrize("affine", [False, True])
+def test_batch_norm_training(xs, affine):
+    x = randn(*xs)
+    C = xs[1]
+    w, b = (randn(C), randn(C)) if affine else (None, None)
+    rm, rv = np.zeros(C), np.ones(C)
+    rme, rve = T(rm), T(rv)
+    axes = (0,) + tuple(range(2, len(xs)))
+    mean, var = x.mean(axes), x.var(axes)
+    shape = (1, C) + (1,) * (len(xs) - 2)
+    ref = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5)
+    if affine:
+        ref = ref * w.reshape(shape) + b.reshape(shape)
+    out, sm, si = ember.native_batch_norm(
+        T(x), None if w is None else T(w), None if b is None else T(b), rme, rve, True, 0.1, 1e-5
+    )
+    np.testing.assert_allclose(out.numpy(), ref, atol=1e-10)
+    np.testing.assert_allclose(sm.numpy(), mean, atol=1e-12)
+    np.testing.assert_allclose(si.numpy(), 1 / np.sqrt(var + 1e-5), rtol=1e-10)
+    M = x.size // C
+    np.testing.assert_allclose(rme.numpy(), 0.1 * mean, atol=1e-12)
+    np.testing.assert_allclose(rve.numpy(), 0.9 + 0.1 * var * M / (M - 1), rtol=1e-12)
+    # backward by finite differences
+    go = randn(*xs)
+    wv = w if affine else np.ones(C)
+    bv = b if affine else np.zeros(C)
+
+    def f():
+        o = ember.native_batch_norm(T(x), T(wv), T(bv), None, None, True, 0.1, 1e-5)[0]
+        return float(np.vdot(o.numpy(), go))
+
+    gi, gw, gb = ember.native_batch_norm_backward(
+        T(go), T(x), T(wv), None, None, sm, si, True, 1e-5, [True, True, True]
+    )
+    np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-5)
+    np.testing.assert_allclose(gw.numpy(), numgrad(f, wv), atol=1e-5)
+    np.testing.assert_allclose(gb.numpy(), numgrad(f, bv), atol=1e-5)
+
+
+def test_batch_norm_eval():
+    x = randn(4, 3, 5)
+    rm, rv, w, b = randn(3), RNG.random(3) + 0.5, randn(3), randn(3)
+    out, sm, si = ember.native_batch_norm(T(x), T(w), T(b), T(rm), T(rv), False, 0.1, 1e-5)
+    sh = (1, 3, 1)
+    ref = (x - rm.reshape(sh)) / np.sqrt(rv.reshape(sh) + 1e-5) * w.reshape(sh) + b.reshape(sh)
+    np.testing.assert_allclose(out.numpy(), ref, atol=1e-12)
+    assert sm.shape == (0,) and si.shape == (0,)
+    go = randn(4, 3, 5)
+    gi, gw, gb = ember.native_batch_norm_backward(
+        T(go), T(x), T(w), T(rm), T(rv), None, None, False, 1e-5, [True, True, True]
+    )
+    np.testing.assert_allclose(gi.numpy(), go * (w / np.sqrt(rv + 1e-5)).reshape(sh), atol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), go.sum((0, 2)), atol=1e-12)
+    with pytest.raises(RuntimeError, match="expected weight to have 3 elements"):
+        ember.native_batch_norm(T(x), T(randn(4)), None, None, None, True, 0.1, 1e-5)
+
+
+@pytest.mark.parametrize("xs,ns", [((4, 5), (5,)), ((2, 3, 4), (3, 4)), ((3, 2, 6), (6,))])
+@pytest.mark.parametrize("affine", [False, True])
+def test_layer_norm(xs, ns, affine):
+    x = randn(*xs)
+    w, b = (randn(*ns), randn(*ns)) if affine else (None, None)
+    axes = tuple(range(len(xs) - len(ns), len(xs)))
+    mean, var = x.mean(axes, keepdims=True), x.var(axes, keepdims=True)
+    ref = (x - mean) / np.sqrt(var + 1e-5)
+    if affine:
+        ref = ref * w + b
+    out, m, r = ember.native_layer_norm(
+        T(x), list(ns), None if w is None else T(w), None if b is None else T(b), 1e-5
+    )
+    np.testing.assert_allclose(out.numpy(), ref, atol=1e-10)
+    np.testing.assert_allclose(m.numpy(), mean, atol=1e-12)
+    np.testing.assert_allclose(r.numpy(), 1 / np.sqrt(var + 1e-5), rtol=1e-10)
+    go = randn(*xs)
+    wv = w if affine else np.ones(ns)
+    bv = b if affine else np.zeros(ns)
+
+    def f():
+        return float(
+            np.vdot(ember.native_layer_norm(T(x), list(ns), T(wv), T(bv), 1e-5)[0].numpy(), go)
+        )
+
+    gi, gw, gb = ember.native_layer_norm_backward(
+        T(go), T(x), list(ns), m, r, T(wv), T(bv), [True, True, True]
+    )
+    np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-5)
+    np.testing.assert_allclose(gw.numpy(), numgrad(f, wv), atol=1e-5)
+    np.testing.assert_allclose(gb.numpy(), numgrad(f, bv), atol=1e-5)
+
+
+def test_layer_norm_errors():
+    with pytest.raises(
+        RuntimeError, match=r"Given normalized_shape=\[4\], expected input with shape \[\*, 4\]"
+    ):
+        ember.native_layer_norm(T(randn(3, 5)), [4], None, None, 1e-5)
+    with pytest.raises(
+        RuntimeError, match="Expected weight to be of same shape as normalized_shape"
+    ):
+        ember.native_layer_norm(T(randn(3, 5)), [5], T(randn(4)), None, 1e-5)
+
+
+# ------------------------------------------------------------------------------------------------
+# embedding
+
+
+def test_embedding_and_backward():
+    w = randn(6, 4)
+    idx = np.array([[1, 3, 1], [0, 5, 3]])
+    got = ember.embedding(T(w), T(idx))
+    np.testing.assert_array_equal(got.numpy(), w[idx])
+    np.testing.assert_array_equal(ember.embedding(T(w), T(idx.astype(np.int32))).numpy(), w[idx])
+    go = randn(2, 3, 4)
+    ref = np.zeros_like(w)
+    np.add.at(ref, idx, go)
+    np.testing.assert_allclose(
+        ember.embedding_dense_backward(T(go), T(idx), 6, -1, False).numpy(), ref
+    )
+    ref_pad = ref.copy()
+    ref_pad[3] = 0
+    np.testing.assert_allclose(
+        ember.embedding_backward(T(go), T(idx), 6, 3, False, False).numpy(), ref_pad
+    )
+    counts = np.bincount(idx.ravel(), minlength=6)
+    ref_scaled = ref / np.maximum(counts, 1)[:, None]
+    np.testing.assert_allclose(
+        ember.embedding_dense_backward(T(go), T(idx), 6, -1, True).numpy(), ref_scaled
+    )
+
+
+def test_embedding_errors():
+    w = T(randn(3, 5))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        ember.embedding(w, T(np.array([1, 3])))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        ember.embedding(w, T(np.array([1, -1])))
+    with pytest.raises(RuntimeError, match="'indices' to have one of the following scalar types"):
+        ember.embedding(w, T(np.array([1.0, 2.0])))
+    with pytest.raises(NotImplementedError):
+        ember.embedding_backward(T(randn(2, 5)), T(np.array([1, 2])), 3, -1, False, True)
+
+
+# ------------------------------------------------------------------------------------------------
+# the autograd hook: ops hand their canonical call to the registered hook
+
+
+@pytest.fixture
+def recording_hook():
+    calls = []
+    old = ember._C._get_autograd_hook()
+
+    def hook(name, fn, args, kwargs):
+        calls.append((name, len(args), dict(kwargs)))
+        prev = ember.is_grad_enabled()
+        ember._C._set_grad_enabled(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ember._C._set_grad_enabled(prev)
+
+    ember._C._set_autograd_hook(hook)
+    try:
+        yield calls
+    finally:
+        ember._C._set_autograd_hook(old)
+
+
+def test_autograd_routing(recording_hook):
+    calls = recording_hook
+    x = T(randn(1, 2, 5, 5)).requires_grad_(True)
+    w = T(randn(3, 2, 3, 3))
+    y = ember.conv2d(x, w, padding=1)
+    assert y.shape == (1, 3, 5, 5)
+    assert calls[-1] == (
+        "convolution",
+        3,
+        dict(
+            stride=[1, 1],
+            padding=[1, 1],
+            dilation=[1, 1],
+            transposed=False,
+            output_padding=[0, 0],
+            groups=1,
+        ),
+    )
+    ember.conv_transpose1d(T(randn(1, 2, 5)), T(randn(2, 3, 3)).requires_grad_(True), stride=2)
+    assert calls[-1][0] == "convolution" and calls[-1][2]["transposed"] is True
+    v = ember.max_pool2d(x, 2)
+    assert v.shape == (1, 2, 2, 2)
+    assert calls[-1] == (
+        "max_pool2d_with_indices",
+        1,
+        dict(kernel_size=[2, 2], stride=[2, 2], padding=[0, 0], dilation=[1, 1], ceil_mode=False),
+    )
+    ember.avg_pool2d(x, 3, 1, 1)
+    assert calls[-1][0] == "avg_pool2d" and calls[-1][2]["divisor_override"] is None
+    ember.adaptive_avg_pool2d(x, 2)
+    assert calls[-1] == ("adaptive_avg_pool2d", 1, dict(output_size=[2, 2]))
+    ember.adaptive_max_pool2d(x, 2)
+    assert calls[-1][0] == "adaptive_max_pool2d"
+    ember.nll_loss(T(randn(3, 4)).requires_grad_(True), T(np.array([0, 1, 2])))
+    assert calls[-1] == ("nll_loss", 3, dict(reduction=1, ignore_index=-100))
+    ember.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    assert calls[-1] == ("native_batch_norm", 5, dict(training=True, momentum=0.1, eps=1e-5))
+    ember.native_layer_norm(x, [5, 5], None, None, 1e-5)
+    assert calls[-1] == ("native_layer_norm", 4, dict(eps=1e-5))
+    ember.embedding(T(randn(4, 3)).requires_grad_(True), T(np.array([1, 2])))
+    assert calls[-1][0] == "embedding"
+    go = T(randn(1, 3, 5, 5)).requires_grad_(True)
+    r = ember.convolution_backward(
+        go, x, w, [3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True]
+    )
+    assert calls[-1][0] == "convolution_backward" and len(r) == 3
+    n = len(calls)
+    with ember.no_grad():
+        ember.conv2d(x, w)
+    assert len(calls) == n
+    # 'same' with an odd total padding: symmetric convolution + narrow through the hook
+    w2 = T(randn(3, 2, 2, 3))
+    y = ember.conv2d(x, w2, padding="same", dilation=(1, 2))
+    assert calls[-1][0] == "convolution" and calls[-1][2]["padding"] == [1, 2]
+    with ember.no_grad():
+        ref = ember.conv2d(x, w2, padding="same", dilation=(1, 2))
+    np.testing.assert_allclose(y.detach().numpy(), ref.numpy(), atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# PyTorch parity
+
+
+def test_torch_parity():
+    torch = pytest.importorskip("torch")
+    x = randn(2, 4, 9, 8, dtype=np.float32)
+    w = randn(6, 2, 3, 3, dtype=np.float32)
+    b = randn(6, dtype=np.float32)
+    kw = dict(stride=2, padding=1, dilation=(1, 2), groups=2)
+    np.testing.assert_allclose(
+        ember.conv2d(T(x), T(w), T(b), **kw).numpy(),
+        torch.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), **kw).numpy(),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    wt = randn(4, 3, 3, 2, dtype=np.float32)
+    kt = dict(stride=2, padding=1, output_padding=1, groups=2)
+    np.testing.assert_allclose(
+        ember.conv_transpose2d(T(x), T(wt), **kt).numpy(),
+        torch.conv_transpose2d(torch.tensor(x), torch.tensor(wt), **kt).numpy(),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    y = torch.conv2d(torch.tensor(x), torch.tensor(w), **kw)
+    go = randn(*y.shape, dtype=np.float32)
+    args = ([6], [2, 2], [1, 1], [1, 2], False, [0, 0], 2, [True, True, True])
+    ours = ember.convolution_backward(T(go), T(x), T(w), *args)
+    theirs = torch.ops.aten.convolution_backward(
+        torch.tensor(go), torch.tensor(x), torch.tensor(w), *args
+    )
+    for a, b_ in zip(ours, theirs):
+        np.testing.assert_allclose(a.numpy(), b_.numpy(), rtol=1e-3, atol=1e-3)
+    v, i = ember.max_pool2d_with_indices(T(x), 3, 2, 1, 1, True)
+    tv, ti = torch._C._nn.max_pool2d_with_indices(torch.tensor(x), 3, 2, 1, 1, True)
+    np.testing.assert_array_equal(v.numpy(), tv.numpy())
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    np.testing.assert_allclose(
+        ember.avg_pool2d(T(x), 3, 2, 1, True, False).numpy(),
+        torch._C._nn.avg_pool2d(torch.tensor(x), 3, 2, 1, True, False).numpy(),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        ember.adaptive_avg_pool2d(T(x), (4, 3)).numpy(),
+        torch._C._nn.adaptive_avg_pool2d(torch.tensor(x), (4, 3)).numpy(),
+        rtol=1e-6,
+    )
+    lp = randn(7, 5, dtype=np.float32)
+    t = np.array([0, 4, 2, -100, 1, 3, 3])
+    for red in (0, 1, 2):
+        np.testing.assert_allclose(
+            ember.nll_loss(T(lp), T(t), None, red, -100).numpy(),
+            torch._C._nn.nll_loss(torch.tensor(lp), torch.tensor(t), None, red, -100).numpy(),
+            rtol=1e-6,
+        )
+    outs = ember.native_batch_norm(T(x), None, None, None, None, True, 0.1, 1e-5)
+    touts = torch.native_batch_norm(torch.tensor(x), None, None, None, None, True, 0.1, 1e-5)
+    for a, b_ in zip(outs, touts):
+        np.testing.assert_allclose(a.numpy(), b_.numpy(), rtol=1e-4, atol=1e-5)
+    outs = ember.native_layer_norm(T(x), [9, 8], None, None, 1e-5)
+    touts = torch.native_layer_norm(torch.tensor(x), [9, 8], None, None, 1e-5)
+    for a, b_ in zip(outs, touts):
+        np.testing.assert_allclose(a.numpy(), b_.numpy(), rtol=1e-4, atol=1e-5)
