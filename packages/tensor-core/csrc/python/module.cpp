@@ -9,6 +9,7 @@ PYBIND11_MODULE(_C, m) {
   register_ops(m);
   register_reductions(m);
   register_linalg(m);
+  register_lapack(m);
   register_random(m);
   register_interop(m);
   register_runtime(m);
