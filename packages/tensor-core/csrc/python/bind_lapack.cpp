@@ -42,6 +42,14 @@ void register_lapack(py::module_& m) {
   g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
   py::register_exception<LinAlgError>(m, "_LinAlgError", PyExc_RuntimeError);
 
+  // out= of the Python-level linalg functions: PyTorch's rules (exact dtype, resize, no grad).
+  m.def("_linalg_write_out", [](const std::string& op, py::handle rh, py::handle outh) {
+    Tensor r = expect_tensor(rh, op.c_str(), "result"), out = expect_tensor(outh, op.c_str(), "out");
+    check_out_dtype(out, r->dtype);
+    write_out(op.c_str(), r, out);
+    return py::reinterpret_borrow<py::object>(outh);
+  }, "op"_a, "result"_a, "out"_a);
+
   m.def("_linalg_inv_ex", [](py::handle ah, bool check_errors) -> py::object {
     Tensor A = expect_tensor(ah, "linalg.inv", "A");
     if (any_grad({A})) return hook("_linalg_inv_ex", py::make_tuple(ah), py::dict("check_errors"_a = check_errors));
