@@ -129,7 +129,7 @@ def _normalize_dim(d: int, nd: int, op: str = "") -> int:
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The vector ord-norm of x over dim (all elements when None): ord is any real, inf or -inf."""
     if isinstance(ord, str):
-        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
+        raise TypeError("linalg_vector_norm(): argument 'ord' must be Number, not str")
     return _C.norm(x, ord, dim, keepdim, dtype=dtype, out=out)
 
 
@@ -244,7 +244,7 @@ def _solve(A, B, left, check_errors, op="linalg.solve"):
     if B2.shape[-2] != n:
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
                            f"({n}x{n} and {B2.shape[-2]}x{B2.shape[-1]})")
-    batch = _broadcast_batch(tuple(A.shape[:-2]), tuple(B2.shape[:-2]))
+    batch = _broadcast_batch(tuple(B2.shape[:-2]), tuple(A.shape[:-2]))
     X, info = _C._linalg_solve_ex(_expand_batch(A, batch), _expand_batch(B2, batch),
                                   check_errors=check_errors)
     return (X.squeeze(-1) if vector else X), info
