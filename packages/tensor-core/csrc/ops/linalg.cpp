@@ -129,10 +129,15 @@ struct Batches {
   std::vector<int64_t> a, b, c;
 };
 
+// Batches of products at most this big (M * N * K) run in parallel over the batch, each product
+// on one thread: OpenBLAS's threads pay a hand-off per call that dominates at these sizes (and
+// are descheduled on a busy machine), while the batch splits into independent products.
+constexpr int64_t kBatchParallelMaxWork = int64_t(1) << 25;  // e.g. 256 x 256 x 512
+
 template <typename T>
 void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T beta,
                 const T* A, Layout la, const T* B, Layout lb, T* C, Layout lc) {
-  for (int64_t i = 0; i < bt.count; ++i) {
+  auto one = [&](int64_t i) {
     const T be = (bt.sum && i > 0) ? T(1) : beta;
     if (!lc.trans) {
       blas_gemm(la.trans, lb.trans, M, N, K, alpha, A + bt.a[i], la.ld, B + bt.b[i], lb.ld, be,
@@ -141,7 +146,15 @@ void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T b
       blas_gemm(!lb.trans, !la.trans, N, M, K, alpha, B + bt.b[i], lb.ld, A + bt.a[i], la.ld, be,
                 C + bt.c[i], lc.ld);
     }
+  };
+  if (bt.count > 1 && !bt.sum && M * N * K <= kBatchParallelMaxWork && get_num_threads() > 1) {
+    blas::SingleThreaded single;
+    parallel_for(0, bt.count, 1, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) one(i);
+    });
+    return;
   }
+  for (int64_t i = 0; i < bt.count; ++i) one(i);
 }
 
 // Integer GEMM: C = beta * C + alpha * A @ B with row-major A, B, C. Products accumulate in

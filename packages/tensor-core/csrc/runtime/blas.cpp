@@ -35,6 +35,8 @@ struct State {
   dgemm_fn dgemm = nullptr;
   set_threads_fn set_threads = nullptr;
   int pending_threads = 0;  // from set_num_threads before the library was loaded
+  int applied_threads = 0;  // the last count given to the library (0: its default)
+  int single_scopes = 0;    // live SingleThreaded scopes
 };
 
 std::atomic<int> g_status{kNotTried};
@@ -74,7 +76,10 @@ void load_locked() {
   S.sgemm = s;
   S.dgemm = d;
   S.set_threads = reinterpret_cast<set_threads_fn>(lookup(h, "openblas_set_num_threads"));
-  if (S.set_threads && S.pending_threads > 0) S.set_threads(S.pending_threads);
+  if (S.set_threads && S.pending_threads > 0) {
+    S.set_threads(S.pending_threads);
+    S.applied_threads = S.pending_threads;
+  }
   S.error.clear();
   g_status.store(kLoaded, std::memory_order_release);
 }
@@ -186,7 +191,33 @@ void set_num_threads(int n) {
   State& S = st();
   std::lock_guard<std::mutex> lock(S.mu);
   S.pending_threads = n;
-  if (g_status.load(std::memory_order_relaxed) == kLoaded && S.set_threads) S.set_threads(n);
+  if (g_status.load(std::memory_order_relaxed) == kLoaded && S.set_threads) {
+    S.applied_threads = n;
+    if (S.single_scopes == 0) S.set_threads(n);  // else applied when the last scope ends
+  }
+}
+
+SingleThreaded::SingleThreaded() {
+  if (!ensure_loaded()) return;
+  State& S = st();
+  std::lock_guard<std::mutex> lock(S.mu);
+  if (!S.set_threads) return;
+  active_ = true;
+  if (S.single_scopes++ == 0) S.set_threads(1);
+}
+
+SingleThreaded::~SingleThreaded() {
+  if (!active_) return;
+  State& S = st();
+  std::lock_guard<std::mutex> lock(S.mu);
+  if (--S.single_scopes == 0) {
+    int n = S.applied_threads;
+    if (n <= 0) {
+      auto get = reinterpret_cast<int (*)()>(lookup(S.handle, "openblas_get_num_procs"));
+      n = get ? get() : 1;
+    }
+    S.set_threads(n);
+  }
 }
 
 }  // namespace blas
