@@ -747,3 +747,56 @@ def test_hypothesis_einsum_matmul_shapes():
 
     check()
 
+
+
+# ---- the autograd hook sees each LAPACK primitive with canonical arguments ----
+
+@pytest.fixture
+def recording_hook():
+    calls = []
+    old = ember._C._get_autograd_hook()
+
+    def hook(name, fn, args, kwargs):
+        calls.append((name, len(args), dict(kwargs)))
+        prev = ember.is_grad_enabled()
+        ember._C._set_grad_enabled(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ember._C._set_grad_enabled(prev)
+
+    ember._C._set_autograd_hook(hook)
+    try:
+        yield calls
+    finally:
+        ember._C._set_autograd_hook(old)
+
+
+def test_primitives_call_the_autograd_hook(recording_hook):
+    A = E(spd(2, 3)).requires_grad_(True)
+    B = E(rand(2, 3, 2))
+    expected = [
+        (lambda: LA.inv(A), ("_linalg_inv_ex", 1, {"check_errors": True})),
+        (lambda: LA.inv_ex(A), ("_linalg_inv_ex", 1, {"check_errors": False})),
+        (lambda: LA.det(A), ("_linalg_det", 1, {})),
+        (lambda: LA.slogdet(A), ("_linalg_slogdet", 1, {})),
+        (lambda: LA.solve(A, B), ("_linalg_solve_ex", 2, {"check_errors": True})),
+        (lambda: LA.cholesky(A, upper=True),
+         ("_linalg_cholesky_ex", 1, {"upper": True, "check_errors": True})),
+        (lambda: LA.qr(A, mode="complete"), ("_linalg_qr", 1, {"mode": "complete"})),
+        (lambda: LA.svd(A, full_matrices=False),
+         ("_linalg_svd", 1, {"full_matrices": False, "compute_uv": True})),
+        (lambda: LA.svdvals(A), ("_linalg_svd", 1, {"full_matrices": False, "compute_uv": False})),
+        (lambda: LA.eigh(A, UPLO="U"), ("_linalg_eigh", 1, {"UPLO": "U", "compute_v": True})),
+        (lambda: LA.eigvalsh(A), ("_linalg_eigh", 1, {"UPLO": "L", "compute_v": False})),
+        (lambda: LA.lstsq(A, B, driver="gelsd"),
+         ("_linalg_lstsq", 2, {"rcond": None, "driver": "gelsd"})),
+        (lambda: ember.cholesky_solve(B, A), ("_cholesky_solve", 2, {"upper": False})),
+    ]
+    for fn, want in expected:
+        fn()
+        assert want in recording_hook, want
+    n = len(recording_hook)
+    with ember.no_grad():
+        LA.inv(A)
+    assert len(recording_hook) == n
