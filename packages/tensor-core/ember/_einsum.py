@@ -70,7 +70,7 @@ def _parse(equation: str, operands):
     ell_ndim = 0
     for k, ((term, start), op) in enumerate(zip(terms, operands)):
         labels = _parse_term(term, start, f"operand {k}")
-        nd = op.dim()
+        nd = len(op.shape)
         if _ELL in labels:
             n = len(labels) - 1
             if n > nd:
@@ -86,7 +86,7 @@ def _parse(equation: str, operands):
     expanded = []
     for labels, op in zip(inputs, operands):
         if _ELL in labels:
-            e = op.dim() - (len(labels) - 1)
+            e = len(op.shape) - (len(labels) - 1)
             i = labels.index(_ELL)
             labels = labels[:i] + ell[ell_ndim - e:] + labels[i + 1:]
         expanded.append(labels)
@@ -114,20 +114,86 @@ def _diagonalize(t, labels, k):
     """Merges repeated labels of one operand into one dim (the diagonal, as a view)."""
     if len(set(labels)) == len(labels):
         return t, labels
-    sizes, strides, uniq = [], [], []
-    shape, stride = t.shape, t.stride()
+    sizes, groups, uniq = [], [], []
+    shape = t.shape
     for d, lab in enumerate(labels):
         if lab in uniq:
             j = uniq.index(lab)
             if sizes[j] != shape[d]:
                 raise _err(f"subscript {lab} is repeated for operand {k} but the sizes don't "
                            f"match, {shape[d]} != {sizes[j]}")
-            strides[j] += stride[d]
+            groups[j].append(d)
         else:
             uniq.append(lab)
             sizes.append(shape[d])
-            strides.append(stride[d])
-    return t.as_strided(sizes, strides, t.storage_offset()), uniq
+            groups.append([d])
+    return t.merge_dims(tuple(sizes), tuple(tuple(g) for g in groups)), uniq
+
+
+def _merge_dims(t, sizes, groups):
+    """The view of t in which each group of equal-sized dims becomes one dim (its diagonal)."""
+    stride = t.stride()
+    return t.as_strided(sizes, [sum(stride[d] for d in g) for g in groups], t.storage_offset())
+
+
+class _Sym:
+    """A stand-in for an operand while an einsum plan is built: it tracks the shape and records
+    each op, so that the same ops can be replayed on tensors of the same shapes (_Plan)."""
+
+    __slots__ = ("shape", "slot", "steps")
+
+    def __init__(self, shape, slot, steps):
+        self.shape, self.slot, self.steps = tuple(shape), slot, steps
+
+    def _emit(self, shape, name, args=(), other=None):
+        out = _Sym(shape, len(self.steps) + 10_000_000, self.steps)
+        self.steps.append((name, self.slot, other.slot if other is not None else None, args,
+                           out.slot))
+        return out
+
+    def merge_dims(self, sizes, groups):
+        return self._emit(sizes, "merge", (sizes, groups))
+
+    def sum(self, dims, keepdim=False):
+        ds = [dims] if isinstance(dims, int) else list(dims)
+        nd = len(self.shape)
+        ds = [d % nd for d in ds]
+        shape = [1 if d in ds else s for d, s in enumerate(self.shape)] if keepdim else \
+            [s for d, s in enumerate(self.shape) if d not in ds]
+        return self._emit(shape, "sum", (dims, keepdim))
+
+    def permute(self, order):
+        return self._emit([self.shape[d] for d in order], "permute", (tuple(order),))
+
+    def expand(self, shape):
+        return self._emit(shape, "expand", (tuple(shape),))
+
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return self._emit(shape, "reshape", (tuple(shape),))
+
+    def unsqueeze(self, d):
+        shape = list(self.shape)
+        shape.insert(d % (len(shape) + 1), 1)
+        return self._emit(shape, "unsqueeze", (d,))
+
+    def bmm(self, other):
+        return self._emit((self.shape[0], self.shape[1], other.shape[2]), "bmm", (), other)
+
+
+def _replay(steps, result_slot, operands):
+    vals = dict(enumerate(operands))
+    for name, src, other, args, out in steps:
+        t = vals[src]
+        if name == "merge":
+            vals[out] = _merge_dims(t, *args)
+        elif name == "bmm":
+            vals[out] = t.bmm(vals[other])
+        elif name == "sum":
+            vals[out] = t.sum(args[0], keepdim=args[1])
+        else:
+            vals[out] = getattr(t, name)(*args)
+    return vals[result_slot]
 
 
 def _sum_out(t, labels, needed):
@@ -186,8 +252,26 @@ def einsum(equation, *operands):
         if not isinstance(op, _C.Tensor):
             raise TypeError(f"einsum(): argument 'operands' must be tuple of Tensors, but found "
                             f"element of type {type(op).__name__} at pos {i}")
-    inputs, output = _parse(equation, operands)
-    ops = [_diagonalize(op, labels, k) for k, (labels, op) in enumerate(zip(inputs, operands))]
+    key = (equation, tuple(tuple(op.shape) for op in operands))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(equation, operands)
+        if len(_PLANS) >= 512:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return _replay(plan[0], plan[1], operands)
+
+
+# Plans by (equation, operand shapes): the parsing and the shape logic run once per such key.
+_PLANS: dict = {}
+
+
+def _plan(equation, operands):
+    """Runs the einsum algorithm on shape-only stand-ins: (steps, result slot) to replay."""
+    steps: list = []
+    syms = [_Sym(op.shape, i, steps) for i, op in enumerate(operands)]
+    inputs, output = _parse(equation, syms)
+    ops = [_diagonalize(op, labels, k) for k, (labels, op) in enumerate(zip(inputs, syms))]
     # Sizes must agree, up to broadcasting of size-1 dims.
     sizes = {}
     for k, (op, labels) in enumerate(ops):
@@ -220,7 +304,7 @@ def einsum(equation, *operands):
     shape = [sizes[lab] for lab in output]
     if list(t.shape) != shape:
         t = t.expand(shape)
-    return t
+    return steps, t.slot
 
 
 def tensordot(a, b, dims=2, out=None):
