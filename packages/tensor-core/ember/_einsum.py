@@ -203,6 +203,27 @@ def _sum_out(t, labels, needed):
     return t.sum(dims), [lab for lab in labels if lab in needed]
 
 
+def _from_sublists(args):
+    """(equation, operands) for torch's sublist form of einsum."""
+    def term(sub):
+        out = []
+        for x in sub:
+            if x is Ellipsis:
+                out.append(_ELL)
+            elif isinstance(x, int) and 0 <= x < 52:
+                out.append(chr(ord("A") + x) if x < 26 else chr(ord("a") + x - 26))
+            else:
+                raise _err("subscript in subscript list is not within the valid range [0, 52)")
+        return "".join(out)
+
+    operands = args[0::2][:len(args) // 2]
+    terms = [term(sub) for sub in args[1::2][:len(args) // 2]]
+    eq = ",".join(terms)
+    if len(args) % 2:
+        eq += "->" + term(args[-1])
+    return eq, tuple(operands)
+
+
 def _numel(sizes) -> int:
     n = 1
     for s in sizes:
@@ -244,6 +265,8 @@ def _contract(a, la, b, lb, keep):
 def einsum(equation, *operands):
     """Einstein summation over the operands (given as arguments or as one list), like
     torch.einsum: explicit (``->``) or implicit output, ``...``, repeated and summed labels."""
+    if isinstance(equation, _C.Tensor):  # sublists: einsum(op0, [0, 1], op1, [1, 2], [0, 2])
+        equation, operands = _from_sublists((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:

@@ -562,6 +562,14 @@ def _logdet(A):
     return logabs + sign.log()  # sign -1 -> nan, 0 -> -inf, as torch.logdet
 
 
+def _legacy_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm: the core's vector p-norm, plus the nuclear norm (p='nuc') of matrices."""
+    if isinstance(p, str) and p == "nuc":
+        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype,
+                           out=out)
+    return _C.norm(input, p, dim, keepdim, out=out, dtype=dtype)
+
+
 def _inverse(A, *, out=None):
     return _out("inverse", _C._linalg_inv_ex(A, check_errors=True)[0], out)
 
@@ -617,7 +625,7 @@ TOP_LEVEL = {
     "det": det, "logdet": _logdet, "slogdet": slogdet, "inverse": _inverse,
     "pinverse": _pinverse, "svd": _legacy_svd, "qr": _legacy_qr, "cross": _legacy_cross,
     "cholesky": _legacy_cholesky, "cholesky_solve": _cholesky_solve,
-    "matrix_power": matrix_power,
+    "matrix_power": matrix_power, "norm": _legacy_norm,
 }
 
 

@@ -546,6 +546,24 @@ def test_top_level_aliases_and_methods():
     assert LA.lstsq(E(a), E(a))._fields == ("solution", "residuals", "rank", "singular_values")
 
 
+def test_legacy_norm():
+    a = rand(3, 4)
+    close(ember.norm(E(a), p="nuc"), np.linalg.norm(a, "nuc"), "float64")
+    close(E(a).norm(p="nuc"), np.linalg.norm(a, "nuc"), "float64")
+    close(ember.norm(E(a)), np.linalg.norm(a), "float64")
+    close(ember.norm(E(a), 1, dim=1), np.linalg.norm(a, 1, axis=1), "float64")
+    close(E(a).norm(dim=0, keepdim=True), np.linalg.norm(a, axis=0, keepdims=True), "float64")
+
+
+def test_einsum_sublist_form():
+    a, b = rand(3, 4), rand(5, 4)
+    close(ember.einsum(E(a), [0, 1], E(b), [2, 1], [0, 2]), a @ b.T, "float64")
+    close(ember.einsum(E(a), [0, Ellipsis], [Ellipsis]), a.sum(0), "float64")
+    close(ember.einsum(E(a), [51, 30]), a.T, "float64")
+    with pytest.raises(RuntimeError, match=r"not within the valid range \[0, 52\)"):
+        ember.einsum(E(a), [0, 60])
+
+
 def test_out_arguments():
     a = well_conditioned(3, 3)
     out = ember.empty(0, dtype=ember.float64)
