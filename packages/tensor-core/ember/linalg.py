@@ -281,11 +281,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     x, res, rank, sv = _C._linalg_lstsq(_expand_batch(A, batch), _expand_batch(B2, batch),
                                         rcond=None if rcond is None else builtins.float(rcond),
                                         driver="gelsy" if driver is None else driver)
-    if vector:
-        x = x.squeeze(-1)
-        if res.numel():
-            res = res.squeeze(-1)
-    return _Lstsq(x, res, rank, sv)
+    return _Lstsq(x.squeeze(-1) if vector else x, res, rank, sv)
 
 
 # ---- factorizations ----
@@ -431,6 +427,10 @@ def multi_dot(tensors, *, out=None):
     tensors = list(tensors)
     if len(tensors) < 2:
         raise RuntimeError(f"{op}: expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__module__}.{type(t).__name__}")
     first, last = tensors[0], tensors[-1]
     for i, t in enumerate(tensors):
         d = t.dim()
@@ -506,6 +506,8 @@ def _levi_civita(dtype):
 
 def cross(input, other, *, dim=-1, out=None):
     """The cross product of 3-vectors along `dim` (inputs broadcast)."""
+    if input.dim() != other.dim():
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = _broadcast_batch(tuple(input.shape), tuple(other.shape))
     nd = len(shape)
     if nd == 0:
