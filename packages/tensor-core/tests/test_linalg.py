@@ -820,3 +820,28 @@ def test_primitives_call_the_autograd_hook(recording_hook):
     with ember.no_grad():
         LA.inv(A)
     assert len(recording_hook) == n
+
+
+def test_concurrent_calls_from_threads():
+    """LAPACK runs without the GIL: calls from several Python threads at once stay correct."""
+    import threading
+
+    a = well_conditioned(8, 40, 40)
+    want_inv, want_s = np.linalg.inv(a), np.linalg.svd(a, compute_uv=False)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(5):
+                close(LA.inv(E(a)), want_inv, "float64", 100)
+                close(LA.svdvals(E(a)), want_s, "float64", 100)
+                close(ember.einsum("bij,bjk->bik", E(a), E(a)), a @ a, "float64", 100)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
