@@ -40,6 +40,12 @@ void check_matrix(const Tensor& A, const char* op) {
               op, ": matrix dimensions too large for the 32-bit LAPACK (", shape_str(A->sizes), ")");
 }
 
+// The number of right-hand sides must fit LAPACK's 32-bit integers too.
+void check_columns(const Tensor& B, const char* op) {
+  EMBER_CHECK(B->sizes.back() <= std::numeric_limits<lapack_int>::max(), std::runtime_error, op,
+              ": too many columns for the 32-bit LAPACK (", shape_str(B->sizes), ")");
+}
+
 void check_square(const Tensor& A, const char* op) {
   check_matrix(A, op);
   const int64_t r = A->sizes[A->dim() - 2], c = A->sizes[A->dim() - 1];
@@ -219,6 +225,7 @@ std::pair<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool
   EMBER_CHECK(A->dtype == B->dtype, std::runtime_error, op,
               ": Expected A and B to have the same dtype, but found A of type ",
               torch_type_name(A->dtype), " and B of type ", torch_type_name(B->dtype), " instead");
+  check_columns(B, op);
   const int64_t n = A->sizes.back(), k = B->sizes.back();
   EMBER_CHECK(B->sizes[B->dim() - 2] == n, std::runtime_error, op,
               ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n, " and ",
@@ -292,6 +299,7 @@ Tensor cholesky_solve(const Tensor& B, const Tensor& L, bool upper) {
   EMBER_CHECK(B->dtype == L->dtype, std::runtime_error,
               "Expected b and A to have the same dtype, but found b of type ",
               torch_type_name(B->dtype), " and A of type ", torch_type_name(L->dtype), " instead.");
+  check_columns(B, op);
   const int64_t n = L->sizes.back(), k = B->sizes.back();
   EMBER_CHECK(B->sizes[B->dim() - 2] == n, std::runtime_error,
               "Incompatible matrix sizes for cholesky_solve: each A matrix is ", n, " by ", n,
@@ -439,6 +447,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& A, const T
               ": Expected input and other to have the same dtype, but got input's dtype ",
               torch_type_name(A->dtype), " and other's dtype ", torch_type_name(B->dtype));
   check_matrix(A, op);
+  check_columns(B, op);
   const int64_t m = A->sizes[A->dim() - 2], n = A->sizes.back(), k = B->sizes.back();
   EMBER_CHECK(B->sizes[B->dim() - 2] == m, std::runtime_error, op,
               ": input.size(-2) should match other.size(-2)");
