@@ -24,9 +24,9 @@ from ember import _C
 
 __all__ = [
     "LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "det", "slogdet",
-    "solve", "solve_ex", "lstsq", "cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eigh",
-    "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross", "vecdot", "matmul",
-    "diagonal",
+    "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex", "qr", "svd",
+    "svdvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross",
+    "vecdot", "matmul", "diagonal",
 ]
 
 LinAlgError = _C._LinAlgError
@@ -257,6 +257,21 @@ def solve(A, B, *, left=True, out=None):
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return _out("linalg.solve_ex", _SolveEx(*_solve(A, B, left, check_errors)), out)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (X A = B with left=False) for triangular A: only its `upper` (or lower)
+    triangle is read, its diagonal taken as ones with unitriangular. Batches broadcast."""
+    op = "linalg.solve_triangular"
+    _check_matrix(A, op)
+    _check_matrix(B, op, "B")
+    if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way
+        X = solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular)
+        return _out(op, X.mT, out)
+    batch = _broadcast_batch(tuple(B.shape[:-2]), tuple(A.shape[:-2]))
+    X = _C._linalg_solve_triangular(_expand_batch(A, batch), _expand_batch(B, batch),
+                                    upper=upper, unitriangular=unitriangular)
+    return _out(op, X, out)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

@@ -182,6 +182,37 @@ def test_solve_errors():
         LA.solve(E(rand(2, 3)), E(rand(2)))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [True, False])
+def test_solve_triangular(dtype, upper, left, unit):
+    a = well_conditioned(2, 4, 4, dtype=dtype)
+    tri = np.triu(a) if upper else np.tril(a)
+    if unit:
+        idx = np.arange(4)
+        tri[..., idx, idx] = 1.0
+    b = rand(2, 4, 3, dtype=dtype) if left else rand(2, 3, 4, dtype=dtype)
+    X = LA.solve_triangular(noncontig(a) if not unit else E(a), E(b), upper=upper, left=left,
+                            unitriangular=unit)
+    want = np.linalg.solve(tri, b) if left else b @ np.linalg.inv(tri)
+    close(X, want, dtype, 100)
+
+
+def test_solve_triangular_errors_and_broadcast():
+    a = np.triu(well_conditioned(3, 3))
+    close(LA.solve_triangular(E(a), E(rand(2, 3, 2)), upper=True).shape, (2, 3, 2), "float64")
+    with pytest.raises(RuntimeError, match="The input tensor B must have at least 2 dimensions"):
+        LA.solve_triangular(E(a), E(rand(3)), upper=True)
+    with pytest.raises(RuntimeError, match=r"\(3x3 and 4x2\)"):
+        LA.solve_triangular(E(a), E(rand(4, 2)), upper=True)
+    with pytest.raises(TypeError):
+        LA.solve_triangular(E(a), E(rand(3, 2)))
+    z = a.copy()
+    z[1, 1] = 0
+    assert not np.isfinite(N(LA.solve_triangular(E(z), E(rand(3, 2)), upper=True))).all()
+
+
 # ---- cholesky ----
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -801,6 +832,8 @@ def test_primitives_call_the_autograd_hook(recording_hook):
         (lambda: LA.det(A), ("_linalg_det", 1, {})),
         (lambda: LA.slogdet(A), ("_linalg_slogdet", 1, {})),
         (lambda: LA.solve(A, B), ("_linalg_solve_ex", 2, {"check_errors": True})),
+        (lambda: LA.solve_triangular(A, B, upper=True),
+         ("_linalg_solve_triangular", 2, {"upper": True, "unitriangular": False})),
         (lambda: LA.cholesky(A, upper=True),
          ("_linalg_cholesky_ex", 1, {"upper": True, "check_errors": True})),
         (lambda: LA.qr(A, mode="complete"), ("_linalg_qr", 1, {"mode": "complete"})),

@@ -256,6 +256,34 @@ std::pair<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool
   return {colmajor_view(x), info_tensor(batch, info)};
 }
 
+Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool unitriangular) {
+  const char* op = "linalg.solve_triangular";
+  check_square(A, op);
+  EMBER_CHECK(B->dim() >= 2, std::runtime_error, op,
+              ": The input tensor B must have at least 2 dimensions.");
+  EMBER_CHECK(A->dtype == B->dtype, std::runtime_error, op,
+              ": Expected A and B to have the same dtype, but found A of type ",
+              torch_type_name(A->dtype), " and B of type ", torch_type_name(B->dtype), " instead");
+  check_columns(B, op);
+  const int64_t n = A->sizes.back(), k = B->sizes.back();
+  EMBER_CHECK(B->sizes[B->dim() - 2] == n, std::runtime_error, op,
+              ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n, " and ",
+              B->sizes[B->dim() - 2], "x", k, ")");
+  check_same_batch(A, B, op);
+  const int64_t nb = count(batch_of(A));
+  Tensor a = colmajor_copy(A), x = colmajor_copy(B);
+  if (n > 0 && k > 0) {
+    dispatch_lapack(A->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for_each_matrix(nb, n * n * k, [&](int64_t b) {
+        lapack::trsm<T>(upper ? 'U' : 'L', 'N', unitriangular ? 'U' : 'N', n, k, T(1),
+                        a->data_as<T>() + b * n * n, ld(n), x->data_as<T>() + b * n * k, ld(n));
+      });
+    });
+  }
+  return colmajor_view(x);
+}
+
 namespace {
 // Zeroes the triangle of each column-major n x n matrix that a factor does not use.
 template <class T> void zero_triangle(T* a, int64_t n, bool keep_upper) {

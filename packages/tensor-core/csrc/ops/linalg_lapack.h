@@ -33,6 +33,9 @@ Tensor linalg_det(const Tensor& A);
 std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A);
 // A (*, n, n), B (*, n, k) -> (X, info) with A X = B.
 std::pair<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool check_errors);
+// A (*, n, n) triangular (only the `upper` or lower triangle is read), B (*, n, k) -> X with
+// A X = B; unitriangular: A's diagonal is taken as ones. A zero diagonal gives inf/nan (no error).
+Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool unitriangular);
 // (L, info); with upper, the upper factor U (A = U^T U) from A's upper triangle.
 std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool check_errors);
 // B (*, n, k), L (*, n, n) Cholesky factor -> X with A X = B.

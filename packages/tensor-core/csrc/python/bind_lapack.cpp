@@ -75,6 +75,16 @@ void register_lapack(py::module_& m) {
     return tup(nogil([&] { return linalg_solve_ex(A, B, check_errors); }));
   }, "A"_a, "B"_a, py::kw_only(), "check_errors"_a = false);
 
+  m.def("_linalg_solve_triangular", [](py::handle ah, py::handle bh, bool upper,
+                                       bool unitriangular) -> py::object {
+    Tensor A = expect_tensor(ah, "linalg.solve_triangular", "A"),
+           B = expect_tensor(bh, "linalg.solve_triangular", "B");
+    if (any_grad({A, B}))
+      return hook("_linalg_solve_triangular", py::make_tuple(ah, bh),
+                  py::dict("upper"_a = upper, "unitriangular"_a = unitriangular));
+    return wrap(nogil([&] { return linalg_solve_triangular(A, B, upper, unitriangular); }));
+  }, "A"_a, "B"_a, py::kw_only(), "upper"_a, "unitriangular"_a = false);
+
   m.def("_linalg_cholesky_ex", [](py::handle ah, bool upper, bool check_errors) -> py::object {
     Tensor A = expect_tensor(ah, "linalg.cholesky", "A");
     if (any_grad({A}))

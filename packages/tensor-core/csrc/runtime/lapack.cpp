@@ -82,6 +82,15 @@ template <class T> I potrs(char uplo, I n, I nrhs, const T* a, I lda, T* b, I ld
   return info;
 }
 
+template <class T>
+void trsm(char uplo, char trans, char diag, I n, I nrhs, T alpha, const T* a, I lda, T* b, I ldb) {
+  using F = void (*)(const char*, const char*, const char*, const char*, const I*, const I*,
+                     const T*, const T*, const I*, T*, const I*, L, L, L, L);
+  EMBER_LAPACK_FN(fn, F, "trsm");
+  const char side = 'L';
+  fn(&side, &uplo, &trans, &diag, &n, &nrhs, &alpha, a, &lda, b, &ldb, 1, 1, 1, 1);
+}
+
 template <class T> I geqrf(I m, I n, T* a, I lda, T* tau) {
   using F = void (*)(const I*, const I*, T*, const I*, T*, T*, const I*, I*);
   EMBER_LAPACK_FN(fn, F, "geqrf");
@@ -190,6 +199,7 @@ template <class T> I gelsd(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, T* s, T r
   template I getrs<T>(char, I, I, const T*, I, const I*, T*, I);                             \
   template I potrf<T>(char, I, T*, I);                                                       \
   template I potrs<T>(char, I, I, const T*, I, T*, I);                                       \
+  template void trsm<T>(char, char, char, I, I, T, const T*, I, T*, I);                     \
   template I geqrf<T>(I, I, T*, I, T*);                                                      \
   template I orgqr<T>(I, I, I, T*, I, const T*);                                             \
   template I gesdd<T>(char, I, I, T*, I, T*, T*, I, T*, I);                                  \

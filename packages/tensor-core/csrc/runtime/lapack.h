@@ -34,6 +34,11 @@ template <class T> lapack_int potrf(char uplo, lapack_int n, T* a, lapack_int ld
 template <class T>
 lapack_int potrs(char uplo, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda, T* b,
                  lapack_int ldb);
+// Triangular solve (BLAS-3, Fortran interface): op(A) X = alpha B with A n x n triangular, B
+// n x nrhs overwritten by X (side 'L'). No singularity check: a zero diagonal gives inf/nan.
+template <class T>
+void trsm(char uplo, char trans, char diag, lapack_int n, lapack_int nrhs, T alpha, const T* a,
+          lapack_int lda, T* b, lapack_int ldb);
 // QR: R in the upper triangle, Householder reflectors below it and in tau (min(m, n) entries).
 template <class T> lapack_int geqrf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau);
 // Forms the m x n matrix Q with orthonormal columns from k reflectors of geqrf (n <= m).
