@@ -26,7 +26,7 @@ __all__ = [
     "LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "det", "slogdet",
     "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex", "qr", "svd",
     "svdvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross",
-    "vecdot", "matmul", "diagonal",
+    "vecdot", "matmul", "diagonal", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
 ]
 
 LinAlgError = _C._LinAlgError
@@ -46,6 +46,9 @@ _QR = _result_type("linalg_qr", ("Q", "R"))
 _SVD = _result_type("linalg_svd", ("U", "S", "Vh"))
 _Eigh = _result_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
 _Lstsq = _result_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+_LUFactor = _result_type("linalg_lu_factor", ("LU", "pivots"))
+_LUFactorEx = _result_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+_LU = _result_type("linalg_lu", ("P", "L", "U"))
 _LegacySVD = _result_type("svd", ("U", "S", "V"))
 _LegacyQR = _result_type("qr", ("Q", "R"))
 
@@ -300,6 +303,39 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 
 # ---- factorizations ----
+
+def lu_factor(A, *, pivot=True, out=None):
+    """(LU, pivots): the compact LU factorization with partial pivoting (LAPACK getrf); raises
+    when a U[i,i] is zero. pivots are 1-based row swaps, int32."""
+    r = _C._linalg_lu_factor_ex(A, pivot=pivot, check_errors=True)
+    return _out("linalg.lu_factor", _LUFactor(r[0], r[1]), out)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    return _out("linalg.lu_factor_ex",
+                _LUFactorEx(*_C._linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors)),
+                out)
+
+
+def lu(A, *, pivot=True, out=None):
+    """(P, L, U) with A = P L U."""
+    return _out("linalg.lu", _LU(*_C._linalg_lu(A, pivot=pivot)), out)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B (X A = B with left=False; A^T in place of A with adjoint) from lu_factor."""
+    op = "linalg.lu_solve"
+    _check_matrix(LU, op, "LU")
+    _check_matrix(B, op, "B")
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return _out(op, lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT, out)
+    batch = _broadcast_batch(tuple(B.shape[:-2]), tuple(LU.shape[:-2]))
+    piv = pivots if tuple(pivots.shape[:-1]) == batch else \
+        pivots.expand(batch + (pivots.shape[-1],))
+    X = _C._linalg_lu_solve(_expand_batch(LU, batch), piv, _expand_batch(B, batch),
+                            adjoint=adjoint)
+    return _out(op, X, out)
+
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _out("linalg.cholesky_ex",

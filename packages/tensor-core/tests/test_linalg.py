@@ -213,6 +213,51 @@ def test_solve_triangular_errors_and_broadcast():
     assert not np.isfinite(N(LA.solve_triangular(E(z), E(rand(3, 2)), upper=True))).all()
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 4), (2, 5, 3), (3, 5), (0, 3, 3), (2, 0)])
+def test_lu(dtype, shape):
+    a = rand(*shape, dtype=dtype)
+    P, L, U = LA.lu(E(a))
+    m, n = shape[-2:]
+    k = min(m, n)
+    assert tuple(L.shape) == shape[:-2] + (m, k) and tuple(U.shape) == shape[:-2] + (k, n)
+    close(N(P) @ N(L) @ N(U), a, dtype, 10)
+    assert np.allclose(np.triu(N(L), 1), 0) and np.allclose(np.tril(N(U), -1), 0)
+    LU, piv = LA.lu_factor(noncontig(a))
+    assert piv.dtype == ember.int32 and tuple(piv.shape) == shape[:-2] + (k,)
+    lu_ = N(LU)
+    close(np.tril(lu_, -1)[..., :, :k] + np.eye(m, k), N(L), dtype)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [True, False])
+def test_lu_solve(left, adjoint):
+    a = well_conditioned(2, 4, 4)
+    b = rand(2, 4, 3) if left else rand(2, 3, 4)
+    LU, piv = LA.lu_factor(E(a))
+    X = LA.lu_solve(LU, piv, E(b), left=left, adjoint=adjoint)
+    op = np.swapaxes(a, -1, -2) if adjoint else a
+    want = np.linalg.solve(op, b) if left else b @ np.linalg.inv(op)
+    close(X, want, "float64", 100)
+    if left:  # B's batch broadcasts against LU's
+        assert tuple(LA.lu_solve(LU, piv, E(b[0]), adjoint=adjoint).shape) == (2, 4, 3)
+
+
+def test_lu_errors():
+    s = np.array([[1.0, 2, 3], [2, 4, 6], [1, 1, 1]])
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.lu_factor: U\[3,3\] is zero and using it on "
+                       "lu_solve would result in a division by zero"):
+        LA.lu_factor(E(s))
+    LU, piv, info = LA.lu_factor_ex(E(s))
+    assert int(info) == 3
+    with pytest.raises(RuntimeError, match="LU without pivoting is not implemented on the CPU"):
+        LA.lu_factor(E(s), pivot=False)
+    with pytest.raises(RuntimeError, match="The input tensor B must have at least 2 dimensions"):
+        LA.lu_solve(LU, piv, E(rand(3)))
+    with pytest.raises(RuntimeError, match="pivots must lie in"):
+        LA.lu_solve(LU, ember.zeros(3, dtype=ember.int32), E(rand(3, 1)))
+
+
 # ---- cholesky ----
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -834,6 +879,11 @@ def test_primitives_call_the_autograd_hook(recording_hook):
         (lambda: LA.solve(A, B), ("_linalg_solve_ex", 2, {"check_errors": True})),
         (lambda: LA.solve_triangular(A, B, upper=True),
          ("_linalg_solve_triangular", 2, {"upper": True, "unitriangular": False})),
+        (lambda: LA.lu_factor(A), ("_linalg_lu_factor_ex", 1, {"pivot": True,
+                                                                 "check_errors": True})),
+        (lambda: LA.lu(A), ("_linalg_lu", 1, {"pivot": True})),
+        (lambda: LA.lu_solve(*LA.lu_factor(A.detach()), B.requires_grad_(True)),
+         ("_linalg_lu_solve", 3, {"adjoint": False})),
         (lambda: LA.cholesky(A, upper=True),
          ("_linalg_cholesky_ex", 1, {"upper": True, "check_errors": True})),
         (lambda: LA.qr(A, mode="complete"), ("_linalg_qr", 1, {"mode": "complete"})),

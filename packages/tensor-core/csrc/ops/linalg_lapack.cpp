@@ -285,6 +285,117 @@ Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, boo
 }
 
 namespace {
+// getrf on a column-major copy of A: (LU buffer, pivots, info).
+std::tuple<Tensor, Tensor, std::vector<lapack_int>> lu_factor_impl(const Tensor& A, bool pivot,
+                                                                    const char* op) {
+  EMBER_CHECK(pivot, std::runtime_error, op, ": LU without pivoting is not implemented on the CPU");
+  check_matrix(A, op);
+  const int64_t m = A->sizes[A->dim() - 2], n = A->sizes.back(), k = std::min(m, n);
+  const int64_t nb = count(batch_of(A));
+  Tensor lu = colmajor_copy(A);
+  Tensor piv = empty(with(batch_of(A), {k}), ScalarType::Int32);
+  std::vector<lapack_int> info(nb, 0);
+  if (k > 0) {
+    dispatch_lapack(A->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for_each_matrix(nb, cube(m, n), [&](int64_t b) {
+        info[b] = lapack::getrf<T>(m, n, lu->data_as<T>() + b * m * n, ld(m),
+                                   piv->data_as<int32_t>() + b * k);
+        check_argument_info(op, "getrf", info[b]);
+      });
+    });
+  }
+  return {lu, piv, info};
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot,
+                                                       bool check_errors) {
+  const char* op = "linalg.lu_factor";
+  auto [lu, piv, info] = lu_factor_impl(A, pivot, op);
+  if (check_errors)
+    raise_first(op, info, A->dim() > 2, [](lapack_int i) {
+      return str_cat("U[", i, ",", i, "] is zero and using it on lu_solve would result in a "
+                     "division by zero. If you still want to perform the factorization, consider "
+                     "calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)");
+    });
+  return {colmajor_view(lu), piv, info_tensor(batch_of(A), info)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> linalg_lu(const Tensor& A, bool pivot) {
+  const char* op = "linalg.lu";
+  auto [lu, piv, info] = lu_factor_impl(A, pivot, op);
+  const Shape batch = batch_of(A);
+  const int64_t m = A->sizes[A->dim() - 2], n = A->sizes.back(), k = std::min(m, n);
+  const int64_t nb = count(batch);
+  Tensor P = empty(with(batch, {m, m}), A->dtype), L = empty(with(batch, {m, k}), A->dtype),
+         U = empty(with(batch, {k, n}), A->dtype);
+  dispatch_lapack(A->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t b = 0; b < nb; ++b) {
+      const T* f = lu->data_as<T>() + b * m * n;  // column-major m x n
+      T* p = P->data_as<T>() + b * m * m;
+      T* l = L->data_as<T>() + b * m * k;
+      T* u = U->data_as<T>() + b * k * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          l[i * k + j] = i == j ? T(1) : i > j ? f[j * m + i] : T(0);
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < n; ++j) u[i * n + j] = i <= j ? f[j * m + i] : T(0);
+      // Row i of L U is row perm[i] of A: P[perm[i], i] = 1.
+      std::vector<int64_t> perm(m);
+      for (int64_t i = 0; i < m; ++i) perm[i] = i;
+      const int32_t* ip = piv->data_as<int32_t>() + b * k;
+      for (int64_t i = 0; i < k; ++i) std::swap(perm[i], perm[ip[i] - 1]);
+      std::fill(p, p + m * m, T(0));
+      for (int64_t i = 0; i < m; ++i) p[perm[i] * m + i] = T(1);
+    }
+  });
+  return {P, L, U};
+}
+
+Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool adjoint) {
+  const char* op = "linalg.lu_solve";
+  check_square(LU, op);
+  EMBER_CHECK(B->dim() >= 2, std::runtime_error, op,
+              ": The input tensor B must have at least 2 dimensions.");
+  EMBER_CHECK(LU->dtype == B->dtype, std::runtime_error, op,
+              ": Expected LU and B to have the same dtype, but found LU of type ",
+              torch_type_name(LU->dtype), " and B of type ", torch_type_name(B->dtype),
+              " instead");
+  check_columns(B, op);
+  const int64_t n = LU->sizes.back(), k = B->sizes.back();
+  EMBER_CHECK(B->sizes[B->dim() - 2] == n, std::runtime_error, op,
+              ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n, " and ",
+              B->sizes[B->dim() - 2], "x", k, ")");
+  check_same_batch(LU, B, op);
+  EMBER_CHECK(pivots->dtype == ScalarType::Int32, std::runtime_error, op,
+              ": pivots should be a Tensor of scalar type int32");
+  EMBER_CHECK(pivots->dim() == LU->dim() - 1 && pivots->sizes.back() == n &&
+                  Shape(pivots->sizes.begin(), pivots->sizes.end() - 1) == batch_of(LU),
+              std::runtime_error, op, ": Incompatible shapes of LU ", shape_str(LU->sizes),
+              " and pivots ", shape_str(pivots->sizes));
+  const int64_t nb = count(batch_of(LU));
+  Tensor lu = colmajor_copy(LU), x = colmajor_copy(B), piv = contiguous(pivots);
+  const int32_t* pv = piv->data_as<int32_t>();
+  for (int64_t i = 0; i < nb * n; ++i)
+    EMBER_CHECK(pv[i] >= 1 && pv[i] <= n, std::runtime_error, op, ": pivots must lie in [1, ", n,
+                "], got ", pv[i]);
+  if (n > 0 && k > 0) {
+    dispatch_lapack(LU->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for_each_matrix(nb, n * n * k, [&](int64_t b) {
+        check_argument_info(op, "getrs", lapack::getrs<T>(adjoint ? 'T' : 'N', n, k,
+                                                          lu->data_as<T>() + b * n * n, ld(n),
+                                                          pv + b * n,
+                                                          x->data_as<T>() + b * n * k, ld(n)));
+      });
+    });
+  }
+  return colmajor_view(x);
+}
+
+namespace {
 // Zeroes the triangle of each column-major n x n matrix that a factor does not use.
 template <class T> void zero_triangle(T* a, int64_t n, bool keep_upper) {
   for (int64_t j = 0; j < n; ++j)

@@ -33,6 +33,14 @@ Tensor linalg_det(const Tensor& A);
 std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A);
 // A (*, n, n), B (*, n, k) -> (X, info) with A X = B.
 std::pair<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool check_errors);
+// LU with partial pivoting of A (*, m, n): (LU, pivots (int32, 1-based, min(m, n) per matrix),
+// info); with check_errors a zero U[i,i] raises. pivot=false is refused (as PyTorch on CPU).
+std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot,
+                                                       bool check_errors);
+// (P, L, U) with A = P L U: L (*, m, k) unit lower, U (*, k, n) upper, k = min(m, n).
+std::tuple<Tensor, Tensor, Tensor> linalg_lu(const Tensor& A, bool pivot);
+// X with A X = B (A^T X = B with adjoint) from lu_factor's LU and pivots; B (*, n, k).
+Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool adjoint);
 // A (*, n, n) triangular (only the `upper` or lower triangle is read), B (*, n, k) -> X with
 // A X = B; unitriangular: A's diagonal is taken as ones. A zero diagonal gives inf/nan (no error).
 Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool unitriangular);

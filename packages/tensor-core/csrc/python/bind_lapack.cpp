@@ -85,6 +85,30 @@ void register_lapack(py::module_& m) {
     return wrap(nogil([&] { return linalg_solve_triangular(A, B, upper, unitriangular); }));
   }, "A"_a, "B"_a, py::kw_only(), "upper"_a, "unitriangular"_a = false);
 
+  m.def("_linalg_lu_factor_ex", [](py::handle ah, bool pivot, bool check_errors) -> py::object {
+    Tensor A = expect_tensor(ah, "linalg.lu_factor", "A");
+    if (any_grad({A}))
+      return hook("_linalg_lu_factor_ex", py::make_tuple(ah),
+                  py::dict("pivot"_a = pivot, "check_errors"_a = check_errors));
+    return tup(nogil([&] { return linalg_lu_factor_ex(A, pivot, check_errors); }));
+  }, "A"_a, py::kw_only(), "pivot"_a = true, "check_errors"_a = false);
+
+  m.def("_linalg_lu", [](py::handle ah, bool pivot) -> py::object {
+    Tensor A = expect_tensor(ah, "linalg.lu", "A");
+    if (any_grad({A})) return hook("_linalg_lu", py::make_tuple(ah), py::dict("pivot"_a = pivot));
+    return tup(nogil([&] { return linalg_lu(A, pivot); }));
+  }, "A"_a, py::kw_only(), "pivot"_a = true);
+
+  m.def("_linalg_lu_solve", [](py::handle luh, py::handle ph, py::handle bh,
+                               bool adjoint) -> py::object {
+    Tensor LU = expect_tensor(luh, "linalg.lu_solve", "LU"),
+           P = expect_tensor(ph, "linalg.lu_solve", "pivots"),
+           B = expect_tensor(bh, "linalg.lu_solve", "B");
+    if (any_grad({LU, B}))
+      return hook("_linalg_lu_solve", py::make_tuple(luh, ph, bh), py::dict("adjoint"_a = adjoint));
+    return wrap(nogil([&] { return linalg_lu_solve(LU, P, B, adjoint); }));
+  }, "LU"_a, "pivots"_a, "B"_a, py::kw_only(), "adjoint"_a = false);
+
   m.def("_linalg_cholesky_ex", [](py::handle ah, bool upper, bool check_errors) -> py::object {
     Tensor A = expect_tensor(ah, "linalg.cholesky", "A");
     if (any_grad({A}))
