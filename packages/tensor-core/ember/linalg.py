@@ -26,7 +26,8 @@ __all__ = [
     "LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "det", "slogdet",
     "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex", "qr", "svd",
     "svdvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross",
-    "vecdot", "matmul", "diagonal", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
+    "vecdot", "matmul", "diagonal", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "cond",
+    "tensorinv", "tensorsolve", "vander", "matrix_exp",
 ]
 
 LinAlgError = _C._LinAlgError
@@ -583,6 +584,111 @@ def vecdot(x, y, *, dim=-1, out=None):
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
                            f"of type {_tname(x)} and y of type {_tname(y)} instead")
     return _out("linalg.vecdot", (x * y).sum(dim), out)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of A in the norm p (None or 2: through the singular values)."""
+    from ember import where
+
+    if p is None or p in (2, -2):
+        _check_matrix(A, "linalg.cond")
+        s = svdvals(A)
+        r = s.amax(-1) / s.amin(-1) if p != -2 else s.amin(-1) / s.amax(-1)
+        return _out("linalg.cond", r, out)
+    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    _check_matrix(A, "linalg.cond")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they "
+                           f"are {A.shape[-2]} by {A.shape[-1]} matrices")
+    Ainv, info = _C._linalg_inv_ex(A)
+    r = matrix_norm(A, p) * matrix_norm(Ainv, p)
+    return _out("linalg.cond", where(info > 0, math.inf, r), out)
+
+
+def _prod(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The tensor T with tensordot(T, A, ind) the identity: inv of A as a prod(shape[:ind]) x
+    prod(shape[ind:]) matrix, reshaped to shape[ind:] + shape[:ind]."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    lead, rest = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if _prod(lead) != _prod(rest):
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {_prod(rest)} != {_prod(lead)}")
+    r = inv(A.reshape(_prod(lead), _prod(rest))).reshape(rest + lead)
+    return _out("linalg.tensorinv", r, out)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) == B; `dims` are A's dims to move last first."""
+    if dims is not None:
+        nd = A.dim()
+        moved = [d % nd for d in dims]
+        A = A.permute([d for d in range(nd) if d not in moved] + moved)
+    lead, rest = tuple(A.shape[:B.dim()]), tuple(A.shape[B.dim():])
+    if _prod(lead) != _prod(rest):
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:])"
+                           f" == prod(self.shape[:other.ndim]), but got {_prod(rest)} != "
+                           f"{_prod(lead)}")
+    x = solve(A.reshape(_prod(lead), _prod(rest)), B.reshape(_prod(lead)))
+    return _out("linalg.tensorsolve", x.reshape(rest), out)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix of x (..., n): columns x**0, x**1, ..., x**(N-1)."""
+    from ember import arange
+
+    n = x.shape[-1] if x.dim() > 0 else 1
+    N = n if N is None else N
+    if N <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    return x.unsqueeze(-1).pow(arange(N))
+
+
+# Coefficients of the degree-13 Padé approximant of exp (Higham 2005, "The scaling and squaring
+# method for the matrix exponential revisited"), and the 1-norm bound below which it is exact to
+# double precision without scaling.
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def matrix_exp(A):
+    """exp(A) of each square matrix by scaling and squaring with a [13/13] Padé approximant
+    (one scaling for the whole batch: the largest that any matrix needs)."""
+    from ember import eye
+
+    op = "linalg.matrix_exp"
+    _check_square(A, op)
+    _check_float(A, op)
+    n = A.shape[-1]
+    if A.numel() == 0:
+        return A.clone()
+    norm1 = builtins.float(matrix_norm(A, 1).amax()) if A.dim() > 2 else \
+        builtins.float(matrix_norm(A, 1))
+    s = builtins.max(0, math.ceil(math.log2(norm1 / _THETA13))) if norm1 > _THETA13 else 0
+    X = A * (0.5 ** s) if s else A
+    b = _PADE13
+    ident = eye(n, dtype=A.dtype)
+    X2 = X.matmul(X)
+    X4 = X2.matmul(X2)
+    X6 = X4.matmul(X2)
+    U = X.matmul(X6.matmul(X6 * b[13] + X4 * b[11] + X2 * b[9]) + X6 * b[7] + X4 * b[5]
+                 + X2 * b[3] + ident * b[1])
+    V = X6.matmul(X6 * b[12] + X4 * b[10] + X2 * b[8]) + X6 * b[6] + X4 * b[4] + X2 * b[2] \
+        + ident * b[0]
+    R = solve(V - U, V + U)
+    for _ in range(s):
+        R = R.matmul(R)
+    return R
 
 
 def matmul(input, other, *, out=None):

@@ -612,6 +612,58 @@ def test_vecdot_matmul_diagonal():
     close(LA.diagonal(E(a), dim1=0, dim2=2), np.diagonal(a, 0, 0, 2), "float64")
 
 
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf])
+def test_cond(p):
+    a = well_conditioned(2, 4, 4)
+    close(LA.cond(E(a), p), np.linalg.cond(a, p), "float64", 1e3)
+    if p in (None, 2, -2):
+        b = rand(3, 5)
+        close(LA.cond(E(b), p), np.linalg.cond(b, p), "float64", 1e3)
+
+
+def test_cond_errors_and_singular():
+    assert N(LA.cond(E(np.zeros((3, 3))), "fro")) == np.inf
+    with pytest.raises(RuntimeError, match="linalg.cond got an invalid norm type: 3"):
+        LA.cond(E(rand(3, 3)), 3)
+    with pytest.raises(RuntimeError, match=r"linalg.cond\(ord=fro\): A must be batches of square"):
+        LA.cond(E(rand(3, 4)), "fro")
+
+
+def test_tensorinv_tensorsolve():
+    a = rand(4, 6, 8, 3)
+    close(LA.tensorinv(E(a), ind=2), np.linalg.tensorinv(a, ind=2), "float64", 1e3)
+    with pytest.raises(RuntimeError, match="but got 12 != 2"):
+        LA.tensorinv(E(rand(2, 3, 4)), ind=1)
+    with pytest.raises(RuntimeError, match="strictly positive integer for 'ind'"):
+        LA.tensorinv(E(rand(2, 3, 6)), ind=0)
+    a, b = rand(2, 3, 6), rand(2, 3)
+    close(LA.tensorsolve(E(a), E(b)), np.linalg.tensorsolve(a, b), "float64", 1e3)
+    a = rand(6, 2, 3)
+    close(LA.tensorsolve(E(a), E(b), dims=(0,)), np.linalg.tensorsolve(a, b, axes=(0,)),
+          "float64", 1e3)
+
+
+def test_vander():
+    x = np.array([1, 2, 3])
+    np.testing.assert_array_equal(N(LA.vander(E(x))), np.vander(x, increasing=True))
+    xf = rand(2, 4)
+    close(LA.vander(E(xf), N=3), np.stack([np.vander(r, 3, increasing=True) for r in xf]),
+          "float64")
+    with pytest.raises(RuntimeError, match="N must be greater than 1."):
+        LA.vander(E(np.array([1.0, 2.0])), N=1)
+
+
+@pytest.mark.parametrize("scale", [0.1, 1.0, 30.0])
+def test_matrix_exp(scale):
+    torch = pytest.importorskip("torch")
+    a = rand(3, 4, 4) * scale / 4
+    want = torch.linalg.matrix_exp(torch.from_numpy(a)).numpy()
+    np.testing.assert_allclose(N(LA.matrix_exp(E(a))), want, rtol=1e-9, atol=1e-9)
+    d = np.diag([1.0, 2.0, -1.0])
+    close(LA.matrix_exp(E(d)), np.diag(np.exp([1.0, 2.0, -1.0])), "float64")
+    close(LA.matrix_exp(E(np.zeros((0, 2, 2)))), np.zeros((0, 2, 2)), "float64")
+
+
 def test_top_level_aliases_and_methods():
     a = well_conditioned(2, 3, 3)
     close(ember.det(E(a)), np.linalg.det(a), "float64")
