@@ -660,9 +660,9 @@ def test_matrix_exp(scale):
     w, q = np.linalg.eigh(sym)
     want = (q * np.exp(w)[..., None, :]) @ np.swapaxes(q, -1, -2)
     np.testing.assert_allclose(N(LA.matrix_exp(E(sym))), want, rtol=1e-9, atol=1e-9)
-    # exp(A) exp(-A) = I also for non-symmetric A
-    close(N(LA.matrix_exp(E(a))) @ N(LA.matrix_exp(E(-a))), np.broadcast_to(np.eye(4), a.shape),
-          "float64", 1e4)
+    if scale <= 1:  # exp(A) exp(-A) = I also for non-symmetric A (ill-conditioned for big A)
+        close(N(LA.matrix_exp(E(a))) @ N(LA.matrix_exp(E(-a))), np.broadcast_to(np.eye(4), a.shape),
+              "float64", 1e4)
     d = np.diag([1.0, 2.0, -1.0])
     close(LA.matrix_exp(E(d)), np.diag(np.exp([1.0, 2.0, -1.0])), "float64")
     close(LA.matrix_exp(E(np.zeros((0, 2, 2)))), np.zeros((0, 2, 2)), "float64")
