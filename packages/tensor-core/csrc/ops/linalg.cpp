@@ -129,10 +129,11 @@ struct Batches {
   std::vector<int64_t> a, b, c;
 };
 
-// Batches of products at most this big (M * N * K) run in parallel over the batch, each product
-// on one thread: OpenBLAS's threads pay a hand-off per call that dominates at these sizes (and
-// are descheduled on a busy machine), while the batch splits into independent products.
-constexpr int64_t kBatchParallelMaxWork = int64_t(1) << 25;  // e.g. 256 x 256 x 512
+// Products at most this big (M * N * K) run on one OpenBLAS thread, and a batch of them in
+// parallel over the batch on ember's pool: OpenBLAS's threads pay a hand-off per call that
+// dominates at these sizes, worst when the machine is busy (on a loaded 2-core machine a 256^3
+// product took 13-23 ms on two OpenBLAS threads and 1.5 ms on one; 512^3: 23-34 vs 8-11 ms).
+constexpr int64_t kSmallGemmWork = int64_t(1) << 27;  // 512 x 512 x 512
 
 template <typename T>
 void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T beta,
@@ -147,11 +148,15 @@ void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T b
                 C + bt.c[i], lc.ld);
     }
   };
-  if (bt.count > 1 && !bt.sum && M * N * K <= kBatchParallelMaxWork && get_num_threads() > 1) {
+  if (M * N * K <= kSmallGemmWork) {
     blas::SingleThreaded single;
-    parallel_for(0, bt.count, 1, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) one(i);
-    });
+    if (bt.count > 1 && !bt.sum) {
+      parallel_for(0, bt.count, 1, [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) one(i);
+      });
+    } else {
+      for (int64_t i = 0; i < bt.count; ++i) one(i);
+    }
     return;
   }
   for (int64_t i = 0; i < bt.count; ++i) one(i);
