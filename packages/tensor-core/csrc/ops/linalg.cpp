@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -134,6 +135,8 @@ struct Batches {
 // dominates at these sizes, worst when the machine is busy (on a loaded 2-core machine a 256^3
 // product took 13-23 ms on two OpenBLAS threads and 1.5 ms on one; 512^3: 23-34 vs 8-11 ms).
 constexpr int64_t kSmallGemmWork = int64_t(1) << 27;  // 512 x 512 x 512
+// Below this OpenBLAS stays on one thread by itself (its GEMM_MULTITHREAD_THRESHOLD).
+constexpr int64_t kTinyGemmWork = int64_t(1) << 18;
 
 template <typename T>
 void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T beta,
@@ -148,18 +151,20 @@ void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T b
                 C + bt.c[i], lc.ld);
     }
   };
-  if (M * N * K <= kSmallGemmWork) {
-    blas::SingleThreaded single;
-    if (bt.count > 1 && !bt.sum) {
-      parallel_for(0, bt.count, 1, [&](int64_t s, int64_t e) {
-        for (int64_t i = s; i < e; ++i) one(i);
-      });
-    } else {
-      for (int64_t i = 0; i < bt.count; ++i) one(i);
-    }
+  const int64_t work = std::max<int64_t>(M * N * K, 1);
+  if (work > kSmallGemmWork) {  // big products: OpenBLAS's own threads, one product at a time
+    for (int64_t i = 0; i < bt.count; ++i) one(i);
     return;
   }
-  for (int64_t i = 0; i < bt.count; ++i) one(i);
+  std::optional<blas::SingleThreaded> single;
+  if (work > kTinyGemmWork) single.emplace();
+  if (bt.count > 1 && !bt.sum) {
+    parallel_for(0, bt.count, std::max<int64_t>(1, kTinyGemmWork / work), [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < bt.count; ++i) one(i);
+  }
 }
 
 // Integer GEMM: C = beta * C + alpha * A @ B with row-major A, B, C. Products accumulate in

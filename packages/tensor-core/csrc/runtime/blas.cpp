@@ -22,6 +22,7 @@ using sgemm_fn = void (*)(int, int, int, int, int, int, float, const float*, int
 using dgemm_fn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*,
                           int, double, double*, int);
 using set_threads_fn = void (*)(int);
+using get_threads_fn = int (*)();
 
 enum Status { kNotTried = 0, kLoaded = 1, kFailed = 2 };
 
@@ -34,9 +35,11 @@ struct State {
   sgemm_fn sgemm = nullptr;
   dgemm_fn dgemm = nullptr;
   set_threads_fn set_threads = nullptr;
+  get_threads_fn get_threads = nullptr;
   int pending_threads = 0;  // from set_num_threads before the library was loaded
   int applied_threads = 0;  // the last count given to the library (0: its default)
   int single_scopes = 0;    // live SingleThreaded scopes
+  int saved_threads = 0;    // the library's own count when the first scope began
 };
 
 std::atomic<int> g_status{kNotTried};
@@ -76,6 +79,7 @@ void load_locked() {
   S.sgemm = s;
   S.dgemm = d;
   S.set_threads = reinterpret_cast<set_threads_fn>(lookup(h, "openblas_set_num_threads"));
+  S.get_threads = reinterpret_cast<get_threads_fn>(lookup(h, "openblas_get_num_threads"));
   if (S.set_threads && S.pending_threads > 0) {
     S.set_threads(S.pending_threads);
     S.applied_threads = S.pending_threads;
@@ -203,7 +207,10 @@ SingleThreaded::SingleThreaded() {
   std::lock_guard<std::mutex> lock(S.mu);
   if (!S.set_threads) return;
   active_ = true;
-  if (S.single_scopes++ == 0) S.set_threads(1);
+  if (S.single_scopes++ == 0) {
+    S.saved_threads = S.get_threads ? S.get_threads() : 0;
+    S.set_threads(1);
+  }
 }
 
 SingleThreaded::~SingleThreaded() {
@@ -211,12 +218,8 @@ SingleThreaded::~SingleThreaded() {
   State& S = st();
   std::lock_guard<std::mutex> lock(S.mu);
   if (--S.single_scopes == 0) {
-    int n = S.applied_threads;
-    if (n <= 0) {
-      auto get = reinterpret_cast<int (*)()>(lookup(S.handle, "openblas_get_num_procs"));
-      n = get ? get() : 1;
-    }
-    S.set_threads(n);
+    const int n = S.applied_threads > 0 ? S.applied_threads : S.saved_threads;
+    if (n > 0) S.set_threads(n);
   }
 }
 
