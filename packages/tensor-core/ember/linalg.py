@@ -121,7 +121,7 @@ def _movedim(t, src: int, dst: int):
     return t if order == list(range(nd)) else t.permute(order)
 
 
-def _normalize_dim(d: int, nd: int, op: str = "") -> int:
+def _normalize_dim(d: int, nd: int) -> int:
     if not -nd <= d < max(nd, 1):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, "
                          f"{max(nd, 1) - 1}], but got {d})")
