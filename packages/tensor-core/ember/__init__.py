@@ -51,6 +51,14 @@ _install_methods(Tensor)
 _install_shape_methods(Tensor)
 _install_sorting(Tensor)
 
+# Linear algebra (ember.linalg, pure Python over the core's LAPACK primitives) and its
+# top-level aliases (ember.det, ember.svd, ...), also as Tensor methods; einsum and tensordot.
+from ember import linalg  # noqa: E402
+from ember._einsum import einsum, tensordot  # noqa: E402,F401
+
+globals().update(linalg.TOP_LEVEL)
+linalg._install(Tensor)
+
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
                      sci_mode=None):

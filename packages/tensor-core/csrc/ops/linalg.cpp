@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -129,10 +130,18 @@ struct Batches {
   std::vector<int64_t> a, b, c;
 };
 
+// Products at most this big (M * N * K) run on one OpenBLAS thread, and a batch of them in
+// parallel over the batch on ember's pool: OpenBLAS's threads pay a hand-off per call that
+// dominates at these sizes, worst when the machine is busy (on a loaded 2-core machine a 256^3
+// product took 13-23 ms on two OpenBLAS threads and 1.5 ms on one; 512^3: 23-34 vs 8-11 ms).
+constexpr int64_t kSmallGemmWork = int64_t(1) << 27;  // 512 x 512 x 512
+// Below this OpenBLAS stays on one thread by itself (its GEMM_MULTITHREAD_THRESHOLD).
+constexpr int64_t kTinyGemmWork = int64_t(1) << 18;
+
 template <typename T>
 void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T beta,
                 const T* A, Layout la, const T* B, Layout lb, T* C, Layout lc) {
-  for (int64_t i = 0; i < bt.count; ++i) {
+  auto one = [&](int64_t i) {
     const T be = (bt.sum && i > 0) ? T(1) : beta;
     if (!lc.trans) {
       blas_gemm(la.trans, lb.trans, M, N, K, alpha, A + bt.a[i], la.ld, B + bt.b[i], lb.ld, be,
@@ -141,6 +150,20 @@ void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T b
       blas_gemm(!lb.trans, !la.trans, N, M, K, alpha, B + bt.b[i], lb.ld, A + bt.a[i], la.ld, be,
                 C + bt.c[i], lc.ld);
     }
+  };
+  const int64_t work = std::max<int64_t>(M * N * K, 1);
+  if (work > kSmallGemmWork) {  // big products: OpenBLAS's own threads, one product at a time
+    for (int64_t i = 0; i < bt.count; ++i) one(i);
+    return;
+  }
+  std::optional<blas::SingleThreaded> single;
+  if (work > kTinyGemmWork) single.emplace();
+  if (bt.count > 1 && !bt.sum) {
+    parallel_for(0, bt.count, std::max<int64_t>(1, kTinyGemmWork / work), [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < bt.count; ++i) one(i);
   }
 }
 

@@ -11,6 +11,7 @@ PYBIND11_MODULE(_C, m) {
   register_sort(m);
   register_linalg(m);
   register_shape(m);
+  register_lapack(m);
   register_random(m);
   register_interop(m);
   register_runtime(m);

@@ -100,6 +100,7 @@ void register_reductions(py::module_& m);
 void register_sort(py::module_& m);
 void register_linalg(py::module_& m);
 void register_shape(py::module_& m);
+void register_lapack(py::module_& m);
 void register_random(py::module_& m);
 void register_interop(py::module_& m);
 void register_runtime(py::module_& m);

@@ -22,6 +22,7 @@ using sgemm_fn = void (*)(int, int, int, int, int, int, float, const float*, int
 using dgemm_fn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*,
                           int, double, double*, int);
 using set_threads_fn = void (*)(int);
+using get_threads_fn = int (*)();
 
 enum Status { kNotTried = 0, kLoaded = 1, kFailed = 2 };
 
@@ -34,7 +35,11 @@ struct State {
   sgemm_fn sgemm = nullptr;
   dgemm_fn dgemm = nullptr;
   set_threads_fn set_threads = nullptr;
+  get_threads_fn get_threads = nullptr;
   int pending_threads = 0;  // from set_num_threads before the library was loaded
+  int applied_threads = 0;  // the last count given to the library (0: its default)
+  int single_scopes = 0;    // live SingleThreaded scopes
+  int saved_threads = 0;    // the library's own count when the first scope began
 };
 
 std::atomic<int> g_status{kNotTried};
@@ -74,7 +79,11 @@ void load_locked() {
   S.sgemm = s;
   S.dgemm = d;
   S.set_threads = reinterpret_cast<set_threads_fn>(lookup(h, "openblas_set_num_threads"));
-  if (S.set_threads && S.pending_threads > 0) S.set_threads(S.pending_threads);
+  S.get_threads = reinterpret_cast<get_threads_fn>(lookup(h, "openblas_get_num_threads"));
+  if (S.set_threads && S.pending_threads > 0) {
+    S.set_threads(S.pending_threads);
+    S.applied_threads = S.pending_threads;
+  }
   S.error.clear();
   g_status.store(kLoaded, std::memory_order_release);
 }
@@ -186,7 +195,32 @@ void set_num_threads(int n) {
   State& S = st();
   std::lock_guard<std::mutex> lock(S.mu);
   S.pending_threads = n;
-  if (g_status.load(std::memory_order_relaxed) == kLoaded && S.set_threads) S.set_threads(n);
+  if (g_status.load(std::memory_order_relaxed) == kLoaded && S.set_threads) {
+    S.applied_threads = n;
+    if (S.single_scopes == 0) S.set_threads(n);  // else applied when the last scope ends
+  }
+}
+
+SingleThreaded::SingleThreaded() {
+  if (!ensure_loaded()) return;
+  State& S = st();
+  std::lock_guard<std::mutex> lock(S.mu);
+  if (!S.set_threads) return;
+  active_ = true;
+  if (S.single_scopes++ == 0) {
+    S.saved_threads = S.get_threads ? S.get_threads() : 0;
+    S.set_threads(1);
+  }
+}
+
+SingleThreaded::~SingleThreaded() {
+  if (!active_) return;
+  State& S = st();
+  std::lock_guard<std::mutex> lock(S.mu);
+  if (--S.single_scopes == 0) {
+    const int n = S.applied_threads > 0 ? S.applied_threads : S.saved_threads;
+    if (n > 0) S.set_threads(n);
+  }
 }
 
 }  // namespace blas

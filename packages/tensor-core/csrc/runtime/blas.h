@@ -38,6 +38,22 @@ void dgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alp
 // nullptr if neither exists. Loads the library if needed; std::runtime_error if it cannot.
 void* symbol(const char* name);
 
+// While one of these lives, OpenBLAS runs each call on the calling thread only: for callers that
+// parallelise over many small products themselves (batched GEMM), where OpenBLAS's own threads
+// would only add hand-offs. Scopes may nest and overlap across threads (counted); the thread
+// count in force before the first one is restored when the last one ends. No-op if the library
+// is not loaded or cannot set its thread count.
+class SingleThreaded {
+ public:
+  SingleThreaded();
+  ~SingleThreaded();
+  SingleThreaded(const SingleThreaded&) = delete;
+  SingleThreaded& operator=(const SingleThreaded&) = delete;
+
+ private:
+  bool active_ = false;  // this scope holds a count
+};
+
 // OpenBLAS's own thread count (n >= 1, else std::invalid_argument). Applied now if the library
 // is loaded, else remembered and applied when it loads.
 void set_num_threads(int n);

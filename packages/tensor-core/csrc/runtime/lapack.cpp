@@ -1,0 +1,214 @@
+// lapack.cpp - see lapack.h. Each routine is resolved once (a function-local static, so the lookup
+// is thread-safe); workspaces are sized by LAPACK's own query (lwork = -1) and held in vectors.
+#include "runtime/lapack.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/blas.h"
+
+namespace ember {
+namespace lapack {
+namespace {
+
+using I = lapack_int;
+using L = std::size_t;  // gfortran's hidden CHARACTER length argument
+
+template <class F> F resolve(const char* name) {
+  void* p = blas::symbol(name);
+  if (!p)
+    throw std::runtime_error(std::string("ember: the OpenBLAS library exports no LAPACK routine ") +
+                             name + "; reinstall scipy-openblas32");
+  return reinterpret_cast<F>(p);
+}
+
+// The routine `s<name>_` or `d<name>_` for T = float / double, resolved on first use.
+#define EMBER_LAPACK_FN(var, type, name)                                              \
+  static const auto var = std::is_same_v<T, float>                                   \
+                              ? reinterpret_cast<type>(resolve<void*>("s" name "_")) \
+                              : reinterpret_cast<type>(resolve<void*>("d" name "_"))
+
+template <class T> I query_size(T w) { return static_cast<I>(std::max<T>(w, T(1))) + 1; }
+
+}  // namespace
+
+template <class T> I getrf(I m, I n, T* a, I lda, I* ipiv) {
+  using F = void (*)(const I*, const I*, T*, const I*, I*, I*);
+  EMBER_LAPACK_FN(fn, F, "getrf");
+  I info = 0;
+  fn(&m, &n, a, &lda, ipiv, &info);
+  return info;
+}
+
+template <class T> I getri(I n, T* a, I lda, const I* ipiv) {
+  using F = void (*)(const I*, T*, const I*, const I*, T*, const I*, I*);
+  EMBER_LAPACK_FN(fn, F, "getri");
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&n, a, &lda, ipiv, &wq, &lwork, &info);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&n, a, &lda, ipiv, work.data(), &lwork, &info);
+  return info;
+}
+
+template <class T> I getrs(char trans, I n, I nrhs, const T* a, I lda, const I* ipiv, T* b, I ldb) {
+  using F = void (*)(const char*, const I*, const I*, const T*, const I*, const I*, T*, const I*,
+                     I*, L);
+  EMBER_LAPACK_FN(fn, F, "getrs");
+  I info = 0;
+  fn(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);
+  return info;
+}
+
+template <class T> I potrf(char uplo, I n, T* a, I lda) {
+  using F = void (*)(const char*, const I*, T*, const I*, I*, L);
+  EMBER_LAPACK_FN(fn, F, "potrf");
+  I info = 0;
+  fn(&uplo, &n, a, &lda, &info, 1);
+  return info;
+}
+
+template <class T> I potrs(char uplo, I n, I nrhs, const T* a, I lda, T* b, I ldb) {
+  using F = void (*)(const char*, const I*, const I*, const T*, const I*, T*, const I*, I*, L);
+  EMBER_LAPACK_FN(fn, F, "potrs");
+  I info = 0;
+  fn(&uplo, &n, &nrhs, a, &lda, b, &ldb, &info, 1);
+  return info;
+}
+
+template <class T>
+void trsm(char uplo, char trans, char diag, I n, I nrhs, T alpha, const T* a, I lda, T* b, I ldb) {
+  using F = void (*)(const char*, const char*, const char*, const char*, const I*, const I*,
+                     const T*, const T*, const I*, T*, const I*, L, L, L, L);
+  EMBER_LAPACK_FN(fn, F, "trsm");
+  const char side = 'L';
+  fn(&side, &uplo, &trans, &diag, &n, &nrhs, &alpha, a, &lda, b, &ldb, 1, 1, 1, 1);
+}
+
+template <class T> I geqrf(I m, I n, T* a, I lda, T* tau) {
+  using F = void (*)(const I*, const I*, T*, const I*, T*, T*, const I*, I*);
+  EMBER_LAPACK_FN(fn, F, "geqrf");
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&m, &n, a, &lda, tau, &wq, &lwork, &info);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&m, &n, a, &lda, tau, work.data(), &lwork, &info);
+  return info;
+}
+
+template <class T> I orgqr(I m, I n, I k, T* a, I lda, const T* tau) {
+  using F = void (*)(const I*, const I*, const I*, T*, const I*, const T*, T*, const I*, I*);
+  EMBER_LAPACK_FN(fn, F, "orgqr");
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&m, &n, &k, a, &lda, tau, &wq, &lwork, &info);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&m, &n, &k, a, &lda, tau, work.data(), &lwork, &info);
+  return info;
+}
+
+template <class T> I gesdd(char jobz, I m, I n, T* a, I lda, T* s, T* u, I ldu, T* vt, I ldvt) {
+  using F = void (*)(const char*, const I*, const I*, T*, const I*, T*, T*, const I*, T*,
+                     const I*, T*, const I*, I*, I*, L);
+  EMBER_LAPACK_FN(fn, F, "gesdd");
+  std::vector<I> iwork(8 * static_cast<size_t>(std::max<I>(1, std::min(m, n))));
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, &wq, &lwork, iwork.data(), &info, 1);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work.data(), &lwork, iwork.data(), &info, 1);
+  return info;
+}
+
+template <class T> I syevd(char jobz, char uplo, I n, T* a, I lda, T* w) {
+  using F = void (*)(const char*, const char*, const I*, T*, const I*, T*, T*, const I*, I*,
+                     const I*, I*, L, L);
+  EMBER_LAPACK_FN(fn, F, "syevd");
+  I info = 0, lwork = -1, liwork = -1, iq = 0;
+  T wq = 0;
+  fn(&jobz, &uplo, &n, a, &lda, w, &wq, &lwork, &iq, &liwork, &info, 1, 1);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  liwork = std::max<I>(iq, 1);
+  std::vector<T> work(lwork);
+  std::vector<I> iwork(liwork);
+  fn(&jobz, &uplo, &n, a, &lda, w, work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1);
+  return info;
+}
+
+template <class T> I gels(I m, I n, I nrhs, T* a, I lda, T* b, I ldb) {
+  using F = void (*)(const char*, const I*, const I*, const I*, T*, const I*, T*, const I*, T*,
+                     const I*, I*, L);
+  EMBER_LAPACK_FN(fn, F, "gels");
+  const char trans = 'N';
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&trans, &m, &n, &nrhs, a, &lda, b, &ldb, &wq, &lwork, &info, 1);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&trans, &m, &n, &nrhs, a, &lda, b, &ldb, work.data(), &lwork, &info, 1);
+  return info;
+}
+
+template <class T> I gelsy(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, T rcond, I* rank) {
+  using F = void (*)(const I*, const I*, const I*, T*, const I*, T*, const I*, I*, const T*, I*,
+                     T*, const I*, I*);
+  EMBER_LAPACK_FN(fn, F, "gelsy");
+  std::vector<I> jpvt(std::max<I>(n, 1), 0);  // 0: every column is free to move
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&m, &n, &nrhs, a, &lda, b, &ldb, jpvt.data(), &rcond, rank, &wq, &lwork, &info);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&m, &n, &nrhs, a, &lda, b, &ldb, jpvt.data(), &rcond, rank, work.data(), &lwork, &info);
+  return info;
+}
+
+template <class T> I gelsd(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, T* s, T rcond, I* rank) {
+  using F = void (*)(const I*, const I*, const I*, T*, const I*, T*, const I*, T*, const T*, I*,
+                     T*, const I*, I*, I*);
+  EMBER_LAPACK_FN(fn, F, "gelsd");
+  I info = 0, lwork = -1, iq = 0;
+  T wq = 0;
+  fn(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, &wq, &lwork, &iq, &info);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  std::vector<I> iwork(std::max<I>(iq, 1));
+  fn(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work.data(), &lwork, iwork.data(), &info);
+  return info;
+}
+
+#define EMBER_LAPACK_INSTANTIATE(T)                                                          \
+  template I getrf<T>(I, I, T*, I, I*);                                                      \
+  template I getri<T>(I, T*, I, const I*);                                                   \
+  template I getrs<T>(char, I, I, const T*, I, const I*, T*, I);                             \
+  template I potrf<T>(char, I, T*, I);                                                       \
+  template I potrs<T>(char, I, I, const T*, I, T*, I);                                       \
+  template void trsm<T>(char, char, char, I, I, T, const T*, I, T*, I);                     \
+  template I geqrf<T>(I, I, T*, I, T*);                                                      \
+  template I orgqr<T>(I, I, I, T*, I, const T*);                                             \
+  template I gesdd<T>(char, I, I, T*, I, T*, T*, I, T*, I);                                  \
+  template I syevd<T>(char, char, I, T*, I, T*);                                             \
+  template I gels<T>(I, I, I, T*, I, T*, I);                                                 \
+  template I gelsy<T>(I, I, I, T*, I, T*, I, T, I*);                                         \
+  template I gelsd<T>(I, I, I, T*, I, T*, I, T*, T, I*);
+EMBER_LAPACK_INSTANTIATE(float)
+EMBER_LAPACK_INSTANTIATE(double)
+
+}  // namespace lapack
+}  // namespace ember

@@ -1,0 +1,70 @@
+// lapack.h - LAPACK routines from the same OpenBLAS library as blas.h (scipy-openblas32).
+//
+// OpenBLAS ships the reference LAPACK (plus its own faster getrf/potrf/getrs/...), so ember needs
+// no SciPy and no second library: the routines are looked up in the library blas.h loads, by their
+// Fortran names ("dgetrf_", tried with the "scipy_" prefix first), once, on first use.
+//
+// Conventions are Fortran's: matrices are column-major, `lda` is the column stride, integers are
+// 32-bit (the scipy-openblas32 build), every argument is passed by pointer, and each CHARACTER
+// argument has a hidden length argument (passed here; harmless for routines written in C).
+// The wrappers below take values, return LAPACK's `info` (0 = success, < 0 = bad argument,
+// > 0 = the routine's numerical failure code), and are templated on float / double.
+// Workspace queries (lwork = -1) are done by the wrappers: callers never size workspaces.
+// Throws std::runtime_error when the library or a routine is missing.
+#pragma once
+
+#include <cstdint>
+
+namespace ember {
+namespace lapack {
+
+using lapack_int = int32_t;
+
+// LU with partial pivoting: A = P L U (m x n). ipiv has min(m, n) entries (1-based).
+template <class T> lapack_int getrf(lapack_int m, lapack_int n, T* a, lapack_int lda, lapack_int* ipiv);
+// Inverse from getrf's factors (n x n, in place).
+template <class T> lapack_int getri(lapack_int n, T* a, lapack_int lda, const lapack_int* ipiv);
+// Solves op(A) X = B from getrf's factors; B is n x nrhs, overwritten by X. trans: 'N' or 'T'.
+template <class T>
+lapack_int getrs(char trans, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda,
+                 const lapack_int* ipiv, T* b, lapack_int ldb);
+// Cholesky: A = U^T U (uplo 'U') or L L^T ('L'); only that triangle is read and written.
+template <class T> lapack_int potrf(char uplo, lapack_int n, T* a, lapack_int lda);
+// Solves A X = B from potrf's factor.
+template <class T>
+lapack_int potrs(char uplo, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda, T* b,
+                 lapack_int ldb);
+// Triangular solve (BLAS-3, Fortran interface): op(A) X = alpha B with A n x n triangular, B
+// n x nrhs overwritten by X (side 'L'). No singularity check: a zero diagonal gives inf/nan.
+template <class T>
+void trsm(char uplo, char trans, char diag, lapack_int n, lapack_int nrhs, T alpha, const T* a,
+          lapack_int lda, T* b, lapack_int ldb);
+// QR: R in the upper triangle, Householder reflectors below it and in tau (min(m, n) entries).
+template <class T> lapack_int geqrf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau);
+// Forms the m x n matrix Q with orthonormal columns from k reflectors of geqrf (n <= m).
+template <class T>
+lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, T* a, lapack_int lda, const T* tau);
+// SVD by divide and conquer. jobz: 'A' (full U, VT), 'S' (min(m, n) columns/rows), 'N' (values
+// only; u and vt are not referenced). A is destroyed.
+template <class T>
+lapack_int gesdd(char jobz, lapack_int m, lapack_int n, T* a, lapack_int lda, T* s, T* u,
+                 lapack_int ldu, T* vt, lapack_int ldvt);
+// Symmetric eigendecomposition by divide and conquer: eigenvalues ascending in w; with jobz 'V'
+// the eigenvectors replace A's columns.
+template <class T>
+lapack_int syevd(char jobz, char uplo, lapack_int n, T* a, lapack_int lda, T* w);
+// Least squares. gels: QR, A of full rank; gelsy: complete orthogonal factorization with column
+// pivoting (rank in *rank); gelsd: SVD (rank and singular values s, min(m, n) entries).
+// B is max(m, n) x nrhs on entry (ldb >= max(1, m, n)) and holds the n x nrhs solution on exit.
+template <class T>
+lapack_int gels(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int lda, T* b,
+                lapack_int ldb);
+template <class T>
+lapack_int gelsy(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int lda, T* b,
+                 lapack_int ldb, T rcond, lapack_int* rank);
+template <class T>
+lapack_int gelsd(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int lda, T* b,
+                 lapack_int ldb, T* s, T rcond, lapack_int* rank);
+
+}  // namespace lapack
+}  // namespace ember
