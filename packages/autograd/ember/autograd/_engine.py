@@ -1,0 +1,787 @@
+"""The tape: graph nodes, the hook the core calls for every op on a tensor that requires grad, and
+the reverse sweep.
+
+How a call is recorded: the core hands ``hook(name, fn, args, kwargs)`` over when grad mode is on and
+an input requires grad. ``record`` runs ``fn`` with grad mode off, then builds one ``Node`` that
+holds the op's entry of the gradient table (``_formulas.FORMULAS``), the edges to the inputs'
+nodes (``next_functions``) and only the values that entry asks to save. The output tensor gets an
+edge ``(node, output_nr)`` in its ``__dict__`` (``_ag_edge``); leaves get an ``AccumulateGrad``
+node (cached on the tensor, which it references weakly, so the graph never keeps a dropped
+parameter alive).
+
+The reverse sweep (``run_backward``) counts, for every node reachable from the roots, how many
+edges point at it, then executes nodes whose count has dropped to zero, newest first, summing
+gradients per output slot. Saved values and buffered gradients are dropped the moment a node has
+run (unless ``retain_graph``), so memory falls as the sweep goes.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+import warnings
+import weakref
+
+import ember
+from ember import _C
+
+Tensor = _C.Tensor
+_set_grad = _C._set_grad_enabled
+_grad_on = _C.is_grad_enabled
+
+# ---------------------------------------------------------------------------------------------
+# global switches (anomaly mode, saved-tensor hooks, profiler)
+
+
+class _State:
+    anomaly = False
+    anomaly_check_nan = True
+    saved_hooks: list = []  # stack of (pack, unpack)
+    profiler = None  # the active profile, or None
+    seq = 0
+
+
+STATE = _State()
+
+RELEASED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward."
+)
+
+
+def _type_str(t) -> str:
+    return f"[{t.type()} [{', '.join(str(s) for s in t.shape)}]]"
+
+
+# ---------------------------------------------------------------------------------------------
+# saved values
+
+
+class SavedTensor:
+    """A tensor a node needs in backward, with the version it had when saved."""
+
+    __slots__ = ("tensor", "version", "is_output", "packed", "unpack_hook")
+
+    def __init__(self, t, is_output: bool):
+        self.is_output = is_output
+        self.version = t._version
+        # An output is saved detached: saving it with its grad_fn would make a reference cycle
+        # node -> tensor -> node. It gets its edge back when unpacked for double backward.
+        self.tensor = t.detach() if is_output else t
+        self.packed = None
+        self.unpack_hook = None
+        if STATE.saved_hooks:
+            pack, unpack = STATE.saved_hooks[-1]
+            self.packed, self.unpack_hook = pack(self.tensor), unpack
+            self.tensor = None
+
+    def unpack(self, node, output_nr: int = 0):
+        if self.unpack_hook is not None:
+            t = self.unpack_hook(self.packed)
+        else:
+            t = self.tensor
+            if t._version != self.version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: {_type_str(t)}, which is output {output_nr} of "
+                    f"{node.name()}, is at version {t._version}; expected version {self.version} "
+                    "instead. Hint: enable anomaly detection to find the operation that failed "
+                    "to compute its gradient, with ember.autograd.set_detect_anomaly(True)."
+                    if self.is_output else
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: {_type_str(t)}{_edge_desc(t)}, is at version "
+                    f"{t._version}; expected version {self.version} instead. Hint: enable anomaly "
+                    "detection to find the operation that failed to compute its gradient, with "
+                    "ember.autograd.set_detect_anomaly(True).")
+        if self.is_output and _grad_on() and t.dtype.is_floating_point:
+            t = t.detach()
+            t.requires_grad = True
+            t._ag_edge = (node, output_nr)
+        return t
+
+
+def _edge_desc(t) -> str:
+    e = t.__dict__.get("_ag_edge")
+    return f", which is output {e[1]} of {e[0].name()}" if e is not None else ""
+
+
+class _Meta:
+    """Shape and dtype of an input a formula needs but whose values it does not."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, t):
+        self.shape = t.shape
+        self.dtype = t.dtype
+
+    def dim(self):
+        return len(self.shape)
+
+    def size(self, d=None):
+        return self.shape if d is None else self.shape[d]
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# nodes
+
+
+def _camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_"))
+
+
+_NODE_NAMES = {"_to_dtype": "ToCopy", "_view": "View", "_expand": "Expand", "_getitem": "Index",
+               "_setitem": "IndexPut", "_copy_": "Copy", "_fill_": "Fill", "t": "T"}
+
+
+class Node:
+    """One recorded op: ``next_functions`` are the edges to its inputs' nodes."""
+
+    __slots__ = ("_op", "_formula", "next_functions", "_saved", "_args", "_kwargs", "_metas",
+                 "_needs", "_released", "_pre_hooks", "_tensor_pre_hooks", "_post_hooks",
+                 "_retain", "_trace", "_seq", "_nout", "metadata", "__weakref__", "_name_cache")
+
+    def __init__(self, op: str, formula=None, nout: int = 1):
+        self._op = op
+        self._formula = formula
+        self.next_functions = ()
+        self._saved = None
+        self._args = ()
+        self._kwargs = None
+        self._metas = ()
+        self._needs = ()
+        self._released = False
+        self._pre_hooks = None
+        self._tensor_pre_hooks = None  # {output_nr: [hook]} (Tensor.register_hook)
+        self._post_hooks = None
+        self._retain = None  # {output_nr: weakref to the tensor retaining its grad}
+        self._trace = None
+        self._nout = nout
+        self.metadata = {}
+        self._name_cache = None
+        STATE.seq += 1
+        self._seq = STATE.seq
+        if STATE.anomaly:
+            self._trace = "".join(traceback.format_stack()[:-3])
+
+    def name(self) -> str:
+        if self._name_cache is None:
+            op = self._op
+            self._name_cache = _NODE_NAMES.get(op, _camel(op)) + "Backward0"
+        return self._name_cache
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    @property
+    def __name__(self):
+        return self.name()
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node ran; may return new grad_inputs."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(fn)
+        return _Handle(self._post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(fn)
+        return _Handle(self._pre_hooks, fn)
+
+    def _register_tensor_hook(self, nr, fn):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        lst = self._tensor_pre_hooks.setdefault(nr, [])
+        lst.append(fn)
+        return _Handle(lst, fn)
+
+    def _saved_values(self):
+        if self._released:
+            raise RuntimeError(RELEASED_MSG)
+        return self._saved
+
+    def apply(self, grads):
+        """grads: a list with one gradient (or None) per output; returns one per input edge."""
+        saved = self._saved_values()
+        args = list(self._args)
+        if saved:
+            out = None
+            for i, s in saved.items():
+                if i >= 0:
+                    args[i] = s.unpack(self, 0)
+                else:
+                    out = s.unpack(self, 0)
+        else:
+            out = None
+        for i in self._metas_idx():
+            if args[i] is None:
+                args[i] = self._metas[i]
+        g = grads[0] if self._nout == 1 else tuple(grads)
+        kw = self._kwargs or {}
+        if self._formula is None:
+            raise RuntimeError(f"derivative for {self._op} is not implemented")
+        res = self._formula(g, self._needs, out, *args, **kw)
+        if not isinstance(res, (tuple, list)):
+            res = (res,)
+        return res
+
+    def _metas_idx(self):
+        return [i for i, m in enumerate(self._metas) if m is not None]
+
+    def _release(self):
+        if self._saved:
+            self._released = True
+            self._saved = None
+
+    # a Node looks like torch's: grad_fn.next_functions[0][0].variable for AccumulateGrad, ...
+    @property
+    def _saved_tensors(self):
+        s = self._saved_values() or {}
+        return tuple(v.unpack(self) for k, v in sorted(s.items()) if k >= 0)
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: adds the incoming gradient into ``leaf.grad``."""
+
+    __slots__ = ("_var", "_post_acc_hooks")
+
+    def __init__(self, var):
+        super().__init__("accumulate_grad")
+        self._var = weakref.ref(var)
+        self._post_acc_hooks = None
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    @property
+    def variable(self):
+        return self._var()
+
+    def accumulate(self, g, create_graph):
+        var = self._var()
+        if var is None:
+            return
+        if not create_graph:
+            g = g.detach()
+        d = var.__dict__
+        old = d.get("_grad")
+        if old is None:
+            if not create_graph:
+                g = g.clone() if g._base is not None or not g.is_contiguous() else g
+            if g.shape != var.shape:
+                g = _sum_to(g, var.shape)
+            if g.dtype != var.dtype:
+                g = g.to(var.dtype)
+            d["_grad"] = g
+        elif create_graph or old.requires_grad:
+            d["_grad"] = old + g
+        else:
+            old.add_(g)
+        if self._post_acc_hooks:
+            for h in list(self._post_acc_hooks):
+                h(var)
+
+
+class _Handle:
+    """A RemovableHandle."""
+
+    def __init__(self, lst, fn):
+        self._lst, self._fn = lst, fn
+
+    def remove(self):
+        try:
+            self._lst.remove(self._fn)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _sum_to(g, shape):
+    """Sums a broadcast gradient back to `shape` (differentiable: uses ember ops)."""
+    shape = tuple(shape)
+    gshape = tuple(g.shape)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    if lead > 0:
+        g = g.sum(dim=tuple(range(lead)))
+    dims = tuple(i for i, (a, b) in enumerate(zip(g.shape, shape)) if b == 1 and a != 1)
+    if dims:
+        g = g.sum(dim=dims, keepdim=True)
+    if tuple(g.shape) != shape:
+        g = g.reshape(shape)
+    return g
+
+
+def edge_of(t):
+    """The edge a gradient for tensor `t` flows into: (node, output_nr), or None."""
+    e = t.__dict__.get("_ag_edge")
+    if e is not None:
+        return e
+    if not t.requires_grad:
+        return None
+    acc = t.__dict__.get("_accum")
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t.__dict__["_accum"] = acc
+    return (acc, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the hook
+
+
+def _is_float(t) -> bool:
+    return t.dtype.is_floating_point
+
+
+_FORMULAS: dict = {}  # filled by _formulas
+MULTI_OUTPUT_SAVE: dict = {"max": 1, "min": 1}  # which output a multi-output op saves
+
+
+def hook(name, fn, args, kwargs):
+    """Called by the core for every op with an input that requires grad (grad mode on)."""
+    prof = STATE.profiler
+    if prof is not None:
+        return prof.timed(name, _hook_body, name, fn, args, kwargs)
+    return _hook_body(name, fn, args, kwargs)
+
+
+def _hook_body(name, fn, args, kwargs):
+    if not _grad_on():  # some in-place paths call the hook regardless of grad mode
+        return fn(*args, **kwargs)
+    entry = _FORMULAS.get(name)
+    if entry is not None and entry.inplace:
+        return _record_inplace(name, entry, fn, args, kwargs)
+    _set_grad(False)
+    try:
+        out = fn(*args, **kwargs)
+    finally:
+        _set_grad(True)
+    return record(name, entry, args, kwargs, out)
+
+
+def _inputs(args):
+    """(index, tensor) of each tensor argument requiring grad; lists of tensors are flattened."""
+    edges = []
+    needs = []
+    any_need = False
+    for a in args:
+        if type(a) is Tensor or isinstance(a, Tensor):
+            if a.requires_grad:
+                e = edge_of(a)
+                edges.append(e)
+                needs.append(True)
+                any_need = True
+                continue
+        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+            sub = [edge_of(x) if x.requires_grad else None for x in a]
+            edges.extend(sub)
+            needs.append(tuple(e is not None for e in sub))
+            any_need = any_need or any(e is not None for e in sub)
+            continue
+        edges.append(None)
+        needs.append(False)
+    return edges, needs, any_need
+
+
+def record(name, entry, args, kwargs, out, node=None):
+    """Attaches a node for `name` to the float outputs of `out`."""
+    outs = out if isinstance(out, tuple) else (out,)
+    diff = [o for o in outs if isinstance(o, Tensor) and o.dtype.is_floating_point]
+    if not diff:
+        return out
+    edges, needs, any_need = _inputs(args)
+    if not any_need:
+        return out
+    if node is None:
+        node = Node(name, entry.vjp if entry is not None else None, len(outs))
+        _save(node, entry, args, kwargs, outs)
+    node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
+    node._needs = tuple(needs)
+    if len(outs) > 1:
+        node.metadata["_out_meta"] = [(o.shape, o.dtype) if isinstance(o, Tensor) else None
+                                      for o in outs]
+    for i, o in enumerate(outs):
+        if isinstance(o, Tensor) and o.dtype.is_floating_point:
+            o.requires_grad = True
+            o.__dict__["_ag_edge"] = (node, i)
+    return out
+
+
+def _save(node, entry, args, kwargs, outs):
+    node._kwargs = kwargs if kwargs else None
+    metas = []
+    saved = None
+    plain = []
+    si = entry.save_inputs if entry is not None else ()
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if si is True or i in si:
+                if saved is None:
+                    saved = {}
+                saved[i] = SavedTensor(a, False)
+                plain.append(None)
+                metas.append(None)
+            else:
+                plain.append(None)
+                metas.append(_Meta(a))
+        else:
+            plain.append(a)
+            metas.append(None)
+    if entry is not None and entry.save_output:
+        if saved is None:
+            saved = {}
+        oi = MULTI_OUTPUT_SAVE.get(entry.name, 0) if len(outs) > 1 else 0
+        saved[-1] = SavedTensor(outs[oi], True)
+    node._args = tuple(plain)
+    node._metas = tuple(metas)
+    node._saved = saved
+
+
+def _is_leaf(t) -> bool:
+    return t.__dict__.get("_ag_edge") is None
+
+
+def _record_inplace(name, entry, fn, args, kwargs):
+    """An in-place op: `self` (args[0]) gets a new history; a view's base is rebased."""
+    self = args[0]
+    base = self._base
+    if self.requires_grad and _is_leaf(self):
+        if base is None or not base.requires_grad:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation.")
+    if base is not None and base.requires_grad and _is_leaf(base):
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place "
+            "operation.")
+    si = entry.save_inputs
+    old_self = None
+    if (si is True or 0 in si) and self.requires_grad:
+        _set_grad(False)
+        try:
+            old_self = self.clone()
+        finally:
+            _set_grad(True)
+    edges, needs, any_need = _inputs(args)
+    _set_grad(False)
+    try:
+        fn(*args, **kwargs)
+    finally:
+        _set_grad(True)
+    if not any_need or not self.dtype.is_floating_point:
+        return self
+    node = Node(name, entry.vjp)
+    sargs = list(args)
+    if old_self is not None:
+        old_self.requires_grad = True
+        if edges[0] is not None:
+            old_self.__dict__["_ag_edge"] = edges[0]
+        sargs[0] = old_self
+    _save(node, entry, tuple(sargs), kwargs, (self,))
+    node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
+    node._needs = tuple(needs)
+    if base is not None and (base.requires_grad or True):
+        _rebase_view(self, base, node)
+    else:
+        self.requires_grad = True
+        self.__dict__["_ag_edge"] = (node, 0)
+    return self
+
+
+class _ViewGeometry:
+    __slots__ = ("size", "stride", "offset", "base_shape")
+
+    def __init__(self, view, base):
+        if not base.is_contiguous():
+            raise NotImplementedError(
+                "ember.autograd: in-place operation on a view of a non-contiguous tensor")
+        self.size = tuple(view.shape)
+        self.stride = tuple(view.stride())
+        self.offset = view.storage_offset() - base.storage_offset()
+        self.base_shape = tuple(base.shape)
+
+
+def _rebase_view(view, base, op_node):
+    """PyTorch's CopySlices: the base's history becomes (old base outside the view, the in-place
+    op inside it); the view's becomes an as_strided of the new base."""
+    geo = _ViewGeometry(view, base)
+    base_edge = edge_of(base) if base.requires_grad else None
+    cs = Node("copy_slices", _copy_slices_vjp(geo))
+    cs.next_functions = (base_edge if base_edge is not None else (None, 0), (op_node, 0))
+    cs._needs = (base_edge is not None, True)
+    cs._args = (None, None)
+    cs._metas = (None, None)
+    base.requires_grad = True
+    base.__dict__["_ag_edge"] = (cs, 0)
+    vn = Node("as_strided", _FORMULAS["as_strided"].vjp)
+    vn.next_functions = ((cs, 0),)
+    vn._needs = (True,)
+    vn._args = (None, geo.size, geo.stride, geo.offset)
+    vn._metas = (_MetaShape(geo.base_shape, base.dtype), None, None, None)
+    view.requires_grad = True
+    view.__dict__["_ag_edge"] = (vn, 0)
+
+
+class _MetaShape(_Meta):
+    def __init__(self, shape, dtype):
+        self.shape = ember.Size(shape)
+        self.dtype = dtype
+
+
+def _copy_slices_vjp(geo):
+    def vjp(g, needs, out, *args):
+        g = g.contiguous()
+        gv = g.as_strided(geo.size, geo.stride, geo.offset + g.storage_offset())
+        with ember.no_grad():
+            mask = ember.ones(geo.base_shape, dtype=g.dtype)
+            mask.as_strided(geo.size, geo.stride, geo.offset).fill_(0)
+        return (g * mask if needs[0] else None, gv)
+
+    return vjp
+
+
+class CopySlices:  # name only, for isinstance-free introspection in docs
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# the reverse sweep
+
+
+def _collect(roots):
+    """Dependency counts of every node reachable from `roots`."""
+    deps = {}
+    seen = set()
+    stack = [n for n in roots]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        for nxt, _ in n.next_functions:
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if id(nxt) not in seen:
+                    stack.append(nxt)
+    return deps
+
+
+def _needed(roots, targets):
+    """Nodes from which a target node is reachable (the rest need not run)."""
+    memo = {}
+
+    def visit(n):
+        k = id(n)
+        if k in memo:
+            return memo[k]
+        memo[k] = False
+        r = n in targets
+        for nxt, _ in n.next_functions:
+            if nxt is not None and visit(nxt):
+                r = True
+        memo[k] = r
+        return r
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 100000))
+    try:
+        for n in roots:
+            visit(n)
+    finally:
+        sys.setrecursionlimit(old)
+    return {k for k, v in memo.items() if v}
+
+
+def run_backward(roots, grads, retain_graph, create_graph, capture=None, accumulate=True,
+                 allow_unreachable=True):
+    """roots: edges (node, nr); grads: their gradients. `capture`: {edge: slot} whose incoming
+    gradients are returned (autograd.grad); leaves accumulate only when `accumulate`."""
+    prev = _grad_on()
+    _set_grad(bool(create_graph))
+    try:
+        return _sweep(roots, grads, retain_graph, create_graph, capture, accumulate)
+    finally:
+        _set_grad(prev)
+
+
+def _sweep(roots, grads, retain_graph, create_graph, capture, accumulate):
+    buffers = {}
+    root_nodes = []
+    for (node, nr), g in zip(roots, grads):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node._nout
+            root_nodes.append(node)
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    deps = _collect(root_nodes)
+    captured = None
+    needed = None
+    if capture is not None:
+        captured = [None] * len(set(capture.values()))
+        target_nodes = {e[0] for e in capture}
+        if not accumulate:
+            needed = _needed(root_nodes, target_nodes)
+    ready = [n for n in root_nodes if deps.get(n, 0) == 0]
+    prof = STATE.profiler
+    while ready:
+        ready.sort(key=_seq_key)
+        node = ready.pop()
+        buf = buffers.pop(node)
+        if needed is not None and id(node) not in needed:
+            _release_edges(node, deps, ready)
+            continue
+        if prof is not None:
+            prof.timed(node.name(), _run_node, node, buf, retain_graph, create_graph, capture,
+                       captured, accumulate, buffers, deps, ready)
+        else:
+            _run_node(node, buf, retain_graph, create_graph, capture, captured, accumulate,
+                      buffers, deps, ready)
+    return captured
+
+
+def _seq_key(n):
+    return n._seq
+
+
+def _release_edges(node, deps, ready):
+    for nxt, _ in node.next_functions:
+        if nxt is not None:
+            c = deps[nxt] - 1
+            deps[nxt] = c
+            if c == 0:
+                ready.append(nxt)
+
+
+def _run_node(node, buf, retain_graph, create_graph, capture, captured, accumulate, buffers,
+              deps, ready):
+    th = node._tensor_pre_hooks
+    if th:
+        for nr, hooks in th.items():
+            if buf[nr] is not None:
+                for h in list(hooks):
+                    r = h(buf[nr])
+                    if r is not None:
+                        buf[nr] = r
+    if node._retain:
+        for nr, ref in node._retain.items():
+            t = ref()
+            if t is not None and buf[nr] is not None:
+                old = t.__dict__.get("_grad")
+                g = buf[nr] if create_graph else buf[nr].detach()
+                t.__dict__["_grad"] = g.clone() if old is None else old + g
+    if capture is not None:
+        for nr in range(len(buf)):
+            slot = capture.get((node, nr))
+            if slot is not None and buf[nr] is not None:
+                captured[slot] = buf[nr] if captured[slot] is None else captured[slot] + buf[nr]
+    if node._pre_hooks:
+        for h in list(node._pre_hooks):
+            r = h(tuple(buf))
+            if r is not None:
+                buf = list(r)
+    if type(node) is AccumulateGrad:
+        if accumulate and buf[0] is not None:
+            node.accumulate(buf[0], create_graph)
+        return
+    if all(b is None for b in buf):
+        grads = [None] * len(node.next_functions)
+    else:
+        if node._nout > 1:
+            buf = [b if b is not None else _zeros_for(node, i) for i, b in enumerate(buf)]
+        try:
+            grads = node.apply(buf)
+        except Exception:
+            if node._trace:
+                warnings.warn("Error detected in " + node.name() + ". Traceback of forward call "
+                              "that caused the error:\n" + node._trace, stacklevel=2)
+            raise
+        grads = _fix_grads(node, grads)
+    if STATE.anomaly and STATE.anomaly_check_nan:
+        _check_nan(node, grads)
+    if node._post_hooks:
+        for h in list(node._post_hooks):
+            r = h(tuple(grads), tuple(buf))
+            if r is not None:
+                grads = list(r)
+    if not retain_graph:
+        node._release()
+    del buf
+    for (nxt, nr), g in zip(node.next_functions, grads):
+        if nxt is None:
+            continue
+        if g is not None:
+            b = buffers.get(nxt)
+            if b is None:
+                b = buffers[nxt] = [None] * nxt._nout
+            b[nr] = g if b[nr] is None else b[nr] + g
+        c = deps[nxt] - 1
+        deps[nxt] = c
+        if c == 0:
+            if nxt not in buffers:
+                buffers[nxt] = [None] * nxt._nout
+            ready.append(nxt)
+
+
+def _zeros_for(node, i):
+    meta = node.metadata.get("_out_meta")
+    if meta is None:
+        return None
+    shape, dtype = meta[i]
+    return ember.zeros(shape, dtype=dtype)
+
+
+def _fix_grads(node, grads):
+    """Reduces broadcast gradients to their input's shape and casts them to its dtype."""
+    out = []
+    nf = node.next_functions
+    metas = node._metas
+    saved = node._saved or {}
+    k = 0
+    for i, need in enumerate(node._needs):
+        g = grads[i] if i < len(grads) else None
+        if isinstance(need, tuple):  # a list argument: one gradient per element
+            gl = g if g is not None else [None] * len(need)
+            for j, nj in enumerate(need):
+                out.append(gl[j] if nj else None)
+            k += len(need)
+            continue
+        k += 1
+        if not need or g is None or nf[k - 1][0] is None:
+            out.append(None)
+            continue
+        m = metas[i] if i < len(metas) else None
+        if m is None and i in saved:
+            st = saved[i].tensor
+            m = st if st is not None else None
+        if m is not None:
+            if g.shape != m.shape:
+                g = _sum_to(g, m.shape)
+            if g.dtype != m.dtype:
+                g = g.to(m.dtype)
+        out.append(g)
+    return out
+
+
+def _check_nan(node, grads):
+    for i, g in enumerate(grads):
+        if g is not None and bool(ember.isnan(g).any()):
+            msg = f"Function '{node.name()}' returned nan values in its {i}th output."
+            if node._trace:
+                warnings.warn("Error detected in " + node.name() + ". Traceback of forward call "
+                              "that caused the error:\n" + node._trace, stacklevel=3)
+            raise RuntimeError(msg)

@@ -1,0 +1,1 @@
+"""Forward-mode AD (placeholder, see README: not implemented yet)."""
