@@ -39,6 +39,7 @@ class _State:
     saved_hooks: list = []  # stack of (pack, unpack)
     profiler = None  # the active profile, or None
     seq = 0
+    fw_level = 0  # forward-AD dual levels entered
 
 
 STATE = _State()
@@ -372,6 +373,10 @@ def _hook_body(name, fn, args, kwargs):
         out = fn(*args, **kwargs)
     finally:
         _set_grad(True)
+    if STATE.fw_level:
+        from .forward_ad import propagate
+
+        propagate(name, fn, entry, args, kwargs, out)
     return record(name, entry, args, kwargs, out)
 
 
@@ -641,7 +646,9 @@ def _sweep(roots, grads, retain_graph, create_graph, capture, accumulate):
     while ready:
         ready.sort(key=_seq_key)
         node = ready.pop()
-        buf = buffers.pop(node)
+        buf = buffers.pop(node, None)
+        if buf is None:
+            buf = [None] * node._nout
         if needed is not None and id(node) not in needed:
             _release_edges(node, deps, ready)
             continue
