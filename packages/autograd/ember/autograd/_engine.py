@@ -64,11 +64,12 @@ def _type_str(t) -> str:
 class SavedTensor:
     """A tensor a node needs in backward, with the version it had when saved."""
 
-    __slots__ = ("tensor", "version", "is_output", "packed", "unpack_hook")
+    __slots__ = ("tensor", "version", "is_output", "packed", "unpack_hook", "origin")
 
     def __init__(self, t, is_output: bool):
         self.is_output = is_output
         self.version = t._version
+        self.origin = None if is_output else t.__dict__.get("_ag_edge")
         # An output is saved detached: saving it with its grad_fn would make a reference cycle
         # node -> tensor -> node. It gets its edge back when unpacked for double backward.
         self.tensor = t.detach() if is_output else t
@@ -93,7 +94,7 @@ class SavedTensor:
                     "to compute its gradient, with ember.autograd.set_detect_anomaly(True)."
                     if self.is_output else
                     "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: {_type_str(t)}{_edge_desc(t)}, is at version "
+                    f"an inplace operation: {_type_str(t)}{_edge_desc(self.origin)}, is at version "
                     f"{t._version}; expected version {self.version} instead. Hint: enable anomaly "
                     "detection to find the operation that failed to compute its gradient, with "
                     "ember.autograd.set_detect_anomaly(True).")
@@ -104,8 +105,7 @@ class SavedTensor:
         return t
 
 
-def _edge_desc(t) -> str:
-    e = t.__dict__.get("_ag_edge")
+def _edge_desc(e) -> str:
     return f", which is output {e[1]} of {e[0].name()}" if e is not None else ""
 
 
@@ -496,7 +496,7 @@ def _record_inplace(name, entry, fn, args, kwargs):
         old_self.requires_grad = True
         if edges[0] is not None:
             old_self.__dict__["_ag_edge"] = edges[0]
-        sargs[0] = old_self
+        sargs = [old_self if a is self else a for a in args]
     _save(node, entry, tuple(sargs), kwargs, (self,))
     node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
     node._needs = tuple(needs)
@@ -533,11 +533,11 @@ def _rebase_view(view, base, op_node):
     cs._metas = (None, None)
     base.requires_grad = True
     base.__dict__["_ag_edge"] = (cs, 0)
-    vn = Node("as_strided", _FORMULAS["as_strided"].vjp)
+    vn = Node("as_strided", _view_of_base_vjp(geo))
     vn.next_functions = ((cs, 0),)
     vn._needs = (True,)
-    vn._args = (None, geo.size, geo.stride, geo.offset)
-    vn._metas = (_MetaShape(geo.base_shape, base.dtype), None, None, None)
+    vn._args = (None,)
+    vn._metas = (_MetaShape(geo.base_shape, base.dtype),)
     view.requires_grad = True
     view.__dict__["_ag_edge"] = (vn, 0)
 
@@ -546,6 +546,23 @@ class _MetaShape(_Meta):
     def __init__(self, shape, dtype):
         self.shape = ember.Size(shape)
         self.dtype = dtype
+
+
+def _view_of_base_vjp(geo):
+    """The gradient of a view (given by its geometry in a contiguous base) w.r.t. the base."""
+    def vjp(g, needs, out, base):
+        z = ember.zeros(int(_prod(geo.base_shape)), dtype=g.dtype)
+        z.as_strided(geo.size, geo.stride, geo.offset).copy_(g)
+        return (z.reshape(geo.base_shape),)
+
+    return vjp
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _copy_slices_vjp(geo):
