@@ -18,7 +18,7 @@ from ember._grad_mode import (  # noqa: F401
 )
 
 from . import _engine, _formulas  # noqa: F401  (_formulas fills the gradient table)
-from ._engine import STATE, AccumulateGrad, Node, edge_of, run_backward
+from ._engine import STATE, AccumulateGrad, Node, edge_of, run_backward  # noqa: F401
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
@@ -111,7 +111,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of `outputs` w.r.t. `inputs` (nothing is accumulated into ``.grad``)."""
     if is_grads_batched:
         raise NotImplementedError("ember.autograd.grad: is_grads_batched is not supported")
-    single = isinstance(inputs, Tensor)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     if allow_unused is None:

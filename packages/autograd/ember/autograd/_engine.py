@@ -1,8 +1,8 @@
 """The tape: graph nodes, the hook the core calls for every op on a tensor that requires grad, and
 the reverse sweep.
 
-How a call is recorded: the core hands ``hook(name, fn, args, kwargs)`` over when grad mode is on and
-an input requires grad. ``record`` runs ``fn`` with grad mode off, then builds one ``Node`` that
+How a call is recorded: the core hands ``hook(name, fn, args, kwargs)`` over when grad mode is on
+and an input requires grad. ``record`` runs ``fn`` with grad mode off, then builds one ``Node`` that
 holds the op's entry of the gradient table (``_formulas.FORMULAS``), the edges to the inputs'
 nodes (``next_functions``) and only the values that entry asks to save. The output tensor gets an
 edge ``(node, output_nr)`` in its ``__dict__`` (``_ag_edge``); leaves get an ``AccumulateGrad``
@@ -250,6 +250,19 @@ class Node:
         return tuple(v.unpack(self) for k, v in sorted(s.items()) if k >= 0)
 
 
+_NODE_CLASSES: dict = {}
+
+
+def node_class(op: str):
+    """One Node subclass per op (``MulBackward0``, ...), so that type(t.grad_fn).__name__ reads
+    as in torch (the tensor's repr prints it)."""
+    cls = _NODE_CLASSES.get(op)
+    if cls is None:
+        name = _NODE_NAMES.get(op, _camel(op)) + "Backward0"
+        cls = _NODE_CLASSES[op] = type(name, (Node,), {"__slots__": ()})
+    return cls
+
+
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into ``leaf.grad``."""
 
@@ -414,7 +427,7 @@ def record(name, entry, args, kwargs, out, node=None):
     if not any_need:
         return out
     if node is None:
-        node = Node(name, entry.vjp if entry is not None else None, len(outs))
+        node = node_class(name)(name, entry.vjp if entry is not None else None, len(outs))
         _save(node, entry, args, kwargs, outs)
     node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
     node._needs = tuple(needs)
@@ -490,7 +503,7 @@ def _record_inplace(name, entry, fn, args, kwargs):
         _set_grad(True)
     if not any_need or not self.dtype.is_floating_point:
         return self
-    node = Node(name, entry.vjp)
+    node = node_class(name)(name, entry.vjp)
     sargs = list(args)
     if old_self is not None:
         old_self.requires_grad = True
@@ -526,14 +539,14 @@ def _rebase_view(view, base, op_node):
     op inside it); the view's becomes an as_strided of the new base."""
     geo = _ViewGeometry(view, base)
     base_edge = edge_of(base) if base.requires_grad else None
-    cs = Node("copy_slices", _copy_slices_vjp(geo))
+    cs = node_class("copy_slices")("copy_slices", _copy_slices_vjp(geo))
     cs.next_functions = (base_edge if base_edge is not None else (None, 0), (op_node, 0))
     cs._needs = (base_edge is not None, True)
     cs._args = (None, None)
     cs._metas = (None, None)
     base.requires_grad = True
     base.__dict__["_ag_edge"] = (cs, 0)
-    vn = Node("as_strided", _view_of_base_vjp(geo))
+    vn = node_class("as_strided")("as_strided", _view_of_base_vjp(geo))
     vn.next_functions = ((cs, 0),)
     vn._needs = (True,)
     vn._args = (None,)

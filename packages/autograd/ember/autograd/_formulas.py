@@ -376,7 +376,8 @@ def _std(g, needs, out, x, dim=None, correction=1, keepdim=False):
 def _var_mean(g, needs, out, x, dim=None, correction=1, keepdim=False):
     gv, gm = g
     n = _count(x.shape, dim)
-    return (_var_grad(gv, x, dim, correction, keepdim) + _expand_back(gm, x.shape, dim, keepdim) / n,)
+    return (_var_grad(gv, x, dim, correction, keepdim)
+            + _expand_back(gm, x.shape, dim, keepdim) / n,)
 
 
 @grad("std_mean", save=(0,), out=True)

@@ -158,8 +158,8 @@ def _double_vjp(entry, args, kwargs, out, tans, idx):
 
     with ember.enable_grad():
         u = ember.zeros_like(out).requires_grad_(True)
-        prim = [a.detach().requires_grad_(True) if isinstance(a, Tensor) and a.dtype.is_floating_point
-                else a for a in args]
+        prim = [a.detach().requires_grad_(True)
+                if isinstance(a, Tensor) and a.dtype.is_floating_point else a for a in args]
         needs = tuple(i in idx for i in range(len(args)))
         res = entry.vjp(u, needs, out.detach(), *prim, **kwargs)
         total = None

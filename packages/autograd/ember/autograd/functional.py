@@ -50,7 +50,6 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v), through the double-vjp trick."""
-    single = isinstance(inputs, Tensor)
     with ember.enable_grad():
         ins = _prep(_tuple(inputs), create_graph)
         vs = _tuple(v) if v is not None else tuple(ember.ones_like(i) for i in ins)
