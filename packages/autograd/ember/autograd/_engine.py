@@ -364,7 +364,8 @@ def _is_float(t) -> bool:
 
 
 _FORMULAS: dict = {}  # filled by _formulas
-MULTI_OUTPUT_SAVE: dict = {"max": 1, "min": 1}  # which output a multi-output op saves
+MULTI_OUTPUT_SAVE: dict = {  # which output a multi-output op saves (the indices)
+    n: 1 for n in ("max", "min", "sort", "topk", "kthvalue", "mode", "median_dim", "cummax", "cummin")}
 
 
 def hook(name, fn, args, kwargs):
@@ -386,6 +387,8 @@ def _hook_body(name, fn, args, kwargs):
         out = fn(*args, **kwargs)
     finally:
         _set_grad(True)
+    if type(out) is Tensor:
+        out = _unalias(args, out)
     if STATE.fw_level:
         from .forward_ad import propagate
 
@@ -441,6 +444,15 @@ def record(name, entry, args, kwargs, out, node=None):
     return out
 
 
+def _unalias(args, out):
+    """An op that hands back one of its inputs (same Python object) returns an alias of it, so
+    that recording never rewrites the input's own history."""
+    for a in args:
+        if a is out:
+            return out.detach()
+    return out
+
+
 def _save(node, entry, args, kwargs, outs):
     node._kwargs = kwargs if kwargs else None
     metas = []
@@ -458,6 +470,9 @@ def _save(node, entry, args, kwargs, outs):
             else:
                 plain.append(None)
                 metas.append(_Meta(a))
+        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+            plain.append([_Meta(x) for x in a])  # tensor lists (cat, stack): shapes only
+            metas.append(None)
         else:
             plain.append(a)
             metas.append(None)
