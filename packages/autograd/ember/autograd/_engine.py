@@ -365,7 +365,8 @@ def _is_float(t) -> bool:
 
 _FORMULAS: dict = {}  # filled by _formulas
 MULTI_OUTPUT_SAVE: dict = {  # which output a multi-output op saves (the indices)
-    n: 1 for n in ("max", "min", "sort", "topk", "kthvalue", "mode", "median_dim", "cummax", "cummin")}
+    n: 1 for n in ("max", "min", "sort", "topk", "kthvalue", "mode", "median_dim", "cummax",
+                   "cummin")}
 
 
 def hook(name, fn, args, kwargs):
