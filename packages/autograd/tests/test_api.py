@@ -619,3 +619,44 @@ def test_forward_ad_matches_reverse():
     assert fwAD.unpack_dual(d).tangent is None  # tangents end with their level
     with pytest.raises(RuntimeError, match="dual level"):
         fwAD.make_dual(x, tan)
+
+
+def test_inference_mode_is_thread_local():
+    out = {}
+
+    def worker():
+        out["inference"] = ember.is_inference_mode_enabled()
+        out["grad"] = ember.is_grad_enabled()
+
+    with ember.inference_mode():
+        assert ember.is_inference_mode_enabled()
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join()
+    assert out == {"inference": False, "grad": True}
+    assert not ember.is_inference_mode_enabled()
+
+
+def test_history_survives_the_python_wrapper():
+    # The base's Python object is gone when the view is modified in place: its history lives in
+    # the TensorImpl (Tensor._ag), so `_base` comes back with it and the base is rebased.
+    a = ember.ones(2, 3, requires_grad=True)
+    x = a * 2
+    v = x[0]
+    del x
+    gc.collect()
+    v.mul_(3)
+    base = v._base
+    assert base.grad_fn is not None and base.grad_fn.name() == "CopySlicesBackward0"
+    (base * 1).sum().backward()
+    assert lst(a.grad) == [[6.0, 6.0, 6.0], [2.0, 2.0, 2.0]]
+
+
+def test_grad_survives_the_python_wrapper():
+    a = ember.ones(2, requires_grad=True)
+    b = a[:]  # a view: its _base is `a`'s TensorImpl
+    (b * 3).sum().backward()
+    del a
+    gc.collect()
+    base = b._base
+    assert lst(base.grad) == [3.0, 3.0]

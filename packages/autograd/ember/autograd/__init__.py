@@ -99,9 +99,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if isinstance(e[0], AccumulateGrad):
                 e[0].accumulate(g, create_graph)
             else:
-                old = t.__dict__.get("_grad")
+                old = t._ag.get("_grad")
                 g = g if create_graph else g.detach()
-                t.__dict__["_grad"] = g if old is None else old + g
+                t._ag["_grad"] = g if old is None else old + g
         return
     run_backward(roots, grads, retain_graph, create_graph)
 
@@ -152,7 +152,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _get_grad(self):
-    return self.__dict__.get("_grad")
+    return self._ag.get("_grad")
 
 
 def _set_grad_attr(self, value):
@@ -164,11 +164,11 @@ def _set_grad_attr(self, value):
             raise RuntimeError("assigned grad has data of a different size")
         if value.dtype != self.dtype:
             raise RuntimeError("assigned grad has data of a different type")
-    self.__dict__["_grad"] = value
+    self._ag["_grad"] = value
 
 
 def _get_grad_fn(self):
-    e = self.__dict__.get("_ag_edge")
+    e = self._ag.get("_ag_edge")
     return e[0] if e is not None else None
 
 
@@ -179,7 +179,7 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
 def _retain_grad(self):
     if not self.requires_grad:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-    e = self.__dict__.get("_ag_edge")
+    e = self._ag.get("_ag_edge")
     if e is None:
         return  # leaves keep their grad anyway
     node, nr = e
@@ -191,7 +191,7 @@ def _retain_grad(self):
 
 
 def _retains_grad(self):
-    e = self.__dict__.get("_ag_edge")
+    e = self._ag.get("_ag_edge")
     return bool(e is not None and e[0]._retain and e[1] in e[0]._retain)
 
 
@@ -203,7 +203,7 @@ def _register_hook(self, hook):
 
 
 def _register_post_accumulate_grad_hook(self, hook):
-    if self.__dict__.get("_ag_edge") is not None:
+    if self._ag.get("_ag_edge") is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -220,7 +220,7 @@ _core_detach_ = Tensor.detach_
 def _detach_(self):
     if self._base is not None and self._base.requires_grad:
         raise RuntimeError("Can't detach views in-place. Use detach() instead.")
-    self.__dict__.pop("_ag_edge", None)
+    self._ag.pop("_ag_edge", None)
     return _core_detach_(self)
 
 
@@ -233,7 +233,7 @@ def _install():
     Tensor.register_hook = _register_hook
     Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
     Tensor.detach_ = _detach_
-    Tensor.output_nr = property(lambda self: self.__dict__.get("_ag_edge", (None, 0))[1])
+    Tensor.output_nr = property(lambda self: self._ag.get("_ag_edge", (None, 0))[1])
     Tensor.data = property(lambda self: self.detach(), _set_data)
 
 

@@ -5,9 +5,10 @@ How a call is recorded: the core hands ``hook(name, fn, args, kwargs)`` over whe
 and an input requires grad. ``record`` runs ``fn`` with grad mode off, then builds one ``Node`` that
 holds the op's entry of the gradient table (``_formulas.FORMULAS``), the edges to the inputs'
 nodes (``next_functions``) and only the values that entry asks to save. The output tensor gets an
-edge ``(node, output_nr)`` in its ``__dict__`` (``_ag_edge``); leaves get an ``AccumulateGrad``
-node (cached on the tensor, which it references weakly, so the graph never keeps a dropped
-parameter alive).
+edge ``(node, output_nr)`` in its autograd slot ``t._ag`` (a dict the core keeps in the
+TensorImpl, so it survives the Python wrapper: a view's ``_base`` comes back with its history);
+leaves get an ``AccumulateGrad`` node (cached in the slot; it references the tensor weakly, so
+the graph never keeps a dropped parameter alive).
 
 The reverse sweep (``run_backward``) counts, for every node reachable from the roots, how many
 edges point at it, then executes nodes whose count has dropped to zero, newest first, summing
@@ -69,7 +70,7 @@ class SavedTensor:
     def __init__(self, t, is_output: bool):
         self.is_output = is_output
         self.version = t._version
-        self.origin = None if is_output else t.__dict__.get("_ag_edge")
+        self.origin = None if is_output else t._ag.get("_ag_edge")
         # An output is saved detached: saving it with its grad_fn would make a reference cycle
         # node -> tensor -> node. It gets its edge back when unpacked for double backward.
         self.tensor = t.detach() if is_output else t
@@ -101,7 +102,7 @@ class SavedTensor:
         if self.is_output and _grad_on() and t.dtype.is_floating_point:
             t = t.detach()
             t.requires_grad = True
-            t._ag_edge = (node, output_nr)
+            t._ag["_ag_edge"] = (node, output_nr)
         return t
 
 
@@ -286,7 +287,7 @@ class AccumulateGrad(Node):
             return
         if not create_graph:
             g = g.detach()
-        d = var.__dict__
+        d = var._ag
         old = d.get("_grad")
         if old is None:
             if not create_graph:
@@ -343,15 +344,15 @@ def _sum_to(g, shape):
 
 def edge_of(t):
     """The edge a gradient for tensor `t` flows into: (node, output_nr), or None."""
-    e = t.__dict__.get("_ag_edge")
+    e = t._ag.get("_ag_edge")
     if e is not None:
         return e
     if not t.requires_grad:
         return None
-    acc = t.__dict__.get("_accum")
+    acc = t._ag.get("_accum")
     if acc is None:
         acc = AccumulateGrad(t)
-        t.__dict__["_accum"] = acc
+        t._ag["_accum"] = acc
     return (acc, 0)
 
 
@@ -441,7 +442,7 @@ def record(name, entry, args, kwargs, out, node=None):
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             o.requires_grad = True
-            o.__dict__["_ag_edge"] = (node, i)
+            o._ag["_ag_edge"] = (node, i)
     return out
 
 
@@ -488,7 +489,7 @@ def _save(node, entry, args, kwargs, outs):
 
 
 def _is_leaf(t) -> bool:
-    return t.__dict__.get("_ag_edge") is None
+    return t._ag.get("_ag_edge") is None
 
 
 def _record_inplace(name, entry, fn, args, kwargs):
@@ -524,7 +525,7 @@ def _record_inplace(name, entry, fn, args, kwargs):
     if old_self is not None:
         old_self.requires_grad = True
         if edges[0] is not None:
-            old_self.__dict__["_ag_edge"] = edges[0]
+            old_self._ag["_ag_edge"] = edges[0]
         sargs = [old_self if a is self else a for a in args]
     _save(node, entry, tuple(sargs), kwargs, (self,))
     node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
@@ -533,7 +534,7 @@ def _record_inplace(name, entry, fn, args, kwargs):
         _rebase_view(self, base, node)
     else:
         self.requires_grad = True
-        self.__dict__["_ag_edge"] = (node, 0)
+        self._ag["_ag_edge"] = (node, 0)
     return self
 
 
@@ -561,14 +562,14 @@ def _rebase_view(view, base, op_node):
     cs._args = (None, None)
     cs._metas = (None, None)
     base.requires_grad = True
-    base.__dict__["_ag_edge"] = (cs, 0)
+    base._ag["_ag_edge"] = (cs, 0)
     vn = node_class("as_strided")("as_strided", _view_of_base_vjp(geo))
     vn.next_functions = ((cs, 0),)
     vn._needs = (True,)
     vn._args = (None,)
     vn._metas = (_MetaShape(geo.base_shape, base.dtype),)
     view.requires_grad = True
-    view.__dict__["_ag_edge"] = (vn, 0)
+    view._ag["_ag_edge"] = (vn, 0)
 
 
 class _MetaShape(_Meta):
@@ -734,9 +735,9 @@ def _run_node(node, buf, retain_graph, create_graph, capture, captured, accumula
         for nr, ref in node._retain.items():
             t = ref()
             if t is not None and buf[nr] is not None:
-                old = t.__dict__.get("_grad")
+                old = t._ag.get("_grad")
                 g = buf[nr] if create_graph else buf[nr].detach()
-                t.__dict__["_grad"] = g.clone() if old is None else old + g
+                t._ag["_grad"] = g.clone() if old is None else old + g
     if capture is not None:
         for nr in range(len(buf)):
             slot = capture.get((node, nr))

@@ -46,7 +46,7 @@ def exit_dual_level(*, level=None):
     for r in refs:
         t = r()
         if t is not None:
-            t.__dict__.pop("_fw_grad", None)
+            t._ag.pop("_fw_grad", None)
     STATE.fw_level = len(_levels)
 
 
@@ -62,7 +62,7 @@ class dual_level:  # noqa: N801
 
 
 def _set_tangent(t, tangent):
-    t.__dict__["_fw_grad"] = tangent
+    t._ag["_fw_grad"] = tangent
     _levels[-1].append(weakref.ref(t))
 
 
@@ -86,14 +86,14 @@ def make_dual(tensor, tangent, *, level=None):
 
 def unpack_dual(tensor, *, level=None):
     """(primal, tangent); tangent is None for a tensor without one."""
-    tangent = tensor.__dict__.get("_fw_grad") if isinstance(tensor, Tensor) else None
+    tangent = tensor._ag.get("_fw_grad") if isinstance(tensor, Tensor) else None
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     return UnpackedDualTensor(tensor.detach(), tangent)
 
 
 def _tangent_of(a):
-    return a.__dict__.get("_fw_grad") if isinstance(a, Tensor) else None
+    return a._ag.get("_fw_grad") if isinstance(a, Tensor) else None
 
 
 def propagate(name, fn, entry, args, kwargs, out):

@@ -169,7 +169,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                 new_outs.append(o)
                 continue
             if id(o) in dirty:
-                if o.requires_grad and o.__dict__.get("_ag_edge") is None:
+                if o.requires_grad and o._ag.get("_ag_edge") is None:
                     raise RuntimeError("a leaf Variable that requires grad is being used in an "
                                        "in-place operation.")
             elif id(o) in arg_ids:
@@ -178,7 +178,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                 new_outs.append(o)
                 continue
             o.requires_grad = True
-            o.__dict__["_ag_edge"] = (ctx, i)
+            o._ag["_ag_edge"] = (ctx, i)
             new_outs.append(o)
         out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)} | {
             id(o) for o in outs if isinstance(o, Tensor)}

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_C, m) {
   register_random(m);
   register_interop(m);
   register_runtime(m);
+  register_autograd_support(m);
 }

@@ -101,5 +101,6 @@ void register_linalg(py::module_& m);
 void register_random(py::module_& m);
 void register_interop(py::module_& m);
 void register_runtime(py::module_& m);
+void register_autograd_support(py::module_& m);  // Tensor._ag: the autograd package's slot
 
 }  // namespace ember::pyb
