@@ -183,16 +183,12 @@ def _retain_grad(self):
     if e is None:
         return  # leaves keep their grad anyway
     node, nr = e
-    if node._retain is None:
-        node._retain = {}
-    import weakref
-
-    node._retain[nr] = weakref.ref(self)
+    node._retain_grad(nr, self)
 
 
 def _retains_grad(self):
     e = self._ag.get("_ag_edge")
-    return bool(e is not None and e[0]._retain and e[1] in e[0]._retain)
+    return bool(e is not None and e[0]._retains(e[1]))
 
 
 def _register_hook(self, hook):

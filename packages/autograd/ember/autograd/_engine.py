@@ -143,11 +143,17 @@ _NODE_NAMES = {"_to_dtype": "ToCopy", "_view": "View", "_expand": "Expand", "_ge
 
 
 class Node:
-    """One recorded op: ``next_functions`` are the edges to its inputs' nodes."""
+    """One recorded op: ``next_functions`` are the edges to its inputs' nodes.
 
-    __slots__ = ("_op", "_formula", "next_functions", "_saved", "_args", "_kwargs", "_metas",
-                 "_needs", "_released", "_pre_hooks", "_tensor_pre_hooks", "_post_hooks",
-                 "_retain", "_trace", "_seq", "_nout", "metadata", "__weakref__", "_name_cache")
+    ``_args`` holds the op's arguments as the formula will see them: numbers as given, a ``_Meta``
+    (shape, dtype) for a tensor the formula does not need the values of, None for a saved one
+    (``_saved``: position -> SavedTensor, -1 for the output). ``_fix`` lists, per differentiable
+    input, (argument position, shape/dtype source) for reducing broadcast gradients. Hooks and
+    metadata live in ``_hooks`` (None for almost every node)."""
+
+    __slots__ = ("_op", "_formula", "next_functions", "_saved", "_args", "_kwargs", "_needs",
+                 "_released", "_hooks", "_trace", "_seq", "_nout", "_out_meta", "_fix",
+                 "__weakref__")
 
     def __init__(self, op: str, formula=None, nout: int = 1):
         self._op = op
@@ -156,55 +162,53 @@ class Node:
         self._saved = None
         self._args = ()
         self._kwargs = None
-        self._metas = ()
         self._needs = ()
         self._released = False
-        self._pre_hooks = None
-        self._tensor_pre_hooks = None  # {output_nr: [hook]} (Tensor.register_hook)
-        self._post_hooks = None
-        self._retain = None  # {output_nr: weakref to the tensor retaining its grad}
-        self._trace = None
+        self._hooks = None
         self._nout = nout
-        self.metadata = {}
-        self._name_cache = None
+        self._out_meta = None
+        self._fix = ()
         STATE.seq += 1
         self._seq = STATE.seq
-        if STATE.anomaly:
-            self._trace = "".join(traceback.format_stack()[:-3])
+        self._trace = "".join(traceback.format_stack()[:-3]) if STATE.anomaly else None
 
     def name(self) -> str:
-        if self._name_cache is None:
-            op = self._op
-            self._name_cache = _NODE_NAMES.get(op, _camel(op)) + "Backward0"
-        return self._name_cache
+        return type(self).__name__ if type(self) is not Node else _camel(self._op) + "Backward0"
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
 
+    def _hook_table(self):
+        if self._hooks is None:
+            self._hooks = {}
+        return self._hooks
+
     @property
-    def __name__(self):
-        return self.name()
+    def metadata(self) -> dict:
+        return self._hook_table().setdefault("metadata", {})
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` after this node ran; may return new grad_inputs."""
-        if self._post_hooks is None:
-            self._post_hooks = []
-        self._post_hooks.append(fn)
-        return _Handle(self._post_hooks, fn)
+        lst = self._hook_table().setdefault("post", [])
+        lst.append(fn)
+        return _Handle(lst, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
-        if self._pre_hooks is None:
-            self._pre_hooks = []
-        self._pre_hooks.append(fn)
-        return _Handle(self._pre_hooks, fn)
-
-    def _register_tensor_hook(self, nr, fn):
-        if self._tensor_pre_hooks is None:
-            self._tensor_pre_hooks = {}
-        lst = self._tensor_pre_hooks.setdefault(nr, [])
+        lst = self._hook_table().setdefault("pre", [])
         lst.append(fn)
         return _Handle(lst, fn)
+
+    def _register_tensor_hook(self, nr, fn):
+        lst = self._hook_table().setdefault("tensor", {}).setdefault(nr, [])
+        lst.append(fn)
+        return _Handle(lst, fn)
+
+    def _retain_grad(self, nr, tensor):
+        self._hook_table().setdefault("retain", {})[nr] = weakref.ref(tensor)
+
+    def _retains(self, nr) -> bool:
+        return bool(self._hooks and nr in self._hooks.get("retain", ()))
 
     def _saved_values(self):
         if self._released:
@@ -212,39 +216,33 @@ class Node:
         return self._saved
 
     def apply(self, grads):
-        """grads: a list with one gradient (or None) per output; returns one per input edge."""
-        saved = self._saved_values()
-        args = list(self._args)
+        """grads: a list with one gradient (or None) per output; returns one per argument."""
+        if self._formula is None:
+            raise RuntimeError(f"derivative for {self._op} is not implemented")
+        saved = self._saved
+        out = None
         if saved:
-            out = None
+            args = list(self._args)
             for i, s in saved.items():
                 if i >= 0:
                     args[i] = s.unpack(self, 0)
                 else:
                     out = s.unpack(self, 0)
+        elif self._released:
+            raise RuntimeError(RELEASED_MSG)
         else:
-            out = None
-        for i in self._metas_idx():
-            if args[i] is None:
-                args[i] = self._metas[i]
+            args = self._args
         g = grads[0] if self._nout == 1 else tuple(grads)
-        kw = self._kwargs or {}
-        if self._formula is None:
-            raise RuntimeError(f"derivative for {self._op} is not implemented")
-        res = self._formula(g, self._needs, out, *args, **kw)
-        if not isinstance(res, (tuple, list)):
-            res = (res,)
-        return res
-
-    def _metas_idx(self):
-        return [i for i, m in enumerate(self._metas) if m is not None]
+        kw = self._kwargs
+        res = self._formula(g, self._needs, out, *args, **kw) if kw else \
+            self._formula(g, self._needs, out, *args)
+        return res if isinstance(res, (tuple, list)) else (res,)
 
     def _release(self):
         if self._saved:
             self._released = True
             self._saved = None
 
-    # a Node looks like torch's: grad_fn.next_functions[0][0].variable for AccumulateGrad, ...
     @property
     def _saved_tensors(self):
         s = self._saved_values() or {}
@@ -424,21 +422,24 @@ def _inputs(args):
 
 def record(name, entry, args, kwargs, out, node=None):
     """Attaches a node for `name` to the float outputs of `out`."""
-    outs = out if isinstance(out, tuple) else (out,)
-    diff = [o for o in outs if isinstance(o, Tensor) and o.dtype.is_floating_point]
-    if not diff:
-        return out
+    if type(out) is tuple or isinstance(out, tuple):
+        outs = out
+        if not any(isinstance(o, Tensor) and o.dtype.is_floating_point for o in outs):
+            return out
+    else:
+        if not out.dtype.is_floating_point:
+            return out
+        outs = (out,)
     edges, needs, any_need = _inputs(args)
     if not any_need:
         return out
     if node is None:
         node = node_class(name)(name, entry.vjp if entry is not None else None, len(outs))
-        _save(node, entry, args, kwargs, outs)
+        _save(node, entry, args, kwargs, outs, needs)
     node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
     node._needs = tuple(needs)
     if len(outs) > 1:
-        node.metadata["_out_meta"] = [(o.shape, o.dtype) if isinstance(o, Tensor) else None
-                                      for o in outs]
+        node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else None for o in outs]
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             o.requires_grad = True
@@ -455,37 +456,39 @@ def _unalias(args, out):
     return out
 
 
-def _save(node, entry, args, kwargs, outs):
+def _save(node, entry, args, kwargs, outs, needs):
     node._kwargs = kwargs if kwargs else None
-    metas = []
     saved = None
     plain = []
+    fix = []
     si = entry.save_inputs if entry is not None else ()
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             if si is True or i in si:
                 if saved is None:
                     saved = {}
-                saved[i] = SavedTensor(a, False)
+                st = saved[i] = SavedTensor(a, False)
                 plain.append(None)
-                metas.append(None)
+                if needs[i]:
+                    fix.append((i, st))
+            elif needs[i]:
+                m = _Meta(a)
+                plain.append(m)
+                fix.append((i, m))
             else:
                 plain.append(None)
-                metas.append(_Meta(a))
         elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
             plain.append([_Meta(x) for x in a])  # tensor lists (cat, stack): shapes only
-            metas.append(None)
         else:
             plain.append(a)
-            metas.append(None)
     if entry is not None and entry.save_output:
         if saved is None:
             saved = {}
         oi = MULTI_OUTPUT_SAVE.get(entry.name, 0) if len(outs) > 1 else 0
         saved[-1] = SavedTensor(outs[oi], True)
     node._args = tuple(plain)
-    node._metas = tuple(metas)
     node._saved = saved
+    node._fix = tuple(fix)
 
 
 def _is_leaf(t) -> bool:
@@ -527,7 +530,7 @@ def _record_inplace(name, entry, fn, args, kwargs):
         if edges[0] is not None:
             old_self._ag["_ag_edge"] = edges[0]
         sargs = [old_self if a is self else a for a in args]
-    _save(node, entry, tuple(sargs), kwargs, (self,))
+    _save(node, entry, tuple(sargs), kwargs, (self,), needs)
     node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
     node._needs = tuple(needs)
     if base is not None and (base.requires_grad or True):
@@ -560,14 +563,12 @@ def _rebase_view(view, base, op_node):
     cs.next_functions = (base_edge if base_edge is not None else (None, 0), (op_node, 0))
     cs._needs = (base_edge is not None, True)
     cs._args = (None, None)
-    cs._metas = (None, None)
     base.requires_grad = True
     base._ag["_ag_edge"] = (cs, 0)
     vn = node_class("as_strided")("as_strided", _view_of_base_vjp(geo))
     vn.next_functions = ((cs, 0),)
     vn._needs = (True,)
-    vn._args = (None,)
-    vn._metas = (_MetaShape(geo.base_shape, base.dtype),)
+    vn._args = (_MetaShape(geo.base_shape, base.dtype),)
     view.requires_grad = True
     view._ag["_ag_edge"] = (vn, 0)
 
@@ -691,7 +692,8 @@ def _sweep(roots, grads, retain_graph, create_graph, capture, accumulate):
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     prof = STATE.profiler
     while ready:
-        ready.sort(key=_seq_key)
+        if len(ready) > 1:
+            ready.sort(key=_seq_key)
         node = ready.pop()
         buf = buffers.pop(node, None)
         if buf is None:
@@ -723,40 +725,26 @@ def _release_edges(node, deps, ready):
 
 def _run_node(node, buf, retain_graph, create_graph, capture, captured, accumulate, buffers,
               deps, ready):
-    th = node._tensor_pre_hooks
-    if th:
-        for nr, hooks in th.items():
-            if buf[nr] is not None:
-                for h in list(hooks):
-                    r = h(buf[nr])
-                    if r is not None:
-                        buf[nr] = r
-    if node._retain:
-        for nr, ref in node._retain.items():
-            t = ref()
-            if t is not None and buf[nr] is not None:
-                old = t._ag.get("_grad")
-                g = buf[nr] if create_graph else buf[nr].detach()
-                t._ag["_grad"] = g.clone() if old is None else old + g
+    hooks = node._hooks
+    if hooks is not None:
+        buf = _pre_hooks(node, hooks, buf, create_graph)
     if capture is not None:
         for nr in range(len(buf)):
             slot = capture.get((node, nr))
             if slot is not None and buf[nr] is not None:
                 captured[slot] = buf[nr] if captured[slot] is None else captured[slot] + buf[nr]
-    if node._pre_hooks:
-        for h in list(node._pre_hooks):
-            r = h(tuple(buf))
-            if r is not None:
-                buf = list(r)
     if type(node) is AccumulateGrad:
         if accumulate and buf[0] is not None:
             node.accumulate(buf[0], create_graph)
         return
-    if all(b is None for b in buf):
-        grads = [None] * len(node.next_functions)
+    nf = node.next_functions
+    if node._nout == 1:
+        run = buf[0] is not None
     else:
-        if node._nout > 1:
+        run = any(b is not None for b in buf)
+        if run:
             buf = [b if b is not None else _zeros_for(node, i) for i, b in enumerate(buf)]
+    if run:
         try:
             grads = node.apply(buf)
         except Exception:
@@ -765,17 +753,19 @@ def _run_node(node, buf, retain_graph, create_graph, capture, captured, accumula
                               "that caused the error:\n" + node._trace, stacklevel=2)
             raise
         grads = _fix_grads(node, grads)
+    else:
+        grads = [None] * len(nf)
     if STATE.anomaly and STATE.anomaly_check_nan:
         _check_nan(node, grads)
-    if node._post_hooks:
-        for h in list(node._post_hooks):
+    if hooks is not None and "post" in hooks:
+        for h in list(hooks["post"]):
             r = h(tuple(grads), tuple(buf))
             if r is not None:
                 grads = list(r)
     if not retain_graph:
         node._release()
     del buf
-    for (nxt, nr), g in zip(node.next_functions, grads):
+    for (nxt, nr), g in zip(nf, grads):
         if nxt is None:
             continue
         if g is not None:
@@ -786,48 +776,75 @@ def _run_node(node, buf, retain_graph, create_graph, capture, captured, accumula
         c = deps[nxt] - 1
         deps[nxt] = c
         if c == 0:
-            if nxt not in buffers:
-                buffers[nxt] = [None] * nxt._nout
             ready.append(nxt)
 
 
+def _pre_hooks(node, hooks, buf, create_graph):
+    th = hooks.get("tensor")
+    if th:
+        for nr, lst in th.items():
+            if buf[nr] is not None:
+                for h in list(lst):
+                    r = h(buf[nr])
+                    if r is not None:
+                        buf[nr] = r
+    ret = hooks.get("retain")
+    if ret:
+        for nr, ref in ret.items():
+            t = ref()
+            if t is not None and buf[nr] is not None:
+                old = t._ag.get("_grad")
+                g = buf[nr] if create_graph else buf[nr].detach()
+                t._ag["_grad"] = g.clone() if old is None else old + g
+    pre = hooks.get("pre")
+    if pre:
+        for h in list(pre):
+            r = h(tuple(buf))
+            if r is not None:
+                buf = list(r)
+    return buf
+
+
 def _zeros_for(node, i):
-    meta = node.metadata.get("_out_meta")
-    if meta is None:
+    meta = node._out_meta
+    if meta is None or meta[i] is None:
         return None
     shape, dtype = meta[i]
     return ember.zeros(shape, dtype=dtype)
 
 
 def _fix_grads(node, grads):
-    """Reduces broadcast gradients to their input's shape and casts them to its dtype."""
-    out = []
-    nf = node.next_functions
-    metas = node._metas
-    saved = node._saved or {}
-    k = 0
-    for i, need in enumerate(node._needs):
-        g = grads[i] if i < len(grads) else None
-        if isinstance(need, tuple):  # a list argument: one gradient per element
-            gl = g if g is not None else [None] * len(need)
-            for j, nj in enumerate(need):
-                out.append(gl[j] if nj else None)
-            k += len(need)
-            continue
-        k += 1
-        if not need or g is None or nf[k - 1][0] is None:
-            out.append(None)
-            continue
-        m = metas[i] if i < len(metas) else None
-        if m is None and i in saved:
-            st = saved[i].tensor
-            m = st if st is not None else None
-        if m is not None:
+    """One gradient per next_functions edge: list arguments are flattened, broadcast gradients
+    summed back to their input's shape and cast to its dtype."""
+    needs = node._needs
+    n = len(needs)
+    if len(grads) < n:
+        grads = list(grads) + [None] * (n - len(grads))
+    flat = len(node.next_functions) != n
+    if flat:
+        out = []
+        for i, need in enumerate(needs):
+            g = grads[i]
+            if isinstance(need, tuple):
+                gl = g if g is not None else [None] * len(need)
+                out.extend(gl[j] if nj else None for j, nj in enumerate(need))
+            else:
+                out.append(g if need else None)
+    else:
+        out = [g if need else None for g, need in zip(grads, needs)]
+    if not flat:
+        for i, src in node._fix:
+            g = out[i]
+            if g is None:
+                continue
+            m = src.tensor if type(src) is SavedTensor else src
+            if m is None:
+                continue
             if g.shape != m.shape:
                 g = _sum_to(g, m.shape)
             if g.dtype != m.dtype:
                 g = g.to(m.dtype)
-        out.append(g)
+            out[i] = g
     return out
 
 

@@ -155,7 +155,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
             return out
         ctx.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
         ctx._needs = tuple(needs)
-        ctx._metas = tuple(_Meta(a) if n else None for a, n in zip(args, needs))
+        ctx._fix = tuple((i, _Meta(a)) for i, (a, n) in enumerate(zip(args, needs)) if n)
         ctx._args = tuple(None for _ in args)
         ctx._nout = len(outs)
         ctx._out_info = tuple((o.shape, o.dtype) if isinstance(o, Tensor) else ((), None)
