@@ -17,7 +17,11 @@ from ember.autograd import (
 )
 from ember.autograd._engine import _FORMULAS
 
-opdb = pytest.importorskip("opdb")
+try:  # the core's op database, beside this package in the repository
+    import opdb
+except ImportError:  # pragma: no cover - an installed copy without the repository
+    opdb = None
+needs_opdb = pytest.mark.skipif(opdb is None, reason="packages/tensor-core/tests/opdb.py not found")
 
 FLOAT_KINDS = {"FLOAT", "FLOAT_ONLY", "SAME", "ARITH", "TRUEDIV", "FLOAT2"}
 # Gradient 0 almost everywhere, with jumps: finite differences straddling a jump disagree, and
@@ -71,6 +75,8 @@ def _call(op, sample):
 
 
 def _smooth_ops():
+    if opdb is None:
+        return []
     ops = [op for name, op in sorted(opdb.OPS.items())
            if op.kind in FLOAT_KINDS and op.supports("float64") and name not in STEP_OPS
            and name not in KINKED]
@@ -141,6 +147,7 @@ def test_integer_results_are_not_differentiable():
         assert not r.requires_grad and r.grad_fn is None
 
 
+@needs_opdb
 @pytest.mark.parametrize("name", sorted(n for n in _float_table_ops() if n not in STEP_OPS))
 def test_inplace_variant_matches_out_of_place(name):
     op = opdb.OPS.get(name)
