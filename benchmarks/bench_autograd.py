@@ -56,7 +56,7 @@ def bench_small() -> list[H.Row]:
                       _reason(exc))]
     times = H.measure_all(fns)
     return [H.Row("(x*w+1).relu().sum().backward(), 4 x float32", times["ember"], "torch",
-                  times.get("torch"), 0.67)]
+                  times.get("torch"), 0.67, "" if torch is not None else "torch not installed")]
 
 
 def bench_matmul(side: int) -> list[H.Row]:
@@ -88,7 +88,8 @@ def bench_matmul(side: int) -> list[H.Row]:
             return [H.Row(f"(a@a).tanh().sum().backward(), {side}x{side}", None, "torch", None,
                           0.9, err)]
     return [H.Row(f"(a@a).tanh().sum().backward(), {side}x{side} float32", times["ember"],
-                  "torch", times.get("torch"), 0.9)]
+                  "torch", times.get("torch"), 0.9, "" if torch is not None else
+                  "torch not installed")]
 
 
 # ---- peak memory, in a subprocess per library ----
