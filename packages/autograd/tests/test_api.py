@@ -660,3 +660,17 @@ def test_grad_survives_the_python_wrapper():
     gc.collect()
     base = b._base
     assert lst(base.grad) == [3.0, 3.0]
+
+
+def test_grads_are_never_shared_between_leaves_or_with_the_caller():
+    a, b = t(1.0, 2.0), t(3.0, 4.0)
+    v = ember.tensor([1.0, 1.0])
+    (a + b).backward(v)
+    (a + b).backward(v)
+    assert lst(a.grad) == [2.0, 2.0] and lst(b.grad) == [2.0, 2.0]
+    assert lst(v) == [1.0, 1.0]
+    a.grad.zero_()
+    assert lst(b.grad) == [2.0, 2.0]
+    c = t(1.0, 2.0, 3.0, 4.0)
+    c[1:3].sum().backward()
+    assert c.grad._base is None and lst(c.grad) == [0.0, 1.0, 1.0, 0.0]

@@ -92,12 +92,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             capture[e] = i
         got = run_backward(roots, grads, retain_graph, create_graph, capture, accumulate=False)
+        shared = {id(g) for g in grads}
         for t, g in zip(inputs, got):
             if g is None:
                 continue
             e = edge_of(t)
             if isinstance(e[0], AccumulateGrad):
-                e[0].accumulate(g, create_graph)
+                e[0].accumulate(g, create_graph, shared)
             else:
                 old = t._ag.get("_grad")
                 g = g if create_graph else g.detach()

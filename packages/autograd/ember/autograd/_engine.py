@@ -279,17 +279,22 @@ class AccumulateGrad(Node):
     def variable(self):
         return self._var()
 
-    def accumulate(self, g, create_graph):
+    def accumulate(self, g, create_graph, shared=None):
+        """Adds `g` into the leaf's .grad. `shared`: ids of gradient objects that something else
+        holds (the caller's gradients, another leaf's .grad): those are copied, never adopted."""
         var = self._var()
         if var is None:
             return
-        if not create_graph:
-            g = g.detach()
         d = var._ag
         old = d.get("_grad")
         if old is None:
             if not create_graph:
-                g = g.clone() if g._base is not None or not g.is_contiguous() else g
+                if (shared is not None and id(g) in shared) or g._base is not None \
+                        or not g.is_contiguous():
+                    g = g.clone()
+                elif shared is not None:
+                    shared.add(id(g))
+                g = g.detach()
             if g.shape != var.shape:
                 g = _sum_to(g, var.shape)
             if g.dtype != var.dtype:
@@ -298,7 +303,7 @@ class AccumulateGrad(Node):
         elif create_graph or old.requires_grad:
             d["_grad"] = old + g
         else:
-            old.add_(g)
+            old.add_(g.detach())
         if self._post_acc_hooks:
             for h in list(self._post_acc_hooks):
                 h(var)
@@ -682,6 +687,7 @@ def _sweep(roots, grads, retain_graph, create_graph, capture, accumulate):
             root_nodes.append(node)
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     deps = _collect(root_nodes)
+    shared = {id(g) for g in grads}  # the caller's gradient tensors: never adopted as a .grad
     captured = None
     needed = None
     if capture is not None:
@@ -703,10 +709,10 @@ def _sweep(roots, grads, retain_graph, create_graph, capture, accumulate):
             continue
         if prof is not None:
             prof.timed(node.name(), _run_node, node, buf, retain_graph, create_graph, capture,
-                       captured, accumulate, buffers, deps, ready)
+                       captured, accumulate, buffers, deps, ready, shared)
         else:
             _run_node(node, buf, retain_graph, create_graph, capture, captured, accumulate,
-                      buffers, deps, ready)
+                      buffers, deps, ready, shared)
     return captured
 
 
@@ -724,7 +730,7 @@ def _release_edges(node, deps, ready):
 
 
 def _run_node(node, buf, retain_graph, create_graph, capture, captured, accumulate, buffers,
-              deps, ready):
+              deps, ready, shared):
     hooks = node._hooks
     if hooks is not None:
         buf = _pre_hooks(node, hooks, buf, create_graph)
@@ -735,7 +741,7 @@ def _run_node(node, buf, retain_graph, create_graph, capture, captured, accumula
                 captured[slot] = buf[nr] if captured[slot] is None else captured[slot] + buf[nr]
     if type(node) is AccumulateGrad:
         if accumulate and buf[0] is not None:
-            node.accumulate(buf[0], create_graph)
+            node.accumulate(buf[0], create_graph, shared)
         return
     nf = node.next_functions
     if node._nout == 1:
