@@ -674,3 +674,22 @@ def test_grads_are_never_shared_between_leaves_or_with_the_caller():
     c = t(1.0, 2.0, 3.0, 4.0)
     c[1:3].sum().backward()
     assert c.grad._base is None and lst(c.grad) == [0.0, 1.0, 1.0, 0.0]
+
+
+def test_round_and_nan_to_num_in_place_record():
+    a = t(1.5, float("nan"), 2.5)
+    x = a * 1
+    x.nan_to_num_(nan=5.0)
+    assert lst(x.detach()) == [1.5, 5.0, 2.5] and x.grad_fn is not None
+    x.sum().backward()
+    assert lst(a.grad) == [1.0, 0.0, 1.0]
+    b = t(1.4, 2.6)
+    y = b * 1
+    y.round_()
+    assert lst(y.detach()) == [1.0, 3.0]
+    y.sum().backward()
+    assert lst(b.grad) == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        b.round_()
+    with pytest.raises(RuntimeError, match="out="):
+        ember.nan_to_num(b, out=ember.zeros(2))

@@ -130,12 +130,9 @@ def _round(g, needs, out, x, decimals=0):
     return (_zeros(g),)
 
 
-@grad("nan_to_num")
+@grad("nan_to_num", save=(0,), inplace_too=True)
 def _nan_to_num(g, needs, out, x, nan=0.0, posinf=None, neginf=None):
     return (ember.where(x.isfinite(), g, 0.0),)
-
-
-_FORMULAS["nan_to_num"].save_inputs = (0,)
 
 # ---------------------------------------------------------------------------------------------
 # binary (op_table.h); either operand may be a Python number
