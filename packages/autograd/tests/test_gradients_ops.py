@@ -90,6 +90,41 @@ CASES = {
     "_fill_": [(lambda x: (x * 1).fill_(2.0) * x, (T(2, 3),))],
 }
 
+# in-place programs (new histories, rebased views): first and second derivatives
+INPLACE_CASES = {
+    "mul_-on-view": (lambda x, y: _inplace_view(x, y), (T(2, 3), T(3))),
+    "exp_-on-slice": (lambda x: _exp_slice(x), (T(3, 2),)),
+    "add_-chain": (lambda x, y: (x * 1).add_(y).mul_(y).sigmoid_(), (T(2, 3), T(3))),
+    "setitem-then-view": (lambda x, y: _setitem_view(x, y), (T(3, 2), T(2))),
+}
+
+
+def _inplace_view(x, y):
+    c = x * 1.0
+    c[0].mul_(y)
+    return c * c
+
+
+def _exp_slice(x):
+    c = x * 1.0
+    c[1:].exp_()
+    return c.sum(0)
+
+
+def _setitem_view(x, y):
+    c = x * 2.0
+    c[1] = y * y
+    v = c[:, 1]
+    v.mul_(3.0)
+    return c * x
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_CASES))
+def test_inplace_programs_gradcheck(name):
+    fn, inputs = INPLACE_CASES[name]
+    assert gradcheck(fn, inputs)
+    assert gradgradcheck(fn, inputs)
+
 
 def _setitem(x, index, y):
     z = x * 1.0
