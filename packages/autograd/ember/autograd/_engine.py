@@ -18,6 +18,7 @@ run (unless ``retain_graph``), so memory falls as the sweep goes.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import traceback
 import warnings
@@ -39,11 +40,11 @@ class _State:
     anomaly_check_nan = True
     saved_hooks: list = []  # stack of (pack, unpack)
     profiler = None  # the active profile, or None
-    seq = 0
     fw_level = 0  # forward-AD dual levels entered
 
 
 STATE = _State()
+_SEQ = itertools.count(1)  # node creation order: the sweep runs the newest ready node first
 
 RELEASED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -168,8 +169,7 @@ class Node:
         self._nout = nout
         self._out_meta = None
         self._fix = ()
-        STATE.seq += 1
-        self._seq = STATE.seq
+        self._seq = next(_SEQ)
         self._trace = "".join(traceback.format_stack()[:-3]) if STATE.anomaly else None
 
     def name(self) -> str:
@@ -401,6 +401,9 @@ def _hook_body(name, fn, args, kwargs):
     return record(name, entry, args, kwargs, out)
 
 
+_NO_EDGE = (None, 0)
+
+
 def _inputs(args):
     """(index, tensor) of each tensor argument requiring grad; lists of tensors are flattened."""
     edges = []
@@ -441,7 +444,7 @@ def record(name, entry, args, kwargs, out, node=None):
     if node is None:
         node = node_class(name)(name, entry.vjp if entry is not None else None, len(outs))
         _save(node, entry, args, kwargs, outs, needs)
-    node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)
+    node.next_functions = tuple([e if e is not None else _NO_EDGE for e in edges])
     node._needs = tuple(needs)
     if len(outs) > 1:
         node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else None for o in outs]
