@@ -152,8 +152,23 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 # the Tensor API
 
 
+_NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
+
+
 def _get_grad(self):
-    return self._ag.get("_grad")
+    d = self._ag
+    g = d.get("_grad")
+    if g is None:
+        e = d.get("_ag_edge")
+        if e is not None and not e[0]._retains(e[1]):
+            import warnings
+
+            warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+    return g
 
 
 def _set_grad_attr(self, value):

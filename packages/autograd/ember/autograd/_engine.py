@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 import traceback
 import warnings
 import weakref
@@ -38,12 +39,12 @@ _grad_on = _C.is_grad_enabled
 class _State:
     anomaly = False
     anomaly_check_nan = True
-    saved_hooks: list = []  # stack of (pack, unpack)
     profiler = None  # the active profile, or None
     fw_level = 0  # forward-AD dual levels entered
 
 
 STATE = _State()
+TLS = threading.local()  # per thread, as torch: saved_hooks (a stack of (pack, unpack))
 _SEQ = itertools.count(1)  # node creation order: the sweep runs the newest ready node first
 
 RELEASED_MSG = (
@@ -77,8 +78,9 @@ class SavedTensor:
         self.tensor = t.detach() if is_output else t
         self.packed = None
         self.unpack_hook = None
-        if STATE.saved_hooks:
-            pack, unpack = STATE.saved_hooks[-1]
+        hooks = getattr(TLS, "saved_hooks", None)
+        if hooks:
+            pack, unpack = hooks[-1]
             self.packed, self.unpack_hook = pack(self.tensor), unpack
             self.tensor = None
 

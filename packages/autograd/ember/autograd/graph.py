@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ._engine import STATE, AccumulateGrad, Node  # noqa: F401
+from ._engine import TLS, AccumulateGrad, Node  # noqa: F401
+
+
+def _stack() -> list:
+    st = getattr(TLS, "saved_hooks", None)
+    if st is None:
+        st = TLS.saved_hooks = []
+    return st
 
 
 class saved_tensors_hooks:  # noqa: N801
@@ -13,11 +20,11 @@ class saved_tensors_hooks:  # noqa: N801
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self):
-        STATE.saved_hooks.append((self.pack_hook, self.unpack_hook))
+        _stack().append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
-        STATE.saved_hooks.pop()
+        _stack().pop()
         return False
 
 
@@ -33,12 +40,12 @@ class disable_saved_tensors_hooks:  # noqa: N801
         self.error_message = error_message
 
     def __enter__(self):
-        self.prev = list(STATE.saved_hooks)
-        STATE.saved_hooks.clear()
+        self.prev = list(_stack())
+        _stack().clear()
         return self
 
     def __exit__(self, *exc):
-        STATE.saved_hooks[:] = self.prev
+        _stack()[:] = self.prev
         return False
 
 
