@@ -694,3 +694,28 @@ def test_round_and_nan_to_num_in_place_record():
         b.round_()
     with pytest.raises(RuntimeError, match="out="):
         ember.nan_to_num(b, out=ember.zeros(2))
+
+
+def test_requires_grad_imports_autograd_lazily():
+    import subprocess
+    import sys
+
+    code = ("import sys, ember; assert 'ember.autograd' not in sys.modules; "
+            "x = ember.ones(2, requires_grad=True); (x * 2).sum().backward(); "
+            "print(x.grad.tolist(), 'ember.autograd' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[2.0, 2.0] True"
+
+
+def test_requires_grad_of_non_leaf_cannot_be_unset():
+    y = t(1.0) * 2
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf"):
+        y.requires_grad = False
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf"):
+        y.requires_grad_(False)
+    y.requires_grad_(True)
+    x = t(1.0)
+    x.requires_grad_(False)
+    assert not x.requires_grad

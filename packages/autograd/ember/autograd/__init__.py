@@ -236,7 +236,28 @@ def _detach_(self):
     return _core_detach_(self)
 
 
+_core_requires_grad = Tensor.requires_grad  # the core's property (a C++ flag)
+_core_requires_grad_ = Tensor.requires_grad_
+_NONLEAF_RG = ("you can only change requires_grad flags of leaf variables. If you want to use a "
+               "computed variable in a subgraph that doesn't require differentiation use "
+               "var_no_grad = var.detach().")
+
+
+def _set_requires_grad(self, value):
+    if not value and self._ag.get("_ag_edge") is not None:
+        raise RuntimeError(_NONLEAF_RG)
+    _core_requires_grad.fset(self, value)
+
+
+def _requires_grad_(self, requires_grad=True):
+    if not requires_grad and self._ag.get("_ag_edge") is not None:
+        raise RuntimeError(_NONLEAF_RG)
+    return _core_requires_grad_(self, requires_grad)
+
+
 def _install():
+    Tensor.requires_grad = property(_core_requires_grad.fget, _set_requires_grad)
+    Tensor.requires_grad_ = _requires_grad_
     Tensor.grad = property(_get_grad, _set_grad_attr)
     Tensor.grad_fn = property(_get_grad_fn)
     Tensor.backward = _backward

@@ -29,6 +29,7 @@ import ember
 from ember import _C
 
 Tensor = _C.Tensor
+_set_rg = Tensor.requires_grad.fset  # the core's setter (ember.autograd wraps the property)
 _set_grad = _C._set_grad_enabled
 _grad_on = _C.is_grad_enabled
 
@@ -452,7 +453,7 @@ def record(name, entry, args, kwargs, out, node=None):
         node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else None for o in outs]
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
-            o.requires_grad = True
+            _set_rg(o, True)
             o._ag["_ag_edge"] = (node, i)
     return out
 
