@@ -719,3 +719,25 @@ def test_requires_grad_of_non_leaf_cannot_be_unset():
     x = t(1.0)
     x.requires_grad_(False)
     assert not x.requires_grad
+
+
+def test_gradcheck_detects_a_wrong_gradient():
+    class Wrong(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g  # should be 2 x g
+
+    x = ember.tensor([0.3, 0.7], dtype=ember.float64, requires_grad=True)
+    with pytest.raises(autograd.GradcheckError, match="Jacobian mismatch for output 0 with "
+                                                      "respect to input 0"):
+        autograd.gradcheck(Wrong.apply, (x,))
+    assert autograd.gradcheck(Wrong.apply, (x,), raise_exception=False) is False
+    assert issubclass(autograd.GradcheckError, RuntimeError)
+    with pytest.warns(UserWarning, match="not a double precision"):
+        autograd.gradcheck(lambda a: a * 2, (t(1.0),), eps=1e-2, atol=1e-2, rtol=1e-2)
+    with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
+        autograd.gradcheck(lambda a: a * 2, (ember.ones(2, dtype=ember.float64),))
