@@ -741,3 +741,14 @@ def test_gradcheck_detects_a_wrong_gradient():
         autograd.gradcheck(lambda a: a * 2, (t(1.0),), eps=1e-2, atol=1e-2, rtol=1e-2)
     with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
         autograd.gradcheck(lambda a: a * 2, (ember.ones(2, dtype=ember.float64),))
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_div_rounding_modes_record(mode):
+    x = t(3.0, -5.0)
+    y = ember.div(x, 2.0, rounding_mode=mode)
+    assert y.requires_grad
+    z = x * 1
+    z.div_(2.0, rounding_mode=mode)
+    (y + z).sum().backward()
+    assert lst(x.grad) == [0.0, 0.0]

@@ -77,7 +77,9 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
     if (out) throw std::runtime_error(str_cat(name, "(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."));
-    return call_autograd(name, g_m->attr(name), py::make_tuple(ah, bh), kw);
+    // div(rounding_mode="trunc") is the private _C._div_trunc
+    const char* fn = op == BinaryOp::div_trunc ? "_div_trunc" : name;
+    return call_autograd(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
   }
   b = scale_alpha(b, alpha);
   if (out) {
@@ -97,7 +99,8 @@ py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
     std::string n = std::string(name) + "_";
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
-    return call_autograd(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh, bh), kw);
+    const std::string fn = op == BinaryOp::div_trunc ? "_div_trunc_" : n;
+    return call_autograd(n.c_str(), g_m->attr(fn.c_str()), py::make_tuple(selfh, bh), kw);
   }
   binary(op, Operand(self), scale_alpha(b, alpha), self);
   return py::reinterpret_borrow<py::object>(selfh);
