@@ -34,7 +34,8 @@ CASES = {
     "nansum": [(lambda x: x.nansum(dim=0), (T(3, 2),))],
     "mean": [(lambda x: x.mean(), (T(2, 3),)), (lambda x: x.mean(dim=-1, keepdim=True), (T(2, 3),))],
     "nanmean": [(lambda x: x.nanmean(dim=1), (T(2, 3),))],
-    "prod": [(lambda x: x.prod(), (P(2, 3),)), (lambda x: x.prod(dim=1), (T(2, 3),))],
+    "prod": [(lambda x: x.prod(), (P(2, 3),)), (lambda x: x.prod(dim=1), (T(2, 3),)),
+             (lambda x: (x * _ZERO_MASK).prod(dim=1), (T(3, 3),))],
     "max": [(lambda x: x.max(), (T(2, 3),)), (lambda x: x.max(dim=1).values, (T(2, 3),)),
             (lambda x: x.max(dim=0, keepdim=True)[0], (T(3, 2),))],
     "min": [(lambda x: x.min(), (T(2, 3),)), (lambda x: x.min(dim=1)[0], (T(2, 3),))],
@@ -124,6 +125,10 @@ def test_inplace_programs_gradcheck(name):
     fn, inputs = INPLACE_CASES[name]
     assert gradcheck(fn, inputs)
     assert gradgradcheck(fn, inputs)
+
+
+# rows with no, one and two zeros
+_ZERO_MASK = ember.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], dtype=ember.float64)
 
 
 def _setitem(x, index, y):

@@ -309,16 +309,20 @@ def _nanmean(g, needs, out, x, dim=None, keepdim=False, dtype=None):
 
 @grad("prod", save=(0,), out=True)
 def _prod(g, needs, out, x, dim=None, keepdim=False, dtype=None):
-    # prod / x, with the zero entries handled: where x == 0 the gradient is the product of the
-    # others (computed by a product with that entry replaced by 1, valid for a single zero).
+    # prod / x where the slice has no zero; where it has exactly one, that entry's gradient is
+    # the product of the others (and the rest get 0); with two or more, everything gets 0.
     if x.ndim == 0:
         return (g,)
     ge = _expand_back(g, x.shape, dim, keepdim)
     oe = _expand_back(out, x.shape, dim, keepdim)
     zero = x == 0
     safe = ember.where(zero, 1.0, x)
-    others = safe.prod() if dim is None else safe.prod(dim=dim, keepdim=True)
-    return (ember.where(zero, ge * others, ge * oe / safe),)
+    if dim is None:
+        nz, others = zero.sum(), safe.prod()
+    else:
+        nz, others = zero.sum(dim=dim, keepdim=True), safe.prod(dim=dim, keepdim=True)
+    one_zero = ember.where(zero, ge * others, 0.0)
+    return (ember.where(nz == 0, ge * oe / safe, ember.where(nz == 1, one_zero, 0.0)),)
 
 
 def _even(g, x, out, dim, keepdim):
