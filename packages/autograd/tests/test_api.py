@@ -752,3 +752,18 @@ def test_div_rounding_modes_record(mode):
     z.div_(2.0, rounding_mode=mode)
     (y + z).sum().backward()
     assert lst(x.grad) == [0.0, 0.0]
+
+
+def test_intermediate_gradients_are_freed_during_the_sweep():
+    x = t(1.0, 2.0)
+    ys = [x]
+    for _ in range(5):
+        ys.append(ys[-1].exp() * 1.5)
+    refs = {}
+    for i in (2, 3, 4):
+        ys[i].register_hook(lambda g, i=i: refs.__setitem__(i, weakref.ref(g)))
+    alive_at_1 = {}
+    ys[1].register_hook(lambda g: alive_at_1.update({i: r() is not None for i, r in refs.items()}))
+    ys[-1].sum().backward()
+    # when y1's gradient arrives, those of y2..y4 (used up) are gone
+    assert alive_at_1 == {2: False, 3: False, 4: False}
