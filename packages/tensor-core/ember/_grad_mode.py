@@ -4,6 +4,7 @@ with or without ember-autograd installed; ember.autograd re-exports them."""
 from __future__ import annotations
 
 import functools
+import threading
 
 from ember import _C
 
@@ -72,7 +73,7 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
         return False
 
 
-_inference = False
+_state = threading.local()  # inference mode is per thread, as grad mode is
 
 
 class inference_mode(_GradModeContext):  # noqa: N801
@@ -83,16 +84,14 @@ class inference_mode(_GradModeContext):  # noqa: N801
         self._mode = mode
 
     def __enter__(self):
-        global _inference
-        self._prev_inference = _inference
-        _inference = self._mode
+        self._prev_inference = getattr(_state, "inference", False)
+        _state.inference = self._mode
         return super().__enter__()
 
     def __exit__(self, *exc):
-        global _inference
-        _inference = self._prev_inference
+        _state.inference = self._prev_inference
         return super().__exit__(*exc)
 
 
 def is_inference_mode_enabled() -> bool:
-    return _inference
+    return getattr(_state, "inference", False)

@@ -77,7 +77,9 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
     if (out) throw std::runtime_error(str_cat(name, "(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."));
-    return call_autograd(name, g_m->attr(name), py::make_tuple(ah, bh), kw);
+    // div(rounding_mode="trunc") is the private _C._div_trunc
+    const char* fn = op == BinaryOp::div_trunc ? "_div_trunc" : name;
+    return call_autograd(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
   }
   b = scale_alpha(b, alpha);
   if (out) {
@@ -97,7 +99,8 @@ py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
     std::string n = std::string(name) + "_";
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
-    return call_autograd(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh, bh), kw);
+    const std::string fn = op == BinaryOp::div_trunc ? "_div_trunc_" : n;
+    return call_autograd(n.c_str(), g_m->attr(fn.c_str()), py::make_tuple(selfh, bh), kw);
   }
   binary(op, Operand(self), scale_alpha(b, alpha), self);
   return py::reinterpret_borrow<py::object>(selfh);
@@ -282,8 +285,10 @@ void register_ops(py::module_& m) {
 
   m.def("nan_to_num", [](py::handle x, double nan, py::object posinf, py::object neginf, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "nan_to_num", "input");
-    if (needs_grad(t))
+    if (needs_grad(t)) {
+      if (!out.is_none()) out_with_grad("nan_to_num");
       return call_autograd("nan_to_num", g_m->attr("nan_to_num"), py::make_tuple(x, nan, posinf, neginf), py::dict());
+    }
     double p = posinf.is_none() ? 0 : posinf.cast<double>(), n = neginf.is_none() ? 0 : neginf.cast<double>();
     Tensor o = opt_out(out);
     Tensor r = nan_to_num(t, nan, posinf.is_none() ? nullptr : &p, neginf.is_none() ? nullptr : &n, o);
@@ -294,6 +299,9 @@ void register_ops(py::module_& m) {
     return g_m->attr("nan_to_num")(self, nan, posinf, neginf);
   }, py::is_method(cls), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none()));
   auto nan_to_num_inplace = [](py::handle self, double nan, py::object posinf, py::object neginf) {
+    if (to_tensor(self)->requires_grad && grad_enabled())  // the hook runs this again, grad off
+      return call_autograd("nan_to_num_", g_m->attr("nan_to_num_"),
+                           py::make_tuple(self, nan, posinf, neginf), py::dict());
     return g_m->attr("nan_to_num")(self, nan, posinf, neginf, "out"_a = self);
   };
   m.def("nan_to_num_", nan_to_num_inplace, py::arg("input"), py::arg("nan") = 0.0,
@@ -313,8 +321,11 @@ void register_ops(py::module_& m) {
   defm("round", py::cpp_function([](py::handle self, int64_t decimals) {
     return g_m->attr("round")(self, "decimals"_a = decimals);
   }, py::is_method(cls), py::kw_only(), py::arg("decimals") = 0));
-  defm("round_", py::cpp_function([](py::handle self, int64_t decimals) {
+  defm("round_", py::cpp_function([](py::handle self, int64_t decimals) -> py::object {
     Tensor t = to_tensor(self);
+    if (t->requires_grad && grad_enabled())  // the hook runs this method again, grad off
+      return call_autograd("round_", py::type::handle_of(self).attr("round_"), py::make_tuple(self),
+                           py::dict("decimals"_a = decimals));
     round_decimals(t, decimals, t);
     return py::reinterpret_borrow<py::object>(self);
   }, py::is_method(cls), py::kw_only(), py::arg("decimals") = 0));

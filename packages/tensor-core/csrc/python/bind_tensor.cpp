@@ -481,12 +481,17 @@ void register_tensor(py::module_& m) {
     fill_(dst.cast<Tensor>(), to_scalar(v));
     return dst;
   });
-  m.def("_setitem", [](const Tensor& self, py::object index, py::object value) {
+  m.def("_setitem", [](const Tensor& self, py::object index, py::object value) -> py::object {
+    if ((self->requires_grad || (is_tensor(value) && to_tensor(value)->requires_grad)) &&
+        grad_enabled())
+      return call_autograd("_setitem", core_fn("_setitem"), py::make_tuple(self, index, value),
+                           py::dict());
     Tensor target = apply_basic_index(self, index);
     if (is_tensor(value)) copy_(target, to_tensor(value));
     else if (is_number(value)) fill_(target, to_scalar(value));
     else copy_(target, tensor_from_data(value, self->dtype));
     if (target->version != self->version) self->bump_version();
+    return py::none();
   });
   m.def("_index_basic", &apply_basic_index);
   m.def("reshape", [](const Tensor& x, py::handle shape) -> py::object {

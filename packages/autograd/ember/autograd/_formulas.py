@@ -1,0 +1,803 @@
+"""THE gradient table: op name (as the core hands it to the autograd hook) -> vector-Jacobian
+product, written with ember ops so that every formula is itself differentiable (double backward).
+
+An entry is ``vjp(grad, needs, result, *args, **kwargs) -> one gradient (or None) per positional
+argument``. ``args`` are the op's canonical arguments: a tensor the entry asked to save is the
+tensor itself, one it did not is a ``_Meta`` (shape, dtype); ``result`` is the (first) output when
+the entry saves it. The engine then sums broadcast gradients back to each input's shape and casts
+them to its dtype, so formulas stay one line each. Adding an op is one ``@grad(...)`` entry; an
+op that reaches the hook without one fails at backward with "derivative for <op> is not
+implemented". In-place variants (``<op>_``) reuse the out-of-place entry.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+from ember import _C
+
+from ._engine import _FORMULAS, _sum_to
+
+
+class Entry:
+    __slots__ = ("vjp", "save_inputs", "save_output", "inplace", "name")
+
+    def __init__(self, name, vjp, save_inputs=(), save_output=False, inplace=False):
+        self.name = name
+        self.vjp = vjp
+        self.save_inputs = save_inputs  # True (all tensor args) or a tuple of positions
+        self.save_output = save_output
+        self.inplace = inplace
+
+
+def grad(*names, save=(), out=False, inplace_too=False):
+    """Registers a vjp for `names`; ``inplace_too`` also registers ``<name>_``."""
+    save_inputs = True if save == "all" else tuple(save)
+
+    def deco(fn):
+        for n in names:
+            _FORMULAS[n] = Entry(n, fn, save_inputs, out)
+            if inplace_too:
+                _FORMULAS[n + "_"] = Entry(n + "_", fn, save_inputs, out, inplace=True)
+        return fn
+
+    return deco
+
+
+def inplace(name, vjp, save=(), out=False):
+    _FORMULAS[name] = Entry(name, vjp, True if save == "all" else tuple(save), out, inplace=True)
+
+
+def _zeros(g):
+    return ember.zeros_like(g)
+
+
+def _is_t(x):
+    return isinstance(x, _C.Tensor)
+
+
+# ---------------------------------------------------------------------------------------------
+# unary (op_table.h)
+
+LN2, LN10 = math.log(2.0), math.log(10.0)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+_UNARY_X = {  # d/dx written in x (saved input)
+    "log": lambda g, x: g / x,
+    "log2": lambda g, x: g / (x * LN2),
+    "log10": lambda g, x: g / (x * LN10),
+    "log1p": lambda g, x: g / (x + 1),
+    "sin": lambda g, x: g * x.cos(),
+    "cos": lambda g, x: -(g * x.sin()),
+    "asin": lambda g, x: g * (1 - x * x).rsqrt(),
+    "acos": lambda g, x: -(g * (1 - x * x).rsqrt()),
+    "atan": lambda g, x: g / (x * x + 1),
+    "sinh": lambda g, x: g * x.cosh(),
+    "cosh": lambda g, x: g * x.sinh(),
+    "asinh": lambda g, x: g * (x * x + 1).rsqrt(),
+    "acosh": lambda g, x: g * (x * x - 1).rsqrt(),
+    "atanh": lambda g, x: g / (1 - x * x),
+    "erf": lambda g, x: g * (-(x * x)).exp() * TWO_OVER_SQRT_PI,
+    "erfc": lambda g, x: -(g * (-(x * x)).exp() * TWO_OVER_SQRT_PI),
+    "abs": lambda g, x: g * x.sign(),
+    "square": lambda g, x: g * x * 2,
+}
+_UNARY_OUT = {  # d/dx written in the result
+    "exp": lambda g, y: g * y,
+    "exp2": lambda g, y: g * y * LN2,
+    "expm1": lambda g, y: g * (y + 1),
+    "sqrt": lambda g, y: g / (y * 2),
+    "rsqrt": lambda g, y: g * y * y * y * -0.5,
+    "tan": lambda g, y: g * (y * y + 1),
+    "tanh": lambda g, y: g * (1 - y * y),
+    "sigmoid": lambda g, y: g * y * (1 - y),
+    "reciprocal": lambda g, y: -(g * y * y),
+    "relu": lambda g, y: ember.where(y > 0, g, 0.0),
+}
+_UNARY_NONE = {  # gradient independent of the values
+    "neg": lambda g: -g,
+    "frac": lambda g: g,
+    "sign": _zeros,
+    "floor": _zeros,
+    "ceil": _zeros,
+    "trunc": _zeros,
+}
+
+
+def _unary_x(f):
+    return lambda g, needs, out, x: (f(g, x),)
+
+
+def _unary_out(f):
+    return lambda g, needs, out, x: (f(g, out),)
+
+
+def _unary_none(f):
+    return lambda g, needs, out, x: (f(g),)
+
+
+for _n, _f in _UNARY_X.items():
+    grad(_n, save=(0,), inplace_too=True)(_unary_x(_f))
+for _n, _f in _UNARY_OUT.items():
+    grad(_n, out=True, inplace_too=True)(_unary_out(_f))
+for _n, _f in _UNARY_NONE.items():
+    grad(_n, inplace_too=True)(_unary_none(_f))
+
+
+@grad("round", inplace_too=True)
+def _round(g, needs, out, x, decimals=0):
+    return (_zeros(g),)
+
+
+@grad("nan_to_num", save=(0,), inplace_too=True)
+def _nan_to_num(g, needs, out, x, nan=0.0, posinf=None, neginf=None):
+    return (ember.where(x.isfinite(), g, 0.0),)
+
+# ---------------------------------------------------------------------------------------------
+# binary (op_table.h); either operand may be a Python number
+
+
+@grad("add", inplace_too=True)
+def _add(g, needs, out, a, b, alpha=None):
+    return (g, g if alpha is None or alpha == 1 else g * alpha)
+
+
+@grad("sub", inplace_too=True)
+def _sub(g, needs, out, a, b, alpha=None):
+    return (g, -g if alpha is None or alpha == 1 else g * (-alpha))
+
+
+@grad("mul", save="all", inplace_too=True)
+def _mul(g, needs, out, a, b):
+    return (g * b if needs[0] else None, g * a if needs[1] else None)
+
+
+@grad("div", save="all", inplace_too=True)
+def _div(g, needs, out, a, b):
+    return (g / b if needs[0] else None, -(g * a) / (b * b) if needs[1] else None)
+
+
+@grad("floor_divide", "div_trunc", inplace_too=True)
+def _int_div(g, needs, out, a, b):
+    return (_zeros(g), _zeros(g))
+
+
+@grad("remainder", save="all", inplace_too=True)
+def _remainder(g, needs, out, a, b):
+    return (g, -(g * (a / b).floor()) if needs[1] else None)
+
+
+@grad("fmod", save="all", inplace_too=True)
+def _fmod(g, needs, out, a, b):
+    return (g, -(g * (a / b).trunc()) if needs[1] else None)
+
+
+@grad("pow", save="all", inplace_too=True)
+def _pow(g, needs, out, a, b):
+    ga = gb = None
+    if needs[0]:
+        if _is_t(b):
+            ga = ember.where(b == 0, 0.0, g * b * a ** (b - 1))
+        else:
+            ga = _zeros(g) if b == 0 else g * b * a ** (b - 1)
+    if needs[1]:
+        if _is_t(a):
+            gb = ember.where((a == 0) & (b >= 0), 0.0, g * a ** b * a.log())
+        else:
+            gb = g * a ** b * math.log(a) if a > 0 else _zeros(g)
+    return (ga, gb)
+
+
+def _minmax(is_max):
+    def vjp(g, needs, out, a, b):
+        if not _is_t(b) or not _is_t(a):
+            t, s = (a, b) if _is_t(a) else (b, a)
+            keep = (t > s) if is_max else (t < s)
+            half = ember.where(t == s, g * 0.5, 0.0)
+            gt = ember.where(keep, g, 0.0) + half
+            return (gt, None) if _is_t(a) else (None, gt)
+        keep_a = (a > b) if is_max else (a < b)
+        tie = a == b
+        half = ember.where(tie, g * 0.5, 0.0)
+        return (ember.where(keep_a, g, 0.0) + half if needs[0] else None,
+                ember.where(keep_a | tie, 0.0, g) + half if needs[1] else None)
+
+    return vjp
+
+
+grad("maximum", save="all", inplace_too=True)(_minmax(True))
+grad("minimum", save="all", inplace_too=True)(_minmax(False))
+
+
+@grad("atan2", save="all", inplace_too=True)
+def _atan2(g, needs, out, y, x):
+    r = g / (x * x + y * y)
+    return (r * x if needs[0] else None, -(r * y) if needs[1] else None)
+
+
+@grad("hypot", save="all", out=True, inplace_too=True)
+def _hypot(g, needs, out, a, b):
+    return (g * a / out if needs[0] else None, g * b / out if needs[1] else None)
+
+
+@grad("copysign", save=(0,), out=True, inplace_too=True)
+def _copysign(g, needs, out, a, b):
+    return (ember.where(a == 0, 0.0, g * (out / a)) if needs[0] else None, _zeros(g))
+
+
+# ---------------------------------------------------------------------------------------------
+# ternary / parametrised
+
+
+@grad("where", save=(0,))
+def _where(g, needs, out, cond, a, b):
+    return (None, ember.where(cond, g, 0.0) if needs[1] else None,
+            ember.where(cond, 0.0, g) if needs[2] else None)
+
+
+def _clamp(g, needs, out, x, lo=None, hi=None):
+    ok = None
+    if lo is not None:
+        ok = x >= lo
+    if hi is not None:
+        ok = (x <= hi) if ok is None else ok & (x <= hi)
+    gx = g if ok is None else ember.where(ok, g, 0.0)
+    glo = ember.where(x < lo, g, 0.0) if len(needs) > 1 and needs[1] else None
+    ghi = ember.where(x > hi, g, 0.0) if len(needs) > 2 and needs[2] else None
+    return (gx, glo, ghi)
+
+
+grad("clamp", save="all", inplace_too=True)(_clamp)
+
+
+@grad("lerp", save="all")
+def _lerp(g, needs, out, s, e, w):
+    return (g * (1 - w) if needs[0] else None, g * w if needs[1] else None,
+            g * (e - s) if needs[2] else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+
+
+def _norm_dims(dim, ndim):
+    if dim is None or dim == () or dim == []:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    return tuple(sorted(d % ndim if ndim else 0 for d in dim))
+
+
+def _expand_back(g, shape, dim, keepdim):
+    """A reduced gradient broadcast back over the input's shape."""
+    shape = tuple(shape)
+    if not keepdim and len(shape) > 0:
+        for d in _norm_dims(dim, len(shape)):
+            g = g.unsqueeze(d)
+    return g.expand(shape)
+
+
+def _count(shape, dim):
+    n = 1
+    for d in _norm_dims(dim, len(shape)):
+        n *= shape[d] if shape else 1
+    return n
+
+
+@grad("sum")
+def _sum(g, needs, out, x, dim=None, keepdim=False, dtype=None):
+    return (_expand_back(g, x.shape, dim, keepdim),)
+
+
+@grad("nansum", save=(0,))
+def _nansum(g, needs, out, x, dim=None, keepdim=False, dtype=None):
+    return (ember.where(x.isnan(), 0.0, _expand_back(g, x.shape, dim, keepdim)),)
+
+
+@grad("mean")
+def _mean(g, needs, out, x, dim=None, keepdim=False, dtype=None):
+    return (_expand_back(g, x.shape, dim, keepdim) / max(_count(x.shape, dim), 1),)
+
+
+@grad("nanmean", save=(0,))
+def _nanmean(g, needs, out, x, dim=None, keepdim=False, dtype=None):
+    ok = ~x.isnan()
+    n = ok.sum(dim=_norm_dims(dim, x.ndim), keepdim=True).to(g.dtype)
+    return (ember.where(ok, _expand_back(g, x.shape, dim, keepdim) / n, 0.0),)
+
+
+@grad("prod", save=(0,), out=True)
+def _prod(g, needs, out, x, dim=None, keepdim=False, dtype=None):
+    # prod / x where the slice has no zero; where it has exactly one, that entry's gradient is
+    # the product of the others (and the rest get 0); with two or more, everything gets 0.
+    if x.ndim == 0:
+        return (g,)
+    ge = _expand_back(g, x.shape, dim, keepdim)
+    oe = _expand_back(out, x.shape, dim, keepdim)
+    zero = x == 0
+    safe = ember.where(zero, 1.0, x)
+    if dim is None:
+        nz, others = zero.sum(), safe.prod()
+    else:
+        nz, others = zero.sum(dim=dim, keepdim=True), safe.prod(dim=dim, keepdim=True)
+    one_zero = ember.where(zero, ge * others, 0.0)
+    return (ember.where(nz == 0, ge * oe / safe, ember.where(nz == 1, one_zero, 0.0)),)
+
+
+def _even(g, x, out, dim, keepdim):
+    """Gradient of a max/min-like reduction, split evenly between tied extremes (as torch)."""
+    oe = _expand_back(out, x.shape, dim, keepdim)
+    mask = (x == oe).to(g.dtype)
+    n = mask.sum(dim=_norm_dims(dim, x.ndim), keepdim=True) if x.ndim else mask
+    return _expand_back(g, x.shape, dim, keepdim) * mask / n
+
+
+def _max_like(g, needs, out, x, dim=None, keepdim=False):
+    if isinstance(g, tuple):  # max(dim) -> (values, indices): route to the chosen index
+        g = g[0]
+        ar = ember.arange(x.shape[dim] if x.ndim else 1)
+        d = dim % max(x.ndim, 1)
+        ar = ar.reshape([-1] + [1] * (x.ndim - d - 1)) if x.ndim else ar.reshape(())
+        idx = out if keepdim or x.ndim == 0 else out.unsqueeze(d)
+        return (ember.where(ar == idx, _expand_back(g, x.shape, dim, keepdim), 0.0),)
+    return (_even(g, x, out, dim, keepdim),)
+
+
+def _max_vjp(g, needs, out, x, dim=None, keepdim=False):
+    return _max_like(g, needs, out, x, dim, keepdim)
+
+
+grad("max", "min", save=(0,), out=True)(_max_vjp)
+
+
+@grad("amax", "amin", save=(0,), out=True)
+def _amax(g, needs, out, x, dim=(), keepdim=False):
+    return (_even(g, x, out, dim, keepdim),)
+
+
+def _var_grad(g, x, dim, correction, keepdim):
+    n = _count(x.shape, dim)
+    dims = _norm_dims(dim, x.ndim)
+    mu = x.mean(dim=dims, keepdim=True) if x.ndim else x
+    return _expand_back(g, x.shape, dim, keepdim) * (x - mu) * (2.0 / max(n - correction, 0))
+
+
+@grad("var", save=(0,))
+def _var(g, needs, out, x, dim=None, correction=1, keepdim=False):
+    return (_var_grad(g, x, dim, correction, keepdim),)
+
+
+@grad("std", save=(0,), out=True)
+def _std(g, needs, out, x, dim=None, correction=1, keepdim=False):
+    return (_var_grad(g / (out * 2), x, dim, correction, keepdim),)
+
+
+@grad("var_mean", save=(0,))
+def _var_mean(g, needs, out, x, dim=None, correction=1, keepdim=False):
+    gv, gm = g
+    n = _count(x.shape, dim)
+    return (_var_grad(gv, x, dim, correction, keepdim)
+            + _expand_back(gm, x.shape, dim, keepdim) / n,)
+
+
+@grad("std_mean", save=(0,), out=True)
+def _std_mean(g, needs, out, x, dim=None, correction=1, keepdim=False):
+    gs, gm = g
+    n = _count(x.shape, dim)
+    return (_var_grad(gs / (out * 2), x, dim, correction, keepdim)
+            + _expand_back(gm, x.shape, dim, keepdim) / n,)
+
+
+@grad("norm", save=(0,), out=True)
+def _norm(g, needs, out, x, p="fro", dim=None, keepdim=False, dtype=None):
+    ge = _expand_back(g, x.shape, dim, keepdim)
+    oe = _expand_back(out, x.shape, dim, keepdim)
+    if p in ("fro", 2, 2.0):
+        return (ember.where(oe == 0, 0.0, ge * x / oe),)
+    if p in (1, 1.0):
+        return (ge * x.sign(),)
+    if p == 0:
+        return (_zeros(ge),)
+    if p in (math.inf, -math.inf, "inf", "-inf"):
+        return (_even(g, x.abs(), out, dim, keepdim) * x.sign(),)
+    a = x.abs()
+    return (ember.where(oe == 0, 0.0, ge * x.sign() * a ** (p - 1) / oe ** (p - 1)),)
+
+
+def _rev_cumsum(g, dim):
+    return g.sum(dim=dim, keepdim=True) - g.cumsum(dim) + g
+
+
+@grad("cumsum", inplace_too=True)
+def _cumsum(g, needs, out, x, dim, dtype=None):
+    return (_rev_cumsum(g, dim) if x.ndim else g,)
+
+
+@grad("cumprod", save=(0,), out=True, inplace_too=True)
+def _cumprod(g, needs, out, x, dim, dtype=None):
+    if x.ndim == 0:
+        return (g,)
+    return (_rev_cumsum(g * out, dim) / x,)
+
+
+@grad("softmax", out=True)
+def _softmax(g, needs, out, x, dim, dtype=None):
+    return (out * (g - (g * out).sum(dim=dim, keepdim=True)),)
+
+
+@grad("log_softmax", out=True)
+def _log_softmax(g, needs, out, x, dim, dtype=None):
+    return (g - out.exp() * g.sum(dim=dim, keepdim=True),)
+
+
+@grad("logsumexp", save=(0,), out=True)
+def _logsumexp(g, needs, out, x, dim, keepdim=False):
+    return (_expand_back(g, x.shape, dim, keepdim)
+            * (x - _expand_back(out, x.shape, dim, keepdim)).exp(),)
+
+
+# ---------------------------------------------------------------------------------------------
+# matrix products (ops/linalg.h)
+
+
+@grad("mm", save="all")
+def _mm(g, needs, out, a, b):
+    return (g.mm(b.t()) if needs[0] else None, a.t().mm(g) if needs[1] else None)
+
+
+@grad("bmm", save="all")
+def _bmm(g, needs, out, a, b):
+    return (g.bmm(b.transpose(1, 2)) if needs[0] else None,
+            a.transpose(1, 2).bmm(g) if needs[1] else None)
+
+
+@grad("matmul", save="all")
+def _matmul(g, needs, out, a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return (g * b if needs[0] else None, g * a if needs[1] else None)
+    a1 = a.unsqueeze(0) if a.ndim == 1 else a
+    b1 = b.unsqueeze(-1) if b.ndim == 1 else b
+    g1 = g
+    if a.ndim == 1:
+        g1 = g1.unsqueeze(-2)
+    if b.ndim == 1:
+        g1 = g1.unsqueeze(-1)
+    ga = gb = None
+    if needs[0]:
+        ga = g1.matmul(b1.transpose(-1, -2))
+        if a.ndim == 1:
+            ga = ga.squeeze(-2)
+        ga = _sum_to(ga, a.shape)
+    if needs[1]:
+        gb = a1.transpose(-1, -2).matmul(g1)
+        if b.ndim == 1:
+            gb = gb.squeeze(-1)
+        gb = _sum_to(gb, b.shape)
+    return (ga, gb)
+
+
+@grad("mv", save="all")
+def _mv(g, needs, out, a, v):
+    return (ember.outer(g, v) if needs[0] else None, a.t().mv(g) if needs[1] else None)
+
+
+@grad("dot", "vdot", save="all")
+def _dot(g, needs, out, a, b):
+    return (g * b if needs[0] else None, g * a if needs[1] else None)
+
+
+@grad("inner", save="all")
+def _inner(g, needs, out, a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        return _mul(g, needs, out, a, b)
+    k = a.shape[-1]
+    a2, b2 = a.reshape(-1, k), b.reshape(-1, k)
+    g2 = g.reshape(a2.shape[0], b2.shape[0])
+    return (g2.mm(b2).reshape(a.shape) if needs[0] else None,
+            g2.t().mm(a2).reshape(b.shape) if needs[1] else None)
+
+
+@grad("outer", "ger", save="all")
+def _outer(g, needs, out, u, v):
+    return (g.mv(v) if needs[0] else None, g.t().mv(u) if needs[1] else None)
+
+
+def _scaled(g, s):
+    return g if s == 1 else (_zeros(g) if s == 0 else g * s)
+
+
+@grad("addmm", save=(1, 2), inplace_too=True)
+def _addmm(g, needs, out, inp, m1, m2, beta=1, alpha=1):
+    return (_scaled(g, beta) if needs[0] else None,
+            _scaled(g.mm(m2.t()), alpha) if needs[1] else None,
+            _scaled(m1.t().mm(g), alpha) if needs[2] else None)
+
+
+@grad("addmv", save=(1, 2), inplace_too=True)
+def _addmv(g, needs, out, inp, mat, vec, beta=1, alpha=1):
+    return (_scaled(g, beta) if needs[0] else None,
+            _scaled(ember.outer(g, vec), alpha) if needs[1] else None,
+            _scaled(mat.t().mv(g), alpha) if needs[2] else None)
+
+
+@grad("baddbmm", save=(1, 2), inplace_too=True)
+def _baddbmm(g, needs, out, inp, b1, b2, beta=1, alpha=1):
+    return (_scaled(g, beta) if needs[0] else None,
+            _scaled(g.bmm(b2.transpose(1, 2)), alpha) if needs[1] else None,
+            _scaled(b1.transpose(1, 2).bmm(g), alpha) if needs[2] else None)
+
+
+@grad("addbmm", save=(1, 2), inplace_too=True)
+def _addbmm(g, needs, out, inp, b1, b2, beta=1, alpha=1):
+    ge = g.unsqueeze(0).expand((b1.shape[0],) + tuple(g.shape))
+    return (_scaled(g, beta) if needs[0] else None,
+            _scaled(ge.bmm(b2.transpose(1, 2)), alpha) if needs[1] else None,
+            _scaled(b1.transpose(1, 2).bmm(ge), alpha) if needs[2] else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# views, copies, indexing (bind_tensor.cpp)
+
+
+@grad("_to_dtype", "clone", "_expand")
+def _identity(g, needs, out, x, *rest):
+    return (g,)  # the engine casts to x's dtype / sums over expanded dims
+
+
+@grad("_view", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten")
+def _reshape_back(g, needs, out, x, *rest):
+    return (g.reshape(x.shape),)
+
+
+@grad("permute")
+def _permute(g, needs, out, x, dims):
+    nd = len(dims)
+    inv = [0] * nd
+    for i, d in enumerate(dims):
+        inv[d % nd] = i
+    return (g.permute(inv),)
+
+
+@grad("transpose")
+def _transpose(g, needs, out, x, d0, d1):
+    return (g.transpose(d0, d1),)
+
+
+@grad("t")
+def _t(g, needs, out, x):
+    return (g.t(),)
+
+
+def _embed(g, shape, index):
+    """A zero tensor of `shape` with `g` written at `index` (differentiable in g)."""
+    z = ember.zeros(tuple(shape), dtype=g.dtype)
+    z[index] = g
+    return z
+
+
+@grad("_getitem")
+def _getitem(g, needs, out, x, index):
+    return (_embed(g, x.shape, index), None)
+
+
+@grad("narrow")
+def _narrow(g, needs, out, x, dim, start, length):
+    d = dim % x.ndim
+    start = start % x.shape[d] if start < 0 else start
+    return (_embed(g, x.shape, (slice(None),) * d + (slice(start, start + length),)),)
+
+
+@grad("select")
+def _select(g, needs, out, x, dim, index):
+    d = dim % x.ndim
+    return (_embed(g, x.shape, (slice(None),) * d + (index,)),)
+
+
+@grad("as_strided", save=(0,))
+def _as_strided(g, needs, out, x, size, stride, offset=None):
+    base = x.storage_offset()
+    off = base if offset is None else offset
+    z = ember.zeros(x.numel(), dtype=g.dtype)
+    z.as_strided(size, stride, off - base).copy_(g)
+    return (z.reshape(x.shape),)
+
+
+def _setitem_vjp(g, needs, out, x, index, value):
+    gx = None
+    if needs[0]:
+        gx = g.clone()
+        gx[index] = 0.0
+    return (gx, None, g[index] if len(needs) > 2 and needs[2] else None)
+
+
+inplace("_setitem", _setitem_vjp)
+inplace("_copy_", lambda g, needs, out, dst, src: (_zeros(g), g))
+inplace("_fill_", lambda g, needs, out, dst, v: (_zeros(g), g.sum() if _is_t(v) else None))
+
+# random: sampled values do not depend on the parameters' values (torch gives zeros)
+for _n in ("uniform_", "normal_", "exponential_", "bernoulli_", "random_"):
+    inplace(_n, lambda g, needs, out, x, *rest, **kw: tuple(
+        _zeros(g) if i == 0 else None for i in range(1 + len(rest))))
+
+
+@grad("bernoulli", "normal")
+def _random_zero(g, needs, out, *args, generator=None):
+    return tuple(_zeros(g) if n else None for n in needs)
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# ops being added to the core (torch's names and argument names, as the core hands them over);
+# each entry is used as soon as its op reaches the hook. Tested when the op exists.
+
+
+@grad("cat", "concat", "concatenate")
+def _cat(g, needs, out, tensors, dim=0):
+    d = dim % g.ndim
+    grads, off = [], 0
+    for t, need in zip(tensors, needs[0]):
+        n = t.shape[d] if len(t.shape) else 0
+        if len(t.shape) == 1 and t.shape[0] == 0 and g.ndim > 1:  # torch skips empty 1-d inputs
+            grads.append(None)
+            continue
+        grads.append(g.narrow(d, off, n) if need else None)
+        off += n
+    return (grads, None)
+
+
+@grad("stack")
+def _stack(g, needs, out, tensors, dim=0):
+    d = dim % g.ndim
+    return ([g.select(d, i) if n else None for i, n in enumerate(needs[0])], None)
+
+
+@grad("flip")
+def _flip(g, needs, out, x, dims):
+    return (g.flip(dims), None)
+
+
+@grad("roll")
+def _roll(g, needs, out, x, shifts, dims=None):
+    neg = [-s for s in shifts] if isinstance(shifts, (list, tuple)) else -shifts
+    return (g.roll(neg, dims),)
+
+
+@grad("tril")
+def _tril(g, needs, out, x, diagonal=0):
+    return (g.tril(diagonal),)
+
+
+@grad("triu")
+def _triu(g, needs, out, x, diagonal=0):
+    return (g.triu(diagonal),)
+
+
+@grad("gather", save=(2,))
+def _gather(g, needs, out, x, dim, index, sparse_grad=False):
+    return (ember.zeros(tuple(x.shape), dtype=g.dtype).scatter_add(dim, index, g), None, None)
+
+
+@grad("scatter_add", save=(2,), inplace_too=True)
+def _scatter_add(g, needs, out, x, dim, index, src):
+    return (g, None, None, g.gather(dim, index) if needs[3] else None)
+
+
+@grad("scatter", save=(2,), inplace_too=True)
+def _scatter(g, needs, out, x, dim, index, src=None, value=None, reduce=None):
+    if reduce is not None:
+        raise RuntimeError("derivative for scatter with reduce is not implemented")
+    gx = g.scatter(dim, index, 0.0) if needs[0] else None
+    gs = g.gather(dim, index) if len(needs) > 3 and needs[3] else None
+    return (gx, None, None, gs)
+
+
+@grad("index_select", save=(2,))
+def _index_select(g, needs, out, x, dim, index):
+    return (ember.zeros(tuple(x.shape), dtype=g.dtype).index_add(dim, index, g), None, None)
+
+
+@grad("index_add", save=(2,), inplace_too=True)
+def _index_add(g, needs, out, x, dim, index, source, alpha=1):
+    gs = None
+    if needs[3]:
+        gs = g.index_select(dim, index)
+        gs = gs if alpha == 1 else gs * alpha
+    return (g, None, None, gs)
+
+
+@grad("masked_fill", save=(1,), inplace_too=True)
+def _masked_fill(g, needs, out, x, mask, value):
+    return (ember.where(mask, 0.0, g), None,
+            ember.where(mask, g, 0.0).sum() if len(needs) > 2 and needs[2] else None)
+
+
+def _scatter_back(g, x, dim, indices):
+    return ember.zeros(tuple(x.shape), dtype=g.dtype).scatter(dim, indices, g)
+
+
+@grad("sort", out=True)
+def _sort(g, needs, out, x, dim=-1, descending=False, stable=False):
+    return (_scatter_back(g[0], x, dim, out),)
+
+
+@grad("topk", out=True)
+def _topk(g, needs, out, x, k, dim=-1, largest=True, sorted=True):
+    return (_scatter_back(g[0], x, dim, out),)
+
+
+@grad("kthvalue", "mode", "median_dim", "cummax", "cummin", out=True)
+def _values_indices(g, needs, out, x, *args, dim=-1, keepdim=False):
+    idx = out if keepdim or x.ndim == 0 else out.unsqueeze(dim)
+    gv = g[0] if keepdim or x.ndim == 0 else g[0].unsqueeze(dim)
+    return (ember.zeros(tuple(x.shape), dtype=gv.dtype).scatter_add(dim, idx, gv),)
+
+
+@grad("repeat")
+def _repeat(g, needs, out, x, repeats):
+    shape = tuple(x.shape)
+    lead = len(repeats) - len(shape)
+    full = (1,) * lead + shape
+    split = []
+    for r, s in zip(repeats, full):
+        split += [r, s]
+    g = g.reshape(split).sum(dim=tuple(range(0, 2 * len(full), 2)))
+    return (g.reshape(shape), None)
+
+
+# elementwise ops that may join op_table.h
+@grad("erfinv", out=True, inplace_too=True)
+def _erfinv(g, needs, out, x):
+    return (g * (out * out).exp() * (math.sqrt(math.pi) / 2),)
+
+
+@grad("deg2rad", inplace_too=True)
+def _deg2rad(g, needs, out, x):
+    return (g * (math.pi / 180.0),)
+
+
+@grad("rad2deg", inplace_too=True)
+def _rad2deg(g, needs, out, x):
+    return (g * (180.0 / math.pi),)
+
+
+@grad("logaddexp", save="all", out=True, inplace_too=True)
+def _logaddexp(g, needs, out, a, b):
+    return (g * (a - out).exp() if needs[0] else None, g * (b - out).exp() if needs[1] else None)
+
+
+@grad("logaddexp2", save="all", out=True, inplace_too=True)
+def _logaddexp2(g, needs, out, a, b):
+    return (g * (a - out).exp2() if needs[0] else None,
+            g * (b - out).exp2() if needs[1] else None)
+
+
+@grad("xlogy", save="all", inplace_too=True)
+def _xlogy(g, needs, out, x, y):
+    gx = gy = None
+    if needs[0]:
+        gx = ember.where((x == 0) & ~(y != y), 0.0, g * ember.log(y)) if _is_t(y) else \
+            g * math.log(y)
+    if needs[1]:
+        gy = g * x / y
+    return (gx, gy)
+
+
+grad("fmax", save="all", inplace_too=True)(_minmax(True))
+grad("fmin", save="all", inplace_too=True)(_minmax(False))
+
+
+@grad("logit", save=(0,), inplace_too=True)
+def _logit(g, needs, out, x, eps=None):
+    r = g / (x * (1 - x))
+    if eps is not None:
+        r = ember.where((x < eps) | (x > 1 - eps), 0.0, r)
+    return (r,)
+
+
+@grad("sinc", save=(0,), out=True, inplace_too=True)
+def _sinc(g, needs, out, x):
+    px = x * math.pi
+    d = ((px.cos() * math.pi) - out * math.pi) / px
+    return (ember.where(x == 0, 0.0, g * d),)

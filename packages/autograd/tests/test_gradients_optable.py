@@ -1,0 +1,172 @@
+"""gradcheck and gradgradcheck (float64) of every differentiable elementwise op, driven by the
+core's op table (``ember._C._op_table()``) and op database (opdb.py): a new table op with a
+floating result and no gradient entry fails ``test_every_float_table_op_has_a_formula``."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd import (
+    _formulas,  # noqa: F401
+    gradcheck,
+    gradgradcheck,
+)
+from ember.autograd._engine import _FORMULAS
+
+try:  # the core's op database, beside this package in the repository
+    import opdb
+except ImportError:  # pragma: no cover - an installed copy without the repository
+    opdb = None
+needs_opdb = pytest.mark.skipif(opdb is None, reason="packages/tensor-core/tests/opdb.py not found")
+
+FLOAT_KINDS = {"FLOAT", "FLOAT_ONLY", "SAME", "ARITH", "TRUEDIV", "FLOAT2"}
+# Gradient 0 almost everywhere, with jumps: finite differences straddling a jump disagree, and
+# the op database samples integer-valued points for some of them.
+STEP_OPS = {"floor", "ceil", "trunc", "sign", "round", "floor_divide", "div_trunc"}
+# Kinks/jumps where samples may land (ties of maximum, remainder's jumps): checked on inputs
+# kept away from them below instead.
+KINKED = {"remainder", "fmod", "maximum", "minimum", "abs", "relu", "copysign", "frac"}
+
+
+def _float_table_ops():
+    return [r["name"] for r in ember._C._op_table() if r["kind"] in FLOAT_KINDS]
+
+
+def test_every_float_table_op_has_a_formula():
+    missing = [n for n in _float_table_ops() if n not in _FORMULAS]
+    assert not missing, f"ops without a gradient formula: {missing}"
+
+
+def test_every_float_table_op_has_an_inplace_formula():
+    missing = [n for n in _float_table_ops() if n + "_" not in _FORMULAS]
+    assert not missing, f"in-place ops without a gradient formula: {missing}"
+
+
+def _samples(op, limit=4):
+    """Small float64 samples of `op` (broadcast, scalar and non-contiguous ones included)."""
+    out = []
+    for s in op.sample_inputs("float64"):
+        arrays = [a for a in s.args if hasattr(a, "shape")]
+        if any(a.size == 0 for a in arrays) or any(a.size > 24 for a in arrays):
+            continue
+        out.append(s)
+    # keep a variety: the first few and the non-contiguous ones
+    nonc = [s for s in out if any(lay != "contiguous" for lay in s.layouts)]
+    return (out[:limit] + nonc[:2])
+
+
+def _args(op, sample):
+    if isinstance(op, opdb.ParamOpInfo):
+        args = op.args_for(sample, "float64")
+    else:
+        args = sample.tensors(("float64",) * len(sample.args))
+    return tuple(a.detach().requires_grad_(True) if isinstance(a, ember.Tensor)
+                 and a.dtype == ember.float64 else a for a in args)
+
+
+def _call(op, sample):
+    if op.call is not None:
+        return lambda *a: op.call(a, sample.kwargs)
+    return op.fn
+
+
+def _smooth_ops():
+    if opdb is None:
+        return []
+    ops = [op for name, op in sorted(opdb.OPS.items())
+           if op.kind in FLOAT_KINDS and op.supports("float64") and name not in STEP_OPS
+           and name not in KINKED]
+    ops += [op for name, op in opdb.PARAM_OPS.items() if name not in STEP_OPS]
+    return ops
+
+
+@pytest.mark.parametrize("op", _smooth_ops(), ids=lambda op: op.name)
+def test_gradcheck_table_op(op):
+    n = 0
+    for sample in _samples(op):
+        fn = _call(op, sample)
+        args = _args(op, sample)
+        if not any(isinstance(a, ember.Tensor) and a.requires_grad for a in args):
+            continue
+        try:
+            with ember.no_grad():
+                fn(*args)
+        except (RuntimeError, TypeError, ValueError):
+            continue  # a sample of an error path
+        assert gradcheck(fn, args), sample
+        assert gradgradcheck(fn, args), sample
+        n += 1
+    assert n > 0
+
+
+def _close(a, b):
+    return np.allclose(a.detach().numpy(), b.detach().numpy(), equal_nan=True)
+
+
+KINK_CASES = {
+    "abs": lambda a: a.abs(),
+    "relu": lambda a: a.relu(),
+    "frac": lambda a: a.frac(),
+    "maximum": lambda a: ember.maximum(a, a.detach() * 0 + 0.05),
+    "minimum": lambda a: ember.minimum(a, a.detach() * 0 + 0.05),
+    "remainder": lambda a: ember.remainder(a, 2.3),
+    "fmod": lambda a: ember.fmod(a, 2.3),
+    "copysign": lambda a: ember.copysign(a, -1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINKED))
+def test_gradcheck_kinked_op_away_from_kinks(name):
+    x = ember.tensor([[-1.3, 0.7, 2.2], [0.4, -0.45, 1.6]], dtype=ember.float64,
+                     requires_grad=True)
+    assert gradcheck(KINK_CASES[name], (x,))
+    assert gradgradcheck(KINK_CASES[name], (x,))
+    y = ember.tensor([[0.6, -1.7, 0.35], [1.9, 0.8, -0.6]], dtype=ember.float64,
+                     requires_grad=True)
+    if name in ("maximum", "minimum", "remainder", "fmod", "copysign"):
+        f = getattr(ember, name)
+        yy = y if name not in ("remainder", "fmod") else (y.abs() + 0.5).detach().requires_grad_()
+        assert gradcheck(f, (x, yy))
+        assert gradgradcheck(f, (x, yy))
+
+
+@pytest.mark.parametrize("name", sorted(STEP_OPS - {"floor_divide", "div_trunc"}))
+def test_step_ops_have_zero_gradient(name):
+    x = ember.tensor([-1.3, 0.7, 2.2], dtype=ember.float64, requires_grad=True)
+    getattr(ember, name)(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_integer_results_are_not_differentiable():
+    x = ember.tensor([1.0, -2.0], requires_grad=True)
+    for r in (x > 0, x == x, x.isnan(), x.argmax(), x.signbit()):
+        assert not r.requires_grad and r.grad_fn is None
+
+
+@needs_opdb
+@pytest.mark.parametrize("name", sorted(n for n in _float_table_ops() if n not in STEP_OPS))
+def test_inplace_variant_matches_out_of_place(name):
+    op = opdb.OPS.get(name)
+    if op is None or not op.supports("float64"):
+        pytest.skip("no opdb entry")
+    sample = next(s for s in _samples(op, 8) if all(
+        getattr(a, "shape", None) == (3, 4) for a in s.args if hasattr(a, "shape")) or True)
+    args = _args(op, sample)
+    if not isinstance(args[0], ember.Tensor) or (len(args) > 1 and isinstance(args[1], ember.Tensor)
+                                                 and args[1].shape != args[0].shape):
+        pytest.skip("in-place needs self of the result's shape")
+    ref = [a.detach().clone().requires_grad_() if isinstance(a, ember.Tensor) else a for a in args]
+    out = getattr(ember, name)(*ref)
+    out.sum().backward()
+    leaf = args[0]
+    x = leaf * 1.0
+    getattr(x, name + "_")(*args[1:])
+    x.sum().backward()
+    assert _close(leaf.grad, ref[0].grad)
+    for a, r in itertools.islice(zip(args[1:], ref[1:]), 1):
+        if isinstance(a, ember.Tensor):
+            assert _close(a.grad, r.grad)
