@@ -8,6 +8,7 @@ PYBIND11_MODULE(_C, m) {
   register_tensor(m);
   register_ops(m);
   register_reductions(m);
+  register_indexing(m);
   register_linalg(m);
   register_random(m);
   register_interop(m);

@@ -90,6 +90,9 @@ inline py::object wrap(Tensor t) { return py::cast(std::move(t)); }
 
 Tensor tensor_from_data(py::handle data, ScalarType dtype);
 Tensor apply_basic_index(const Tensor& self, py::handle index);
+// x[index] and x[index] = value with PyTorch's full index expressions (bind_indexing.cpp).
+Tensor apply_index(const Tensor& self, py::handle index);
+void apply_setitem(const Tensor& self, py::handle index, py::handle value);
 py::object item(const Tensor& t);
 
 void register_dtypes(py::module_& m);
@@ -101,5 +104,6 @@ void register_linalg(py::module_& m);
 void register_random(py::module_& m);
 void register_interop(py::module_& m);
 void register_runtime(py::module_& m);
+void register_indexing(py::module_& m);
 
 }  // namespace ember::pyb
