@@ -133,10 +133,11 @@ Parsed parse_index(const Tensor& self, py::handle index) {
               self->dim());
   Parsed r;
   Tensor t = make_view(self, self->sizes, self->strides, self->offset);
-  int64_t dim = 0;
-  auto record = [&](Tensor ix) {
-    if (static_cast<int64_t>(r.indices.size()) < dim) r.indices.resize(dim);
+  int64_t dim = 0, covered = 0;  // covered: view dims that r.indices spans (a mask spans k)
+  auto record = [&](Tensor ix, int64_t k) {
+    for (; covered < dim; ++covered) r.indices.push_back(nullptr);
     r.indices.push_back(std::move(ix));
+    covered += k;
   };
   for (auto& it : items) {
     switch (it.kind) {
@@ -158,13 +159,16 @@ Parsed parse_index(const Tensor& self, py::handle index) {
         t = unsqueeze(t, dim);
         Tensor ix = empty({it.b ? 1 : 0}, ScalarType::Int64);
         if (it.b) ix->data_as<int64_t>()[0] = 0;
-        record(ix);
+        record(ix, 1);
         ++dim;
         break;
       }
       case Kind::Tensor:
-        record(it.t);
-        dim += (it.t->dtype == ScalarType::Bool || it.t->dtype == ScalarType::UInt8) ? it.t->dim() : 1;
+      {
+        const int64_t k = (it.t->dtype == ScalarType::Bool || it.t->dtype == ScalarType::UInt8) ? it.t->dim() : 1;
+        record(it.t, k);
+        dim += k;
+      }
         break;
     }
   }
