@@ -290,6 +290,23 @@ def test_setitem_dtypes_scalars_are_cast(dtype):
         assert to_numpy(t)[0].tolist() == [2, 2, 2]
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_setitem_mask_with_a_scalar(layout):
+    arr = np.arange(60.0).reshape(3, 4, 5)
+    t = make_tensor(arr, "float64", layout)
+    ref = to_numpy(t).copy()
+    m = ref[0] % 3 == 0  # covers dims 1, 2
+    t[:, E.from_numpy(m)] = 7.0
+    ref[:, m] = 7.0
+    t[E.from_numpy(ref[:, :, 0] > 20)] = E.tensor(-1.0, dtype=E.float64)  # covers dims 0, 1
+    ref[ref[:, :, 0] > 20] = -1.0
+    t[1, ..., E.from_numpy(np.array([True, False, True, False, False]))] = 5
+    ref[1, ..., [True, False, True, False, False]] = 5
+    np.testing.assert_array_equal(to_numpy(t), ref)
+    with pytest.raises(IndexError, match="The shape of the mask"):
+        t[:, E.from_numpy(m[:, :4])] = 1.0
+
+
 def test_setitem_duplicates_last_write_wins():
     t = E.zeros(4)
     t[[1, 1, 1, 3]] = E.tensor([1.0, 2.0, 3.0, 4.0])

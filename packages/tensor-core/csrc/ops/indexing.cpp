@@ -825,12 +825,28 @@ void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
   check_inplace_writable(self, "masked_fill_");
   Tensor v = scalar_source(value, self->dtype);
   ElementwiseIter it(self, self->dtype, {expand(mask, self->sizes)}, "masked_fill_");
-  const size_t es = self->element_size();
-  const char* vp = v->data();
-  it.for_each([&](char** data, const int64_t* st, int64_t n) {
-    for (int64_t i = 0; i < n; ++i)
-      if (*reinterpret_cast<const bool*>(data[1] + i * st[1])) std::memcpy(data[0] + i * st[0], vp, es);
-  });
+  auto run = [&](auto tag) {  // by element size: a select the compiler vectorises
+    using U = typename decltype(tag)::type;
+    U val;
+    std::memcpy(&val, v->data(), sizeof(U));
+    it.for_each([&](char** data, const int64_t* st, int64_t n) {
+      if (st[0] == int64_t(sizeof(U)) && st[1] == 1) {
+        U* __restrict__ o = reinterpret_cast<U*>(data[0]);
+        const uint8_t* __restrict__ m = reinterpret_cast<const uint8_t*>(data[1]);
+        for (int64_t i = 0; i < n; ++i) o[i] = m[i] ? val : o[i];
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i)
+        if (*reinterpret_cast<const bool*>(data[1] + i * st[1]))
+          *reinterpret_cast<U*>(data[0] + i * st[0]) = val;
+    });
+  };
+  switch (self->element_size()) {
+    case 1: run(TypeTag<uint8_t>{}); break;
+    case 2: run(TypeTag<uint16_t>{}); break;
+    case 4: run(TypeTag<uint32_t>{}); break;
+    default: run(TypeTag<uint64_t>{}); break;
+  }
   self->bump_version();
 }
 

@@ -201,7 +201,25 @@ void apply_setitem(const Tensor& self, py::handle index, py::handle value) {
     return;
   }
   warn_byte_mask(p.indices);
-  index_put_(p.view, p.indices, value_tensor(self, value), false);
+  Tensor v = value_tensor(self, value);
+  // x[mask] = scalar: one bool mask matching its dims is a masked_fill_ (no nonzero pass).
+  int64_t at = -1, defined = 0;
+  for (size_t i = 0; i < p.indices.size(); ++i)
+    if (p.indices[i]) ++defined, at = static_cast<int64_t>(i);
+  if (defined == 1 && v->dim() == 0 && v->dtype == self->dtype &&
+      p.indices[at]->dtype == ScalarType::Bool) {
+    const Tensor& mask = p.indices[at];
+    const int64_t k = mask->dim(), nd = p.view->dim();
+    bool match = at + k <= nd;
+    for (int64_t j = 0; match && j < k; ++j) match = mask->sizes[j] == p.view->sizes[at + j];
+    if (match) {
+      Shape ms = mask->sizes;
+      ms.resize(nd - at, 1);
+      masked_fill_(p.view, reshape(mask, ms), to_scalar(py::cast(v)));
+      return;
+    }
+  }
+  index_put_(p.view, p.indices, v, false);
 }
 
 namespace {
