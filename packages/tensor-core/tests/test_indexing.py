@@ -125,7 +125,7 @@ GET_CASES = [
     (1, X[0, :, :, 0] > 20),
     (0, 0, X[0, 0] > 3),
     (X > 50,),
-    (slice(None, None, 2), B, slice(None, None, -1) if False else slice(1, None, 2)),
+    (slice(None, None, 2), B, slice(1, None, 2)),
     (np.array([], dtype=np.int64),),
     (np.zeros((0, 2), dtype=np.int64),),
     (slice(None), np.array([0, 0, 0, 2])),        # duplicates
@@ -919,7 +919,7 @@ def test_inplace_on_an_expanded_tensor_is_refused():
 # ---------------------------------------------------------------------------------------------
 # property tests: mixed basic / advanced expressions against NumPy
 
-hyp = pytest.importorskip("hypothesis")
+pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
