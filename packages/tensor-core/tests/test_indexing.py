@@ -917,6 +917,86 @@ def test_inplace_on_an_expanded_tensor_is_refused():
 
 
 # ---------------------------------------------------------------------------------------------
+# the autograd hook: differentiable ops hand a canonical call to it, which reruns the same op
+
+@pytest.fixture
+def recording_hook():
+    calls = []
+    old = E._C._get_autograd_hook()
+
+    def hook(name, fn, args, kwargs):
+        calls.append(name)
+        prev = E.is_grad_enabled()
+        E._C._set_grad_enabled(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            E._C._set_grad_enabled(prev)
+
+    E._C._set_autograd_hook(hook)
+    try:
+        yield calls
+    finally:
+        E._C._set_autograd_hook(old)
+
+
+IDX = E.tensor([[0, 2, 1], [1, 0, 0]])
+HOOKED = [
+    ("_getitem", lambda x: x[[1, 0], 1:]),
+    ("_getitem", lambda x: x[x > 2]),
+    ("index_select", lambda x: E.index_select(x, 1, E.tensor([2, 0]))),
+    ("gather", lambda x: x.gather(1, IDX, sparse_grad=False)),
+    ("scatter", lambda x: E.scatter(x, 1, IDX[:, :1], E.ones(2, 1))),
+    ("scatter", lambda x: x.scatter(1, IDX[:, :1], 2.0, reduce="add")),
+    ("scatter_", lambda x: x.scatter_(1, IDX[:, :1], 2.0)),
+    ("scatter_add", lambda x: E.scatter_add(x, 1, IDX, E.ones(2, 3))),
+    ("scatter_add_", lambda x: x.scatter_add_(1, IDX, E.ones(2, 3))),
+    ("scatter_reduce", lambda x: x.scatter_reduce(1, IDX, E.ones(2, 3), "amax", include_self=False)),
+    ("scatter_reduce_", lambda x: x.scatter_reduce_(1, IDX, E.ones(2, 3), "mean")),
+    ("index_add", lambda x: E.index_add(x, 0, E.tensor([1, 1]), E.ones(2, 3), alpha=3)),
+    ("index_add_", lambda x: x.index_add_(1, E.tensor([2]), E.ones(2, 1))),
+    ("index_copy", lambda x: x.index_copy(0, E.tensor([1]), E.ones(1, 3))),
+    ("index_copy_", lambda x: x.index_copy_(0, E.tensor([1]), E.ones(1, 3))),
+    ("index_fill", lambda x: x.index_fill(1, E.tensor([0]), -1.0)),
+    ("index_fill_", lambda x: x.index_fill_(1, E.tensor([0]), E.tensor(-1.0))),
+    ("masked_fill", lambda x: E.masked_fill(x, x > 2, 0.5)),
+    ("masked_fill_", lambda x: x.masked_fill_(E.tensor([True, False, True]), 0.5)),
+    ("masked_select", lambda x: x.masked_select(E.tensor([True, False, True]))),
+    ("masked_scatter", lambda x: x.masked_scatter(E.tensor([True, False, True]), E.arange(9.0))),
+    ("masked_scatter_", lambda x: x.masked_scatter_(E.tensor([False, True, True]), E.arange(9.0))),
+    ("take", lambda x: E.take(x, E.tensor([[5, -6]]))),
+    ("take_along_dim", lambda x: E.take_along_dim(x, IDX, dim=1)),
+    ("take_along_dim", lambda x: x.take_along_dim(E.tensor([4, 1]))),
+    ("index_put", lambda x: E.index_put(x, (E.tensor([1, 1]),), E.tensor(1.0), accumulate=True)),
+    ("index_put_", lambda x: x.index_put_((E.tensor([0]), E.tensor([2])), E.tensor(9.0))),
+]
+
+
+@pytest.mark.parametrize("name,fn", HOOKED, ids=[f"{i}-{c[0]}" for i, c in enumerate(HOOKED)])
+def test_differentiable_ops_call_the_hook_with_a_canonical_call(recording_hook, name, fn):
+    base = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    plain = E.from_numpy(base.copy())
+    want = fn(plain)
+    x = E.from_numpy(base.copy()).requires_grad_(True)
+    got = fn(x)
+    assert recording_hook and recording_hook[-1] == name, recording_hook
+    np.testing.assert_array_equal(got.detach().numpy(), want.numpy())
+    np.testing.assert_array_equal(x.detach().numpy(), plain.numpy())
+
+
+def test_setitem_calls_the_hook(recording_hook):
+    x = E.zeros(3).requires_grad_(True)
+    x[[0, 2]] = 1.0
+    assert recording_hook == ["_setitem"] and x.detach().tolist() == [1.0, 0.0, 1.0]
+    y = E.zeros(3)
+    y[1:] = E.ones(2).requires_grad_(True)
+    assert recording_hook[-1] == "_setitem" and y.tolist() == [0.0, 1.0, 1.0]
+    with E.no_grad():
+        x[[1]] = 5.0
+    assert len(recording_hook) == 2 and x.detach().tolist() == [1.0, 5.0, 1.0]
+
+
+# ---------------------------------------------------------------------------------------------
 # property tests: mixed basic / advanced expressions against NumPy
 
 pytest.importorskip("hypothesis")
