@@ -56,6 +56,20 @@ bool is_ndarray(py::handle h) {
 // A list / array used as an index: bool (and uint8 arrays) stay masks, the rest becomes int64
 // (int32 arrays are kept), as PyTorch's indexing_tensor_from_data does.
 Tensor index_tensor_from_data(py::handle h) {
+  if (PyList_Check(h.ptr())) {  // fast path: a flat list of Python ints
+    const Py_ssize_t n = PyList_GET_SIZE(h.ptr());
+    Tensor t = empty({static_cast<int64_t>(n)}, ScalarType::Int64);
+    int64_t* d = t->data_as<int64_t>();
+    Py_ssize_t i = 0;
+    for (; i < n; ++i) {
+      PyObject* e = PyList_GET_ITEM(h.ptr(), i);
+      if (!PyLong_CheckExact(e)) break;
+      int overflow = 0;
+      d[i] = PyLong_AsLongLongAndOverflow(e, &overflow);
+      if (overflow) break;
+    }
+    if (i == n && n > 0) return t;
+  }
   Tensor t = tensor_from_data(h, ScalarType::Undefined);
   if (t->dtype == ScalarType::Bool || t->dtype == ScalarType::UInt8 || t->dtype == ScalarType::Int32 ||
       t->dtype == ScalarType::Int64)
