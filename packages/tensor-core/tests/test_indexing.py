@@ -1139,3 +1139,43 @@ def test_torch_parity_of_index_expressions_and_messages():
         with pytest.raises(IndexError) as b:
             f(torch, x)
         assert str(a.value) == str(b.value)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_torch_parity_of_the_ops_across_dtypes(dtype):
+    torch = pytest.importorskip("torch")
+    arr = sample((4, 5), dtype)
+    src = sample((4, 5), dtype, seed=1)
+    e, t = T(arr, dtype), torch.from_numpy(to_numpy(T(arr, dtype)))
+    es, ts = T(src, dtype), torch.from_numpy(to_numpy(T(src, dtype)))
+    if dtype == "bfloat16":
+        t, ts = t.bfloat16(), ts.bfloat16()
+    idx = np.array([[3, 0, 1, 1, 2], [0, 0, 3, 2, 1]])
+    ops = [
+        lambda m, x, s, i: x[i(idx)],
+        lambda m, x, s, i: x[:, i([4, -1])],
+        lambda m, x, s, i: m.gather(x, 0, i(idx)),
+        lambda m, x, s, i: m.index_select(x, 1, i([0, 4, 4])),
+        lambda m, x, s, i: m.scatter(x, 0, i(idx), s),
+        lambda m, x, s, i: m.scatter_add(x, 0, i(idx), s),
+        lambda m, x, s, i: m.index_add(x, 0, i([3, 3]), s[:2]),
+        lambda m, x, s, i: m.index_copy(x, 1, i([2, 0]), s[:, :2]),
+        lambda m, x, s, i: m.index_fill(x, 1, i([1, -1]), 1),
+        lambda m, x, s, i: m.masked_fill(x, s > s.min(), 1),
+        lambda m, x, s, i: m.masked_select(x, s != s.max()),
+        lambda m, x, s, i: m.masked_scatter(x, s == s.max(), s),
+        lambda m, x, s, i: m.take(x, i([[19, -20], [7, 7]])),
+        lambda m, x, s, i: m.take_along_dim(x, i(idx), dim=0),
+        lambda m, x, s, i: m.nonzero(x),
+        lambda m, x, s, i: x.index_put((i([0, 0, 1]),), s[0, 0], accumulate=True),
+    ]
+    ops += [lambda m, x, s, i, r=r, inc=inc: m.scatter_reduce(x, 0, i(idx), s, r, include_self=inc)
+            for r in ("sum", "prod", "mean", "amax", "amin") for inc in (True, False)
+            if not (dtype == "bool" and r == "mean")]
+    for k, op in enumerate(ops):
+        got = op(E, e, es, lambda v: E.tensor(np.asarray(v)))
+        want = op(torch, t, ts, lambda v: torch.tensor(np.asarray(v)))
+        if want.dtype == torch.bfloat16:
+            want = want.float()
+        assert tuple(got.shape) == tuple(want.shape), k
+        np.testing.assert_array_equal(to_numpy(got), want.numpy(), err_msg=str(k))
