@@ -2,25 +2,18 @@
 // index_put_), index_select, gather, scatter (+ add / reduce), index_add / index_copy /
 // index_fill, masked_fill / masked_select / masked_scatter, take, nonzero.
 //
-// Every op is lowered onto one "index plan" (indexing.cpp): an iteration shape, a destination
-// and a source operand with byte strides, and index operands whose values (checked against
-// their dimension's size before any memory is written) move either the source pointer (gathers)
-// or the destination pointer (scatters). A dimension that an index replaces has stride 0 in the
-// operand it moves, as in ATen's restrided TensorIterator. The runner coalesces dims, copies a
-// contiguous inner run with memcpy when no index varies along it, splits gathers over the whole
-// iteration space, and splits scatters only over dims where distinct positions are distinct
-// destinations, so duplicate indices accumulate deterministically (last write wins for copies).
+// Every op checks its arguments (dtypes, shapes, and every index in range, before any memory
+// is written) and then runs one index plan (kernels/index_plan.h).
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/index_plan.h"
 
 namespace ember {
 
-// How scatter-like ops combine a source value into the destination.
-enum class IndexReduce { None, Sum, Prod, Mean, Max, Min };
 IndexReduce parse_index_reduce(const std::string& name, bool legacy);  // throws on bad names
 
 // ---- advanced indexing (aten::index / index_put_) ----
