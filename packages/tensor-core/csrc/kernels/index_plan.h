@@ -138,7 +138,13 @@ void run_block(const Plan& p, int64_t ob, int64_t oe, int64_t ib, int64_t ie, co
     else s += off;
     if (vary.empty()) {
       if (plain_copy && dst_in == es && src_in == es) {
-        std::memcpy(d, s, n * es);
+        switch (n * es) {  // fixed sizes inline to a few moves (row gathers of short rows)
+          case 16: std::memcpy(d, s, 16); break;
+          case 32: std::memcpy(d, s, 32); break;
+          case 64: std::memcpy(d, s, 64); break;
+          case 128: std::memcpy(d, s, 128); break;
+          default: std::memcpy(d, s, n * es);
+        }
       } else {
         for (int64_t i = 0; i < n; ++i) elem(d + i * dst_in, s + i * src_in);
       }
