@@ -1,0 +1,199 @@
+// optim_kernels.cpp: see optim_kernels.h. The element loops are written once per update rule as
+// a lambda over (param index, [begin, end) inside that param) and run by for_each_chunk, which
+// maps a flat range of the concatenated parameters back onto the tensors.
+#include "ops/optim_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "runtime/parallel.h"
+
+namespace ember {
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+void check_list(const char* op, const char* what, const std::vector<Tensor>& params,
+                const std::vector<Tensor>& ts) {
+  EMBER_CHECK(ts.size() == params.size(), ValueError, op, ": expected ", params.size(), " ", what,
+              ", got ", ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
+    const Tensor& p = params[i];
+    EMBER_CHECK(t, ValueError, op, ": ", what, "[", i, "] is None");
+    EMBER_CHECK(t->device().is_cpu(), ValueError, op, ": ", what, "[", i,
+                "] must be a CPU tensor, got ", t->device().str());
+    EMBER_CHECK(t->dtype == p->dtype, TypeError, op, ": ", what, "[", i, "] has dtype ",
+                torch_type_name(t->dtype), " but the parameter has ", torch_type_name(p->dtype));
+    EMBER_CHECK(t->sizes == p->sizes, ValueError, op, ": ", what, "[", i, "] has shape ",
+                shape_str(t->sizes), " but the parameter has ", shape_str(p->sizes));
+    EMBER_CHECK(t->is_contiguous(), ValueError, op, ": ", what, "[", i, "] must be contiguous");
+  }
+}
+
+void check_params(const char* op, const std::vector<Tensor>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    EMBER_CHECK(p, ValueError, op, ": params[", i, "] is None");
+    EMBER_CHECK(p->dtype == ScalarType::Float32 || p->dtype == ScalarType::Float64, TypeError, op,
+                ": params[", i, "] must be float32 or float64, got ", torch_type_name(p->dtype));
+    EMBER_CHECK(p->dtype == params[0]->dtype, TypeError, op,
+                ": all parameters of one call must share a dtype");
+    EMBER_CHECK(p->device().is_cpu(), ValueError, op, ": params[", i, "] must be a CPU tensor");
+    EMBER_CHECK(p->is_contiguous(), ValueError, op, ": params[", i, "] must be contiguous");
+  }
+}
+
+// Runs f(i, begin, end) over every parameter's elements, in parallel over their total count.
+template <class F>
+void for_each_chunk(const std::vector<Tensor>& params, const F& f) {
+  std::vector<int64_t> start(params.size() + 1, 0);
+  for (size_t i = 0; i < params.size(); ++i) start[i + 1] = start[i] + params[i]->numel();
+  parallel_for(0, start.back(), kGrain, [&](int64_t b, int64_t e) {
+    // the first parameter whose range contains b
+    size_t i = std::upper_bound(start.begin(), start.end(), b) - start.begin() - 1;
+    for (; i < params.size() && start[i] < e; ++i) {
+      int64_t lo = std::max(b, start[i]) - start[i];
+      int64_t hi = std::min(e, start[i + 1]) - start[i];
+      if (lo < hi) f(i, lo, hi);
+    }
+  });
+}
+
+template <typename T>
+void sgd_impl(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+              const std::vector<Tensor>& bufs, const std::vector<bool>& first, T lr, T wd, T mom,
+              T damp, bool nesterov, bool maximize) {
+  const bool use_mom = mom != T(0);
+  for_each_chunk(params, [&](size_t i, int64_t b, int64_t e) {
+    T* p = params[i]->data_as<T>();
+    const T* g = grads[i]->data_as<T>();
+    T* buf = use_mom ? bufs[i]->data_as<T>() : nullptr;
+    const bool init = use_mom && first[i];
+    for (int64_t k = b; k < e; ++k) {
+      T d = maximize ? -g[k] : g[k];
+      if (wd != T(0)) d += wd * p[k];
+      if (use_mom) {
+        T m = init ? d : mom * buf[k] + (T(1) - damp) * d;
+        buf[k] = m;
+        d = nesterov ? d + mom * m : m;
+      }
+      p[k] -= lr * d;
+    }
+  });
+}
+
+template <typename T>
+void adam_impl(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+               const std::vector<Tensor>& m1, const std::vector<Tensor>& m2,
+               const std::vector<Tensor>& vmax, const std::vector<double>& step, double lr,
+               double beta1, double beta2, double eps, double wd, bool amsgrad, bool maximize,
+               bool decoupled) {
+  // per-parameter scalars, computed once in double as torch does with Python floats
+  size_t n = params.size();
+  std::vector<T> step_size(n), bc2_sqrt(n);
+  for (size_t i = 0; i < n; ++i) {
+    double bc1 = 1.0 - std::pow(beta1, step[i]);
+    double bc2 = 1.0 - std::pow(beta2, step[i]);
+    step_size[i] = static_cast<T>(lr / bc1);
+    bc2_sqrt[i] = static_cast<T>(std::sqrt(bc2));
+  }
+  const T b1 = static_cast<T>(1.0 - beta1), b2 = static_cast<T>(beta2),
+          one_b2 = static_cast<T>(1.0 - beta2), teps = static_cast<T>(eps),
+          twd = static_cast<T>(wd), decay = static_cast<T>(1.0 - lr * wd);
+  for_each_chunk(params, [&](size_t i, int64_t b, int64_t e) {
+    T* p = params[i]->data_as<T>();
+    const T* g = grads[i]->data_as<T>();
+    T* ea = m1[i]->data_as<T>();
+    T* eas = m2[i]->data_as<T>();
+    T* mx = amsgrad ? vmax[i]->data_as<T>() : nullptr;
+    const T ss = step_size[i], bc = bc2_sqrt[i];
+    for (int64_t k = b; k < e; ++k) {
+      T d = maximize ? -g[k] : g[k];
+      T pk = p[k];
+      if (wd != 0.0) {
+        if (decoupled) pk *= decay;
+        else d += twd * pk;
+      }
+      T a = ea[k] + b1 * (d - ea[k]);  // lerp(exp_avg, g, 1 - beta1)
+      T s = eas[k] * b2 + one_b2 * d * d;
+      ea[k] = a;
+      eas[k] = s;
+      if (amsgrad) {
+        s = std::max(mx[k], s);
+        mx[k] = s;
+      }
+      T denom = std::sqrt(s) / bc + teps;
+      p[k] = pk - ss * (a / denom);
+    }
+  });
+}
+
+void bump_all(const std::vector<Tensor>& ts) {
+  for (const auto& t : ts)
+    if (t) t->bump_version();
+}
+
+}  // namespace
+
+void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                const std::vector<Tensor>& bufs, const std::vector<bool>& first, double lr,
+                double weight_decay, double momentum, double dampening, bool nesterov,
+                bool maximize) {
+  const char* op = "_fused_sgd_";
+  check_params(op, params);
+  check_list(op, "grads", params, grads);
+  if (momentum != 0.0) {
+    check_list(op, "momentum_buffers", params, bufs);
+    EMBER_CHECK(first.size() == params.size(), ValueError, op, ": expected ", params.size(),
+                " first-step flags, got ", first.size());
+  }
+  if (params.empty()) return;
+  if (params[0]->dtype == ScalarType::Float32)
+    sgd_impl<float>(params, grads, bufs, first, float(lr), float(weight_decay), float(momentum),
+                    float(dampening), nesterov, maximize);
+  else
+    sgd_impl<double>(params, grads, bufs, first, lr, weight_decay, momentum, dampening, nesterov,
+                     maximize);
+  bump_all(params);
+  if (momentum != 0.0) bump_all(bufs);
+}
+
+void fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                 const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                 const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<Tensor>& steps,
+                 double lr, double beta1, double beta2, double eps, double weight_decay,
+                 bool amsgrad, bool maximize, bool decoupled) {
+  const char* op = "_fused_adam_";
+  check_params(op, params);
+  check_list(op, "grads", params, grads);
+  check_list(op, "exp_avgs", params, exp_avgs);
+  check_list(op, "exp_avg_sqs", params, exp_avg_sqs);
+  if (amsgrad) check_list(op, "max_exp_avg_sqs", params, max_exp_avg_sqs);
+  EMBER_CHECK(steps.size() == params.size(), ValueError, op, ": expected ", params.size(),
+              " step tensors, got ", steps.size());
+  std::vector<double> step(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Tensor& s = steps[i];
+    EMBER_CHECK(s && s->numel() == 1 && s->device().is_cpu() &&
+                    (s->dtype == ScalarType::Float32 || s->dtype == ScalarType::Float64),
+                ValueError, op, ": steps[", i, "] must be a one-element float CPU tensor");
+    if (s->dtype == ScalarType::Float32) step[i] = ++*s->data_as<float>();
+    else step[i] = ++*s->data_as<double>();
+    s->bump_version();
+  }
+  if (params.empty()) return;
+  if (params[0]->dtype == ScalarType::Float32)
+    adam_impl<float>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2,
+                     eps, weight_decay, amsgrad, maximize, decoupled);
+  else
+    adam_impl<double>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1,
+                      beta2, eps, weight_decay, amsgrad, maximize, decoupled);
+  bump_all(params);
+  bump_all(exp_avgs);
+  bump_all(exp_avg_sqs);
+  if (amsgrad) bump_all(max_exp_avg_sqs);
+}
+
+}  // namespace ember
