@@ -98,7 +98,8 @@ class LRScheduler:
             if not getattr(self.optimizer.step, "_wrapped_by_lr_sched", False):
                 warnings.warn("Seems like `optimizer.step()` has been overridden after learning "
                               "rate scheduler initialization. Please, make sure to call "
-                              "`optimizer.step()` before `lr_scheduler.step()`.", UserWarning, stacklevel=2)
+                              "`optimizer.step()` before `lr_scheduler.step()`.", UserWarning,
+                              stacklevel=2)
             elif not getattr(self.optimizer, "_opt_called", False):
                 warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
                               "You should call them in the opposite order: `optimizer.step()` "

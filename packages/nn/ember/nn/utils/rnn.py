@@ -36,11 +36,19 @@ class PackedSequence(NamedTuple):
 
 
 def invert_permutation(permutation):
+    """The inverse of a 1-d int64 permutation tensor (None stays None)."""
     if permutation is None:
         return None
-    out = ember.empty_like(permutation)
-    out[permutation] = ember.arange(permutation.numel(), dtype=permutation.dtype)
-    return out
+    perm = [int(i) for i in permutation.tolist()]
+    inv = [0] * len(perm)
+    for i, j in enumerate(perm):
+        inv[j] = i
+    return ember.tensor(inv, dtype=permutation.dtype)
+
+
+def _take(x, dim: int, index) -> ember.Tensor:
+    """``x.index_select(dim, index)`` composed of select + stack (a loop over the batch)."""
+    return ember.stack([x.select(dim, int(i)) for i in index.tolist()], dim)
 
 
 def _lengths_list(lengths) -> list[int]:
@@ -100,7 +108,7 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
         order = sorted(range(len(lens)), key=lambda i: -lens[i])
         sorted_indices = ember.tensor(order, dtype=ember.int64)
         lens = [lens[i] for i in order]
-        input = input[sorted_indices] if batch_first else input[:, sorted_indices]
+        input = _take(input, batch_dim, sorted_indices)
     if lens and lens[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an "
                            "element in 'lengths' that is <= 0")
@@ -145,8 +153,9 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     lengths = ember.tensor([sum(1 for b in batch_sizes if b > i) for i in range(batch)],
                            dtype=ember.int64)
     if sequence.unsorted_indices is not None:
-        out = out[:, sequence.unsorted_indices]
-        lengths = lengths[sequence.unsorted_indices]
+        out = _take(out, 1, sequence.unsorted_indices)
+        lengths = ember.tensor([lengths.tolist()[i] for i in sequence.unsorted_indices.tolist()],
+                               dtype=ember.int64)
     if batch_first:
         out = out.transpose(0, 1)
     return out, lengths
