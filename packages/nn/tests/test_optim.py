@@ -496,3 +496,62 @@ def test_fused_kernel_errors():
         _C._fused_sgd_([ember.ones(3, dtype=ember.int64)], [ember.ones(3, dtype=ember.int64)],
                        None, [True], lr=0.1, weight_decay=0, momentum=0, dampening=0,
                        nesterov=False, maximize=False)
+
+
+@pytest.mark.parametrize("cls,ref,kwargs", [
+    (optim.SGD, np_sgd, dict(lr=0.05, momentum=0.9, weight_decay=0.01)),
+    (optim.Adam, np_adam, dict(lr=0.01, amsgrad=True)),
+])
+def test_fused_many_tensors_across_chunks(cls, ref, kwargs):
+    # 23 tensors of odd sizes: the parallel chunks start and end inside tensors
+    shapes = [(4999 + 37 * i,) for i in range(23)]
+    init, grads = _init(6, shapes), _grads(6, shapes, 3)
+    got, _ = run_ember(cls, kwargs, init, grads)
+    for g, w in zip(got, ref(init, grads, **kwargs)):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+
+
+def test_mixed_dtypes_in_one_group():
+    init = [np.ones(3, np.float32), np.ones(2, np.float64)]
+    params = [ember.tensor(init[0], requires_grad=True),
+              ember.tensor(init[1], dtype=ember.float64, requires_grad=True)]
+    opt = optim.Adam(params, lr=0.1)
+    params[0].grad = ember.ones(3)
+    params[1].grad = ember.ones(2, dtype=ember.float64)
+    opt.step()
+    for p, a in zip(params, init):
+        want = np_adam([a], [[np.ones_like(a)]], lr=0.1)[0]
+        np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-6)
+
+
+def test_user_defined_optimizer():
+    class SignSGD(optim.Optimizer):
+        def __init__(self, params, lr=0.01):
+            super().__init__(params, dict(lr=lr))
+
+        def step(self, closure=None):
+            with ember.no_grad():
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            self.state[p]["n"] = self.state[p].get("n", 0) + 1
+                            p.sub_(p.grad.sign() * group["lr"])
+
+    p = ember.tensor([1.0, -1.0], requires_grad=True)
+    opt = SignSGD([p], lr=0.5)
+    seen = []
+    opt.register_step_post_hook(lambda o, a, k: seen.append(True))
+    p.grad = ember.tensor([3.0, -0.1])
+    opt.step()
+    np.testing.assert_allclose(p.detach().numpy(), [0.5, -0.5])
+    assert seen == [True] and opt.state_dict()["state"] == {0: {"n": 1}}
+    sched = optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == 0.25
+
+
+def test_reachable_from_ember():
+    import importlib
+    e = importlib.import_module("ember")
+    assert e.optim.Adam is optim.Adam
