@@ -33,7 +33,7 @@ import ember  # noqa: E402
 def sizes() -> dict[str, Any]:
     if H.SETTINGS.smoke:
         return {"cnn_batch": 4, "mlp_batch": 4, "lstm": (5, 2, 16), "opt": (2, 1000)}
-    return {"cnn_batch": 64, "mlp_batch": 128, "lstm": (35, 20, 256), "opt": (10, 1 << 20)}
+    return {"cnn_batch": 64, "mlp_batch": 128, "lstm": (35, 20, 256), "opt": (10, 1_000_000)}
 
 
 def _copy_weights(tmodel, emodel) -> None:

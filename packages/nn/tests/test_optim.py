@@ -555,3 +555,20 @@ def test_reachable_from_ember():
     import importlib
     e = importlib.import_module("ember")
     assert e.optim.Adam is optim.Adam
+
+
+@pytest.mark.parametrize("cls,name", [(optim.SGD, "_fused_sgd_"), (optim.Adam, "_fused_adam_")])
+def test_non_contiguous_grad_still_fused(cls, name, monkeypatch):
+    from ember import _C
+    calls = []
+    real = getattr(_C, name)
+    monkeypatch.setattr(_C, name, lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    p = ember.ones(3, 4, requires_grad=True)
+    g = np.arange(12, dtype=np.float32).reshape(4, 3)
+    p.grad = ember.tensor(g).t()
+    assert not p.grad.is_contiguous()
+    cls([p], lr=0.1).step()
+    assert calls == [1]
+    want = (np_sgd if cls is optim.SGD else np_adam)([np.ones((3, 4), np.float32)],
+                                                     [[g.T.copy()]], lr=0.1)[0]
+    np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-6, atol=1e-7)

@@ -273,13 +273,16 @@ class Optimizer:
         self.__setstate__({"state": state, "param_groups": new_groups})
 
 
-def _grads_of(group, state_init: Callable | None = None):
-    """(params, grads) of the parameters of a group that have a gradient."""
+def _grads_of(group):
+    """(params, grads) of the parameters of a group that have a gradient. A gradient that is
+    not contiguous (autograd may leave e.g. a Linear weight's gradient transposed) is read
+    through a contiguous copy, so the fused kernels can take it."""
     params, grads = [], []
     for p in group["params"]:
-        if p.grad is not None:
+        g = p.grad
+        if g is not None:
             params.append(p)
-            grads.append(p.grad)
+            grads.append(g if g.is_contiguous() else g.contiguous())
     return params, grads
 
 
