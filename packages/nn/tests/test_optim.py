@@ -572,3 +572,56 @@ def test_non_contiguous_grad_still_fused(cls, name, monkeypatch):
     want = (np_sgd if cls is optim.SGD else np_adam)([np.ones((3, 4), np.float32)],
                                                      [[g.T.copy()]], lr=0.1)[0]
     np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-6, atol=1e-7)
+
+
+def test_checkpoint_with_ember_save(tmp_path):
+    p = ember.ones(3, requires_grad=True)
+    opt = optim.AdamW([p], lr=0.1)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=2)
+    p.grad = ember.ones(3)
+    opt.step()
+    sched.step()
+    ember.save({"opt": opt.state_dict(), "sched": sched.state_dict()}, tmp_path / "ck.pt")
+    ck = ember.load(tmp_path / "ck.pt")
+    q = ember.tensor(p.detach().numpy(), requires_grad=True)
+    opt2 = optim.AdamW([q], lr=0.5)
+    sched2 = optim.lr_scheduler.StepLR(opt2, step_size=5)
+    opt2.load_state_dict(ck["opt"])
+    sched2.load_state_dict(ck["sched"])
+    for o, t in ((opt, p), (opt2, q)):
+        t.grad = ember.full((3,), 0.5)
+        o.step()
+    np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert opt2.param_groups[0]["lr"] == 0.1 and sched2.step_size == 2
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+    _shape = st.lists(st.integers(0, 5), min_size=0, max_size=3).map(tuple)
+
+    @settings(max_examples=25, deadline=None)
+    @given(shapes=st.lists(_shape, min_size=1, max_size=4), momentum=st.sampled_from([0, 0.5]),
+           nesterov=st.booleans(), wd=st.sampled_from([0.0, 0.1]), seed=st.integers(0, 99))
+    def test_fused_sgd_hypothesis(shapes, momentum, nesterov, wd, seed):
+        kw = dict(lr=0.1, momentum=momentum, nesterov=nesterov and momentum > 0,
+                  weight_decay=wd)
+        init, grads = _init(seed, shapes, np.float64), _grads(seed, shapes, 3, np.float64)
+        got, _ = run_ember(optim.SGD, kw, init, grads, ember.float64)
+        for g, w in zip(got, np_sgd(init, grads, **kw)):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+    @settings(max_examples=25, deadline=None)
+    @given(shapes=st.lists(_shape, min_size=1, max_size=4), amsgrad=st.booleans(),
+           decoupled=st.booleans(), maximize=st.booleans(), seed=st.integers(0, 99))
+    def test_fused_adam_hypothesis(shapes, amsgrad, decoupled, maximize, seed):
+        kw = dict(lr=0.05, weight_decay=0.1, amsgrad=amsgrad, maximize=maximize)
+        init, grads = _init(seed, shapes, np.float64), _grads(seed, shapes, 3, np.float64)
+        cls = optim.AdamW if decoupled else optim.Adam
+        got, _ = run_ember(cls, kw, init, grads, ember.float64)
+        for g, w in zip(got, np_adam(init, grads, decoupled=decoupled, **kw)):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
