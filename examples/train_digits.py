@@ -111,7 +111,7 @@ def main(argv=None) -> float:
             optimizer.step()
             losses.append(loss.item())
             if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+                bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
         scheduler.step()
         print(f"epoch {epoch + 1:2d}  loss {np.mean(losses[-len(train_loader):]):.4f}  "
               f"test accuracy {accuracy(model, test_loader):.2%}")
