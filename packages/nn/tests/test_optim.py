@@ -625,3 +625,15 @@ if given is not None:
         got, _ = run_ember(cls, kw, init, grads, ember.float64)
         for g, w in zip(got, np_adam(init, grads, decoupled=decoupled, **kw)):
             np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_fused_adam_checks_everything_before_writing():
+    from ember import _C
+    ps = [ember.ones(2), ember.ones(2)]
+    steps = [ember.tensor(0.0), ember.ones(3)]  # the second step tensor is invalid
+    with pytest.raises(ValueError, match=r"steps\[1\]"):
+        _C._fused_adam_(ps, [ember.ones(2)] * 2, [ember.zeros(2), ember.zeros(2)],
+                        [ember.zeros(2), ember.zeros(2)], None, steps, lr=0.1, beta1=0.9,
+                        beta2=0.99, eps=1e-8, weight_decay=0, amsgrad=False, maximize=False,
+                        decoupled=False)
+    assert steps[0].item() == 0.0 and ps[0].numpy().tolist() == [1.0, 1.0]

@@ -354,7 +354,7 @@ class SequentialLR(LRScheduler):
         scheduler = self._schedulers[idx]
         if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning, stacklevel=2)
+                warnings.simplefilter("ignore", UserWarning)
                 scheduler.step(0)
         else:
             scheduler.step()

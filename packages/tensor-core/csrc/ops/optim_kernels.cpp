@@ -61,27 +61,95 @@ void for_each_chunk(const std::vector<Tensor>& params, const F& f) {
   });
 }
 
+// The element loops: the options are template parameters so that each loop is branch-free and
+// vectorises (with __restrict__, the compiler needs no runtime alias checks).
+template <typename T, bool kMaximize, bool kDecay, bool kMomentum, bool kInit, bool kNesterov>
+void sgd_loop(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf, int64_t n, T lr,
+              T wd, T mom, T damp) {
+  for (int64_t k = 0; k < n; ++k) {
+    T d = kMaximize ? -g[k] : g[k];
+    if (kDecay) d += wd * p[k];
+    if (kMomentum) {
+      T m = kInit ? d : mom * buf[k] + (T(1) - damp) * d;
+      buf[k] = m;
+      d = kNesterov ? d + mom * m : m;
+    }
+    p[k] -= lr * d;
+  }
+}
+
+template <typename T, bool kMaximize, bool kDecay>
+void sgd_dispatch(T* p, const T* g, T* buf, int64_t n, T lr, T wd, T mom, T damp, bool use_mom,
+                  bool init, bool nesterov) {
+  if (!use_mom) return sgd_loop<T, kMaximize, kDecay, false, false, false>(p, g, buf, n, lr, wd,
+                                                                           mom, damp);
+  if (init) {
+    if (nesterov) return sgd_loop<T, kMaximize, kDecay, true, true, true>(p, g, buf, n, lr, wd,
+                                                                          mom, damp);
+    return sgd_loop<T, kMaximize, kDecay, true, true, false>(p, g, buf, n, lr, wd, mom, damp);
+  }
+  if (nesterov) return sgd_loop<T, kMaximize, kDecay, true, false, true>(p, g, buf, n, lr, wd,
+                                                                         mom, damp);
+  sgd_loop<T, kMaximize, kDecay, true, false, false>(p, g, buf, n, lr, wd, mom, damp);
+}
+
 template <typename T>
 void sgd_impl(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
               const std::vector<Tensor>& bufs, const std::vector<bool>& first, T lr, T wd, T mom,
               T damp, bool nesterov, bool maximize) {
   const bool use_mom = mom != T(0);
+  const bool decay = wd != T(0);
   for_each_chunk(params, [&](size_t i, int64_t b, int64_t e) {
-    T* p = params[i]->data_as<T>();
-    const T* g = grads[i]->data_as<T>();
-    T* buf = use_mom ? bufs[i]->data_as<T>() : nullptr;
+    T* p = params[i]->data_as<T>() + b;
+    const T* g = grads[i]->data_as<T>() + b;
+    T* buf = use_mom ? bufs[i]->data_as<T>() + b : nullptr;
     const bool init = use_mom && first[i];
-    for (int64_t k = b; k < e; ++k) {
-      T d = maximize ? -g[k] : g[k];
-      if (wd != T(0)) d += wd * p[k];
-      if (use_mom) {
-        T m = init ? d : mom * buf[k] + (T(1) - damp) * d;
-        buf[k] = m;
-        d = nesterov ? d + mom * m : m;
-      }
-      p[k] -= lr * d;
+    const int64_t n = e - b;
+    if (maximize) {
+      if (decay) sgd_dispatch<T, true, true>(p, g, buf, n, lr, wd, mom, damp, use_mom, init,
+                                             nesterov);
+      else sgd_dispatch<T, true, false>(p, g, buf, n, lr, wd, mom, damp, use_mom, init, nesterov);
+    } else {
+      if (decay) sgd_dispatch<T, false, true>(p, g, buf, n, lr, wd, mom, damp, use_mom, init,
+                                              nesterov);
+      else sgd_dispatch<T, false, false>(p, g, buf, n, lr, wd, mom, damp, use_mom, init,
+                                         nesterov);
     }
   });
+}
+
+// kDecay: 0 none, 1 L2 (Adam: g += wd * p), 2 decoupled (AdamW: p *= 1 - lr * wd)
+template <typename T, bool kMaximize, int kDecay, bool kAmsgrad>
+void adam_loop(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ ea,
+               T* __restrict__ eas, T* __restrict__ mx, int64_t n, T b1, T b2, T one_b2, T eps,
+               T wd, T decay, T ss, T bc) {
+  for (int64_t k = 0; k < n; ++k) {
+    T d = kMaximize ? -g[k] : g[k];
+    T pk = p[k];
+    if (kDecay == 1) d += wd * pk;
+    if (kDecay == 2) pk *= decay;
+    T a = ea[k] + b1 * (d - ea[k]);  // lerp(exp_avg, g, 1 - beta1)
+    T s = eas[k] * b2 + one_b2 * d * d;
+    ea[k] = a;
+    eas[k] = s;
+    if (kAmsgrad) {
+      s = mx[k] > s ? mx[k] : s;
+      mx[k] = s;
+    }
+    T denom = std::sqrt(s) / bc + eps;
+    p[k] = pk - ss * (a / denom);
+  }
+}
+
+template <typename T, bool kMaximize, int kDecay>
+void adam_dispatch(bool amsgrad, T* p, const T* g, T* ea, T* eas, T* mx, int64_t n, T b1, T b2,
+                   T one_b2, T eps, T wd, T decay, T ss, T bc) {
+  if (amsgrad)
+    adam_loop<T, kMaximize, kDecay, true>(p, g, ea, eas, mx, n, b1, b2, one_b2, eps, wd, decay,
+                                          ss, bc);
+  else
+    adam_loop<T, kMaximize, kDecay, false>(p, g, ea, eas, mx, n, b1, b2, one_b2, eps, wd, decay,
+                                           ss, bc);
 }
 
 template <typename T>
@@ -102,31 +170,28 @@ void adam_impl(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
   const T b1 = static_cast<T>(1.0 - beta1), b2 = static_cast<T>(beta2),
           one_b2 = static_cast<T>(1.0 - beta2), teps = static_cast<T>(eps),
           twd = static_cast<T>(wd), decay = static_cast<T>(1.0 - lr * wd);
+  const int mode = wd == 0.0 ? 0 : decoupled ? 2 : 1;
   for_each_chunk(params, [&](size_t i, int64_t b, int64_t e) {
-    T* p = params[i]->data_as<T>();
-    const T* g = grads[i]->data_as<T>();
-    T* ea = m1[i]->data_as<T>();
-    T* eas = m2[i]->data_as<T>();
-    T* mx = amsgrad ? vmax[i]->data_as<T>() : nullptr;
+    T* p = params[i]->data_as<T>() + b;
+    const T* g = grads[i]->data_as<T>() + b;
+    T* ea = m1[i]->data_as<T>() + b;
+    T* eas = m2[i]->data_as<T>() + b;
+    T* mx = amsgrad ? vmax[i]->data_as<T>() + b : nullptr;
+    const int64_t len = e - b;
     const T ss = step_size[i], bc = bc2_sqrt[i];
-    for (int64_t k = b; k < e; ++k) {
-      T d = maximize ? -g[k] : g[k];
-      T pk = p[k];
-      if (wd != 0.0) {
-        if (decoupled) pk *= decay;
-        else d += twd * pk;
-      }
-      T a = ea[k] + b1 * (d - ea[k]);  // lerp(exp_avg, g, 1 - beta1)
-      T s = eas[k] * b2 + one_b2 * d * d;
-      ea[k] = a;
-      eas[k] = s;
-      if (amsgrad) {
-        s = std::max(mx[k], s);
-        mx[k] = s;
-      }
-      T denom = std::sqrt(s) / bc + teps;
-      p[k] = pk - ss * (a / denom);
+#define EMBER_ADAM(MAX, MODE)                                                                  \
+  adam_dispatch<T, MAX, MODE>(amsgrad, p, g, ea, eas, mx, len, b1, b2, one_b2, teps, twd, decay, \
+                              ss, bc)
+    if (maximize) {
+      if (mode == 0) EMBER_ADAM(true, 0);
+      else if (mode == 1) EMBER_ADAM(true, 1);
+      else EMBER_ADAM(true, 2);
+    } else {
+      if (mode == 0) EMBER_ADAM(false, 0);
+      else if (mode == 1) EMBER_ADAM(false, 1);
+      else EMBER_ADAM(false, 2);
     }
+#undef EMBER_ADAM
   });
 }
 
@@ -173,12 +238,16 @@ void fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& g
   if (amsgrad) check_list(op, "max_exp_avg_sqs", params, max_exp_avg_sqs);
   EMBER_CHECK(steps.size() == params.size(), ValueError, op, ": expected ", params.size(),
               " step tensors, got ", steps.size());
-  std::vector<double> step(steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
     const Tensor& s = steps[i];
     EMBER_CHECK(s && s->numel() == 1 && s->device().is_cpu() &&
                     (s->dtype == ScalarType::Float32 || s->dtype == ScalarType::Float64),
                 ValueError, op, ": steps[", i, "] must be a one-element float CPU tensor");
+  }
+  // every argument is checked before anything is written
+  std::vector<double> step(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Tensor& s = steps[i];
     if (s->dtype == ScalarType::Float32) step[i] = ++*s->data_as<float>();
     else step[i] = ++*s->data_as<double>();
     s->bump_version();
