@@ -637,3 +637,28 @@ def test_fused_adam_checks_everything_before_writing():
                         beta2=0.99, eps=1e-8, weight_decay=0, amsgrad=False, maximize=False,
                         decoupled=False)
     assert steps[0].item() == 0.0 and ps[0].numpy().tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("cls,ref,kwargs", [
+    (optim.SGD, np_sgd, dict(lr=0.05, momentum=0.9, nesterov=True)),
+    (optim.Adam, np_adam, dict(lr=0.01, weight_decay=0.1)),
+])
+def test_fused_strided_gradients(cls, ref, kwargs):
+    # permuted and step-sliced gradients, large enough to span several gather blocks and chunks
+    rng = np.random.default_rng(7)
+    shapes = [(30, 40, 50), (5, 7), (9000,)]
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    params = [ember.tensor(a, requires_grad=True) for a in init]
+    opt = cls(params, **kwargs)
+    steps = []
+    for _ in range(3):
+        gs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        steps.append(gs)
+        params[0].grad = ember.tensor(np.ascontiguousarray(gs[0].transpose(2, 0, 1))).permute(
+            1, 2, 0)
+        params[1].grad = ember.tensor(gs[1].T.copy()).t()
+        params[2].grad = ember.tensor(np.repeat(gs[2], 2))[::2]
+        assert not any(p.grad.is_contiguous() for p in params)
+        opt.step()
+    for p, w in zip(params, ref(init, steps, **kwargs)):
+        np.testing.assert_allclose(p.detach().numpy(), w, rtol=2e-5, atol=2e-5)

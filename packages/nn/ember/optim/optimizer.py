@@ -274,32 +274,30 @@ class Optimizer:
 
 
 def _grads_of(group):
-    """(params, grads) of the parameters of a group that have a gradient. A gradient that is
-    not contiguous (autograd may leave e.g. a Linear weight's gradient transposed) is read
-    through a contiguous copy, so the fused kernels can take it."""
+    """(params, grads) of the parameters of a group that have a gradient."""
     params, grads = [], []
     for p in group["params"]:
-        g = p.grad
-        if g is not None:
+        if p.grad is not None:
             params.append(p)
-            grads.append(g if g.is_contiguous() else g.contiguous())
+            grads.append(p.grad)
     return params, grads
 
 
 def _fusable(params, grads, *buffers) -> bool:
-    """True when the fused core kernels can take these tensors (CPU, float32/float64 of one
-    dtype, contiguous, dense gradients of the same dtype)."""
+    """True when the fused core kernels can take these tensors: CPU, float32/float64 of one
+    dtype, params and state buffers contiguous (gradients may be strided: autograd can leave a
+    Linear weight's gradient transposed, and the kernel gathers it block by block)."""
     if not params:
         return False
     dt = params[0].dtype
     if dt not in (ember.float32, ember.float64):
         return False
-    for t in chain(params, grads, *buffers):
+    for t in chain(params, *buffers):
         if t is None:
             continue
         if t.dtype != dt or t.device.type != "cpu" or not t.is_contiguous():
             return False
-    return True
+    return all(g.dtype == dt and g.device.type == "cpu" for g in grads)
 
 
 def _step_tensor() -> ember.Tensor:

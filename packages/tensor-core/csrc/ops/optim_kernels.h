@@ -3,8 +3,9 @@
 // One call updates every parameter of a group: the tensor lists are walked as one flat range of
 // elements, split across threads by parallel_for, so a step costs one kernel launch instead of a
 // handful of elementwise ops per parameter (each a full pass over memory). All tensors of one
-// parameter (param, grad, state buffers) must be contiguous, CPU, of the same floating dtype and
-// size; the Python side falls back to composed in-place ops when they are not.
+// parameter (param, grad, state buffers) must be CPU tensors of the same floating dtype and size,
+// and all but the gradient contiguous (a strided gradient is copied first); the Python
+// side falls back to composed in-place ops when they are not.
 #pragma once
 #include <vector>
 
