@@ -125,11 +125,18 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """examples/demo.py against the installed packages."""
+    """The README's examples against the installed packages: examples/demo.py, and
+    examples/train_digits.py (--quick; `nox -s demo -- full` trains it fully) when the packages
+    it needs are present."""
     if not (ROOT / "examples" / "demo.py").is_file():
         session.skip("examples/demo.py does not exist yet")
-    install(session, present_packages())
+    names = present_packages()
+    digits = (ROOT / "examples" / "train_digits.py").is_file() and {"nn", "data"} <= set(names)
+    install(session, names, *(["scikit-learn", "matplotlib", "tqdm"] if digits else []))
     session.run("python", "examples/demo.py")
+    if digits:
+        quick = [] if "full" in session.posargs else ["--quick"]
+        session.run("python", "examples/train_digits.py", *quick)
 
 
 @nox.session

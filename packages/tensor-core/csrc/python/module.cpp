@@ -18,5 +18,6 @@ PYBIND11_MODULE(_C, m) {
   register_runtime(m);
   register_storage(m);
   register_nn_kernels(m);
+  register_optim(m);
   register_autograd_support(m);
 }

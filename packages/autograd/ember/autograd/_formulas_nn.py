@@ -1,0 +1,219 @@
+"""Gradient entries of the core's fused nn kernels (convolution, pooling, nll_loss, batch/layer
+norm, embedding), registered in the same table as ``_formulas``.
+
+Each forward's vjp calls the core's backward kernel; each backward kernel that is linear in its
+``grad_output`` (pooling, nll_loss, embedding) gets the forward applied to the incoming gradient
+as its own vjp, so double backward works. Convolution's backward has the full double-backward
+formulas. Batch and layer norm use their backward kernels in plain backward; under
+``create_graph`` (grad mode on inside the vjp) they use the same formula written with core ops,
+which is differentiable again.
+"""
+
+from __future__ import annotations
+
+import ember
+
+from ._engine import MULTI_OUTPUT_SAVE
+from ._formulas import grad
+
+# multi-output ops that save their indices (output 1) for backward
+MULTI_OUTPUT_SAVE.update({f"max_pool{k}d_with_indices": 1 for k in (1, 2, 3)})
+MULTI_OUTPUT_SAVE.update({f"adaptive_max_pool{k}d": 1 for k in (1, 2, 3)})
+
+
+def _first(g):
+    return g[0] if isinstance(g, (tuple, list)) else g
+
+
+# ---------------------------------------------------------------------------------------------
+# convolution
+
+@grad("convolution", save=(0, 1))
+def _convolution(g, needs, out, x, w, b, *, stride, padding, dilation, transposed,
+                 output_padding, groups):
+    has_b = len(needs) > 2 and needs[2]
+    bias_sizes = list(b.shape) if b is not None else None
+    gi, gw, gb = ember.convolution_backward(
+        g, x, w, bias_sizes=bias_sizes, stride=stride, padding=padding, dilation=dilation,
+        transposed=transposed, output_padding=output_padding, groups=groups,
+        output_mask=[bool(needs[0]), bool(needs[1]), bool(has_b)])
+    return (gi, gw, gb if has_b else None)
+
+
+@grad("convolution_backward", save=(0, 1, 2))
+def _convolution_backward(gg, needs, out, go, x, w, *, bias_sizes, stride, padding, dilation,
+                          transposed, output_padding, groups, output_mask):
+    ggi, ggw, ggb = (tuple(gg) + (None, None, None))[:3]
+    kw = dict(stride=stride, padding=padding, dilation=dilation, transposed=transposed,
+              output_padding=output_padding, groups=groups)
+    bkw = dict(kw, bias_sizes=None)
+    d_go = d_x = d_w = None
+    if needs[0]:
+        parts = []
+        if ggi is not None:
+            parts.append(ember.convolution(ggi, w, None, **kw))
+        if ggw is not None:
+            parts.append(ember.convolution(x, ggw, None, **kw))
+        if ggb is not None:
+            parts.append(ggb.reshape((1, -1) + (1,) * (go.dim() - 2)).expand(*go.shape))
+        d_go = sum(parts[1:], parts[0]) if parts else None
+    if needs[2] and ggi is not None:
+        d_w = ember.convolution_backward(go, ggi, w, output_mask=[False, True, False], **bkw)[1]
+    if needs[1] and ggw is not None:
+        d_x = ember.convolution_backward(go, x, ggw, output_mask=[True, False, False], **bkw)[0]
+    return (d_go, d_x, d_w)
+
+
+# ---------------------------------------------------------------------------------------------
+# pooling
+
+def _gather_back(ggi, idx, k):
+    """The transpose of scattering by flat spatial `idx`: picks ggi's values at idx."""
+    # NOTE: a gather written as an embedding lookup over the flattened planes (one row each)
+    src = ggi.flatten(ggi.dim() - k)
+    ind = idx.flatten(idx.dim() - k)
+    plane = src.shape[-1]
+    offs = ember.arange(0, ind.numel() // max(ind.shape[-1], 1) * plane, plane,
+                        dtype=ind.dtype).reshape(tuple(ind.shape[:-1]) + (1,))
+    rows = ember.embedding(src.reshape(-1, 1), ind + offs)
+    return rows.reshape(tuple(idx.shape))
+
+
+for _k in (1, 2, 3):
+    def _make(k):
+        bwd = f"max_pool{k}d_with_indices_backward"
+        afwd, abwd = f"avg_pool{k}d", f"avg_pool{k}d_backward"
+        amax, amaxb = f"adaptive_max_pool{k}d", f"adaptive_max_pool{k}d_backward"
+        aavg, aavgb = f"adaptive_avg_pool{k}d", f"adaptive_avg_pool{k}d_backward"
+
+        @grad(f"max_pool{k}d_with_indices", save=(0,), out=True)
+        def _max(g, needs, idx, x, **kw):
+            return (getattr(ember, bwd)(_first(g), x, indices=idx, **kw),)
+
+        @grad(bwd, save=())
+        def _max_b(gg, needs, out, go, x, *, indices, **kw):
+            return (_gather_back(gg, indices, k), None)
+
+        @grad(afwd, save=(0,))
+        def _avg(g, needs, out, x, **kw):
+            return (getattr(ember, abwd)(g, x, **kw),)
+
+        @grad(abwd, save=())
+        def _avg_b(gg, needs, out, go, x, **kw):
+            return (getattr(ember, afwd)(gg, **kw), None)
+
+        @grad(amax, save=(0,), out=True)
+        def _amax(g, needs, idx, x, *, output_size):
+            return (getattr(ember, amaxb)(_first(g), x, indices=idx),)
+
+        @grad(amaxb, save=())
+        def _amax_b(gg, needs, out, go, x, *, indices):
+            return (_gather_back(gg, indices, k), None)
+
+        @grad(aavg, save=(0,))
+        def _aavg(g, needs, out, x, *, output_size):
+            return (getattr(ember, aavgb)(g, x),)
+
+        @grad(aavgb, save=())
+        def _aavg_b(gg, needs, out, go, x):
+            return (getattr(ember, aavg)(gg, list(go.shape[-k:])), None)
+
+
+    _make(_k)
+
+
+# ---------------------------------------------------------------------------------------------
+# nll_loss, embedding
+
+@grad("nll_loss", save=(0, 1, 2))
+def _nll_loss(g, needs, out, x, target, weight, *, reduction, ignore_index):
+    return (ember.nll_loss_backward(g, x, target, weight, reduction=reduction,
+                                    ignore_index=ignore_index), None, None)
+
+
+@grad("nll_loss_backward", save=(2, 3))
+def _nll_loss_backward(gg, needs, out, go, x, target, weight, *, reduction, ignore_index,
+                       total_weight):
+    return (ember.nll_loss(gg, target, weight, reduction=reduction, ignore_index=ignore_index),
+            None, None, None)
+
+
+@grad("embedding", save=(1,))
+def _embedding(g, needs, out, w, indices, *, padding_idx, scale_grad_by_freq, sparse):
+    return (ember.embedding_dense_backward(g, indices, num_weights=w.shape[0],
+                                           padding_idx=padding_idx,
+                                           scale_grad_by_freq=scale_grad_by_freq), None)
+
+
+@grad("embedding_dense_backward", save=(1,))
+def _embedding_dense_backward(gg, needs, out, go, indices, *, num_weights, padding_idx,
+                              scale_grad_by_freq):
+    return (ember.embedding(gg, indices), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# batch norm, layer norm
+
+def _bn_shape(x):
+    return (1, -1) + (1,) * (x.dim() - 2)
+
+
+@grad("native_batch_norm", save="all")
+def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, eps):
+    g = _first(g)
+    dims = (0,) + tuple(range(2, x.dim()))
+    shp = _bn_shape(x)
+    has_w, has_b = w is not None and needs[1], b is not None and needs[2]
+    if training:
+        mean = x.mean(dims)
+        invstd = (x.var(dims, correction=0) + eps).rsqrt()
+    else:
+        mean, invstd = rm, (rv + eps).rsqrt()
+    if not ember.is_grad_enabled():
+        gi, gw, gb = ember.native_batch_norm_backward(
+            g, x, w, rm, rv, mean if training else None, invstd if training else None,
+            train=training, eps=eps, output_mask=[bool(needs[0]), bool(has_w), bool(has_b)])
+        return (gi, gw if has_w else None, gb if has_b else None, None, None)
+    # create_graph: the same formula in core ops
+    xhat = (x - mean.reshape(shp)) * invstd.reshape(shp)
+    gw = (g * xhat).sum(dims) if has_w else None
+    gb = g.sum(dims) if has_b else None
+    gi = None
+    if needs[0]:
+        scale = invstd if w is None else invstd * w
+        if training:
+            n = x.numel() // x.shape[1]
+            gsum = g.sum(dims).reshape(shp)
+            gxh = (g * xhat).sum(dims).reshape(shp)
+            gi = (g - gsum / n - xhat * gxh / n) * scale.reshape(shp)
+        else:
+            gi = g * scale.reshape(shp)
+    return (gi, gw, gb, None, None)
+
+
+@grad("native_layer_norm", save="all")
+def _native_layer_norm(g, needs, out, x, normalized_shape, w, b, *, eps):
+    g = _first(g)
+    k = len(normalized_shape)
+    dims = tuple(range(x.dim() - k, x.dim()))
+    mean = x.mean(dims, keepdim=True)
+    rstd = (x.var(dims, correction=0, keepdim=True) + eps).rsqrt()
+    has_w, has_b = w is not None and needs[2], b is not None and needs[3]
+    if not ember.is_grad_enabled():
+        gi, gw, gb = ember.native_layer_norm_backward(
+            g, x, list(normalized_shape), mean, rstd, w, b,
+            output_mask=[bool(needs[0]), bool(has_w), bool(has_b)])
+        return (gi, None, gw if has_w else None, gb if has_b else None)
+    lead = tuple(range(x.dim() - k))
+    xhat = (x - mean) * rstd
+    gw = (g * xhat).sum(lead) if has_w else None
+    gb = g.sum(lead) if has_b else None
+    gi = None
+    if needs[0]:
+        gx = g if w is None else g * w
+        n = 1
+        for s in normalized_shape:
+            n *= s
+        gi = (gx - gx.mean(dims, keepdim=True)
+              - xhat * (gx * xhat).mean(dims, keepdim=True)) * rstd
+    return (gi, None, gw, gb)

@@ -1,0 +1,144 @@
+"""Pooling modules over the core's pooling kernels."""
+
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+
+class _MaxPoolNd(Module):
+    _k = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, "
+                "dilation={dilation}, ceil_mode={ceil_mode}").format(**self.__dict__)
+
+    def forward(self, input):
+        return getattr(F, f"max_pool{self._k}d")(input, self.kernel_size, self.stride,
+                                                 self.padding, self.dilation, self.ceil_mode,
+                                                 self.return_indices)
+
+
+class MaxPool1d(_MaxPoolNd):
+    _k = 1
+
+
+class MaxPool2d(_MaxPoolNd):
+    _k = 2
+
+
+class MaxPool3d(_MaxPoolNd):
+    _k = 3
+
+
+class _AvgPoolNd(Module):
+    _k = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self):
+        return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride,
+                                                              self.padding)
+
+    def forward(self, input):
+        fn = getattr(F, f"avg_pool{self._k}d")
+        if self._k == 1:
+            return fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                      self.count_include_pad)
+        return fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                  self.count_include_pad, self.divisor_override)
+
+
+class AvgPool1d(_AvgPoolNd):
+    _k = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        self.kernel_size = _one(kernel_size)
+        self.stride = _one(self.stride)
+        self.padding = _one(padding)
+
+
+def _one(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+class AvgPool2d(_AvgPoolNd):
+    _k = 2
+
+
+class AvgPool3d(_AvgPoolNd):
+    _k = 3
+
+
+class _AdaptiveAvgPoolNd(Module):
+    _k = 2
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+    def forward(self, input):
+        return getattr(F, f"adaptive_avg_pool{self._k}d")(input, self.output_size)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    _k = 1
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    _k = 2
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    _k = 3
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _k = 2
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+    def forward(self, input):
+        return getattr(F, f"adaptive_max_pool{self._k}d")(input, self.output_size,
+                                                          self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _k = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _k = 2
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _k = 3
