@@ -226,11 +226,18 @@ class Node:
         out = None
         if saved:
             args = list(self._args)
+            outs = None
             for i, s in saved.items():
                 if i >= 0:
                     args[i] = s.unpack(self, 0)
-                else:
+                elif i == -1:
                     out = s.unpack(self, 0)
+                else:  # several saved outputs (key -2 - output_nr): a tuple, in output order
+                    if outs is None:
+                        outs = {}
+                    outs[-2 - i] = s.unpack(self, -2 - i)
+            if outs is not None:
+                out = tuple(outs[k] for k in sorted(outs))
         elif self._released:
             raise RuntimeError(RELEASED_MSG)
         else:
@@ -495,8 +502,13 @@ def _save(node, entry, args, kwargs, outs, needs):
     if entry is not None and entry.save_output:
         if saved is None:
             saved = {}
-        oi = MULTI_OUTPUT_SAVE.get(entry.name, 0) if len(outs) > 1 else 0
-        saved[-1] = SavedTensor(outs[oi], True)
+        if isinstance(entry.save_output, tuple):  # the formula gets these outputs as a tuple
+            for oi in entry.save_output:
+                if oi < len(outs):
+                    saved[-2 - oi] = SavedTensor(outs[oi], True)
+        else:
+            oi = MULTI_OUTPUT_SAVE.get(entry.name, 0) if len(outs) > 1 else 0
+            saved[-1] = SavedTensor(outs[oi], True)
     node._args = tuple(plain)
     node._saved = saved
     node._fix = tuple(fix)
@@ -832,7 +844,7 @@ def _fix_grads(node, grads):
     n = len(needs)
     if len(grads) < n:
         grads = list(grads) + [None] * (n - len(grads))
-    flat = len(node.next_functions) != n
+    flat = any(isinstance(need, tuple) for need in needs)  # a tensor-list argument (cat)
     if flat:
         out = []
         for i, need in enumerate(needs):

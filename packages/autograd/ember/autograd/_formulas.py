@@ -630,48 +630,8 @@ def _random_zero(g, needs, out, *args, generator=None):
 
 # ---------------------------------------------------------------------------------------------
 # ops being added to the core (torch's names and argument names, as the core hands them over);
-# each entry is used as soon as its op reaches the hook. Tested when the op exists.
-
-
-@grad("cat", "concat", "concatenate")
-def _cat(g, needs, out, tensors, dim=0):
-    d = dim % g.ndim
-    grads, off = [], 0
-    for t, need in zip(tensors, needs[0]):
-        n = t.shape[d] if len(t.shape) else 0
-        if len(t.shape) == 1 and t.shape[0] == 0 and g.ndim > 1:  # torch skips empty 1-d inputs
-            grads.append(None)
-            continue
-        grads.append(g.narrow(d, off, n) if need else None)
-        off += n
-    return (grads, None)
-
-
-@grad("stack")
-def _stack(g, needs, out, tensors, dim=0):
-    d = dim % g.ndim
-    return ([g.select(d, i) if n else None for i, n in enumerate(needs[0])], None)
-
-
-@grad("flip")
-def _flip(g, needs, out, x, dims):
-    return (g.flip(dims), None)
-
-
-@grad("roll")
-def _roll(g, needs, out, x, shifts, dims=None):
-    neg = [-s for s in shifts] if isinstance(shifts, (list, tuple)) else -shifts
-    return (g.roll(neg, dims),)
-
-
-@grad("tril")
-def _tril(g, needs, out, x, diagonal=0):
-    return (g.tril(diagonal),)
-
-
-@grad("triu")
-def _triu(g, needs, out, x, diagonal=0):
-    return (g.triu(diagonal),)
+# each entry is used as soon as its op reaches the hook. Tested when the op exists. The shape,
+# sorting and linear-algebra ops of the core are in _formulas_tensor.py.
 
 
 @grad("gather", save=(2,))
@@ -711,39 +671,6 @@ def _index_add(g, needs, out, x, dim, index, source, alpha=1):
 def _masked_fill(g, needs, out, x, mask, value):
     return (ember.where(mask, 0.0, g), None,
             ember.where(mask, g, 0.0).sum() if len(needs) > 2 and needs[2] else None)
-
-
-def _scatter_back(g, x, dim, indices):
-    return ember.zeros(tuple(x.shape), dtype=g.dtype).scatter(dim, indices, g)
-
-
-@grad("sort", out=True)
-def _sort(g, needs, out, x, dim=-1, descending=False, stable=False):
-    return (_scatter_back(g[0], x, dim, out),)
-
-
-@grad("topk", out=True)
-def _topk(g, needs, out, x, k, dim=-1, largest=True, sorted=True):
-    return (_scatter_back(g[0], x, dim, out),)
-
-
-@grad("kthvalue", "mode", "median_dim", "cummax", "cummin", out=True)
-def _values_indices(g, needs, out, x, *args, dim=-1, keepdim=False):
-    idx = out if keepdim or x.ndim == 0 else out.unsqueeze(dim)
-    gv = g[0] if keepdim or x.ndim == 0 else g[0].unsqueeze(dim)
-    return (ember.zeros(tuple(x.shape), dtype=gv.dtype).scatter_add(dim, idx, gv),)
-
-
-@grad("repeat")
-def _repeat(g, needs, out, x, repeats):
-    shape = tuple(x.shape)
-    lead = len(repeats) - len(shape)
-    full = (1,) * lead + shape
-    split = []
-    for r, s in zip(repeats, full):
-        split += [r, s]
-    g = g.reshape(split).sum(dim=tuple(range(0, 2 * len(full), 2)))
-    return (g.reshape(shape), None)
 
 
 # elementwise ops that may join op_table.h
