@@ -14,7 +14,7 @@ from __future__ import annotations
 import ember
 from ember import _C
 
-from ._formulas import _expand_back, _norm_dims, grad
+from ._formulas import grad
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -221,7 +221,7 @@ def _quantile_vjp(ignore_nan):
         n = xm.shape[-1]
         vals, idx = xm.detach().sort(-1, stable=True)
         nan = vals.isnan()
-        qt = q if isinstance(q, _C.Tensor) else ember.tensor(float(q))
+        qt = q if isinstance(q, _C.Tensor) else ember.tensor(float(q), dtype=ember.float64)
         qv = qt.detach().to(g.dtype).reshape(-1)  # (m,)
         G = g.unsqueeze(-1) if qt.ndim == 0 else ember.movedim(g, 0, -1)
         if dim is None or not shape:
@@ -553,6 +553,7 @@ HOOKED_OPS = frozenset({
     "var_mean", "std_mean", "norm", "cumsum", "cumprod", "softmax", "log_softmax", "logsumexp",
     "mm", "bmm", "matmul", "mv", "dot", "vdot", "inner", "outer", "addmm", "addmv", "baddbmm",
     "addbmm",
+    "cumsum_", "cumprod_",
     # shape ops
     "cat", "flip", "roll", "tril", "triu", "tril_", "triu_", "constant_pad_nd",
     "repeat_interleave", "diagonal", "diag_embed", "unfold",
@@ -565,6 +566,10 @@ HOOKED_OPS = frozenset({
     "_linalg_lu_factor_ex", "_linalg_lu", "_linalg_lu_solve", "_linalg_qr", "_linalg_svd",
     "_linalg_eigh", "_linalg_lstsq",
 })
+
+# hooked ops with integer or bool results (nothing is recorded) or, like torch's, no derivative
+NOT_DIFFERENTIABLE_OPS = frozenset({"all", "any", "argmax", "argmin", "unique",
+                                    "unique_consecutive"})
 
 # hooked kernels whose formulas belong with ember.nn (their backward kernels): not in this table
 NN_KERNEL_OPS = frozenset({
