@@ -181,6 +181,16 @@ Tensor apply_basic_index(const Tensor& self, py::handle index) {
   return t;
 }
 
+// x[index] = value: the autograd hook sees it as `_setitem(self, index, value)` when self or a
+// tensor value requires grad.
+static void setitem(const Tensor& self, py::object index, py::object value) {
+  if ((self->requires_grad && grad_enabled()) || (is_tensor(value) && needs_grad(to_tensor(value)))) {
+    call_autograd("_setitem", core_fn("_setitem"), py::make_tuple(self, index, value), py::dict());
+    return;
+  }
+  apply_setitem(self, index, value);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Conversions to Python
 
@@ -412,10 +422,10 @@ void register_tensor(py::module_& m) {
       }, py::arg("memory_format") = py::none())
       .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
         EMBER_AUTOGRAD(needs_grad(self), "_getitem", self, index);
-        return wrap(apply_basic_index(self, index));
+        return wrap(apply_index(self, index));
       })
       .def("__setitem__", [](const Tensor& self, py::object index, py::object value) {
-        g_module->attr("_setitem")(self, index, value);
+        setitem(self, index, value);
       })
       .def("copy_", [](py::object self, const Tensor& src, bool) {
         Tensor t = self.cast<Tensor>();
@@ -471,7 +481,7 @@ void register_tensor(py::module_& m) {
   });
   m.def("_getitem", [](const Tensor& x, py::object index) -> py::object {
     EMBER_AUTOGRAD(needs_grad(x), "_getitem", x, index);
-    return wrap(apply_basic_index(x, index));
+    return wrap(apply_index(x, index));
   });
   m.def("_copy_", [](py::object dst, const Tensor& src) {
     copy_(dst.cast<Tensor>(), src);
@@ -481,18 +491,7 @@ void register_tensor(py::module_& m) {
     fill_(dst.cast<Tensor>(), to_scalar(v));
     return dst;
   });
-  m.def("_setitem", [](const Tensor& self, py::object index, py::object value) -> py::object {
-    if ((self->requires_grad || (is_tensor(value) && to_tensor(value)->requires_grad)) &&
-        grad_enabled())
-      return call_autograd("_setitem", core_fn("_setitem"), py::make_tuple(self, index, value),
-                           py::dict());
-    Tensor target = apply_basic_index(self, index);
-    if (is_tensor(value)) copy_(target, to_tensor(value));
-    else if (is_number(value)) fill_(target, to_scalar(value));
-    else copy_(target, tensor_from_data(value, self->dtype));
-    if (target->version != self->version) self->bump_version();
-    return py::none();
-  });
+  m.def("_setitem", &setitem);
   m.def("_index_basic", &apply_basic_index);
   m.def("reshape", [](const Tensor& x, py::handle shape) -> py::object {
     Shape s = to_shape(shape);

@@ -9,6 +9,7 @@ PYBIND11_MODULE(_C, m) {
   register_ops(m);
   register_reductions(m);
   register_sort(m);
+  register_indexing(m);
   register_linalg(m);
   register_shape(m);
   register_lapack(m);

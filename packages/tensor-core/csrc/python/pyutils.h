@@ -90,6 +90,9 @@ inline py::object wrap(Tensor t) { return py::cast(std::move(t)); }
 
 Tensor tensor_from_data(py::handle data, ScalarType dtype);
 Tensor apply_basic_index(const Tensor& self, py::handle index);
+// x[index] and x[index] = value with PyTorch's full index expressions (bind_indexing.cpp).
+Tensor apply_index(const Tensor& self, py::handle index);
+void apply_setitem(const Tensor& self, py::handle index, py::handle value);
 py::object item(const Tensor& t);
 
 void register_dtypes(py::module_& m);
@@ -107,5 +110,6 @@ void register_runtime(py::module_& m);
 void register_storage(py::module_& m);
 void register_nn_kernels(py::module_& m);
 void register_autograd_support(py::module_& m);  // Tensor._ag: the autograd package's slot
+void register_indexing(py::module_& m);
 
 }  // namespace ember::pyb

@@ -1,0 +1,716 @@
+// bind_indexing.cpp: `x[index]` / `x[index] = value` with PyTorch's index expressions (ints,
+// slices, None, `...`, bools, integer lists / tensors / arrays, masks, in any mix), and the
+// index ops of ops/indexing.h as functions and Tensor methods (+ in-place `_`, + out=).
+//
+// An index expression is applied the way PyTorch does it: ints, slices and None become a view
+// first; the tensor indices left over then go to `index` / `index_put_` with one entry per dim
+// of that view. Differentiable ops hand their call to the autograd hook with canonical
+// arguments: positional (input, dim, index, src...) as in the op's signature, options as kwargs.
+#include <cstring>
+
+#include "ops/indexing.h"
+#include "python/pyutils.h"
+
+using namespace pybind11::literals;
+
+namespace ember::pyb {
+namespace {
+
+py::module_* g_m = nullptr;
+py::object core_fn(const char* name) { return g_m->attr(name); }
+
+bool inplace_needs_grad(const Tensor& self, std::initializer_list<Tensor> others = {}) {
+  if (self->requires_grad && grad_enabled()) return true;
+  for (auto& o : others)
+    if (needs_grad(o)) return true;
+  return false;
+}
+
+void warn_byte_mask(const std::vector<Tensor>& indices) {
+  if (indices_have_byte_mask(indices))
+    warn("indexing with dtype ember.uint8 is now deprecated, please use a dtype ember.bool "
+         "instead.");
+}
+
+// ---------------------------------------------------------------------------------------------
+// index expressions
+
+enum class Kind { Int, Slice, None, Ellipsis, Bool, Tensor };
+struct Item {
+  Kind kind;
+  int64_t i = 0;
+  bool b = false;
+  py::handle obj;
+  Tensor t;
+};
+
+[[noreturn]] void bad_index(py::handle h) {
+  throw IndexError(str_cat("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                           "Variables are valid indices (got ", type_of(h), ")"));
+}
+
+bool is_ndarray(py::handle h) {
+  return !is_tensor(h) && !is_number(h) && py::hasattr(h, "__array_interface__");
+}
+
+// A list / array used as an index: bool (and uint8 arrays) stay masks, the rest becomes int64
+// (int32 arrays are kept), as PyTorch's indexing_tensor_from_data does.
+Tensor index_tensor_from_data(py::handle h) {
+  if (PyList_Check(h.ptr())) {  // fast path: a flat list of Python ints
+    const Py_ssize_t n = PyList_GET_SIZE(h.ptr());
+    Tensor t = empty({static_cast<int64_t>(n)}, ScalarType::Int64);
+    int64_t* d = t->data_as<int64_t>();
+    Py_ssize_t i = 0;
+    for (; i < n; ++i) {
+      PyObject* e = PyList_GET_ITEM(h.ptr(), i);
+      if (!PyLong_CheckExact(e)) break;
+      int overflow = 0;
+      d[i] = PyLong_AsLongLongAndOverflow(e, &overflow);
+      if (overflow) break;
+    }
+    if (i == n && n > 0) return t;
+  }
+  Tensor t = tensor_from_data(h, ScalarType::Undefined);
+  if (t->dtype == ScalarType::Bool || t->dtype == ScalarType::UInt8 || t->dtype == ScalarType::Int32 ||
+      t->dtype == ScalarType::Int64)
+    return t;
+  return to_dtype(t, ScalarType::Int64);
+}
+
+Item to_item(py::handle h) {
+  PyObject* p = h.ptr();
+  Item it{Kind::Int};
+  it.obj = h;
+  if (PyBool_Check(p)) return it.kind = Kind::Bool, it.b = p == Py_True, it;
+  if (p == Py_None) return it.kind = Kind::None, it;
+  if (p == Py_Ellipsis) return it.kind = Kind::Ellipsis, it;
+  if (PySlice_Check(p)) return it.kind = Kind::Slice, it;
+  if (PyLong_Check(p)) return it.i = py::cast<int64_t>(h), it;
+  if (PyFloat_Check(p) || PyUnicode_Check(p) || PyBytes_Check(p) || PyComplex_Check(p)) bad_index(h);
+  Tensor t;
+  if (is_tensor(h)) t = to_tensor(h);
+  else if (is_ndarray(h)) t = index_tensor_from_data(h);
+  else if (PyIndex_Check(p)) return it.i = as_int(h), it;
+  else if (PySequence_Check(p)) t = index_tensor_from_data(h);
+  else bad_index(h);
+  if (t->dim() == 0 && t->dtype != ScalarType::Bool && t->dtype != ScalarType::UInt8 &&
+      is_integral(t->dtype, false))
+    return it.i = to_scalar(py::cast(t)).to_int(), it;
+  if (t->dim() == 0 && (t->dtype == ScalarType::Bool || t->dtype == ScalarType::UInt8))
+    return it.kind = Kind::Bool, it.b = to_scalar(py::cast(t)).to_bool(), it;
+  it.kind = Kind::Tensor;
+  it.t = t;
+  return it;
+}
+
+// PyTorch's legacy rule: a short list holding slices, lists, tensors, None or `...` is a tuple.
+bool sequence_is_tuple(py::handle h) {
+  PyObject* p = h.ptr();
+  if (PyTuple_Check(p)) return true;
+  if (!PyList_Check(p)) return false;
+  const Py_ssize_t n = PyList_GET_SIZE(p);
+  if (n >= 32) return false;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* e = PyList_GET_ITEM(p, i);
+    if (is_tensor(e) || PySequence_Check(e) || PySlice_Check(e) || e == Py_Ellipsis || e == Py_None)
+      return !PyUnicode_Check(e);
+  }
+  return false;
+}
+
+struct Parsed {
+  Tensor view;
+  std::vector<Tensor> indices;  // empty: basic indexing only
+};
+
+Parsed parse_index(const Tensor& self, py::handle index) {
+  std::vector<Item> items;
+  PyObject* p = index.ptr();
+  if (PyTuple_Check(p)) {
+    for (auto e : py::reinterpret_borrow<py::tuple>(index)) items.push_back(to_item(e));
+  } else if (!is_tensor(index) && sequence_is_tuple(index)) {
+    warn("Using a non-tuple sequence for multidimensional indexing is deprecated; use "
+         "x[tuple(seq)] instead of x[seq]. In a future release this will be interpreted as a "
+         "tensor index, x[ember.tensor(seq)], which will result either in an error or a "
+         "different result");
+    for (auto e : py::reinterpret_borrow<py::list>(index)) items.push_back(to_item(e));
+  } else {
+    items.push_back(to_item(index));
+  }
+  int64_t specified = 0;
+  for (auto& it : items) {
+    if (it.kind == Kind::Int || it.kind == Kind::Slice) ++specified;
+    else if (it.kind == Kind::Tensor)
+      specified += (it.t->dtype == ScalarType::Bool || it.t->dtype == ScalarType::UInt8) ? it.t->dim() : 1;
+  }
+  EMBER_CHECK(specified <= self->dim(), IndexError, "too many indices for tensor of dimension ",
+              self->dim());
+  Parsed r;
+  Tensor t = make_view(self, self->sizes, self->strides, self->offset);
+  int64_t dim = 0, covered = 0;  // covered: view dims that r.indices spans (a mask spans k)
+  auto record = [&](Tensor ix, int64_t k) {
+    for (; covered < dim; ++covered) r.indices.push_back(nullptr);
+    r.indices.push_back(std::move(ix));
+    covered += k;
+  };
+  for (auto& it : items) {
+    switch (it.kind) {
+      case Kind::Int: t = select(t, dim, it.i); break;
+      case Kind::Slice: {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(it.obj.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
+        EMBER_CHECK(step > 0, ValueError, "step must be greater than zero");
+        EMBER_CHECK(dim < t->dim(), IndexError, "too many indices for tensor of dimension ",
+                    self->dim());
+        PySlice_AdjustIndices(t->sizes[dim], &start, &stop, step);
+        t = slice(t, dim, start, std::max<int64_t>(start, stop), step);
+        ++dim;
+        break;
+      }
+      case Kind::Ellipsis: dim += self->dim() - specified; break;
+      case Kind::None: t = unsqueeze(t, dim); ++dim; break;
+      case Kind::Bool: {
+        t = unsqueeze(t, dim);
+        Tensor ix = empty({it.b ? 1 : 0}, ScalarType::Int64);
+        if (it.b) ix->data_as<int64_t>()[0] = 0;
+        record(ix, 1);
+        ++dim;
+        break;
+      }
+      case Kind::Tensor:
+      {
+        const int64_t k = (it.t->dtype == ScalarType::Bool || it.t->dtype == ScalarType::UInt8) ? it.t->dim() : 1;
+        record(it.t, k);
+        dim += k;
+      }
+        break;
+    }
+  }
+  r.view = t;
+  return r;
+}
+
+Tensor value_tensor(const Tensor& self, py::handle value) {
+  if (is_tensor(value)) return to_tensor(value);
+  if (is_number(value)) return scalar_tensor(to_scalar(value), self->dtype, true);
+  return tensor_from_data(value, self->dtype);
+}
+
+}  // namespace
+
+Tensor apply_index(const Tensor& self, py::handle index) {
+  Parsed p = parse_index(self, index);
+  if (p.indices.empty()) return p.view;
+  warn_byte_mask(p.indices);
+  return ember::index(p.view, p.indices);
+}
+
+void apply_setitem(const Tensor& self, py::handle index, py::handle value) {
+  Parsed p = parse_index(self, index);
+  if (p.indices.empty()) {
+    const Tensor& target = p.view;
+    if (is_tensor(value)) copy_(target, to_tensor(value));
+    else if (is_number(value)) fill_(target, to_scalar(value));
+    else copy_(target, tensor_from_data(value, self->dtype));
+    return;
+  }
+  warn_byte_mask(p.indices);
+  Tensor v = value_tensor(self, value);
+  // x[mask] = scalar: one bool mask matching its dims is a masked_fill_ (no nonzero pass).
+  int64_t at = -1, defined = 0;
+  for (size_t i = 0; i < p.indices.size(); ++i)
+    if (p.indices[i]) ++defined, at = static_cast<int64_t>(i);
+  if (defined == 1 && v->dim() == 0 && v->dtype == self->dtype &&
+      p.indices[at]->dtype == ScalarType::Bool) {
+    const Tensor& mask = p.indices[at];
+    const int64_t k = mask->dim(), nd = p.view->dim();
+    bool match = at + k <= nd;
+    for (int64_t j = 0; match && j < k; ++j) match = mask->sizes[j] == p.view->sizes[at + j];
+    if (match) {
+      Shape ms = mask->sizes;
+      ms.resize(nd - at, 1);
+      masked_fill_(p.view, reshape(mask, ms), to_scalar(py::cast(v)));
+      return;
+    }
+  }
+  index_put_(p.view, p.indices, v, false);
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// argument helpers
+
+Scalar fill_value(py::handle v, const char* op) {
+  if (is_tensor(v)) {
+    Tensor t = to_tensor(v);
+    EMBER_CHECK(t->dim() == 0, std::runtime_error, op,
+                " only supports a 0-dimensional value tensor, but got tensor with ", t->dim(),
+                " dimension(s).");
+    return to_scalar(v);
+  }
+  if (!is_number(v))
+    throw py::type_error(str_cat(op, "(): argument 'value' must be Number or Tensor, not ", type_of(v)));
+  return to_scalar(v);
+}
+
+std::vector<Tensor> index_list(py::handle h, const char* op) {
+  if (is_tensor(h)) return {to_tensor(h)};
+  if (!PyTuple_Check(h.ptr()) && !PyList_Check(h.ptr()))
+    throw py::type_error(str_cat(op, "(): argument 'indices' must be tuple of Tensors, not ", type_of(h)));
+  std::vector<Tensor> r;
+  size_t i = 0;
+  for (auto e : py::reinterpret_borrow<py::sequence>(h)) {
+    if (!is_tensor(e))
+      throw py::type_error(str_cat("expected Tensor as element ", i, " in argument 0, but got ",
+                                   type_of(e)));
+    r.push_back(to_tensor(e));
+    ++i;
+  }
+  return r;
+}
+
+void check_bool_mask(const Tensor& mask, const std::string& msg) {
+  if (mask->dtype != ScalarType::Bool) throw std::runtime_error(msg);
+}
+
+py::object self_obj(py::handle h) { return py::reinterpret_borrow<py::object>(h); }
+
+// out= for ops whose out must have the input's dtype.
+void check_out_same(const Tensor& out, const Tensor& x, const std::string& msg) {
+  if (out && out->dtype != x->dtype) throw std::runtime_error(msg);
+}
+
+Tensor broadcast_clone(const Tensor& self, const Tensor& mask) {
+  return clone(expand(self, broadcast_shapes(self->sizes, mask->sizes)));
+}
+
+// ---- index_put ----
+
+py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valuesh,
+                          bool accumulate, bool inplace) {
+  const char* name = inplace ? "index_put_" : "index_put";
+  Tensor self = expect_tensor(selfh, name, "input");
+  std::vector<Tensor> idx = index_list(indicesh, name);
+  Tensor values = expect_tensor(valuesh, name, "values");
+  if (inplace ? inplace_needs_grad(self, {values}) : (needs_grad(self) || needs_grad(values)))
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, indicesh, valuesh),
+                         py::dict("accumulate"_a = accumulate));
+  warn_byte_mask(idx);
+  if (inplace) {
+    index_put_(self, idx, values, accumulate);
+    return self_obj(selfh);
+  }
+  Tensor r = clone(self);
+  index_put_(r, idx, values, accumulate);
+  return wrap(r);
+}
+
+// ---- scatter family ----
+
+py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
+                        py::handle valueh, py::handle reduceh, py::handle outh, bool inplace) {
+  const char* name = inplace ? "scatter_" : "scatter";
+  Tensor self = expect_tensor(selfh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  Tensor index = expect_tensor(indexh, name, "index");
+  py::handle s = srch.is_none() ? valueh : srch;
+  if (s.is_none()) throw py::type_error(str_cat(name, "() missing required argument 'src' or 'value'"));
+  Tensor src = is_tensor(s) ? to_tensor(s) : nullptr;
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, s),
+                         py::dict("reduce"_a = reduceh));
+  }
+  IndexReduce red = IndexReduce::None;
+  if (!reduceh.is_none()) {
+    red = parse_index_reduce(py::cast<std::string>(reduceh), true);
+    if (src)
+      warn("The reduce argument of ember.scatter with Tensor src is deprecated and will be "
+           "removed in a future release. Use ember.scatter_reduce instead for more reduction "
+           "options.");
+  }
+  Scalar v = src ? Scalar() : fill_value(s, name);
+  Tensor target = inplace ? self : clone(self);
+  scatter_(target, dim, index, src, v, red, "scatter");
+  if (inplace) return self_obj(selfh);
+  return finish(name, target, outh);
+}
+
+py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
+                            py::handle outh, bool inplace) {
+  const char* name = inplace ? "scatter_add_" : "scatter_add";
+  Tensor self = expect_tensor(selfh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  Tensor index = expect_tensor(indexh, name, "index");
+  Tensor src = expect_tensor(srch, name, "src");
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
+  }
+  Tensor target = inplace ? self : clone(self);
+  scatter_(target, dim, index, src, Scalar(), IndexReduce::Sum, "scatter_add");
+  if (inplace) return self_obj(selfh);
+  return finish(name, target, outh);
+}
+
+py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
+                               py::handle reduceh, bool include_self, py::handle outh, bool inplace) {
+  const char* name = inplace ? "scatter_reduce_" : "scatter_reduce";
+  Tensor self = expect_tensor(selfh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  Tensor index = expect_tensor(indexh, name, "index");
+  Tensor src = expect_tensor(srch, name, "src");
+  const std::string reduce = py::cast<std::string>(reduceh);
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch, reduce),
+                         py::dict("include_self"_a = include_self));
+  }
+  IndexReduce red = parse_index_reduce(reduce, false);
+  Tensor target = inplace ? self : clone(self);
+  scatter_reduce_(target, dim, index, src, red, include_self);
+  if (inplace) return self_obj(selfh);
+  return finish(name, target, outh);
+}
+
+// ---- index_add / index_copy / index_fill ----
+
+py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
+                          py::handle alphah, py::handle outh, bool inplace) {
+  const char* name = inplace ? "index_add_" : "index_add";
+  Tensor self = expect_tensor(selfh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  Tensor index = expect_tensor(indexh, name, "index");
+  Tensor src = expect_tensor(srch, name, "source");
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch),
+                         py::dict("alpha"_a = alphah));
+  }
+  Scalar alpha = to_scalar(alphah);
+  if (!is_floating(self->dtype) && alpha.is_float())
+    throw std::runtime_error(str_cat("For integral input tensors, argument alpha must not be a "
+                                     "floating point number."));
+  Tensor target = inplace ? self : clone(self);
+  index_add_(target, dim, index, src, alpha);
+  if (inplace) return self_obj(selfh);
+  return finish(name, target, outh);
+}
+
+py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
+                           py::handle outh, bool inplace) {
+  const char* name = inplace ? "index_copy_" : "index_copy";
+  Tensor self = expect_tensor(selfh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  Tensor index = expect_tensor(indexh, name, "index");
+  Tensor src = expect_tensor(srch, name, "source");
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+    if (!outh.is_none()) out_with_grad(name);
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
+  }
+  Tensor target = inplace ? self : clone(self);
+  index_copy_(target, dim, index, src);
+  if (inplace) return self_obj(selfh);
+  return finish(name, target, outh);
+}
+
+py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle valueh,
+                           bool inplace) {
+  const char* name = inplace ? "index_fill_" : "index_fill";
+  Tensor self = expect_tensor(selfh, name, "input");
+  const int64_t dim = parse_dim(dimh, name);
+  Tensor index = expect_tensor(indexh, name, "index");
+  Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
+  if (inplace ? inplace_needs_grad(self, {vt}) : (needs_grad(self) || needs_grad(vt)))
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, valueh), py::dict());
+  Scalar v = fill_value(valueh, "index_fill_");
+  Tensor target = inplace ? self : clone(self);
+  index_fill_(target, dim, index, v);
+  return inplace ? self_obj(selfh) : wrap(target);
+}
+
+// ---- masks ----
+
+py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle valueh, bool inplace) {
+  const char* name = inplace ? "masked_fill_" : "masked_fill";
+  Tensor self = expect_tensor(selfh, name, "input");
+  Tensor mask = expect_tensor(maskh, name, "mask");
+  Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
+  if (inplace ? inplace_needs_grad(self, {vt}) : (needs_grad(self) || needs_grad(vt)))
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, maskh, valueh), py::dict());
+  check_bool_mask(mask, str_cat("masked_fill_ only supports boolean masks, but got mask with dtype ",
+                                cpp_type_name(mask->dtype)));
+  Scalar v = fill_value(valueh, "masked_fill_");
+  Tensor target = inplace ? self : broadcast_clone(self, mask);
+  masked_fill_(target, mask, v);
+  return inplace ? self_obj(selfh) : wrap(target);
+}
+
+py::object masked_select_impl(py::handle selfh, py::handle maskh, py::handle outh) {
+  Tensor self = expect_tensor(selfh, "masked_select", "input");
+  Tensor mask = expect_tensor(maskh, "masked_select", "mask");
+  if (needs_grad(self)) {
+    if (!outh.is_none()) out_with_grad("masked_select");
+    return call_autograd("masked_select", core_fn("masked_select"), py::make_tuple(selfh, maskh),
+                         py::dict());
+  }
+  check_bool_mask(mask, "masked_select: expected BoolTensor for mask");
+  check_out_same(opt_out(outh, "masked_select"), self,
+                 "masked_select(): self and result must have the same scalar type");
+  return finish("masked_select", masked_select(self, mask), outh);
+}
+
+py::object masked_scatter_impl(py::handle selfh, py::handle maskh, py::handle srch, bool inplace) {
+  const char* name = inplace ? "masked_scatter_" : "masked_scatter";
+  Tensor self = expect_tensor(selfh, name, "input");
+  Tensor mask = expect_tensor(maskh, name, "mask");
+  Tensor src = expect_tensor(srch, name, "source");
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src)))
+    return call_autograd(name, core_fn(name), py::make_tuple(selfh, maskh, srch), py::dict());
+  check_bool_mask(mask, str_cat("masked_scatter_ only supports boolean masks, but got mask with dtype ",
+                                torch_type_name(mask->dtype)));
+  EMBER_CHECK(self->dtype == src->dtype, std::runtime_error,
+              "masked_scatter: expected self and source to have same dtypes but got",
+              torch_type_name(self->dtype), " and ", torch_type_name(src->dtype));
+  Tensor target = inplace ? self : broadcast_clone(self, mask);
+  masked_scatter_(target, mask, src);
+  return inplace ? self_obj(selfh) : wrap(target);
+}
+
+// ---- gathers ----
+
+py::object index_select_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle outh) {
+  Tensor self = expect_tensor(selfh, "index_select", "input");
+  const int64_t dim = parse_dim(dimh, "index_select");
+  Tensor index = expect_tensor(indexh, "index_select", "index");
+  if (needs_grad(self)) {
+    if (!outh.is_none()) out_with_grad("index_select");
+    return call_autograd("index_select", core_fn("index_select"), py::make_tuple(selfh, dim, indexh),
+                         py::dict());
+  }
+  check_out_same(opt_out(outh, "index_select"), self,
+                 "index_select(): self and result must have the same scalar type");
+  return finish("index_select", index_select(self, dim, index), outh);
+}
+
+py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, bool sparse_grad,
+                       py::handle outh) {
+  Tensor self = expect_tensor(selfh, "gather", "input");
+  const int64_t dim = parse_dim(dimh, "gather");
+  Tensor index = expect_tensor(indexh, "gather", "index");
+  if (needs_grad(self)) {
+    if (!outh.is_none()) out_with_grad("gather");
+    return call_autograd("gather", core_fn("gather"), py::make_tuple(selfh, dim, indexh),
+                         py::dict("sparse_grad"_a = sparse_grad));
+  }
+  Tensor out = opt_out(outh, "gather");
+  if (out) check_out_dtype(out, self->dtype);
+  return finish("gather", gather(self, dim, index), outh);
+}
+
+py::object take_impl(py::handle selfh, py::handle indexh, py::handle outh) {
+  Tensor self = expect_tensor(selfh, "take", "input");
+  Tensor index = expect_tensor(indexh, "take", "index");
+  if (needs_grad(self)) {
+    if (!outh.is_none()) out_with_grad("take");
+    return call_autograd("take", core_fn("take"), py::make_tuple(selfh, indexh), py::dict());
+  }
+  Tensor out = opt_out(outh, "take");
+  if (out && out->dtype != self->dtype)
+    throw std::runtime_error(str_cat("take(): self and out expected to have the same dtype, but got "
+                                     "self.dtype = ", torch_type_name(self->dtype),
+                                     " and out.dtype = ", torch_type_name(out->dtype)));
+  return finish("take", take(self, index), outh);
+}
+
+py::object take_along_dim_impl(py::handle selfh, py::handle indicesh, py::handle dimh, py::handle outh) {
+  Tensor self = expect_tensor(selfh, "take_along_dim", "input");
+  Tensor indices = expect_tensor(indicesh, "take_along_dim", "indices");
+  auto dim = parse_opt_dim(dimh, "take_along_dim");
+  if (needs_grad(self)) {
+    if (!outh.is_none()) out_with_grad("take_along_dim");
+    return call_autograd("take_along_dim", core_fn("take_along_dim"), py::make_tuple(selfh, indicesh),
+                         py::dict("dim"_a = opt_dim_obj(dim)));
+  }
+  return finish("take_along_dim", take_along_dim(self, indices, dim), outh);
+}
+
+py::object nonzero_tuple(const Tensor& nz, int64_t ndim) {
+  if (ndim == 0) return py::make_tuple(wrap(view(contiguous(narrow(view(nz, {nz->sizes[0], 1}), 1, 0, 1)), {-1})));
+  py::tuple r(ndim);
+  for (int64_t j = 0; j < ndim; ++j) r[j] = wrap(contiguous(select(nz, 1, j)));
+  return std::move(r);
+}
+
+py::object nonzero_impl(py::handle selfh, py::handle outh, bool as_tuple) {
+  Tensor self = expect_tensor(selfh, "nonzero", "input");
+  Tensor nz = nonzero(self);
+  if (as_tuple) {
+    if (self->dim() == 0) {  // a 0-d input is read as 1-d
+      Tensor z = empty({nz->sizes[0]}, ScalarType::Int64);
+      if (nz->sizes[0]) z->data_as<int64_t>()[0] = 0;
+      return py::make_tuple(wrap(z));
+    }
+    return nonzero_tuple(nz, self->dim());
+  }
+  Tensor out = opt_out(outh, "nonzero");
+  if (out && out->dtype != ScalarType::Int64)
+    throw std::runtime_error(str_cat("nonzero: Expected out tensor to have scalar type Long but got "
+                                     "scalar type", torch_type_name(out->dtype)));
+  return finish("nonzero", nz, outh);
+}
+
+}  // namespace
+
+void register_indexing(py::module_& m) {
+  g_m = new py::module_(m);  // leaked: outlives interpreter teardown
+  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
+  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
+  const auto none = py::none();
+
+  // the getitem backward: self[index] += values, duplicates summed (any index expression)
+  m.def("_index_accumulate_", [](py::object selfh, py::handle index, const Tensor& values) {
+    Tensor self = selfh.cast<Tensor>();
+    Parsed p = parse_index(self, index);
+    Tensor v = to_dtype(values, self->dtype);
+    if (p.indices.empty()) {
+      Tensor r = binary(BinaryOp::add, Operand(p.view), Operand(v));
+      copy_(p.view, r);
+    } else {
+      index_put_(p.view, p.indices, v, true);
+    }
+    return selfh;
+  }, "input"_a, "index"_a, "values"_a);
+
+  // index_put / index_put_
+  m.def("index_put", [](py::handle x, py::handle idx, py::handle v, bool acc) {
+    return index_put_impl(x, idx, v, acc, false);
+  }, "input"_a, "indices"_a, "values"_a, "accumulate"_a = false);
+  m.def("index_put_", [](py::handle x, py::handle idx, py::handle v, bool acc) {
+    return index_put_impl(x, idx, v, acc, true);
+  }, "input"_a, "indices"_a, "values"_a, "accumulate"_a = false);
+  for (bool inplace : {false, true})
+    defm(inplace ? "index_put_" : "index_put",
+         py::cpp_function([inplace](py::handle x, py::handle idx, py::handle v, bool acc) {
+           return index_put_impl(x, idx, v, acc, inplace);
+         }, py::is_method(cls), "indices"_a, "values"_a, "accumulate"_a = false));
+
+  // index_select / gather / take / take_along_dim
+  m.def("index_select", &index_select_impl, "input"_a, "dim"_a, "index"_a, py::kw_only(), "out"_a = none);
+  defm("index_select", py::cpp_function([](py::handle x, py::handle d, py::handle i) {
+    return index_select_impl(x, d, i, py::none());
+  }, py::is_method(cls), "dim"_a, "index"_a));
+  m.def("gather", &gather_impl, "input"_a, "dim"_a, "index"_a, py::kw_only(), "sparse_grad"_a = false,
+        "out"_a = none);
+  defm("gather", py::cpp_function([](py::handle x, py::handle d, py::handle i, bool sg) {
+    return gather_impl(x, d, i, sg, py::none());
+  }, py::is_method(cls), "dim"_a, "index"_a, py::kw_only(), "sparse_grad"_a = false));
+  m.def("take", &take_impl, "input"_a, "index"_a, py::kw_only(), "out"_a = none);
+  defm("take", py::cpp_function([](py::handle x, py::handle i) { return take_impl(x, i, py::none()); },
+                                py::is_method(cls), "index"_a));
+  m.def("take_along_dim", &take_along_dim_impl, "input"_a, "indices"_a, "dim"_a = none, py::kw_only(),
+        "out"_a = none);
+  defm("take_along_dim", py::cpp_function([](py::handle x, py::handle i, py::handle d) {
+    return take_along_dim_impl(x, i, d, py::none());
+  }, py::is_method(cls), "indices"_a, "dim"_a = none));
+
+  // scatter family
+  for (bool inplace : {false, true}) {
+    const char* name = inplace ? "scatter_" : "scatter";
+    m.def(name, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle value,
+                          py::handle reduce, py::handle out) {
+      return scatter_impl(x, d, i, src, value, reduce, out, inplace);
+    }, "input"_a, "dim"_a, "index"_a, "src"_a = none, py::kw_only(), "value"_a = none,
+       "reduce"_a = none, "out"_a = none);
+    defm(name, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src,
+                                          py::handle value, py::handle reduce) {
+      return scatter_impl(x, d, i, src, value, reduce, py::none(), inplace);
+    }, py::is_method(cls), "dim"_a, "index"_a, "src"_a = none, py::kw_only(), "value"_a = none,
+       "reduce"_a = none));
+
+    const char* aname = inplace ? "scatter_add_" : "scatter_add";
+    m.def(aname, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle out) {
+      return scatter_add_impl(x, d, i, src, out, inplace);
+    }, "input"_a, "dim"_a, "index"_a, "src"_a, py::kw_only(), "out"_a = none);
+    defm(aname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src) {
+      return scatter_add_impl(x, d, i, src, py::none(), inplace);
+    }, py::is_method(cls), "dim"_a, "index"_a, "src"_a));
+
+    const char* rname = inplace ? "scatter_reduce_" : "scatter_reduce";
+    m.def(rname, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle reduce,
+                           bool include_self, py::handle out) {
+      return scatter_reduce_impl(x, d, i, src, reduce, include_self, out, inplace);
+    }, "input"_a, "dim"_a, "index"_a, "src"_a, "reduce"_a, py::kw_only(), "include_self"_a = true,
+       "out"_a = none);
+    defm(rname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src,
+                                           py::handle reduce, bool include_self) {
+      return scatter_reduce_impl(x, d, i, src, reduce, include_self, py::none(), inplace);
+    }, py::is_method(cls), "dim"_a, "index"_a, "src"_a, "reduce"_a, py::kw_only(),
+       "include_self"_a = true));
+
+    // index_add / index_copy / index_fill
+    const char* iname = inplace ? "index_add_" : "index_add";
+    m.def(iname, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle alpha,
+                           py::handle out) {
+      return index_add_impl(x, d, i, src, alpha, out, inplace);
+    }, "input"_a, "dim"_a, "index"_a, "source"_a, py::kw_only(), "alpha"_a = 1, "out"_a = none);
+    defm(iname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src,
+                                           py::handle alpha) {
+      return index_add_impl(x, d, i, src, alpha, py::none(), inplace);
+    }, py::is_method(cls), "dim"_a, "index"_a, "source"_a, py::kw_only(), "alpha"_a = 1));
+
+    const char* cname = inplace ? "index_copy_" : "index_copy";
+    m.def(cname, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle out) {
+      return index_copy_impl(x, d, i, src, out, inplace);
+    }, "input"_a, "dim"_a, "index"_a, "source"_a, py::kw_only(), "out"_a = none);
+    defm(cname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src) {
+      return index_copy_impl(x, d, i, src, py::none(), inplace);
+    }, py::is_method(cls), "dim"_a, "index"_a, "source"_a));
+
+    const char* fname = inplace ? "index_fill_" : "index_fill";
+    m.def(fname, [inplace](py::handle x, py::handle d, py::handle i, py::handle v) {
+      return index_fill_impl(x, d, i, v, inplace);
+    }, "input"_a, "dim"_a, "index"_a, "value"_a);
+    defm(fname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle v) {
+      return index_fill_impl(x, d, i, v, inplace);
+    }, py::is_method(cls), "dim"_a, "index"_a, "value"_a));
+
+    // masked_fill / masked_scatter
+    const char* mname = inplace ? "masked_fill_" : "masked_fill";
+    m.def(mname, [inplace](py::handle x, py::handle mask, py::handle v) {
+      return masked_fill_impl(x, mask, v, inplace);
+    }, "input"_a, "mask"_a, "value"_a);
+    defm(mname, py::cpp_function([inplace](py::handle x, py::handle mask, py::handle v) {
+      return masked_fill_impl(x, mask, v, inplace);
+    }, py::is_method(cls), "mask"_a, "value"_a));
+
+    const char* sname = inplace ? "masked_scatter_" : "masked_scatter";
+    m.def(sname, [inplace](py::handle x, py::handle mask, py::handle src) {
+      return masked_scatter_impl(x, mask, src, inplace);
+    }, "input"_a, "mask"_a, "source"_a);
+    defm(sname, py::cpp_function([inplace](py::handle x, py::handle mask, py::handle src) {
+      return masked_scatter_impl(x, mask, src, inplace);
+    }, py::is_method(cls), "mask"_a, "source"_a));
+  }
+
+  m.def("masked_select", &masked_select_impl, "input"_a, "mask"_a, py::kw_only(), "out"_a = none);
+  defm("masked_select", py::cpp_function([](py::handle x, py::handle mask) {
+    return masked_select_impl(x, mask, py::none());
+  }, py::is_method(cls), "mask"_a));
+
+  // nonzero / argwhere / where(condition)
+  m.def("nonzero", &nonzero_impl, "input"_a, py::kw_only(), "out"_a = none, "as_tuple"_a = false);
+  defm("nonzero", py::cpp_function([](py::handle x, bool as_tuple) {
+    return nonzero_impl(x, py::none(), as_tuple);
+  }, py::is_method(cls), py::kw_only(), "as_tuple"_a = false));
+  m.def("argwhere", [](py::handle x) { return nonzero_impl(x, py::none(), false); }, "input"_a);
+  defm("argwhere", py::cpp_function([](py::handle x) { return nonzero_impl(x, py::none(), false); },
+                                    py::is_method(cls)));
+  // where(condition) == nonzero(condition, as_tuple=True): an overload beside where(c, x, y).
+  m.def("where", [](py::handle cond) {
+    return nonzero_impl(py::reinterpret_borrow<py::object>(cond), py::none(), true);
+  }, "condition"_a);
+}
+
+}  // namespace ember::pyb
