@@ -14,31 +14,23 @@ from __future__ import annotations
 import ember
 from ember import _C
 
+from ._engine import _Meta
 from ._formulas import grad
 
 # ---------------------------------------------------------------------------------------------
 # helpers
 
 
-def _onehot(idx, n, dtype):
-    """(..., K) integer positions -> (..., K, n) one-hot matrices of `dtype`."""
-    return (idx.unsqueeze(-1) == ember.arange(n)).to(dtype)
-
-
 def _scatter_last(gv, idx, n):
-    """out[..., i] = sum_k gv[..., k] * (idx[..., k] == i): a differentiable scatter-add along
-    the last dimension (one-hot products, no indexing kernels)."""
-    return gv.unsqueeze(-2).matmul(_onehot(idx, n, gv.dtype)).squeeze(-2)
+    """out[..., i] = sum_k gv[..., k] * (idx[..., k] == i), out of shape (..., n)."""
+    return ember.zeros(tuple(gv.shape[:-1]) + (n,), dtype=gv.dtype).scatter_add(-1, idx, gv)
 
 
 def _scatter_dim(gv, idx, dim, shape):
     """A zero tensor of `shape` with gv added at positions idx along dim (gv, idx alike)."""
-    nd = len(shape)
-    if nd == 0:
+    if len(shape) == 0:
         return gv.reshape(())
-    d = dim % nd
-    r = _scatter_last(ember.movedim(gv, d, -1), ember.movedim(idx, d, -1), shape[d])
-    return ember.movedim(r, -1, d)
+    return ember.zeros(tuple(shape), dtype=gv.dtype).scatter_add(dim, idx, gv)
 
 
 def _keep(t, dim, ndim, keepdim):
@@ -112,9 +104,8 @@ def _repeat_interleave(g, needs, out, x, repeats, dim=None, output_size=None):
         repeats = int(repeats.reshape(()).item())
     if isinstance(repeats, _C.Tensor):
         seg = ember.repeat_interleave(ember.arange(n), repeats)  # input position of each output
-        gm = ember.movedim(g, d, -1) if g.ndim else g.reshape(1)
-        r = _scatter_last(gm, seg.expand(tuple(gm.shape)), n)
-        r = ember.movedim(r, -1, d) if g.ndim else r
+        gs = tuple(g.shape) if g.ndim else (1,)
+        r = ember.zeros(gs[:d] + (n,) + gs[d + 1:], dtype=g.dtype).index_add(d, seg, g.reshape(gs))
     else:
         gs = tuple(g.shape) if g.ndim else (1,)
         r = g.reshape(gs[:d] + (n, repeats) + gs[d + 1:]).sum(dim=d + 1)
@@ -259,6 +250,191 @@ def _quantile_vjp(ignore_nan):
 
 grad("quantile", save=(0,))(_quantile_vjp(False))
 grad("nanquantile", save=(0,))(_quantile_vjp(True))
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing (bind_indexing.cpp); index tensors are never differentiable
+
+
+def _is_t(x):  # a tensor argument, saved (Tensor) or not (_Meta: shape and dtype)
+    return isinstance(x, (_C.Tensor, _Meta))
+
+
+def _needs(needs, i):
+    return len(needs) > i and bool(needs[i])
+
+
+@grad("index_select", save=(2,))
+def _index_select(g, needs, out, x, dim, index):
+    if len(x.shape) == 0:
+        return (g.sum(), None, None)
+    return (ember.zeros(tuple(x.shape), dtype=g.dtype).index_add(dim, index.reshape(-1), g),
+            None, None)
+
+
+@grad("gather", save=(2,))
+def _gather(g, needs, out, x, dim, index, sparse_grad=False):
+    return (_scatter_dim(g, index, dim, tuple(x.shape)), None, None)
+
+
+@grad("take", save=(1,))
+def _take(g, needs, out, x, index):
+    n = _numel(tuple(x.shape))
+    idx = index.reshape(-1)
+    idx = ember.where(idx < 0, idx + n, idx)
+    z = ember.zeros(n, dtype=g.dtype).index_add(0, idx, g.reshape(-1))
+    return (z.reshape(tuple(x.shape)), None)
+
+
+@grad("take_along_dim", save=(1,))
+def _take_along_dim(g, needs, out, x, indices, dim=None):
+    if dim is None:
+        return _take(g, needs, out, x, indices)
+    nd = len(x.shape)
+    d = dim % nd
+    xs, js = list(x.shape), list(indices.shape)
+    xs[d] = js[d] = 1
+    b = list(ember.broadcast_shapes(tuple(xs), tuple(js)))
+    bx, bi = list(b), list(b)
+    bx[d], bi[d] = x.shape[d], indices.shape[d]
+    z = ember.zeros(tuple(bx), dtype=g.dtype).scatter_add(d, indices.expand(tuple(bi)), g)
+    return (z, None)  # the engine sums a broadcast input's gradient back to its shape
+
+
+@grad("scatter", save=(2,), inplace_too=True)
+def _scatter(g, needs, out, x, dim, index, src, reduce=None):
+    if reduce is not None and reduce != "add":
+        raise RuntimeError(f"derivative for scatter with reduce='{reduce}' is not implemented")
+    if reduce == "add":
+        return (g, None, None, _pad_to(g.gather(dim, index), src) if _needs(needs, 3) else None)
+    gx = g.scatter(dim, index, 0.0) if needs[0] else None
+    gs = None
+    if _is_t(src) and _needs(needs, 3):
+        gs = g.gather(dim, index)
+        gs = gs.sum() if src.ndim == 0 else _pad_to(gs, src)
+    return (gx, None, None, gs)
+
+
+@grad("scatter_add", save=(2,), inplace_too=True)
+def _scatter_add(g, needs, out, x, dim, index, src):
+    return (g, None, None, _pad_to(g.gather(dim, index), src) if needs[3] else None)
+
+
+def _pad_to(gs, src):
+    """src may be larger than index along any dim: the elements it did not use get zeros."""
+    pad = []
+    for have, want in zip(reversed(tuple(gs.shape)), reversed(tuple(src.shape))):
+        pad += [0, want - have]
+    return _C.constant_pad_nd(gs, tuple(pad), 0) if any(pad) else gs
+
+
+@grad("scatter_reduce", save="all", out=True, inplace_too=True)
+def _scatter_reduce(g, needs, out, x, dim, index, src, reduce, include_self=True):
+    """torch's scatter_reduce_backward: sum, mean, prod, amax, amin."""
+    if reduce == "sum":
+        gx, gs = g, g.gather(dim, index)
+    elif reduce == "mean":
+        N = ember.ones_like(g) if include_self else ember.zeros_like(g)
+        N = N.scatter_add(dim, index, ember.ones_like(src))
+        N = ember.where(N == 0, 1.0, N)
+        gx = g / N
+        gs = g.gather(dim, index) / N.gather(dim, index)
+    elif reduce == "prod":
+        masked_x = ember.where(x == 0, 1.0, x)
+        masked_res = masked_x.scatter_reduce(dim, index, src, reduce, include_self=include_self)
+        gx = g * masked_res / masked_x
+        src_zero = src == 0
+        nz = ember.zeros_like(x).scatter_add(dim, index, src_zero.to(x.dtype)).gather(dim, index)
+        single = src_zero & (nz == 1)
+        masked_src = ember.where(single, 1.0, src)
+        masked_src_res = x.scatter_reduce(dim, index, masked_src, reduce,
+                                          include_self=include_self)
+        gs = ember.where(single, (g * masked_src_res).gather(dim, index),
+                         (g * out).gather(dim, index) / ember.where(src_zero, 1.0, src))
+    elif reduce in ("amax", "amin"):
+        value = out.gather(dim, index)
+        x_is = (x == out).to(g.dtype)
+        s_is = (src == value).to(g.dtype)
+        n = x_is.scatter_add(dim, index, s_is)
+        gd = g / n
+        gx = x_is * gd
+        gs = s_is * gd.gather(dim, index)
+    else:
+        raise RuntimeError(f"derivative for scatter_reduce with reduce='{reduce}' is not "
+                           "implemented")
+    if not include_self:
+        gx = gx.scatter(dim, index, 0.0)
+    return (gx if needs[0] else None, None, None, gs if needs[3] else None)
+
+
+@grad("index_add", save=(2,), inplace_too=True)
+def _index_add(g, needs, out, x, dim, index, source, alpha=1):
+    gs = None
+    if needs[3]:
+        gs = g.index_select(dim, index) if g.ndim else g
+        gs = gs if alpha == 1 else gs * alpha
+    return (g, None, None, gs)
+
+
+@grad("index_copy", save=(2,), inplace_too=True)
+def _index_copy(g, needs, out, x, dim, index, source):
+    gx = g.index_fill(dim, index, 0.0) if needs[0] else None
+    gs = g.index_select(dim, index) if needs[3] else None
+    return (gx, None, None, gs)
+
+
+@grad("index_fill", save=(2,), inplace_too=True)
+def _index_fill(g, needs, out, x, dim, index, value):
+    gx = g.index_fill(dim, index, 0.0) if needs[0] else None
+    gv = None
+    if _is_t(value) and _needs(needs, 3):
+        gv = g.index_select(dim, index).sum()
+    return (gx, None, None, gv)
+
+
+def _full_index(indices):
+    return tuple(slice(None) if i is None else i for i in indices)
+
+
+@grad("index_put", save=(1,), inplace_too=True)
+def _index_put(g, needs, out, x, indices, values, accumulate=False):
+    idx = _full_index(indices)
+    gx = None
+    if needs[0]:
+        if accumulate:
+            gx = g
+        else:
+            gx = g.clone()
+            gx[idx] = 0.0
+    return (gx, None, g[idx] if _needs(needs, 2) else None)
+
+
+@grad("masked_fill", save=(1,), inplace_too=True)
+def _masked_fill(g, needs, out, x, mask, value):
+    gv = None
+    if _is_t(value) and _needs(needs, 2):
+        gv = ember.where(mask, g, 0.0).sum()
+    return (ember.where(mask, 0.0, g) if needs[0] else None, None, gv)
+
+
+@grad("masked_select", save=(1,))
+def _masked_select(g, needs, out, x, mask):
+    shape = ember.broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    z = ember.zeros(tuple(shape), dtype=g.dtype)
+    return (z.masked_scatter(mask, g), None)
+
+
+@grad("masked_scatter", save=(1,), inplace_too=True)
+def _masked_scatter(g, needs, out, x, mask, source):
+    gx = ember.where(mask, 0.0, g) if needs[0] else None
+    gs = None
+    if needs[2]:
+        sel = g.masked_select(mask)
+        n = _numel(tuple(source.shape))
+        if n > sel.numel():
+            sel = ember.cat([sel, ember.zeros(n - sel.numel(), dtype=g.dtype)])
+        gs = sel.reshape(tuple(source.shape))
+    return (gx, None, gs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -554,6 +730,11 @@ HOOKED_OPS = frozenset({
     "mm", "bmm", "matmul", "mv", "dot", "vdot", "inner", "outer", "addmm", "addmv", "baddbmm",
     "addbmm",
     "cumsum_", "cumprod_",
+    # indexing
+    "index_select", "gather", "take", "take_along_dim", "scatter", "scatter_", "scatter_add",
+    "scatter_add_", "scatter_reduce", "scatter_reduce_", "index_add", "index_add_",
+    "index_copy", "index_copy_", "index_fill", "index_fill_", "index_put", "index_put_",
+    "masked_fill", "masked_fill_", "masked_select", "masked_scatter", "masked_scatter_",
     # shape ops
     "cat", "flip", "roll", "tril", "triu", "tril_", "triu_", "constant_pad_nd",
     "repeat_interleave", "diagonal", "diag_embed", "unfold",
