@@ -16,6 +16,7 @@ from ember.autograd._engine import _FORMULAS
 from ember.autograd._formulas_tensor import HOOKED_OPS, NN_KERNEL_OPS, NOT_DIFFERENTIABLE_OPS
 
 F64 = ember.float64
+pytestmark = pytest.mark.filterwarnings("ignore:The reduce argument:UserWarning")
 
 
 def T(*shape, lo=-1.0, hi=1.0, seed=0, noncontig=False):

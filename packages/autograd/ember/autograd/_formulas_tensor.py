@@ -180,17 +180,13 @@ def _mode(g, needs, out, x, dim=-1, keepdim=False):
     return _select_back(g, needs, out, x, dim, keepdim)
 
 
+@grad("median", "nanmedian", save=(0,), out=(0, 1))
 def _median(g, needs, out, x, dim=None, keepdim=False):
-    if dim is None:  # value only: split evenly between the elements equal to it (torch)
+    if dim is None:  # value only: split evenly between the elements equal to it (as torch)
         v = out[0]
-        mask = (x == v) | (x.isnan() & v.isnan())
-        m = mask.to(g.dtype)
+        m = ((x == v) | (x.isnan() & v.isnan())).to(g.dtype)
         return (m * (g / m.sum()),)
     return _select_back(g, needs, (out[1],), x, dim, keepdim)
-
-
-grad("median", "nanmedian", save=(0,), out=(0, 1))(lambda g, needs, out, x, **kw: _median(
-    g, needs, out if len(out) == 2 else (out[0], None), x, **kw))
 
 
 @grad("cummax", "cummin", out=(1,))
