@@ -137,17 +137,13 @@ def _unfold(g, needs, out, x, dimension, size, step):
     if not shape:
         return (g.reshape(()),)
     d = dimension % len(shape)
-    nw = g.shape[d]
-    z = ember.zeros(shape, dtype=g.dtype)
-    if nw == 0:
-        return (z,)
-    for k in range(size):  # window element k of every window lands at k, k + step, ...
-        gk = g.select(-1, k)
-        idx = (slice(None),) * d + (slice(k, k + step * (nw - 1) + 1, step),)
-        part = ember.zeros(shape, dtype=g.dtype)
-        part[idx] = gk
-        z = z + part
-    return (z,)
+    n = shape[d]
+    # window w, element k reads x[w * step + k] along d: add every window back at its positions
+    pos = ember.arange(n).unfold(0, size, step).reshape(-1)
+    gm = ember.movedim(g, d, -2)  # (..., windows, size)
+    gm = gm.reshape(tuple(gm.shape[:-2]) + (pos.numel(),))
+    z = ember.zeros(tuple(gm.shape[:-1]) + (n,), dtype=g.dtype).index_add(-1, pos, gm)
+    return (ember.movedim(z, -1, d),)
 
 
 # ---------------------------------------------------------------------------------------------
