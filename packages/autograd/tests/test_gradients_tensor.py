@@ -437,3 +437,40 @@ def test_gradients_match_torch(name, fn, shapes):
         torch.zeros((), dtype=torch.float64)).backward()
     for a, b in zip(xe, xt):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-7, atol=1e-9)
+
+
+# random shapes (hypothesis): gradients of shape and sorting ops against PyTorch's
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+RANDOM_SHAPE_OPS = [
+    ("flip", lambda m, x, d: x.flip((d,))),
+    ("roll", lambda m, x, d: x.roll(d + 1, d)),
+    ("cat", lambda m, x, d: m.cat([x, x * 2, x[..., :1]], -1)),
+    ("pad", lambda m, x, d: m.constant_pad_nd(x, (1, -min(1, x.shape[-1]), d, 0))),
+    ("repeat_interleave", lambda m, x, d: x.repeat_interleave(d + 1, dim=d)),
+    ("diagonal", lambda m, x, d: x.diagonal(d - 1, 0, -1)),
+    ("unfold", lambda m, x, d: x.unfold(-1, min(2, x.shape[-1]), d + 1)),
+    ("sort", lambda m, x, d: x.sort(d, descending=d == 1)[0]),
+    ("cummax", lambda m, x, d: x.cummax(d)[0]),
+    ("median", lambda m, x, d: x.median(d)[0]),
+]
+
+if given is not None:
+    @settings(max_examples=25, deadline=None)
+    @given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=3),
+           op=st.sampled_from(RANDOM_SHAPE_OPS), d=st.integers(0, 1), seed=st.integers(0, 99))
+    def test_random_shapes_match_torch(shape, op, d, seed):
+        torch = pytest.importorskip("torch")
+        rng = np.random.default_rng(seed)
+        a = rng.permutation(int(np.prod(shape))).reshape(shape) / 7.0  # distinct values
+        xe = ember.tensor(a, dtype=F64, requires_grad=True)
+        xt = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+        oe, ot = op[1](ember, xe, d), op[1](torch, xt, d)
+        w = rng.uniform(-1, 1, size=tuple(ot.shape))
+        (oe * ember.tensor(w, dtype=F64)).sum().backward()
+        (ot * torch.tensor(w, dtype=torch.float64)).sum().backward()
+        np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), atol=1e-12)
