@@ -533,7 +533,7 @@ def _cholesky_solve(g, needs, out, B, L, upper=False):
     return (gB if needs[0] else None, gL)
 
 
-def _perm_matrix(pivots, n, dtype):
+def _perm_matrix(pivots, n, dtype):  # n: the number of rows of A
     """P with A = P L U from LAPACK's 1-based row interchanges (constant, not differentiable)."""
     import numpy as np
 
@@ -552,37 +552,57 @@ def _perm_matrix(pivots, n, dtype):
 
 
 def _lu_grad(gL, gU, P, L, U):
-    """A = P L U (square): gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T."""
-    phi = None
-    if gL is not None:
-        phi = _mt(L).matmul(gL).tril(-1)
-    if gU is not None:
-        t = gU.matmul(_mt(U)).triu()
-        phi = t if phi is None else phi + t
+    """A = P L U with L (m, k) unit lower and U (k, n) upper, k = min(m, n).
+
+    Square: gA = P L^-T phi U^-T, phi = tril(L^T gL, -1) + triu(gU U^T). Wide (m < n, U = [U1 U2]):
+    gA = P L^-T [phi U1^-T | gU2] with phi = tril(L^T gL, -1) + triu(gU U^T) - gU2 U2^T. Tall
+    (m > n, L = [L1; L2]): gA = P [L1^-T phi U^-T; gL2 U^-T], phi = tril(L^T gL, -1) + triu(gU U^T)
+    - L2^T gL2 (torch's linalg_lu_backward)."""
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    if gL is None:
+        gL = ember.zeros_like(L)
+    if gU is None:
+        gU = ember.zeros_like(U)
+    phi = _mt(L).matmul(gL).tril(-1) + gU.matmul(_mt(U)).triu()
+    if m == n:
+        X = _mt(_tri_solve(U, _mt(phi), upper=True))  # phi U^-T
+        return P.matmul(_tri_solve(_mt(L), X, upper=True, unit=True))  # L^-T phi U^-T
+    if m < n:
+        U1, U2, gU2 = U.narrow(-1, 0, k), U.narrow(-1, k, n - k), gU.narrow(-1, k, n - k)
+        phi = phi - gU2.matmul(_mt(U2))
+        X = _mt(_tri_solve(U1, _mt(phi), upper=True))  # phi U1^-T
+        G = ember.cat([X, gU2], -1)
+        return P.matmul(_tri_solve(_mt(L), G, upper=True, unit=True))
+    L1, L2, gL2 = L.narrow(-2, 0, k), L.narrow(-2, k, m - k), gL.narrow(-2, k, m - k)
+    phi = phi - _mt(L2).matmul(gL2)
     X = _mt(_tri_solve(U, _mt(phi), upper=True))  # phi U^-T
-    X = _tri_solve(_mt(L), X, upper=True, unit=True)  # L^-T phi U^-T
-    return P.matmul(X)
+    top = _tri_solve(_mt(L1), X, upper=True, unit=True)  # L1^-T phi U^-T
+    bottom = _mt(_tri_solve(U, _mt(gL2), upper=True))  # gL2 U^-T
+    return P.matmul(ember.cat([top, bottom], -2))
 
 
-def _check_square_lu(A, op):
-    if A.shape[-1] != A.shape[-2]:
-        raise NotImplementedError(f"derivative for {op} of a non-square matrix is not implemented")
+def _unpack_lu(LU):
+    m, n = LU.shape[-2], LU.shape[-1]
+    k = min(m, n)
+    L = LU.tril(-1).narrow(-1, 0, k) + ember.eye(m, k, dtype=LU.dtype)
+    U = LU.triu().narrow(-2, 0, k)
+    return L, U
 
 
 @grad("_linalg_lu_factor_ex", out=(0, 1))
 def _lu_factor_ex(g, needs, out, A, pivot=True, check_errors=False):
-    _check_square_lu(A, "lu_factor")
     LU, piv = out
-    n = LU.shape[-1]
-    L = LU.tril(-1) + _eye_like(n, LU)
-    U = LU.triu()
-    P = _perm_matrix(piv, n, LU.dtype)
-    return (_lu_grad(g[0].tril(-1), g[0].triu(), P, L, U),)
+    m, n = LU.shape[-2], LU.shape[-1]
+    k = min(m, n)
+    L, U = _unpack_lu(LU)
+    gLU = g[0]
+    P = _perm_matrix(piv, m, LU.dtype)
+    return (_lu_grad(gLU.tril(-1).narrow(-1, 0, k), gLU.triu().narrow(-2, 0, k), P, L, U),)
 
 
 @grad("_linalg_lu", out=(0, 1, 2))
 def _lu(g, needs, out, A, pivot=True):
-    _check_square_lu(A, "lu")
     P, L, U = out
     return (_lu_grad(g[1], g[2], P.detach(), L, U),)
 
@@ -593,10 +613,8 @@ def _lu_solve(g, needs, out, LU, pivots, B, adjoint=False):
     gLU = None
     if needs[0]:
         gA = -(gB.matmul(_mt(out))) if not adjoint else -(out.matmul(_mt(gB)))
-        n = LU.shape[-1]
-        L = LU.tril(-1) + _eye_like(n, LU)
-        U = LU.triu()
-        PtgA = _mt(_perm_matrix(pivots, n, LU.dtype)).matmul(gA)
+        L, U = _unpack_lu(LU)
+        PtgA = _mt(_perm_matrix(pivots, LU.shape[-2], LU.dtype)).matmul(gA)
         gLU = PtgA.matmul(_mt(U)).tril(-1) + _mt(L).matmul(PtgA).triu()
     return (gLU, None, gB if needs[2] else None)
 
