@@ -213,7 +213,8 @@ CASES = {
                          (lambda a, b: ember.linalg.lu_solve(*ember.linalg.lu_factor(a), b,
                                                              left=False), (T(2, 2), T(3, 2)))],
     "_linalg_qr": [(ember.linalg.qr, (T(4, 3),)), (ember.linalg.qr, (T(3, 3, noncontig=True),)),
-                   (lambda a: ember.linalg.qr(a, mode="complete"), (T(2, 2, 2),))],
+                   (lambda a: ember.linalg.qr(a, mode="complete"), (T(2, 2, 2),)),
+                   (ember.linalg.qr, (T(2, 4),)), (ember.linalg.qr, (T(2, 3, 5, noncontig=True),))],
     "_linalg_svd": [(_svd_invariants, (T(4, 3),)), (_svd_invariants, (T(3, 4),)),
                     (_svd_invariants, (T(2, 3, 3, noncontig=True),)),
                     (lambda a: _svd_invariants(a, True), (T(4, 2),)),
@@ -299,9 +300,9 @@ def test_linalg_info_outputs_are_not_differentiable():
     assert r.inverse.requires_grad and not r.info.requires_grad
 
 
-def test_qr_of_wide_matrices_says_it_is_not_implemented():
-    q, r = ember.linalg.qr(T(2, 3))
-    with pytest.raises(NotImplementedError):
+def test_qr_complete_of_tall_matrices_is_not_differentiable():
+    q, r = ember.linalg.qr(T(3, 2), mode="complete")
+    with pytest.raises(RuntimeError, match="not differentiable"):
         (q.sum() + r.sum()).backward()
 
 
@@ -419,6 +420,7 @@ PARITY = [  # (name, fn(m, *inputs), input shapes)
     ("lu_factor-tall", lambda m, a: m.linalg.lu_factor(a)[0], [(4, 3)]),
     ("lu_solve", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), [(3, 3), (3, 2)]),
     ("qr", lambda m, a: (lambda q, r: (q * q, r * r))(*m.linalg.qr(a)), [(4, 3)]),
+    ("qr-wide", lambda m, a: m.linalg.qr(a), [(2, 4)]),
     ("svd", lambda m, a: (lambda u, s, v: (s, u @ v))(*m.linalg.svd(a, full_matrices=False)),
      [(4, 3)]),
     ("svdvals", lambda m, a: m.linalg.svdvals(a), [(3, 5)]),

@@ -619,7 +619,16 @@ def _lu_solve(g, needs, out, LU, pivots, B, adjoint=False):
     return (gLU, None, gB if needs[2] else None)
 
 
-@grad("_linalg_qr", out=(0, 1))
+def _qr_tall_grad(gQ, gR, Q, R):
+    """m >= n: gA = [gQ + Q copyltu(triu(gR R^T - Q^T gQ))] R^-T (torch's linalg_qr_backward)."""
+    M = gR.matmul(_mt(R)) - _mt(Q).matmul(gQ)
+    Mt = M.triu()
+    sym = Mt + _mt(Mt) - _diag(Mt.diagonal(0, -2, -1))
+    gA = Q.matmul(sym) + gQ
+    return _mt(_tri_solve(R, _mt(gA), upper=True))  # gA R^-T
+
+
+@grad("_linalg_qr", save=(0,), out=(0, 1))
 def _qr(g, needs, out, A, mode="reduced"):
     Q, R = out
     gQ, gR = g
@@ -628,14 +637,16 @@ def _qr(g, needs, out, A, mode="reduced"):
         raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
                            "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going "
                            "to differentiate through linalg.qr.")
-    if m < n or (mode == "complete" and m > n):
-        raise NotImplementedError("derivative for linalg.qr is implemented for m >= n "
-                                  "(mode='reduced', or 'complete' with m == n)")
-    M = gR.matmul(_mt(R)) - _mt(Q).matmul(gQ)
-    Mt = M.triu()
-    sym = Mt + _mt(Mt) - _diag(Mt.diagonal(0, -2, -1))
-    gA = Q.matmul(sym) + gQ
-    return (_mt(_tri_solve(R, _mt(gA), upper=True)),)  # gA R^-T
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
+                           "nrows > ncols.")
+    if m >= n:
+        return (_qr_tall_grad(gQ, gR, Q, R),)
+    # wide: A = [X | Y] with X = Q R1 (square) and R2 = Q^T Y
+    R1, gR1, gR2 = R.narrow(-1, 0, m), gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
+    Y = A.narrow(-1, m, n - m)
+    gX = _qr_tall_grad(gQ + Y.matmul(_mt(gR2)), gR1, Q, R1)
+    return (ember.cat([gX, Q.matmul(gR2)], -1),)
 
 
 def _skew(X):
