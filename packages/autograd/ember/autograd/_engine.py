@@ -226,11 +226,18 @@ class Node:
         out = None
         if saved:
             args = list(self._args)
+            outs = None
             for i, s in saved.items():
                 if i >= 0:
                     args[i] = s.unpack(self, 0)
-                else:
+                elif i == -1:
                     out = s.unpack(self, 0)
+                else:  # several saved outputs (key -2 - output_nr): a tuple, in output order
+                    if outs is None:
+                        outs = {}
+                    outs[-2 - i] = s.unpack(self, -2 - i)
+            if outs is not None:
+                out = tuple(outs[k] for k in sorted(outs))
         elif self._released:
             raise RuntimeError(RELEASED_MSG)
         else:
@@ -420,7 +427,7 @@ def _inputs(args):
                 needs.append(True)
                 any_need = True
                 continue
-        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+        elif isinstance(a, (list, tuple)) and a and all(isinstance(e, Tensor) for e in a):
             sub = [edge_of(x) if x.requires_grad else None for x in a]
             edges.extend(sub)
             needs.append(tuple(e is not None for e in sub))
@@ -488,15 +495,23 @@ def _save(node, entry, args, kwargs, outs, needs):
                 fix.append((i, m))
             else:
                 plain.append(None)
-        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
-            plain.append([_Meta(x) for x in a])  # tensor lists (cat, stack): shapes only
+        elif isinstance(a, (list, tuple)) and a and all(isinstance(e, Tensor) for e in a):
+            if si is True or i in si:  # a saved tensor list (index_put's indices): as given
+                plain.append(tuple(a))
+            else:
+                plain.append([_Meta(x) for x in a])  # tensor lists (cat, stack): shapes only
         else:
             plain.append(a)
     if entry is not None and entry.save_output:
         if saved is None:
             saved = {}
-        oi = MULTI_OUTPUT_SAVE.get(entry.name, 0) if len(outs) > 1 else 0
-        saved[-1] = SavedTensor(outs[oi], True)
+        if isinstance(entry.save_output, tuple):  # the formula gets these outputs as a tuple
+            for oi in entry.save_output:
+                if oi < len(outs):
+                    saved[-2 - oi] = SavedTensor(outs[oi], True)
+        else:
+            oi = MULTI_OUTPUT_SAVE.get(entry.name, 0) if len(outs) > 1 else 0
+            saved[-1] = SavedTensor(outs[oi], True)
     node._args = tuple(plain)
     node._saved = saved
     node._fix = tuple(fix)
@@ -832,31 +847,30 @@ def _fix_grads(node, grads):
     n = len(needs)
     if len(grads) < n:
         grads = list(grads) + [None] * (n - len(grads))
-    flat = len(node.next_functions) != n
+    flat = any(isinstance(need, tuple) for need in needs)  # a tensor-list argument (cat)
+    out = [g if need else None for g, need in zip(grads, needs)]
+    for i, src in node._fix:  # tensor arguments (not lists): reduce broadcasts, cast
+        g = out[i]
+        if g is None:
+            continue
+        m = src.tensor if type(src) is SavedTensor else src
+        if m is None:
+            continue
+        if g.shape != m.shape:
+            g = _sum_to(g, m.shape)
+        if g.dtype != m.dtype:
+            g = g.to(m.dtype)
+        out[i] = g
     if flat:
-        out = []
+        flat_out = []
         for i, need in enumerate(needs):
-            g = grads[i]
+            g = out[i]
             if isinstance(need, tuple):
                 gl = g if g is not None else [None] * len(need)
-                out.extend(gl[j] if nj else None for j, nj in enumerate(need))
+                flat_out.extend(gl[j] if nj else None for j, nj in enumerate(need))
             else:
-                out.append(g if need else None)
-    else:
-        out = [g if need else None for g, need in zip(grads, needs)]
-    if not flat:
-        for i, src in node._fix:
-            g = out[i]
-            if g is None:
-                continue
-            m = src.tensor if type(src) is SavedTensor else src
-            if m is None:
-                continue
-            if g.shape != m.shape:
-                g = _sum_to(g, m.shape)
-            if g.dtype != m.dtype:
-                g = g.to(m.dtype)
-            out[i] = g
+                flat_out.append(g)
+        return flat_out
     return out
 
 

@@ -576,8 +576,20 @@ def _embed(g, shape, index):
     return z
 
 
-@grad("_getitem")
+def _is_advanced(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, (_C.Tensor, list, bool)) for i in items)
+
+
+@grad("_getitem", save=(1,))  # index tensors are kept
 def _getitem(g, needs, out, x, index):
+    if _is_advanced(index):  # repeated indices: the gradients of their copies add up
+        n = 1
+        for s in x.shape:
+            n *= s
+        pos = ember.arange(n).reshape(tuple(x.shape))[index].reshape(-1)
+        z = ember.zeros(n, dtype=g.dtype).index_add(0, pos, g.reshape(-1))
+        return (z.reshape(tuple(x.shape)), None)
     return (_embed(g, x.shape, index), None)
 
 
@@ -611,7 +623,7 @@ def _setitem_vjp(g, needs, out, x, index, value):
     return (gx, None, g[index] if len(needs) > 2 and needs[2] else None)
 
 
-inplace("_setitem", _setitem_vjp)
+inplace("_setitem", _setitem_vjp, save=(1,))
 inplace("_copy_", lambda g, needs, out, dst, src: (_zeros(g), g))
 inplace("_fill_", lambda g, needs, out, dst, v: (_zeros(g), g.sum() if _is_t(v) else None))
 
@@ -630,120 +642,8 @@ def _random_zero(g, needs, out, *args, generator=None):
 
 # ---------------------------------------------------------------------------------------------
 # ops being added to the core (torch's names and argument names, as the core hands them over);
-# each entry is used as soon as its op reaches the hook. Tested when the op exists.
-
-
-@grad("cat", "concat", "concatenate")
-def _cat(g, needs, out, tensors, dim=0):
-    d = dim % g.ndim
-    grads, off = [], 0
-    for t, need in zip(tensors, needs[0]):
-        n = t.shape[d] if len(t.shape) else 0
-        if len(t.shape) == 1 and t.shape[0] == 0 and g.ndim > 1:  # torch skips empty 1-d inputs
-            grads.append(None)
-            continue
-        grads.append(g.narrow(d, off, n) if need else None)
-        off += n
-    return (grads, None)
-
-
-@grad("stack")
-def _stack(g, needs, out, tensors, dim=0):
-    d = dim % g.ndim
-    return ([g.select(d, i) if n else None for i, n in enumerate(needs[0])], None)
-
-
-@grad("flip")
-def _flip(g, needs, out, x, dims):
-    return (g.flip(dims), None)
-
-
-@grad("roll")
-def _roll(g, needs, out, x, shifts, dims=None):
-    neg = [-s for s in shifts] if isinstance(shifts, (list, tuple)) else -shifts
-    return (g.roll(neg, dims),)
-
-
-@grad("tril")
-def _tril(g, needs, out, x, diagonal=0):
-    return (g.tril(diagonal),)
-
-
-@grad("triu")
-def _triu(g, needs, out, x, diagonal=0):
-    return (g.triu(diagonal),)
-
-
-@grad("gather", save=(2,))
-def _gather(g, needs, out, x, dim, index, sparse_grad=False):
-    return (ember.zeros(tuple(x.shape), dtype=g.dtype).scatter_add(dim, index, g), None, None)
-
-
-@grad("scatter_add", save=(2,), inplace_too=True)
-def _scatter_add(g, needs, out, x, dim, index, src):
-    return (g, None, None, g.gather(dim, index) if needs[3] else None)
-
-
-@grad("scatter", save=(2,), inplace_too=True)
-def _scatter(g, needs, out, x, dim, index, src=None, value=None, reduce=None):
-    if reduce is not None:
-        raise RuntimeError("derivative for scatter with reduce is not implemented")
-    gx = g.scatter(dim, index, 0.0) if needs[0] else None
-    gs = g.gather(dim, index) if len(needs) > 3 and needs[3] else None
-    return (gx, None, None, gs)
-
-
-@grad("index_select", save=(2,))
-def _index_select(g, needs, out, x, dim, index):
-    return (ember.zeros(tuple(x.shape), dtype=g.dtype).index_add(dim, index, g), None, None)
-
-
-@grad("index_add", save=(2,), inplace_too=True)
-def _index_add(g, needs, out, x, dim, index, source, alpha=1):
-    gs = None
-    if needs[3]:
-        gs = g.index_select(dim, index)
-        gs = gs if alpha == 1 else gs * alpha
-    return (g, None, None, gs)
-
-
-@grad("masked_fill", save=(1,), inplace_too=True)
-def _masked_fill(g, needs, out, x, mask, value):
-    return (ember.where(mask, 0.0, g), None,
-            ember.where(mask, g, 0.0).sum() if len(needs) > 2 and needs[2] else None)
-
-
-def _scatter_back(g, x, dim, indices):
-    return ember.zeros(tuple(x.shape), dtype=g.dtype).scatter(dim, indices, g)
-
-
-@grad("sort", out=True)
-def _sort(g, needs, out, x, dim=-1, descending=False, stable=False):
-    return (_scatter_back(g[0], x, dim, out),)
-
-
-@grad("topk", out=True)
-def _topk(g, needs, out, x, k, dim=-1, largest=True, sorted=True):
-    return (_scatter_back(g[0], x, dim, out),)
-
-
-@grad("kthvalue", "mode", "median_dim", "cummax", "cummin", out=True)
-def _values_indices(g, needs, out, x, *args, dim=-1, keepdim=False):
-    idx = out if keepdim or x.ndim == 0 else out.unsqueeze(dim)
-    gv = g[0] if keepdim or x.ndim == 0 else g[0].unsqueeze(dim)
-    return (ember.zeros(tuple(x.shape), dtype=gv.dtype).scatter_add(dim, idx, gv),)
-
-
-@grad("repeat")
-def _repeat(g, needs, out, x, repeats):
-    shape = tuple(x.shape)
-    lead = len(repeats) - len(shape)
-    full = (1,) * lead + shape
-    split = []
-    for r, s in zip(repeats, full):
-        split += [r, s]
-    g = g.reshape(split).sum(dim=tuple(range(0, 2 * len(full), 2)))
-    return (g.reshape(shape), None)
+# each entry is used as soon as its op reaches the hook. Tested when the op exists. The shape,
+# sorting, indexing and linear-algebra ops of the core are in _formulas_tensor.py.
 
 
 # elementwise ops that may join op_table.h

@@ -161,7 +161,10 @@ def _double_vjp(entry, args, kwargs, out, tans, idx):
         prim = [a.detach().requires_grad_(True)
                 if isinstance(a, Tensor) and a.dtype.is_floating_point else a for a in args]
         needs = tuple(i in idx for i in range(len(args)))
-        res = entry.vjp(u, needs, out.detach(), *prim, **kwargs)
+        o = out.detach()
+        if isinstance(entry.save_output, tuple):  # formulas saving outputs get them as a tuple
+            o = (o,)
+        res = entry.vjp(u, needs, o, *prim, **kwargs)
         total = None
         for i in idx:
             gi = res[i]
