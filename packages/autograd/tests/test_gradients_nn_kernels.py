@@ -1,0 +1,121 @@
+"""gradcheck / gradgradcheck (float64) of the gradient entries of the core's fused nn kernels
+(autograd/_formulas_nn.py)."""
+
+import pytest
+
+import ember
+from ember.autograd import gradcheck, gradgradcheck
+
+D = ember.float64
+
+
+def _r(*shape):
+    return ember.randn(*shape, dtype=D, requires_grad=True)
+
+
+def _both(f, args):
+    assert gradcheck(f, args)
+    assert gradgradcheck(f, args)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1), dict(dilation=2, padding=2),
+                                dict(padding="same")])
+def test_conv2d(kw):
+    ember.manual_seed(0)
+    x, w, b = _r(2, 3, 6, 5), _r(4, 3, 3, 3), _r(4)
+    _both(lambda x, w, b: ember.conv2d(x, w, b, **kw), (x, w, b))
+
+
+def test_conv1d_groups_no_bias():
+    ember.manual_seed(1)
+    x, w = _r(2, 4, 7), _r(6, 2, 3)
+    _both(lambda x, w: ember.conv1d(x, w, None, 1, 1, 1, 2), (x, w))
+
+
+def test_conv3d():
+    ember.manual_seed(2)
+    x, w, b = _r(1, 2, 4, 4, 4), _r(3, 2, 2, 2, 2), _r(3)
+    assert gradcheck(lambda x, w, b: ember.conv3d(x, w, b, stride=2), (x, w, b))
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_conv_transpose(k):
+    ember.manual_seed(3)
+    x = _r(*((2, 3) + (4,) * k))
+    w = _r(*((3, 2) + (3,) * k))
+    b = _r(2)
+    fn = getattr(ember, f"conv_transpose{k}d")
+    _both(lambda x, w, b: fn(x, w, b, stride=2, padding=1, output_padding=1), (x, w, b))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_max_pool(k):
+    ember.manual_seed(4)
+    x = _r(*((2, 2) + (5,) * k))
+    fn = getattr(ember, f"max_pool{k}d")
+    _both(lambda x: fn(x, 2, 1, 1), (x,))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_avg_pool(k):
+    ember.manual_seed(5)
+    x = _r(*((2, 2) + (5,) * k))
+    fn = getattr(ember, f"avg_pool{k}d")
+    _both(lambda x: fn(x, 3, 2, 1), (x,))
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_adaptive_pools(k):
+    ember.manual_seed(6)
+    x = _r(*((2, 3) + (7,) * k))
+    avg = getattr(ember, f"adaptive_avg_pool{k}d")
+    mx = getattr(ember, f"adaptive_max_pool{k}d")
+    _both(lambda x: avg(x, (3,) * k), (x,))
+    _both(lambda x: mx(x, (3,) * k)[0], (x,))
+
+
+def test_max_pool_unbatched():
+    ember.manual_seed(7)
+    x = _r(3, 6, 6)
+    _both(lambda x: ember.max_pool2d(x, 2), (x,))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_nll_loss(reduction):
+    ember.manual_seed(8)
+    x = _r(5, 4)
+    t = ember.tensor([0, 3, 1, -100, 2])
+    w = ember.rand(4, dtype=D) + 0.5
+    _both(lambda x: ember.nll_loss(x, t, w, reduction, -100), (x,))
+    x2 = _r(2, 3, 2, 2)
+    t2 = ember.randint(0, 3, (2, 2, 2))
+    _both(lambda x: ember.nll_loss(x, t2, None, reduction), (x2,))
+
+
+def test_embedding():
+    ember.manual_seed(9)
+    w = _r(7, 3)
+    idx = ember.tensor([[0, 2, 2], [6, 1, 0]])
+    _both(lambda w: ember.embedding(w, idx), (w,))
+    # padding_idx: its row is read by the forward but gets no gradient (as in torch)
+    ember.embedding(w, idx, 2).sum().backward()
+    assert w.grad[2].abs().sum().item() == 0
+    assert w.grad[0].tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm(training):
+    ember.manual_seed(10)
+    x, w, b = _r(4, 3, 2, 2), _r(3), _r(3)
+    rm, rv = ember.randn(3, dtype=D), ember.rand(3, dtype=D) + 0.5
+    _both(lambda x, w, b: ember.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training,
+                                                  0.1, 1e-5)[0], (x, w, b))
+    _both(lambda x: ember.native_batch_norm(x, None, None, rm.clone(), rv.clone(), training,
+                                            0.1, 1e-5)[0], (x,))
+
+
+def test_layer_norm():
+    ember.manual_seed(11)
+    x, w, b = _r(2, 3, 4), _r(3, 4), _r(3, 4)
+    _both(lambda x, w, b: ember.native_layer_norm(x, [3, 4], w, b, 1e-5)[0], (x, w, b))
+    _both(lambda x: ember.native_layer_norm(x, [4], None, None, 1e-5)[0], (x,))
