@@ -237,10 +237,18 @@ def silu(input, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+def _log1p_exp(z):
+    """log(1 + exp(z)) without overflow; each where-branch only sees inputs where it is finite,
+    so the gradient never meets inf * 0, and it is exactly 1/2 at 0."""
+    pos = z > 0
+    zp = ember.where(pos, z, 0.0)
+    zn = ember.where(pos, 0.0, z)
+    return ember.where(pos, zp + (-zp).exp().log1p(), zn.exp().log1p())
+
+
 def softplus(input, beta=1.0, threshold=20.0):
     z = input * beta
-    # relu(z) + log1p(exp(-|z|)) is finite everywhere, so its gradient never meets inf * 0
-    soft = (ember.relu(z) + (-z.abs()).exp().log1p()) / beta
+    soft = _log1p_exp(z) / beta
     return ember.where(z > threshold, input, soft)
 
 
@@ -788,8 +796,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({_size(target.shape)}) must be the same as input size "
                          f"({_size(input.shape)})")
-    # log(1 + exp(-x)) = relu(-x) + log1p(exp(-|x|)): finite for every x
-    log_sig_neg = ember.relu(-input) + (-input.abs()).exp().log1p()
+    log_sig_neg = _log1p_exp(-input)  # -log(sigmoid(x)), finite for every x
     if pos_weight is not None:
         lw = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + lw * log_sig_neg
