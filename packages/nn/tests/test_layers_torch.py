@@ -2,11 +2,10 @@
 gradients. Skipped when torch is not installed."""
 
 import pytest
+from _parity import check_module, close, copy_weights, to_torch
 
 import ember
 from ember import nn
-
-from _parity import check_module, close, copy_weights, to_torch
 
 torch = pytest.importorskip("torch")
 tnn = torch.nn
@@ -213,8 +212,9 @@ def test_dropout_statistics_and_eval():
 
 
 def test_functional_misc():
-    import ember.nn.functional as F
     import torch.nn.functional as TF
+
+    import ember.nn.functional as F
 
     x, y = _x(4, 5), _x(4, 5)
     tx, ty = to_torch(x, torch), to_torch(y, torch)

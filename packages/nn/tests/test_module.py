@@ -54,7 +54,7 @@ def test_registration_and_traversal():
     with pytest.raises(KeyError, match="contain"):
         m.register_buffer("a.b", ember.zeros(1))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        m.nope
+        _ = m.nope
     del m.act
     assert "act" not in m._modules
     shared = nn.Linear(2, 2)

@@ -2,12 +2,11 @@
 copied weights; gradcheck of the recurrences in float64."""
 
 import pytest
+from _parity import check_module, close, copy_weights, to_torch
 
 import ember
 from ember import nn
 from ember.autograd import gradcheck
-
-from _parity import check_module, close, copy_weights, to_torch
 
 torch = pytest.importorskip("torch")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import ember
-from ember import Tensor
 from ember._padding import pad  # noqa: F401  (re-exported: F.pad)
 
 # ---------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ class Parameter(metaclass=_ParameterMeta):
         return t
 
 
-class Buffer(metaclass=type):
+class Buffer:
     """Buffer(data, persistent=True): a tensor to register as a module buffer."""
 
     def __new__(cls, data=None, *, persistent=True):

@@ -55,8 +55,7 @@ class _AvgPoolNd(Module):
         self.divisor_override = divisor_override
 
     def extra_repr(self):
-        return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride,
-                                                              self.padding)
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input):
         fn = getattr(F, f"avg_pool{self._k}d")
