@@ -5,13 +5,12 @@ import math
 
 import numpy as np
 import pytest
+from _parity import close
 
 import ember
 import ember.nn.functional as F
 from ember import nn
 from ember.autograd import gradcheck
-
-from _parity import close
 
 D = ember.float64
 
