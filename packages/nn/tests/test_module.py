@@ -297,3 +297,24 @@ def test_flatten_unflatten():
     x = ember.randn(2, 3, 4)
     assert nn.Flatten()(x).shape == (2, 12)
     assert nn.Unflatten(1, (2, 6))(nn.Flatten()(x)).shape == (2, 2, 6)
+
+
+def test_lazy_component_attribute():
+    import importlib
+
+    import ember as e
+
+    assert importlib.import_module("ember.nn") is e.nn
+    assert e.nn.Linear is nn.Linear
+
+
+def test_deepcopy_keeps_parameters():
+    import copy
+
+    m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    c = copy.deepcopy(m)
+    assert isinstance(c[0].weight, nn.Parameter) and c[0].weight.requires_grad
+    assert ember.equal(c[0].weight, m[0].weight)
+    with ember.no_grad():
+        c[0].weight.add_(1)
+    assert not ember.equal(c[0].weight, m[0].weight)
