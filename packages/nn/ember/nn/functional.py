@@ -921,3 +921,113 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def _size(shape):
     return "torch.Size([" + ", ".join(str(int(s)) for s in shape) + "])"
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    _check_reduction(reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(-1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    t = target.reshape(-1)
+    c = x.shape[1]
+    onehot = one_hot(t, c).to(x.dtype)
+    x_y = (x * onehot).sum(1, keepdim=True)
+    z = (margin - x_y + x).clamp(min=0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * ember.embedding(weight.reshape(-1, 1), t).reshape(-1, 1)
+    loss = (z * (1 - onehot)).sum(1) / c
+    if input.dim() == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+_CTC_NEG = -1e30  # a finite "log 0": logsumexp and its gradient stay finite on dead paths
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist Temporal Classification loss: the forward (alpha) recursion in log space,
+    vectorised over the batch and the extended label sequence, looped over time; differentiable
+    through its parts."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    unbatched = log_probs.dim() == 2
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    t_max, n, c = lp.shape
+    in_lens = [int(v) for v in (input_lengths.tolist() if isinstance(input_lengths, ember.Tensor)
+                                else input_lengths)]
+    tg_lens = [int(v) for v in (target_lengths.tolist() if isinstance(target_lengths,
+                                                                      ember.Tensor)
+                                else target_lengths)]
+    if unbatched:
+        in_lens, tg_lens = in_lens[:1], tg_lens[:1]
+    tg = targets.tolist()
+    if unbatched and targets.dim() == 1 and len(tg) >= tg_lens[0] and not isinstance(tg[0], list):
+        seqs = [tg[:tg_lens[0]]]
+    elif targets.dim() == 2:
+        seqs = [tg[i][:tg_lens[i]] for i in range(n)]
+    else:  # concatenated 1-D targets
+        seqs, pos = [], 0
+        for ln in tg_lens:
+            seqs.append(tg[pos:pos + ln])
+            pos += ln
+    for ln in in_lens:
+        if ln > t_max:
+            raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got "
+                               f"value {ln} (while checking arguments for ctc_loss_cpu)")
+    for s in seqs:
+        for v in s:
+            if v < 0 or v >= c:
+                raise IndexError(f"Target {v} is out of bounds.")
+    lmax = 2 * max((len(s) for s in seqs), default=0) + 1
+    ext = [[blank] * lmax for _ in range(n)]
+    skip = [[False] * lmax for _ in range(n)]
+    for i, s in enumerate(seqs):
+        for j, v in enumerate(s):
+            ext[i][2 * j + 1] = v
+            if j > 0 and v != s[j - 1]:
+                skip[i][2 * j + 1] = True
+    ext_t = ember.tensor(ext)
+    onehot = one_hot(ext_t, c).to(lp.dtype)  # (N, L', C)
+    lp_ext = ember.einsum("tnc,nlc->tnl", lp, onehot)  # log_probs at the extended labels
+    skip_t = ember.tensor(skip)
+    neg1 = ember.full((n, 1), _CTC_NEG, dtype=lp.dtype)
+    neg2 = ember.full((n, 2), _CTC_NEG, dtype=lp.dtype)
+    start = ember.full((n, lmax), _CTC_NEG, dtype=lp.dtype)
+    init_mask = ember.tensor([[j < 2 for j in range(lmax)]] * n)
+    alpha = ember.where(init_mask, lp_ext[0], start)
+    lens_t = ember.tensor(in_lens).reshape(n, 1)
+    final = alpha
+    for t in range(1, t_max):
+        a1 = ember.cat([neg1, alpha[:, :-1]], 1)
+        a2 = ember.cat([neg2, alpha[:, :-2]], 1) if lmax > 2 else ember.full(
+            (n, lmax), _CTC_NEG, dtype=lp.dtype)
+        a2 = ember.where(skip_t, a2, _CTC_NEG)
+        alpha = ember.logsumexp(ember.stack([alpha, a1, a2]), 0) + lp_ext[t]
+        final = ember.where(lens_t == t + 1, alpha, final)
+    ends = [[j in (2 * len(s), 2 * len(s) - 1) for j in range(lmax)] for s in seqs]
+    nll = -ember.logsumexp(ember.where(ember.tensor(ends), final, _CTC_NEG), 1)
+    nll = ember.where(nll > 1e29, float("inf"), nll)
+    if zero_infinity:
+        nll = ember.where(nll == float("inf"), 0.0, nll)
+    if unbatched:
+        nll = nll.squeeze(0)
+    if reduction == "none":
+        return nll
+    if reduction == "sum":
+        return nll.sum()
+    denom = ember.tensor([max(v, 1) for v in tg_lens], dtype=lp.dtype)
+    return (nll / (denom if not unbatched else denom[0])).mean()

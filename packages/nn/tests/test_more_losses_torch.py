@@ -1,0 +1,77 @@
+"""CTC, multi-label soft margin and multi-margin losses, and the padding modules, against
+PyTorch (skipped without torch); CTC gradients by gradcheck in float64."""
+
+import pytest
+from _parity import close, to_torch
+
+import ember
+import ember.nn.functional as F
+from ember import nn
+from ember.autograd import gradcheck
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_ctc_loss(reduction):
+    t, n, c = 12, 3, 5
+    logits = ember.randn(t, n, c)
+    lp = logits.log_softmax(2)
+    targets = ember.tensor([[1, 2, 2, 3], [4, 1, 0, 0], [3, 3, 3, 0]])
+    in_lens, tg_lens = [12, 10, 9], [4, 2, 3]
+    # NOTE: torch's ctc backward returns the gradient of the loss composed with log_softmax
+    # (it assumes normalised log_probs); compare gradients w.r.t. the logits, where both agree
+    elg = logits.detach().requires_grad_()
+    tlg = to_torch(logits, torch, True)
+    elp, tlp = elg.log_softmax(2), tlg.log_softmax(2)
+    eo = nn.CTCLoss(reduction=reduction)(elp, targets, ember.tensor(in_lens),
+                                         ember.tensor(tg_lens))
+    to = torch.nn.CTCLoss(reduction=reduction)(tlp, torch.tensor(targets.tolist()),
+                                               torch.tensor(in_lens), torch.tensor(tg_lens))
+    close(eo, to, rtol=1e-4, atol=1e-4)
+    eo.sum().backward()
+    to.sum().backward()
+    close(elg.grad, tlg.grad, rtol=1e-3, atol=1e-4)
+    # concatenated 1-D targets give the same losses
+    flat = ember.tensor([1, 2, 2, 3, 4, 1, 3, 3, 3])
+    close(F.ctc_loss(lp, flat, in_lens, tg_lens, reduction=reduction), to, rtol=1e-4,
+          atol=1e-4)
+
+
+def test_ctc_impossible_and_gradcheck():
+    lp = ember.randn(2, 1, 3).log_softmax(2)
+    tg = ember.tensor([[1, 1]])  # needs 3 frames
+    loss = F.ctc_loss(lp, tg, [2], [2], reduction="none")
+    assert loss.item() == float("inf")
+    assert F.ctc_loss(lp, tg, [2], [2], reduction="sum", zero_infinity=True).item() == 0.0
+    x = ember.randn(6, 2, 4, dtype=ember.float64, requires_grad=True)
+    tg2 = ember.tensor([[1, 2], [3, 0]])
+    assert gradcheck(lambda x: F.ctc_loss(x.log_softmax(2), tg2, [6, 5], [2, 1]), (x,))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_margin_losses(reduction):
+    x = ember.randn(4, 5)
+    y = (ember.rand(4, 5) > 0.5).float()
+    w = ember.rand(5) + 0.5
+    tx = to_torch(x, torch)
+    close(nn.MultiLabelSoftMarginLoss(w, reduction=reduction)(x, y),
+          torch.nn.MultiLabelSoftMarginLoss(to_torch(w, torch), reduction=reduction)(
+              tx, to_torch(y, torch)))
+    t = ember.tensor([0, 4, 2, 1])
+    for p in (1, 2):
+        close(nn.MultiMarginLoss(p=p, margin=0.7, weight=w, reduction=reduction)(x, t),
+              torch.nn.MultiMarginLoss(p=p, margin=0.7, weight=to_torch(w, torch),
+                                       reduction=reduction)(tx, torch.tensor(t.tolist())))
+
+
+@pytest.mark.parametrize("name,args,shape", [
+    ("ZeroPad2d", ((1, 2, 0, 1),), (1, 2, 3, 3)), ("ConstantPad1d", (2, 3.5), (1, 2, 4)),
+    ("ReflectionPad2d", (1,), (1, 2, 3, 4)), ("ReplicationPad1d", ((2, 1),), (1, 2, 4)),
+    ("CircularPad2d", (1,), (1, 1, 3, 3)), ("ReplicationPad3d", (1,), (1, 1, 2, 3, 3)),
+])
+def test_padding_modules(name, args, shape):
+    x = ember.randn(*shape)
+    em, tm = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(em) == repr(tm)
+    close(em(x), tm(to_torch(x, torch)))
