@@ -64,10 +64,10 @@ def test_avg_pool(k):
     _both(lambda x: fn(x, 3, 2, 1), (x,))
 
 
-@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("k", [1, 2, 3])
 def test_adaptive_pools(k):
     ember.manual_seed(6)
-    x = _r(*((2, 3) + (7,) * k))
+    x = _r(*((2, 3) + ((7,) * k if k < 3 else (4, 5, 4))))
     avg = getattr(ember, f"adaptive_avg_pool{k}d")
     mx = getattr(ember, f"adaptive_max_pool{k}d")
     _both(lambda x: avg(x, (3,) * k), (x,))
@@ -119,3 +119,19 @@ def test_layer_norm():
     x, w, b = _r(2, 3, 4), _r(3, 4), _r(3, 4)
     _both(lambda x, w, b: ember.native_layer_norm(x, [3, 4], w, b, 1e-5)[0], (x, w, b))
     _both(lambda x: ember.native_layer_norm(x, [4], None, None, 1e-5)[0], (x,))
+
+
+COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward", "embedding",
+           "embedding_dense_backward", "native_batch_norm", "native_layer_norm"} | {
+    f"{p}{k}d{s}" for k in (1, 2, 3)
+    for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
+                 ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),
+                 ("adaptive_avg_pool", "_backward"), ("adaptive_max_pool", ""),
+                 ("adaptive_max_pool", "_backward")]}
+
+
+def test_every_nn_formula_is_covered():
+    from ember.autograd._engine import _FORMULAS
+
+    mine = {n for n, e in _FORMULAS.items() if e.vjp.__module__ == "ember.autograd._formulas_nn"}
+    assert mine == COVERED

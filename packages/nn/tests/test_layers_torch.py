@@ -240,3 +240,29 @@ def test_functional_misc():
     close(F.scaled_dot_product_attention(q2, q2, q2, attn_mask=mask),
           TF.scaled_dot_product_attention(tq2, tq2, tq2,
                                           attn_mask=torch.tensor(mask.tolist())))
+
+
+def test_training_trajectory_matches_torch():
+    """300 plain SGD steps on XOR from the same initial weights: the same losses as torch."""
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1))
+    tm = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    copy_weights(m, tm, torch)
+    x = ember.tensor([[0.0, 0], [0, 1], [1, 0], [1, 1]])
+    y = ember.tensor([[0.0], [1], [1], [0]])
+    tx, ty = to_torch(x, torch), to_torch(y, torch)
+    for _ in range(300):
+        loss = nn.functional.mse_loss(m(x), y)
+        m.zero_grad()
+        loss.backward()
+        tl = torch.nn.functional.mse_loss(tm(tx), ty)
+        tm.zero_grad()
+        tl.backward()
+        with ember.no_grad():
+            for p in m.parameters():
+                p.sub_(p.grad * 0.1)
+        with torch.no_grad():
+            for p in tm.parameters():
+                p.sub_(p.grad * 0.1)
+    assert loss.item() < 1e-3
+    close(loss, tl, rtol=1e-3, atol=1e-6)
