@@ -266,3 +266,16 @@ def test_training_trajectory_matches_torch():
                 p.sub_(p.grad * 0.1)
     assert loss.item() < 1e-3
     close(loss, tl, rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_padding_and_weights(mode):
+    em = nn.EmbeddingBag(10, 3, mode=mode, padding_idx=2)
+    tm = tnn.EmbeddingBag(10, 3, mode=mode, padding_idx=2)
+    copy_weights(em, tm, torch)
+    inp, offs = ember.tensor([1, 2, 4, 5, 2, 3, 2, 9]), ember.tensor([0, 4, 6])
+    ti, to_ = torch.tensor(inp.tolist()), torch.tensor(offs.tolist())
+    close(em(inp, offs), tm(ti, to_))
+    if mode == "sum":
+        psw = ember.rand(8)
+        close(em(inp, offs, psw), tm(ti, to_, to_torch(psw, torch)))

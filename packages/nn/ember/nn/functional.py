@@ -537,6 +537,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     pidx = -1 if padding_idx is None else padding_idx % weight.shape[0]
+    if mode != "max" and bags:
+        return _embedding_bag_reduce(input, weight, bags, psw, pidx, mode)
     rows = []
     for i, b in enumerate(bags):
         e = ember.embedding(weight, b, pidx)
@@ -554,6 +556,27 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if not rows:
         return ember.zeros(0, weight.shape[1], dtype=weight.dtype)
     return ember.stack(rows)
+
+
+def _embedding_bag_reduce(input, weight, bags, psw, pidx, mode):
+    """sum/mean bags without a per-bag loop: one lookup, then a segment sum written as the
+    embedding backward kernel (a scatter-add of rows by bag id), which is differentiable."""
+    flat = input.reshape(-1)
+    seg = ember.tensor([i for i, b in enumerate(bags) for _ in range(b.numel())],
+                       dtype=ember.int64)
+    e = ember.embedding(weight, flat)
+    keep = None
+    if pidx >= 0:
+        keep = (flat != pidx).to(weight.dtype).unsqueeze(-1)
+        e = e * keep
+    if psw is not None:
+        e = e * ember.cat([w.reshape(-1) for w in psw]).unsqueeze(-1)
+    out = ember.embedding_dense_backward(e, seg, len(bags), -1, False)
+    if mode == "mean":
+        ones = keep if keep is not None else ember.ones(flat.numel(), 1, dtype=weight.dtype)
+        counts = ember.embedding_dense_backward(ones, seg, len(bags), -1, False)
+        out = out / counts.clamp(min=1)
+    return out
 
 
 def one_hot(tensor, num_classes=-1):
