@@ -75,3 +75,23 @@ def test_padding_modules(name, args, shape):
     em, tm = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
     assert repr(em) == repr(tm)
     close(em(x), tm(to_torch(x, torch)))
+
+
+def test_max_unpool_and_area_and_buffer():
+    x = ember.randn(2, 3, 6, 6)
+    out, idx = nn.MaxPool2d(2, return_indices=True)(x)
+    tout, tidx = torch.nn.MaxPool2d(2, return_indices=True)(to_torch(x, torch))
+    close(nn.MaxUnpool2d(2)(out, idx), torch.nn.MaxUnpool2d(2)(tout, tidx))
+    assert repr(nn.MaxUnpool2d(2)) == repr(torch.nn.MaxUnpool2d(2))
+    x1 = ember.randn(2, 3, 8)
+    o1, i1 = F.max_pool1d(x1, 2, return_indices=True)
+    to1, ti1 = torch.nn.functional.max_pool1d(to_torch(x1, torch), 2, return_indices=True)
+    close(F.max_unpool1d(o1, i1, 2, output_size=[9]),
+          torch.nn.functional.max_unpool1d(to_torch(o1, torch), ti1, 2, output_size=[9]))
+    close(F.interpolate(x, size=(4, 3), mode="area"),
+          torch.nn.functional.interpolate(to_torch(x, torch), size=(4, 3), mode="area"))
+    m = nn.Module()
+    m.stat = nn.Buffer(ember.ones(2))
+    m.tmp = nn.Buffer(ember.zeros(1), persistent=False)
+    assert list(m.state_dict()) == ["stat"] and [n for n, _ in m.named_buffers()] == ["stat",
+                                                                                     "tmp"]

@@ -612,6 +612,45 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 # ---------------------------------------------------------------------------------------------
 # resampling
 
+def _max_unpool(k, input, indices, kernel_size, stride, padding, output_size):
+    ks = _ntuple(kernel_size, k)
+    st = _ntuple(stride if stride is not None else kernel_size, k)
+    pd = _ntuple(padding, k)
+    spatial = tuple(input.shape[-k:])
+    if output_size is None:
+        out_sp = tuple((spatial[i] - 1) * st[i] - 2 * pd[i] + ks[i] for i in range(k))
+    else:
+        out_sp = tuple(output_size)[-k:]
+    lead = tuple(input.shape[:-k])
+    planes = 1
+    for s_ in lead:
+        planes *= s_
+    plane = 1
+    for s_ in out_sp:
+        plane *= s_
+    idx = indices.reshape(planes, -1)
+    if idx.numel() and (int(idx.max()) >= plane or int(idx.min()) < 0):
+        raise RuntimeError(f"Found an invalid max index: {int(idx.max())} (output volumes are "
+                           f"of size {'x'.join(str(s_) for s_ in out_sp)}")
+    offs = (ember.arange(planes, dtype=ember.int64) * plane).reshape(planes, 1)
+    # a scatter of the values to their flat indices, written as the embedding backward kernel
+    out = ember.embedding_dense_backward(input.reshape(-1, 1), (idx + offs).reshape(-1),
+                                         planes * plane, -1, False)
+    return out.reshape(lead + out_sp)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
 def pixel_shuffle(input, upscale_factor):
     r = upscale_factor
     *lead, c, h, w = tuple(input.shape)
@@ -660,6 +699,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if want != nsp:
             raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                       f"{want + 2}D input")
+    elif mode == "area":
+        return getattr(ember, f"adaptive_avg_pool{nsp}d")(input, list(out_sz))
     elif mode not in ("nearest", "nearest-exact"):
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported yet")
     out = input

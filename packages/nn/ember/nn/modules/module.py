@@ -219,7 +219,15 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                persistent = getattr(value, "_buffer_persistent", None) \
+                    if isinstance(value, Tensor) else None
+                if persistent is not None:  # self.x = nn.Buffer(t)
+                    if buffers is None:
+                        raise AttributeError("cannot assign buffer before Module.__init__() call")
+                    remove_from(self.__dict__, self._parameters, self._modules)
+                    del value._buffer_persistent
+                    self.register_buffer(name, value, persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{type(value).__name__}' as buffer "
                                         f"'{name}' (torch.Tensor or None expected)")
