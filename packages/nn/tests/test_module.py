@@ -318,3 +318,25 @@ def test_deepcopy_keeps_parameters():
     with ember.no_grad():
         c[0].weight.add_(1)
     assert not ember.equal(c[0].weight, m[0].weight)
+
+
+def test_pickle_and_save_whole_module():
+    import io
+    import pickle
+
+    m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    m(ember.randn(4, 2))
+    for restored in (pickle.loads(pickle.dumps(m)), _save_load(m, io)):
+        assert isinstance(restored[0].weight, nn.Parameter) and restored[0].weight.requires_grad
+        assert ember.equal(restored[0].weight, m[0].weight)
+        assert ember.equal(restored[1].running_mean, m[1].running_mean)
+        x = ember.randn(3, 2)
+        assert ember.allclose(restored.eval()(x), m.eval()(x))
+        m.train()
+
+
+def _save_load(m, io):
+    buf = io.BytesIO()
+    ember.save(m, buf)
+    buf.seek(0)
+    return ember.load(buf, weights_only=False)

@@ -626,10 +626,35 @@ class Module:
         return main + ")"
 
     def __getstate__(self):
-        return self.__dict__.copy()
+        # parameters travel as (detached data, requires_grad): a tensor that requires grad does
+        # not pickle, and the parameter mark lives in the instance, not in the data
+        state = self.__dict__.copy()
+        state["_parameters"] = OrderedDict(
+            (k, None if p is None else _PackedParam(p.detach(), p.requires_grad))
+            for k, p in self._parameters.items())
+        state.pop("_bw_state", None)
+        return state
 
     def __setstate__(self, state):
+        params = state.get("_parameters")
+        if params is not None:
+            state["_parameters"] = OrderedDict(
+                (k, Parameter(p.data, p.requires_grad) if isinstance(p, _PackedParam) else p)
+                for k, p in params.items())
         self.__dict__.update(state)
+
+
+class _PackedParam:
+    __slots__ = ("data", "requires_grad")
+
+    def __init__(self, data, requires_grad):
+        self.data, self.requires_grad = data, requires_grad
+
+    def __getstate__(self):
+        return (self.data, self.requires_grad)
+
+    def __setstate__(self, state):
+        self.data, self.requires_grad = state
 
 
 def _size_str(shape):
