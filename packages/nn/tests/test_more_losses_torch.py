@@ -95,3 +95,30 @@ def test_max_unpool_and_area_and_buffer():
     m.tmp = nn.Buffer(ember.zeros(1), persistent=False)
     assert list(m.state_dict()) == ["stat"] and [n for n, _ in m.named_buffers()] == ["stat",
                                                                                      "tmp"]
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("mode,pad", [("bilinear", "zeros"), ("bilinear", "border"),
+                                      ("nearest", "zeros")])
+def test_affine_grid_and_grid_sample(align, mode, pad):
+    theta = ember.tensor([[[0.9, -0.2, 0.1], [0.3, 1.1, -0.2]],
+                          [[1.2, 0.1, 0.3], [-0.1, 0.8, 0.05]]])
+    grid = F.affine_grid(theta, (2, 3, 5, 6), align_corners=align)
+    tgrid = torch.nn.functional.affine_grid(to_torch(theta, torch), (2, 3, 5, 6),
+                                            align_corners=align)
+    close(grid, tgrid)
+    x = ember.randn(2, 3, 4, 7)
+    ex = x.detach().requires_grad_()
+    eg = (grid * 1.1).detach().requires_grad_()
+    tx = to_torch(x, torch, True)
+    tg = (tgrid * 1.1).detach().requires_grad_()
+    eo = F.grid_sample(ex, eg, mode=mode, padding_mode=pad, align_corners=align)
+    to = torch.nn.functional.grid_sample(tx, tg, mode=mode, padding_mode=pad,
+                                         align_corners=align)
+    close(eo, to)
+    gout = ember.randn(*eo.shape)
+    eo.backward(gout)
+    to.backward(to_torch(gout, torch))
+    close(ex.grad, tx.grad, rtol=1e-4, atol=1e-4)
+    if mode == "bilinear":
+        close(eg.grad, tg.grad, rtol=1e-3, atol=1e-3)

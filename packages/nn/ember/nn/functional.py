@@ -1095,3 +1095,72 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         return nll.sum()
     denom = ember.tensor([max(v, 1) for v in tg_lens], dtype=lp.dtype)
     return (nll / (denom if not unbatched else denom[0])).mean()
+
+
+# ---------------------------------------------------------------------------------------------
+# spatial transformers
+
+def _base_coords(n, align_corners, dtype):
+    if n == 1:
+        return ember.zeros(1, dtype=dtype)
+    if align_corners:
+        return ember.linspace(-1.0, 1.0, n, dtype=dtype)
+    return (ember.arange(n, dtype=dtype) * 2 + 1) / n - 1
+
+
+def affine_grid(theta, size, align_corners=None):
+    align_corners = bool(align_corners)
+    if len(size) != 4:
+        raise NotImplementedError("affine_grid only supports 4D sizes, for 2D affine "
+                                  "transformations")
+    n, _, h, w = size
+    if tuple(theta.shape) != (n, 2, 3):
+        raise ValueError("Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{_size(size)}. Got {_size(theta.shape)}.")
+    xs = _base_coords(w, align_corners, theta.dtype).reshape(1, w).expand(h, w)
+    ys = _base_coords(h, align_corners, theta.dtype).reshape(h, 1).expand(h, w)
+    base = ember.stack([xs, ys, ember.ones(h, w, dtype=theta.dtype)], -1).reshape(1, h * w, 3)
+    return base.matmul(theta.transpose(1, 2)).reshape(n, h, w, 2)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """2-d grid_sample (bilinear or nearest; zeros or border padding), composed: the corner
+    lookups are embedding gathers, so gradients reach both the input and the grid."""
+    align_corners = bool(align_corners)
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"grid_sample: mode {mode!r} is not supported yet")
+    if padding_mode not in ("zeros", "border"):
+        raise NotImplementedError(f"grid_sample: padding_mode {padding_mode!r} is not supported "
+                                  "yet")
+    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2:
+        raise NotImplementedError("grid_sample: only 4-d input with an (N, H, W, 2) grid is "
+                                  "supported")
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+    gx, gy = grid[..., 0], grid[..., 1]
+    if align_corners:
+        ix, iy = (gx + 1) * ((w - 1) / 2), (gy + 1) * ((h - 1) / 2)
+    else:
+        ix, iy = ((gx + 1) * w - 1) / 2, ((gy + 1) * h - 1) / 2
+    if padding_mode == "border":
+        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
+    table = input.permute(0, 2, 3, 1).reshape(n * h * w, c)
+    base = (ember.arange(n, dtype=ember.int64) * (h * w)).reshape(n, 1, 1)
+
+    def corner(xi, yi):
+        inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
+        xc = xi.clamp(0, w - 1).to(ember.int64)
+        yc = yi.clamp(0, h - 1).to(ember.int64)
+        vals = ember.embedding(table, base + yc * w + xc)  # (N, Ho, Wo, C)
+        return vals * inside.to(input.dtype).unsqueeze(-1)
+
+    if mode == "nearest":
+        out = corner(ix.round(), iy.round())
+    else:
+        x0, y0 = ix.floor(), iy.floor()
+        wx1, wy1 = (ix - x0).unsqueeze(-1), (iy - y0).unsqueeze(-1)
+        wx0, wy0 = 1 - wx1, 1 - wy1
+        out = (corner(x0, y0) * wx0 * wy0 + corner(x0 + 1, y0) * wx1 * wy0 +
+               corner(x0, y0 + 1) * wx0 * wy1 + corner(x0 + 1, y0 + 1) * wx1 * wy1)
+    del ho, wo
+    return out.permute(0, 3, 1, 2)
