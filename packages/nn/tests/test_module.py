@@ -340,3 +340,26 @@ def _save_load(m, io):
     ember.save(m, buf)
     buf.seek(0)
     return ember.load(buf, weights_only=False)
+
+
+def test_global_forward_hooks_and_gumbel():
+    from ember.nn.modules.module import (
+        register_module_forward_hook,
+        register_module_forward_pre_hook,
+    )
+
+    seen = []
+    h1 = register_module_forward_pre_hook(lambda m, a: seen.append(type(m).__name__))
+    h2 = register_module_forward_hook(lambda m, a, out: None)
+    nn.Sequential(nn.ReLU())(ember.randn(2))
+    h1.remove()
+    h2.remove()
+    nn.ReLU()(ember.randn(2))
+    assert seen == ["Sequential", "ReLU"]
+    import ember.nn.functional as F
+
+    y = F.gumbel_softmax(ember.randn(5, 4), tau=0.5)
+    assert ember.allclose(y.sum(-1), ember.ones(5))
+    yh = F.gumbel_softmax(ember.randn(5, 4, requires_grad=True), hard=True)
+    assert yh.sum().item() == 5 and set(yh.detach().unique().tolist()) <= {0.0, 1.0}
+    yh.sum().backward()

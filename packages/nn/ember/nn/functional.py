@@ -303,6 +303,18 @@ def glu(input, dim=-1):
     return a * b.sigmoid()
 
 
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    gumbels = -ember.empty(tuple(logits.shape), dtype=logits.dtype).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    d = dim % logits.dim()
+    ar = ember.arange(logits.shape[d]).reshape((-1,) + (1,) * (logits.dim() - d - 1))
+    y_hard = (ar == index).to(logits.dtype)
+    return y_hard - y_soft.detach() + y_soft  # straight-through
+
+
 def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1
 

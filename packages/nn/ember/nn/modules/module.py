@@ -48,6 +48,20 @@ class RemovableHandle:
         self.remove()
 
 
+def register_module_forward_pre_hook(hook):
+    """A forward pre-hook run before every module's own (torch's global hook)."""
+    h = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[h.id] = hook
+    return h
+
+
+def register_module_forward_hook(hook):
+    """A forward hook run before every module's own forward hooks (torch's global hook)."""
+    h = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[h.id] = hook
+    return h
+
+
 def _addindent(s_, num_spaces):
     s = s_.split("\n")
     if len(s) == 1:
