@@ -154,3 +154,16 @@ def test_full_transformer():
     out = em(src, tgt)
     out.sum().backward()
     assert em.encoder.layers[0].linear1.weight.grad is not None
+
+
+@pytest.mark.parametrize("kw", [{"proj_size": 3}, {"proj_size": 2, "num_layers": 2,
+                                                   "bidirectional": True}])
+def test_lstm_proj_size(kw):
+    em, tm = nn.LSTM(4, 5, **kw), torch.nn.LSTM(4, 5, **kw)
+    assert [n for n, _ in em.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    assert repr(em) == repr(tm)
+    check_module(em, tm, ember.randn(6, 3, 4), torch=torch)
+    with pytest.raises(ValueError, match="smaller than hidden_size"):
+        nn.LSTM(4, 5, proj_size=5)
+    with pytest.raises(ValueError, match="only supported for LSTM"):
+        nn.GRU(4, 5, proj_size=2)

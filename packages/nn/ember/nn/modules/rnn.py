@@ -52,8 +52,13 @@ class RNNBase(Module):
             raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
-        if proj_size != 0:
-            raise NotImplementedError("ember: LSTM proj_size is not supported yet")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -65,16 +70,20 @@ class RNNBase(Module):
         self.proj_size = proj_size
         gate_size = _GATES[mode] * hidden_size
         num_directions = 2 if bidirectional else 1
+        real_hidden = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
         for layer in range(num_layers):
             for direction in range(num_directions):
-                layer_input = input_size if layer == 0 else hidden_size * num_directions
+                layer_input = input_size if layer == 0 else real_hidden * num_directions
                 suffix = "_reverse" if direction == 1 else ""
                 names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
-                shapes = [(gate_size, layer_input), (gate_size, hidden_size)]
+                shapes = [(gate_size, layer_input), (gate_size, real_hidden)]
                 if bias:
                     names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
                     shapes += [(gate_size,), (gate_size,)]
+                if proj_size > 0:
+                    names += [f"weight_hr_l{layer}{suffix}"]
+                    shapes += [(proj_size, hidden_size)]
                 for n, s in zip(names, shapes):
                     setattr(self, n, Parameter(ember.empty(s, dtype=dtype)))
                 self._flat_weights_names.extend(names)
@@ -87,11 +96,14 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
-        return [[getattr(self, n) for n in self._flat_weights_names[i:i + (4 if self.bias else 2)]]
-                for i in range(0, len(self._flat_weights_names), 4 if self.bias else 2)]
+        k = (4 if self.bias else 2) + (1 if self.proj_size else 0)
+        return [[getattr(self, n) for n in self._flat_weights_names[i:i + k]]
+                for i in range(0, len(self._flat_weights_names), k)]
 
     def extra_repr(self):
         s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
         if self.num_layers != 1:
             s += ", num_layers={num_layers}"
         if self.bias is not True:
@@ -110,7 +122,8 @@ class RNNBase(Module):
         w_hh = getattr(self, f"weight_hh_l{layer}{suffix}")
         b_ih = getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None
         b_hh = getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None
-        return w_ih, w_hh, b_ih, b_hh
+        w_hr = getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None
+        return w_ih, w_hh, b_ih, b_hh, w_hr
 
     def forward(self, input, hx=None):
         is_lstm = self.mode == "LSTM"
@@ -126,15 +139,17 @@ class RNNBase(Module):
                                f"{self.input_size}, got {x.shape[-1]}")
         seq_len, n = x.shape[0], x.shape[1]
         nd = 2 if self.bidirectional else 1
+        hs = self.proj_size if self.proj_size else self.hidden_size
         if hx is None:
-            h0 = ember.zeros(self.num_layers * nd, n, self.hidden_size, dtype=x.dtype)
-            c0 = h0 if is_lstm else None
+            h0 = ember.zeros(self.num_layers * nd, n, hs, dtype=x.dtype)
+            c0 = ember.zeros(self.num_layers * nd, n, self.hidden_size, dtype=x.dtype) \
+                if is_lstm else None
         else:
             h0, c0 = hx if is_lstm else (hx, None)
             if not batched:
                 h0 = h0.unsqueeze(1)
                 c0 = c0.unsqueeze(1) if c0 is not None else None
-            expected = (self.num_layers * nd, n, self.hidden_size)
+            expected = (self.num_layers * nd, n, hs)
             if tuple(h0.shape) != expected:
                 raise RuntimeError(f"Expected hidden size {expected}, got "
                                    f"{list(h0.shape)}")
@@ -143,7 +158,7 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outs = []
             for d in range(nd):
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
                 xp = layer_in.matmul(w_ih.t())
                 if b_ih is not None:
                     xp = xp + b_ih
@@ -153,9 +168,11 @@ class RNNBase(Module):
                 ys = [None] * seq_len
                 for t in steps:
                     h, c = _cell_step(self.mode, xp[t], h, c, w_hh, b_hh)
+                    if w_hr is not None:
+                        h = h.matmul(w_hr.t())
                     ys[t] = h
                 outs.append(ember.stack(ys) if seq_len else
-                            ember.zeros(0, n, self.hidden_size, dtype=x.dtype))
+                            ember.zeros(0, n, hs, dtype=x.dtype))
                 h_n.append(h)
                 if is_lstm:
                     c_n.append(c)
