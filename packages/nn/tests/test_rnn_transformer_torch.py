@@ -167,3 +167,21 @@ def test_lstm_proj_size(kw):
         nn.LSTM(4, 5, proj_size=5)
     with pytest.raises(ValueError, match="only supported for LSTM"):
         nn.GRU(4, 5, proj_size=2)
+
+
+@pytest.mark.parametrize("kw", [{"add_bias_kv": True}, {"add_zero_attn": True},
+                                {"add_bias_kv": True, "add_zero_attn": True},
+                                {"kdim": 5, "vdim": 3}, {"bias": False}])
+def test_mha_options(kw):
+    em, tm = nn.MultiheadAttention(8, 2, **kw), torch.nn.MultiheadAttention(8, 2, **kw)
+    assert [n for n, _ in em.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    copy_weights(em, tm, torch)
+    q = ember.randn(4, 3, 8)
+    k = ember.randn(5, 3, kw.get("kdim", 8))
+    v = ember.randn(5, 3, kw.get("vdim", 8))
+    kpm = ember.tensor([[False] * 5, [False, False, False, True, True], [True] + [False] * 4])
+    eo, ew = em(q, k, v, key_padding_mask=kpm)
+    to, tw = tm(*(to_torch(t, torch) for t in (q, k, v)),
+                key_padding_mask=torch.tensor(kpm.tolist()))
+    close(eo, to)
+    close(ew, tw)

@@ -22,6 +22,18 @@ class NonDynamicallyQuantizableLinear(Linear):
     pass
 
 
+def _additive(mask, dtype):
+    if mask is None:
+        return None
+    if mask.dtype == ember.bool:
+        return ember.where(mask, float("-inf"), 0.0).to(dtype)
+    return mask.to(dtype)
+
+
+def _pad_col(mask):
+    return None if mask is None else F.pad(mask, (0, 1))
+
+
 def _merge_masks(attn_mask, key_padding_mask, n, h, lq, lk, dtype):
     """One additive float mask of shape (n, h, lq, lk) or None. Boolean masks: True = masked."""
     mask = None
@@ -47,8 +59,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("ember: add_bias_kv / add_zero_attn are not supported yet")
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -75,7 +85,11 @@ class MultiheadAttention(Module):
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
                                                         dtype=dtype)
-        self.bias_k = self.bias_v = None
+        if add_bias_kv:
+            self.bias_k = Parameter(ember.empty((1, 1, embed_dim), dtype=dtype))
+            self.bias_v = Parameter(ember.empty((1, 1, embed_dim), dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
@@ -89,6 +103,10 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
@@ -115,12 +133,24 @@ class MultiheadAttention(Module):
         q = F.linear(query, wq, bq)
         k = F.linear(key, wk, bk)
         v = F.linear(value, wv, bv)
+        if is_causal and attn_mask is None:
+            attn_mask = ember.ones(lq, lk, dtype=ember.bool).triu(1)
+        attn_mask = _additive(attn_mask, q.dtype)
+        key_padding_mask = _additive(key_padding_mask, q.dtype)
+        if self.bias_k is not None:
+            k = ember.cat([k, self.bias_k.expand(1, n, e)])
+            v = ember.cat([v, self.bias_v.expand(1, n, e)])
+            attn_mask, key_padding_mask = _pad_col(attn_mask), _pad_col(key_padding_mask)
+            lk += 1
         # (L, N, E) -> (N, H, L, hd)
         q = q.reshape(lq, n, h, hd).permute(1, 2, 0, 3)
         k = k.reshape(lk, n, h, hd).permute(1, 2, 0, 3)
         v = v.reshape(lk, n, h, hd).permute(1, 2, 0, 3)
-        if is_causal and attn_mask is None:
-            attn_mask = ember.ones(lq, lk, dtype=ember.bool).triu(1)
+        if self.add_zero_attn:
+            z = ember.zeros(n, h, 1, hd, dtype=k.dtype)
+            k, v = ember.cat([k, z], 2), ember.cat([v, z], 2)
+            attn_mask, key_padding_mask = _pad_col(attn_mask), _pad_col(key_padding_mask)
+            lk += 1
         mask = _merge_masks(attn_mask, key_padding_mask, n, h, lq, lk, q.dtype)
         scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
         if mask is not None:
