@@ -711,6 +711,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if want != nsp:
             raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                       f"{want + 2}D input")
+    elif mode == "bicubic":
+        if nsp != 2:
+            raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D "
+                                      "input")
     elif mode == "area":
         return getattr(ember, f"adaptive_avg_pool{nsp}d")(input, list(out_sz))
     elif mode not in ("nearest", "nearest-exact"):
@@ -726,6 +730,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         elif mode == "nearest-exact":
             src = [min(int(math.floor((o + 0.5) * scale)), n_in - 1) for o in range(n_out)]
             out = _take(out, dim, ember.tensor(src))
+        elif mode == "bicubic":
+            out = _cubic_axis(out, dim, n_in, n_out, scale, align_corners)
         else:
             if align_corners:
                 pos = [o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0 for o in range(n_out)]
@@ -738,6 +744,40 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             a = _take(out, dim, ember.tensor(lo))
             b = _take(out, dim, ember.tensor(hi))
             out = a + (b - a) * lam
+    return out
+
+
+_CUBIC_A = -0.75
+
+
+def _cubic_weights(t):
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _cubic_axis(x, dim, n_in, n_out, scale, align_corners):
+    """One axis of bicubic resampling (torch's convolution coefficients, A = -0.75, source
+    coordinates not clamped, taps clamped to the border)."""
+    if align_corners:
+        pos = [o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0 for o in range(n_out)]
+    else:
+        pos = [(o + 0.5) * scale - 0.5 for o in range(n_out)]
+    fl = [math.floor(p) for p in pos]
+    ws = [_cubic_weights(p - f) for p, f in zip(pos, fl)]
+    shape = (-1,) + (1,) * (x.dim() - dim - 1)
+    out = None
+    for k in range(4):
+        idx = ember.tensor([min(max(f - 1 + k, 0), n_in - 1) for f in fl])
+        wk = ember.tensor([w[k] for w in ws], dtype=x.dtype).reshape(shape)
+        term = _take(x, dim, idx) * wk
+        out = term if out is None else out + term
     return out
 
 
