@@ -122,3 +122,28 @@ def test_affine_grid_and_grid_sample(align, mode, pad):
     close(ex.grad, tx.grad, rtol=1e-4, atol=1e-4)
     if mode == "bilinear":
         close(eg.grad, tg.grad, rtol=1e-3, atol=1e-3)
+
+
+def test_extra_layers():
+    x = ember.randn(2, 6, 4, 4).abs() + 0.1
+    tx = to_torch(x, torch)
+    for em, tm in [(nn.ChannelShuffle(3), torch.nn.ChannelShuffle(3)),
+                   (nn.LPPool2d(2, 2), torch.nn.LPPool2d(2, 2)),
+                   (nn.LPPool2d(3, (2, 1), stride=1), torch.nn.LPPool2d(3, (2, 1), stride=1)),
+                   (nn.RReLU().eval(), torch.nn.RReLU().eval())]:
+        assert repr(em) == repr(tm)
+        close(em(x - 0.5), tm(tx - 0.5))
+    x1 = ember.randn(2, 3, 8).abs()
+    close(nn.LPPool1d(2, 3)(x1), torch.nn.LPPool1d(2, 3)(to_torch(x1, torch)))
+    r = nn.RReLU()(-ember.ones(1000))
+    assert (r >= -1 / 3).all().item() and (r <= -1 / 8).all().item()
+    a, p, n = ember.randn(4, 5), ember.randn(4, 5), ember.randn(4, 5)
+    ta, tp, tn = (to_torch(t, torch) for t in (a, p, n))
+    close(nn.TripletMarginWithDistanceLoss(swap=True)(a, p, n),
+          torch.nn.TripletMarginWithDistanceLoss(swap=True)(ta, tp, tn))
+    cos = nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda u, v: 1 - F.cosine_similarity(u, v), margin=0.5)
+    tcos = torch.nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda u, v: 1 - torch.nn.functional.cosine_similarity(u, v),
+        margin=0.5)
+    close(cos(a, p, n), tcos(ta, tp, tn))

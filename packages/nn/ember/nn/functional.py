@@ -1216,3 +1216,51 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                corner(x0, y0 + 1) * wx0 * wy1 + corner(x0 + 1, y0 + 1) * wx1 * wy1)
     del ho, wo
     return out.permute(0, 3, 1, 2)
+
+
+def channel_shuffle(input, groups):
+    n, c = input.shape[0], input.shape[1]
+    if c % groups != 0:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and "
+                           f"{groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(
+        tuple(input.shape))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if training:
+        slope = ember.empty(tuple(input.shape), dtype=input.dtype).uniform_(lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    out = ember.where(input >= 0, input, input * slope)
+    return input.copy_(out) if inplace else out
+
+
+def _lp_pool(k, input, norm_type, kernel_size, stride, ceil_mode):
+    ks = _ntuple(kernel_size, k)
+    pool = getattr(ember, f"avg_pool{k}d")
+    out = pool(input.pow(norm_type), ks, stride if stride is not None else ks, 0, ceil_mode)
+    return (out.sign() * ember.relu(out.abs())).mul(math.prod(ks)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
+                         f"got {margin} instead")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_ap = dist(anchor, positive)
+    d_an = dist(anchor, negative)
+    if swap:
+        d_an = ember.minimum(d_an, dist(positive, negative))
+    return _reduce((d_ap - d_an + margin).clamp(min=0), reduction)

@@ -32,6 +32,7 @@ from .activation import (
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d
+from .extra import ChannelShuffle, LPPool1d, LPPool2d, RReLU, TripletMarginWithDistanceLoss
 from .flatten import (
                          CosineSimilarity,
                          Flatten,
@@ -124,6 +125,7 @@ from .transformer import (
 )
 
 __all__ = [
+    "ChannelShuffle", "LPPool1d", "LPPool2d", "RReLU", "TripletMarginWithDistanceLoss",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
