@@ -147,3 +147,17 @@ def test_extra_layers():
         distance_function=lambda u, v: 1 - torch.nn.functional.cosine_similarity(u, v),
         margin=0.5)
     close(cos(a, p, n), tcos(ta, tp, tn))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_multilabel_margin_loss(reduction):
+    x = ember.randn(3, 5)
+    t = ember.tensor([[3, 0, -1, 1, 2], [1, 2, 4, 0, -1], [-1, 0, 0, 0, 0]])
+    ex = x.detach().requires_grad_()
+    tx = to_torch(x, torch, True)
+    eo = nn.MultiLabelMarginLoss(reduction=reduction)(ex, t)
+    to = torch.nn.MultiLabelMarginLoss(reduction=reduction)(tx, torch.tensor(t.tolist()))
+    close(eo, to)
+    eo.sum().backward()
+    to.sum().backward()
+    close(ex.grad, tx.grad)

@@ -1264,3 +1264,27 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if swap:
         d_an = ember.minimum(d_an, dist(positive, negative))
     return _reduce((d_ap - d_an + margin).clamp(min=0), reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    c = x.shape[-1]
+    rows = target.reshape(-1, c).tolist()
+    is_t = []
+    for r in rows:
+        mark = [False] * c
+        for v in r:
+            if v < 0:
+                break
+            if v >= c:
+                raise RuntimeError(f"multilabel_margin_loss: target index {v} is out of bounds")
+            mark[v] = True
+        is_t.append(mark)
+    is_t = ember.tensor(is_t)
+    pair = (is_t.unsqueeze(2) & ~is_t.unsqueeze(1)).to(x.dtype)  # [n, j target, i other]
+    margins = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0) * pair
+    loss = margins.sum((1, 2)) / c
+    if input.dim() < 2:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)

@@ -32,7 +32,14 @@ from .activation import (
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d
-from .extra import ChannelShuffle, LPPool1d, LPPool2d, RReLU, TripletMarginWithDistanceLoss
+from .extra import (
+                         ChannelShuffle,
+                         LPPool1d,
+                         LPPool2d,
+                         MultiLabelMarginLoss,
+                         RReLU,
+                         TripletMarginWithDistanceLoss,
+)
 from .flatten import (
                          CosineSimilarity,
                          Flatten,
@@ -109,9 +116,9 @@ from .pooling import (
                          MaxPool1d,
                          MaxPool2d,
                          MaxPool3d,
-    MaxUnpool1d,
-    MaxUnpool2d,
-    MaxUnpool3d,
+                         MaxUnpool1d,
+                         MaxUnpool2d,
+                         MaxUnpool3d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding, EmbeddingBag
@@ -125,7 +132,8 @@ from .transformer import (
 )
 
 __all__ = [
-    "ChannelShuffle", "LPPool1d", "LPPool2d", "RReLU", "TripletMarginWithDistanceLoss",
+    "ChannelShuffle", "LPPool1d", "LPPool2d", "MultiLabelMarginLoss", "RReLU",
+    "TripletMarginWithDistanceLoss",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
