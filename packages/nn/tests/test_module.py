@@ -363,3 +363,17 @@ def test_global_forward_hooks_and_gumbel():
     yh = F.gumbel_softmax(ember.randn(5, 4, requires_grad=True), hard=True)
     assert yh.sum().item() == 5 and set(yh.detach().unique().tolist()) <= {0.0, 1.0}
     yh.sum().backward()
+
+
+def test_always_call_forward_hook():
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+
+    m = Boom()
+    calls = []
+    m.register_forward_hook(lambda mod, a, out: calls.append("always"), always_call=True)
+    m.register_forward_hook(lambda mod, a, out: calls.append("normal"))
+    with pytest.raises(ValueError, match="boom"):
+        m(ember.ones(1))
+    assert calls == ["always"]

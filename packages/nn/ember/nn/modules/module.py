@@ -599,7 +599,19 @@ class Module:
         bw = bool(self._backward_hooks or self._backward_pre_hooks)
         if bw:
             args = _BackwardHook.setup_input(self, args)
-        result = self.forward(*args, **kwargs)
+        try:
+            result = self.forward(*args, **kwargs)
+        except Exception:
+            for hid, hook in self._forward_hooks.items():  # always_call hooks run anyway
+                if hid in self._forward_hooks_always_called:
+                    try:
+                        if hid in self._forward_hooks_with_kwargs:
+                            hook(self, args, kwargs, None)
+                        else:
+                            hook(self, args, None)
+                    except Exception:  # noqa: BLE001 - the forward's error is the one to raise
+                        pass
+            raise
         for hid, hook in itertools.chain(_global_forward_hooks.items(),
                                          self._forward_hooks.items()):
             if hid in self._forward_hooks_with_kwargs:
