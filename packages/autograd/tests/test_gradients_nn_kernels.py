@@ -103,15 +103,32 @@ def test_embedding():
     assert w.grad[0].tolist() == [2.0, 2.0, 2.0]
 
 
-@pytest.mark.parametrize("training", [True, False])
-def test_batch_norm(training):
+def test_batch_norm():
     ember.manual_seed(10)
     x, w, b = _r(4, 3, 2, 2), _r(3), _r(3)
     rm, rv = ember.randn(3, dtype=D), ember.rand(3, dtype=D) + 0.5
-    _both(lambda x, w, b: ember.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training,
+    _both(lambda x, w, b: ember.native_batch_norm(x, w, b, rm.clone(), rv.clone(), True,
                                                   0.1, 1e-5)[0], (x, w, b))
-    _both(lambda x: ember.native_batch_norm(x, None, None, rm.clone(), rv.clone(), training,
-                                            0.1, 1e-5)[0], (x,))
+    _both(lambda x: ember.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)[0],
+          (x,))
+
+
+def test_batch_norm_running_stats_updated_between_forward_and_backward():
+    # gradient accumulation: the running statistics change in place in the second forward
+    x = _r(4, 3)
+    rm, rv = ember.zeros(3, dtype=D), ember.ones(3, dtype=D)
+    y1 = ember.native_batch_norm(x, None, None, rm, rv, True, 0.1, 1e-5)[0]
+    y2 = ember.native_batch_norm(x * 2, None, None, rm, rv, True, 0.1, 1e-5)[0]
+    ((y1 * y1).sum() + (y2 * y2).sum()).backward()
+    assert x.grad is not None
+
+
+def test_batch_norm_eval_backward_is_refused():
+    x = _r(4, 3)
+    y = ember.native_batch_norm(x, None, None, ember.zeros(3, dtype=D), ember.ones(3, dtype=D),
+                                False, 0.1, 1e-5)[0]
+    with pytest.raises(RuntimeError, match="eval mode"):
+        y.sum().backward()
 
 
 def test_layer_norm():

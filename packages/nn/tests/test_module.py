@@ -377,3 +377,20 @@ def test_always_call_forward_hook():
     with pytest.raises(ValueError, match="boom"):
         m(ember.ones(1))
     assert calls == ["always"]
+
+
+def test_batchnorm_gradient_accumulation_and_eval_grad():
+    from ember.autograd import gradcheck
+
+    bn = nn.BatchNorm1d(3)
+    x = ember.randn(4, 3, requires_grad=True)
+    (bn(x).pow(2).sum() + bn(x * 2).pow(2).sum()).backward()  # two forwards, one backward
+    assert x.grad is not None and bn.weight.grad is not None
+    bn2 = nn.BatchNorm2d(3).double()
+    bn2(ember.randn(5, 3, 2, 2, dtype=ember.float64))
+    bn2.eval()
+    xe = ember.randn(2, 3, 2, 2, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda t: bn2(t), (xe,))
+    with ember.no_grad():
+        ref = bn2(xe)
+    assert ember.allclose(bn2(xe), ref)

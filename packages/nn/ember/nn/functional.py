@@ -404,8 +404,27 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if size == 1:
             raise ValueError("Expected more than 1 value per channel when training, got input "
                              f"size {_size(input.shape)}")
+    if not training and running_mean is not None and _wants_grad(input, weight, bias):
+        return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps)
     return ember.native_batch_norm(input, weight, bias, running_mean, running_var, training,
                                    0.0 if momentum is None else momentum, eps)[0]
+
+
+def _wants_grad(*ts):
+    return ember.is_grad_enabled() and any(t is not None and t.requires_grad for t in ts)
+
+
+def _batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
+    """Eval-mode batch norm as one scale and shift per channel, composed from core ops, so that
+    its gradient needs no saved running statistics (see autograd/_formulas_nn.py)."""
+    scale = (running_var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -running_mean * scale
+    if bias is not None:
+        shift = shift + bias
+    shp = (1, -1) + (1,) * (input.dim() - 2)
+    return input * scale.reshape(shp) + shift.reshape(shp)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -456,7 +475,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     b = bias.repeat(n) if bias is not None else None
     rm = running_mean.repeat(n) if running_mean is not None else None
     rv = running_var.repeat(n) if running_var is not None else None
-    out = ember.native_batch_norm(x, w, b, rm, rv, use_input_stats, momentum, eps)[0]
+    if not use_input_stats and _wants_grad(input, weight, bias):
+        out = _batch_norm_eval(x, rm, rv, w, b, eps)
+    else:
+        out = ember.native_batch_norm(x, w, b, rm, rv, use_input_stats, momentum, eps)[0]
     if use_input_stats and running_mean is not None:
         with ember.no_grad():
             running_mean.copy_(rm.reshape(n, c).mean(0))
