@@ -158,21 +158,26 @@ def _bn_shape(x):
     return (1, -1) + (1,) * (x.dim() - 2)
 
 
-@grad("native_batch_norm", save="all")
+# NOTE: the running statistics are not saved: a training-mode forward updates them in place, so
+# a saved copy would fail the version check as soon as the module runs again before backward
+# (gradient accumulation). Training mode needs only the batch statistics (recomputed here);
+# eval mode needs the running ones, so ember.nn.functional.batch_norm composes eval mode from core
+# ops when a gradient is wanted.
+@grad("native_batch_norm", save=(0, 1, 2))
 def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, eps):
+    if not training:
+        raise RuntimeError("native_batch_norm: backward of eval mode (running statistics) is not "
+                           "recorded; use ember.nn.functional.batch_norm, which composes it")
     g = _first(g)
     dims = (0,) + tuple(range(2, x.dim()))
     shp = _bn_shape(x)
     has_w, has_b = w is not None and needs[1], b is not None and needs[2]
-    if training:
-        mean = x.mean(dims)
-        invstd = (x.var(dims, correction=0) + eps).rsqrt()
-    else:
-        mean, invstd = rm, (rv + eps).rsqrt()
+    mean = x.mean(dims)
+    invstd = (x.var(dims, correction=0) + eps).rsqrt()
     if not ember.is_grad_enabled():
         gi, gw, gb = ember.native_batch_norm_backward(
-            g, x, w, rm, rv, mean if training else None, invstd if training else None,
-            train=training, eps=eps, output_mask=[bool(needs[0]), bool(has_w), bool(has_b)])
+            g, x, w, None, None, mean, invstd, train=True, eps=eps,
+            output_mask=[bool(needs[0]), bool(has_w), bool(has_b)])
         return (gi, gw if has_w else None, gb if has_b else None, None, None)
     # create_graph: the same formula in core ops
     xhat = (x - mean.reshape(shp)) * invstd.reshape(shp)
@@ -181,13 +186,10 @@ def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, ep
     gi = None
     if needs[0]:
         scale = invstd if w is None else invstd * w
-        if training:
-            n = x.numel() // x.shape[1]
-            gsum = g.sum(dims).reshape(shp)
-            gxh = (g * xhat).sum(dims).reshape(shp)
-            gi = (g - gsum / n - xhat * gxh / n) * scale.reshape(shp)
-        else:
-            gi = g * scale.reshape(shp)
+        n = x.numel() // x.shape[1]
+        gsum = g.sum(dims).reshape(shp)
+        gxh = (g * xhat).sum(dims).reshape(shp)
+        gi = (g - gsum / n - xhat * gxh / n) * scale.reshape(shp)
     return (gi, gw, gb, None, None)
 
 

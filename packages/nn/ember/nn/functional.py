@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import ember
-from ember import Tensor
 from ember._padding import pad  # noqa: F401  (re-exported: F.pad)
 
 # ---------------------------------------------------------------------------------------------
@@ -237,10 +236,18 @@ def silu(input, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+def _log1p_exp(z):
+    """log(1 + exp(z)) without overflow; each where-branch only sees inputs where it is finite,
+    so the gradient never meets inf * 0, and it is exactly 1/2 at 0."""
+    pos = z > 0
+    zp = ember.where(pos, z, 0.0)
+    zn = ember.where(pos, 0.0, z)
+    return ember.where(pos, zp + (-zp).exp().log1p(), zn.exp().log1p())
+
+
 def softplus(input, beta=1.0, threshold=20.0):
     z = input * beta
-    # relu(z) + log1p(exp(-|z|)) is finite everywhere, so its gradient never meets inf * 0
-    soft = (ember.relu(z) + (-z.abs()).exp().log1p()) / beta
+    soft = _log1p_exp(z) / beta
     return ember.where(z > threshold, input, soft)
 
 
@@ -294,6 +301,18 @@ def glu(input, dim=-1):
                            f"{dim % input.dim()} is size {input.shape[dim]}")
     a, b = input.chunk(2, dim)
     return a * b.sigmoid()
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    gumbels = -ember.empty(tuple(logits.shape), dtype=logits.dtype).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    d = dim % logits.dim()
+    ar = ember.arange(logits.shape[d]).reshape((-1,) + (1,) * (logits.dim() - d - 1))
+    y_hard = (ar == index).to(logits.dtype)
+    return y_hard - y_soft.detach() + y_soft  # straight-through
 
 
 def _softmax_dim(ndim):
@@ -385,8 +404,27 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if size == 1:
             raise ValueError("Expected more than 1 value per channel when training, got input "
                              f"size {_size(input.shape)}")
+    if not training and running_mean is not None and _wants_grad(input, weight, bias):
+        return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps)
     return ember.native_batch_norm(input, weight, bias, running_mean, running_var, training,
                                    0.0 if momentum is None else momentum, eps)[0]
+
+
+def _wants_grad(*ts):
+    return ember.is_grad_enabled() and any(t is not None and t.requires_grad for t in ts)
+
+
+def _batch_norm_eval(input, running_mean, running_var, weight, bias, eps):
+    """Eval-mode batch norm as one scale and shift per channel, composed from core ops, so that
+    its gradient needs no saved running statistics (see autograd/_formulas_nn.py)."""
+    scale = (running_var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -running_mean * scale
+    if bias is not None:
+        shift = shift + bias
+    shp = (1, -1) + (1,) * (input.dim() - 2)
+    return input * scale.reshape(shp) + shift.reshape(shp)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -437,7 +475,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     b = bias.repeat(n) if bias is not None else None
     rm = running_mean.repeat(n) if running_mean is not None else None
     rv = running_var.repeat(n) if running_var is not None else None
-    out = ember.native_batch_norm(x, w, b, rm, rv, use_input_stats, momentum, eps)[0]
+    if not use_input_stats and _wants_grad(input, weight, bias):
+        out = _batch_norm_eval(x, rm, rv, w, b, eps)
+    else:
+        out = ember.native_batch_norm(x, w, b, rm, rv, use_input_stats, momentum, eps)[0]
     if use_input_stats and running_mean is not None:
         with ember.no_grad():
             running_mean.copy_(rm.reshape(n, c).mean(0))
@@ -530,6 +571,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     pidx = -1 if padding_idx is None else padding_idx % weight.shape[0]
+    if mode != "max" and bags:
+        return _embedding_bag_reduce(input, weight, bags, psw, pidx, mode)
     rows = []
     for i, b in enumerate(bags):
         e = ember.embedding(weight, b, pidx)
@@ -547,6 +590,27 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if not rows:
         return ember.zeros(0, weight.shape[1], dtype=weight.dtype)
     return ember.stack(rows)
+
+
+def _embedding_bag_reduce(input, weight, bags, psw, pidx, mode):
+    """sum/mean bags without a per-bag loop: one lookup, then a segment sum written as the
+    embedding backward kernel (a scatter-add of rows by bag id), which is differentiable."""
+    flat = input.reshape(-1)
+    seg = ember.tensor([i for i, b in enumerate(bags) for _ in range(b.numel())],
+                       dtype=ember.int64)
+    e = ember.embedding(weight, flat)
+    keep = None
+    if pidx >= 0:
+        keep = (flat != pidx).to(weight.dtype).unsqueeze(-1)
+        e = e * keep
+    if psw is not None:
+        e = e * ember.cat([w.reshape(-1) for w in psw]).unsqueeze(-1)
+    out = ember.embedding_dense_backward(e, seg, len(bags), -1, False)
+    if mode == "mean":
+        ones = keep if keep is not None else ember.ones(flat.numel(), 1, dtype=weight.dtype)
+        counts = ember.embedding_dense_backward(ones, seg, len(bags), -1, False)
+        out = out / counts.clamp(min=1)
+    return out
 
 
 def one_hot(tensor, num_classes=-1):
@@ -581,6 +645,45 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 # ---------------------------------------------------------------------------------------------
 # resampling
+
+def _max_unpool(k, input, indices, kernel_size, stride, padding, output_size):
+    ks = _ntuple(kernel_size, k)
+    st = _ntuple(stride if stride is not None else kernel_size, k)
+    pd = _ntuple(padding, k)
+    spatial = tuple(input.shape[-k:])
+    if output_size is None:
+        out_sp = tuple((spatial[i] - 1) * st[i] - 2 * pd[i] + ks[i] for i in range(k))
+    else:
+        out_sp = tuple(output_size)[-k:]
+    lead = tuple(input.shape[:-k])
+    planes = 1
+    for s_ in lead:
+        planes *= s_
+    plane = 1
+    for s_ in out_sp:
+        plane *= s_
+    idx = indices.reshape(planes, -1)
+    if idx.numel() and (int(idx.max()) >= plane or int(idx.min()) < 0):
+        raise RuntimeError(f"Found an invalid max index: {int(idx.max())} (output volumes are "
+                           f"of size {'x'.join(str(s_) for s_ in out_sp)}")
+    offs = (ember.arange(planes, dtype=ember.int64) * plane).reshape(planes, 1)
+    # a scatter of the values to their flat indices, written as the embedding backward kernel
+    out = ember.embedding_dense_backward(input.reshape(-1, 1), (idx + offs).reshape(-1),
+                                         planes * plane, -1, False)
+    return out.reshape(lead + out_sp)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
 
 def pixel_shuffle(input, upscale_factor):
     r = upscale_factor
@@ -630,6 +733,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if want != nsp:
             raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                       f"{want + 2}D input")
+    elif mode == "bicubic":
+        if nsp != 2:
+            raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D "
+                                      "input")
+    elif mode == "area":
+        return getattr(ember, f"adaptive_avg_pool{nsp}d")(input, list(out_sz))
     elif mode not in ("nearest", "nearest-exact"):
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported yet")
     out = input
@@ -643,6 +752,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         elif mode == "nearest-exact":
             src = [min(int(math.floor((o + 0.5) * scale)), n_in - 1) for o in range(n_out)]
             out = _take(out, dim, ember.tensor(src))
+        elif mode == "bicubic":
+            out = _cubic_axis(out, dim, n_in, n_out, scale, align_corners)
         else:
             if align_corners:
                 pos = [o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0 for o in range(n_out)]
@@ -655,6 +766,40 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             a = _take(out, dim, ember.tensor(lo))
             b = _take(out, dim, ember.tensor(hi))
             out = a + (b - a) * lam
+    return out
+
+
+_CUBIC_A = -0.75
+
+
+def _cubic_weights(t):
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _cubic_axis(x, dim, n_in, n_out, scale, align_corners):
+    """One axis of bicubic resampling (torch's convolution coefficients, A = -0.75, source
+    coordinates not clamped, taps clamped to the border)."""
+    if align_corners:
+        pos = [o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0 for o in range(n_out)]
+    else:
+        pos = [(o + 0.5) * scale - 0.5 for o in range(n_out)]
+    fl = [math.floor(p) for p in pos]
+    ws = [_cubic_weights(p - f) for p, f in zip(pos, fl)]
+    shape = (-1,) + (1,) * (x.dim() - dim - 1)
+    out = None
+    for k in range(4):
+        idx = ember.tensor([min(max(f - 1 + k, 0), n_in - 1) for f in fl])
+        wk = ember.tensor([w[k] for w in ws], dtype=x.dtype).reshape(shape)
+        term = _take(x, dim, idx) * wk
+        out = term if out is None else out + term
     return out
 
 
@@ -788,8 +933,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({_size(target.shape)}) must be the same as input size "
                          f"({_size(input.shape)})")
-    # log(1 + exp(-x)) = relu(-x) + log1p(exp(-|x|)): finite for every x
-    log_sig_neg = ember.relu(-input) + (-input.abs()).exp().log1p()
+    log_sig_neg = _log1p_exp(-input)  # -log(sigmoid(x)), finite for every x
     if pos_weight is not None:
         lw = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + lw * log_sig_neg
@@ -915,3 +1059,254 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def _size(shape):
     return "torch.Size([" + ", ".join(str(int(s)) for s in shape) + "])"
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    _check_reduction(reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(-1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    t = target.reshape(-1)
+    c = x.shape[1]
+    onehot = one_hot(t, c).to(x.dtype)
+    x_y = (x * onehot).sum(1, keepdim=True)
+    z = (margin - x_y + x).clamp(min=0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * ember.embedding(weight.reshape(-1, 1), t).reshape(-1, 1)
+    loss = (z * (1 - onehot)).sum(1) / c
+    if input.dim() == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+_CTC_NEG = -1e30  # a finite "log 0": logsumexp and its gradient stay finite on dead paths
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist Temporal Classification loss: the forward (alpha) recursion in log space,
+    vectorised over the batch and the extended label sequence, looped over time; differentiable
+    through its parts."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    unbatched = log_probs.dim() == 2
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    t_max, n, c = lp.shape
+    in_lens = [int(v) for v in (input_lengths.tolist() if isinstance(input_lengths, ember.Tensor)
+                                else input_lengths)]
+    tg_lens = [int(v) for v in (target_lengths.tolist() if isinstance(target_lengths,
+                                                                      ember.Tensor)
+                                else target_lengths)]
+    if unbatched:
+        in_lens, tg_lens = in_lens[:1], tg_lens[:1]
+    tg = targets.tolist()
+    if unbatched and targets.dim() == 1 and len(tg) >= tg_lens[0] and not isinstance(tg[0], list):
+        seqs = [tg[:tg_lens[0]]]
+    elif targets.dim() == 2:
+        seqs = [tg[i][:tg_lens[i]] for i in range(n)]
+    else:  # concatenated 1-D targets
+        seqs, pos = [], 0
+        for ln in tg_lens:
+            seqs.append(tg[pos:pos + ln])
+            pos += ln
+    for ln in in_lens:
+        if ln > t_max:
+            raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got "
+                               f"value {ln} (while checking arguments for ctc_loss_cpu)")
+    for s in seqs:
+        for v in s:
+            if v < 0 or v >= c:
+                raise IndexError(f"Target {v} is out of bounds.")
+    lmax = 2 * max((len(s) for s in seqs), default=0) + 1
+    ext = [[blank] * lmax for _ in range(n)]
+    skip = [[False] * lmax for _ in range(n)]
+    for i, s in enumerate(seqs):
+        for j, v in enumerate(s):
+            ext[i][2 * j + 1] = v
+            if j > 0 and v != s[j - 1]:
+                skip[i][2 * j + 1] = True
+    ext_t = ember.tensor(ext)
+    onehot = one_hot(ext_t, c).to(lp.dtype)  # (N, L', C)
+    lp_ext = ember.einsum("tnc,nlc->tnl", lp, onehot)  # log_probs at the extended labels
+    skip_t = ember.tensor(skip)
+    neg1 = ember.full((n, 1), _CTC_NEG, dtype=lp.dtype)
+    neg2 = ember.full((n, 2), _CTC_NEG, dtype=lp.dtype)
+    start = ember.full((n, lmax), _CTC_NEG, dtype=lp.dtype)
+    init_mask = ember.tensor([[j < 2 for j in range(lmax)]] * n)
+    alpha = ember.where(init_mask, lp_ext[0], start)
+    lens_t = ember.tensor(in_lens).reshape(n, 1)
+    final = alpha
+    for t in range(1, t_max):
+        a1 = ember.cat([neg1, alpha[:, :-1]], 1)
+        a2 = ember.cat([neg2, alpha[:, :-2]], 1) if lmax > 2 else ember.full(
+            (n, lmax), _CTC_NEG, dtype=lp.dtype)
+        a2 = ember.where(skip_t, a2, _CTC_NEG)
+        alpha = ember.logsumexp(ember.stack([alpha, a1, a2]), 0) + lp_ext[t]
+        final = ember.where(lens_t == t + 1, alpha, final)
+    ends = [[j in (2 * len(s), 2 * len(s) - 1) for j in range(lmax)] for s in seqs]
+    nll = -ember.logsumexp(ember.where(ember.tensor(ends), final, _CTC_NEG), 1)
+    nll = ember.where(nll > 1e29, float("inf"), nll)
+    if zero_infinity:
+        nll = ember.where(nll == float("inf"), 0.0, nll)
+    if unbatched:
+        nll = nll.squeeze(0)
+    if reduction == "none":
+        return nll
+    if reduction == "sum":
+        return nll.sum()
+    denom = ember.tensor([max(v, 1) for v in tg_lens], dtype=lp.dtype)
+    return (nll / (denom if not unbatched else denom[0])).mean()
+
+
+# ---------------------------------------------------------------------------------------------
+# spatial transformers
+
+def _base_coords(n, align_corners, dtype):
+    if n == 1:
+        return ember.zeros(1, dtype=dtype)
+    if align_corners:
+        return ember.linspace(-1.0, 1.0, n, dtype=dtype)
+    return (ember.arange(n, dtype=dtype) * 2 + 1) / n - 1
+
+
+def affine_grid(theta, size, align_corners=None):
+    align_corners = bool(align_corners)
+    if len(size) != 4:
+        raise NotImplementedError("affine_grid only supports 4D sizes, for 2D affine "
+                                  "transformations")
+    n, _, h, w = size
+    if tuple(theta.shape) != (n, 2, 3):
+        raise ValueError("Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{_size(size)}. Got {_size(theta.shape)}.")
+    xs = _base_coords(w, align_corners, theta.dtype).reshape(1, w).expand(h, w)
+    ys = _base_coords(h, align_corners, theta.dtype).reshape(h, 1).expand(h, w)
+    base = ember.stack([xs, ys, ember.ones(h, w, dtype=theta.dtype)], -1).reshape(1, h * w, 3)
+    return base.matmul(theta.transpose(1, 2)).reshape(n, h, w, 2)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """2-d grid_sample (bilinear or nearest; zeros or border padding), composed: the corner
+    lookups are embedding gathers, so gradients reach both the input and the grid."""
+    align_corners = bool(align_corners)
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"grid_sample: mode {mode!r} is not supported yet")
+    if padding_mode not in ("zeros", "border"):
+        raise NotImplementedError(f"grid_sample: padding_mode {padding_mode!r} is not supported "
+                                  "yet")
+    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2:
+        raise NotImplementedError("grid_sample: only 4-d input with an (N, H, W, 2) grid is "
+                                  "supported")
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+    gx, gy = grid[..., 0], grid[..., 1]
+    if align_corners:
+        ix, iy = (gx + 1) * ((w - 1) / 2), (gy + 1) * ((h - 1) / 2)
+    else:
+        ix, iy = ((gx + 1) * w - 1) / 2, ((gy + 1) * h - 1) / 2
+    if padding_mode == "border":
+        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
+    table = input.permute(0, 2, 3, 1).reshape(n * h * w, c)
+    base = (ember.arange(n, dtype=ember.int64) * (h * w)).reshape(n, 1, 1)
+
+    def corner(xi, yi):
+        inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
+        xc = xi.clamp(0, w - 1).to(ember.int64)
+        yc = yi.clamp(0, h - 1).to(ember.int64)
+        vals = ember.embedding(table, base + yc * w + xc)  # (N, Ho, Wo, C)
+        return vals * inside.to(input.dtype).unsqueeze(-1)
+
+    if mode == "nearest":
+        out = corner(ix.round(), iy.round())
+    else:
+        x0, y0 = ix.floor(), iy.floor()
+        wx1, wy1 = (ix - x0).unsqueeze(-1), (iy - y0).unsqueeze(-1)
+        wx0, wy0 = 1 - wx1, 1 - wy1
+        out = (corner(x0, y0) * wx0 * wy0 + corner(x0 + 1, y0) * wx1 * wy0 +
+               corner(x0, y0 + 1) * wx0 * wy1 + corner(x0 + 1, y0 + 1) * wx1 * wy1)
+    del ho, wo
+    return out.permute(0, 3, 1, 2)
+
+
+def channel_shuffle(input, groups):
+    n, c = input.shape[0], input.shape[1]
+    if c % groups != 0:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and "
+                           f"{groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(
+        tuple(input.shape))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if training:
+        slope = ember.empty(tuple(input.shape), dtype=input.dtype).uniform_(lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    out = ember.where(input >= 0, input, input * slope)
+    return input.copy_(out) if inplace else out
+
+
+def _lp_pool(k, input, norm_type, kernel_size, stride, ceil_mode):
+    ks = _ntuple(kernel_size, k)
+    pool = getattr(ember, f"avg_pool{k}d")
+    out = pool(input.pow(norm_type), ks, stride if stride is not None else ks, 0, ceil_mode)
+    return (out.sign() * ember.relu(out.abs())).mul(math.prod(ks)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
+                         f"got {margin} instead")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_ap = dist(anchor, positive)
+    d_an = dist(anchor, negative)
+    if swap:
+        d_an = ember.minimum(d_an, dist(positive, negative))
+    return _reduce((d_ap - d_an + margin).clamp(min=0), reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    c = x.shape[-1]
+    rows = target.reshape(-1, c).tolist()
+    is_t = []
+    for r in rows:
+        mark = [False] * c
+        for v in r:
+            if v < 0:
+                break
+            if v >= c:
+                raise RuntimeError(f"multilabel_margin_loss: target index {v} is out of bounds")
+            mark[v] = True
+        is_t.append(mark)
+    is_t = ember.tensor(is_t)
+    pair = (is_t.unsqueeze(2) & ~is_t.unsqueeze(1)).to(x.dtype)  # [n, j target, i other]
+    margins = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0) * pair
+    loss = margins.sum((1, 2)) / c
+    if input.dim() < 2:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)

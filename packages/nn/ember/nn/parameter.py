@@ -32,7 +32,7 @@ class Parameter(metaclass=_ParameterMeta):
         return t
 
 
-class Buffer(metaclass=type):
+class Buffer:
     """Buffer(data, persistent=True): a tensor to register as a module buffer."""
 
     def __new__(cls, data=None, *, persistent=True):
@@ -60,3 +60,25 @@ for _name in ("__repr__", "__str__"):
     _core = getattr(Tensor, _name)
     if not getattr(_core, "_ember_param", False):
         setattr(Tensor, _name, _marked(_core))
+
+
+def _tensor_deepcopy(self, memo):
+    """copy.deepcopy of a tensor (as torch's Tensor.__deepcopy__): a fresh copy of the data that
+    keeps requires_grad, .grad and the parameter mark. Installed only if the core has none."""
+    if id(self) in memo:
+        return memo[id(self)]
+    with ember.no_grad():
+        new = self.detach().clone()
+    if self.requires_grad and self.is_leaf:
+        new.requires_grad_(True)
+    if getattr(self, "_is_param", False) is True:
+        new._is_param = True
+    memo[id(self)] = new
+    g = self.grad if self.is_leaf else None
+    if g is not None:
+        new.grad = _tensor_deepcopy(g, memo)
+    return new
+
+
+if not hasattr(Tensor, "__deepcopy__"):
+    Tensor.__deepcopy__ = _tensor_deepcopy

@@ -46,7 +46,9 @@ class Sequential(Module):
         else:
             delattr(self, self._get_item_by_idx(self._modules.keys(), idx))
         str_indices = [str(i) for i in range(len(self._modules))]
-        self._modules.__init__(zip(str_indices, self._modules.values()))
+        mods = list(self._modules.values())
+        self._modules.clear()
+        self._modules.update(zip(str_indices, mods))
 
     def __len__(self):
         return len(self._modules)

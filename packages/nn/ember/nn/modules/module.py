@@ -48,6 +48,20 @@ class RemovableHandle:
         self.remove()
 
 
+def register_module_forward_pre_hook(hook):
+    """A forward pre-hook run before every module's own (torch's global hook)."""
+    h = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[h.id] = hook
+    return h
+
+
+def register_module_forward_hook(hook):
+    """A forward hook run before every module's own forward hooks (torch's global hook)."""
+    h = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[h.id] = hook
+    return h
+
+
 def _addindent(s_, num_spaces):
     s = s_.split("\n")
     if len(s) == 1:
@@ -219,7 +233,15 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                persistent = getattr(value, "_buffer_persistent", None) \
+                    if isinstance(value, Tensor) else None
+                if persistent is not None:  # self.x = nn.Buffer(t)
+                    if buffers is None:
+                        raise AttributeError("cannot assign buffer before Module.__init__() call")
+                    remove_from(self.__dict__, self._parameters, self._modules)
+                    del value._buffer_persistent
+                    self.register_buffer(name, value, persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{type(value).__name__}' as buffer "
                                         f"'{name}' (torch.Tensor or None expected)")
@@ -577,7 +599,19 @@ class Module:
         bw = bool(self._backward_hooks or self._backward_pre_hooks)
         if bw:
             args = _BackwardHook.setup_input(self, args)
-        result = self.forward(*args, **kwargs)
+        try:
+            result = self.forward(*args, **kwargs)
+        except Exception:
+            for hid, hook in self._forward_hooks.items():  # always_call hooks run anyway
+                if hid in self._forward_hooks_always_called:
+                    try:
+                        if hid in self._forward_hooks_with_kwargs:
+                            hook(self, args, kwargs, None)
+                        else:
+                            hook(self, args, None)
+                    except Exception:  # noqa: BLE001 - the forward's error is the one to raise
+                        pass
+            raise
         for hid, hook in itertools.chain(_global_forward_hooks.items(),
                                          self._forward_hooks.items()):
             if hid in self._forward_hooks_with_kwargs:
@@ -618,10 +652,35 @@ class Module:
         return main + ")"
 
     def __getstate__(self):
-        return self.__dict__.copy()
+        # parameters travel as (detached data, requires_grad): a tensor that requires grad does
+        # not pickle, and the parameter mark lives in the instance, not in the data
+        state = self.__dict__.copy()
+        state["_parameters"] = OrderedDict(
+            (k, None if p is None else _PackedParam(p.detach(), p.requires_grad))
+            for k, p in self._parameters.items())
+        state.pop("_bw_state", None)
+        return state
 
     def __setstate__(self, state):
+        params = state.get("_parameters")
+        if params is not None:
+            state["_parameters"] = OrderedDict(
+                (k, Parameter(p.data, p.requires_grad) if isinstance(p, _PackedParam) else p)
+                for k, p in params.items())
         self.__dict__.update(state)
+
+
+class _PackedParam:
+    __slots__ = ("data", "requires_grad")
+
+    def __init__(self, data, requires_grad):
+        self.data, self.requires_grad = data, requires_grad
+
+    def __getstate__(self):
+        return (self.data, self.requires_grad)
+
+    def __setstate__(self, state):
+        self.data, self.requires_grad = state
 
 
 def _size_str(shape):

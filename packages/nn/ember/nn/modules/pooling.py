@@ -55,8 +55,7 @@ class _AvgPoolNd(Module):
         self.divisor_override = divisor_override
 
     def extra_repr(self):
-        return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride,
-                                                              self.padding)
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input):
         fn = getattr(F, f"avg_pool{self._k}d")
@@ -141,4 +140,38 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _k = 3
+
+
+class _MaxUnpoolNd(Module):
+    _k = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        k = self._k
+        self.kernel_size = _tuple(kernel_size, k)
+        self.stride = _tuple(stride if stride is not None else kernel_size, k)
+        self.padding = _tuple(padding, k)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, f"max_unpool{self._k}d")(input, indices, self.kernel_size,
+                                                   self.stride, self.padding, output_size)
+
+
+def _tuple(x, k):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,) * k
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _k = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _k = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
     _k = 3

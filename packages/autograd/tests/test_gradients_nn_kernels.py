@@ -1,0 +1,154 @@
+"""gradcheck / gradgradcheck (float64) of the gradient entries of the core's fused nn kernels
+(autograd/_formulas_nn.py)."""
+
+import pytest
+
+import ember
+from ember.autograd import gradcheck, gradgradcheck
+
+D = ember.float64
+
+
+def _r(*shape):
+    return ember.randn(*shape, dtype=D, requires_grad=True)
+
+
+def _both(f, args):
+    assert gradcheck(f, args)
+    assert gradgradcheck(f, args)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1), dict(dilation=2, padding=2),
+                                dict(padding="same")])
+def test_conv2d(kw):
+    ember.manual_seed(0)
+    x, w, b = _r(2, 3, 6, 5), _r(4, 3, 3, 3), _r(4)
+    _both(lambda x, w, b: ember.conv2d(x, w, b, **kw), (x, w, b))
+
+
+def test_conv1d_groups_no_bias():
+    ember.manual_seed(1)
+    x, w = _r(2, 4, 7), _r(6, 2, 3)
+    _both(lambda x, w: ember.conv1d(x, w, None, 1, 1, 1, 2), (x, w))
+
+
+def test_conv3d():
+    ember.manual_seed(2)
+    x, w, b = _r(1, 2, 4, 4, 4), _r(3, 2, 2, 2, 2), _r(3)
+    assert gradcheck(lambda x, w, b: ember.conv3d(x, w, b, stride=2), (x, w, b))
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_conv_transpose(k):
+    ember.manual_seed(3)
+    x = _r(*((2, 3) + (4,) * k))
+    w = _r(*((3, 2) + (3,) * k))
+    b = _r(2)
+    fn = getattr(ember, f"conv_transpose{k}d")
+    _both(lambda x, w, b: fn(x, w, b, stride=2, padding=1, output_padding=1), (x, w, b))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_max_pool(k):
+    ember.manual_seed(4)
+    x = _r(*((2, 2) + (5,) * k))
+    fn = getattr(ember, f"max_pool{k}d")
+    _both(lambda x: fn(x, 2, 1, 1), (x,))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_avg_pool(k):
+    ember.manual_seed(5)
+    x = _r(*((2, 2) + (5,) * k))
+    fn = getattr(ember, f"avg_pool{k}d")
+    _both(lambda x: fn(x, 3, 2, 1), (x,))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_adaptive_pools(k):
+    ember.manual_seed(6)
+    x = _r(*((2, 3) + ((7,) * k if k < 3 else (4, 5, 4))))
+    avg = getattr(ember, f"adaptive_avg_pool{k}d")
+    mx = getattr(ember, f"adaptive_max_pool{k}d")
+    _both(lambda x: avg(x, (3,) * k), (x,))
+    _both(lambda x: mx(x, (3,) * k)[0], (x,))
+
+
+def test_max_pool_unbatched():
+    ember.manual_seed(7)
+    x = _r(3, 6, 6)
+    _both(lambda x: ember.max_pool2d(x, 2), (x,))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_nll_loss(reduction):
+    ember.manual_seed(8)
+    x = _r(5, 4)
+    t = ember.tensor([0, 3, 1, -100, 2])
+    w = ember.rand(4, dtype=D) + 0.5
+    _both(lambda x: ember.nll_loss(x, t, w, reduction, -100), (x,))
+    x2 = _r(2, 3, 2, 2)
+    t2 = ember.randint(0, 3, (2, 2, 2))
+    _both(lambda x: ember.nll_loss(x, t2, None, reduction), (x2,))
+
+
+def test_embedding():
+    ember.manual_seed(9)
+    w = _r(7, 3)
+    idx = ember.tensor([[0, 2, 2], [6, 1, 0]])
+    _both(lambda w: ember.embedding(w, idx), (w,))
+    # padding_idx: its row is read by the forward but gets no gradient (as in torch)
+    ember.embedding(w, idx, 2).sum().backward()
+    assert w.grad[2].abs().sum().item() == 0
+    assert w.grad[0].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_batch_norm():
+    ember.manual_seed(10)
+    x, w, b = _r(4, 3, 2, 2), _r(3), _r(3)
+    rm, rv = ember.randn(3, dtype=D), ember.rand(3, dtype=D) + 0.5
+    _both(lambda x, w, b: ember.native_batch_norm(x, w, b, rm.clone(), rv.clone(), True,
+                                                  0.1, 1e-5)[0], (x, w, b))
+    _both(lambda x: ember.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)[0],
+          (x,))
+
+
+def test_batch_norm_running_stats_updated_between_forward_and_backward():
+    # gradient accumulation: the running statistics change in place in the second forward
+    x = _r(4, 3)
+    rm, rv = ember.zeros(3, dtype=D), ember.ones(3, dtype=D)
+    y1 = ember.native_batch_norm(x, None, None, rm, rv, True, 0.1, 1e-5)[0]
+    y2 = ember.native_batch_norm(x * 2, None, None, rm, rv, True, 0.1, 1e-5)[0]
+    ((y1 * y1).sum() + (y2 * y2).sum()).backward()
+    assert x.grad is not None
+
+
+def test_batch_norm_eval_backward_is_refused():
+    x = _r(4, 3)
+    y = ember.native_batch_norm(x, None, None, ember.zeros(3, dtype=D), ember.ones(3, dtype=D),
+                                False, 0.1, 1e-5)[0]
+    with pytest.raises(RuntimeError, match="eval mode"):
+        y.sum().backward()
+
+
+def test_layer_norm():
+    ember.manual_seed(11)
+    x, w, b = _r(2, 3, 4), _r(3, 4), _r(3, 4)
+    _both(lambda x, w, b: ember.native_layer_norm(x, [3, 4], w, b, 1e-5)[0], (x, w, b))
+    _both(lambda x: ember.native_layer_norm(x, [4], None, None, 1e-5)[0], (x,))
+
+
+COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward", "embedding",
+           "embedding_dense_backward", "native_batch_norm", "native_layer_norm"} | {
+    f"{p}{k}d{s}" for k in (1, 2, 3)
+    for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
+                 ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),
+                 ("adaptive_avg_pool", "_backward"), ("adaptive_max_pool", ""),
+                 ("adaptive_max_pool", "_backward")]}
+
+
+def test_every_nn_formula_is_covered():
+    from ember.autograd._engine import _FORMULAS
+
+    mine = {n for n, e in _FORMULAS.items() if e.vjp.__module__ == "ember.autograd._formulas_nn"}
+    assert mine == COVERED
