@@ -775,7 +775,7 @@ HOOKED_OPS = frozenset({
 NOT_DIFFERENTIABLE_OPS = frozenset({"all", "any", "argmax", "argmin", "unique",
                                     "unique_consecutive"})
 
-# hooked kernels whose formulas belong with ember.nn (their backward kernels): not in this table
+# hooked nn kernels: their formulas are in _formulas_nn.py (tested by test_gradients_nn_kernels.py)
 NN_KERNEL_OPS = frozenset({
     "convolution", "convolution_backward", "max_pool1d_with_indices", "max_pool2d_with_indices",
     "max_pool3d_with_indices", "max_pool1d_with_indices_backward",
