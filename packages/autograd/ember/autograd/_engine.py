@@ -357,6 +357,8 @@ def _sum_to(g, shape):
 
 def edge_of(t):
     """The edge a gradient for tensor `t` flows into: (node, output_nr), or None."""
+    if _REBASES[0]:
+        _refresh_view(t)
     e = t._ag.get("_ag_edge")
     if e is not None:
         return e
@@ -462,6 +464,10 @@ def record(name, entry, args, kwargs, out, node=None):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             _set_rg(o, True)
             o._ag["_ag_edge"] = (node, i)
+            if _REBASES[0]:
+                b = o._base
+                if b is not None and "_ag_rb" in b._ag:
+                    o._ag["_ag_rb"] = b._ag["_ag_rb"]
     return out
 
 
@@ -564,20 +570,56 @@ def _record_inplace(name, entry, fn, args, kwargs):
     else:
         self.requires_grad = True
         self._ag["_ag_edge"] = (node, 0)
+        _REBASES[0] += 1  # views of `self` made earlier have a stale history now
+        self._ag["_ag_rb"] = _REBASES[0]
     return self
 
 
 class _ViewGeometry:
-    __slots__ = ("size", "stride", "offset", "base_shape")
+    """Where a view's elements lie in its base's memory, as PyTorch's CopySlices records it: the
+    view's (size, stride, offset) relative to the base. A base that is not contiguous but dense
+    (a transposed clone) is handled through ``perm``: ``base.permute(perm)`` is contiguous, so a
+    gradient laid out like the base is ``g.permute(perm).contiguous()``."""
+
+    __slots__ = ("size", "stride", "offset", "base_shape", "perm", "inv", "pshape", "numel")
 
     def __init__(self, view, base):
-        if not base.is_contiguous():
-            raise NotImplementedError(
-                "ember.autograd: in-place operation on a view of a non-contiguous tensor")
+        shape = tuple(base.shape)
+        bstride = tuple(base.stride())
+        perm = sorted(range(len(shape)), key=lambda d: -bstride[d])
+        numel = _prod(shape)
+        expected = 1
+        for d in reversed(perm):
+            if shape[d] != 1 and numel:
+                if bstride[d] != expected:
+                    raise NotImplementedError(
+                        "ember.autograd: in-place operation on a view of a tensor whose "
+                        "elements overlap or are not dense in memory")
+                expected *= shape[d]
+        ident = perm == list(range(len(shape)))
+        self.perm = None if ident else tuple(perm)
+        inv = [0] * len(perm)
+        for i, d in enumerate(perm):
+            inv[d] = i
+        self.inv = tuple(inv)
+        self.pshape = tuple(shape[d] for d in perm)
+        self.numel = numel
         self.size = tuple(view.shape)
         self.stride = tuple(view.stride())
         self.offset = view.storage_offset() - base.storage_offset()
-        self.base_shape = tuple(base.shape)
+        self.base_shape = shape
+
+    def to_base_layout(self, g):
+        """`g` (base-shaped) as a contiguous tensor whose memory is laid out like the base."""
+        return (g if self.perm is None else g.permute(self.perm)).contiguous()
+
+    def from_flat(self, z):
+        """A flat tensor holding base-layout memory, back as a base-shaped tensor."""
+        z = z.reshape(self.pshape)
+        return z if self.perm is None else z.permute(self.inv)
+
+
+_REBASES = [0]  # in-place ops on views so far: views made earlier may need a new history
 
 
 def _rebase_view(view, base, op_node):
@@ -591,12 +633,35 @@ def _rebase_view(view, base, op_node):
     cs._args = (None, None)
     base.requires_grad = True
     base._ag["_ag_edge"] = (cs, 0)
+    _REBASES[0] += 1
+    base._ag["_ag_rb"] = _REBASES[0]
+    _set_view_history(view, base, geo)
+
+
+def _set_view_history(view, base, geo):
     vn = node_class("as_strided")("as_strided", _view_of_base_vjp(geo))
-    vn.next_functions = ((cs, 0),)
+    vn.next_functions = (base._ag["_ag_edge"],)
     vn._needs = (True,)
     vn._args = (_MetaShape(geo.base_shape, base.dtype),)
     view.requires_grad = True
     view._ag["_ag_edge"] = (vn, 0)
+    view._ag["_ag_rb"] = base._ag.get("_ag_rb", 0)
+
+
+def _refresh_view(t):
+    """A view whose base was rebased by an in-place op on another view (after this view's
+    history was recorded) gets PyTorch's regenerated history: an as_strided of the base."""
+    base = t._base
+    if base is None:
+        return
+    rb = base._ag.get("_ag_rb")
+    if rb is None or t._ag.get("_ag_rb") == rb:
+        return
+    try:
+        geo = _ViewGeometry(t, base)
+    except NotImplementedError:
+        return
+    _set_view_history(t, base, geo)
 
 
 class _MetaShape(_Meta):
@@ -606,11 +671,11 @@ class _MetaShape(_Meta):
 
 
 def _view_of_base_vjp(geo):
-    """The gradient of a view (given by its geometry in a contiguous base) w.r.t. the base."""
+    """The gradient of a view (given by its geometry in its base) w.r.t. the base."""
     def vjp(g, needs, out, base):
-        z = ember.zeros(int(_prod(geo.base_shape)), dtype=g.dtype)
+        z = ember.zeros(geo.numel, dtype=g.dtype)
         z.as_strided(geo.size, geo.stride, geo.offset).copy_(g)
-        return (z.reshape(geo.base_shape),)
+        return (geo.from_flat(z),)
 
     return vjp
 
@@ -624,12 +689,14 @@ def _prod(shape):
 
 def _copy_slices_vjp(geo):
     def vjp(g, needs, out, *args):
-        g = g.contiguous()
-        gv = g.as_strided(geo.size, geo.stride, geo.offset + g.storage_offset())
+        gl = geo.to_base_layout(g)
+        gv = gl.as_strided(geo.size, geo.stride, geo.offset + gl.storage_offset())
+        if not needs[0]:
+            return (None, gv)
         with ember.no_grad():
-            mask = ember.ones(geo.base_shape, dtype=g.dtype)
+            mask = ember.ones(geo.numel, dtype=g.dtype)
             mask.as_strided(geo.size, geo.stride, geo.offset).fill_(0)
-        return (g * mask if needs[0] else None, gv)
+        return (g * geo.from_flat(mask), gv)
 
     return vjp
 
