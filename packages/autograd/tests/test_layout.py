@@ -116,3 +116,64 @@ def test_inplace_on_view_of_clone_of_expanded():
     b[:, 0].add_(y)
     b.sum().backward()
     np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0])
+
+
+# ---- layout of matrix-product gradients -----------------------------------------------------
+
+
+def _w(*shape):
+    return ember.randn(*shape, dtype=F64, requires_grad=True)
+
+
+def test_mm_weight_grad_is_contiguous():
+    x, w = ember.randn(4, 3, dtype=F64, requires_grad=True), _w(5, 3)
+    (x @ w.t()).sum().backward()
+    assert w.grad.is_contiguous() and x.grad.is_contiguous()
+    np.testing.assert_allclose(w.grad.numpy(), np.ones((5, 4)) @ x.detach().numpy())
+
+
+def test_addmm_weight_grad_is_contiguous():
+    x, w, b = ember.randn(4, 3, dtype=F64), _w(5, 3), _w(5)
+    ember.addmm(b, x, w.t()).sum().backward()
+    assert w.grad.is_contiguous()
+
+
+def test_3d_matmul_weight_grad_is_contiguous():
+    x, w = ember.randn(2, 4, 3, dtype=F64, requires_grad=True), _w(5, 3)
+    (x @ w.t()).sum().backward()
+    assert w.grad.is_contiguous() and x.grad.is_contiguous()
+    expected = np.ones((8, 5)).T @ x.detach().numpy().reshape(8, 3)
+    np.testing.assert_allclose(w.grad.numpy(), expected)
+
+
+def test_bmm_grad_of_transposed_batch_is_contiguous():
+    a, w = ember.randn(2, 4, 3, dtype=F64), _w(2, 5, 3)
+    a.bmm(w.transpose(1, 2)).sum().backward()
+    assert w.grad.is_contiguous()
+
+
+def test_accumulated_grad_obeys_the_layout_contract():
+    x = _w(3, 4)
+    (x.t() * ember.randn(4, 3, dtype=F64)).sum().backward()
+    assert x.grad.is_contiguous()
+    p = ember.randn(4, 3, dtype=F64).t().clone().requires_grad_()  # a dense, transposed leaf
+    (p.t().contiguous() * 2).sum().backward()
+    assert p.grad.stride() == p.stride()
+
+
+@pytest.mark.parametrize("case", ["mm", "addmm", "matmul3d", "bmm", "mat1_t"])
+def test_layout_aware_formulas_gradgradcheck(case):
+    x3 = ember.randn(2, 4, 3, dtype=F64, requires_grad=True)
+    x = ember.randn(4, 3, dtype=F64, requires_grad=True)
+    w, b = _w(5, 3), _w(5)
+    wb = _w(2, 5, 3)
+    fns = {
+        "mm": (lambda x, w: x.mm(w.t()), (x, w)),
+        "addmm": (lambda b, x, w: ember.addmm(b, x, w.t(), beta=0.5, alpha=2), (b, x, w)),
+        "matmul3d": (lambda x, w: x.matmul(w.t()), (x3, w)),
+        "bmm": (lambda x, w: x.bmm(w.transpose(1, 2)), (x3, wb)),
+        "mat1_t": (lambda w, x: w.t().mm(x.t()), (_w(3, 4), x)),
+    }
+    f, args = fns[case]
+    assert gradcheck(f, args)
+    assert gradgradcheck(f, args)

@@ -298,18 +298,18 @@ class AccumulateGrad(Node):
         d = var._ag
         old = d.get("_grad")
         if old is None:
-            if not create_graph:
-                if (shared is not None and id(g) in shared) or g._base is not None \
-                        or not g.is_contiguous():
-                    g = g.clone()
-                elif shared is not None:
-                    shared.add(id(g))
-                g = g.detach()
             if g.shape != var.shape:
                 g = _sum_to(g, var.shape)
             if g.dtype != var.dtype:
                 g = g.to(var.dtype)
-            d["_grad"] = g
+            if not _obeys_layout(g, var):
+                g = _clone_like(g, var)  # a fresh tensor: nothing else holds it
+            elif not create_graph:
+                if (shared is not None and id(g) in shared) or g._base is not None:
+                    g = g.clone()
+                elif shared is not None:
+                    shared.add(id(g))
+            d["_grad"] = g if create_graph else g.detach()
         elif create_graph or old.requires_grad:
             d["_grad"] = old + g
         else:
@@ -317,6 +317,41 @@ class AccumulateGrad(Node):
         if self._post_acc_hooks:
             for h in list(self._post_acc_hooks):
                 h(var)
+
+
+def _dense_strides(shape, stride):
+    """True when a tensor of this shape/stride covers its memory exactly once (no overlap, no
+    gaps), whatever the order of its dims."""
+    expected = 1
+    for d in sorted(range(len(shape)), key=lambda d: stride[d]):
+        if shape[d] == 1:
+            continue
+        if shape[d] == 0:
+            return True
+        if stride[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def _obeys_layout(g, var) -> bool:
+    """PyTorch's layout contract for ``.grad`` (utils::obeys_layout_contract): the strides of
+    the parameter when it is dense, contiguous otherwise."""
+    if var.is_contiguous() or not _dense_strides(var.shape, var.stride()):
+        return g.is_contiguous()
+    return all(a == b for a, b, n in zip(g.stride(), var.stride(), var.shape) if n != 1)
+
+
+def _clone_like(g, var):
+    """A copy of `g` laid out as the contract wants (utils::clone_obey_contract)."""
+    if var.is_contiguous() or not _dense_strides(var.shape, var.stride()):
+        return g.contiguous() if not g.is_contiguous() else g.clone()
+    out = ember.empty_strided(tuple(var.shape), tuple(var.stride()), dtype=g.dtype)
+    if g.requires_grad and _grad_on():
+        return out.copy_(g)  # differentiable: copy_ into a tensor without history
+    with ember.no_grad():
+        out.copy_(g)
+    return out
 
 
 class _Handle:
