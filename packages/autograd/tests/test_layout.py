@@ -177,3 +177,15 @@ def test_layout_aware_formulas_gradgradcheck(case):
     f, args = fns[case]
     assert gradcheck(f, args)
     assert gradgradcheck(f, args)
+
+
+def test_leaf_kept_alive_by_a_view_still_gets_its_grad():
+    import gc
+
+    v = ember.ones(3, requires_grad=True)[0:2]  # the leaf's Python object is gone at once
+    gc.collect()
+    v.sum().backward()
+    assert v._base.is_leaf
+    np.testing.assert_array_equal(v._base.grad.numpy(), [1.0, 1.0, 0.0])
+    (v * 2).sum().backward()
+    np.testing.assert_array_equal(v._base.grad.numpy(), [3.0, 3.0, 0.0])

@@ -275,12 +275,17 @@ def node_class(op: str):
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into ``leaf.grad``."""
 
-    __slots__ = ("_var", "_post_acc_hooks")
+    __slots__ = ("_var", "_post_acc_hooks", "_slot", "_meta")
 
     def __init__(self, var):
         super().__init__("accumulate_grad")
         self._var = weakref.ref(var)
         self._post_acc_hooks = None
+        # The leaf's autograd slot lives in its TensorImpl: a view can keep the leaf alive after
+        # its Python object was dropped (``v = ember.ones(3, requires_grad=True)[:2]``), and
+        # ``v._base.grad`` must still receive the gradient, as in PyTorch.
+        self._slot = var._ag
+        self._meta = _LeafMeta(var)
 
     def name(self):
         return "torch::autograd::AccumulateGrad"
@@ -294,8 +299,10 @@ class AccumulateGrad(Node):
         holds (the caller's gradients, another leaf's .grad): those are copied, never adopted."""
         var = self._var()
         if var is None:
-            return
-        d = var._ag
+            d = self._slot
+            var = self._meta
+        else:
+            d = var._ag
         old = d.get("_grad")
         if old is None:
             if g.shape != var.shape:
@@ -314,9 +321,25 @@ class AccumulateGrad(Node):
             d["_grad"] = old + g
         else:
             old.add_(g.detach())
-        if self._post_acc_hooks:
+        if self._post_acc_hooks and type(var) is not _LeafMeta:
             for h in list(self._post_acc_hooks):
                 h(var)
+
+
+class _LeafMeta:
+    """What AccumulateGrad needs of a leaf whose Python object is gone: shape, strides, dtype."""
+
+    __slots__ = ("shape", "dtype", "_stride", "_contig")
+
+    def __init__(self, t):
+        self.shape, self.dtype = t.shape, t.dtype
+        self._stride, self._contig = tuple(t.stride()), t.is_contiguous()
+
+    def stride(self):
+        return self._stride
+
+    def is_contiguous(self):
+        return self._contig
 
 
 def _dense_strides(shape, stride):
