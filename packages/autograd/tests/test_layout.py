@@ -189,3 +189,26 @@ def test_leaf_kept_alive_by_a_view_still_gets_its_grad():
     np.testing.assert_array_equal(v._base.grad.numpy(), [1.0, 1.0, 0.0])
     (v * 2).sum().backward()
     np.testing.assert_array_equal(v._base.grad.numpy(), [3.0, 3.0, 0.0])
+
+
+def test_custom_function_view_output_keeps_its_history_after_a_rebase():
+    from ember.autograd import Function
+
+    class Head(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[0:2]
+
+        @staticmethod
+        def backward(ctx, g):
+            z = ember.zeros(4)
+            z[0:2] = g * 10
+            return z
+
+    a = ember.ones(4, requires_grad=True)
+    x = a.clone()
+    x.mul_(2)
+    o = Head.apply(x)
+    assert o.grad_fn.name() == "HeadBackward"
+    o.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [20.0, 20.0, 0.0, 0.0])

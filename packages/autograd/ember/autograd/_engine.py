@@ -523,10 +523,15 @@ def record(name, entry, args, kwargs, out, node=None):
             _set_rg(o, True)
             o._ag["_ag_edge"] = (node, i)
             if _REBASES[0]:
-                b = o._base
-                if b is not None and "_ag_rb" in b._ag:
-                    o._ag["_ag_rb"] = b._ag["_ag_rb"]
+                mark_view(o)
     return out
+
+
+def mark_view(o):
+    """Records, on a view that just got its history, which rebase of its base it follows."""
+    b = o._base
+    if b is not None and "_ag_rb" in b._ag:
+        o._ag["_ag_rb"] = b._ag["_ag_rb"]
 
 
 def _unalias(args, out):
