@@ -212,3 +212,14 @@ def test_custom_function_view_output_keeps_its_history_after_a_rebase():
     assert o.grad_fn.name() == "HeadBackward"
     o.sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), [20.0, 20.0, 0.0, 0.0])
+
+
+def test_grad_summed_with_create_graph_stays_contiguous():
+    x = _w(3, 4)
+    c = ember.randn(4, 3, dtype=F64)
+    (x.t() * x.t() * c).sum().backward(create_graph=True)
+    assert x.grad.is_contiguous()
+    x.grad.sum().backward()
+    assert x.grad.is_contiguous()
+    np.testing.assert_allclose(x.grad.detach().numpy(),
+                               2 * (x * c.t()).detach().numpy() + 2 * c.t().numpy())

@@ -318,7 +318,8 @@ class AccumulateGrad(Node):
                     shared.add(id(g))
             d["_grad"] = g if create_graph else g.detach()
         elif create_graph or old.requires_grad:
-            d["_grad"] = old + g
+            new = old + g
+            d["_grad"] = new if _obeys_layout(new, var) else _clone_like(new, var)
         else:
             old.add_(g.detach())
         if self._post_acc_hooks and type(var) is not _LeafMeta:
