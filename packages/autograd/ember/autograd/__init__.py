@@ -184,6 +184,8 @@ def _set_grad_attr(self, value):
 
 
 def _get_grad_fn(self):
+    if _engine._REBASES[0]:
+        _engine._refresh_view(self)
     e = self._ag.get("_ag_edge")
     return e[0] if e is not None else None
 

@@ -275,12 +275,17 @@ def node_class(op: str):
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into ``leaf.grad``."""
 
-    __slots__ = ("_var", "_post_acc_hooks")
+    __slots__ = ("_var", "_post_acc_hooks", "_slot", "_meta")
 
     def __init__(self, var):
         super().__init__("accumulate_grad")
         self._var = weakref.ref(var)
         self._post_acc_hooks = None
+        # The leaf's autograd slot lives in its TensorImpl: a view can keep the leaf alive after
+        # its Python object was dropped (``v = ember.ones(3, requires_grad=True)[:2]``), and
+        # ``v._base.grad`` must still receive the gradient, as in PyTorch.
+        self._slot = var._ag
+        self._meta = _LeafMeta(var)
 
     def name(self):
         return "torch::autograd::AccumulateGrad"
@@ -294,29 +299,83 @@ class AccumulateGrad(Node):
         holds (the caller's gradients, another leaf's .grad): those are copied, never adopted."""
         var = self._var()
         if var is None:
-            return
-        d = var._ag
+            d = self._slot
+            var = self._meta
+        else:
+            d = var._ag
         old = d.get("_grad")
         if old is None:
-            if not create_graph:
-                if (shared is not None and id(g) in shared) or g._base is not None \
-                        or not g.is_contiguous():
-                    g = g.clone()
-                elif shared is not None:
-                    shared.add(id(g))
-                g = g.detach()
             if g.shape != var.shape:
                 g = _sum_to(g, var.shape)
             if g.dtype != var.dtype:
                 g = g.to(var.dtype)
-            d["_grad"] = g
+            if not _obeys_layout(g, var):
+                g = _clone_like(g, var)  # a fresh tensor: nothing else holds it
+            elif not create_graph:
+                if (shared is not None and id(g) in shared) or g._base is not None:
+                    g = g.clone()
+                elif shared is not None:
+                    shared.add(id(g))
+            d["_grad"] = g if create_graph else g.detach()
         elif create_graph or old.requires_grad:
-            d["_grad"] = old + g
+            new = old + g
+            d["_grad"] = new if _obeys_layout(new, var) else _clone_like(new, var)
         else:
             old.add_(g.detach())
-        if self._post_acc_hooks:
+        if self._post_acc_hooks and type(var) is not _LeafMeta:
             for h in list(self._post_acc_hooks):
                 h(var)
+
+
+class _LeafMeta:
+    """What AccumulateGrad needs of a leaf whose Python object is gone: shape, strides, dtype."""
+
+    __slots__ = ("shape", "dtype", "_stride", "_contig")
+
+    def __init__(self, t):
+        self.shape, self.dtype = t.shape, t.dtype
+        self._stride, self._contig = tuple(t.stride()), t.is_contiguous()
+
+    def stride(self):
+        return self._stride
+
+    def is_contiguous(self):
+        return self._contig
+
+
+def _dense_strides(shape, stride):
+    """True when a tensor of this shape/stride covers its memory exactly once (no overlap, no
+    gaps), whatever the order of its dims."""
+    expected = 1
+    for d in sorted(range(len(shape)), key=lambda d: stride[d]):
+        if shape[d] == 1:
+            continue
+        if shape[d] == 0:
+            return True
+        if stride[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def _obeys_layout(g, var) -> bool:
+    """PyTorch's layout contract for ``.grad`` (utils::obeys_layout_contract): the strides of
+    the parameter when it is dense, contiguous otherwise."""
+    if var.is_contiguous() or not _dense_strides(var.shape, var.stride()):
+        return g.is_contiguous()
+    return all(a == b for a, b, n in zip(g.stride(), var.stride(), var.shape) if n != 1)
+
+
+def _clone_like(g, var):
+    """A copy of `g` laid out as the contract wants (utils::clone_obey_contract)."""
+    if var.is_contiguous() or not _dense_strides(var.shape, var.stride()):
+        return g.contiguous() if not g.is_contiguous() else g.clone()
+    out = ember.empty_strided(tuple(var.shape), tuple(var.stride()), dtype=g.dtype)
+    if g.requires_grad and _grad_on():
+        return out.copy_(g)  # differentiable: copy_ into a tensor without history
+    with ember.no_grad():
+        out.copy_(g)
+    return out
 
 
 class _Handle:
@@ -357,6 +416,8 @@ def _sum_to(g, shape):
 
 def edge_of(t):
     """The edge a gradient for tensor `t` flows into: (node, output_nr), or None."""
+    if _REBASES[0]:
+        _refresh_view(t)
     e = t._ag.get("_ag_edge")
     if e is not None:
         return e
@@ -462,7 +523,16 @@ def record(name, entry, args, kwargs, out, node=None):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             _set_rg(o, True)
             o._ag["_ag_edge"] = (node, i)
+            if _REBASES[0]:
+                mark_view(o)
     return out
+
+
+def mark_view(o):
+    """Records, on a view that just got its history, which rebase of its base it follows."""
+    b = o._base
+    if b is not None and "_ag_rb" in b._ag:
+        o._ag["_ag_rb"] = b._ag["_ag_rb"]
 
 
 def _unalias(args, out):
@@ -564,20 +634,56 @@ def _record_inplace(name, entry, fn, args, kwargs):
     else:
         self.requires_grad = True
         self._ag["_ag_edge"] = (node, 0)
+        _REBASES[0] += 1  # views of `self` made earlier have a stale history now
+        self._ag["_ag_rb"] = _REBASES[0]
     return self
 
 
 class _ViewGeometry:
-    __slots__ = ("size", "stride", "offset", "base_shape")
+    """Where a view's elements lie in its base's memory, as PyTorch's CopySlices records it: the
+    view's (size, stride, offset) relative to the base. A base that is not contiguous but dense
+    (a transposed clone) is handled through ``perm``: ``base.permute(perm)`` is contiguous, so a
+    gradient laid out like the base is ``g.permute(perm).contiguous()``."""
+
+    __slots__ = ("size", "stride", "offset", "base_shape", "perm", "inv", "pshape", "numel")
 
     def __init__(self, view, base):
-        if not base.is_contiguous():
-            raise NotImplementedError(
-                "ember.autograd: in-place operation on a view of a non-contiguous tensor")
+        shape = tuple(base.shape)
+        bstride = tuple(base.stride())
+        perm = sorted(range(len(shape)), key=lambda d: -bstride[d])
+        numel = _prod(shape)
+        expected = 1
+        for d in reversed(perm):
+            if shape[d] != 1 and numel:
+                if bstride[d] != expected:
+                    raise NotImplementedError(
+                        "ember.autograd: in-place operation on a view of a tensor whose "
+                        "elements overlap or are not dense in memory")
+                expected *= shape[d]
+        ident = perm == list(range(len(shape)))
+        self.perm = None if ident else tuple(perm)
+        inv = [0] * len(perm)
+        for i, d in enumerate(perm):
+            inv[d] = i
+        self.inv = tuple(inv)
+        self.pshape = tuple(shape[d] for d in perm)
+        self.numel = numel
         self.size = tuple(view.shape)
         self.stride = tuple(view.stride())
         self.offset = view.storage_offset() - base.storage_offset()
-        self.base_shape = tuple(base.shape)
+        self.base_shape = shape
+
+    def to_base_layout(self, g):
+        """`g` (base-shaped) as a contiguous tensor whose memory is laid out like the base."""
+        return (g if self.perm is None else g.permute(self.perm)).contiguous()
+
+    def from_flat(self, z):
+        """A flat tensor holding base-layout memory, back as a base-shaped tensor."""
+        z = z.reshape(self.pshape)
+        return z if self.perm is None else z.permute(self.inv)
+
+
+_REBASES = [0]  # in-place ops on views so far: views made earlier may need a new history
 
 
 def _rebase_view(view, base, op_node):
@@ -591,12 +697,35 @@ def _rebase_view(view, base, op_node):
     cs._args = (None, None)
     base.requires_grad = True
     base._ag["_ag_edge"] = (cs, 0)
+    _REBASES[0] += 1
+    base._ag["_ag_rb"] = _REBASES[0]
+    _set_view_history(view, base, geo)
+
+
+def _set_view_history(view, base, geo):
     vn = node_class("as_strided")("as_strided", _view_of_base_vjp(geo))
-    vn.next_functions = ((cs, 0),)
+    vn.next_functions = (base._ag["_ag_edge"],)
     vn._needs = (True,)
     vn._args = (_MetaShape(geo.base_shape, base.dtype),)
     view.requires_grad = True
     view._ag["_ag_edge"] = (vn, 0)
+    view._ag["_ag_rb"] = base._ag.get("_ag_rb", 0)
+
+
+def _refresh_view(t):
+    """A view whose base was rebased by an in-place op on another view (after this view's
+    history was recorded) gets PyTorch's regenerated history: an as_strided of the base."""
+    base = t._base
+    if base is None:
+        return
+    rb = base._ag.get("_ag_rb")
+    if rb is None or t._ag.get("_ag_rb") == rb:
+        return
+    try:
+        geo = _ViewGeometry(t, base)
+    except NotImplementedError:
+        return
+    _set_view_history(t, base, geo)
 
 
 class _MetaShape(_Meta):
@@ -606,11 +735,11 @@ class _MetaShape(_Meta):
 
 
 def _view_of_base_vjp(geo):
-    """The gradient of a view (given by its geometry in a contiguous base) w.r.t. the base."""
+    """The gradient of a view (given by its geometry in its base) w.r.t. the base."""
     def vjp(g, needs, out, base):
-        z = ember.zeros(int(_prod(geo.base_shape)), dtype=g.dtype)
+        z = ember.zeros(geo.numel, dtype=g.dtype)
         z.as_strided(geo.size, geo.stride, geo.offset).copy_(g)
-        return (z.reshape(geo.base_shape),)
+        return (geo.from_flat(z),)
 
     return vjp
 
@@ -624,12 +753,14 @@ def _prod(shape):
 
 def _copy_slices_vjp(geo):
     def vjp(g, needs, out, *args):
-        g = g.contiguous()
-        gv = g.as_strided(geo.size, geo.stride, geo.offset + g.storage_offset())
+        gl = geo.to_base_layout(g)
+        gv = gl.as_strided(geo.size, geo.stride, geo.offset + gl.storage_offset())
+        if not needs[0]:
+            return (None, gv)
         with ember.no_grad():
-            mask = ember.ones(geo.base_shape, dtype=g.dtype)
+            mask = ember.ones(geo.numel, dtype=g.dtype)
             mask.as_strided(geo.size, geo.stride, geo.offset).fill_(0)
-        return (g * mask if needs[0] else None, gv)
+        return (g * geo.from_flat(mask), gv)
 
     return vjp
 

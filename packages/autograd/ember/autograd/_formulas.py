@@ -441,21 +441,47 @@ def _logsumexp(g, needs, out, x, dim, keepdim=False):
 # matrix products (ops/linalg.h)
 
 
+def _col_major(t):
+    """True when the last two dims of `t` are laid out as a transposed contiguous matrix (a
+    Linear weight's ``w.t()``): PyTorch's test in mm_mat1_backward / mm_mat2_backward."""
+    s = t.stride()
+    return len(s) >= 2 and s[-2] == 1 and s[-1] == t.shape[-2] and t.shape[-1] != 1
+
+
+def _mt(t):
+    return t.transpose(-1, -2)
+
+
+def _mat1_grad(g, m1, m2):
+    """g @ m2^T, produced in m1's layout (PyTorch's mm_mat1_backward)."""
+    return _mt(m2.matmul(_mt(g))) if _col_major(m1) else g.matmul(_mt(m2))
+
+
+def _mat2_grad(g, m1, m2):
+    """m1^T @ g, produced in m2's layout (PyTorch's mm_mat2_backward): for ``x @ w.t()`` the
+    gradient of ``w.t()`` comes out column-major, so ``w.grad`` is contiguous."""
+    return _mt(_mt(g).matmul(m1)) if _col_major(m2) else _mt(m1).matmul(g)
+
+
 @grad("mm", save="all")
 def _mm(g, needs, out, a, b):
-    return (g.mm(b.t()) if needs[0] else None, a.t().mm(g) if needs[1] else None)
+    return (_mat1_grad(g, a, b) if needs[0] else None, _mat2_grad(g, a, b) if needs[1] else None)
 
 
 @grad("bmm", save="all")
 def _bmm(g, needs, out, a, b):
-    return (g.bmm(b.transpose(1, 2)) if needs[0] else None,
-            a.transpose(1, 2).bmm(g) if needs[1] else None)
+    return (_mat1_grad(g, a, b) if needs[0] else None, _mat2_grad(g, a, b) if needs[1] else None)
 
 
 @grad("matmul", save="all")
 def _matmul(g, needs, out, a, b):
     if a.ndim == 1 and b.ndim == 1:
         return (g * b if needs[0] else None, g * a if needs[1] else None)
+    if a.ndim >= 3 and b.ndim == 2:  # folded into one mm, as PyTorch's matmul does
+        k = a.shape[-1]
+        a2, g2 = a.reshape(-1, k), g.reshape(-1, b.shape[-1])
+        return (_mat1_grad(g2, a2, b).reshape(a.shape) if needs[0] else None,
+                _mat2_grad(g2, a2, b) if needs[1] else None)
     a1 = a.unsqueeze(0) if a.ndim == 1 else a
     b1 = b.unsqueeze(-1) if b.ndim == 1 else b
     g1 = g
@@ -465,12 +491,12 @@ def _matmul(g, needs, out, a, b):
         g1 = g1.unsqueeze(-1)
     ga = gb = None
     if needs[0]:
-        ga = g1.matmul(b1.transpose(-1, -2))
+        ga = _mat1_grad(g1, a1, b1)
         if a.ndim == 1:
             ga = ga.squeeze(-2)
         ga = _sum_to(ga, a.shape)
     if needs[1]:
-        gb = a1.transpose(-1, -2).matmul(g1)
+        gb = _mat2_grad(g1, a1, b1)
         if b.ndim == 1:
             gb = gb.squeeze(-1)
         gb = _sum_to(gb, b.shape)
@@ -510,8 +536,8 @@ def _scaled(g, s):
 @grad("addmm", save=(1, 2), inplace_too=True)
 def _addmm(g, needs, out, inp, m1, m2, beta=1, alpha=1):
     return (_scaled(g, beta) if needs[0] else None,
-            _scaled(g.mm(m2.t()), alpha) if needs[1] else None,
-            _scaled(m1.t().mm(g), alpha) if needs[2] else None)
+            _scaled(_mat1_grad(g, m1, m2), alpha) if needs[1] else None,
+            _scaled(_mat2_grad(g, m1, m2), alpha) if needs[2] else None)
 
 
 @grad("addmv", save=(1, 2), inplace_too=True)
@@ -524,8 +550,8 @@ def _addmv(g, needs, out, inp, mat, vec, beta=1, alpha=1):
 @grad("baddbmm", save=(1, 2), inplace_too=True)
 def _baddbmm(g, needs, out, inp, b1, b2, beta=1, alpha=1):
     return (_scaled(g, beta) if needs[0] else None,
-            _scaled(g.bmm(b2.transpose(1, 2)), alpha) if needs[1] else None,
-            _scaled(b1.transpose(1, 2).bmm(g), alpha) if needs[2] else None)
+            _scaled(_mat1_grad(g, b1, b2), alpha) if needs[1] else None,
+            _scaled(_mat2_grad(g, b1, b2), alpha) if needs[2] else None)
 
 
 @grad("addbmm", save=(1, 2), inplace_too=True)

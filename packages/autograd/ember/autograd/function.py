@@ -179,6 +179,8 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                 continue
             o.requires_grad = True
             o._ag["_ag_edge"] = (ctx, i)
+            if _engine._REBASES[0]:
+                _engine.mark_view(o)
             new_outs.append(o)
         out_ids = {id(o) for o in new_outs if isinstance(o, Tensor)} | {
             id(o) for o in outs if isinstance(o, Tensor)}
