@@ -67,7 +67,7 @@ def test_listing1_layer_parameters():
 
 def test_listing1_as_printed_fails_like_pytorch():
     ember.manual_seed(0)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="self must be a matrix"):
         FullBasicModel()(ember.randn(2, 1, 3, 3))
 
 
@@ -82,7 +82,7 @@ def test_listing1_as_printed_fails_in_pytorch_too():
         def forward(self, a):
             return torch.mm(a, self.w)
 
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="self must be a matrix"):
         TLinear()(torch.nn.Conv2d(1, 128, 3)(torch.randn(2, 1, 3, 3)))
 
 
@@ -92,7 +92,7 @@ def test_listing1_fixed_trains():
     x = ember.randn(8, 1, 3, 3)
     target = ember.randint(0, 10, (8,))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # softmax without dim= warns, as in PyTorch
+        warnings.simplefilter("ignore")  # PyTorch warns on softmax without dim=
         probs = model(x)
         assert tuple(probs.shape) == (8, 10)
         assert ember.allclose(probs.sum(1), ember.ones(8), atol=1e-5)
