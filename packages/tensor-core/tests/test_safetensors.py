@@ -231,18 +231,20 @@ def test_load_file_views_the_mapping_copy_on_write(tmp_path):
 
 
 def test_another_distribution_extends_ember_utils(tmp_path):
-    # ember-data, installed from another folder (an editable install), adds ember.utils.data.
+    # Another distribution, installed from another folder (an editable install), adds a
+    # sub-package to ember.utils, as ember-data does with ember.utils.data. A made-up name is
+    # used, so the test holds whether or not ember-data is installed here.
     import os
     import subprocess
 
-    pkg = tmp_path / "ember" / "utils" / "data"
+    pkg = tmp_path / "ember" / "utils" / "_probe_extension"
     pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("DataLoader = 'the loader'\n")
+    (pkg / "__init__.py").write_text("MARK = 'the extension'\n")
     site = str(os.path.dirname(os.path.dirname(ember.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([site, str(tmp_path)]))
-    code = ("import ember; print(ember.utils.data.DataLoader); "
+    code = ("import ember, ember.utils._probe_extension as p; print(p.MARK); "
             "print(ember.utils.safetensors.__name__)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["the", "loader", "ember.utils.safetensors"]
+    assert out.stdout.split() == ["the", "extension", "ember.utils.safetensors"]
