@@ -68,7 +68,8 @@ def run_tests(session: nox.Session, names: list[str], *args: str, **kwargs) -> N
             except nox.command.CommandFailed:
                 failed.append(name)
     if failed:
-        session.error(f"tests failed in {', '.join(failed)} (pytest's exit code 5: none collected)")
+        # pytest's exit code 5 (no tests collected) is a failure too
+        session.error(f"tests failed in {', '.join(failed)}")
 
 
 @nox.session
