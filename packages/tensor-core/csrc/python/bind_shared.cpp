@@ -38,6 +38,7 @@ void register_shared(py::module_& m) {
       .def_static("_new_shared_filename_cpu",
                   [](const std::string& name, size_t nbytes) { return shm::from_filename(name, nbytes); },
                   py::arg("name"), py::arg("nbytes"))
+      .def("_use_count", [](const Storage& s) { return s.use_count() - 1; })
       .def("_shared_name", [](const Storage& s) -> py::object {
         const auto* seg = shm::segment_of(*s);
         if (!seg || seg->name.empty()) return py::none();
