@@ -143,7 +143,8 @@ def reduce_tensor(tensor):
     requires_grad = bool(getattr(tensor, "requires_grad", False))
     if requires_grad and not getattr(tensor, "is_leaf", True):
         raise RuntimeError(_NON_LEAF_MSG)
-    return rebuild_tensor, (tensor.untyped_storage(), str(tensor.dtype).rpartition(".")[2], tensor.storage_offset(),
+    dtype = str(tensor.dtype).rpartition(".")[2]  # "float32": dtype objects do not pickle
+    return rebuild_tensor, (tensor.untyped_storage(), dtype, tensor.storage_offset(),
                             tuple(tensor.shape), tuple(tensor.stride()), requires_grad)
 
 
