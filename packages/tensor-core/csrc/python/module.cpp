@@ -17,6 +17,7 @@ PYBIND11_MODULE(_C, m) {
   register_interop(m);
   register_runtime(m);
   register_storage(m);
+  register_shared(m);
   register_nn_kernels(m);
   register_optim(m);
   register_autograd_support(m);

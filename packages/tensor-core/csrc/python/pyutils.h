@@ -108,6 +108,7 @@ void register_random(py::module_& m);
 void register_interop(py::module_& m);
 void register_runtime(py::module_& m);
 void register_storage(py::module_& m);
+void register_shared(py::module_& m);
 void register_nn_kernels(py::module_& m);
 void register_optim(py::module_& m);
 void register_autograd_support(py::module_& m);  // Tensor._ag: the autograd package's slot
