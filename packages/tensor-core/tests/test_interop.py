@@ -5,8 +5,10 @@ both ways (NumPy always; PyTorch when it is installed).
 lifetimes by deleting the producer, collecting garbage, and reading the consumer's values.
 """
 
+import copy
 import gc
 import importlib
+import pickle
 import re
 import sys
 import warnings
@@ -826,3 +828,11 @@ def test_private_from_numpy_is_quiet():
     assert t.data_ptr() == a.ctypes.data
     with pytest.warns(UserWarning, match="not writable"):
         ember._C._from_numpy(a, True)
+
+
+@pytest.mark.parametrize("protocol", [0, 2, pickle.HIGHEST_PROTOCOL])
+def test_dtypes_pickle_to_the_same_object(protocol):
+    for name in ("bool", "uint8", "int64", "float16", "bfloat16", "float32", "float64"):
+        dt = getattr(ember, name)
+        assert pickle.loads(pickle.dumps(dt, protocol=protocol)) is dt
+    assert copy.deepcopy(ember.float32) is ember.float32

@@ -345,10 +345,9 @@ void register_dtypes(py::module_& m) {
       .def_property_readonly("name", [](const DType& d) { return dtype_name(d.type); })
       .def("to_real", [](py::object self) { return self; })
       .def("__repr__", [](const DType& d) { return std::string("ember.") + dtype_name(d.type); })
-      .def("__reduce__", [](const DType& d) {
-        return py::make_tuple(py::module_::import("builtins").attr("getattr"),
-                              py::make_tuple(py::module_::import("ember"), dtype_name(d.type)));
-      });
+      // A dtype pickles as a reference to the module global of its name (ember._C.float32), so
+      // unpickling returns the one object per dtype (as torch.float32 pickles).
+      .def("__reduce__", [](const DType& d) { return std::string(dtype_name(d.type)); });
   for (int i = 0; i < kNumScalarTypes; ++i) {
     auto t = static_cast<ScalarType>(i);
     g_dtype_objects[i] = py::cast(DType{t}, py::return_value_policy::move);
