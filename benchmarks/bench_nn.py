@@ -97,18 +97,20 @@ def bench_models(sz: dict[str, Any]) -> None:
     estep, tstep = _pair(_cnn, (1, 28, 28), b, ("nn.Conv2d", "nn.MaxPool2d", "nn.Sequential"))
     rows += run_case(f"CNN train step, batch {b}, 1x28x28, SGD momentum",
                      {"ember": estep, "torch": tstep}, {"torch": 0.8},
-                     requires=("nn.Conv2d", "nn.Sequential", "optim.SGD"), rtol=1e-3)
+                     requires=("nn.Conv2d", "nn.Sequential", "optim.SGD"), rtol=1e-3,
+                     settle=0.2)  # GEMM-heavy: let the other library's BLAS workers stop spinning
     b = sz["mlp_batch"]
     estep, tstep = _pair(_mlp, (784,), b)
     rows += run_case(f"MLP 784-512-512-10 train step, batch {b}, SGD momentum",
                      {"ember": estep, "torch": tstep}, {"torch": 0.95},
-                     requires=("nn.Linear", "nn.Sequential", "optim.SGD"), rtol=1e-3)
+                     requires=("nn.Linear", "nn.Sequential", "optim.SGD"), rtol=1e-3,
+                     settle=0.2)
     seq, batch, hidden = sz["lstm"]
     rows += run_case(f"LSTM LM train step, 2 x {hidden}, seq {seq}, batch {batch}",
                      {"ember": _lstm_step(ember, seq, batch, hidden),
                       "torch": _lstm_step(H.torch, seq, batch, hidden) if H.torch else None},
                      {"torch": 0.8}, requires=("nn.LSTM", "nn.Embedding", "optim.SGD"),
-                     rtol=1e-2, atol=1e-2)
+                     rtol=1e-2, atol=1e-2, settle=0.2)
     H.report("training steps (ratio = samples/s ember / torch)", rows)
 
 

@@ -97,6 +97,7 @@ def bench_einsum(sz: dict[str, Any]) -> None:
         },
         {"torch": 0.8},
         requires=("einsum",),
+        settle=0.2,  # BLAS calls: let the previous library's OpenBLAS workers stop spinning
         rtol=1e-3,
         atol=1e-3 * j,
     )

@@ -130,10 +130,12 @@ struct Batches {
   std::vector<int64_t> a, b, c;
 };
 
-// Products at most this big (M * N * K) run on one OpenBLAS thread, and a batch of them in
-// parallel over the batch on ember's pool: OpenBLAS's threads pay a hand-off per call that
-// dominates at these sizes, worst when the machine is busy (on a loaded 2-core machine a 256^3
-// product took 13-23 ms on two OpenBLAS threads and 1.5 ms on one; 512^3: 23-34 vs 8-11 ms).
+// A batch of products at most this big (M * N * K each) runs in parallel over the batch on
+// ember's pool, each product on one OpenBLAS thread: OpenBLAS's threads pay a hand-off per call
+// that dominates at these sizes, worst when the machine is busy (on a loaded 2-core machine a
+// 256^3 product took 13-23 ms on two OpenBLAS threads and 1.5 ms on one). A single product (or a
+// summed batch, which must run in order) keeps OpenBLAS's own threading: on a quiet machine two
+// threads make a lone 256^3 product ~1.7x faster, and nothing else could use the second core.
 constexpr int64_t kSmallGemmWork = int64_t(1) << 27;  // 512 x 512 x 512
 // Below this OpenBLAS stays on one thread by itself (its GEMM_MULTITHREAD_THRESHOLD).
 constexpr int64_t kTinyGemmWork = int64_t(1) << 18;
@@ -152,7 +154,7 @@ void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T b
     }
   };
   const int64_t work = std::max<int64_t>(M * N * K, 1);
-  if (work > kSmallGemmWork) {  // big products: OpenBLAS's own threads, one product at a time
+  if (work > kSmallGemmWork || bt.count == 1 || bt.sum) {  // OpenBLAS's own threads, in order
     for (int64_t i = 0; i < bt.count; ++i) one(i);
     return;
   }
