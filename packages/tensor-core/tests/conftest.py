@@ -49,3 +49,26 @@ def torch():
     saved = torch.get_default_dtype()
     yield torch
     torch.set_default_dtype(saved)
+
+
+@pytest.fixture
+def recording_hook():
+    """Installs an autograd hook that records (name, number of args, kwargs) of each call the
+    core hands it and runs the forward with grad mode off, as an autograd package would."""
+    calls = []
+    old = ember._C._get_autograd_hook()
+
+    def hook(name, fn, args, kwargs):
+        calls.append((name, len(args), dict(kwargs)))
+        prev = ember.is_grad_enabled()
+        ember._C._set_grad_enabled(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ember._C._set_grad_enabled(prev)
+
+    ember._C._set_autograd_hook(hook)
+    try:
+        yield calls
+    finally:
+        ember._C._set_autograd_hook(old)

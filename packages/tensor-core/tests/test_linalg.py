@@ -903,27 +903,6 @@ def test_hypothesis_einsum_matmul_shapes():
 
 # ---- the autograd hook sees each LAPACK primitive with canonical arguments ----
 
-@pytest.fixture
-def recording_hook():
-    calls = []
-    old = ember._C._get_autograd_hook()
-
-    def hook(name, fn, args, kwargs):
-        calls.append((name, len(args), dict(kwargs)))
-        prev = ember.is_grad_enabled()
-        ember._C._set_grad_enabled(False)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            ember._C._set_grad_enabled(prev)
-
-    ember._C._set_autograd_hook(hook)
-    try:
-        yield calls
-    finally:
-        ember._C._set_autograd_hook(old)
-
-
 def test_primitives_call_the_autograd_hook(recording_hook):
     A = E(spd(2, 3)).requires_grad_(True)
     B = E(rand(2, 3, 2))

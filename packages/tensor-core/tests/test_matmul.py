@@ -457,27 +457,6 @@ def test_arguments_must_be_tensors():
 # the autograd hook sees every product when an input requires grad
 
 
-@pytest.fixture
-def recording_hook():
-    calls = []
-    old = ember._C._get_autograd_hook()
-
-    def hook(name, fn, args, kwargs):
-        calls.append((name, len(args), dict(kwargs)))
-        prev = ember.is_grad_enabled()
-        ember._C._set_grad_enabled(False)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            ember._C._set_grad_enabled(prev)
-
-    ember._C._set_autograd_hook(hook)
-    try:
-        yield calls
-    finally:
-        ember._C._set_autograd_hook(old)
-
-
 def test_products_call_the_autograd_hook(recording_hook):
     a = ember.ones(2, 3).requires_grad_(True)
     b = ember.ones(3, 4)

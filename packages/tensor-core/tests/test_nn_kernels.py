@@ -901,27 +901,6 @@ def test_embedding_errors():
 # the autograd hook: ops hand their canonical call to the registered hook
 
 
-@pytest.fixture
-def recording_hook():
-    calls = []
-    old = ember._C._get_autograd_hook()
-
-    def hook(name, fn, args, kwargs):
-        calls.append((name, len(args), dict(kwargs)))
-        prev = ember.is_grad_enabled()
-        ember._C._set_grad_enabled(False)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            ember._C._set_grad_enabled(prev)
-
-    ember._C._set_autograd_hook(hook)
-    try:
-        yield calls
-    finally:
-        ember._C._set_autograd_hook(old)
-
-
 def test_autograd_routing(recording_hook):
     calls = recording_hook
     x = T(randn(1, 2, 5, 5)).requires_grad_(True)
