@@ -138,8 +138,33 @@ def test_layer_norm():
     _both(lambda x: ember.native_layer_norm(x, [4], None, None, 1e-5)[0], (x,))
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_lstm_cell(bias):
+    ember.manual_seed(12)
+    n, h = 3, 4
+    args = (_r(n, 4 * h), _r(n, 4 * h), _r(n, h)) + ((_r(4 * h), _r(4 * h)) if bias else ())
+    # hy and cy (the workspace output carries no gradient of its own)
+    _both(lambda *a: ember._C._thnn_fused_lstm_cell(*a)[:2], args)
+    _both(lambda *a: ember._C._thnn_fused_lstm_cell(*a)[1], args)  # cy alone: hy's grad is zero
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_gru_cell(bias):
+    ember.manual_seed(13)
+    n, h = 3, 4
+    args = (_r(n, 3 * h), _r(n, 3 * h), _r(n, h)) + ((_r(3 * h), _r(3 * h)) if bias else ())
+    _both(lambda *a: ember._C._thnn_fused_gru_cell(*a)[0], args)
+
+
+def test_fused_cell_backward_kernels_refuse_graphs():
+    x = _r(2, 3)
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        ember._C._thnn_fused_gru_cell_backward(x, ember.zeros(2, 15, dtype=D), False)
+
+
 COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward", "embedding",
-           "embedding_dense_backward", "native_batch_norm", "native_layer_norm"} | {
+           "embedding_dense_backward", "native_batch_norm", "native_layer_norm",
+           "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

@@ -82,6 +82,12 @@ CASES = {
     "t": [(lambda x: x.t(), (T(2, 3),)), (lambda x: x.T, (T(2, 3),))],
     "narrow": [(lambda x: x.narrow(1, 1, 2), (T(2, 3),))],
     "select": [(lambda x: x.select(0, -1), (T(2, 3),))],
+    # one node per call; pieces left unused get zero gradients
+    "split_with_sizes": [(lambda x: x.split([1, 2], 1), (T(2, 3),)),
+                         (lambda x: x.chunk(2, 0)[1], (T(3, 2),)),
+                         (lambda x: ember.split(x, 2, -1)[0], (T(2, 5, noncontig=True),))],
+    "unbind": [(lambda x: x.unbind(1), (T(2, 3),)),
+               (lambda x: x.unbind(0)[0] * x.unbind(0)[-1], (T(3, 2),))],
     "as_strided": [(lambda x: x.as_strided((2, 2), (1, 2), 1), (T(6),))],
     "_getitem": [(lambda x: x[1], (T(2, 3),)), (lambda x: x[:, ::2], (T(2, 3),)),
                  (lambda x: x[None, ..., 1:], (T(2, 3),))],

@@ -166,6 +166,25 @@ def column_stack(tensors, *, out=None):
 
 # ---- splitting (every piece is a view of the input) ----
 
+def _pieces(name, fn, tensor, *args):
+    """Runs a splitting op; when autograd records it, the pieces share one graph node whose
+    backward concatenates (stacks) their gradients, rather than one node per piece each
+    building an input-sized gradient."""
+    if tensor.requires_grad and _C.is_grad_enabled():
+        hook = _C._get_autograd_hook()
+        if hook is not None:
+            return hook(name, fn, (tensor, *args), {})
+    return fn(tensor, *args)
+
+
+def _narrow_pieces(tensor, sizes, dim):
+    pieces, start = [], 0
+    for s in sizes:
+        pieces.append(tensor.narrow(dim, start, s))
+        start += s
+    return tuple(pieces)
+
+
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Views of `tensor` along `dim`: pieces of split_size (the last may be smaller) or of the
     given sizes."""
@@ -184,7 +203,8 @@ def split(tensor, split_size_or_sections, dim: int = 0):
         )
     if n == 0:
         return (tensor.narrow(dim, 0, 0),)
-    return tuple(tensor.narrow(dim, s, min(size, n - s)) for s in range(0, n, size))
+    return _pieces("split_with_sizes", _narrow_pieces, tensor,
+                   [min(size, n - s) for s in range(0, n, size)], dim)
 
 
 def split_with_sizes(tensor, split_sizes, dim: int = 0):
@@ -203,11 +223,7 @@ def split_with_sizes(tensor, split_sizes, dim: int = 0):
             f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
             f"dimension {dim}), but got split_sizes={sizes}"
         )
-    pieces, start = [], 0
-    for s in sizes:
-        pieces.append(tensor.narrow(dim, start, s))
-        start += s
-    return tuple(pieces)
+    return _pieces("split_with_sizes", _narrow_pieces, tensor, sizes, dim)
 
 
 def chunk(input, chunks: int, dim: int = 0):
@@ -301,7 +317,10 @@ def unbind(input, dim: int = 0):
     """The slices along `dim`, as views, with `dim` removed."""
     if input.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    dim = _wrap(dim, input.dim())
+    return _pieces("unbind", _select_all, input, _wrap(dim, input.dim()))
+
+
+def _select_all(input, dim):
     return tuple(input.select(dim, i) for i in range(input.shape[dim]))
 
 

@@ -421,13 +421,18 @@ def _cumprod(g, needs, out, x, dim, dtype=None):
     return (_rev_cumsum(g * out, dim) / x,)
 
 
+# Plain backward runs the core's one-pass kernels; under create_graph the composed formulas.
 @grad("softmax", out=True)
 def _softmax(g, needs, out, x, dim, dtype=None):
+    if not _C.is_grad_enabled():
+        return (_C._softmax_backward_data(g.to(out.dtype), out, dim, x.dtype),)
     return (out * (g - (g * out).sum(dim=dim, keepdim=True)),)
 
 
 @grad("log_softmax", out=True)
 def _log_softmax(g, needs, out, x, dim, dtype=None):
+    if not _C.is_grad_enabled():
+        return (_C._log_softmax_backward_data(g.to(out.dtype), out, dim, x.dtype),)
     return (g - out.exp() * g.sum(dim=dim, keepdim=True),)
 
 
@@ -630,6 +635,18 @@ def _narrow(g, needs, out, x, dim, start, length):
 def _select(g, needs, out, x, dim, index):
     d = dim % x.ndim
     return (_embed(g, x.shape, (slice(None),) * d + (index,)),)
+
+
+# The splitting ops (ember._shape routes them through the hook as one node): the pieces'
+# gradients, zeros where a piece got none, are joined back in one pass.
+@grad("split_with_sizes")
+def _split_with_sizes(g, needs, out, x, split_sizes, dim):
+    return (ember.cat(list(g), dim),)
+
+
+@grad("unbind")
+def _unbind(g, needs, out, x, dim):
+    return (ember.stack(list(g), dim),)
 
 
 @grad("as_strided", save=(0,))

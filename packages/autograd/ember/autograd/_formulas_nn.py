@@ -219,3 +219,51 @@ def _native_layer_norm(g, needs, out, x, normalized_shape, w, b, *, eps):
         gi = (gx - gx.mean(dims, keepdim=True)
               - xhat * (gx * xhat).mean(dims, keepdim=True)) * rstd
     return (gi, None, gw, gb)
+
+
+# ---------------------------------------------------------------------------------------------
+# fused recurrent cells: the backward kernel in plain backward; under create_graph the same
+# gradients written with core ops (from the saved gate inputs), which are differentiable again.
+
+def _gate_sum(ig, hg, ib, hb):
+    s = ig + hg
+    return s if ib is None else s + ib + hb
+
+
+@grad("_thnn_fused_lstm_cell", save="all", out=(1, 2))
+def _fused_lstm_cell(g, needs, out, ig, hg, cx, ib=None, hb=None):
+    ghy, gcy = g[0], g[1]
+    has_b = ib is not None and (needs[3] or needs[4])
+    if not ember.is_grad_enabled():
+        cy, ws = out
+        gates, gcx, gb = ember._C._thnn_fused_lstm_cell_backward_impl(ghy, gcy, cx, cy, ws, has_b)
+    else:
+        i, f, c, o = _gate_sum(ig, hg, ib, hb).chunk(4, 1)
+        i, f, c, o = i.sigmoid(), f.sigmoid(), c.tanh(), o.sigmoid()
+        tc = (f * cx + i * c).tanh()
+        dc = gcy + ghy * o * (1 - tc * tc)
+        gates = ember.cat([dc * c * i * (1 - i), dc * cx * f * (1 - f), dc * i * (1 - c * c),
+                           ghy * tc * o * (1 - o)], 1)
+        gcx = dc * f
+        gb = gates.sum(0) if has_b else None
+    return (gates, gates, gcx, gb, gb)
+
+
+@grad("_thnn_fused_gru_cell", save="all", out=(1,))
+def _fused_gru_cell(g, needs, out, ig, hg, hx, ib=None, hb=None):
+    ghy = g[0]
+    has_b = ib is not None and (needs[3] or needs[4])
+    if not ember.is_grad_enabled():
+        gi, gh, ghx, gib, ghb = ember._C._thnn_fused_gru_cell_backward(ghy, out[0], has_b)
+    else:
+        ir, iz, i_n = (ig if ib is None else ig + ib).chunk(3, 1)
+        hr, hz, hn = (hg if hb is None else hg + hb).chunk(3, 1)
+        r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+        n = (i_n + r * hn).tanh()
+        dn = ghy * (1 - z) * (1 - n * n)
+        dz = ghy * (hx - n) * z * (1 - z)
+        dr = dn * hn * r * (1 - r)
+        gi, gh = ember.cat([dr, dz, dn], 1), ember.cat([dr, dz, dn * r], 1)
+        ghx = ghy * z
+        gib, ghb = (gi.sum(0), gh.sum(0)) if has_b else (None, None)
+    return (gi, gh, ghx, gib, ghb)

@@ -742,6 +742,8 @@ def _lstsq(g, needs, out, A, B, rcond=None, driver=None):
 # every op name the core hands to the hook (checked against csrc by the tests)
 
 HOOKED_OPS = frozenset({
+    # composites in ember/_shape.py recorded as one node
+    "split_with_sizes", "unbind",
     # elementwise (op_table.h, in-place variants included) are checked from _C._op_table()
     "_copy_", "_fill_", "_setitem", "_getitem", "_to_dtype", "_expand", "_view", "as_strided",
     "clone", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten", "permute", "transpose",
@@ -788,4 +790,5 @@ NN_KERNEL_OPS = frozenset({
     "adaptive_avg_pool2d_backward", "adaptive_avg_pool3d_backward", "nll_loss",
     "nll_loss_backward", "native_batch_norm", "native_batch_norm_backward", "native_layer_norm",
     "native_layer_norm_backward", "embedding", "embedding_dense_backward",
+    "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell",
 })

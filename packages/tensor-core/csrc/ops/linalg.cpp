@@ -130,43 +130,69 @@ struct Batches {
   std::vector<int64_t> a, b, c;
 };
 
-// A batch of products at most this big (M * N * K each) runs in parallel over the batch on
-// ember's pool, each product on one OpenBLAS thread: OpenBLAS's threads pay a hand-off per call
-// that dominates at these sizes, worst when the machine is busy (on a loaded 2-core machine a
-// 256^3 product took 13-23 ms on two OpenBLAS threads and 1.5 ms on one). A single product (or a
-// summed batch, which must run in order) keeps OpenBLAS's own threading: on a quiet machine two
-// threads make a lone 256^3 product ~1.7x faster, and nothing else could use the second core.
+// Every float product runs on OpenBLAS with one thread; ember's pool supplies the parallelism.
+// OpenBLAS's own workers busy-wait for work, and when the machine is busy (other processes,
+// or the other library in a side-by-side benchmark) they thrash: on a loaded 2-core machine a
+// 256^3 product took 13-23 ms on two OpenBLAS threads and 1.5 ms on one, and an LSTM step's
+// 20x256x1024 products went from 0.15 ms to 20 ms. ember's pool yields instead of spinning.
+// A batch of products at most kSmallGemmWork each is split over the batch; anything else (a
+// single product, a summed batch, big products) is split into row or column blocks of C, each
+// thread looping over the batch in order, so a summed batch still accumulates in order.
 constexpr int64_t kSmallGemmWork = int64_t(1) << 27;  // 512 x 512 x 512
-// Below this OpenBLAS stays on one thread by itself (its GEMM_MULTITHREAD_THRESHOLD).
+// Below this a product is not worth splitting: it runs whole on the calling thread.
 constexpr int64_t kTinyGemmWork = int64_t(1) << 18;
+// Blocks of C are multiples of this many rows or columns (whole SIMD panels of the kernel).
+constexpr int64_t kGemmPanel = 16;
 
 template <typename T>
 void float_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T beta,
                 const T* A, Layout la, const T* B, Layout lb, T* C, Layout lc) {
-  auto one = [&](int64_t i) {
+  // Normalise to a row-major C: a column-major C is C^T = op(B)^T op(A)^T, row-major N x M.
+  bool ta = la.trans, tb = lb.trans;
+  int64_t lda = la.ld, ldb = lb.ld, m = M, n = N;
+  const std::vector<int64_t>*ao = &bt.a, *bo = &bt.b;
+  if (lc.trans) {
+    std::swap(A, B);
+    std::swap(lda, ldb);
+    std::swap(m, n);
+    std::swap(ao, bo);
+    const bool t = ta;
+    ta = !tb;
+    tb = !t;
+  }
+  const int64_t ldc = lc.ld;
+  // C[r0:r1, c0:c1] of product i (op(A) is m x K, op(B) is K x n).
+  auto block = [&](int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     const T be = (bt.sum && i > 0) ? T(1) : beta;
-    if (!lc.trans) {
-      blas_gemm(la.trans, lb.trans, M, N, K, alpha, A + bt.a[i], la.ld, B + bt.b[i], lb.ld, be,
-                C + bt.c[i], lc.ld);
-    } else {  // column-major C: compute C^T = op(B)^T op(A)^T into it as a row-major N x M
-      blas_gemm(!lb.trans, !la.trans, N, M, K, alpha, B + bt.b[i], lb.ld, A + bt.a[i], la.ld, be,
-                C + bt.c[i], lc.ld);
-    }
+    blas_gemm(ta, tb, r1 - r0, c1 - c0, K, alpha, A + (*ao)[i] + (ta ? r0 : r0 * lda), lda,
+              B + (*bo)[i] + (tb ? c0 * ldb : c0), ldb, be, C + bt.c[i] + r0 * ldc + c0, ldc);
   };
-  const int64_t work = std::max<int64_t>(M * N * K, 1);
-  if (work > kSmallGemmWork || bt.count == 1 || bt.sum) {  // OpenBLAS's own threads, in order
-    for (int64_t i = 0; i < bt.count; ++i) one(i);
+  const int64_t work = std::max<int64_t>(m * n * K, 1);
+  blas::SingleThreaded single;
+  if (bt.count > 1 && !bt.sum && work <= kSmallGemmWork) {
+    parallel_for(0, bt.count, std::max<int64_t>(1, kTinyGemmWork / work), [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) block(i, 0, m, 0, n);
+    });
     return;
   }
-  std::optional<blas::SingleThreaded> single;
-  if (work > kTinyGemmWork) single.emplace();
-  if (bt.count > 1 && !bt.sum) {
-    parallel_for(0, bt.count, std::max<int64_t>(1, kTinyGemmWork / work), [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) one(i);
-    });
-  } else {
-    for (int64_t i = 0; i < bt.count; ++i) one(i);
+  if (work * (bt.sum ? bt.count : 1) <= kTinyGemmWork || get_num_threads() == 1) {
+    for (int64_t i = 0; i < bt.count; ++i) block(i, 0, m, 0, n);
+    return;
   }
+  // Split the longer side of C into panels; each chunk gets at least kTinyGemmWork of work.
+  const bool by_rows = m >= n;
+  const int64_t len = by_rows ? m : n, other = by_rows ? n : m;
+  const int64_t panels = (len + kGemmPanel - 1) / kGemmPanel;
+  const int64_t grain = std::max<int64_t>(1, kTinyGemmWork / std::max<int64_t>(kGemmPanel * other * K, 1));
+  parallel_for(0, panels, grain, [&](int64_t s, int64_t e) {
+    const int64_t lo = s * kGemmPanel, hi = std::min(len, e * kGemmPanel);
+    for (int64_t i = 0; i < bt.count; ++i) {
+      if (by_rows)
+        block(i, lo, hi, 0, n);
+      else
+        block(i, 0, m, lo, hi);
+    }
+  });
 }
 
 // Integer GEMM: C = beta * C + alpha * A @ B with row-major A, B, C. Products accumulate in

@@ -78,6 +78,10 @@ Tensor cumsum(const Tensor& x, int64_t dim, ScalarType dtype = ScalarType::Undef
 Tensor cumprod(const Tensor& x, int64_t dim, ScalarType dtype = ScalarType::Undefined);
 Tensor softmax(const Tensor& x, int64_t dim, ScalarType dtype = ScalarType::Undefined);
 Tensor log_softmax(const Tensor& x, int64_t dim, ScalarType dtype = ScalarType::Undefined);
+// Their backward kernels (ATen's _softmax_backward_data / _log_softmax_backward_data): from the
+// forward's output, one pass per row; the result has input_dtype.
+Tensor softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                             ScalarType input_dtype, bool log);
 
 // ---- helpers shared with the bindings ----
 // The mask of reduced dims (size x.dim()); throws PyTorch's errors for bad/duplicate dims.

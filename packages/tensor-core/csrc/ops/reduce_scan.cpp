@@ -273,6 +273,32 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, ScalarType dtype, bool log) {
   return to_dtype(out, out_dt);
 }
 
+// Softmax backward over rows of length D with `inner` elements between row entries:
+// log: gi = go - exp(out) * sum(go); plain: gi = out * (go - sum(go * out)). Sums per (outer,
+// inner) position are kept in a vector so every pass reads memory in order.
+template <typename T>
+void softmax_backward_rows(const T* go, const T* out, T* gi, const Layout& l, bool log) {
+  const int64_t row = l.D * l.inner;
+  parallel_for(0, l.outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row, 1)),
+               [&](int64_t b, int64_t e) {
+    std::vector<double> sums(l.inner);
+    for (int64_t o = b; o < e; ++o) {
+      const T *g = go + o * row, *y = out + o * row;
+      T* r = gi + o * row;
+      std::fill(sums.begin(), sums.end(), 0.0);
+      for (int64_t j = 0; j < l.D; ++j)
+        for (int64_t k = 0; k < l.inner; ++k)
+          sums[k] += log ? double(g[j * l.inner + k]) : double(g[j * l.inner + k]) * y[j * l.inner + k];
+      for (int64_t j = 0; j < l.D; ++j)
+        for (int64_t k = 0; k < l.inner; ++k) {
+          const int64_t i = j * l.inner + k;
+          r[i] = log ? static_cast<T>(g[i] - std::exp(y[i]) * static_cast<T>(sums[k]))
+                     : static_cast<T>(y[i] * (g[i] - static_cast<T>(sums[k])));
+        }
+    }
+  });
+}
+
 // log(sum(exp(x - m))) + m per row of length D, m the row max (0 when infinite, as PyTorch).
 template <typename T> void logsumexp_rows(const T* in, T* out, int64_t rows, int64_t D) {
   parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(D, 1)),
@@ -315,6 +341,30 @@ Tensor logsumexp(const Tensor& x, const OptDims& dim, bool keepdim) {
     else logsumexp_rows(rows->data_as<double>(), r->data_as<double>(), N, R);
   }
   return to_dtype(r, out_dt);
+}
+
+Tensor softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                             ScalarType input_dtype, bool log) {
+  const char* op = log ? "_log_softmax_backward_data" : "_softmax_backward_data";
+  require_cpu(output, op);
+  EMBER_CHECK(grad_output->sizes == output->sizes, std::runtime_error, op,
+              ": expected grad_output and output of one size, got ", shape_str(grad_output->sizes),
+              " and ", shape_str(output->sizes));
+  EMBER_CHECK(is_floating(output->dtype) && grad_output->dtype == output->dtype, std::runtime_error,
+              op, ": expected floating grad_output and output of one dtype, got ",
+              torch_type_name(grad_output->dtype), " and ", torch_type_name(output->dtype));
+  const int64_t d = wrap_dim(dim, output->dim());
+  const ScalarType dt = is_reduced_float(output->dtype) ? ScalarType::Float32 : output->dtype;
+  Tensor go = contiguous_copy(to_dtype(grad_output, dt)), y = contiguous_copy(to_dtype(output, dt));
+  Tensor gi = empty(output->sizes, dt, output->device());
+  if (gi->numel() != 0) {
+    const Layout l = layout_around(output, d);
+    if (dt == ScalarType::Float32)
+      softmax_backward_rows(go->data_as<float>(), y->data_as<float>(), gi->data_as<float>(), l, log);
+    else
+      softmax_backward_rows(go->data_as<double>(), y->data_as<double>(), gi->data_as<double>(), l, log);
+  }
+  return to_dtype(gi, input_dtype == ScalarType::Undefined ? output->dtype : input_dtype);
 }
 
 Tensor cumsum(const Tensor& x, int64_t dim, ScalarType dtype) { return scan("cumsum", x, dim, dtype, false); }

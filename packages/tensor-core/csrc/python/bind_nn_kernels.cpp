@@ -1,5 +1,6 @@
 // bind_nn_kernels.cpp: Python bindings of the core kernels ember.nn composes: convolution
 // (ops/conv.h), pooling (ops/pool.h), nll_loss, batch/layer norm and embedding (ops/nn_kernels.h),
+// the fused LSTM/GRU cells (ops/rnn_kernels.h),
 // with their backward kernels, under PyTorch's names (torch.*, torch._C._nn.*, aten::*).
 //
 // Autograd: a differentiable op whose tensor input requires grad goes to
@@ -13,6 +14,7 @@
 #include "ops/conv.h"
 #include "ops/nn_kernels.h"
 #include "ops/pool.h"
+#include "ops/rnn_kernels.h"
 #include "python/pyutils.h"
 
 using namespace pybind11::literals;
@@ -450,6 +452,57 @@ py::object embedding_backward_call(py::handle goh, py::handle ih, int64_t num_we
   return wrap(embedding_dense_backward(go, i, num_weights, padding_idx, scale));
 }
 
+// ---- fused recurrent cells ----
+// The backward kernels are not differentiable themselves: the autograd formulas call them only
+// in plain backward and use the composed formula under create_graph.
+void refuse_grad(const char* op, std::initializer_list<Tensor> ts) {
+  if (grad_any(ts))
+    throw std::runtime_error(str_cat(op, ": this backward kernel is not differentiable; call it "
+                                     "under ember.no_grad() (double backward differentiates the "
+                                     "cell's composed formula instead)"));
+}
+
+py::object lstm_cell_call(py::handle igh, py::handle hgh, py::handle cxh, py::handle ibh, py::handle hbh) {
+  const char* op = "_thnn_fused_lstm_cell";
+  Tensor ig = expect_tensor(igh, op, "input_gates"), hg = expect_tensor(hgh, op, "hidden_gates");
+  Tensor cx = expect_tensor(cxh, op, "cx"), ib = opt_tensor(ibh, op, "input_bias"),
+         hb = opt_tensor(hbh, op, "hidden_bias");
+  if (grad_any({ig, hg, cx, ib, hb}))
+    return call_autograd(op, core_fn(op), py::make_tuple(igh, hgh, cxh, ibh, hbh), py::dict());
+  auto [hy, cy, ws] = fused_lstm_cell(ig, hg, cx, ib, hb);
+  return py::make_tuple(wrap(hy), wrap(cy), wrap(ws));
+}
+
+py::object lstm_cell_backward_call(py::handle ghh, py::handle gch, py::handle cxh, py::handle cyh,
+                                   py::handle wsh, bool has_bias) {
+  const char* op = "_thnn_fused_lstm_cell_backward_impl";
+  Tensor gh = opt_tensor(ghh, op, "grad_hy"), gc = opt_tensor(gch, op, "grad_cy");
+  Tensor cx = expect_tensor(cxh, op, "cx"), cy = expect_tensor(cyh, op, "cy"),
+         ws = expect_tensor(wsh, op, "workspace");
+  refuse_grad(op, {gh, gc, cx, cy, ws});
+  auto [gg, gcx, gb] = fused_lstm_cell_backward(gh, gc, cx, cy, ws, has_bias);
+  return py::make_tuple(wrap(gg), wrap(gcx), none_or(gb));
+}
+
+py::object gru_cell_call(py::handle igh, py::handle hgh, py::handle hxh, py::handle ibh, py::handle hbh) {
+  const char* op = "_thnn_fused_gru_cell";
+  Tensor ig = expect_tensor(igh, op, "input_gates"), hg = expect_tensor(hgh, op, "hidden_gates");
+  Tensor hx = expect_tensor(hxh, op, "hx"), ib = opt_tensor(ibh, op, "input_bias"),
+         hb = opt_tensor(hbh, op, "hidden_bias");
+  if (grad_any({ig, hg, hx, ib, hb}))
+    return call_autograd(op, core_fn(op), py::make_tuple(igh, hgh, hxh, ibh, hbh), py::dict());
+  auto [hy, ws] = fused_gru_cell(ig, hg, hx, ib, hb);
+  return py::make_tuple(wrap(hy), wrap(ws));
+}
+
+py::object gru_cell_backward_call(py::handle ghh, py::handle wsh, bool has_bias) {
+  const char* op = "_thnn_fused_gru_cell_backward";
+  Tensor gh = expect_tensor(ghh, op, "grad_hy"), ws = expect_tensor(wsh, op, "workspace");
+  refuse_grad(op, {gh, ws});
+  auto [gi, ghid, ghx, gib, ghb] = fused_gru_cell_backward(gh, ws, has_bias);
+  return py::make_tuple(wrap(gi), wrap(ghid), wrap(ghx), none_or(gib), none_or(ghb));
+}
+
 }  // namespace
 
 void register_nn_kernels(py::module_& m) {
@@ -553,6 +606,15 @@ void register_nn_kernels(py::module_& m) {
         "grad_output"_a, "indices"_a, "num_weights"_a, "padding_idx"_a, "scale_grad_by_freq"_a);
   m.def("embedding_backward", &embedding_backward_call, "grad"_a, "indices"_a, "num_weights"_a,
         "padding_idx"_a, "scale_grad_by_freq"_a, "sparse"_a);
+
+  m.def("_thnn_fused_lstm_cell", &lstm_cell_call, "input_gates"_a, "hidden_gates"_a, "cx"_a,
+        "input_bias"_a = none, "hidden_bias"_a = none);
+  m.def("_thnn_fused_lstm_cell_backward_impl", &lstm_cell_backward_call, "grad_hy"_a, "grad_cy"_a,
+        "cx"_a, "cy"_a, "workspace"_a, "has_bias"_a);
+  m.def("_thnn_fused_gru_cell", &gru_cell_call, "input_gates"_a, "hidden_gates"_a, "hx"_a,
+        "input_bias"_a = none, "hidden_bias"_a = none);
+  m.def("_thnn_fused_gru_cell_backward", &gru_cell_backward_call, "grad_hy"_a, "workspace"_a,
+        "has_bias"_a);
 }
 
 }  // namespace ember::pyb

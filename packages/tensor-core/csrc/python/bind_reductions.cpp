@@ -407,6 +407,17 @@ void register_reductions(py::module_& m) {
       return softmax_call(is_log, self, dim, dtype);
     }, py::is_method(cls), "dim"_a, "dtype"_a = none));
   }
+  // their backward kernels; not differentiable (double backward uses the composed formula)
+  for (bool is_log : {false, true}) {
+    const char* kernel = is_log ? "_log_softmax_backward_data" : "_softmax_backward_data";
+    m.def(kernel, [is_log, kernel](py::handle goh, py::handle outh, int64_t dim, py::handle dtypeh) {
+      Tensor go = expect_tensor(goh, kernel, "grad_output"), out = expect_tensor(outh, kernel, "output");
+      if (needs_grad(go) || needs_grad(out))
+        throw std::runtime_error(str_cat(kernel, ": this backward kernel is not differentiable; "
+                                         "call it under ember.no_grad()"));
+      return wrap(softmax_backward_data(go, out, dim, to_dtype(dtypeh), is_log));
+    }, "grad_output"_a, "output"_a, "dim"_a, "input_dtype"_a = none);
+  }
 }
 
 }  // namespace ember::pyb

@@ -1,12 +1,14 @@
-"""RNN, LSTM, GRU and their cells, composed from core ops: the input projection of a whole
-sequence is one matrix product per layer and direction, the recurrence one small product per
-step. Parameter names, shapes, gate order and initialisation are torch's."""
+"""RNN, LSTM, GRU and their cells: the input projection of a whole sequence is one matrix product
+per layer and direction, the recurrence one small product and one fused cell kernel
+(``_thnn_fused_lstm_cell``/``_thnn_fused_gru_cell``) per step. Parameter names, shapes, gate order
+and initialisation are torch's."""
 
 from __future__ import annotations
 
 import math
 
 import ember
+from ember import _C
 
 from .. import functional as F
 from .. import init
@@ -16,24 +18,18 @@ from .module import Module
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-def _cell_step(mode, x_proj, h, c, w_hh, b_hh):
-    """One step; x_proj = x @ w_ih.T + b_ih already computed."""
-    hh = h.matmul(w_hh.t())
-    if b_hh is not None:
-        hh = hh + b_hh
+def _cell_step(mode, x_gates, h, c, w_hh_t, b_ih, b_hh):
+    """One step: x_gates = x @ w_ih.T (without bias), w_hh_t = w_hh.T. LSTM and GRU run the
+    core's fused cells, so a step records two graph nodes (the product and the cell)."""
+    h_gates = h.matmul(w_hh_t)
     if mode == "LSTM":
-        gates = x_proj + hh
-        i, f, g, o = gates.chunk(4, -1)
-        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        return o.sigmoid() * c.tanh(), c
+        h, c, _ = _C._thnn_fused_lstm_cell(x_gates, h_gates, c, b_ih, b_hh)
+        return h, c
     if mode == "GRU":
-        xr, xz, xn = x_proj.chunk(3, -1)
-        hr, hz, hn = hh.chunk(3, -1)
-        r = (xr + hr).sigmoid()
-        z = (xz + hz).sigmoid()
-        n = (xn + r * hn).tanh()
-        return (1 - z) * n + z * h, None
-    pre = x_proj + hh
+        return _C._thnn_fused_gru_cell(x_gates, h_gates, h, b_ih, b_hh)[0], None
+    pre = x_gates + h_gates
+    if b_ih is not None:
+        pre = pre + b_ih + b_hh
     return (pre.tanh() if mode == "RNN_TANH" else ember.relu(pre)), None
 
 
@@ -159,15 +155,15 @@ class RNNBase(Module):
             outs = []
             for d in range(nd):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
-                xp = layer_in.matmul(w_ih.t())
-                if b_ih is not None:
-                    xp = xp + b_ih
+                # the whole sequence's input projection is one product; unbind is one node
+                xs = layer_in.matmul(w_ih.t()).unbind(0) if seq_len else ()
+                w_hh_t = w_hh.t()
                 h = h0[layer * nd + d]
                 c = c0[layer * nd + d] if is_lstm else None
                 steps = range(seq_len - 1, -1, -1) if d == 1 else range(seq_len)
                 ys = [None] * seq_len
                 for t in steps:
-                    h, c = _cell_step(self.mode, xp[t], h, c, w_hh, b_hh)
+                    h, c = _cell_step(self.mode, xs[t], h, c, w_hh_t, b_ih, b_hh)
                     if w_hr is not None:
                         h = h.matmul(w_hr.t())
                     ys[t] = h
@@ -263,10 +259,8 @@ class RNNCellBase(Module):
                 c = ember.zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
             elif not batched:
                 c = c.unsqueeze(0)
-        xp = x.matmul(self.weight_ih.t())
-        if self.bias_ih is not None:
-            xp = xp + self.bias_ih
-        h, c = _cell_step(mode, xp, h, c, self.weight_hh, self.bias_hh)
+        h, c = _cell_step(mode, x.matmul(self.weight_ih.t()), h, c, self.weight_hh.t(),
+                          self.bias_ih, self.bias_hh)
         if not batched:
             h = h.squeeze(0)
             c = c.squeeze(0) if c is not None else None
