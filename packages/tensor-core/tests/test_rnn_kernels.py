@@ -98,8 +98,8 @@ def test_gru_cell_forward_and_backward(bias):
     n, h = 4, 3
     ig, hg, hx = (rng.standard_normal(s) for s in [(n, 3 * h), (n, 3 * h), (n, h)])
     ib, hb = (rng.standard_normal(3 * h), rng.standard_normal(3 * h)) if bias else (None, None)
-    opt = (lambda x: None if x is None else _t(x))
-    hy, ws = C._thnn_fused_gru_cell(_t(ig), _t(hg), _t(hx), opt(ib), opt(hb))
+    hy, ws = C._thnn_fused_gru_cell(_t(ig), _t(hg), _t(hx), *(None if b is None else _t(b)
+                                                              for b in (ib, hb)))
     np.testing.assert_allclose(hy.numpy(), gru_ref(ig, hg, hx, ib, hb), atol=1e-12)
     w = rng.standard_normal((n, h))
     gi, gh, ghx, gib, ghb = C._thnn_fused_gru_cell_backward(_t(w), ws, bias)
