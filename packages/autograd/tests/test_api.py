@@ -767,3 +767,16 @@ def test_intermediate_gradients_are_freed_during_the_sweep():
     ys[-1].sum().backward()
     # when y1's gradient arrives, those of y2..y4 (used up) are gone
     assert alive_at_1 == {2: False, 3: False, 4: False}
+
+
+def test_data_setter_shares_storage_and_takes_shape_and_dtype():
+    x = ember.zeros(3, requires_grad=True)
+    y = ember.ones(2, 2, dtype=ember.float64)
+    x.data = y
+    assert x.shape == (2, 2) and x.dtype == ember.float64 and x.requires_grad and x.is_leaf
+    y[0, 0] = 5.0  # shared, as in torch
+    assert x[0, 0].item() == 5.0
+    (x * 2).sum().backward()
+    assert x.grad.dtype == ember.float64 and x.grad.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    with pytest.raises(TypeError, match="must be a Tensor"):
+        x.data = [1.0]

@@ -2,6 +2,7 @@
 
 from collections import OrderedDict
 
+import numpy as np
 import pytest
 
 import ember
@@ -124,7 +125,6 @@ def test_batchnorm_state_dict_and_running_stats():
     assert bn.num_batches_tracked.item() == 1
     xn = x.numpy()
     ember.testing = None
-    import numpy as np
 
     np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * xn.mean(0), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * xn.var(0, ddof=1),
@@ -197,6 +197,24 @@ def test_apply_to_double_float():
     m.float()
     with pytest.raises(TypeError, match="floating point"):
         m.to(ember.int64)
+
+
+def test_to_dtype_keeps_parameter_objects_for_the_optimizer():
+    ember.manual_seed(0)
+    m = nn.Linear(3, 2)
+    w = m.weight
+    opt = ember.optim.SGD(m.parameters(), lr=0.5)
+    m(ember.randn(4, 3)).sum().backward()
+    m.double()
+    assert m.weight is w and w.dtype == ember.float64 and w.grad.dtype == ember.float64
+    assert isinstance(w, nn.Parameter) and w.requires_grad and w.is_leaf
+    before = w.detach().clone()
+    opt.zero_grad()
+    x = ember.randn(4, 3, dtype=ember.float64)
+    m(x).sum().backward()
+    opt.step()  # the optimizer, built before .double(), updates the converted weights
+    expected = before.numpy() - 0.5 * np.tile(x.sum(0).numpy(), (2, 1))
+    np.testing.assert_allclose(m.weight.detach().numpy(), expected, rtol=1e-12)
 
 
 def test_repr_matches_torch_layout():

@@ -273,11 +273,10 @@ def _install():
 
 
 def _set_data(self, value):
-    with ember.no_grad():
-        if tuple(value.shape) != tuple(self.shape) or value.dtype != self.dtype:
-            raise RuntimeError("ember: .data can only be assigned a tensor of the same shape and "
-                               "dtype")
-        self.detach().copy_(value)
+    """``t.data = value``: t now shares value's storage, shape and dtype (as in torch)."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+    self._set_data(value)
 
 
 Variable = Tensor

@@ -237,6 +237,18 @@ void register_storage(py::module_& m) {
         return self;
       }, py::arg("source") = py::none(), py::arg("storage_offset") = 0,
          py::arg("size") = py::none(), py::arg("stride") = py::none())
+      // `t.data = src` (torch's Variable::set_data): this tensor takes src's storage, geometry
+      // and dtype without copying, and keeps its identity and autograd state, so that
+      // Module.to(dtype) keeps its Parameter objects (and optimizers that hold them) working.
+      .def("_set_data", [](const Tensor& t, const Tensor& src) {
+        EMBER_CHECK(src->device() == t->device(), std::runtime_error,
+                    "data set to a tensor that requires gradients must have the same device");
+        t->storage = src->storage;
+        t->sizes = src->sizes;
+        t->strides = src->strides;
+        t->offset = src->offset;
+        t->dtype = src->dtype;
+      }, py::arg("new_data"))
       .def("is_set_to", [](const Tensor& a, const Tensor& b) {
         return a->storage == b->storage && a->offset == b->offset && a->sizes == b->sizes &&
                a->strides == b->strides;

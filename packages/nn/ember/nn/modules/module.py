@@ -360,18 +360,18 @@ class Module:
     def _apply(self, fn):
         for m in self.children():
             m._apply(fn)
-        for key, p in self._parameters.items():
+        for p in self._parameters.values():
             if p is None:
                 continue
             with ember.no_grad():
                 new = fn(p)
-            if new is p:
-                continue
-            np_ = Parameter(new, p.requires_grad)
-            if p.grad is not None:
-                with ember.no_grad():
-                    np_.grad = fn(p.grad)
-            self._parameters[key] = np_
+                if new is p:
+                    continue
+                # The Parameter object stays (torch's default): optimizers and hooks that hold
+                # it keep working after .to(dtype) / .double().
+                p.data = new
+                if p.grad is not None:
+                    p.grad.data = fn(p.grad)
         for key, b in self._buffers.items():
             if b is not None:
                 self._buffers[key] = fn(b)
