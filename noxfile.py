@@ -29,6 +29,9 @@ PACKAGES: dict[str, list[str]] = {
     "nn": ["tensor-core", "autograd"],
 }
 TEST_DEPS = ["pytest", "hypothesis", "numpy"]
+# What the examples need (the README's main job): installed with ember-nn and ember-data so
+# that the tests that run the examples on a few steps run rather than skip.
+EXAMPLE_DEPS = ["scikit-learn", "matplotlib", "tqdm"]
 TORCH = "torch==2.13.0"  # a peer for tests (optional) and benchmarks, never a dependency
 DOCS = ["docs/architecture.md", "docs/user-guide.md"]
 
@@ -78,7 +81,8 @@ def tests(session: nox.Session) -> None:
     names = present_packages()
     if not names:
         session.error("no package under packages/ has a pyproject.toml")
-    install(session, names, *test_deps())
+    examples = EXAMPLE_DEPS if {"nn", "data"} <= set(names) else []
+    install(session, names, *test_deps(), *examples)
     run_tests(session, names)
 
 
@@ -133,7 +137,7 @@ def demo(session: nox.Session) -> None:
         session.skip("examples/demo.py does not exist yet")
     names = present_packages()
     digits = (ROOT / "examples" / "train_digits.py").is_file() and {"nn", "data"} <= set(names)
-    install(session, names, *(["scikit-learn", "matplotlib", "tqdm"] if digits else []))
+    install(session, names, *(EXAMPLE_DEPS if digits else []))
     session.run("python", "examples/demo.py")
     if digits:
         quick = [] if "full" in session.posargs else ["--quick"]
