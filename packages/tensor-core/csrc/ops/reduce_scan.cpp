@@ -283,8 +283,25 @@ void softmax_backward_rows(const T* go, const T* out, T* gi, const Layout& l, bo
                [&](int64_t b, int64_t e) {
     std::vector<double> sums(l.inner);
     for (int64_t o = b; o < e; ++o) {
-      const T *g = go + o * row, *y = out + o * row;
-      T* r = gi + o * row;
+      const T* __restrict__ g = go + o * row;
+      const T* __restrict__ y = out + o * row;
+      T* __restrict__ r = gi + o * row;
+      if (l.inner == 1) {  // the common case (last dim): tight loops the compiler vectorises
+        constexpr int L = 8;  // independent lane sums, so the double accumulation vectorises
+        double lanes[L] = {};
+        int64_t j = 0;
+        for (; j + L <= l.D; j += L)
+          for (int q = 0; q < L; ++q) lanes[q] += log ? double(g[j + q]) : double(g[j + q]) * y[j + q];
+        double s = 0;
+        for (; j < l.D; ++j) s += log ? double(g[j]) : double(g[j]) * y[j];
+        for (int q = 0; q < L; ++q) s += lanes[q];
+        const T st = static_cast<T>(s);
+        if (log)  // y = log_softmax <= 0: the range vexpf is exact for
+          for (j = 0; j < l.D; ++j) r[j] = g[j] - vexpf(y[j]) * st;
+        else
+          for (j = 0; j < l.D; ++j) r[j] = y[j] * (g[j] - st);
+        continue;
+      }
       std::fill(sums.begin(), sums.end(), 0.0);
       for (int64_t j = 0; j < l.D; ++j)
         for (int64_t k = 0; k < l.inner; ++k)
@@ -355,7 +372,7 @@ Tensor softmax_backward_data(const Tensor& grad_output, const Tensor& output, in
               torch_type_name(grad_output->dtype), " and ", torch_type_name(output->dtype));
   const int64_t d = wrap_dim(dim, output->dim());
   const ScalarType dt = is_reduced_float(output->dtype) ? ScalarType::Float32 : output->dtype;
-  Tensor go = contiguous_copy(to_dtype(grad_output, dt)), y = contiguous_copy(to_dtype(output, dt));
+  Tensor go = contiguous(to_dtype(grad_output, dt)), y = contiguous(to_dtype(output, dt));
   Tensor gi = empty(output->sizes, dt, output->device());
   if (gi->numel() != 0) {
     const Layout l = layout_around(output, d);
