@@ -19,6 +19,7 @@ import multiprocessing
 from multiprocessing import *  # noqa: F401,F403
 
 from . import reductions
+from ._dataloader import _dataloader_transport  # noqa: F401 - ember.utils.data's seam
 from .reductions import (
     get_all_sharing_strategies,
     get_sharing_strategy,
