@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -67,7 +68,9 @@ std::string shm_free_note() {
   if (err == EMFILE || err == ENFILE)
     hint = "; too many open files: raise the limit (ulimit -n) or use the 'file_system' sharing "
            "strategy (ember.multiprocessing.set_sharing_strategy('file_system'))";
-  else if (err == ENOSPC || err == ENOMEM || err == EFBIG)
+  else if (err == EFBIG)
+    hint = "; the segment is larger than this process may make a file (raise ulimit -f)";
+  else if (err == ENOSPC || err == ENOMEM)
     hint = str_cat("; out of shared memory", shm_free_note(),
                    ": free some shared tensors, share fewer or smaller ones, or enlarge /dev/shm "
                    "(mount -o remount,size=<N>G /dev/shm; in Docker, docker run --shm-size=<N>g)");
@@ -323,6 +326,21 @@ void decref(const StorageImpl& s) {
 }
 
 // ---- group_sync ----------------------------------------------------------------------------
+// Gone, or a zombie its parent has not reaped yet (kill(pid, 0) still succeeds on those).
+static bool process_gone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  char buf[512];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* close_paren = std::strrchr(buf, ')');  // the state follows "pid (comm) "
+  return close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
 std::vector<int64_t> group_sync(const StorageImpl& ctl, size_t byte_offset, int rank, int world,
                                 int64_t epoch, int64_t value, double timeout_s) {
   EMBER_CHECK(world > 0 && rank >= 0 && rank < world, std::runtime_error, "group_sync: rank ",
@@ -358,7 +376,7 @@ std::vector<int64_t> group_sync(const StorageImpl& ctl, size_t byte_offset, int 
     if (now < next_check) continue;
     next_check = now + std::chrono::milliseconds(100);
     const int64_t pid = __atomic_load_n(line(r) + 3, __ATOMIC_RELAXED);
-    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+    if (pid > 0 && process_gone(static_cast<pid_t>(pid)))
       throw std::runtime_error(str_cat("ember.distributed: rank ", r, " (pid ", pid,
                                        ") exited while rank ", rank, " waited for it"));
     const double waited = std::chrono::duration<double>(now - start).count();
