@@ -7,7 +7,11 @@ before timing), so the cost should not depend on the size; the comparison row se
 pickled by value (a NumPy array through plain ``multiprocessing``).
 
 - tables: ember's round trip beside torch's and beside pickling by value; ratio = peer / ember;
-- scaling: time(256 MiB) / time(1 MiB) for each; ember's target is < 5x (torch: ~1x).
+- scaling: time(256 MiB) / time(1 MiB) for each; ember's target is < 5x (torch: ~1x);
+- all_reduce (SUM, float32) between 2 processes: ember.distributed's shm backend beside
+  torch.distributed's gloo (both over a tcp:// rendezvous on this machine); one intra-op thread
+  per process. Times are taken in rank 0: median over blocks of a fixed number of calls (both
+  ranks must make the same calls).
 
     python benchmarks/bench_mp.py [--quick] [--smoke] [--json PATH] [--no-torch]
 """
@@ -118,6 +122,80 @@ def scaling(times, small: int, big: int) -> None:
     print()
 
 
+def _all_reduce_rank(rank, lib, port, sizes, blocks, out):
+    import statistics
+    import time
+
+    if lib == "ember":
+        import ember as T
+        import ember.distributed as dist
+
+        backend = "shm"
+    else:
+        import torch as T
+        import torch.distributed as dist
+
+        backend = "gloo"
+    T.set_num_threads(1)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=2)
+    res = {}
+    for nbytes, calls in sizes:
+        t = T.ones(nbytes // 4)
+        for _ in range(2):
+            dist.all_reduce(t)
+        per_call = []
+        for _ in range(blocks):
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                dist.all_reduce(t)
+            per_call.append((time.perf_counter() - t0) / calls)
+        res[nbytes] = statistics.median(per_call)
+    dist.destroy_process_group()
+    if rank == 0:
+        out.put(res)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_all_reduce() -> None:
+    if H.SETTINGS.smoke:
+        sizes = [(1 << 10, 2)]
+    else:
+        sizes = [(1 << 10, 200), (1 << 20, 20), (16 << 20, 4)]
+    libs = ["ember"] + (["torch"] if H.torch is not None else [])
+    ctx = multiprocessing.get_context("spawn")
+    times = {}
+    for lib in libs:
+        out, port = ctx.Queue(), _free_port()
+        ranks = [ctx.Process(target=_all_reduce_rank,
+                             args=(r, lib, port, sizes, H.SETTINGS.repeat, out)) for r in range(2)]
+        for p in ranks:
+            p.start()
+        try:
+            times[lib] = out.get(timeout=300)
+        finally:
+            for p in ranks:
+                p.join(30)
+                if p.is_alive():
+                    p.kill()
+    rows = []
+    for nbytes, _ in sizes:
+        case = f"all_reduce SUM, {_mib(nbytes)} float32, 2 processes"
+        if "torch" in times:
+            rows.append(H.Row(case, times["ember"][nbytes], "torch gloo", times["torch"][nbytes]))
+        else:
+            rows.append(H.Row(case, times["ember"][nbytes], "torch gloo", None, None, "no torch"))
+    H.report("all_reduce between 2 processes (ember shm vs torch gloo; ratio: peer / ember)", rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     H.setup("bench_mp: ember.multiprocessing vs torch.multiprocessing (Queue round trips)", argv,
             in_process=False)
@@ -127,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     small, big = (1 << 10, 64 << 10) if H.SETTINGS.smoke else (1 << 20, 256 << 20)
     times = bench([small, big])
     scaling(times, small, big)
+    try:
+        import ember.distributed  # noqa: F401
+    except ImportError:  # pragma: no cover
+        print("ember.distributed is not there: its rows are left out")
+    else:
+        bench_all_reduce()
     H.summary()
     H.save_json({"sizes": [small, big]})
     return 0

@@ -124,9 +124,12 @@ class ShmGroup:
         lo, hi = _chunk(n, self.world, self.rank)
         if hi > lo:
             acc = self._flat(self.rank, 2, dt, n)[lo:hi]
-            acc.copy_(self._flat(0, p, dt, n)[lo:hi])
-            for r in range(1, self.world):
-                _COMBINE[op](acc, self._flat(r, p, dt, n)[lo:hi])
+            inputs = [self._flat(r, p, dt, n)[lo:hi] for r in range(self.world)]
+            if self.world == 1:
+                acc.copy_(inputs[0])
+            combine = _COMBINE[op][dt == ember.bool]
+            for r in range(1, self.world):  # one pass over the data per rank
+                combine(inputs[0] if r == 1 else acc, inputs[r], out=acc)
             if op is ReduceOp.AVG:
                 acc.div_(self.world)
         self.sync(value)
@@ -168,20 +171,6 @@ def _chunk(n: int, world: int, rank: int) -> tuple[int, int]:
     return lo, lo + q + (rank < rem)
 
 
-def _sum(acc, x) -> None:
-    if acc.dtype == ember.bool:  # as torch: SUM of bools is "any"
-        ember.logical_or(acc, x, out=acc)
-    else:
-        acc.add_(x)
-
-
-def _prod(acc, x) -> None:
-    if acc.dtype == ember.bool:
-        ember.logical_and(acc, x, out=acc)
-    else:
-        acc.mul_(x)
-
-
 class ReduceOp(enum.Enum):
     """How ``all_reduce`` combines the ranks' tensors (torch.distributed.ReduceOp's names)."""
 
@@ -195,12 +184,14 @@ class ReduceOp(enum.Enum):
         return f"<ReduceOp.{self.name}: {self.value}>"
 
 
+# op -> (ember function for numbers, for bools): combine(a, b, out=acc); as torch, SUM of
+# bools is "any" and PRODUCT "all"
 _COMBINE = {
-    ReduceOp.SUM: _sum,
-    ReduceOp.AVG: _sum,
-    ReduceOp.PRODUCT: _prod,
-    ReduceOp.MIN: lambda acc, x: ember.minimum(acc, x, out=acc),
-    ReduceOp.MAX: lambda acc, x: ember.maximum(acc, x, out=acc),
+    ReduceOp.SUM: (ember.add, ember.logical_or),
+    ReduceOp.AVG: (ember.add, ember.logical_or),
+    ReduceOp.PRODUCT: (ember.mul, ember.logical_and),
+    ReduceOp.MIN: (ember.minimum, ember.minimum),
+    ReduceOp.MAX: (ember.maximum, ember.maximum),
 }
 
 
