@@ -170,7 +170,8 @@ def test_data_parallel_gradients_equal_full_batch(tmp_path):
 
 
 def test_usage_errors(monkeypatch):
-    assert not dist.is_initialized()
+    assert ember.distributed is dist  # reachable after a plain `import ember`, as torch's
+    assert not dist.is_initialized() and dist.is_available()
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         dist.get_rank()
     with pytest.raises(ValueError, match="has not been initialized"):

@@ -99,9 +99,8 @@ class ShmGroup:
 
     def _flat(self, rank: int, slot: int, dtype, n: int):
         """n elements of dtype at the start of slot (0, 1: inputs; 2: result) of rank's segment."""
-        esize = ember.empty(0, dtype=dtype).element_size()
-        return ember.empty(0, dtype=dtype).set_(self.segs[rank], slot * self.cap // esize, (n,),
-                                                (1,))
+        return ember.empty(0, dtype=dtype).set_(self.segs[rank], slot * self.cap // dtype.itemsize,
+                                                (n,), (1,))
 
     def _begin(self, kind: str, tensor, extra: int = 0) -> int:
         if tensor.device.type != "cpu":
