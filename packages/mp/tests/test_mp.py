@@ -14,18 +14,6 @@ METHODS = ["fork", "spawn"]
 STRATEGIES = ["file_descriptor", "file_system"]
 
 
-@pytest.fixture(autouse=True)
-def _alarm():
-    def boom(*_):
-        raise TimeoutError("test timed out")
-
-    old = signal.signal(signal.SIGALRM, boom)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
-
-
 @pytest.fixture(params=STRATEGIES)
 def strategy(request):
     old = mp.get_sharing_strategy()
@@ -210,12 +198,67 @@ def _wait_gone(pid):
     raise AssertionError(glob.glob(f"/dev/shm/ember_{pid}_*"))
 
 
-def test_own_file_system_names_registered():
+@pytest.mark.parametrize("strategy_", STRATEGIES)
+def test_received_by_its_own_process_maps_once(strategy_):
+    old = mp.get_sharing_strategy()
+    mp.set_sharing_strategy(strategy_)
+    try:
+        q = mp.Queue()
+        t = ember.arange(4.0)
+        q.put(t[1:])
+        u = q.get(timeout=10)
+        # the same storage, not a second mapping of the segment
+        assert u.untyped_storage() == t.untyped_storage() and u.data_ptr() == t.data_ptr() + 4
+        if strategy_ == "file_system":
+            assert t.untyped_storage()._shared_refcount() == 1  # the message's count is consumed
+    finally:
+        mp.set_sharing_strategy(old)
+
+
+def test_file_system_name_lives_while_mapped():
     mp.set_sharing_strategy("file_system")
     try:
         q = mp.Queue()
-        q.put(ember.ones(2))
+        t = ember.ones(2)
+        q.put(t)
         assert q.get(timeout=10).tolist() == [1.0, 1.0]
-        assert _ours()
+        name = t.untyped_storage()._shared_name()
+        assert name is not None and _ours() == {"/dev/shm" + name}
+        del t
+        assert not _ours()  # the last reference let go: the name is gone at once
     finally:
         mp.set_sharing_strategy("file_descriptor")
+
+
+def test_fd_shared_storage_stays_in_its_segment_under_file_system():
+    t = ember.ones(3).share_memory_()
+    mp.set_sharing_strategy("file_system")
+    try:
+        q = mp.Queue()
+        q.put(t)
+        u = q.get(timeout=10)
+        assert t.untyped_storage()._shared_name() is None and u.data_ptr() == t.data_ptr()
+    finally:
+        mp.set_sharing_strategy("file_descriptor")
+
+
+class _FakeCuda:
+    """Stands in for a CUDA tensor: this build cannot make one."""
+
+    requires_grad, is_leaf = False, True
+    device = ember.device("cuda", 0)
+
+
+def test_cuda_tensors_refuse_with_a_clear_error():
+    from ember.multiprocessing.reductions import reduce_storage, reduce_tensor
+
+    with pytest.raises(RuntimeError, match=r"cuda:0 to another process: CUDA IPC is not supported"):
+        reduce_tensor(_FakeCuda())
+    with pytest.raises(RuntimeError, match=r"tensor\.cpu\(\)"):
+        reduce_storage(_FakeCuda())
+    try:
+        t = ember.ones(2, device="cuda")
+    except RuntimeError:
+        return  # no CUDA in this build or on this machine
+    with pytest.raises(RuntimeError, match="CUDA IPC"):
+        _reduce(t)

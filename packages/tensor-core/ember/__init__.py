@@ -3,8 +3,9 @@ n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replac
 
 The other components live in their own distributions and appear here lazily, as in torch:
 ``ember.autograd`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
-``ember.utils.data`` (ember-data), ``ember.multiprocessing`` (ember-mp). ``ember.utils`` itself
-is the core's (``ember.utils.safetensors``), a namespace the other distributions extend.
+``ember.utils.data`` (ember-data), ``ember.multiprocessing`` and ``ember.distributed`` (ember-mp).
+``ember.utils`` itself is the core's (``ember.utils.safetensors``), a namespace the other
+distributions extend.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ _COMPONENTS = {
     "optim": ("ember.optim", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),  # ember.utils.data comes from ember-data
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
+    "distributed": ("ember.distributed", "ember-mp"),
 }
 
 

@@ -11,14 +11,21 @@ Sharing strategies (as torch.multiprocessing):
 - ``"file_descriptor"`` (default): an anonymous memfd segment; its descriptor travels with the
   message (``multiprocessing.reduction.DupFd``). Nothing is named, so nothing can leak; each
   received storage holds one descriptor (raise ``ulimit -n`` for very many).
-- ``"file_system"``: a named segment ``/dev/shm/ember_<pid>_<n>``. A watchdog process per creating
-  process unlinks its names when that process exits, also when it is killed with SIGKILL.
+- ``"file_system"``: a named segment ``/dev/shm/ember_<pid>_<n>``, freed when the last process
+  that maps it lets go (a reference count in the segment counts mappings and messages in flight).
+  A watchdog process per creating process unlinks the names left when that process exits, also
+  when processes are killed with SIGKILL.
+
+A segment received by the process that made it, or received twice, comes back as the same
+storage. CUDA tensors are refused (CUDA IPC comes later). ``_dataloader_transport`` is the seam
+ember-data's DataLoader uses to send batches as shared storages.
 """
 
 import multiprocessing
 from multiprocessing import *  # noqa: F401,F403
 
 from . import reductions
+from ._dataloader import _dataloader_transport  # noqa: F401 - ember.utils.data's seam
 from .reductions import (
     get_all_sharing_strategies,
     get_sharing_strategy,

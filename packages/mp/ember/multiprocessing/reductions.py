@@ -40,29 +40,20 @@ def set_sharing_strategy(new_strategy):
     _strategy = new_strategy
 
 
-# ---- per-process cache: a segment received twice maps once -------------------------------------
-_cache_lock = threading.Lock()
-_cache: dict = {}  # segment identity -> the storage mapping it
-
-
-def _cached(key):
-    # Entries hold the storage strongly; one only the cache still references is dropped here.
-    for k in [k for k, v in _cache.items() if v._use_count() <= 1]:
-        del _cache[k]
-    return _cache.get(key)
-
-
-def _remember(key, storage):
-    _cache[key] = storage
-
-
 # ---- file_system names and their watchdog ------------------------------------------------------
+# One watchdog per process that creates named segments: it reads the names on its stdin and, at
+# EOF (its creator exited, however it died), unlinks those still there. A segment is normally
+# freed earlier, by the reference count in its header (see shm_allocator.h); the watchdog prunes
+# the names already gone so that a long-lived creator's list does not grow without bound.
 _WATCHDOG = r"""
 import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
-names = set()
+names, bound = set(), 1024
 for line in sys.stdin:
     names.add(line.strip())
+    if len(names) >= bound:
+        names = {n for n in names if os.path.exists("/dev/shm/" + n.lstrip("/"))}
+        bound = 2 * len(names) + 1024
 for n in names:
     try:
         os.unlink("/dev/shm/" + n.lstrip("/"))
@@ -84,10 +75,28 @@ def _register_name(name):
                 [sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, close_fds=True,
                 start_new_session=True, text=True)
             _watchdog_pid = os.getpid()
-            # a forked child must not keep our watchdog's pipe open after we are gone
-            os.set_inheritable(_watchdog.stdin.fileno(), False)
         _watchdog.stdin.write(name + "\n")
         _watchdog.stdin.flush()
+
+
+_inherited = []  # a forked child's copy of its parent's watchdog handle, kept from __del__
+
+
+def _forget_watchdog():
+    """In a forked child: close the parent's watchdog pipe, so that the watchdog sees EOF when
+    the parent dies (the child starts its own watchdog if it creates names)."""
+    global _watchdog, _name_lock
+    _name_lock = threading.Lock()  # another thread may have held it at fork
+    if _watchdog is not None:
+        try:
+            _watchdog.stdin.close()
+        except OSError:
+            pass
+        _inherited.append(_watchdog)
+        _watchdog = None
+
+
+os.register_at_fork(after_in_child=_forget_watchdog)
 
 
 def _new_name():
@@ -95,41 +104,42 @@ def _new_name():
 
 
 # ---- reducers ----------------------------------------------------------------------------------
-def rebuild_storage_fd(df, nbytes, key):
+# A segment this process already maps (one it created, or received before) comes back as the
+# storage that maps it: the core keeps a per-process map from segment identity to storage.
+def rebuild_storage_fd(df, nbytes, offset=0):
     fd = df.detach()
     try:
-        with _cache_lock:
-            s = _cached(key)
-            if s is None:
-                s = ember.UntypedStorage._new_shared_fd_cpu(fd, nbytes)
-                _remember(key, s)
-            return s
+        return ember.UntypedStorage._new_shared_fd_cpu(fd, nbytes, offset)
     finally:
         os.close(fd)
 
 
 def rebuild_storage_filename(name, nbytes):
-    key = "name:" + name
-    with _cache_lock:
-        s = _cached(key)
-        if s is None:
-            s = ember.UntypedStorage._new_shared_filename_cpu(name, nbytes)
-            _remember(key, s)
-        return s
+    # Map (one more count), then consume the count the sender took for this message.
+    return ember.UntypedStorage._new_shared_filename_cpu(name, nbytes)._shared_decref()
+
+
+def _check_cpu(device):
+    if device.type != "cpu":
+        raise RuntimeError(
+            f"ember.multiprocessing: cannot send a tensor on {device} to another process: CUDA "
+            "IPC is not supported yet. Copy it to the CPU before sending (tensor.cpu()) and back "
+            "to the device in the receiver.")
 
 
 def reduce_storage(storage):
-    if storage.device.type != "cpu":
-        raise RuntimeError("ember.multiprocessing: only CPU storages can be shared")
-    if _strategy == "file_system" or storage._shared_name() is not None:
-        name = storage._shared_name()
-        if name is None:
-            name = _new_name()
-            _register_name(name)
-            storage._share_filename_cpu_(name)
+    _check_cpu(storage.device)
+    name = storage._shared_name()
+    if name is None and _strategy == "file_system" and not storage.is_shared():
+        name = _new_name()
+        _register_name(name)  # before it exists: no moment where a kill could leak it
+        storage._share_filename_cpu_(name)
+    if name is not None:
+        storage._shared_incref()  # the message holds a count until the receiver has mapped it
         return rebuild_storage_filename, (name, storage.nbytes())
-    fd, nbytes = storage._share_fd_cpu_()
-    return rebuild_storage_fd, (DupFd(fd), nbytes, storage._shared_id())
+    # file_descriptor, or a storage already shared through a descriptor: it stays in its segment
+    fd, nbytes, offset = storage._share_fd_cpu_()
+    return rebuild_storage_fd, (DupFd(fd), nbytes, offset)
 
 
 def rebuild_tensor(storage, dtype, offset, size, stride, requires_grad):
@@ -143,6 +153,7 @@ def reduce_tensor(tensor):
     requires_grad = bool(getattr(tensor, "requires_grad", False))
     if requires_grad and not getattr(tensor, "is_leaf", True):
         raise RuntimeError(_NON_LEAF_MSG)
+    _check_cpu(tensor.device)
     dtype = str(tensor.dtype).rpartition(".")[2]  # "float32": dtype objects do not pickle
     return rebuild_tensor, (tensor.untyped_storage(), dtype, tensor.storage_offset(),
                             tuple(tensor.shape), tuple(tensor.stride()), requires_grad)
