@@ -262,3 +262,39 @@ def test_cuda_tensors_refuse_with_a_clear_error():
         return  # no CUDA in this build or on this machine
     with pytest.raises(RuntimeError, match="CUDA IPC"):
         _reduce(t)
+
+
+_FORKSERVER_SCRIPT = '''
+import ember, ember.multiprocessing as mp
+
+def child(q, t):
+    t.mul_(2)
+    q.get().add_(1)
+
+if __name__ == "__main__":
+    for strategy in ("file_descriptor", "file_system"):
+        mp.set_sharing_strategy(strategy)
+        ctx = mp.get_context("forkserver")
+        q = ctx.Queue()
+        t, u = ember.ones(3), ember.zeros(2)
+        p = ctx.Process(target=child, args=(q, t))
+        p.start()
+        q.put(u)
+        p.join(30)
+        print(strategy, p.exitcode, t.tolist(), u.tolist())
+'''
+
+
+def test_forkserver(tmp_path):
+    # A script of its own: the forkserver process re-imports the main module, which under
+    # pytest is pytest itself.
+    import subprocess
+    import sys
+
+    script = tmp_path / "forkserver_child.py"
+    script.write_text(_FORKSERVER_SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=50)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == [
+        "file_descriptor 0 [2.0, 2.0, 2.0] [1.0, 1.0]", "file_system 0 [2.0, 2.0, 2.0] [1.0, 1.0]"]
