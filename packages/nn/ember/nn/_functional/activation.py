@@ -1,0 +1,193 @@
+"""Activations, the softmax family and gumbel_softmax: composed from core ops (softmax and
+log_softmax are core kernels)."""
+
+from __future__ import annotations
+
+import math
+
+import ember
+
+# ---------------------------------------------------------------------------------------------
+# activations
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else ember.relu(input)
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def threshold(input, threshold, value, inplace=False):
+    out = ember.where(input > threshold, input, value)
+    return input.copy_(out) if inplace else out
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    out = ember.where(input > 0, input, input * negative_slope)
+    return input.copy_(out) if inplace else out
+
+
+def prelu(input, weight):
+    w = weight
+    if weight.numel() != 1:
+        if input.dim() < 2 or input.shape[1] != weight.numel():
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                f"= {weight.numel()} and channel size = "
+                f"{input.shape[1] if input.dim() >= 2 else 1}.")
+        w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
+    return ember.where(input > 0, input, input * w)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    out = ember.where(input > 0, input, input.clamp(max=0).expm1() * alpha)
+    return input.copy_(out) if inplace else out
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    out = elu(input, _SELU_ALPHA) * _SELU_SCALE
+    return input.copy_(out) if inplace else out
+
+
+def celu(input, alpha=1.0, inplace=False):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    out = ember.where(input > 0, input, (input.clamp(max=0) / alpha).expm1() * alpha)
+    return input.copy_(out) if inplace else out
+
+
+def gelu(input, approximate="none"):
+    if approximate == "none":
+        return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * 0.5 * (1.0 + inner.tanh())
+    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+
+
+def silu(input, inplace=False):
+    out = input * input.sigmoid()
+    return input.copy_(out) if inplace else out
+
+
+def _log1p_exp(z):
+    """log(1 + exp(z)) without overflow; each where-branch only sees inputs where it is finite,
+    so the gradient never meets inf * 0, and it is exactly 1/2 at 0."""
+    pos = z > 0
+    zp = ember.where(pos, z, 0.0)
+    zn = ember.where(pos, 0.0, z)
+    return ember.where(pos, zp + (-zp).exp().log1p(), zn.exp().log1p())
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    z = input * beta
+    soft = _log1p_exp(z) / beta
+    return ember.where(z > threshold, input, soft)
+
+
+def mish(input, inplace=False):
+    out = input * softplus(input).tanh()
+    return input.copy_(out) if inplace else out
+
+
+def hardsigmoid(input, inplace=False):
+    out = (input / 6.0 + 0.5).clamp(0.0, 1.0)
+    return input.copy_(out) if inplace else out
+
+
+def hardswish(input, inplace=False):
+    out = input * (input + 3.0).clamp(0.0, 6.0) / 6.0
+    return input.copy_(out) if inplace else out
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def logsigmoid(input):
+    return -softplus(-input)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def softshrink(input, lambd=0.5):
+    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd,
+                                                                 0.0))
+
+
+def hardshrink(input, lambd=0.5):
+    return ember.where(input.abs() > lambd, input, 0.0)
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def glu(input, dim=-1):
+    if input.shape[dim] % 2 != 0:
+        raise RuntimeError("Halving dimension must be even, but dimension "
+                           f"{dim % input.dim()} is size {input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    gumbels = -ember.empty(tuple(logits.shape), dtype=logits.dtype).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    d = dim % logits.dim()
+    ar = ember.arange(logits.shape[d]).reshape((-1,) + (1,) * (logits.dim() - d - 1))
+    y_hard = (ar == index).to(logits.dtype)
+    return y_hard - y_soft.detach() + y_soft  # straight-through
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return ember.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return ember.log_softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return softmax(-input, dim, dtype=dtype)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if training:
+        slope = ember.empty(tuple(input.shape), dtype=input.dtype).uniform_(lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    out = ember.where(input >= 0, input, input * slope)
+    return input.copy_(out) if inplace else out
