@@ -113,5 +113,6 @@ void register_nn_kernels(py::module_& m);
 void register_optim(py::module_& m);
 void register_autograd_support(py::module_& m);  // Tensor._ag: the autograd package's slot
 void register_indexing(py::module_& m);
+void register_cuda(py::module_& m);  // ember.cuda's _cuda_* functions, OutOfMemoryError
 
 }  // namespace ember::pyb
