@@ -93,6 +93,14 @@ cu::CachingAllocator& device_alloc(int device) {
 
 }  // namespace
 
+void check_cpu_device(const Device& device, const std::string& what) {
+  if (device.is_cpu()) return;
+  if (!cu::is_available()) throw std::runtime_error(cu::no_gpu_error(what));
+  throw std::runtime_error(what + ": CUDA tensors are not implemented in ember yet (ember.cuda's "
+                           "caching allocator, memory statistics, streams and events work; "
+                           "tensor kernels on the GPU are not written yet)");
+}
+
 void register_cuda(py::module_& m) {
   // Registered after the core's translator, so it is tried first.
   py::register_exception<cu::CudaOutOfMemoryError>(m, "OutOfMemoryError", PyExc_RuntimeError);
