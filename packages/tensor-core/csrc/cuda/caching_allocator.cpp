@@ -206,6 +206,62 @@ struct CachingAllocator::Impl {
   bool set_fraction = false;
   size_t allowed_max = 0;
 
+  // Recycled Block objects and container nodes: a steady-state malloc+free pair then makes no
+  // heap allocation (each would be a glibc malloc/free, a good part of the pair's cost).
+  static constexpr size_t kSpareLimit = 64;
+  std::vector<Block*> spare_blocks;
+  std::vector<BlockSet::node_type> spare_set_nodes;
+  std::vector<std::unordered_map<void*, Block*>::node_type> spare_map_nodes;
+
+  ~Impl() {
+    for (Block* b : spare_blocks) delete b;
+  }
+
+  Block* new_block(StreamHandle s, size_t n, BlockPool* pool, char* ptr) {
+    if (spare_blocks.empty()) return new Block(s, n, pool, ptr);
+    Block* b = spare_blocks.back();
+    spare_blocks.pop_back();
+    *b = Block(s, n, pool, ptr);
+    return b;
+  }
+  void delete_block(Block* b) {
+    if (spare_blocks.size() < kSpareLimit) spare_blocks.push_back(b);
+    else delete b;
+  }
+  void pool_insert(BlockPool& pool, Block* b) {
+    if (spare_set_nodes.empty()) {
+      pool.blocks.insert(b);
+      return;
+    }
+    BlockSet::node_type node = std::move(spare_set_nodes.back());
+    spare_set_nodes.pop_back();
+    node.value() = b;
+    pool.blocks.insert(std::move(node));
+  }
+  void pool_erase(BlockPool& pool, BlockSet::iterator it) {
+    BlockSet::node_type node = pool.blocks.extract(it);
+    if (spare_set_nodes.size() < kSpareLimit) spare_set_nodes.push_back(std::move(node));
+  }
+  void pool_erase(BlockPool& pool, Block* b) { pool_erase(pool, pool.blocks.find(b)); }
+  void track(Block* b) {
+    if (spare_map_nodes.empty()) {
+      allocated.emplace(b->ptr, b);
+      return;
+    }
+    auto node = std::move(spare_map_nodes.back());
+    spare_map_nodes.pop_back();
+    node.key() = b->ptr;
+    node.mapped() = b;
+    allocated.insert(std::move(node));
+  }
+  Block* untrack(void* ptr) {  // null when ptr is not a live allocation
+    auto node = allocated.extract(ptr);
+    if (node.empty()) return nullptr;
+    Block* b = node.mapped();
+    if (spare_map_nodes.size() < kSpareLimit) spare_map_nodes.push_back(std::move(node));
+    return b;
+  }
+
   Impl(Backend* b, int d, AllocatorConfig c) : backend(b), device(d), config(c) {
     stats.max_split_size = config.max_split_size == std::numeric_limits<size_t>::max()
                                ? std::numeric_limits<int64_t>::max()
@@ -232,7 +288,7 @@ struct CachingAllocator::Impl {
     if (p.size >= config.max_split_size && (*it)->size >= p.size + kLargeBuffer) return false;
     p.block = *it;
     p.block->gc_count = 0;
-    pool.blocks.erase(it);
+    pool_erase(pool, it);
     return true;
   }
 
@@ -244,7 +300,7 @@ struct CachingAllocator::Impl {
     if (!ptr) return false;
     total_reserved += size;
     ++stats.num_device_alloc;
-    p.block = new Block(p.stream, size, p.pool, static_cast<char*>(ptr));
+    p.block = new_block(p.stream, size, p.pool, static_cast<char*>(ptr));
     each_stat(p.pool, [&](int t) {
       stats.segment[t].update(1);
       stats.reserved_bytes[t].update(static_cast<int64_t>(size));
@@ -265,14 +321,14 @@ struct CachingAllocator::Impl {
     const bool already_split = block->is_split();
     if (should_split(block, p.size)) {
       Block* remaining = block;
-      block = new Block(p.stream, p.size, pool, remaining->ptr);
+      block = new_block(p.stream, p.size, pool, remaining->ptr);
       block->prev = remaining->prev;
       if (block->prev) block->prev->next = block;
       block->next = remaining;
       remaining->prev = block;
       remaining->ptr += p.size;
       remaining->size -= p.size;
-      pool->blocks.insert(remaining);
+      pool_insert(*pool, remaining);
       if (already_split) {  // an inactive split block shrinks by the bytes handed out
         each_stat(pool, [&](int t) { stats.inactive_split_bytes[t].update(-int64_t(block->size)); });
       } else {  // a whole segment becomes split: its rest is a new inactive split block
@@ -289,7 +345,7 @@ struct CachingAllocator::Impl {
     }
     block->allocated = true;
     block->requested_size = orig_size;
-    allocated[block->ptr] = block;
+    track(block);
     each_stat(pool, [&](int t) {
       stats.allocation[t].update(1);
       stats.allocated_bytes[t].update(int64_t(block->size));
@@ -316,8 +372,8 @@ struct CachingAllocator::Impl {
     }
     size_t subsumed = src->size;
     dst->size += subsumed;
-    pool.blocks.erase(src);
-    delete src;
+    pool_erase(pool, src);
+    delete_block(src);
     return subsumed;
   }
 
@@ -333,7 +389,7 @@ struct CachingAllocator::Impl {
         net_inactive_split_bytes -= int64_t(subsumed);
       }
     }
-    pool.blocks.insert(block);
+    pool_insert(pool, block);
     if (block->is_split()) {
       net_inactive_split += 1;
       net_inactive_split_bytes += int64_t(block->size);
@@ -405,7 +461,7 @@ struct CachingAllocator::Impl {
     });
     if (block->size >= config.max_split_size) stats.oversize_segments.update(-1);
     pool->blocks.erase(block);
-    delete block;
+    delete_block(block);
   }
 
   void release_blocks(BlockPool& pool) {
@@ -567,8 +623,8 @@ void CachingAllocator::free(void* ptr) {
   if (!ptr) return;
   Impl& m = *impl_;
   std::lock_guard<std::mutex> g(m.mu);
-  Block* block = m.block_of(ptr, "free");
-  m.allocated.erase(ptr);
+  Block* block = m.untrack(ptr);
+  if (!block) m.block_of(ptr, "free");  // raises: not a live allocation
   block->allocated = false;
   m.each_stat(block->pool, [&](int t) {
     m.stats.allocation[t].update(-1);

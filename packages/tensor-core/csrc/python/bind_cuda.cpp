@@ -1,6 +1,8 @@
 // bind_cuda.cpp: the `_cuda_*` functions under ember.cuda (csrc/cuda/cuda_context.h), the
 // OutOfMemoryError type, and `_cuda_host_allocator_testing`: one caching allocator over its own
 // host backend, for tests that drive the allocator's bookkeeping directly on any machine.
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 
 #include "cuda/caching_allocator.h"
@@ -91,6 +93,20 @@ cu::CachingAllocator& device_alloc(int device) {
   return cu::allocator(cu::check_device_index(device));
 }
 
+// benchmarks/bench_cuda_alloc.py: `iters` alloc+free pairs of `size` bytes in a C++ loop, so the
+// allocator's own cost is timed, not Python's call overhead. Returns seconds.
+template <class Alloc, class Free>
+double time_pairs(int64_t iters, Alloc&& alloc, Free&& free_) {
+  py::gil_scoped_release nogil;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    void* p = alloc();
+    asm volatile("" : : "r"(p) : "memory");  // keeps the compiler from eliding a malloc/free pair
+    free_(p);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
 void check_cpu_device(const Device& device, const std::string& what) {
@@ -157,6 +173,19 @@ void register_cuda(py::module_& m) {
   });
   m.def("_cuda_record_stream", [](uintptr_t ptr, uintptr_t stream, int d) {
     device_alloc(d).record_stream(as_ptr(ptr), stream);
+  });
+  m.def("_cuda_bench_alloc_free", [](size_t size, int64_t iters, bool raw, int d) {
+    d = cu::check_device_index(d);
+    cu::Backend& b = cu::backend();
+    if (raw)
+      return time_pairs(iters, [&] {
+        void* p = b.raw_malloc(d, size);
+        if (!p) throw std::runtime_error("cudaMalloc: out of memory");
+        return p;
+      }, [&](void* p) { b.raw_free(d, p); });
+    cu::CachingAllocator& a = cu::allocator(d);
+    cu::StreamHandle s = cu::current_stream(d);
+    return time_pairs(iters, [&] { return a.malloc(size, s); }, [&](void* p) { a.free(p); });
   });
   m.def("_cuda_alloc_conf_check", [](const std::string& conf) {
     auto c = cu::AllocatorConfig::parse(conf);
@@ -226,6 +255,13 @@ void register_cuda(py::module_& m) {
         t.backend->mem_get_info(0, &free_b, &total);
         return py::make_tuple(free_b, total);
       })
+      .def("_bench_alloc_free", [](HostAllocatorTesting& t, size_t size, int64_t iters, bool raw) {
+        if (raw)  // plain aligned host memory, as the backend's segments are made
+          return time_pairs(iters, [&] { return std::aligned_alloc(512, (size + 511) / 512 * 512); },
+                            [](void* p) { std::free(p); });
+        return time_pairs(iters, [&] { return t.alloc->malloc(size, 0); },
+                          [&](void* p) { t.alloc->free(p); });
+      }, py::arg("size"), py::arg("iters"), py::arg("raw") = false)
       .def("allocated_size",
            [](HostAllocatorTesting& t, uintptr_t p) { return t.alloc->allocated_size(as_ptr(p)); })
       .def_property("capacity", [](HostAllocatorTesting& t) { return t.backend->capacity(); },

@@ -33,7 +33,9 @@ def _get_device_index(device: Any = None, optional: bool = True) -> int:
     device), as torch.cuda._utils._get_device_index."""
     if device is None:
         if not optional:
-            raise ValueError("Expected an ember.device with a specified index or an integer, but got:None")
+            raise ValueError(
+                "Expected an ember.device with a specified index or an integer, but got:None"
+            )
         return current_device()
     if isinstance(device, str):
         device = _device_type(device)

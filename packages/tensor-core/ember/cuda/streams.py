@@ -16,11 +16,14 @@ from ember.cuda._device import device as _device_ctx
 _POOL_SIZE = 32
 _pools: dict[tuple[int, int], list[int]] = {}
 _next: dict[tuple[int, int], int] = {}
+_generation = 0  # bumped when tests swap the backend: older handles belong to the old one
 
 
 def _reset_pools() -> None:
+    global _generation
     _pools.clear()
     _next.clear()
+    _generation += 1
 
 
 def _pooled_stream(device: int, priority: int) -> int:
@@ -84,7 +87,8 @@ class Stream:
         return hash((self.device_index, self.cuda_stream))
 
     def __repr__(self) -> str:
-        return f"<ember.cuda.Stream device=cuda:{self.device_index} cuda_stream={self.cuda_stream:#x}>"
+        return (f"<ember.cuda.Stream device=cuda:{self.device_index} "
+                f"cuda_stream={self.cuda_stream:#x}>")
 
 
 class Event:
@@ -106,6 +110,7 @@ class Event:
         if self._handle is None:
             self._handle = int(_C._cuda_event_create(device, self.enable_timing))
             self._device = device
+            self._generation = _generation
         elif device != self._device:
             raise RuntimeError(
                 f"Event device {self._device} does not match recording stream's device {device}."
@@ -146,7 +151,7 @@ class Event:
         return 0 if self._handle is None else self._handle
 
     def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
+        if getattr(self, "_handle", None) is not None and self._generation == _generation:
             try:
                 _C._cuda_event_destroy(self._device, self._handle)
             except Exception:  # noqa: BLE001 - the backend may be gone (interpreter teardown)
@@ -154,7 +159,9 @@ class Event:
             self._handle = None
 
     def __repr__(self) -> str:
-        return f"<ember.cuda.Event {self.cuda_event:#x}>" if self._handle else "<ember.cuda.Event uninitialized>"
+        if self._handle is None:
+            return "<ember.cuda.Event uninitialized>"
+        return f"<ember.cuda.Event {self.cuda_event:#x}>"
 
 
 def current_stream(device: Any = None) -> Stream:
