@@ -4,7 +4,8 @@ n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replac
 The other components live in their own distributions and appear here lazily, as in torch:
 ``ember.autograd`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
 ``ember.utils.data`` (ember-data), ``ember.multiprocessing`` (ember-mp). ``ember.utils`` itself
-is the core's (``ember.utils.safetensors``), a namespace the other distributions extend.
+is the core's (``ember.utils.safetensors``), a namespace the other distributions extend, and so is
+``ember.cuda`` (imported on first touch too).
 """
 
 from __future__ import annotations
