@@ -204,6 +204,16 @@ def sanitize(session: nox.Session) -> None:
     )
     session.run(str(exe), blas, external=True,
                 env={"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "halt_on_error=1"})
+    # The CUDA caching allocator's bookkeeping over its host backend (no GPU needed).
+    exe = Path(session.create_tmp()) / "test_cuda_allocator"
+    session.run(
+        os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g", "-march=native",
+        "-fsanitize=address,undefined", "-fno-omit-frame-pointer", f"-I{csrc}",
+        str(csrc / "tests" / "test_cuda_allocator.cpp"),
+        *(str(p) for p in sorted((csrc / "cuda").glob("*.cpp"))),
+        "-o", str(exe), "-ldl", "-pthread", external=True,
+    )
+    session.run(str(exe), external=True, env={"UBSAN_OPTIONS": "halt_on_error=1"})
     session.install(str(src.resolve()), *TEST_DEPS, env={"EMBER_SANITIZE": "1"})
     # Python itself is not instrumented, so the runtimes must be loaded first, ASan before UBSan.
     preload = " ".join(sanitizer_runtime(session, lib) for lib in ("libasan.so", "libubsan.so"))

@@ -5,7 +5,7 @@ The other components live in their own distributions and appear here lazily, as 
 ``ember.autograd`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
 ``ember.utils.data`` (ember-data), ``ember.multiprocessing`` and ``ember.distributed`` (ember-mp).
 ``ember.utils`` itself is the core's (``ember.utils.safetensors``), a namespace the other
-distributions extend.
+distributions extend, and so is ``ember.cuda`` (imported on first touch too).
 """
 
 from __future__ import annotations
@@ -105,12 +105,32 @@ def _locate_openblas() -> str:
 
 _C._set_blas_library(_locate_openblas())  # loaded lazily, on the first matrix product
 
+
+def _locate_cudart() -> list[str]:
+    """CUDA runtimes to try before the system's libcudart: $EMBER_CUDA_RUNTIME, then those of the
+    nvidia-cuda-runtime wheels (nvidia/<name>/lib/libcudart.so.N), found without importing."""
+    import glob
+    import sys
+
+    found = [os.environ["EMBER_CUDA_RUNTIME"]] if os.environ.get("EMBER_CUDA_RUNTIME") else []
+    for entry in sys.path:
+        base = os.path.join(entry or ".", "nvidia")
+        if os.path.isdir(base):
+            found += sorted(glob.glob(os.path.join(base, "*", "lib", "libcudart.so.*")),
+                            reverse=True)
+    return found
+
+
+# libcudart itself is loaded on the first ember.cuda call (dlopen): one build, with or without GPU.
+_C._cuda_set_runtime_candidates(_locate_cudart())
+
 # Components from other distributions, imported on first touch so `import ember` stays fast.
 _COMPONENTS = {
     "autograd": ("ember.autograd", "ember-autograd"),
     "nn": ("ember.nn", "ember-nn"),
     "optim": ("ember.optim", "ember-nn"),
-    "utils": ("ember.utils", "ember-tensor"),  # ember.utils.data comes from ember-data
+    "utils": ("ember.utils", "ember-tensor"),
+    "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),
 }

@@ -93,3 +93,13 @@ def test_bench_nn_kernels_smoke(tmp_path):
     for case in ("conv2d forward", "convolution_backward", "max_pool2d 2x2", "nll_loss(log_softmax"):
         assert case in stdout, f"row {case!r} missing from:\n{stdout}"
     assert all(row["status"] != "n/a" for row in doc["rows"])
+
+
+def test_bench_cuda_alloc_smoke(tmp_path):
+    stdout, doc = run_script("bench_cuda_alloc.py", "--smoke", "--no-torch", tmp_path=tmp_path)
+    assert "host backend (C++ loop)" in stdout and "summary:" in stdout
+    host = [row for row in doc["rows"] if "host backend" in row["case"]]
+    assert host and all(row["ember_s"] > 0 and row["peer_s"] > 0 for row in host)
+    gpu = [row for row in doc["rows"] if "host backend" not in row["case"]]
+    if not ember.cuda.is_available():  # GPU rows say why they did not run
+        assert gpu and all(row["status"] == "n/a" and row["note"] for row in gpu)

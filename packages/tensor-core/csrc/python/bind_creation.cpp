@@ -27,9 +27,7 @@ FactoryArgs parse_factory(const py::kwargs& kw, const char* op) {
     else if (k == "layout" || k == "pin_memory" || k == "memory_format" || k == "generator") continue;
     else throw py::type_error(str_cat(op, "() got an unexpected keyword argument '", k, "'"));
   }
-  if (!f.device.is_cpu())
-    throw std::runtime_error(str_cat(op, "(): device '", f.device.str(),
-                                     "' is not available: CUDA is not available in this build"));
+  check_cpu_device(f.device, str_cat(op, "(): device '", f.device.str(), "'"));
   return f;
 }
 

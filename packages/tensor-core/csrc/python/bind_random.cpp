@@ -89,9 +89,7 @@ Factory parse_factory(py::kwargs& kw, const char* op) {
     if (k == "dtype") f.dtype = to_dtype(v);
     else if (k == "device") {
       Device d = to_device(v);
-      if (!d.is_cpu())
-        throw std::runtime_error(str_cat(op, "(): device '", d.str(),
-                                         "' is not available: CUDA is not available in this build"));
+      check_cpu_device(d, str_cat(op, "(): device '", d.str(), "'"));
     } else if (k == "requires_grad") f.requires_grad = v.cast<bool>();
     else if (k == "out") f.out = py::reinterpret_borrow<py::object>(v);
     else if (k == "generator") f.generator = py::reinterpret_borrow<py::object>(v);
@@ -311,8 +309,7 @@ A random number generator (a Mersenne Twister seeded like PyTorch's CPU generato
 Pass it as ``generator=`` to any sampling function to draw from its own stream.)doc")
       .def(py::init([](py::handle device) {
              Device d = to_device(device.is_none() ? py::str("cpu") : device);
-             if (!d.is_cpu())
-               throw std::runtime_error("Generator: only cpu generators are supported in this build, got " + d.str());
+             check_cpu_device(d, "Generator(device='" + d.str() + "')");
              return std::make_shared<Generator>();
            }), py::arg("device") = "cpu")
       .def("manual_seed", [](py::object self, py::handle seed) {

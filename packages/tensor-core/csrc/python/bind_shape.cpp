@@ -185,8 +185,8 @@ py::object tri_indices_call(bool upper, int64_t row, int64_t col, int64_t offset
                             py::handle deviceh) {
   ScalarType dt = dtypeh.is_none() ? ScalarType::Int64 : to_dtype(dtypeh);
   Device dev = to_device(deviceh);
-  EMBER_CHECK(dev.is_cpu(), std::runtime_error, "ember: device '", dev.str(),
-              "' is not available in this build");
+  check_cpu_device(dev, str_cat(upper ? "triu_indices" : "tril_indices", "(): device '",
+                               dev.str(), "'"));
   return wrap(tri_indices(row, col, offset, upper, dt));
 }
 

@@ -268,9 +268,7 @@ static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs
     else if (k == "non_blocking" || k == "memory_format") continue;
     else throw py::type_error("to() got an unexpected keyword argument '" + k + "'");
   }
-  if (dev != self->device())
-    throw std::runtime_error(str_cat("ember: cannot move a tensor to device '", dev.str(),
-                                     "': CUDA is not available in this build"));
+  if (dev != self->device()) check_cpu_device(dev, "Tensor.to('" + dev.str() + "')");
   if (dt == ScalarType::Undefined) dt = self->dtype;
   if (dt == self->dtype && !copy) return py::cast(self);
   EMBER_AUTOGRAD(needs_grad(self), "_to_dtype", self, dtype_object(dt), copy);
@@ -374,6 +372,13 @@ void register_tensor(py::module_& m) {
         return wrap(convert(self, dt, false));
       }, py::arg("dtype") = py::none())
       .def("cpu", [](py::object self) { return self; })
+      .def("cuda", [](py::object, py::object device, bool, py::object) -> py::object {
+        Device d = device.is_none() ? Device{DeviceType::CUDA, -1} : to_device(device);
+        if (d.is_cpu()) throw std::runtime_error("Invalid device, must be cuda device");
+        check_cpu_device(d, "Tensor.cuda()");
+        return py::none();
+      }, py::arg("device") = py::none(), py::arg("non_blocking") = false,
+         py::arg("memory_format") = py::none())
       // views
       .def("view", [](const Tensor& self, py::args args) {
         if (args.size() == 1 && (py::isinstance<DType>(args[0]) )) {

@@ -21,4 +21,5 @@ PYBIND11_MODULE(_C, m) {
   register_nn_kernels(m);
   register_optim(m);
   register_autograd_support(m);
+  register_cuda(m);
 }

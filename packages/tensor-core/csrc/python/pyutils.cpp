@@ -147,7 +147,13 @@ Device to_device(py::handle h) {
   if (s.rfind("cuda", 0) == 0) {
     Device d;
     d.type = DeviceType::CUDA;
-    if (s.size() > 5) d.index = static_cast<int16_t>(std::stoi(s.substr(5)));
+    if (s.size() > 4) {
+      std::string idx = s.size() > 5 && s[4] == ':' ? s.substr(5) : "";
+      bool ok = !idx.empty() && idx.size() <= 4 &&
+                idx.find_first_not_of("0123456789") == std::string::npos;
+      if (!ok) throw std::runtime_error("Invalid device string: '" + s + "'");
+      d.index = static_cast<int16_t>(std::stoi(idx));
+    }
     return d;
   }
   throw std::runtime_error("Expected one of cpu, cuda device type at start of device string: " + s);

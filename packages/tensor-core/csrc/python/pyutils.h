@@ -38,6 +38,9 @@ Shape to_shape(py::handle h);
 // An int, or a tuple/list of ints (None -> empty with all=true).
 std::vector<int64_t> to_dims(py::handle h);
 Device to_device(py::handle h);
+// Raises where `device` is not the CPU: tensors live on the CPU only so far. The message says
+// whether a GPU is there at all (ember.cuda's no-GPU error) or CUDA tensors are not written yet.
+void check_cpu_device(const Device& device, const std::string& what);
 
 // ---- the autograd hook ----
 // Grad mode lives in the core (thread-local) so that no_grad works without ember-autograd.
@@ -113,5 +116,6 @@ void register_nn_kernels(py::module_& m);
 void register_optim(py::module_& m);
 void register_autograd_support(py::module_& m);  // Tensor._ag: the autograd package's slot
 void register_indexing(py::module_& m);
+void register_cuda(py::module_& m);  // ember.cuda's _cuda_* functions, OutOfMemoryError
 
 }  // namespace ember::pyb

@@ -1,0 +1,257 @@
+#include "cuda/cudart_backend.h"
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+#include "core/errors.h"
+
+namespace ember::cuda {
+
+namespace {
+
+// The subset of the CUDA runtime API ember uses, declared here so that no CUDA header is needed
+// to build: cudaError_t is an int enum, streams and events are opaque pointers.
+using cudaError_t = int;
+constexpr cudaError_t cudaSuccess = 0;
+constexpr cudaError_t cudaErrorMemoryAllocation = 2;
+constexpr cudaError_t cudaErrorNotReady = 600;
+constexpr unsigned cudaStreamNonBlocking = 0x01;
+constexpr unsigned cudaEventDisableTiming = 0x02;
+
+struct Api {
+  void* lib = nullptr;
+  cudaError_t (*GetDeviceCount)(int*);
+  cudaError_t (*GetDevice)(int*);
+  cudaError_t (*SetDevice)(int);
+  cudaError_t (*Malloc)(void**, size_t);
+  cudaError_t (*Free)(void*);
+  cudaError_t (*MemGetInfo)(size_t*, size_t*);
+  cudaError_t (*DeviceSynchronize)();
+  cudaError_t (*GetLastError)();
+  const char* (*GetErrorString)(cudaError_t);
+  cudaError_t (*GetDeviceProperties)(void*, int);  // only the leading char name[256] is read
+  cudaError_t (*StreamCreateWithPriority)(void**, unsigned, int);
+  cudaError_t (*StreamDestroy)(void*);
+  cudaError_t (*StreamQuery)(void*);
+  cudaError_t (*StreamSynchronize)(void*);
+  cudaError_t (*StreamWaitEvent)(void*, void*, unsigned);
+  cudaError_t (*EventCreateWithFlags)(void**, unsigned);
+  cudaError_t (*EventDestroy)(void*);
+  cudaError_t (*EventRecord)(void*, void*);
+  cudaError_t (*EventQuery)(void*);
+  cudaError_t (*EventSynchronize)(void*);
+  cudaError_t (*EventElapsedTime)(float*, void*, void*);
+};
+
+template <class F> bool bind(void* lib, F*& fn, const char* name) {
+  fn = reinterpret_cast<F*>(dlsym(lib, name));
+  return fn != nullptr;
+}
+
+class CudartBackend final : public Backend {
+ public:
+  explicit CudartBackend(const Api& api, int devices) : api_(api), devices_(devices) {}
+  const char* name() const override { return "cudart"; }
+  int device_count() override { return devices_; }
+
+  std::string device_name(int device) override {
+    check_device(device);
+    std::vector<char> props(16384);  // larger than any cudaDeviceProp so far
+    check(api_.GetDeviceProperties(props.data(), device), "cudaGetDeviceProperties");
+    props[255] = '\0';
+    return props.data();
+  }
+  int current_device() override {
+    int d = 0;
+    check(api_.GetDevice(&d), "cudaGetDevice");
+    return d;
+  }
+  void set_device(int device) override {
+    check_device(device);
+    check(api_.SetDevice(device), "cudaSetDevice");
+  }
+
+  void* raw_malloc(int device, size_t nbytes) override {
+    Guard g(*this, device);
+    void* p = nullptr;
+    cudaError_t err = api_.Malloc(&p, nbytes);
+    if (err == cudaErrorMemoryAllocation) {
+      api_.GetLastError();  // clear it, so the next call does not report it again
+      return nullptr;
+    }
+    check(err, "cudaMalloc");
+    return p;
+  }
+  void raw_free(int device, void* ptr) override {
+    Guard g(*this, device);
+    check(api_.Free(ptr), "cudaFree");
+  }
+  void mem_get_info(int device, size_t* free_bytes, size_t* total_bytes) override {
+    Guard g(*this, device);
+    check(api_.MemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+  }
+  void device_synchronize(int device) override {
+    Guard g(*this, device);
+    check(api_.DeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+
+  StreamHandle stream_create(int device, int priority) override {
+    Guard g(*this, device);
+    void* s = nullptr;
+    check(api_.StreamCreateWithPriority(&s, cudaStreamNonBlocking, priority),
+          "cudaStreamCreateWithPriority");
+    return reinterpret_cast<StreamHandle>(s);
+  }
+  void stream_destroy(int device, StreamHandle stream) override {
+    Guard g(*this, device);
+    if (stream) check(api_.StreamDestroy(as_ptr(stream)), "cudaStreamDestroy");
+  }
+  bool stream_query(int device, StreamHandle stream) override {
+    Guard g(*this, device);
+    return ready(api_.StreamQuery(as_ptr(stream)), "cudaStreamQuery");
+  }
+  void stream_synchronize(int device, StreamHandle stream) override {
+    Guard g(*this, device);
+    check(api_.StreamSynchronize(as_ptr(stream)), "cudaStreamSynchronize");
+  }
+  void stream_wait_event(int device, StreamHandle stream, EventHandle event) override {
+    Guard g(*this, device);
+    check(api_.StreamWaitEvent(as_ptr(stream), event, 0), "cudaStreamWaitEvent");
+  }
+
+  EventHandle event_create(int device, bool enable_timing) override {
+    Guard g(*this, device);
+    void* e = nullptr;
+    check(api_.EventCreateWithFlags(&e, enable_timing ? 0u : cudaEventDisableTiming),
+          "cudaEventCreateWithFlags");
+    return e;
+  }
+  void event_destroy(int device, EventHandle event) override {
+    Guard g(*this, device);
+    check(api_.EventDestroy(event), "cudaEventDestroy");
+  }
+  void event_record(int device, EventHandle event, StreamHandle stream) override {
+    Guard g(*this, device);
+    check(api_.EventRecord(event, as_ptr(stream)), "cudaEventRecord");
+  }
+  bool event_query(int device, EventHandle event) override {
+    Guard g(*this, device);
+    return ready(api_.EventQuery(event), "cudaEventQuery");
+  }
+  void event_synchronize(int device, EventHandle event) override {
+    Guard g(*this, device);
+    check(api_.EventSynchronize(event), "cudaEventSynchronize");
+  }
+  float event_elapsed_ms(int device, EventHandle start, EventHandle end) override {
+    Guard g(*this, device);
+    float ms = 0;
+    check(api_.EventElapsedTime(&ms, start, end), "cudaEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  // Makes `device` current for one call and restores the previous one (as c10's CUDAGuard).
+  struct Guard {
+    Guard(CudartBackend& b, int device) : b_(b) {
+      b_.check_device(device);
+      b_.check(b_.api_.GetDevice(&prev_), "cudaGetDevice");
+      if (prev_ != device) b_.check(b_.api_.SetDevice(device), "cudaSetDevice");
+      else prev_ = -1;
+    }
+    ~Guard() {
+      if (prev_ >= 0) b_.api_.SetDevice(prev_);
+    }
+    CudartBackend& b_;
+    int prev_ = -1;
+  };
+  static void* as_ptr(StreamHandle s) { return reinterpret_cast<void*>(s); }
+  void check_device(int device) const {
+    EMBER_CHECK(device >= 0 && device < devices_, std::runtime_error,
+                "CUDA error: invalid device ordinal ", device, " (", devices_, " device",
+                devices_ == 1 ? "" : "s", " present)");
+  }
+  void check(cudaError_t err, const char* call) const {
+    if (err == cudaSuccess) return;
+    api_.GetLastError();
+    throw std::runtime_error(str_cat("CUDA error: ", api_.GetErrorString(err), " (", call,
+                                     " returned ", err, ")"));
+  }
+  bool ready(cudaError_t err, const char* call) const {
+    if (err == cudaErrorNotReady) {
+      api_.GetLastError();
+      return false;
+    }
+    check(err, call);
+    return true;
+  }
+  Api api_;
+  int devices_;
+};
+
+bool load_api(void* lib, Api& a) {
+  a.lib = lib;
+  bool ok = bind(lib, a.GetDeviceCount, "cudaGetDeviceCount") &&
+            bind(lib, a.GetDevice, "cudaGetDevice") && bind(lib, a.SetDevice, "cudaSetDevice") &&
+            bind(lib, a.Malloc, "cudaMalloc") && bind(lib, a.Free, "cudaFree") &&
+            bind(lib, a.MemGetInfo, "cudaMemGetInfo") &&
+            bind(lib, a.DeviceSynchronize, "cudaDeviceSynchronize") &&
+            bind(lib, a.GetLastError, "cudaGetLastError") &&
+            bind(lib, a.GetErrorString, "cudaGetErrorString") &&
+            bind(lib, a.StreamCreateWithPriority, "cudaStreamCreateWithPriority") &&
+            bind(lib, a.StreamDestroy, "cudaStreamDestroy") &&
+            bind(lib, a.StreamQuery, "cudaStreamQuery") &&
+            bind(lib, a.StreamSynchronize, "cudaStreamSynchronize") &&
+            bind(lib, a.StreamWaitEvent, "cudaStreamWaitEvent") &&
+            bind(lib, a.EventCreateWithFlags, "cudaEventCreateWithFlags") &&
+            bind(lib, a.EventDestroy, "cudaEventDestroy") &&
+            bind(lib, a.EventRecord, "cudaEventRecord") &&
+            bind(lib, a.EventQuery, "cudaEventQuery") &&
+            bind(lib, a.EventSynchronize, "cudaEventSynchronize") &&
+            bind(lib, a.EventElapsedTime, "cudaEventElapsedTime");
+  // CUDA 12 renamed the properties call (the struct grew); both begin with char name[256].
+  if (ok && !bind(lib, a.GetDeviceProperties, "cudaGetDeviceProperties_v2"))
+    ok = bind(lib, a.GetDeviceProperties, "cudaGetDeviceProperties");
+  return ok;
+}
+
+}  // namespace
+
+const std::vector<std::string>& default_cudart_names() {
+  static const std::vector<std::string> names = {"libcudart.so", "libcudart.so.13",
+                                                 "libcudart.so.12", "libcudart.so.11.0"};
+  return names;
+}
+
+std::unique_ptr<Backend> load_cudart(const std::vector<std::string>& candidates, std::string* why) {
+  std::vector<std::string> names = candidates;
+  for (const auto& n : default_cudart_names()) names.push_back(n);
+  std::string errors;
+  for (const auto& n : names) {
+    void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* e = dlerror();
+      errors += str_cat("\n  ", n, ": ", e ? e : "cannot be loaded");
+      continue;
+    }
+    Api api;
+    if (!load_api(lib, api)) {
+      errors += str_cat("\n  ", n, ": not a CUDA runtime (a cuda* function is missing)");
+      dlclose(lib);
+      continue;
+    }
+    int count = 0;
+    cudaError_t err = api.GetDeviceCount(&count);
+    if (err != cudaSuccess || count <= 0) {
+      std::string msg = err != cudaSuccess ? api.GetErrorString(err) : "no CUDA device";
+      if (err != cudaSuccess) api.GetLastError();
+      if (why) *why = str_cat("libcudart loaded (", n, ") but it reports no usable device: ", msg);
+      return nullptr;  // a runtime that loads but sees no device: another one will not either
+    }
+    return std::make_unique<CudartBackend>(api, count);
+  }
+  if (why) *why = "libcudart not found:" + errors;
+  return nullptr;
+}
+
+}  // namespace ember::cuda

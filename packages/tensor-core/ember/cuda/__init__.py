@@ -1,0 +1,102 @@
+"""ember.cuda: devices, streams, events and the CUDA caching allocator, with torch.cuda's API.
+
+The CUDA runtime (libcudart) is loaded with ``dlopen`` on first use, so one build of ember serves
+machines with and without a GPU. Where none is usable, :func:`is_available` is False,
+:func:`device_count` is 0, the memory queries answer as on a GPU that has allocated nothing
+(``memory_allocated() == 0``, ``memory_stats() == {}``, ``empty_cache()`` does nothing: PyTorch's
+behaviour before CUDA is initialised), and every other call raises a RuntimeError that says why.
+
+Allocator settings come from ``EMBER_CUDA_ALLOC_CONF`` (PyTorch's ``PYTORCH_CUDA_ALLOC_CONF``
+keys ``max_split_size_mb`` and ``garbage_collection_threshold``), read when a device's allocator
+is first used. Tensors on CUDA devices are not implemented yet: ``device="cuda"`` raises.
+"""
+
+from __future__ import annotations
+
+from ember import _C
+from ember.cuda._device import (
+    _get_device_index,
+    current_device,
+    device,
+    device_count,
+    get_device_name,
+    init,
+    is_available,
+    is_initialized,
+    set_device,
+    synchronize,
+)
+from ember.cuda.memory import (
+    caching_allocator_alloc,
+    caching_allocator_delete,
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_snapshot,
+    memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_peak_memory_stats,
+    set_per_process_memory_fraction,
+)
+from ember.cuda.streams import (
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
+
+OutOfMemoryError = _C.OutOfMemoryError
+"""Raised when the caching allocator cannot find device memory even after freeing its cache
+(a RuntimeError, like ``torch.cuda.OutOfMemoryError``)."""
+
+__all__ = [
+    "Event",
+    "OutOfMemoryError",
+    "Stream",
+    "StreamContext",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
+    "current_device",
+    "current_stream",
+    "default_stream",
+    "device",
+    "device_count",
+    "empty_cache",
+    "get_device_name",
+    "init",
+    "is_available",
+    "is_initialized",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_snapshot",
+    "memory_stats",
+    "memory_summary",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+    "set_device",
+    "set_per_process_memory_fraction",
+    "set_stream",
+    "stream",
+    "synchronize",
+    "_get_device_index",
+]
+
+
+def _use_host_backend(capacity: int = 0, devices: int = 1) -> None:
+    """Tests only: run ember.cuda over simulated devices of `capacity` bytes each (the host
+    backend of the C++ allocator) instead of the CUDA runtime; ``capacity=0`` goes back to the
+    runtime. Refused while device memory is allocated."""
+    from ember.cuda import streams
+
+    _C._cuda_use_host_backend(capacity, devices)
+    streams._reset_pools()

@@ -1,0 +1,93 @@
+"""ember.cuda on a real GPU (the CUDA runtime backend). Skipped, with the reason, where no GPU is
+usable; test_cuda.py and test_cuda_allocator.py cover the same bookkeeping on every machine."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+import ember.cuda as cuda
+
+MiB = 1 << 20
+
+pytestmark = pytest.mark.skipif(
+    not cuda.is_available(),
+    reason=f"no CUDA GPU: {ember._C._cuda_unavailable_reason() or 'not available'}",
+)
+
+
+@pytest.fixture(autouse=True)
+def _clean_allocator():
+    cuda.synchronize()
+    cuda.empty_cache()
+    yield
+    cuda.set_per_process_memory_fraction(1.0)
+    cuda.synchronize()
+    cuda.empty_cache()
+
+
+def test_runtime_backend():
+    assert ember._C._cuda_backend_name() == "cudart"
+    assert cuda.device_count() >= 1
+    assert isinstance(cuda.get_device_name(), str) and cuda.get_device_name()
+    free, total = cuda.mem_get_info()
+    assert 0 < free <= total
+
+
+def test_allocations_are_cached_and_counted():
+    base = cuda.memory_allocated()
+    p = cuda.caching_allocator_alloc(3 * MiB)
+    assert cuda.memory_allocated() == base + 3 * MiB
+    assert cuda.memory_reserved() >= 20 * MiB
+    cuda.caching_allocator_delete(p)
+    before = cuda.memory_stats()["num_device_alloc"]
+    q = cuda.caching_allocator_alloc(2 * MiB)
+    assert q == p  # reused without cudaMalloc
+    assert cuda.memory_stats()["num_device_alloc"] == before
+    cuda.caching_allocator_delete(q)
+
+
+def test_streams_and_events_time_work():
+    s = cuda.Stream()
+    start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    with cuda.stream(s):
+        start.record()
+        end.record()
+    end.synchronize()
+    assert end.query() and s.query()
+    assert start.elapsed_time(end) >= 0.0
+
+
+def test_out_of_memory_under_a_memory_fraction():
+    total = cuda.mem_get_info()[1]
+    cuda.set_per_process_memory_fraction(0.01)
+    with pytest.raises(cuda.OutOfMemoryError, match="CUDA out of memory. Tried to allocate"):
+        cuda.caching_allocator_alloc(int(total * 0.02))
+    assert cuda.memory_stats()["num_ooms"] >= 1
+
+
+def test_cupy_allocations_go_through_ember():
+    cupy = pytest.importorskip("cupy")
+    from ember.cuda import _cupy
+
+    _cupy.route_cupy_allocations()
+    try:
+        before = cuda.memory_allocated()
+        n = 1 << 19
+        x = cupy.arange(n, dtype=cupy.int64)  # 4 MiB
+        assert cuda.memory_allocated() >= before + 4 * MiB
+        assert int(x.sum()) == n * (n - 1) // 2
+        del x
+        assert cuda.memory_allocated() == before
+    finally:
+        _cupy.restore_cupy_allocator()
+
+
+def test_memory_stats_keys_match_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    torch.empty(1, device="cuda")
+    theirs = set(torch.cuda.memory_stats())
+    ours = set(cuda.memory_stats())
+    assert ours - theirs <= {"num_device_alloc", "num_device_free"}
