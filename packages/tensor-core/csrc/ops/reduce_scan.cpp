@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/vexp.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
@@ -93,44 +94,7 @@ Tensor scan(const char* name, const Tensor& x, int64_t dim, ScalarType dtype, bo
 
 // ---- softmax ----
 
-// exp for the softmax loops, written without calls, branches or selects of float values so that
-// GCC vectorises it (std::fmin/fmax calls, or a float select feeding later float math, stop it):
-// Cephes polynomial, |rel err| < 2 ulp, with 2^n built from the bits of a float rounded by the
-// 1.5 * 2^23 trick. Inputs below -104 (including -inf) give exactly 0, NaN gives NaN. Softmax only
-// passes x - max <= 0; larger inputs overflow to inf as they should, up to x < 2^22.
-inline float vexpf(float x) {
-  uint32_t ub;
-  std::memcpy(&ub, &x, 4);
-  const uint32_t keep = (ub - 0xC2D00001u < 0x3CB00000u) ? 0u : 0xFFFFFFFFu;  // x < -104: 0
-  const float magic = 12582912.0f;
-  const float t = x * 1.44269504088896341f + magic;
-  const float n = t - magic;
-  int32_t tb;
-  std::memcpy(&tb, &t, 4);
-  const int32_t ni = tb - 0x4B400000;
-  float r = std::fma(n, -0.693145751953125f, x);
-  r = std::fma(n, -1.428606765330187045e-06f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  p = std::fma(p * r, r, r) + 1.0f;
-  const int32_t n1 = ni >> 1, n2 = ni - n1;
-  const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
-  const float res = p * s1 * s2;
-  uint32_t rb;
-  std::memcpy(&rb, &res, 4);
-  rb &= keep;
-  float out;
-  std::memcpy(&out, &rb, 4);
-  return out;
-}
-inline double vexpf(double x) { return std::exp(x); }
+using math::vexpf;
 
 template <typename T> T row_max(const T* __restrict__ x, int64_t n) {
   constexpr int L = 64 / sizeof(T);

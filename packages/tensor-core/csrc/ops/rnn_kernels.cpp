@@ -5,14 +5,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "kernels/vexp.h"
 #include "ops/reduce.h"
 #include "runtime/parallel.h"
 
 namespace ember {
 namespace {
 
-template <typename A> inline A sigmoid(A x) { return A(1) / (A(1) + std::exp(-x)); }
+// The gate activations: vectorised in float (glibc's expf/tanhf are scalar calls and were most
+// of a cell's time); NaN propagates.
+using math::vsigmoidf;
+using math::vtanhf;
 
 // The checks ATen's fused cells make, with the op's name and the shapes in the message.
 void check_cell(const char* op, const Tensor& ig, const Tensor& hg, const Tensor& state,
@@ -63,24 +68,25 @@ std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell(const Tensor& input_gates, co
     const T *pib = data_or_null<T>(ib), *phb = data_or_null<T>(hb);
     T *phy = hy->data_as<T>(), *pcy = cy->data_as<T>(), *pw = ws->data_as<T>();
     parallel_for(0, N, row_grain(4 * H), [&](int64_t r0, int64_t r1) {
+      std::vector<A> buf(4 * H);
+      A* __restrict__ act = buf.data();  // the row's gates: pre-activations, then activations
       for (int64_t r = r0; r < r1; ++r) {
         const T *gi = pi + r * 4 * H, *gh = ph + r * 4 * H;
-        T* w = pw + r * 4 * H;
-        for (int64_t j = 0; j < H; ++j) {
-          A pre[4];
-          for (int k = 0; k < 4; ++k) {
-            const int64_t q = k * H + j;
-            pre[k] = A(gi[q]) + A(gh[q]) + (pib ? A(pib[q]) + A(phb[q]) : A(0));
-          }
-          const A i = sigmoid(pre[0]), f = sigmoid(pre[1]), g = std::tanh(pre[2]), o = sigmoid(pre[3]);
-          const A c = f * A(pc[r * H + j]) + i * g;
-          pcy[r * H + j] = static_cast<T>(c);
-          phy[r * H + j] = static_cast<T>(o * std::tanh(A(static_cast<T>(c))));
-          w[j] = static_cast<T>(i);
-          w[H + j] = static_cast<T>(f);
-          w[2 * H + j] = static_cast<T>(g);
-          w[3 * H + j] = static_cast<T>(o);
-        }
+        const T* __restrict__ c0r = pc + r * H;
+        T* __restrict__ w = pw + r * 4 * H;
+        T* __restrict__ hyr = phy + r * H;
+        T* __restrict__ cyr = pcy + r * H;
+        // One simple loop per step, each with at most one exp, so that every loop vectorises.
+        if (pib)
+          for (int64_t q = 0; q < 4 * H; ++q) act[q] = A(gi[q]) + A(gh[q]) + A(pib[q]) + A(phb[q]);
+        else
+          for (int64_t q = 0; q < 4 * H; ++q) act[q] = A(gi[q]) + A(gh[q]);
+        for (int64_t q = 0; q < 2 * H; ++q) act[q] = vsigmoidf(act[q]);  // i, f
+        for (int64_t q = 2 * H; q < 3 * H; ++q) act[q] = vtanhf(act[q]);  // g
+        for (int64_t q = 3 * H; q < 4 * H; ++q) act[q] = vsigmoidf(act[q]);  // o
+        for (int64_t j = 0; j < H; ++j) cyr[j] = static_cast<T>(act[H + j] * A(c0r[j]) + act[j] * act[2 * H + j]);
+        for (int64_t j = 0; j < H; ++j) hyr[j] = static_cast<T>(act[3 * H + j] * vtanhf(A(cyr[j])));
+        for (int64_t q = 0; q < 4 * H; ++q) w[q] = static_cast<T>(act[q]);
       }
     });
   });
@@ -112,20 +118,31 @@ std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell_backward(const Tensor& grad_h
     const T *pc0 = c0->data_as<T>(), *pc1 = c1->data_as<T>(), *pw = ws->data_as<T>();
     T *pg = gates->data_as<T>(), *pgcx = gcx->data_as<T>();
     parallel_for(0, N, row_grain(4 * H), [&](int64_t r0, int64_t r1) {
+      std::vector<A> dh_buf(H), tc_buf(H);
+      A* __restrict__ dhv = dh_buf.data();
+      A* __restrict__ tcv = tc_buf.data();
       for (int64_t r = r0; r < r1; ++r) {
-        const T* w = pw + r * 4 * H;
-        T* g = pg + r * 4 * H;
+        const T* __restrict__ w = pw + r * 4 * H;
+        const T* __restrict__ c0r = pc0 + r * H;
+        T* __restrict__ g = pg + r * 4 * H;
+        T* __restrict__ gcxr = pgcx + r * H;
+        // the missing-gradient branches and the tanh in loops of their own, so all vectorise
+        for (int64_t j = 0; j < H; ++j) tcv[j] = vtanhf(A(pc1[r * H + j]));
+        for (int64_t j = 0; j < H; ++j) dhv[j] = pghy ? A(pghy[r * H + j]) : A(0);
         for (int64_t j = 0; j < H; ++j) {
-          const int64_t e = r * H + j;
-          const A i = A(w[j]), f = A(w[H + j]), gg = A(w[2 * H + j]), o = A(w[3 * H + j]);
-          const A tc = std::tanh(A(pc1[e]));
-          const A dh = pghy ? A(pghy[e]) : A(0);
-          const A dc = (pgcy ? A(pgcy[e]) : A(0)) + dh * o * (A(1) - tc * tc);
-          g[j] = static_cast<T>(dc * gg * i * (A(1) - i));
-          g[H + j] = static_cast<T>(dc * A(pc0[e]) * f * (A(1) - f));
-          g[2 * H + j] = static_cast<T>(dc * i * (A(1) - gg * gg));
+          const A o = A(w[3 * H + j]), tc = tcv[j], dh = dhv[j];
+          const A dc = dh * o * (A(1) - tc * tc);
+          tcv[j] = dc;  // reused: dc without grad_cy
           g[3 * H + j] = static_cast<T>(dh * tc * o * (A(1) - o));
-          pgcx[e] = static_cast<T>(dc * f);
+        }
+        if (pgcy)
+          for (int64_t j = 0; j < H; ++j) tcv[j] += A(pgcy[r * H + j]);
+        for (int64_t j = 0; j < H; ++j) {
+          const A i = A(w[j]), f = A(w[H + j]), gg = A(w[2 * H + j]), dc = tcv[j];
+          g[j] = static_cast<T>(dc * gg * i * (A(1) - i));
+          g[H + j] = static_cast<T>(dc * A(c0r[j]) * f * (A(1) - f));
+          g[2 * H + j] = static_cast<T>(dc * i * (A(1) - gg * gg));
+          gcxr[j] = static_cast<T>(dc * f);
         }
       }
     });
@@ -150,20 +167,26 @@ std::tuple<Tensor, Tensor> fused_gru_cell(const Tensor& input_gates, const Tenso
     const T *pib = data_or_null<T>(ib), *phb = data_or_null<T>(hb);
     T *phy = hy->data_as<T>(), *pw = ws->data_as<T>();
     parallel_for(0, N, row_grain(3 * H), [&](int64_t r0, int64_t r1) {
+      std::vector<A> in_buf(3 * H), hid_buf(3 * H);
+      A* __restrict__ in = in_buf.data();
+      A* __restrict__ hid = hid_buf.data();
       for (int64_t r = r0; r < r1; ++r) {
         const T *gi = pi + r * 3 * H, *gh = ph + r * 3 * H;
-        T* w = pw + r * 5 * H;
+        const T* __restrict__ h0r = ph0 + r * H;
+        T* __restrict__ w = pw + r * 5 * H;
+        T* __restrict__ hyr = phy + r * H;
+        // one simple loop per step (at most one exp each), so that every loop vectorises
+        for (int64_t q = 0; q < 3 * H; ++q) in[q] = A(gi[q]) + (pib ? A(pib[q]) : A(0));
+        for (int64_t q = 0; q < 3 * H; ++q) hid[q] = A(gh[q]) + (phb ? A(phb[q]) : A(0));
+        for (int64_t q = 0; q < 2 * H; ++q) in[q] = vsigmoidf(in[q] + hid[q]);  // r, z
+        for (int64_t j = 0; j < H; ++j) in[2 * H + j] = vtanhf(in[2 * H + j] + in[j] * hid[2 * H + j]);
         for (int64_t j = 0; j < H; ++j) {
-          auto in = [&](int k) { return A(gi[k * H + j]) + (pib ? A(pib[k * H + j]) : A(0)); };
-          auto hid = [&](int k) { return A(gh[k * H + j]) + (phb ? A(phb[k * H + j]) : A(0)); };
-          const A rg = sigmoid(in(0) + hid(0)), z = sigmoid(in(1) + hid(1)), hn = hid(2);
-          const A n = std::tanh(in(2) + rg * hn);
-          const A h = A(ph0[r * H + j]);
-          phy[r * H + j] = static_cast<T>((A(1) - z) * n + z * h);
-          w[j] = static_cast<T>(rg);
+          const A z = in[H + j], n = in[2 * H + j], h = A(h0r[j]);
+          hyr[j] = static_cast<T>((A(1) - z) * n + z * h);
+          w[j] = static_cast<T>(in[j]);
           w[H + j] = static_cast<T>(z);
           w[2 * H + j] = static_cast<T>(n);
-          w[3 * H + j] = static_cast<T>(hn);
+          w[3 * H + j] = static_cast<T>(hid[2 * H + j]);
           w[4 * H + j] = static_cast<T>(h);
         }
       }
