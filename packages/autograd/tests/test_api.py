@@ -780,3 +780,17 @@ def test_data_setter_shares_storage_and_takes_shape_and_dtype():
     assert x.grad.dtype == ember.float64 and x.grad.tolist() == [[2.0, 2.0], [2.0, 2.0]]
     with pytest.raises(TypeError, match="must be a Tensor"):
         x.data = [1.0]
+
+
+def test_a_view_gradient_is_adopted_only_when_nothing_else_holds_its_base():
+    # x.t() backward hands AccumulateGrad a transposed view of a fresh tensor: adopted as is
+    x = ember.randn(3, 4, requires_grad=True)
+    (x.t() * 2).sum().backward()
+    assert x.grad.is_contiguous() and x.grad.tolist() == [[2.0] * 4] * 3
+    # the caller's gradient is a view whose base the caller holds: copied, never adopted
+    w = ember.randn(3, 3, requires_grad=True)
+    base = ember.ones(3, 3)
+    given = base.t()
+    w.t().backward(given)
+    w.t().backward(given)  # accumulates into w.grad in place
+    assert base.tolist() == [[1.0] * 3] * 3 and w.grad.tolist() == [[2.0] * 3] * 3

@@ -312,7 +312,8 @@ class AccumulateGrad(Node):
             if not _obeys_layout(g, var):
                 g = _clone_like(g, var)  # a fresh tensor: nothing else holds it
             elif not create_graph:
-                if (shared is not None and id(g) in shared) or g._base is not None:
+                if (shared is not None and id(g) in shared) or \
+                        (g._base is not None and not g._is_sole_view()):
                     g = g.clone()
                 elif shared is not None:
                     shared.add(id(g))

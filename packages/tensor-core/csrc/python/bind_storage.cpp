@@ -249,6 +249,10 @@ void register_storage(py::module_& m) {
         t->offset = src->offset;
         t->dtype = src->dtype;
       }, py::arg("new_data"))
+      // True for a view whose base nothing else holds (no Python object, no other view): the
+      // autograd engine may then adopt the view as a .grad without copying it, as torch's
+      // AccumulateGrad steals a gradient whose use_count says it is not shared.
+      .def("_is_sole_view", [](const Tensor& t) { return t->base && t->base.use_count() == 1; })
       .def("is_set_to", [](const Tensor& a, const Tensor& b) {
         return a->storage == b->storage && a->offset == b->offset && a->sizes == b->sizes &&
                a->strides == b->strides;
