@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace ember::math {
 
@@ -54,5 +55,25 @@ inline double vsigmoidf(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 // tanh(x) = 2 sigmoid(2x) - 1: absolute error ~1e-7 (no relative accuracy below |x| ~ 1e-4).
 inline float vtanhf(float x) { return 2.0f / (1.0f + vexpf(std::min(-2.0f * x, 88.0f))) - 1.0f; }
 inline double vtanhf(double x) { return std::tanh(x); }
+
+// m ? x : y without a branch (bit masks), so that a loop of it vectorises: with a random mask
+// the branchy select mispredicted half the time (where() ran at 4 ns per element).
+template <typename T> inline T blend(bool m, T x, T y) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    using U = std::conditional_t<sizeof(T) == 8, uint64_t,
+              std::conditional_t<sizeof(T) == 4, uint32_t,
+              std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+    U xb, yb;
+    std::memcpy(&xb, &x, sizeof(T));
+    std::memcpy(&yb, &y, sizeof(T));
+    const U mask = static_cast<U>(U(0) - static_cast<U>(m));
+    const U r = static_cast<U>((xb & mask) | (yb & static_cast<U>(~mask)));
+    T out;
+    std::memcpy(&out, &r, sizeof(T));
+    return out;
+  } else {
+    return m ? x : y;
+  }
+}
 
 }  // namespace ember::math

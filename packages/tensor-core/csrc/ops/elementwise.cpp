@@ -8,6 +8,7 @@
 #include "kernels/iterator.h"
 #include "kernels/loops.h"
 #include "kernels/math.h"
+#include "kernels/vexp.h"
 
 namespace ember {
 
@@ -287,7 +288,7 @@ Tensor where(const Tensor& cond, const Operand& a, const Operand& b) {
   ElementwiseIter it(nullptr, dt, {c, ta, tb}, "where");
   dispatch_all(dt, "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    run_elementwise<T, bool, T, T>(it, [](bool m, auto x, auto y) { return m ? x : y; });
+    run_elementwise<T, bool, T, T>(it, [](bool m, auto x, auto y) { return math::blend(m, x, y); });
   });
   return it.output();
 }
