@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "ops/elementwise.h"
+#include "kernels/vexp.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -205,29 +206,36 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape
     int64_t* ip = ind ? ind->data_as<int64_t>() : nullptr;
     const int64_t ivol = g.ivol(), ovol = g.ovol();
     const int64_t kvol = g.K[0] * g.K[1] * g.K[2];
-    // Values only, 1-d/2-d windows that never leave the input (no padding or dilation): the
-    // common nn.MaxPool2d case, without bounds or index bookkeeping.
-    bool simple = !ip && g.K[0] == 1 && g.O[0] == g.I[0];
+    // 1-d/2-d windows that never leave the input (no padding or dilation): the common
+    // nn.MaxPool2d case, without bounds checks, and branch-free (a select, not a jump, keeps the
+    // running max: on random data the jump mispredicted every other tap).
+    bool simple = g.K[0] == 1 && g.O[0] == g.I[0];
     for (int i = 1; i < 3; ++i)
       simple = simple && g.p[i] == 0 && g.d[i] == 1 && (g.O[i] - 1) * g.s[i] + g.K[i] <= g.I[i];
     if (simple) {
+      const int64_t slice = g.I[1] * g.I[2];  // one depth slice of a plane
       parallel_for(0, g.planes() * g.O[0], plane_grain(g, kvol), [&](int64_t a, int64_t b) {
         for (int64_t pl = a; pl < b; ++pl) {
-          const T* src = xp + pl * g.I[1] * g.I[2];
+          const T* src = xp + pl * slice;
           T* dst = op + pl * g.O[1] * g.O[2];
-          for (int64_t oh = 0; oh < g.O[1]; ++oh) {
-            const T* base = src + oh * g.s[1] * g.I[2];
+          int64_t* idst = ip ? ip + pl * g.O[1] * g.O[2] : nullptr;
+          const int64_t depth_off = (pl % g.O[0]) * slice;  // indices count from the plane start
+          for (int64_t oh = 0; oh < g.O[1]; ++oh)
             for (int64_t ow = 0; ow < g.O[2]; ++ow) {
-              const T* w = base + ow * g.s[2];
-              A best = static_cast<A>(w[0]);
+              const int64_t w0 = oh * g.s[1] * g.I[2] + ow * g.s[2];
+              A best = static_cast<A>(src[w0]);
+              int64_t bi = w0;
               for (int64_t kh = 0; kh < g.K[1]; ++kh)
                 for (int64_t kw = 0; kw < g.K[2]; ++kw) {
-                  const A v = static_cast<A>(w[kh * g.I[2] + kw]);
-                  if (v > best || is_nan_v(v)) best = v;
+                  const int64_t off = w0 + kh * g.I[2] + kw;
+                  const A v = static_cast<A>(src[off]);
+                  const bool take = (v > best) | is_nan_v(v);
+                  best = math::blend(take, v, best);
+                  bi = math::blend(take, off, bi);
                 }
               dst[oh * g.O[2] + ow] = static_cast<T>(best);
+              if (idst) idst[oh * g.O[2] + ow] = bi + depth_off;
             }
-          }
         }
       });
       return;
