@@ -81,8 +81,12 @@ using OptDims = std::optional<std::vector<int64_t>>;
 Tensor empty(const Shape& sizes, ScalarType dtype, Device device = Device{});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device = Device{});
 Tensor empty_like(const Tensor& t, ScalarType dtype = ScalarType::Undefined);
-// PyTorch's resize_output for out= tensors: gives `out` the shape `shape` (contiguous strides),
-// keeping its storage when that is large enough. No-op when the shape already matches.
+// PyTorch's resize_: gives `t` the shape `shape` with contiguous strides (a tensor that already
+// has that shape keeps its strides unless `restride`). A storage too small for the new extent
+// grows in place (its bytes copied, so every view of it follows); one that ember's allocators
+// did not make (borrowed from NumPy, a buffer, shared memory) cannot grow and raises.
+void resize_(const Tensor& t, const Shape& shape, bool restride = false);
+// PyTorch's resize_output for out= tensors: resize_ when the shape differs.
 void resize_output(const Tensor& out, const Shape& shape);
 Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, int64_t offset, ScalarType dtype);
 // 0-d tensor holding s; `checked` refuses values the dtype cannot hold (creation, fill_).
