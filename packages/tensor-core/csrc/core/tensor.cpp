@@ -102,6 +102,10 @@ Tensor empty_like(const Tensor& t, ScalarType dtype) {
 static void grow_storage(StorageImpl& s, size_t nbytes) {
   if (!s.resizable || !s.allocator)
     throw std::runtime_error("Trying to resize storage that is not resizable");
+  if (s.exports.load() > 0)  // PyTorch lets it, leaving an ndarray over freed memory
+    throw std::runtime_error(
+        "Trying to resize storage whose memory is exported (to a NumPy array, a memoryview or "
+        "a DLPack consumer that is still alive); resize a copy (clone()) instead");
   if (!s.device().is_cpu())
     throw std::runtime_error(str_cat("resize_: growing a ", s.device().str(),
                                      " storage is not supported"));

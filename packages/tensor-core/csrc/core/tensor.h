@@ -30,11 +30,24 @@ struct StorageImpl {
   size_t nbytes = 0;
   Allocator* allocator = nullptr;  // null for memory borrowed from another library
   bool resizable = false;
+  // Live exports of the bytes' address (an ndarray from numpy(), a buffer-protocol view, a
+  // DLPack capsule): while any is alive, resize_ must not move the bytes they point into.
+  std::atomic<int> exports{0};
   StorageImpl(DataPtr d, size_t n, Allocator* a) : data(std::move(d)), nbytes(n), allocator(a) {}
   void* ptr() const { return data.get(); }
   Device device() const { return data.device(); }
 };
 using Storage = std::shared_ptr<StorageImpl>;
+
+// A storage reference that also pins the bytes in place (StorageImpl::exports), held by
+// whatever hands their address out of ember.
+struct PinnedStorage {
+  Storage storage;
+  explicit PinnedStorage(Storage s) : storage(std::move(s)) { storage->exports.fetch_add(1); }
+  ~PinnedStorage() { storage->exports.fetch_sub(1); }
+  PinnedStorage(const PinnedStorage&) = delete;
+  PinnedStorage& operator=(const PinnedStorage&) = delete;
+};
 
 struct VersionCounter {
   std::atomic<int64_t> value{0};
