@@ -5,6 +5,7 @@ floating result and no gradient entry fails ``test_every_float_table_op_has_a_fo
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -23,13 +24,14 @@ except ImportError:  # pragma: no cover - an installed copy without the reposito
     opdb = None
 needs_opdb = pytest.mark.skipif(opdb is None, reason="packages/tensor-core/tests/opdb.py not found")
 
-FLOAT_KINDS = {"FLOAT", "FLOAT_ONLY", "SAME", "ARITH", "TRUEDIV", "FLOAT2"}
+FLOAT_KINDS = {"FLOAT", "FLOAT_ONLY", "SAME", "ARITH", "TRUEDIV", "FLOAT2", "FLOAT_ONLY2"}
 # Gradient 0 almost everywhere, with jumps: finite differences straddling a jump disagree, and
 # the op database samples integer-valued points for some of them.
 STEP_OPS = {"floor", "ceil", "trunc", "sign", "round", "floor_divide", "div_trunc"}
 # Kinks/jumps where samples may land (ties of maximum, remainder's jumps): checked on inputs
 # kept away from them below instead.
-KINKED = {"remainder", "fmod", "maximum", "minimum", "abs", "relu", "copysign", "frac"}
+KINKED = {"remainder", "fmod", "maximum", "minimum", "fmax", "fmin", "abs", "relu", "copysign",
+          "frac"}
 
 
 def _float_table_ops():
@@ -113,6 +115,8 @@ KINK_CASES = {
     "frac": lambda a: a.frac(),
     "maximum": lambda a: ember.maximum(a, a.detach() * 0 + 0.05),
     "minimum": lambda a: ember.minimum(a, a.detach() * 0 + 0.05),
+    "fmax": lambda a: ember.fmax(a, a.detach() * 0 + 0.05),
+    "fmin": lambda a: ember.fmin(0.05, a),
     "remainder": lambda a: ember.remainder(a, 2.3),
     "fmod": lambda a: ember.fmod(a, 2.3),
     "copysign": lambda a: ember.copysign(a, -1.0),
@@ -127,7 +131,7 @@ def test_gradcheck_kinked_op_away_from_kinks(name):
     assert gradgradcheck(KINK_CASES[name], (x,))
     y = ember.tensor([[0.6, -1.7, 0.35], [1.9, 0.8, -0.6]], dtype=ember.float64,
                      requires_grad=True)
-    if name in ("maximum", "minimum", "remainder", "fmod", "copysign"):
+    if name in ("maximum", "minimum", "fmax", "fmin", "remainder", "fmod", "copysign"):
         f = getattr(ember, name)
         yy = y if name not in ("remainder", "fmod") else (y.abs() + 0.5).detach().requires_grad_()
         assert gradcheck(f, (x, yy))
@@ -170,3 +174,63 @@ def test_inplace_variant_matches_out_of_place(name):
     for a, r in itertools.islice(zip(args[1:], ref[1:]), 1):
         if isinstance(a, ember.Tensor):
             assert _close(a.grad, r.grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# where the rules are PyTorch's rather than the derivative's: ties, NaN, clamps, 0
+
+
+def _grads(fn, *values):
+    args = [ember.tensor(v, dtype=ember.float64, requires_grad=True) for v in values]
+    fn(*args).sum().backward()
+    return [a.grad.tolist() for a in args]
+
+
+def _torch_grads(torch, name, *values, **kw):
+    args = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in values]
+    getattr(torch, name)(*args, **kw).sum().backward()
+    return [a.grad.tolist() for a in args]
+
+
+NAN = float("nan")
+RULE_CASES = {  # name: (inputs, keywords, expected gradients)
+    # a tie goes to the first operand; a NaN loses to a number; two NaNs: the first
+    "fmax": (([1.0, NAN, 2.0, NAN, 0.5], [1.0, 3.0, NAN, NAN, 0.7]), {},
+             [[1.0, 0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0, 1.0]]),
+    "fmin": (([1.0, NAN, 2.0, NAN, 0.5], [1.0, 3.0, NAN, NAN, 0.7]), {},
+             [[1.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0, 0.0]]),
+    # d/dx x log y = log y, also at x == 0, but 0 there when y <= 0
+    "xlogy": (([0.0, 0.0, 0.0, 2.0], [2.0, 0.0, -1.0, 3.0]), {},
+              [[math.log(2.0), 0.0, 0.0, math.log(3.0)], None]),
+    # no gradient where the input was clamped to [eps, 1 - eps]
+    "logit": (([0.05, 0.3, 0.95],), {"eps": 0.1}, [[0.0, 1.0 / (0.3 * 0.7), 0.0]]),
+    "sinc": (([0.0, 0.5],), {}, [[0.0, -4.0 / math.pi]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RULE_CASES))
+def test_gradient_rules(name):
+    values, kw, want = RULE_CASES[name]
+    got = _grads(lambda *a: getattr(ember, name)(*a, **kw), *values)
+    for g, w in zip(got, want):
+        if w is not None:
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", sorted(RULE_CASES))
+def test_gradient_rules_match_torch(name):
+    torch = pytest.importorskip("torch")
+    values, kw, want = RULE_CASES[name]
+    got = _grads(lambda *a: getattr(ember, name)(*a, **kw), *values)
+    ref = _torch_grads(torch, name, *values, **kw)
+    for g, r, w in zip(got, ref, want):
+        if w is not None:
+            np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-15)
+
+
+def test_sinc_double_backward_at_zero_is_finite():
+    x = ember.tensor([0.0, 0.5, -1.5], dtype=ember.float64, requires_grad=True)
+    (gx,) = ember.autograd.grad(x.sinc().sum(), x, create_graph=True)
+    (ggx,) = ember.autograd.grad(gx.sum(), x)
+    assert np.isfinite(ggx.tolist()).all()
+    assert gradgradcheck(lambda t: t.sinc(), (x[1:].detach().requires_grad_(),))

@@ -313,7 +313,7 @@ _CSRC = os.path.join(os.path.dirname(__file__), "..", "..", "tensor-core", "csrc
 _TABLE = {r["name"] for r in ember._C._op_table()}
 _ELEMENTWISE = _TABLE | {n + "_" for n in _TABLE}
 # elementwise ops with float results (the others, comparisons and bitwise ops, record nothing)
-_FLOAT_KINDS = {"FLOAT", "FLOAT_ONLY", "SAME", "ARITH", "TRUEDIV", "FLOAT2"}
+_FLOAT_KINDS = {"FLOAT", "FLOAT_ONLY", "SAME", "ARITH", "TRUEDIV", "FLOAT2", "FLOAT_ONLY2"}
 _FLOAT_TABLE = {r["name"] for r in ember._C._op_table() if r["kind"] in _FLOAT_KINDS}
 
 

@@ -53,8 +53,9 @@ _install_shape_methods(Tensor)
 _install_sorting(Tensor)
 
 # Linear algebra (ember.linalg, pure Python over the core's LAPACK primitives) and its
-# top-level aliases (ember.det, ember.svd, ...), also as Tensor methods; einsum and tensordot.
-from ember import linalg  # noqa: E402
+# top-level aliases (ember.det, ember.svd, ...), also as Tensor methods; einsum and tensordot;
+# ember.special, torch.special's names for the core's functions.
+from ember import linalg, special  # noqa: E402,F401
 from ember._einsum import einsum, tensordot  # noqa: E402,F401
 
 globals().update(linalg.TOP_LEVEL)

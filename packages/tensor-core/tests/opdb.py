@@ -159,7 +159,7 @@ def unary_dtypes(kind: str, dt: str) -> tuple[str, str]:
 
 
 # ARITH ops that PyTorch computes on bool as their logical counterparts; the rest refuse bool.
-BOOL_ARITH_OK = {"add", "mul", "maximum", "minimum"}
+BOOL_ARITH_OK = {"add", "mul", "maximum", "minimum", "fmax", "fmin"}
 
 
 def binary_dtypes(name: str, kind: str, common: str) -> tuple[str, str]:
@@ -171,6 +171,10 @@ def binary_dtypes(name: str, kind: str, common: str) -> tuple[str, str]:
         return common, common
     if kind in ("TRUEDIV", "FLOAT2"):
         return (common, common) if is_float(common) else (default, default)
+    if kind == "FLOAT_ONLY2":
+        if not is_float(common):
+            raise Unsupported
+        return common, common
     if kind in ("CMP", "LOGICAL"):
         return common, "bool"
     if kind == "BITWISE":
@@ -515,6 +519,42 @@ def _trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (q * np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64))).astype(a.dtype)
 
 
+def _erfinv_scalar(y: float) -> float:
+    """x with erf(x) = y, to double precision, independently of ember's algorithm: Winitzki's
+    closed form as a start, then Newton on erf (|y| <= 0.5) or on log(erfc(x)) with the exact
+    target 1 - |y| (the tails, where erf(x) rounds to 1 and only erfc keeps the digits)."""
+    if math.isnan(y) or abs(y) > 1.0:
+        return math.nan
+    if abs(y) == 1.0 or y == 0.0:
+        return math.copysign(math.inf, y) if y else y
+    a, k = abs(y), 2.0 / math.sqrt(math.pi)
+    ln = math.log1p(-a * a)
+    t = 2.0 / (math.pi * 0.147) + ln / 2.0
+    x = math.sqrt(math.sqrt(t * t - ln / 0.147) - t)
+    for _ in range(6):
+        if a <= 0.5:
+            x -= (math.erf(x) - a) / (k * math.exp(-x * x))
+        else:
+            c = math.erfc(x)
+            x += (math.log(c) - math.log1p(-a)) * c / (k * math.exp(-x * x))
+    return math.copysign(x, y)
+
+
+erfinv_reference = np.vectorize(_erfinv_scalar, otypes=[np.float64])
+
+
+def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(y), np.nan, np.where(x == 0, 0.0, x * np.log(y)))
+
+
+def _fmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.logical_or(a, b) if a.dtype == bool else np.fmax(a, b)
+
+
+def _fmin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.logical_and(a, b) if a.dtype == bool else np.fmin(a, b)
+
+
 def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.logical_or(a, b) if a.dtype == bool else np.maximum(a, b)
 
@@ -574,6 +614,10 @@ UNARY_REFS: dict[str, dict] = {
     "sigmoid": dict(ref=_sigmoid),
     "erf": dict(ref=_erf),
     "erfc": dict(ref=_erfc),
+    "erfinv": dict(ref=erfinv_reference, domain=UNIT),
+    "sinc": dict(ref=np.sinc),
+    "deg2rad": dict(ref=np.deg2rad),
+    "rad2deg": dict(ref=np.rad2deg),
     "reciprocal": dict(ref=lambda x: 1.0 / x, domain=NONZERO),
     "frac": dict(ref=lambda x: x - np.trunc(x), dtypes=FLOAT_DTYPES),
     "neg": dict(ref=np.negative, dtypes=NUMERIC_DTYPES, operator="-x"),
@@ -615,6 +659,11 @@ BINARY_REFS: dict[str, dict] = {
     "atan2": dict(ref=np.arctan2),
     "hypot": dict(ref=np.hypot),
     "copysign": dict(ref=np.copysign),
+    "xlogy": dict(ref=_xlogy, rhs_domain=POSITIVE),
+    "logaddexp": dict(ref=np.logaddexp, dtypes=FLOAT_DTYPES),
+    "logaddexp2": dict(ref=np.logaddexp2, dtypes=FLOAT_DTYPES),
+    "fmax": dict(ref=_fmax),
+    "fmin": dict(ref=_fmin),
     "eq": dict(ref=np.equal, operator="==", domain=Domain(lo=-2, hi=2, integer_valued=True,
                                                           int_lo=-2, int_hi=2)),
     "ne": dict(ref=np.not_equal, operator="!=",
@@ -655,6 +704,8 @@ SKIPS: dict[str, list[Skip]] = {
         Skip("PyTorch's sign takes bool (identity); ember's SAME kind refuses bool", ("bool",),
              ("torch",)),
     ],
+    "sinc": [Skip("float32's pi is not pi: sinc at a nonzero integer is about 3e-8 / n, not "
+                  "1e-17 (as in PyTorch)", ("float32",), ("special",))],
     "square": [Skip("PyTorch's square takes bool (as pow(x, 2): int64); ember's SAME kind refuses "
                     "bool", ("bool",), ("torch",))],
 }
@@ -832,6 +883,38 @@ def _round_ref(args: tuple, kwargs: dict) -> tuple[np.ndarray, str]:
     return np.round(x / 10.0**-d) * 10.0**-d, dt
 
 
+def _logit_samples(op: OpInfo, dtype: str) -> Iterator[SampleInput]:
+    rng = rng_for("logit", dtype)
+    inside = Domain(lo=0.05, hi=0.95, int_lo=0, int_hi=1)
+    around = Domain(lo=-0.2, hi=1.2, int_lo=-1, int_hi=2)
+    for shape in [(3, 4), (), (0,), (2, 3, 2)]:
+        yield SampleInput((sample_values(rng, shape, dtype, inside),), desc="no eps")
+    x = sample_values(rng, (4, 5), dtype, around)
+    yield SampleInput((x,), kwargs=dict(eps=0.1), desc="eps clamps")
+    yield SampleInput((x,), ("transposed",), kwargs=dict(eps=1e-6), desc="noncontig")
+    yield SampleInput((x,), kwargs=dict(eps=0.0), desc="eps=0 clamps to [0, 1]")
+    yield SampleInput((x,), kwargs=dict(eps=0.7), desc="eps > 0.5: the lower bound tested first")
+    yield SampleInput((sample_values(rng, (3, 4), dtype, inside),), kwargs=dict(eps=-1.0),
+                      desc="negative eps: none")
+
+
+def _logit_call(args: tuple, kwargs: dict) -> ember.Tensor:
+    return ember.logit(args[0], **kwargs)
+
+
+def _logit_ref(args: tuple, kwargs: dict) -> tuple[np.ndarray, str]:
+    dt = args[0].dtype.name
+    dt = dt if is_float(dt) else ember.get_default_dtype().name
+    x = np_compute(values(args[0]), dt)
+    eps = kwargs.get("eps")
+    if eps is not None and eps >= 0:  # bounds in the tensor's dtype, lower one tested first
+        lo = float(round_to(eps, dt))
+        hi = float(round_to(1.0 - lo, dt))
+        x = np.where(x < lo, lo, np.where(x > hi, hi, x))
+    with np.errstate(all="ignore"):
+        return np.log(x / (1.0 - x)), dt
+
+
 @dataclass
 class ParamOpInfo(OpInfo):
     """An op outside the table: its own samples, call, reference and input-dtype rule."""
@@ -861,6 +944,8 @@ PARAM_OPS: dict[str, ParamOpInfo] = {
                         tol={"bfloat16": (2e-2, 2e-2), "float16": (2e-3, 2e-3)}),
     "nan_to_num": ParamOpInfo("nan_to_num", 1, "PARAM", ref=None, sample_fn=_nan_to_num_samples,
                               call=_nan_to_num_call, param_ref=_nan_to_num_ref, in_table=False),
+    "logit": ParamOpInfo("logit", 1, "PARAM", ref=None, sample_fn=_logit_samples,
+                         call=_logit_call, param_ref=_logit_ref, in_table=False),
     "round": ParamOpInfo("round", 1, "PARAM", ref=None, sample_fn=_round_samples,
                          call=_round_call, param_ref=_round_ref, in_table=False,
                          dtypes=NUMERIC_DTYPES,
@@ -897,15 +982,16 @@ BINARY_OPS = [op for op in OPS.values() if op.arity == 2]
 EXPECTED_KINDS = {
     **{n: "FLOAT" for n in (
         "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh "
-        "tanh asinh acosh atanh sigmoid erf erfc reciprocal").split()},
+        "tanh asinh acosh atanh sigmoid erf erfc erfinv sinc deg2rad rad2deg reciprocal").split()},
     "frac": "FLOAT_ONLY",
     **{n: "SAME" for n in "neg abs square sign relu floor ceil trunc".split()},
     **{n: "PRED" for n in "isnan isinf isfinite signbit logical_not".split()},
     "bitwise_not": "INTEGRAL",
     **{n: "ARITH" for n in (
-        "add sub mul floor_divide div_trunc remainder fmod pow maximum minimum").split()},
+        "add sub mul floor_divide div_trunc remainder fmod pow maximum minimum fmax fmin").split()},
     "div": "TRUEDIV",
-    **{n: "FLOAT2" for n in "atan2 hypot copysign".split()},
+    **{n: "FLOAT2" for n in "atan2 hypot copysign xlogy".split()},
+    **{n: "FLOAT_ONLY2" for n in "logaddexp logaddexp2".split()},
     **{n: "CMP" for n in "eq ne lt le gt ge".split()},
     **{n: "LOGICAL" for n in "logical_and logical_or logical_xor".split()},
     **{n: "BITWISE" for n in "bitwise_and bitwise_or bitwise_xor".split()},

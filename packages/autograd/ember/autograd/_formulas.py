@@ -684,12 +684,10 @@ def _random_zero(g, needs, out, *args, generator=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# ops being added to the core (torch's names and argument names, as the core hands them over);
-# each entry is used as soon as its op reaches the hook. Tested when the op exists. The shape,
-# sorting, indexing and linear-algebra ops of the core are in _formulas_tensor.py.
+# erfinv, sinc, deg2rad/rad2deg, logaddexp/logaddexp2, xlogy, fmax/fmin (op_table.h) and logit
+# (the core's shape, sorting, indexing and linear-algebra ops are in _formulas_tensor.py)
 
 
-# elementwise ops that may join op_table.h
 @grad("erfinv", out=True, inplace_too=True)
 def _erfinv(g, needs, out, x):
     return (g * (out * out).exp() * (math.sqrt(math.pi) / 2),)
@@ -718,29 +716,43 @@ def _logaddexp2(g, needs, out, a, b):
 
 @grad("xlogy", save="all", inplace_too=True)
 def _xlogy(g, needs, out, x, y):
+    # torch's: d/dx = log(y) (as xlogy(g, y): 0 where g is), 0 where x == 0 and y <= 0
     gx = gy = None
     if needs[0]:
-        gx = ember.where((x == 0) & ~(y != y), 0.0, g * ember.log(y)) if _is_t(y) else \
-            g * math.log(y)
+        gx = ember.where((x == 0) & (y <= 0), 0.0, ember.xlogy(g, y))
     if needs[1]:
         gy = g * x / y
     return (gx, gy)
 
 
-grad("fmax", save="all", inplace_too=True)(_minmax(True))
-grad("fmin", save="all", inplace_too=True)(_minmax(False))
+def _fminmax(is_max):
+    """fmax/fmin, torch's rule: a tie goes to the first operand, a NaN loses to a number."""
+    def vjp(g, needs, out, a, b):
+        first = (a >= b) if is_max else (a <= b)
+        first = first | (b.isnan() if _is_t(b) else math.isnan(b))
+        return (ember.where(first, g, 0.0) if needs[0] else None,
+                ember.where(first, 0.0, g) if needs[1] else None)
+
+    return vjp
+
+
+grad("fmax", save="all", inplace_too=True)(_fminmax(True))
+grad("fmin", save="all", inplace_too=True)(_fminmax(False))
 
 
 @grad("logit", save=(0,), inplace_too=True)
 def _logit(g, needs, out, x, eps=None):
     r = g / (x * (1 - x))
-    if eps is not None:
+    if eps is not None and eps >= 0:  # no gradient where the input was clamped
         r = ember.where((x < eps) | (x > 1 - eps), 0.0, r)
     return (r,)
 
 
-@grad("sinc", save=(0,), out=True, inplace_too=True)
+@grad("sinc", save=(0,), inplace_too=True)
 def _sinc(g, needs, out, x):
-    px = x * math.pi
-    d = ((px.cos() * math.pi) - out * math.pi) / px
-    return (ember.where(x == 0, 0.0, g * d),)
+    # (cos(pi x) - sinc(x)) / x, 0 at 0: evaluated at 1 where x == 0 so that no branch holds
+    # 0/0, whose NaN would reach double backward through where's unselected side
+    zero = x == 0
+    xs = ember.where(zero, 1.0, x)
+    d = ((xs * math.pi).cos() - xs.sinc()) / xs
+    return (ember.where(zero, 0.0, d) * g,)

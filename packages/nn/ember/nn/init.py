@@ -5,6 +5,7 @@ weights are the same (see tests/test_init.py)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import ember
 
@@ -134,20 +135,63 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Normal(mean, std) truncated to [a, b].
+    """Fills `tensor` from Normal(mean, std) truncated to [a, b], as torch 2.13 draws it (the
+    same calls on the generator in the same order, so the same seed gives torch's numbers):
 
-    NOTE: torch draws this by inverse-CDF (uniform_ then erfinv_); the core has no erfinv yet, so
-    values outside [a, b] are redrawn instead: the same distribution, not the same numbers.
+    - when [a, b] holds more than 30% of the mass: normal_, then every value outside the bounds
+      (the bounds rounded to the tensor's dtype) redrawn from a fresh full-size normal_ draw
+      until none is left;
+    - otherwise, rejection from the uniform on [a, b]: a candidate x is kept when
+      log(u) <= -((x - mean) / std)^2 / 2 - log_peak (u uniform, log_peak the density's
+      logarithm at the mode within [a, b]), rejected ones redrawn together until none is left.
+
+    (Older torch releases drew it by inverse CDF: uniform_, erfinv_, scale, clamp_.)
     """
+
+    def norm_cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
     with ember.no_grad():
-        tensor.normal_(mean, std)
-        for _ in range(100):
-            bad = (tensor < a) | (tensor > b)
-            if not bool(bad.any()):
-                break
-            fresh = ember.empty(tuple(tensor.shape), dtype=tensor.dtype).normal_(mean, std)
-            tensor.copy_(ember.where(bad, fresh, tensor))
-        return tensor.clamp_(a, b)
+        mass = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
+        if mass > 0.3:
+            lo = ember.tensor(a, dtype=tensor.dtype).item()
+            hi = ember.tensor(b, dtype=tensor.dtype).item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                outside = (result < lo) | (result > hi)
+                if not outside.any():
+                    break
+                fresh = ember.empty_like(result).normal_(mean, std, generator=generator)
+                result = ember.where(outside, fresh, result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
+
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+        def log_density(x):  # relative to the peak, in place
+            return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+
+        candidates, accept = ember.empty_like(tensor), ember.empty_like(tensor)
+        tensor.uniform_(a, b, generator=generator)
+        log_density(candidates.copy_(tensor))
+        pending = accept.uniform_(generator=generator).log_().gt(candidates)
+        if pending.any():
+            result = tensor
+            while True:
+                candidates.uniform_(a, b, generator=generator)
+                result = ember.where(pending, candidates, result)
+                log_density(candidates)
+                retry = accept.uniform_(generator=generator).log_().gt(candidates)
+                pending = ember.where(pending, retry, pending)
+                if not pending.any():
+                    break
+            tensor.copy_(result)
+        return tensor
 
 
 def orthogonal_(tensor, gain=1, generator=None):

@@ -53,7 +53,9 @@ static Storage new_storage(size_t nbytes, Device device) {
                                    "': not enough memory: you tried to allocate ", nbytes,
                                    " bytes."));
   }
-  return std::make_shared<StorageImpl>(std::move(p), nbytes, a);
+  auto s = std::make_shared<StorageImpl>(std::move(p), nbytes, a);
+  s->resizable = true;  // made by an allocator: resize_ may grow it, as PyTorch's
+  return s;
 }
 
 Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, int64_t offset,
@@ -96,18 +98,43 @@ Tensor empty_like(const Tensor& t, ScalarType dtype) {
   return empty(t->sizes, dt, t->device());
 }
 
-void resize_output(const Tensor& out, const Shape& shape) {
-  if (out->sizes == shape) return;
-  int64_t n = 1;
-  for (auto s : shape) n *= s;
-  const size_t need = static_cast<size_t>(out->offset + n) * out->element_size();
-  if (out->storage->nbytes < need) {
-    Tensor fresh = empty(shape, out->dtype, out->device());
-    out->storage = fresh->storage;
-    out->offset = 0;
+// Grows a storage to `nbytes`, keeping its bytes: the StorageImpl stays, its DataPtr changes.
+static void grow_storage(StorageImpl& s, size_t nbytes) {
+  if (!s.resizable || !s.allocator)
+    throw std::runtime_error("Trying to resize storage that is not resizable");
+  if (s.exports.load() > 0)  // PyTorch lets it, leaving an ndarray over freed memory
+    throw std::runtime_error(
+        "Trying to resize storage whose memory is exported (to a NumPy array, a memoryview or "
+        "a DLPack consumer that is still alive); resize a copy (clone()) instead");
+  if (!s.device().is_cpu())
+    throw std::runtime_error(str_cat("resize_: growing a ", s.device().str(),
+                                     " storage is not supported"));
+  DataPtr p;
+  try {
+    p = s.allocator->allocate(nbytes);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemoryError(str_cat("ember: CPU allocator '", s.allocator->name(),
+                                   "': not enough memory: you tried to allocate ", nbytes,
+                                   " bytes."));
   }
-  out->sizes = shape;
-  out->strides = contiguous_strides(shape);
+  if (s.nbytes) std::memcpy(p.get(), s.ptr(), std::min(s.nbytes, nbytes));
+  s.data = std::move(p);  // the old block is freed here
+  s.nbytes = nbytes;
+}
+
+void resize_(const Tensor& t, const Shape& shape, bool restride) {
+  if (t->sizes == shape && !restride) return;
+  const int64_t n = checked_numel(shape);
+  if (n > 0) {  // an empty tensor needs no bytes, wherever its offset points
+    const size_t need = static_cast<size_t>(t->offset + n) * t->element_size();
+    if (t->storage->nbytes < need) grow_storage(*t->storage, need);
+  }
+  t->sizes = shape;
+  t->strides = contiguous_strides(shape);
+}
+
+void resize_output(const Tensor& out, const Shape& shape) {
+  if (out->sizes != shape) resize_(out, shape);
 }
 
 Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked) {

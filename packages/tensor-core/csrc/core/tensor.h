@@ -30,11 +30,24 @@ struct StorageImpl {
   size_t nbytes = 0;
   Allocator* allocator = nullptr;  // null for memory borrowed from another library
   bool resizable = false;
+  // Live exports of the bytes' address (an ndarray from numpy(), a buffer-protocol view, a
+  // DLPack capsule): while any is alive, resize_ must not move the bytes they point into.
+  std::atomic<int> exports{0};
   StorageImpl(DataPtr d, size_t n, Allocator* a) : data(std::move(d)), nbytes(n), allocator(a) {}
   void* ptr() const { return data.get(); }
   Device device() const { return data.device(); }
 };
 using Storage = std::shared_ptr<StorageImpl>;
+
+// A storage reference that also pins the bytes in place (StorageImpl::exports), held by
+// whatever hands their address out of ember.
+struct PinnedStorage {
+  Storage storage;
+  explicit PinnedStorage(Storage s) : storage(std::move(s)) { storage->exports.fetch_add(1); }
+  ~PinnedStorage() { storage->exports.fetch_sub(1); }
+  PinnedStorage(const PinnedStorage&) = delete;
+  PinnedStorage& operator=(const PinnedStorage&) = delete;
+};
 
 struct VersionCounter {
   std::atomic<int64_t> value{0};
@@ -81,8 +94,12 @@ using OptDims = std::optional<std::vector<int64_t>>;
 Tensor empty(const Shape& sizes, ScalarType dtype, Device device = Device{});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device = Device{});
 Tensor empty_like(const Tensor& t, ScalarType dtype = ScalarType::Undefined);
-// PyTorch's resize_output for out= tensors: gives `out` the shape `shape` (contiguous strides),
-// keeping its storage when that is large enough. No-op when the shape already matches.
+// PyTorch's resize_: gives `t` the shape `shape` with contiguous strides (a tensor that already
+// has that shape keeps its strides unless `restride`). A storage too small for the new extent
+// grows in place (its bytes copied, so every view of it follows); one that ember's allocators
+// did not make (borrowed from NumPy, a buffer, shared memory) cannot grow and raises.
+void resize_(const Tensor& t, const Shape& shape, bool restride = false);
+// PyTorch's resize_output for out= tensors: resize_ when the shape differs.
 void resize_output(const Tensor& out, const Shape& shape);
 Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, int64_t offset, ScalarType dtype);
 // 0-d tensor holding s; `checked` refuses values the dtype cannot hold (creation, fill_).

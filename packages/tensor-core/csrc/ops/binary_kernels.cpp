@@ -7,7 +7,7 @@ namespace ember {
 namespace {
 
 template <OpKind K, typename F> void dispatch_binary(const char* name, const ElementwiseIter& it, ScalarType dt, F f) {
-  if constexpr (K == OpKind::FLOAT2 || K == OpKind::TRUEDIV) {
+  if constexpr (K == OpKind::FLOAT2 || K == OpKind::TRUEDIV || K == OpKind::FLOAT_ONLY2) {
     dispatch_floating(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
       run_elementwise<T, T, T>(it, f);

@@ -226,6 +226,11 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
     case OpKind::FLOAT2:
       if (!is_floating(common)) compute = result = g_default_dtype;
       break;
+    case OpKind::FLOAT_ONLY2:
+      if (!is_floating(common))
+        throw NotImplementedError(str_cat("\"", info.name, "_cpu\" not implemented for '",
+                                          type_name(common), "'"));
+      break;
     case OpKind::CMP:
     case OpKind::LOGICAL:
       result = ScalarType::Bool;
@@ -247,9 +252,11 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
         switch (op) {
           case BinaryOp::add:
           case BinaryOp::maximum:
+          case BinaryOp::fmax:
             return binary(BinaryOp::logical_or, a, b, out);
           case BinaryOp::mul:
           case BinaryOp::minimum:
+          case BinaryOp::fmin:
             return binary(BinaryOp::logical_and, a, b, out);
           default:
             throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
@@ -386,6 +393,31 @@ Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
       const C ten = std::pow(C(10), C(neg ? -decimals : decimals));
       run_elementwise<T, T>(it, [=](auto v) {
         return neg ? std::nearbyint(v / ten) * ten : std::nearbyint(v * ten) / ten;
+      });
+    });
+  });
+}
+
+// torch.logit: integers promote to the default float dtype, as the table's FLOAT ops.
+Tensor logit(const Tensor& x, const double* eps, const Tensor& out) {
+  const ScalarType dt = is_floating(x->dtype) ? x->dtype : g_default_dtype;
+  if (out && out == x && dt != x->dtype) check_out_dtype("logit", dt, out);
+  Tensor in = to_dtype(x, dt);
+  const bool clamped = eps && *eps >= 0;  // a negative eps means none, as in PyTorch
+  return run_into("logit", out, dt, {in}, [&](const ElementwiseIter& it) {
+    dispatch_floating(dt, "logit", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = opmath_t<T>;
+      if (!clamped) {
+        run_elementwise<T, T>(it, [](auto v) { return std::log(v / (C(1) - v)); });
+        return;
+      }
+      // the bounds in the tensor's dtype (float16's eps is not float32's), as PyTorch's are;
+      // its order of the two tests (which matters when eps > 0.5); NaN passes through
+      const C lo = C(T(*eps)), hi = C(T(C(1) - lo));
+      run_elementwise<T, T>(it, [=](auto v) {
+        const C c = v < lo ? lo : (v > hi ? hi : v);
+        return std::log(c / (C(1) - c));
       });
     });
   });

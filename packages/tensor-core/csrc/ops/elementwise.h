@@ -44,5 +44,7 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const
 Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor& out = nullptr);
 Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const double* neginf, const Tensor& out = nullptr);
 Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out = nullptr);
+// log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (not null, >= 0).
+Tensor logit(const Tensor& x, const double* eps, const Tensor& out = nullptr);
 
 }  // namespace ember

@@ -12,6 +12,7 @@
 //   ARITH    binary: inputs promoted to their common dtype, result in it
 //   TRUEDIV  binary: like ARITH, but integer results are promoted to the default float dtype
 //   FLOAT2   binary: like TRUEDIV (floating math such as atan2)
+//   FLOAT_ONLY2 binary: floating common dtype only (integers refused, as logaddexp in PyTorch)
 //   CMP      binary: compared in the common dtype, bool out
 //   LOGICAL  binary: bool out from the truth values
 //   BITWISE  binary: bool/integer common dtype
@@ -45,6 +46,10 @@
   X(sigmoid, FLOAT, math::sigmoid(x))                       \
   X(erf, FLOAT, std::erf(x))                                \
   X(erfc, FLOAT, std::erfc(x))                              \
+  X(erfinv, FLOAT, math::erfinv(x))                         \
+  X(sinc, FLOAT, math::sinc(x))                             \
+  X(deg2rad, FLOAT, x * decltype(x)(0.017453292519943295769)) \
+  X(rad2deg, FLOAT, x * decltype(x)(57.295779513082320877)) \
   X(reciprocal, FLOAT, decltype(x)(1) / x)                  \
   X(frac, FLOAT_ONLY, x - std::trunc(x))                    \
   X(neg, SAME, -x)                                          \
@@ -77,6 +82,11 @@
   X(atan2, FLOAT2, std::atan2(a, b))                               \
   X(hypot, FLOAT2, std::hypot(a, b))                               \
   X(copysign, FLOAT2, std::copysign(a, b))                         \
+  X(xlogy, FLOAT2, math::xlogy(a, b))                              \
+  X(logaddexp, FLOAT_ONLY2, math::logaddexp(a, b))                 \
+  X(logaddexp2, FLOAT_ONLY2, math::logaddexp2(a, b))               \
+  X(fmax, ARITH, math::fmax(a, b))                                 \
+  X(fmin, ARITH, math::fmin(a, b))                                 \
   X(eq, CMP, a == b)                                               \
   X(ne, CMP, a != b)                                               \
   X(lt, CMP, a < b)                                                \
@@ -105,7 +115,9 @@ enum class BinaryOp {
 #undef EMBER_ENUM
 };
 
-enum class OpKind { FLOAT, FLOAT_ONLY, SAME, PRED, INTEGRAL, ARITH, TRUEDIV, FLOAT2, CMP, LOGICAL, BITWISE, SHIFT };
+enum class OpKind {
+  FLOAT, FLOAT_ONLY, SAME, PRED, INTEGRAL, ARITH, TRUEDIV, FLOAT2, FLOAT_ONLY2, CMP, LOGICAL, BITWISE, SHIFT
+};
 
 struct OpInfoEntry {
   const char* name;

@@ -103,8 +103,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim_in, const Tensor& out
                 "torch.cat(): input types can't be cast to the desired output type ",
                 torch_type_name(out->dtype));
     check_inplace_writable(out, "cat");
+    resize_output(out, shape);  // first: an empty out may grow over an input's bytes
     for (auto& t : tensors) check_no_overlap(out, t);
-    resize_output(out, shape);
   } else {
     out = empty(shape, dt, tensors[0]->device());
   }

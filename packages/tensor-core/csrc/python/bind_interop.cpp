@@ -172,8 +172,9 @@ py::array tensor_to_numpy(const Tensor& t, bool force) {
   const auto itemsize = static_cast<py::ssize_t>(t->element_size());
   std::vector<py::ssize_t> shape(t->sizes.begin(), t->sizes.end()), strides(t->strides.size());
   for (size_t d = 0; d < strides.size(); ++d) strides[d] = t->strides[d] * itemsize;
-  auto* owner = new Storage(t->storage);
-  py::capsule base(owner, [](void* p) { delete static_cast<Storage*>(p); });
+  // the capsule keeps the bytes alive and in place (resize_ cannot move pinned bytes)
+  auto* owner = new PinnedStorage(t->storage);
+  py::capsule base(owner, [](void* p) { delete static_cast<PinnedStorage*>(p); });
   return py::array(numpy_dtype(t->dtype), std::move(shape), std::move(strides), t->data(), base);
 }
 
@@ -202,7 +203,7 @@ py::object tensor_array(const Tensor& self, py::object dtype, py::object copy) {
 // The buffer protocol
 
 struct BufferExport {
-  Storage storage;  // the bytes stay alive even if the tensor is later re-pointed
+  PinnedStorage pin;  // the bytes stay alive and in place even if the tensor is re-pointed
   std::vector<Py_ssize_t> shape, strides;
 };
 
@@ -266,7 +267,7 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
           "ember: the tensor is not contiguous and the consumer did not ask for strides; call "
           ".contiguous() first");
     const auto itemsize = static_cast<Py_ssize_t>(t->element_size());
-    auto* info = new BufferExport{t->storage, {}, {}};
+    auto* info = new BufferExport{PinnedStorage(t->storage), {}, {}};
     info->shape.reserve(t->dim() + 1);
     info->strides.reserve(t->dim() + 1);
     for (int64_t d = 0; d < t->dim(); ++d) {
@@ -315,6 +316,7 @@ py::buffer_info* pybind11_buffer(PyObject* self, void* /*data*/) {
   const auto itemsize = static_cast<py::ssize_t>(t->element_size());
   std::vector<py::ssize_t> shape(t->sizes.begin(), t->sizes.end()), strides;
   for (auto s : t->strides) strides.push_back(s * itemsize);
+  t->storage->resizable = false;  // no release hook here to unpin: pinned for good
   return new py::buffer_info(t->data(), itemsize, format, t->dim(), std::move(shape),
                              std::move(strides), /*readonly=*/false);
 }
@@ -392,14 +394,14 @@ ScalarType from_dl_dtype(DLDataType d) {
 // What an exported managed tensor owns: the storage and the shape/stride arrays it points to.
 template <typename Managed> struct DLExport {
   Managed managed{};
-  Storage storage;
+  std::unique_ptr<PinnedStorage> pin;  // alive and in place until the consumer lets go
   std::vector<int64_t> shape, strides;
   static void deleter(Managed* self) { delete static_cast<DLExport*>(self->manager_ctx); }
 };
 
 template <typename Managed> Managed* make_managed(const Tensor& t) {
   auto* ctx = new DLExport<Managed>();
-  ctx->storage = t->storage;
+  ctx->pin = std::make_unique<PinnedStorage>(t->storage);
   ctx->shape.reserve(t->dim() + 1);  // never a null pointer, also for 0-d tensors
   ctx->strides.reserve(t->dim() + 1);
   ctx->shape.assign(t->sizes.begin(), t->sizes.end());

@@ -310,6 +310,32 @@ void register_ops(py::module_& m) {
        py::cpp_function(nan_to_num_inplace, py::is_method(cls), py::arg("nan") = 0.0,
                         py::arg("posinf") = py::none(), py::arg("neginf") = py::none()));
 
+  // logit(input, eps=None): the hook gets (input, eps); in place, `logit_`.
+  m.def("logit", [](py::handle x, py::object eps, py::handle out) -> py::object {
+    Tensor t = expect_tensor(x, "logit", "input");
+    if (needs_grad(t)) {
+      if (!out.is_none()) out_with_grad("logit");
+      return call_autograd("logit", g_m->attr("logit"), py::make_tuple(x, eps), py::dict());
+    }
+    const double e = eps.is_none() ? -1.0 : eps.cast<double>();
+    Tensor o = opt_out(out);
+    Tensor r = logit(t, eps.is_none() ? nullptr : &e, o);
+    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+  }, py::arg("input"), py::arg("eps") = py::none(), py::kw_only(), py::arg("out") = py::none());
+  defm("logit", py::cpp_function([](py::handle self, py::object eps) {
+    return g_m->attr("logit")(self, eps);
+  }, py::is_method(cls), py::arg("eps") = py::none()));
+  auto logit_inplace = [](py::handle self, py::object eps) -> py::object {
+    Tensor t = expect_tensor(self, "logit_", "self");
+    if (t->requires_grad && grad_enabled())  // the hook runs this again, grad off
+      return call_autograd("logit_", g_m->attr("logit_"), py::make_tuple(self, eps), py::dict());
+    const double e = eps.is_none() ? -1.0 : eps.cast<double>();
+    logit(t, eps.is_none() ? nullptr : &e, t);
+    return py::reinterpret_borrow<py::object>(self);
+  };
+  m.def("logit_", logit_inplace, py::arg("input"), py::arg("eps") = py::none());
+  defm("logit_", py::cpp_function(logit_inplace, py::is_method(cls), py::arg("eps") = py::none()));
+
   m.def("round", [](py::handle x, int64_t decimals, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "round", "input");
     if (needs_grad(t))

@@ -123,6 +123,38 @@ void set_storage(const Tensor& self, Storage storage, int64_t offset, const Shap
   self->bump_version();
 }
 
+// The buffer protocol (memoryview(storage)): a writable run of bytes, format 'B'. The view pins
+// the bytes in place until it is released (resize_ cannot move them meanwhile).
+int storage_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  view->obj = nullptr;
+  try {
+    Storage s = py::handle(self).cast<Storage>();
+    if (!s->device().is_cpu())
+      throw py::buffer_error(str_cat("a ", s->device().str(), " storage cannot export a buffer"));
+    static uint8_t dummy = 0;  // a zero-length buffer still needs a non-null address
+    void* p = s->ptr() ? s->ptr() : &dummy;
+    auto* pin = new PinnedStorage(s);
+    if (PyBuffer_FillInfo(view, self, p, static_cast<Py_ssize_t>(s->nbytes), 0, flags) != 0) {
+      delete pin;
+      return -1;
+    }
+    view->internal = pin;
+    return 0;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  }
+  return -1;
+}
+
+void storage_releasebuffer(PyObject* /*self*/, Py_buffer* view) {
+  delete static_cast<PinnedStorage*>(view->internal);
+  view->internal = nullptr;
+}
+
 }  // namespace
 
 void register_storage(py::module_& m) {
@@ -192,14 +224,11 @@ void register_storage(py::module_& m) {
       .def("__repr__", [](const Storage& s) {
         return str_cat("ember.UntypedStorage(nbytes=", s->nbytes, ", device='", s->device().str(),
                        "')");
-      })
-      .def_buffer([](StorageImpl& s) {
-        if (!s.device().is_cpu())
-          throw py::buffer_error(str_cat("a ", s.device().str(), " storage cannot export a buffer"));
-        static uint8_t dummy = 0;  // a zero-length buffer still needs a non-null address
-        void* p = s.ptr() ? s.ptr() : &dummy;
-        return py::buffer_info(p, 1, "B", static_cast<py::ssize_t>(s.nbytes));
       });
+  auto* st = reinterpret_cast<PyTypeObject*>(m.attr("UntypedStorage").ptr());
+  st->tp_as_buffer->bf_getbuffer = &storage_getbuffer;
+  st->tp_as_buffer->bf_releasebuffer = &storage_releasebuffer;
+  PyType_Modified(st);
 
   auto cls = py::reinterpret_borrow<py::class_<TensorImpl, std::shared_ptr<TensorImpl>>>(m.attr("Tensor"));
   cls.def("untyped_storage", [](const Tensor& t) { return t->storage; })

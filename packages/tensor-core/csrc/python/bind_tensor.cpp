@@ -580,6 +580,37 @@ void register_tensor(py::module_& m) {
     return self;
   });
 
+  // resize_ / resize_as_ (PyTorch's; never recorded: a tensor that requires grad is refused).
+  // The version moves only when the shape does. memory_format: any value restrides (ember has
+  // only the contiguous format), leaving it out keeps the strides of an unchanged shape.
+  auto resize = [](py::object self, const Shape& shape, py::handle memory_format) {
+    Tensor t = self.cast<Tensor>();
+    EMBER_CHECK(!t->requires_grad, std::runtime_error, "cannot resize variables that require grad");
+    const bool changed = t->sizes != shape;
+    resize_(t, shape, !memory_format.is_none());
+    if (changed) t->bump_version();
+    return self;
+  };
+  cls.def("resize_", [resize](py::object self, py::args sizes, py::kwargs kw) {
+    py::object mf = py::none();
+    for (auto item : kw) {
+      const std::string k = py::str(item.first);
+      EMBER_CHECK(k == "memory_format", py::type_error,
+                  "resize_() got an unexpected keyword argument '", k, "'");
+      mf = py::reinterpret_borrow<py::object>(item.second);
+    }
+    EMBER_CHECK(sizes.size() > 0, py::type_error,
+                "resize_() missing 1 required positional arguments: \"size\"");
+    return resize(self, shape_from_args(sizes, "resize_"), mf);
+  });
+  auto resize_as = [resize](py::object self, const Tensor& other, py::handle mf) {
+    return resize(self, other->sizes, mf);
+  };
+  cls.def("resize_as_", resize_as, py::arg("the_template"), py::kw_only(),
+          py::arg("memory_format") = py::none());
+  m.def("resize_as_", resize_as, py::arg("input"), py::arg("the_template"), py::kw_only(),
+        py::arg("memory_format") = py::none());
+
   // ---- creation ----
   register_creation(m);
 }

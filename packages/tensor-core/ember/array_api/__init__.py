@@ -5,7 +5,7 @@
 PyTorch. The arrays are ember Tensors; every function here is a thin wrapper that maps the
 standard's names and keywords (``axis=``, ``keepdims=``, ``copy=``, ``correction=``, ...) onto
 ember's PyTorch-style ops, or composes them where ember has no op of its own (``tensordot``,
-``tile``, ``meshgrid``, ``tril``, ``logaddexp``, ...).
+``tile``, ``meshgrid``, ``tril``, ...).
 
 What differs from the standard: no unsigned types wider than 8 bits and no complex dtypes
 (``float16`` and ``bfloat16`` are extra); ``x.size`` is a method, as in PyTorch (use ``size(x)``
@@ -388,12 +388,7 @@ def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
 
 
 def logaddexp(x1, x2, /):
-    """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
-    x1, x2 = asarray(x1), asarray(x2)
-    m = ember.maximum(x1, x2)
-    d = ember.abs(x1 - x2)
-    out = m + ember.log1p(ember.exp(-d))
-    return ember.where(ember.isnan(d) & (x1 == x2), m, out)  # inf + inf: d is nan
+    return ember.logaddexp(asarray(x1), asarray(x2))
 
 
 # ---------------------------------------------------------------------------------------------
