@@ -39,7 +39,7 @@
   X(atan, FLOAT, std::atan(x))                              \
   X(sinh, FLOAT, std::sinh(x))                              \
   X(cosh, FLOAT, std::cosh(x))                              \
-  X(tanh, FLOAT, std::tanh(x))                              \
+  X(tanh, FLOAT, math::tanh(x))                             \
   X(asinh, FLOAT, std::asinh(x))                            \
   X(acosh, FLOAT, std::acosh(x))                            \
   X(atanh, FLOAT, std::atanh(x))                            \
