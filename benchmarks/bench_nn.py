@@ -8,8 +8,8 @@ ratio of samples/s ember / torch). Rows:
 - CNN: conv 1->32 3x3, max-pool 2, conv 32->64 3x3, max-pool 2, fc 1600->128->10, 28x28 inputs,
   batch 64, SGD with momentum (target >= 0.8).
 - MLP 784-512-512-10, batch 128, SGD with momentum (target >= 0.95).
-- LSTM language model (2 layers, 256 hidden, sequence 35, batch 20), SGD (target >= 0.8;
-  n/a until ember.nn.LSTM exists).
+- LSTM language model (2 layers, 256 hidden, sequence 35, batch 20, 10000-word vocabulary),
+  SGD (target >= 0.8).
 - Adam and SGD-momentum steps over 10M float32 parameters (10 tensors of 1M): ember's fused
   kernel against torch's default (single-tensor loop) and, for Adam, torch's fused=True.
 
