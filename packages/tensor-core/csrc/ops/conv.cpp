@@ -3,6 +3,7 @@
 #include "ops/conv.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 #include <vector>
 
@@ -147,21 +148,6 @@ struct Dims {
   int64_t N, S, B, G;
 };
 
-// OpenBLAS runs single-threaded while it lives (restored after), for GEMMs issued from our own
-// parallel chunks: on a loaded machine, OpenBLAS's spinning workers and ours fight for the cores
-// (measured: a batch-32 conv2d 4x slower than one thread per sample).
-struct BlasSingleThread {
-  int prev = 0;
-  BlasSingleThread() {
-    auto get = reinterpret_cast<int (*)()>(blas::symbol("openblas_get_num_threads"));
-    if (get) prev = get();
-    if (prev > 1) blas::set_num_threads(1);
-  }
-  ~BlasSingleThread() {
-    if (prev > 1) blas::set_num_threads(prev);
-  }
-};
-
 // Runs body(n0, n1, slot) over the batch: with two or more samples and threads, the samples are
 // split over the pool and each chunk runs single-threaded GEMMs (slot = the chunk's index, for
 // per-chunk buffers); otherwise sample by sample, with OpenBLAS's threads inside each GEMM and
@@ -169,10 +155,11 @@ struct BlasSingleThread {
 template <typename F> int over_batch(int64_t N, const F& body) {
   const int nt = get_num_threads();
   if (N >= 2 && nt > 1 && !in_parallel_region()) {
-    BlasSingleThread guard;
     parallel_for(0, N, 1, [&](int64_t a, int64_t b) { body(a, b, get_thread_num()); });
     return nt;
   }
+  std::optional<blas::Threaded> threaded;  // one sample: OpenBLAS's threads inside each GEMM
+  if (nt > 1 && !in_parallel_region()) threaded.emplace();
   body(0, N, 0);
   return 1;
 }

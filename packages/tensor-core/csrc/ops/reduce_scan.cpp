@@ -222,7 +222,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, ScalarType dtype, bool log) {
                                       "\" not implemented for '", torch_type_name(in->dtype), "'"));
   const ScalarType out_dt = in->dtype;
   if (is_reduced_float(out_dt)) in = to_dtype(in, ScalarType::Float32);  // computed in float
-  in = contiguous_copy(in);
+  in = contiguous(in);  // no copy when it already is
   Tensor out = empty(x->sizes, in->dtype, x->device());
   if (x->numel() != 0) {
     const Layout l = layout_around(x, d);

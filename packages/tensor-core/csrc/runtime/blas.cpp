@@ -36,10 +36,10 @@ struct State {
   dgemm_fn dgemm = nullptr;
   set_threads_fn set_threads = nullptr;
   get_threads_fn get_threads = nullptr;
-  int pending_threads = 0;  // from set_num_threads before the library was loaded
-  int applied_threads = 0;  // the last count given to the library (0: its default)
+  int wanted_threads = 0;   // from set_num_threads: what Threaded scopes give the library
+  int current_threads = 0;  // the count the library runs with now (0: not set yet)
   int single_scopes = 0;    // live SingleThreaded scopes
-  int saved_threads = 0;    // the library's own count when the first scope began
+  int threaded_scopes = 0;  // live Threaded scopes
 };
 
 std::atomic<int> g_status{kNotTried};
@@ -47,6 +47,20 @@ std::atomic<int> g_status{kNotTried};
 State& st() {
   static State* s = new State();
   return *s;
+}
+
+// The library runs on one thread unless a Threaded scope is live and no SingleThreaded one is.
+// Called with st().mu held, once loaded.
+void apply_threads_locked() {
+  State& S = st();
+  if (!S.set_threads) return;
+  int want = 1;
+  if (S.threaded_scopes > 0 && S.single_scopes == 0)
+    want = S.wanted_threads > 0 ? S.wanted_threads : (S.get_threads ? S.get_threads() : 1);
+  if (want != S.current_threads) {
+    S.set_threads(want);
+    S.current_threads = want;
+  }
 }
 
 void* lookup(void* handle, const char* name) {
@@ -80,10 +94,8 @@ void load_locked() {
   S.dgemm = d;
   S.set_threads = reinterpret_cast<set_threads_fn>(lookup(h, "openblas_set_num_threads"));
   S.get_threads = reinterpret_cast<get_threads_fn>(lookup(h, "openblas_get_num_threads"));
-  if (S.set_threads && S.pending_threads > 0) {
-    S.set_threads(S.pending_threads);
-    S.applied_threads = S.pending_threads;
-  }
+  if (S.wanted_threads == 0 && S.get_threads) S.wanted_threads = S.get_threads();
+  apply_threads_locked();  // one thread until a Threaded scope asks for more
   S.error.clear();
   g_status.store(kLoaded, std::memory_order_release);
 }
@@ -194,33 +206,42 @@ void set_num_threads(int n) {
                                 std::to_string(n));
   State& S = st();
   std::lock_guard<std::mutex> lock(S.mu);
-  S.pending_threads = n;
-  if (g_status.load(std::memory_order_relaxed) == kLoaded && S.set_threads) {
-    S.applied_threads = n;
-    if (S.single_scopes == 0) S.set_threads(n);  // else applied when the last scope ends
-  }
+  S.wanted_threads = n;
+  if (g_status.load(std::memory_order_relaxed) == kLoaded) apply_threads_locked();
 }
 
 SingleThreaded::SingleThreaded() {
   if (!ensure_loaded()) return;
   State& S = st();
   std::lock_guard<std::mutex> lock(S.mu);
-  if (!S.set_threads) return;
   active_ = true;
-  if (S.single_scopes++ == 0) {
-    S.saved_threads = S.get_threads ? S.get_threads() : 0;
-    S.set_threads(1);
-  }
+  ++S.single_scopes;
+  apply_threads_locked();
 }
 
 SingleThreaded::~SingleThreaded() {
   if (!active_) return;
   State& S = st();
   std::lock_guard<std::mutex> lock(S.mu);
-  if (--S.single_scopes == 0) {
-    const int n = S.applied_threads > 0 ? S.applied_threads : S.saved_threads;
-    if (n > 0) S.set_threads(n);
-  }
+  --S.single_scopes;
+  apply_threads_locked();
+}
+
+Threaded::Threaded() {
+  if (!ensure_loaded()) return;
+  State& S = st();
+  std::lock_guard<std::mutex> lock(S.mu);
+  active_ = true;
+  ++S.threaded_scopes;
+  apply_threads_locked();
+}
+
+Threaded::~Threaded() {
+  if (!active_) return;
+  State& S = st();
+  std::lock_guard<std::mutex> lock(S.mu);
+  --S.threaded_scopes;
+  apply_threads_locked();
 }
 
 }  // namespace blas

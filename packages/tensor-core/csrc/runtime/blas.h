@@ -38,11 +38,13 @@ void dgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alp
 // nullptr if neither exists. Loads the library if needed; std::runtime_error if it cannot.
 void* symbol(const char* name);
 
-// While one of these lives, OpenBLAS runs each call on the calling thread only: for callers that
-// parallelise over many small products themselves (batched GEMM), where OpenBLAS's own threads
-// would only add hand-offs. Scopes may nest and overlap across threads (counted); the thread
-// count in force before the first one is restored when the last one ends. No-op if the library
-// is not loaded or cannot set its thread count.
+// OpenBLAS's threads. The library runs every call on the calling thread: ember's pool supplies
+// the parallelism (it splits products into panels or batches). OpenBLAS's workers busy-wait for
+// work, and on a busy machine, or beside another library's pool, they thrash (a 20x256x1024
+// product went from 0.15 ms to 20 ms), and switching the count per call costs too.
+// While a Threaded scope lives (and no SingleThreaded one does), calls use set_num_threads's count:
+// for a caller that has no parallelism of its own (one sample's convolution). Scopes nest and
+// overlap across threads (counted); SingleThreaded wins. Both are no-ops without the library.
 class SingleThreaded {
  public:
   SingleThreaded();
@@ -54,8 +56,19 @@ class SingleThreaded {
   bool active_ = false;  // this scope holds a count
 };
 
-// OpenBLAS's own thread count (n >= 1, else std::invalid_argument). Applied now if the library
-// is loaded, else remembered and applied when it loads.
+class Threaded {
+ public:
+  Threaded();
+  ~Threaded();
+  Threaded(const Threaded&) = delete;
+  Threaded& operator=(const Threaded&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
+// The thread count Threaded scopes give OpenBLAS (n >= 1, else std::invalid_argument);
+// ember.set_num_threads sets it with the pool's.
 void set_num_threads(int n);
 
 }  // namespace blas

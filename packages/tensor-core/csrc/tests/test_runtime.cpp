@@ -680,9 +680,22 @@ static void test_blas(const char* path) {
   CHECK(blas::symbol("LAPACKE_sgesv") != nullptr);
   CHECK(blas::symbol("no_such_routine_anywhere") == nullptr);
   auto get_threads = reinterpret_cast<int (*)()>(blas::symbol("openblas_get_num_threads"));
-  CHECK(get_threads && get_threads() == 2);  // the remembered setting was applied at load
+  CHECK(get_threads && get_threads() == 1);  // one thread by default: ember's pool parallelises
   check_gemm<float>(blas::sgemm, 1e-5);
   check_gemm<double>(blas::dgemm, 1e-12);
+  {
+    blas::Threaded threaded;  // the remembered count, for callers without parallelism of their own
+    CHECK(get_threads() == 2);
+    check_gemm<float>(blas::sgemm, 1e-5);
+    {
+      blas::SingleThreaded single;  // wins over Threaded
+      CHECK(get_threads() == 1);
+    }
+    CHECK(get_threads() == 2);
+    blas::set_num_threads(3);
+    CHECK(get_threads() == 3);
+  }
+  CHECK(get_threads() == 1);
   blas::set_num_threads(1);
   CHECK(get_threads() == 1);
   check_gemm<float>(blas::sgemm, 1e-5);

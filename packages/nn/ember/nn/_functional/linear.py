@@ -10,6 +10,12 @@ import ember
 def linear(input, weight, bias=None):
     if input.dim() == 2 and bias is not None:
         return ember.addmm(bias, input, weight.t())
+    if input.dim() > 2 and bias is not None and input.is_contiguous():
+        # folded into one addmm, as torch's linear does: the bias is added inside the product
+        # instead of by a second pass over the (often large) output
+        lead = tuple(input.shape[:-1])
+        out = ember.addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
+        return out.reshape(*lead, weight.shape[0])
     out = input.matmul(weight.t())
     return out if bias is None else out + bias
 
