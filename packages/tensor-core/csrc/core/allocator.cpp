@@ -12,8 +12,11 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 // Above this size, ask the kernel for transparent huge pages: far fewer page faults when a
-// large tensor is touched for the first time (PyTorch leaves this off by default).
-constexpr size_t kHugePageThreshold = size_t(4) << 20;
+// large tensor is touched for the first time (PyTorch leaves this off by default). Only above
+// glibc's largest mmap threshold (32 MiB): smaller blocks come from malloc's heap, which reuses
+// freed memory, where a fresh huge-page mapping per tensor made the kernel zero new pages on
+// every allocation (a 5.5 MiB elementwise result cost twice the op itself in a training loop).
+constexpr size_t kHugePageThreshold = size_t(32) << 20;
 
 void cpu_free(void* /*ctx*/, void* ptr) { std::free(ptr); }
 

@@ -74,9 +74,10 @@ template <typename T> inline T sign(T x) {
   else if constexpr (std::is_integral_v<T>) return T((x > 0) - (x < 0));
   else return std::isnan(x) ? x : T((x > T(0)) - (x < T(0)));
 }
+// The selects below go through blend (bit masks), not ?: on floats, so that their loops
+// vectorise; with ?: GCC emitted jumps that mispredict on random signs.
 template <typename T> inline T relu(T x) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(x) ? x : (x > T(0) ? x : T(0));
-  else return x > T(0) ? x : T(0);
+  return blend(!(x <= T(0)), x, T(0));  // keeps NaN (x <= 0 is false for it)
 }
 template <typename T> inline bool isnan(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(x); else return false;
@@ -95,16 +96,14 @@ template <typename T> inline bool signbit(T x) {
 
 // NaN-propagating max/min, as torch.maximum/minimum.
 template <typename T> inline T maximum(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  }
-  return a > b ? a : b;
+  const T r = blend(a > b, a, b);
+  if constexpr (std::is_floating_point_v<T>) return blend((a != a) | (b != b), a + b, r);  // NaN
+  else return r;
 }
 template <typename T> inline T minimum(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  }
-  return a < b ? a : b;
+  const T r = blend(a < b, a, b);
+  if constexpr (std::is_floating_point_v<T>) return blend((a != a) | (b != b), a + b, r);  // NaN
+  else return r;
 }
 
 // NaN-ignoring max/min (C's fmax/fmin), as torch.fmax/fmin: a NaN loses to a number. Written as
