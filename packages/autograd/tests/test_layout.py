@@ -223,3 +223,24 @@ def test_grad_summed_with_create_graph_stays_contiguous():
     assert x.grad.is_contiguous()
     np.testing.assert_allclose(x.grad.detach().numpy(),
                                2 * (x * c.t()).detach().numpy() + 2 * c.t().numpy())
+
+
+@pytest.mark.parametrize("expr,strides", [
+    (lambda a, b: a + b.t(), (4, 1)),     # the first full-shape dense input decides: contiguous
+    (lambda a, b: a.t() + b, (1, 4)),     # ... or transposed
+    (lambda a, b: a.t() * b.t(), (1, 4)),
+    (lambda a, b: a[:, :1] + b[:1, :], (4, 1)),  # broadcasting: C order
+    (lambda a, b: ember.where(a > 0, a, b.t()), (4, 1)),
+])
+def test_elementwise_result_layout_follows_the_first_dense_input(expr, strides):
+    # PyTorch's TensorIterator gives these strides (checked by hand against torch 2.13)
+    a, b = ember.randn(4, 4), ember.randn(4, 4)
+    assert tuple(expr(a, b).stride()) == strides
+
+
+def test_contiguous_of_a_tensor_that_requires_grad_is_contiguous():
+    x = _w(3, 4)
+    y = x.t().contiguous()
+    assert y.is_contiguous() and type(y.grad_fn).__name__ == "CloneBackward0"
+    (y * ember.arange(12.0, dtype=F64).reshape(4, 3)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.arange(12.0).reshape(4, 3).T)

@@ -31,16 +31,18 @@ ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
   const int nd = static_cast<int>(shape.size());
   EMBER_CHECK(nd <= 64, ValueError, op_name, ": too many dimensions (", nd, " > 64)");
 
-  // 2. allocate the output, following the first full-shape dense input's layout.
+  // 2. allocate the output, following the first full-shape dense input's layout (contiguous
+  // or not: `a + b.t()` is contiguous like a, as in PyTorch, and `a.t() + b` is transposed).
   if (!out) {
     Tensor like;
     for (auto& t : inputs)
-      if (t->sizes == shape && !t->is_contiguous() && is_non_overlapping_and_dense(*t)) {
+      if (t->sizes == shape && is_non_overlapping_and_dense(*t)) {
         like = t;
         break;
       }
     Device dev = inputs.empty() ? Device{} : inputs[0]->device();
-    out = like ? empty_strided(shape, like->strides, out_dtype, dev) : empty(shape, out_dtype, dev);
+    out = like && !like->is_contiguous() ? empty_strided(shape, like->strides, out_dtype, dev)
+                                         : empty(shape, out_dtype, dev);
   }
   out_ = out;
   numel_ = 1;

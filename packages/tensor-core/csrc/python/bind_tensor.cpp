@@ -422,7 +422,10 @@ void register_tensor(py::module_& m) {
       })
       .def("contiguous", [](const Tensor& self, py::object) -> py::object {
         if (self->is_contiguous()) return py::cast(self);
-        EMBER_AUTOGRAD(needs_grad(self), "clone", self);
+        // recorded as a clone (same gradient), but run as a contiguous copy: the core's clone
+        // keeps a dense input's strides, so it would hand back the same non-contiguous layout
+        if (needs_grad(self))
+          return call_autograd("clone", core_fn("_contiguous"), py::make_tuple(self), py::dict());
         return wrap(contiguous(self));
       }, py::arg("memory_format") = py::none())
       .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
@@ -513,6 +516,7 @@ void register_tensor(py::module_& m) {
     return wrap(clone(x));
   };
   m.def("clone", clone_fn, py::arg("input"), py::kw_only(), py::arg("memory_format") = py::none());
+  m.def("_contiguous", [](const Tensor& x) { return wrap(contiguous(x)); }, py::arg("input"));
   cls.def("clone", clone_fn, py::kw_only(), py::arg("memory_format") = py::none());
 
   // views with (input, dims...) signatures shared by function and method
