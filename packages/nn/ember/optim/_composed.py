@@ -7,53 +7,33 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _grads_of, _step_tensor
+from .optimizer import (
+    Optimizer,
+    _check_betas,
+    _check_eps,
+    _check_lr,
+    _check_nonneg,
+    _step_tensor,
+)
 
 __all__ = ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
 
 
-def _nonneg(name: str, value: float, what: str | None = None) -> None:
-    if not 0.0 <= value:
-        raise ValueError(f"Invalid {what or name} value: {value}")
-
-
-def _betas(betas) -> None:
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-
-
-def _lr(lr: float) -> None:
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-
-
-def _eps(eps: float) -> None:
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-
-
 class _Composed(Optimizer):
     """step(): for each group and parameter with a gradient, ``_init(p, state, group)`` on the
-    first visit, then ``_update(p, grad, state, group)`` under no_grad."""
+    first visit, then ``_update_param(p, grad, state, group)`` under no_grad."""
 
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with ember.enable_grad():
-                loss = closure()
-        with ember.no_grad():
-            for group in self.param_groups:
-                params, grads = _grads_of(group)
-                for p, g in zip(params, grads):
-                    state = self.state[p]
-                    if len(state) == 0:
-                        self._init(p, state, group)
-                    if group.get("maximize", False):
-                        g = -g
-                    self._update(p, g, state, group)
-        return loss
+        return self._step_groups(closure)
+
+    def _update(self, group, params, grads):
+        for p, g in zip(params, grads):
+            state = self.state[p]
+            if len(state) == 0:
+                self._init(p, state, group)
+            if group.get("maximize", False):
+                g = -g
+            self._update_param(p, g, state, group)
 
 
 class RMSprop(_Composed):
@@ -63,12 +43,11 @@ class RMSprop(_Composed):
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
                  capturable: bool = False, foreach=None, maximize: bool = False,
                  differentiable: bool = False):
-        _lr(lr)
-        _eps(eps)
-        _nonneg("momentum", momentum)
-        _nonneg("weight_decay", weight_decay)
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_lr(lr)
+        _check_eps(eps)
+        _check_nonneg("momentum", momentum)
+        _check_nonneg("weight_decay", weight_decay)
+        _check_nonneg("alpha", alpha)
         super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
                                       centered=centered, weight_decay=weight_decay,
                                       capturable=capturable, foreach=foreach, maximize=maximize,
@@ -82,7 +61,7 @@ class RMSprop(_Composed):
         if group["centered"]:
             state["grad_avg"] = ember.zeros_like(p)
 
-    def _update(self, p, g, state, group):
+    def _update_param(self, p, g, state, group):
         state["step"].add_(1)
         alpha, eps, lr = group["alpha"], group["eps"], group["lr"]
         if group["weight_decay"] != 0:
@@ -111,11 +90,11 @@ class Adagrad(_Composed):
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
                  eps: float = 1e-10, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, fused=None):
-        _lr(lr)
-        _nonneg("lr_decay", lr_decay)
-        _nonneg("weight_decay", weight_decay)
-        _nonneg("initial_accumulator_value", initial_accumulator_value)
-        _eps(eps)
+        _check_lr(lr)
+        _check_nonneg("lr_decay", lr_decay)
+        _check_nonneg("weight_decay", weight_decay)
+        _check_nonneg("initial_accumulator_value", initial_accumulator_value)
+        _check_eps(eps)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
                                       weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
@@ -130,7 +109,7 @@ class Adagrad(_Composed):
         state["step"] = _step_tensor()
         state["sum"] = ember.full_like(p, group["initial_accumulator_value"])
 
-    def _update(self, p, g, state, group):
+    def _update_param(self, p, g, state, group):
         state["step"].add_(1)
         step = state["step"].item()
         if group["weight_decay"] != 0:
@@ -147,11 +126,11 @@ class Adadelta(_Composed):
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0.0, foreach=None, *, capturable: bool = False,
                  maximize: bool = False, differentiable: bool = False):
-        _lr(lr)
+        _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        _eps(eps)
-        _nonneg("weight_decay", weight_decay)
+        _check_eps(eps)
+        _check_nonneg("weight_decay", weight_decay)
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                                       maximize=maximize, capturable=capturable, foreach=foreach,
                                       differentiable=differentiable))
@@ -161,7 +140,7 @@ class Adadelta(_Composed):
         state["square_avg"] = ember.zeros_like(p)
         state["acc_delta"] = ember.zeros_like(p)
 
-    def _update(self, p, g, state, group):
+    def _update_param(self, p, g, state, group):
         state["step"].add_(1)
         rho, eps = group["rho"], group["eps"]
         if group["weight_decay"] != 0:
@@ -181,10 +160,10 @@ class Adamax(_Composed):
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False):
-        _lr(lr)
-        _eps(eps)
-        _betas(betas)
-        _nonneg("weight_decay", weight_decay)
+        _check_lr(lr)
+        _check_eps(eps)
+        _check_betas(betas)
+        _check_nonneg("weight_decay", weight_decay)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, capturable=capturable))
@@ -194,7 +173,7 @@ class Adamax(_Composed):
         state["exp_avg"] = ember.zeros_like(p)
         state["exp_inf"] = ember.zeros_like(p)
 
-    def _update(self, p, g, state, group):
+    def _update_param(self, p, g, state, group):
         state["step"].add_(1)
         step = state["step"].item()
         beta1, beta2 = group["betas"]
@@ -214,12 +193,11 @@ class NAdam(_Composed):
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False, *, foreach=None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False):
-        _lr(lr)
-        _eps(eps)
-        _betas(betas)
-        _nonneg("weight_decay", weight_decay)
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_lr(lr)
+        _check_eps(eps)
+        _check_betas(betas)
+        _check_nonneg("weight_decay", weight_decay)
+        _check_nonneg("momentum_decay", momentum_decay)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
@@ -232,7 +210,7 @@ class NAdam(_Composed):
         state["exp_avg"] = ember.zeros_like(p)
         state["exp_avg_sq"] = ember.zeros_like(p)
 
-    def _update(self, p, g, state, group):
+    def _update_param(self, p, g, state, group):
         state["step"].add_(1)
         step = state["step"].item()
         lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
@@ -263,10 +241,10 @@ class RAdam(_Composed):
                  weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
                  foreach=None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False):
-        _lr(lr)
-        _eps(eps)
-        _betas(betas)
-        _nonneg("weight_decay", weight_decay)
+        _check_lr(lr)
+        _check_eps(eps)
+        _check_betas(betas)
+        _check_nonneg("weight_decay", weight_decay)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       foreach=foreach, maximize=maximize, capturable=capturable,
                                       decoupled_weight_decay=decoupled_weight_decay,
@@ -277,7 +255,7 @@ class RAdam(_Composed):
         state["exp_avg"] = ember.zeros_like(p)
         state["exp_avg_sq"] = ember.zeros_like(p)
 
-    def _update(self, p, g, state, group):
+    def _update_param(self, p, g, state, group):
         state["step"].add_(1)
         step = state["step"].item()
         lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]

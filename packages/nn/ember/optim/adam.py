@@ -7,22 +7,17 @@ import math
 import ember
 from ember import _C
 
-from .optimizer import Optimizer, _fusable, _grads_of, _step_tensor
+from .optimizer import (
+    Optimizer,
+    _check_betas,
+    _check_eps,
+    _check_lr,
+    _check_nonneg,
+    _fusable,
+    _step_tensor,
+)
 
 __all__ = ["Adam", "AdamW"]
-
-
-def _check(lr, eps, betas, weight_decay):
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 class Adam(Optimizer):
@@ -36,7 +31,10 @@ class Adam(Optimizer):
                  weight_decay: float = 0.0, amsgrad: bool = False, *, foreach=None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused=None, decoupled_weight_decay: bool = False):
-        _check(lr, eps, betas, weight_decay)
+        _check_lr(lr)
+        _check_eps(eps)
+        _check_betas(betas)
+        _check_nonneg("weight_decay", weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
@@ -44,16 +42,7 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with ember.enable_grad():
-                loss = closure()
-        with ember.no_grad():
-            for group in self.param_groups:
-                params, grads = _grads_of(group)
-                if params:
-                    self._update(group, params, grads)
-        return loss
+        return self._step_groups(closure)
 
     def _update(self, group, params, grads):
         amsgrad = group["amsgrad"]

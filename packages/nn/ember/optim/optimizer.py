@@ -202,6 +202,21 @@ class Optimizer:
     def step(self, closure: Callable | None = None):
         raise NotImplementedError
 
+    def _step_groups(self, closure):
+        """The common step: re-evaluates ``closure`` under enable_grad, then, under no_grad,
+        calls ``self._update(group, params, grads)`` for each group where some parameter has a
+        gradient. Returns the closure's loss."""
+        loss = None
+        if closure is not None:
+            with ember.enable_grad():
+                loss = closure()
+        with ember.no_grad():
+            for group in self.param_groups:
+                params, grads = _grads_of(group)
+                if params:
+                    self._update(group, params, grads)
+        return loss
+
     # ---- hooks ----
     def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``, before step."""
@@ -302,3 +317,26 @@ def _fusable(params, grads, *buffers) -> bool:
 
 def _step_tensor() -> ember.Tensor:
     return ember.tensor(0.0, dtype=ember.float32)
+
+
+# ---- argument checks, with torch.optim's messages ----
+def _check_lr(lr: float) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_eps(eps: float) -> None:
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+
+
+def _check_betas(betas) -> None:
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def _check_nonneg(name: str, value: float) -> None:
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {name} value: {value}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ember
 from ember import _C
 
-from .optimizer import Optimizer, _fusable, _grads_of, required
+from .optimizer import Optimizer, _fusable, required
 
 __all__ = ["SGD"]
 
@@ -35,16 +35,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with ember.enable_grad():
-                loss = closure()
-        with ember.no_grad():
-            for group in self.param_groups:
-                params, grads = _grads_of(group)
-                if params:
-                    self._update(group, params, grads)
-        return loss
+        return self._step_groups(closure)
 
     def _update(self, group, params, grads):
         momentum = group["momentum"]

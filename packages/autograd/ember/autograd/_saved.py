@@ -1,0 +1,100 @@
+"""Saved values: what a node keeps of its inputs and outputs for backward.
+
+A ``SavedTensor`` holds a tensor with the version counter it had when saved, so that backward can
+refuse a value an in-place op changed since; an output is kept detached (no node -> tensor -> node
+cycle) and gets its edge back when unpacked for double backward. Under
+``autograd.graph.saved_tensors_hooks`` the tensor is packed at once and only the packed value is
+kept. A ``_Meta`` stands for an input the formula needs the shape and dtype of but not the values.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ember import _C
+
+_grad_on = _C.is_grad_enabled
+
+TLS = threading.local()  # per thread, as torch: saved_hooks (a stack of (pack, unpack))
+
+RELEASED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward."
+)
+
+
+def _type_str(t) -> str:
+    return f"[{t.type()} [{', '.join(str(s) for s in t.shape)}]]"
+
+
+class SavedTensor:
+    """A tensor a node needs in backward, with the version it had when saved."""
+
+    __slots__ = ("tensor", "version", "is_output", "packed", "unpack_hook", "origin")
+
+    def __init__(self, t, is_output: bool):
+        self.is_output = is_output
+        self.version = t._version
+        self.origin = None if is_output else t._ag.get("_ag_edge")
+        # An output is saved detached: saving it with its grad_fn would make a reference cycle
+        # node -> tensor -> node. It gets its edge back when unpacked for double backward.
+        self.tensor = t.detach() if is_output else t
+        self.packed = None
+        self.unpack_hook = None
+        hooks = getattr(TLS, "saved_hooks", None)
+        if hooks:
+            pack, unpack = hooks[-1]
+            self.packed, self.unpack_hook = pack(self.tensor), unpack
+            self.tensor = None
+
+    def unpack(self, node, output_nr: int = 0):
+        if self.unpack_hook is not None:
+            t = self.unpack_hook(self.packed)
+        else:
+            t = self.tensor
+            if t._version != self.version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: {_type_str(t)}, which is output {output_nr} of "
+                    f"{node.name()}, is at version {t._version}; expected version {self.version} "
+                    "instead. Hint: enable anomaly detection to find the operation that failed "
+                    "to compute its gradient, with ember.autograd.set_detect_anomaly(True)."
+                    if self.is_output else
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: {_type_str(t)}{_edge_desc(self.origin)}, is at version "
+                    f"{t._version}; expected version {self.version} instead. Hint: enable anomaly "
+                    "detection to find the operation that failed to compute its gradient, with "
+                    "ember.autograd.set_detect_anomaly(True).")
+        if self.is_output and _grad_on() and t.dtype.is_floating_point:
+            t = t.detach()
+            t.requires_grad = True
+            t._ag["_ag_edge"] = (node, output_nr)
+        return t
+
+
+def _edge_desc(e) -> str:
+    return f", which is output {e[1]} of {e[0].name()}" if e is not None else ""
+
+
+class _Meta:
+    """Shape and dtype of an input a formula needs but whose values it does not."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, t):
+        self.shape = t.shape
+        self.dtype = t.dtype
+
+    def dim(self):
+        return len(self.shape)
+
+    def size(self, d=None):
+        return self.shape if d is None else self.shape[d]
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
