@@ -86,8 +86,11 @@ CASES = {
             (lambda a, b, c: ember.cat((a, b, c), -1), (T(2, 3), T(2, 1, noncontig=True), T(2, 2))),
             (lambda a, b: ember.cat([a, b * 0 + 1], 0), (T(1, 3), T(2, 3))),
             (lambda a: ember.cat([a]), (T(3),)),
-            (lambda a, b: ember.stack([a, b], 1), (T(2, 3), T(2, 3))),
             (lambda a, b: ember.hstack([a, b]), (T(2, 3), T(2, 1)))],
+    # one node for all inputs; an input that needs no gradient gets none
+    "stack": [(lambda a, b: ember.stack([a, b], 1), (T(2, 3), T(2, 3))),
+              (lambda a, b: ember.stack([a, b * 2, a], -1), (T(3, 2, noncontig=True), T(3, 2))),
+              (lambda a: ember.stack([a, ember.ones(2, 3, dtype=ember.float64)]), (T(2, 3),))],
     "flip": [(lambda x: x.flip((0, 1)), (T(2, 3),)), (lambda x: x.flip(-1), (T(3, 2, noncontig=True),))],
     "roll": [(lambda x: x.roll(1, 1), (T(2, 3),)), (lambda x: x.roll(4), (T(2, 3, noncontig=True),)),
              (lambda x: x.roll((1, -1), (0, 1)), (T(3, 3),))],

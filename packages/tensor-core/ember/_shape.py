@@ -91,7 +91,15 @@ def stack(tensors, dim: int = 0, *, out=None):
                 f"{list(shape)} at entry 0 and {list(t.shape)} at entry {i}"
             )
     dim = _wrap(dim, tensors[0].dim() + 1)
+    if out is None and _C.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        hook = _C._get_autograd_hook()
+        if hook is not None:  # one graph node, not one unsqueeze node per input and a cat
+            return hook("stack", _stack_unsqueezed, (tensors, dim), {})
     return _C.cat([t.unsqueeze(dim) for t in tensors], dim, out=out)
+
+
+def _stack_unsqueezed(tensors, dim):
+    return _C.cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
 def atleast_1d(*tensors):

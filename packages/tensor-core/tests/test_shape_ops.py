@@ -833,9 +833,11 @@ def test_autograd_hook_canonical_calls(recorded_calls):
         assert rfn is fn or rfn == fn
         eq(got.detach(), want)
     recorded_calls.clear()
-    ember.stack([x, y])
-    assert [c[0] for c in recorded_calls] == ["unsqueeze", "cat"]
-    assert isinstance(recorded_calls[-1][2][0], tuple)
+    ember.stack([x, y], 1)
+    # one call for the whole stack (one graph node), with the tensors as a list and dim wrapped
+    assert [c[0] for c in recorded_calls] == ["stack"]
+    assert [t is u for t, u in zip(recorded_calls[-1][2][0], [x, y])] == [True, True]
+    assert recorded_calls[-1][2][1] == 1
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         ember.cat([x, y], out=ember.empty(0))
 

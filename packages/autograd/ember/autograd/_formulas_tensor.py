@@ -49,6 +49,14 @@ def _eye_like(n, t):
 # shape ops
 
 
+@grad("stack")
+def _stack(g, needs, out, tensors, dim=0):
+    """One gradient per input: the slices of g along the new dim (torch's stack backward)."""
+    pieces = g.unbind(dim)
+    return ([(p if p.dtype == t.dtype else p.to(t.dtype)) if need else None
+             for p, t, need in zip(pieces, tensors, needs[0])],)
+
+
 @grad("cat")
 def _cat(g, needs, out, tensors, dim=0):
     d = dim % g.ndim
@@ -743,7 +751,7 @@ def _lstsq(g, needs, out, A, B, rcond=None, driver=None):
 
 HOOKED_OPS = frozenset({
     # composites in ember/_shape.py recorded as one node
-    "split_with_sizes", "unbind",
+    "split_with_sizes", "unbind", "stack",
     # elementwise (op_table.h, in-place variants included) are checked from _C._op_table()
     "_copy_", "_fill_", "_setitem", "_getitem", "_to_dtype", "_expand", "_view", "as_strided",
     "clone", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten", "permute", "transpose",
