@@ -53,6 +53,20 @@ inline void nary_loop_impl(char** data, const int64_t* s, int64_t n, F& f,
       }
     }
   }
+  if constexpr (sizeof...(In) == 3) {  // where(cond, x, scalar) and other ternaries with a scalar
+    using A = std::tuple_element_t<0, std::tuple<In...>>;
+    using B = std::tuple_element_t<1, std::tuple<In...>>;
+    using C = std::tuple_element_t<2, std::tuple<In...>>;
+    if (s[0] == out_size && s[1] == int64_t(sizeof(A)) && s[2] == int64_t(sizeof(B)) && s[3] == 0) {
+      Out* __restrict__ o = reinterpret_cast<Out*>(data[0]);
+      const A* a = reinterpret_cast<const A*>(data[1]);
+      const B* b = reinterpret_cast<const B*>(data[2]);
+      const auto c = static_cast<opmath_t<C>>(*reinterpret_cast<const C*>(data[3]));
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = cast_to<Out>(f(static_cast<opmath_t<A>>(a[i]), static_cast<opmath_t<B>>(b[i]), c));
+      return;
+    }
+  }
   char* o = data[0];
   std::array<char*, sizeof...(In)> in{data[I + 1]...};
   for (int64_t i = 0; i < n; ++i) {
