@@ -91,15 +91,24 @@ def stack(tensors, dim: int = 0, *, out=None):
                 f"{list(shape)} at entry 0 and {list(t.shape)} at entry {i}"
             )
     dim = _wrap(dim, tensors[0].dim() + 1)
-    if out is None and _C.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        hook = _C._get_autograd_hook()
-        if hook is not None:  # one graph node, not one unsqueeze node per input and a cat
-            return hook("stack", _stack_unsqueezed, (tensors, dim), {})
+    if out is None:  # one graph node, not one unsqueeze node per input and a cat
+        return _one_node("stack", _stack_unsqueezed, any(t.requires_grad for t in tensors),
+                         tensors, dim)
     return _C.cat([t.unsqueeze(dim) for t in tensors], dim, out=out)
 
 
 def _stack_unsqueezed(tensors, dim):
     return _C.cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+def _one_node(name, fn, requires_grad, *args):
+    """Runs a composite op; when autograd records it, as one graph node named `name` (whose
+    formula is in the autograd table) instead of one node per core op inside it."""
+    if requires_grad and _C.is_grad_enabled():
+        hook = _C._get_autograd_hook()
+        if hook is not None:
+            return hook(name, fn, args, {})
+    return fn(*args)
 
 
 def atleast_1d(*tensors):
@@ -175,14 +184,9 @@ def column_stack(tensors, *, out=None):
 # ---- splitting (every piece is a view of the input) ----
 
 def _pieces(name, fn, tensor, *args):
-    """Runs a splitting op; when autograd records it, the pieces share one graph node whose
-    backward concatenates (stacks) their gradients, rather than one node per piece each
-    building an input-sized gradient."""
-    if tensor.requires_grad and _C.is_grad_enabled():
-        hook = _C._get_autograd_hook()
-        if hook is not None:
-            return hook(name, fn, (tensor, *args), {})
-    return fn(tensor, *args)
+    """Runs a splitting op: the pieces share one graph node whose backward concatenates
+    (stacks) their gradients, rather than one node per piece building an input-sized one."""
+    return _one_node(name, fn, tensor.requires_grad, tensor, *args)
 
 
 def _narrow_pieces(tensor, sizes, dim):
