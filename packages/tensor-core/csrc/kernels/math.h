@@ -1,5 +1,5 @@
 // math.h: scalar math used by the kernels, written so integer and floating types share one
-// table entry, plus a branch-free expf that GCC vectorises (glibc's expf does not).
+// table entry; float exp/sigmoid/tanh go through vexp.h so that their loops vectorise.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -10,29 +10,6 @@
 #include "kernels/vexp.h"
 
 namespace ember::math {
-
-// Cephes-style expf: |rel err| < 2 ulp on the whole range, no branches in the hot path.
-inline float fast_expf(float x) {
-  x = std::fmin(std::fmax(x, -103.972084f), 88.7228394f);
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  float r = std::fma(n, -0.693145751953125f, x);
-  r = std::fma(n, -1.428606765330187045e-06f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  p = std::fma(p * r, r, r) + 1.0f;
-  // scale by 2^n in two steps so that n = 128 (x near the overflow bound) stays finite
-  int32_t ni = static_cast<int32_t>(n);
-  int32_t n1 = ni / 2, n2 = ni - n1;
-  int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
-  return p * s1 * s2;
-}
 
 // float exp through vexpf, which is branch-free so that the elementwise loops vectorise (the
 // branches on NaN and overflow that were here kept exp and sigmoid scalar: 4M floats took

@@ -1,5 +1,5 @@
-// vexp.h: an exp that GCC vectorises, and the sigmoid and tanh built on it, for the fused
-// kernels' hot loops (softmax, the recurrent cells). glibc's expf/tanhf are scalar calls.
+// vexp.h: an exp and a tanh that GCC vectorises, and a branch-free select, for the hot loops
+// (math.h's exp/sigmoid/tanh, softmax, the recurrent cells). glibc's expf/tanhf are scalar calls.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -48,11 +48,6 @@ inline float vexpf(float x) {
 }
 inline double vexpf(double x) { return std::exp(x); }
 
-// sigmoid and tanh through vexpf; the argument of vexpf is capped at 88 (exp(88) is finite, and
-// vexpf is only exact below 2^22). std::min(x, c) keeps a NaN x, so NaN propagates.
-inline float vsigmoidf(float x) { return 1.0f / (1.0f + vexpf(std::min(-x, 88.0f))); }
-inline double vsigmoidf(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
 // m ? x : y without a branch (bit masks), so that a loop of it vectorises: with a random mask
 // the branchy select mispredicted half the time (where() ran at 4 ns per element).
 template <typename T> inline T blend(bool m, T x, T y) {
@@ -84,6 +79,5 @@ inline float vtanhf(float x) {
         1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
   return blend(ax < 0.625f, std::copysign(small, x), big);  // copysign: tanh(-0) is -0
 }
-inline double vtanhf(double x) { return std::tanh(x); }
 
 }  // namespace ember::math

@@ -1,23 +1,19 @@
 // rnn_kernels.cpp: the fused LSTM and GRU cells (see rnn_kernels.h). Rows are independent, so each
 // kernel runs in parallel over the batch; arithmetic is in the dtype's op-math type (float for
-// half types), as in the composed formulas.
+// half types), as in the composed formulas. Each step is a simple loop with at most one
+// math::sigmoid/tanh (vectorised in float), so that every loop vectorises.
 #include "ops/rnn_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "kernels/vexp.h"
+#include "kernels/math.h"
 #include "ops/reduce.h"
 #include "runtime/parallel.h"
 
 namespace ember {
 namespace {
-
-// The gate activations: vectorised in float (glibc's expf/tanhf are scalar calls and were most
-// of a cell's time); NaN propagates.
-using math::vsigmoidf;
-using math::vtanhf;
 
 // The checks ATen's fused cells make, with the op's name and the shapes in the message.
 void check_cell(const char* op, const Tensor& ig, const Tensor& hg, const Tensor& state,
@@ -81,11 +77,11 @@ std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell(const Tensor& input_gates, co
           for (int64_t q = 0; q < 4 * H; ++q) act[q] = A(gi[q]) + A(gh[q]) + A(pib[q]) + A(phb[q]);
         else
           for (int64_t q = 0; q < 4 * H; ++q) act[q] = A(gi[q]) + A(gh[q]);
-        for (int64_t q = 0; q < 2 * H; ++q) act[q] = vsigmoidf(act[q]);  // i, f
-        for (int64_t q = 2 * H; q < 3 * H; ++q) act[q] = vtanhf(act[q]);  // g
-        for (int64_t q = 3 * H; q < 4 * H; ++q) act[q] = vsigmoidf(act[q]);  // o
+        for (int64_t q = 0; q < 2 * H; ++q) act[q] = math::sigmoid(act[q]);  // i, f
+        for (int64_t q = 2 * H; q < 3 * H; ++q) act[q] = math::tanh(act[q]);  // g
+        for (int64_t q = 3 * H; q < 4 * H; ++q) act[q] = math::sigmoid(act[q]);  // o
         for (int64_t j = 0; j < H; ++j) cyr[j] = static_cast<T>(act[H + j] * A(c0r[j]) + act[j] * act[2 * H + j]);
-        for (int64_t j = 0; j < H; ++j) hyr[j] = static_cast<T>(act[3 * H + j] * vtanhf(A(cyr[j])));
+        for (int64_t j = 0; j < H; ++j) hyr[j] = static_cast<T>(act[3 * H + j] * math::tanh(A(cyr[j])));
         for (int64_t q = 0; q < 4 * H; ++q) w[q] = static_cast<T>(act[q]);
       }
     });
@@ -127,7 +123,7 @@ std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell_backward(const Tensor& grad_h
         T* __restrict__ g = pg + r * 4 * H;
         T* __restrict__ gcxr = pgcx + r * H;
         // the missing-gradient branches and the tanh in loops of their own, so all vectorise
-        for (int64_t j = 0; j < H; ++j) tcv[j] = vtanhf(A(pc1[r * H + j]));
+        for (int64_t j = 0; j < H; ++j) tcv[j] = math::tanh(A(pc1[r * H + j]));
         for (int64_t j = 0; j < H; ++j) dhv[j] = pghy ? A(pghy[r * H + j]) : A(0);
         for (int64_t j = 0; j < H; ++j) {
           const A o = A(w[3 * H + j]), tc = tcv[j], dh = dhv[j];
@@ -178,8 +174,8 @@ std::tuple<Tensor, Tensor> fused_gru_cell(const Tensor& input_gates, const Tenso
         // one simple loop per step (at most one exp each), so that every loop vectorises
         for (int64_t q = 0; q < 3 * H; ++q) in[q] = A(gi[q]) + (pib ? A(pib[q]) : A(0));
         for (int64_t q = 0; q < 3 * H; ++q) hid[q] = A(gh[q]) + (phb ? A(phb[q]) : A(0));
-        for (int64_t q = 0; q < 2 * H; ++q) in[q] = vsigmoidf(in[q] + hid[q]);  // r, z
-        for (int64_t j = 0; j < H; ++j) in[2 * H + j] = vtanhf(in[2 * H + j] + in[j] * hid[2 * H + j]);
+        for (int64_t q = 0; q < 2 * H; ++q) in[q] = math::sigmoid(in[q] + hid[q]);  // r, z
+        for (int64_t j = 0; j < H; ++j) in[2 * H + j] = math::tanh(in[2 * H + j] + in[j] * hid[2 * H + j]);
         for (int64_t j = 0; j < H; ++j) {
           const A z = in[H + j], n = in[2 * H + j], h = A(h0r[j]);
           hyr[j] = static_cast<T>((A(1) - z) * n + z * h);

@@ -453,15 +453,6 @@ py::object embedding_backward_call(py::handle goh, py::handle ih, int64_t num_we
 }
 
 // ---- fused recurrent cells ----
-// The backward kernels are not differentiable themselves: the autograd formulas call them only
-// in plain backward and use the composed formula under create_graph.
-void refuse_grad(const char* op, std::initializer_list<Tensor> ts) {
-  if (grad_any(ts))
-    throw std::runtime_error(str_cat(op, ": this backward kernel is not differentiable; call it "
-                                     "under ember.no_grad() (double backward differentiates the "
-                                     "cell's composed formula instead)"));
-}
-
 py::object lstm_cell_call(py::handle igh, py::handle hgh, py::handle cxh, py::handle ibh, py::handle hbh) {
   const char* op = "_thnn_fused_lstm_cell";
   Tensor ig = expect_tensor(igh, op, "input_gates"), hg = expect_tensor(hgh, op, "hidden_gates");
@@ -479,7 +470,7 @@ py::object lstm_cell_backward_call(py::handle ghh, py::handle gch, py::handle cx
   Tensor gh = opt_tensor(ghh, op, "grad_hy"), gc = opt_tensor(gch, op, "grad_cy");
   Tensor cx = expect_tensor(cxh, op, "cx"), cy = expect_tensor(cyh, op, "cy"),
          ws = expect_tensor(wsh, op, "workspace");
-  refuse_grad(op, {gh, gc, cx, cy, ws});
+  check_not_differentiated(op, {gh, gc, cx, cy, ws});
   auto [gg, gcx, gb] = fused_lstm_cell_backward(gh, gc, cx, cy, ws, has_bias);
   return py::make_tuple(wrap(gg), wrap(gcx), none_or(gb));
 }
@@ -498,7 +489,7 @@ py::object gru_cell_call(py::handle igh, py::handle hgh, py::handle hxh, py::han
 py::object gru_cell_backward_call(py::handle ghh, py::handle wsh, bool has_bias) {
   const char* op = "_thnn_fused_gru_cell_backward";
   Tensor gh = expect_tensor(ghh, op, "grad_hy"), ws = expect_tensor(wsh, op, "workspace");
-  refuse_grad(op, {gh, ws});
+  check_not_differentiated(op, {gh, ws});
   auto [gi, ghid, ghx, gib, ghb] = fused_gru_cell_backward(gh, ws, has_bias);
   return py::make_tuple(wrap(gi), wrap(ghid), wrap(ghx), none_or(gib), none_or(ghb));
 }

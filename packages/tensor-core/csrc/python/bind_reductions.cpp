@@ -412,9 +412,7 @@ void register_reductions(py::module_& m) {
     const char* kernel = is_log ? "_log_softmax_backward_data" : "_softmax_backward_data";
     m.def(kernel, [is_log, kernel](py::handle goh, py::handle outh, int64_t dim, py::handle dtypeh) {
       Tensor go = expect_tensor(goh, kernel, "grad_output"), out = expect_tensor(outh, kernel, "output");
-      if (needs_grad(go) || needs_grad(out))
-        throw std::runtime_error(str_cat(kernel, ": this backward kernel is not differentiable; "
-                                         "call it under ember.no_grad()"));
+      check_not_differentiated(kernel, {go, out});
       return wrap(softmax_backward_data(go, out, dim, to_dtype(dtypeh), is_log));
     }, "grad_output"_a, "output"_a, "dim"_a, "input_dtype"_a = none);
   }

@@ -140,14 +140,9 @@ int storage_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     }
     view->internal = pin;
     return 0;
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (const py::builtin_exception& e) {
-    e.set_error();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (...) {
+    return buffer_error_from_current_exception();
   }
-  return -1;
 }
 
 void storage_releasebuffer(PyObject* /*self*/, Py_buffer* view) {

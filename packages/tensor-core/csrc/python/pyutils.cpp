@@ -196,6 +196,27 @@ void check_out_no_grad(const Tensor& out, const char* op) {
                                          "requires grad."));
 }
 
+void check_not_differentiated(const char* op, std::initializer_list<Tensor> inputs) {
+  for (const auto& t : inputs)
+    if (needs_grad(t))
+      throw std::runtime_error(str_cat(op, ": this backward kernel is not differentiable; call it "
+                                           "under ember.no_grad() (double backward differentiates "
+                                           "the composed formula instead)"));
+}
+
+int buffer_error_from_current_exception() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  }
+  return -1;
+}
+
 // ---- shared argument parsing and out= handling (declared in pyutils.h) ----
 
 std::string type_of(py::handle h) { return py::str(py::type::of(h).attr("__name__")); }

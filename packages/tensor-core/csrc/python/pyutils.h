@@ -1,6 +1,8 @@
 // pyutils.h: the binding layer's shared helpers: Python <-> core conversions (dtypes, numbers,
 // shapes, dims) and the one narrow hook through which an autograd package takes over an op call.
 #pragma once
+
+#include <initializer_list>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -58,6 +60,12 @@ void ensure_autograd_available();
 
 // out= / in-place on a tensor that requires grad is refused like PyTorch does.
 void check_out_no_grad(const Tensor& out, const char* op);
+// A backward kernel whose formula uses it only in plain backward (double backward differentiates
+// the composed formula) refuses inputs that would need a graph.
+void check_not_differentiated(const char* op, std::initializer_list<Tensor> inputs);
+// For a bf_getbuffer slot, inside `catch (...)`: sets the Python error of the exception being
+// handled (BufferError for plain C++ ones) and returns -1.
+int buffer_error_from_current_exception();
 
 // ---- argument parsing shared by the bindings ----
 std::string type_of(py::handle h);  // the Python type name of h, for messages

@@ -210,38 +210,24 @@ void set_num_threads(int n) {
   if (g_status.load(std::memory_order_relaxed) == kLoaded) apply_threads_locked();
 }
 
-SingleThreaded::SingleThreaded() {
-  if (!ensure_loaded()) return;
+// Enters (+1) or leaves (-1) a scope counted in `count`; false when there is no library.
+static bool adjust_scope(int State::*count, int delta) {
+  if (delta > 0 && !ensure_loaded()) return false;
   State& S = st();
   std::lock_guard<std::mutex> lock(S.mu);
-  active_ = true;
-  ++S.single_scopes;
+  S.*count += delta;
   apply_threads_locked();
+  return true;
 }
 
+SingleThreaded::SingleThreaded() : active_(adjust_scope(&State::single_scopes, +1)) {}
 SingleThreaded::~SingleThreaded() {
-  if (!active_) return;
-  State& S = st();
-  std::lock_guard<std::mutex> lock(S.mu);
-  --S.single_scopes;
-  apply_threads_locked();
+  if (active_) adjust_scope(&State::single_scopes, -1);
 }
 
-Threaded::Threaded() {
-  if (!ensure_loaded()) return;
-  State& S = st();
-  std::lock_guard<std::mutex> lock(S.mu);
-  active_ = true;
-  ++S.threaded_scopes;
-  apply_threads_locked();
-}
-
+Threaded::Threaded() : active_(adjust_scope(&State::threaded_scopes, +1)) {}
 Threaded::~Threaded() {
-  if (!active_) return;
-  State& S = st();
-  std::lock_guard<std::mutex> lock(S.mu);
-  --S.threaded_scopes;
-  apply_threads_locked();
+  if (active_) adjust_scope(&State::threaded_scopes, -1);
 }
 
 }  // namespace blas
