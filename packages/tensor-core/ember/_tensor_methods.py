@@ -9,6 +9,8 @@ def _repr(self, *, tensor_contents=None) -> str:
     from ember import _tensor_str
 
     values = self.detach()
+    if values.is_cuda:
+        values = values.cpu()
     if values.dtype in (_C.float16, _C.bfloat16):
         values = values.float()
     arr = values.numpy() if hasattr(values, "numpy") else _to_numpy_fallback(values)
@@ -78,10 +80,30 @@ def _to_device(self, device, /, *, stream=None):
     return self.to(device)
 
 
+def _cuda_array_interface(self):
+    """torch's __cuda_array_interface__ (version 3): CuPy, Numba and others view a CUDA tensor's
+    bytes through it without a copy."""
+    if not self.is_cuda:
+        raise AttributeError(
+            f"Can't get __cuda_array_interface__ on non-CUDA tensor type: {self.type()}. "
+            "If CUDA data is required use tensor.cuda() to copy tensor to device memory."
+        )
+    if self.requires_grad:
+        raise RuntimeError(
+            "Can't get __cuda_array_interface__ on Variable that requires grad. "
+            "If gradients aren't required, use var.detach() to get Variable that doesn't "
+            "require grad."
+        )
+    from ember.cuda._ops import typestr
+
+    return _C._cuda_array_interface(self, typestr(self.dtype))
+
+
 def install(cls) -> None:
     cls.__array_namespace__ = _array_namespace
     cls.to_device = _to_device
     cls.__repr__ = _repr
+    cls.__cuda_array_interface__ = property(_cuda_array_interface)
     cls.__str__ = _repr
     cls.__iter__ = _iter
     cls.__format__ = _format

@@ -103,3 +103,10 @@ def test_bench_cuda_alloc_smoke(tmp_path):
     gpu = [row for row in doc["rows"] if "host backend" not in row["case"]]
     if not ember.cuda.is_available():  # GPU rows say why they did not run
         assert gpu and all(row["status"] == "n/a" and row["note"] for row in gpu)
+
+
+def test_bench_cuda_ops_smoke(tmp_path):
+    # --smoke runs the CUDA cases on the simulated devices, so ember's path is timed end to end
+    stdout, doc = run_script("bench_cuda_ops.py", "--smoke", "--no-torch", tmp_path=tmp_path)
+    assert "add, 1024 float32" in stdout and "matmul 64^2" in stdout
+    assert all(row["ember_s"] > 0 for row in doc["rows"])

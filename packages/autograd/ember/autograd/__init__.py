@@ -39,9 +39,9 @@ def _make_grads(outputs, grad_outputs, create_graph):
             if not out.dtype.is_floating_point:
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got {out.dtype}")
-            g = ember.ones(out.shape, dtype=out.dtype)
+            g = ember.ones(out.shape, dtype=out.dtype, device=out.device)
         elif not isinstance(g, Tensor):
-            g = ember.full(out.shape, g, dtype=out.dtype)
+            g = ember.full(out.shape, g, dtype=out.dtype, device=out.device)
         elif tuple(g.shape) != tuple(out.shape):
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[0] has a shape of {g.shape} and output[0] has a "

@@ -130,7 +130,8 @@ def record(name, entry, args, kwargs, out, node=None):
     node.next_functions = tuple([e if e is not None else _NO_EDGE for e in edges])
     node._needs = tuple(needs)
     if len(outs) > 1:
-        node._out_meta = [(o.shape, o.dtype) if isinstance(o, Tensor) else None for o in outs]
+        node._out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None
+                          for o in outs]
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             _set_rg(o, True)
@@ -349,7 +350,7 @@ class _MetaShape(_Meta):
 def _view_of_base_vjp(geo):
     """The gradient of a view (given by its geometry in its base) w.r.t. the base."""
     def vjp(g, needs, out, base):
-        z = ember.zeros(geo.numel, dtype=g.dtype)
+        z = ember.zeros(geo.numel, dtype=g.dtype, device=g.device)
         z.as_strided(geo.size, geo.stride, geo.offset).copy_(g)
         return (geo.from_flat(z),)
 
@@ -370,7 +371,7 @@ def _copy_slices_vjp(geo):
         if not needs[0]:
             return (None, gv)
         with ember.no_grad():
-            mask = ember.ones(geo.numel, dtype=g.dtype)
+            mask = ember.ones(geo.numel, dtype=g.dtype, device=g.device)
             mask.as_strided(geo.size, geo.stride, geo.offset).fill_(0)
         return (g * geo.from_flat(mask), gv)
 

@@ -576,6 +576,11 @@ def _identity(g, needs, out, x, *rest):
     return (g,)  # the engine casts to x's dtype / sums over expanded dims
 
 
+@grad("_to_device")
+def _to_device_back(g, needs, out, x, device, dtype, non_blocking):
+    return (g.to(x.device, x.dtype),)  # the gradient goes back where the input lives
+
+
 @grad("_view", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten")
 def _reshape_back(g, needs, out, x, *rest):
     return (g.reshape(x.shape),)

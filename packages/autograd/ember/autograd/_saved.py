@@ -80,13 +80,14 @@ def _edge_desc(e) -> str:
 
 
 class _Meta:
-    """Shape and dtype of an input a formula needs but whose values it does not."""
+    """Shape, dtype and device of an input a formula needs but whose values it does not."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "device")
 
     def __init__(self, t):
         self.shape = t.shape
         self.dtype = t.dtype
+        self.device = t.device
 
     def dim(self):
         return len(self.shape)

@@ -217,8 +217,8 @@ def _zeros_for(node, i):
     meta = node._out_meta
     if meta is None or meta[i] is None:
         return None
-    shape, dtype = meta[i]
-    return ember.zeros(shape, dtype=dtype)
+    shape, dtype, device = meta[i]
+    return ember.zeros(shape, dtype=dtype, device=device)
 
 
 def _fix_grads(node, grads):

@@ -71,8 +71,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grads):
         if self.materialize_grads:
-            grads = [g if g is not None else ember.zeros(shape, dtype=dt)
-                     for g, (shape, dt) in zip(grads, self._out_info)]
+            grads = [g if g is not None else ember.zeros(shape, dtype=dt, device=dev)
+                     for g, (shape, dt, dev) in zip(grads, self._out_info)]
         res = self._cls.backward(self, *grads)
         if not isinstance(res, tuple):
             res = (res,)
@@ -158,7 +158,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         ctx._fix = tuple((i, _Meta(a)) for i, (a, n) in enumerate(zip(args, needs)) if n)
         ctx._args = tuple(None for _ in args)
         ctx._nout = len(outs)
-        ctx._out_info = tuple((o.shape, o.dtype) if isinstance(o, Tensor) else ((), None)
+        ctx._out_info = tuple((o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None)
                               for o in outs)
         dirty = {id(t) for t in ctx.dirty_tensors}
         nondiff = {id(t) for t in ctx.non_differentiable}

@@ -77,5 +77,8 @@ Allocator* cpu_allocator();
 // Lets a package (ember-mp, a user) replace the allocator new CPU storages come from.
 void set_cpu_allocator(Allocator* allocator);
 Allocator* default_cpu_allocator();
+// The allocator of new storages on `device`: cpu_allocator(), or a CUDA device's caching
+// allocator (cuda/device_storage.cpp; raises where no GPU is usable).
+Allocator* allocator_for(Device device);
 
 }  // namespace ember

@@ -40,11 +40,15 @@ static int64_t checked_numel(const Shape& sizes) {
   return n;
 }
 
+void TensorImpl::throw_not_on_cpu() const {
+  throw std::runtime_error(str_cat(
+      "ember: this operation has no CUDA implementation yet, and one of its tensors is on ",
+      device().str(), " (", type_name(dtype), ", shape ", shape_str(sizes),
+      "). Move it to the CPU with .cpu() first; docs/cuda.md lists the ops that run on CUDA."));
+}
+
 static Storage new_storage(size_t nbytes, Device device) {
-  if (!device.is_cpu())
-    throw std::runtime_error(str_cat("ember: device '", device.str(),
-                                     "' is not available in this build (no CUDA backend loaded)"));
-  Allocator* a = cpu_allocator();
+  Allocator* a = allocator_for(device);
   DataPtr p;
   try {
     p = a->allocate(nbytes);
@@ -54,7 +58,7 @@ static Storage new_storage(size_t nbytes, Device device) {
                                    " bytes."));
   }
   auto s = std::make_shared<StorageImpl>(std::move(p), nbytes, a);
-  s->resizable = true;  // made by an allocator: resize_ may grow it, as PyTorch's
+  s->resizable = device.is_cpu();  // made by an allocator: resize_ may grow it (CPU copies)
   return s;
 }
 

@@ -78,9 +78,18 @@ struct TensorImpl {
   }
   size_t element_size() const { return itemsize(dtype); }
   Device device() const { return storage->device(); }
+  // The address of the first element, for CPU code. The CPU kernels all reach memory through
+  // here, so a CUDA tensor that got this far (an op with no CUDA implementation) raises instead
+  // of being read from the host.
   char* data() const {
+    if (__builtin_expect(!storage->device().is_cpu(), 0)) throw_not_on_cpu();
+    return device_data();
+  }
+  // The same address on whatever device holds it (copies, DLPack, __cuda_array_interface__).
+  char* device_data() const {
     return static_cast<char*>(storage->ptr()) + offset * static_cast<int64_t>(itemsize(dtype));
   }
+  [[noreturn]] void throw_not_on_cpu() const;
   template <typename T> T* data_as() const { return reinterpret_cast<T*>(data()); }
   bool is_contiguous() const;
   void bump_version() { version->value.fetch_add(1, std::memory_order_relaxed); }
@@ -131,6 +140,12 @@ Tensor clone(const Tensor& t);
 Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy = false);
 void copy_(const Tensor& dst, const Tensor& src);  // broadcasts src, converts dtype
 void fill_(const Tensor& dst, Scalar value);
+// A copy or fill that involves a CUDA tensor is no CPU work: copy_/fill_ hand it to these, which
+// the binding layer registers (ember.cuda's CuPy code, python/bind_cuda.cpp). So contiguous(),
+// clone(), to_dtype() and every copy the core makes work on CUDA tensors too.
+using DeviceCopyFn = void (*)(const Tensor& dst, const Tensor& src);
+using DeviceFillFn = void (*)(const Tensor& dst, Scalar value);
+void set_device_copy_functions(DeviceCopyFn copy, DeviceFillFn fill);
 
 // ---- shape helpers ----
 int64_t wrap_dim(int64_t d, int64_t ndim, bool allow_scalar = true);

@@ -46,6 +46,17 @@ class Backend {
   virtual bool event_query(int device, EventHandle event) = 0;  // true: completed
   virtual void event_synchronize(int device, EventHandle event) = 0;
   virtual float event_elapsed_ms(int device, EventHandle start, EventHandle end) = 0;
+
+  // Copies (any direction: the runtime tells host from device addresses) and fills, queued on
+  // `stream`; the host backend runs them at once.
+  virtual void memcpy_async(int device, void* dst, const void* src, size_t nbytes,
+                            StreamHandle stream) = 0;
+  virtual void memset_async(int device, void* dst, int value, size_t nbytes,
+                            StreamHandle stream) = 0;
+  // Page-locked host memory (pin_memory), so that host<->device copies can run asynchronously.
+  // nullptr when none can be had.
+  virtual void* host_alloc(size_t nbytes) = 0;
+  virtual void host_free(void* ptr) = 0;
 };
 
 }  // namespace ember::cuda

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/errors.h"
@@ -18,6 +19,8 @@ constexpr cudaError_t cudaErrorMemoryAllocation = 2;
 constexpr cudaError_t cudaErrorNotReady = 600;
 constexpr unsigned cudaStreamNonBlocking = 0x01;
 constexpr unsigned cudaEventDisableTiming = 0x02;
+constexpr int cudaMemcpyDefault = 4;  // direction inferred from the addresses (unified addressing)
+constexpr unsigned cudaHostAllocDefault = 0;
 
 struct Api {
   void* lib = nullptr;
@@ -42,6 +45,10 @@ struct Api {
   cudaError_t (*EventQuery)(void*);
   cudaError_t (*EventSynchronize)(void*);
   cudaError_t (*EventElapsedTime)(float*, void*, void*);
+  cudaError_t (*MemcpyAsync)(void*, const void*, size_t, int, void*);
+  cudaError_t (*MemsetAsync)(void*, int, size_t, void*);
+  cudaError_t (*HostAlloc)(void**, size_t, unsigned);
+  cudaError_t (*FreeHost)(void*);
 };
 
 template <class F> bool bind(void* lib, F*& fn, const char* name) {
@@ -150,6 +157,29 @@ class CudartBackend final : public Backend {
     return ms;
   }
 
+  void memcpy_async(int device, void* dst, const void* src, size_t nbytes,
+                    StreamHandle stream) override {
+    if (!nbytes) return;
+    Guard g(*this, device);
+    check(api_.MemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, as_ptr(stream)), "cudaMemcpyAsync");
+  }
+  void memset_async(int device, void* dst, int value, size_t nbytes, StreamHandle stream) override {
+    if (!nbytes) return;
+    Guard g(*this, device);
+    check(api_.MemsetAsync(dst, value, nbytes, as_ptr(stream)), "cudaMemsetAsync");
+  }
+  void* host_alloc(size_t nbytes) override {
+    void* p = nullptr;
+    cudaError_t err = api_.HostAlloc(&p, std::max<size_t>(nbytes, 1), cudaHostAllocDefault);
+    if (err == cudaErrorMemoryAllocation) {
+      api_.GetLastError();
+      return nullptr;
+    }
+    check(err, "cudaHostAlloc");
+    return p;
+  }
+  void host_free(void* ptr) override { check(api_.FreeHost(ptr), "cudaFreeHost"); }
+
  private:
   // Makes `device` current for one call and restores the previous one (as c10's CUDAGuard).
   struct Guard {
@@ -208,7 +238,10 @@ bool load_api(void* lib, Api& a) {
             bind(lib, a.EventRecord, "cudaEventRecord") &&
             bind(lib, a.EventQuery, "cudaEventQuery") &&
             bind(lib, a.EventSynchronize, "cudaEventSynchronize") &&
-            bind(lib, a.EventElapsedTime, "cudaEventElapsedTime");
+            bind(lib, a.EventElapsedTime, "cudaEventElapsedTime") &&
+            bind(lib, a.MemcpyAsync, "cudaMemcpyAsync") &&
+            bind(lib, a.MemsetAsync, "cudaMemsetAsync") && bind(lib, a.HostAlloc, "cudaHostAlloc") &&
+            bind(lib, a.FreeHost, "cudaFreeHost");
   // CUDA 12 renamed the properties call (the struct grew); both begin with char name[256].
   if (ok && !bind(lib, a.GetDeviceProperties, "cudaGetDeviceProperties_v2"))
     ok = bind(lib, a.GetDeviceProperties, "cudaGetDeviceProperties");

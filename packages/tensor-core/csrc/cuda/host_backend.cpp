@@ -1,7 +1,9 @@
 #include "cuda/host_backend.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "core/errors.h"
@@ -203,5 +205,22 @@ float HostBackend::event_elapsed_ms(int device, EventHandle start, EventHandle e
               "Both events must be recorded before calculating elapsed time.");
   return static_cast<float>(b->time_ms - a->time_ms);
 }
+
+void HostBackend::memcpy_async(int device, void* dst, const void* src, size_t nbytes,
+                               StreamHandle) {
+  check_device(device);
+  if (nbytes) std::memmove(dst, src, nbytes);
+}
+
+void HostBackend::memset_async(int device, void* dst, int value, size_t nbytes, StreamHandle) {
+  check_device(device);
+  if (nbytes) std::memset(dst, value, nbytes);
+}
+
+void* HostBackend::host_alloc(size_t nbytes) {
+  return std::aligned_alloc(64, (std::max<size_t>(nbytes, 1) + 63) / 64 * 64);
+}
+
+void HostBackend::host_free(void* ptr) { std::free(ptr); }
 
 }  // namespace ember::cuda

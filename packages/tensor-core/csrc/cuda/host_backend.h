@@ -4,6 +4,7 @@
 // - "Device memory" is aligned host memory, limited by a configurable capacity: raw_malloc
 //   returns nullptr when the bytes handed out would exceed it, so the allocator's out-of-memory
 //   path (free cached blocks, retry, raise) is reachable. mem_get_info reports the capacity.
+// - Copies and fills run at once (memcpy/memset); pinned host memory is aligned host memory.
 // - Streams run nothing. An event recorded on a stream stays pending until that stream (or the
 //   device, or the event itself) is synchronized: the conservative reading of "the work queued
 //   before the event has not finished yet", which is what record_stream must wait for.
@@ -45,6 +46,12 @@ class HostBackend final : public Backend {
   bool event_query(int device, EventHandle event) override;
   void event_synchronize(int device, EventHandle event) override;
   float event_elapsed_ms(int device, EventHandle start, EventHandle end) override;
+
+  void memcpy_async(int device, void* dst, const void* src, size_t nbytes,
+                    StreamHandle stream) override;
+  void memset_async(int device, void* dst, int value, size_t nbytes, StreamHandle stream) override;
+  void* host_alloc(size_t nbytes) override;
+  void host_free(void* ptr) override;
 
   // Introspection for tests.
   size_t capacity() const { return capacity_; }

@@ -51,12 +51,32 @@ ScalarType result_type(const std::vector<Operand>& operands) {
 // ---------------------------------------------------------------------------------------------
 // copy / cast / fill
 
+namespace {
+DeviceCopyFn g_device_copy = nullptr;
+DeviceFillFn g_device_fill = nullptr;
+[[noreturn]] void no_device_functions(const Tensor& t) {
+  throw std::runtime_error(str_cat("ember: a tensor on ", t->device().str(),
+                                   " needs ember.cuda's device functions, which are not loaded"));
+}
+}  // namespace
+
+void set_device_copy_functions(DeviceCopyFn copy, DeviceFillFn fill) {
+  g_device_copy = copy;
+  g_device_fill = fill;
+}
+
 void copy_(const Tensor& dst, const Tensor& src) {
   if (dst == src || dst->numel() == 0) {  // nothing to move, but still a write to dst
     dst->bump_version();
     return;
   }
   check_inplace_writable(dst, "copy_");
+  if (!dst->device().is_cpu() || !src->device().is_cpu()) {
+    if (!g_device_copy) no_device_functions(dst->device().is_cpu() ? src : dst);
+    g_device_copy(dst, src);
+    dst->bump_version();
+    return;
+  }
   Tensor s = src;
   // Overlapping source and destination (e.g. x[1:].copy_(x[:-1])): copy the source first.
   if (src->storage == dst->storage) s = clone(src);
@@ -69,6 +89,7 @@ Tensor contiguous(const Tensor& t) {
   if (t->is_contiguous()) return t;
   // Not clone(): clone keeps a dense permuted layout, contiguous() must give C order.
   Tensor out = empty(t->sizes, t->dtype, t->device());
+  if (!t->device().is_cpu()) return copy_(out, t), out;
   ElementwiseIter it(out, out->dtype, {t}, "contiguous");
   run_copy_kernel(it, out->dtype, t->dtype);
   return out;
@@ -77,6 +98,7 @@ Tensor contiguous(const Tensor& t) {
 Tensor clone(const Tensor& t) {
   Tensor out = empty_like(t);
   if (t->numel() == 0) return out;
+  if (!t->device().is_cpu()) return copy_(out, t), out;
   // Transposed 2-d copies go through a tiled kernel (see transpose_copy in copy_kernels).
   ElementwiseIter it(out, out->dtype, {t}, "clone");
   run_copy_kernel(it, out->dtype, t->dtype);
@@ -86,6 +108,7 @@ Tensor clone(const Tensor& t) {
 Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
   if (t->dtype == dtype && !copy) return t;
   Tensor out = empty_like(t, dtype);
+  if (!t->device().is_cpu()) return copy_(out, t), out;
   ElementwiseIter it(out, dtype, {t}, "to");
   run_copy_kernel(it, dtype, t->dtype);
   return out;
@@ -94,6 +117,12 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
 void fill_(const Tensor& dst, Scalar value) {
   check_inplace_writable(dst, "fill_");
   if (dst->numel() == 0) {  // else the iterator would resize it to the value's 0-d shape
+    dst->bump_version();
+    return;
+  }
+  if (!dst->device().is_cpu()) {
+    if (!g_device_fill) no_device_functions(dst);
+    g_device_fill(dst, value);
     dst->bump_version();
     return;
   }

@@ -80,6 +80,23 @@ void fill_in_order(const Tensor& self, Draw&& draw) {
   self->bump_version();
 }
 
+// A tensor on a CUDA device is drawn into a CPU twin from the same generator, then copied over:
+// the same seed gives the same numbers on every device.
+template <class Draw> bool drawn_on_cpu_twin(const Tensor& self, Draw&& draw) {
+  if (self->device().is_cpu()) return false;
+  Tensor twin = empty(self->sizes, self->dtype);
+  draw(twin);
+  copy_(self, twin);
+  return true;
+}
+
+Tensor on_cpu(const Tensor& t) {
+  if (t->device().is_cpu()) return t;
+  Tensor c = empty(t->sizes, t->dtype);
+  copy_(c, t);
+  return c;
+}
+
 void check_writable(const Tensor& self, const char* op) {
   check_cpu(self, op);
   check_inplace_writable(self, op);
@@ -134,6 +151,7 @@ void check_int_range(ScalarType dt, int64_t from, std::optional<int64_t> to_inc)
 // ---------------------------------------------------------------------------------------------
 
 void uniform_(const Tensor& self, double from, double to, Generator* gen) {
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { uniform_(t, from, to, gen); })) return;
   check_writable(self, "uniform_");
   if (!is_floating(self->dtype)) not_implemented("check_uniform_bounds", self->dtype);
   EMBER_CHECK(from <= to, std::runtime_error,
@@ -164,6 +182,7 @@ void uniform_(const Tensor& self, double from, double to, Generator* gen) {
 }
 
 void normal_(const Tensor& self, double mean, double std, Generator* gen) {
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { normal_(t, mean, std, gen); })) return;
   check_writable(self, "normal_");
   if (!is_floating(self->dtype)) not_implemented("normal_kernel_cpu", self->dtype);
   EMBER_CHECK(std >= 0.0, std::runtime_error, "normal expects std >= 0.0, but found std ", std);
@@ -189,6 +208,7 @@ void normal_(const Tensor& self, double mean, double std, Generator* gen) {
 }
 
 void random_(const Tensor& self, Generator* gen) {
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { random_(t, gen); })) return;
   check_writable(self, "random_");
   Generator& g = pick(gen);
   std::lock_guard<std::mutex> lock(g.mutex);
@@ -211,6 +231,7 @@ void random_(const Tensor& self, Generator* gen) {
 }
 
 void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Generator* gen) {
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { random_(t, from, to, gen); })) return;
   check_writable(self, "random_");
   const ScalarType dt = self->dtype;
   uint64_t range;
@@ -252,6 +273,7 @@ void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Genera
 }
 
 void bernoulli_(const Tensor& self, double p, Generator* gen) {
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { bernoulli_(t, p, gen); })) return;
   check_writable(self, "bernoulli_");
   EMBER_CHECK(p >= 0.0 && p <= 1.0, std::runtime_error,
               "bernoulli_ expects p to be in [0, 1], but got p=", p);
@@ -264,6 +286,7 @@ void bernoulli_(const Tensor& self, double p, Generator* gen) {
 }
 
 void bernoulli_(const Tensor& self, const Tensor& p, Generator* gen) {
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { bernoulli_(t, on_cpu(p), gen); })) return;
   check_writable(self, "bernoulli_");
   check_cpu(p, "bernoulli_");
   if (!is_floating(p->dtype)) not_implemented("bernoulli_tensor_cpu_p_", p->dtype);
@@ -291,6 +314,7 @@ void bernoulli_(const Tensor& self, const Tensor& p, Generator* gen) {
 }
 
 void exponential_(const Tensor& self, double lambd, Generator* gen) {
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { exponential_(t, lambd, gen); })) return;
   check_writable(self, "exponential_");
   EMBER_CHECK(lambd > 0.0, std::runtime_error,
               "exponential_ expects lambda > 0.0, but found lambda=", lambd);

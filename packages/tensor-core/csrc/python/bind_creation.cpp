@@ -11,6 +11,7 @@ namespace {
 struct FactoryArgs {
   ScalarType dtype = ScalarType::Undefined;
   Device device{};
+  bool device_given = false;
   bool requires_grad = false;
   py::object out = py::none();
 };
@@ -21,17 +22,19 @@ FactoryArgs parse_factory(const py::kwargs& kw, const char* op) {
     std::string k = py::str(item.first);
     py::handle v = item.second;
     if (k == "dtype") f.dtype = to_dtype(v);
-    else if (k == "device") f.device = to_device(v);
+    else if (k == "device") f.device = to_device(v), f.device_given = !v.is_none();
     else if (k == "requires_grad") f.requires_grad = v.cast<bool>();
     else if (k == "out") f.out = py::reinterpret_borrow<py::object>(v);
     else if (k == "layout" || k == "pin_memory" || k == "memory_format" || k == "generator") continue;
     else throw py::type_error(str_cat(op, "() got an unexpected keyword argument '", k, "'"));
   }
-  check_cpu_device(f.device, str_cat(op, "(): device '", f.device.str(), "'"));
+  f.device = resolve_device(f.device, str_cat(op, "(): device '", f.device.str(), "'"));
   return f;
 }
 
 py::object finish(Tensor t, const FactoryArgs& f) {
+  // Built on the CPU (tensor(), arange, ...): moved to the device asked for.
+  if (f.device_given && t->device() != f.device) t = to_device_copy(t, f.device, false);
   if (!f.out.is_none()) {
     Tensor o = expect_tensor(f.out, "factory", "out");
     if (o->numel() == 0 && o->sizes != t->sizes) {  // PyTorch resizes an empty out=
@@ -50,8 +53,8 @@ py::object finish(Tensor t, const FactoryArgs& f) {
   return r;
 }
 
-Tensor filled(const Shape& shape, ScalarType dt, const Scalar* value) {
-  Tensor t = empty(shape, dt);
+Tensor filled(const Shape& shape, ScalarType dt, const Scalar* value, Device device = Device{}) {
+  Tensor t = empty(shape, dt, device);
   if (value) fill_(t, *value);
   return t;
 }
@@ -83,38 +86,39 @@ void register_creation(py::module_& m) {
   m.def("empty", [](py::args args, py::kwargs kw) {
     Shape s = factory_shape(args, kw, "empty");
     auto f = parse_factory(kw, "empty");
-    return finish(filled(s, f.dtype == ScalarType::Undefined ? get_default_dtype() : f.dtype, nullptr), f);
+    return finish(filled(s, f.dtype == ScalarType::Undefined ? get_default_dtype() : f.dtype, nullptr, f.device), f);
   });
   m.def("zeros", [](py::args args, py::kwargs kw) {
     Shape s = factory_shape(args, kw, "zeros");
     auto f = parse_factory(kw, "zeros");
     Scalar z = Scalar::from_int(0);
-    return finish(filled(s, f.dtype == ScalarType::Undefined ? get_default_dtype() : f.dtype, &z), f);
+    return finish(filled(s, f.dtype == ScalarType::Undefined ? get_default_dtype() : f.dtype, &z, f.device), f);
   });
   m.def("ones", [](py::args args, py::kwargs kw) {
     Shape s = factory_shape(args, kw, "ones");
     auto f = parse_factory(kw, "ones");
     Scalar o = Scalar::from_int(1);
-    return finish(filled(s, f.dtype == ScalarType::Undefined ? get_default_dtype() : f.dtype, &o), f);
+    return finish(filled(s, f.dtype == ScalarType::Undefined ? get_default_dtype() : f.dtype, &o, f.device), f);
   });
   m.def("full", [](py::handle size, py::handle value, py::kwargs kw) {
     auto f = parse_factory(kw, "full");
     Scalar v = to_scalar(value);
     // PyTorch infers the dtype from the fill value.
     ScalarType dt = f.dtype != ScalarType::Undefined ? f.dtype : v.natural_dtype(get_default_dtype());
-    return finish(filled(to_shape(size), dt, &v), f);
+    return finish(filled(to_shape(size), dt, &v, f.device), f);
   }, py::arg("size"), py::arg("fill_value"));
   m.def("empty_strided", [](py::handle size, py::handle stride, py::kwargs kw) {
     auto f = parse_factory(kw, "empty_strided");
     ScalarType dt = f.dtype == ScalarType::Undefined ? get_default_dtype() : f.dtype;
-    return finish(empty_strided(to_shape(size), to_shape(stride), dt), f);
+    return finish(empty_strided(to_shape(size), to_shape(stride), dt, f.device), f);
   }, py::arg("size"), py::arg("stride"));
 
   auto like = [](const char* name, int which) {
     return [name, which](const Tensor& x, py::args rest, py::kwargs kw) {
       auto f = parse_factory(kw, name);
       ScalarType dt = f.dtype == ScalarType::Undefined ? x->dtype : f.dtype;
-      Tensor t = empty_like(x, dt);
+      Tensor t = f.device_given && f.device != x->device() ? empty(x->sizes, dt, f.device)
+                                                            : empty_like(x, dt);
       if (which == 1) fill_(t, Scalar::from_int(0));
       if (which == 2) fill_(t, Scalar::from_int(1));
       if (which == 3) {
@@ -218,7 +222,7 @@ void register_creation(py::module_& m) {
     EMBER_CHECK(mm >= 0, std::runtime_error, "m must be greater or equal to 0, got ", mm);
     ScalarType dt = f.dtype == ScalarType::Undefined ? get_default_dtype() : f.dtype;
     Scalar zero = Scalar::from_int(0);
-    Tensor t = filled({n, mm}, dt, &zero);
+    Tensor t = filled({n, mm}, dt, &zero, f.device);
     int64_t k = std::min(n, mm);
     if (k > 0) fill_(as_strided(t, {k}, {mm + 1}, 0), Scalar::from_int(1));
     return finish(t, f);

@@ -7,12 +7,14 @@
 
 #include "cuda/caching_allocator.h"
 #include "cuda/cuda_context.h"
+#include "cuda/device_storage.h"
 #include "cuda/host_backend.h"
 #include "python/pyutils.h"
 
 namespace ember::pyb {
 
 namespace cu = ember::cuda;
+using namespace pybind11::literals;
 
 namespace {
 
@@ -112,12 +114,100 @@ double time_pairs(int64_t iters, Alloc&& alloc, Free&& free_) {
 void check_cpu_device(const Device& device, const std::string& what) {
   if (device.is_cpu()) return;
   if (!cu::is_available()) throw std::runtime_error(cu::no_gpu_error(what));
-  throw std::runtime_error(what + ": CUDA tensors are not implemented in ember yet (ember.cuda's "
-                           "caching allocator, memory statistics, streams and events work; "
-                           "tensor kernels on the GPU are not written yet)");
+  throw std::runtime_error(what + ": only the CPU is supported here so far (random numbers for "
+                           "CUDA tensors come from the CPU generator: pass device= to the "
+                           "factory function instead)");
 }
 
+Device resolve_device(const Device& device, const std::string& what) {
+  if (device.is_cpu()) return device;
+  if (!cu::is_available()) throw std::runtime_error(cu::no_gpu_error(what));
+  return Device{DeviceType::CUDA, static_cast<int16_t>(cu::check_device_index(device.index))};
+}
+
+Tensor to_device_copy(const Tensor& t, const Device& device, bool non_blocking) {
+  if (t->device() == device) return t;
+  // Dense tensors keep their layout (as torch's preserve_format); others become contiguous.
+  Tensor out = is_non_overlapping_and_dense(*t)
+                   ? empty_strided(t->sizes, t->strides, t->dtype, device)
+                   : empty(t->sizes, t->dtype, device);
+  py::gil_scoped_acquire gil;
+  call_device("_copy_from", py::make_tuple(out, t), py::dict("non_blocking"_a = non_blocking));
+  return out;
+}
+
+namespace {
+
+py::object scalar_object(const Scalar& v) {
+  if (v.is_bool()) return py::bool_(v.to_int() != 0);
+  if (v.is_float()) return py::float_(v.to_double());
+  return py::int_(v.to_int());
+}
+
+// copy_/fill_ on CUDA tensors (core/tensor.h): ember.cuda's _copy_from and fill_ do the work.
+void device_copy(const Tensor& dst, const Tensor& src) {
+  py::gil_scoped_acquire gil;
+  call_device("_copy_from", py::make_tuple(dst, src), py::dict());
+}
+void device_fill(const Tensor& dst, Scalar value) {
+  py::gil_scoped_acquire gil;
+  call_device("fill_", py::make_tuple(dst, scalar_object(value)), py::dict());
+}
+
+// torch's __cuda_array_interface__ (version 3) of a CUDA tensor: CuPy and Numba views of it.
+py::dict array_interface(const Tensor& t, const char* typestr) {
+  py::dict d;
+  d["shape"] = py::tuple(py::cast(t->sizes));
+  d["typestr"] = typestr;
+  d["data"] = py::make_tuple(as_int(t->numel() ? t->device_data() : nullptr), false);
+  if (t->is_contiguous()) {
+    d["strides"] = py::none();
+  } else {
+    std::vector<int64_t> st(t->strides);
+    for (auto& x : st) x *= int64_t(t->element_size());
+    d["strides"] = py::tuple(py::cast(st));
+  }
+  d["version"] = 3;
+  return d;
+}
+
+}  // namespace
+
 void register_cuda(py::module_& m) {
+  set_device_copy_functions(&device_copy, &device_fill);
+
+  // tensors on CUDA devices (the element-wise work is ember.cuda's, in Python over CuPy)
+  m.def("_cuda_empty", [](const Shape& sizes, const Shape& strides, py::handle dtype, int d) {
+    Device dev{DeviceType::CUDA, static_cast<int16_t>(cu::check_device_index(d))};
+    return strides.empty() && !sizes.empty() ? empty(sizes, to_dtype(dtype), dev)
+                                             : empty_strided(sizes, strides, to_dtype(dtype), dev);
+  }, py::arg("sizes"), py::arg("strides"), py::arg("dtype"), py::arg("device"));
+  m.def("_cuda_copy_contiguous", [](const Tensor& dst, const Tensor& src, bool non_blocking) {
+    cu::copy_contiguous(dst, src, non_blocking);
+    dst->bump_version();
+  });
+  m.def("_cuda_memset", [](const Tensor& t, int byte) { cu::memset_device(t, byte); });
+  m.def("_pin_memory", [](const Tensor& t) -> Tensor {
+    EMBER_CHECK(t->device().is_cpu(), std::runtime_error, "cannot pin '", t->device().str(),
+                "' memory: only dense CPU tensors can be pinned");
+    if (cu::is_pinned(*t->storage)) return t;
+    resolve_device(Device{DeviceType::CUDA, -1}, "pin_memory()");  // pinning needs the runtime
+    Allocator* a = cu::pinned_allocator();
+    const size_t nbytes = size_t(t->numel()) * t->element_size();
+    auto storage = std::make_shared<StorageImpl>(a->allocate(nbytes), nbytes, a);
+    Tensor out = from_storage(storage, t->sizes, contiguous_strides(t->sizes), 0, t->dtype);
+    copy_(out, t);
+    return out;
+  });
+  m.def("_cuda_is_pinned", [](const Tensor& t) { return t->device().is_cpu() && cu::is_pinned(*t->storage); });
+  m.def("_cuda_array_interface", &array_interface);
+  m.def("_tensor_record_stream", [](const Tensor& t, uintptr_t stream) {
+    EMBER_CHECK(on_device(t), std::runtime_error, "record_stream: expected a CUDA tensor, got one on ",
+                t->device().str());
+    if (t->storage->ptr())
+      cu::allocator(t->device().index).record_stream(t->storage->ptr(), stream);
+  });
+
   // Registered after the core's translator, so it is tried first.
   py::register_exception<cu::CudaOutOfMemoryError>(m, "OutOfMemoryError", PyExc_RuntimeError);
 

@@ -22,7 +22,7 @@ py::object core_fn(const char* name) { return g_m->attr(name); }
 bool inplace_needs_grad(const Tensor& self, std::initializer_list<Tensor> others = {}) {
   if (self->requires_grad && grad_enabled()) return true;
   for (auto& o : others)
-    if (needs_grad(o)) return true;
+    if (needs_dispatch(o)) return true;
   return false;
 }
 
@@ -294,7 +294,7 @@ py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valu
   std::vector<Tensor> idx = index_list(indicesh, name);
   Tensor values = expect_tensor(valuesh, name, "values");
   if (inplace ? inplace_needs_grad(self, {values}) : (needs_grad(self) || needs_grad(values)))
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, indicesh, valuesh),
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, indicesh, valuesh),
                          py::dict("accumulate"_a = accumulate));
   warn_byte_mask(idx);
   if (inplace) {
@@ -319,7 +319,7 @@ py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py
   Tensor src = is_tensor(s) ? to_tensor(s) : nullptr;
   if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
     if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, s),
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, s),
                          py::dict("reduce"_a = reduceh));
   }
   IndexReduce red = IndexReduce::None;
@@ -346,7 +346,7 @@ py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh
   Tensor src = expect_tensor(srch, name, "src");
   if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
     if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
   }
   Tensor target = inplace ? self : clone(self);
   scatter_(target, dim, index, src, Scalar(), IndexReduce::Sum, "scatter_add");
@@ -364,7 +364,7 @@ py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle ind
   const std::string reduce = py::cast<std::string>(reduceh);
   if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
     if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch, reduce),
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch, reduce),
                          py::dict("include_self"_a = include_self));
   }
   IndexReduce red = parse_index_reduce(reduce, false);
@@ -385,7 +385,7 @@ py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, 
   Tensor src = expect_tensor(srch, name, "source");
   if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
     if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch),
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch),
                          py::dict("alpha"_a = alphah));
   }
   Scalar alpha = to_scalar(alphah);
@@ -407,7 +407,7 @@ py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh,
   Tensor src = expect_tensor(srch, name, "source");
   if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
     if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
   }
   Tensor target = inplace ? self : clone(self);
   index_copy_(target, dim, index, src);
@@ -423,7 +423,7 @@ py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh,
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
   if (inplace ? inplace_needs_grad(self, {vt}) : (needs_grad(self) || needs_grad(vt)))
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, dim, indexh, valueh), py::dict());
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, valueh), py::dict());
   Scalar v = fill_value(valueh, "index_fill_");
   Tensor target = inplace ? self : clone(self);
   index_fill_(target, dim, index, v);
@@ -438,7 +438,7 @@ py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle value
   Tensor mask = expect_tensor(maskh, name, "mask");
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
   if (inplace ? inplace_needs_grad(self, {vt}) : (needs_grad(self) || needs_grad(vt)))
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, maskh, valueh), py::dict());
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, maskh, valueh), py::dict());
   check_bool_mask(mask, str_cat("masked_fill_ only supports boolean masks, but got mask with dtype ",
                                 cpp_type_name(mask->dtype)));
   Scalar v = fill_value(valueh, "masked_fill_");
@@ -450,10 +450,10 @@ py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle value
 py::object masked_select_impl(py::handle selfh, py::handle maskh, py::handle outh) {
   Tensor self = expect_tensor(selfh, "masked_select", "input");
   Tensor mask = expect_tensor(maskh, "masked_select", "mask");
-  if (needs_grad(self)) {
-    if (!outh.is_none()) out_with_grad("masked_select");
-    return call_autograd("masked_select", core_fn("masked_select"), py::make_tuple(selfh, maskh),
-                         py::dict());
+  if (needs_dispatch(self)) {
+    if ((!outh.is_none()) && needs_grad(self)) out_with_grad("masked_select");
+    return redispatch_out("masked_select", core_fn("masked_select"), py::make_tuple(selfh, maskh),
+                         py::dict(), outh);
   }
   check_bool_mask(mask, "masked_select: expected BoolTensor for mask");
   check_out_same(opt_out(outh, "masked_select"), self,
@@ -467,7 +467,7 @@ py::object masked_scatter_impl(py::handle selfh, py::handle maskh, py::handle sr
   Tensor mask = expect_tensor(maskh, name, "mask");
   Tensor src = expect_tensor(srch, name, "source");
   if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src)))
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh, maskh, srch), py::dict());
+    return redispatch(name, core_fn(name), py::make_tuple(selfh, maskh, srch), py::dict());
   check_bool_mask(mask, str_cat("masked_scatter_ only supports boolean masks, but got mask with dtype ",
                                 torch_type_name(mask->dtype)));
   EMBER_CHECK(self->dtype == src->dtype, std::runtime_error,
@@ -484,10 +484,10 @@ py::object index_select_impl(py::handle selfh, py::handle dimh, py::handle index
   Tensor self = expect_tensor(selfh, "index_select", "input");
   const int64_t dim = parse_dim(dimh, "index_select");
   Tensor index = expect_tensor(indexh, "index_select", "index");
-  if (needs_grad(self)) {
-    if (!outh.is_none()) out_with_grad("index_select");
-    return call_autograd("index_select", core_fn("index_select"), py::make_tuple(selfh, dim, indexh),
-                         py::dict());
+  if (needs_dispatch(self)) {
+    if ((!outh.is_none()) && needs_grad(self)) out_with_grad("index_select");
+    return redispatch_out("index_select", core_fn("index_select"), py::make_tuple(selfh, dim, indexh),
+                         py::dict(), outh);
   }
   check_out_same(opt_out(outh, "index_select"), self,
                  "index_select(): self and result must have the same scalar type");
@@ -499,10 +499,10 @@ py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, boo
   Tensor self = expect_tensor(selfh, "gather", "input");
   const int64_t dim = parse_dim(dimh, "gather");
   Tensor index = expect_tensor(indexh, "gather", "index");
-  if (needs_grad(self)) {
-    if (!outh.is_none()) out_with_grad("gather");
-    return call_autograd("gather", core_fn("gather"), py::make_tuple(selfh, dim, indexh),
-                         py::dict("sparse_grad"_a = sparse_grad));
+  if (needs_dispatch(self)) {
+    if ((!outh.is_none()) && needs_grad(self)) out_with_grad("gather");
+    return redispatch_out("gather", core_fn("gather"), py::make_tuple(selfh, dim, indexh),
+                         py::dict("sparse_grad"_a = sparse_grad), outh);
   }
   Tensor out = opt_out(outh, "gather");
   if (out) check_out_dtype(out, self->dtype);
@@ -512,9 +512,9 @@ py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, boo
 py::object take_impl(py::handle selfh, py::handle indexh, py::handle outh) {
   Tensor self = expect_tensor(selfh, "take", "input");
   Tensor index = expect_tensor(indexh, "take", "index");
-  if (needs_grad(self)) {
-    if (!outh.is_none()) out_with_grad("take");
-    return call_autograd("take", core_fn("take"), py::make_tuple(selfh, indexh), py::dict());
+  if (needs_dispatch(self)) {
+    if ((!outh.is_none()) && needs_grad(self)) out_with_grad("take");
+    return redispatch_out("take", core_fn("take"), py::make_tuple(selfh, indexh), py::dict(), outh);
   }
   Tensor out = opt_out(outh, "take");
   if (out && out->dtype != self->dtype)
@@ -528,10 +528,10 @@ py::object take_along_dim_impl(py::handle selfh, py::handle indicesh, py::handle
   Tensor self = expect_tensor(selfh, "take_along_dim", "input");
   Tensor indices = expect_tensor(indicesh, "take_along_dim", "indices");
   auto dim = parse_opt_dim(dimh, "take_along_dim");
-  if (needs_grad(self)) {
-    if (!outh.is_none()) out_with_grad("take_along_dim");
-    return call_autograd("take_along_dim", core_fn("take_along_dim"), py::make_tuple(selfh, indicesh),
-                         py::dict("dim"_a = opt_dim_obj(dim)));
+  if (needs_dispatch(self)) {
+    if ((!outh.is_none()) && needs_grad(self)) out_with_grad("take_along_dim");
+    return redispatch_out("take_along_dim", core_fn("take_along_dim"), py::make_tuple(selfh, indicesh),
+                         py::dict("dim"_a = opt_dim_obj(dim)), outh);
   }
   return finish("take_along_dim", take_along_dim(self, indices, dim), outh);
 }

@@ -2,7 +2,7 @@
 // private functions of ember._C (`_linalg_inv_ex`, `_linalg_svd`, ...); ember/linalg.py builds
 // the public torch.linalg-style API on them. Each primitive takes canonical arguments (tensors
 // positional, options as keywords) and, when an input requires grad, goes to the autograd hook
-// as call_autograd("<name>", _C.<name>, (tensors...), {options}). Numerical failures raise
+// as redispatch("<name>", _C.<name>, (tensors...), {options}). Numerical failures raise
 // ember._C._LinAlgError (a RuntimeError; ember.linalg.LinAlgError).
 #include "ops/linalg_lapack.h"
 #include "python/pyutils.h"
@@ -33,7 +33,7 @@ bool any_grad(std::initializer_list<Tensor> ts) {
 }
 
 py::object hook(const char* name, py::tuple args, py::dict kwargs) {
-  return call_autograd(name, g_m->attr(name), std::move(args), std::move(kwargs));
+  return redispatch(name, g_m->attr(name), std::move(args), std::move(kwargs));
 }
 
 }  // namespace

@@ -41,9 +41,9 @@ const Product kProducts[] = {
 py::object product_call(const Product& p, py::handle ah, py::handle bh, py::handle outh) {
   Tensor a = expect_tensor(ah, p.name, "input"), b = expect_tensor(bh, p.name, p.arg2);
   Tensor out = opt_out(outh, p.name);
-  if (needs_grad(a) || needs_grad(b)) {
-    if (out) out_grad_error(p.name);
-    return call_autograd(p.name, g_m->attr(p.name), py::make_tuple(ah, bh), py::dict());
+  if (needs_dispatch(a) || needs_dispatch(b)) {
+    if (out && (needs_grad(a) || needs_grad(b))) out_grad_error(p.name);
+    return redispatch_out(p.name, g_m->attr(p.name), py::make_tuple(ah, bh), py::dict(), outh);
   }
   if (out) {
     check_out_no_grad(out, p.name);
@@ -77,10 +77,10 @@ py::object add_call(const AddProduct& p, py::handle ih, py::handle m1h, py::hand
   Tensor in = expect_tensor(ih, p.name, "input"), m1 = expect_tensor(m1h, p.name, p.arg1),
          m2 = expect_tensor(m2h, p.name, p.arg2);
   Tensor out = opt_out(outh, p.name);
-  if (needs_grad(in) || needs_grad(m1) || needs_grad(m2)) {
-    if (out) out_grad_error(p.name);
-    return call_autograd(p.name, g_m->attr(p.name), py::make_tuple(ih, m1h, m2h),
-                         scale_kwargs(beta, alpha));
+  if (needs_dispatch(in) || needs_dispatch(m1) || needs_dispatch(m2)) {
+    if (out && (needs_grad(in) || needs_grad(m1) || needs_grad(m2))) out_grad_error(p.name);
+    return redispatch_out(p.name, g_m->attr(p.name), py::make_tuple(ih, m1h, m2h),
+                          scale_kwargs(beta, alpha), outh);
   }
   Scalar b = to_scalar(beta), a = to_scalar(alpha);
   if (out) {
@@ -96,8 +96,9 @@ py::object add_inplace_call(const AddProduct& p, py::handle selfh, py::handle m1
   const std::string iname = std::string(p.name) + "_";
   Tensor self = expect_tensor(selfh, iname.c_str(), "self");
   Tensor m1 = expect_tensor(m1h, iname.c_str(), p.arg1), m2 = expect_tensor(m2h, iname.c_str(), p.arg2);
-  if ((self->requires_grad || m1->requires_grad || m2->requires_grad) && grad_enabled())
-    return call_autograd(iname.c_str(), g_m->attr(iname.c_str()), py::make_tuple(selfh, m1h, m2h),
+  if (((self->requires_grad || m1->requires_grad || m2->requires_grad) && grad_enabled()) ||
+      on_device(self) || on_device(m1) || on_device(m2))
+    return redispatch(iname.c_str(), g_m->attr(iname.c_str()), py::make_tuple(selfh, m1h, m2h),
                          scale_kwargs(beta, alpha));
   p.inplace(self, m1, m2, to_scalar(beta), to_scalar(alpha));
   return py::reinterpret_borrow<py::object>(selfh);

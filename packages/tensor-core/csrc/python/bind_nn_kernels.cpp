@@ -4,7 +4,7 @@
 // with their backward kernels, under PyTorch's names (torch.*, torch._C._nn.*, aten::*).
 //
 // Autograd: a differentiable op whose tensor input requires grad goes to
-// `call_autograd(name, _C.<name>, args, kwargs)` in a canonical form: the arguments up to the last
+// `redispatch(name, _C.<name>, args, kwargs)` in a canonical form: the arguments up to the last
 // tensor positionally, in the aten signature's order, the rest as keywords with every int list
 // spelled out (stride resolved, single ints expanded). The friendly forms route to one canonical
 // op: conv1d/2d/3d and conv_transpose* to "convolution", max_poolNd to "max_poolNd_with_indices".
@@ -27,7 +27,7 @@ py::object core_fn(const char* name) { return g_m->attr(name); }
 
 bool grad_any(std::initializer_list<Tensor> ts) {
   for (const auto& t : ts)
-    if (needs_grad(t)) return true;
+    if (needs_dispatch(t)) return true;
   return false;
 }
 
@@ -87,7 +87,7 @@ py::object convolution_call(py::handle xh, py::handle wh, py::handle bh, py::han
   Shape dilation = int_list(dilationh, k, "convolution", "dilation");
   Shape opad = int_list(opadh, k, "convolution", "output_padding");
   if (grad_any({x, w, b}))
-    return call_autograd("convolution", core_fn("convolution"), py::make_tuple(xh, wh, bh),
+    return redispatch("convolution", core_fn("convolution"), py::make_tuple(xh, wh, bh),
                          py::dict("stride"_a = list_of(stride), "padding"_a = list_of(padding),
                                   "dilation"_a = list_of(dilation), "transposed"_a = transposed,
                                   "output_padding"_a = list_of(opad), "groups"_a = groups));
@@ -183,7 +183,7 @@ py::object convolution_backward_call(py::handle goh, py::handle xh, py::handle w
   if (!bsh.is_none()) bias_sizes = to_shape(bsh);
   auto mask = mask3(maskh);
   if (grad_any({go, x, w}))
-    return call_autograd(op, core_fn(op), py::make_tuple(goh, xh, wh),
+    return redispatch(op, core_fn(op), py::make_tuple(goh, xh, wh),
                          py::dict("bias_sizes"_a = bias_sizes ? py::object(list_of(*bias_sizes)) : py::none(),
                                   "stride"_a = list_of(stride), "padding"_a = list_of(padding),
                                   "dilation"_a = list_of(dilation), "transposed"_a = transposed,
@@ -228,8 +228,8 @@ py::object max_pool_call(int64_t k, bool with_indices, py::handle xh, py::handle
   const std::string wname = name + "_with_indices";
   Tensor x = expect_tensor(xh, name.c_str(), "input");
   PoolArgs a = pool_args(k, name.c_str(), kh, sh, ph, dh);
-  if (needs_grad(x)) {
-    py::object r = call_autograd(wname.c_str(), core_fn(wname.c_str()), py::make_tuple(xh),
+  if (needs_dispatch(x)) {
+    py::object r = redispatch(wname.c_str(), core_fn(wname.c_str()), py::make_tuple(xh),
                                  max_kwargs(a, ceil_mode));
     return with_indices ? r : py::object(r[py::int_(0)]);
   }
@@ -249,7 +249,7 @@ py::object max_pool_backward_call(int64_t k, py::handle goh, py::handle xh, py::
   if (grad_any({go, x})) {
     py::dict kw = max_kwargs(a, ceil_mode);
     kw["indices"] = ih;
-    return call_autograd(op, core_fn(op), py::make_tuple(goh, xh), kw);
+    return redispatch(op, core_fn(op), py::make_tuple(goh, xh), kw);
   }
   return wrap(max_pool_with_indices_backward(go, x, a.kernel, a.stride, a.padding, a.dilation,
                                              ceil_mode, idx));
@@ -273,8 +273,8 @@ py::object avg_pool_call(int64_t k, py::handle xh, py::handle kh, py::handle sh,
   Tensor x = expect_tensor(xh, name.c_str(), "input");
   PoolArgs a = pool_args(k, name.c_str(), kh, sh, ph, py::handle());
   auto dov = opt_int(dovh);
-  if (needs_grad(x))
-    return call_autograd(name.c_str(), core_fn(name.c_str()), py::make_tuple(xh),
+  if (needs_dispatch(x))
+    return redispatch(name.c_str(), core_fn(name.c_str()), py::make_tuple(xh),
                          avg_kwargs(a, ceil_mode, cip, dov));
   return wrap(avg_pool(x, a.kernel, a.stride, a.padding, ceil_mode, cip, dov));
 }
@@ -288,7 +288,7 @@ py::object avg_pool_backward_call(int64_t k, py::handle goh, py::handle xh, py::
   PoolArgs a = pool_args(k, op, kh, sh, ph, py::handle());
   auto dov = opt_int(dovh);
   if (grad_any({go, x}))
-    return call_autograd(op, core_fn(op), py::make_tuple(goh, xh), avg_kwargs(a, ceil_mode, cip, dov));
+    return redispatch(op, core_fn(op), py::make_tuple(goh, xh), avg_kwargs(a, ceil_mode, cip, dov));
   return wrap(avg_pool_backward(go, x, a.kernel, a.stride, a.padding, ceil_mode, cip, dov));
 }
 
@@ -318,8 +318,8 @@ py::object adaptive_call(int64_t k, bool is_max, py::handle xh, py::handle osh) 
   const char* op = name.c_str();
   Tensor x = expect_tensor(xh, op, "input");
   Shape os = adaptive_size(k, x, osh, op);
-  if (needs_grad(x))
-    return call_autograd(op, core_fn(op), py::make_tuple(xh), py::dict("output_size"_a = list_of(os)));
+  if (needs_dispatch(x))
+    return redispatch(op, core_fn(op), py::make_tuple(xh), py::dict("output_size"_a = list_of(os)));
   if (is_max) {
     auto [v, i] = adaptive_max_pool(x, os);
     return py::make_tuple(wrap(v), wrap(i));
@@ -335,7 +335,7 @@ py::object adaptive_backward_call(int64_t k, bool is_max, py::handle goh, py::ha
   if (grad_any({go, x})) {
     py::dict kw;
     if (is_max) kw["indices"] = ih;
-    return call_autograd(op, core_fn(op), py::make_tuple(goh, xh), kw);
+    return redispatch(op, core_fn(op), py::make_tuple(goh, xh), kw);
   }
   return wrap(is_max ? adaptive_max_pool_backward(go, x, idx, k) : adaptive_avg_pool_backward(go, x, k));
 }
@@ -347,8 +347,8 @@ py::object nll_loss_call(py::handle xh, py::handle th, py::handle wh, py::handle
   Tensor x = expect_tensor(xh, op, "input"), t = expect_tensor(th, op, "target");
   Tensor w = opt_tensor(wh, op, "weight");
   const int64_t reduction = reduction_of(redh);
-  if (needs_grad(x))
-    return call_autograd(op, core_fn(op), py::make_tuple(xh, th, wh),
+  if (needs_dispatch(x))
+    return redispatch(op, core_fn(op), py::make_tuple(xh, th, wh),
                          py::dict("reduction"_a = reduction, "ignore_index"_a = ignore_index));
   return wrap(nll_loss_forward(x, t, w, reduction, ignore_index).first);
 }
@@ -361,7 +361,7 @@ py::object nll_loss_backward_call(py::handle goh, py::handle xh, py::handle th, 
   Tensor w = opt_tensor(wh, op, "weight"), tw = opt_tensor(twh, op, "total_weight");
   const int64_t reduction = reduction_of(redh);
   if (grad_any({go, x}))
-    return call_autograd(op, core_fn(op), py::make_tuple(goh, xh, th, wh),
+    return redispatch(op, core_fn(op), py::make_tuple(goh, xh, th, wh),
                          py::dict("reduction"_a = reduction, "ignore_index"_a = ignore_index,
                                   "total_weight"_a = twh));
   return wrap(nll_loss_backward(go, x, t, w, reduction, ignore_index, tw));
@@ -376,7 +376,7 @@ py::object batch_norm_call(py::handle xh, py::handle wh, py::handle bh, py::hand
          b = opt_tensor(bh, op, "bias"), rm = opt_tensor(rmh, op, "running_mean"),
          rv = opt_tensor(rvh, op, "running_var");
   if (grad_any({x, w, b}))
-    return call_autograd(op, core_fn(op), py::make_tuple(xh, wh, bh, rmh, rvh),
+    return redispatch(op, core_fn(op), py::make_tuple(xh, wh, bh, rmh, rvh),
                          py::dict("training"_a = training, "momentum"_a = momentum, "eps"_a = eps));
   for (const Tensor& r : {rm, rv})
     if (r && training) check_inplace_writable(r, op);
@@ -394,7 +394,7 @@ py::object batch_norm_backward_call(py::handle goh, py::handle xh, py::handle wh
          si = opt_tensor(sih, op, "save_invstd");
   auto mask = mask3(maskh);
   if (grad_any({go, x, w}))
-    return call_autograd(op, core_fn(op), py::make_tuple(goh, xh, wh, rmh, rvh, smh, sih),
+    return redispatch(op, core_fn(op), py::make_tuple(goh, xh, wh, rmh, rvh, smh, sih),
                          py::dict("train"_a = train, "eps"_a = eps,
                                   "output_mask"_a = py::make_tuple(mask[0], mask[1], mask[2])));
   auto [gi, gw, gb] = native_batch_norm_backward(go, x, w, rm, rv, sm, si, train, eps, mask);
@@ -407,7 +407,7 @@ py::object layer_norm_call(py::handle xh, py::handle nsh, py::handle wh, py::han
          b = opt_tensor(bh, op, "bias");
   Shape ns = to_shape(nsh);
   if (grad_any({x, w, b}))
-    return call_autograd(op, core_fn(op), py::make_tuple(xh, list_of(ns), wh, bh),
+    return redispatch(op, core_fn(op), py::make_tuple(xh, list_of(ns), wh, bh),
                          py::dict("eps"_a = eps));
   auto [o, m, r] = native_layer_norm(x, ns, w, b, eps);
   return py::make_tuple(wrap(o), wrap(m), wrap(r));
@@ -422,7 +422,7 @@ py::object layer_norm_backward_call(py::handle goh, py::handle xh, py::handle ns
   Shape ns = to_shape(nsh);
   auto mask = mask3(maskh);
   if (grad_any({go, x, w}))
-    return call_autograd(op, core_fn(op), py::make_tuple(goh, xh, list_of(ns), mh, rh, wh, bh),
+    return redispatch(op, core_fn(op), py::make_tuple(goh, xh, list_of(ns), mh, rh, wh, bh),
                          py::dict("output_mask"_a = py::make_tuple(mask[0], mask[1], mask[2])));
   auto [gi, gw, gb] = native_layer_norm_backward(go, x, ns, m, r, w, b, mask);
   return py::make_tuple(none_or(gi), none_or(gw), none_or(gb));
@@ -433,8 +433,8 @@ py::object layer_norm_backward_call(py::handle goh, py::handle xh, py::handle ns
 py::object embedding_call(py::handle wh, py::handle ih, int64_t padding_idx, bool scale, bool sparse) {
   const char* op = "embedding";
   Tensor w = expect_tensor(wh, op, "weight"), i = expect_tensor(ih, op, "indices");
-  if (needs_grad(w))
-    return call_autograd(op, core_fn(op), py::make_tuple(wh, ih),
+  if (needs_dispatch(w))
+    return redispatch(op, core_fn(op), py::make_tuple(wh, ih),
                          py::dict("padding_idx"_a = padding_idx, "scale_grad_by_freq"_a = scale,
                                   "sparse"_a = sparse));
   return wrap(embedding(w, i));
@@ -445,8 +445,8 @@ py::object embedding_backward_call(py::handle goh, py::handle ih, int64_t num_we
   const char* op = "embedding_dense_backward";
   if (sparse) throw NotImplementedError("embedding_backward: sparse gradients are not supported");
   Tensor go = expect_tensor(goh, op, "grad_output"), i = expect_tensor(ih, op, "indices");
-  if (needs_grad(go))
-    return call_autograd(op, core_fn(op), py::make_tuple(goh, ih),
+  if (needs_dispatch(go))
+    return redispatch(op, core_fn(op), py::make_tuple(goh, ih),
                          py::dict("num_weights"_a = num_weights, "padding_idx"_a = padding_idx,
                                   "scale_grad_by_freq"_a = scale));
   return wrap(embedding_dense_backward(go, i, num_weights, padding_idx, scale));
@@ -459,7 +459,7 @@ py::object lstm_cell_call(py::handle igh, py::handle hgh, py::handle cxh, py::ha
   Tensor cx = expect_tensor(cxh, op, "cx"), ib = opt_tensor(ibh, op, "input_bias"),
          hb = opt_tensor(hbh, op, "hidden_bias");
   if (grad_any({ig, hg, cx, ib, hb}))
-    return call_autograd(op, core_fn(op), py::make_tuple(igh, hgh, cxh, ibh, hbh), py::dict());
+    return redispatch(op, core_fn(op), py::make_tuple(igh, hgh, cxh, ibh, hbh), py::dict());
   auto [hy, cy, ws] = fused_lstm_cell(ig, hg, cx, ib, hb);
   return py::make_tuple(wrap(hy), wrap(cy), wrap(ws));
 }
@@ -481,7 +481,7 @@ py::object gru_cell_call(py::handle igh, py::handle hgh, py::handle hxh, py::han
   Tensor hx = expect_tensor(hxh, op, "hx"), ib = opt_tensor(ibh, op, "input_bias"),
          hb = opt_tensor(hbh, op, "hidden_bias");
   if (grad_any({ig, hg, hx, ib, hb}))
-    return call_autograd(op, core_fn(op), py::make_tuple(igh, hgh, hxh, ibh, hbh), py::dict());
+    return redispatch(op, core_fn(op), py::make_tuple(igh, hgh, hxh, ibh, hbh), py::dict());
   auto [hy, ws] = fused_gru_cell(ig, hg, hx, ib, hb);
   return py::make_tuple(wrap(hy), wrap(ws));
 }

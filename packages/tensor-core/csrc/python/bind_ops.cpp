@@ -15,14 +15,17 @@ Tensor opt_out(py::handle out) { return out.is_none() ? nullptr : expect_tensor(
 bool any_grad(const Operand& a, const Operand& b) {
   return (!a.is_scalar && needs_grad(a.t)) || (!b.is_scalar && needs_grad(b.t));
 }
+bool any_dispatch(const Operand& a, const Operand& b) {
+  return (!a.is_scalar && needs_dispatch(a.t)) || (!b.is_scalar && needs_dispatch(b.t));
+}
 
 py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
   const char* name = unary_info(op).name;
   Tensor x = expect_tensor(xh, name, "input");
   Tensor out = opt_out(outh);
-  if (needs_grad(x)) {
+  if (needs_dispatch(x)) {
     if (out) check_out_no_grad(x, name);
-    return call_autograd(name, g_m->attr(name), py::make_tuple(xh), py::dict());
+    return redispatch_out(name, g_m->attr(name), py::make_tuple(xh), py::dict(), outh);
   }
   if (out) {
     check_out_no_grad(out, name);
@@ -35,9 +38,9 @@ py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
 py::object unary_inplace(UnaryOp op, py::handle selfh) {
   const char* name = unary_info(op).name;
   Tensor x = expect_tensor(selfh, name, "self");
-  if (x->requires_grad && grad_enabled()) {
+  if ((x->requires_grad && grad_enabled()) || on_device(x)) {
     std::string n = std::string(name) + "_";
-    return call_autograd(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh), py::dict());
+    return redispatch(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh), py::dict());
   }
   unary(op, x, x);
   return py::reinterpret_borrow<py::object>(selfh);
@@ -73,13 +76,15 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
   EMBER_CHECK(!(a.is_scalar && b.is_scalar), py::type_error, name,
               "(): expected at least one Tensor argument");
   Tensor out = opt_out(outh);
-  if (any_grad(a, b)) {
+  if (any_dispatch(a, b)) {
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
+    const char* fn = op == BinaryOp::div_trunc ? "_div_trunc" : name;
+    if (out && !any_grad(a, b))
+      return redispatch_out(name, g_m->attr(fn), py::make_tuple(ah, bh), kw, outh);
     if (out) throw std::runtime_error(str_cat(name, "(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."));
     // div(rounding_mode="trunc") is the private _C._div_trunc
-    const char* fn = op == BinaryOp::div_trunc ? "_div_trunc" : name;
-    return call_autograd(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
+    return redispatch(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
   }
   b = scale_alpha(b, alpha);
   if (out) {
@@ -95,12 +100,13 @@ py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
   const char* name = public_name ? public_name : binary_info(op).name;
   Tensor self = expect_tensor(selfh, name, "self");
   Operand b = to_operand(bh, name, "other");
-  if ((self->requires_grad || (!b.is_scalar && b.t->requires_grad)) && grad_enabled()) {
+  if (((self->requires_grad || (!b.is_scalar && b.t->requires_grad)) && grad_enabled()) ||
+      on_device(self) || (!b.is_scalar && on_device(b.t))) {
     std::string n = std::string(name) + "_";
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
     const std::string fn = op == BinaryOp::div_trunc ? "_div_trunc_" : n;
-    return call_autograd(n.c_str(), g_m->attr(fn.c_str()), py::make_tuple(selfh, bh), kw);
+    return redispatch(n.c_str(), g_m->attr(fn.c_str()), py::make_tuple(selfh, bh), kw);
   }
   binary(op, Operand(self), scale_alpha(b, alpha), self);
   return py::reinterpret_borrow<py::object>(selfh);
@@ -228,8 +234,8 @@ void register_ops(py::module_& m) {
   m.def("where", [](py::handle cond, py::handle a, py::handle b) -> py::object {
     Tensor c = expect_tensor(cond, "where", "condition");
     Operand oa = to_operand(a, "where", "input"), ob = to_operand(b, "where", "other");
-    if (any_grad(oa, ob))
-      return call_autograd("where", g_m->attr("where"), py::make_tuple(cond, a, b), py::dict());
+    if (needs_dispatch(c) || any_dispatch(oa, ob))
+      return redispatch("where", g_m->attr("where"), py::make_tuple(cond, a, b), py::dict());
     return wrap(where(c, oa, ob));
   }, py::arg("condition"), py::arg("input"), py::arg("other"));
   defm("where", py::cpp_function([](py::handle self, py::handle cond, py::handle other) {
@@ -238,8 +244,9 @@ void register_ops(py::module_& m) {
 
   auto clamp_fn = [](py::handle x, py::handle lo, py::handle hi, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "clamp", "input");
-    if (needs_grad(t) || (is_tensor(lo) && needs_grad(to_tensor(lo))) || (is_tensor(hi) && needs_grad(to_tensor(hi))))
-      return call_autograd("clamp", g_m->attr("clamp"), py::make_tuple(x, lo, hi), py::dict());
+    if (needs_dispatch(t) || (is_tensor(lo) && needs_dispatch(to_tensor(lo))) ||
+        (is_tensor(hi) && needs_dispatch(to_tensor(hi))))
+      return redispatch_out("clamp", g_m->attr("clamp"), py::make_tuple(x, lo, hi), py::dict(), out);
     std::unique_ptr<Operand> l, h;
     if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
     if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
@@ -256,8 +263,8 @@ void register_ops(py::module_& m) {
   py::setattr(cls, "clip", cls.attr("clamp"));
   auto clamp_inplace = py::cpp_function([](py::handle self, py::handle lo, py::handle hi) -> py::object {
     Tensor t = to_tensor(self);
-    if (t->requires_grad && grad_enabled())
-      return call_autograd("clamp_", g_m->attr("clamp_"), py::make_tuple(self, lo, hi), py::dict());
+    if ((t->requires_grad && grad_enabled()) || on_device(t))
+      return redispatch("clamp_", g_m->attr("clamp_"), py::make_tuple(self, lo, hi), py::dict());
     std::unique_ptr<Operand> l, h;
     if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
     if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
@@ -274,7 +281,7 @@ void register_ops(py::module_& m) {
     Tensor ts = expect_tensor(s, "lerp", "input"), te = expect_tensor(e, "lerp", "end");
     Operand ow = to_operand(w, "lerp", "weight");
     if (needs_grad(ts) || needs_grad(te) || (!ow.is_scalar && needs_grad(ow.t)))
-      return call_autograd("lerp", g_m->attr("lerp"), py::make_tuple(s, e, w), py::dict());
+      return redispatch("lerp", g_m->attr("lerp"), py::make_tuple(s, e, w), py::dict());
     Tensor o = opt_out(out);
     Tensor r = lerp(ts, te, ow, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
@@ -287,7 +294,7 @@ void register_ops(py::module_& m) {
     Tensor t = expect_tensor(x, "nan_to_num", "input");
     if (needs_grad(t)) {
       if (!out.is_none()) out_with_grad("nan_to_num");
-      return call_autograd("nan_to_num", g_m->attr("nan_to_num"), py::make_tuple(x, nan, posinf, neginf), py::dict());
+      return redispatch("nan_to_num", g_m->attr("nan_to_num"), py::make_tuple(x, nan, posinf, neginf), py::dict());
     }
     double p = posinf.is_none() ? 0 : posinf.cast<double>(), n = neginf.is_none() ? 0 : neginf.cast<double>();
     Tensor o = opt_out(out);
@@ -300,7 +307,7 @@ void register_ops(py::module_& m) {
   }, py::is_method(cls), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none()));
   auto nan_to_num_inplace = [](py::handle self, double nan, py::object posinf, py::object neginf) {
     if (to_tensor(self)->requires_grad && grad_enabled())  // the hook runs this again, grad off
-      return call_autograd("nan_to_num_", g_m->attr("nan_to_num_"),
+      return redispatch("nan_to_num_", g_m->attr("nan_to_num_"),
                            py::make_tuple(self, nan, posinf, neginf), py::dict());
     return g_m->attr("nan_to_num")(self, nan, posinf, neginf, "out"_a = self);
   };
@@ -315,7 +322,7 @@ void register_ops(py::module_& m) {
     Tensor t = expect_tensor(x, "logit", "input");
     if (needs_grad(t)) {
       if (!out.is_none()) out_with_grad("logit");
-      return call_autograd("logit", g_m->attr("logit"), py::make_tuple(x, eps), py::dict());
+      return redispatch("logit", g_m->attr("logit"), py::make_tuple(x, eps), py::dict());
     }
     const double e = eps.is_none() ? -1.0 : eps.cast<double>();
     Tensor o = opt_out(out);
@@ -328,7 +335,7 @@ void register_ops(py::module_& m) {
   auto logit_inplace = [](py::handle self, py::object eps) -> py::object {
     Tensor t = expect_tensor(self, "logit_", "self");
     if (t->requires_grad && grad_enabled())  // the hook runs this again, grad off
-      return call_autograd("logit_", g_m->attr("logit_"), py::make_tuple(self, eps), py::dict());
+      return redispatch("logit_", g_m->attr("logit_"), py::make_tuple(self, eps), py::dict());
     const double e = eps.is_none() ? -1.0 : eps.cast<double>();
     logit(t, eps.is_none() ? nullptr : &e, t);
     return py::reinterpret_borrow<py::object>(self);
@@ -339,7 +346,7 @@ void register_ops(py::module_& m) {
   m.def("round", [](py::handle x, int64_t decimals, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "round", "input");
     if (needs_grad(t))
-      return call_autograd("round", g_m->attr("round"), py::make_tuple(x), py::dict("decimals"_a = decimals));
+      return redispatch("round", g_m->attr("round"), py::make_tuple(x), py::dict("decimals"_a = decimals));
     Tensor o = opt_out(out);
     Tensor r = round_decimals(t, decimals, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
@@ -350,7 +357,7 @@ void register_ops(py::module_& m) {
   defm("round_", py::cpp_function([](py::handle self, int64_t decimals) -> py::object {
     Tensor t = to_tensor(self);
     if (t->requires_grad && grad_enabled())  // the hook runs this method again, grad off
-      return call_autograd("round_", py::type::handle_of(self).attr("round_"), py::make_tuple(self),
+      return redispatch("round_", py::type::handle_of(self).attr("round_"), py::make_tuple(self),
                            py::dict("decimals"_a = decimals));
     round_decimals(t, decimals, t);
     return py::reinterpret_borrow<py::object>(self);

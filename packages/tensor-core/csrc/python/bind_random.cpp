@@ -79,6 +79,7 @@ struct Factory {
   py::object out = py::none();
   py::object generator = py::none();
   Generator* gen = nullptr;
+  Device device{};
 };
 
 Factory parse_factory(py::kwargs& kw, const char* op) {
@@ -88,8 +89,10 @@ Factory parse_factory(py::kwargs& kw, const char* op) {
     py::handle v = item.second;
     if (k == "dtype") f.dtype = to_dtype(v);
     else if (k == "device") {
+      // Drawn from the CPU generator, then copied: the same seed gives the same numbers on
+      // every device.
       Device d = to_device(v);
-      check_cpu_device(d, str_cat(op, "(): device '", d.str(), "'"));
+      f.device = resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
     } else if (k == "requires_grad") f.requires_grad = v.cast<bool>();
     else if (k == "out") f.out = py::reinterpret_borrow<py::object>(v);
     else if (k == "generator") f.generator = py::reinterpret_borrow<py::object>(v);
@@ -128,7 +131,7 @@ Tensor factory_target(const Factory& f, const Shape& shape, ScalarType default_d
 
 py::object factory_result(const Factory& f, const Tensor& t) {
   if (!f.out.is_none()) return f.out;
-  py::object r = py::cast(t);
+  py::object r = py::cast(f.device.is_cpu() ? t : to_device_copy(t, f.device, false));
   if (f.requires_grad) r.attr("requires_grad_")(true);
   return r;
 }
@@ -165,7 +168,7 @@ py::object inplace(const char* name, py::handle self, py::tuple args, py::dict k
   Tensor t = expect_tensor(self, name, "self");
   if (t->requires_grad && grad_enabled()) {
     std::string core = std::string("_") + name;
-    return call_autograd(name, g_m->attr(core.c_str()), args, kw);
+    return redispatch(name, g_m->attr(core.c_str()), args, kw);
   }
   run(t);
   return py::reinterpret_borrow<py::object>(self);
@@ -212,7 +215,7 @@ py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::ha
     if (!outh.is_none())
       throw std::runtime_error("bernoulli(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
-    return call_autograd("bernoulli", g_m->attr("bernoulli"), py::make_tuple(input, p),
+    return redispatch("bernoulli", g_m->attr("bernoulli"), py::make_tuple(input, p),
                          py::dict("generator"_a = gen));
   }
   Tensor r = empty(x->sizes, x->dtype);
@@ -279,7 +282,7 @@ py::object normal_fn(py::args args, py::kwargs kw) {
       throw std::runtime_error("normal(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
     py::object s = std ? std : py::float_(1.0);
-    return call_autograd("normal", g_m->attr("normal"), py::make_tuple(mean, s),
+    return redispatch("normal", g_m->attr("normal"), py::make_tuple(mean, s),
                          py::dict("generator"_a = f.generator));
   }
   Tensor r;

@@ -2,7 +2,7 @@
 // functions `ember.<op>(input, ...)` and the methods `Tensor.<op>(...)`, with PyTorch's argument
 // forms (dim as None / int / tuple, legacy `unbiased`, max(input, other), ...), out= handling
 // (PyTorch's resize_output and dtype rules) and the autograd hook: when the input requires grad,
-// the call goes to `call_autograd(name, _C.<name>, (input,), canonical kwargs)`.
+// the call goes to `redispatch(name, _C.<name>, (input,), canonical kwargs)`.
 #include <cmath>
 #include <map>
 #include <string>
@@ -30,11 +30,11 @@ py::object sum_like(SumOp which, py::handle xh, py::handle dimh, bool keepdim, p
   OptDims dims = parse_dims(dimh, name);
   ScalarType dt = to_dtype(dtypeh);
   Tensor out = opt_out(outh, name);
-  if (needs_grad(x)) {
-    if (out) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+  if (needs_dispatch(x)) {
+    if ((out) && needs_grad(x)) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
                          py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim,
-                                  "dtype"_a = dtype_object(dt)));
+                                  "dtype"_a = dtype_object(dt)), outh);
   }
   if (out && dt == ScalarType::Undefined && which != SumOp::NanMean) dt = out->dtype;
   Tensor r;
@@ -52,11 +52,11 @@ py::object prod_call(py::handle xh, py::handle dimh, bool keepdim, py::handle dt
   std::optional<int64_t> dim = parse_opt_dim(dimh, "prod");
   ScalarType dt = to_dtype(dtypeh);
   Tensor out = opt_out(outh, "prod");
-  if (needs_grad(x)) {
-    if (out) out_with_grad("prod");
-    return call_autograd("prod", core_fn("prod"), py::make_tuple(xh),
+  if (needs_dispatch(x)) {
+    if ((out) && needs_grad(x)) out_with_grad("prod");
+    return redispatch_out("prod", core_fn("prod"), py::make_tuple(xh),
                          py::dict("dim"_a = opt_dim_obj(dim), "keepdim"_a = keepdim,
-                                  "dtype"_a = dtype_object(dt)));
+                                  "dtype"_a = dtype_object(dt)), outh);
   }
   if (out && dt == ScalarType::Undefined) dt = out->dtype;
   return finish("prod", prod(x, dim, keepdim, dt), outh);
@@ -79,18 +79,22 @@ py::object minmax_call(bool is_max, py::handle xh, py::handle dimh, py::handle k
     if (!keepdimh.is_none())
       throw py::type_error(str_cat(name, "() received an invalid combination of arguments: "
                                          "keepdim requires dim"));
-    if (needs_grad(x)) {
-      if (!outh.is_none()) out_with_grad(name);
-      return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict());
+    if (needs_dispatch(x)) {
+      if ((!outh.is_none()) && needs_grad(x)) out_with_grad(name);
+      return redispatch_out(name, core_fn(name), py::make_tuple(xh), py::dict(), outh);
     }
     return finish(name, is_max ? max_all(x) : min_all(x), outh);
   }
   const int64_t dim = parse_dim(dimh, name);
   const bool keepdim = keepdimh.is_none() ? false : keepdimh.cast<bool>();
-  if (needs_grad(x)) {
-    if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh),
-                         py::dict("dim"_a = dim, "keepdim"_a = keepdim));
+  if (needs_dispatch(x)) {
+    if (!outh.is_none()) {
+      if (needs_dispatch(x)) out_with_grad(name);
+      throw std::runtime_error(str_cat(name, "(dim, out=...): out= is not supported for CUDA "
+                                             "tensors yet"));
+    }
+    return redispatch(name, core_fn(name), py::make_tuple(xh),
+                      py::dict("dim"_a = dim, "keepdim"_a = keepdim));
   }
   auto [values, indices] = is_max ? max_dim(x, dim, keepdim) : min_dim(x, dim, keepdim);
   if (!outh.is_none()) {
@@ -111,10 +115,10 @@ py::object amax_call(bool is_max, py::handle xh, py::handle dimh, bool keepdim, 
   const char* name = is_max ? "amax" : "amin";
   Tensor x = expect_tensor(xh, name, "input");
   OptDims dims = parse_dims(dimh, name);
-  if (needs_grad(x)) {
-    if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh),
-                         py::dict("dim"_a = dims ? dims_obj(dims) : py::tuple(), "keepdim"_a = keepdim));
+  if (needs_dispatch(x)) {
+    if ((!outh.is_none()) && needs_grad(x)) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dims ? dims_obj(dims) : py::tuple(), "keepdim"_a = keepdim), outh);
   }
   Tensor out = opt_out(outh, name);
   if (out)
@@ -131,6 +135,9 @@ py::object argmax_call(bool is_max, py::handle xh, py::handle dimh, bool keepdim
   auto dim = parse_opt_dim(dimh, name);
   Tensor out = opt_out(outh, name);
   if (out) check_out_dtype(out, ScalarType::Int64);
+  if (on_device(x))
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
+                          py::dict("dim"_a = opt_dim_obj(dim), "keepdim"_a = keepdim), outh);
   return finish(name, is_max ? argmax(x, dim, keepdim) : argmin(x, dim, keepdim), outh);
 }
 
@@ -153,10 +160,10 @@ py::object var_call(const char* name, bool take_sqrt, bool with_mean, py::handle
   else if (!correctionh.is_none()) corr = py::reinterpret_borrow<py::object>(correctionh);
   const double c = to_scalar(corr).to_double();
   OptDims dims = parse_dims(dimh, name);
-  if (needs_grad(x)) {
-    if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh),
-                         py::dict("dim"_a = dims_obj(dims), "correction"_a = corr, "keepdim"_a = keepdim));
+  if (needs_dispatch(x)) {
+    if ((!outh.is_none()) && needs_grad(x)) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dims_obj(dims), "correction"_a = corr, "keepdim"_a = keepdim), outh);
   }
   if (is_floating(x->dtype)) {
     auto mask = reduction_mask(x, dims);
@@ -199,11 +206,11 @@ py::object norm_call(py::handle xh, py::handle ph, py::handle dimh, bool keepdim
   OptDims dims = parse_dims(dimh, "norm");
   const double p = parse_norm_order(ph, dims);
   ScalarType dt = to_dtype(dtypeh);
-  if (needs_grad(x)) {
-    if (!outh.is_none()) out_with_grad("norm");
-    return call_autograd("norm", core_fn("norm"), py::make_tuple(xh),
+  if (needs_dispatch(x)) {
+    if ((!outh.is_none()) && needs_grad(x)) out_with_grad("norm");
+    return redispatch_out("norm", core_fn("norm"), py::make_tuple(xh),
                          py::dict("p"_a = p, "dim"_a = dims_obj(dims), "keepdim"_a = keepdim,
-                                  "dtype"_a = dtype_object(dt)));
+                                  "dtype"_a = dtype_object(dt)), outh);
   }
   return finish("norm", norm(x, p, dims, keepdim, dt), outh);
 }
@@ -215,10 +222,10 @@ py::object scan_call(bool is_prod, py::handle xh, py::handle dimh, py::handle dt
   Tensor x = expect_tensor(xh, name, "input");
   const int64_t dim = parse_dim(dimh, name);
   ScalarType dt = to_dtype(dtypeh);
-  if (needs_grad(x)) {
-    if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh),
-                         py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)));
+  if (needs_dispatch(x)) {
+    if ((!outh.is_none()) && needs_grad(x)) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
+                         py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)), outh);
   }
   Tensor out = opt_out(outh, name);
   if (out && dt == ScalarType::Undefined) dt = out->dtype;
@@ -231,7 +238,7 @@ py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::han
   const int64_t dim = parse_dim(dimh, name);
   ScalarType dt = to_dtype(dtypeh);
   if (x->requires_grad && grad_enabled())
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh),
+    return redispatch(name, core_fn(name), py::make_tuple(selfh),
                          py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)));
   EMBER_CHECK(dt == ScalarType::Undefined || dt == x->dtype, std::runtime_error,
               "Bad in-place call: input tensor dtype ", cpp_type_name(x->dtype),
@@ -249,8 +256,8 @@ py::object softmax_call(bool is_log, py::handle xh, py::handle dimh, py::handle 
   Tensor x = expect_tensor(xh, name, "input");
   const int64_t dim = parse_dim(dimh, name);
   ScalarType dt = to_dtype(dtypeh);
-  if (needs_grad(x))
-    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+  if (needs_dispatch(x))
+    return redispatch(name, core_fn(name), py::make_tuple(xh),
                          py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)));
   return wrap(is_log ? log_softmax(x, dim, dt) : softmax(x, dim, dt));
 }
@@ -338,10 +345,10 @@ void register_reductions(py::module_& m) {
   auto lse = [](py::handle xh, py::handle dimh, bool keepdim, py::handle outh) -> py::object {
     Tensor x = expect_tensor(xh, "logsumexp", "input");
     OptDims dims = parse_dims(dimh, "logsumexp");
-    if (needs_grad(x)) {
-      if (!outh.is_none()) out_with_grad("logsumexp");
-      return call_autograd("logsumexp", core_fn("logsumexp"), py::make_tuple(xh),
-                           py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim));
+    if (needs_dispatch(x)) {
+      if ((!outh.is_none()) && needs_grad(x)) out_with_grad("logsumexp");
+      return redispatch_out("logsumexp", core_fn("logsumexp"), py::make_tuple(xh),
+                           py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim), outh);
     }
     return finish("logsumexp", logsumexp(x, dims, keepdim), outh);
   };
@@ -362,6 +369,9 @@ void register_reductions(py::module_& m) {
         EMBER_CHECK(out->dtype == want || out->dtype == ScalarType::Bool, std::runtime_error, name,
                     " only supports bool tensor for result, got: ", torch_type_name(out->dtype));
       }
+      if (on_device(x))
+        return redispatch_out(name, core_fn(name), py::make_tuple(xh),
+                              py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim), outh);
       return finish(name, is_all ? all(x, dims, keepdim) : any(x, dims, keepdim), outh);
     };
     m.def(name, fn, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "out"_a = none);

@@ -57,12 +57,14 @@ py::object cat_call(const char* name, py::handle tensorsh, py::handle dimh, py::
   std::vector<Tensor> ts = to_tensor_list(tensorsh, name);
   const int64_t dim = parse_dim(dimh, name);
   bool grad = false;
-  for (auto& t : ts) grad = grad || needs_grad(t);
+  for (auto& t : ts) grad = grad || needs_dispatch(t);
   Tensor out = opt_out(outh, name);
   if (grad) {
-    if (out) out_with_grad(name);
-    return call_autograd("cat", core_fn("cat"), py::make_tuple(py::tuple(py::cast(ts))),
-                         py::dict("dim"_a = dim));
+    bool recorded = false;
+    for (auto& t : ts) recorded = recorded || needs_grad(t);
+    if (out && recorded) out_with_grad(name);
+    return redispatch_out("cat", core_fn("cat"), py::make_tuple(py::tuple(py::cast(ts))),
+                          py::dict("dim"_a = dim), outh);
   }
   if (!out) return wrap(cat(ts, dim));
   check_out_no_grad(out, name);
@@ -94,8 +96,8 @@ std::vector<int64_t> varargs_dims(const py::args& args, py::kwargs kw, const cha
 
 py::object flip_call(py::handle xh, const std::vector<int64_t>& dims) {
   Tensor x = expect_tensor(xh, "flip", "input");
-  if (needs_grad(x))
-    return call_autograd("flip", core_fn("flip"), py::make_tuple(xh), py::dict("dims"_a = tuple_of(dims)));
+  if (needs_dispatch(x))
+    return redispatch("flip", core_fn("flip"), py::make_tuple(xh), py::dict("dims"_a = tuple_of(dims)));
   return wrap(flip(x, dims));
 }
 
@@ -103,8 +105,8 @@ py::object roll_call(py::handle xh, py::handle shiftsh, py::handle dimsh) {
   Tensor x = expect_tensor(xh, "roll", "input");
   std::vector<int64_t> shifts = int_list(shiftsh, "roll", "shifts");
   std::vector<int64_t> dims = dimsh.is_none() ? std::vector<int64_t>{} : int_list(dimsh, "roll", "dims");
-  if (needs_grad(x))
-    return call_autograd("roll", core_fn("roll"), py::make_tuple(xh),
+  if (needs_dispatch(x))
+    return redispatch("roll", core_fn("roll"), py::make_tuple(xh),
                          py::dict("shifts"_a = tuple_of(shifts), "dims"_a = tuple_of(dims)));
   return wrap(roll(x, shifts, dims));
 }
@@ -113,9 +115,9 @@ py::object tri_call(bool upper, py::handle xh, int64_t k, py::handle outh) {
   const char* name = upper ? "triu" : "tril";
   Tensor x = expect_tensor(xh, name, "input");
   Tensor out = opt_out(outh, name);
-  if (needs_grad(x)) {
-    if (out) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict("diagonal"_a = k));
+  if (needs_dispatch(x)) {
+    if ((out) && needs_grad(x)) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh), py::dict("diagonal"_a = k), outh);
   }
   if (out) check_out_dtype(out, x->dtype);
   return finish(name, tril_triu(x, k, upper, false), outh);
@@ -125,7 +127,7 @@ py::object tri_inplace(bool upper, py::handle selfh, int64_t k) {
   const char* name = upper ? "triu_" : "tril_";
   Tensor x = expect_tensor(selfh, name, "self");
   if (x->requires_grad && grad_enabled())
-    return call_autograd(name, core_fn(name), py::make_tuple(selfh), py::dict("diagonal"_a = k));
+    return redispatch(name, core_fn(name), py::make_tuple(selfh), py::dict("diagonal"_a = k));
   tril_triu(x, k, upper, true);
   return py::reinterpret_borrow<py::object>(selfh);
 }
@@ -134,8 +136,8 @@ py::object pad_call(py::handle xh, py::handle padh, py::handle valueh) {
   Tensor x = expect_tensor(xh, "constant_pad_nd", "input");
   std::vector<int64_t> pad = int_list(padh, "constant_pad_nd", "pad");
   Scalar v = valueh.is_none() ? Scalar::from_int(0) : to_scalar(valueh);
-  if (needs_grad(x))
-    return call_autograd("constant_pad_nd", core_fn("constant_pad_nd"), py::make_tuple(xh),
+  if (needs_dispatch(x))
+    return redispatch("constant_pad_nd", core_fn("constant_pad_nd"), py::make_tuple(xh),
                          py::dict("pad"_a = tuple_of(pad),
                                   "value"_a = valueh.is_none() ? py::int_(0) : py::reinterpret_borrow<py::object>(valueh)));
   return wrap(constant_pad_nd(x, pad, v));
@@ -146,8 +148,8 @@ py::object repeat_interleave_call(py::handle xh, py::handle repeatsh, py::handle
   Tensor x = expect_tensor(xh, "repeat_interleave", "input");
   if (repeatsh.is_none()) return wrap(repeat_interleave_counts(x, output_size));  // one-argument form
   std::optional<int64_t> dim = parse_opt_dim(dimh, "repeat_interleave");
-  if (needs_grad(x))
-    return call_autograd("repeat_interleave", core_fn("repeat_interleave"), py::make_tuple(xh),
+  if (needs_dispatch(x))
+    return redispatch("repeat_interleave", core_fn("repeat_interleave"), py::make_tuple(xh),
                          py::dict("repeats"_a = repeatsh, "dim"_a = opt_dim_obj(dim),
                                   "output_size"_a = osh));
   if (is_tensor(repeatsh)) return wrap(repeat_interleave(x, to_tensor(repeatsh), 0, dim, output_size));
@@ -159,24 +161,24 @@ py::object repeat_interleave_call(py::handle xh, py::handle repeatsh, py::handle
 
 py::object diagonal_call(py::handle xh, int64_t offset, int64_t d1, int64_t d2) {
   Tensor x = expect_tensor(xh, "diagonal", "input");
-  if (needs_grad(x))
-    return call_autograd("diagonal", core_fn("diagonal"), py::make_tuple(xh),
+  if (needs_grad(x))  // a view: no device work
+    return redispatch("diagonal", core_fn("diagonal"), py::make_tuple(xh),
                          py::dict("offset"_a = offset, "dim1"_a = d1, "dim2"_a = d2));
   return wrap(diagonal(x, offset, d1, d2));
 }
 
 py::object diag_embed_call(py::handle xh, int64_t offset, int64_t d1, int64_t d2) {
   Tensor x = expect_tensor(xh, "diag_embed", "input");
-  if (needs_grad(x))
-    return call_autograd("diag_embed", core_fn("diag_embed"), py::make_tuple(xh),
+  if (needs_dispatch(x))
+    return redispatch("diag_embed", core_fn("diag_embed"), py::make_tuple(xh),
                          py::dict("offset"_a = offset, "dim1"_a = d1, "dim2"_a = d2));
   return wrap(diag_embed(x, offset, d1, d2));
 }
 
 py::object unfold_call(py::handle xh, int64_t dimension, int64_t size, int64_t step) {
   Tensor x = expect_tensor(xh, "unfold", "input");
-  if (needs_grad(x))
-    return call_autograd("unfold", core_fn("_unfold"), py::make_tuple(xh),
+  if (needs_grad(x))  // a view: no device work
+    return redispatch("unfold", core_fn("_unfold"), py::make_tuple(xh),
                          py::dict("dimension"_a = dimension, "size"_a = size, "step"_a = step));
   return wrap(unfold(x, dimension, size, step));
 }
@@ -185,9 +187,9 @@ py::object tri_indices_call(bool upper, int64_t row, int64_t col, int64_t offset
                             py::handle deviceh) {
   ScalarType dt = dtypeh.is_none() ? ScalarType::Int64 : to_dtype(dtypeh);
   Device dev = to_device(deviceh);
-  check_cpu_device(dev, str_cat(upper ? "triu_indices" : "tril_indices", "(): device '",
-                               dev.str(), "'"));
-  return wrap(tri_indices(row, col, offset, upper, dt));
+  dev = resolve_device(dev, str_cat(upper ? "triu_indices" : "tril_indices", "(): device '",
+                                    dev.str(), "'"));
+  return wrap(to_device_copy(tri_indices(row, col, offset, upper, dt), dev, false));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // bind_sort.cpp: Python bindings of the sorting and searching ops (ops/sort.h): functions
 // `ember.<op>(...)` and methods `Tensor.<op>(...)` with PyTorch's signatures, (values, indices)
 // named tuples, out= (a tensor or a (values, indices) pair) and the autograd hook for the
-// differentiable ones: `call_autograd(name, _C.<name>, (input,), canonical kwargs)`.
+// differentiable ones: `redispatch(name, _C.<name>, (input,), canonical kwargs)`.
 #include <string>
 
 #include "ops/sort.h"
@@ -39,9 +39,9 @@ py::object sort_call(py::handle xh, py::handle dimh, bool descending, py::handle
   Tensor x = expect_tensor(xh, "sort", "input");
   const int64_t dim = parse_dim(dimh, "sort");
   const bool stable = opt_bool(stableh);
-  if (needs_grad(x)) {
-    if (outh && !outh.is_none()) out_with_grad("sort");
-    return call_autograd("sort", core_fn("sort"), py::make_tuple(xh),
+  if (needs_dispatch(x)) {
+    if (outh && !outh.is_none()) refuse_dispatched_out("sort", x);
+    return redispatch("sort", core_fn("sort"), py::make_tuple(xh),
                          py::dict("dim"_a = dim, "descending"_a = descending, "stable"_a = stable));
   }
   return pair_result("sort", sort(x, dim, descending, stable), outh);
@@ -57,9 +57,9 @@ py::object argsort_call(py::handle xh, py::handle dimh, bool descending, py::han
 py::object topk_call(py::handle xh, int64_t k, py::handle dimh, bool largest, bool sorted, py::handle outh) {
   Tensor x = expect_tensor(xh, "topk", "input");
   const int64_t dim = parse_dim(dimh, "topk");
-  if (needs_grad(x)) {
-    if (outh && !outh.is_none()) out_with_grad("topk");
-    return call_autograd("topk", core_fn("topk"), py::make_tuple(xh),
+  if (needs_dispatch(x)) {
+    if (outh && !outh.is_none()) refuse_dispatched_out("topk", x);
+    return redispatch("topk", core_fn("topk"), py::make_tuple(xh),
                          py::dict("k"_a = k, "dim"_a = dim, "largest"_a = largest, "sorted"_a = sorted));
   }
   return pair_result("topk", topk(x, k, dim, largest, sorted), outh);
@@ -68,9 +68,9 @@ py::object topk_call(py::handle xh, int64_t k, py::handle dimh, bool largest, bo
 py::object kthvalue_call(py::handle xh, int64_t k, py::handle dimh, bool keepdim, py::handle outh) {
   Tensor x = expect_tensor(xh, "kthvalue", "input");
   const int64_t dim = parse_dim(dimh, "kthvalue");
-  if (needs_grad(x)) {
-    if (outh && !outh.is_none()) out_with_grad("kthvalue");
-    return call_autograd("kthvalue", core_fn("kthvalue"), py::make_tuple(xh),
+  if (needs_dispatch(x)) {
+    if (outh && !outh.is_none()) refuse_dispatched_out("kthvalue", x);
+    return redispatch("kthvalue", core_fn("kthvalue"), py::make_tuple(xh),
                          py::dict("k"_a = k, "dim"_a = dim, "keepdim"_a = keepdim));
   }
   return pair_result("kthvalue", kthvalue(x, k, dim, keepdim), outh);
@@ -81,16 +81,16 @@ py::object median_call(bool ignore_nan, py::handle xh, py::handle dimh, bool kee
   Tensor x = expect_tensor(xh, name, "input");
   const bool has_out = outh && !outh.is_none();
   if (dimh.is_none()) {
-    if (needs_grad(x)) {
-      if (has_out) out_with_grad(name);
-      return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict());
+    if (needs_dispatch(x)) {
+      if (has_out) refuse_dispatched_out(name, x);
+      return redispatch(name, core_fn(name), py::make_tuple(xh), py::dict());
     }
     return finish(name, median_all(x, ignore_nan), outh);
   }
   const int64_t dim = parse_dim(dimh, name);
-  if (needs_grad(x)) {
-    if (has_out) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict("dim"_a = dim, "keepdim"_a = keepdim));
+  if (needs_dispatch(x)) {
+    if (has_out) refuse_dispatched_out(name, x);
+    return redispatch(name, core_fn(name), py::make_tuple(xh), py::dict("dim"_a = dim, "keepdim"_a = keepdim));
   }
   return pair_result(name, median_dim(x, dim, keepdim, ignore_nan), outh);
 }
@@ -98,9 +98,9 @@ py::object median_call(bool ignore_nan, py::handle xh, py::handle dimh, bool kee
 py::object mode_call(py::handle xh, py::handle dimh, bool keepdim, py::handle outh) {
   Tensor x = expect_tensor(xh, "mode", "input");
   const int64_t dim = parse_dim(dimh, "mode");
-  if (needs_grad(x)) {
-    if (outh && !outh.is_none()) out_with_grad("mode");
-    return call_autograd("mode", core_fn("mode"), py::make_tuple(xh), py::dict("dim"_a = dim, "keepdim"_a = keepdim));
+  if (needs_dispatch(x)) {
+    if (outh && !outh.is_none()) refuse_dispatched_out("mode", x);
+    return redispatch("mode", core_fn("mode"), py::make_tuple(xh), py::dict("dim"_a = dim, "keepdim"_a = keepdim));
   }
   return pair_result("mode", mode(x, dim, keepdim), outh);
 }
@@ -109,9 +109,9 @@ py::object cumext_call(bool is_max, py::handle xh, py::handle dimh, py::handle o
   const char* name = is_max ? "cummax" : "cummin";
   Tensor x = expect_tensor(xh, name, "input");
   const int64_t dim = parse_dim(dimh, name);
-  if (needs_grad(x)) {
-    if (outh && !outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh), py::dict("dim"_a = dim));
+  if (needs_dispatch(x)) {
+    if (outh && !outh.is_none()) refuse_dispatched_out(name, x);
+    return redispatch(name, core_fn(name), py::make_tuple(xh), py::dict("dim"_a = dim));
   }
   return pair_result(name, cumextreme(x, dim, is_max), outh);
 }
@@ -244,11 +244,11 @@ py::object quantile_call(bool ignore_nan, py::handle xh, py::handle qh, py::hand
     if (is_floating(x->dtype)) q = to_dtype(q, x->dtype);
   }
   auto dim = parse_opt_dim(dimh, name);
-  if (needs_grad(x)) {
-    if (!outh.is_none()) out_with_grad(name);
-    return call_autograd(name, core_fn(name), py::make_tuple(xh),
+  if (needs_dispatch(x)) {
+    if ((!outh.is_none()) && needs_grad(x)) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
                          py::dict("q"_a = qh, "dim"_a = opt_dim_obj(dim), "keepdim"_a = keepdim,
-                                  "interpolation"_a = interpolation));
+                                  "interpolation"_a = interpolation), outh);
   }
   return finish(name, quantile(x, q, dim, keepdim, interp, ignore_nan), outh);
 }

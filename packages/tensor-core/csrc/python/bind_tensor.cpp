@@ -9,13 +9,15 @@
 
 #include "python/pyutils.h"
 
+using namespace pybind11::literals;
+
 namespace ember::pyb {
 
 static py::module_* g_module = nullptr;
 static py::object core_fn(const char* name) { return g_module->attr(name); }
 
 #define EMBER_AUTOGRAD(cond, name, ...)                                                 \
-  if (cond) return call_autograd(name, core_fn(name), py::make_tuple(__VA_ARGS__), py::dict())
+  if (cond) return redispatch(name, core_fn(name), py::make_tuple(__VA_ARGS__), py::dict())
 
 // ---------------------------------------------------------------------------------------------
 // Python data -> tensor
@@ -185,7 +187,7 @@ Tensor apply_basic_index(const Tensor& self, py::handle index) {
 // tensor value requires grad.
 static void setitem(const Tensor& self, py::object index, py::object value) {
   if ((self->requires_grad && grad_enabled()) || (is_tensor(value) && needs_grad(to_tensor(value)))) {
-    call_autograd("_setitem", core_fn("_setitem"), py::make_tuple(self, index, value), py::dict());
+    redispatch("_setitem", core_fn("_setitem"), py::make_tuple(self, index, value), py::dict());
     return;
   }
   apply_setitem(self, index, value);
@@ -206,6 +208,7 @@ static py::object scalar_to_py(const char* data, ScalarType dt) {
 }
 
 py::object item(const Tensor& t) {
+  if (on_device(t)) return item(to_device_copy(t, Device{}, false));  // waits for the device
   if (t->numel() != 1)
     throw std::runtime_error(str_cat("a Tensor with ", t->numel(),
                                      " elements cannot be converted to Scalar"));
@@ -246,7 +249,7 @@ static Tensor convert(const Tensor& t, ScalarType dt, bool copy) {
 static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs) {
   ScalarType dt = ScalarType::Undefined;
   Device dev = self->device();
-  bool copy = false;
+  bool copy = false, non_blocking = false;
   auto take = [&](py::handle a) {
     if (is_tensor(a)) {
       Tensor o = to_tensor(a);
@@ -265,11 +268,21 @@ static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs
     if (k == "dtype") dt = to_dtype(kv.second);
     else if (k == "device") dev = kv.second.is_none() ? self->device() : to_device(kv.second);
     else if (k == "copy") copy = kv.second.cast<bool>();
-    else if (k == "non_blocking" || k == "memory_format") continue;
+    else if (k == "non_blocking") non_blocking = kv.second.cast<bool>();
+    else if (k == "memory_format") continue;
     else throw py::type_error("to() got an unexpected keyword argument '" + k + "'");
   }
-  if (dev != self->device()) check_cpu_device(dev, "Tensor.to('" + dev.str() + "')");
   if (dt == ScalarType::Undefined) dt = self->dtype;
+  dev = resolve_device(dev, "Tensor.to('" + dev.str() + "')");
+  if (dev != self->device()) {
+    EMBER_AUTOGRAD(needs_grad(self), "_to_device", self, py::str(dev.str()),
+                   dtype_object(dt), non_blocking);
+    // A narrowing conversion runs before the copy (fewer bytes to move), a widening one after.
+    Tensor t = self;
+    if (itemsize(dt) < t->element_size()) t = convert(t, dt, false);
+    t = to_device_copy(t, dev, non_blocking);
+    return wrap(convert(t, dt, false));
+  }
   if (dt == self->dtype && !copy) return py::cast(self);
   EMBER_AUTOGRAD(needs_grad(self), "_to_dtype", self, dtype_object(dt), copy);
   return wrap(convert(self, dt, copy));
@@ -277,6 +290,10 @@ static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs
 
 void register_tensor(py::module_& m) {
   g_module = new py::module_(m);
+  // x.to(device) as the autograd hook records it (_to_device in the gradient table).
+  m.def("_to_device", [](py::object x, py::object device, py::object dtype, bool non_blocking) {
+    return x.attr("to")(device, dtype, "non_blocking"_a = non_blocking);
+  });
   auto cls = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>(m, "Tensor", py::dynamic_attr(),
                                                                   py::buffer_protocol());
   cls.def_property_readonly("shape", [](const Tensor& t) {
@@ -315,7 +332,7 @@ void register_tensor(py::module_& m) {
       .def("is_signed", [](const Tensor& t) {
         return t->dtype != ScalarType::Bool && t->dtype != ScalarType::UInt8;
       })
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t->data()); })
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t->device_data()); })
       .def("storage_offset", [](const Tensor& t) { return t->offset; })
       .def("get_device", [](const Tensor& t) { return t->device().is_cpu() ? -1 : int(t->device().index); })
       .def("size", [](const Tensor& t, py::object dim) -> py::object {
@@ -344,7 +361,13 @@ void register_tensor(py::module_& m) {
       })
       // conversions
       .def("item", &item)
-      .def("tolist", [](const Tensor& t) { return tolist_rec(t, 0, t->data()); })
+      .def("tolist", [](const Tensor& t) {
+        if (on_device(t)) {
+          Tensor host = to_device_copy(t, Device{}, false);
+          return tolist_rec(host, 0, host->data());
+        }
+        return tolist_rec(t, 0, t->data());
+      })
       .def("__bool__", [](const Tensor& t) {
         if (t->numel() != 1)
           throw std::runtime_error(str_cat("Boolean value of Tensor with ",
@@ -363,6 +386,13 @@ void register_tensor(py::module_& m) {
       })
       .def("__complex__", [](const Tensor& t) { return py::module_::import("builtins").attr("complex")(item(t)); })
       .def("to", &to_method)
+      .def("record_stream", [](const Tensor& t, py::object stream) {
+        g_module->attr("_tensor_record_stream")(t, stream.attr("cuda_stream"));
+      })
+      .def("pin_memory", [](const Tensor& t) {
+        return g_module->attr("_pin_memory")(t);
+      })
+      .def("is_pinned", [](const Tensor& t) { return bool(g_module->attr("_cuda_is_pinned")(t).cast<bool>()); })
       .def("type", [](const Tensor& self, py::object dtype) -> py::object {
         if (dtype.is_none())
           return py::str(std::string("ember.") + type_name(self->dtype) + "Tensor");
@@ -371,12 +401,23 @@ void register_tensor(py::module_& m) {
         EMBER_AUTOGRAD(needs_grad(self), "_to_dtype", self, dtype_object(dt), false);
         return wrap(convert(self, dt, false));
       }, py::arg("dtype") = py::none())
-      .def("cpu", [](py::object self) { return self; })
-      .def("cuda", [](py::object, py::object device, bool, py::object) -> py::object {
-        Device d = device.is_none() ? Device{DeviceType::CUDA, -1} : to_device(device);
+      .def("cpu", [](py::object self) -> py::object {
+        Tensor t = self.cast<Tensor>();
+        if (t->device().is_cpu()) return self;
+        EMBER_AUTOGRAD(needs_grad(t), "_to_device", t, py::str("cpu"), dtype_object(t->dtype), false);
+        return wrap(to_device_copy(t, Device{}, false));
+      })
+      .def("cuda", [](py::object self, py::object device, bool non_blocking, py::object) -> py::object {
+        Device d = device.is_none() ? Device{DeviceType::CUDA, -1}
+                   : is_int_like(device) ? Device{DeviceType::CUDA, static_cast<int16_t>(as_int(device))}
+                                         : to_device(device);
         if (d.is_cpu()) throw std::runtime_error("Invalid device, must be cuda device");
-        check_cpu_device(d, "Tensor.cuda()");
-        return py::none();
+        d = resolve_device(d, "Tensor.cuda()");
+        Tensor t = self.cast<Tensor>();
+        if (t->device() == d) return self;
+        EMBER_AUTOGRAD(needs_grad(t), "_to_device", t, py::str(d.str()), dtype_object(t->dtype),
+                       non_blocking);
+        return wrap(to_device_copy(t, d, non_blocking));
       }, py::arg("device") = py::none(), py::arg("non_blocking") = false,
          py::arg("memory_format") = py::none())
       // views
@@ -425,7 +466,7 @@ void register_tensor(py::module_& m) {
         // recorded as a clone (same gradient), but run as a contiguous copy: the core's clone
         // keeps a dense input's strides, so it would hand back the same non-contiguous layout
         if (needs_grad(self))
-          return call_autograd("clone", core_fn("_contiguous"), py::make_tuple(self), py::dict());
+          return redispatch("clone", core_fn("_contiguous"), py::make_tuple(self), py::dict());
         return wrap(contiguous(self));
       }, py::arg("memory_format") = py::none())
       .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
@@ -438,21 +479,21 @@ void register_tensor(py::module_& m) {
       .def("copy_", [](py::object self, const Tensor& src, bool) {
         Tensor t = self.cast<Tensor>();
         if (needs_grad(src) || t->requires_grad)
-          return call_autograd("_copy_", core_fn("_copy_"), py::make_tuple(self, src), py::dict());
+          return redispatch("_copy_", core_fn("_copy_"), py::make_tuple(self, src), py::dict());
         copy_(t, src);
         return self;
       }, py::arg("src"), py::arg("non_blocking") = false)
       .def("fill_", [](py::object self, py::object value) {
         Tensor t = self.cast<Tensor>();
         if (t->requires_grad && grad_enabled())
-          return call_autograd("_fill_", core_fn("_fill_"), py::make_tuple(self, value), py::dict());
+          return redispatch("_fill_", core_fn("_fill_"), py::make_tuple(self, value), py::dict());
         fill_(t, to_scalar(value));
         return self;
       })
       .def("zero_", [](py::object self) {
         Tensor t = self.cast<Tensor>();
         if (t->requires_grad && grad_enabled())
-          return call_autograd("_fill_", core_fn("_fill_"), py::make_tuple(self, 0), py::dict());
+          return redispatch("_fill_", core_fn("_fill_"), py::make_tuple(self, 0), py::dict());
         fill_(t, Scalar::from_int(0));
         return self;
       });

@@ -189,6 +189,59 @@ py::object call_autograd(const char* name, py::handle fn, py::tuple args, py::di
   return hook(name, fn, args, kwargs);
 }
 
+static py::object& device_hook_slot() {
+  static py::object* hook = new py::object(py::none());  // leaked, as the autograd hook
+  return *hook;
+}
+
+namespace {
+// Whether any tensor among `args` (one level into lists and tuples) satisfies `pred`.
+template <class Pred> bool any_tensor(py::handle args, Pred pred) {
+  for (py::handle a : args) {
+    if (is_tensor(a)) {
+      if (pred(to_tensor(a))) return true;
+    } else if (PyList_Check(a.ptr()) || PyTuple_Check(a.ptr())) {
+      for (py::handle b : a)
+        if (is_tensor(b) && pred(to_tensor(b))) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+py::object call_device(const char* name, py::tuple args, py::dict kwargs) {
+  py::object hook = device_hook_slot();
+  if (hook.is_none()) {
+    py::module_::import("ember.cuda");  // registers the hook
+    hook = device_hook_slot();
+    if (hook.is_none()) throw std::runtime_error("ember: ember.cuda's device hook is not loaded");
+  }
+  return hook(name, args, kwargs);
+}
+
+py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict kwargs) {
+  if (grad_enabled()) {
+    auto grad = [](const Tensor& t) { return t->requires_grad; };
+    if (any_tensor(args, grad) || any_tensor(kwargs.attr("values")(), grad))
+      return call_autograd(name, fn, std::move(args), std::move(kwargs));
+  }
+  if (any_tensor(args, on_device) || any_tensor(kwargs.attr("values")(), on_device))
+    return call_device(name, std::move(args), std::move(kwargs));
+  return call_autograd(name, fn, std::move(args), std::move(kwargs));
+}
+
+py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
+                          py::handle outh) {
+  py::object r = redispatch(name, fn, std::move(args), std::move(kwargs));
+  if (!outh || outh.is_none()) return r;
+  Tensor result = expect_tensor(r, name, "result"), out = expect_tensor(outh, name, "out");
+  EMBER_CHECK(result->device() == out->device(), std::runtime_error,
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              result->device().str(), " and ", out->device().str(), "! (", name, ", out=)");
+  write_out(name, result, out);
+  return py::reinterpret_borrow<py::object>(outh);
+}
+
 void check_out_no_grad(const Tensor& out, const char* op) {
   if (out && out->requires_grad && grad_enabled())
     throw std::runtime_error(str_cat(op, "(): functions with out=... arguments don't support "
@@ -326,6 +379,12 @@ py::object finish(const char* op, const Tensor& result, py::handle outh) {
   return py::reinterpret_borrow<py::object>(outh);
 }
 
+[[noreturn]] void refuse_dispatched_out(const char* op, const Tensor& x) {
+  if (needs_grad(x)) out_with_grad(op);
+  throw std::runtime_error(str_cat(op, "(): out= is not supported for ", x->device().str(),
+                                   " tensors yet"));
+}
+
 [[noreturn]] void out_with_grad(const char* op) {
   throw std::runtime_error(str_cat(op, "(): functions with out=... arguments don't support "
                                        "automatic differentiation, but one of the arguments "
@@ -382,6 +441,8 @@ void register_dtypes(py::module_& m) {
   }
   m.def("_set_autograd_hook", [](py::object hook) { hook_slot() = std::move(hook); });
   m.def("_get_autograd_hook", []() { return hook_slot(); });
+  m.def("_set_device_hook", [](py::object hook) { device_hook_slot() = std::move(hook); });
+  m.def("_get_device_hook", []() { return device_hook_slot(); });
   m.def("is_grad_enabled", &grad_enabled);
   m.def("_set_grad_enabled", &set_grad_enabled);
   m.def("get_default_dtype", []() { return dtype_object(get_default_dtype()); });

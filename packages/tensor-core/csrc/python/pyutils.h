@@ -40,9 +40,14 @@ Shape to_shape(py::handle h);
 // An int, or a tuple/list of ints (None -> empty with all=true).
 std::vector<int64_t> to_dims(py::handle h);
 Device to_device(py::handle h);
-// Raises where `device` is not the CPU: tensors live on the CPU only so far. The message says
-// whether a GPU is there at all (ember.cuda's no-GPU error) or CUDA tensors are not written yet.
+// Raises where `device` is not the CPU, for what runs on the CPU only (ember.Generator). The
+// message says whether a GPU is there at all (ember.cuda's no-GPU error).
 void check_cpu_device(const Device& device, const std::string& what);
+// `device` with its index resolved (cuda -> cuda:<current>); raises the no-GPU error for a CUDA
+// device where none is usable, and torch's error for an invalid ordinal.
+Device resolve_device(const Device& device, const std::string& what);
+// `t` on `device` (itself when it is there already): a copy, asynchronous when allowed.
+Tensor to_device_copy(const Tensor& t, const Device& device, bool non_blocking);
 
 // ---- the autograd hook ----
 // Grad mode lives in the core (thread-local) so that no_grad works without ember-autograd.
@@ -57,6 +62,22 @@ inline bool needs_grad(const Tensor& t) { return t && t->requires_grad && grad_e
 py::object call_autograd(const char* name, py::handle fn, py::tuple args, py::dict kwargs);
 // Raised when requires_grad=True is asked for and no autograd package can be imported.
 void ensure_autograd_available();
+
+// ---- the device hook ----
+// Ops on CUDA tensors run in ember.cuda (CuPy kernels over ember's device storages), reached the
+// way the autograd package is: the binding hands the call over as hook(name, args, kwargs).
+inline bool on_device(const Tensor& t) { return t && !t->device().is_cpu(); }
+// True when a call must leave the CPU kernels: to be recorded, or to run on a device.
+inline bool needs_dispatch(const Tensor& t) { return needs_grad(t) || on_device(t); }
+// The router behind every op binding: a call that must be recorded goes to the autograd hook
+// (which runs `fn` again with grad mode off), any other call with a CUDA tensor among its
+// arguments goes to the device hook.
+py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict kwargs);
+py::object call_device(const char* name, py::tuple args, py::dict kwargs);
+// redispatch, then the result goes into `outh` when one is given (a device call with out=; a
+// recorded call refuses out= before it gets here) and `outh` is returned.
+py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
+                          py::handle outh);
 
 // out= / in-place on a tensor that requires grad is refused like PyTorch does.
 void check_out_no_grad(const Tensor& out, const char* op);
@@ -93,6 +114,9 @@ void check_out_dtype(const Tensor& out, ScalarType expected);
 // Returns `result`, or writes it into the tensor `outh` and returns that.
 py::object finish(const char* op, const Tensor& result, py::handle outh);
 [[noreturn]] void out_with_grad(const char* op);
+// out= on a call that leaves the CPU kernels and has no out= path there: the autograd error when
+// `x` needs grad, else "not supported on CUDA yet".
+[[noreturn]] void refuse_dispatched_out(const char* op, const Tensor& x);
 // The named tuple type ember.return_types.<name>(values, indices) of max/sort/topk/...
 py::object return_type(const std::string& name);
 

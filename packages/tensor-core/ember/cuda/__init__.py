@@ -8,7 +8,11 @@ behaviour before CUDA is initialised), and every other call raises a RuntimeErro
 
 Allocator settings come from ``EMBER_CUDA_ALLOC_CONF`` (PyTorch's ``PYTORCH_CUDA_ALLOC_CONF``
 keys ``max_split_size_mb`` and ``garbage_collection_threshold``), read when a device's allocator
-is first used. Tensors on CUDA devices are not implemented yet: ``device="cuda"`` raises.
+is first used.
+
+Tensors on CUDA devices (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) keep their bytes in that
+allocator; ops on them run as CuPy kernels over zero-copy views, on the current stream
+(``ember.cuda._ops``, whose table docs/cuda.md lists).
 """
 
 from __future__ import annotations
@@ -51,6 +55,20 @@ from ember.cuda.streams import (
     set_stream,
     stream,
 )
+
+
+
+def _device_hook(name, args, kwargs):
+    """Every op call with a CUDA tensor among its arguments comes here (CuPy kernels, see
+    docs/cuda.md). The op module (and NumPy/CuPy with it) loads on the first such call, so
+    `import ember` stays light."""
+    from ember.cuda import _ops
+
+    _C._set_device_hook(_ops.dispatch)
+    return _ops.dispatch(name, args, kwargs)
+
+
+_C._set_device_hook(_device_hook)
 
 OutOfMemoryError = _C.OutOfMemoryError
 """Raised when the caching allocator cannot find device memory even after freeing its cache

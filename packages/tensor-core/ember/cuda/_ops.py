@@ -1,0 +1,775 @@
+"""Ops on CUDA tensors: CuPy kernels over zero-copy views of ember's device storages.
+
+The core hands every op call that has a CUDA tensor among its arguments to :func:`dispatch` (the
+core's device hook), under the name and arguments the autograd package receives for the same
+call. Autograd therefore works on CUDA unchanged: a recorded op runs its forward through the core
+again, with grad mode off, and lands here.
+
+Each op here
+  1. checks that its tensors share one device (PyTorch's error otherwise; a 0-d CPU tensor may
+     join a CUDA op as a number, as in PyTorch);
+  2. takes the result's dtype from the CPU op itself, run on one-element stand-ins of the same
+     dtypes and ranks (:func:`_meta`), so promotion rules and dtype errors are the CPU's exactly;
+  3. allocates the result from ember's caching allocator and has the array module write into a
+     view of it, on ember's current stream.
+
+The array module ``xp`` is CuPy on a GPU. Where ember.cuda runs over its host backend (the tests
+on machines without a GPU, ``ember.cuda._use_host_backend``), device memory is host memory and
+``xp`` is NumPy: the same code runs, only the kernels differ.
+
+An op with no entry in ``OPS`` raises NotImplementedError naming it (docs/cuda.md lists the
+table); the CPU kernels themselves refuse device memory (TensorImpl::data), so nothing reads a
+device pointer from the host.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+from ember import _C
+
+# ---- the array module ------------------------------------------------------------------------
+
+_state: dict[str, Any] = {"backend": None, "xp": None, "streams": {}}
+
+
+def xp():
+    """The array module for the current backend: CuPy on a GPU, NumPy over the host backend."""
+    backend = _C._cuda_backend_name()
+    if backend != _state["backend"]:
+        if backend == "host":
+            _state["xp"] = numpy
+        else:
+            try:
+                import cupy
+            except ImportError:
+                raise RuntimeError(
+                    "ember: ops on CUDA tensors run on CuPy, which is not installed: "
+                    "pip install cupy-cuda12x (or cupy-cuda13x, to match the CUDA driver)"
+                ) from None
+            from ember.cuda._cupy import route_cupy_allocations
+
+            route_cupy_allocations()
+            _state["xp"] = cupy
+        _state["backend"] = backend
+        _state["streams"] = {}
+    return _state["xp"]
+
+
+class _on_current_stream:
+    """Runs CuPy's kernels on ember's current stream of `device` (nothing to do on NumPy)."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, device: int) -> None:
+        self.ctx = None
+        mod = xp()
+        if mod is numpy:  # CuPy does not warn on inf/nan results (nor does torch): neither here
+            self.ctx = (numpy.errstate(all="ignore"), None)
+            return
+        handle = _C._cuda_current_stream(device)
+        streams = _state["streams"]
+        key = (device, handle)
+        if key not in streams:
+            streams[key] = mod.cuda.ExternalStream(handle, device) if handle else None
+        stream = streams[key]
+        self.ctx = (mod.cuda.Device(device), stream)
+
+    def __enter__(self):
+        if self.ctx is not None:
+            dev, stream = self.ctx
+            dev.__enter__()
+            if stream is not None:
+                stream.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            dev, stream = self.ctx
+            if stream is not None:
+                stream.__exit__(*exc)
+            dev.__exit__(*exc)
+        return False
+
+
+# ---- views of tensors ------------------------------------------------------------------------
+
+_TYPESTR = {
+    "bool": "|b1",
+    "uint8": "|u1",
+    "int8": "|i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "float16": "<f2",
+    "float32": "<f4",
+    "float64": "<f8",
+}
+
+
+class _Exported:
+    """Holds a tensor alive behind the array interface NumPy or CuPy reads."""
+
+    def __init__(self, tensor, interface: dict, cuda: bool) -> None:
+        self.tensor = tensor
+        if cuda:
+            self.__cuda_array_interface__ = interface
+        else:
+            self.__array_interface__ = interface
+
+
+def typestr(dtype) -> str:
+    try:
+        return _TYPESTR[dtype.name]
+    except KeyError:
+        raise TypeError(
+            f"ember: {dtype} tensors on CUDA are not supported by ember's CuPy ops yet "
+            "(NumPy and CuPy have no bfloat16)"
+        ) from None
+
+
+def view(t):
+    """A zero-copy array over a CUDA tensor's bytes (its shape, strides and dtype)."""
+    mod = xp()
+    ts = typestr(t.dtype)
+    if t.numel() == 0:
+        return mod.empty(tuple(t.shape), dtype=numpy.dtype(ts))
+    interface = _C._cuda_array_interface(t, ts)
+    if mod is numpy:
+        return numpy.asarray(_Exported(t, interface, cuda=False))
+    return mod.asarray(_Exported(t, interface, cuda=True))
+
+
+def empty(shape, dtype, device: int):
+    return _C._cuda_empty(list(shape), [], dtype, device)
+
+
+def _np_dtype(dtype):
+    return numpy.dtype(typestr(dtype))
+
+
+# ---- arguments -------------------------------------------------------------------------------
+
+
+def _is_tensor(a) -> bool:
+    return isinstance(a, _C.Tensor)
+
+
+def _tensors(args) -> list:
+    out = []
+    for a in args:
+        if _is_tensor(a):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out.extend(b for b in a if _is_tensor(b))
+    return out
+
+
+def device_of(name: str, args, kwargs=None) -> int:
+    """The CUDA device the call runs on; PyTorch's error when its tensors are on two devices (a
+    0-d CPU tensor may take part, as a number)."""
+    devices = []
+    for t in _tensors(list(args) + list((kwargs or {}).values())):
+        d = t.device
+        if d.type == "cpu" and t.dim() == 0:
+            continue
+        if d not in devices:
+            devices.append(d)
+    cuda = [d for d in devices if d.type == "cuda"]
+    if len(devices) > 1 or not cuda:
+        a, b = (str(d) for d in (devices + devices)[:2]) if len(devices) > 1 else ("cpu", "cpu")
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{a} and {b}! (when checking argument for {name})"
+        )
+    return cuda[0].index
+
+
+def _stand_in(a):
+    """A one-element CPU tensor with a's dtype and rank (numbers and the rest pass as they are)."""
+    if _is_tensor(a):
+        return _C.ones([1] * a.dim(), dtype=a.dtype) if a.dim() else _C.ones([], dtype=a.dtype)
+    if isinstance(a, (list, tuple)) and any(_is_tensor(b) for b in a):
+        return type(a)(_stand_in(b) for b in a)
+    return a
+
+
+_CPU_NAME = {"div_trunc": "_div_trunc", "div_trunc_": "_div_trunc_"}
+
+
+def _meta(name: str, args, kwargs):
+    """The CPU op on stand-ins: its result has the dtype the device result must have, and any
+    dtype error is raised with the CPU's message."""
+    cpu_name = _CPU_NAME.get(name, name)
+    stand = [_stand_in(a) for a in args]
+    fn = getattr(_C, cpu_name, None)
+    if fn is None and cpu_name.endswith("_"):
+        fn = getattr(stand[0], cpu_name)
+        stand = stand[1:]
+    if fn is None:
+        raise NotImplementedError(f"ember: no CPU op {name!r} to take the dtype rules from")
+    with warnings.catch_warnings():  # e.g. var's "degrees of freedom <= 0" on a 1-element stand-in
+        warnings.simplefilter("ignore")
+        return fn(*stand, **{k: _stand_in(v) for k, v in kwargs.items()})
+
+
+def _number(a):
+    """A CPU 0-d tensor joining a CUDA op becomes its number."""
+    if _is_tensor(a) and a.device.type == "cpu":
+        return a.item()
+    return a
+
+
+def _operand(a, dtype):
+    """An operand as an array of `dtype` (tensors: a view, cast if needed; numbers: 0-d)."""
+    mod = xp()
+    npd = _np_dtype(dtype)
+    a = _number(a)
+    if _is_tensor(a):
+        v = view(a)
+        return v if v.dtype == npd else v.astype(npd)
+    return mod.asarray(a, dtype=npd)
+
+
+def _result(device: int, shape, dtype, value):
+    """A new CUDA tensor holding `value` (an array of any dtype, broadcast to `shape`)."""
+    out = empty(shape, dtype, device)
+    if out.numel():
+        view(out)[...] = value
+    return out
+
+
+def _broadcast_shapes(*shapes):
+    import ember
+
+    return ember.broadcast_shapes(*shapes)
+
+
+def _shape(a) -> tuple:
+    return tuple(a.shape) if _is_tensor(a) else ()
+
+
+# ---- element-wise ops: from the op table (op_table.h) ---------------------------------------
+
+
+def _trunc_divide(a, b):
+    mod = xp()
+    if a.dtype.kind == "f":
+        return mod.trunc(a / b)
+    q = mod.floor_divide(a, b)
+    return q + ((mod.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+
+
+def _xlogy(a, b):
+    mod = xp()
+    return mod.where((a == 0) & ~mod.isnan(b), mod.zeros_like(a * b), a * mod.log(b))
+
+
+def _special(name: str) -> Callable:
+    """erf/erfc/erfinv: cupyx.scipy.special on a GPU; SciPy or math for NumPy."""
+
+    def fn(x):
+        mod = xp()
+        if mod is not numpy:
+            import cupyx.scipy.special as sp
+
+            return getattr(sp, name)(x)
+        try:
+            import scipy.special as sp
+
+            return getattr(sp, name)(x).astype(x.dtype)
+        except ImportError:
+            scalar = {"erf": math.erf, "erfc": math.erfc}.get(name) or _erfinv_scalar
+            return numpy.vectorize(scalar, otypes=[x.dtype])(x)
+
+    return fn
+
+
+def _erfinv_scalar(y: float) -> float:
+    if y <= -1 or y >= 1:
+        return math.copysign(math.inf, y) if abs(y) == 1 else math.nan
+    x = 0.0
+    for _ in range(60):  # Newton on erf(x) - y
+        x -= (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+    return x
+
+
+def _identity_for_integers(fn_name: str) -> Callable:
+    def fn(x):
+        return x.copy() if x.dtype.kind in "biu" else getattr(xp(), fn_name)(x)
+
+    return fn
+
+
+def _x(name: str) -> Callable:
+    """The ufunc xp.<name>, looked up when called (xp changes with the backend). It can write
+    straight into the result (`out=`), saving a pass over memory."""
+
+    def fn(*a, out=None):
+        return getattr(xp(), name)(*a, out=out)
+
+    fn.writes_out = True
+    return fn
+
+
+ELEMENTWISE: dict[str, Callable] = {
+    # unary
+    "exp": _x("exp"), "exp2": _x("exp2"), "expm1": _x("expm1"), "log": _x("log"),
+    "log2": _x("log2"), "log10": _x("log10"), "log1p": _x("log1p"), "sqrt": _x("sqrt"),
+    "rsqrt": lambda x: 1 / xp().sqrt(x), "sin": _x("sin"), "cos": _x("cos"), "tan": _x("tan"),
+    "asin": _x("arcsin"), "acos": _x("arccos"), "atan": _x("arctan"), "sinh": _x("sinh"),
+    "cosh": _x("cosh"), "tanh": _x("tanh"), "asinh": _x("arcsinh"), "acosh": _x("arccosh"),
+    "atanh": _x("arctanh"), "sigmoid": lambda x: 1 / (1 + xp().exp(-x)),
+    "erf": _special("erf"), "erfc": _special("erfc"), "erfinv": _special("erfinv"),
+    "sinc": lambda x: xp().sinc(x), "deg2rad": _x("deg2rad"), "rad2deg": _x("rad2deg"),
+    "reciprocal": lambda x: 1 / x, "frac": lambda x: x - xp().trunc(x), "neg": _x("negative"),
+    "abs": _x("absolute"), "square": lambda x: x * x, "sign": _x("sign"),
+    "relu": lambda x: xp().where(x > 0, x, xp().zeros_like(x)) if x.dtype.kind != "f"
+    else xp().maximum(x, x.dtype.type(0)),
+    "floor": _identity_for_integers("floor"), "ceil": _identity_for_integers("ceil"),
+    "trunc": _identity_for_integers("trunc"), "isnan": _x("isnan"), "isinf": _x("isinf"),
+    "isfinite": _x("isfinite"), "signbit": _x("signbit"), "logical_not": _x("logical_not"),
+    "bitwise_not": _x("invert"),
+    # binary
+    "add": _x("add"), "sub": _x("subtract"), "mul": _x("multiply"), "div": _x("true_divide"),
+    "floor_divide": _x("floor_divide"), "div_trunc": _trunc_divide, "remainder": _x("remainder"),
+    "fmod": _x("fmod"), "pow": _x("power"), "maximum": _x("maximum"), "minimum": _x("minimum"),
+    "atan2": _x("arctan2"), "hypot": _x("hypot"), "copysign": _x("copysign"), "xlogy": _xlogy,
+    "logaddexp": _x("logaddexp"), "logaddexp2": _x("logaddexp2"), "fmax": _x("fmax"),
+    "fmin": _x("fmin"), "eq": _x("equal"), "ne": _x("not_equal"), "lt": _x("less"),
+    "le": _x("less_equal"), "gt": _x("greater"), "ge": _x("greater_equal"),
+    "logical_and": _x("logical_and"), "logical_or": _x("logical_or"),
+    "logical_xor": _x("logical_xor"), "bitwise_and": _x("bitwise_and"),
+    "bitwise_or": _x("bitwise_or"), "bitwise_xor": _x("bitwise_xor"),
+    "bitwise_left_shift": _x("left_shift"), "bitwise_right_shift": _x("right_shift"),
+}  # fmt: skip
+
+# Kinds whose computation runs in the inputs' common dtype rather than the result's.
+_COMPUTE_IN_INPUT_TYPE = {"PRED", "CMP", "LOGICAL", "INTEGRAL", "SAME"}
+_KIND = {row["name"]: row["kind"] for row in _C._op_table()}
+
+
+def _compute_dtype(name: str, args, result_dtype):
+    kind = _KIND[name]
+    if kind not in _COMPUTE_IN_INPUT_TYPE:
+        return result_dtype
+    tensors = [a for a in args if _is_tensor(a)]
+    if len(args) == 1:
+        return tensors[0].dtype
+    return _C.result_type(*(_stand_in(a) for a in args))
+
+
+def _elementwise(name: str, args, kwargs):
+    device = device_of(name, args)
+    meta = _meta(name, args, kwargs)
+    shape = tuple(_broadcast_shapes(*(_shape(a) for a in args)))
+    cdt = _compute_dtype(name, args, meta.dtype)
+    with _on_current_stream(device):
+        ops = [_operand(a, cdt) for a in args]
+        if "alpha" in kwargs:  # add/sub's alpha scales `other`
+            ops[1] = ops[1] * xp().asarray(kwargs["alpha"], dtype=ops[1].dtype)
+        out = empty(shape, meta.dtype, device)
+        if out.numel():
+            fn = ELEMENTWISE[name]
+            target = view(out)
+            if getattr(fn, "writes_out", False) and target.dtype == ops[0].dtype:
+                fn(*ops, out=target)
+            else:
+                target[...] = fn(*ops)
+    return out
+
+
+def _inplace(base: Callable) -> Callable:
+    """`op_(self, ...)`: the CPU's in-place dtype check on stand-ins, then the op written back."""
+
+    def run(name: str, args, kwargs):
+        self = args[0]
+        _meta(name, args, kwargs)  # "result type Float can't be cast to ..." as on the CPU
+        result = base(name[:-1], args, kwargs)
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(result.shape)}"
+            )
+        _copy_from("_copy_from", (self, result), {})
+        return self
+
+    return run
+
+
+# ---- copies and fills (core copy_/fill_ route here for CUDA tensors) -------------------------
+
+
+def _copy_from(name: str, args, kwargs):
+    dst, src = args
+    non_blocking = bool(kwargs.get("non_blocking", False))
+    if dst.numel() == 0:
+        return dst
+    same_layout = (
+        dst.dtype == src.dtype
+        and tuple(dst.shape) == tuple(src.shape)
+        and dst.is_contiguous()
+        and src.is_contiguous()
+    )
+    dd, sd = dst.device, src.device
+    if dd.type == "cuda" and sd == dd:  # on one device: a strided, casting, broadcasting copy
+        with _on_current_stream(dd.index):
+            view(dst)[...] = view(src)
+        return dst
+    if same_layout:  # the fast path: one cudaMemcpyAsync
+        _C._cuda_copy_contiguous(dst, src, non_blocking)
+        return dst
+    if sd.type == "cpu":  # host -> device: dtype, broadcast and layout fixed on the host
+        staged = src.to(dtype=dst.dtype).expand(tuple(dst.shape)).contiguous()
+        if dst.is_contiguous():
+            _C._cuda_copy_contiguous(dst, staged, False)
+        else:
+            tmp = empty(tuple(dst.shape), dst.dtype, dd.index)
+            _C._cuda_copy_contiguous(tmp, staged, False)
+            _copy_from(name, (dst, tmp), {})
+        return dst
+    # device -> host, or between two devices: a contiguous copy of dst's dtype on src's device
+    with _on_current_stream(sd.index):
+        tmp = empty(tuple(src.shape), dst.dtype, sd.index)
+        view(tmp)[...] = view(src)
+    if dd.type == "cpu":
+        host = _C.empty(list(src.shape), dtype=dst.dtype)
+        _C._cuda_copy_contiguous(host, tmp, False)
+        dst.copy_(host)
+    else:
+        other = empty(tuple(src.shape), dst.dtype, dd.index)
+        _C._cuda_copy_contiguous(other, tmp, False)
+        _copy_from(name, (dst, other), {})
+    return dst
+
+
+def _fill(name: str, args, kwargs):
+    dst, value = args
+    with _on_current_stream(dst.device.index):
+        if value == 0 and not isinstance(value, bool) and dst.is_contiguous():
+            _C._cuda_memset(dst, 0)
+        else:
+            _C.full([], value, dtype=dst.dtype)  # the CPU's range check of `value`
+            view(dst)[...] = value
+    return dst
+
+
+# ---- reductions --------------------------------------------------------------------------------
+
+
+def _axes(dim, ndim: int):
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return None
+    dims = dim if isinstance(dim, (list, tuple)) else (dim,)
+    return tuple(d % ndim if ndim else 0 for d in dims)
+
+
+def _reduction(fn: Callable, *, cast_input: bool = True) -> Callable:
+    """A reduction over kwargs dim/keepdim: `fn(array, axis, keepdims)` computed in the result
+    dtype (the input cast first when `cast_input`)."""
+
+    def run(name: str, args, kwargs):
+        x = args[0]
+        device = device_of(name, args)
+        meta = _meta(name, args, kwargs)
+        axis = _axes(kwargs.get("dim"), x.dim())
+        keep = bool(kwargs.get("keepdim", False))
+        with _on_current_stream(device):
+            a = _operand(x, meta.dtype) if cast_input else view(x)
+            if x.dim() == 0:
+                a = a.reshape(1)
+                axis = None
+            value = fn(a, axis, keep, kwargs)
+            return _result(device, tuple(meta.shape) if x.dim() == 0 else
+                           _reduced_shape(x, axis, keep), meta.dtype, value)
+
+    return run
+
+
+def _reduced_shape(x, axis, keep: bool) -> tuple:
+    shape = tuple(x.shape)
+    axes = range(len(shape)) if axis is None else axis
+    if keep:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _var(a, axis, keep, kwargs):
+    correction = kwargs.get("correction", 1)
+    return xp().var(a, axis=axis, keepdims=keep, ddof=1 if correction is None else correction)
+
+
+def _max_dim(is_max: bool) -> Callable:
+    """max(x, dim) / min(x, dim): (values, indices), the first index of the extreme (and of a
+    NaN, which wins, as in torch)."""
+
+    def run(name: str, args, kwargs):
+        x = args[0]
+        device = device_of(name, args)
+        meta = _meta(name, args, kwargs)  # a ember.return_types.max/min: the type to return
+        values_meta = meta[0]
+        dim = kwargs["dim"] % max(x.dim(), 1)
+        keep = bool(kwargs.get("keepdim", False))
+        mod = xp()
+        with _on_current_stream(device):
+            a = view(x).reshape(1) if x.dim() == 0 else view(x)
+            idx = _arg_extreme(a, dim, is_max)
+            vals = mod.take_along_axis(a, mod.expand_dims(idx, dim), axis=dim)
+            shape = _reduced_shape(x, (dim,), keep) if x.dim() else ()
+            values = _result(device, shape, values_meta.dtype,
+                             vals if keep else vals.reshape(shape))
+            indices = _result(device, shape, _C.int64,
+                              mod.expand_dims(idx, dim) if keep else idx.reshape(shape))
+        return type(meta)(values, indices)
+
+    return run
+
+
+def _arg_extreme(a, axis, is_max: bool):
+    mod = xp()
+    if a.dtype.kind == "f":
+        nan = mod.isnan(a)
+        has_nan = nan.any(axis=axis)
+        base = mod.argmax(a, axis=axis) if is_max else mod.argmin(a, axis=axis)
+        return mod.where(has_nan, mod.argmax(nan, axis=axis), base).astype(numpy.int64)
+    fn = mod.argmax if is_max else mod.argmin
+    return fn(a, axis=axis).astype(numpy.int64)
+
+
+def _argmax(is_max: bool) -> Callable:
+    def run(name: str, args, kwargs):
+        x = args[0]
+        device = device_of(name, args)
+        meta = _meta(name, args, kwargs)
+        dim = kwargs.get("dim")
+        keep = bool(kwargs.get("keepdim", False))
+        with _on_current_stream(device):
+            a = view(x)
+            if dim is None:
+                idx = _arg_extreme(a.reshape(-1), 0, is_max)
+            else:
+                a = a.reshape(1) if x.dim() == 0 else a
+                idx = _arg_extreme(a, dim % max(x.dim(), 1), is_max)
+            return _result(device, tuple(meta.shape), _C.int64, idx.reshape(tuple(meta.shape)))
+
+    return run
+
+
+def _max_all(is_max: bool) -> Callable:
+    def run(name: str, args, kwargs):
+        x = args[0]
+        device = device_of(name, args)
+        if x.numel() == 0:
+            _meta(name, args, kwargs)
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument."
+            )
+        mod = xp()
+        with _on_current_stream(device):
+            a = view(x)
+            v = (mod.max if is_max else mod.min)(a)
+            return _result(device, (), x.dtype, v)
+
+    return run
+
+
+def _logsumexp(a, axis, keep, kwargs):
+    mod = xp()
+    m = mod.max(a, axis=axis, keepdims=True)
+    m = mod.where(mod.isfinite(m), m, mod.zeros_like(m))
+    r = mod.log(mod.sum(mod.exp(a - m), axis=axis, keepdims=True)) + m
+    return r if keep else mod.squeeze(r, axis=axis)
+
+
+def _norm(a, axis, keep, kwargs):
+    mod = xp()
+    p = kwargs.get("p", 2)
+    p = 2 if p is None else p
+    if p == math.inf:
+        return mod.max(mod.abs(a), axis=axis, keepdims=keep)
+    if p == -math.inf:
+        return mod.min(mod.abs(a), axis=axis, keepdims=keep)
+    if p == 0:
+        return mod.sum(a != 0, axis=axis, keepdims=keep).astype(a.dtype)
+    return mod.sum(mod.abs(a) ** p, axis=axis, keepdims=keep) ** (1.0 / p)
+
+
+# ---- softmax and the loss kernels -------------------------------------------------------------
+
+
+def _softmax(is_log: bool) -> Callable:
+    def run(name: str, args, kwargs):
+        x = args[0]
+        device = device_of(name, args)
+        meta = _meta(name, args, kwargs)
+        mod = xp()
+        with _on_current_stream(device):
+            a = _operand(x, meta.dtype)
+            axis = kwargs["dim"] % max(x.dim(), 1) if x.dim() else None
+            if x.dim() == 0:
+                a = a.reshape(1)
+                axis = 0
+            shifted = a - mod.max(a, axis=axis, keepdims=True)
+            e = mod.exp(shifted)
+            s = mod.sum(e, axis=axis, keepdims=True)
+            value = shifted - mod.log(s) if is_log else e / s
+            return _result(device, tuple(x.shape), meta.dtype, value.reshape(tuple(x.shape)))
+
+    return run
+
+
+def _softmax_backward(is_log: bool) -> Callable:
+    def run(name: str, args, kwargs):
+        grad, output = args[0], args[1]
+        device = device_of(name, args)
+        meta = _meta(name, args, kwargs)
+        mod = xp()
+        dim = kwargs.get("dim", args[2] if len(args) > 2 else None)
+        with _on_current_stream(device):
+            g, y = _operand(grad, meta.dtype), _operand(output, meta.dtype)
+            axis = dim % max(grad.dim(), 1)
+            if is_log:
+                value = g - mod.exp(y) * mod.sum(g, axis=axis, keepdims=True)
+            else:
+                value = y * (g - mod.sum(g * y, axis=axis, keepdims=True))
+            return _result(device, tuple(grad.shape), meta.dtype, value)
+
+    return run
+
+
+# ---- products ----------------------------------------------------------------------------------
+
+
+def _product(fn: Callable) -> Callable:
+    def run(name: str, args, kwargs):
+        device = device_of(name, args)
+        meta = _meta(name, args, kwargs)  # the CPU's shape checks and dtype
+        with _on_current_stream(device):
+            value = fn(*(_operand(a, meta.dtype) for a in args))
+            return _result(device, value.shape, meta.dtype, value)
+
+    return run
+
+
+def _addmm(name: str, args, kwargs):
+    inp, m1, m2 = args
+    device = device_of(name, args)
+    meta = _meta(name, args, kwargs)
+    beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+    mod = xp()
+    with _on_current_stream(device):
+        prod = mod.matmul(_operand(m1, meta.dtype), _operand(m2, meta.dtype))
+        if alpha != 1:
+            prod = prod * alpha
+        if beta != 0:
+            base = _operand(inp, meta.dtype)
+            prod = prod + (base if beta == 1 else base * beta)
+        return _result(device, (m1.shape[0], m2.shape[1]), meta.dtype, prod)
+
+
+# ---- joining and selecting ---------------------------------------------------------------------
+
+
+def _cat(name: str, args, kwargs):
+    tensors = list(args[0])
+    device = device_of(name, args)
+    meta = _meta(name, args, kwargs)
+    mod = xp()
+    with _on_current_stream(device):
+        parts = [_operand(t, meta.dtype) for t in tensors if not (t.dim() == 1 and t.numel() == 0)]
+        dim = kwargs.get("dim", 0)
+        if not parts:
+            return empty(tuple(meta.shape), meta.dtype, device)
+        axis = dim % parts[0].ndim
+        value = mod.concatenate(parts, axis=axis)
+        return _result(device, value.shape, meta.dtype, value)
+
+
+def _where(name: str, args, kwargs):
+    cond, a, b = args
+    device = device_of(name, args)
+    meta = _meta(name, args, kwargs)
+    mod = xp()
+    shape = tuple(_broadcast_shapes(*(_shape(x) for x in args)))
+    with _on_current_stream(device):
+        c = _operand(cond, _C.bool)
+        value = mod.where(c, _operand(a, meta.dtype), _operand(b, meta.dtype))
+        return _result(device, shape, meta.dtype, value)
+
+
+def _clamp(name: str, args, kwargs):
+    x, lo, hi = args
+    device = device_of(name, args)
+    meta = _meta(name, args, kwargs)
+    mod = xp()
+    shape = tuple(_broadcast_shapes(*(_shape(v) for v in args if v is not None)))
+    with _on_current_stream(device):
+        v = _operand(x, meta.dtype)
+        if lo is not None:
+            v = mod.maximum(v, _operand(lo, meta.dtype))
+        if hi is not None:
+            v = mod.minimum(v, _operand(hi, meta.dtype))
+        return _result(device, shape, meta.dtype, v)
+
+
+# ---- the table -----------------------------------------------------------------------------------
+
+OPS: dict[str, Callable] = {
+    "_copy_from": _copy_from,
+    "fill_": _fill,
+    "where": _where,
+    "clamp": _clamp,
+    "cat": _cat,
+    "sum": _reduction(lambda a, ax, k, kw: xp().sum(a, axis=ax, keepdims=k)),
+    "mean": _reduction(lambda a, ax, k, kw: xp().mean(a, axis=ax, keepdims=k)),
+    "nansum": _reduction(lambda a, ax, k, kw: xp().nansum(a, axis=ax, keepdims=k)),
+    "nanmean": _reduction(lambda a, ax, k, kw: xp().nanmean(a, axis=ax, keepdims=k)),
+    "prod": _reduction(lambda a, ax, k, kw: xp().prod(a, axis=ax, keepdims=k)),
+    "amax": _reduction(lambda a, ax, k, kw: xp().max(a, axis=ax, keepdims=k)),
+    "amin": _reduction(lambda a, ax, k, kw: xp().min(a, axis=ax, keepdims=k)),
+    "all": _reduction(lambda a, ax, k, kw: xp().all(a, axis=ax, keepdims=k), cast_input=False),
+    "any": _reduction(lambda a, ax, k, kw: xp().any(a, axis=ax, keepdims=k), cast_input=False),
+    "var": _reduction(_var),
+    "std": _reduction(lambda a, ax, k, kw: xp().sqrt(_var(a, ax, k, kw))),
+    "logsumexp": _reduction(_logsumexp),
+    "norm": _reduction(_norm),
+    "max": lambda name, args, kw: (_max_dim(True) if "dim" in kw else _max_all(True))(name, args, kw),
+    "min": lambda name, args, kw: (_max_dim(False) if "dim" in kw else _max_all(False))(name, args, kw),
+    "argmax": _argmax(True),
+    "argmin": _argmax(False),
+    "softmax": _softmax(False),
+    "log_softmax": _softmax(True),
+    "_softmax_backward_data": _softmax_backward(False),
+    "_log_softmax_backward_data": _softmax_backward(True),
+    "mm": _product(lambda a, b: xp().matmul(a, b)),
+    "bmm": _product(lambda a, b: xp().matmul(a, b)),
+    "matmul": _product(lambda a, b: xp().matmul(a, b)),
+    "mv": _product(lambda a, b: xp().matmul(a, b)),
+    "dot": _product(lambda a, b: xp().dot(a, b)),
+    "outer": _product(lambda a, b: xp().outer(a, b)),
+    "ger": _product(lambda a, b: xp().outer(a, b)),
+    "addmm": _addmm,
+}  # fmt: skip
+for _name in ELEMENTWISE:
+    OPS[_name] = _elementwise
+    OPS[_name + "_"] = _inplace(_elementwise)
+OPS["clamp_"] = _inplace(_clamp)
+OPS["addmm_"] = _inplace(_addmm)
+
+
+def dispatch(name: str, args: tuple, kwargs: dict):
+    """The core's device hook: runs op `name` on CUDA tensors."""
+    impl = OPS.get(name)
+    if impl is None:
+        device = device_of(name, args, kwargs)
+        raise NotImplementedError(
+            f"ember: '{name}' has no CUDA implementation yet (its tensors are on cuda:{device}). "
+            "Move them to the CPU with .cpu(), or see docs/cuda.md for the ops that run on CUDA."
+        )
+    return impl(name, args, kwargs)
