@@ -195,18 +195,22 @@ static py::object& device_hook_slot() {
 }
 
 namespace {
-// Whether any tensor among `args` (one level into lists and tuples) satisfies `pred`.
-template <class Pred> bool any_tensor(py::handle args, Pred pred) {
-  for (py::handle a : args) {
-    if (is_tensor(a)) {
-      if (pred(to_tensor(a))) return true;
-    } else if (PyList_Check(a.ptr()) || PyTuple_Check(a.ptr())) {
+// What the tensors among a call's arguments (one level into lists and tuples) ask for: recording
+// (requires_grad) and the device. One pass, without calling into Python.
+struct ArgScan {
+  bool grad = false, device = false;
+  void add(py::handle a) {
+    if (is_tensor(a)) return add_tensor(a);
+    if (PyList_Check(a.ptr()) || PyTuple_Check(a.ptr()))
       for (py::handle b : a)
-        if (is_tensor(b) && pred(to_tensor(b))) return true;
-    }
+        if (is_tensor(b)) add_tensor(b);
   }
-  return false;
-}
+  void add_tensor(py::handle h) {
+    const TensorImpl& t = *to_tensor(h);
+    grad = grad || t.requires_grad;
+    device = device || !t.device().is_cpu();
+  }
+};
 }  // namespace
 
 py::object call_device(const char* name, py::tuple args, py::dict kwargs) {
@@ -220,12 +224,10 @@ py::object call_device(const char* name, py::tuple args, py::dict kwargs) {
 }
 
 py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict kwargs) {
-  if (grad_enabled()) {
-    auto grad = [](const Tensor& t) { return t->requires_grad; };
-    if (any_tensor(args, grad) || any_tensor(kwargs.attr("values")(), grad))
-      return call_autograd(name, fn, std::move(args), std::move(kwargs));
-  }
-  if (any_tensor(args, on_device) || any_tensor(kwargs.attr("values")(), on_device))
+  ArgScan scan;
+  for (py::handle a : args) scan.add(a);
+  for (auto kv : kwargs) scan.add(kv.second);
+  if (scan.device && !(scan.grad && grad_enabled()))
     return call_device(name, std::move(args), std::move(kwargs));
   return call_autograd(name, fn, std::move(args), std::move(kwargs));
 }
