@@ -85,33 +85,34 @@ void copy_(const Tensor& dst, const Tensor& src) {
   dst->bump_version();
 }
 
+// Fills the new tensor `out` from `t`: the copy kernel on the CPU, the device functions (through
+// copy_) for a CUDA tensor. `op` names the caller in the iterator's errors.
+static Tensor fill_new(const Tensor& out, const Tensor& t, const char* op) {
+  if (!t->device().is_cpu()) {
+    copy_(out, t);
+    return out;
+  }
+  ElementwiseIter it(out, out->dtype, {t}, op);
+  run_copy_kernel(it, out->dtype, t->dtype);
+  return out;
+}
+
 Tensor contiguous(const Tensor& t) {
   if (t->is_contiguous()) return t;
   // Not clone(): clone keeps a dense permuted layout, contiguous() must give C order.
-  Tensor out = empty(t->sizes, t->dtype, t->device());
-  if (!t->device().is_cpu()) return copy_(out, t), out;
-  ElementwiseIter it(out, out->dtype, {t}, "contiguous");
-  run_copy_kernel(it, out->dtype, t->dtype);
-  return out;
+  return fill_new(empty(t->sizes, t->dtype, t->device()), t, "contiguous");
 }
 
 Tensor clone(const Tensor& t) {
   Tensor out = empty_like(t);
   if (t->numel() == 0) return out;
-  if (!t->device().is_cpu()) return copy_(out, t), out;
   // Transposed 2-d copies go through a tiled kernel (see transpose_copy in copy_kernels).
-  ElementwiseIter it(out, out->dtype, {t}, "clone");
-  run_copy_kernel(it, out->dtype, t->dtype);
-  return out;
+  return fill_new(out, t, "clone");
 }
 
 Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
   if (t->dtype == dtype && !copy) return t;
-  Tensor out = empty_like(t, dtype);
-  if (!t->device().is_cpu()) return copy_(out, t), out;
-  ElementwiseIter it(out, dtype, {t}, "to");
-  run_copy_kernel(it, dtype, t->dtype);
-  return out;
+  return fill_new(empty_like(t, dtype), t, "to");
 }
 
 void fill_(const Tensor& dst, Scalar value) {

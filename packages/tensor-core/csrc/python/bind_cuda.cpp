@@ -177,11 +177,10 @@ void register_cuda(py::module_& m) {
   set_device_copy_functions(&device_copy, &device_fill);
 
   // tensors on CUDA devices (the element-wise work is ember.cuda's, in Python over CuPy)
-  m.def("_cuda_empty", [](const Shape& sizes, const Shape& strides, py::handle dtype, int d) {
-    Device dev{DeviceType::CUDA, static_cast<int16_t>(cu::check_device_index(d))};
-    return strides.empty() && !sizes.empty() ? empty(sizes, to_dtype(dtype), dev)
-                                             : empty_strided(sizes, strides, to_dtype(dtype), dev);
-  }, py::arg("sizes"), py::arg("strides"), py::arg("dtype"), py::arg("device"));
+  m.def("_cuda_empty", [](const Shape& sizes, py::handle dtype, int d) {
+    return empty(sizes, to_dtype(dtype),
+                 Device{DeviceType::CUDA, static_cast<int16_t>(cu::check_device_index(d))});
+  }, py::arg("sizes"), py::arg("dtype"), py::arg("device"));
   m.def("_cuda_copy_contiguous", [](const Tensor& dst, const Tensor& src, bool non_blocking) {
     cu::copy_contiguous(dst, src, non_blocking);
     dst->bump_version();

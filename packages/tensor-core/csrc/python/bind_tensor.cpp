@@ -392,7 +392,7 @@ void register_tensor(py::module_& m) {
       .def("pin_memory", [](const Tensor& t) {
         return g_module->attr("_pin_memory")(t);
       })
-      .def("is_pinned", [](const Tensor& t) { return bool(g_module->attr("_cuda_is_pinned")(t).cast<bool>()); })
+      .def("is_pinned", [](const Tensor& t) { return g_module->attr("_cuda_is_pinned")(t); })
       .def("type", [](const Tensor& self, py::object dtype) -> py::object {
         if (dtype.is_none())
           return py::str(std::string("ember.") + type_name(self->dtype) + "Tensor");
