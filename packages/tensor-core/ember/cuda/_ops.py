@@ -146,7 +146,7 @@ def view(t):
 
 
 def empty(shape, dtype, device: int):
-    return _C._cuda_empty(list(shape), [], dtype, device)
+    return _C._cuda_empty(list(shape), dtype, device)
 
 
 def _np_dtype(dtype):
@@ -190,10 +190,19 @@ def device_of(name: str, args, kwargs=None) -> int:
     return cuda[0].index
 
 
+_STAND_INS: dict = {}
+
+
 def _stand_in(a):
-    """A one-element CPU tensor with a's dtype and rank (numbers and the rest pass as they are)."""
+    """A one-element CPU tensor of ones with a's dtype and rank (numbers and the rest pass as
+    they are). Shared between calls: only an in-place op's first argument is written, and _meta
+    gives that one a copy."""
     if _is_tensor(a):
-        return _C.ones([1] * a.dim(), dtype=a.dtype) if a.dim() else _C.ones([], dtype=a.dtype)
+        key = (a.dtype, a.dim())
+        t = _STAND_INS.get(key)
+        if t is None:
+            t = _STAND_INS[key] = _C.ones([1] * a.dim(), dtype=a.dtype)
+        return t
     if isinstance(a, (list, tuple)) and any(_is_tensor(b) for b in a):
         return type(a)(_stand_in(b) for b in a)
     return a
@@ -207,6 +216,8 @@ def _meta(name: str, args, kwargs):
     dtype error is raised with the CPU's message."""
     cpu_name = _CPU_NAME.get(name, name)
     stand = [_stand_in(a) for a in args]
+    if cpu_name.endswith("_") and stand and _is_tensor(stand[0]):
+        stand[0] = stand[0].clone()  # written in place: not the shared stand-in
     fn = getattr(_C, cpu_name, None)
     if fn is None and cpu_name.endswith("_"):
         fn = getattr(stand[0], cpu_name)
