@@ -238,6 +238,7 @@ class Row:
     peer_s: float | None
     target: float | None = None
     note: str = ""
+    unit: str = "s"  # "s": times; "B": bytes (a memory figure; the ratio reads the same way)
 
     @property
     def ratio(self) -> float | None:
@@ -263,6 +264,19 @@ def fmt_time(seconds: float | None) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
+def fmt_bytes(n: float | None) -> str:
+    if n is None or math.isnan(n):
+        return "-"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_value(v: float | None, unit: str) -> str:
+    return fmt_bytes(v) if unit == "B" else fmt_time(v)
+
+
 def report(title: str, rows: list[Row | tuple]) -> list[Row]:
     """Prints one table; rows are Row or tuples (case, ember_s, peer_name, peer_s[, target])."""
     rows = [r if isinstance(r, Row) else Row(*r) for r in rows]
@@ -270,7 +284,8 @@ def report(title: str, rows: list[Row | tuple]) -> list[Row]:
     lines = []
     for r in rows:
         if r.ember_s is None or r.peer_s is None:
-            lines.append((r.case, "-", r.peer_name, fmt_time(r.peer_s), f"n/a: {r.note}", "", ""))
+            lines.append((r.case, fmt_value(r.ember_s, r.unit), r.peer_name,
+                          fmt_value(r.peer_s, r.unit), f"n/a: {r.note}", "", ""))
             continue
         target = f">= {r.target:g}" if r.target is not None else ""
         mark = "" if r.target is None else r.status
@@ -279,9 +294,9 @@ def report(title: str, rows: list[Row | tuple]) -> list[Row]:
         lines.append(
             (
                 r.case,
-                fmt_time(r.ember_s),
+                fmt_value(r.ember_s, r.unit),
                 r.peer_name,
-                fmt_time(r.peer_s),
+                fmt_value(r.peer_s, r.unit),
                 f"{r.ratio:.2f}x",
                 target,
                 mark,

@@ -47,3 +47,55 @@ def test_gradient_crosses_devices_back_to_the_cpu_input():
     assert x.grad.device == ember.device("cpu")
     np.testing.assert_allclose(x.grad.numpy(), np.exp(x.detach().numpy()), rtol=1e-12)
     assert type(x.to("cuda").grad_fn).__name__ == "ToCopyBackward0"
+
+
+# The nn kernels on the device, through their gradient formulas: finite differences in float64
+# (inputs cross to the device inside the checked function, so gradcheck sees CPU tensors).
+
+def _cuda_fn(fn):
+    return lambda *ts: fn(*(t.cuda() for t in ts)).cpu()
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution_gradcheck_on_the_device(transposed):
+    x = ember.randn(2, 4, 5, 6, dtype=ember.float64, requires_grad=True)
+    wshape = (4, 3, 3, 2) if transposed else (6, 2, 3, 2)
+    w = ember.randn(*wshape, dtype=ember.float64, requires_grad=True)
+    b = ember.randn(6, dtype=ember.float64, requires_grad=True)
+    kw = dict(stride=[2, 1], padding=[1, 1], dilation=[1, 2], transposed=transposed,
+              output_padding=[1, 0] if transposed else [0, 0], groups=2)
+    fn = _cuda_fn(lambda a, ww, bb: ember.convolution(a, ww, bb, **kw))
+    assert gradcheck(fn, (x, w, b))
+    assert gradgradcheck(fn, (x, w, b))
+
+
+def test_pooling_gradcheck_on_the_device():
+    x = ember.randn(2, 3, 7, 6, dtype=ember.float64, requires_grad=True)
+    for fn in (lambda a: ember.max_pool2d(a, 3, stride=2, padding=1),
+               lambda a: ember.avg_pool2d(a, (3, 2), stride=2, padding=1, ceil_mode=True),
+               lambda a: ember.adaptive_avg_pool2d(a, (3, 4)),
+               lambda a: ember.adaptive_max_pool2d(a, (2, 3))[0]):
+        assert gradcheck(_cuda_fn(fn), (x,))
+        assert gradgradcheck(_cuda_fn(fn), (x,))
+
+
+def test_loss_norm_and_embedding_gradcheck_on_the_device():
+    x = ember.randn(5, 4, dtype=ember.float64, requires_grad=True)
+    t = ember.tensor([0, 3, 1, 1, 2]).cuda()
+    w = ember.rand(4, dtype=ember.float64) + 0.5
+    loss = _cuda_fn(lambda a: ember.nll_loss(a.log_softmax(1), t, w.cuda(), reduction=1,
+                                             ignore_index=1))
+    assert gradcheck(loss, (x,))
+    assert gradgradcheck(loss, (x,))
+    g = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    h = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    xb = ember.randn(3, 4, 5, dtype=ember.float64, requires_grad=True)
+    bn = _cuda_fn(lambda a, ww, bb: ember.native_batch_norm(a, ww, bb, None, None, True, 0.1,
+                                                            1e-5)[0])
+    assert gradcheck(bn, (xb, g, h))
+    ln = _cuda_fn(lambda a, ww, bb: ember.native_layer_norm(a.transpose(1, 2), [4], ww, bb,
+                                                            1e-5)[0])
+    assert gradcheck(ln, (xb, g, h))
+    emb = ember.randn(6, 3, dtype=ember.float64, requires_grad=True)
+    idx = ember.tensor([[0, 5], [2, 2]]).cuda()
+    assert gradcheck(_cuda_fn(lambda e: ember.embedding(e, idx)), (emb,))

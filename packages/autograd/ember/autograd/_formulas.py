@@ -336,7 +336,7 @@ def _even(g, x, out, dim, keepdim):
 def _max_like(g, needs, out, x, dim=None, keepdim=False):
     if isinstance(g, tuple):  # max(dim) -> (values, indices): route to the chosen index
         g = g[0]
-        ar = ember.arange(x.shape[dim] if x.ndim else 1)
+        ar = ember.arange(x.shape[dim] if x.ndim else 1, device=x.device)
         d = dim % max(x.ndim, 1)
         ar = ar.reshape([-1] + [1] * (x.ndim - d - 1)) if x.ndim else ar.reshape(())
         idx = out if keepdim or x.ndim == 0 else out.unsqueeze(d)
@@ -607,7 +607,7 @@ def _t(g, needs, out, x):
 
 def _embed(g, shape, index):
     """A zero tensor of `shape` with `g` written at `index` (differentiable in g)."""
-    z = ember.zeros(tuple(shape), dtype=g.dtype)
+    z = ember.zeros(tuple(shape), dtype=g.dtype, device=g.device)
     z[index] = g
     return z
 
@@ -623,8 +623,8 @@ def _getitem(g, needs, out, x, index):
         n = 1
         for s in x.shape:
             n *= s
-        pos = ember.arange(n).reshape(tuple(x.shape))[index].reshape(-1)
-        z = ember.zeros(n, dtype=g.dtype).index_add(0, pos, g.reshape(-1))
+        pos = ember.arange(n, device=g.device).reshape(tuple(x.shape))[index].reshape(-1)
+        z = ember.zeros(n, dtype=g.dtype, device=g.device).index_add(0, pos, g.reshape(-1))
         return (z.reshape(tuple(x.shape)), None)
     return (_embed(g, x.shape, index), None)
 
@@ -658,7 +658,7 @@ def _unbind(g, needs, out, x, dim):
 def _as_strided(g, needs, out, x, size, stride, offset=None):
     base = x.storage_offset()
     off = base if offset is None else offset
-    z = ember.zeros(x.numel(), dtype=g.dtype)
+    z = ember.zeros(x.numel(), dtype=g.dtype, device=g.device)
     z.as_strided(size, stride, off - base).copy_(g)
     return (z.reshape(x.shape),)
 

@@ -74,7 +74,7 @@ def _gather_back(ggi, idx, k):
     ind = idx.flatten(idx.dim() - k)
     plane = src.shape[-1]
     offs = ember.arange(0, ind.numel() // max(ind.shape[-1], 1) * plane, plane,
-                        dtype=ind.dtype).reshape(tuple(ind.shape[:-1]) + (1,))
+                        dtype=ind.dtype, device=ind.device).reshape(tuple(ind.shape[:-1]) + (1,))
     rows = ember.embedding(src.reshape(-1, 1), ind + offs)
     return rows.reshape(tuple(idx.shape))
 

@@ -23,14 +23,14 @@ from ._formulas import grad
 
 def _scatter_last(gv, idx, n):
     """out[..., i] = sum_k gv[..., k] * (idx[..., k] == i), out of shape (..., n)."""
-    return ember.zeros(tuple(gv.shape[:-1]) + (n,), dtype=gv.dtype).scatter_add(-1, idx, gv)
+    return ember.zeros(tuple(gv.shape[:-1]) + (n,), dtype=gv.dtype, device=gv.device).scatter_add(-1, idx, gv)
 
 
 def _scatter_dim(gv, idx, dim, shape):
     """A zero tensor of `shape` with gv added at positions idx along dim (gv, idx alike)."""
     if len(shape) == 0:
         return gv.reshape(())
-    return ember.zeros(tuple(shape), dtype=gv.dtype).scatter_add(dim, idx, gv)
+    return ember.zeros(tuple(shape), dtype=gv.dtype, device=gv.device).scatter_add(dim, idx, gv)
 
 
 def _keep(t, dim, ndim, keepdim):
@@ -42,7 +42,7 @@ def _mt(t):
 
 
 def _eye_like(n, t):
-    return ember.eye(n, dtype=t.dtype)
+    return ember.eye(n, dtype=t.dtype, device=t.device)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,9 +111,9 @@ def _repeat_interleave(g, needs, out, x, repeats, dim=None, output_size=None):
     if isinstance(repeats, _C.Tensor) and repeats.numel() == 1:
         repeats = int(repeats.reshape(()).item())
     if isinstance(repeats, _C.Tensor):
-        seg = ember.repeat_interleave(ember.arange(n), repeats)  # input position of each output
+        seg = ember.repeat_interleave(ember.arange(n, device=g.device), repeats)  # input position of each output
         gs = tuple(g.shape) if g.ndim else (1,)
-        r = ember.zeros(gs[:d] + (n,) + gs[d + 1:], dtype=g.dtype).index_add(d, seg, g.reshape(gs))
+        r = ember.zeros(gs[:d] + (n,) + gs[d + 1:], dtype=g.dtype, device=g.device).index_add(d, seg, g.reshape(gs))
     else:
         gs = tuple(g.shape) if g.ndim else (1,)
         r = g.reshape(gs[:d] + (n, repeats) + gs[d + 1:]).sum(dim=d + 1)
@@ -129,7 +129,7 @@ def _numel(shape):
 
 @grad("diagonal")
 def _diagonal(g, needs, out, x, offset=0, dim1=0, dim2=1):
-    z = ember.zeros(tuple(x.shape), dtype=g.dtype)
+    z = ember.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
     z.diagonal(offset, dim1, dim2).copy_(g)  # recorded: the copy is differentiable in g
     return (z,)
 
@@ -147,10 +147,10 @@ def _unfold(g, needs, out, x, dimension, size, step):
     d = dimension % len(shape)
     n = shape[d]
     # window w, element k reads x[w * step + k] along d: add every window back at its positions
-    pos = ember.arange(n).unfold(0, size, step).reshape(-1)
+    pos = ember.arange(n, device=g.device).unfold(0, size, step).reshape(-1)
     gm = ember.movedim(g, d, -2)  # (..., windows, size)
     gm = gm.reshape(tuple(gm.shape[:-2]) + (pos.numel(),))
-    z = ember.zeros(tuple(gm.shape[:-1]) + (n,), dtype=g.dtype).index_add(-1, pos, gm)
+    z = ember.zeros(tuple(gm.shape[:-1]) + (n,), dtype=g.dtype, device=g.device).index_add(-1, pos, gm)
     return (ember.movedim(z, -1, d),)
 
 
@@ -223,7 +223,7 @@ def _quantile_vjp(ignore_nan):
             nv = (~nan).sum(-1, keepdim=True).to(g.dtype)
             ranks = (qv * (nv - 1)).clamp(min=0)
         else:
-            ranks = qv * (n - 1) + ember.zeros(tuple(vals.shape[:-1]) + (1,), dtype=g.dtype)
+            ranks = qv * (n - 1) + ember.zeros(tuple(vals.shape[:-1]) + (1,), dtype=g.dtype, device=g.device)
             ranks = ember.where(nan.any(-1, keepdim=True), float(n - 1), ranks)
         lo, hi = ranks.floor(), ranks.ceil()
         if interpolation == "linear":
@@ -268,7 +268,7 @@ def _needs(needs, i):
 def _index_select(g, needs, out, x, dim, index):
     if len(x.shape) == 0:
         return (g.sum(), None, None)
-    return (ember.zeros(tuple(x.shape), dtype=g.dtype).index_add(dim, index.reshape(-1), g),
+    return (ember.zeros(tuple(x.shape), dtype=g.dtype, device=g.device).index_add(dim, index.reshape(-1), g),
             None, None)
 
 
@@ -282,7 +282,7 @@ def _take(g, needs, out, x, index):
     n = _numel(tuple(x.shape))
     idx = index.reshape(-1)
     idx = ember.where(idx < 0, idx + n, idx)
-    z = ember.zeros(n, dtype=g.dtype).index_add(0, idx, g.reshape(-1))
+    z = ember.zeros(n, dtype=g.dtype, device=g.device).index_add(0, idx, g.reshape(-1))
     return (z.reshape(tuple(x.shape)), None)
 
 
@@ -297,7 +297,7 @@ def _take_along_dim(g, needs, out, x, indices, dim=None):
     b = list(ember.broadcast_shapes(tuple(xs), tuple(js)))
     bx, bi = list(b), list(b)
     bx[d], bi[d] = x.shape[d], indices.shape[d]
-    z = ember.zeros(tuple(bx), dtype=g.dtype).scatter_add(d, indices.expand(tuple(bi)), g)
+    z = ember.zeros(tuple(bx), dtype=g.dtype, device=g.device).scatter_add(d, indices.expand(tuple(bi)), g)
     return (z, None)  # the engine sums a broadcast input's gradient back to its shape
 
 
@@ -420,7 +420,7 @@ def _masked_fill(g, needs, out, x, mask, value):
 @grad("masked_select", save=(1,))
 def _masked_select(g, needs, out, x, mask):
     shape = ember.broadcast_shapes(tuple(x.shape), tuple(mask.shape))
-    z = ember.zeros(tuple(shape), dtype=g.dtype)
+    z = ember.zeros(tuple(shape), dtype=g.dtype, device=g.device)
     return (z.masked_scatter(mask, g), None)
 
 
@@ -432,7 +432,7 @@ def _masked_scatter(g, needs, out, x, mask, source):
         sel = g.masked_select(mask)
         n = _numel(tuple(source.shape))
         if n > sel.numel():
-            sel = ember.cat([sel, ember.zeros(n - sel.numel(), dtype=g.dtype)])
+            sel = ember.cat([sel, ember.zeros(n - sel.numel(), dtype=g.dtype, device=g.device)])
         gs = sel.reshape(tuple(source.shape))
     return (gx, None, gs)
 
@@ -478,7 +478,7 @@ def _cofactor_svd(A):
 def _det(g, needs, out, A):
     n = A.shape[-1]
     if n == 0:
-        return (ember.zeros(tuple(A.shape), dtype=g.dtype),)
+        return (ember.zeros(tuple(A.shape), dtype=g.dtype, device=g.device),)
     # (numerically) singular: |det| below 1e-12 of max|a_ij|^n, compared in logs (no overflow)
     Ad = A.detach()
     amax = Ad.abs().amax(dim=(-2, -1))
@@ -556,7 +556,7 @@ def _perm_matrix(pivots, n, dtype):  # n: the number of rows of A
         m[perm, range(n)] = 1.0  # row perm[j] of A is row j of L U
         mats.append(m)
     out = np.stack(mats).reshape(tuple(pivots.shape[:-1]) + (n, n))
-    return ember.tensor(out, dtype=dtype)
+    return ember.tensor(out, dtype=dtype, device=pivots.device)
 
 
 def _lu_grad(gL, gU, P, L, U):
@@ -593,7 +593,7 @@ def _lu_grad(gL, gU, P, L, U):
 def _unpack_lu(LU):
     m, n = LU.shape[-2], LU.shape[-1]
     k = min(m, n)
-    L = LU.tril(-1).narrow(-1, 0, k) + ember.eye(m, k, dtype=LU.dtype)
+    L = LU.tril(-1).narrow(-1, 0, k) + ember.eye(m, k, dtype=LU.dtype, device=LU.device)
     U = LU.triu().narrow(-2, 0, k)
     return L, U
 

@@ -93,7 +93,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 if rows[k]:
                     st = ember.stack(rows[k]) if hasattr(ember, "stack") else _stack(rows[k])
                 else:
-                    st = ember.zeros((0,) + tuple(i.shape), dtype=i.dtype)
+                    st = ember.zeros((0,) + tuple(i.shape), dtype=i.dtype, device=i.device)
                 per_in.append(_finish(st.reshape(tuple(o.shape) + tuple(i.shape)), create_graph))
             jac.append(per_in[0] if single_in else tuple(per_in))
     return jac[0] if single_out else tuple(jac)
@@ -104,7 +104,7 @@ def _stack(ts):
 
 
 def _stack_slow(ts):
-    out = ember.zeros((len(ts),) + tuple(ts[0].shape), dtype=ts[0].dtype)
+    out = ember.zeros((len(ts),) + tuple(ts[0].shape), dtype=ts[0].dtype, device=ts[0].device)
     for i, t in enumerate(ts):
         out[i] = t
     return out

@@ -65,7 +65,7 @@ def _analytical(fn, inputs, idx):
         cols = [[[0.0] * n for _ in range(inputs[i].numel())] for i in idx]
         if out.requires_grad:
             for j in range(n):
-                g = ember.zeros(n, dtype=out.dtype)
+                g = ember.zeros(n, dtype=out.dtype, device=out.device)
                 g[j] = 1.0
                 gs = autograd_grad(out, [inputs[i] for i in idx], g.reshape(out.shape),
                                    retain_graph=True, allow_unused=True)
@@ -132,8 +132,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     if grad_outputs is None:
         gen = ember.Generator().manual_seed(0) if hasattr(ember, "Generator") else None
         grad_outputs = tuple(
-            (ember.rand(o.shape, dtype=ember.float64, generator=gen) + 0.5).requires_grad_()
-            if gen is not None else ember.ones(o.shape, dtype=ember.float64).requires_grad_()
+            (ember.rand(o.shape, dtype=ember.float64, generator=gen) + 0.5).to(o.device)
+            .requires_grad_()
+            if gen is not None else ember.ones(o.shape, dtype=ember.float64, device=o.device)
+            .requires_grad_()
             for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)

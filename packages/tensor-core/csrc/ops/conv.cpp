@@ -344,7 +344,7 @@ Params check_conv(const Tensor& input, const Tensor& weight, const Tensor& bias,
   const Shape& ws = weight->sizes;
   EMBER_CHECK(ws[0] % groups == 0 || transposed, std::runtime_error, "Given groups=", groups,
               ", expected weight to be divisible by ", groups,
-              " at dimension 0, but got weight of size [", shape_str(ws), "] instead");
+              " at dimension 0, but got weight of size ", shape_str(ws), " instead");
   if (!transposed) {
     if (in[1] != ws[1] * groups) {
       throw std::runtime_error(str_cat("Given groups=", groups, ", weight of size ", shape_str(ws),
@@ -371,7 +371,7 @@ Params check_conv(const Tensor& input, const Tensor& weight, const Tensor& bias,
   } else {
     EMBER_CHECK(ws[0] % groups == 0, std::runtime_error, "Given groups=", groups,
                 ", expected weight to be divisible by ", groups,
-                " at dimension 0, but got weight of size [", shape_str(ws), "] instead");
+                " at dimension 0, but got weight of size ", shape_str(ws), " instead");
     if (in[1] != ws[0]) {
       throw std::runtime_error(str_cat("Given transposed=1, weight of size ", shape_str(ws),
                                        ", expected input", shape_str(in), " to have ", ws[0],
@@ -468,6 +468,17 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
   Tensor y = conv_run(x, w, b, P, padding, Shape(osh.begin() + 2, osh.end()));
   if (!P.batched) y = squeeze_dims(y, {0});
   return y->dtype == dt ? y : to_dtype(y, dt);
+}
+
+Shape convolution_output_shape(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                               const Shape& stride, const Shape& padding, const Shape& dilation,
+                               bool transposed, const Shape& output_padding, int64_t groups) {
+  Params P = check_conv(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  Shape in = input->sizes;
+  if (!P.batched) in.insert(in.begin(), 1);
+  Shape out = conv_out_shape(in, weight->sizes, P);
+  if (!P.batched) out.erase(out.begin());
+  return out;
 }
 
 Tensor convolution_same(const Tensor& input, const Tensor& weight, const Tensor& bias,

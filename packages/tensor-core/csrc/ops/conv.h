@@ -25,6 +25,11 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
                    const Shape& padding, const Shape& dilation, bool transposed,
                    const Shape& output_padding, int64_t groups);
 
+// The shape torch.convolution returns, after every check it makes on its arguments' sizes and
+// dtypes: the device ops' source of shapes and errors (they pass memory-free stand-ins).
+Shape convolution_output_shape(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                               const Shape& stride, const Shape& padding, const Shape& dilation,
+                               bool transposed, const Shape& output_padding, int64_t groups);
 // A plain convolution with padding 'same' (asymmetric padding when dilation*(k-1) is odd, as
 // PyTorch pads the extra element at the end).
 Tensor convolution_same(const Tensor& input, const Tensor& weight, const Tensor& bias,

@@ -19,8 +19,9 @@ namespace {
 py::module_* g_m = nullptr;
 py::object core_fn(const char* name) { return g_m->attr(name); }
 
+// True when an in-place op must leave the CPU kernels: to be recorded, or to run on a device.
 bool inplace_needs_grad(const Tensor& self, std::initializer_list<Tensor> others = {}) {
-  if (self->requires_grad && grad_enabled()) return true;
+  if ((self->requires_grad && grad_enabled()) || on_device(self)) return true;
   for (auto& o : others)
     if (needs_dispatch(o)) return true;
   return false;
@@ -198,10 +199,27 @@ Tensor value_tensor(const Tensor& self, py::handle value) {
 
 }  // namespace
 
+// The index tensors as a Python list (None for a dim left whole): the device ops' form.
+py::list index_objects(const std::vector<Tensor>& indices) {
+  py::list l;
+  for (const auto& t : indices) l.append(t ? wrap(t) : py::none());
+  return l;
+}
+
+bool any_on_device(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& other = nullptr) {
+  if (on_device(self) || on_device(other)) return true;
+  for (const auto& t : indices)
+    if (on_device(t)) return true;
+  return false;
+}
+
 Tensor apply_index(const Tensor& self, py::handle index) {
   Parsed p = parse_index(self, index);
   if (p.indices.empty()) return p.view;
   warn_byte_mask(p.indices);
+  if (any_on_device(p.view, p.indices))
+    return call_device("index", py::make_tuple(wrap(p.view), index_objects(p.indices)), py::dict())
+        .cast<Tensor>();
   return ember::index(p.view, p.indices);
 }
 
@@ -216,6 +234,11 @@ void apply_setitem(const Tensor& self, py::handle index, py::handle value) {
   }
   warn_byte_mask(p.indices);
   Tensor v = value_tensor(self, value);
+  if (any_on_device(p.view, p.indices, v)) {
+    call_device("index_put_", py::make_tuple(wrap(p.view), index_objects(p.indices), wrap(v)),
+                py::dict("accumulate"_a = false));
+    return;
+  }
   // x[mask] = scalar: one bool mask matching its dims is a masked_fill_ (no nonzero pass).
   int64_t at = -1, defined = 0;
   for (size_t i = 0; i < p.indices.size(); ++i)
@@ -293,7 +316,7 @@ py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valu
   Tensor self = expect_tensor(selfh, name, "input");
   std::vector<Tensor> idx = index_list(indicesh, name);
   Tensor values = expect_tensor(valuesh, name, "values");
-  if (inplace ? inplace_needs_grad(self, {values}) : (needs_grad(self) || needs_grad(values)))
+  if (inplace ? inplace_needs_grad(self, {values}) : (needs_dispatch(self) || needs_dispatch(values)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, indicesh, valuesh),
                          py::dict("accumulate"_a = accumulate));
   warn_byte_mask(idx);
@@ -317,7 +340,7 @@ py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py
   py::handle s = srch.is_none() ? valueh : srch;
   if (s.is_none()) throw py::type_error(str_cat(name, "() missing required argument 'src' or 'value'"));
   Tensor src = is_tensor(s) ? to_tensor(s) : nullptr;
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
     if (!outh.is_none()) out_with_grad(name);
     return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, s),
                          py::dict("reduce"_a = reduceh));
@@ -344,7 +367,7 @@ py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh
   const int64_t dim = parse_dim(dimh, name);
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor src = expect_tensor(srch, name, "src");
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
     if (!outh.is_none()) out_with_grad(name);
     return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
   }
@@ -362,7 +385,7 @@ py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle ind
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor src = expect_tensor(srch, name, "src");
   const std::string reduce = py::cast<std::string>(reduceh);
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
     if (!outh.is_none()) out_with_grad(name);
     return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch, reduce),
                          py::dict("include_self"_a = include_self));
@@ -383,7 +406,7 @@ py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, 
   const int64_t dim = parse_dim(dimh, name);
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor src = expect_tensor(srch, name, "source");
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
     if (!outh.is_none()) out_with_grad(name);
     return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch),
                          py::dict("alpha"_a = alphah));
@@ -405,7 +428,7 @@ py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh,
   const int64_t dim = parse_dim(dimh, name);
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor src = expect_tensor(srch, name, "source");
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src))) {
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
     if (!outh.is_none()) out_with_grad(name);
     return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
   }
@@ -422,7 +445,7 @@ py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh,
   const int64_t dim = parse_dim(dimh, name);
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
-  if (inplace ? inplace_needs_grad(self, {vt}) : (needs_grad(self) || needs_grad(vt)))
+  if (inplace ? inplace_needs_grad(self, {vt}) : (needs_dispatch(self) || needs_dispatch(vt)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, valueh), py::dict());
   Scalar v = fill_value(valueh, "index_fill_");
   Tensor target = inplace ? self : clone(self);
@@ -437,7 +460,7 @@ py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle value
   Tensor self = expect_tensor(selfh, name, "input");
   Tensor mask = expect_tensor(maskh, name, "mask");
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
-  if (inplace ? inplace_needs_grad(self, {vt}) : (needs_grad(self) || needs_grad(vt)))
+  if (inplace ? inplace_needs_grad(self, {vt}) : (needs_dispatch(self) || needs_dispatch(vt)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, maskh, valueh), py::dict());
   check_bool_mask(mask, str_cat("masked_fill_ only supports boolean masks, but got mask with dtype ",
                                 cpp_type_name(mask->dtype)));
@@ -466,7 +489,7 @@ py::object masked_scatter_impl(py::handle selfh, py::handle maskh, py::handle sr
   Tensor self = expect_tensor(selfh, name, "input");
   Tensor mask = expect_tensor(maskh, name, "mask");
   Tensor src = expect_tensor(srch, name, "source");
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_grad(self) || needs_grad(src)))
+  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, maskh, srch), py::dict());
   check_bool_mask(mask, str_cat("masked_scatter_ only supports boolean masks, but got mask with dtype ",
                                 torch_type_name(mask->dtype)));
@@ -545,6 +568,10 @@ py::object nonzero_tuple(const Tensor& nz, int64_t ndim) {
 
 py::object nonzero_impl(py::handle selfh, py::handle outh, bool as_tuple) {
   Tensor self = expect_tensor(selfh, "nonzero", "input");
+  if (on_device(self)) {
+    if (!outh.is_none()) refuse_dispatched_out("nonzero", self);
+    return call_device("nonzero", py::make_tuple(selfh), py::dict("as_tuple"_a = as_tuple));
+  }
   Tensor nz = nonzero(self);
   if (as_tuple) {
     if (self->dim() == 0) {  // a 0-d input is read as 1-d
@@ -574,6 +601,11 @@ void register_indexing(py::module_& m) {
     Tensor self = selfh.cast<Tensor>();
     Parsed p = parse_index(self, index);
     Tensor v = to_dtype(values, self->dtype);
+    if (any_on_device(p.view, p.indices, v)) {
+      call_device("index_put_", py::make_tuple(wrap(p.view), index_objects(p.indices), wrap(v)),
+                  py::dict("accumulate"_a = true));
+      return selfh;
+    }
     if (p.indices.empty()) {
       Tensor r = binary(BinaryOp::add, Operand(p.view), Operand(v));
       copy_(p.view, r);

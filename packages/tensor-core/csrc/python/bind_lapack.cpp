@@ -26,9 +26,11 @@ template <class... Ts> py::object tup(const std::tuple<Ts...>& t) {
   return std::apply([](const auto&... x) { return py::make_tuple(wrap(x)...); }, t);
 }
 
+// True when the call must leave the LAPACK kernels: to be recorded, or because a tensor is on a
+// device (whose table refuses it: the kernels' host copy would silently return a CPU result).
 bool any_grad(std::initializer_list<Tensor> ts) {
   for (const Tensor& t : ts)
-    if (needs_grad(t)) return true;
+    if (needs_dispatch(t)) return true;
   return false;
 }
 

@@ -502,6 +502,13 @@ void register_nn_kernels(py::module_& m) {
 
   m.def("convolution", &convolution_call, "input"_a, "weight"_a, "bias"_a, "stride"_a, "padding"_a,
         "dilation"_a, "transposed"_a, "output_padding"_a, "groups"_a);
+  m.def("_convolution_shape", [](const Tensor& x, const Tensor& w, py::handle bh, const Shape& stride,
+                                 const Shape& padding, const Shape& dilation, bool transposed,
+                                 const Shape& opad, int64_t groups) {
+    return list_of(convolution_output_shape(x, w, opt_tensor(bh, "convolution", "bias"), stride,
+                                            padding, dilation, transposed, opad, groups));
+  }, "input"_a, "weight"_a, "bias"_a, "stride"_a, "padding"_a, "dilation"_a, "transposed"_a,
+     "output_padding"_a, "groups"_a);
   m.def("convolution_backward", &convolution_backward_call, "grad_output"_a, "input"_a, "weight"_a,
         "bias_sizes"_a, "stride"_a, "padding"_a, "dilation"_a, "transposed"_a, "output_padding"_a,
         "groups"_a, "output_mask"_a);

@@ -423,6 +423,8 @@ void register_reductions(py::module_& m) {
     m.def(kernel, [is_log, kernel](py::handle goh, py::handle outh, int64_t dim, py::handle dtypeh) {
       Tensor go = expect_tensor(goh, kernel, "grad_output"), out = expect_tensor(outh, kernel, "output");
       check_not_differentiated(kernel, {go, out});
+      if (on_device(go) || on_device(out))
+        return call_device(kernel, py::make_tuple(goh, outh), py::dict("dim"_a = dim, "input_dtype"_a = dtypeh));
       return wrap(softmax_backward_data(go, out, dim, to_dtype(dtypeh), is_log));
     }, "grad_output"_a, "output"_a, "dim"_a, "input_dtype"_a = none);
   }

@@ -263,10 +263,9 @@ void register_storage(py::module_& m) {
          py::arg("size") = py::none(), py::arg("stride") = py::none())
       // `t.data = src` (torch's Variable::set_data): this tensor takes src's storage, geometry
       // and dtype without copying, and keeps its identity and autograd state, so that
-      // Module.to(dtype) keeps its Parameter objects (and optimizers that hold them) working.
+      // Module.to(dtype) and Module.to(device) keep their Parameter objects (and optimizers that
+      // hold them) working. The device comes with the storage, so it changes too, as in torch.
       .def("_set_data", [](const Tensor& t, const Tensor& src) {
-        EMBER_CHECK(src->device() == t->device(), std::runtime_error,
-                    "data set to a tensor that requires gradients must have the same device");
         t->storage = src->storage;
         t->sizes = src->sizes;
         t->strides = src->strides;

@@ -784,3 +784,11 @@ def dispatch(name: str, args: tuple, kwargs: dict):
             "Move them to the CPU with .cpu(), or see docs/cuda.md for the ops that run on CUDA."
         )
     return impl(name, args, kwargs)
+
+# The nn kernels (convolution, pooling, losses, norms, embedding) and the ops driven by index
+# tensors live in their own modules.
+from ember.cuda._index_ops import INDEX_OPS  # noqa: E402  (they use the helpers above)
+from ember.cuda._nn_ops import NN_OPS  # noqa: E402
+
+OPS.update(NN_OPS)
+OPS.update(INDEX_OPS)
