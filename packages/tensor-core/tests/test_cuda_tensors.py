@@ -150,7 +150,7 @@ def test_cuda_array_interface_describes_the_device_bytes():
     assert iface["shape"] == (3, 4) and iface["typestr"] == "<f4"
     assert iface["strides"] == (4, 12) and iface["data"][0] == g.data_ptr()
     with pytest.raises(AttributeError):
-        ember.zeros(2).__cuda_array_interface__
+        _ = ember.zeros(2).__cuda_array_interface__
 
 
 # ---- ops: the element-wise table against the CPU ------------------------------------------------

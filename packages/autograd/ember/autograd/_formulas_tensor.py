@@ -23,7 +23,8 @@ from ._formulas import grad
 
 def _scatter_last(gv, idx, n):
     """out[..., i] = sum_k gv[..., k] * (idx[..., k] == i), out of shape (..., n)."""
-    return ember.zeros(tuple(gv.shape[:-1]) + (n,), dtype=gv.dtype, device=gv.device).scatter_add(-1, idx, gv)
+    return ember.zeros(tuple(gv.shape[:-1]) + (n,), dtype=gv.dtype,
+                       device=gv.device).scatter_add(-1, idx, gv)
 
 
 def _scatter_dim(gv, idx, dim, shape):
@@ -111,9 +112,11 @@ def _repeat_interleave(g, needs, out, x, repeats, dim=None, output_size=None):
     if isinstance(repeats, _C.Tensor) and repeats.numel() == 1:
         repeats = int(repeats.reshape(()).item())
     if isinstance(repeats, _C.Tensor):
-        seg = ember.repeat_interleave(ember.arange(n, device=g.device), repeats)  # input position of each output
+        seg = ember.repeat_interleave(ember.arange(n, device=g.device),
+                                      repeats)  # input position of each output
         gs = tuple(g.shape) if g.ndim else (1,)
-        r = ember.zeros(gs[:d] + (n,) + gs[d + 1:], dtype=g.dtype, device=g.device).index_add(d, seg, g.reshape(gs))
+        r = ember.zeros(gs[:d] + (n,) + gs[d + 1:], dtype=g.dtype,
+                        device=g.device).index_add(d, seg, g.reshape(gs))
     else:
         gs = tuple(g.shape) if g.ndim else (1,)
         r = g.reshape(gs[:d] + (n, repeats) + gs[d + 1:]).sum(dim=d + 1)
@@ -150,7 +153,8 @@ def _unfold(g, needs, out, x, dimension, size, step):
     pos = ember.arange(n, device=g.device).unfold(0, size, step).reshape(-1)
     gm = ember.movedim(g, d, -2)  # (..., windows, size)
     gm = gm.reshape(tuple(gm.shape[:-2]) + (pos.numel(),))
-    z = ember.zeros(tuple(gm.shape[:-1]) + (n,), dtype=g.dtype, device=g.device).index_add(-1, pos, gm)
+    z = ember.zeros(tuple(gm.shape[:-1]) + (n,), dtype=g.dtype, device=g.device).index_add(-1,
+                                                                                           pos, gm)
     return (ember.movedim(z, -1, d),)
 
 
@@ -223,7 +227,8 @@ def _quantile_vjp(ignore_nan):
             nv = (~nan).sum(-1, keepdim=True).to(g.dtype)
             ranks = (qv * (nv - 1)).clamp(min=0)
         else:
-            ranks = qv * (n - 1) + ember.zeros(tuple(vals.shape[:-1]) + (1,), dtype=g.dtype, device=g.device)
+            ranks = qv * (n - 1) + ember.zeros(tuple(vals.shape[:-1]) + (1,), dtype=g.dtype,
+                                               device=g.device)
             ranks = ember.where(nan.any(-1, keepdim=True), float(n - 1), ranks)
         lo, hi = ranks.floor(), ranks.ceil()
         if interpolation == "linear":
@@ -268,8 +273,8 @@ def _needs(needs, i):
 def _index_select(g, needs, out, x, dim, index):
     if len(x.shape) == 0:
         return (g.sum(), None, None)
-    return (ember.zeros(tuple(x.shape), dtype=g.dtype, device=g.device).index_add(dim, index.reshape(-1), g),
-            None, None)
+    z = ember.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
+    return (z.index_add(dim, index.reshape(-1), g), None, None)
 
 
 @grad("gather", save=(2,))
@@ -297,7 +302,8 @@ def _take_along_dim(g, needs, out, x, indices, dim=None):
     b = list(ember.broadcast_shapes(tuple(xs), tuple(js)))
     bx, bi = list(b), list(b)
     bx[d], bi[d] = x.shape[d], indices.shape[d]
-    z = ember.zeros(tuple(bx), dtype=g.dtype, device=g.device).scatter_add(d, indices.expand(tuple(bi)), g)
+    z = ember.zeros(tuple(bx), dtype=g.dtype, device=g.device)
+    z = z.scatter_add(d, indices.expand(tuple(bi)), g)
     return (z, None)  # the engine sums a broadcast input's gradient back to its shape
 
 

@@ -57,7 +57,6 @@ from ember.cuda.streams import (
 )
 
 
-
 def _device_hook(name, args, kwargs):
     """Every op call with a CUDA tensor among its arguments comes here (CuPy kernels, see
     docs/cuda.md). The op module (and NumPy/CuPy with it) loads on the first such call, so

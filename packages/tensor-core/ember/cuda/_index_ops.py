@@ -103,7 +103,8 @@ def _index_put_(name, args, kwargs):
         if kwargs.get("accumulate", False):
             positions = mod.arange(a.size).reshape(a.shape)[key]
             flat = mod.ascontiguousarray(a).reshape(-1)
-            _scatter_add(flat, positions.reshape(-1), mod.broadcast_to(v, positions.shape).reshape(-1))
+            values = mod.broadcast_to(v, positions.shape).reshape(-1)
+            _scatter_add(flat, positions.reshape(-1), values)
             a[...] = flat.reshape(a.shape)
         else:
             a[key] = v

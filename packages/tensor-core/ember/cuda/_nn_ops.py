@@ -209,9 +209,10 @@ def _convolution_backward(name, args, kwargs):
             gi = _result(device, tuple(x.shape), x.dtype, _unbatch(v, batched))
         if mask[1]:
             if transposed:
-                v = _weight_grad(_pad(ga, padding, padding), xa, w.shape[2:], stride, dilation, groups)
+                big, small = _pad(ga, padding, padding), xa
             else:
-                v = _weight_grad(_pad(xa, padding, padding), ga, w.shape[2:], stride, dilation, groups)
+                big, small = _pad(xa, padding, padding), ga
+            v = _weight_grad(big, small, w.shape[2:], stride, dilation, groups)
             gw = _result(device, tuple(w.shape), w.dtype, v)
         if mask[2]:
             v = ga.sum(axis=(0,) + tuple(range(2, ga.ndim)))
@@ -497,8 +498,9 @@ def _check_nll(x, target, weight, reduction: int):
     classes = x.shape[0] if x.dim() == 1 else x.shape[1]
     if weight is not None:
         if weight.numel() != classes:
-            raise RuntimeError(f"weight tensor should be defined either for all {classes} classes "
-                               f"or no classes but got weight tensor of shape: {list(weight.shape)}")
+            raise RuntimeError(f"weight tensor should be defined either for all {classes} "
+                               "classes or no classes but got weight tensor of shape: "
+                               f"{list(weight.shape)}")
         if weight.dtype != x.dtype:
             raise RuntimeError(f"expected scalar type {_torch_name(x.dtype)} but found "
                                f"{_torch_name(weight.dtype)}")
@@ -543,7 +545,8 @@ def _nll_loss(name, args, kwargs):
         picked = mod.take_along_axis(a, t[:, None], axis=1)[:, 0].astype(numpy.float64)
         losses = -w * picked
         if reduction == 0:
-            return _result(device, tuple(target.shape), x.dtype, losses.reshape(tuple(target.shape)))
+            shape = tuple(target.shape)
+            return _result(device, shape, x.dtype, losses.reshape(shape))
         total = losses.sum()
         value = total / w.sum() if reduction == 1 else total
         return _result(device, (), x.dtype, value)

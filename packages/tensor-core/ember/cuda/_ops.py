@@ -558,7 +558,6 @@ def _argmax(is_max: bool) -> Callable:
         device = device_of(name, args)
         meta = _meta(name, args, kwargs)
         dim = kwargs.get("dim")
-        keep = bool(kwargs.get("keepdim", False))
         with _on_current_stream(device):
             a = view(x)
             if dim is None:
@@ -750,8 +749,8 @@ OPS: dict[str, Callable] = {
     "std": _reduction(lambda a, ax, k, kw: xp().sqrt(_var(a, ax, k, kw))),
     "logsumexp": _reduction(_logsumexp),
     "norm": _reduction(_norm),
-    "max": lambda name, args, kw: (_max_dim(True) if "dim" in kw else _max_all(True))(name, args, kw),
-    "min": lambda name, args, kw: (_max_dim(False) if "dim" in kw else _max_all(False))(name, args, kw),
+    "max": lambda name, args, kw: (_max_dim if "dim" in kw else _max_all)(True)(name, args, kw),
+    "min": lambda name, args, kw: (_max_dim if "dim" in kw else _max_all)(False)(name, args, kw),
     "argmax": _argmax(True),
     "argmin": _argmax(False),
     "softmax": _softmax(False),
