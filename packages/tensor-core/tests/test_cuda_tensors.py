@@ -291,3 +291,35 @@ def test_backend_switch_is_refused_while_tensors_are_alive():
     with pytest.raises(RuntimeError, match="while device memory is allocated"):
         cuda._use_host_backend(0)
     del g
+
+
+# ---- shape ops that move elements; argmax with dim -----------------------------------------------
+
+
+@pytest.mark.parametrize("op", [
+    lambda t: t.tril(), lambda t: t.tril(1), lambda t: ember.triu(t, -1),
+    lambda t: ember.flip(t, [0, 2]), lambda t: ember.flip(t, [-1]),
+    lambda t: ember._C.constant_pad_nd(t, [1, 2], 0.5),
+    lambda t: ember._C.constant_pad_nd(t, [1, -2, 0, 1, 2, 0], 0),
+    lambda t: t.argmax(1), lambda t: t.argmin(-1, keepdim=True), lambda t: t.argmax(),
+    lambda t: t.argmax(keepdim=True),
+])
+def test_element_moving_shape_ops_match_the_cpu(op):
+    x = ember.from_numpy(np.random.default_rng(0).permutation(60).reshape(3, 4, 5).astype("f4"))
+    cpu, gpu = op(x), op(x.cuda())
+    assert gpu.is_cuda and gpu.dtype == cpu.dtype
+    np.testing.assert_array_equal(host(gpu), cpu.numpy())
+
+
+@pytest.mark.parametrize("op", [
+    lambda t: ember.tril(t[0, 0]), lambda t: ember.flip(t, [0, 0]),
+    lambda t: ember._C.constant_pad_nd(t, [1], 0), lambda t: ember._C.constant_pad_nd(t, [-6, 0], 0),
+    lambda t: ember._C.constant_pad_nd(t, [0, 0] * 4, 0),
+])
+def test_element_moving_shape_op_errors_are_the_cpus(op):
+    x = ember.zeros(3, 4, 5)
+    with pytest.raises(Exception) as cpu:
+        op(x)
+    with pytest.raises(type(cpu.value)) as gpu:
+        op(x.cuda())
+    assert str(gpu.value) == str(cpu.value)

@@ -81,7 +81,8 @@ def eye_(tensor):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with ember.no_grad():
-        return tensor.copy_(ember.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+        return tensor.copy_(ember.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype,
+                                      device=tensor.device))
 
 
 def dirac_(tensor, groups=1):
@@ -201,6 +202,8 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
+    # QR runs on the CPU (LAPACK; an initialiser runs once) and the result is copied to the
+    # tensor's device. CUDA random numbers are drawn on the CPU anyway, so the values are the same.
     flattened = ember.empty(rows, cols, dtype=tensor.dtype).normal_(0, 1)
     if rows < cols:
         flattened = flattened.t()

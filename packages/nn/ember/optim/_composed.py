@@ -54,7 +54,7 @@ class RMSprop(_Composed):
                                       differentiable=differentiable))
 
     def _init(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = _step_tensor(p, group)
         state["square_avg"] = ember.zeros_like(p)
         if group["momentum"] > 0:
             state["momentum_buffer"] = ember.zeros_like(p)
@@ -106,7 +106,7 @@ class Adagrad(_Composed):
                 self._init(p, self.state[p], group)
 
     def _init(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = _step_tensor(p, group)
         state["sum"] = ember.full_like(p, group["initial_accumulator_value"])
 
     def _update_param(self, p, g, state, group):
@@ -136,7 +136,7 @@ class Adadelta(_Composed):
                                       differentiable=differentiable))
 
     def _init(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = _step_tensor(p, group)
         state["square_avg"] = ember.zeros_like(p)
         state["acc_delta"] = ember.zeros_like(p)
 
@@ -169,7 +169,7 @@ class Adamax(_Composed):
                                       differentiable=differentiable, capturable=capturable))
 
     def _init(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = _step_tensor(p, group)
         state["exp_avg"] = ember.zeros_like(p)
         state["exp_inf"] = ember.zeros_like(p)
 
@@ -205,8 +205,8 @@ class NAdam(_Composed):
                                       differentiable=differentiable))
 
     def _init(self, p, state, group):
-        state["step"] = _step_tensor()
-        state["mu_product"] = ember.tensor(1.0, dtype=ember.float32)
+        state["step"] = _step_tensor(p, group)
+        state["mu_product"] = _step_tensor(p, group, 1.0)
         state["exp_avg"] = ember.zeros_like(p)
         state["exp_avg_sq"] = ember.zeros_like(p)
 
@@ -251,7 +251,7 @@ class RAdam(_Composed):
                                       differentiable=differentiable))
 
     def _init(self, p, state, group):
-        state["step"] = _step_tensor()
+        state["step"] = _step_tensor(p, group)
         state["exp_avg"] = ember.zeros_like(p)
         state["exp_avg_sq"] = ember.zeros_like(p)
 

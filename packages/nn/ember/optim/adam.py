@@ -49,7 +49,7 @@ class Adam(Optimizer):
         for p in params:
             st = self.state[p]
             if len(st) == 0:
-                st["step"] = _step_tensor()
+                st["step"] = _step_tensor(p, group)
                 st["exp_avg"] = ember.zeros_like(p)
                 st["exp_avg_sq"] = ember.zeros_like(p)
                 if amsgrad:

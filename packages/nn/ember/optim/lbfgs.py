@@ -144,7 +144,7 @@ class LBFGS(Optimizer):
         return self._numel_cache
 
     def _gather_flat_grad(self):
-        views = [ember.zeros(p.numel(), dtype=p.dtype) if p.grad is None
+        views = [ember.zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None
                  else p.grad.reshape(-1) for p in self._params]
         return ember.cat(views, 0)
 

@@ -252,8 +252,8 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load a state_dict from :meth:`state_dict`. State tensors are copied and cast to
-        their parameter's dtype (``step`` keeps its own)."""
+        """Load a state_dict from :meth:`state_dict`. State tensors are copied to their
+        parameter's device and cast to its dtype (``step`` keeps its own)."""
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -263,12 +263,19 @@ class Optimizer:
                              "the size of optimizer's group")
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
+        saved_group_of = {id(p): s for g, s in zip(groups, saved_groups) for p in g["params"]}
 
         def cast(param, value, key=None):
             if isinstance(value, ember.Tensor):
-                if key != "step" and param.is_floating_point() and value.is_floating_point():
-                    return value.to(dtype=param.dtype).clone()
-                return value.clone()
+                # torch's placement: state goes to its parameter's device; step stays where it
+                # was saved unless the group keeps counters on the device
+                if key == "step":
+                    if _counter_on_device(saved_group_of[id(param)]):
+                        value = value.to(device=param.device)
+                    return value.clone()
+                floats = param.is_floating_point() and value.is_floating_point()
+                return value.to(device=param.device,
+                                dtype=param.dtype if floats else value.dtype).clone()
             if isinstance(value, dict):
                 return {k: cast(param, v, k) for k, v in value.items()}
             if isinstance(value, (list, tuple)):
@@ -315,8 +322,16 @@ def _fusable(params, grads, *buffers) -> bool:
     return all(g.dtype == dt and g.device.type == "cpu" for g in grads)
 
 
-def _step_tensor() -> ember.Tensor:
-    return ember.tensor(0.0, dtype=ember.float32)
+def _step_tensor(p: ember.Tensor, group: dict, value: float = 0.0) -> ember.Tensor:
+    """A 0-d float32 counter (``step``, NAdam's ``mu_product``): on the CPU, where torch keeps
+    it and ``.item()`` costs no device sync, on ``p``'s device when the group is capturable or
+    fused, as in torch."""
+    return ember.tensor(value, dtype=ember.float32,
+                        device=p.device if _counter_on_device(group) else "cpu")
+
+
+def _counter_on_device(group: dict) -> bool:
+    return bool(group.get("capturable") or group.get("fused"))
 
 
 # ---- argument checks, with torch.optim's messages ----

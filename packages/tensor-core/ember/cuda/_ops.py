@@ -556,16 +556,19 @@ def _argmax(is_max: bool) -> Callable:
     def run(name: str, args, kwargs):
         x = args[0]
         device = device_of(name, args)
-        meta = _meta(name, args, kwargs)
-        dim = kwargs.get("dim")
+        _meta(name, args, kwargs)  # the CPU's checks (dim in range)
+        dim, keep = kwargs.get("dim"), bool(kwargs.get("keepdim", False))
         with _on_current_stream(device):
             a = view(x)
             if dim is None:
                 idx = _arg_extreme(a.reshape(-1), 0, is_max)
+                shape = (1,) * x.dim() if keep else ()
             else:
                 a = a.reshape(1) if x.dim() == 0 else a
-                idx = _arg_extreme(a, dim % max(x.dim(), 1), is_max)
-            return _result(device, tuple(meta.shape), _C.int64, idx.reshape(tuple(meta.shape)))
+                d = dim % max(x.dim(), 1)
+                idx = _arg_extreme(a, d, is_max)
+                shape = _reduced_shape(x, (d,), keep) if x.dim() else ()
+            return _result(device, shape, _C.int64, idx.reshape(shape))
 
     return run
 
@@ -728,6 +731,57 @@ def _clamp(name: str, args, kwargs):
         return _result(device, shape, meta.dtype, v)
 
 
+# ---- shape ops that move elements ---------------------------------------------------------------
+
+
+def _same_shape(fn: Callable) -> Callable:
+    """An op whose result has its input's shape and dtype: `fn(array, kwargs)`; the CPU op on a
+    stand-in checks the arguments (dims in range, rank)."""
+
+    def run(name: str, args, kwargs):
+        x = args[0]
+        device = device_of(name, args)
+        _meta(name, args, kwargs)
+        with _on_current_stream(device):
+            return _result(device, tuple(x.shape), x.dtype, fn(view(x), kwargs))
+
+    return run
+
+
+def _constant_pad_nd(name: str, args, kwargs):
+    x = args[0]
+    device = device_of(name, args)
+    pad, value = list(kwargs["pad"]), kwargs.get("value", 0)
+    if len(pad) % 2:
+        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
+    if len(pad) // 2 > x.dim():
+        raise RuntimeError("Length of pad should be no more than twice the number of dimensions "
+                           f"of the input. Pad length is {len(pad)} while the input has "
+                           f"{x.dim()} dimensions.")
+    k = len(pad) // 2
+    lo = [pad[2 * (k - 1 - i)] for i in range(k)]  # pad lists the last dim first
+    hi = [pad[2 * (k - 1 - i) + 1] for i in range(k)]
+    shape = list(x.shape)
+    for i in range(k):  # the CPU kernel's checks, in its order
+        d = x.dim() - k + i
+        cur = shape[d]
+        for p in (lo[i], hi[i]):
+            if p < 0:
+                if cur + p < 0:
+                    raise RuntimeError("narrow(): length must be non-negative.")
+                cur += p
+        new = shape[d] + lo[i] + hi[i]
+        if new < 0:
+            raise RuntimeError(f"The input size {shape[d]}, plus negative padding {lo[i]} and "
+                               f"{hi[i]} resulted in a negative output size, which is invalid. "
+                               "Check dimension " f"{d} of your input.")
+        shape[d] = new
+    from ember.cuda._nn_ops import _pad
+
+    with _on_current_stream(device):
+        return _result(device, tuple(shape), x.dtype, _pad(view(x), lo, hi, value))
+
+
 # ---- the table -----------------------------------------------------------------------------------
 
 OPS: dict[str, Callable] = {
@@ -765,6 +819,10 @@ OPS: dict[str, Callable] = {
     "outer": _product(lambda a, b: xp().outer(a, b)),
     "ger": _product(lambda a, b: xp().outer(a, b)),
     "addmm": _addmm,
+    "tril": _same_shape(lambda a, kw: xp().tril(a, kw.get("diagonal", 0))),
+    "triu": _same_shape(lambda a, kw: xp().triu(a, kw.get("diagonal", 0))),
+    "flip": _same_shape(lambda a, kw: xp().flip(a, axis=tuple(kw["dims"])) if a.ndim else a),
+    "constant_pad_nd": _constant_pad_nd,
 }  # fmt: skip
 for _name in ELEMENTWISE:
     OPS[_name] = _elementwise

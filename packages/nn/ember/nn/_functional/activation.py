@@ -153,13 +153,15 @@ def glu(input, dim=-1):
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
-    gumbels = -ember.empty(tuple(logits.shape), dtype=logits.dtype).exponential_().log()
+    gumbels = -ember.empty(tuple(logits.shape), dtype=logits.dtype,
+                           device=logits.device).exponential_().log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:
         return y_soft
     index = y_soft.argmax(dim, keepdim=True)
     d = dim % logits.dim()
-    ar = ember.arange(logits.shape[d]).reshape((-1,) + (1,) * (logits.dim() - d - 1))
+    ar = ember.arange(logits.shape[d], device=logits.device)
+    ar = ar.reshape((-1,) + (1,) * (logits.dim() - d - 1))
     y_hard = (ar == index).to(logits.dtype)
     return y_hard - y_soft.detach() + y_soft  # straight-through
 
@@ -186,7 +188,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if training:
-        slope = ember.empty(tuple(input.shape), dtype=input.dtype).uniform_(lower, upper)
+        slope = ember.empty(tuple(input.shape), dtype=input.dtype,
+                            device=input.device).uniform_(lower, upper)
     else:
         slope = (lower + upper) / 2
     out = ember.where(input >= 0, input, input * slope)

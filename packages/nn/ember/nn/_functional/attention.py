@@ -20,7 +20,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
                                "set when is_causal=True")
-        causal = ember.ones(lq, lk, dtype=ember.bool).tril()
+        causal = ember.ones(lq, lk, dtype=ember.bool, device=query.device).tril()
         scores = ember.where(causal, scores, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == ember.bool:

@@ -20,9 +20,9 @@ conv_transpose2d = ember.conv_transpose2d
 conv_transpose3d = ember.conv_transpose3d
 
 
-def _eye_kernel(channels, kernel_size, dtype):
+def _eye_kernel(channels, kernel_size, dtype, device):
     k = int(math.prod(kernel_size))
-    w = ember.eye(k, dtype=dtype).reshape((k, 1) + tuple(kernel_size))
+    w = ember.eye(k, dtype=dtype, device=device).reshape((k, 1) + tuple(kernel_size))
     return w.repeat(channels, 1, 1, 1) if channels > 1 else w
 
 
@@ -36,7 +36,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = input if batched else input.unsqueeze(0)
     ks = _ntuple(kernel_size, 2)
     c = x.shape[1]
-    w = _eye_kernel(1, ks, x.dtype)
+    w = _eye_kernel(1, ks, x.dtype, x.device)
     w = ember.cat([w] * c, 0) if c > 1 else w
     out = ember.conv2d(x, w, None, _ntuple(stride, 2), _ntuple(padding, 2), _ntuple(dilation, 2),
                        c)
@@ -64,7 +64,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
                            f"input.size(2)={x.shape[2]}.")
     cols = x.reshape(x.shape[0], c * k, blocks[0], blocks[1])
-    w = _eye_kernel(1, ks, x.dtype)
+    w = _eye_kernel(1, ks, x.dtype, x.device)
     w = ember.cat([w] * c, 0) if c > 1 else w
     natural = [(blocks[i] - 1) * st[i] - 2 * pd[i] + dl[i] * (ks[i] - 1) + 1 for i in range(2)]
     opad = [os_[i] - natural[i] for i in range(2)]

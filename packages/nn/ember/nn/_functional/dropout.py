@@ -21,7 +21,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         out = input * 0.0
     else:
-        mask = ember.empty(tuple(input.shape), dtype=input.dtype).bernoulli_(1 - p)
+        mask = ember.empty(tuple(input.shape), dtype=input.dtype,
+                           device=input.device).bernoulli_(1 - p)
         out = input * mask / (1 - p)
     return input.copy_(out) if inplace else out
 
@@ -36,7 +37,7 @@ def _feature_dropout(input, p, training, inplace, spatial):
     if p == 1.0:
         out = input * 0.0
     else:
-        mask = ember.empty(mshape, dtype=input.dtype).bernoulli_(1 - p)
+        mask = ember.empty(mshape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
         out = input * mask / (1 - p)
     return input.copy_(out) if inplace else out
 
@@ -58,7 +59,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     if not training or p == 0.0:
         return input
     alpha_p = -_SELU_ALPHA * _SELU_SCALE
-    keep = ember.empty(tuple(input.shape), dtype=input.dtype).bernoulli_(1 - p)
+    keep = ember.empty(tuple(input.shape), dtype=input.dtype,
+                       device=input.device).bernoulli_(1 - p)
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
     out = (input * keep + alpha_p * (1 - keep)) * a + b

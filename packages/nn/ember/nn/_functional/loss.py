@@ -314,26 +314,27 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
             ext[i][2 * j + 1] = v
             if j > 0 and v != s[j - 1]:
                 skip[i][2 * j + 1] = True
-    ext_t = ember.tensor(ext)
+    dev = lp.device
+    ext_t = ember.tensor(ext, device=dev)
     onehot = one_hot(ext_t, c).to(lp.dtype)  # (N, L', C)
     lp_ext = ember.einsum("tnc,nlc->tnl", lp, onehot)  # log_probs at the extended labels
-    skip_t = ember.tensor(skip)
-    neg1 = ember.full((n, 1), _CTC_NEG, dtype=lp.dtype)
-    neg2 = ember.full((n, 2), _CTC_NEG, dtype=lp.dtype)
-    start = ember.full((n, lmax), _CTC_NEG, dtype=lp.dtype)
-    init_mask = ember.tensor([[j < 2 for j in range(lmax)]] * n)
+    skip_t = ember.tensor(skip, device=dev)
+    neg1 = ember.full((n, 1), _CTC_NEG, dtype=lp.dtype, device=dev)
+    neg2 = ember.full((n, 2), _CTC_NEG, dtype=lp.dtype, device=dev)
+    start = ember.full((n, lmax), _CTC_NEG, dtype=lp.dtype, device=dev)
+    init_mask = ember.tensor([[j < 2 for j in range(lmax)]] * n, device=dev)
     alpha = ember.where(init_mask, lp_ext[0], start)
-    lens_t = ember.tensor(in_lens).reshape(n, 1)
+    lens_t = ember.tensor(in_lens, device=dev).reshape(n, 1)
     final = alpha
     for t in range(1, t_max):
         a1 = ember.cat([neg1, alpha[:, :-1]], 1)
         a2 = ember.cat([neg2, alpha[:, :-2]], 1) if lmax > 2 else ember.full(
-            (n, lmax), _CTC_NEG, dtype=lp.dtype)
+            (n, lmax), _CTC_NEG, dtype=lp.dtype, device=dev)
         a2 = ember.where(skip_t, a2, _CTC_NEG)
         alpha = ember.logsumexp(ember.stack([alpha, a1, a2]), 0) + lp_ext[t]
         final = ember.where(lens_t == t + 1, alpha, final)
     ends = [[j in (2 * len(s), 2 * len(s) - 1) for j in range(lmax)] for s in seqs]
-    nll = -ember.logsumexp(ember.where(ember.tensor(ends), final, _CTC_NEG), 1)
+    nll = -ember.logsumexp(ember.where(ember.tensor(ends, device=dev), final, _CTC_NEG), 1)
     nll = ember.where(nll > 1e29, float("inf"), nll)
     if zero_infinity:
         nll = ember.where(nll == float("inf"), 0.0, nll)
@@ -343,7 +344,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         return nll
     if reduction == "sum":
         return nll.sum()
-    denom = ember.tensor([max(v, 1) for v in tg_lens], dtype=lp.dtype)
+    denom = ember.tensor([max(v, 1) for v in tg_lens], dtype=lp.dtype, device=dev)
     return (nll / (denom if not unbatched else denom[0])).mean()
 
 
@@ -376,7 +377,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
                 raise RuntimeError(f"multilabel_margin_loss: target index {v} is out of bounds")
             mark[v] = True
         is_t.append(mark)
-    is_t = ember.tensor(is_t)
+    is_t = ember.tensor(is_t, device=x.device)
     pair = (is_t.unsqueeze(2) & ~is_t.unsqueeze(1)).to(x.dtype)  # [n, j target, i other]
     margins = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0) * pair
     loss = margins.sum((1, 2)) / c

@@ -90,7 +90,7 @@ def _max_unpool(k, input, indices, kernel_size, stride, padding, output_size):
     if idx.numel() and (int(idx.max()) >= plane or int(idx.min()) < 0):
         raise RuntimeError(f"Found an invalid max index: {int(idx.max())} (output volumes are "
                            f"of size {'x'.join(str(s_) for s_ in out_sp)}")
-    offs = (ember.arange(planes, dtype=ember.int64) * plane).reshape(planes, 1)
+    offs = (ember.arange(planes, dtype=ember.int64, device=idx.device) * plane).reshape(planes, 1)
     # a scatter of the values to their flat indices, written as the embedding backward kernel
     out = ember.embedding_dense_backward(input.reshape(-1, 1), (idx + offs).reshape(-1),
                                          planes * plane, -1, False)

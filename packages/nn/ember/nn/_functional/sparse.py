@@ -26,7 +26,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):
     with ember.no_grad():
-        ones = ember.ones(tuple(input.shape) + (1,), dtype=weight.dtype)
+        ones = ember.ones(tuple(input.shape) + (1,), dtype=weight.dtype, device=weight.device)
         used = ember.embedding_dense_backward(ones, input, weight.shape[0], -1, False) > 0
         norms = weight.norm(norm_type, 1, keepdim=True)
         scale = ember.where(used & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
@@ -79,7 +79,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             e = e * psw[i].unsqueeze(-1)
         n = b.numel() if pidx < 0 else int((b != pidx).sum())
         if n == 0:
-            rows.append(ember.zeros(weight.shape[1], dtype=weight.dtype))
+            rows.append(ember.zeros(weight.shape[1], dtype=weight.dtype, device=weight.device))
         elif mode == "sum":
             rows.append(e.sum(0))
         elif mode == "mean":
@@ -87,7 +87,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         else:
             rows.append(e.max(0)[0])
     if not rows:
-        return ember.zeros(0, weight.shape[1], dtype=weight.dtype)
+        return ember.zeros(0, weight.shape[1], dtype=weight.dtype, device=weight.device)
     return ember.stack(rows)
 
 
@@ -96,7 +96,7 @@ def _embedding_bag_reduce(input, weight, bags, psw, pidx, mode):
     embedding backward kernel (a scatter-add of rows by bag id), which is differentiable."""
     flat = input.reshape(-1)
     seg = ember.tensor([i for i, b in enumerate(bags) for _ in range(b.numel())],
-                       dtype=ember.int64)
+                       dtype=ember.int64, device=input.device)
     e = ember.embedding(weight, flat)
     keep = None
     if pidx >= 0:
@@ -106,7 +106,8 @@ def _embedding_bag_reduce(input, weight, bags, psw, pidx, mode):
         e = e * ember.cat([w.reshape(-1) for w in psw]).unsqueeze(-1)
     out = ember.embedding_dense_backward(e, seg, len(bags), -1, False)
     if mode == "mean":
-        ones = keep if keep is not None else ember.ones(flat.numel(), 1, dtype=weight.dtype)
+        ones = keep if keep is not None else ember.ones(flat.numel(), 1, dtype=weight.dtype,
+                                                        device=weight.device)
         counts = ember.embedding_dense_backward(ones, seg, len(bags), -1, False)
         out = out / counts.clamp(min=1)
     return out
@@ -124,4 +125,5 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be non-negative.")
         if int(tensor.max()) >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    return (tensor.unsqueeze(-1) == ember.arange(num_classes)).to(ember.int64)
+    classes = ember.arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).to(ember.int64)

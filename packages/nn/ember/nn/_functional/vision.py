@@ -75,10 +75,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scale = (1.0 / scales[i]) if scales[i] else n_in / n_out
         if mode == "nearest":
             src = [min(int(math.floor(o * scale)), n_in - 1) for o in range(n_out)]
-            out = _take(out, dim, ember.tensor(src))
+            out = _take(out, dim, ember.tensor(src, device=input.device))
         elif mode == "nearest-exact":
             src = [min(int(math.floor((o + 0.5) * scale)), n_in - 1) for o in range(n_out)]
-            out = _take(out, dim, ember.tensor(src))
+            out = _take(out, dim, ember.tensor(src, device=input.device))
         elif mode == "bicubic":
             out = _cubic_axis(out, dim, n_in, n_out, scale, align_corners)
         else:
@@ -88,10 +88,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 pos = [max((o + 0.5) * scale - 0.5, 0.0) for o in range(n_out)]
             lo = [min(int(math.floor(p)), n_in - 1) for p in pos]
             hi = [min(i0 + 1, n_in - 1) for i0 in lo]
-            lam = ember.tensor([p - i0 for p, i0 in zip(pos, lo)], dtype=input.dtype)
+            lam = ember.tensor([p - i0 for p, i0 in zip(pos, lo)], dtype=input.dtype,
+                               device=input.device)
             lam = lam.reshape((-1,) + (1,) * (out.dim() - dim - 1))
-            a = _take(out, dim, ember.tensor(lo))
-            b = _take(out, dim, ember.tensor(hi))
+            a = _take(out, dim, ember.tensor(lo, device=input.device))
+            b = _take(out, dim, ember.tensor(hi, device=input.device))
             out = a + (b - a) * lam
     return out
 
@@ -123,8 +124,8 @@ def _cubic_axis(x, dim, n_in, n_out, scale, align_corners):
     shape = (-1,) + (1,) * (x.dim() - dim - 1)
     out = None
     for k in range(4):
-        idx = ember.tensor([min(max(f - 1 + k, 0), n_in - 1) for f in fl])
-        wk = ember.tensor([w[k] for w in ws], dtype=x.dtype).reshape(shape)
+        idx = ember.tensor([min(max(f - 1 + k, 0), n_in - 1) for f in fl], device=x.device)
+        wk = ember.tensor([w[k] for w in ws], dtype=x.dtype, device=x.device).reshape(shape)
         term = _take(x, dim, idx) * wk
         out = term if out is None else out + term
     return out
@@ -137,12 +138,12 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 # ---------------------------------------------------------------------------------------------
 # spatial transformers
 
-def _base_coords(n, align_corners, dtype):
+def _base_coords(n, align_corners, dtype, device):
     if n == 1:
-        return ember.zeros(1, dtype=dtype)
+        return ember.zeros(1, dtype=dtype, device=device)
     if align_corners:
-        return ember.linspace(-1.0, 1.0, n, dtype=dtype)
-    return (ember.arange(n, dtype=dtype) * 2 + 1) / n - 1
+        return ember.linspace(-1.0, 1.0, n, dtype=dtype, device=device)
+    return (ember.arange(n, dtype=dtype, device=device) * 2 + 1) / n - 1
 
 
 def affine_grid(theta, size, align_corners=None):
@@ -154,9 +155,10 @@ def affine_grid(theta, size, align_corners=None):
     if tuple(theta.shape) != (n, 2, 3):
         raise ValueError("Expected a batch of 2D affine matrices of shape Nx2x3 for size "
                          f"{_size(size)}. Got {_size(theta.shape)}.")
-    xs = _base_coords(w, align_corners, theta.dtype).reshape(1, w).expand(h, w)
-    ys = _base_coords(h, align_corners, theta.dtype).reshape(h, 1).expand(h, w)
-    base = ember.stack([xs, ys, ember.ones(h, w, dtype=theta.dtype)], -1).reshape(1, h * w, 3)
+    xs = _base_coords(w, align_corners, theta.dtype, theta.device).reshape(1, w).expand(h, w)
+    ys = _base_coords(h, align_corners, theta.dtype, theta.device).reshape(h, 1).expand(h, w)
+    ones = ember.ones(h, w, dtype=theta.dtype, device=theta.device)
+    base = ember.stack([xs, ys, ones], -1).reshape(1, h * w, 3)
     return base.matmul(theta.transpose(1, 2)).reshape(n, h, w, 2)
 
 
@@ -182,7 +184,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode == "border":
         ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
     table = input.permute(0, 2, 3, 1).reshape(n * h * w, c)
-    base = (ember.arange(n, dtype=ember.int64) * (h * w)).reshape(n, 1, 1)
+    base = (ember.arange(n, dtype=ember.int64, device=input.device) * (h * w)).reshape(n, 1, 1)
 
     def corner(xi, yi):
         inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)

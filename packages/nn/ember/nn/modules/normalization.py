@@ -46,9 +46,12 @@ class _NormBase(Module):
         self.track_running_stats = track_running_stats
         _affine_params(self, affine, num_features, bias, dtype, device)
         if track_running_stats:
-            self.register_buffer("running_mean", ember.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", ember.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", ember.tensor(0, dtype=ember.int64))
+            self.register_buffer("running_mean", ember.zeros(num_features, dtype=dtype,
+                                                             device=device))
+            self.register_buffer("running_var", ember.ones(num_features, dtype=dtype,
+                                                           device=device))
+            self.register_buffer("num_batches_tracked", ember.tensor(0, dtype=ember.int64,
+                                                                     device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -163,7 +166,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        _affine_params(self, elementwise_affine, self.normalized_shape, bias, dtype)
+        _affine_params(self, elementwise_affine, self.normalized_shape, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -187,7 +190,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        _affine_params(self, affine, num_channels, bias, dtype)
+        _affine_params(self, affine, num_channels, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -211,7 +214,8 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(ember.ones(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(ember.ones(self.normalized_shape, dtype=dtype,
+                                               device=device))
         else:
             self.register_parameter("weight", None)
 

@@ -22,6 +22,8 @@ def _cell_step(mode, x_gates, h, c, w_hh_t, b_ih, b_hh):
     """One step: x_gates = x @ w_ih.T (without bias), w_hh_t = w_hh.T. LSTM and GRU run the
     core's fused cells, so a step records two graph nodes (the product and the cell)."""
     h_gates = h.matmul(w_hh_t)
+    if mode in ("LSTM", "GRU") and x_gates.device.type != "cpu":
+        return _composed_cell(mode, x_gates, h_gates, h, c, b_ih, b_hh)
     if mode == "LSTM":
         h, c, _ = _C._thnn_fused_lstm_cell(x_gates, h_gates, c, b_ih, b_hh)
         return h, c
@@ -31,6 +33,22 @@ def _cell_step(mode, x_gates, h, c, w_hh_t, b_ih, b_hh):
     if b_ih is not None:
         pre = pre + b_ih + b_hh
     return (pre.tanh() if mode == "RNN_TANH" else ember.relu(pre)), None
+
+
+def _composed_cell(mode, x_gates, h_gates, h, c, b_ih, b_hh):
+    """The LSTM/GRU cell from element-wise ops, for devices without the fused (CPU) kernels.
+    Gate order as torch's: i, f, g, o and r, z, n."""
+    if b_ih is not None:
+        x_gates, h_gates = x_gates + b_ih, h_gates + b_hh
+    if mode == "LSTM":
+        i, f, g, o = (x_gates + h_gates).chunk(4, -1)
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c.tanh(), c
+    xr, xz, xn = x_gates.chunk(3, -1)
+    hr, hz, hn = h_gates.chunk(3, -1)
+    r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return n + z * (h - n), None
 
 
 class RNNBase(Module):
@@ -81,7 +99,7 @@ class RNNBase(Module):
                     names += [f"weight_hr_l{layer}{suffix}"]
                     shapes += [(proj_size, hidden_size)]
                 for n, s in zip(names, shapes):
-                    setattr(self, n, Parameter(ember.empty(s, dtype=dtype)))
+                    setattr(self, n, Parameter(ember.empty(s, dtype=dtype, device=device)))
                 self._flat_weights_names.extend(names)
         self.reset_parameters()
 
@@ -137,9 +155,9 @@ class RNNBase(Module):
         nd = 2 if self.bidirectional else 1
         hs = self.proj_size if self.proj_size else self.hidden_size
         if hx is None:
-            h0 = ember.zeros(self.num_layers * nd, n, hs, dtype=x.dtype)
-            c0 = ember.zeros(self.num_layers * nd, n, self.hidden_size, dtype=x.dtype) \
-                if is_lstm else None
+            h0 = ember.zeros(self.num_layers * nd, n, hs, dtype=x.dtype, device=x.device)
+            c0 = ember.zeros(self.num_layers * nd, n, self.hidden_size, dtype=x.dtype,
+                             device=x.device) if is_lstm else None
         else:
             h0, c0 = hx if is_lstm else (hx, None)
             if not batched:
@@ -168,7 +186,7 @@ class RNNBase(Module):
                         h = h.matmul(w_hr.t())
                     ys[t] = h
                 outs.append(ember.stack(ys) if seq_len else
-                            ember.zeros(0, n, hs, dtype=x.dtype))
+                            ember.zeros(0, n, hs, dtype=x.dtype, device=x.device))
                 h_n.append(h)
                 if is_lstm:
                     c_n.append(c)
@@ -220,12 +238,14 @@ class RNNCellBase(Module):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        self.weight_ih = Parameter(ember.empty(num_chunks * hidden_size, input_size, dtype=dtype))
+        factory_kwargs = {"device": device, "dtype": dtype}
+        self.weight_ih = Parameter(ember.empty(num_chunks * hidden_size, input_size,
+                                               **factory_kwargs))
         self.weight_hh = Parameter(ember.empty(num_chunks * hidden_size, hidden_size,
-                                               dtype=dtype))
+                                               **factory_kwargs))
         if bias:
-            self.bias_ih = Parameter(ember.empty(num_chunks * hidden_size, dtype=dtype))
-            self.bias_hh = Parameter(ember.empty(num_chunks * hidden_size, dtype=dtype))
+            self.bias_ih = Parameter(ember.empty(num_chunks * hidden_size, **factory_kwargs))
+            self.bias_hh = Parameter(ember.empty(num_chunks * hidden_size, **factory_kwargs))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
@@ -251,12 +271,12 @@ class RNNCellBase(Module):
         batched = input.dim() == 2
         x = input if batched else input.unsqueeze(0)
         if h is None:
-            h = ember.zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+            h = ember.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
         elif not batched:
             h = h.unsqueeze(0)
         if mode == "LSTM":
             if c is None:
-                c = ember.zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+                c = ember.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
             elif not batched:
                 c = c.unsqueeze(0)
         h, c = _cell_step(mode, x.matmul(self.weight_ih.t()), h, c, self.weight_hh.t(),

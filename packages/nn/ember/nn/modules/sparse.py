@@ -31,8 +31,8 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(ember.empty((num_embeddings, embedding_dim), dtype=dtype),
-                                    requires_grad=not _freeze)
+            self.weight = Parameter(ember.empty((num_embeddings, embedding_dim), dtype=dtype,
+                                                device=device), requires_grad=not _freeze)
             self.reset_parameters()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:
@@ -95,7 +95,8 @@ class EmbeddingBag(Module):
         self.sparse = sparse
         self.include_last_offset = include_last_offset
         if _weight is None:
-            self.weight = Parameter(ember.empty((num_embeddings, embedding_dim), dtype=dtype))
+            self.weight = Parameter(ember.empty((num_embeddings, embedding_dim), dtype=dtype,
+                                                device=device))
             self.reset_parameters()
         else:
             self.weight = Parameter(_weight)

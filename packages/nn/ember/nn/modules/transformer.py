@@ -69,25 +69,27 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
+        factory_kwargs = {"device": device, "dtype": dtype}
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(ember.empty((3 * embed_dim, embed_dim), dtype=dtype))
+            self.in_proj_weight = Parameter(ember.empty((3 * embed_dim, embed_dim),
+                                                        **factory_kwargs))
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
             self.register_parameter("v_proj_weight", None)
         else:
-            self.q_proj_weight = Parameter(ember.empty((embed_dim, embed_dim), dtype=dtype))
-            self.k_proj_weight = Parameter(ember.empty((embed_dim, self.kdim), dtype=dtype))
-            self.v_proj_weight = Parameter(ember.empty((embed_dim, self.vdim), dtype=dtype))
+            self.q_proj_weight = Parameter(ember.empty((embed_dim, embed_dim), **factory_kwargs))
+            self.k_proj_weight = Parameter(ember.empty((embed_dim, self.kdim), **factory_kwargs))
+            self.v_proj_weight = Parameter(ember.empty((embed_dim, self.vdim), **factory_kwargs))
             self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, dtype=dtype))
+            self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, **factory_kwargs))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
-                                                        dtype=dtype)
+                                                        **factory_kwargs)
         if add_bias_kv:
-            self.bias_k = Parameter(ember.empty((1, 1, embed_dim), dtype=dtype))
-            self.bias_v = Parameter(ember.empty((1, 1, embed_dim), dtype=dtype))
+            self.bias_k = Parameter(ember.empty((1, 1, embed_dim), **factory_kwargs))
+            self.bias_v = Parameter(ember.empty((1, 1, embed_dim), **factory_kwargs))
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
@@ -134,7 +136,7 @@ class MultiheadAttention(Module):
         k = F.linear(key, wk, bk)
         v = F.linear(value, wv, bv)
         if is_causal and attn_mask is None:
-            attn_mask = ember.ones(lq, lk, dtype=ember.bool).triu(1)
+            attn_mask = ember.ones(lq, lk, dtype=ember.bool, device=q.device).triu(1)
         attn_mask = _additive(attn_mask, q.dtype)
         key_padding_mask = _additive(key_padding_mask, q.dtype)
         if self.bias_k is not None:
@@ -147,7 +149,7 @@ class MultiheadAttention(Module):
         k = k.reshape(lk, n, h, hd).permute(1, 2, 0, 3)
         v = v.reshape(lk, n, h, hd).permute(1, 2, 0, 3)
         if self.add_zero_attn:
-            z = ember.zeros(n, h, 1, hd, dtype=k.dtype)
+            z = ember.zeros(n, h, 1, hd, dtype=k.dtype, device=k.device)
             k, v = ember.cat([k, z], 2), ember.cat([v, z], 2)
             attn_mask, key_padding_mask = _pad_col(attn_mask), _pad_col(key_padding_mask)
             lk += 1
@@ -186,14 +188,15 @@ class TransformerEncoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
+        factory_kwargs = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+                                            batch_first=batch_first, **factory_kwargs)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory_kwargs)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory_kwargs)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
@@ -225,17 +228,18 @@ class TransformerDecoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
+        factory_kwargs = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, dtype=dtype)
+                                            batch_first=batch_first, **factory_kwargs)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+                                                 batch_first=batch_first, **factory_kwargs)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory_kwargs)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory_kwargs)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
@@ -318,24 +322,25 @@ class Transformer(Module):
                  custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
                  bias=True, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = {"device": device, "dtype": dtype}
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
             layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
                                             layer_norm_eps, batch_first, norm_first, bias,
-                                            dtype=dtype)
+                                            **factory_kwargs)
             self.encoder = TransformerEncoder(layer, num_encoder_layers,
                                               LayerNorm(d_model, eps=layer_norm_eps, bias=bias,
-                                                        dtype=dtype))
+                                                        **factory_kwargs))
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
                                             layer_norm_eps, batch_first, norm_first, bias,
-                                            dtype=dtype)
+                                            **factory_kwargs)
             self.decoder = TransformerDecoder(layer, num_decoder_layers,
                                               LayerNorm(d_model, eps=layer_norm_eps, bias=bias,
-                                                        dtype=dtype))
+                                                        **factory_kwargs))
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead
@@ -348,7 +353,8 @@ class Transformer(Module):
 
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
-        return ember.full((sz, sz), float("-inf"), dtype=dtype or ember.float32).triu(1)
+        return ember.full((sz, sz), float("-inf"), dtype=dtype or ember.float32,
+                          device=device).triu(1)
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
                 src_key_padding_mask=None, tgt_key_padding_mask=None,

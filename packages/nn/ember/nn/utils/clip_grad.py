@@ -29,9 +29,11 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     max_norm = float(max_norm)
     norm_type = float(norm_type)
     if len(grads) == 0:
-        return ember.tensor(0.0)
+        return ember.tensor(0.0)  # no gradient, no device: torch's CPU zero
+    first_device = grads[0].device
     with ember.no_grad():
-        norms = [ember.linalg.vector_norm(g, norm_type) for g in grads]
+        # as torch: the total norm on the first gradient's device, the scale back on each one's
+        norms = [ember.linalg.vector_norm(g, norm_type).to(device=first_device) for g in grads]
         if len({n.dtype for n in norms}) > 1:
             norms = [n.to(dtype=ember.float64) for n in norms]
         total_norm = ember.linalg.vector_norm(ember.stack(norms), norm_type)
@@ -42,7 +44,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                 "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
         clip_coef = ember.clamp(max_norm / (total_norm + 1e-6), max=1.0)
         for g in grads:
-            g.mul_(clip_coef.to(dtype=g.dtype))
+            g.mul_(clip_coef.to(device=g.device, dtype=g.dtype))
     return total_norm
 
 

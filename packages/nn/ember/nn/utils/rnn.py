@@ -28,7 +28,15 @@ class PackedSequence(NamedTuple):
     unsorted_indices: ember.Tensor | None = None
 
     def to(self, *args, **kwargs) -> PackedSequence:
-        return self._replace(data=self.data.to(*args, **kwargs))
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        # the indices follow the data's device; batch_sizes stays on the CPU (torch's layout)
+        sorted_indices, unsorted_indices = (
+            None if t is None else t.to(device=data.device)
+            for t in (self.sorted_indices, self.unsorted_indices))
+        return self._replace(data=data, sorted_indices=sorted_indices,
+                             unsorted_indices=unsorted_indices)
 
     @property
     def is_cuda(self) -> bool:
@@ -43,7 +51,7 @@ def invert_permutation(permutation):
     inv = [0] * len(perm)
     for i, j in enumerate(perm):
         inv[j] = i
-    return ember.tensor(inv, dtype=permutation.dtype)
+    return ember.tensor(inv, dtype=permutation.dtype, device=permutation.device)
 
 
 def _take(x, dim: int, index) -> ember.Tensor:
@@ -82,7 +90,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     for s in sequences:
         n = max_len - s.shape[0]
         if n:
-            pad = ember.full((n, *trailing), padding_value, dtype=s.dtype)
+            pad = ember.full((n, *trailing), padding_value, dtype=s.dtype, device=s.device)
             s = ember.cat([s, pad] if padding_side == "right" else [pad, s])
         rows.append(s)
     return ember.stack(rows, 0 if batch_first else 1)
@@ -106,7 +114,7 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
         sorted_indices = None
     else:
         order = sorted(range(len(lens)), key=lambda i: -lens[i])
-        sorted_indices = ember.tensor(order, dtype=ember.int64)
+        sorted_indices = ember.tensor(order, dtype=ember.int64, device=input.device)
         lens = [lens[i] for i in order]
         input = _take(input, batch_dim, sorted_indices)
     if lens and lens[-1] <= 0:
@@ -144,12 +152,14 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         row = data[offset:offset + bs]
         if bs < batch:
             row = ember.cat([row, ember.full((batch - bs, *trailing), padding_value,
-                                             dtype=data.dtype)])
+                                             dtype=data.dtype, device=data.device)])
         rows.append(row)
         offset += bs
     for _ in range(total_length - max_len):
-        rows.append(ember.full((batch, *trailing), padding_value, dtype=data.dtype))
+        rows.append(ember.full((batch, *trailing), padding_value, dtype=data.dtype,
+                               device=data.device))
     out = ember.stack(rows, 0)
+    # lengths stay on the CPU, as torch's
     lengths = ember.tensor([sum(1 for b in batch_sizes if b > i) for i in range(batch)],
                            dtype=ember.int64)
     if sequence.unsorted_indices is not None:
