@@ -7,6 +7,7 @@ import pytest
 import ember
 from ember import cuda
 from ember.autograd import gradcheck, gradgradcheck
+from ember.cuda._testing import devices
 
 pytestmark = pytest.mark.skipif(
     cuda.is_available(), reason="runs on the simulated devices; a real GPU has its own tests"
@@ -15,12 +16,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(autouse=True, scope="module")
 def simulated_gpu():
-    cuda._use_host_backend(256 << 20)
-    yield
-    import gc
-
-    gc.collect()
-    cuda._use_host_backend(0)
+    with devices(256 << 20):
+        yield
 
 
 def test_to_device_round_trip_gradcheck():

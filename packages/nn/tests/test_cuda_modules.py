@@ -12,7 +12,6 @@ A test whose module needs a core op that has no CUDA kernel yet is an xfail nami
 
 import contextlib
 import copy
-import gc
 
 import numpy as np
 import pytest
@@ -21,34 +20,18 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 from ember import cuda
-
-REAL_GPU = cuda.is_available()
-
-
-def _cupy_missing() -> bool:
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return True
-    return False
-
+from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, devices
 
 # On a machine with a GPU the same tests run on it, through CuPy.
-pytestmark = pytest.mark.skipif(REAL_GPU and _cupy_missing(), reason="a GPU without CuPy")
+pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 MiB = 1 << 20
 CUDA0 = ember.device("cuda", 0)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def simulated_gpu():
-    # One switch per module: the backend cannot change while device memory is allocated.
-    if REAL_GPU:
+    with devices(512 * MiB, 2):
         yield
-        return
-    cuda._use_host_backend(512 * MiB, 2)
-    yield
-    gc.collect()
-    cuda._use_host_backend(0)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,6 @@ the device give the same losses and parameters. Runs on ember.cuda's simulated d
 is no GPU (device memory is host memory; ops run through NumPy along the path CuPy takes on a GPU).
 """
 
-import gc
 import os
 import subprocess
 import sys
@@ -15,32 +14,18 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember import cuda
+from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, devices
 
-REAL_GPU = cuda.is_available()
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_cuda_resnet_memory.py"
 
 
-def _cupy_missing() -> bool:
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return True
-    return False
-
-
-pytestmark = pytest.mark.skipif(REAL_GPU and _cupy_missing(), reason="a GPU without CuPy")
+pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
 
 @pytest.fixture(autouse=True, scope="module")
 def simulated_gpu():
-    if REAL_GPU:
+    with devices(512 << 20):
         yield
-        return
-    cuda._use_host_backend(512 << 20, 1)
-    yield
-    gc.collect()
-    cuda._use_host_backend(0)
 
 
 def cnn():

@@ -2,37 +2,20 @@
 gather, scatter, index_add, index_fill, masked_fill/select, nonzero) against the same ops on the
 CPU, errors included. Simulated devices where there is no GPU (see test_cuda_tensors.py)."""
 
-import gc
 
 import numpy as np
 import pytest
 
 import ember
-from ember import cuda
+from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
 
-REAL_GPU = cuda.is_available()
-
-
-def _cupy_missing() -> bool:
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return True
-    return False
-
-
-pytestmark = pytest.mark.skipif(REAL_GPU and _cupy_missing(), reason="a GPU without CuPy")
+pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
 
 @pytest.fixture(autouse=True, scope="module")
 def simulated_gpu():
-    if REAL_GPU:
+    with devices(256 << 20):
         yield
-        return
-    cuda._use_host_backend(256 << 20, 1)
-    yield
-    gc.collect()
-    cuda._use_host_backend(0)
 
 
 def data(*shape, dtype="float32", seed=0):

@@ -7,42 +7,24 @@ backend's memcpy, the CPU kernels' refusal of device memory. Results are checked
 op on the CPU (itself checked against NumPy elsewhere) and against NumPy.
 """
 
-import gc
 
 import numpy as np
 import pytest
 
 import ember
 from ember import cuda
-
-REAL_GPU = cuda.is_available()
-
-
-def _cupy_missing() -> bool:
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return True
-    return False
-
+from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, devices
 
 # On a machine with a GPU the same tests run on it, through CuPy.
-pytestmark = pytest.mark.skipif(REAL_GPU and _cupy_missing(), reason="a GPU without CuPy")
+pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 MiB = 1 << 20
 two_devices = pytest.mark.skipif(REAL_GPU and cuda.device_count() < 2, reason="needs two GPUs")
 
 
 @pytest.fixture(autouse=True, scope="module")
 def simulated_gpu():
-    # One switch per module: a failing test's traceback may hold a device tensor for a while,
-    # and the backend cannot change while device memory is allocated.
-    if REAL_GPU:
+    with devices(256 * MiB, 2):
         yield
-        return
-    cuda._use_host_backend(256 * MiB, 2)
-    yield
-    gc.collect()
-    cuda._use_host_backend(0)
 
 
 def host(t):

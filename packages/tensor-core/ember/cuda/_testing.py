@@ -1,0 +1,46 @@
+"""Test support shared by the CUDA test files of every package: the same tests run on a real GPU
+(through CuPy) and, where there is none, on ember.cuda's simulated devices.
+
+    pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
+
+    @pytest.fixture(autouse=True, scope="module")
+    def simulated_gpu():
+        with devices(256 << 20):
+            yield
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+
+from ember import cuda
+
+
+def _cupy_missing() -> bool:
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+REAL_GPU = cuda.is_available()
+# On a GPU the ops need CuPy: the tests skip without it.
+GPU_WITHOUT_CUPY = REAL_GPU and _cupy_missing()
+
+
+@contextlib.contextmanager
+def devices(capacity: int, count: int = 1):
+    """The real GPU where there is one; otherwise `count` simulated devices of `capacity` bytes
+    for the duration. One switch per test module: a failing test's traceback may hold a device
+    tensor for a while, and the backend cannot change while device memory is allocated."""
+    if REAL_GPU:
+        yield
+        return
+    cuda._use_host_backend(capacity, count)
+    try:
+        yield
+    finally:
+        gc.collect()
+        cuda._use_host_backend(0)
