@@ -14,7 +14,8 @@ import numpy
 
 from ember import _C
 from ember.cuda import _ops as base
-from ember.cuda._ops import _on_current_stream, _result, device_of, view, xp
+from ember.cuda._nn_ops import _torch_name as _name
+from ember.cuda._ops import _on_current_stream, _result, _scatter_add, device_of, view, xp
 
 _INT_INDEX = ("int64", "int32", "int16", "int8", "uint8")
 
@@ -109,18 +110,6 @@ def _index_put_(name, args, kwargs):
         else:
             a[key] = v
     return self
-
-
-def _name(dtype) -> str:
-    from ember.cuda._nn_ops import _torch_name
-
-    return _torch_name(dtype)
-
-
-def _scatter_add(target, index, values):
-    from ember.cuda._nn_ops import _scatter_add as add
-
-    add(target, index, values)
 
 
 # ---- dim-wise gathers and scatters -----------------------------------------------------------

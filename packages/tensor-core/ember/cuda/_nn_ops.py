@@ -24,7 +24,17 @@ import numpy
 
 from ember import _C
 from ember.cuda import _ops as base
-from ember.cuda._ops import _on_current_stream, _operand, _result, device_of, empty, view, xp
+from ember.cuda._ops import (
+    _on_current_stream,
+    _operand,
+    _pad,
+    _result,
+    _scatter_add,
+    device_of,
+    empty,
+    view,
+    xp,
+)
 
 # ---- helpers ---------------------------------------------------------------------------------
 
@@ -36,7 +46,7 @@ def _shaped(t):
     return base._stand_in(t).expand(tuple(t.shape))
 
 
-def _compute_dtype(dtype):
+def _math_dtype(dtype):
     """float16 runs in float32, as on the CPU."""
     return _C.float32 if dtype == _C.float16 else dtype
 
@@ -53,35 +63,6 @@ def _windows(a, nlead: int, kernel, stride, dilation, out):
     strides = (st[:nlead] + tuple(s * t for s, t in zip(sp, stride))
                + tuple(s * d for s, d in zip(sp, dilation)))
     return _as_strided(a, shape, strides)
-
-
-def _pad(a, lo, hi, value=0):
-    """a with its trailing len(lo) dims padded by lo/hi elements of `value` (negative: cropped)."""
-    mod = xp()
-    k = len(lo)
-    lead = a.ndim - k
-    if all(v == 0 for v in lo) and all(v == 0 for v in hi):
-        return mod.ascontiguousarray(a)
-    sizes = a.shape[lead:]
-    out = mod.full(a.shape[:lead] + tuple(s + lo_ + hi_ for s, lo_, hi_ in zip(sizes, lo, hi)),
-                   value, dtype=a.dtype)
-    src, dst = [slice(None)] * lead, [slice(None)] * lead
-    for s, lo_, hi_ in zip(sizes, lo, hi):
-        a0, a1 = max(-lo_, 0), s - max(-hi_, 0)
-        src.append(slice(a0, a1))
-        dst.append(slice(max(lo_, 0), max(lo_, 0) + max(a1 - a0, 0)))
-    out[tuple(dst)] = a[tuple(src)]
-    return out
-
-
-def _scatter_add(target, index, values):
-    """target[index] += values, with repeated indices summed (1-d arrays)."""
-    if xp() is numpy:
-        numpy.add.at(target, index, values)
-    else:
-        import cupyx
-
-        cupyx.scatter_add(target, index, values)
 
 
 def _batched(a, k: int):
@@ -165,7 +146,7 @@ def _convolution(name, args, kwargs):
     shape = _C._convolution_shape(_shaped(x), _shaped(w), _shaped(b), stride, padding, dilation,
                                   transposed, opad, groups)
     k = w.dim() - 2
-    cdt = _compute_dtype(x.dtype)
+    cdt = _math_dtype(x.dtype)
     with _on_current_stream(device):
         xa = _batched(_operand(x, cdt), k)
         wa = _operand(w, cdt)
@@ -193,7 +174,7 @@ def _convolution_backward(name, args, kwargs):
                            f"but got {list(go.shape)}")
     k = w.dim() - 2
     batched = x.dim() == k + 2
-    cdt = _compute_dtype(x.dtype)
+    cdt = _math_dtype(x.dtype)
     gi = gw = gb = None
     with _on_current_stream(device):
         ga = _batched(_operand(go, cdt), k)
@@ -312,7 +293,7 @@ def _scatter_planes(device, go, x, indices, k: int):
     mod = xp()
     with _on_current_stream(device):
         vol = math.prod(x.shape[-k:])
-        g = _planes(_operand(go, _compute_dtype(x.dtype)), k).reshape(-1)
+        g = _planes(_operand(go, _math_dtype(x.dtype)), k).reshape(-1)
         idx = _planes(view(indices), k)
         planes = idx.shape[0]
         flat = (idx.reshape(planes, -1) + (mod.arange(planes) * vol)[:, None]).reshape(-1)
@@ -358,7 +339,7 @@ def _avg_pool(k: int):
         shape = _pool_meta(name, x, k, kwargs)
         kernel, stride, padding, _, cip, dov = _avg_pool_args(kwargs)
         out = shape[-k:]
-        cdt = _compute_dtype(x.dtype)
+        cdt = _math_dtype(x.dtype)
         mod = xp()
         with _on_current_stream(device):
             a = _planes(_operand(x, cdt), k)
@@ -378,7 +359,7 @@ def _avg_pool_backward(k: int):
         go, x = args
         device = device_of(name, args)
         kernel, stride, padding, _, cip, dov = _avg_pool_args(kwargs)
-        cdt = _compute_dtype(x.dtype)
+        cdt = _math_dtype(x.dtype)
         mod = xp()
         with _on_current_stream(device):
             g = _planes(_operand(go, cdt), k)
@@ -422,7 +403,7 @@ def _adaptive_avg(k: int):
         x = args[0]
         device = device_of(name, args)
         shape = _pool_meta(name, x, k, kwargs)
-        cdt = _compute_dtype(x.dtype)
+        cdt = _math_dtype(x.dtype)
         with _on_current_stream(device):
             a = _operand(x, cdt)
             mats = [_adaptive_matrix(s, o, a.dtype) for s, o in zip(x.shape[-k:], shape[-k:])]
@@ -435,7 +416,7 @@ def _adaptive_avg_backward(k: int):
     def run(name, args, kwargs):
         go, x = args
         device = device_of(name, args)
-        cdt = _compute_dtype(x.dtype)
+        cdt = _math_dtype(x.dtype)
         with _on_current_stream(device):
             g = _operand(go, cdt)
             mats = [_adaptive_matrix(s, o, g.dtype).T for s, o in zip(x.shape[-k:], go.shape[-k:])]
@@ -568,8 +549,9 @@ def _nll_loss_backward(name, args, kwargs):
         if reduction == 1:
             tw = kwargs.get("total_weight")
             g = g / (float(tw.item()) if tw is not None else w.sum())
-        scale = -w * g  # (M,), or broadcast from one value
-        rows = mod.where(mod.arange(classes)[None, :] == t[:, None], scale[:, None], 0.0)
+        scale = (-w * g).astype(a.dtype)  # (M,), or broadcast from one value
+        zero = scale.dtype.type(0)
+        rows = mod.where(mod.arange(classes)[None, :] == t[:, None], scale[:, None], zero)
         if x.dim() == 1:
             grad = rows.reshape(tuple(x.shape))
         else:
@@ -607,19 +589,19 @@ def _native_batch_norm(name, args, kwargs):
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode")
     mod = xp()
-    sdt = _compute_dtype(x.dtype)
+    sdt = _math_dtype(x.dtype)
     axes = (0,) + tuple(range(2, x.dim()))
     with _on_current_stream(device):
-        a = view(x).astype(numpy.float64)
+        a = _operand(x, sdt)
         count = a.size // max(x.shape[1], 1)
         if training:
-            mean = a.mean(axis=axes) if count else mod.zeros(x.shape[1])
+            mean = a.mean(axis=axes) if count else mod.zeros(x.shape[1], dtype=a.dtype)
             var = ((a - _channel(mean, a.ndim)) ** 2).mean(axis=axes) if count else mean * 0
         else:
-            mean, var = view(rm).astype(numpy.float64), view(rv).astype(numpy.float64)
+            mean, var = _operand(rm, sdt), _operand(rv, sdt)
         invstd = 1.0 / mod.sqrt(var + eps)
-        scale = invstd * (view(w).astype(numpy.float64) if w is not None else 1.0)
-        shift = (view(b).astype(numpy.float64) if b is not None else 0.0) - mean * scale
+        scale = invstd * (_operand(w, sdt) if w is not None else 1.0)
+        shift = (_operand(b, sdt) if b is not None else 0.0) - mean * scale
         out = _result(device, tuple(x.shape), x.dtype,
                       a * _channel(scale, a.ndim) + _channel(shift, a.ndim))
         if not training:
@@ -627,7 +609,7 @@ def _native_batch_norm(name, args, kwargs):
         unbiased = var * count / (count - 1) if count > 1 else mod.full(var.shape, numpy.nan)
         for running, batch in ((rm, mean), (rv, unbiased)):
             if running is not None:  # through copy_, which bumps its version as the CPU does
-                new = (1 - momentum) * view(running).astype(numpy.float64) + momentum * batch
+                new = (1 - momentum) * _operand(running, sdt) + momentum * batch
                 running.copy_(_result(device, (x.shape[1],), running.dtype, new))
         return (out, _result(device, (x.shape[1],), sdt, mean),
                 _result(device, (x.shape[1],), sdt, invstd))
@@ -649,18 +631,19 @@ def _native_batch_norm_backward(name, args, kwargs):
         raise RuntimeError("batch_norm_backward: running_mean and running_var are needed in "
                            "evaluation mode")
     mod = xp()
+    sdt = _math_dtype(x.dtype)
     axes = (0,) + tuple(range(2, x.dim()))
     with _on_current_stream(device):
-        a = view(x).astype(numpy.float64)
-        g = view(go).astype(numpy.float64)
+        a = _operand(x, sdt)
+        g = _operand(go, sdt)
         if train:
-            mean, invstd = view(sm).astype(numpy.float64), view(si).astype(numpy.float64)
+            mean, invstd = _operand(sm, sdt), _operand(si, sdt)
         else:
-            mean = view(rm).astype(numpy.float64)
-            invstd = 1.0 / mod.sqrt(view(rv).astype(numpy.float64) + eps)
+            mean = _operand(rm, sdt)
+            invstd = 1.0 / mod.sqrt(_operand(rv, sdt) + eps)
         xhat = (a - _channel(mean, a.ndim)) * _channel(invstd, a.ndim)
         sum_g, sum_gx = g.sum(axis=axes), (g * xhat).sum(axis=axes)
-        weight = view(w).astype(numpy.float64) if w is not None else mod.ones(x.shape[1])
+        weight = _operand(w, sdt) if w is not None else mod.ones(x.shape[1], dtype=a.dtype)
         gi = gw = gb = None
         if mask[0]:
             scale = _channel(invstd * weight, a.ndim)
@@ -700,7 +683,7 @@ def _native_layer_norm(name, args, kwargs):
     device = device_of(name, [a for a in args if base._is_tensor(a)])
     _check_ln(x, ns, w, b)
     axes = tuple(range(x.dim() - len(ns), x.dim()))
-    sdt = _compute_dtype(x.dtype)
+    sdt = _math_dtype(x.dtype)
     mod = xp()
     with _on_current_stream(device):
         a = _operand(x, sdt)
@@ -728,7 +711,7 @@ def _native_layer_norm_backward(name, args, kwargs):
     mask = list(kwargs["output_mask"])
     axes = tuple(range(x.dim() - len(ns), x.dim()))
     lead = tuple(range(x.dim() - len(ns)))
-    sdt = _compute_dtype(x.dtype)
+    sdt = _math_dtype(x.dtype)
     with _on_current_stream(device):
         a, g = _operand(x, sdt), _operand(go, sdt)
         stat = tuple(x.shape[: x.dim() - len(ns)]) + (1,) * len(ns)
@@ -794,7 +777,7 @@ def _embedding_dense_backward(name, args, kwargs):
             f"\"embedding_backward\" not implemented for '{_torch_name(go.dtype)}'")
     mod = xp()
     dim = go.shape[-1]
-    cdt = _compute_dtype(go.dtype)
+    cdt = _math_dtype(go.dtype)
     with _on_current_stream(device):
         idx = view(indices).astype(numpy.int64).reshape(-1)
         _in_range(idx, num)

@@ -265,6 +265,38 @@ def _shape(a) -> tuple:
     return tuple(a.shape) if _is_tensor(a) else ()
 
 
+# ---- array helpers shared by the op modules ------------------------------------------------
+
+
+def _pad(a, lo, hi, value=0):
+    """a with its trailing len(lo) dims padded by lo/hi elements of `value` (negative: cropped)."""
+    mod = xp()
+    k = len(lo)
+    lead = a.ndim - k
+    if all(v == 0 for v in lo) and all(v == 0 for v in hi):
+        return mod.ascontiguousarray(a)
+    sizes = a.shape[lead:]
+    out = mod.full(a.shape[:lead] + tuple(s + lo_ + hi_ for s, lo_, hi_ in zip(sizes, lo, hi)),
+                   value, dtype=a.dtype)
+    src, dst = [slice(None)] * lead, [slice(None)] * lead
+    for s, lo_, hi_ in zip(sizes, lo, hi):
+        a0, a1 = max(-lo_, 0), s - max(-hi_, 0)
+        src.append(slice(a0, a1))
+        dst.append(slice(max(lo_, 0), max(lo_, 0) + max(a1 - a0, 0)))
+    out[tuple(dst)] = a[tuple(src)]
+    return out
+
+
+def _scatter_add(target, index, values):
+    """target[index] += values, with repeated indices summed (1-d arrays)."""
+    if xp() is numpy:
+        numpy.add.at(target, index, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(target, index, values)
+
+
 # ---- element-wise ops: from the op table (op_table.h) ---------------------------------------
 
 
@@ -776,8 +808,6 @@ def _constant_pad_nd(name: str, args, kwargs):
                                f"{hi[i]} resulted in a negative output size, which is invalid. "
                                "Check dimension " f"{d} of your input.")
         shape[d] = new
-    from ember.cuda._nn_ops import _pad
-
     with _on_current_stream(device):
         return _result(device, tuple(shape), x.dtype, _pad(view(x), lo, hi, value))
 
