@@ -91,3 +91,35 @@ def test_memory_stats_keys_match_torch():
     theirs = set(torch.cuda.memory_stats())
     ours = set(cuda.memory_stats())
     assert ours - theirs <= {"num_device_alloc", "num_device_free"}
+
+
+def test_device_properties_of_a_real_gpu():
+    p = cuda.get_device_properties()
+    assert p.name == cuda.get_device_name() and p.major >= 3 and p.multi_processor_count >= 1
+    assert p.total_memory == cuda.mem_get_info()[1]
+    assert cuda.get_device_capability() == (p.major, p.minor)
+
+
+def test_dlpack_with_cupy_shares_device_memory():
+    cupy = pytest.importorskip("cupy")
+    x = ember.arange(10.0, device="cuda")
+    c = cupy.from_dlpack(x)
+    assert c.data.ptr == x.data_ptr() and c.tolist() == x.tolist()
+    c *= 2  # on CuPy's stream; from_dlpack below orders it before ember's
+    back = ember.from_dlpack(c)
+    assert back.data_ptr() == x.data_ptr() and back.tolist() == [2.0 * i for i in range(10)]
+    s = cuda.ExternalStream(cupy.cuda.Stream(non_blocking=True).ptr)
+    with cuda.stream(s):
+        y = ember.from_dlpack(cupy.ones((3, 4), dtype=cupy.float16))
+        assert y.device.type == "cuda" and y.dtype == ember.float16 and y.sum().item() == 12.0
+
+
+def test_dlpack_with_torch_cuda_tensors():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    x = ember.arange(6.0, device="cuda").reshape(2, 3)
+    t = torch.from_dlpack(x)
+    assert t.is_cuda and t.data_ptr() == x.data_ptr() and t.tolist() == x.tolist()
+    u = ember.from_dlpack(torch.arange(4, device="cuda"))
+    assert u.device.type == "cuda" and u.tolist() == [0, 1, 2, 3]

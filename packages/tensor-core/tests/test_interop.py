@@ -587,16 +587,26 @@ def test_from_dlpack_legacy_producer_fallback():
     assert u.dtype == ember.int16 and u.data_ptr() == t.data_ptr()
 
 
+class _ForeignDevice:
+    def __init__(self, device):
+        self.device = device
+
+    def __dlpack__(self, **kw):  # pragma: no cover - never reached
+        raise AssertionError
+
+    def __dlpack_device__(self):
+        return self.device
+
+
 def test_from_dlpack_rejects_foreign_devices():
-    class OnGPU:
-        def __dlpack__(self, **kw):  # pragma: no cover - never reached
-            raise AssertionError
+    with pytest.raises(BufferError, match="device type 7"):  # kDLVulkan
+        ember.from_dlpack(_ForeignDevice((7, 0)))
 
-        def __dlpack_device__(self):
-            return (2, 0)
 
-    with pytest.raises(BufferError, match="device type 2"):
-        ember.from_dlpack(OnGPU())
+@pytest.mark.skipif(ember.cuda.is_available(), reason="needs a machine without a GPU")
+def test_from_dlpack_of_cuda_memory_without_a_gpu():
+    with pytest.raises(RuntimeError, match="from_dlpack of a cuda:0 tensor"):
+        ember.from_dlpack(_ForeignDevice((2, 0)))
 
 
 @pytest.mark.parametrize("np_dtype,dtype", NUMPY_DTYPES, ids=NUMPY_DTYPE_IDS)

@@ -24,6 +24,8 @@ class Backend {
   virtual const char* name() const = 0;
   virtual int device_count() = 0;
   virtual std::string device_name(int device) = 0;
+  // The compute capability and multiprocessor count (get_device_properties).
+  virtual void device_attributes(int device, int* major, int* minor, int* multiprocessors) = 0;
   virtual int current_device() = 0;
   virtual void set_device(int device) = 0;
 

@@ -34,6 +34,7 @@ struct Api {
   cudaError_t (*GetLastError)();
   const char* (*GetErrorString)(cudaError_t);
   cudaError_t (*GetDeviceProperties)(void*, int);  // only the leading char name[256] is read
+  cudaError_t (*DeviceGetAttribute)(int*, int, int);
   cudaError_t (*StreamCreateWithPriority)(void**, unsigned, int);
   cudaError_t (*StreamDestroy)(void*);
   cudaError_t (*StreamQuery)(void*);
@@ -68,6 +69,16 @@ class CudartBackend final : public Backend {
     check(api_.GetDeviceProperties(props.data(), device), "cudaGetDeviceProperties");
     props[255] = '\0';
     return props.data();
+  }
+  void device_attributes(int device, int* major, int* minor, int* multiprocessors) override {
+    check_device(device);
+    // cudaDeviceAttr values: stable since CUDA 5, unlike cudaDeviceProp's layout.
+    constexpr int kMultiProcessorCount = 16, kComputeCapabilityMajor = 75,
+                  kComputeCapabilityMinor = 76;
+    check(api_.DeviceGetAttribute(major, kComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+    check(api_.DeviceGetAttribute(minor, kComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
+    check(api_.DeviceGetAttribute(multiprocessors, kMultiProcessorCount, device),
+          "cudaDeviceGetAttribute");
   }
   int current_device() override {
     int d = 0;
@@ -222,7 +233,8 @@ class CudartBackend final : public Backend {
 bool load_api(void* lib, Api& a) {
   a.lib = lib;
   bool ok = bind(lib, a.GetDeviceCount, "cudaGetDeviceCount") &&
-            bind(lib, a.GetDevice, "cudaGetDevice") && bind(lib, a.SetDevice, "cudaSetDevice") &&
+            bind(lib, a.GetDevice, "cudaGetDevice") &&
+            bind(lib, a.DeviceGetAttribute, "cudaDeviceGetAttribute") && bind(lib, a.SetDevice, "cudaSetDevice") &&
             bind(lib, a.Malloc, "cudaMalloc") && bind(lib, a.Free, "cudaFree") &&
             bind(lib, a.MemGetInfo, "cudaMemGetInfo") &&
             bind(lib, a.DeviceSynchronize, "cudaDeviceSynchronize") &&

@@ -36,6 +36,12 @@ std::string HostBackend::device_name(int device) {
   return "ember host backend (simulated device)";
 }
 
+void HostBackend::device_attributes(int device, int* major, int* minor, int* multiprocessors) {
+  check_device(device);
+  *major = *minor = 0;  // no real architecture
+  *multiprocessors = 1;
+}
+
 int HostBackend::current_device() {
   std::lock_guard<std::mutex> g(mu_);
   return current_;
@@ -110,6 +116,8 @@ HostBackend::HostBackend::Event* HostBackend::event_locked(EventHandle e) {
 }
 
 HostBackend::Stream& HostBackend::stream_locked(StreamHandle s) {
+  // cudaStreamLegacy (1) and cudaStreamPerThread (2): one default stream here (DLPack passes 1).
+  if (s == 1 || s == 2) s = 0;
   auto it = streams_.find(s);
   EMBER_CHECK(it != streams_.end(), std::runtime_error, "host backend: unknown stream ", s);
   return it->second;

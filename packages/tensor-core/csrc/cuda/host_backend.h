@@ -26,6 +26,7 @@ class HostBackend final : public Backend {
   const char* name() const override { return "host"; }
   int device_count() override { return devices_; }
   std::string device_name(int device) override;
+  void device_attributes(int device, int* major, int* minor, int* multiprocessors) override;
   int current_device() override;
   void set_device(int device) override;
 
@@ -82,7 +83,7 @@ class HostBackend final : public Backend {
   size_t used_ = 0;
   std::map<void*, size_t> allocations_;
   std::map<StreamHandle, Stream> streams_;  // 0 (the default stream) always exists
-  StreamHandle next_stream_ = 1;
+  StreamHandle next_stream_ = 3;  // 1 and 2 name the default stream, as on the CUDA runtime
   std::set<Event*> events_;
 };
 

@@ -203,7 +203,9 @@ void register_cuda(py::module_& m) {
   m.def("_tensor_record_stream", [](const Tensor& t, uintptr_t stream) {
     EMBER_CHECK(on_device(t), std::runtime_error, "record_stream: expected a CUDA tensor, got one on ",
                 t->device().str());
-    if (t->storage->ptr())
+    // Memory from another library (DLPack) is not the allocator's to hold back: as in torch,
+    // nothing to do.
+    if (t->storage->ptr() && t->storage->allocator)
       cu::allocator(t->device().index).record_stream(t->storage->ptr(), stream);
   });
 
@@ -224,6 +226,16 @@ void register_cuda(py::module_& m) {
   m.def("_cuda_check_device", &cu::check_device_index);
   m.def("_cuda_get_device_name", [](int d) {
     return cu::backend().device_name(cu::check_device_index(d));
+  });
+  m.def("_cuda_device_properties", [](int d) {
+    d = cu::check_device_index(d);
+    cu::Backend& b = cu::backend();
+    int major = 0, minor = 0, sms = 0;
+    b.device_attributes(d, &major, &minor, &sms);
+    size_t free_bytes = 0, total = 0;
+    b.mem_get_info(d, &free_bytes, &total);
+    return py::dict("name"_a = b.device_name(d), "major"_a = major, "minor"_a = minor,
+                    "total_memory"_a = total, "multi_processor_count"_a = sms);
   });
   m.def("_cuda_synchronize", [](int d) {
     py::gil_scoped_release nogil;

@@ -5,7 +5,8 @@
 //   Tensor.numpy()           an ndarray over the tensor's memory; its base is a capsule owning
 //   Tensor.__array__           a reference to the storage
 //   buffer protocol          memoryview(t), np.frombuffer(t): the Tensor type's bf_getbuffer
-//   Tensor.__dlpack__        DLPack export, legacy ("dltensor") or versioned ("dltensor_versioned")
+//   Tensor.__dlpack__        DLPack export, legacy ("dltensor") or versioned ("dltensor_versioned"),
+//                            of CPU (kDLCPU) and CUDA (kDLCUDA) tensors
 //   from_dlpack(obj)         DLPack import; the producer's deleter runs when the storage dies
 //
 // Nothing here copies unless asked to (copy=True) or a dtype conversion is requested.
@@ -14,10 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/cuda_context.h"
 #include "python/dlpack.h"
 #include "python/pyutils.h"
 
 namespace ember::pyb {
+
+namespace cu = ember::cuda;
 
 namespace {
 
@@ -405,8 +409,13 @@ template <typename Managed> Managed* make_managed(const Tensor& t) {
   m.manager_ctx = ctx;
   m.deleter = &DLExport<Managed>::deleter;
   DLTensor& d = m.dl_tensor;
-  d.data = t->data();
-  d.device = DLDevice{kDLCPU, 0};
+  if (t->device().is_cpu()) {
+    d.data = t->data();
+    d.device = DLDevice{kDLCPU, 0};
+  } else {
+    d.data = t->device_data();
+    d.device = DLDevice{kDLCUDA, t->device().index};
+  }
   d.ndim = static_cast<int32_t>(t->dim());
   d.dtype = to_dl_dtype(t->dtype);
   d.shape = ctx->shape.data();
@@ -447,22 +456,46 @@ std::pair<int64_t, int64_t> int_pair(py::handle h, const char* what) {
   return {py::int_(tup[0]).cast<int64_t>(), py::int_(tup[1]).cast<int64_t>()};
 }
 
+// The DLPack device of a tensor: (kDLCPU, 0) or (kDLCUDA, index).
+std::pair<int64_t, int64_t> dl_device_of(const Tensor& t) {
+  if (t->device().is_cpu()) return {kDLCPU, 0};
+  return {kDLCUDA, t->device().index};
+}
+
+// DLPack's stream handshake for a CUDA export: the consumer names the stream it will read on
+// (1: the legacy default stream; -1: no synchronisation); unless that is the current stream, it
+// waits on an event recorded on the current stream, so the export's pending writes come first.
+void order_for_consumer(const Tensor& t, py::handle stream) {
+  const int64_t s = stream.cast<int64_t>();
+  if (s == -1) return;
+  const int device = t->device().index;
+  const cu::StreamHandle consumer = s == 1 ? 0 : static_cast<cu::StreamHandle>(s);
+  const cu::StreamHandle producer = cu::current_stream(device);
+  if (consumer == producer) return;
+  cu::Backend& b = cu::backend();
+  cu::EventHandle e = b.event_create(device, false);
+  b.event_record(device, e, producer);
+  b.stream_wait_event(device, consumer, e);
+  b.event_destroy(device, e);  // CUDA releases it once the wait is done
+}
+
 py::object tensor_dlpack(const Tensor& self, py::object stream, py::object max_version,
                          py::object dl_device, py::object copy) {
   if (self->requires_grad)
     throw std::runtime_error("Can't export tensors that require gradient, use tensor.detach()");
-  if (!self->device().is_cpu())
-    throw py::buffer_error(str_cat("ember: __dlpack__ of a ", self->device().str(),
-                                   " tensor is not supported yet"));
-  // CPU memory needs no stream synchronisation: a stream, if given, must only be well-formed.
   if (!stream.is_none() && !PyLong_Check(stream.ptr()))
     throw py::type_error("stream must be ``int`` or ``none``");
+  const auto own = dl_device_of(self);
   if (!dl_device.is_none()) {
     auto dev = int_pair(dl_device, "dl_device");
-    if (dev.first != kDLCPU)
-      throw py::buffer_error(str_cat("ember: cannot export a cpu tensor to DLPack device type ",
-                                     dev.first, " (only kDLCPU=1 is supported)"));
+    if (dev != own)
+      throw py::buffer_error(str_cat("ember: cannot export a ", self->device().str(),
+                                     " tensor to DLPack device (", dev.first, ", ", dev.second,
+                                     "); export it where it is, (", own.first, ", ", own.second,
+                                     "), or move it with .to() first"));
   }
+  // CPU memory needs no stream synchronisation: a stream, if given, must only be well-formed.
+  if (!self->device().is_cpu() && !stream.is_none()) order_for_consumer(self, stream);
   const bool do_copy = !copy.is_none() && copy.cast<bool>();
   bool versioned = false;
   if (!max_version.is_none()) versioned = int_pair(max_version, "max_version").first >= 1;
@@ -497,6 +530,16 @@ void release_dl_versioned(void* ctx, void* /*ptr*/) {
   if (m->deleter) with_gil([m] { m->deleter(m); });
 }
 
+// The ember device of a DLPack device: the CPU, or a CUDA device this process can use.
+Device import_device(int64_t type, int64_t index) {
+  if (type == kDLCPU) return Device{};
+  if (type != kDLCUDA)
+    throw py::buffer_error(str_cat("ember.from_dlpack: unsupported DLPack device type ", type,
+                                   " (ember supports kDLCPU=1 and kDLCUDA=2)"));
+  return resolve_device(Device{DeviceType::CUDA, static_cast<int16_t>(index)},
+                        str_cat("ember.from_dlpack of a cuda:", index, " tensor"));
+}
+
 // Builds a tensor over a capsule's DLTensor and takes ownership of it (renaming the capsule).
 Tensor tensor_from_capsule(py::handle capsule) {
   PyObject* cap = capsule.ptr();
@@ -524,10 +567,7 @@ Tensor tensor_from_capsule(py::handle capsule) {
   } else {
     dl = &static_cast<DLManagedTensor*>(managed)->dl_tensor;
   }
-  if (dl->device.device_type != kDLCPU)
-    throw py::buffer_error(str_cat("ember.from_dlpack: unsupported DLPack device type ",
-                                   static_cast<int>(dl->device.device_type),
-                                   " (ember supports kDLCPU=1)"));
+  const Device device = import_device(dl->device.device_type, dl->device.device_id);
   const ScalarType st = from_dl_dtype(dl->dtype);
   if (dl->ndim < 0) throw py::value_error("ember.from_dlpack: negative ndim");
   Shape sizes(dl->shape, dl->shape + dl->ndim);
@@ -561,36 +601,51 @@ Tensor tensor_from_capsule(py::handle capsule) {
   // Take ownership: from here on the storage's deleter hands the memory back.
   if (PyCapsule_SetName(cap, versioned ? kCapsuleVersionedUsed : kCapsuleLegacyUsed) != 0)
     throw py::error_already_set();
-  DataPtr ptr(data, managed, versioned ? &release_dl_versioned : &release_dl_legacy, Device{});
+  DataPtr ptr(data, managed, versioned ? &release_dl_versioned : &release_dl_legacy, device);
   auto storage = std::make_shared<StorageImpl>(std::move(ptr), nbytes, nullptr);
   return from_storage(std::move(storage), sizes, strides, 0, st);
 }
 
+// torch.from_dlpack: a tensor sharing the producer's memory. A CUDA producer is asked to order its
+// work before ember's current stream on that device. device= other than the producer's copies
+// (refused with copy=False).
 py::object from_dlpack(py::object obj, py::object device, py::object copy) {
-  if (!device.is_none() && !to_device(device).is_cpu())
-    throw py::buffer_error("ember.from_dlpack: only device='cpu' is supported");
   py::object capsule;
   if (PyCapsule_CheckExact(obj.ptr())) {
     capsule = obj;
   } else if (py::hasattr(obj, "__dlpack__")) {
+    py::dict kwargs;  // a CPU producer is asked nothing about streams
     if (py::hasattr(obj, "__dlpack_device__")) {
       auto dev = int_pair(obj.attr("__dlpack_device__")(), "__dlpack_device__()");
-      if (dev.first != kDLCPU)
-        throw py::buffer_error(str_cat("ember.from_dlpack: unsupported DLPack device type ",
-                                       dev.first, " (ember supports kDLCPU=1)"));
+      const Device d = import_device(dev.first, dev.second);
+      if (!d.is_cpu()) {
+        const cu::StreamHandle s = cu::current_stream(d.index);
+        kwargs["stream"] = py::int_(s == 0 ? 1 : s);  // DLPack names the legacy default stream 1
+      }
     }
     try {
-      capsule = obj.attr("__dlpack__")(py::arg("max_version") = py::make_tuple(1, 0));
+      capsule = obj.attr("__dlpack__")(**kwargs, py::arg("max_version") = py::make_tuple(1, 0));
     } catch (py::error_already_set& e) {
       if (!e.matches(PyExc_TypeError)) throw;
-      capsule = obj.attr("__dlpack__")();  // a producer older than DLPack 1.0
+      capsule = obj.attr("__dlpack__")(**kwargs);  // a producer older than DLPack 1.0
     }
   } else {
     throw py::type_error(str_cat("ember.from_dlpack: expected an object with __dlpack__ or a "
                                  "DLPack capsule, got ", Py_TYPE(obj.ptr())->tp_name));
   }
   Tensor t = tensor_from_capsule(capsule);
-  if (!copy.is_none() && copy.cast<bool>()) t = clone(t);
+  const bool want_copy = !copy.is_none() && copy.cast<bool>();
+  if (!device.is_none()) {
+    Device target = to_device(device);
+    if (!target.is_cpu()) target = resolve_device(target, "ember.from_dlpack(device=...)");
+    if (target != t->device()) {
+      if (!copy.is_none() && !copy.cast<bool>())
+        throw py::buffer_error(str_cat("ember.from_dlpack: the tensor is on ", t->device().str(),
+                                       " and copy=False forbids moving it to ", target.str()));
+      return wrap(to_device_copy(t, target, false));
+    }
+  }
+  if (want_copy) t = clone(t);
   return wrap(std::move(t));
 }
 
@@ -628,10 +683,8 @@ void register_interop(py::module_& m) {
                                       py::arg("dl_device") = py::none(),
                                       py::arg("copy") = py::none()));
   defm("__dlpack_device__", py::cpp_function([](const Tensor& self) {
-    if (!self->device().is_cpu())
-      throw py::buffer_error(str_cat("ember: __dlpack_device__ of a ", self->device().str(),
-                                     " tensor is not supported yet"));
-    return py::make_tuple(static_cast<int>(kDLCPU), 0);
+    const auto dev = dl_device_of(self);
+    return py::make_tuple(dev.first, dev.second);
   }, py::is_method(cls)));
   m.def("from_dlpack", &from_dlpack, py::arg("ext_tensor"), py::kw_only(),
         py::arg("device") = py::none(), py::arg("copy") = py::none(),

@@ -23,7 +23,9 @@ from ember.cuda._device import (
     current_device,
     device,
     device_count,
+    get_device_capability,
     get_device_name,
+    get_device_properties,
     init,
     is_available,
     is_initialized,
@@ -48,6 +50,7 @@ from ember.cuda.memory import (
 )
 from ember.cuda.streams import (
     Event,
+    ExternalStream,
     Stream,
     StreamContext,
     current_stream,
@@ -75,6 +78,7 @@ OutOfMemoryError = _C.OutOfMemoryError
 
 __all__ = [
     "Event",
+    "ExternalStream",
     "OutOfMemoryError",
     "Stream",
     "StreamContext",
@@ -86,7 +90,9 @@ __all__ = [
     "device",
     "device_count",
     "empty_cache",
+    "get_device_capability",
     "get_device_name",
+    "get_device_properties",
     "init",
     "is_available",
     "is_initialized",

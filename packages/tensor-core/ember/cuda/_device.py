@@ -65,6 +65,35 @@ def get_device_name(device: Any = None) -> str:
     return _C._cuda_get_device_name(_get_device_index(device))
 
 
+class _CudaDeviceProperties:
+    """What get_device_properties reports (torch's attribute names); the simulated devices of the
+    tests report capability (0, 0), one multiprocessor and their capacity as memory."""
+
+    def __init__(self, name: str, major: int, minor: int, total_memory: int,
+                 multi_processor_count: int) -> None:
+        self.name = name
+        self.major = major
+        self.minor = minor
+        self.total_memory = total_memory
+        self.multi_processor_count = multi_processor_count
+
+    def __repr__(self) -> str:
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // (1 << 20)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
+def get_device_properties(device: Any = None) -> _CudaDeviceProperties:
+    """Name, compute capability, memory and multiprocessor count of a device."""
+    return _CudaDeviceProperties(**_C._cuda_device_properties(_get_device_index(device)))
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    """The (major, minor) compute capability of a device (default: the current one)."""
+    p = get_device_properties(device)
+    return (p.major, p.minor)
+
+
 def synchronize(device: Any = None) -> None:
     """Waits for all work queued on every stream of a device (default: the current one)."""
     _C._cuda_synchronize(_get_device_index(device))

@@ -91,6 +91,20 @@ class Stream:
                 f"cuda_stream={self.cuda_stream:#x}>")
 
 
+class ExternalStream(Stream):
+    """A stream created outside ember (a cudaStream_t as an int, from CuPy, PyTorch or a CUDA
+    library), usable wherever an ember Stream is: ``with ember.cuda.stream(ExternalStream(p))``
+    queues ember's work on it. ember neither owns nor destroys it: keep it alive while in use.
+    """
+
+    def __init__(self, stream_ptr: int, device: Any = None):
+        super().__init__(device, _handle=int(stream_ptr))
+
+    def __repr__(self) -> str:
+        return (f"<ember.cuda.ExternalStream device=cuda:{self.device_index} "
+                f"cuda_stream={self.cuda_stream:#x}>")
+
+
 class Event:
     """A CUDA event: a point in a stream's work that other streams or the host can wait for.
 
