@@ -96,3 +96,11 @@ def test_loss_norm_and_embedding_gradcheck_on_the_device():
     emb = ember.randn(6, 3, dtype=ember.float64, requires_grad=True)
     idx = ember.tensor([[0, 5], [2, 2]]).cuda()
     assert gradcheck(_cuda_fn(lambda e: ember.embedding(e, idx)), (emb,))
+
+
+def test_modifying_a_saved_cuda_tensor_in_place_is_refused():
+    a = ember.ones(3, dtype=ember.float64, device="cuda", requires_grad=True)
+    b = a.exp()  # ExpBackward saves its result
+    b.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()

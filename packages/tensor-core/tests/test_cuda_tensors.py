@@ -242,6 +242,30 @@ def test_products_softmax_where_clamp_cat():
     np.testing.assert_allclose(host(ember.stack([ga, ga])), np.stack([a, a]))
 
 
+def test_in_place_ops_bump_the_version_counter():
+    # autograd refuses a backward through a saved tensor modified since: it reads this counter
+    x, y = ember.ones(4, device="cuda"), ember.ones(4, device="cuda")
+    i = ember.tensor([1], device="cuda")
+    for op in (lambda: x.add_(y), lambda: x.exp_(), lambda: x.clamp_(0, 1), lambda: x.mul_(2),
+               lambda: x.index_fill_(0, i, 2.0), lambda: x.masked_fill_(x > 0, 1.0),
+               lambda: x.scatter_(0, i, 3.0), lambda: x.copy_(y), lambda: x.zero_()):
+        before = x._version
+        op()
+        assert x._version > before
+
+
+def test_remembered_dtype_rules_keep_value_dependent_errors():
+    # the dtype rules of a call are remembered per (op, dtypes, ranks, other arguments): a second
+    # call must still raise where the values make the CPU raise, and scalar types still count
+    n = ember.arange(3, device="cuda")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+            n ** -1
+        assert (n * 2).dtype == ember.int64 and (n * 2.0).dtype == ember.float32
+        assert (n * True).dtype == ember.int64 and (n > 1).dtype == ember.bool
+        assert host(n ** 2).tolist() == [0, 1, 4]
+
+
 # ---- errors --------------------------------------------------------------------------------------
 
 

@@ -17,6 +17,8 @@ allocator; ops on them run as CuPy kernels over zero-copy views, on the current 
 
 from __future__ import annotations
 
+import sys
+
 from ember import _C
 from ember.cuda._device import (
     _get_device_index,
@@ -123,3 +125,6 @@ def _use_host_backend(capacity: int = 0, devices: int = 1) -> None:
 
     _C._cuda_use_host_backend(capacity, devices)
     streams._reset_pools()
+    ops = sys.modules.get("ember.cuda._ops")
+    if ops is not None:
+        ops._backend_changed()

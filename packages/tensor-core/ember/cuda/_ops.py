@@ -40,24 +40,32 @@ _state: dict[str, Any] = {"backend": None, "xp": None, "streams": {}}
 
 def xp():
     """The array module for the current backend: CuPy on a GPU, NumPy over the host backend."""
-    backend = _C._cuda_backend_name()
-    if backend != _state["backend"]:
-        if backend == "host":
-            _state["xp"] = numpy
-        else:
-            try:
-                import cupy
-            except ImportError:
-                raise RuntimeError(
-                    "ember: ops on CUDA tensors run on CuPy, which is not installed: "
-                    "pip install cupy-cuda12x (or cupy-cuda13x, to match the CUDA driver)"
-                ) from None
-            from ember.cuda._cupy import route_cupy_allocations
+    return _state["xp"] or _load_array_module()
 
-            route_cupy_allocations()
-            _state["xp"] = cupy
-        _state["backend"] = backend
-        _state["streams"] = {}
+
+def _backend_changed() -> None:
+    """ember.cuda._use_host_backend switched backends: find the array module again."""
+    _state["xp"] = None
+
+
+def _load_array_module():
+    backend = _C._cuda_backend_name()
+    if backend == "host":
+        _state["xp"] = numpy
+    else:
+        try:
+            import cupy
+        except ImportError:
+            raise RuntimeError(
+                "ember: ops on CUDA tensors run on CuPy, which is not installed: "
+                "pip install cupy-cuda12x (or cupy-cuda13x, to match the CUDA driver)"
+            ) from None
+        from ember.cuda._cupy import route_cupy_allocations
+
+        route_cupy_allocations()
+        _state["xp"] = cupy
+    _state["backend"] = backend
+    _state["streams"] = {}
     return _state["xp"]
 
 
@@ -173,21 +181,32 @@ def _tensors(args) -> list:
 def device_of(name: str, args, kwargs=None) -> int:
     """The CUDA device the call runs on; PyTorch's error when its tensors are on two devices (a
     0-d CPU tensor may take part, as a number)."""
+    index = None
+    for t in _tensors(args) + (_tensors(kwargs.values()) if kwargs else []):
+        i = t.get_device()  # -1 on the CPU; cheaper than building t.device objects
+        if i < 0 and t.dim() == 0:
+            continue
+        if index is None:
+            index = i
+        elif i != index:
+            index = -1
+            break
+    if index is None or index < 0:
+        _raise_mixed_devices(name, args, kwargs)
+    return index
+
+
+def _raise_mixed_devices(name: str, args, kwargs):
     devices = []
     for t in _tensors(list(args) + list((kwargs or {}).values())):
         d = t.device
-        if d.type == "cpu" and t.dim() == 0:
-            continue
-        if d not in devices:
+        if (d.type != "cpu" or t.dim() != 0) and d not in devices:
             devices.append(d)
-    cuda = [d for d in devices if d.type == "cuda"]
-    if len(devices) > 1 or not cuda:
-        a, b = (str(d) for d in (devices + devices)[:2]) if len(devices) > 1 else ("cpu", "cpu")
-        raise RuntimeError(
-            "Expected all tensors to be on the same device, but found at least two devices, "
-            f"{a} and {b}! (when checking argument for {name})"
-        )
-    return cuda[0].index
+    a, b = (str(d) for d in (devices + devices)[:2]) if len(devices) > 1 else ("cpu", "cpu")
+    raise RuntimeError(
+        "Expected all tensors to be on the same device, but found at least two devices, "
+        f"{a} and {b}! (when checking argument for {name})"
+    )
 
 
 _STAND_INS: dict = {}
@@ -211,9 +230,42 @@ def _stand_in(a):
 _CPU_NAME = {"div_trunc": "_div_trunc", "div_trunc_": "_div_trunc_"}
 
 
+def _meta_key(a):
+    """What of an argument can decide the CPU op's result dtype, rank and argument errors:
+    a tensor's dtype and rank, any other value itself (NotImplemented: not cacheable)."""
+    if _is_tensor(a):
+        return (a.dtype, a.dim())
+    if isinstance(a, (list, tuple)):
+        keys = tuple(_meta_key(b) for b in a)
+        return NotImplemented if NotImplemented in keys else (type(a), keys)
+    try:
+        hash(a)
+    except TypeError:
+        return NotImplemented
+    return (type(a), a)  # type too: 1, 1.0 and True decide different dtypes
+
+
+_META_CACHE: dict = {}
+_META_CACHE_SIZE = 4096
+
+
 def _meta(name: str, args, kwargs):
     """The CPU op on stand-ins: its result has the dtype the device result must have, and any
-    dtype error is raised with the CPU's message."""
+    dtype error is raised with the CPU's message. Results are remembered per (op, dtypes,
+    ranks, other arguments), since a loop calls the same op the same way again and again;
+    callers only read them."""
+    key = (name, _meta_key(tuple(args)), _meta_key(tuple(kwargs.items())))
+    if NotImplemented in key:
+        return _run_meta(name, args, kwargs)
+    hit = _META_CACHE.get(key)
+    if hit is None:
+        if len(_META_CACHE) >= _META_CACHE_SIZE:
+            _META_CACHE.clear()
+        hit = _META_CACHE[key] = _run_meta(name, args, kwargs)
+    return hit
+
+
+def _run_meta(name: str, args, kwargs):
     cpu_name = _CPU_NAME.get(name, name)
     stand = [_stand_in(a) for a in args]
     if cpu_name.endswith("_") and stand and _is_tensor(stand[0]):
@@ -231,7 +283,7 @@ def _meta(name: str, args, kwargs):
 
 def _number(a):
     """A CPU 0-d tensor joining a CUDA op becomes its number."""
-    if _is_tensor(a) and a.device.type == "cpu":
+    if _is_tensor(a) and a.get_device() < 0:
         return a.item()
     return a
 
@@ -256,6 +308,9 @@ def _result(device: int, shape, dtype, value):
 
 
 def _broadcast_shapes(*shapes):
+    first = shapes[0]
+    if all(s == first for s in shapes):  # the common case, without the general rule's cost
+        return first
     import ember
 
     return ember.broadcast_shapes(*shapes)
@@ -870,7 +925,12 @@ def dispatch(name: str, args: tuple, kwargs: dict):
             f"ember: '{name}' has no CUDA implementation yet (its tensors are on cuda:{device}). "
             "Move them to the CPU with .cpu(), or see docs/cuda.md for the ops that run on CUDA."
         )
-    return impl(name, args, kwargs)
+    result = impl(name, args, kwargs)
+    if name[-1] == "_" and name[0] != "_":
+        # Writes through array views bypass the core's version counter, which autograd reads to
+        # refuse a backward through a saved tensor that was modified since.
+        args[0]._bump_version()
+    return result
 
 # The nn kernels (convolution, pooling, losses, norms, embedding) and the ops driven by index
 # tensors live in their own modules.
