@@ -1,7 +1,9 @@
 """CUDA tensors against PyTorch CUDA: element-wise bandwidth and large matrix products.
 
 - add of 256M float32 (three 1 GiB streams): bytes moved per second, target >= 0.9 of torch's;
-- 8192 x 8192 float32 matmul, target >= 0.9 of torch's rate.
+- 8192 x 8192 float32 matmul, target >= 0.9 of torch's rate;
+- for context, 100 adds of 16 floats then one synchronise: what one small op costs (Python
+  dispatch, kernel launch), where torch's C++ dispatch is far cheaper.
 
 Each case runs ember and torch alternately in one process and synchronises the device around
 every timed block. Without a GPU (and CuPy) the rows print n/a with the reason; ``--smoke`` runs
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         rows.append(H.Row(f"add, {n_add} float32", None, "torch cuda", None, 0.9, reason))
         rows.append(H.Row(f"matmul {n_mm}^2 float32", None, "torch cuda", None, 0.9, reason))
+        rows.append(H.Row("100 x add of 16 float32", None, "torch cuda", None, None, reason))
     else:
         a, b = ember.rand(n_add, device="cuda"), ember.rand(n_add, device="cuda")
         x, y = ember.rand(n_mm, n_mm, device="cuda"), ember.rand(n_mm, n_mm, device="cuda")
@@ -74,7 +77,16 @@ def main(argv: list[str] | None = None) -> int:
         t = H.measure_all(fns_mm)
         rows.append(H.Row(f"matmul {n_mm}^2 float32 ({2 * n_mm ** 3 / t['ember'] / 1e12:.1f} TFLOP/s)",
                           t["ember"], "torch cuda", t.get("torch"), 0.9, note))
-        del a, b, x, y
+        u, v = ember.rand(16, device="cuda"), ember.rand(16, device="cuda")
+        fns_small = {"ember": synced(lambda: [u + v for _ in range(100)], sync)}
+        if torch_gpu:
+            tu, tv = torch.rand(16, device="cuda"), torch.rand(16, device="cuda")
+            fns_small["torch"] = synced(lambda: [tu + tv for _ in range(100)],
+                                        torch.cuda.synchronize)
+        t = H.measure_all(fns_small)
+        rows.append(H.Row(f"100 x add of 16 float32 ({t['ember'] / 100 * 1e6:.0f} us per op)",
+                          t["ember"], "torch cuda", t.get("torch"), None, note))
+        del a, b, x, y, u, v
     H.report("CUDA tensors: ember (CuPy kernels) vs torch", rows)
     H.summary()
     H.save_json()
