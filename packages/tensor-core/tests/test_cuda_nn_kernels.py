@@ -106,6 +106,36 @@ def test_convolution_and_its_backward_match_the_cpu(case, with_bias):
         same(gpu_g, cpu_g)
 
 
+@pytest.mark.parametrize("case", CONV_CASES[1::2])
+def test_convolution_in_batch_chunks_matches_the_cpu(case, monkeypatch):
+    # the window copy is made a few samples at a time, to bound its memory: with a budget below
+    # one sample's windows every sample is its own chunk
+    from ember.cuda import _nn_ops
+
+    monkeypatch.setattr(_nn_ops, "WORKSPACE_BYTES", 1)
+    spatial, stride, padding, dilation, groups, transposed, opad = case
+    k, x, w, b = conv_setup(spatial, groups, transposed, batch=3)
+    kw = dict(stride=expand(stride, k), padding=expand(padding, k), dilation=expand(dilation, k),
+              transposed=transposed, output_padding=expand(opad, k), groups=groups)
+    cpu, gpu = both(ember.convolution, x, w, b, **kw)
+    same(gpu, cpu)
+    go = rand(*cpu.shape, seed=5)
+    cpu_g, gpu_g = both(ember.convolution_backward, go, x, w, bias_sizes=list(b.shape),
+                        output_mask=[True, True, True], **kw)
+    same(gpu_g, cpu_g)
+
+
+def test_convolution_with_empty_sums_is_the_bias():
+    kw = dict(stride=[1], padding=[0], dilation=[1], transposed=False, output_padding=[0],
+              groups=1)
+    x, w, b = rand(2, 0, 5), rand(3, 0, 2), rand(3)
+    same(*reversed(both(ember.convolution, x, w, b, **kw)))
+    go = rand(2, 3, 4)
+    cpu_g, gpu_g = both(ember.convolution_backward, go, x, w, bias_sizes=[3],
+                        output_mask=[True, True, True], **kw)
+    same(gpu_g, cpu_g)
+
+
 def test_unbatched_and_float32_and_float16_convolutions():
     x, w = rand(3, 11, 9), rand(5, 3, 3, 2)
     kw = dict(stride=[2, 1], padding=[1, 0], dilation=[1, 1], transposed=False,

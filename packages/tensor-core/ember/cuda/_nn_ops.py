@@ -76,20 +76,32 @@ def _unbatch(a, was_batched: bool):
 
 # ---- convolution -----------------------------------------------------------------------------
 
+# The window copy (im2col) is made a batch chunk at a time, so that its size stays near this
+# (at least one sample): a whole batch's windows are kernel-volume times the input, which would set
+# a training step's peak memory, where cuDNN bounds its workspace.
+WORKSPACE_BYTES = 32 << 20
 
-def _conv_valid(x, w, stride, dilation, groups: int):
-    """Unpadded convolution: x (N, Cin, *S), w (Cout, Cin/groups, *K) -> (N, Cout, *O)."""
+
+def _batch_chunks(n: int, per_sample_bytes: int):
+    step = max(1, min(n, WORKSPACE_BYTES // max(per_sample_bytes, 1)))
+    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
+
+
+def _conv_valid_into(target, x, w, stride, dilation, groups: int, bias=None):
+    """target (N, Cout, *O) = the unpadded convolution of x (N, Cin, *S) with w (Cout, Cin/G, *K)
+    (+ bias), written without an intermediate of the output's size."""
     mod = xp()
     n, cin = x.shape[:2]
     k = x.ndim - 2
     kernel, cout = w.shape[2:], w.shape[0]
-    cg = cin // groups
-    out = tuple((s - d * (kk - 1) - 1) // st + 1
-                for s, kk, st, d in zip(x.shape[2:], kernel, stride, dilation))
-    cols = _im2col(x, groups, kernel, stride, dilation, out)  # (G, cg*kvol, N*ovol)
-    wm = w.reshape(groups, cout // groups, cg * math.prod(kernel))
-    y = mod.matmul(wm, cols).reshape((groups, cout // groups, n) + out)
-    return y.transpose((2, 0, 1) + tuple(range(3, 3 + k))).reshape((n, cout) + out)
+    out = target.shape[2:]
+    cols = _im2col(x, groups, kernel, stride, dilation, out)  # (G, Cin/G*kvol, N*ovol)
+    wm = w.reshape(groups, cout // groups, (cin // groups) * math.prod(kernel))
+    y = mod.matmul(wm, cols).reshape((groups, cout // groups, n) + tuple(out))
+    if bias is not None:
+        y += bias.reshape((groups, cout // groups, 1) + (1,) * k)
+    target.reshape((n, groups, cout // groups) + tuple(out))[...] = (
+        y.transpose((2, 0, 1) + tuple(range(3, 3 + k))))
 
 
 def _im2col(big, groups: int, kernel, stride, dilation, out):
@@ -103,40 +115,71 @@ def _im2col(big, groups: int, kernel, stride, dilation, out):
                                        n * math.prod(out))
 
 
-def _weight_grad(big, small, kernel, stride, dilation, groups: int):
-    """sum over batch and positions of small (N, Cs, *O) x windows of big (N, Cb, *S):
-    (Cs, Cb/G, *K), the weight gradient of either kind of convolution."""
-    mod = xp()
-    n, cs = small.shape[:2]
-    out = small.shape[2:]
-    cols = _im2col(big, groups, kernel, stride, dilation, out)
-    sm = mod.ascontiguousarray(small).reshape(n, groups, cs // groups, math.prod(out))
-    sm = sm.transpose(1, 2, 0, 3).reshape(groups, cs // groups, n * math.prod(out))
-    gw = mod.matmul(sm, cols.transpose(0, 2, 1))
-    return gw.reshape((cs, big.shape[1] // groups) + tuple(kernel))
+def _window_bytes(channels: int, kernel, out, itemsize: int) -> int:
+    """One sample's im2col buffer."""
+    return channels * math.prod(kernel) * math.prod(out) * itemsize
 
 
-def _conv_transposed(x, w, stride, padding, dilation, output_padding, groups: int):
-    """Transposed convolution: x (N, Cin, *S), w (Cin, Cout/G, *K) -> (N, Cout, *O)."""
+def _conv_into(target, x, w, stride, padding, dilation, groups: int, bias=None):
+    """target (N, Cout, *O) = the convolution of x (N, Cin, *S), padded by `padding`."""
+    per = _window_bytes(x.shape[1], w.shape[2:], target.shape[2:], x.itemsize)
+    for part in _batch_chunks(x.shape[0], per):
+        _conv_valid_into(target[part], _pad(x[part], padding, padding), w, stride, dilation,
+                         groups, bias)
+
+
+def _conv_transposed_into(target, x, w, stride, padding, dilation, groups: int, bias=None):
+    """target (N, Cout, *O) = the transposed convolution of x (N, Cin, *S) with w
+    (Cin, Cout/G, *K): the plain convolution of the stride-dilated, re-padded input with the
+    flipped kernel (output_padding is target's extra size)."""
     mod = xp()
     k = x.ndim - 2
     kernel = w.shape[2:]
-    n, cin = x.shape[:2]
-    spread = mod.zeros((n, cin) + tuple((s - 1) * st + 1 for s, st in zip(x.shape[2:], stride)),
-                       dtype=x.dtype)
-    spread[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in stride)] = x
-    lo = [d * (kk - 1) - p for kk, p, d in zip(kernel, padding, dilation)]
-    hi = [v + op for v, op in zip(lo, output_padding)]
+    cin = x.shape[1]
     coutg = w.shape[1]
     flipped = w.reshape((groups, cin // groups, coutg) + tuple(kernel)).swapaxes(1, 2)
     flipped = flipped.reshape((groups * coutg, cin // groups) + tuple(kernel))
     flipped = flipped[(Ellipsis,) + (slice(None, None, -1),) * k]
-    return _conv_valid(_pad(spread, lo, hi), flipped, (1,) * k, dilation, groups)
+    spread_size = tuple((s - 1) * st + 1 for s, st in zip(x.shape[2:], stride))
+    lo = [d * (kk - 1) - p for kk, p, d in zip(kernel, padding, dilation)]
+    # hi: what makes the valid convolution's output exactly target's size
+    hi = [o + d * (kk - 1) - sp - lo_ for o, sp, lo_, d, kk in
+          zip(target.shape[2:], spread_size, lo, dilation, kernel)]
+    per = _window_bytes(cin, kernel, target.shape[2:], x.itemsize)
+    for part in _batch_chunks(x.shape[0], per):
+        xs = x[part]
+        spread = mod.zeros(xs.shape[:2] + spread_size, dtype=x.dtype)
+        spread[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in stride)] = xs
+        _conv_valid_into(target[part], _pad(spread, lo, hi), flipped, (1,) * k, dilation,
+                         groups, bias)
+
+
+def _weight_grad(big, small, kernel, stride, padding, dilation, groups: int):
+    """sum over batch and positions of small (N, Cs, *O) x windows of big (N, Cb, *S) padded by
+    `padding`: (Cs, Cb/G, *K), the weight gradient of either kind of convolution."""
+    mod = xp()
+    n, cs = small.shape[:2]
+    out = small.shape[2:]
+    gw = None
+    for part in _batch_chunks(n, _window_bytes(big.shape[1], kernel, out, big.itemsize)):
+        cols = _im2col(_pad(big[part], padding, padding), groups, kernel, stride, dilation, out)
+        m = small[part].shape[0]
+        sm = mod.ascontiguousarray(small[part]).reshape(m, groups, cs // groups, math.prod(out))
+        sm = sm.transpose(1, 2, 0, 3).reshape(groups, cs // groups, m * math.prod(out))
+        g = mod.matmul(sm, cols.transpose(0, 2, 1))
+        gw = g if gw is None else gw + g
+    return gw.reshape((cs, big.shape[1] // groups) + tuple(kernel))
 
 
 def _conv_kwargs(kwargs):
     return (list(kwargs["stride"]), list(kwargs["padding"]), list(kwargs["dilation"]),
             bool(kwargs["transposed"]), list(kwargs["output_padding"]), int(kwargs["groups"]))
+
+
+def _batched_view(t, k: int):
+    """A (N, C, *spatial) array over a result tensor that may be unbatched."""
+    v = view(t)
+    return v if v.ndim == k + 2 else v[None]
 
 
 def _convolution(name, args, kwargs):
@@ -147,16 +190,21 @@ def _convolution(name, args, kwargs):
                                   transposed, opad, groups)
     k = w.dim() - 2
     cdt = _math_dtype(x.dtype)
+    out = empty(tuple(shape), x.dtype, device)
+    if out.numel() == 0:
+        return out
     with _on_current_stream(device):
         xa = _batched(_operand(x, cdt), k)
         wa = _operand(w, cdt)
-        if transposed:
-            y = _conv_transposed(xa, wa, stride, padding, dilation, opad, groups)
+        ba = None if b is None else _operand(b, cdt)
+        target = _batched_view(out, k)
+        if xa.size == 0 or wa.size == 0:  # nothing to sum: the bias alone
+            target[...] = 0 if ba is None else ba.reshape((1, -1) + (1,) * k)
+        elif transposed:
+            _conv_transposed_into(target, xa, wa, stride, padding, dilation, groups, ba)
         else:
-            y = _conv_valid(_pad(xa, padding, padding), wa, stride, dilation, groups)
-        if b is not None:
-            y = y + _operand(b, cdt).reshape((1, -1) + (1,) * k)
-        return _result(device, shape, x.dtype, _unbatch(y, x.dim() == k + 2))
+            _conv_into(target, xa, wa, stride, padding, dilation, groups, ba)
+    return out
 
 
 def _convolution_backward(name, args, kwargs):
@@ -173,27 +221,30 @@ def _convolution_backward(name, args, kwargs):
         raise RuntimeError(f"convolution_backward: expected grad_output of size {list(shape)}, "
                            f"but got {list(go.shape)}")
     k = w.dim() - 2
-    batched = x.dim() == k + 2
     cdt = _math_dtype(x.dtype)
     gi = gw = gb = None
     with _on_current_stream(device):
         ga = _batched(_operand(go, cdt), k)
         xa = _batched(_operand(x, cdt), k)
         wa = _operand(w, cdt)
+        empty_sum = ga.size == 0 or xa.size == 0 or wa.size == 0
         if mask[0]:
-            if transposed:  # the adjoint of a transposed convolution: a plain one
-                v = _conv_valid(_pad(ga, padding, padding), wa, stride, dilation, groups)
-            else:
-                opad_in = [s - ((o - 1) * st - 2 * p + d * (kk - 1) + 1) for s, o, st, p, d, kk in
-                           zip(xa.shape[2:], ga.shape[2:], stride, padding, dilation, w.shape[2:])]
-                v = _conv_transposed(ga, wa, stride, padding, dilation, opad_in, groups)
-            gi = _result(device, tuple(x.shape), x.dtype, _unbatch(v, batched))
+            gi = empty(tuple(x.shape), x.dtype, device)
+            if gi.numel():
+                target = _batched_view(gi, k)
+                if empty_sum:
+                    target[...] = 0
+                elif transposed:  # the adjoint of a transposed convolution: a plain one
+                    _conv_into(target, ga, wa, stride, padding, dilation, groups)
+                else:
+                    _conv_transposed_into(target, ga, wa, stride, padding, dilation, groups)
         if mask[1]:
-            if transposed:
-                big, small = _pad(ga, padding, padding), xa
+            if empty_sum:
+                v = 0
+            elif transposed:
+                v = _weight_grad(ga, xa, w.shape[2:], stride, padding, dilation, groups)
             else:
-                big, small = _pad(xa, padding, padding), ga
-            v = _weight_grad(big, small, w.shape[2:], stride, dilation, groups)
+                v = _weight_grad(xa, ga, w.shape[2:], stride, padding, dilation, groups)
             gw = _result(device, tuple(w.shape), w.dtype, v)
         if mask[2]:
             v = ga.sum(axis=(0,) + tuple(range(2, ga.ndim)))
