@@ -215,6 +215,17 @@ def test_older_index_ops_on_non_contiguous_and_0d_tensors():
     check(lambda t, i: t.index_fill(0, i, 2.0), ember.tensor(4.0), ember.tensor([0, -1]))
 
 
+def test_scatter_family_out_on_the_device():
+    x, idx, src = data(3, 4), ember.tensor([[0, 2], [1, 1]]), data(2, 3, seed=1)
+    for fn in (lambda t, i, s, out: ember.scatter(t, 1, i, s, out=out),
+               lambda t, i, s, out: ember.scatter_add(t, 0, i, s, out=out),
+               lambda t, i, s, out: ember.index_add(t, 1, i[0], t[:, :2], alpha=3, out=out)):
+        out_c, out_g = ember.empty(3, 4), ember.empty(3, 4, device="cuda")
+        fn(x, idx, src, out_c)
+        assert fn(x.cuda(), idx.cuda(), src.cuda(), out_g) is out_g
+        same(out_g, out_c)
+
+
 # ---- index_copy ---------------------------------------------------------------------------------
 
 

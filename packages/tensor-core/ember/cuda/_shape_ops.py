@@ -5,6 +5,8 @@ and messages are the CPU kernels' (csrc/ops/shape_ops.cpp), in their order.
 
 from __future__ import annotations
 
+import operator
+
 import numpy
 
 from ember import _C
@@ -76,6 +78,8 @@ def _repeat_by_counts(a, counts, axis: int):
 def _repeat_interleave(name, args, kwargs):
     (x,) = args
     repeats, dim, output_size = kwargs.get("repeats"), kwargs.get("dim"), kwargs.get("output_size")
+    if output_size is not None:
+        output_size = operator.index(output_size)
     if repeats is None:  # repeat_interleave(counts): each position i, counts[i] times
         device = device_of(name, args)
         if x.dim() != 1:
