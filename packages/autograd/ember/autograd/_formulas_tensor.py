@@ -303,7 +303,8 @@ def _take_along_dim(g, needs, out, x, indices, dim=None):
     bx, bi = list(b), list(b)
     bx[d], bi[d] = x.shape[d], indices.shape[d]
     z = ember.zeros(tuple(bx), dtype=g.dtype, device=g.device)
-    z = z.scatter_add(d, indices.expand(tuple(bi)), g)
+    idx = ember.where(indices < 0, indices + x.shape[d], indices)  # scatter_add refuses negatives
+    z = z.scatter_add(d, idx.expand(tuple(bi)), g)
     return (z, None)  # the engine sums a broadcast input's gradient back to its shape
 
 

@@ -340,10 +340,11 @@ py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py
   py::handle s = srch.is_none() ? valueh : srch;
   if (s.is_none()) throw py::type_error(str_cat(name, "() missing required argument 'src' or 'value'"));
   Tensor src = is_tensor(s) ? to_tensor(s) : nullptr;
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
-    if (!outh.is_none()) out_with_grad(name);
-    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, s),
-                         py::dict("reduce"_a = reduceh));
+  if (inplace ? inplace_needs_grad(self, {src, index})
+              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
+    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, s),
+                          py::dict("reduce"_a = reduceh), outh);
   }
   IndexReduce red = IndexReduce::None;
   if (!reduceh.is_none()) {
@@ -367,9 +368,11 @@ py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh
   const int64_t dim = parse_dim(dimh, name);
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor src = expect_tensor(srch, name, "src");
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
-    if (!outh.is_none()) out_with_grad(name);
-    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
+  if (inplace ? inplace_needs_grad(self, {src, index})
+              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
+    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict(),
+                          outh);
   }
   Tensor target = inplace ? self : clone(self);
   scatter_(target, dim, index, src, Scalar(), IndexReduce::Sum, "scatter_add");
@@ -385,10 +388,11 @@ py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle ind
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor src = expect_tensor(srch, name, "src");
   const std::string reduce = py::cast<std::string>(reduceh);
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
-    if (!outh.is_none()) out_with_grad(name);
-    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch, reduce),
-                         py::dict("include_self"_a = include_self));
+  if (inplace ? inplace_needs_grad(self, {src, index})
+              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
+    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch, reduce),
+                          py::dict("include_self"_a = include_self), outh);
   }
   IndexReduce red = parse_index_reduce(reduce, false);
   Tensor target = inplace ? self : clone(self);
@@ -406,10 +410,11 @@ py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, 
   const int64_t dim = parse_dim(dimh, name);
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor src = expect_tensor(srch, name, "source");
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
-    if (!outh.is_none()) out_with_grad(name);
-    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch),
-                         py::dict("alpha"_a = alphah));
+  if (inplace ? inplace_needs_grad(self, {src, index})
+              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
+    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch),
+                          py::dict("alpha"_a = alphah), outh);
   }
   Scalar alpha = to_scalar(alphah);
   if (!is_floating(self->dtype) && alpha.is_float())
@@ -428,9 +433,11 @@ py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh,
   const int64_t dim = parse_dim(dimh, name);
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor src = expect_tensor(srch, name, "source");
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src))) {
-    if (!outh.is_none()) out_with_grad(name);
-    return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict());
+  if (inplace ? inplace_needs_grad(self, {src, index})
+              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
+    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict(),
+                          outh);
   }
   Tensor target = inplace ? self : clone(self);
   index_copy_(target, dim, index, src);
@@ -489,7 +496,8 @@ py::object masked_scatter_impl(py::handle selfh, py::handle maskh, py::handle sr
   Tensor self = expect_tensor(selfh, name, "input");
   Tensor mask = expect_tensor(maskh, name, "mask");
   Tensor src = expect_tensor(srch, name, "source");
-  if (inplace ? inplace_needs_grad(self, {src}) : (needs_dispatch(self) || needs_dispatch(src)))
+  if (inplace ? inplace_needs_grad(self, {src, mask})
+              : (needs_dispatch(self) || needs_dispatch(src) || on_device(mask)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, maskh, srch), py::dict());
   check_bool_mask(mask, str_cat("masked_scatter_ only supports boolean masks, but got mask with dtype ",
                                 torch_type_name(mask->dtype)));
@@ -522,7 +530,7 @@ py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, boo
   Tensor self = expect_tensor(selfh, "gather", "input");
   const int64_t dim = parse_dim(dimh, "gather");
   Tensor index = expect_tensor(indexh, "gather", "index");
-  if (needs_dispatch(self)) {
+  if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("gather");
     return redispatch_out("gather", core_fn("gather"), py::make_tuple(selfh, dim, indexh),
                          py::dict("sparse_grad"_a = sparse_grad), outh);
@@ -535,7 +543,7 @@ py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, boo
 py::object take_impl(py::handle selfh, py::handle indexh, py::handle outh) {
   Tensor self = expect_tensor(selfh, "take", "input");
   Tensor index = expect_tensor(indexh, "take", "index");
-  if (needs_dispatch(self)) {
+  if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("take");
     return redispatch_out("take", core_fn("take"), py::make_tuple(selfh, indexh), py::dict(), outh);
   }
@@ -551,7 +559,7 @@ py::object take_along_dim_impl(py::handle selfh, py::handle indicesh, py::handle
   Tensor self = expect_tensor(selfh, "take_along_dim", "input");
   Tensor indices = expect_tensor(indicesh, "take_along_dim", "indices");
   auto dim = parse_opt_dim(dimh, "take_along_dim");
-  if (needs_dispatch(self)) {
+  if (needs_dispatch(self) || on_device(indices)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("take_along_dim");
     return redispatch_out("take_along_dim", core_fn("take_along_dim"), py::make_tuple(selfh, indicesh),
                          py::dict("dim"_a = opt_dim_obj(dim)), outh);

@@ -126,7 +126,7 @@ py::object tri_call(bool upper, py::handle xh, int64_t k, py::handle outh) {
 py::object tri_inplace(bool upper, py::handle selfh, int64_t k) {
   const char* name = upper ? "triu_" : "tril_";
   Tensor x = expect_tensor(selfh, name, "self");
-  if (x->requires_grad && grad_enabled())
+  if (needs_dispatch(x))
     return redispatch(name, core_fn(name), py::make_tuple(selfh), py::dict("diagonal"_a = k));
   tril_triu(x, k, upper, true);
   return py::reinterpret_borrow<py::object>(selfh);
@@ -146,9 +146,14 @@ py::object pad_call(py::handle xh, py::handle padh, py::handle valueh) {
 py::object repeat_interleave_call(py::handle xh, py::handle repeatsh, py::handle dimh, py::handle osh) {
   const int64_t output_size = osh.is_none() ? -1 : as_int(osh);
   Tensor x = expect_tensor(xh, "repeat_interleave", "input");
-  if (repeatsh.is_none()) return wrap(repeat_interleave_counts(x, output_size));  // one-argument form
+  if (repeatsh.is_none()) {  // one-argument form: x holds the counts
+    if (on_device(x))
+      return call_device("repeat_interleave", py::make_tuple(xh),
+                         py::dict("repeats"_a = py::none(), "dim"_a = py::none(), "output_size"_a = osh));
+    return wrap(repeat_interleave_counts(x, output_size));
+  }
   std::optional<int64_t> dim = parse_opt_dim(dimh, "repeat_interleave");
-  if (needs_dispatch(x))
+  if (needs_dispatch(x) || (is_tensor(repeatsh) && on_device(to_tensor(repeatsh))))
     return redispatch("repeat_interleave", core_fn("repeat_interleave"), py::make_tuple(xh),
                          py::dict("repeats"_a = repeatsh, "dim"_a = opt_dim_obj(dim),
                                   "output_size"_a = osh));

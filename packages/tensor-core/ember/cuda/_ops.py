@@ -344,12 +344,51 @@ def _pad(a, lo, hi, value=0):
 
 def _scatter_add(target, index, values):
     """target[index] += values, with repeated indices summed (1-d arrays)."""
-    if xp() is numpy:
-        numpy.add.at(target, index, values)
-    else:
+    _scatter_reduce(target, index, values, "add")
+
+
+# The dtypes CUDA's atomicAdd (so cupyx.scatter_add) takes.
+_ATOMIC_ADD = ("float32", "int32", "uint32", "uint64")
+
+
+def _scatter_reduce(target, index, values, ufunc: str):
+    """target[index] = ufunc(target[index], values) for every pair in order, repeated indices
+    folded in (1-d arrays; ufunc: add, multiply, maximum or minimum). NumPy's ufunc.at runs them
+    in order, as the CPU kernels do; on CuPy, atomics where CUDA has them, else a segmented
+    reduction."""
+    mod = xp()
+    if mod is numpy:
+        getattr(numpy, ufunc).at(target, index, values)
+        return
+    if ufunc == "add" and target.dtype.name in _ATOMIC_ADD:
         import cupyx
 
         cupyx.scatter_add(target, index, values)
+        return
+    _segmented_scatter(target, index, values, ufunc)
+
+
+def _segmented_scatter(target, index, values, ufunc: str):
+    """_scatter_reduce without ufunc.at: the pairs sorted by index (non-negative), each run of one
+    index folded by a segmented scan (log2(n) passes), then one write per distinct index."""
+    mod = xp()
+    fn = getattr(mod, ufunc)
+    n = index.shape[0]
+    if n == 0:
+        return
+    # CuPy's argsort is always stable and takes no kind=; NumPy's needs it
+    order = numpy.argsort(index, kind="stable") if mod is numpy else mod.argsort(index)
+    keys = index[order]
+    acc = mod.broadcast_to(mod.asarray(values, dtype=target.dtype), index.shape)[order]
+    step = 1
+    while step < n:
+        same = keys[step:] == keys[:-step]
+        acc[step:] = mod.where(same, fn(acc[:-step], acc[step:]), acc[step:])
+        step *= 2
+    last = mod.ones(n, dtype=bool)
+    last[:-1] = keys[1:] != keys[:-1]
+    at = keys[last]
+    target[at] = fn(target[at], acc[last])
 
 
 # ---- element-wise ops: from the op table (op_table.h) ---------------------------------------
@@ -932,10 +971,13 @@ def dispatch(name: str, args: tuple, kwargs: dict):
         args[0]._bump_version()
     return result
 
-# The nn kernels (convolution, pooling, losses, norms, embedding) and the ops driven by index
-# tensors live in their own modules.
+# The nn kernels (convolution, pooling, losses, norms, embedding), the ops driven by index
+# tensors and the shape ops that move elements (roll, repeat_interleave, ...) live in their own
+# modules.
 from ember.cuda._index_ops import INDEX_OPS  # noqa: E402  (they use the helpers above)
 from ember.cuda._nn_ops import NN_OPS  # noqa: E402
+from ember.cuda._shape_ops import SHAPE_OPS  # noqa: E402
 
 OPS.update(NN_OPS)
 OPS.update(INDEX_OPS)
+OPS.update(SHAPE_OPS)
