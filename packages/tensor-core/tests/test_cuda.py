@@ -108,9 +108,52 @@ def test_cuda_tensors_raise_a_clear_error_without_a_gpu(name):
         TENSOR_CALLS[name]()
 
 
-def test_cuda_generators_are_refused(host_cuda):
-    with pytest.raises(RuntimeError, match="random numbers for CUDA tensors come from the CPU"):
-        ember.Generator(device="cuda")
+def test_each_device_has_its_own_generator(host_cuda):
+    # torch's model: a default generator per device, all seeded by ember.manual_seed; numbers are
+    # drawn on the host, so one seed gives the same numbers on every device
+    ember.manual_seed(5)
+    cpu = ember.randn(6)
+    dev0, dev1 = ember.randn(6, device="cuda"), ember.randn(6, device="cuda:1")
+    assert cpu.tolist() == dev0.tolist() == dev1.tolist()
+    ember.manual_seed(5)
+    ember.rand(100, device="cuda")  # draws from cuda:0's stream, not the CPU's
+    assert ember.randn(6).tolist() == cpu.tolist()
+    gens = cuda.default_generators
+    assert len(gens) == 2 and gens[1].device == ember.device("cuda:1")
+    assert gens[0] is cuda.default_generators[0]
+    cuda.manual_seed(7)  # the current device only
+    assert (gens[0].initial_seed(), gens[1].initial_seed()) == (7, 5)
+    cuda.manual_seed_all(8)
+    assert cuda.initial_seed() == gens[1].initial_seed() == 8
+    state = cuda.get_rng_state()
+    u = ember.rand(4, device="cuda")
+    cuda.set_rng_state(state)
+    assert ember.rand(4, device="cuda").tolist() == u.tolist()
+    assert [s.tolist() for s in cuda.get_rng_state_all()] == [
+        gens[0].get_state().tolist(), gens[1].get_state().tolist()]
+    cuda.seed_all()
+    assert gens[0].initial_seed() == gens[1].initial_seed()
+
+
+def test_generators_for_a_device(host_cuda):
+    g = ember.Generator(device="cuda:1")
+    assert g.device == ember.device("cuda:1") and g.manual_seed(3) is g
+    first = ember.rand(5, device="cuda:1", generator=g)
+    g.manual_seed(3)
+    again = ember.empty(5, device="cuda:1").uniform_(generator=g)
+    assert first.tolist() == again.tolist()
+    assert ember.rand_like(first, generator=g).device == ember.device("cuda:1")
+    wrong = [
+        (lambda: ember.rand(3, device="cuda", generator=ember.Generator()), "'cuda'", "'cpu'"),
+        (lambda: ember.rand(3, generator=g), "'cpu'", "'cuda'"),
+        (lambda: ember.ones(3, device="cuda").normal_(generator=ember.Generator()), "'cuda'",
+         "'cpu'"),
+        (lambda: ember.rand_like(ember.ones(2), generator=g), "'cpu'", "'cuda'"),
+    ]
+    for call, expected, found in wrong:
+        with pytest.raises(RuntimeError, match=f"Expected a {expected} device type for generator "
+                                               f"but found {found}"):
+            call()
 
 
 def test_invalid_device_strings():

@@ -80,8 +80,15 @@ void fill_in_order(const Tensor& self, Draw&& draw) {
   self->bump_version();
 }
 
-// A tensor on a CUDA device is drawn into a CPU twin from the same generator, then copied over:
-// the same seed gives the same numbers on every device.
+// A tensor on a CUDA device is drawn into a CPU twin from its device's generator (torch's default
+// for that device when none is given), then copied over: the same seed gives the same numbers on
+// every device.
+Generator* for_device(Generator* gen, const Tensor& self) {
+  if (gen) return gen;  // the bindings checked its device type
+  const Device d = self->device();
+  return d.is_cpu() ? &default_generator() : &cuda_default_generator(d.index);
+}
+
 template <class Draw> bool drawn_on_cpu_twin(const Tensor& self, Draw&& draw) {
   if (self->device().is_cpu()) return false;
   Tensor twin = empty(self->sizes, self->dtype);
@@ -151,7 +158,7 @@ void check_int_range(ScalarType dt, int64_t from, std::optional<int64_t> to_inc)
 // ---------------------------------------------------------------------------------------------
 
 void uniform_(const Tensor& self, double from, double to, Generator* gen) {
-  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { uniform_(t, from, to, gen); })) return;
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { uniform_(t, from, to, for_device(gen, self)); })) return;
   check_writable(self, "uniform_");
   if (!is_floating(self->dtype)) not_implemented("check_uniform_bounds", self->dtype);
   EMBER_CHECK(from <= to, std::runtime_error,
@@ -182,7 +189,7 @@ void uniform_(const Tensor& self, double from, double to, Generator* gen) {
 }
 
 void normal_(const Tensor& self, double mean, double std, Generator* gen) {
-  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { normal_(t, mean, std, gen); })) return;
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { normal_(t, mean, std, for_device(gen, self)); })) return;
   check_writable(self, "normal_");
   if (!is_floating(self->dtype)) not_implemented("normal_kernel_cpu", self->dtype);
   EMBER_CHECK(std >= 0.0, std::runtime_error, "normal expects std >= 0.0, but found std ", std);
@@ -208,7 +215,7 @@ void normal_(const Tensor& self, double mean, double std, Generator* gen) {
 }
 
 void random_(const Tensor& self, Generator* gen) {
-  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { random_(t, gen); })) return;
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { random_(t, for_device(gen, self)); })) return;
   check_writable(self, "random_");
   Generator& g = pick(gen);
   std::lock_guard<std::mutex> lock(g.mutex);
@@ -231,7 +238,7 @@ void random_(const Tensor& self, Generator* gen) {
 }
 
 void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Generator* gen) {
-  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { random_(t, from, to, gen); })) return;
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { random_(t, from, to, for_device(gen, self)); })) return;
   check_writable(self, "random_");
   const ScalarType dt = self->dtype;
   uint64_t range;
@@ -273,7 +280,7 @@ void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Genera
 }
 
 void bernoulli_(const Tensor& self, double p, Generator* gen) {
-  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { bernoulli_(t, p, gen); })) return;
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { bernoulli_(t, p, for_device(gen, self)); })) return;
   check_writable(self, "bernoulli_");
   EMBER_CHECK(p >= 0.0 && p <= 1.0, std::runtime_error,
               "bernoulli_ expects p to be in [0, 1], but got p=", p);
@@ -286,7 +293,7 @@ void bernoulli_(const Tensor& self, double p, Generator* gen) {
 }
 
 void bernoulli_(const Tensor& self, const Tensor& p, Generator* gen) {
-  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { bernoulli_(t, on_cpu(p), gen); })) return;
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { bernoulli_(t, on_cpu(p), for_device(gen, self)); })) return;
   check_writable(self, "bernoulli_");
   check_cpu(p, "bernoulli_");
   if (!is_floating(p->dtype)) not_implemented("bernoulli_tensor_cpu_p_", p->dtype);
@@ -314,7 +321,7 @@ void bernoulli_(const Tensor& self, const Tensor& p, Generator* gen) {
 }
 
 void exponential_(const Tensor& self, double lambd, Generator* gen) {
-  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { exponential_(t, lambd, gen); })) return;
+  if (drawn_on_cpu_twin(self, [&](const Tensor& t) { exponential_(t, lambd, for_device(gen, self)); })) return;
   check_writable(self, "exponential_");
   EMBER_CHECK(lambd > 0.0, std::runtime_error,
               "exponential_ expects lambda > 0.0, but found lambda=", lambd);

@@ -111,14 +111,6 @@ double time_pairs(int64_t iters, Alloc&& alloc, Free&& free_) {
 
 }  // namespace
 
-void check_cpu_device(const Device& device, const std::string& what) {
-  if (device.is_cpu()) return;
-  if (!cu::is_available()) throw std::runtime_error(cu::no_gpu_error(what));
-  throw std::runtime_error(what + ": only the CPU is supported here so far (random numbers for "
-                           "CUDA tensors come from the CPU generator: pass device= to the "
-                           "factory function instead)");
-}
-
 Device resolve_device(const Device& device, const std::string& what) {
   if (device.is_cpu()) return device;
   if (!cu::is_available()) throw std::runtime_error(cu::no_gpu_error(what));

@@ -4,9 +4,11 @@
 // PyTorch's keyword arguments, and the in-place samplers (uniform_, normal_, random_, bernoulli_,
 // exponential_) as Tensor methods. Every sampler takes `generator=`.
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "ops/linalg.h"  // resize_output
+#include "cuda/cuda_context.h"
 #include "ops/random_ops.h"
 #include "python/pyutils.h"
 
@@ -18,12 +20,6 @@ namespace {
 py::module_* g_m = nullptr;
 using GenPtr = std::shared_ptr<Generator>;
 
-// The default generator as a Python object, created once so that its identity is stable.
-py::object& default_generator_object() {
-  static py::object* obj = new py::object(  // leaked: outlives interpreter teardown
-      py::cast(GenPtr(&default_generator(), [](Generator*) {})));
-  return *obj;
-}
 
 std::string type_name(py::handle h) { return py::str(py::type::of(h).attr("__name__")); }
 
@@ -72,6 +68,28 @@ Generator* to_generator(py::handle h, const char* op) {
   return h.cast<Generator*>();
 }
 
+// The generator a draw for a tensor on `target` uses: the one given, whose device type must be
+// the target's (torch's error otherwise), or the target device's default generator.
+Generator* generator_for(Generator* gen, const Device& target) {
+  if (!gen) return target.is_cpu() ? nullptr : &cuda_default_generator(target.index);
+  const bool gen_on_cuda = gen->cuda_index >= 0;
+  if (gen_on_cuda == target.is_cpu())
+    throw std::runtime_error(str_cat("Expected a '", target.is_cpu() ? "cpu" : "cuda",
+                                     "' device type for generator but found '",
+                                     gen_on_cuda ? "cuda" : "cpu", "'"));
+  return gen;
+}
+
+// A generator object over one of the process-wide generators (never destroyed), created once per
+// generator so that its identity is stable.
+py::object borrowed_generator(Generator& gen) {
+  static auto* objects = new std::map<Generator*, py::object>();  // leaked, as the generators
+  auto it = objects->find(&gen);
+  if (it == objects->end())
+    it = objects->emplace(&gen, py::cast(GenPtr(&gen, [](Generator*) {}))).first;
+  return it->second;
+}
+
 // ---- factory keyword arguments ----
 struct Factory {
   ScalarType dtype = ScalarType::Undefined;
@@ -82,8 +100,10 @@ struct Factory {
   Device device{};
 };
 
-Factory parse_factory(py::kwargs& kw, const char* op) {
+// `like`: the input of a *_like function, whose device the result takes unless device= is given.
+Factory parse_factory(py::kwargs& kw, const char* op, const Tensor& like = nullptr) {
   Factory f;
+  bool device_given = false;
   for (auto item : kw) {
     std::string k = py::str(item.first);
     py::handle v = item.second;
@@ -93,13 +113,15 @@ Factory parse_factory(py::kwargs& kw, const char* op) {
       // every device.
       Device d = to_device(v);
       f.device = resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
+      device_given = true;
     } else if (k == "requires_grad") f.requires_grad = v.cast<bool>();
     else if (k == "out") f.out = py::reinterpret_borrow<py::object>(v);
     else if (k == "generator") f.generator = py::reinterpret_borrow<py::object>(v);
     else if (k == "layout" || k == "pin_memory" || k == "memory_format") continue;
     else throw py::type_error(str_cat(op, "() got an unexpected keyword argument '", k, "'"));
   }
-  f.gen = to_generator(f.generator, op);
+  f.gen = generator_for(to_generator(f.generator, op),
+                        like && !device_given ? like->device() : f.device);
   return f;
 }
 
@@ -166,6 +188,7 @@ double to_double(py::handle h) { return to_scalar(h).to_double(); }
 template <typename Fn>
 py::object inplace(const char* name, py::handle self, py::tuple args, py::dict kw, Fn&& run) {
   Tensor t = expect_tensor(self, name, "self");
+  generator_for(to_generator(kw["generator"], name), t->device());  // torch's device check
   if (t->requires_grad && grad_enabled()) {
     std::string core = std::string("_") + name;
     return redispatch(name, g_m->attr(core.c_str()), args, kw);
@@ -312,8 +335,10 @@ A random number generator (a Mersenne Twister seeded like PyTorch's CPU generato
 Pass it as ``generator=`` to any sampling function to draw from its own stream.)doc")
       .def(py::init([](py::handle device) {
              Device d = to_device(device.is_none() ? py::str("cpu") : device);
-             check_cpu_device(d, "Generator(device='" + d.str() + "')");
-             return std::make_shared<Generator>();
+             auto gen = std::make_shared<Generator>();
+             if (!d.is_cpu())  // draws on the host like the device's default (docs/cuda.md)
+               gen->cuda_index = resolve_device(d, "Generator(device='" + d.str() + "')").index;
+             return gen;
            }), py::arg("device") = "cpu")
       .def("manual_seed", [](py::object self, py::handle seed) {
         self.cast<Generator&>().manual_seed(to_seed(seed, "manual_seed"));
@@ -326,11 +351,12 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
         self.cast<Generator&>().set_state(state_bytes(state));
         return self;
       }, py::arg("new_state"))
-      .def_property_readonly("device", [](Generator&) {
-        return py::module_::import("ember").attr("device")("cpu");
+      .def_property_readonly("device", [](Generator& g) {
+        py::object device = py::module_::import("ember").attr("device");
+        return g.cuda_index < 0 ? device("cpu") : device("cuda", g.cuda_index);
       });
 
-  m.attr("default_generator") = default_generator_object();
+  m.attr("default_generator") = borrowed_generator(default_generator());
   m.def("manual_seed", [](py::handle seed) {
     // Like torch.manual_seed: int(seed), so floats are truncated.
     py::object s = py::reinterpret_borrow<py::object>(seed);
@@ -338,11 +364,23 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
       s = py::reinterpret_steal<py::object>(PyNumber_Long(seed.ptr()));
       if (!s) throw py::error_already_set();
     }
-    default_generator().manual_seed(to_seed(s, "manual_seed"));
-    return default_generator_object();
+    const uint64_t value = to_seed(s, "manual_seed");
+    default_generator().manual_seed(value);
+    seed_all_cuda_generators(value);  // every device, as torch.manual_seed
+    return borrowed_generator(default_generator());
   }, py::arg("seed"), "Seeds the default generator and returns it.");
-  m.def("seed", []() { return default_generator().seed(); },
-        "Seeds the default generator non-deterministically and returns the seed.");
+  m.def("seed", []() {
+    const uint64_t value = default_generator().seed();
+    seed_all_cuda_generators(value);
+    return value;
+  }, "Seeds the default generators of every device non-deterministically and returns the seed.");
+  // ember.cuda's random functions (ember/cuda/random.py)
+  m.def("_cuda_default_generator", [](int index) {
+    return borrowed_generator(cuda_default_generator(cuda::check_device_index(index)));
+  });
+  m.def("_cuda_seed_all", [](py::handle seed) {
+    seed_all_cuda_generators(to_seed(seed, "manual_seed_all"));
+  });
   m.def("initial_seed", []() { return default_generator().initial_seed(); });
   m.def("get_rng_state", []() { return wrap(state_tensor(default_generator().get_state())); });
   m.def("set_rng_state", [](py::handle state) { default_generator().set_state(state_bytes(state)); },
@@ -396,13 +434,13 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
   }, py::arg("n"));
 
   m.def("rand_like", [](const Tensor& x, py::kwargs kw) {
-    Factory f = parse_factory(kw, "rand_like");
+    Factory f = parse_factory(kw, "rand_like", x);
     Tensor t = like_target(x, f);
     uniform_(t, 0.0, 1.0, f.gen);
     return factory_result(f, t);
   }, py::arg("input"));
   m.def("randn_like", [](const Tensor& x, py::kwargs kw) {
-    Factory f = parse_factory(kw, "randn_like");
+    Factory f = parse_factory(kw, "randn_like", x);
     Tensor t = like_target(x, f);
     normal_(t, 0.0, 1.0, f.gen);
     return factory_result(f, t);
@@ -414,7 +452,7 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
     else if (args.size() == 1 && high && !low) low = args[0];
     else if (args.size() != 0) throw py::type_error("randint_like() received an invalid combination of arguments");
     if (!high) throw py::type_error("randint_like() missing required argument 'high'");
-    Factory f = parse_factory(kw, "randint_like");
+    Factory f = parse_factory(kw, "randint_like", x);
     Tensor t = like_target(x, f);
     random_(t, low ? to_int(low, "randint_like", "low") : 0, to_int(high, "randint_like", "high"), f.gen);
     return factory_result(f, t);

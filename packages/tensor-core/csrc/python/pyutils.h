@@ -40,9 +40,6 @@ Shape to_shape(py::handle h);
 // An int, or a tuple/list of ints (None -> empty with all=true).
 std::vector<int64_t> to_dims(py::handle h);
 Device to_device(py::handle h);
-// Raises where `device` is not the CPU, for what runs on the CPU only (ember.Generator). The
-// message says whether a GPU is there at all (ember.cuda's no-GPU error).
-void check_cpu_device(const Device& device, const std::string& what);
 // `device` with its index resolved (cuda -> cuda:<current>); raises the no-GPU error for a CUDA
 // device where none is usable, and torch's error for an invalid ordinal.
 Device resolve_device(const Device& device, const std::string& what);

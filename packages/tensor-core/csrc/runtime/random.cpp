@@ -2,6 +2,8 @@
 // seeded streams agree; the saved state is ember's own little-endian byte layout.
 #include "runtime/random.h"
 
+#include <vector>
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <vector>
 
 namespace ember {
 namespace {
@@ -233,6 +236,29 @@ Generator& default_generator() {
     return g;
   }();
   return *gen;
+}
+
+namespace {
+std::mutex g_cuda_gens_mutex;
+std::vector<Generator*> g_cuda_gens;  // never destroyed, as the CPU default
+uint64_t g_cuda_seed = Generator::kDefaultSeed;
+}  // namespace
+
+Generator& cuda_default_generator(int index) {
+  std::lock_guard<std::mutex> g(g_cuda_gens_mutex);
+  if (index >= static_cast<int>(g_cuda_gens.size())) g_cuda_gens.resize(index + 1, nullptr);
+  if (!g_cuda_gens[index]) {
+    g_cuda_gens[index] = new Generator(g_cuda_seed);
+    g_cuda_gens[index]->cuda_index = index;
+  }
+  return *g_cuda_gens[index];
+}
+
+void seed_all_cuda_generators(uint64_t seed) {
+  std::lock_guard<std::mutex> g(g_cuda_gens_mutex);
+  g_cuda_seed = seed;
+  for (Generator* gen : g_cuda_gens)
+    if (gen) gen->manual_seed(seed);
 }
 
 void fill_uniform(Generator& gen, float* dst, int64_t n, double lo, double hi) {

@@ -61,6 +61,10 @@ class Generator {
 
   std::mutex mutex;
 
+  // The CUDA device whose tensors this generator draws for (-1: the CPU). CUDA numbers are drawn
+  // on the host and copied, so a CUDA generator is the same engine with another tag.
+  int cuda_index = -1;
+
   static constexpr int kN = 624;
 
  private:
@@ -77,6 +81,13 @@ class Generator {
 // The process-wide generator behind ember.manual_seed & co. Seeded with kDefaultSeed; created on
 // first use and never destroyed. A forked child inherits its state (reseed workers explicitly).
 Generator& default_generator();
+
+// The default generator of CUDA device `index` (torch.cuda.default_generators[index]): created on
+// first use, seeded with kDefaultSeed or with the last seed_all_devices() seed, never destroyed.
+Generator& cuda_default_generator(int index);
+// Seeds every CUDA default generator, also those created later (ember.manual_seed seeds all
+// devices, as torch.manual_seed does).
+void seed_all_cuda_generators(uint64_t seed);
 
 // Fill dst[0..n) with uniform values in [lo, hi) / normal values; they lock gen.mutex.
 void fill_uniform(Generator& gen, float* dst, int64_t n, double lo, double hi);

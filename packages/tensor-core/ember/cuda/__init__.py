@@ -50,6 +50,17 @@ from ember.cuda.memory import (
     reset_peak_memory_stats,
     set_per_process_memory_fraction,
 )
+from ember.cuda.random import (
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
 from ember.cuda.streams import (
     Event,
     ExternalStream,
@@ -93,13 +104,18 @@ __all__ = [
     "device_count",
     "empty_cache",
     "get_device_capability",
+    "get_rng_state",
+    "get_rng_state_all",
     "get_device_name",
     "get_device_properties",
     "init",
+    "initial_seed",
     "is_available",
     "is_initialized",
     "max_memory_allocated",
     "max_memory_reserved",
+    "manual_seed",
+    "manual_seed_all",
     "mem_get_info",
     "memory_allocated",
     "memory_reserved",
@@ -109,7 +125,11 @@ __all__ = [
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_device",
+    "seed",
+    "seed_all",
     "set_per_process_memory_fraction",
+    "set_rng_state",
+    "set_rng_state_all",
     "set_stream",
     "stream",
     "synchronize",
@@ -128,3 +148,11 @@ def _use_host_backend(capacity: int = 0, devices: int = 1) -> None:
     ops = sys.modules.get("ember.cuda._ops")
     if ops is not None:
         ops._backend_changed()
+
+
+def __getattr__(name: str):
+    if name == "default_generators":
+        from ember.cuda import random
+
+        return random.default_generators
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
