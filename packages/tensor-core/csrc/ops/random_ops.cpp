@@ -81,10 +81,11 @@ void fill_in_order(const Tensor& self, Draw&& draw) {
 }
 
 // A tensor on a CUDA device is drawn into a CPU twin from the same generator, then copied over:
-// the same seed gives the same numbers on every device.
+// the same seed gives the same numbers on every device. The twin has self's strides, so the
+// sampler visits (and vectorises) its elements in the order it would visit self's on the CPU.
 template <class Draw> bool drawn_on_cpu_twin(const Tensor& self, Draw&& draw) {
   if (self->device().is_cpu()) return false;
-  Tensor twin = empty(self->sizes, self->dtype);
+  Tensor twin = empty_strided(self->sizes, self->strides, self->dtype);
   draw(twin);
   copy_(self, twin);
   return true;

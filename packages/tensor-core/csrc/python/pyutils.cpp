@@ -291,7 +291,9 @@ bool is_int_like(py::handle h) {
 
 int64_t as_int(py::handle h) {
   if (is_tensor(h)) return to_scalar(h).to_int();
-  return py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr())).cast<int64_t>();
+  PyObject* i = PyNumber_Index(h.ptr());  // TypeError for a float: raise it, not a null cast
+  if (!i) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(i).cast<int64_t>();
 }
 
 // dim: None, an int, or a sequence of ints.
