@@ -185,6 +185,19 @@ def test_round_integers_out_and_errors():
     same(out, ember.round(special(), decimals=1))
 
 
+@pytest.mark.parametrize("call", [
+    lambda x, o: ember.lerp(x, x.detach(), 0.5, out=o),
+    lambda x, o: ember.nan_to_num(x, out=o),
+    lambda x, o: ember.logit(x, out=o),
+    lambda x, o: ember.round(x, decimals=1, out=o),
+])
+def test_out_refuses_inputs_that_require_grad(call):
+    for device in ("cpu", "cuda"):
+        x = data(2, 3).to(device).requires_grad_()
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            call(x, ember.empty(2, 3, device=device))
+
+
 # ---- samplers: the CPU generator's numbers -----------------------------------------------------
 
 
