@@ -164,7 +164,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if A.numel() == 0:
         from ember import zeros
 
-        return _out(op, zeros(final, dtype=A.dtype), out)
+        return _out(op, zeros(final, dtype=A.dtype, device=A.device), out)
     if ord == "nuc" or ord in (2, -2):
         s = svdvals(_to_last_two(A, d0, d1))
         if ord == "nuc":
@@ -418,7 +418,8 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
         rtol = rcond
     m, n = A.shape[-2], A.shape[-1]
     if m == 0 or n == 0:
-        return _out("linalg.pinv", zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype), out)
+        return _out("linalg.pinv", zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype,
+                                         device=A.device), out)
     if hermitian:
         L, Q = _C._linalg_eigh(A, UPLO="L")
         absL = L.abs()
@@ -443,7 +444,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     if tol is not None:
         atol, rtol = tol, 0.0
     if A.shape[-1] == 0 or A.shape[-2] == 0:
-        return _out(op, zeros(tuple(A.shape[:-2]), dtype=_C.int64), out)
+        return _out(op, zeros(tuple(A.shape[:-2]), dtype=_C.int64, device=A.device), out)
     S = eigvalsh(A).abs() if hermitian else svdvals(A)
     tol_ = _tolerance(S.amax(-1, keepdim=True), atol, rtol, A)
     return _out(op, (S > tol_).sum(-1), out)
@@ -458,7 +459,7 @@ def matrix_power(A, n, *, out=None):
     if isinstance(n, builtins.bool) or not isinstance(n, builtins.int):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
-        r = eye(A.shape[-1], dtype=A.dtype).expand(tuple(A.shape)).clone()
+        r = eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape)).clone()
         return _out(op, r, out)
     if n < 0:
         A, n = inv(A), -n
@@ -574,7 +575,10 @@ def cross(input, other, *, dim=-1, out=None):
     a = _movedim(input.expand(shape), d, -1)
     b = _movedim(other.expand(shape), d, -1)
     outer = a.unsqueeze(-1) * b.unsqueeze(-2)
-    r = outer.reshape(tuple(outer.shape[:-2]) + (9,)).matmul(_levi_civita(outer.dtype))
+    e = _levi_civita(outer.dtype)  # cached on the CPU: device memory is not held between calls
+    if outer.device.type != "cpu":
+        e = e.to(outer.device)
+    r = outer.reshape(tuple(outer.shape[:-2]) + (9,)).matmul(e)
     return _out("linalg.cross", _movedim(r, -1, d), out)
 
 
@@ -649,7 +653,7 @@ def vander(x, *, N=None):
     N = n if N is None else N
     if N <= 1:
         raise RuntimeError("N must be greater than 1.")
-    return x.unsqueeze(-1).pow(arange(N))
+    return x.unsqueeze(-1).pow(arange(N, device=x.device))
 
 
 # Coefficients of the degree-13 Padé approximant of exp (Higham 2005, "The scaling and squaring
@@ -677,7 +681,7 @@ def matrix_exp(A):
     s = builtins.max(0, math.ceil(math.log2(norm1 / _THETA13))) if norm1 > _THETA13 else 0
     X = A * (0.5 ** s) if s else A
     b = _PADE13
-    ident = eye(n, dtype=A.dtype)
+    ident = eye(n, dtype=A.dtype, device=A.device)
     X2 = X.matmul(X)
     X4 = X2.matmul(X2)
     X6 = X4.matmul(X2)
@@ -746,8 +750,10 @@ def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
         S = svdvals(A)
         m, n = A.shape[-2], A.shape[-1]
         batch = tuple(A.shape[:-2])
-        U = zeros(batch + (m, m if not some else builtins.min(m, n)), dtype=A.dtype)
-        V = zeros(batch + (n, n if not some else builtins.min(m, n)), dtype=A.dtype)
+        U = zeros(batch + (m, m if not some else builtins.min(m, n)), dtype=A.dtype,
+                  device=A.device)
+        V = zeros(batch + (n, n if not some else builtins.min(m, n)), dtype=A.dtype,
+                  device=A.device)
         return _out("svd", _LegacySVD(U, S, V), out)
     U, S, Vh = _C._linalg_svd(A, full_matrices=not some)
     return _out("svd", _LegacySVD(U, S, Vh.mT), out)

@@ -104,15 +104,23 @@ Tensor empty_like(const Tensor& t, ScalarType dtype) {
 
 // Grows a storage to `nbytes`, keeping its bytes: the StorageImpl stays, its DataPtr changes.
 static void grow_storage(StorageImpl& s, size_t nbytes) {
+  if (!s.device().is_cpu() && s.nbytes == 0 && s.allocator) {
+    // A device storage with no bytes yet (out=empty(0, device="cuda")) takes a fresh block:
+    // nothing to copy. Growing one that holds data would need a device copy (refused below).
+    s.data = s.allocator->allocate(nbytes);
+    s.nbytes = nbytes;
+    return;
+  }
+  if (!s.device().is_cpu())
+    throw std::runtime_error(str_cat("resize_: growing a non-empty ", s.device().str(),
+                                     " storage is not supported; pass an out= tensor of the "
+                                     "result's shape, or an empty one"));
   if (!s.resizable || !s.allocator)
     throw std::runtime_error("Trying to resize storage that is not resizable");
   if (s.exports.load() > 0)  // PyTorch lets it, leaving an ndarray over freed memory
     throw std::runtime_error(
         "Trying to resize storage whose memory is exported (to a NumPy array, a memoryview or "
         "a DLPack consumer that is still alive); resize a copy (clone()) instead");
-  if (!s.device().is_cpu())
-    throw std::runtime_error(str_cat("resize_: growing a ", s.device().str(),
-                                     " storage is not supported"));
   DataPtr p;
   try {
     p = s.allocator->allocate(nbytes);

@@ -82,7 +82,8 @@ void fill_in_order(const Tensor& self, Draw&& draw) {
 
 // A tensor on a CUDA device is drawn into a CPU twin from its device's generator (torch's default
 // for that device when none is given), then copied over: the same seed gives the same numbers on
-// every device.
+// every device. The twin has self's strides, so the sampler visits (and vectorises) its elements
+// in the order it would visit self's on the CPU.
 Generator* for_device(Generator* gen, const Tensor& self) {
   if (gen) return gen;  // the bindings checked its device type
   const Device d = self->device();
@@ -91,7 +92,7 @@ Generator* for_device(Generator* gen, const Tensor& self) {
 
 template <class Draw> bool drawn_on_cpu_twin(const Tensor& self, Draw&& draw) {
   if (self->device().is_cpu()) return false;
-  Tensor twin = empty(self->sizes, self->dtype);
+  Tensor twin = empty_strided(self->sizes, self->strides, self->dtype);
   draw(twin);
   copy_(self, twin);
   return true;

@@ -280,8 +280,11 @@ void register_ops(py::module_& m) {
   m.def("lerp", [](py::handle s, py::handle e, py::handle w, py::handle out) -> py::object {
     Tensor ts = expect_tensor(s, "lerp", "input"), te = expect_tensor(e, "lerp", "end");
     Operand ow = to_operand(w, "lerp", "weight");
-    if (needs_grad(ts) || needs_grad(te) || (!ow.is_scalar && needs_grad(ow.t)))
-      return redispatch("lerp", g_m->attr("lerp"), py::make_tuple(s, e, w), py::dict());
+    const bool grad = needs_grad(ts) || needs_grad(te) || (!ow.is_scalar && needs_grad(ow.t));
+    if (grad || on_device(ts) || on_device(te) || (!ow.is_scalar && on_device(ow.t))) {
+      if (grad && !out.is_none()) out_with_grad("lerp");
+      return redispatch_out("lerp", g_m->attr("lerp"), py::make_tuple(s, e, w), py::dict(), out);
+    }
     Tensor o = opt_out(out);
     Tensor r = lerp(ts, te, ow, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
@@ -292,9 +295,10 @@ void register_ops(py::module_& m) {
 
   m.def("nan_to_num", [](py::handle x, double nan, py::object posinf, py::object neginf, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "nan_to_num", "input");
-    if (needs_grad(t)) {
-      if (!out.is_none()) out_with_grad("nan_to_num");
-      return redispatch("nan_to_num", g_m->attr("nan_to_num"), py::make_tuple(x, nan, posinf, neginf), py::dict());
+    if (needs_dispatch(t)) {
+      if (needs_grad(t) && !out.is_none()) out_with_grad("nan_to_num");
+      return redispatch_out("nan_to_num", g_m->attr("nan_to_num"),
+                            py::make_tuple(x, nan, posinf, neginf), py::dict(), out);
     }
     double p = posinf.is_none() ? 0 : posinf.cast<double>(), n = neginf.is_none() ? 0 : neginf.cast<double>();
     Tensor o = opt_out(out);
@@ -320,9 +324,9 @@ void register_ops(py::module_& m) {
   // logit(input, eps=None): the hook gets (input, eps); in place, `logit_`.
   m.def("logit", [](py::handle x, py::object eps, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "logit", "input");
-    if (needs_grad(t)) {
-      if (!out.is_none()) out_with_grad("logit");
-      return redispatch("logit", g_m->attr("logit"), py::make_tuple(x, eps), py::dict());
+    if (needs_dispatch(t)) {
+      if (needs_grad(t) && !out.is_none()) out_with_grad("logit");
+      return redispatch_out("logit", g_m->attr("logit"), py::make_tuple(x, eps), py::dict(), out);
     }
     const double e = eps.is_none() ? -1.0 : eps.cast<double>();
     Tensor o = opt_out(out);
@@ -334,7 +338,7 @@ void register_ops(py::module_& m) {
   }, py::is_method(cls), py::arg("eps") = py::none()));
   auto logit_inplace = [](py::handle self, py::object eps) -> py::object {
     Tensor t = expect_tensor(self, "logit_", "self");
-    if (t->requires_grad && grad_enabled())  // the hook runs this again, grad off
+    if (needs_dispatch(t))  // the autograd hook runs this again, grad off
       return redispatch("logit_", g_m->attr("logit_"), py::make_tuple(self, eps), py::dict());
     const double e = eps.is_none() ? -1.0 : eps.cast<double>();
     logit(t, eps.is_none() ? nullptr : &e, t);
@@ -345,8 +349,11 @@ void register_ops(py::module_& m) {
 
   m.def("round", [](py::handle x, int64_t decimals, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "round", "input");
-    if (needs_grad(t))
-      return redispatch("round", g_m->attr("round"), py::make_tuple(x), py::dict("decimals"_a = decimals));
+    if (needs_dispatch(t)) {
+      if (needs_grad(t) && !out.is_none()) out_with_grad("round");
+      return redispatch_out("round", g_m->attr("round"), py::make_tuple(x),
+                            py::dict("decimals"_a = decimals), out);
+    }
     Tensor o = opt_out(out);
     Tensor r = round_decimals(t, decimals, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
@@ -356,7 +363,7 @@ void register_ops(py::module_& m) {
   }, py::is_method(cls), py::kw_only(), py::arg("decimals") = 0));
   defm("round_", py::cpp_function([](py::handle self, int64_t decimals) -> py::object {
     Tensor t = to_tensor(self);
-    if (t->requires_grad && grad_enabled())  // the hook runs this method again, grad off
+    if (needs_dispatch(t))  // the autograd hook runs this method again, grad off
       return redispatch("round_", py::type::handle_of(self).attr("round_"), py::make_tuple(self),
                            py::dict("decimals"_a = decimals));
     round_decimals(t, decimals, t);

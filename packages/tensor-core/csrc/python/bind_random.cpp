@@ -231,15 +231,28 @@ py::object random_call(py::handle self, py::handle from, py::handle to, py::hand
 }
 
 // ---- functional samplers ----
+// A sampler's result written into out= as the CPU paths below do (resized and copied).
+py::object sampled_out(const char* op, const Tensor& r, py::handle outh) {
+  Tensor o = expect_tensor(outh, op, "out");
+  EMBER_CHECK(r->device() == o->device(), std::runtime_error,
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              r->device().str(), " and ", o->device().str(), "! (", op, ", out=)");
+  check_out_no_grad(o, op);
+  resize_output(o, r->sizes);
+  copy_(o, r);
+  return py::reinterpret_borrow<py::object>(outh);
+}
+
 py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::handle outh) {
   Tensor x = expect_tensor(input, "bernoulli", "input");
   Generator* g = to_generator(gen, "bernoulli");
-  if (needs_grad(x) || (is_tensor(p) && needs_grad(to_tensor(p)))) {
-    if (!outh.is_none())
+  if (needs_dispatch(x) || (is_tensor(p) && needs_dispatch(to_tensor(p)))) {
+    if (!outh.is_none() && (needs_grad(x) || (is_tensor(p) && needs_grad(to_tensor(p)))))
       throw std::runtime_error("bernoulli(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
-    return redispatch("bernoulli", g_m->attr("bernoulli"), py::make_tuple(input, p),
-                         py::dict("generator"_a = gen));
+    py::object r = redispatch("bernoulli", g_m->attr("bernoulli"), py::make_tuple(input, p),
+                              py::dict("generator"_a = gen));
+    return outh.is_none() ? r : sampled_out("bernoulli", to_tensor(r), outh);
   }
   Tensor r = empty(x->sizes, x->dtype);
   if (p.is_none()) bernoulli_(r, x, g);
@@ -258,6 +271,15 @@ py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::ha
 py::object multinomial_call(py::handle input, py::handle n, bool replacement, py::handle gen,
                             py::handle outh) {
   Tensor x = expect_tensor(input, "multinomial", "input");
+  if (on_device(x)) {  // not differentiable: straight to the device
+    py::object r = call_device("multinomial", py::make_tuple(input, n),
+                               py::dict("replacement"_a = replacement, "generator"_a = gen));
+    if (outh.is_none()) return r;
+    Tensor o = expect_tensor(outh, "multinomial", "out");
+    EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
+                "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
+    return sampled_out("multinomial", to_tensor(r), outh);
+  }
   Tensor r = multinomial(x, to_int(n, "multinomial", "num_samples"), replacement,
                          to_generator(gen, "multinomial"));
   if (!outh.is_none()) {
@@ -300,13 +322,14 @@ py::object normal_fn(py::args args, py::kwargs kw) {
     return factory_result(f, t);
   }
   if (size) normal_signature_error("tensor arguments and a size");
-  if ((mt && needs_grad(to_tensor(mean))) || (st && needs_grad(to_tensor(std)))) {
-    if (!f.out.is_none())
+  if ((mt && needs_dispatch(to_tensor(mean))) || (st && needs_dispatch(to_tensor(std)))) {
+    if (!f.out.is_none() && ((mt && needs_grad(to_tensor(mean))) || (st && needs_grad(to_tensor(std)))))
       throw std::runtime_error("normal(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
     py::object s = std ? std : py::float_(1.0);
-    return redispatch("normal", g_m->attr("normal"), py::make_tuple(mean, s),
-                         py::dict("generator"_a = f.generator));
+    py::object r = redispatch("normal", g_m->attr("normal"), py::make_tuple(mean, s),
+                              py::dict("generator"_a = f.generator));
+    return f.out.is_none() ? r : sampled_out("normal", to_tensor(r), f.out);
   }
   Tensor r;
   if (mt && st) r = normal(to_tensor(mean), to_tensor(std), f.gen);

@@ -87,15 +87,9 @@ py::object minmax_call(bool is_max, py::handle xh, py::handle dimh, py::handle k
   }
   const int64_t dim = parse_dim(dimh, name);
   const bool keepdim = keepdimh.is_none() ? false : keepdimh.cast<bool>();
-  if (needs_dispatch(x)) {
-    if (!outh.is_none()) {
-      if (needs_dispatch(x)) out_with_grad(name);
-      throw std::runtime_error(str_cat(name, "(dim, out=...): out= is not supported for CUDA "
-                                             "tensors yet"));
-    }
-    return redispatch(name, core_fn(name), py::make_tuple(xh),
-                      py::dict("dim"_a = dim, "keepdim"_a = keepdim));
-  }
+  if (needs_dispatch(x))
+    return redispatch_pair_out(name, core_fn(name), py::make_tuple(xh),
+                               py::dict("dim"_a = dim, "keepdim"_a = keepdim), outh);
   auto [values, indices] = is_max ? max_dim(x, dim, keepdim) : min_dim(x, dim, keepdim);
   if (!outh.is_none()) {
     if (!py::isinstance<py::sequence>(outh) || py::len(outh) != 2)
@@ -160,16 +154,19 @@ py::object var_call(const char* name, bool take_sqrt, bool with_mean, py::handle
   else if (!correctionh.is_none()) corr = py::reinterpret_borrow<py::object>(correctionh);
   const double c = to_scalar(corr).to_double();
   OptDims dims = parse_dims(dimh, name);
-  if (needs_dispatch(x)) {
-    if ((!outh.is_none()) && needs_grad(x)) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
-                         py::dict("dim"_a = dims_obj(dims), "correction"_a = corr, "keepdim"_a = keepdim), outh);
-  }
-  if (is_floating(x->dtype)) {
+  // Warned once: by a call that runs here or on a device, not by one the autograd hook runs again.
+  if (is_floating(x->dtype) && !needs_grad(x)) {
     auto mask = reduction_mask(x, dims);
     if (static_cast<double>(reduced_numel(x, mask)) - c <= 0)
       warn(str_cat(take_sqrt ? "std" : "var", "(): degrees of freedom is <= 0. Correction should be "
                    "strictly less than the reduction factor (input numel divided by output numel)."));
+  }
+  if (needs_dispatch(x)) {
+    if ((!outh.is_none()) && needs_grad(x)) out_with_grad(name);
+    // var_mean/std_mean return a pair and take no out= (ignored, as on the CPU)
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
+                          py::dict("dim"_a = dims_obj(dims), "correction"_a = corr, "keepdim"_a = keepdim),
+                          with_mean ? py::handle(py::none()) : outh);
   }
   if (with_mean) {
     auto [v, m] = var_mean(x, dims, c, keepdim, take_sqrt);
@@ -383,7 +380,10 @@ void register_reductions(py::module_& m) {
   // count_nonzero
   auto cnz = [](py::handle xh, py::handle dimh) {
     Tensor x = expect_tensor(xh, "count_nonzero", "input");
-    return wrap(count_nonzero(x, parse_dims(dimh, "count_nonzero")));
+    OptDims dims = parse_dims(dimh, "count_nonzero");
+    if (on_device(x))  // not differentiable: straight to the device
+      return call_device("count_nonzero", py::make_tuple(xh), py::dict("dim"_a = dims_obj(dims)));
+    return wrap(count_nonzero(x, dims));
   };
   m.def("count_nonzero", cnz, "input"_a, "dim"_a = none);
   defm("count_nonzero", py::cpp_function([cnz](py::handle self, py::handle dim) { return cnz(self, dim); },

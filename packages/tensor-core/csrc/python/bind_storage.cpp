@@ -233,8 +233,10 @@ void register_storage(py::module_& m) {
         if (needs_grad(t))  // under no_grad it is allowed, as in PyTorch
           throw std::runtime_error(
               "a leaf Variable that requires grad is being used in an in-place operation.");
-        if (source.is_none()) {  // set_(): an empty tensor on a fresh storage
-          set_storage(t, new_cpu_storage(0), 0, {0}, {1});
+        if (source.is_none()) {  // set_(): an empty tensor on a fresh storage, on its device
+          set_storage(t, t->device().is_cpu() ? new_cpu_storage(0)
+                                              : empty({0}, t->dtype, t->device())->storage,
+                      0, {0}, {1});
           return self;
         }
         if (is_tensor(source)) {  // set_(tensor): share its storage and geometry

@@ -244,6 +244,30 @@ py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::d
   return py::reinterpret_borrow<py::object>(outh);
 }
 
+py::object redispatch_pair_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
+                               py::handle outh) {
+  const bool has_out = outh && !outh.is_none();
+  if (has_out) {
+    ArgScan scan;
+    for (py::handle a : args) scan.add(a);
+    if (scan.grad && grad_enabled()) out_with_grad(name);
+    if (!py::isinstance<py::sequence>(outh) || py::len(outh) != 2)
+      throw py::type_error(str_cat(name, "(): argument 'out' must be tuple of Tensors"));
+  }
+  py::object r = redispatch(name, fn, std::move(args), std::move(kwargs));
+  if (!has_out) return r;
+  py::sequence outs = py::reinterpret_borrow<py::sequence>(outh), rs = r;
+  for (int i = 0; i < 2; ++i) {
+    Tensor res = expect_tensor(rs[i], name, "result"), out = expect_tensor(outs[i], name, "out");
+    EMBER_CHECK(res->device() == out->device(), std::runtime_error,
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                res->device().str(), " and ", out->device().str(), "! (", name, ", out=)");
+    check_out_dtype(out, res->dtype);
+  }
+  for (int i = 0; i < 2; ++i) write_out(name, to_tensor(rs[i]), to_tensor(outs[i]));
+  return return_type(name)(outs[0], outs[1]);
+}
+
 void check_out_no_grad(const Tensor& out, const char* op) {
   if (out && out->requires_grad && grad_enabled())
     throw std::runtime_error(str_cat(op, "(): functions with out=... arguments don't support "
@@ -291,7 +315,9 @@ bool is_int_like(py::handle h) {
 
 int64_t as_int(py::handle h) {
   if (is_tensor(h)) return to_scalar(h).to_int();
-  return py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr())).cast<int64_t>();
+  PyObject* i = PyNumber_Index(h.ptr());  // TypeError for a float: raise it, not a null cast
+  if (!i) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(i).cast<int64_t>();
 }
 
 // dim: None, an int, or a sequence of ints.

@@ -75,6 +75,10 @@ py::object call_device(const char* name, py::tuple args, py::dict kwargs);
 // recorded call refuses out= before it gets here) and `outh` is returned.
 py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                           py::handle outh);
+// The same for an op with a (values, indices) result (max/min(dim), sort, ...): `outh` is a pair
+// (values of the result's dtype, int64 indices); returns ember.return_types.<name>(*outh).
+py::object redispatch_pair_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
+                               py::handle outh);
 
 // out= / in-place on a tensor that requires grad is refused like PyTorch does.
 void check_out_no_grad(const Tensor& out, const char* op);

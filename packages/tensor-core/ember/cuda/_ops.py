@@ -307,13 +307,21 @@ def _result(device: int, shape, dtype, value):
     return out
 
 
-def _broadcast_shapes(*shapes):
+def _broadcast_shapes(*shapes) -> tuple:
+    """The shapes broadcast together, folded pairwise as the CPU's iterator does (its message)."""
     first = shapes[0]
     if all(s == first for s in shapes):  # the common case, without the general rule's cost
-        return first
-    import ember
-
-    return ember.broadcast_shapes(*shapes)
+        return tuple(first)
+    out: tuple = ()
+    for s in shapes:
+        n = max(len(out), len(s))
+        a, b = (1,) * (n - len(out)) + tuple(out), (1,) * (n - len(s)) + tuple(s)
+        for i, (da, db) in enumerate(zip(a, b)):
+            if da != db and 1 not in (da, db):
+                raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
+                                   f"({db}) at non-singleton dimension {i}")
+        out = tuple(db if da == 1 else da for da, db in zip(a, b))
+    return out
 
 
 def _shape(a) -> tuple:
@@ -796,22 +804,6 @@ def _product(fn: Callable) -> Callable:
     return run
 
 
-def _addmm(name: str, args, kwargs):
-    inp, m1, m2 = args
-    device = device_of(name, args)
-    meta = _meta(name, args, kwargs)
-    beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
-    mod = xp()
-    with _on_current_stream(device):
-        prod = mod.matmul(_operand(m1, meta.dtype), _operand(m2, meta.dtype))
-        if alpha != 1:
-            prod = prod * alpha
-        if beta != 0:
-            base = _operand(inp, meta.dtype)
-            prod = prod + (base if beta == 1 else base * beta)
-        return _result(device, (m1.shape[0], m2.shape[1]), meta.dtype, prod)
-
-
 # ---- joining and selecting ---------------------------------------------------------------------
 
 
@@ -942,7 +934,6 @@ OPS: dict[str, Callable] = {
     "dot": _product(lambda a, b: xp().dot(a, b)),
     "outer": _product(lambda a, b: xp().outer(a, b)),
     "ger": _product(lambda a, b: xp().outer(a, b)),
-    "addmm": _addmm,
     "tril": _same_shape(lambda a, kw: xp().tril(a, kw.get("diagonal", 0))),
     "triu": _same_shape(lambda a, kw: xp().triu(a, kw.get("diagonal", 0))),
     "flip": _same_shape(lambda a, kw: xp().flip(a, axis=tuple(kw["dims"])) if a.ndim else a),
@@ -952,7 +943,6 @@ for _name in ELEMENTWISE:
     OPS[_name] = _elementwise
     OPS[_name + "_"] = _inplace(_elementwise)
 OPS["clamp_"] = _inplace(_clamp)
-OPS["addmm_"] = _inplace(_addmm)
 
 
 def dispatch(name: str, args: tuple, kwargs: dict):
@@ -972,12 +962,14 @@ def dispatch(name: str, args: tuple, kwargs: dict):
     return result
 
 # The nn kernels (convolution, pooling, losses, norms, embedding), the ops driven by index
-# tensors and the shape ops that move elements (roll, repeat_interleave, ...) live in their own
-# modules.
+# tensors, the shape ops that move elements (roll, repeat_interleave, ...) and the rest (addmm &
+# co., lerp, samplers, ...) live in their own modules.
 from ember.cuda._index_ops import INDEX_OPS  # noqa: E402  (they use the helpers above)
+from ember.cuda._misc_ops import MISC_OPS  # noqa: E402
 from ember.cuda._nn_ops import NN_OPS  # noqa: E402
 from ember.cuda._shape_ops import SHAPE_OPS  # noqa: E402
 
 OPS.update(NN_OPS)
 OPS.update(INDEX_OPS)
 OPS.update(SHAPE_OPS)
+OPS.update(MISC_OPS)
