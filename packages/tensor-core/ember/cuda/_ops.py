@@ -872,10 +872,12 @@ def dispatch(name: str, args: tuple, kwargs: dict):
         )
     return impl(name, args, kwargs)
 
-# The nn kernels (convolution, pooling, losses, norms, embedding) and the ops driven by index
-# tensors live in their own modules.
+# The nn kernels (convolution, pooling, losses, norms, embedding), the ops driven by index
+# tensors and the sorting/searching/scan ops live in their own modules.
 from ember.cuda._index_ops import INDEX_OPS  # noqa: E402  (they use the helpers above)
 from ember.cuda._nn_ops import NN_OPS  # noqa: E402
+from ember.cuda._sort_ops import SORT_OPS  # noqa: E402
 
 OPS.update(NN_OPS)
 OPS.update(INDEX_OPS)
+OPS.update(SORT_OPS)
