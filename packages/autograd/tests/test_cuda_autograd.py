@@ -96,3 +96,27 @@ def test_loss_norm_and_embedding_gradcheck_on_the_device():
     emb = ember.randn(6, 3, dtype=ember.float64, requires_grad=True)
     idx = ember.tensor([[0, 5], [2, 2]]).cuda()
     assert gradcheck(_cuda_fn(lambda e: ember.embedding(e, idx)), (emb,))
+
+
+# Sorting, order statistics and scans (ember/cuda/_sort_ops.py): their formulas scatter the
+# gradient back along the device indices. Distinct values, so every selection is smooth.
+
+def test_sort_topk_and_order_statistics_gradcheck_on_the_device():
+    x = (ember.randperm(20).to(ember.float64) / 7).reshape(4, 5).requires_grad_()
+    for fn in (lambda a: a.sort(1, descending=True).values,
+               lambda a: a.topk(3, 0).values,
+               lambda a: a.topk(2, 1, largest=False).values,
+               lambda a: a.kthvalue(2, 1).values,
+               lambda a: a.median(0).values,
+               lambda a: a.median(),
+               lambda a: a.cummax(1).values,
+               lambda a: a.quantile(ember.tensor([0.3, 0.8], dtype=ember.float64, device=a.device), 1)):
+        assert gradcheck(_cuda_fn(fn), (x,))
+
+
+def test_cumsum_cumprod_gradcheck_on_the_device():
+    x = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
+    for fn in (lambda a: a.cumsum(1), lambda a: a.cumsum(0, dtype=ember.float64),
+               lambda a: a.cumprod(1), lambda a: (a * 1).cumsum_(0), lambda a: (a * 1).cumprod_(1)):
+        assert gradcheck(_cuda_fn(fn), (x,))
+        assert gradgradcheck(_cuda_fn(fn), (x,))
