@@ -180,6 +180,7 @@ def test_topk_and_kthvalue_on_ties_give_the_cpu_values_and_valid_indices():
 
 def test_topk_kthvalue_edge_cases_and_errors():
     check(T.topk, ember.tensor(3.0), 1)
+    assert tuple(ember.tensor(3.0).cuda().topk(0).values.shape) == ()  # the CPU's shape
     check(T.kthvalue, ember.tensor(3.0), 1)
     check(T.topk, ember.zeros(3, 0), 0, 1)
     check(T.topk, ember.zeros(3, 0), 2, 0)

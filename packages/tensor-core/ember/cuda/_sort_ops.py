@@ -14,7 +14,9 @@ kthvalue's quick select, mode's std::sort) the device takes the first index in s
 
 An op on an empty input runs the CPU op on a host copy (no data to move) so that its shape rules,
 fill values and errors are the CPU's. Output sizes that depend on the data (unique, bincount) and
-checks of index values (searchsorted's sorter, bincount) synchronise with the device.
+checks of index values (searchsorted's sorter, bincount) synchronise with the device. Float scans
+and weighted counts accumulate in the CPU's dtypes; on a GPU CuPy adds in another order (parallel
+scans, atomics), so they may differ from the CPU in the last bit there.
 """
 
 from __future__ import annotations
@@ -66,8 +68,11 @@ def _nan_key(keys):
 
 
 def _order(keys, axis: int):
-    """The stable sort order of keys along axis (CuPy's sorts are always stable)."""
-    return xp().argsort(keys, axis=axis, kind="stable")
+    """The stable sort order of keys along axis."""
+    mod = xp()
+    if mod is numpy:
+        return numpy.argsort(keys, axis=axis, kind="stable")
+    return mod.argsort(keys, axis=axis)  # CuPy's sorts are always stable (and take no kind=)
 
 
 def _running(a, axis: int, op):
@@ -179,7 +184,7 @@ def _k_checked(name, args, kwargs, low: int):
 def _topk(name, args, kwargs):
     x = args[0]
     device = device_of(name, args)
-    if x.numel() == 0:
+    if x.numel() == 0 or (x.dim() == 0 and kwargs["k"] == 0):  # nothing to select
         return _on_host(name, args, kwargs, device)
     meta, dim, k = _k_checked(name, args, kwargs, 0)
     with _on_current_stream(device):
