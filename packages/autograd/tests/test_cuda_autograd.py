@@ -104,3 +104,25 @@ def test_modifying_a_saved_cuda_tensor_in_place_is_refused():
     b.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         b.sum().backward()
+# Sorting, order statistics and scans (ember/cuda/_sort_ops.py): their formulas scatter the
+# gradient back along the device indices. Distinct values, so every selection is smooth.
+
+def test_sort_topk_and_order_statistics_gradcheck_on_the_device():
+    x = (ember.randperm(20).to(ember.float64) / 7).reshape(4, 5).requires_grad_()
+    for fn in (lambda a: a.sort(1, descending=True).values,
+               lambda a: a.topk(3, 0).values,
+               lambda a: a.topk(2, 1, largest=False).values,
+               lambda a: a.kthvalue(2, 1).values,
+               lambda a: a.median(0).values,
+               lambda a: a.median(),
+               lambda a: a.cummax(1).values,
+               lambda a: a.quantile(ember.tensor([0.3, 0.8], dtype=ember.float64, device=a.device), 1)):
+        assert gradcheck(_cuda_fn(fn), (x,))
+
+
+def test_cumsum_cumprod_gradcheck_on_the_device():
+    x = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
+    for fn in (lambda a: a.cumsum(1), lambda a: a.cumsum(0, dtype=ember.float64),
+               lambda a: a.cumprod(1), lambda a: (a * 1).cumsum_(0), lambda a: (a * 1).cumprod_(1)):
+        assert gradcheck(_cuda_fn(fn), (x,))
+        assert gradgradcheck(_cuda_fn(fn), (x,))

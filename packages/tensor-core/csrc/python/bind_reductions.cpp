@@ -219,13 +219,13 @@ py::object scan_call(bool is_prod, py::handle xh, py::handle dimh, py::handle dt
   Tensor x = expect_tensor(xh, name, "input");
   const int64_t dim = parse_dim(dimh, name);
   ScalarType dt = to_dtype(dtypeh);
+  Tensor out = opt_out(outh, name);
+  if (out && dt == ScalarType::Undefined) dt = out->dtype;  // accumulates in out's dtype
   if (needs_dispatch(x)) {
-    if ((!outh.is_none()) && needs_grad(x)) out_with_grad(name);
+    if (out && needs_grad(x)) out_with_grad(name);
     return redispatch_out(name, core_fn(name), py::make_tuple(xh),
                          py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)), outh);
   }
-  Tensor out = opt_out(outh, name);
-  if (out && dt == ScalarType::Undefined) dt = out->dtype;
   return finish(name, is_prod ? cumprod(x, dim, dt) : cumsum(x, dim, dt), outh);
 }
 
@@ -241,7 +241,12 @@ py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::han
               "Bad in-place call: input tensor dtype ", cpp_type_name(x->dtype),
               " and output tensor dtype ", cpp_type_name(dt), " should match");
   check_inplace_writable(x, name);
-  Tensor r = is_prod ? cumprod(x, dim, x->dtype) : cumsum(x, dim, x->dtype);
+  Tensor r;
+  if (on_device(x))  // the device computes the scan; copy_ writes it back on the device
+    r = to_tensor(call_device(is_prod ? "cumprod" : "cumsum", py::make_tuple(selfh),
+                              py::dict("dim"_a = dim, "dtype"_a = dtype_object(x->dtype))));
+  else
+    r = is_prod ? cumprod(x, dim, x->dtype) : cumsum(x, dim, x->dtype);
   copy_(x, r);
   return py::reinterpret_borrow<py::object>(selfh);
 }

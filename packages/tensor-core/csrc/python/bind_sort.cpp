@@ -1,8 +1,11 @@
 // bind_sort.cpp: Python bindings of the sorting and searching ops (ops/sort.h): functions
 // `ember.<op>(...)` and methods `Tensor.<op>(...)` with PyTorch's signatures, (values, indices)
 // named tuples, out= (a tensor or a (values, indices) pair) and the autograd hook for the
-// differentiable ones: `redispatch(name, _C.<name>, (input,), canonical kwargs)`.
+// differentiable ones: `redispatch(name, _C.<name>, (input,), canonical kwargs)`. The ops with no
+// gradient (argsort, unique, searchsorted, histc, ...) hand a call with a CUDA tensor straight to
+// the device hook.
 #include <string>
+#include <tuple>
 
 #include "ops/sort.h"
 #include "python/pyutils.h"
@@ -15,8 +18,10 @@ namespace {
 py::module_* g_m = nullptr;
 py::object core_fn(const char* name) { return g_m->attr(name); }
 
-// A (values, indices) result as ember.return_types.<name>, written into out=(v, i) if given.
-py::object pair_result(const char* name, const std::pair<Tensor, Tensor>& r, py::handle outh) {
+// A (values, indices) result as ember.return_types.<name>, written into out=(v, i) if given
+// (which must then be on the result's device when `same_device`).
+py::object pair_result(const char* name, const std::pair<Tensor, Tensor>& r, py::handle outh,
+                       bool same_device = false) {
   if (outh && !outh.is_none()) {
     if (!py::isinstance<py::sequence>(outh) || py::len(outh) != 2)
       throw py::type_error(str_cat(name, "(): argument 'out' must be tuple of Tensors"));
@@ -24,11 +29,27 @@ py::object pair_result(const char* name, const std::pair<Tensor, Tensor>& r, py:
     Tensor ov = expect_tensor(outs[0], name, "out"), oi = expect_tensor(outs[1], name, "out");
     check_out_dtype(ov, r.first->dtype);
     check_out_dtype(oi, ScalarType::Int64);
+    for (const Tensor& o : {ov, oi})
+      EMBER_CHECK(!same_device || o->device() == r.first->device(), std::runtime_error,
+                  "Expected all tensors to be on the same device, but found at least two devices, ",
+                  r.first->device().str(), " and ", o->device().str(), "! (", name, ", out=)");
     write_out(name, r.first, ov);
     write_out(name, r.second, oi);
     return return_type(name)(outs[0], outs[1]);
   }
   return return_type(name)(wrap(r.first), wrap(r.second));
+}
+
+// A (values, indices) op that leaves the CPU kernels: recorded (no out= then) or run on the
+// device, its result written into out=(v, i) when given.
+py::object dispatch_pair(const char* name, py::handle xh, const Tensor& x, py::dict kwargs,
+                         py::handle outh) {
+  const bool has_out = outh && !outh.is_none();
+  if (has_out && needs_grad(x)) out_with_grad(name);
+  py::object r = redispatch(name, core_fn(name), py::make_tuple(xh), std::move(kwargs));
+  if (!has_out) return r;
+  py::sequence rs = py::reinterpret_borrow<py::sequence>(r);
+  return pair_result(name, {to_tensor(rs[0]), to_tensor(rs[1])}, outh, true);
 }
 
 bool opt_bool(py::handle h) { return h && !h.is_none() && h.cast<bool>(); }
@@ -39,17 +60,20 @@ py::object sort_call(py::handle xh, py::handle dimh, bool descending, py::handle
   Tensor x = expect_tensor(xh, "sort", "input");
   const int64_t dim = parse_dim(dimh, "sort");
   const bool stable = opt_bool(stableh);
-  if (needs_dispatch(x)) {
-    if (outh && !outh.is_none()) refuse_dispatched_out("sort", x);
-    return redispatch("sort", core_fn("sort"), py::make_tuple(xh),
-                         py::dict("dim"_a = dim, "descending"_a = descending, "stable"_a = stable));
-  }
+  if (needs_dispatch(x))
+    return dispatch_pair("sort", xh, x, py::dict("dim"_a = dim, "descending"_a = descending, "stable"_a = stable),
+                         outh);
   return pair_result("sort", sort(x, dim, descending, stable), outh);
 }
 
 py::object argsort_call(py::handle xh, py::handle dimh, bool descending, py::handle stableh) {
   Tensor x = expect_tensor(xh, "argsort", "input");
-  return wrap(sort(x, parse_dim(dimh, "argsort"), descending, opt_bool(stableh)).second);
+  const int64_t dim = parse_dim(dimh, "argsort");
+  const bool stable = opt_bool(stableh);
+  if (on_device(x))
+    return call_device("argsort", py::make_tuple(xh),
+                       py::dict("dim"_a = dim, "descending"_a = descending, "stable"_a = stable));
+  return wrap(sort(x, dim, descending, stable).second);
 }
 
 // ---- topk / kthvalue / median / mode / cummax ----
@@ -57,22 +81,17 @@ py::object argsort_call(py::handle xh, py::handle dimh, bool descending, py::han
 py::object topk_call(py::handle xh, int64_t k, py::handle dimh, bool largest, bool sorted, py::handle outh) {
   Tensor x = expect_tensor(xh, "topk", "input");
   const int64_t dim = parse_dim(dimh, "topk");
-  if (needs_dispatch(x)) {
-    if (outh && !outh.is_none()) refuse_dispatched_out("topk", x);
-    return redispatch("topk", core_fn("topk"), py::make_tuple(xh),
-                         py::dict("k"_a = k, "dim"_a = dim, "largest"_a = largest, "sorted"_a = sorted));
-  }
+  if (needs_dispatch(x))
+    return dispatch_pair("topk", xh, x,
+                         py::dict("k"_a = k, "dim"_a = dim, "largest"_a = largest, "sorted"_a = sorted), outh);
   return pair_result("topk", topk(x, k, dim, largest, sorted), outh);
 }
 
 py::object kthvalue_call(py::handle xh, int64_t k, py::handle dimh, bool keepdim, py::handle outh) {
   Tensor x = expect_tensor(xh, "kthvalue", "input");
   const int64_t dim = parse_dim(dimh, "kthvalue");
-  if (needs_dispatch(x)) {
-    if (outh && !outh.is_none()) refuse_dispatched_out("kthvalue", x);
-    return redispatch("kthvalue", core_fn("kthvalue"), py::make_tuple(xh),
-                         py::dict("k"_a = k, "dim"_a = dim, "keepdim"_a = keepdim));
-  }
+  if (needs_dispatch(x))
+    return dispatch_pair("kthvalue", xh, x, py::dict("k"_a = k, "dim"_a = dim, "keepdim"_a = keepdim), outh);
   return pair_result("kthvalue", kthvalue(x, k, dim, keepdim), outh);
 }
 
@@ -82,26 +101,20 @@ py::object median_call(bool ignore_nan, py::handle xh, py::handle dimh, bool kee
   const bool has_out = outh && !outh.is_none();
   if (dimh.is_none()) {
     if (needs_dispatch(x)) {
-      if (has_out) refuse_dispatched_out(name, x);
-      return redispatch(name, core_fn(name), py::make_tuple(xh), py::dict());
+      if (has_out && needs_grad(x)) out_with_grad(name);
+      return redispatch_out(name, core_fn(name), py::make_tuple(xh), py::dict(), outh);
     }
     return finish(name, median_all(x, ignore_nan), outh);
   }
   const int64_t dim = parse_dim(dimh, name);
-  if (needs_dispatch(x)) {
-    if (has_out) refuse_dispatched_out(name, x);
-    return redispatch(name, core_fn(name), py::make_tuple(xh), py::dict("dim"_a = dim, "keepdim"_a = keepdim));
-  }
+  if (needs_dispatch(x)) return dispatch_pair(name, xh, x, py::dict("dim"_a = dim, "keepdim"_a = keepdim), outh);
   return pair_result(name, median_dim(x, dim, keepdim, ignore_nan), outh);
 }
 
 py::object mode_call(py::handle xh, py::handle dimh, bool keepdim, py::handle outh) {
   Tensor x = expect_tensor(xh, "mode", "input");
   const int64_t dim = parse_dim(dimh, "mode");
-  if (needs_dispatch(x)) {
-    if (outh && !outh.is_none()) refuse_dispatched_out("mode", x);
-    return redispatch("mode", core_fn("mode"), py::make_tuple(xh), py::dict("dim"_a = dim, "keepdim"_a = keepdim));
-  }
+  if (needs_dispatch(x)) return dispatch_pair("mode", xh, x, py::dict("dim"_a = dim, "keepdim"_a = keepdim), outh);
   return pair_result("mode", mode(x, dim, keepdim), outh);
 }
 
@@ -109,10 +122,7 @@ py::object cumext_call(bool is_max, py::handle xh, py::handle dimh, py::handle o
   const char* name = is_max ? "cummax" : "cummin";
   Tensor x = expect_tensor(xh, name, "input");
   const int64_t dim = parse_dim(dimh, name);
-  if (needs_dispatch(x)) {
-    if (outh && !outh.is_none()) refuse_dispatched_out(name, x);
-    return redispatch(name, core_fn(name), py::make_tuple(xh), py::dict("dim"_a = dim));
-  }
+  if (needs_dispatch(x)) return dispatch_pair(name, xh, x, py::dict("dim"_a = dim), outh);
   return pair_result(name, cumextreme(x, dim, is_max), outh);
 }
 
@@ -121,7 +131,12 @@ py::object cumext_call(bool is_max, py::handle xh, py::handle dimh, py::handle o
 py::object unique_call(bool consecutive, py::handle xh, bool return_inverse, bool return_counts, py::handle dimh) {
   const char* name = consecutive ? "unique_consecutive" : "unique";
   Tensor x = expect_tensor(xh, name, "input");
-  UniqueResult r = unique(x, parse_opt_dim(dimh, name), consecutive);
+  const auto dim = parse_opt_dim(dimh, name);
+  if (on_device(x))  // a tensor, or a tuple as below
+    return call_device(name, py::make_tuple(xh),
+                       py::dict("return_inverse"_a = return_inverse, "return_counts"_a = return_counts,
+                                "dim"_a = opt_dim_obj(dim)));
+  UniqueResult r = unique(x, dim, consecutive);
   if (!return_inverse && !return_counts) return wrap(r.values);
   py::list out;
   out.append(wrap(r.values));
@@ -157,6 +172,12 @@ py::object searchsorted_call(py::handle seqh, py::handle vh, bool out_int32, boo
   Tensor sorter = (sorterh && !sorterh.is_none()) ? expect_tensor(sorterh, "searchsorted", "sorter") : nullptr;
   Tensor out = opt_out(outh, "searchsorted");
   if (out) check_out_dtype(out, out_int32 ? ScalarType::Int32 : ScalarType::Int64);
+  if (any_on_device({seq, v, sorter}))
+    return finish_dispatched("searchsorted",
+                             call_device("searchsorted", py::make_tuple(seqh, wrap(v)),
+                                         py::dict("out_int32"_a = out_int32, "right"_a = right,
+                                                  "sorter"_a = sorter ? py::object(wrap(sorter)) : py::none())),
+                             outh);
   return finish("searchsorted", searchsorted(seq, v, out_int32, right, sorter), outh);
 }
 
@@ -167,6 +188,11 @@ py::object bucketize_call(py::handle xh, py::handle bh, bool out_int32, bool rig
               b->dim(), ")");
   Tensor out = opt_out(outh, "bucketize");
   if (out) check_out_dtype(out, out_int32 ? ScalarType::Int32 : ScalarType::Int64);
+  if (any_on_device({x, b}))
+    return finish_dispatched("bucketize",
+                             call_device("bucketize", py::make_tuple(wrap(x), bh),
+                                         py::dict("out_int32"_a = out_int32, "right"_a = right)),
+                             outh);
   return finish("bucketize", searchsorted(b, x, out_int32, right, nullptr, "bucketize"), outh);
 }
 
@@ -174,7 +200,12 @@ py::object bucketize_call(py::handle xh, py::handle bh, bool out_int32, bool rig
 
 py::object histc_call(py::handle xh, int64_t bins, py::handle minh, py::handle maxh, py::handle outh) {
   Tensor x = expect_tensor(xh, "histc", "input");
-  return finish("histc", histc(x, bins, to_scalar(minh).to_double(), to_scalar(maxh).to_double()), outh);
+  const double lo = to_scalar(minh).to_double(), hi = to_scalar(maxh).to_double();
+  if (on_device(x))
+    return finish_dispatched("histc", call_device("histc", py::make_tuple(xh),
+                                                  py::dict("bins"_a = bins, "min"_a = lo, "max"_a = hi)),
+                             outh);
+  return finish("histc", histc(x, bins, lo, hi), outh);
 }
 
 py::object histogram_type() {
@@ -199,13 +230,27 @@ py::object histogram_call(py::handle xh, py::handle binsh, py::handle rangeh, py
     range = std::make_pair(to_scalar(s[0]).to_double(), to_scalar(s[1]).to_double());
   }
   Tensor w = weighth.is_none() ? nullptr : expect_tensor(weighth, "histogram", "weight");
-  auto [hist, e] = histogram(x, bins, range, edges, w, density);
+  Tensor hist, e;
+  const bool dispatched = any_on_device({x, edges, w});
+  if (dispatched) {
+    py::sequence r = call_device("histogram", py::make_tuple(xh),
+                                 py::dict("bins"_a = binsh, "range"_a = range ? py::object(py::make_tuple(range->first, range->second)) : py::none(),
+                                          "weight"_a = weighth, "density"_a = density));
+    hist = to_tensor(r[0]), e = to_tensor(r[1]);
+  } else {
+    std::tie(hist, e) = histogram(x, bins, range, edges, w, density);
+  }
   if (!outh.is_none()) {
     if (!py::isinstance<py::sequence>(outh) || py::len(outh) != 2)
       throw py::type_error("histogram(): argument 'out' must be tuple of Tensors");
     py::sequence outs = py::reinterpret_borrow<py::sequence>(outh);
-    write_out("histogram", hist, expect_tensor(outs[0], "histogram", "out"));
-    write_out("histogram", e, expect_tensor(outs[1], "histogram", "out"));
+    Tensor oh = expect_tensor(outs[0], "histogram", "out"), oe = expect_tensor(outs[1], "histogram", "out");
+    for (const Tensor& o : {oh, oe})
+      EMBER_CHECK(!dispatched || o->device() == hist->device(), std::runtime_error,
+                  "Expected all tensors to be on the same device, but found at least two devices, ",
+                  hist->device().str(), " and ", o->device().str(), "! (histogram, out=)");
+    write_out("histogram", hist, oh);
+    write_out("histogram", e, oe);
     return histogram_type()(outs[0], outs[1]);
   }
   return histogram_type()(wrap(hist), wrap(e));
@@ -214,6 +259,8 @@ py::object histogram_call(py::handle xh, py::handle binsh, py::handle rangeh, py
 py::object bincount_call(py::handle xh, py::handle wh, int64_t minlength) {
   Tensor x = expect_tensor(xh, "bincount", "input");
   Tensor w = wh.is_none() ? nullptr : expect_tensor(wh, "bincount", "weights");
+  if (any_on_device({x, w}))
+    return call_device("bincount", py::make_tuple(xh), py::dict("weights"_a = wh, "minlength"_a = minlength));
   return wrap(bincount(x, w, minlength));
 }
 

@@ -234,7 +234,10 @@ py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict 
 
 py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                           py::handle outh) {
-  py::object r = redispatch(name, fn, std::move(args), std::move(kwargs));
+  return finish_dispatched(name, redispatch(name, fn, std::move(args), std::move(kwargs)), outh);
+}
+
+py::object finish_dispatched(const char* name, py::object r, py::handle outh) {
   if (!outh || outh.is_none()) return r;
   Tensor result = expect_tensor(r, name, "result"), out = expect_tensor(outh, name, "out");
   EMBER_CHECK(result->device() == out->device(), std::runtime_error,

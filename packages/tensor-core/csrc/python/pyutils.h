@@ -79,6 +79,15 @@ py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::d
 // (values of the result's dtype, int64 indices); returns ember.return_types.<name>(*outh).
 py::object redispatch_pair_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                                py::handle outh);
+// The tail of redispatch_out: `r` (a device call's tensor result), or `r` written into `outh`
+// (which must be on r's device) and `outh`.
+py::object finish_dispatched(const char* name, py::object r, py::handle outh);
+// For ops with no gradient that call their CPU kernel directly: true when a tensor is on a device.
+inline bool any_on_device(std::initializer_list<Tensor> ts) {
+  for (const auto& t : ts)
+    if (on_device(t)) return true;
+  return false;
+}
 
 // out= / in-place on a tensor that requires grad is refused like PyTorch does.
 void check_out_no_grad(const Tensor& out, const char* op);

@@ -962,14 +962,13 @@ def dispatch(name: str, args: tuple, kwargs: dict):
     return result
 
 # The nn kernels (convolution, pooling, losses, norms, embedding), the ops driven by index
-# tensors, the shape ops that move elements (roll, repeat_interleave, ...) and the rest (addmm &
-# co., lerp, samplers, ...) live in their own modules.
+# tensors, the shape ops that move elements (roll, repeat_interleave, ...), the sorting/searching/
+# scan ops and the rest (addmm & co., lerp, samplers, ...) live in their own modules.
 from ember.cuda._index_ops import INDEX_OPS  # noqa: E402  (they use the helpers above)
 from ember.cuda._misc_ops import MISC_OPS  # noqa: E402
 from ember.cuda._nn_ops import NN_OPS  # noqa: E402
 from ember.cuda._shape_ops import SHAPE_OPS  # noqa: E402
+from ember.cuda._sort_ops import SORT_OPS  # noqa: E402
 
-OPS.update(NN_OPS)
-OPS.update(INDEX_OPS)
-OPS.update(SHAPE_OPS)
-OPS.update(MISC_OPS)
+for _table in (NN_OPS, INDEX_OPS, SHAPE_OPS, MISC_OPS, SORT_OPS):
+    OPS.update(_table)
