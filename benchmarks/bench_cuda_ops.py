@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(H.Row(f"add, {n_add} float32 ({3 * 4 * n_add / t['ember'] / 1e9:.0f} GB/s)",
                           t["ember"], "torch cuda", t.get("torch"), 0.9, note))
         t = H.measure_all(fns_mm)
-        rows.append(H.Row(f"matmul {n_mm}^2 float32 ({2 * n_mm ** 3 / t['ember'] / 1e12:.1f} TFLOP/s)",
+        tflops = 2 * n_mm ** 3 / t["ember"] / 1e12
+        rows.append(H.Row(f"matmul {n_mm}^2 float32 ({tflops:.1f} TFLOP/s)",
                           t["ember"], "torch cuda", t.get("torch"), 0.9, note))
         u, v = ember.rand(16, device="cuda"), ember.rand(16, device="cuda")
         fns_small = {"ember": synced(lambda: [u + v for _ in range(100)], sync)}
