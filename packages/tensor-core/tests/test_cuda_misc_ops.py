@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
+from ember.cuda._testing import GPU_WITHOUT_CUPY, devices, on_gpu
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -34,14 +34,6 @@ def special(dtype="float32"):
     a = np.array([[np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5],
                   [1.5, 2.5, -0.5, -2.5, 1e-3, 123.456]])
     return ember.from_numpy(a.astype(dtype))
-
-
-def on_gpu(v):
-    if isinstance(v, ember.Tensor):
-        return v.cuda()
-    if isinstance(v, (tuple, list)):
-        return type(v)(on_gpu(a) for a in v)
-    return v
 
 
 def same(gpu, cpu, exact=True):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
+from ember.cuda._testing import GPU_WITHOUT_CUPY, devices, on_gpu
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -56,14 +56,6 @@ def same(gpu, cpu, signs=True):
     np.testing.assert_array_equal(g, c)
     if c.dtype.kind == "f" and signs:
         np.testing.assert_array_equal(np.signbit(g), np.signbit(c))  # -0.0 read back as on the CPU
-
-
-def on_gpu(v):
-    if isinstance(v, ember.Tensor):
-        return v.cuda()
-    if isinstance(v, (tuple, list)):
-        return type(v)(on_gpu(a) for a in v)
-    return v
 
 
 def check(fn, x, *args, **kwargs):

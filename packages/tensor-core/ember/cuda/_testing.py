@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import gc
 
-from ember import cuda
+from ember import _C, cuda
 
 
 def _cupy_missing() -> bool:
@@ -44,3 +44,12 @@ def devices(capacity: int, count: int = 1):
     finally:
         gc.collect()
         cuda._use_host_backend(0)
+
+
+def on_gpu(v):
+    """v with every tensor in it (also in tuples and lists) copied to the current CUDA device."""
+    if isinstance(v, _C.Tensor):
+        return v.cuda()
+    if isinstance(v, (tuple, list)):
+        return type(v)(on_gpu(a) for a in v)
+    return v
