@@ -402,6 +402,21 @@ def broadcast_shapes(*shapes):
     return _C.Size(tuple(result))
 
 
+def _broadcast_with_core_message(*shapes) -> tuple:
+    """The shapes broadcast together, folded pairwise with the message the core's kernels raise
+    ("The size of tensor a ... must match ..."), for Python code that stands in for a kernel."""
+    out: tuple = ()
+    for s in shapes:
+        n = max(len(out), len(s))
+        a, b = (1,) * (n - len(out)) + tuple(out), (1,) * (n - len(s)) + tuple(s)
+        for i, (da, db) in enumerate(zip(a, b)):
+            if da != db and da != 1 and db != 1:
+                raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
+                                   f"({db}) at non-singleton dimension {i}")
+        out = tuple(db if da == 1 else da for da, db in zip(a, b))
+    return out
+
+
 def broadcast_to(input, size):
     return input.expand(tuple(size))
 

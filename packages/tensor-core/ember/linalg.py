@@ -21,6 +21,7 @@ import collections
 import math
 
 from ember import _C
+from ember._shape import _broadcast_with_core_message
 
 __all__ = [
     "LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "det", "slogdet",
@@ -93,19 +94,6 @@ def _out(op, result, out):
             raise TypeError(f"{op}(): argument 'out' must be tuple of {len(result)} Tensors")
         return type(result)(*(_C._linalg_write_out(op, r, o) for r, o in zip(result, out)))
     return _C._linalg_write_out(op, result, out)
-
-
-def _broadcast_batch(a: tuple, b: tuple) -> tuple:
-    """PyTorch's broadcasting of two batch shapes (with its message)."""
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
-                               f"at non-singleton dimension {i}")
-        out.append(y if x == 1 else x)
-    return tuple(out)
 
 
 def _expand_batch(t, batch: tuple):
@@ -248,7 +236,7 @@ def _solve(A, B, left, check_errors, op="linalg.solve"):
     if B2.shape[-2] != n:
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
                            f"({n}x{n} and {B2.shape[-2]}x{B2.shape[-1]})")
-    batch = _broadcast_batch(tuple(B2.shape[:-2]), tuple(A.shape[:-2]))
+    batch = _broadcast_with_core_message(tuple(B2.shape[:-2]), tuple(A.shape[:-2]))
     X, info = _C._linalg_solve_ex(_expand_batch(A, batch), _expand_batch(B2, batch),
                                   check_errors=check_errors)
     return (X.squeeze(-1) if vector else X), info
@@ -272,7 +260,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way
         X = solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular)
         return _out(op, X.mT, out)
-    batch = _broadcast_batch(tuple(B.shape[:-2]), tuple(A.shape[:-2]))
+    batch = _broadcast_with_core_message(tuple(B.shape[:-2]), tuple(A.shape[:-2]))
     X = _C._linalg_solve_triangular(_expand_batch(A, batch), _expand_batch(B, batch),
                                     upper=upper, unitriangular=unitriangular)
     return _out(op, X, out)
@@ -296,7 +284,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
                            f"input's dtype {_tname(A)} and other's dtype {_tname(B)}")
     if B2.shape[-2] != A.shape[-2]:
         raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2)")
-    batch = _broadcast_batch(tuple(A.shape[:-2]), tuple(B2.shape[:-2]))
+    batch = _broadcast_with_core_message(tuple(A.shape[:-2]), tuple(B2.shape[:-2]))
     x, res, rank, sv = _C._linalg_lstsq(_expand_batch(A, batch), _expand_batch(B2, batch),
                                         rcond=None if rcond is None else builtins.float(rcond),
                                         driver="gelsy" if driver is None else driver)
@@ -330,7 +318,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     _check_matrix(B, op, "B")
     if not left:  # X A = B  <=>  A^T X^T = B^T
         return _out(op, lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT, out)
-    batch = _broadcast_batch(tuple(B.shape[:-2]), tuple(LU.shape[:-2]))
+    batch = _broadcast_with_core_message(tuple(B.shape[:-2]), tuple(LU.shape[:-2]))
     piv = pivots if tuple(pivots.shape[:-1]) == batch else \
         pivots.expand(batch + (pivots.shape[-1],))
     X = _C._linalg_lu_solve(_expand_batch(LU, batch), piv, _expand_batch(B, batch),
@@ -561,7 +549,7 @@ def cross(input, other, *, dim=-1, out=None):
     """The cross product of 3-vectors along `dim` (inputs broadcast)."""
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    shape = _broadcast_batch(tuple(input.shape), tuple(other.shape))
+    shape = _broadcast_with_core_message(tuple(input.shape), tuple(other.shape))
     nd = len(shape)
     if nd == 0:
         raise IndexError("Dimension specified as -1 but tensor has no dimensions")
@@ -765,7 +753,7 @@ def _legacy_qr(A, some=True, *, out=None):
 
 def _legacy_cross(input, other, dim=None, *, out=None):
     if dim is None:  # the first dimension of size 3 (deprecated in torch)
-        shape = _broadcast_batch(tuple(input.shape), tuple(other.shape))
+        shape = _broadcast_with_core_message(tuple(input.shape), tuple(other.shape))
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
@@ -780,7 +768,7 @@ def _cholesky_solve(B, L, upper=False, *, out=None):
     """X with A X = B given A's Cholesky factor L (or U with upper=True); batches broadcast."""
     _check_matrix(B, "cholesky_solve", "b")
     _check_matrix(L, "cholesky_solve", "A")
-    batch = _broadcast_batch(tuple(B.shape[:-2]), tuple(L.shape[:-2]))
+    batch = _broadcast_with_core_message(tuple(B.shape[:-2]), tuple(L.shape[:-2]))
     r = _C._cholesky_solve(_expand_batch(B, batch), _expand_batch(L, batch), upper=upper)
     return _out("cholesky_solve", r, out)
 

@@ -15,6 +15,7 @@ import warnings
 import numpy
 
 from ember import _C
+from ember._shape import _broadcast_with_core_message
 from ember.cuda import _ops as base
 from ember.cuda._nn_ops import _torch_name as _name
 from ember.cuda._ops import _on_current_stream, _result, _scatter_add, device_of, view, xp
@@ -124,19 +125,6 @@ def _wrap_dim(dim: int, ndim: int) -> int:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {dim})")
     return dim % n
-
-
-def _core_broadcast(a, b) -> tuple:
-    """The broadcast of two shapes, with the core's error (not ember.broadcast_shapes')."""
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for i, (da, db) in enumerate(zip(a, b)):
-        if da != db and da != 1 and db != 1:
-            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
-                               f"({db}) at non-singleton dimension {i}")
-        out.append(db if da == 1 else da)
-    return tuple(out)
 
 
 def _shape1(t) -> tuple:
@@ -502,7 +490,7 @@ def _take_along_dim(name, args, kwargs):
     xs = list(self.shape)
     if xs:
         xs[d] = indices.shape[d]
-    shape = _core_broadcast(tuple(xs), tuple(indices.shape))  # the result's
+    shape = _broadcast_with_core_message(tuple(xs), tuple(indices.shape))  # the result's
     src_shape = list(shape)
     if src_shape:
         src_shape[d] = self.shape[d]
@@ -537,7 +525,7 @@ def _masked_fill(name, args, kwargs):
         raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.dim()} dimension(s).")
     inplace = name.endswith("_")
-    shape = tuple(base._broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+    shape = base._broadcast_shapes(tuple(self.shape), tuple(mask.shape))
     if inplace and shape != tuple(self.shape):
         raise RuntimeError(f"masked_fill_: output with shape {list(self.shape)} doesn't match the "
                            f"broadcast shape {list(shape)}")
@@ -556,7 +544,7 @@ def _masked_fill(name, args, kwargs):
 def _masked_select(name, args, kwargs):
     self, mask = args
     device = device_of(name, [self, mask])
-    shape = tuple(base._broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+    shape = base._broadcast_shapes(tuple(self.shape), tuple(mask.shape))
     with _on_current_stream(device):
         m = xp().broadcast_to(_mask_array(mask, device, "masked_select:"), shape)
         value = xp().broadcast_to(view(self), shape)[m]
@@ -577,7 +565,7 @@ def _masked_scatter(name, args, kwargs):
         mask.expand(tuple(self.shape))  # the CPU's error when mask does not expand to self
         shape = tuple(self.shape)
     else:
-        shape = _core_broadcast(tuple(self.shape), tuple(mask.shape))
+        shape = _broadcast_with_core_message(tuple(self.shape), tuple(mask.shape))
     mod = xp()
     with _on_current_stream(device):
         m = mod.broadcast_to(_device_array(mask, device), shape).reshape(shape or (1,))

@@ -57,7 +57,7 @@ def _const(value, npd):
 def _lerp(name: str, args, kwargs):
     device = device_of(name, args)
     meta = _meta(name, args, kwargs)  # dtype checks: `end` of start's dtype, floating only
-    shape = tuple(_broadcast_shapes(*(_shape(a) for a in args)))
+    shape = _broadcast_shapes(*(_shape(a) for a in args))
     c = _opmath(_np_dtype(meta.dtype))
     mod = xp()
     with _on_current_stream(device):

@@ -32,6 +32,7 @@ from typing import Any
 import numpy
 
 from ember import _C
+from ember._shape import _broadcast_with_core_message
 
 # ---- the array module ------------------------------------------------------------------------
 
@@ -308,20 +309,11 @@ def _result(device: int, shape, dtype, value):
 
 
 def _broadcast_shapes(*shapes) -> tuple:
-    """The shapes broadcast together, folded pairwise as the CPU's iterator does (its message)."""
+    """The shapes broadcast together, with the core's message."""
     first = shapes[0]
     if all(s == first for s in shapes):  # the common case, without the general rule's cost
         return tuple(first)
-    out: tuple = ()
-    for s in shapes:
-        n = max(len(out), len(s))
-        a, b = (1,) * (n - len(out)) + tuple(out), (1,) * (n - len(s)) + tuple(s)
-        for i, (da, db) in enumerate(zip(a, b)):
-            if da != db and 1 not in (da, db):
-                raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
-                                   f"({db}) at non-singleton dimension {i}")
-        out = tuple(db if da == 1 else da for da, db in zip(a, b))
-    return out
+    return _broadcast_with_core_message(*shapes)
 
 
 def _shape(a) -> tuple:
@@ -512,7 +504,7 @@ def _compute_dtype(name: str, args, result_dtype):
 def _elementwise(name: str, args, kwargs):
     device = device_of(name, args)
     meta = _meta(name, args, kwargs)
-    shape = tuple(_broadcast_shapes(*(_shape(a) for a in args)))
+    shape = _broadcast_shapes(*(_shape(a) for a in args))
     cdt = _compute_dtype(name, args, meta.dtype)
     with _on_current_stream(device):
         ops = [_operand(a, cdt) for a in args]
@@ -827,7 +819,7 @@ def _where(name: str, args, kwargs):
     device = device_of(name, args)
     meta = _meta(name, args, kwargs)
     mod = xp()
-    shape = tuple(_broadcast_shapes(*(_shape(x) for x in args)))
+    shape = _broadcast_shapes(*(_shape(x) for x in args))
     with _on_current_stream(device):
         c = _operand(cond, _C.bool)
         value = mod.where(c, _operand(a, meta.dtype), _operand(b, meta.dtype))
@@ -839,7 +831,7 @@ def _clamp(name: str, args, kwargs):
     device = device_of(name, args)
     meta = _meta(name, args, kwargs)
     mod = xp()
-    shape = tuple(_broadcast_shapes(*(_shape(v) for v in args if v is not None)))
+    shape = _broadcast_shapes(*(_shape(v) for v in args if v is not None))
     with _on_current_stream(device):
         v = _operand(x, meta.dtype)
         if lo is not None:
