@@ -143,12 +143,22 @@ def test_generators_for_a_device(host_cuda):
     again = ember.empty(5, device="cuda:1").uniform_(generator=g)
     assert first.tolist() == again.tolist()
     assert ember.rand_like(first, generator=g).device == ember.device("cuda:1")
+    # samplers with tensor parameters draw for the parameters' device
+    g.manual_seed(4)
+    drawn = ember.normal(ember.zeros(5, device="cuda:1"), 2.0, generator=g)
+    assert drawn.tolist() == ember.normal(ember.zeros(5), 2.0,
+                                          generator=ember.Generator().manual_seed(4)).tolist()
     wrong = [
         (lambda: ember.rand(3, device="cuda", generator=ember.Generator()), "'cuda'", "'cpu'"),
         (lambda: ember.rand(3, generator=g), "'cpu'", "'cuda'"),
         (lambda: ember.ones(3, device="cuda").normal_(generator=ember.Generator()), "'cuda'",
          "'cpu'"),
         (lambda: ember.rand_like(ember.ones(2), generator=g), "'cpu'", "'cuda'"),
+        (lambda: ember.bernoulli(ember.full((3,), 0.5), generator=g), "'cpu'", "'cuda'"),
+        (lambda: ember.normal(ember.zeros(2, device="cuda"), 1.0, generator=ember.Generator()),
+         "'cuda'", "'cpu'"),
+        (lambda: ember.multinomial(ember.ones(3, device="cuda"), 1, generator=ember.Generator()),
+         "'cuda'", "'cpu'"),
     ]
     for call, expected, found in wrong:
         with pytest.raises(RuntimeError, match=f"Expected a {expected} device type for generator "

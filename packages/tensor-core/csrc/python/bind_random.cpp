@@ -243,15 +243,22 @@ py::object sampled_out(const char* op, const Tensor& r, py::handle outh) {
   return py::reinterpret_borrow<py::object>(outh);
 }
 
+// generator= for a call handed on (to the device hook or autograd): the one given, or the default
+// that generator_for chose (None for the CPU's).
+py::object generator_arg(py::handle given, Generator* chosen) {
+  if (!given.is_none() || !chosen) return py::reinterpret_borrow<py::object>(given);
+  return borrowed_generator(*chosen);
+}
+
 py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::handle outh) {
   Tensor x = expect_tensor(input, "bernoulli", "input");
-  Generator* g = to_generator(gen, "bernoulli");
+  Generator* g = generator_for(to_generator(gen, "bernoulli"), x->device());
   if (needs_dispatch(x) || (is_tensor(p) && needs_dispatch(to_tensor(p)))) {
     if (!outh.is_none() && (needs_grad(x) || (is_tensor(p) && needs_grad(to_tensor(p)))))
       throw std::runtime_error("bernoulli(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
     py::object r = redispatch("bernoulli", g_m->attr("bernoulli"), py::make_tuple(input, p),
-                              py::dict("generator"_a = gen));
+                              py::dict("generator"_a = generator_arg(gen, g)));
     return outh.is_none() ? r : sampled_out("bernoulli", to_tensor(r), outh);
   }
   Tensor r = empty(x->sizes, x->dtype);
@@ -271,17 +278,20 @@ py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::ha
 py::object multinomial_call(py::handle input, py::handle n, bool replacement, py::handle gen,
                             py::handle outh) {
   Tensor x = expect_tensor(input, "multinomial", "input");
-  if (on_device(x)) {  // not differentiable: straight to the device
-    py::object r = call_device("multinomial", py::make_tuple(input, n),
-                               py::dict("replacement"_a = replacement, "generator"_a = gen));
-    if (outh.is_none()) return r;
+  Generator* g = generator_for(to_generator(gen, "multinomial"), x->device());
+  if (on_device(x)) {
+    // Numbers for CUDA tensors are drawn on the host: the CPU kernel on a host copy of the (small)
+    // probabilities, with the device's generator, so a seed gives the CPU's samples.
+    Tensor r = multinomial(to_device_copy(x, Device{}, false), to_int(n, "multinomial", "num_samples"),
+                           replacement, g);
+    r = to_device_copy(r, x->device(), false);
+    if (outh.is_none()) return wrap(r);
     Tensor o = expect_tensor(outh, "multinomial", "out");
     EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
                 "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
-    return sampled_out("multinomial", to_tensor(r), outh);
+    return sampled_out("multinomial", r, outh);
   }
-  Tensor r = multinomial(x, to_int(n, "multinomial", "num_samples"), replacement,
-                         to_generator(gen, "multinomial"));
+  Tensor r = multinomial(x, to_int(n, "multinomial", "num_samples"), replacement, g);
   if (!outh.is_none()) {
     Tensor o = expect_tensor(outh, "multinomial", "out");
     EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
@@ -312,8 +322,9 @@ py::object normal_fn(py::args args, py::kwargs kw) {
   if (!std && k < args.size()) std = args[k++];
   if (!size && k < args.size()) size = args[k++];
   if (k < args.size() || !mean) normal_signature_error("an unexpected number of arguments");
-  Factory f = parse_factory(kw, "normal");
   const bool mt = is_tensor(mean), st = std && is_tensor(std);
+  // With tensor parameters the draw is for their device (the generator's default and check).
+  Factory f = parse_factory(kw, "normal", mt ? to_tensor(mean) : st ? to_tensor(std) : nullptr);
   if (!mt && !st) {  // two numbers and a size: a filled factory
     if (!std || !size || !is_number(mean) || !is_number(std))
       normal_signature_error("(float, float) without a size");
@@ -328,7 +339,7 @@ py::object normal_fn(py::args args, py::kwargs kw) {
                                "automatic differentiation, but one of the arguments requires grad.");
     py::object s = std ? std : py::float_(1.0);
     py::object r = redispatch("normal", g_m->attr("normal"), py::make_tuple(mean, s),
-                              py::dict("generator"_a = f.generator));
+                              py::dict("generator"_a = generator_arg(f.generator, f.gen)));
     return f.out.is_none() ? r : sampled_out("normal", to_tensor(r), f.out);
   }
   Tensor r;

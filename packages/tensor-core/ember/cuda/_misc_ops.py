@@ -1,6 +1,6 @@
 """More ops on CUDA tensors, registered in ``_ops.OPS``: the parametrised element-wise ops
 (``lerp``, ``nan_to_num``, ``logit``, ``round(decimals=)``), the samplers that take tensors
-(``bernoulli``, ``multinomial``, ``normal``), the add-product family (``addmm``, ``addmv``,
+(``bernoulli``, ``normal``), the add-product family (``addmm``, ``addmv``,
 ``baddbmm``, ``addbmm``, in place too), ``inner``, ``vdot``, ``var_mean``/``std_mean`` and
 ``count_nonzero``.
 
@@ -130,28 +130,13 @@ def _round(name: str, args, kwargs):
 # ---- samplers ----------------------------------------------------------------------------------
 
 
-def _device_generator(device: int, gen):
-    """The generator a draw for cuda:`device` uses: the one given (a CUDA one, as torch requires)
-    or the device's default."""
-    if gen is None:
-        return _C._cuda_default_generator(device)
-    if gen.device.type != "cuda":
-        raise RuntimeError("Expected a 'cuda' device type for generator but found 'cpu'")
-    return gen
-
-
-def _sampled_on_host(name: str, args, kwargs):
-    """bernoulli / multinomial / normal with tensor parameters. Numbers for CUDA tensors are drawn
-    on the host from the device's generator (docs/cuda.md), so each is the CPU op's own recipe:
-    bernoulli and normal draw into the result with the in-place samplers (which draw into a host
-    twin), multinomial runs the CPU op on a host copy of the (small) probabilities. The same seed
-    gives the same numbers as on the CPU."""
+def _sampled(name: str, args, kwargs):
+    """bernoulli / normal with tensor parameters, in the CPU op's own recipe: the in-place
+    samplers draw into the result (on a host twin, from the device's generator: docs/cuda.md), so
+    a seed gives the CPU's numbers. multinomial runs the CPU kernel on a host copy in its
+    binding."""
     device = device_of(name, args)
-    gen = _device_generator(device, kwargs.get("generator"))
-    if name == "multinomial":
-        probs, n = args
-        return _C.multinomial(probs.cpu(), n, replacement=kwargs.get("replacement", False),
-                              generator=gen).to(f"cuda:{device}")
+    gen = kwargs["generator"]  # the bindings chose the device's default and checked a given one
     if name == "bernoulli":
         x, p = args
         out = _C.empty(list(x.shape), dtype=x.dtype, device=f"cuda:{device}")  # contiguous
@@ -351,9 +336,8 @@ MISC_OPS = {
     "logit_": _inplace(_logit),
     "round": _round,
     "round_": _inplace(_round),
-    "bernoulli": _sampled_on_host,
-    "multinomial": _sampled_on_host,
-    "normal": _sampled_on_host,
+    "bernoulli": _sampled,
+    "normal": _sampled,
     "inner": _inner,
     "vdot": _vdot,
     "var_mean": _var_mean(False),
