@@ -5,6 +5,7 @@ CPU's checks of the older index ops (dims in range, negative indices, shape mess
 Simulated devices where there is no GPU (ember.cuda._testing)."""
 # ruff: noqa: B023  (every checked lambda runs within its own loop iteration)
 
+import re
 import warnings
 
 import numpy as np
@@ -463,6 +464,27 @@ def test_index_tensors_on_another_device_are_refused():
                 fn(t, i)
 
 
+
+def test_cuda_indices_of_a_cpu_tensor_get_torchs_errors():
+    """Advanced indexing takes CPU indices for a CUDA tensor, not the reverse (torch's message);
+    the dim-wise and mask ops call it a device mix. None reaches the CPU kernels' refusal."""
+    x, i = data(3), ember.tensor([0, 1]).cuda()
+    on_cpu = "indices should be either on cpu or on the same device as the indexed tensor (cpu)"
+    for fn in (lambda: x[i], lambda: x.index_put_((i,), ember.tensor(2.0)),
+               lambda: x.index_put((i,), ember.tensor(2.0)), lambda: x.__setitem__(i, 1.0)):
+        with pytest.raises(RuntimeError, match=re.escape(on_cpu)):
+            fn()
+    mask = ember.tensor([True, False, True]).cuda()
+    for fn in (lambda: x.index_fill(0, i, 2.0), lambda: x.index_fill_(0, i, 2.0),
+               lambda: x.index_select(0, i), lambda: x.masked_fill(mask, 1.0),
+               lambda: x.masked_fill_(mask, 1.0), lambda: x.masked_select(mask)):
+        with pytest.raises(RuntimeError, match="found at least two devices, cpu and cuda:0"):
+            fn()
+    np.testing.assert_array_equal(x.numpy(), data(3).numpy())  # nothing was written
+    # the other way round is fine: CPU indices of a CUDA tensor
+    same(x.cuda()[ember.tensor([2, 0])], x[ember.tensor([2, 0])])
+    same(x.cuda().index_select(0, ember.tensor([2, 0])), x.index_select(0, ember.tensor([2, 0])))
+
 @pytest.mark.parametrize("ufunc", ["add", "multiply", "maximum", "minimum"])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int8", "bool"])
 def test_segmented_scatter_equals_ufunc_at(ufunc, dtype):
@@ -485,3 +507,14 @@ def test_segmented_scatter_equals_ufunc_at(ufunc, dtype):
             np.testing.assert_allclose(got, want, rtol=1e-5)
         else:
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_index_add_with_alpha_adds_in_the_cpus_precision(dtype):
+    """float16 adds `src * alpha` in float32 and rounds once per element, as the CPU kernel does
+    (a non-repeating index, so the order of the adds cannot matter)."""
+    rng = np.random.default_rng(3)
+    x = ember.from_numpy((rng.random((5, 256)) * 3).astype(dtype))
+    src = ember.from_numpy((rng.random((3, 256)) * 3).astype(dtype))
+    idx = ember.tensor([4, 0, 2])
+    same(x.cuda().index_add(0, idx.cuda(), src.cuda(), alpha=0.1), x.index_add(0, idx, src, alpha=0.1))

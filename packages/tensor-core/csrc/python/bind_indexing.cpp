@@ -316,7 +316,9 @@ py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valu
   Tensor self = expect_tensor(selfh, name, "input");
   std::vector<Tensor> idx = index_list(indicesh, name);
   Tensor values = expect_tensor(valuesh, name, "values");
-  if (inplace ? inplace_needs_grad(self, {values}) : (needs_dispatch(self) || needs_dispatch(values)))
+  const bool index_on_device = any_on_device(nullptr, idx);
+  if (inplace ? (inplace_needs_grad(self, {values}) || index_on_device)
+              : (needs_dispatch(self) || needs_dispatch(values) || index_on_device))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, indicesh, valuesh),
                          py::dict("accumulate"_a = accumulate));
   warn_byte_mask(idx);
@@ -452,7 +454,8 @@ py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh,
   const int64_t dim = parse_dim(dimh, name);
   Tensor index = expect_tensor(indexh, name, "index");
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
-  if (inplace ? inplace_needs_grad(self, {vt}) : (needs_dispatch(self) || needs_dispatch(vt)))
+  if (inplace ? inplace_needs_grad(self, {vt, index})
+              : (needs_dispatch(self) || needs_dispatch(vt) || on_device(index)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, dim, indexh, valueh), py::dict());
   Scalar v = fill_value(valueh, "index_fill_");
   Tensor target = inplace ? self : clone(self);
@@ -467,7 +470,8 @@ py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle value
   Tensor self = expect_tensor(selfh, name, "input");
   Tensor mask = expect_tensor(maskh, name, "mask");
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
-  if (inplace ? inplace_needs_grad(self, {vt}) : (needs_dispatch(self) || needs_dispatch(vt)))
+  if (inplace ? inplace_needs_grad(self, {vt, mask})
+              : (needs_dispatch(self) || needs_dispatch(vt) || on_device(mask)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, maskh, valueh), py::dict());
   check_bool_mask(mask, str_cat("masked_fill_ only supports boolean masks, but got mask with dtype ",
                                 cpp_type_name(mask->dtype)));
@@ -480,7 +484,7 @@ py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle value
 py::object masked_select_impl(py::handle selfh, py::handle maskh, py::handle outh) {
   Tensor self = expect_tensor(selfh, "masked_select", "input");
   Tensor mask = expect_tensor(maskh, "masked_select", "mask");
-  if (needs_dispatch(self)) {
+  if (needs_dispatch(self) || on_device(mask)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("masked_select");
     return redispatch_out("masked_select", core_fn("masked_select"), py::make_tuple(selfh, maskh),
                          py::dict(), outh);
@@ -515,7 +519,7 @@ py::object index_select_impl(py::handle selfh, py::handle dimh, py::handle index
   Tensor self = expect_tensor(selfh, "index_select", "input");
   const int64_t dim = parse_dim(dimh, "index_select");
   Tensor index = expect_tensor(indexh, "index_select", "index");
-  if (needs_dispatch(self)) {
+  if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("index_select");
     return redispatch_out("index_select", core_fn("index_select"), py::make_tuple(selfh, dim, indexh),
                          py::dict(), outh);

@@ -17,7 +17,6 @@ import numpy
 from ember import _C
 from ember._shape import _broadcast_with_core_message
 from ember.cuda import _ops as base
-from ember.cuda._nn_ops import _torch_name as _name
 from ember.cuda._ops import _on_current_stream, _result, _scatter_add, device_of, view, xp
 
 _INT_INDEX = ("int64", "int32", "int16", "int8", "uint8")
@@ -83,9 +82,21 @@ def _index_key(target, indices, device: int):
     return tuple(key)
 
 
+def _indexed_device(self, indices) -> int:
+    """The device of an advanced-indexing call: self's; index tensors may be on it or on the CPU
+    (torch's rule and message)."""
+    device = self.get_device()
+    for t in indices:
+        if base._is_tensor(t) and t.get_device() not in (-1, device):
+            where = "cpu" if device < 0 else f"cuda:{device}"
+            raise RuntimeError("indices should be either on cpu or on the same device as the "
+                               f"indexed tensor ({where})")
+    return device
+
+
 def _index(name, args, kwargs):
     self, indices = args
-    device = device_of(name, [self])
+    device = _indexed_device(self, indices)
     with _on_current_stream(device):
         a = view(self)
         value = a[_index_key(a, indices, device)]
@@ -94,11 +105,12 @@ def _index(name, args, kwargs):
 
 def _index_put_(name, args, kwargs):
     self, indices, values = args
+    _indexed_device(self, indices)
     device = device_of(name, [self] + ([values] if base._is_tensor(values) else []))
     if base._is_tensor(values) and values.dtype != self.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_name(self.dtype)} for the destination "
-                           f"and {_name(values.dtype)} for the source.")
+                           f"{self.dtype._torch_name} for the destination "
+                           f"and {values.dtype._torch_name} for the source.")
     mod = xp()
     with _on_current_stream(device):
         a = view(self)
@@ -179,7 +191,8 @@ def _dim_index(index, size: int, dim: int, device: int, negative: bool = False):
 
 def _index_select(name, args, kwargs):
     self, dim, index = args
-    device = device_of(name, [self])
+    # a CPU index may serve a CUDA tensor; a CUDA index, not a CPU one
+    device = device_of(name, [self] if self.get_device() >= 0 else [self, index])
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index.dtype not in (_C.int64, _C.int32):
@@ -344,13 +357,13 @@ def _index_vector(op: str, self, dim: int, index, src):
     d = _wrap_dim(dim, self.dim())
     if index.dim() > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {index.dim()} "
-                         f"with type: {_name(index.dtype)} and size: {list(index.shape)}")
+                         f"with type: {index.dtype._torch_name} and size: {list(index.shape)}")
     if index.dtype not in (_C.int64, _C.int32):
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: "
-                           f"{_name(index.dtype)}")
+                           f"{index.dtype._torch_name}")
     if src.dtype != self.dtype:
-        raise RuntimeError(f"{op}(): self ({_name(self.dtype)}) and source "
-                           f"({_name(src.dtype)}) must have the same scalar type")
+        raise RuntimeError(f"{op}(): self ({self.dtype._torch_name}) and source "
+                           f"({src.dtype._torch_name}) must have the same scalar type")
     s1, r1 = _shape1(self), _shape1(src)
     n = r1[d] if len(r1) > d else 1
     if index.numel() != n:
@@ -378,10 +391,12 @@ def _index_add(name, args, kwargs):
         idx = _dim_index(index, a.shape[d], d, device).reshape(-1)
         s = view(src).reshape(_shape1(src))
         full = mod.broadcast_to(idx.reshape((1,) * d + (-1,) + (1,) * (s.ndim - d - 1)), s.shape)
-        flat = mod.ascontiguousarray(a).reshape(-1)
-        values = s * a.dtype.type(alpha) if alpha != 1 else s
+        # float16 adds in float32 as the CPU kernel does (its opmath), alpha included
+        acc = numpy.dtype(numpy.float32 if a.dtype == numpy.float16 else a.dtype)
+        flat = mod.ascontiguousarray(a).reshape(-1).astype(acc)
+        values = s.astype(acc) * acc.type(alpha) if alpha != 1 else s
         base._scatter_reduce(flat, _flat_positions(a.shape, d, full).reshape(-1),
-                             values.astype(a.dtype).reshape(-1), "add")
+                             values.astype(acc).reshape(-1), "add")
         a[...] = flat.reshape(a.shape)
     return target
 
@@ -394,10 +409,11 @@ def _index_copy(name, args, kwargs):
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})")
     if index.dtype != _C.int64:
         raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
-                           f"{_name(index.dtype)}")
+                           f"{index.dtype._torch_name}")
     if self.dtype != src.dtype:
         raise RuntimeError("index_copy_(): self and source expected to have the same dtype, but "
-                           f"got (self) {_name(self.dtype)} and (source) {_name(src.dtype)}")
+                           f"got (self) {self.dtype._torch_name} and (source) "
+                           f"{src.dtype._torch_name}")
     s1, r1 = _shape1(self), _shape1(src)
     if len(s1) != len(r1):
         raise IndexError("index_copy_(): When source and destination are not scalars, their "
@@ -457,7 +473,7 @@ def _take(name, args, kwargs):
     device = device_of(name, [self, index])
     if index.dtype != _C.int64:
         raise RuntimeError("take(): Expected a long tensor for index, but got "
-                           f"{_name(index.dtype)}")
+                           f"{index.dtype._torch_name}")
     n = self.numel()
     if n == 0 and index.numel() != 0:
         raise IndexError("take(): tried to take from an empty tensor")
@@ -474,7 +490,7 @@ def _take_along_dim(name, args, kwargs):
     device = device_of(name, [self, indices])
     if indices.dtype != _C.int64:
         raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
-                           f"{_name(indices.dtype)}")
+                           f"{indices.dtype._torch_name}")
     mod = xp()
     if dim is None:  # over the flattened input
         n = self.numel()
@@ -506,15 +522,10 @@ def _take_along_dim(name, args, kwargs):
 # ---- masks -------------------------------------------------------------------------------------
 
 
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
-              "int16": "short int", "int32": "int", "int64": "long int", "float16": "c10::Half",
-              "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
-
-
 def _mask_array(mask, device: int, op: str):
     if mask.dtype != _C.bool:
         raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
-                           f"{_CPP_NAMES.get(mask.dtype.name, mask.dtype.name)}")
+                           f"{mask.dtype._cpp_name}")
     return _device_array(mask, device)
 
 
@@ -556,10 +567,10 @@ def _masked_scatter(name, args, kwargs):
     device = device_of(name, [self, mask, src])
     if mask.dtype != _C.bool:
         raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with dtype "
-                           f"{_name(mask.dtype)}")
+                           f"{mask.dtype._torch_name}")
     if self.dtype != src.dtype:  # sic: the CPU's message has no space after "got"
         raise RuntimeError("masked_scatter: expected self and source to have same dtypes but got"
-                           f"{_name(self.dtype)} and {_name(src.dtype)}")
+                           f"{self.dtype._torch_name} and {src.dtype._torch_name}")
     inplace = name.endswith("_")
     if inplace:
         mask.expand(tuple(self.shape))  # the CPU's error when mask does not expand to self
