@@ -242,6 +242,20 @@ def test_products_softmax_where_clamp_cat():
     np.testing.assert_allclose(host(ember.stack([ga, ga])), np.stack([a, a]))
 
 
+@pytest.mark.parametrize("fn", [
+    lambda a, b: a.mm(b), lambda a, b: a @ b, lambda a, b: a.mv(b[0]),
+    lambda a, b: ember.bmm(a[None], b[None]), lambda a, b: a[0].dot(b[0]),
+    lambda a, b: ember.matmul(a[None], b[:, None]),
+])
+def test_product_size_errors_are_the_cpus(fn):
+    a, b = ember.ones(2, 3), ember.ones(4, 5)
+    with pytest.raises(RuntimeError) as cpu:
+        fn(a, b)
+    with pytest.raises(RuntimeError) as gpu:
+        fn(a.cuda(), b.cuda())
+    assert str(gpu.value) == str(cpu.value)
+
+
 def test_in_place_ops_bump_the_version_counter():
     # autograd refuses a backward through a saved tensor modified since: it reads this counter
     x, y = ember.ones(4, device="cuda"), ember.ones(4, device="cuda")

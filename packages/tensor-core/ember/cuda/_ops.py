@@ -788,12 +788,25 @@ def _softmax_backward(is_log: bool) -> Callable:
 def _product(fn: Callable) -> Callable:
     def run(name: str, args, kwargs):
         device = device_of(name, args)
-        meta = _meta(name, args, kwargs)  # the CPU's shape checks and dtype
+        meta = _meta(name, args, kwargs)  # the CPU's rank checks and dtype
         with _on_current_stream(device):
-            value = fn(*(_operand(a, meta.dtype) for a in args))
+            try:
+                value = fn(*(_operand(a, meta.dtype) for a in args))
+            except ValueError:  # sizes that do not fit: the CPU op says so in its own words
+                _raise_cpu_shape_error(name, args, kwargs)
+                raise
             return _result(device, value.shape, meta.dtype, value)
 
     return run
+
+
+def _raise_cpu_shape_error(name: str, args, kwargs) -> None:
+    """Runs the CPU op on stand-ins of the arguments' shapes (one element each, expanded: no
+    memory) for its shape error; returns if it finds none."""
+    def shaped(a):
+        return _stand_in(a).expand(list(a.shape)) if _is_tensor(a) else a
+
+    getattr(_C, _CPU_NAME.get(name, name))(*(shaped(a) for a in args), **kwargs)
 
 
 # ---- joining and selecting ---------------------------------------------------------------------
