@@ -296,6 +296,8 @@ def _take_along_dim(g, needs, out, x, indices, dim=None):
     if dim is None:
         return _take(g, needs, out, x, indices)
     nd = len(x.shape)
+    if nd == 0:  # both 0-d (the forward checked): the one element was taken
+        return (g, None)
     d = dim % nd
     xs, js = list(x.shape), list(indices.shape)
     xs[d] = js[d] = 1

@@ -40,8 +40,9 @@ def _camel(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_"))
 
 
-_NODE_NAMES = {"_to_dtype": "ToCopy", "_to_device": "ToCopy", "_view": "View", "_expand": "Expand", "_getitem": "Index",
-               "_setitem": "IndexPut", "_copy_": "Copy", "_fill_": "Fill", "t": "T"}
+_NODE_NAMES = {"_to_dtype": "ToCopy", "_to_device": "ToCopy", "_view": "View", "_expand": "Expand",
+               "_getitem": "Index", "_setitem": "IndexPut", "_copy_": "Copy", "_fill_": "Fill",
+               "t": "T"}
 
 
 class Node:

@@ -158,8 +158,8 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         ctx._fix = tuple((i, _Meta(a)) for i, (a, n) in enumerate(zip(args, needs)) if n)
         ctx._args = tuple(None for _ in args)
         ctx._nout = len(outs)
-        ctx._out_info = tuple((o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None)
-                              for o in outs)
+        ctx._out_info = tuple((o.shape, o.dtype, o.device) if isinstance(o, Tensor)
+                              else ((), None, None) for o in outs)
         dirty = {id(t) for t in ctx.dirty_tensors}
         nondiff = {id(t) for t in ctx.non_differentiable}
         arg_ids = {id(a) for a in args if isinstance(a, Tensor)}
