@@ -54,11 +54,6 @@ def _tensor_list(tensors, op: str) -> list:
     return list(tensors)
 
 
-_TORCH_NAMES = {
-    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-    "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-    "float64": "Double",
-}
 
 
 def _write_out(result, out, op: str = ""):
@@ -67,8 +62,8 @@ def _write_out(result, out, op: str = ""):
         return result
     if not _C.can_cast(result.dtype, out.dtype):
         raise RuntimeError(
-            f"{op}: result type {_TORCH_NAMES[result.dtype.name]} can't be cast to the desired "
-            f"out= type {_TORCH_NAMES[out.dtype.name]}"
+            f"{op}: result type {result.dtype._torch_name} can't be cast to the desired "
+            f"out= type {out.dtype._torch_name}"
         )
     if result.dim() == 0:
         out.copy_(result) if out.dim() == 0 else _C.cat([result.reshape(1)], out=out)
@@ -264,7 +259,7 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         if ios.dtype != _C.int64:
             raise RuntimeError(
                 "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                f"{_TORCH_NAMES[ios.dtype.name]}"
+                f"{ios.dtype._torch_name}"
             )
         if ios.dim() > 1:
             raise RuntimeError(

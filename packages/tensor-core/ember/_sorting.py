@@ -88,7 +88,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| elementwise (exact equality always counts)."""
     if input.dtype != other.dtype:
-        raise RuntimeError(f"{_torch_name(input.dtype)} did not match {_torch_name(other.dtype)}")
+        raise RuntimeError(f"{input.dtype._torch_name} did not match {other.dtype._torch_name}")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
@@ -104,15 +104,6 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     allowed = _C.add(_C.abs(_C.mul(other, rtol)), atol)
     actual = _C.abs(_C.sub(input, other))
     return _C.logical_or(close, _C.logical_and(_C.isfinite(actual), _C.le(actual, allowed)))
-
-
-_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-                "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-                "float64": "Double"}
-
-
-def _torch_name(dtype) -> str:
-    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:

@@ -460,6 +460,9 @@ void register_dtypes(py::module_& m) {
       .def_property_readonly("is_complex", [](const DType&) { return false; })
       .def_property_readonly("itemsize", [](const DType& d) { return itemsize(d.type); })
       .def_property_readonly("name", [](const DType& d) { return dtype_name(d.type); })
+      // the names in torch's messages ("Float", "c10::BFloat16"): Python code's errors use these
+      .def_property_readonly("_torch_name", [](const DType& d) { return torch_type_name(d.type); })
+      .def_property_readonly("_cpp_name", [](const DType& d) { return cpp_type_name(d.type); })
       .def("to_real", [](py::object self) { return self; })
       .def("__repr__", [](const DType& d) { return std::string("ember.") + dtype_name(d.type); })
       // A dtype pickles as a reference to the module global of its name (ember._C.float32), so

@@ -512,9 +512,9 @@ def _check_nll(x, target, weight, reduction: int):
     if x.dim() < 1:
         raise RuntimeError("input tensor should be 1D or 2D")
     if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"\"nll_loss\" not implemented for '{_torch_name(x.dtype)}'")
+        raise NotImplementedError(f"\"nll_loss\" not implemented for '{x.dtype._torch_name}'")
     if target.dtype.is_floating_point or target.dtype == _C.bool:
-        raise RuntimeError(f"expected scalar type Long but found {_torch_name(target.dtype)}")
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._torch_name}")
     if reduction not in (0, 1, 2):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if x.dim() == 1:
@@ -534,19 +534,11 @@ def _check_nll(x, target, weight, reduction: int):
                                "classes or no classes but got weight tensor of shape: "
                                f"{list(weight.shape)}")
         if weight.dtype != x.dtype:
-            raise RuntimeError(f"expected scalar type {_torch_name(x.dtype)} but found "
-                               f"{_torch_name(weight.dtype)}")
+            raise RuntimeError(f"expected scalar type {x.dtype._torch_name} but found "
+                               f"{weight.dtype._torch_name}")
     return classes
 
 
-_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bfloat16": "BFloat16",
-                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                "bool": "Bool"}
-
-
-def _torch_name(dtype) -> str:
-    """PyTorch's C++ name of a dtype ("Float"), as the CPU kernels' messages spell it."""
-    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 def _nll_parts(x, target, weight, ignore_index: int, classes: int):
@@ -619,7 +611,7 @@ def _check_bn(x, named):
         raise RuntimeError("batch_norm: expected input with at least 2 dims, but got input of "
                            f"size {list(x.shape)}")
     if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"\"batch_norm\" not implemented for '{_torch_name(x.dtype)}'")
+        raise NotImplementedError(f"\"batch_norm\" not implemented for '{x.dtype._torch_name}'")
     for label, t in named:
         if t is not None and t.numel() != x.shape[1]:
             raise RuntimeError(f"batch_norm: expected {label} to have {x.shape[1]} elements, but "
@@ -725,7 +717,7 @@ def _check_ln(x, ns, w, b):
         raise RuntimeError(f"Given normalized_shape={ns}, expected input with shape {star}, but "
                            f"got input of size{list(x.shape)}")
     if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"\"layer_norm\" not implemented for '{_torch_name(x.dtype)}'")
+        raise NotImplementedError(f"\"layer_norm\" not implemented for '{x.dtype._torch_name}'")
 
 
 def _native_layer_norm(name, args, kwargs):
@@ -789,7 +781,7 @@ def _check_indices(indices, op: str):
         if op == "embedding":
             raise RuntimeError(
                 "Expected tensor for argument #1 'indices' to have one of the following scalar "
-                f"types: Long, Int; but got ember.{_torch_name(indices.dtype)}Tensor instead "
+                f"types: Long, Int; but got ember.{indices.dtype._torch_name}Tensor instead "
                 "(while checking arguments for embedding)")
         raise RuntimeError("embedding_backward: expected indices of type Long or Int")
 
@@ -825,7 +817,7 @@ def _embedding_dense_backward(name, args, kwargs):
                            f"{list(indices.shape)} + [D], but got {list(go.shape)}")
     if not go.dtype.is_floating_point:
         raise NotImplementedError(
-            f"\"embedding_backward\" not implemented for '{_torch_name(go.dtype)}'")
+            f"\"embedding_backward\" not implemented for '{go.dtype._torch_name}'")
     mod = xp()
     dim = go.shape[-1]
     cdt = _math_dtype(go.dtype)

@@ -12,7 +12,6 @@ import numpy
 from ember import _C
 from ember.cuda import _ops as base
 from ember.cuda._index_ops import _wrap_dim
-from ember.cuda._nn_ops import _torch_name
 from ember.cuda._ops import _on_current_stream, _result, device_of, view, xp
 
 
@@ -52,7 +51,7 @@ def _counts(repeats):
     with the CPU's checks."""
     if repeats.dtype not in (_C.int64, _C.int32):
         raise NotImplementedError("\"repeat_interleave_cpu\" not implemented for "
-                                  f"'{_torch_name(repeats.dtype)}'")
+                                  f"'{repeats.dtype._torch_name}'")
     counts = repeats.cpu().to(_C.int64).reshape(-1).tolist()
     if any(c < 0 for c in counts):
         raise RuntimeError("repeats can not be negative")

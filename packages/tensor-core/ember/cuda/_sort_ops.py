@@ -24,7 +24,6 @@ from __future__ import annotations
 import numpy
 
 from ember import _C
-from ember.cuda._nn_ops import _torch_name
 from ember.cuda._ops import (
     _is_tensor,
     _meta,
@@ -513,7 +512,7 @@ def _searchsorted(name, args, kwargs):
     if sorter is not None:
         if sorter.dtype != _C.int64:
             raise RuntimeError("torch.searchsorted(): sorter must be a tensor of long dtype but "
-                               f"got dtype {_torch_name(sorter.dtype)}")
+                               f"got dtype {sorter.dtype._torch_name}")
         if tuple(sorter.shape) != tuple(seq.shape):
             raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same size, "
                                f"but got boundary tensor {_shape_str(seq)}and got sorter tensor "
@@ -655,8 +654,8 @@ def _histogram(name, args, kwargs):
         if weight.dtype != x.dtype:
             raise RuntimeError(
                 "torch.histogram(): if weight tensor is provided, input tensor and weight tensor "
-                f"should have the same dtype, but got input {_torch_name(x.dtype)}, and weight "
-                f"{_torch_name(weight.dtype)}")
+                f"should have the same dtype, but got input {x.dtype._torch_name}, and weight "
+                f"{weight.dtype._torch_name}")
     cpu_checks()
     if x.numel() == 0:
         return _on_host(name, args, kwargs, device)
