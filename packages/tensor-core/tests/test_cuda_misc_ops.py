@@ -489,7 +489,6 @@ NOT_DEVICE_OPS = {
     "manual_seed", "seed", "set_rng_state", "get_rng_state", "initial_seed", "set_default_dtype",
     "set_printoptions", "set_num_threads", "set_num_interop_threads", "use_deterministic_algorithms",
     "set_grad_enabled", "set_default_device", "compile",
-    "bfloat16",  # no bfloat16 in NumPy or CuPy: a TypeError
 }
 
 

@@ -158,6 +158,67 @@ def empty(shape, dtype, device: int):
     return _C._cuda_empty(list(shape), dtype, device)
 
 
+# ---- bfloat16: raw bits in the array module, float32 compute ---------------------------------
+# NumPy and CuPy have no bfloat16. A bf16 tensor is read as uint16 bits, widened exactly to
+# float32, and float32 values are narrowed to bits the way the CPU core does (core/half.h,
+# float_to_bf16_bits). Plain element-wise expressions: they run on CuPy unchanged.
+
+
+def _is_bf16(a) -> bool:
+    return _is_tensor(a) and a.dtype == _C.bfloat16
+
+
+def _bits(t):
+    """A zero-copy uint16 array over a bf16 CUDA tensor's bits."""
+    if t.numel() == 0:
+        return xp().empty(tuple(t.shape), dtype=numpy.uint16)
+    interface = _C._cuda_array_interface(t, "<u2")
+    if xp() is numpy:
+        return numpy.asarray(_Exported(t, interface, cuda=False))
+    return xp().asarray(_Exported(t, interface, cuda=True))
+
+
+def _widen(bits):
+    """bf16 bits -> float32 values (exact)."""
+    return (bits.astype(numpy.uint32) << numpy.uint32(16)).view(numpy.float32)
+
+
+def _narrow(values):
+    """float32 values -> bf16 bits: round to nearest even, NaN kept a quiet NaN of the same sign
+    and leading payload (the CPU's float_to_bf16_bits, bit for bit)."""
+    mod = xp()
+    x = mod.asarray(values, dtype=numpy.float32).view(numpy.uint32)
+    u = numpy.uint32
+    rounded = (x + u(0x7FFF) + ((x >> u(16)) & u(1))) >> u(16)
+    nan = (x & u(0x7FFFFFFF)) > u(0x7F800000)
+    return mod.where(nan, (x >> u(16)) | u(0x40), rounded).astype(numpy.uint16)
+
+
+def _values(t):
+    """An array of t's values: its view, or for bf16 the float32 widening."""
+    return _widen(_bits(t)) if _is_bf16(t) else view(t)
+
+
+def _assign(dst, src) -> None:
+    """dst[...] = src on one device: a strided, casting, broadcasting copy. Into bf16 through
+    float32, as the CPU's copy kernel converts (cast_to: static_cast<float>, then to bf16)."""
+    if not _is_bf16(dst):
+        view(dst)[...] = _values(src)
+    elif _is_bf16(src):
+        _bits(dst)[...] = _bits(src)
+    else:
+        _bits(dst)[...] = _narrow(view(src).astype(numpy.float32))
+
+
+def _converted(t, dtype):
+    """A new contiguous tensor of `dtype` on t's device holding t's values."""
+    out = empty(tuple(t.shape), dtype, t.get_device())
+    with _on_current_stream(t.get_device()):
+        if out.numel():
+            _assign(out, t)
+    return out
+
+
 def _np_dtype(dtype):
     return numpy.dtype(typestr(dtype))
 
@@ -556,7 +617,7 @@ def _copy_from(name: str, args, kwargs):
     dd, sd = dst.device, src.device
     if dd.type == "cuda" and sd == dd:  # on one device: a strided, casting, broadcasting copy
         with _on_current_stream(dd.index):
-            view(dst)[...] = view(src)
+            _assign(dst, src)
         return dst
     if same_layout:  # the fast path: one cudaMemcpyAsync
         _C._cuda_copy_contiguous(dst, src, non_blocking)
@@ -573,7 +634,7 @@ def _copy_from(name: str, args, kwargs):
     # device -> host, or between two devices: a contiguous copy of dst's dtype on src's device
     with _on_current_stream(sd.index):
         tmp = empty(tuple(src.shape), dst.dtype, sd.index)
-        view(tmp)[...] = view(src)
+        _assign(tmp, src)
     if dd.type == "cpu":
         host = _C.empty(list(src.shape), dtype=dst.dtype)
         _C._cuda_copy_contiguous(host, tmp, False)
@@ -588,11 +649,15 @@ def _copy_from(name: str, args, kwargs):
 def _fill(name: str, args, kwargs):
     dst, value = args
     with _on_current_stream(dst.device.index):
-        if value == 0 and not isinstance(value, bool) and dst.is_contiguous():
+        if (value == 0 and not isinstance(value, bool) and math.copysign(1, value) > 0
+                and dst.is_contiguous()):
             _C._cuda_memset(dst, 0)
         else:
-            _C.full([], value, dtype=dst.dtype)  # the CPU's range check of `value`
-            view(dst)[...] = value
+            cpu = _C.full([], value, dtype=dst.dtype)  # the CPU's range check of `value`
+            if _is_bf16(dst):  # and its conversion: the bits of the CPU's bf16 value
+                _bits(dst)[...] = _narrow(cpu.item())
+            else:
+                view(dst)[...] = value
     return dst
 
 
@@ -950,6 +1015,128 @@ for _name in ELEMENTWISE:
 OPS["clamp_"] = _inplace(_clamp)
 
 
+# ---- bfloat16 ops: computed in float32, rounded once --------------------------------------------
+
+# Ops that read and write bf16 bits themselves, or only compose other ops.
+_NATIVE_BF16 = {"_copy_from", "fill_", "bernoulli", "normal"}
+# Ops whose CPU kernels convert every operand to the compute dtype first (a bf16 result: bf16).
+_ROUNDED_OPERANDS = {*ELEMENTWISE, *(n + "_" for n in ELEMENTWISE), "where", "clamp", "clamp_"}
+_BF16_ONE = _C.ones([], dtype=_C.bfloat16)
+_BF16_MAX = 3.3895313892515355e38
+
+
+def _has_bf16(args, kwargs) -> bool:
+    for a in (*args, *kwargs.values()):
+        if _is_bf16(a) and a.get_device() >= 0:
+            return True
+        if isinstance(a, (list, tuple)) and any(_is_bf16(b) and b.get_device() >= 0 for b in a):
+            return True
+    return False
+
+
+def _widened(a):
+    """A bf16 CUDA tensor as a new float32 one (also inside lists and tuples), the dtype bf16
+    (a `dtype=` argument) as float32; the rest as is."""
+    if _is_bf16(a) and a.get_device() >= 0:
+        return _converted(a, _C.float32)
+    if a is _C.bfloat16:
+        return _C.float32
+    if isinstance(a, (list, tuple)) and any(_is_bf16(b) for b in a):
+        return type(a)(_widened(b) for b in a)
+    return a
+
+
+def _rounded(a):
+    """An operand a bf16 computation converts to bf16 first, as that bf16 value (in float32)."""
+    if isinstance(a, bool) or (_is_tensor(a) and a.dtype in (_C.bool, _C.bfloat16)):
+        return a  # exact either way, or widened already
+    if isinstance(a, (int, float)):  # the CPU's conversion of a number operand (wrapped scalar)
+        return _C.mul(_BF16_ONE, a).item()
+    if _is_tensor(a):
+        if a.get_device() < 0:  # a 0-d CPU tensor joining as a number
+            return a.to(dtype=_C.bfloat16).item()
+        return _converted(_converted(a, _C.bfloat16), _C.float32)
+    return a
+
+
+def _first_dtype(meta):
+    """The dtype of the first tensor in an op's (meta) result; None where it has none."""
+    if _is_tensor(meta):
+        return meta.dtype
+    if isinstance(meta, (list, tuple)):
+        for m in meta:
+            d = _first_dtype(m)
+            if d is not None:
+                return d
+    return None
+
+
+def _narrowed(result, meta):
+    """The tensors of `result` whose counterpart in `meta` is bf16, narrowed to bf16. Where the
+    result has more entries than meta (its length depends on the data) the first entry's dtype
+    stands for the rest."""
+    if _is_tensor(result):
+        if result.dtype == _C.float32 and _first_dtype(meta) == _C.bfloat16:
+            return _converted(result, _C.bfloat16)
+        return result
+    if isinstance(result, (list, tuple)):
+        seq = isinstance(meta, (list, tuple)) and len(meta) > 0
+        items = [_narrowed(r, (meta[i] if i < len(meta) else meta[0]) if seq else meta)
+                 for i, r in enumerate(result)]
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
+    return result
+
+
+def _bf16_arguments(name: str, args, kwargs):
+    """The arguments where the CPU's bf16 arithmetic is not float32's on the same values."""
+    if "alpha" in kwargs and name in _ROUNDED_OPERANDS and _is_bf16(args[1]):
+        # the binding folds alpha into `other` with a bf16 multiplication (scale_alpha)
+        alpha = kwargs["alpha"]
+        kwargs = {k: v for k, v in kwargs.items() if k != "alpha"}
+        args = (args[0], args[1] * alpha, *args[2:])
+    if name == "nan_to_num" and _is_bf16(args[0]):  # infinities become bf16's extremes
+        nan, posinf, neginf = (list(args[1:]) + [0.0, None, None][len(args) - 1:])[:3]
+        args = (args[0], nan, _BF16_MAX if posinf is None else posinf,
+                -_BF16_MAX if neginf is None else neginf)
+    return args, kwargs
+
+
+def _in_float32(impl: Callable, name: str, args, kwargs):
+    """op(args) with bf16 CUDA tensors among them: the op run on their float32 widenings, each
+    bf16 result narrowed once. The dtype rules and errors are the CPU's for the original
+    arguments (_meta); an in-place op writes back into its bf16 tensor."""
+    args, kwargs = _bf16_arguments(name, args, kwargs)
+    try:
+        meta = _meta(name, args, kwargs)
+        meta_error = None
+    except Exception as e:  # noqa: BLE001
+        if "BFloat16" in str(e):  # the CPU refuses bf16 itself
+            raise
+        # The one-element stand-ins may not fit the call (an index into a larger dim): the op
+        # on the float32 arguments checks them; the result is bf16 where every float tensor is.
+        meta, meta_error = None, e
+    wargs = [_widened(a) for a in args]
+    wkwargs = {k: _widened(v) for k, v in kwargs.items()}
+    if name in _ROUNDED_OPERANDS and _first_dtype(meta) == _C.bfloat16:
+        wargs = [_rounded(a) for a in wargs]
+    try:
+        result = impl(name, tuple(wargs), wkwargs)
+    except Exception:
+        if meta_error is not None:
+            raise meta_error from None
+        raise
+    self = args[0] if args else None
+    if name[-1] == "_" and name[0] != "_" and _is_bf16(self):
+        with _on_current_stream(self.get_device()):
+            _assign(self, wargs[0])
+        return self
+    if meta is None:
+        floats = [t for t in _tensors((*args, *kwargs.values())) if t.is_floating_point()]
+        if all(t.dtype == _C.bfloat16 for t in floats):
+            meta = _BF16_ONE
+    return _narrowed(result, meta)
+
+
 def dispatch(name: str, args: tuple, kwargs: dict):
     """The core's device hook: runs op `name` on CUDA tensors."""
     impl = OPS.get(name)
@@ -959,7 +1146,10 @@ def dispatch(name: str, args: tuple, kwargs: dict):
             f"ember: '{name}' has no CUDA implementation yet (its tensors are on cuda:{device}). "
             "Move them to the CPU with .cpu(), or see docs/cuda.md for the ops that run on CUDA."
         )
-    result = impl(name, args, kwargs)
+    if name not in _NATIVE_BF16 and _has_bf16(args, kwargs):
+        result = _in_float32(impl, name, args, kwargs)
+    else:
+        result = impl(name, args, kwargs)
     if name[-1] == "_" and name[0] != "_":
         # Writes through array views bypass the core's version counter, which autograd reads to
         # refuse a backward through a saved tensor that was modified since.
