@@ -289,11 +289,23 @@ def test_tensor_of_a_cuda_tensor_copies_on_its_device():
         t = ember.tensor(g, dtype=ember.int64, requires_grad=False)
     assert t.device == CUDA0 and t.dtype == ember.int64
     with pytest.warns(UserWarning, match=COPY_WARNING):
-        t = ember.tensor(g, device="cpu", dtype=ember.float64, requires_grad=True)
-    assert t.device.type == "cpu" and t.requires_grad and t.is_leaf
-    np.testing.assert_array_equal(t.detach().numpy(), np.arange(6.0).reshape(2, 3))
+        t = ember.tensor(g, device="cpu", dtype=ember.float64)
+    assert t.device.type == "cpu" and t.dtype == ember.float64
+    np.testing.assert_array_equal(t.numpy(), np.arange(6.0).reshape(2, 3))
     with pytest.warns(UserWarning, match=COPY_WARNING):  # the CPU warns too, as torch does
         ember.tensor(ember.ones(2))
+
+
+def test_tensor_of_cuda_tensors_with_requires_grad():
+    pytest.importorskip("ember.autograd")  # requires_grad needs it
+    g = ember.arange(3.0, device="cuda").requires_grad_()
+    with pytest.warns(UserWarning, match=COPY_WARNING):
+        t = ember.tensor(g, requires_grad=True)
+    assert t.device == CUDA0 and t.requires_grad and t.is_leaf  # detached from g's graph
+    t = ember.tensor([g[0], g[1]], device="cuda", requires_grad=True)
+    assert t.device == CUDA0 and t.requires_grad and t.is_leaf
+    t = ember.tensor([g[0]])
+    assert not t.requires_grad
 
 
 @two_devices
@@ -316,8 +328,6 @@ def test_tensor_of_a_list_of_cuda_tensors():
     assert t.device == CUDA0 and t.dtype == ember.float64
     assert t.cpu().tolist() == [[1.5, 3.0], [2.5, 4.0]]
     assert ember.tensor([g, g], device="cuda").cpu().tolist() == [[1.5, 2.5]] * 2
-    t = ember.tensor([g[0]], requires_grad=True)
-    assert t.requires_grad and t.is_leaf
 
 
 def test_as_tensor_of_a_cuda_tensor():
@@ -333,3 +343,41 @@ def test_as_tensor_of_a_cuda_tensor():
     assert t.device == CUDA0 and t.cpu().tolist() == [0.0, 1.0, 2.0]
     t = ember.as_tensor([g[0], g[2]])
     assert t.device.type == "cpu" and t.tolist() == [0.0, 2.0]
+
+
+def test_every_public_function_runs_on_the_device():
+    """One call of each name in ember.linalg.__all__ and of each top-level form (functions and
+    Tensor methods): every tensor in the result is on the input's device."""
+    A, S, v = data(2, 3, 3).cuda(), spd(2, 3, 3).cuda(), data(3).cuda()
+    calls = {
+        "norm": lambda: LA.norm(A), "vector_norm": lambda: LA.vector_norm(v, 3),
+        "matrix_norm": lambda: LA.matrix_norm(A, 2), "inv": lambda: LA.inv(A),
+        "inv_ex": lambda: LA.inv_ex(A), "det": lambda: LA.det(A), "slogdet": lambda: LA.slogdet(A),
+        "solve": lambda: LA.solve(A, v), "solve_ex": lambda: LA.solve_ex(A, A),
+        "solve_triangular": lambda: LA.solve_triangular(S, A, upper=False),
+        "lstsq": lambda: LA.lstsq(A, A, driver="gelsd"), "cholesky": lambda: LA.cholesky(S),
+        "cholesky_ex": lambda: LA.cholesky_ex(S), "qr": lambda: LA.qr(A), "svd": lambda: LA.svd(A),
+        "svdvals": lambda: LA.svdvals(A), "eigh": lambda: LA.eigh(S),
+        "eigvalsh": lambda: LA.eigvalsh(S), "pinv": lambda: LA.pinv(A),
+        "matrix_rank": lambda: LA.matrix_rank(A), "matrix_power": lambda: LA.matrix_power(A, -1),
+        "multi_dot": lambda: LA.multi_dot([v, A[0], v]), "cross": lambda: LA.cross(A, A),
+        "vecdot": lambda: LA.vecdot(A, A), "matmul": lambda: LA.matmul(A, v),
+        "diagonal": lambda: LA.diagonal(A), "lu_factor": lambda: LA.lu_factor(A),
+        "lu_factor_ex": lambda: LA.lu_factor_ex(A), "lu": lambda: LA.lu(A),
+        "lu_solve": lambda: LA.lu_solve(*LA.lu_factor(A), A), "cond": lambda: LA.cond(A, "fro"),
+        "tensorinv": lambda: LA.tensorinv(S[0].reshape(3, 3, 1), 1),
+        "tensorsolve": lambda: LA.tensorsolve(A[0], v), "vander": lambda: LA.vander(v),
+        "matrix_exp": lambda: LA.matrix_exp(A),
+    }
+    assert set(calls) == set(LA.__all__) - {"LinAlgError"}
+    top = {"det": (A,), "logdet": (S,), "slogdet": (A,), "inverse": (A,), "pinverse": (A,),
+           "svd": (A,), "qr": (A,), "cross": (A, A), "cholesky": (S,), "cholesky_solve": (A, S),
+           "matrix_power": (A, 2), "norm": (A, "nuc")}
+    assert set(top) == set(LA.TOP_LEVEL)
+    for name, args in top.items():
+        calls["ember." + name] = lambda name=name, args=args: getattr(ember, name)(*args)
+        calls["Tensor." + name] = lambda name=name, args=args: getattr(args[0], name)(*args[1:])
+    for name, call in calls.items():
+        r = call()
+        for t in r if isinstance(r, tuple) else (r,):
+            assert t.device == CUDA0, name
