@@ -5,6 +5,8 @@ over LAPACK from the OpenBLAS that ember already loads for matrix products (``_C
 everything here composes them with core ops (so it is differentiable through its parts): vector
 right-hand sides, batch broadcasting, ``left=False``, norms, pinv, matrix_rank, matrix_power,
 multi_dot, cross, vecdot. float32 and float64 are supported; integer inputs raise like PyTorch.
+CUDA tensors work throughout, results on the input's device: the primitives run the CPU kernel on
+host copies there (ember/cuda/_linalg_ops.py), so each call synchronises.
 
 >>> import ember
 >>> A = ember.tensor([[4.0, 1.0], [1.0, 3.0]])

@@ -554,7 +554,8 @@ def _perm_matrix(pivots, n, dtype):  # n: the number of rows of A
     """P with A = P L U from LAPACK's 1-based row interchanges (constant, not differentiable)."""
     import numpy as np
 
-    piv = pivots.numpy().reshape(-1, pivots.shape[-1]) if pivots.ndim else pivots.numpy()
+    piv = pivots.cpu().numpy()  # small, and read row by row: on the host also for CUDA pivots
+    piv = piv.reshape(-1, pivots.shape[-1]) if pivots.ndim else piv
     mats = []
     for row in piv:
         perm = list(range(n))

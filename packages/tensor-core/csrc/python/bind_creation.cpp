@@ -135,15 +135,22 @@ void register_creation(py::module_& m) {
 
   m.def("tensor", [](py::handle data, py::kwargs kw) {
     auto f = parse_factory(kw, "tensor");
+    if (is_tensor(data)) {  // a copy, on the source's device unless device= says otherwise
+      warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
+           "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
+           "ember.tensor(sourceTensor).");
+      if (!f.device_given) f.device = to_tensor(data)->device(), f.device_given = true;
+    }
     return finish(tensor_from_data(data, f.dtype), f);
   }, py::arg("data"));
   m.def("as_tensor", [](py::handle data, py::kwargs kw) -> py::object {
     auto f = parse_factory(kw, "as_tensor");
-    if (is_tensor(data)) {
-      Tensor t = to_tensor(data);
-      if (f.dtype == ScalarType::Undefined || f.dtype == t->dtype)
-        return py::reinterpret_borrow<py::object>(data);
-      return wrap(to_dtype(t, f.dtype));
+    if (is_tensor(data)) {  // the tensor itself when it already has the dtype and device
+      py::object t = py::reinterpret_borrow<py::object>(data);
+      py::dict to;
+      if (f.dtype != ScalarType::Undefined) to["dtype"] = dtype_object(f.dtype);
+      if (f.device_given) to["device"] = py::str(f.device.str());
+      return to.empty() ? t : t.attr("to")(**to);
     }
     if (py::hasattr(data, "__array_interface__") && !is_number(data)) {
       py::object np_arr = py::reinterpret_borrow<py::object>(data);

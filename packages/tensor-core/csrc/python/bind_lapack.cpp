@@ -44,10 +44,12 @@ void register_lapack(py::module_& m) {
   g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
   py::register_exception<LinAlgError>(m, "_LinAlgError", PyExc_RuntimeError);
 
-  // out= of the Python-level linalg functions: PyTorch's rules (exact dtype, resize, no grad).
+  // out= of the Python-level linalg functions: PyTorch's rules (exact dtype, the result's device,
+  // resize, no grad).
   m.def("_linalg_write_out", [](const std::string& op, py::handle rh, py::handle outh) {
     Tensor r = expect_tensor(rh, op.c_str(), "result"), out = expect_tensor(outh, op.c_str(), "out");
     check_out_dtype(out, r->dtype);
+    check_out_device(op.c_str(), r, out);
     write_out(op.c_str(), r, out);
     return py::reinterpret_borrow<py::object>(outh);
   }, "op"_a, "result"_a, "out"_a);
@@ -106,7 +108,7 @@ void register_lapack(py::module_& m) {
     Tensor LU = expect_tensor(luh, "linalg.lu_solve", "LU"),
            P = expect_tensor(ph, "linalg.lu_solve", "pivots"),
            B = expect_tensor(bh, "linalg.lu_solve", "B");
-    if (any_grad({LU, B}))
+    if (any_grad({LU, P, B}))  // P too: CUDA pivots with CPU LU and B get the mixed-device error
       return hook("_linalg_lu_solve", py::make_tuple(luh, ph, bh), py::dict("adjoint"_a = adjoint));
     return wrap(nogil([&] { return linalg_lu_solve(LU, P, B, adjoint); }));
   }, "LU"_a, "pivots"_a, "B"_a, py::kw_only(), "adjoint"_a = false);

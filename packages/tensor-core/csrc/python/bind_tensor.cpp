@@ -76,7 +76,9 @@ void infer_data(py::handle obj, size_t depth, DataInfo& info) {
 
 template <typename T> void fill_data(py::handle obj, T*& out) {
   if (is_tensor(obj)) {
-    Tensor t = contiguous(to_dtype(to_tensor(obj), scalar_type_of<T>()));
+    Tensor t = to_tensor(obj);
+    if (on_device(t)) t = to_device_copy(t, Device{}, false);  // waits for the device's work
+    t = contiguous(to_dtype(t, scalar_type_of<T>()));
     std::memcpy(out, t->data(), t->numel() * sizeof(T));
     out += t->numel();
     return;

@@ -240,9 +240,7 @@ py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::d
 py::object finish_dispatched(const char* name, py::object r, py::handle outh) {
   if (!outh || outh.is_none()) return r;
   Tensor result = expect_tensor(r, name, "result"), out = expect_tensor(outh, name, "out");
-  EMBER_CHECK(result->device() == out->device(), std::runtime_error,
-              "Expected all tensors to be on the same device, but found at least two devices, ",
-              result->device().str(), " and ", out->device().str(), "! (", name, ", out=)");
+  check_out_device(name, result, out);
   write_out(name, result, out);
   return py::reinterpret_borrow<py::object>(outh);
 }
@@ -262,9 +260,7 @@ py::object redispatch_pair_out(const char* name, py::handle fn, py::tuple args, 
   py::sequence outs = py::reinterpret_borrow<py::sequence>(outh), rs = r;
   for (int i = 0; i < 2; ++i) {
     Tensor res = expect_tensor(rs[i], name, "result"), out = expect_tensor(outs[i], name, "out");
-    EMBER_CHECK(res->device() == out->device(), std::runtime_error,
-                "Expected all tensors to be on the same device, but found at least two devices, ",
-                res->device().str(), " and ", out->device().str(), "! (", name, ", out=)");
+    check_out_device(name, res, out);
     check_out_dtype(out, res->dtype);
   }
   for (int i = 0; i < 2; ++i) write_out(name, to_tensor(rs[i]), to_tensor(outs[i]));
@@ -402,6 +398,12 @@ void write_out(const char* op, const Tensor& result, const Tensor& out) {
 void check_out_dtype(const Tensor& out, ScalarType expected) {
   EMBER_CHECK(out->dtype == expected, std::runtime_error, "Expected out tensor to have dtype ",
               cpp_type_name(expected), ", but got ", cpp_type_name(out->dtype), " instead");
+}
+
+void check_out_device(const char* op, const Tensor& result, const Tensor& out) {
+  EMBER_CHECK(result->device() == out->device(), std::runtime_error,
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              result->device().str(), " and ", out->device().str(), "! (", op, ", out=)");
 }
 
 py::object finish(const char* op, const Tensor& result, py::handle outh) {

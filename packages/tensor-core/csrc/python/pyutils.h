@@ -121,6 +121,8 @@ void resize_out(const Tensor& out, const Shape& shape);
 void write_out(const char* op, const Tensor& result, const Tensor& out);
 // Raises unless out has exactly `expected` dtype (for index outputs and the like).
 void check_out_dtype(const Tensor& out, ScalarType expected);
+// Raises PyTorch's mixed-device error unless `out` is on `result`'s device.
+void check_out_device(const char* op, const Tensor& result, const Tensor& out);
 // Returns `result`, or writes it into the tensor `outh` and returns that.
 py::object finish(const char* op, const Tensor& result, py::handle outh);
 [[noreturn]] void out_with_grad(const char* op);
