@@ -56,14 +56,7 @@ _LU = _result_type("linalg_lu", ("P", "L", "U"))
 _LegacySVD = _result_type("svd", ("U", "S", "V"))
 _LegacyQR = _result_type("qr", ("Q", "R"))
 
-_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double"}
 _EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
-
-
-def _tname(t) -> str:
-    return _TYPE_NAMES.get(t.dtype.name, t.dtype.name)
 
 
 def _check_matrix(A, op: str, arg: str = "A") -> None:
@@ -75,10 +68,11 @@ def _check_matrix(A, op: str, arg: str = "A") -> None:
 
 def _check_float(A, op: str) -> None:
     if A.dtype.name in ("float16", "bfloat16"):
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_tname(A)}")
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype._torch_name}")
     if not A.dtype.is_floating_point:
         raise RuntimeError(
-            f"{op}: Expected a floating point or complex tensor as input. Got {_tname(A)}")
+            f"{op}: Expected a floating point or complex tensor as input. "
+            f"Got {A.dtype._torch_name}")
 
 
 def _check_square(A, op: str) -> None:
@@ -233,7 +227,7 @@ def _solve(A, B, left, check_errors, op="linalg.solve"):
         raise RuntimeError(f"{op}: The input tensor B must have at least 1 dimensions.")
     if A.dtype != B.dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
-                           f"{_tname(A)} and B of type {_tname(B)} instead")
+                           f"{A.dtype._torch_name} and B of type {B.dtype._torch_name} instead")
     n = A.shape[-1]
     if B2.shape[-2] != n:
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
@@ -283,7 +277,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     B2 = B.unsqueeze(-1) if vector else B
     if A.dtype != B.dtype:
         raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
-                           f"input's dtype {_tname(A)} and other's dtype {_tname(B)}")
+                           f"input's dtype {A.dtype._torch_name} and other's dtype "
+                           f"{B.dtype._torch_name}")
     if B2.shape[-2] != A.shape[-2]:
         raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2)")
     batch = _broadcast_with_core_message(tuple(A.shape[:-2]), tuple(B2.shape[:-2]))
@@ -393,7 +388,7 @@ def _check_pinv_input(A, op):
     if not isinstance(A, _C.Tensor) or A.dim() < 2 or not A.dtype.is_floating_point or \
             A.dtype.name in ("float16", "bfloat16"):
         shape = list(A.shape) if isinstance(A, _C.Tensor) else "?"
-        tn = _tname(A) if isinstance(A, _C.Tensor) else type(A).__name__
+        tn = A.dtype._torch_name if isinstance(A, _C.Tensor) else type(A).__name__
         raise RuntimeError(f"{op}({tn}{{{shape}}}): expected a tensor with 2 or more dimensions "
                            f"of float, double, cfloat or cdouble types")
 
@@ -485,7 +480,7 @@ def multi_dot(tensors, *, out=None):
             raise RuntimeError(f"{op}: tensor {i} must be 2D but got {d}D")
         if t.dtype != first.dtype:
             raise RuntimeError(f"{op}: all tensors must have be the same dtype but tensor 0 is "
-                               f"{_tname(first)} and tensor {i} is {_tname(t)}")
+                               f"{first.dtype._torch_name} and tensor {i} is {t.dtype._torch_name}")
     mats = list(tensors)
     if first.dim() == 1:
         mats[0] = first.unsqueeze(0)
@@ -576,7 +571,8 @@ def vecdot(x, y, *, dim=-1, out=None):
     """Dot products of vectors along `dim` (inputs broadcast)."""
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
-                           f"of type {_tname(x)} and y of type {_tname(y)} instead")
+                           f"of type {x.dtype._torch_name} and y of type "
+                           f"{y.dtype._torch_name} instead")
     return _out("linalg.vecdot", (x * y).sum(dim), out)
 
 
