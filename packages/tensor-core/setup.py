@@ -29,9 +29,6 @@ compile_args = [
     "-Wno-bool-compare",
     "-fno-math-errno",  # lets std::sqrt and friends vectorise; errno is never read
     "-fno-trapping-math",  # lets float loops with fmin/fmax vectorise (PyTorch builds so too)
-    # a * b + c rounds twice, as in NumPy and ember's CUDA ops, whether or not -march has FMA:
-    # results do not depend on the machine that built ember
-    "-ffp-contract=off",
 ]
 link_args = []
 march = os.environ.get("EMBER_CPU_BASELINE", "native")
