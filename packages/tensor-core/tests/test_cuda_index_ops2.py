@@ -512,9 +512,15 @@ def test_segmented_scatter_equals_ufunc_at(ufunc, dtype):
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_index_add_with_alpha_adds_in_the_cpus_precision(dtype):
     """float16 adds `src * alpha` in float32 and rounds once per element, as the CPU kernel does
-    (a non-repeating index, so the order of the adds cannot matter)."""
+    (a non-repeating index, so the order of the adds cannot matter). float32 may differ in the
+    last bit: the compiler may fuse the CPU kernel's a + b * alpha into one FMA."""
     rng = np.random.default_rng(3)
     x = ember.from_numpy((rng.random((5, 256)) * 3).astype(dtype))
     src = ember.from_numpy((rng.random((3, 256)) * 3).astype(dtype))
     idx = ember.tensor([4, 0, 2])
-    same(x.cuda().index_add(0, idx.cuda(), src.cuda(), alpha=0.1), x.index_add(0, idx, src, alpha=0.1))
+    gpu = x.cuda().index_add(0, idx.cuda(), src.cuda(), alpha=0.1)
+    cpu = x.index_add(0, idx, src, alpha=0.1)
+    if dtype == "float16":
+        same(gpu, cpu)
+    else:
+        np.testing.assert_allclose(gpu.cpu().numpy(), cpu.numpy(), rtol=2e-7, atol=0)
