@@ -300,12 +300,24 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
       b.s.to_int() < 0)
     throw std::runtime_error("Integers to negative integer powers are not allowed.");
-  Tensor ta = as_tensor_operand(a, compute), tb = as_tensor_operand(b, compute);
+  // float16/bfloat16 as torch's CPU kernels: multiplying or dividing by a number or a 0-d tensor
+  // takes its value in float32 (original_scalar_value<opmath_t>) and rounds the result once;
+  // comparisons run in float32 on operands converted to the common dtype (x_half < 0.1 compares
+  // with half(0.1)).
+  if ((op == BinaryOp::mul || op == BinaryOp::div) && is_reduced_float(common) &&
+      (b.is_scalar || b.t->dim() == 0))
+    compute = ScalarType::Float32;
+  const bool via_common = compute != common && (info.kind == OpKind::CMP ||
+                                                info.kind == OpKind::LOGICAL);
+  Tensor ta = as_tensor_operand(a, via_common ? common : compute),
+         tb = as_tensor_operand(b, via_common ? common : compute);
+  if (via_common) ta = to_dtype(ta, compute), tb = to_dtype(tb, compute);
   if (is_integer_division(op) && is_integral(compute, false)) check_no_zero_divisor(tb);
   ScalarType kernel_out = result == ScalarType::Bool ? ScalarType::Bool : compute;
   if (out) check_out_dtype(info.name, result, out);
-  return run_into(info.name, out, kernel_out, {ta, tb},
-                  [&](const ElementwiseIter& it) { run_binary_kernel(op, it, compute); });
+  Tensor r = run_into(info.name, out, kernel_out, {ta, tb},
+                      [&](const ElementwiseIter& it) { run_binary_kernel(op, it, compute); });
+  return out || r->dtype == result ? r : to_dtype(r, result);
 }
 
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other) {
@@ -337,6 +349,17 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const
   ScalarType dt = start->dtype;
   EMBER_CHECK(is_floating(dt), NotImplementedError, "\"lerp_kernel_scalar\" not implemented for '",
               type_name(dt), "'");
+  if (is_reduced_float(dt)) {  // torch's opmath: float32 throughout (a number weight at its own
+    // value), one rounding at the end
+    const ScalarType f = ScalarType::Float32;
+    Tensor r = lerp(to_dtype(start, f), to_dtype(end, f),
+                    weight.is_scalar ? weight : Operand(to_dtype(weight.t, f)));
+    if (!out) return to_dtype(r, dt);
+    check_out_dtype("lerp", dt, out);
+    return run_into("lerp", out, f, {r}, [&](const ElementwiseIter& it) {  // copied into out
+      run_elementwise<float, float>(it, [](float x) { return x; });
+    });
+  }
   Tensor w = as_tensor_operand(weight, dt);
   return run_into("lerp", out, dt, {start, end, w}, [&](const ElementwiseIter& it) {
     dispatch_floating(dt, "lerp", [&](auto tag) {

@@ -212,6 +212,12 @@ void register_ops(py::module_& m) {
     if (o.rname)
       defm(o.rname, py::cpp_function([op](py::handle self, py::handle other) -> py::object {
         if (foreign(other)) return not_implemented();
+        // torch's reflected forms: other * self is self.mul(other), other / self is
+        // self.reciprocal() * other (a number keeps its float32 value with float16 tensors)
+        if (op == BinaryOp::mul) return binary_call(op, self, other, py::none());
+        if (op == BinaryOp::div)
+          return binary_call(BinaryOp::mul, unary_call(UnaryOp::reciprocal, self, py::none()),
+                             other, py::none());
         return binary_call(op, other, self, py::none());
       }, py::is_method(cls), py::is_operator()));
     if (o.iname)

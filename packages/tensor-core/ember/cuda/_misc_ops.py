@@ -61,8 +61,9 @@ def _lerp(name: str, args, kwargs):
     c = _opmath(_np_dtype(meta.dtype))
     mod = xp()
     with _on_current_stream(device):
-        # the weight is rounded to the dtype first, as the CPU's operand is
-        s, e, w = (_operand(a, meta.dtype).astype(c, copy=False) for a in args)
+        # computed in the opmath dtype (float32 for float16), a number weight at its own value
+        s, e, w = (_operand(a, meta.dtype if _is_tensor(a) else c).astype(c, copy=False)
+                   for a in args)
         d = e - s
         value = mod.where(mod.abs(w) < c.type(0.5), s + w * d, e - d * (c.type(1) - w))
         return _result(device, shape, meta.dtype, value)

@@ -552,7 +552,16 @@ _COMPUTE_IN_INPUT_TYPE = {"PRED", "CMP", "LOGICAL", "INTEGRAL", "SAME"}
 _KIND = {row["name"]: row["kind"] for row in _C._op_table()}
 
 
+def _scalar_at_own_value(name: str, args) -> bool:
+    """torch's CPU kernels multiply and divide float16/bfloat16 tensors by a number or 0-d
+    tensor second operand at its own value in float32 (original_scalar_value<opmath_t>)."""
+    return (name in ("mul", "div", "mul_", "div_") and len(args) > 1
+            and (not _is_tensor(args[1]) or args[1].dim() == 0))
+
+
 def _compute_dtype(name: str, args, result_dtype):
+    if result_dtype == _C.float16 and _scalar_at_own_value(name, args):
+        return _C.float32  # the result is rounded to float16 once
     kind = _KIND[name]
     if kind not in _COMPUTE_IN_INPUT_TYPE:
         return result_dtype
@@ -569,8 +578,11 @@ def _elementwise(name: str, args, kwargs):
     cdt = _compute_dtype(name, args, meta.dtype)
     with _on_current_stream(device):
         ops = [_operand(a, cdt) for a in args]
-        if "alpha" in kwargs:  # add/sub's alpha scales `other`
-            ops[1] = ops[1] * xp().asarray(kwargs["alpha"], dtype=ops[1].dtype)
+        if "alpha" in kwargs:  # add/sub's alpha scales `other` as the CPU's mul by a number:
+            o = ops[1]  # float16 at alpha's own float32 value, rounded once
+            c = numpy.dtype(numpy.float32) if o.dtype == numpy.float16 else o.dtype
+            ops[1] = (o.astype(c, copy=False) * xp().asarray(kwargs["alpha"], dtype=c)).astype(
+                o.dtype, copy=False)
         out = empty(shape, meta.dtype, device)
         if out.numel():
             fn = ELEMENTWISE[name]
@@ -1046,12 +1058,24 @@ def _widened(a):
     return a
 
 
+def _rounds_operands(name: str, args, meta) -> bool:
+    """Whether the CPU converts the operands to bf16 first: element-wise ops, where and clamp
+    with a bf16 result, and comparisons whose common dtype is bf16."""
+    if name not in _ROUNDED_OPERANDS:
+        return False
+    if _first_dtype(meta) == _C.bfloat16:
+        return True
+    if _KIND.get(name.rstrip("_")) in ("CMP", "LOGICAL") and len(args) == 2:
+        return _C.result_type(*(_stand_in(a) for a in args)) == _C.bfloat16
+    return False
+
+
 def _rounded(a):
     """An operand a bf16 computation converts to bf16 first, as that bf16 value (in float32)."""
-    if isinstance(a, bool) or (_is_tensor(a) and a.dtype in (_C.bool, _C.bfloat16)):
-        return a  # exact either way, or widened already
+    if isinstance(a, bool) or (_is_tensor(a) and a.dtype == _C.bool):
+        return a  # exact either way
     if isinstance(a, (int, float)):  # the CPU's conversion of a number operand (wrapped scalar)
-        return _C.mul(_BF16_ONE, a).item()
+        return _C.tensor(a, dtype=_C.bfloat16).item()
     if _is_tensor(a):
         if a.get_device() < 0:  # a 0-d CPU tensor joining as a number
             return a.to(dtype=_C.bfloat16).item()
@@ -1115,10 +1139,13 @@ def _in_float32(impl: Callable, name: str, args, kwargs):
         # The one-element stand-ins may not fit the call (an index into a larger dim): the op
         # on the float32 arguments checks them; the result is bf16 where every float tensor is.
         meta, meta_error = None, e
-    wargs = [_widened(a) for a in args]
     wkwargs = {k: _widened(v) for k, v in kwargs.items()}
-    if name in _ROUNDED_OPERANDS and _first_dtype(meta) == _C.bfloat16:
-        wargs = [_rounded(a) for a in wargs]
+    if _rounds_operands(name, args, meta):
+        keep = 1 if _scalar_at_own_value(name, args) else None
+        wargs = [_widened(a) if i == keep or _is_bf16(a) else _rounded(a)
+                 for i, a in enumerate(args)]
+    else:
+        wargs = [_widened(a) for a in args]
     try:
         result = impl(name, tuple(wargs), wkwargs)
     except Exception:

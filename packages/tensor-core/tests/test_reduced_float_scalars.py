@@ -1,0 +1,108 @@
+"""float16/bfloat16 ops with a number (or 0-d tensor) operand, computed as torch's CPU kernels do:
+
+* mul and div (also `number * x`, `x *= number`, `mul_`) take the number at its own float32 value
+  and round the result once (torch's original_scalar_value<opmath_t>);
+* comparisons convert the number to the tensor's dtype first (`x_half < 0.1` compares with
+  half(0.1));
+* lerp computes in float32, a number weight at its own value, rounding once;
+* `number / x` is `x.reciprocal() * number`, as torch's Tensor.__rtruediv__.
+
+Oracles: NumPy's float32 arithmetic rounded to float16; for bfloat16, float32 arithmetic rounded by
+ember's float32 -> bfloat16 conversion (tested bit for bit elsewhere). torch itself where it is
+installed. The CUDA ops (simulated devices without a GPU) must give the CPU's bits.
+"""
+
+import numpy as np
+import pytest
+
+import ember
+from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
+
+S = 0.1 + 1 / 3  # not a float16, bfloat16 or float32 value
+VALUES = np.concatenate([np.random.default_rng(0).uniform(-2, 2, 3000),
+                         [0.0999755859375, 0.1, 0.10003662109375, 0.43359375, -0.0, 3.0]])
+
+
+def rounded(a32, dtype):
+    """float32 values rounded once to dtype, as float32 numbers."""
+    if dtype == "float16":
+        return np.asarray(a32, np.float32).astype(np.float16).astype(np.float32)
+    return ember.from_numpy(np.asarray(a32, np.float32)).to(ember.bfloat16).float().numpy()
+
+
+def sample(dtype):
+    x = ember.from_numpy(VALUES.astype(np.float32)).to(getattr(ember, dtype))
+    return x, x.float().numpy()
+
+
+CASES = {  # op(module, tensor) -> its value from the float32 values f of the tensor
+    "mul": (lambda m, x: x * S, lambda f, d: rounded(f * np.float32(S), d)),
+    "rmul": (lambda m, x: S * x, lambda f, d: rounded(f * np.float32(S), d)),
+    "mul_": (lambda m, x: x.clone().mul_(S), lambda f, d: rounded(f * np.float32(S), d)),
+    "imul": (lambda m, x: x.clone().__imul__(S), lambda f, d: rounded(f * np.float32(S), d)),
+    "mul_0d": (lambda m, x: x * m.tensor(S, dtype=m.float64),
+               lambda f, d: rounded(f * np.float32(S), d)),
+    "div": (lambda m, x: x / S, lambda f, d: rounded(f / np.float32(S), d)),
+    "div_": (lambda m, x: x.clone().div_(S), lambda f, d: rounded(f / np.float32(S), d)),
+    "rdiv": (lambda m, x: S / x,
+             lambda f, d: rounded(rounded(np.float32(1) / f, d) * np.float32(S), d)),
+    "lt": (lambda m, x: x < 0.1, lambda f, d: f < rounded(np.float32(0.1), d)),
+    "eq": (lambda m, x: x == 0.1, lambda f, d: f == rounded(np.float32(0.1), d)),
+    "ge_0d": (lambda m, x: x >= m.tensor(S), lambda f, d: f >= rounded(np.float32(S), d)),
+    "lerp": (lambda m, x: m.lerp(x, x * 2, S),
+             lambda f, d: rounded(_lerp32(f, rounded(f * 2, d), np.float32(S)), d)),
+}
+
+
+def _lerp32(s, e, w):
+    return np.where(np.abs(w) < 0.5, s + w * (e - s), e - (e - s) * (np.float32(1) - w))
+
+
+def _bits(t):
+    return t.float().numpy() if t.dtype.is_floating_point else t.numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_number_operands_follow_torchs_cpu_rules(case, dtype):
+    op, want = CASES[case]
+    x, f = sample(dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = want(f, dtype)
+    got = op(ember, x)
+    assert got.dtype == (ember.bool if expected.dtype == bool else x.dtype)
+    np.testing.assert_array_equal(_bits(got), expected)
+
+
+def test_the_rule_is_visible_in_a_comparison():
+    # 0.1 is 0.0999755859375 in float16: that value is not below it, though it is below 0.1
+    x = ember.tensor([0.0999755859375], dtype=ember.float16)
+    assert (x < 0.1).tolist() == [False] and (x == 0.1).tolist() == [True]
+    # and a product keeps the number's precision: half(0.0999755859375 * 3.3), not * half(3.3)
+    assert (x * 3.3).item() == float(np.float16(np.float32(0.0999755859375) * np.float32(3.3)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_matches_torch(case, dtype):
+    torch = pytest.importorskip("torch")
+    op = CASES[case][0]
+    x, f = sample(dtype)
+    want = op(torch, torch.tensor(f).to(getattr(torch, dtype)))
+    np.testing.assert_array_equal(
+        _bits(op(ember, x)), want.float().numpy() if want.is_floating_point() else want.numpy())
+
+
+@pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_cuda_gives_the_cpus_bits(dtype):
+    with devices(64 << 20):
+        x, _ = sample(dtype)
+        gx = x.cuda()
+        for case, (op, _) in sorted(CASES.items()):
+            np.testing.assert_array_equal(_bits(op(ember, gx).cpu()), _bits(op(ember, x)),
+                                          err_msg=case)
+        # add/sub's alpha: folded into `other` by the CPU's mul by a number
+        np.testing.assert_array_equal(_bits(ember.add(gx, gx, alpha=S).cpu()),
+                                      _bits(ember.add(x, x, alpha=S)))
+        del gx
