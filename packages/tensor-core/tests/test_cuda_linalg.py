@@ -13,7 +13,7 @@ import pytest
 
 import ember
 from ember import cuda
-from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, devices, on_gpu
+from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, assert_matches_cpu, devices, on_gpu
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 two_devices = pytest.mark.skipif(REAL_GPU and cuda.device_count() < 2, reason="needs two GPUs")
@@ -40,19 +40,7 @@ def spd(*shape, dtype="float64", seed=0):
 
 
 def same(gpu, cpu, exact=True):
-    if isinstance(cpu, (tuple, list)):
-        assert type(gpu) is type(cpu) and len(gpu) == len(cpu)
-        for g, c in zip(gpu, cpu):
-            same(g, c, exact)
-        return
-    assert gpu.device == CUDA0, gpu.device
-    assert gpu.dtype == cpu.dtype and tuple(gpu.shape) == tuple(cpu.shape)
-    g, c = gpu.cpu().numpy(), cpu.numpy()
-    if exact or c.dtype.kind != "f":
-        np.testing.assert_array_equal(g, c)
-    else:
-        tol = 1e-4 if c.dtype == np.float32 else 1e-10
-        np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+    assert_matches_cpu(gpu, cpu, None if exact else {"float32": 1e-4, "float64": 1e-10})
 
 
 def check(fn, *args, exact=True, **kwargs):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.cuda._testing import GPU_WITHOUT_CUPY, devices, on_gpu
+from ember.cuda._testing import GPU_WITHOUT_CUPY, assert_matches_cpu, devices, on_gpu
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -37,20 +37,8 @@ def special(dtype="float32"):
 
 
 def same(gpu, cpu, exact=True):
-    if isinstance(cpu, (tuple, list)):
-        assert type(gpu) is type(cpu) and len(gpu) == len(cpu)
-        for g, c in zip(gpu, cpu):
-            same(g, c, exact)
-        return
-    assert gpu.device == CUDA0, gpu.device
-    assert gpu.dtype == cpu.dtype and tuple(gpu.shape) == tuple(cpu.shape)
-    g, c = gpu.cpu().numpy(), cpu.numpy()
-    if exact or c.dtype.kind not in "f":
-        np.testing.assert_array_equal(g, c)
-    else:
-        tol = 2e-3 if c.dtype == np.float16 else 1e-5 if c.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(g.astype(np.float64), c.astype(np.float64), rtol=tol,
-                                   atol=tol)
+    assert_matches_cpu(gpu, cpu, None if exact else
+                       {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12})
 
 
 def check(fn, *args, exact=False, **kwargs):

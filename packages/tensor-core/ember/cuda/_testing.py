@@ -53,3 +53,24 @@ def on_gpu(v):
     if isinstance(v, (tuple, list)):
         return type(v)(on_gpu(a) for a in v)
     return v
+
+
+def assert_matches_cpu(gpu, cpu, tol=None, device="cuda:0"):
+    """`gpu` (a tensor, or a tuple/list/namedtuple of them) is on `device` and holds what `cpu`
+    holds: the same container type, dtype, shape and values. Values are equal, or for a floating
+    dtype named in `tol` (e.g. {"float32": 1e-5}) within that relative and absolute tolerance."""
+    import numpy as np
+
+    if isinstance(cpu, (tuple, list)):
+        assert type(gpu) is type(cpu) and len(gpu) == len(cpu)
+        for g, c in zip(gpu, cpu):
+            assert_matches_cpu(g, c, tol, device)
+        return
+    assert str(gpu.device) == device, gpu.device
+    assert gpu.dtype == cpu.dtype and tuple(gpu.shape) == tuple(cpu.shape)
+    g, c = gpu.cpu().numpy(), cpu.numpy()
+    t = (tol or {}).get(c.dtype.name) if c.dtype.kind == "f" else None
+    if t is None:
+        np.testing.assert_array_equal(g, c)
+    else:
+        np.testing.assert_allclose(g.astype(np.float64), c.astype(np.float64), rtol=t, atol=t)
