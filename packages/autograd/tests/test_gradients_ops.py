@@ -103,6 +103,8 @@ INPLACE_CASES = {
     "exp_-on-slice": (lambda x: _exp_slice(x), (T(3, 2),)),
     "add_-chain": (lambda x, y: (x * 1).add_(y).mul_(y).sigmoid_(), (T(2, 3), T(3))),
     "setitem-then-view": (lambda x, y: _setitem_view(x, y), (T(3, 2), T(2))),
+    "lerp_-tensor-weight": (lambda x, e, w: (x * 1).lerp_(e, w) * x, (T(2, 3), T(2, 3), T(3))),
+    "lerp_-number-weight": (lambda x, e: (x * 1).lerp_(e, 0.7) * x, (T(2, 3), T(3))),
 }
 
 

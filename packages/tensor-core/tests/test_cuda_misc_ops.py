@@ -85,6 +85,7 @@ def test_lerp(dtype, weight):
             w = weight
         check(ember.lerp, s, e, w)
         check(lambda a, b, c: a.lerp(b, c), s, e, w)
+        check(lambda a, b, c: a.clone().lerp_(b, c), s, e, w)
     check(ember.lerp, data(3, 1, dtype=dtype), data(5, dtype=dtype), 0.25)  # broadcast
     check(ember.lerp, data(0, 3, dtype=dtype), data(0, 3, dtype=dtype), 0.5)
     check(ember.lerp, special(dtype), data(2, 6, dtype=dtype), 0.5)

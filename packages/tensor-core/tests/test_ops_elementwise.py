@@ -578,6 +578,26 @@ def test_where_forms():
     assert u8.tolist() == [1.0, 2.0]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_lerp_forms(dtype):
+    s = make_tensor(np.array([0.3, 0.7, -1.2, 2.0]), dtype)
+    e = make_tensor(np.array([1.1, -0.4, 2.5, 2.0]), dtype)
+    w = make_tensor(np.array([0.1, 0.5, 0.9, 0.3]), dtype)
+    sf, ef, wf = (to_numpy(t).astype(np.float64) for t in (s, e, w))
+    for weight, wv in ((0.25, 0.25), (w, wf)):
+        expected = sf + wv * (ef - sf)
+        assert_close(s.lerp(e, weight), expected, dtype)
+        y = s.clone()
+        v = y._version
+        assert y.lerp_(e, weight) is y and y._version > v
+        assert_close(y, expected, dtype)
+        out = ember.empty(4, dtype=edtype(dtype))
+        assert ember.lerp(s, e, weight, out=out) is out
+        assert_close(out, expected, dtype)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        s.clone().lerp_(ember.ones(2, 4, dtype=edtype(dtype)), 0.5)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
 def test_clamp_forms(dtype):
     x = make_tensor(np.array([-3, -1, 0, 2, 5], dtype=np.float64), dtype)

@@ -251,7 +251,7 @@ def _clamp(g, needs, out, x, lo=None, hi=None):
 grad("clamp", save="all", inplace_too=True)(_clamp)
 
 
-@grad("lerp", save="all")
+@grad("lerp", save="all", inplace_too=True)
 def _lerp(g, needs, out, s, e, w):
     return (g * (1 - w) if needs[0] else None, g * w if needs[1] else None,
             g * (e - s) if needs[2] else None)

@@ -765,7 +765,8 @@ HOOKED_OPS = frozenset({
     # elementwise (op_table.h, in-place variants included) are checked from _C._op_table()
     "_copy_", "_fill_", "_setitem", "_getitem", "_to_dtype", "_expand", "_view", "as_strided",
     "clone", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten", "permute", "transpose",
-    "t", "narrow", "select", "where", "clamp", "clamp_", "lerp", "nan_to_num", "nan_to_num_",
+    "t", "narrow", "select", "where", "clamp", "clamp_", "lerp", "lerp_", "nan_to_num",
+    "nan_to_num_",
     "round", "round_", "logit", "logit_", "bernoulli", "normal", "uniform_", "normal_",
     "exponential_", "bernoulli_", "random_",
     "sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "var", "std",

@@ -298,6 +298,14 @@ void register_ops(py::module_& m) {
   defm("lerp", py::cpp_function([](py::handle self, py::handle e, py::handle w) {
     return g_m->attr("lerp")(self, e, w);
   }, py::is_method(cls), py::arg("end"), py::arg("weight")));
+  defm("lerp_", py::cpp_function([](py::handle self, py::handle e, py::handle w) -> py::object {
+    const bool grad = needs_grad(to_tensor(self)) || (is_tensor(e) && needs_grad(to_tensor(e))) ||
+                      (is_tensor(w) && needs_grad(to_tensor(w)));
+    if (grad)  // recorded; the hook runs this again with grad mode off
+      return redispatch("lerp_", g_m->attr("Tensor").attr("lerp_"), py::make_tuple(self, e, w),
+                        py::dict());
+    return g_m->attr("lerp")(self, e, w, "out"_a = self);
+  }, py::is_method(cls), py::arg("end"), py::arg("weight")));
 
   m.def("nan_to_num", [](py::handle x, double nan, py::object posinf, py::object neginf, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "nan_to_num", "input");
