@@ -579,7 +579,7 @@ def test_where_forms():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-def test_lerp_forms(dtype):
+def test_lerp_in_place_and_out_forms(dtype):
     s = make_tensor(np.array([0.3, 0.7, -1.2, 2.0]), dtype)
     e = make_tensor(np.array([1.1, -0.4, 2.5, 2.0]), dtype)
     w = make_tensor(np.array([0.1, 0.5, 0.9, 0.3]), dtype)
