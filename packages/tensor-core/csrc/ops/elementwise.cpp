@@ -320,6 +320,22 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   return out || r->dtype == result ? r : to_dtype(r, result);
 }
 
+Tensor add_alpha_reduced(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
+                         const Tensor& out) {
+  const ScalarType common = result_type({a, b});
+  if (!is_reduced_float(common) || (op != BinaryOp::add && op != BinaryOp::sub)) return nullptr;
+  const ScalarType f = ScalarType::Float32;
+  Tensor fa = to_dtype(as_tensor_operand(a, common), f),
+         fb = to_dtype(as_tensor_operand(b, common), f),
+         fw = to_dtype(scalar_tensor(alpha, common), f);  // alpha rounded to the dtype
+  Tensor r = binary(op, Operand(fa), Operand(binary(BinaryOp::mul, Operand(fb), Operand(fw))));
+  if (!out) return to_dtype(r, common);
+  check_out_dtype(binary_info(op).name, common, out);
+  return run_into(binary_info(op).name, out, f, {r}, [&](const ElementwiseIter& it) {
+    run_elementwise<float, float>(it, [](float x) { return x; });  // copied into out
+  });
+}
+
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other) {
   return binary(op, Operand(self), other, self);
 }

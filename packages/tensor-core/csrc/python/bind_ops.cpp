@@ -46,8 +46,9 @@ py::object unary_inplace(UnaryOp op, py::handle selfh) {
   return py::reinterpret_borrow<py::object>(selfh);
 }
 
-// add/sub's alpha folds into `other` (other * alpha) before the op.
-Operand scale_alpha(const Operand& other, py::handle alpha) {
+// add/sub's alpha folds into `other` (other * alpha) before the op, computed in the op's common
+// dtype (add(x_float32, y_half, alpha=a) multiplies y in float32, as torch).
+Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha) {
   if (!alpha || alpha.is_none()) return other;
   Scalar a = to_scalar(alpha);
   if (a.to_double() == 1.0 && !a.is_float()) return other;
@@ -56,9 +57,22 @@ Operand scale_alpha(const Operand& other, py::handle alpha) {
     if (other.s.is_float() || a.is_float()) return Operand(Scalar::from_double(other.s.to_double() * a.to_double()));
     return Operand(Scalar::from_int(other.s.to_int() * a.to_int()));
   }
-  if (a.is_float() && !is_floating(other.t->dtype))
+  const ScalarType common = result_type({input, other});
+  if (a.is_float() && !is_floating(common))
     throw std::runtime_error("For integral input tensors, argument alpha must not be a floating point number.");
-  return Operand(binary(BinaryOp::mul, other, Operand(a)));
+  return Operand(binary(BinaryOp::mul,
+                        Operand(other.t->dtype == common ? other.t : to_dtype(other.t, common)),
+                        Operand(a)));
+}
+
+// add/sub with a non-unit alpha on float16/bfloat16: torch's rounding (add_alpha_reduced), or
+// null where alpha folds into `other` (scale_alpha).
+Tensor alpha_reduced(BinaryOp op, const Operand& a, const Operand& b, py::handle alpha,
+                     const Tensor& out) {
+  if (!alpha || alpha.is_none()) return nullptr;
+  Scalar s = to_scalar(alpha);
+  if (s.to_double() == 1.0) return nullptr;
+  return add_alpha_reduced(op, a, b, s, out);
 }
 
 BinaryOp div_op(py::handle rounding_mode) {
@@ -86,9 +100,11 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
     // div(rounding_mode="trunc") is the private _C._div_trunc
     return redispatch(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
   }
-  b = scale_alpha(b, alpha);
+  if (out) check_out_no_grad(out, name);
+  if (Tensor r = alpha_reduced(op, a, b, alpha, out))
+    return out ? py::reinterpret_borrow<py::object>(outh) : wrap(r);
+  b = scale_alpha(a, b, alpha);
   if (out) {
-    check_out_no_grad(out, name);
     binary(op, a, b, out);
     return py::reinterpret_borrow<py::object>(outh);
   }
@@ -108,7 +124,8 @@ py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
     const std::string fn = op == BinaryOp::div_trunc ? "_div_trunc_" : n;
     return redispatch(n.c_str(), g_m->attr(fn.c_str()), py::make_tuple(selfh, bh), kw);
   }
-  binary(op, Operand(self), scale_alpha(b, alpha), self);
+  if (!alpha_reduced(op, Operand(self), b, alpha, self))
+    binary(op, Operand(self), scale_alpha(Operand(self), b, alpha), self);
   return py::reinterpret_borrow<py::object>(selfh);
 }
 

@@ -578,11 +578,13 @@ def _elementwise(name: str, args, kwargs):
     cdt = _compute_dtype(name, args, meta.dtype)
     with _on_current_stream(device):
         ops = [_operand(a, cdt) for a in args]
-        if "alpha" in kwargs:  # add/sub's alpha scales `other` as the CPU's mul by a number:
-            o = ops[1]  # float16 at alpha's own float32 value, rounded once
-            c = numpy.dtype(numpy.float32) if o.dtype == numpy.float16 else o.dtype
-            ops[1] = (o.astype(c, copy=False) * xp().asarray(kwargs["alpha"], dtype=c)).astype(
-                o.dtype, copy=False)
+        if "alpha" in kwargs:  # add/sub's alpha scales `other`; float16 as the CPU (and
+            # torch): alpha rounded to float16, a + alpha * b in float32, rounded once
+            alpha = kwargs["alpha"]
+            if ops[1].dtype == numpy.float16:
+                ops = [o.astype(numpy.float32) for o in ops]
+                alpha = numpy.float32(numpy.float16(alpha))
+            ops[1] = ops[1] * xp().asarray(alpha, dtype=ops[1].dtype)
         out = empty(shape, meta.dtype, device)
         if out.numel():
             fn = ELEMENTWISE[name]
@@ -1113,11 +1115,10 @@ def _narrowed(result, meta):
 
 def _bf16_arguments(name: str, args, kwargs):
     """The arguments where the CPU's bf16 arithmetic is not float32's on the same values."""
-    if "alpha" in kwargs and name in _ROUNDED_OPERANDS and _is_bf16(args[1]):
-        # the binding folds alpha into `other` with a bf16 multiplication (scale_alpha)
-        alpha = kwargs["alpha"]
-        kwargs = {k: v for k, v in kwargs.items() if k != "alpha"}
-        args = (args[0], args[1] * alpha, *args[2:])
+    if ("alpha" in kwargs and name in _ROUNDED_OPERANDS
+            and _C.result_type(*(_stand_in(a) for a in args[:2])) == _C.bfloat16):
+        # the CPU (as torch) rounds alpha to bf16, then computes a + alpha * b in float32
+        kwargs = {**kwargs, "alpha": _C.tensor(kwargs["alpha"], dtype=_C.bfloat16).item()}
     if name == "nan_to_num" and _is_bf16(args[0]):  # infinities become bf16's extremes
         nan, posinf, neginf = (list(args[1:]) + [0.0, None, None][len(args) - 1:])[:3]
         args = (args[0], nan, _BF16_MAX if posinf is None else posinf,
