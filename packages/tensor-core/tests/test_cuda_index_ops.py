@@ -8,6 +8,7 @@ import pytest
 
 import ember
 from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
+from ember.cuda._testing import assert_same_error as same_error
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -46,14 +47,6 @@ def both(fn, x, *args, **kwargs):
     cpu = fn(x.clone(), *args, **kwargs)
     gpu = fn(x.cuda(), *(on_gpu(a) for a in args), **kwargs)
     return cpu, gpu
-
-
-def same_error(fn, x, *args, **kwargs):
-    with pytest.raises(Exception) as cpu:
-        fn(x.clone(), *args, **kwargs)
-    with pytest.raises(type(cpu.value)) as gpu:
-        fn(x.cuda(), *(on_gpu(a) for a in args), **kwargs)
-    assert str(gpu.value) == str(cpu.value)
 
 
 IDX = ember.tensor([2, 0, -1, 2])

@@ -13,6 +13,7 @@ import pytest
 
 import ember
 from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
+from ember.cuda._testing import assert_same_error as same_error
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -73,14 +74,6 @@ def check(fn, *args):
 def _on(x, t):
     """t on x's device (for tensors made inside a checked call)."""
     return t.cuda() if x.is_cuda else t
-
-
-def same_error(fn, *args):
-    with pytest.raises(Exception) as cpu:
-        fn(*moved(args, False))
-    with pytest.raises(type(cpu.value)) as gpu:
-        fn(*moved(args, True))
-    assert str(gpu.value) == str(cpu.value)
 
 
 # ---- scatter_reduce ------------------------------------------------------------------------------
@@ -462,7 +455,6 @@ def test_index_tensors_on_another_device_are_refused():
         for t, i in ((x.cuda(), idx), (x, idx.cuda())):
             with pytest.raises(RuntimeError, match="same device"):
                 fn(t, i)
-
 
 
 def test_cuda_indices_of_a_cpu_tensor_get_torchs_errors():

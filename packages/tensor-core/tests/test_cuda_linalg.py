@@ -14,6 +14,7 @@ import pytest
 import ember
 from ember import cuda
 from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, assert_matches_cpu, devices, on_gpu
+from ember.cuda._testing import assert_same_error as same_error
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 two_devices = pytest.mark.skipif(REAL_GPU and cuda.device_count() < 2, reason="needs two GPUs")
@@ -46,14 +47,6 @@ def same(gpu, cpu, exact=True):
 def check(fn, *args, exact=True, **kwargs):
     """fn on CUDA copies of the arguments gives what it gives on the CPU."""
     same(fn(*on_gpu(args), **on_gpu(kwargs)), fn(*args, **kwargs), exact)
-
-
-def same_error(fn, *args, **kwargs):
-    with pytest.raises(Exception) as cpu:
-        fn(*args, **kwargs)
-    with pytest.raises(type(cpu.value)) as gpu:
-        fn(*on_gpu(args), **on_gpu(kwargs))
-    assert str(gpu.value) == str(cpu.value)
 
 
 SQUARE = [(3, 3), (2, 4, 4), (2, 1, 3, 3)]

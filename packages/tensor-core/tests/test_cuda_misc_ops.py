@@ -12,6 +12,7 @@ import pytest
 
 import ember
 from ember.cuda._testing import GPU_WITHOUT_CUPY, assert_matches_cpu, devices, on_gpu
+from ember.cuda._testing import assert_same_error as same_error
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -47,14 +48,6 @@ def check(fn, *args, exact=False, **kwargs):
     gpu = fn(*on_gpu(args), **on_gpu(kwargs))
     same(gpu, cpu, exact)
     return gpu
-
-
-def same_error(fn, *args, **kwargs):
-    with pytest.raises(Exception) as cpu:
-        fn(*args, **kwargs)
-    with pytest.raises(type(cpu.value)) as gpu:
-        fn(*on_gpu(args), **on_gpu(kwargs))
-    assert str(gpu.value) == str(cpu.value)
 
 
 def layouts(x):

@@ -10,6 +10,7 @@ import pytest
 
 import ember
 from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
+from ember.cuda._testing import assert_same_error as same_error
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -49,15 +50,6 @@ def both(fn, *args, **kwargs):
     cpu = fn(*args, **kwargs)
     gpu = fn(*(on_gpu(a) for a in args), **{k: on_gpu(v) for k, v in kwargs.items()})
     return cpu, gpu
-
-
-def same_error(fn, *args, **kwargs):
-    """The device raises the CPU's exception type and message."""
-    with pytest.raises(Exception) as cpu:
-        fn(*args, **kwargs)
-    with pytest.raises(type(cpu.value)) as gpu:
-        fn(*(on_gpu(a) for a in args), **{k: on_gpu(v) for k, v in kwargs.items()})
-    assert str(gpu.value) == str(cpu.value)
 
 
 # ---- convolution -------------------------------------------------------------------------------

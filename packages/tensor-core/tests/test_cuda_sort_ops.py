@@ -9,6 +9,7 @@ import pytest
 
 import ember
 from ember.cuda._testing import GPU_WITHOUT_CUPY, devices, on_gpu
+from ember.cuda._testing import assert_same_error as same_error
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -64,14 +65,6 @@ def check(fn, x, *args, **kwargs):
     gpu = fn(x.cuda(), *(on_gpu(a) for a in args), **{k: on_gpu(v) for k, v in kwargs.items()})
     same(gpu, cpu)
     return cpu, gpu
-
-
-def same_error(fn, x, *args, **kwargs):
-    with pytest.raises(Exception) as cpu:
-        fn(x, *args, **kwargs)
-    with pytest.raises(type(cpu.value)) as gpu:
-        fn(x.cuda(), *(on_gpu(a) for a in args), **{k: on_gpu(v) for k, v in kwargs.items()})
-    assert str(gpu.value) == str(cpu.value)
 
 
 def like(cpu):

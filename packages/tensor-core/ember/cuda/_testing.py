@@ -74,3 +74,25 @@ def assert_matches_cpu(gpu, cpu, tol=None, device="cuda:0"):
         np.testing.assert_array_equal(g, c)
     else:
         np.testing.assert_allclose(g.astype(np.float64), c.astype(np.float64), rtol=t, atol=t)
+
+
+def _cloned(v):
+    """v with every tensor in it (also in tuples and lists) cloned."""
+    if isinstance(v, _C.Tensor):
+        return v.clone()
+    if isinstance(v, (tuple, list)):
+        return type(v)(_cloned(a) for a in v)
+    return v
+
+
+def assert_same_error(fn, *args, **kwargs):
+    """fn raises on the device the exception type and message it raises on the CPU. The CPU call
+    gets clones of the tensor arguments and the device call copies, so an in-place op writes
+    neither of the caller's tensors."""
+    import pytest
+
+    with pytest.raises(Exception) as cpu:
+        fn(*_cloned(args), **{k: _cloned(v) for k, v in kwargs.items()})
+    with pytest.raises(type(cpu.value)) as gpu:
+        fn(*on_gpu(args), **{k: on_gpu(v) for k, v in kwargs.items()})
+    assert str(gpu.value) == str(cpu.value)
