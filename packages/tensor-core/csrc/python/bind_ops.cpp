@@ -51,8 +51,7 @@ py::object unary_inplace(UnaryOp op, py::handle selfh) {
 Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha) {
   if (!alpha || alpha.is_none()) return other;
   Scalar a = to_scalar(alpha);
-  if (a.to_double() == 1.0 && !a.is_float()) return other;
-  if (a.is_float() && a.to_double() == 1.0) return other;
+  if (a.to_double() == 1.0) return other;
   if (other.is_scalar) {
     if (other.s.is_float() || a.is_float()) return Operand(Scalar::from_double(other.s.to_double() * a.to_double()));
     return Operand(Scalar::from_int(other.s.to_int() * a.to_int()));
