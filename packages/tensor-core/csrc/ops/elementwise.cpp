@@ -178,6 +178,17 @@ static Tensor run_into(const char* op, const Tensor& out, ScalarType result_dtyp
   return it.output();
 }
 
+// r, a float16/bfloat16 op's float32 result, as the op's result: converted to `result`, or
+// written into `out` under the op's own out= rules.
+static Tensor finish_from_float32(const char* op, const Tensor& r, ScalarType result,
+                                  const Tensor& out) {
+  if (!out) return to_dtype(r, result);
+  check_out_dtype(op, result, out);
+  return run_into(op, out, ScalarType::Float32, {r}, [](const ElementwiseIter& it) {
+    run_elementwise<float, float>(it, [](float x) { return x; });  // copied into out
+  });
+}
+
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   const OpInfoEntry& info = unary_info(op);
   ScalarType compute = x->dtype, result = x->dtype;
@@ -329,11 +340,7 @@ Tensor add_alpha_reduced(BinaryOp op, const Operand& a, const Operand& b, Scalar
          fb = to_dtype(as_tensor_operand(b, common), f),
          fw = to_dtype(scalar_tensor(alpha, common), f);  // alpha rounded to the dtype
   Tensor r = binary(op, Operand(fa), Operand(binary(BinaryOp::mul, Operand(fb), Operand(fw))));
-  if (!out) return to_dtype(r, common);
-  check_out_dtype(binary_info(op).name, common, out);
-  return run_into(binary_info(op).name, out, f, {r}, [&](const ElementwiseIter& it) {
-    run_elementwise<float, float>(it, [](float x) { return x; });  // copied into out
-  });
+  return finish_from_float32(binary_info(op).name, r, common, out);
 }
 
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other) {
@@ -370,11 +377,7 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const
     const ScalarType f = ScalarType::Float32;
     Tensor r = lerp(to_dtype(start, f), to_dtype(end, f),
                     weight.is_scalar ? weight : Operand(to_dtype(weight.t, f)));
-    if (!out) return to_dtype(r, dt);
-    check_out_dtype("lerp", dt, out);
-    return run_into("lerp", out, f, {r}, [&](const ElementwiseIter& it) {  // copied into out
-      run_elementwise<float, float>(it, [](float x) { return x; });
-    });
+    return finish_from_float32("lerp", r, dt, out);
   }
   Tensor w = as_tensor_operand(weight, dt);
   return run_into("lerp", out, dt, {start, end, w}, [&](const ElementwiseIter& it) {

@@ -144,8 +144,12 @@ def typestr(dtype) -> str:
 
 def view(t):
     """A zero-copy array over a CUDA tensor's bytes (its shape, strides and dtype)."""
+    return _array_over(t, typestr(t.dtype))
+
+
+def _array_over(t, ts: str):
+    """A zero-copy array over a CUDA tensor's bytes, read as array-interface type `ts`."""
     mod = xp()
-    ts = typestr(t.dtype)
     if t.numel() == 0:
         return mod.empty(tuple(t.shape), dtype=numpy.dtype(ts))
     interface = _C._cuda_array_interface(t, ts)
@@ -170,12 +174,7 @@ def _is_bf16(a) -> bool:
 
 def _bits(t):
     """A zero-copy uint16 array over a bf16 CUDA tensor's bits."""
-    if t.numel() == 0:
-        return xp().empty(tuple(t.shape), dtype=numpy.uint16)
-    interface = _C._cuda_array_interface(t, "<u2")
-    if xp() is numpy:
-        return numpy.asarray(_Exported(t, interface, cuda=False))
-    return xp().asarray(_Exported(t, interface, cuda=True))
+    return _array_over(t, "<u2")
 
 
 def _widen(bits):
