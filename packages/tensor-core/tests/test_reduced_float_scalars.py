@@ -7,8 +7,8 @@
 * lerp computes in float32, a number weight at its own value, rounding once;
 * `number / x` is `x.reciprocal() * number`, as torch's Tensor.__rtruediv__;
 * add/sub with alpha round alpha to the dtype and compute `a + alpha * b` in float32, rounding
-  once (torch's vectorised kernel; its scalar tail for the last few elements rounds in between,
-  so the torch comparison skips those cases).
+  once (torch's vectorised kernel; its scalar loop for the last elements of each thread's part
+  rounds in between, so the torch comparison runs torch on one thread and leaves out the tail).
 
 Oracles: NumPy's float32 arithmetic rounded to float16; for bfloat16, float32 arithmetic rounded by
 ember's float32 -> bfloat16 conversion (tested bit for bit elsewhere). torch itself where it is
@@ -93,13 +93,19 @@ def test_the_rule_is_visible_in_a_comparison():
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_matches_torch(case, dtype):
     torch = pytest.importorskip("torch")
-    if "alpha" in case:
-        pytest.skip("torch's scalar tail rounds a + alpha * b differently from its vector body")
     op = CASES[case][0]
     x, f = sample(dtype)
-    want = op(torch, torch.tensor(f).to(getattr(torch, dtype)))
-    np.testing.assert_array_equal(
-        _bits(op(ember, x)), want.float().numpy() if want.is_floating_point() else want.numpy())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # each thread's part has a tail (below)
+    try:
+        want = op(torch, torch.tensor(f).to(getattr(torch, dtype)))
+    finally:
+        torch.set_num_threads(threads)
+    want = want.float().numpy() if want.is_floating_point() else want.numpy()
+    got = _bits(op(ember, x))
+    if "alpha" in case:  # torch's scalar loop for the last elements rounds alpha * b in between
+        got, want = got[:-64], want[:-64]
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
@@ -115,15 +121,3 @@ def test_cuda_gives_the_cpus_bits(dtype):
         np.testing.assert_array_equal(_bits(ember.add(gx, gx, alpha=S).cpu()),
                                       _bits(ember.add(x, x, alpha=S)))
         del gx
-
-
-def test_alpha_multiplies_other_in_the_common_dtype():
-    """add(float32, float16, alpha) computes `alpha * other` in float32 (it was rounded to
-    float16 first), and an integer `other` of a float input takes a float alpha."""
-    x = ember.from_numpy(VALUES.astype(np.float32))
-    h = x.flip(0).half()
-    want = x.numpy() + np.float32(S) * h.float().numpy()
-    np.testing.assert_array_equal(ember.add(x, h, alpha=S).numpy(), want)
-    assert ember.add(ember.ones(2), ember.tensor([1, 2]), alpha=0.5).tolist() == [1.5, 2.0]
-    with pytest.raises(RuntimeError, match="For integral input tensors"):
-        ember.add(ember.tensor([1, 2]), ember.tensor([1, 2]), alpha=0.5)

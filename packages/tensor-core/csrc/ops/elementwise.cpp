@@ -331,16 +331,32 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   return out || r->dtype == result ? r : to_dtype(r, result);
 }
 
-Tensor add_alpha_reduced(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
-                         const Tensor& out) {
+// a*b + c rounded once where the target fuses it (vfmadd with FMA; torch's vec::fmadd),
+// else rounded twice as torch's kernels without FMA do.
+template <typename M> static inline M fused_multiply_add(M a, M b, M c) {
+  if constexpr (kFusedMultiplyAdd) return std::fma(a, b, c);
+  else return a * b + c;
+}
+
+Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
+                 const Tensor& out) {
+  if ((op != BinaryOp::add && op != BinaryOp::sub) || a.is_scalar) return nullptr;
+  if (op == BinaryOp::sub) check_sub_operands(a, b);
   const ScalarType common = result_type({a, b});
-  if (!is_reduced_float(common) || (op != BinaryOp::add && op != BinaryOp::sub)) return nullptr;
-  const ScalarType f = ScalarType::Float32;
-  Tensor fa = to_dtype(as_tensor_operand(a, common), f),
-         fb = to_dtype(as_tensor_operand(b, common), f),
-         fw = to_dtype(scalar_tensor(alpha, common), f);  // alpha rounded to the dtype
-  Tensor r = binary(op, Operand(fa), Operand(binary(BinaryOp::mul, Operand(fb), Operand(fw))));
-  return finish_from_float32(binary_info(op).name, r, common, out);
+  if (!is_floating(common)) return nullptr;
+  const char* name = binary_info(op).name;
+  // A number `other` enters rounded to the dtype, as a tensor would (torch's wrapped scalar).
+  return run_into(name, out, common, {as_tensor_operand(a, common), as_tensor_operand(b, common)},
+                  [&](const ElementwiseIter& it) {
+    dispatch_floating(common, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      // alpha in the dtype (float16/bfloat16: rounded to it, then widened), negated for sub
+      M w = static_cast<M>(cast_to<T>(alpha.to_double()));
+      if (op == BinaryOp::sub) w = -w;
+      run_elementwise<T, T, T>(it, [w](M x, M y) { return fused_multiply_add(y, w, x); });
+    });
+  });
 }
 
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other) {

@@ -29,11 +29,17 @@ ScalarType result_type(const std::vector<Operand>& operands);
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out = nullptr);
 Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out = nullptr);
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other);
-// add/sub with alpha != 1 where the common dtype is float16/bfloat16, as torch's kernel:
-// a + alpha * b in float32 with alpha and the operands in the common dtype, rounded once.
-// Returns null for every other case (the caller folds alpha into b).
-Tensor add_alpha_reduced(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
-                         const Tensor& out);
+// add/sub with alpha != 1 on a floating common dtype, as torch's kernel: a + alpha * b in one
+// pass, fused (one rounding) where the target has FMA, in float32 for float16/bfloat16 with alpha
+// rounded to the dtype. Null for integral dtypes and a number `a` (the caller folds alpha into b,
+// exact for integers).
+Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
+                 const Tensor& out);
+#ifdef __FMA__
+constexpr bool kFusedMultiplyAdd = true;
+#else
+constexpr bool kFusedMultiplyAdd = false;
+#endif
 
 // Kernels, instantiated per op from the table (unary_kernels.cpp, binary_kernels.cpp).
 class ElementwiseIter;

@@ -59,19 +59,20 @@ Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha
   const ScalarType common = result_type({input, other});
   if (a.is_float() && !is_floating(common))
     throw std::runtime_error("For integral input tensors, argument alpha must not be a floating point number.");
+  if (common == ScalarType::Bool) a = Scalar::from_bool(a.to_double() != 0);  // stays bool
   return Operand(binary(BinaryOp::mul,
                         Operand(other.t->dtype == common ? other.t : to_dtype(other.t, common)),
                         Operand(a)));
 }
 
-// add/sub with a non-unit alpha on float16/bfloat16: torch's rounding (add_alpha_reduced), or
-// null where alpha folds into `other` (scale_alpha).
-Tensor alpha_reduced(BinaryOp op, const Operand& a, const Operand& b, py::handle alpha,
+// add/sub with a non-unit alpha on floating dtypes: torch's fused kernel (add_alpha), or null
+// where alpha folds into `other` (scale_alpha).
+Tensor fused_alpha(BinaryOp op, const Operand& a, const Operand& b, py::handle alpha,
                      const Tensor& out) {
   if (!alpha || alpha.is_none()) return nullptr;
   Scalar s = to_scalar(alpha);
   if (s.to_double() == 1.0) return nullptr;
-  return add_alpha_reduced(op, a, b, s, out);
+  return add_alpha(op, a, b, s, out);
 }
 
 BinaryOp div_op(py::handle rounding_mode) {
@@ -100,7 +101,7 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
     return redispatch(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
   }
   if (out) check_out_no_grad(out, name);
-  if (Tensor r = alpha_reduced(op, a, b, alpha, out))
+  if (Tensor r = fused_alpha(op, a, b, alpha, out))
     return out ? py::reinterpret_borrow<py::object>(outh) : wrap(r);
   b = scale_alpha(a, b, alpha);
   if (out) {
@@ -123,7 +124,7 @@ py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
     const std::string fn = op == BinaryOp::div_trunc ? "_div_trunc_" : n;
     return redispatch(n.c_str(), g_m->attr(fn.c_str()), py::make_tuple(selfh, bh), kw);
   }
-  if (!alpha_reduced(op, Operand(self), b, alpha, self))
+  if (!fused_alpha(op, Operand(self), b, alpha, self))
     binary(op, Operand(self), scale_alpha(Operand(self), b, alpha), self);
   return py::reinterpret_borrow<py::object>(selfh);
 }
@@ -168,7 +169,8 @@ void register_ops(py::module_& m) {
       return binary_inplace_call(op, self, b);
     }, py::is_method(cls), py::arg("other")));
   }
-  // add/sub take alpha; div takes rounding_mode.
+  // add/sub take alpha; div takes rounding_mode. Whether a + alpha * b rounds once (add_alpha):
+  m.attr("_FUSED_MULTIPLY_ADD") = kFusedMultiplyAdd;
   for (auto op : {BinaryOp::add, BinaryOp::sub}) {
     std::string name = binary_info(op).name, iname = name + "_";
     m.def(name.c_str(), [op](py::handle a, py::handle b, py::handle alpha, py::handle out) {

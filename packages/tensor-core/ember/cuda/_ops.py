@@ -577,14 +577,11 @@ def _elementwise(name: str, args, kwargs):
     cdt = _compute_dtype(name, args, meta.dtype)
     with _on_current_stream(device):
         ops = [_operand(a, cdt) for a in args]
-        if "alpha" in kwargs:  # add/sub's alpha scales `other`; float16 as the CPU (and
-            # torch): alpha rounded to float16, a + alpha * b in float32, rounded once
-            alpha = kwargs["alpha"]
-            if ops[1].dtype == numpy.float16:
-                ops = [o.astype(numpy.float32) for o in ops]
-                alpha = numpy.float32(numpy.float16(alpha))
-            ops[1] = ops[1] * xp().asarray(alpha, dtype=ops[1].dtype)
         out = empty(shape, meta.dtype, device)
+        if "alpha" in kwargs and kwargs["alpha"] != 1:
+            if out.numel():
+                view(out)[...] = _add_alpha(name, ops, kwargs["alpha"])
+            return out
         if out.numel():
             fn = ELEMENTWISE[name]
             target = view(out)
@@ -593,6 +590,38 @@ def _elementwise(name: str, args, kwargs):
             else:
                 target[...] = fn(*ops)
     return out
+
+
+def _add_alpha(name: str, ops, alpha):
+    """add/sub's `a + alpha * b` as the CPU core computes it (add_alpha): integers exactly
+    (wrapping), floats fused into one rounding with alpha in the dtype, float16 in float32."""
+    a, b = ops
+    if a.dtype.kind not in "f":
+        product = b * xp().asarray(alpha).astype(a.dtype)  # wraps, as the CPU's cast
+        return a + product if name == "add" else a - product
+    w = float(a.dtype.type(alpha))  # rounded to the dtype
+    if a.dtype == numpy.float16:
+        a, b = a.astype(numpy.float32), b.astype(numpy.float32)
+    return _fused_multiply_add(b, w if name == "add" else -w, a)
+
+
+_FMA_KERNEL: list = []
+
+
+def _fused_multiply_add(x, w: float, z):
+    """x * w + z rounded once: CUDA's fma on a GPU (torch's CUDA kernels contract so too). The host
+    backend computes float32 in float64 (the product is exact; the sum rounds twice only at a
+    float32 midpoint of a float64 sum, about once in 2**29) and float64 with two roundings."""
+    mod = xp()
+    if mod is not numpy:
+        if not _FMA_KERNEL:
+            _FMA_KERNEL.append(mod.ElementwiseKernel(
+                "T x, T w, T z", "T r", "r = fma(x, w, z)", "ember_fused_multiply_add"))
+        return _FMA_KERNEL[0](x, x.dtype.type(w), z)
+    if x.dtype == numpy.float32:
+        wide = z.astype(numpy.float64) + numpy.float64(w) * x.astype(numpy.float64)
+        return wide.astype(numpy.float32)
+    return z + x.dtype.type(w) * x
 
 
 def _inplace(base: Callable) -> Callable:
