@@ -402,15 +402,29 @@ def test_max_min_dim_out(name, recording_hook):
         fn(w, 1, out=(ember.empty(4).cuda(), ember.empty(4, dtype=ember.int64).cuda()))
 
 
-def test_out_grows_an_empty_cuda_tensor_only():
+def test_out_of_another_shape_grows_as_on_the_cpu():
+    """An empty out= takes the result's shape; a non-empty one of another shape is resized with
+    the CPU's deprecation warning, its storage grown by a device copy (Allocator::copy_data)."""
     x = data(3, 4).cuda()
     out = ember.empty(0).cuda()
     ember.sum(x, 1, out=out)
     same(out, ember.sum(x.cpu(), 1), exact=False)
-    with pytest.raises(RuntimeError, match="growing a non-empty cuda:0 storage"):
-        with warnings.catch_warnings():  # the CPU's "an output ... was resized" comes first
-            warnings.simplefilter("ignore")
-            ember.sum(x, 0, out=ember.empty(2).cuda())
+    for fn in (lambda a, out: ember.sum(a, 0, out=out), lambda a, out: ember.add(a, 1, out=out)):
+        out = ember.empty(2).cuda()
+        with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+            assert fn(x, out) is out
+        same(out, fn(x.cpu(), None), exact=False)
+
+
+def test_resize_keeps_a_cuda_tensors_values_and_frees_the_old_block():
+    t = ember.arange(6.0).cuda()
+    before = ember.cuda.memory_allocated()
+    assert t.resize_(2, 4096) is t and tuple(t.shape) == (2, 4096)
+    assert t.flatten()[:6].cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    # the old 24-byte block went back to the allocator: only the grown storage remains
+    assert ember.cuda.memory_allocated() - before == 2 * 4096 * 4 - 512
+    t.resize_(3)  # shrinking keeps the storage
+    assert t.cpu().tolist() == [0.0, 1.0, 2.0]
 
 
 # ---- gradients through the device ---------------------------------------------------------------

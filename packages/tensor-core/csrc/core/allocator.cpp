@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -48,6 +49,8 @@ CPUAllocator g_cpu_allocator;
 std::atomic<Allocator*> g_current{&g_cpu_allocator};
 
 }  // namespace
+
+void Allocator::copy_data(void* dst, const void* src, size_t n) const { std::memcpy(dst, src, n); }
 
 Allocator* cpu_allocator() { return g_current.load(std::memory_order_relaxed); }
 Allocator* default_cpu_allocator() { return &g_cpu_allocator; }

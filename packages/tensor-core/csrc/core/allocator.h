@@ -70,6 +70,9 @@ class Allocator {
   virtual ~Allocator() = default;
   virtual DataPtr allocate(size_t nbytes) = 0;
   virtual const char* name() const = 0;
+  // Copies n bytes between two of this allocator's blocks (resize_ growing a storage): memcpy on
+  // the host; a device allocator queues a device copy on its current stream.
+  virtual void copy_data(void* dst, const void* src, size_t n) const;
 };
 
 // 64-byte aligned host memory; large blocks are advised to use transparent huge pages.

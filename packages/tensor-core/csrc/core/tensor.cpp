@@ -58,7 +58,7 @@ static Storage new_storage(size_t nbytes, Device device) {
                                    " bytes."));
   }
   auto s = std::make_shared<StorageImpl>(std::move(p), nbytes, a);
-  s->resizable = device.is_cpu();  // made by an allocator: resize_ may grow it (CPU copies)
+  s->resizable = true;  // made by an allocator: resize_ may grow it (Allocator::copy_data)
   return s;
 }
 
@@ -104,17 +104,6 @@ Tensor empty_like(const Tensor& t, ScalarType dtype) {
 
 // Grows a storage to `nbytes`, keeping its bytes: the StorageImpl stays, its DataPtr changes.
 static void grow_storage(StorageImpl& s, size_t nbytes) {
-  if (!s.device().is_cpu() && s.nbytes == 0 && s.allocator) {
-    // A device storage with no bytes yet (out=empty(0, device="cuda")) takes a fresh block:
-    // nothing to copy. Growing one that holds data would need a device copy (refused below).
-    s.data = s.allocator->allocate(nbytes);
-    s.nbytes = nbytes;
-    return;
-  }
-  if (!s.device().is_cpu())
-    throw std::runtime_error(str_cat("resize_: growing a non-empty ", s.device().str(),
-                                     " storage is not supported; pass an out= tensor of the "
-                                     "result's shape, or an empty one"));
   if (!s.resizable || !s.allocator)
     throw std::runtime_error("Trying to resize storage that is not resizable");
   if (s.exports.load() > 0)  // PyTorch lets it, leaving an ndarray over freed memory
@@ -129,7 +118,9 @@ static void grow_storage(StorageImpl& s, size_t nbytes) {
                                    "': not enough memory: you tried to allocate ", nbytes,
                                    " bytes."));
   }
-  if (s.nbytes) std::memcpy(p.get(), s.ptr(), std::min(s.nbytes, nbytes));
+  // A device copy is queued on the current stream, which orders it before the old block's reuse
+  // there (as torch's resize on CUDA).
+  if (s.nbytes) s.allocator->copy_data(p.get(), s.ptr(), std::min(s.nbytes, nbytes));
   s.data = std::move(p);  // the old block is freed here
   s.nbytes = nbytes;
 }

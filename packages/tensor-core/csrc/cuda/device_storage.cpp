@@ -28,6 +28,9 @@ class DeviceAllocator final : public Allocator {
                    Device{DeviceType::CUDA, static_cast<int16_t>(device_)});
   }
   const char* name() const override { return "cuda caching allocator"; }
+  void copy_data(void* dst, const void* src, size_t n) const override {
+    backend().memcpy_async(device_, dst, src, n, current_stream(device_));
+  }
 
  private:
   static void release(void* ctx, void* ptr) {
