@@ -7,6 +7,7 @@ backend's memcpy, the CPU kernels' refusal of device memory. Results are checked
 op on the CPU (itself checked against NumPy elsewhere) and against NumPy.
 """
 
+import math
 
 import numpy as np
 import pytest
@@ -187,6 +188,21 @@ def test_binary_ops_match_the_cpu_with_broadcasting(name, dtypes):
     assert got.dtype == expected.dtype and tuple(got.shape) == (3, 4)
     np.testing.assert_allclose(host(got).astype(np.float64), expected.numpy().astype(np.float64),
                                rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_remainder_gives_the_cpus_signed_zeros_and_infinities(dtype):
+    """The CPU's remainder is fmod plus the divisor where the signs differ (torch's): a zero keeps
+    the dividend's sign, where NumPy's and CuPy's take the divisor's."""
+    inf, nan = math.inf, math.nan
+    a = ember.tensor([4.0, -4.0, 4.0, -4.0, 5.5, -5.5, 0.0, -0.0, -1.0, 1.0, 3.0, nan],
+                     dtype=getattr(ember, dtype))
+    b = ember.tensor([-2.0, 2.0, 2.0, -2.0, -2.0, 2.0, -3.0, 3.0, inf, -inf, 0.0, 1.0],
+                     dtype=a.dtype)
+    for got, want in ((ember.remainder(a.cuda(), b.cuda()), ember.remainder(a, b)),
+                      (a.cuda() % -2.0, a % -2.0), (a.cuda().remainder_(3), a.clone().remainder_(3))):
+        bits = {"float32": np.uint32, "float64": np.uint64, "float16": np.uint16}[dtype]
+        np.testing.assert_array_equal(host(got).view(bits), want.numpy().view(bits))
 
 
 def test_scalars_alpha_in_place_and_out():

@@ -462,6 +462,16 @@ def _trunc_divide(a, b):
     return q + ((mod.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
 
 
+def _remainder(a, b):
+    """Python's modulo (the divisor's sign), as the CPU kernel: fmod, then b added where the
+    signs differ. NumPy's and CuPy's remainder give a zero the divisor's sign (4 % -2.0: -0.0)."""
+    mod = xp()
+    if a.dtype.kind != "f":
+        return mod.remainder(a, b)
+    r = mod.fmod(a, b)
+    return mod.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
 def _xlogy(a, b):
     mod = xp()
     return mod.where((a == 0) & ~mod.isnan(b), mod.zeros_like(a * b), a * mod.log(b))
@@ -534,7 +544,7 @@ ELEMENTWISE: dict[str, Callable] = {
     "bitwise_not": _x("invert"),
     # binary
     "add": _x("add"), "sub": _x("subtract"), "mul": _x("multiply"), "div": _x("true_divide"),
-    "floor_divide": _x("floor_divide"), "div_trunc": _trunc_divide, "remainder": _x("remainder"),
+    "floor_divide": _x("floor_divide"), "div_trunc": _trunc_divide, "remainder": _remainder,
     "fmod": _x("fmod"), "pow": _x("power"), "maximum": _x("maximum"), "minimum": _x("minimum"),
     "atan2": _x("arctan2"), "hypot": _x("hypot"), "copysign": _x("copysign"), "xlogy": _xlogy,
     "logaddexp": _x("logaddexp"), "logaddexp2": _x("logaddexp2"), "fmax": _x("fmax"),
