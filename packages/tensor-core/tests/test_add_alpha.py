@@ -98,6 +98,22 @@ def test_alpha_multiplies_other_in_the_common_dtype():
     assert ember.add(big, big, alpha=3).tolist() == [(2**62 + 3 * 2**62 + 2**63) % 2**64 - 2**63]
 
 
+def test_alpha_checks_come_before_the_unit_shortcut():
+    """torch's alpha_check: a float alpha needs a floating result, a bool one a bool result, even
+    where alpha is 1 and nothing would be multiplied."""
+    ints = ember.tensor([1, 2])
+    for alpha in (1.0, 0.5):
+        with pytest.raises(RuntimeError, match="For integral input tensors"):
+            ember.add(ints, ints, alpha=alpha)
+        with pytest.raises(RuntimeError, match="For integral input tensors"):
+            ints.clone().sub_(1, alpha=alpha)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        ember.add(ember.ones(2), ember.ones(2), alpha=True)
+    bools = ember.tensor([True, False])
+    assert ember.add(bools, bools, alpha=True).tolist() == [True, False]
+    assert ember.add(ember.ones(2), ints, alpha=1.0).tolist() == [2.0, 3.0]
+
+
 def test_errors_match_the_plain_ops():
     with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
         ember.sub(ember.ones(2), ember.tensor([True, False]), alpha=2)

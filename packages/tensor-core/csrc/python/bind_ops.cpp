@@ -46,6 +46,14 @@ py::object unary_inplace(UnaryOp op, py::handle selfh) {
   return py::reinterpret_borrow<py::object>(selfh);
 }
 
+// torch's alpha_check, before any shortcut for alpha == 1.
+void check_alpha(ScalarType common, const Scalar& alpha) {
+  EMBER_CHECK(!alpha.is_bool() || common == ScalarType::Bool, std::runtime_error,
+              "Boolean alpha only supported for Boolean results.");
+  EMBER_CHECK(!alpha.is_float() || is_floating(common), std::runtime_error,
+              "For integral input tensors, argument alpha must not be a floating point number.");
+}
+
 // add/sub's alpha folds into `other` (other * alpha) before the op, computed in the op's common
 // dtype (add(x_float32, y_half, alpha=a) multiplies y in float32, as torch).
 Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha) {
@@ -57,8 +65,6 @@ Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha
     return Operand(Scalar::from_int(other.s.to_int() * a.to_int()));
   }
   const ScalarType common = result_type({input, other});
-  if (a.is_float() && !is_floating(common))
-    throw std::runtime_error("For integral input tensors, argument alpha must not be a floating point number.");
   if (common == ScalarType::Bool) a = Scalar::from_bool(a.to_double() != 0);  // stays bool
   return Operand(binary(BinaryOp::mul,
                         Operand(other.t->dtype == common ? other.t : to_dtype(other.t, common)),
@@ -68,9 +74,10 @@ Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha
 // add/sub with a non-unit alpha on floating dtypes: torch's fused kernel (add_alpha), or null
 // where alpha folds into `other` (scale_alpha).
 Tensor fused_alpha(BinaryOp op, const Operand& a, const Operand& b, py::handle alpha,
-                     const Tensor& out) {
+                   const Tensor& out) {
   if (!alpha || alpha.is_none()) return nullptr;
   Scalar s = to_scalar(alpha);
+  check_alpha(result_type({a, b}), s);
   if (s.to_double() == 1.0) return nullptr;
   return add_alpha(op, a, b, s, out);
 }
