@@ -331,120 +331,106 @@ py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valu
   return wrap(r);
 }
 
-// ---- scatter family ----
+// ---- scatter family and index_add / index_copy ----
+
+// What the bindings of op(self, dim, index, src, ..., out=) share: the parsed arguments, whether
+// the call goes to the hooks (autograd, a device) rather than the CPU kernel, and the tail that
+// writes into self (in place), a clone of it, or out=.
+struct IndexedWrite {
+  const char* name;
+  bool inplace;
+  Tensor self, index, src;  // src: null for a number `value`
+  int64_t dim;
+
+  IndexedWrite(const char* op, bool inplace_, py::handle selfh, py::handle dimh, py::handle indexh)
+      : name(op), inplace(inplace_) {
+    self = expect_tensor(selfh, name, "input");
+    dim = parse_dim(dimh, name);
+    index = expect_tensor(indexh, name, "index");
+  }
+  bool hooked() const {
+    return inplace ? inplace_needs_grad(self, {src, index})
+                   : (needs_dispatch(self) || needs_dispatch(src) || on_device(index));
+  }
+  py::object redispatch(py::tuple args, py::dict kwargs, py::handle outh) const {
+    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
+    return redispatch_out(name, core_fn(name), args, kwargs, outh);
+  }
+  // kernel(target) writes into self in place, or into a clone then returned or copied to out=.
+  template <typename Kernel>
+  py::object run(py::handle selfh, py::handle outh, Kernel kernel) const {
+    Tensor target = inplace ? self : clone(self);
+    kernel(target);
+    if (inplace) return self_obj(selfh);
+    return finish(name, target, outh);
+  }
+};
 
 py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                         py::handle valueh, py::handle reduceh, py::handle outh, bool inplace) {
-  const char* name = inplace ? "scatter_" : "scatter";
-  Tensor self = expect_tensor(selfh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  Tensor index = expect_tensor(indexh, name, "index");
+  IndexedWrite w(inplace ? "scatter_" : "scatter", inplace, selfh, dimh, indexh);
   py::handle s = srch.is_none() ? valueh : srch;
-  if (s.is_none()) throw py::type_error(str_cat(name, "() missing required argument 'src' or 'value'"));
-  Tensor src = is_tensor(s) ? to_tensor(s) : nullptr;
-  if (inplace ? inplace_needs_grad(self, {src, index})
-              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
-    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, s),
-                          py::dict("reduce"_a = reduceh), outh);
-  }
+  if (s.is_none())
+    throw py::type_error(str_cat(w.name, "() missing required argument 'src' or 'value'"));
+  w.src = is_tensor(s) ? to_tensor(s) : nullptr;
+  if (w.hooked())
+    return w.redispatch(py::make_tuple(selfh, w.dim, indexh, s), py::dict("reduce"_a = reduceh), outh);
   IndexReduce red = IndexReduce::None;
   if (!reduceh.is_none()) {
     red = parse_index_reduce(py::cast<std::string>(reduceh), true);
-    if (src)
+    if (w.src)
       warn("The reduce argument of ember.scatter with Tensor src is deprecated and will be "
            "removed in a future release. Use ember.scatter_reduce instead for more reduction "
            "options.");
   }
-  Scalar v = src ? Scalar() : fill_value(s, name);
-  Tensor target = inplace ? self : clone(self);
-  scatter_(target, dim, index, src, v, red, "scatter");
-  if (inplace) return self_obj(selfh);
-  return finish(name, target, outh);
+  Scalar v = w.src ? Scalar() : fill_value(s, w.name);
+  return w.run(selfh, outh,
+               [&](const Tensor& t) { scatter_(t, w.dim, w.index, w.src, v, red, "scatter"); });
 }
 
 py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                             py::handle outh, bool inplace) {
-  const char* name = inplace ? "scatter_add_" : "scatter_add";
-  Tensor self = expect_tensor(selfh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  Tensor index = expect_tensor(indexh, name, "index");
-  Tensor src = expect_tensor(srch, name, "src");
-  if (inplace ? inplace_needs_grad(self, {src, index})
-              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
-    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict(),
-                          outh);
-  }
-  Tensor target = inplace ? self : clone(self);
-  scatter_(target, dim, index, src, Scalar(), IndexReduce::Sum, "scatter_add");
-  if (inplace) return self_obj(selfh);
-  return finish(name, target, outh);
+  IndexedWrite w(inplace ? "scatter_add_" : "scatter_add", inplace, selfh, dimh, indexh);
+  w.src = expect_tensor(srch, w.name, "src");
+  if (w.hooked()) return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict(), outh);
+  return w.run(selfh, outh, [&](const Tensor& t) {
+    scatter_(t, w.dim, w.index, w.src, Scalar(), IndexReduce::Sum, "scatter_add");
+  });
 }
 
 py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                                py::handle reduceh, bool include_self, py::handle outh, bool inplace) {
-  const char* name = inplace ? "scatter_reduce_" : "scatter_reduce";
-  Tensor self = expect_tensor(selfh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  Tensor index = expect_tensor(indexh, name, "index");
-  Tensor src = expect_tensor(srch, name, "src");
+  IndexedWrite w(inplace ? "scatter_reduce_" : "scatter_reduce", inplace, selfh, dimh, indexh);
+  w.src = expect_tensor(srch, w.name, "src");
   const std::string reduce = py::cast<std::string>(reduceh);
-  if (inplace ? inplace_needs_grad(self, {src, index})
-              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
-    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch, reduce),
-                          py::dict("include_self"_a = include_self), outh);
-  }
+  if (w.hooked())
+    return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch, reduce),
+                        py::dict("include_self"_a = include_self), outh);
   IndexReduce red = parse_index_reduce(reduce, false);
-  Tensor target = inplace ? self : clone(self);
-  scatter_reduce_(target, dim, index, src, red, include_self);
-  if (inplace) return self_obj(selfh);
-  return finish(name, target, outh);
+  return w.run(selfh, outh, [&](const Tensor& t) {
+    scatter_reduce_(t, w.dim, w.index, w.src, red, include_self);
+  });
 }
-
-// ---- index_add / index_copy / index_fill ----
 
 py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                           py::handle alphah, py::handle outh, bool inplace) {
-  const char* name = inplace ? "index_add_" : "index_add";
-  Tensor self = expect_tensor(selfh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  Tensor index = expect_tensor(indexh, name, "index");
-  Tensor src = expect_tensor(srch, name, "source");
-  if (inplace ? inplace_needs_grad(self, {src, index})
-              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
-    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch),
-                          py::dict("alpha"_a = alphah), outh);
-  }
+  IndexedWrite w(inplace ? "index_add_" : "index_add", inplace, selfh, dimh, indexh);
+  w.src = expect_tensor(srch, w.name, "source");
+  if (w.hooked())
+    return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict("alpha"_a = alphah), outh);
   Scalar alpha = to_scalar(alphah);
-  if (!is_floating(self->dtype) && alpha.is_float())
+  if (!is_floating(w.self->dtype) && alpha.is_float())
     throw std::runtime_error(str_cat("For integral input tensors, argument alpha must not be a "
                                      "floating point number."));
-  Tensor target = inplace ? self : clone(self);
-  index_add_(target, dim, index, src, alpha);
-  if (inplace) return self_obj(selfh);
-  return finish(name, target, outh);
+  return w.run(selfh, outh, [&](const Tensor& t) { index_add_(t, w.dim, w.index, w.src, alpha); });
 }
 
 py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                            py::handle outh, bool inplace) {
-  const char* name = inplace ? "index_copy_" : "index_copy";
-  Tensor self = expect_tensor(selfh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  Tensor index = expect_tensor(indexh, name, "index");
-  Tensor src = expect_tensor(srch, name, "source");
-  if (inplace ? inplace_needs_grad(self, {src, index})
-              : (needs_dispatch(self) || needs_dispatch(src) || on_device(index))) {
-    if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(selfh, dim, indexh, srch), py::dict(),
-                          outh);
-  }
-  Tensor target = inplace ? self : clone(self);
-  index_copy_(target, dim, index, src);
-  if (inplace) return self_obj(selfh);
-  return finish(name, target, outh);
+  IndexedWrite w(inplace ? "index_copy_" : "index_copy", inplace, selfh, dimh, indexh);
+  w.src = expect_tensor(srch, w.name, "source");
+  if (w.hooked()) return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict(), outh);
+  return w.run(selfh, outh, [&](const Tensor& t) { index_copy_(t, w.dim, w.index, w.src); });
 }
 
 py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle valueh,
