@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "runtime/blas.h"
@@ -124,6 +126,25 @@ template <class F> void for_each_matrix(int64_t nb, int64_t flops, const F& f) {
 
 int64_t cube(int64_t m, int64_t n) { return m * n * std::max<int64_t>(std::min(m, n), 1); }
 
+// The checks of a square system A X = B (A named `a_name`: "A", or "LU" for lu_solve), in torch's
+// order and words; returns (n, k), the size of A and the number of right-hand sides.
+std::pair<int64_t, int64_t> check_linear_system(const Tensor& A, const Tensor& B, const char* op,
+                                                const char* a_name = "A") {
+  check_square(A, op);
+  EMBER_CHECK(B->dim() >= 2, std::runtime_error, op,
+              ": The input tensor B must have at least 2 dimensions.");
+  EMBER_CHECK(A->dtype == B->dtype, std::runtime_error, op, ": Expected ", a_name,
+              " and B to have the same dtype, but found ", a_name, " of type ",
+              torch_type_name(A->dtype), " and B of type ", torch_type_name(B->dtype), " instead");
+  check_columns(B, op);
+  const int64_t n = A->sizes.back(), k = B->sizes.back();
+  EMBER_CHECK(B->sizes[B->dim() - 2] == n, std::runtime_error, op,
+              ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n, " and ",
+              B->sizes[B->dim() - 2], "x", k, ")");
+  check_same_batch(A, B, op);
+  return {n, k};
+}
+
 void check_argument_info(const char* op, const char* routine, lapack_int info) {
   EMBER_CHECK(info >= 0, std::runtime_error, op, ": LAPACK ", routine,
               " rejected argument ", -info, " (internal error)");
@@ -219,18 +240,8 @@ std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
 
 std::pair<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool check_errors) {
   const char* op = "linalg.solve";
-  check_square(A, op);
-  EMBER_CHECK(B->dim() >= 2, std::runtime_error, op,
-              ": The input tensor B must have at least 2 dimensions.");
-  EMBER_CHECK(A->dtype == B->dtype, std::runtime_error, op,
-              ": Expected A and B to have the same dtype, but found A of type ",
-              torch_type_name(A->dtype), " and B of type ", torch_type_name(B->dtype), " instead");
-  check_columns(B, op);
-  const int64_t n = A->sizes.back(), k = B->sizes.back();
-  EMBER_CHECK(B->sizes[B->dim() - 2] == n, std::runtime_error, op,
-              ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n, " and ",
-              B->sizes[B->dim() - 2], "x", k, ")");
-  check_same_batch(A, B, op);
+  int64_t n, k;
+  std::tie(n, k) = check_linear_system(A, B, op);  // (lambdas cannot capture structured bindings)
   const Shape batch = batch_of(A);
   const int64_t nb = count(batch);
   Tensor a = colmajor_copy(A), x = colmajor_copy(B);
@@ -258,18 +269,8 @@ std::pair<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool
 
 Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool unitriangular) {
   const char* op = "linalg.solve_triangular";
-  check_square(A, op);
-  EMBER_CHECK(B->dim() >= 2, std::runtime_error, op,
-              ": The input tensor B must have at least 2 dimensions.");
-  EMBER_CHECK(A->dtype == B->dtype, std::runtime_error, op,
-              ": Expected A and B to have the same dtype, but found A of type ",
-              torch_type_name(A->dtype), " and B of type ", torch_type_name(B->dtype), " instead");
-  check_columns(B, op);
-  const int64_t n = A->sizes.back(), k = B->sizes.back();
-  EMBER_CHECK(B->sizes[B->dim() - 2] == n, std::runtime_error, op,
-              ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n, " and ",
-              B->sizes[B->dim() - 2], "x", k, ")");
-  check_same_batch(A, B, op);
+  int64_t n, k;
+  std::tie(n, k) = check_linear_system(A, B, op);  // (lambdas cannot capture structured bindings)
   const int64_t nb = count(batch_of(A));
   Tensor a = colmajor_copy(A), x = colmajor_copy(B);
   if (n > 0 && k > 0) {
@@ -356,19 +357,8 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu(const Tensor& A, bool pivot) {
 
 Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool adjoint) {
   const char* op = "linalg.lu_solve";
-  check_square(LU, op);
-  EMBER_CHECK(B->dim() >= 2, std::runtime_error, op,
-              ": The input tensor B must have at least 2 dimensions.");
-  EMBER_CHECK(LU->dtype == B->dtype, std::runtime_error, op,
-              ": Expected LU and B to have the same dtype, but found LU of type ",
-              torch_type_name(LU->dtype), " and B of type ", torch_type_name(B->dtype),
-              " instead");
-  check_columns(B, op);
-  const int64_t n = LU->sizes.back(), k = B->sizes.back();
-  EMBER_CHECK(B->sizes[B->dim() - 2] == n, std::runtime_error, op,
-              ": Incompatible shapes of A and B for the equation AX = B (", n, "x", n, " and ",
-              B->sizes[B->dim() - 2], "x", k, ")");
-  check_same_batch(LU, B, op);
+  int64_t n, k;
+  std::tie(n, k) = check_linear_system(LU, B, op, "LU");
   EMBER_CHECK(pivots->dtype == ScalarType::Int32, std::runtime_error, op,
               ": pivots should be a Tensor of scalar type int32");
   EMBER_CHECK(pivots->dim() == LU->dim() - 1 && pivots->sizes.back() == n &&
