@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 import warnings
 
+import exact_values
 import numpy as np
 import pytest
+from exact_values import FLOATS, INTS, E, N
 
 import ember
 
@@ -23,8 +25,6 @@ try:
 except ImportError:  # the property test is skipped, the rest still runs
     given = None
 
-FLOATS = ["float32", "float64", "float16", "bfloat16"]
-INTS = ["uint8", "int8", "int16", "int32", "int64"]
 TOL = {
     "float16": dict(rtol=2e-3, atol=1e-3),
     "bfloat16": dict(rtol=2e-2, atol=1e-2),
@@ -33,37 +33,8 @@ TOL = {
 }
 
 
-def E(a, dtype: str | None = None):
-    """An ember tensor with the values of NumPy array `a` (bfloat16 through float32)."""
-    a = np.asarray(a)
-    if dtype == "bfloat16":
-        return E(a.astype(np.float32)).to(ember.bfloat16)
-    if dtype is not None:
-        a = a.astype(dtype)
-    if hasattr(ember, "from_numpy"):
-        return ember.from_numpy(a.copy(order="C"))  # (ascontiguousarray makes 0-d 1-d)
-    return ember.tensor(a.tolist(), dtype=getattr(ember, str(a.dtype)))
-
-
-def N(t) -> np.ndarray:
-    """The values of an ember tensor as a NumPy array (bfloat16/float16 as float64)."""
-    shape = tuple(t.shape)  # (tolist() of an empty tensor loses its shape)
-    if t.dtype in (ember.bfloat16, ember.float16):
-        return np.array(t.float().tolist(), dtype=np.float64).reshape(shape)
-    dt = t.dtype.name if t.dtype != ember.bool else np.bool_
-    return np.array(t.tolist(), dtype=dt).reshape(shape)
-
-
 def sample(shape, dtype: str, rng, lo=-3, hi=4) -> np.ndarray:
-    """Values exactly representable in every dtype (small integers, and halves for floats)."""
-    if dtype == "bool":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    if dtype == "uint8":
-        lo = 0
-    a = rng.integers(lo, hi, size=shape)
-    if dtype in FLOATS:
-        return (a + rng.integers(0, 2, size=shape) * 0.5).astype(np.float64)
-    return a.astype(np.int64)
+    return exact_values.sample(shape, dtype, rng, lo, hi)
 
 
 def close(actual, expected, dtype="float64", **kw):
