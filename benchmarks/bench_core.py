@@ -114,6 +114,17 @@ def bench_elementwise(sz: dict[str, Any]) -> None:
         },
         {"torch": 0.9},
     )
+    rows += run_case(  # one fused pass (a + alpha * b with FMA), as torch's kernel
+        f"add(a, b, alpha=0.3, out=c), {_m(n)} x float32",
+        {
+            "ember": lambda: ember.add(a["ember"], b["ember"], alpha=0.3, out=c["ember"]),
+            "torch": (lambda: torch.add(a["torch"], b["torch"], alpha=0.3, out=c["torch"]))
+            if torch else None,
+            "numpy": (lambda: np.add(a["numpy"], np.float32(0.3) * b["numpy"], out=c["numpy"]))
+            if np else None,
+        },
+        {"torch": 0.9},
+    )
     rows += run_case(
         f"a * b + a, {_m(n)} x float32 (allocating)",
         {
