@@ -353,6 +353,10 @@ def test_embedding_and_its_backward_match_the_cpu(padding_idx, scale):
         cpu, gpu = both(ember.embedding_dense_backward, go, ind, num_weights=7,
                         padding_idx=padding_idx, scale_grad_by_freq=scale)
         same(gpu, cpu)
+    # no indices at all (cupy.bincount refuses an empty input)
+    cpu, gpu = both(ember.embedding_dense_backward, rand(0, 4), ember.zeros(0, dtype=ember.int64),
+                    num_weights=7, padding_idx=padding_idx, scale_grad_by_freq=scale)
+    same(gpu, cpu)
 
 
 def test_embedding_errors_are_the_cpus():

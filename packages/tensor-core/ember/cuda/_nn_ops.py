@@ -494,7 +494,13 @@ def _adaptive_max(k: int):
                 flat = win.reshape(a.shape[0], -1)
                 tap = _first_extreme(flat, True)
                 values[(slice(None),) + pos] = mod.take_along_axis(flat, tap[:, None], axis=1)[:, 0]
-                local = mod.unravel_index(tap, win.shape[1:])
+                # the window's coordinates by hand: cupy.unravel_index checks the indices on the
+                # host (two synchronisations per output position)
+                local, rest = [], tap
+                for n in reversed(win.shape[1:]):
+                    local.append(rest % n)
+                    rest = rest // n
+                local.reverse()
                 g = 0
                 for i in range(k):
                     g = g * sizes[i] + local[i] + lo[i]
@@ -826,7 +832,7 @@ def _embedding_dense_backward(name, args, kwargs):
         _in_range(idx, num)
         g = _operand(go, cdt).reshape(-1, dim)
         keep = idx != pad
-        if kwargs.get("scale_grad_by_freq", False):
+        if kwargs.get("scale_grad_by_freq", False) and idx.size:  # cupy.bincount refuses empty x
             counts = mod.bincount(idx, minlength=num)
             g = g / counts[idx][:, None].astype(g.dtype)
         g = g * keep[:, None].astype(g.dtype)

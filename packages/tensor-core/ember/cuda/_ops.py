@@ -202,11 +202,24 @@ def _assign(dst, src) -> None:
     """dst[...] = src on one device: a strided, casting, broadcasting copy. Into bf16 through
     float32, as the CPU's copy kernel converts (cast_to: static_cast<float>, then to bf16)."""
     if not _is_bf16(dst):
-        view(dst)[...] = _values(src)
+        target, value = view(dst), _values(src)
     elif _is_bf16(src):
-        _bits(dst)[...] = _bits(src)
+        target, value = _bits(dst), _bits(src)
     else:
         _bits(dst)[...] = _narrow(view(src).astype(numpy.float32))
+        return
+    target[...] = _unaliased(target, value)
+
+
+def _unaliased(target, value):
+    """value, copied first where it overlaps target at another address (x[1:].copy_(x[:-1])).
+    NumPy's assignment handles overlap; CuPy's copies equal-layout contiguous arrays with one
+    memcpy, undefined for overlapping ranges (its kernels copy overlapping inputs themselves)."""
+    mod = xp()
+    if (mod is not numpy and value.data.ptr != target.data.ptr
+            and mod.may_share_memory(target, value)):
+        return value.copy()
+    return value
 
 
 def _converted(t, dtype):
