@@ -219,6 +219,17 @@ def test_remainder_gives_the_cpus_signed_zeros_and_infinities(dtype):
         np.testing.assert_array_equal(host(got).view(bits), want.numpy().view(bits))
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
+def test_integer_pow_with_negative_tensor_exponents_is_the_cpus(dtype):
+    """1, +-1 or 0 as the CPU kernel (NumPy's power refuses negative integer exponents), and
+    overflow wraps as the CPU's."""
+    d = getattr(ember, dtype)
+    a = ember.tensor([2, 1, -1, 0, -1, 3, 2, 0, 3, 5], dtype=d)
+    b = ember.tensor([-1, -3, -3, -2, -4, 2, 0, 0, 7, 9], dtype=d)
+    assert host(ember.pow(a.cuda(), b.cuda())).tolist() == ember.pow(a, b).tolist()
+    assert host(a.cuda() ** b.cuda()[:1]).tolist() == (a ** b[:1]).tolist()  # broadcast
+
+
 def test_scalars_alpha_in_place_and_out():
     a = ember.tensor([1, 2, 3], device="cuda")
     assert (a + 1.5).dtype == ember.float32 and host(a + 1.5).tolist() == [2.5, 3.5, 4.5]

@@ -485,6 +485,19 @@ def _remainder(a, b):
     return mod.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
+def _power(a, b):
+    """The CPU kernel's pow: a signed integer to a negative power is 1, +-1 or 0 (NumPy refuses
+    it, CuPy differs)."""
+    mod = xp()
+    if a.dtype.kind != "i":
+        return mod.power(a, b)
+    negative = b < 0
+    r = mod.power(a, mod.where(negative, b.dtype.type(0), b))
+    odd = (b & 1) != 0
+    special = mod.where(a == 1, 1, mod.where(a == -1, mod.where(odd, -1, 1), 0)).astype(a.dtype)
+    return mod.where(negative, special, r)
+
+
 def _xlogy(a, b):
     mod = xp()
     return mod.where((a == 0) & ~mod.isnan(b), mod.zeros_like(a * b), a * mod.log(b))
@@ -558,7 +571,7 @@ ELEMENTWISE: dict[str, Callable] = {
     # binary
     "add": _x("add"), "sub": _x("subtract"), "mul": _x("multiply"), "div": _x("true_divide"),
     "floor_divide": _x("floor_divide"), "div_trunc": _trunc_divide, "remainder": _remainder,
-    "fmod": _x("fmod"), "pow": _x("power"), "maximum": _x("maximum"), "minimum": _x("minimum"),
+    "fmod": _x("fmod"), "pow": _power, "maximum": _x("maximum"), "minimum": _x("minimum"),
     "atan2": _x("arctan2"), "hypot": _x("hypot"), "copysign": _x("copysign"), "xlogy": _xlogy,
     "logaddexp": _x("logaddexp"), "logaddexp2": _x("logaddexp2"), "fmax": _x("fmax"),
     "fmin": _x("fmin"), "eq": _x("equal"), "ne": _x("not_equal"), "lt": _x("less"),
