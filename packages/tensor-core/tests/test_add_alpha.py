@@ -111,7 +111,12 @@ def test_alpha_checks_come_before_the_unit_shortcut():
         ember.add(ember.ones(2), ember.ones(2), alpha=True)
     bools = ember.tensor([True, False])
     assert ember.add(bools, bools, alpha=True).tolist() == [True, False]
+    assert ember.add(bools, True, alpha=3).tolist() == [True, True]  # a bool number stays bool
+    assert ember.add(bools, True, alpha=0).dtype == ember.bool
     assert ember.add(ember.ones(2), ints, alpha=1.0).tolist() == [2.0, 3.0]
+    # a number input: the fused pass too, at float32 (as torch)
+    want = oracle(np.float32([2.5, 2.5]), S, np.float32([1, 2]), np.float32)
+    np.testing.assert_array_equal(ember.add(2.5, ember.tensor([1.0, 2.0]), alpha=S).numpy(), want)
 
 
 def test_errors_match_the_plain_ops():

@@ -340,7 +340,7 @@ template <typename M> static inline M fused_multiply_add(M a, M b, M c) {
 
 Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
                  const Tensor& out) {
-  if ((op != BinaryOp::add && op != BinaryOp::sub) || a.is_scalar) return nullptr;
+  if (op != BinaryOp::add && op != BinaryOp::sub) return nullptr;
   if (op == BinaryOp::sub) check_sub_operands(a, b);
   const ScalarType common = result_type({a, b});
   if (!is_floating(common)) return nullptr;

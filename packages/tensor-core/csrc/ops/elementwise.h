@@ -31,8 +31,8 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other);
 // add/sub with alpha != 1 on a floating common dtype, as torch's kernel: a + alpha * b in one
 // pass, fused (one rounding) where the target has FMA, in float32 for float16/bfloat16 with alpha
-// rounded to the dtype. Null for integral dtypes and a number `a` (the caller folds alpha into b,
-// exact for integers).
+// rounded to the dtype. Null for integral and bool dtypes (the caller folds alpha into b, exact
+// there).
 Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
                  const Tensor& out);
 #ifdef __FMA__

@@ -54,18 +54,17 @@ void check_alpha(ScalarType common, const Scalar& alpha) {
               "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
-// add/sub's alpha folds into `other` (other * alpha) before the op, computed in the op's common
-// dtype (add(x_float32, y_half, alpha=a) multiplies y in float32, as torch).
+// add/sub's alpha on integral and bool dtypes (floating ones take add_alpha): folded into `other`
+// (other * alpha) in the op's common dtype, exact in integer arithmetic.
 Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha) {
   if (!alpha || alpha.is_none()) return other;
   Scalar a = to_scalar(alpha);
   if (a.to_double() == 1.0) return other;
-  if (other.is_scalar) {
-    if (other.s.is_float() || a.is_float()) return Operand(Scalar::from_double(other.s.to_double() * a.to_double()));
-    return Operand(Scalar::from_int(other.s.to_int() * a.to_int()));
-  }
   const ScalarType common = result_type({input, other});
   if (common == ScalarType::Bool) a = Scalar::from_bool(a.to_double() != 0);  // stays bool
+  if (other.is_scalar)
+    return Operand(common == ScalarType::Bool ? Scalar::from_bool(other.s.to_int() && a.to_int())
+                                              : Scalar::from_int(other.s.to_int() * a.to_int()));
   return Operand(binary(BinaryOp::mul,
                         Operand(other.t->dtype == common ? other.t : to_dtype(other.t, common)),
                         Operand(a)));
