@@ -108,7 +108,8 @@ def test_dlpack_with_cupy_shares_device_memory():
     c *= 2  # on CuPy's stream; from_dlpack below orders it before ember's
     back = ember.from_dlpack(c)
     assert back.data_ptr() == x.data_ptr() and back.tolist() == [2.0 * i for i in range(10)]
-    s = cuda.ExternalStream(cupy.cuda.Stream(non_blocking=True).ptr)
+    side = cupy.cuda.Stream(non_blocking=True)  # kept alive: ember only borrows its handle
+    s = cuda.ExternalStream(side.ptr)
     with cuda.stream(s):
         y = ember.from_dlpack(cupy.ones((3, 4), dtype=cupy.float16))
         assert y.device.type == "cuda" and y.dtype == ember.float16 and y.sum().item() == 12.0
@@ -123,3 +124,39 @@ def test_dlpack_with_torch_cuda_tensors():
     assert t.is_cuda and t.data_ptr() == x.data_ptr() and t.tolist() == x.tolist()
     u = ember.from_dlpack(torch.arange(4, device="cuda"))
     assert u.device.type == "cuda" and u.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_vectorised_binary_kernels_match_the_cpu(dtype):
+    """add/sub/mul (and add/sub with alpha) of contiguous same-shape operands take the 16-byte
+    kernels of ember.cuda._vector_kernels: every size around the vector width and the block, the
+    integers wrapping, misaligned views falling back, all as the CPU computes."""
+    import numpy as np
+
+    from ember.cuda import _vector_kernels
+
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(5)
+    kind = np.dtype(dtype).kind
+    for n in (0, 1, 3, 4, 5, 17, 255, 256, 1023, 1024, 1025, 4099, 100_003):
+        if kind == "f":
+            a, b = rng.standard_normal(n), rng.standard_normal(n)
+        else:
+            info = np.iinfo(dtype)  # extremes, so that sums and products wrap
+            a, b = rng.integers(info.min, info.max, n), rng.integers(info.min, info.max, n)
+        x = ember.from_numpy(a.astype(dtype))
+        y = ember.from_numpy(b.astype(dtype))
+        for op in (ember.add, ember.sub, ember.mul):
+            got = op(x.cuda(), y.cuda())
+            assert got.cpu().numpy().tobytes() == op(x, y).numpy().tobytes(), (op, n)
+        if kind == "f":  # fused: one rounding, as the CPU's add_alpha
+            got = ember.sub(x.cuda(), y.cuda(), alpha=0.3)
+            np.testing.assert_array_equal(got.cpu().numpy(), ember.sub(x, y, alpha=0.3).numpy())
+        if n > 4:  # a view one element in: not 16-byte aligned, so CuPy's own kernel
+            got = ember.add(x.cuda()[1:], y.cuda()[1:])
+            np.testing.assert_array_equal(got.cpu().numpy(), ember.add(x[1:], y[1:]).numpy())
+    xa = cupy.arange(8, dtype=dtype)
+    assert _vector_kernels.binary("add", xa, xa, cupy.empty_like(xa))
+    assert not _vector_kernels.binary("add", xa[1:], xa[1:], cupy.empty_like(xa[1:]))
+    assert not _vector_kernels.binary("add", xa, xa[:1], cupy.empty_like(xa))  # broadcasting
+    assert not _vector_kernels.binary("add", xa, xa.astype("float16"), cupy.empty_like(xa))

@@ -85,7 +85,9 @@ class _on_current_stream:
         streams = _state["streams"]
         key = (device, handle)
         if key not in streams:
-            streams[key] = mod.cuda.ExternalStream(handle, device) if handle else None
+            with warnings.catch_warnings():  # CuPy 14 deprecates it for Stream.from_external,
+                warnings.simplefilter("ignore", DeprecationWarning)  # which older ones lack
+                streams[key] = mod.cuda.ExternalStream(handle, device) if handle else None
         stream = streams[key]
         self.ctx = (mod.cuda.Device(device), stream)
 
@@ -182,10 +184,11 @@ def _widen(bits):
     return (bits.astype(numpy.uint32) << numpy.uint32(16)).view(numpy.float32)
 
 
-def _narrow(values):
+def _narrow(values, mod=None):
     """float32 values -> bf16 bits: round to nearest even, NaN kept a quiet NaN of the same sign
-    and leading payload (the CPU's float_to_bf16_bits, bit for bit)."""
-    mod = xp()
+    and leading payload (the CPU's float_to_bf16_bits, bit for bit). `mod`: the array module
+    (default: the backend's)."""
+    mod = mod or xp()
     x = mod.asarray(values, dtype=numpy.float32).view(numpy.uint32)
     u = numpy.uint32
     rounded = (x + u(0x7FFF) + ((x >> u(16)) & u(1))) >> u(16)
@@ -355,6 +358,17 @@ def _run_meta(name: str, args, kwargs):
         return fn(*stand, **{k: _stand_in(v) for k, v in kwargs.items()})
 
 
+def _fill_value(value, dtype):
+    """`value` to fill an array of `dtype` with: itself, or for a float -0.0 a 0-d array of it.
+    CuPy's fill (behind full, assigning a number and asarray of a number) writes zeros with a
+    memset for any value == 0, which would drop the sign; a 0-d array is copied element-wise."""
+    if (isinstance(value, (float, numpy.floating)) and value == 0 and math.copysign(1, value) < 0
+            and numpy.dtype(dtype).kind == "f" and xp() is not numpy):
+        bits = numpy.dtype(f"u{numpy.dtype(dtype).itemsize}")
+        return xp().full((), 1 << (8 * bits.itemsize - 1), dtype=bits).view(dtype)
+    return value
+
+
 def _number(a):
     """A CPU 0-d tensor joining a CUDA op becomes its number."""
     if _is_tensor(a) and a.get_device() < 0:
@@ -364,20 +378,26 @@ def _number(a):
 
 def _operand(a, dtype):
     """An operand as an array of `dtype` (tensors: a view, cast if needed; numbers: 0-d)."""
-    mod = xp()
     npd = _np_dtype(dtype)
     a = _number(a)
     if _is_tensor(a):
         v = view(a)
         return v if v.dtype == npd else v.astype(npd)
-    return mod.asarray(a, dtype=npd)
+    return _scalar_array(a, npd)
+
+
+def _scalar_array(value, dtype):
+    """A 0-d array of `dtype` holding the number `value` (a -0.0 keeps its sign: _fill_value)."""
+    v = _fill_value(value, dtype)
+    return v if v is not value else xp().asarray(value, dtype=dtype)
 
 
 def _result(device: int, shape, dtype, value):
     """A new CUDA tensor holding `value` (an array of any dtype, broadcast to `shape`)."""
     out = empty(shape, dtype, device)
     if out.numel():
-        view(out)[...] = value
+        target = view(out)
+        target[...] = _fill_value(value, target.dtype)
     return out
 
 
@@ -420,8 +440,8 @@ def _scatter_add(target, index, values):
     _scatter_reduce(target, index, values, "add")
 
 
-# The dtypes CUDA's atomicAdd (so cupyx.scatter_add) takes.
-_ATOMIC_ADD = ("float32", "int32", "uint32", "uint64")
+# The dtypes CUDA's atomicAdd (so cupy.add.at) takes.
+_ATOMIC_ADD = ("float32", "float64", "int32", "uint32", "uint64")
 
 
 def _scatter_reduce(target, index, values, ufunc: str):
@@ -434,9 +454,12 @@ def _scatter_reduce(target, index, values, ufunc: str):
         getattr(numpy, ufunc).at(target, index, values)
         return
     if ufunc == "add" and target.dtype.name in _ATOMIC_ADD:
-        import cupyx
+        if hasattr(mod.add, "at"):  # CuPy >= 13; cupyx.scatter_add is deprecated since
+            mod.add.at(target, index, values)
+        else:
+            import cupyx
 
-        cupyx.scatter_add(target, index, values)
+            cupyx.scatter_add(target, index, values)
         return
     _segmented_scatter(target, index, values, ufunc)
 
@@ -465,6 +488,31 @@ def _segmented_scatter(target, index, values, ufunc: str):
 
 
 # ---- element-wise ops: from the op table (op_table.h) ---------------------------------------
+
+
+_FLOOR_DIVIDE_KERNEL: list = []
+
+
+def _floor_divide(a, b):
+    """floor_divide as the CPU kernel (math::floor_divide, torch's div_floor): floats through
+    fmod, so an infinite dividend gives NaN where CuPy's floor(a / b) gives an infinity, and a
+    zero quotient takes the sign of a / b. NumPy's floor_divide already computes so; on CuPy a
+    kernel does (float16 in float32, as the CPU's opmath)."""
+    mod = xp()
+    if mod is numpy or a.dtype.kind != "f":
+        return mod.floor_divide(a, b)
+    if not _FLOOR_DIVIDE_KERNEL:
+        _FLOOR_DIVIDE_KERNEL.append(mod.ElementwiseKernel("T a, T b", "T r", """
+            if (b == 0) { r = a / b; } else {
+              T m = fmod(a, b), div = (a - m) / b;
+              if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
+              if (div != 0) { T fl = floor(div); r = div - fl > (T)0.5 ? fl + 1 : fl; }
+              else { r = copysign((T)0, a / b); }
+            }""", "ember_floor_divide"))
+    if a.dtype == numpy.float16:
+        wide = _FLOOR_DIVIDE_KERNEL[0](a.astype(numpy.float32), mod.asarray(b, numpy.float32))
+        return wide.astype(numpy.float16)
+    return _FLOOR_DIVIDE_KERNEL[0](a, b)
 
 
 def _trunc_divide(a, b):
@@ -539,11 +587,14 @@ def _identity_for_integers(fn_name: str) -> Callable:
     return fn
 
 
-def _x(name: str) -> Callable:
+def _x(name: str, vectorised: str | None = None) -> Callable:
     """The ufunc xp.<name>, looked up when called (xp changes with the backend). It can write
-    straight into the result (`out=`), saving a pass over memory."""
+    straight into the result (`out=`), saving a pass over memory. `vectorised`: the op of
+    _vector_kernels that computes the same where its operands qualify (faster on a GPU)."""
 
     def fn(*a, out=None):
+        if vectorised and out is not None and _vector_kernels.binary(vectorised, *a, out):
+            return out
         return getattr(xp(), name)(*a, out=out)
 
     fn.writes_out = True
@@ -569,9 +620,10 @@ ELEMENTWISE: dict[str, Callable] = {
     "isfinite": _x("isfinite"), "signbit": _x("signbit"), "logical_not": _x("logical_not"),
     "bitwise_not": _x("invert"),
     # binary
-    "add": _x("add"), "sub": _x("subtract"), "mul": _x("multiply"), "div": _x("true_divide"),
-    "floor_divide": _x("floor_divide"), "div_trunc": _trunc_divide, "remainder": _remainder,
-    "fmod": _x("fmod"), "pow": _power, "maximum": _x("maximum"), "minimum": _x("minimum"),
+    "add": _x("add", "add"), "sub": _x("subtract", "sub"), "mul": _x("multiply", "mul"),
+    "div": _x("true_divide"), "floor_divide": _floor_divide, "div_trunc": _trunc_divide,
+    "remainder": _remainder, "fmod": _x("fmod"), "pow": _power, "maximum": _x("maximum"),
+    "minimum": _x("minimum"),
     "atan2": _x("arctan2"), "hypot": _x("hypot"), "copysign": _x("copysign"), "xlogy": _xlogy,
     "logaddexp": _x("logaddexp"), "logaddexp2": _x("logaddexp2"), "fmax": _x("fmax"),
     "fmin": _x("fmin"), "eq": _x("equal"), "ne": _x("not_equal"), "lt": _x("less"),
@@ -616,7 +668,7 @@ def _elementwise(name: str, args, kwargs):
         out = empty(shape, meta.dtype, device)
         if "alpha" in kwargs and kwargs["alpha"] != 1:
             if out.numel():
-                view(out)[...] = _add_alpha(name, ops, kwargs["alpha"])
+                _add_alpha(name, ops, kwargs["alpha"], view(out))
             return out
         if out.numel():
             fn = ELEMENTWISE[name]
@@ -628,17 +680,20 @@ def _elementwise(name: str, args, kwargs):
     return out
 
 
-def _add_alpha(name: str, ops, alpha):
-    """add/sub's `a + alpha * b` as the CPU core computes it (add_alpha): integers exactly
+def _add_alpha(name: str, ops, alpha, out) -> None:
+    """out = add/sub's `a + alpha * b` as the CPU core computes it (add_alpha): integers exactly
     (wrapping), floats fused into one rounding with alpha in the dtype, float16 in float32."""
     a, b = ops
     if a.dtype.kind not in "f":
         product = b * xp().asarray(alpha).astype(a.dtype)  # wraps, as the CPU's cast
-        return a + product if name == "add" else a - product
+        out[...] = a + product if name == "add" else a - product
+        return
     w = float(a.dtype.type(alpha))  # rounded to the dtype
+    w = w if name == "add" else -w
     if a.dtype == numpy.float16:
-        a, b = a.astype(numpy.float32), b.astype(numpy.float32)
-    return _fused_multiply_add(b, w if name == "add" else -w, a)
+        out[...] = _fused_multiply_add(b.astype(numpy.float32), w, a.astype(numpy.float32))
+    elif not _vector_kernels.binary("fma", a, b, out, w):
+        out[...] = _fused_multiply_add(b, w, a)
 
 
 _FMA_KERNEL: list = []
@@ -733,9 +788,10 @@ def _fill(name: str, args, kwargs):
         else:
             cpu = _C.full([], value, dtype=dst.dtype)  # the CPU's range check of `value`
             if _is_bf16(dst):  # and its conversion: the bits of the CPU's bf16 value
-                _bits(dst)[...] = _narrow(cpu.item())
+                _bits(dst)[...] = int(_narrow(cpu.item(), numpy))
             else:
-                view(dst)[...] = value
+                target = view(dst)
+                target[...] = _fill_value(value, target.dtype)
     return dst
 
 
@@ -1115,6 +1171,7 @@ def dispatch(name: str, args: tuple, kwargs: dict):
 # The nn kernels (convolution, pooling, losses, norms, embedding), the ops driven by index
 # tensors, the shape ops that move elements (roll, repeat_interleave, ...), the sorting/searching/
 # scan ops and the rest (addmm & co., lerp, samplers, ...) live in their own modules.
+from ember.cuda import _vector_kernels  # noqa: E402
 from ember.cuda._bf16_ops import _NATIVE_BF16, _has_bf16, _in_float32  # noqa: E402
 from ember.cuda._index_ops import INDEX_OPS  # noqa: E402  (they use the helpers above)
 from ember.cuda._linalg_ops import LINALG_OPS  # noqa: E402
