@@ -1,17 +1,15 @@
-"""Autograd over CUDA tensors, on ember.cuda's simulated devices (the host backend: device memory
-is host memory and ops run through NumPy, along the same dispatch path CuPy takes on a GPU)."""
+"""Autograd over CUDA tensors: on a GPU, and where there is none on ember.cuda's simulated
+devices (the host backend: device memory is host memory and ops run through NumPy, along the
+same dispatch path CuPy takes on a GPU)."""
 
 import numpy as np
 import pytest
 
 import ember
-from ember import cuda
 from ember.autograd import gradcheck, gradgradcheck
-from ember.cuda._testing import devices
+from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
 
-pytestmark = pytest.mark.skipif(
-    cuda.is_available(), reason="runs on the simulated devices; a real GPU has its own tests"
-)
+pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -6,13 +6,10 @@ where there is no GPU (ember.cuda._testing)."""
 import pytest
 
 import ember
-from ember import cuda
 from ember.autograd import gradcheck, gradgradcheck
-from ember.cuda._testing import devices
+from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
 
-pytestmark = pytest.mark.skipif(
-    cuda.is_available(), reason="runs on the simulated devices; a real GPU has its own tests"
-)
+pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -6,13 +6,10 @@ import numpy as np
 import pytest
 
 import ember
-from ember import cuda
 from ember.autograd import gradcheck
-from ember.cuda._testing import devices
+from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
 
-pytestmark = pytest.mark.skipif(
-    cuda.is_available(), reason="runs on the simulated devices; a real GPU has its own tests"
-)
+pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
 LA = ember.linalg
 CUDA0 = ember.device("cuda", 0)

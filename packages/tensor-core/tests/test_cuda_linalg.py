@@ -150,8 +150,8 @@ def test_composites_of_vectors_and_products():
     v, M = data(3), data(3, 4, seed=1)
     check(LA.multi_dot, [v, M, data(4, 2, seed=2), data(2, seed=3)], exact=False)
     check(LA.multi_dot, [M.mT, M, M.mT], exact=False)
-    check(LA.vander, v)
-    check(LA.vander, data(2, 3), N=4)
+    check(LA.vander, v, exact=False)  # powers: a GPU multiplies in another order
+    check(LA.vander, data(2, 3), N=4, exact=False)
     check(LA.cross, data(2, 3), data(2, 3, seed=1), exact=False)
     check(ember.cross, data(3, 2), data(3, 2, seed=1), exact=False)
     check(LA.vecdot, M, M, exact=False)

@@ -17,7 +17,15 @@ import numpy
 from ember import _C
 from ember._shape import _broadcast_with_core_message
 from ember.cuda import _ops as base
-from ember.cuda._ops import _on_current_stream, _result, _scatter_add, device_of, view, xp
+from ember.cuda._ops import (
+    _fill_value,
+    _on_current_stream,
+    _result,
+    _scatter_add,
+    device_of,
+    view,
+    xp,
+)
 
 _INT_INDEX = ("int64", "int32", "int16", "int8", "uint8")
 
@@ -267,7 +275,7 @@ def _scatter_into(target, d: int, index, src, reduce, device: int, include_self:
             s = _device_array(src, device).reshape(_shape1(src))
             s = s[tuple(slice(0, n) for n in idx.shape)]
         else:
-            s = mod.full(idx.shape, src, dtype=a.dtype)
+            s = mod.full(idx.shape, _fill_value(src, a.dtype), dtype=a.dtype)
         if reduce is None:
             a[_open_key(idx, d)] = s
             return target
@@ -456,7 +464,7 @@ def _index_fill(name, args, kwargs):
         idx = _checked(_device_array(index, device).reshape(-1), size,
                        lambda v: IndexError(f"index {v} is out of bounds for dimension {d} "
                                             f"with size {size}"))
-        v = base._number(value)
+        v = _fill_value(base._number(value), a.dtype)
         if a.ndim == 0:
             if idx.size:
                 a[...] = v
@@ -545,11 +553,13 @@ def _masked_fill(name, args, kwargs):
         v = base._number(value.cpu() if base._is_tensor(value) else value)
         if inplace:
             a = view(self)
-            a[xp().broadcast_to(m, a.shape)] = v
+            a[xp().broadcast_to(m, a.shape)] = _fill_value(v, a.dtype)
             return self
         a = xp().broadcast_to(view(self), shape)
-        return _result(device, shape, self.dtype,
-                       xp().where(m, xp().asarray(v).astype(a.dtype), a))
+        fill = _fill_value(v, a.dtype)
+        if fill is v:
+            fill = xp().asarray(v).astype(a.dtype)  # the number cast as the CPU casts it
+        return _result(device, shape, self.dtype, xp().where(m, fill, a))
 
 
 def _masked_select(name, args, kwargs):
