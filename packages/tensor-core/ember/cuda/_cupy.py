@@ -1,9 +1,8 @@
 """Routing CuPy's device allocations through ember's caching allocator (cupy.cuda.set_allocator).
 
-Not yet run on a GPU: this is the path the design takes for GPU kernels (CuPy's kernels over
-memory that ember's allocator owns, so that ``ember.cuda.memory_stats`` sees every device byte),
-written against CuPy's documented allocator interface and guarded so that it raises a clear error
-where CuPy or a GPU is missing. ember's tensors do not live on the GPU yet.
+CuPy's kernels run over memory that ember's allocator owns (tensors' storages, and CuPy's own
+temporaries through this hook), so ``ember.cuda.memory_stats`` sees every device byte. Written
+against CuPy's documented allocator interface; run on a GPU with CuPy 14 (docs/cuda.md).
 """
 
 from __future__ import annotations
