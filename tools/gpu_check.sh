@@ -7,7 +7,8 @@
 # Needs python3 with NumPy, CuPy, pytest (+ pytest-xdist, pytest-timeout) and scipy-openblas32;
 # PyTorch, where installed, is the benchmarks' peer. Writes build.log, bench_*.log/json and
 # tests_*.log into LOGDIR and prints a summary last. The benchmarks run first (they are the
-# figures); the tests get the time that is left. EMBER_PREBUILT=path/to/_C.so skips the build. Extra arguments replace the default test
+# figures); the tests get the time that is left. EMBER_PREBUILT=path/to/_C.so skips the build
+# (tools/dev_build.sh). Extra arguments replace the default test
 # selection (every CUDA test file), e.g. `-k scatter`, and are passed to each package's pytest.
 set -uo pipefail
 logs="$(mkdir -p "$1" && cd "$1" && pwd)"
@@ -15,24 +16,11 @@ budget="${2:-540}"
 shift $(($# < 2 ? $# : 2))
 start=$SECONDS
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${TMPDIR:-/tmp}/ember-gpu"
-mkdir -p "$build/lib/ember" "$build/tmp"
-
 nvidia-smi -L 2>&1 | tee "$logs/device.log"
-if [ -n "${EMBER_PREBUILT:-}" ]; then  # an ember/_C*.so built elsewhere for this Python
-  cp "$EMBER_PREBUILT" "$build/lib/ember/"
-else (cd "$root/packages/tensor-core" && EMBER_BUILD_JOBS="$(nproc)" python3 setup.py -q build_ext \
-  --build-lib "$build/lib" --build-temp "$build/tmp" >"$logs/build.log" 2>&1) || {
-  grep -E "error" "$logs/build.log" | head -40
-  exit 1
-}
-fi
-for f in "$root"/packages/tensor-core/ember/*; do
-  case "$f" in *.so) continue ;; esac
-  ln -sfn "$f" "$build/lib/ember/$(basename "$f")"
-done
+lib="$("$root/tools/dev_build.sh" gpu)" || exit 1
+cp "${TMPDIR:-/tmp}/ember-dev-gpu/build.log" "$logs/" 2>/dev/null
 echo "built in $((SECONDS - start)) s"
-export PYTHONPATH="$build/lib:$root/packages/autograd:$root/packages/nn:$root/packages/data${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$lib:$root/packages/autograd:$root/packages/nn:$root/packages/data${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 python3 - <<'EOF' 2>&1 | tee -a "$logs/device.log"
 import cupy, numpy, ember, ember.cuda
