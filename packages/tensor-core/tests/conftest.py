@@ -72,3 +72,22 @@ def recording_hook():
         yield calls
     finally:
         ember._C._set_autograd_hook(old)
+
+
+@pytest.fixture
+def recorded_calls():
+    """Installs an autograd hook that records each call whole, (name, fn, args, kwargs), and runs
+    it with grad mode off."""
+    calls = []
+
+    def hook(name, fn, args, kwargs):
+        calls.append((name, fn, args, kwargs))
+        with ember.no_grad():
+            return fn(*args, **kwargs)
+
+    old = ember._C._get_autograd_hook()
+    ember._C._set_autograd_hook(hook)
+    try:
+        yield calls
+    finally:
+        ember._C._set_autograd_hook(old)

@@ -782,21 +782,6 @@ def test_parity_with_torch(torch, rng):
 # the autograd hook
 
 
-@pytest.fixture
-def recorded_calls():
-    calls = []
-
-    def hook(name, fn, args, kwargs):
-        calls.append((name, fn, args, kwargs))
-        with ember.no_grad():
-            return fn(*args, **kwargs)
-
-    old = ember._C._get_autograd_hook()
-    ember._C._set_autograd_hook(hook)
-    yield calls
-    ember._C._set_autograd_hook(old)
-
-
 def test_autograd_hook_receives_canonical_calls(recorded_calls):
     x = ember.tensor([[1.0, 2.0, 0.5], [3.0, 5.0, 4.0]]).requires_grad_()
     C = ember._C
