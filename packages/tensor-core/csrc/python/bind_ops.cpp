@@ -12,6 +12,22 @@ py::module_* g_m = nullptr;
 
 Tensor opt_out(py::handle out) { return out.is_none() ? nullptr : expect_tensor(out, "op", "out"); }
 
+// Whether an out= tensor has another shape than the broadcast inputs (and is not one of them).
+// Then the caller computes a new result and write_out()s it, as torch's resize_output: the dtype
+// is checked first, and out takes the result's shape (with torch's warning when it held
+// elements) instead of the in-place shape error. The in-place forms (lerp_, nan_to_num_) pass
+// self as out and keep that error. A rare path (torch deprecates it), so the extra copy is fine.
+bool out_needs_resize(const Tensor& out, std::initializer_list<const Operand*> inputs) {
+  if (!out) return false;
+  Shape shape;
+  for (const Operand* in : inputs) {
+    if (!in || in->is_scalar) continue;
+    if (in->t == out) return false;
+    shape = broadcast_shapes(shape, in->t->sizes);
+  }
+  return out->sizes != shape;
+}
+
 bool any_grad(const Operand& a, const Operand& b) {
   return (!a.is_scalar && needs_grad(a.t)) || (!b.is_scalar && needs_grad(b.t));
 }
@@ -29,7 +45,9 @@ py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
   }
   if (out) {
     check_out_no_grad(out, name);
-    unary(op, x, out);
+    const Operand in(x);
+    if (out_needs_resize(out, {&in})) write_out(name, unary(op, x), out);
+    else unary(op, x, out);
     return py::reinterpret_borrow<py::object>(outh);
   }
   return wrap(unary(op, x));
@@ -106,7 +124,14 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
     // div(rounding_mode="trunc") is the private _C._div_trunc
     return redispatch(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
   }
-  if (out) check_out_no_grad(out, name);
+  if (out) {
+    check_out_no_grad(out, name);
+    if (out_needs_resize(out, {&a, &b})) {
+      Tensor r = fused_alpha(op, a, b, alpha, nullptr);
+      write_out(name, r ? r : binary(op, a, scale_alpha(a, b, alpha)), out);
+      return py::reinterpret_borrow<py::object>(outh);
+    }
+  }
   if (Tensor r = fused_alpha(op, a, b, alpha, out))
     return out ? py::reinterpret_borrow<py::object>(outh) : wrap(r);
   b = scale_alpha(a, b, alpha);
@@ -281,6 +306,11 @@ void register_ops(py::module_& m) {
     if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
     if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
     Tensor o = opt_out(out);
+    const Operand in(t);
+    if (out_needs_resize(o, {&in, l.get(), h.get()})) {
+      write_out("clamp", clamp(t, l.get(), h.get(), nullptr), o);
+      return py::reinterpret_borrow<py::object>(out);
+    }
     Tensor r = clamp(t, l.get(), h.get(), o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
   };
@@ -316,6 +346,11 @@ void register_ops(py::module_& m) {
       return redispatch_out("lerp", g_m->attr("lerp"), py::make_tuple(s, e, w), py::dict(), out);
     }
     Tensor o = opt_out(out);
+    const Operand start(ts), end(te);
+    if (out_needs_resize(o, {&start, &end, &ow})) {
+      write_out("lerp", lerp(ts, te, ow, nullptr), o);
+      return py::reinterpret_borrow<py::object>(out);
+    }
     Tensor r = lerp(ts, te, ow, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
   }, py::arg("input"), py::arg("end"), py::arg("weight"), py::kw_only(), py::arg("out") = py::none());
@@ -340,7 +375,14 @@ void register_ops(py::module_& m) {
     }
     double p = posinf.is_none() ? 0 : posinf.cast<double>(), n = neginf.is_none() ? 0 : neginf.cast<double>();
     Tensor o = opt_out(out);
-    Tensor r = nan_to_num(t, nan, posinf.is_none() ? nullptr : &p, neginf.is_none() ? nullptr : &n, o);
+    const double* pp = posinf.is_none() ? nullptr : &p;
+    const double* np = neginf.is_none() ? nullptr : &n;
+    const Operand in(t);
+    if (out_needs_resize(o, {&in})) {
+      write_out("nan_to_num", nan_to_num(t, nan, pp, np, nullptr), o);
+      return py::reinterpret_borrow<py::object>(out);
+    }
+    Tensor r = nan_to_num(t, nan, pp, np, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
   }, py::arg("input"), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none(),
      py::kw_only(), py::arg("out") = py::none());
@@ -368,6 +410,11 @@ void register_ops(py::module_& m) {
     }
     const double e = eps.is_none() ? -1.0 : eps.cast<double>();
     Tensor o = opt_out(out);
+    const Operand in(t);
+    if (out_needs_resize(o, {&in})) {
+      write_out("logit", logit(t, eps.is_none() ? nullptr : &e, nullptr), o);
+      return py::reinterpret_borrow<py::object>(out);
+    }
     Tensor r = logit(t, eps.is_none() ? nullptr : &e, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
   }, py::arg("input"), py::arg("eps") = py::none(), py::kw_only(), py::arg("out") = py::none());
