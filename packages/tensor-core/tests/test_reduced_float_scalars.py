@@ -1,7 +1,8 @@
 """float16/bfloat16 ops with a number (or 0-d tensor) operand, computed as torch's CPU kernels do:
 
-* mul and div (also `number * x`, `x *= number`, `mul_`) take the number at its own float32 value
-  and round the result once (torch's original_scalar_value<opmath_t>);
+* mul and div (also `number * x`, `x *= number`, `mul_`, and the rounded divisions floor_divide
+  and div(rounding_mode="trunc"/"floor")) take the number at its own float32 value and round the
+  result once (torch's original_scalar_value<opmath_t>);
 * comparisons convert the number to the tensor's dtype first (`x_half < 0.1` compares with
   half(0.1));
 * lerp computes in float32, a number weight at its own value, rounding once;
@@ -47,6 +48,11 @@ CASES = {  # op(module, tensor) -> its value from the float32 values f of the te
                lambda f, d: rounded(f * np.float32(S), d)),
     "div": (lambda m, x: x / S, lambda f, d: rounded(f / np.float32(S), d)),
     "div_": (lambda m, x: x.clone().div_(S), lambda f, d: rounded(f / np.float32(S), d)),
+    "floor_divide": (lambda m, x: x // S, lambda f, d: rounded(np.floor_divide(f, np.float32(S)), d)),
+    "div_floor_": (lambda m, x: x.clone().div_(S, rounding_mode="floor"),
+                   lambda f, d: rounded(np.floor_divide(f, np.float32(S)), d)),
+    "div_trunc": (lambda m, x: m.div(x, S, rounding_mode="trunc"),
+                  lambda f, d: rounded(np.trunc(f / np.float32(S)), d)),
     "rdiv": (lambda m, x: S / x,
              lambda f, d: rounded(rounded(np.float32(1) / f, d) * np.float32(S), d)),
     "lt": (lambda m, x: x < 0.1, lambda f, d: f < rounded(np.float32(0.1), d)),

@@ -311,12 +311,13 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
       b.s.to_int() < 0)
     throw std::runtime_error("Integers to negative integer powers are not allowed.");
-  // float16/bfloat16 as torch's CPU kernels: multiplying or dividing by a number or a 0-d tensor
-  // takes its value in float32 (original_scalar_value<opmath_t>) and rounds the result once;
-  // comparisons run in float32 on operands converted to the common dtype (x_half < 0.1 compares
-  // with half(0.1)).
-  if ((op == BinaryOp::mul || op == BinaryOp::div) && is_reduced_float(common) &&
-      (b.is_scalar || b.t->dim() == 0))
+  // float16/bfloat16 as torch's CPU kernels: multiplying or dividing (rounded division too) by a
+  // number or a 0-d tensor takes its value in float32 (original_scalar_value<opmath_t>) and rounds
+  // the result once; comparisons run in float32 on operands converted to the common dtype
+  // (x_half < 0.1 compares with half(0.1)).
+  if ((op == BinaryOp::mul || op == BinaryOp::div || op == BinaryOp::floor_divide ||
+       op == BinaryOp::div_trunc) &&
+      is_reduced_float(common) && (b.is_scalar || b.t->dim() == 0))
     compute = ScalarType::Float32;
   const bool via_common = compute != common && (info.kind == OpKind::CMP ||
                                                 info.kind == OpKind::LOGICAL);

@@ -639,10 +639,14 @@ _COMPUTE_IN_INPUT_TYPE = {"PRED", "CMP", "LOGICAL", "INTEGRAL", "SAME"}
 _KIND = {row["name"]: row["kind"] for row in _C._op_table()}
 
 
+_AT_OWN_VALUE = {"mul", "div", "floor_divide", "div_trunc"}
+
+
 def _scalar_at_own_value(name: str, args) -> bool:
-    """torch's CPU kernels multiply and divide float16/bfloat16 tensors by a number or 0-d
-    tensor second operand at its own value in float32 (original_scalar_value<opmath_t>)."""
-    return (name in ("mul", "div", "mul_", "div_") and len(args) > 1
+    """torch's CPU kernels multiply and divide (rounded division too) float16/bfloat16 tensors by
+    a number or 0-d tensor second operand at its own value in float32
+    (original_scalar_value<opmath_t>)."""
+    return (name.rstrip("_") in _AT_OWN_VALUE and len(args) > 1
             and (not _is_tensor(args[1]) or args[1].dim() == 0))
 
 
