@@ -17,6 +17,8 @@ shift $(($# < 2 ? $# : 2))
 start=$SECONDS
 root="$(cd "$(dirname "$0")/.." && pwd)"
 nvidia-smi -L 2>&1 | tee "$logs/device.log"
+# AVX2 by default: native builds crashed on import on some GPU test machines (docs/architecture.md)
+export EMBER_CPU_BASELINE="${EMBER_CPU_BASELINE:-x86-64-v3}"
 lib="$("$root/tools/dev_build.sh" gpu)" || exit 1
 cp "${TMPDIR:-/tmp}/ember-dev-gpu/build.log" "$logs/" 2>/dev/null
 echo "built in $((SECONDS - start)) s"
