@@ -12,11 +12,8 @@ py::module_* g_m = nullptr;
 
 Tensor opt_out(py::handle out) { return out.is_none() ? nullptr : expect_tensor(out, "op", "out"); }
 
-// Whether an out= tensor has another shape than the broadcast inputs (and is not one of them).
-// Then the caller computes a new result and write_out()s it, as torch's resize_output: the dtype
-// is checked first, and out takes the result's shape (with torch's warning when it held
-// elements) instead of the in-place shape error. The in-place forms (lerp_, nan_to_num_) pass
-// self as out and keep that error. A rare path (torch deprecates it), so the extra copy is fine.
+// Whether an out= tensor has another shape than the broadcast inputs and is not one of them.
+// The in-place forms (lerp_, nan_to_num_) pass self as out and keep torch's in-place shape error.
 bool out_needs_resize(const Tensor& out, std::initializer_list<const Operand*> inputs) {
   if (!out) return false;
   Shape shape;
@@ -26,6 +23,21 @@ bool out_needs_resize(const Tensor& out, std::initializer_list<const Operand*> i
     shape = broadcast_shapes(shape, in->t->sizes);
   }
   return out->sizes != shape;
+}
+
+// A function's result under torch's out= rules: compute(out) writes into `out`, or makes a new
+// tensor without one. An out of another shape (out_needs_resize) gets a new result through
+// write_out, which checks the dtype first and then resizes out as torch's resize_output (with its
+// warning when it held elements): a rare, deprecated use, so the extra copy is fine.
+template <typename Compute>
+py::object with_out(const char* name, py::handle outh, const Tensor& out,
+                    std::initializer_list<const Operand*> inputs, Compute&& compute) {
+  if (out_needs_resize(out, inputs)) {
+    write_out(name, compute(Tensor()), out);
+    return py::reinterpret_borrow<py::object>(outh);
+  }
+  Tensor r = compute(out);
+  return out ? py::reinterpret_borrow<py::object>(outh) : wrap(std::move(r));
 }
 
 bool any_grad(const Operand& a, const Operand& b) {
@@ -43,14 +55,9 @@ py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
     if (out) check_out_no_grad(x, name);
     return redispatch_out(name, g_m->attr(name), py::make_tuple(xh), py::dict(), outh);
   }
-  if (out) {
-    check_out_no_grad(out, name);
-    const Operand in(x);
-    if (out_needs_resize(out, {&in})) write_out(name, unary(op, x), out);
-    else unary(op, x, out);
-    return py::reinterpret_borrow<py::object>(outh);
-  }
-  return wrap(unary(op, x));
+  if (out) check_out_no_grad(out, name);
+  const Operand in(x);
+  return with_out(name, outh, out, {&in}, [&](const Tensor& o) { return unary(op, x, o); });
 }
 
 py::object unary_inplace(UnaryOp op, py::handle selfh) {
@@ -124,22 +131,11 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
     // div(rounding_mode="trunc") is the private _C._div_trunc
     return redispatch(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
   }
-  if (out) {
-    check_out_no_grad(out, name);
-    if (out_needs_resize(out, {&a, &b})) {
-      Tensor r = fused_alpha(op, a, b, alpha, nullptr);
-      write_out(name, r ? r : binary(op, a, scale_alpha(a, b, alpha)), out);
-      return py::reinterpret_borrow<py::object>(outh);
-    }
-  }
-  if (Tensor r = fused_alpha(op, a, b, alpha, out))
-    return out ? py::reinterpret_borrow<py::object>(outh) : wrap(r);
-  b = scale_alpha(a, b, alpha);
-  if (out) {
-    binary(op, a, b, out);
-    return py::reinterpret_borrow<py::object>(outh);
-  }
-  return wrap(binary(op, a, b));
+  if (out) check_out_no_grad(out, name);
+  return with_out(name, outh, out, {&a, &b}, [&](const Tensor& o) {
+    if (Tensor r = fused_alpha(op, a, b, alpha, o)) return r;
+    return binary(op, a, scale_alpha(a, b, alpha), o);
+  });
 }
 
 py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
@@ -305,14 +301,9 @@ void register_ops(py::module_& m) {
     std::unique_ptr<Operand> l, h;
     if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
     if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
-    Tensor o = opt_out(out);
     const Operand in(t);
-    if (out_needs_resize(o, {&in, l.get(), h.get()})) {
-      write_out("clamp", clamp(t, l.get(), h.get(), nullptr), o);
-      return py::reinterpret_borrow<py::object>(out);
-    }
-    Tensor r = clamp(t, l.get(), h.get(), o);
-    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+    return with_out("clamp", out, opt_out(out), {&in, l.get(), h.get()},
+                    [&](const Tensor& o) { return clamp(t, l.get(), h.get(), o); });
   };
   m.def("clamp", clamp_fn, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(),
         py::kw_only(), py::arg("out") = py::none());
@@ -345,14 +336,9 @@ void register_ops(py::module_& m) {
       if (grad && !out.is_none()) out_with_grad("lerp");
       return redispatch_out("lerp", g_m->attr("lerp"), py::make_tuple(s, e, w), py::dict(), out);
     }
-    Tensor o = opt_out(out);
     const Operand start(ts), end(te);
-    if (out_needs_resize(o, {&start, &end, &ow})) {
-      write_out("lerp", lerp(ts, te, ow, nullptr), o);
-      return py::reinterpret_borrow<py::object>(out);
-    }
-    Tensor r = lerp(ts, te, ow, o);
-    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+    return with_out("lerp", out, opt_out(out), {&start, &end, &ow},
+                    [&](const Tensor& o) { return lerp(ts, te, ow, o); });
   }, py::arg("input"), py::arg("end"), py::arg("weight"), py::kw_only(), py::arg("out") = py::none());
   defm("lerp", py::cpp_function([](py::handle self, py::handle e, py::handle w) {
     return g_m->attr("lerp")(self, e, w);
@@ -374,16 +360,11 @@ void register_ops(py::module_& m) {
                             py::make_tuple(x, nan, posinf, neginf), py::dict(), out);
     }
     double p = posinf.is_none() ? 0 : posinf.cast<double>(), n = neginf.is_none() ? 0 : neginf.cast<double>();
-    Tensor o = opt_out(out);
     const double* pp = posinf.is_none() ? nullptr : &p;
     const double* np = neginf.is_none() ? nullptr : &n;
     const Operand in(t);
-    if (out_needs_resize(o, {&in})) {
-      write_out("nan_to_num", nan_to_num(t, nan, pp, np, nullptr), o);
-      return py::reinterpret_borrow<py::object>(out);
-    }
-    Tensor r = nan_to_num(t, nan, pp, np, o);
-    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+    return with_out("nan_to_num", out, opt_out(out), {&in},
+                    [&](const Tensor& o) { return nan_to_num(t, nan, pp, np, o); });
   }, py::arg("input"), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none(),
      py::kw_only(), py::arg("out") = py::none());
   defm("nan_to_num", py::cpp_function([](py::handle self, double nan, py::object posinf, py::object neginf) {
@@ -409,14 +390,9 @@ void register_ops(py::module_& m) {
       return redispatch_out("logit", g_m->attr("logit"), py::make_tuple(x, eps), py::dict(), out);
     }
     const double e = eps.is_none() ? -1.0 : eps.cast<double>();
-    Tensor o = opt_out(out);
     const Operand in(t);
-    if (out_needs_resize(o, {&in})) {
-      write_out("logit", logit(t, eps.is_none() ? nullptr : &e, nullptr), o);
-      return py::reinterpret_borrow<py::object>(out);
-    }
-    Tensor r = logit(t, eps.is_none() ? nullptr : &e, o);
-    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+    return with_out("logit", out, opt_out(out), {&in},
+                    [&](const Tensor& o) { return logit(t, eps.is_none() ? nullptr : &e, o); });
   }, py::arg("input"), py::arg("eps") = py::none(), py::kw_only(), py::arg("out") = py::none());
   defm("logit", py::cpp_function([](py::handle self, py::object eps) {
     return g_m->attr("logit")(self, eps);
