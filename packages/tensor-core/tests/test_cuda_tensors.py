@@ -115,6 +115,16 @@ def test_negative_zero_fills_keep_their_sign(dtype):
         np.testing.assert_array_equal(got, want)
 
 
+def test_out_of_range_number_operands_wrap_as_on_the_cpu():
+    """A number beyond an integer tensor's range is cast as the CPU casts it (int8 + 300 adds
+    44), where NumPy 2's asarray(300, int8) would raise."""
+    x = ember.tensor([1, -5, 100], dtype=ember.int8)
+    mask = ember.tensor([True, False, True])
+    for fn in (lambda t: t + 300, lambda t: t * 1000,
+               lambda t: t.masked_fill(mask.to(t.device), 300)):
+        np.testing.assert_array_equal(host(fn(x.cuda())), fn(x).numpy())
+
+
 def test_factories_on_the_device():
     assert host(ember.zeros(2, 3, device="cuda")).tolist() == [[0.0] * 3] * 2
     np.testing.assert_array_equal(host(ember.full((2,), 7, device="cuda")), [7, 7])

@@ -21,6 +21,7 @@ from ember.cuda._ops import (
     _fill_value,
     _on_current_stream,
     _result,
+    _scalar_array,
     _scatter_add,
     device_of,
     view,
@@ -556,10 +557,7 @@ def _masked_fill(name, args, kwargs):
             a[xp().broadcast_to(m, a.shape)] = _fill_value(v, a.dtype)
             return self
         a = xp().broadcast_to(view(self), shape)
-        fill = _fill_value(v, a.dtype)
-        if fill is v:
-            fill = xp().asarray(v).astype(a.dtype)  # the number cast as the CPU casts it
-        return _result(device, shape, self.dtype, xp().where(m, fill, a))
+        return _result(device, shape, self.dtype, xp().where(m, _scalar_array(v, a.dtype), a))
 
 
 def _masked_select(name, args, kwargs):

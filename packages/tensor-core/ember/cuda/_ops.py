@@ -387,9 +387,13 @@ def _operand(a, dtype):
 
 
 def _scalar_array(value, dtype):
-    """A 0-d array of `dtype` holding the number `value` (a -0.0 keeps its sign: _fill_value)."""
+    """A 0-d array of `dtype` holding the number `value`, converted as the CPU casts it (an
+    integer out of range wraps: int8 + 300 adds 44) on the host, so one copy to the device. A -0.0
+    keeps its sign (_fill_value)."""
     v = _fill_value(value, dtype)
-    return v if v is not value else xp().asarray(value, dtype=dtype)
+    if v is not value:
+        return v
+    return xp().asarray(numpy.asarray(value).astype(dtype))
 
 
 def _result(device: int, shape, dtype, value):

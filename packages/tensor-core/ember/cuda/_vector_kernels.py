@@ -89,7 +89,8 @@ def binary(op: str, x, y, out, w: float = 0.0) -> bool:
     if type(out) is numpy.ndarray or type(x) is not type(out) or type(y) is not type(out):
         return False
     dt = out.dtype
-    if dt.name not in _TYPES or (op == "fma" and dt.kind != "f"):
+    name = dt.name
+    if name not in _TYPES or (op == "fma" and dt.kind != "f"):
         return False
     shape = out.shape
     if not (_eligible(out, shape, dt) and _eligible(x, shape, dt) and _eligible(y, shape, dt)):
@@ -99,5 +100,5 @@ def binary(op: str, x, y, out, w: float = 0.0) -> bool:
         return True
     per_thread = 16 // dt.itemsize
     blocks = max(-(-(n // per_thread) // _BLOCK), 1)
-    _kernel(op, dt.name)((blocks,), (_BLOCK,), (x, y, out, dt.type(w), numpy.int64(n)))
+    _kernel(op, name)((blocks,), (_BLOCK,), (x, y, out, dt.type(w), numpy.int64(n)))
     return True
