@@ -188,3 +188,30 @@ def test_embedding_bag_numpy():
     close(out, np.stack([wn[[0, 1, 4]].sum(0), wn[[2]].sum(0)]))
     with pytest.raises(ValueError, match="offsets has to be a 1D Tensor"):
         bag(ember.tensor([0, 1]))
+
+
+def test_interpolate_refuses_a_size_or_scale_of_another_rank():
+    """torch's ValueError; before, a 1-d input used the first size and dropped the rest."""
+    x = ember.ones(1, 1, 4)
+    with pytest.raises(ValueError, match="Input and output must have the same number of spatial "
+                                         "dimensions, but got input with spatial dimensions of "
+                                         r"\[4\] and output size of \(2, 3\)"):
+        F.interpolate(x, size=(2, 3))
+    with pytest.raises(ValueError, match="Input and scale_factor must have the same number"):
+        F.interpolate(x, scale_factor=(2.0, 3.0))
+    with pytest.raises(ValueError, match="output size of \\(5,\\)"):
+        F.interpolate(ember.ones(1, 1, 4, 4), size=(5,))
+    assert tuple(F.interpolate(x, size=(6,)).shape) == (1, 1, 6)
+    assert tuple(F.interpolate(ember.ones(1, 1, 4, 4), size=5).shape) == (1, 1, 5, 5)
+
+
+def test_threshold_keeps_nan_inputs_and_a_nan_threshold_keeps_everything():
+    """torch's kernel is `x <= threshold ? value : x`: comparisons with NaN are false."""
+    x = np.array([1.0, 2.0, -1.0, np.nan, 0.5], dtype=np.float32)
+    for thr in (0.5, float("nan"), float("inf"), -float("inf")):
+        ref = np.where(x <= thr, -4.0, x).astype(np.float32)
+        close(F.threshold(ember.from_numpy(x), thr, -4.0), ref)
+        y = ember.from_numpy(x.copy())
+        F.threshold(y, thr, -4.0, inplace=True)
+        close(y, ref)
+        close(nn.Threshold(thr, -4.0)(ember.from_numpy(x)), ref)

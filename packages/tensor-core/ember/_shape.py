@@ -10,6 +10,7 @@ results and error messages follow PyTorch.
 from __future__ import annotations
 
 import builtins
+import os
 import warnings
 
 from ember import _C
@@ -119,9 +120,15 @@ def atleast_3d(*tensors):
 
 
 def _atleast(tensors, n: int):
-    single = len(tensors) == 1 and isinstance(tensors[0], _C.Tensor)
+    """torch's atleast_nd: one tensor gives a tensor; several, or one list, give a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], _C.Tensor):
+        return _atleast_each(tensors, n)[0]
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    return tuple(_atleast_each(tensors, n))
+
+
+def _atleast_each(tensors, n: int) -> list:
     res = []
     for t in tensors:
         if n == 1:
@@ -136,12 +143,12 @@ def _atleast(tensors, n: int):
             elif t.dim() == 2:
                 t = t.unsqueeze(-1)
         res.append(t)
-    return res[0] if single else tuple(res)
+    return res
 
 
 def hstack(tensors, *, out=None):
     """cat along dim 1 (dim 0 for 1-d inputs), after atleast_1d."""
-    tensors = _atleast(tuple(_tensor_list(tensors, "hstack")), 1)
+    tensors = _atleast_each(_tensor_list(tensors, "hstack"), 1)
     if not tensors:
         raise RuntimeError("hstack expects a non-empty TensorList")
     dim = 0 if tensors[0].dim() == 1 else 1
@@ -150,7 +157,7 @@ def hstack(tensors, *, out=None):
 
 def vstack(tensors, *, out=None):
     """cat along dim 0 after atleast_2d."""
-    tensors = _atleast(tuple(_tensor_list(tensors, "vstack")), 2)
+    tensors = _atleast_each(_tensor_list(tensors, "vstack"), 2)
     if not tensors:
         raise RuntimeError("vstack expects a non-empty TensorList")
     return _C.cat(list(tensors), 0, out=out)
@@ -161,7 +168,7 @@ row_stack = vstack
 
 def dstack(tensors, *, out=None):
     """cat along dim 2 after atleast_3d."""
-    tensors = _atleast(tuple(_tensor_list(tensors, "dstack")), 3)
+    tensors = _atleast_each(_tensor_list(tensors, "dstack"), 3)
     if not tensors:
         raise RuntimeError("dstack expects a non-empty TensorList")
     return _C.cat(list(tensors), 2, out=out)
@@ -192,6 +199,22 @@ def _narrow_pieces(tensor, sizes, dim):
     return tuple(pieces)
 
 
+_BYTES_PER_PIECE = 256  # a view's Python object and TensorImpl, at the least
+
+
+def _check_piece_count(op: str, pieces: int) -> None:
+    """Refuses a split into more views than this machine's memory can hold (torch fails the
+    same calls allocating its vector of results); building them would only exhaust memory."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # no sysconf: assume a large machine
+        memory = 1 << 40
+    if pieces * _BYTES_PER_PIECE > memory:
+        raise RuntimeError(
+            f"{op}: the result would hold {pieces} tensors, more than this machine's memory "
+            f"({memory} bytes) can hold")
+
+
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Views of `tensor` along `dim`: pieces of split_size (the last may be smaller) or of the
     given sizes."""
@@ -210,6 +233,7 @@ def split(tensor, split_size_or_sections, dim: int = 0):
         )
     if n == 0:
         return (tensor.narrow(dim, 0, 0),)
+    _check_piece_count("split", -(-n // size))
     return _pieces("split_with_sizes", _narrow_pieces, tensor,
                    [min(size, n - s) for s in range(0, n, size)], dim)
 
@@ -242,6 +266,7 @@ def chunk(input, chunks: int, dim: int = 0):
     dim = _wrap(dim, input.dim())
     n = input.shape[dim]
     if n == 0:
+        _check_piece_count("chunk", chunks)
         return tuple(input.narrow(dim, 0, 0) for _ in range(chunks))
     return split(input, (n + chunks - 1) // chunks, dim)
 
@@ -271,6 +296,7 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         sections = _int(ios)
         if sections <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        _check_piece_count("tensor_split", sections)
         base, extra = divmod(n, sections)
         pieces, start = [], 0
         for i in range(sections):

@@ -66,8 +66,17 @@ def _check_matrix(A, op: str, arg: str = "A") -> None:
         raise RuntimeError(f"{op}: The input tensor {arg} must have at least 2 dimensions.")
 
 
-def _check_float(A, op: str) -> None:
-    if A.dtype.name in ("float16", "bfloat16"):
+# Ops whose float16/bfloat16 refusal is torch's NotImplementedError naming its kernel (the
+# LAPACK primitives' entries are in csrc/ops/linalg_lapack.cpp); the others raise RuntimeError.
+_LOW_PRECISION_KERNEL = {"linalg.svd": "linalg_svd_cpu"}
+
+
+def _check_float(A, op: str, low_precision: bool = False) -> None:
+    """A is a float (or, with `low_precision`, also a float16/bfloat16) tensor, as torch's op."""
+    if A.dtype.name in ("float16", "bfloat16") and not low_precision:
+        if op in _LOW_PRECISION_KERNEL:
+            raise NotImplementedError(
+                f'"{_LOW_PRECISION_KERNEL[op]}" not implemented for \'{A.dtype._torch_name}\'')
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype._torch_name}")
     if not A.dtype.is_floating_point:
         raise RuntimeError(
@@ -125,7 +134,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     """Matrix norms: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2 over the two dims `dim`."""
     op = "linalg.matrix_norm"
     _check_matrix(A, op)
-    _check_float(A, op)
+    _check_float(A, op, low_precision=True)  # 'nuc' and +-2 go through svdvals, which refuses
     if isinstance(dim, int) or len(dim) != 2:
         got = dim if isinstance(dim, int) else " ".join(str(d) for d in dim)
         raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {got}")
@@ -658,7 +667,9 @@ def matrix_exp(A):
 
     op = "linalg.matrix_exp"
     _check_square(A, op)
-    _check_float(A, op)
+    _check_float(A, op, low_precision=True)
+    if A.dtype.name in ("float16", "bfloat16"):  # torch takes them: computed in float32
+        return matrix_exp(A.float()).to(A.dtype)
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()

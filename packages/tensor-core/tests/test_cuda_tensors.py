@@ -120,9 +120,15 @@ def test_out_of_range_number_operands_wrap_as_on_the_cpu():
     44), where NumPy 2's asarray(300, int8) would raise."""
     x = ember.tensor([1, -5, 100], dtype=ember.int8)
     mask = ember.tensor([True, False, True])
-    for fn in (lambda t: t + 300, lambda t: t * 1000,
-               lambda t: t.masked_fill(mask.to(t.device), 300)):
+    for fn in (lambda t: t + 300, lambda t: t * 1000, lambda t: t.masked_fill(mask.to(t.device), -3)):
         np.testing.assert_array_equal(host(fn(x.cuda())), fn(x).numpy())
+    # A fill value the dtype cannot hold is refused on both devices, as torch's fills do.
+    for t in (x, x.cuda()):
+        for fill in (lambda t: t.masked_fill(mask.to(t.device), 300),
+                     lambda t: t.index_fill(0, ember.tensor([0], device=t.device), -300.5),
+                     lambda t: t.scatter(0, ember.tensor([0], device=t.device), 1e9)):
+            with pytest.raises(RuntimeError, match="cannot be converted to type int8 without overflow"):
+                fill(t)
 
 
 def test_factories_on_the_device():

@@ -36,8 +36,16 @@ struct Scalar {
   }
   // Conversion for creating data (ember.tensor, full, fill_): refuses values the target type
   // cannot hold, as PyTorch does, instead of wrapping (and instead of the undefined behaviour of
-  // converting NaN or an out-of-range double to an integer).
-  template <typename T> T to_checked() const {
+  // converting NaN or an out-of-range double to an integer). `float_range` also refuses finite
+  // values beyond a float type's largest, as PyTorch's fill_, full, masked_fill, index_fill and
+  // scatter do (its tensor() from a list rounds them to inf instead); inf and NaN pass.
+  template <typename T> T to_checked(bool float_range = false) const {
+    if constexpr (!std::is_integral_v<T>) {
+      const double d = to_double();
+      if (float_range && std::isfinite(d) && std::fabs(d) > largest_finite(scalar_type_of<T>()))
+        throw std::runtime_error(std::string("value cannot be converted to type ") +
+                                 dtype_name(scalar_type_of<T>()) + " without overflow");
+    }
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       // PyTorch's rule (c10 `overflows`): floats must lie in [min, max] (NaN never does);
       // integers must fit, except that negative ones may wrap into unsigned types.
@@ -56,6 +64,14 @@ struct Scalar {
       if (!ok) throw std::runtime_error(std::string("value cannot be converted to type ") + dtype_name(scalar_type_of<T>()) + " without overflow");
     }
     return to<T>();
+  }
+  static double largest_finite(ScalarType t) {
+    switch (t) {
+      case ScalarType::Float16: return 65504.0;
+      case ScalarType::BFloat16: return 3.3895313892515355e38;
+      case ScalarType::Float32: return std::numeric_limits<float>::max();
+      default: return std::numeric_limits<double>::max();
+    }
   }
   // The dtype a Python scalar of this kind becomes as a tensor (float -> default dtype).
   ScalarType natural_dtype(ScalarType default_float) const {

@@ -28,16 +28,66 @@ Shape contiguous_strides(const Shape& sizes) {
   return strides;
 }
 
-static int64_t checked_numel(const Shape& sizes) {
-  int64_t n = 1;
+int64_t checked_numel(const Shape& sizes) {
+  uint64_t n = 1;
+  bool overflow = false;
   for (auto s : sizes) {
     EMBER_CHECK(s >= 0, std::runtime_error, "Trying to create tensor with negative dimension ", s,
                 ": ", shape_str(sizes));
-    if (s != 0 && n > (int64_t(1) << 60) / s)
-      throw ValueError(str_cat("tensor of size ", shape_str(sizes), " is too large"));
-    n *= s;
+    overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(s), &n);
   }
-  return n;
+  EMBER_CHECK(!overflow && n <= uint64_t(INT64_MAX), std::runtime_error,
+              "numel: integer multiplication overflow");
+  return static_cast<int64_t>(n);
+}
+
+// PyTorch's storage_max: a byte count must fit an int64 (and so a ptrdiff_t).
+static void check_storage_size(bool overflow, uint64_t nbytes, const Shape& sizes,
+                               const Shape* strides) {
+  if (!overflow && nbytes <= uint64_t(INT64_MAX)) return;
+  throw std::runtime_error(str_cat("Storage size calculation overflowed with sizes=",
+                                   shape_str(sizes),
+                                   strides ? " and strides=" + shape_str(*strides) : ""));
+}
+
+size_t contiguous_nbytes(const Shape& sizes, size_t itemsize) {
+  uint64_t n = 1;
+  bool overflow = false;
+  for (auto s : sizes) {
+    EMBER_CHECK(s >= 0, std::runtime_error, "Trying to create tensor with negative dimension ", s,
+                ": ", shape_str(sizes));
+    overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(s), &n);
+  }
+  overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(itemsize), &n);
+  check_storage_size(overflow, n, sizes, nullptr);
+  return static_cast<size_t>(n);
+}
+
+size_t strided_nbytes(const Shape& sizes, const Shape& strides, int64_t offset, size_t itemsize) {
+  EMBER_CHECK(sizes.size() == strides.size(), std::runtime_error, "mismatch in length of strides (",
+              strides.size(), ") and shape (", sizes.size(), ")");
+  EMBER_CHECK(offset >= 0, std::runtime_error, "Tensor: invalid storage offset ", offset);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EMBER_CHECK(sizes[i] >= 0, std::runtime_error,
+                "Trying to create tensor with negative dimension ", sizes[i], ": ",
+                shape_str(sizes));
+    EMBER_CHECK(strides[i] >= 0, std::runtime_error,
+                "as_strided: Negative strides are not supported at the moment, got strides: ",
+                shape_str(strides));
+  }
+  for (auto s : sizes)
+    if (s == 0) return 0;  // no element: no byte is reached, whatever the strides
+  uint64_t n = static_cast<uint64_t>(offset) + 1;
+  bool overflow = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    uint64_t span;
+    overflow |= __builtin_mul_overflow(static_cast<uint64_t>(strides[i]),
+                                       static_cast<uint64_t>(sizes[i] - 1), &span);
+    overflow |= __builtin_add_overflow(n, span, &n);
+  }
+  overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(itemsize), &n);
+  check_storage_size(overflow, n, sizes, &strides);
+  return static_cast<size_t>(n);
 }
 
 void TensorImpl::throw_not_on_cpu() const {
@@ -64,6 +114,7 @@ static Storage new_storage(size_t nbytes, Device device) {
 
 Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, int64_t offset,
                     ScalarType dtype) {
+  checked_numel(sizes);
   auto t = std::make_shared<TensorImpl>();
   t->storage = std::move(storage);
   t->sizes = sizes;
@@ -75,23 +126,17 @@ Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, i
 }
 
 Tensor empty(const Shape& sizes, ScalarType dtype, Device device) {
-  int64_t n = checked_numel(sizes);
-  return from_storage(new_storage(n * itemsize(dtype), device), sizes, contiguous_strides(sizes),
-                      0, dtype);
+  return from_storage(new_storage(contiguous_nbytes(sizes, itemsize(dtype)), device), sizes,
+                      contiguous_strides(sizes), 0, dtype);
 }
 
 Tensor empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device) {
   EMBER_CHECK(sizes.size() == strides.size(), std::runtime_error,
               "empty_strided: mismatch in length of strides (", strides.size(), ") and shape (",
               sizes.size(), ")");
-  int64_t n = checked_numel(sizes);
-  int64_t extent = n == 0 ? 0 : 1;
-  for (size_t i = 0; i < sizes.size() && n; ++i) {
-    EMBER_CHECK(strides[i] >= 0, std::runtime_error,
-                "empty_strided: negative strides are not supported");
-    extent += (sizes[i] - 1) * strides[i];
-  }
-  return from_storage(new_storage(extent * itemsize(dtype), device), sizes, strides, 0, dtype);
+  const size_t nbytes = strided_nbytes(sizes, strides, 0, itemsize(dtype));
+  checked_numel(sizes);  // before allocating: stride-0 dims may hold more elements than bytes
+  return from_storage(new_storage(nbytes, device), sizes, strides, 0, dtype);
 }
 
 Tensor empty_like(const Tensor& t, ScalarType dtype) {
@@ -127,13 +172,13 @@ static void grow_storage(StorageImpl& s, size_t nbytes) {
 
 void resize_(const Tensor& t, const Shape& shape, bool restride) {
   if (t->sizes == shape && !restride) return;
-  const int64_t n = checked_numel(shape);
-  if (n > 0) {  // an empty tensor needs no bytes, wherever its offset points
-    const size_t need = static_cast<size_t>(t->offset + n) * t->element_size();
-    if (t->storage->nbytes < need) grow_storage(*t->storage, need);
-  }
+  Shape strides = contiguous_strides(shape);
+  // An empty tensor needs no bytes, wherever its offset points.
+  const size_t need = strided_nbytes(shape, strides, t->offset, t->element_size());
+  checked_numel(shape);
+  if (t->storage->nbytes < need) grow_storage(*t->storage, need);
   t->sizes = shape;
-  t->strides = contiguous_strides(shape);
+  t->strides = std::move(strides);
 }
 
 void resize_output(const Tensor& out, const Shape& shape) {
@@ -144,7 +189,7 @@ Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked) {
   Tensor t = empty({}, dtype);
   dispatch_all(dtype, "scalar_tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    *t->data_as<T>() = checked ? s.to_checked<T>() : s.to<T>();
+    *t->data_as<T>() = checked ? s.to_checked<T>(/*float_range=*/true) : s.to<T>();
   });
   return t;
 }
@@ -161,7 +206,7 @@ Tensor wrapped_scalar(Scalar s, ScalarType dtype) {
 int64_t wrap_dim(int64_t d, int64_t ndim, bool allow_scalar) {
   if (ndim == 0 && allow_scalar) ndim = 1;
   if (ndim <= 0)
-    throw IndexError(str_cat("dimension specified as ", d, " but tensor has no dimensions"));
+    throw IndexError(str_cat("Dimension specified as ", d, " but tensor has no dimensions"));
   if (d < -ndim || d >= ndim)
     throw IndexError(str_cat("Dimension out of range (expected to be in range of [", -ndim, ", ",
                              ndim - 1, "], but got ", d, ")"));
@@ -169,34 +214,19 @@ int64_t wrap_dim(int64_t d, int64_t ndim, bool allow_scalar) {
 }
 
 // Every view must stay inside its storage: checked here, before anyone touches memory.
-static void check_view_bounds(const Tensor& base, const Shape& sizes, const Shape& strides,
-                              int64_t offset) {
-  EMBER_CHECK(sizes.size() == strides.size(), std::runtime_error, "mismatch in length of strides (",
-              strides.size(), ") and shape (", sizes.size(), ")");
-  EMBER_CHECK(offset >= 0, std::runtime_error, "negative storage offset ", offset);
-  int64_t lo = offset, hi = offset;
-  bool empty = false;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    EMBER_CHECK(sizes[i] >= 0, std::runtime_error, "negative size ", sizes[i], " in ",
-                shape_str(sizes));
-    if (sizes[i] == 0) empty = true;
-    EMBER_CHECK(strides[i] >= 0, std::runtime_error,
-                "as_strided: negative strides are not supported, got strides: ",
-                shape_str(strides));
-    hi += (sizes[i] - 1) * strides[i];
-  }
-  if (empty) return;
-  int64_t storage_elems = static_cast<int64_t>(base->storage->nbytes / itemsize(base->dtype));
-  if (hi >= storage_elems || lo < 0)
+void check_in_storage(const StorageImpl& storage, const Shape& sizes, const Shape& strides,
+                      int64_t offset, size_t itemsize) {
+  const size_t need = strided_nbytes(sizes, strides, offset, itemsize);
+  if (need > storage.nbytes)
     throw std::runtime_error(str_cat("setStorage: sizes ", shape_str(sizes), ", strides ",
                                      shape_str(strides), ", storage offset ", offset,
-                                     ", and itemsize ", itemsize(base->dtype),
-                                     " requiring a storage size of ", (hi + 1) * itemsize(base->dtype),
-                                     " are out of bounds for storage of size ",
-                                     base->storage->nbytes));
+                                     ", and itemsize ", itemsize, " requiring a storage size of ",
+                                     need, " are out of bounds for storage of size ",
+                                     storage.nbytes));
 }
 
 Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset) {
+  checked_numel(sizes);  // expand() and friends may ask for more elements than an int64 holds
   auto v = std::make_shared<TensorImpl>();
   v->storage = base->storage;
   v->sizes = sizes;
@@ -209,7 +239,7 @@ Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, i
 }
 
 Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset) {
-  check_view_bounds(t, sizes, strides, offset);
+  check_in_storage(*t->storage, sizes, strides, offset, t->element_size());
   return make_view(t, sizes, strides, offset);
 }
 
@@ -226,26 +256,25 @@ Tensor alias(const Tensor& t) {
 
 Shape infer_size(Shape sizes, int64_t numel) {
   int64_t known = 1, infer = -1;
+  bool overflow = false;  // the product of the sizes given does not fit: no numel can match it
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == -1) {
       EMBER_CHECK(infer < 0, std::runtime_error, "only one dimension can be inferred");
       infer = static_cast<int64_t>(i);
     } else {
       EMBER_CHECK(sizes[i] >= 0, std::runtime_error, "invalid shape dimension ", sizes[i]);
-      known *= sizes[i];
+      overflow |= __builtin_mul_overflow(known, sizes[i], &known);
     }
   }
-  if (infer >= 0) {
+  const bool fits = !overflow && (numel == known || (infer >= 0 && known > 0 && numel % known == 0));
+  if (fits && infer >= 0) {
     EMBER_CHECK(known != 0, std::runtime_error, "cannot reshape tensor of ", numel,
                 " elements into shape ", shape_str(sizes),
                 " because the unspecified dimension size -1 can be any value and is ambiguous");
-    if (numel % known == 0) sizes[infer] = numel / known;
-    else known = -1;
+    sizes[infer] = numel / known;
   }
-  if (known < 0 || (infer < 0 && known != numel) || (infer >= 0 && sizes[infer] * known != numel)) {
-    Shape shown = sizes;
-    if (infer >= 0) shown[infer] = -1;
-    throw std::runtime_error(str_cat("shape '", shape_str(shown), "' is invalid for input of size ",
+  if (!fits) {
+    throw std::runtime_error(str_cat("shape '", shape_str(sizes), "' is invalid for input of size ",
                                      numel));
   }
   return sizes;
@@ -431,9 +460,20 @@ Tensor flatten(const Tensor& t, int64_t start, int64_t end) {
 
 Tensor unflatten(const Tensor& t, int64_t d, const Shape& sizes) {
   int64_t n = t->dim();
-  d = wrap_dim(d, n);
+  d = wrap_dim(d, n, /*allow_scalar=*/false);
   EMBER_CHECK(!sizes.empty(), std::runtime_error, "unflatten: sizes must be non-empty");
-  Shape inferred = infer_size(sizes, t->sizes[d]);
+  Shape inferred;
+  try {
+    inferred = infer_size(sizes, t->sizes[d]);
+  } catch (const std::runtime_error& e) {  // PyTorch's handle_unflatten_exception wording
+    if (std::string(e.what()).find("can be any value") != std::string::npos)
+      throw std::runtime_error(str_cat(
+          "unflatten: Provided size ", shape_str(sizes), " for dim ", d,
+          " is ambiguous: the unspecified dimension size -1 can be any value"));
+    throw std::runtime_error(str_cat("unflatten: Provided sizes ", shape_str(sizes),
+                                     " don't multiply up to the size of dim ", d, " (",
+                                     t->sizes[d], ") in the input tensor"));
+  }
   Shape out(t->sizes.begin(), t->sizes.begin() + d);
   out.insert(out.end(), inferred.begin(), inferred.end());
   out.insert(out.end(), t->sizes.begin() + d + 1, t->sizes.end());

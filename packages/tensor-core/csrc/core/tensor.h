@@ -111,7 +111,8 @@ void resize_(const Tensor& t, const Shape& shape, bool restride = false);
 // PyTorch's resize_output for out= tensors: resize_ when the shape differs.
 void resize_output(const Tensor& out, const Shape& shape);
 Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, int64_t offset, ScalarType dtype);
-// 0-d tensor holding s; `checked` refuses values the dtype cannot hold (creation, fill_).
+// 0-d tensor holding s; `checked` refuses values the dtype cannot hold, as PyTorch's fills
+// (fill_, full, masked_fill, index_fill, scatter with a value).
 Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked = false);
 Tensor wrapped_scalar(Scalar s, ScalarType dtype);  // same, marked as a wrapped Python number
 
@@ -146,6 +147,23 @@ void fill_(const Tensor& dst, Scalar value);
 using DeviceCopyFn = void (*)(const Tensor& dst, const Tensor& src);
 using DeviceFillFn = void (*)(const Tensor& dst, Scalar value);
 void set_device_copy_functions(DeviceCopyFn copy, DeviceFillFn fill);
+
+// ---- checked shape arithmetic (c10's safe_numerics) ----
+// Every size, stride and byte count that a caller can choose goes through these, so a hostile
+// shape raises PyTorch's error instead of wrapping around into a small extent that passes a
+// bounds check. Views check their numel (make_view, from_storage); storages their byte size.
+// numel of `sizes`: "Trying to create tensor with negative dimension" / "numel: integer
+// multiplication overflow".
+int64_t checked_numel(const Shape& sizes);
+// Bytes of a contiguous tensor of `sizes`: "Storage size calculation overflowed with sizes=...".
+size_t contiguous_nbytes(const Shape& sizes, size_t itemsize);
+// Bytes of storage that (sizes, strides, offset) reaches: 0 when it has no element, else
+// (offset + 1 + sum((size - 1) * stride)) * itemsize; "Storage size calculation overflowed with
+// sizes=... and strides=..." when that does not fit an int64. Refuses negative sizes/strides.
+size_t strided_nbytes(const Shape& sizes, const Shape& strides, int64_t offset, size_t itemsize);
+// PyTorch's setStorage check: the geometry lies inside `storage` (as_strided, set_, rebuilds).
+void check_in_storage(const StorageImpl& storage, const Shape& sizes, const Shape& strides,
+                      int64_t offset, size_t itemsize);
 
 // ---- shape helpers ----
 int64_t wrap_dim(int64_t d, int64_t ndim, bool allow_scalar = true);

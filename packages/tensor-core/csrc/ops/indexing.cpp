@@ -58,8 +58,11 @@ Tensor unalias(const Tensor& t, const Tensor& self) {
 
 Tensor as_1d(const Tensor& t) { return t->dim() == 0 ? view(t, {1}) : t; }
 
-// The 0-d tensor `value` in dtype `dt`, a source with zero strides.
-Tensor scalar_source(Scalar value, ScalarType dt) { return scalar_tensor(value, dt); }
+// The 0-d tensor `value` in dtype `dt`, a source with zero strides; a value `dt` cannot hold
+// raises, as PyTorch's fills do (uint8 masked_fill of -3.27 is an error, not 253).
+Tensor scalar_source(Scalar value, ScalarType dt) {
+  return scalar_tensor(value, dt, /*checked=*/true);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Advanced indexing
@@ -495,9 +498,9 @@ void index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tens
               shape_str(source->sizes));
   check_inplace_writable(self, "index_add_");
   Tensor idx = unalias(as_long(as_1d(index)), self);
-  if (auto bad = find_bad_index(idx, s->sizes[dim], false))
-    throw std::runtime_error(str_cat("index ", *bad, " is out of bounds for dimension ", dim,
-                                     " with size ", s->sizes[dim]));
+  if (auto bad = find_bad_index(idx, s->sizes[dim], false))  // IndexError, as torch's
+    throw IndexError(str_cat("index_add_(): index ", *bad, " is out of bounds for dimension ",
+                             dim, " with size ", s->sizes[dim]));
   Plan p = dim_put_plan(s, dim, idx, unalias(src, self));
   run_reduce(p, self->dtype, IndexReduce::Sum, alpha, "index_add_");
   self->bump_version();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -24,10 +25,28 @@ template <class F> decltype(auto) dispatch_lapack(ScalarType t, F&& f) {
   return f(double{});
 }
 
+// The primitives whose float16/bfloat16 refusal is torch's NotImplementedError naming its
+// kernel; the others (inv, slogdet, lstsq, ...) raise RuntimeError, as torch's do.
+const char* low_precision_kernel(const char* op) {
+  static const std::pair<const char*, const char*> kernels[] = {
+      {"linalg.det", "lu_cpu"},           {"linalg.solve", "lu_cpu"},
+      {"linalg.lu_factor", "lu_cpu"},     {"linalg.lu", "lu_cpu"},
+      {"linalg.cholesky", "cholesky_cpu"}, {"linalg.qr", "geqrf_cpu"},
+      {"linalg.svd", "linalg_svd_cpu"},   {"linalg.eigh", "linalg_eigh_cpu"},
+      {"linalg.solve_triangular", "triangular_solve_cpu"}};
+  for (const auto& [name, kernel] : kernels)
+    if (std::strcmp(name, op) == 0) return kernel;
+  return nullptr;
+}
+
 void check_dtype(const Tensor& A, const char* op) {
-  EMBER_CHECK(A->dtype != ScalarType::Float16 && A->dtype != ScalarType::BFloat16,
-              std::runtime_error, op, ": Low precision dtypes not supported. Got ",
-              torch_type_name(A->dtype));
+  if (A->dtype == ScalarType::Float16 || A->dtype == ScalarType::BFloat16) {
+    if (const char* kernel = low_precision_kernel(op))
+      throw NotImplementedError(
+          str_cat("\"", kernel, "\" not implemented for '", torch_type_name(A->dtype), "'"));
+    throw std::runtime_error(
+        str_cat(op, ": Low precision dtypes not supported. Got ", torch_type_name(A->dtype)));
+  }
   EMBER_CHECK(is_floating(A->dtype), std::runtime_error, op,
               ": Expected a floating point or complex tensor as input. Got ",
               torch_type_name(A->dtype));

@@ -262,6 +262,8 @@ Tensor tril_triu(const Tensor& x, int64_t k, bool upper, bool inplace) {
   }
   const int64_t nd = r->dim(), rows = r->sizes[nd - 2], cols = r->sizes[nd - 1];
   if (r->numel() == 0) return r;
+  // Any k beyond the matrix acts as the matrix's edge; clamping keeps i + k from overflowing.
+  k = std::clamp<int64_t>(k, -(rows + cols), rows + cols);
   const int64_t batch = r->numel() / (rows * cols);
   const int64_t es = static_cast<int64_t>(r->element_size());
   const int64_t rs = r->strides[nd - 2] * es, cs = r->strides[nd - 1] * es;
@@ -463,22 +465,38 @@ Tensor tri_indices(int64_t row, int64_t col, int64_t offset, bool upper, ScalarT
   EMBER_CHECK(col >= 0, std::runtime_error, "col must be non-negative, got", col);
   EMBER_CHECK(dtype == ScalarType::Int64 || dtype == ScalarType::Int32, NotImplementedError, "\"",
               name, "\" not implemented for '", torch_type_name(dtype), "'");
+  // Offsets beyond the matrix act as its edge; clamped, i + offset cannot overflow.
+  offset = std::clamp<int64_t>(offset, -row - 1, col);
   auto row_range = [&](int64_t i) {  // [j0, j1) of the kept columns in row i
     int64_t j0 = upper ? std::clamp<int64_t>(i + offset, 0, col) : 0;
     int64_t j1 = upper ? col : std::clamp<int64_t>(i + offset + 1, 0, col);
     return std::make_pair(j0, std::max(j0, j1));
   };
-  int64_t total = 0;
-  for (int64_t i = 0; i < row; ++i) {
-    auto [j0, j1] = row_range(i);
-    total += j1 - j0;
-  }
+  // The count in closed form (a loop over 2**62 rows would hang): tril keeps
+  // clamp(i + offset + 1, 0, col) of row i, triu col - clamp(i + offset, 0, col).
+  using wide = __int128;
+  auto kept_below = [&](wide n) -> wide {  // sum of clamp(x, 0, col) for x <= n
+    if (n <= 0) return 0;
+    if (n <= col) return n * (n + 1) / 2;
+    return wide(col) * (col + 1) / 2 + (n - col) * wide(col);
+  };
+  const wide a = upper ? wide(offset) : wide(offset) + 1;
+  const wide tril_like = kept_below(a + row - 1) - kept_below(a - 1);
+  const wide kept = upper ? wide(row) * col - tril_like : tril_like;
+  EMBER_CHECK(kept <= wide(INT64_MAX / 2), std::runtime_error,
+              "Storage size calculation overflowed with sizes=[2, ", static_cast<double>(kept), "]");
+  const int64_t total = static_cast<int64_t>(kept);
+  // Only rows that keep something are visited: tril's start at the first i with i + offset >= 0,
+  // triu's end before the first i with i + offset >= col.
+  const int64_t first_row = upper ? 0 : std::clamp<int64_t>(-offset, 0, row);
+  const int64_t end_row =
+      upper ? static_cast<int64_t>(std::clamp<wide>(wide(col) - offset, 0, row)) : row;
   Tensor out = empty({2, total}, dtype);
   dispatch_all(dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* r = out->data_as<T>();
     T* c = r + total;
-    for (int64_t i = 0; i < row; ++i) {
+    for (int64_t i = first_row; i < end_row; ++i) {
       auto [j0, j1] = row_range(i);
       for (int64_t j = j0; j < j1; ++j) *r++ = static_cast<T>(i), *c++ = static_cast<T>(j);
     }

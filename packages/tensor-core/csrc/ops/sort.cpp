@@ -336,6 +336,11 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
   EMBER_CHECK(k >= 0 && k <= n, std::runtime_error, "selected index k out of range");
   const Shape shape = with_dim_size(x, dim, k);
   Tensor values = empty(shape, x->dtype), indices = empty(shape, ScalarType::Int64);
+  if (x->dim() == 0) {  // a 0-d result holds one element whatever k is (0 or 1), as torch's
+    copy_(values, x);
+    fill_(indices, Scalar::from_int(0));
+    return {values, indices};
+  }
   if (values->numel() == 0) return {values, indices};
   const Rows L = rows_of(x, dim);
   check_row_length(L.n, "topk");

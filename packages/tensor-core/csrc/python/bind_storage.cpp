@@ -85,37 +85,10 @@ int64_t checked_index(const Storage& s, int64_t i) {
   return i;
 }
 
-std::string list_str(const Shape& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 // PyTorch's setStorage/as_strided checks, then re-points `self`.
 void set_storage(const Tensor& self, Storage storage, int64_t offset, const Shape& sizes,
                  const Shape& strides) {
-  EMBER_CHECK(sizes.size() == strides.size(), std::runtime_error,
-              "mismatch in length of strides and shape");
-  EMBER_CHECK(offset >= 0, std::runtime_error, "Tensor: invalid storage offset ", offset);
-  uint64_t extent = static_cast<uint64_t>(offset) + 1;  // in elements, PyTorch's formula
-  bool empty = false;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    EMBER_CHECK(sizes[i] >= 0, std::runtime_error, "Trying to create tensor with negative dimension ",
-                sizes[i], ": ", list_str(sizes));
-    EMBER_CHECK(strides[i] >= 0, std::runtime_error,
-                "as_strided: Negative strides are not supported at the moment, got strides: ",
-                list_str(strides));
-    if (sizes[i] == 0) empty = true;
-    extent += static_cast<uint64_t>(strides[i]) * static_cast<uint64_t>(sizes[i] - (sizes[i] > 0));
-  }
-  const uint64_t item = self->element_size();
-  const uint64_t need = empty ? 0 : extent * item;
-  if (need > storage->nbytes)
-    throw std::runtime_error(str_cat("setStorage: sizes ", list_str(sizes), ", strides ",
-                                     list_str(strides), ", storage offset ", offset,
-                                     ", and itemsize ", item, " requiring a storage size of ",
-                                     need, " are out of bounds for storage of size ",
-                                     storage->nbytes));
+  check_in_storage(*storage, sizes, strides, offset, self->element_size());
   self->storage = std::move(storage);
   self->sizes = sizes;
   self->strides = strides;

@@ -28,7 +28,21 @@ struct DataInfo {
   Shape shape;
   int category = -1;  // 0 bool, 1 int, 2 float
   ScalarType tensor_dtype = ScalarType::Undefined;  // when elements are tensors
+  // The depth of the elements (numbers, or the innermost dim of tensor elements): the same for
+  // all, or the data is ragged ([1, [2]] must raise, not fill a (2, 1) tensor).
+  int64_t leaf_depth = -1;
 };
+
+// A number or tensor element ending at `depth`: every element must end at the same depth.
+void check_leaf_depth(py::handle obj, size_t depth, DataInfo& info) {
+  const auto d = static_cast<int64_t>(depth);
+  if (info.leaf_depth < 0) info.leaf_depth = d;
+  if (info.leaf_depth != d || d < static_cast<int64_t>(info.shape.size()))
+    throw py::type_error(str_cat("not a sequence: expected a sequence of length ",
+                                 info.shape[std::min(depth, info.shape.size() - 1)], " at dim ",
+                                 std::min(depth, info.shape.size() - 1), ", got ",
+                                 std::string(py::str(py::type::of(obj).attr("__name__")))));
+}
 
 bool is_sequence(py::handle h) {
   return (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()) ||
@@ -46,6 +60,7 @@ void infer_data(py::handle obj, size_t depth, DataInfo& info) {
                                  depth, " (got ", s, ")"));
       ++depth;
     }
+    check_leaf_depth(obj, depth, info);
     info.tensor_dtype = promote_types(info.tensor_dtype, t->dtype);
     info.category = std::max(info.category, category(t->dtype));
     return;
@@ -53,9 +68,7 @@ void infer_data(py::handle obj, size_t depth, DataInfo& info) {
   if (is_number(obj)) {
     Scalar s = to_scalar(obj);
     info.category = std::max(info.category, s.is_bool() ? 0 : s.is_int() ? 1 : 2);
-    if (depth < info.shape.size())
-      throw ValueError(str_cat("expected sequence of length ", info.shape[depth], " at dim ",
-                               depth, " (got a number)"));
+    check_leaf_depth(obj, depth, info);
     return;
   }
   if (!is_sequence(obj))
@@ -63,6 +76,11 @@ void infer_data(py::handle obj, size_t depth, DataInfo& info) {
                                  std::string(py::str(py::type::of(obj).attr("__name__")))));
   py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
   int64_t n = static_cast<int64_t>(py::len(seq));
+  if (info.leaf_depth >= 0 && static_cast<int64_t>(depth) >= info.leaf_depth)
+    throw py::type_error(str_cat(
+        "'", std::string(py::str(py::type::of(obj).attr("__name__"))),
+        "' object cannot be interpreted as a number: expected a number at dim ", depth,
+        " like the elements before it"));
   if (depth >= info.shape.size()) {
     if (depth > info.shape.size())
       throw ValueError(str_cat("expected a number at dim ", depth, " but got a sequence"));

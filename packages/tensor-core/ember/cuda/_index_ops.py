@@ -18,6 +18,7 @@ from ember import _C
 from ember._shape import _broadcast_with_core_message
 from ember.cuda import _ops as base
 from ember.cuda._ops import (
+    _check_fill_range,
     _fill_value,
     _on_current_stream,
     _result,
@@ -190,12 +191,16 @@ def _gather_sizes(self, dim: int, index, src=None, scatter: bool = False):
                                f"{list(self.shape)} apart from dimension {dim}")
 
 
-def _dim_index(index, size: int, dim: int, device: int, negative: bool = False):
+def _dim_index(index, size: int, dim: int, device: int, negative: bool = False,
+               op: str | None = None):
     """An index tensor (0-d read as 1-d) as an int64 array on the device, checked against `size`
-    with the gather/scatter kernels' message."""
+    with the gather/scatter kernels' message (RuntimeError), or with `op` index_add's
+    (IndexError, as torch's)."""
+    def error(v):
+        message = f"index {v} is out of bounds for dimension {dim} with size {size}"
+        return RuntimeError(message) if op is None else IndexError(f"{op}(): {message}")
     return _checked(_device_array(index, device).astype(numpy.int64).reshape(_shape1(index)),
-                    size, lambda v: RuntimeError(f"index {v} is out of bounds for dimension {dim} "
-                                                 f"with size {size}"), negative)
+                    size, error, negative)
 
 
 def _index_select(name, args, kwargs):
@@ -276,6 +281,7 @@ def _scatter_into(target, d: int, index, src, reduce, device: int, include_self:
             s = _device_array(src, device).reshape(_shape1(src))
             s = s[tuple(slice(0, n) for n in idx.shape)]
         else:
+            _check_fill_range(src, target.dtype)
             s = mod.full(idx.shape, _fill_value(src, a.dtype), dtype=a.dtype)
         if reduce is None:
             a[_open_key(idx, d)] = s
@@ -397,7 +403,7 @@ def _index_add(name, args, kwargs):
     mod = xp()
     with _on_current_stream(device):
         a = view(target).reshape(_shape1(target))
-        idx = _dim_index(index, a.shape[d], d, device).reshape(-1)
+        idx = _dim_index(index, a.shape[d], d, device, op="index_add_").reshape(-1)
         s = view(src).reshape(_shape1(src))
         full = mod.broadcast_to(idx.reshape((1,) * d + (-1,) + (1,) * (s.ndim - d - 1)), s.shape)
         # float16 adds in float32 as the CPU kernel does (its opmath), alpha included
@@ -465,6 +471,7 @@ def _index_fill(name, args, kwargs):
         idx = _checked(_device_array(index, device).reshape(-1), size,
                        lambda v: IndexError(f"index {v} is out of bounds for dimension {d} "
                                             f"with size {size}"))
+        _check_fill_range(base._number(value), self.dtype)
         v = _fill_value(base._number(value), a.dtype)
         if a.ndim == 0:
             if idx.size:
@@ -552,6 +559,7 @@ def _masked_fill(name, args, kwargs):
     with _on_current_stream(device):
         m = _mask_array(mask, device, "masked_fill_")
         v = base._number(value.cpu() if base._is_tensor(value) else value)
+        _check_fill_range(v, self.dtype)
         if inplace:
             a = view(self)
             a[xp().broadcast_to(m, a.shape)] = _fill_value(v, a.dtype)

@@ -358,6 +358,12 @@ def _run_meta(name: str, args, kwargs):
         return fn(*stand, **{k: _stand_in(v) for k, v in kwargs.items()})
 
 
+def _check_fill_range(value, dtype) -> None:
+    """Raises the CPU's error for a fill value that `dtype` cannot hold (masked_fill, index_fill
+    and scatter refuse uint8 -3.27 or int8 300, as torch's do), by making the CPU's 0-d tensor."""
+    _C.full([], value, dtype=dtype)
+
+
 def _fill_value(value, dtype):
     """`value` to fill an array of `dtype` with: itself, or for a float -0.0 a 0-d array of it.
     CuPy's fill (behind full, assigning a number and asarray of a number) writes zeros with a

@@ -19,7 +19,8 @@ def relu_(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    out = ember.where(input > threshold, input, value)
+    # torch's kernel: x <= threshold ? value : x, so NaN inputs and a NaN threshold keep x
+    out = ember.where(input <= threshold, value, input)
     return input.copy_(out) if inplace else out
 
 

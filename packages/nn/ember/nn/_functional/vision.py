@@ -39,6 +39,17 @@ def _take(x, dim, idx):
     return out.reshape((idx.numel(),) + rest).movedim(0, dim)
 
 
+def _check_spatial(in_sz, given, what: str, letter: str) -> None:
+    """torch's check that a size or scale_factor sequence has one entry per spatial dim."""
+    if len(given) != len(in_sz):
+        shape = "of shape " if what == "scale_factor" else "of "
+        raise ValueError(
+            f"Input and {'output' if what == 'output size' else what} must have the same number "
+            f"of spatial dimensions, but got input with spatial dimensions of {list(in_sz)} and "
+            f"{what} {shape}{tuple(given)}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+            f"format and {what} in ({letter}1, {letter}2, ...,{letter}K) format.")
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     nsp = input.dim() - 2
@@ -50,9 +61,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     in_sz = tuple(input.shape[2:])
     if size is not None:
         out_sz = _ntuple(size, nsp)
+        _check_spatial(in_sz, out_sz, "output size", "o")
         scales = [None] * nsp
     else:
         sf = _ntuple(scale_factor, nsp)
+        _check_spatial(in_sz, sf, "scale_factor", "s")
         out_sz = tuple(int(math.floor(in_sz[i] * sf[i])) for i in range(nsp))
         scales = [None if recompute_scale_factor else sf[i] for i in range(nsp)]
     if mode in ("linear", "bilinear", "trilinear"):
