@@ -120,6 +120,16 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session
+def fuzz(session: nox.Session) -> None:
+    """The op fuzzer's long form: 100,000 random calls over ember's API in worker processes
+    (`-- --calls N --seed S`); compared with torch; fails on any crash or hang."""
+    install(session, present_packages(), "numpy", TORCH)
+    with session.chdir(ROOT / "packages" / "tensor-core"):
+        args = session.posargs or ["--calls", "100000"]
+        session.run("python", "tests/fuzz_ops.py", "--torch", *args)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the Python sources (configuration in ruff.toml)."""
     session.install("ruff")

@@ -14,6 +14,7 @@ import os
 import warnings
 
 from ember import _C
+from ember._checks import tensor_args
 
 __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
@@ -107,14 +108,17 @@ def _one_node(name, fn, requires_grad, *args):
     return fn(*args)
 
 
+@tensor_args("tensors")
 def atleast_1d(*tensors):
     return _atleast(tensors, 1)
 
 
+@tensor_args("tensors")
 def atleast_2d(*tensors):
     return _atleast(tensors, 2)
 
 
+@tensor_args("tensors")
 def atleast_3d(*tensors):
     return _atleast(tensors, 3)
 
@@ -215,6 +219,7 @@ def _check_piece_count(op: str, pieces: int) -> None:
             f"({memory} bytes) can hold")
 
 
+@tensor_args("tensor")
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Views of `tensor` along `dim`: pieces of split_size (the last may be smaller) or of the
     given sizes."""
@@ -238,6 +243,7 @@ def split(tensor, split_size_or_sections, dim: int = 0):
                    [min(size, n - s) for s in range(0, n, size)], dim)
 
 
+@tensor_args("tensor")
 def split_with_sizes(tensor, split_sizes, dim: int = 0):
     if tensor.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -257,6 +263,7 @@ def split_with_sizes(tensor, split_sizes, dim: int = 0):
     return _pieces("split_with_sizes", _narrow_pieces, tensor, sizes, dim)
 
 
+@tensor_args("input")
 def chunk(input, chunks: int, dim: int = 0):
     """At most `chunks` views of equal size ceil(n / chunks) (the last may be smaller)."""
     if input.dim() == 0:
@@ -271,6 +278,7 @@ def chunk(input, chunks: int, dim: int = 0):
     return split(input, (n + chunks - 1) // chunks, dim)
 
 
+@tensor_args("input")
 def tensor_split(input, indices_or_sections, dim: int = 0):
     """Views like np.array_split: `sections` near-equal pieces, or cuts before each index."""
     if input.dim() == 0:
@@ -329,6 +337,7 @@ def _split_along(name: str, input, ios, dim: int, min_dims: int):
     return tensor_split(input, ios, dim)
 
 
+@tensor_args("input")
 def hsplit(input, indices_or_sections):
     if input.dim() == 0:
         raise RuntimeError(
@@ -338,14 +347,17 @@ def hsplit(input, indices_or_sections):
     return _split_along("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
 
 
+@tensor_args("input")
 def vsplit(input, indices_or_sections):
     return _split_along("vsplit", input, indices_or_sections, 0, 2)
 
 
+@tensor_args("input")
 def dsplit(input, indices_or_sections):
     return _split_along("dsplit", input, indices_or_sections, 2, 3)
 
 
+@tensor_args("input")
 def unbind(input, dim: int = 0):
     """The slices along `dim`, as views, with `dim` removed."""
     if input.dim() == 0:
@@ -363,6 +375,7 @@ def _dims(x):
     return [x] if _is_int(x) else list(x)
 
 
+@tensor_args("input")
 def movedim(input, source, destination):
     """A view with the dims in `source` moved to the positions in `destination`."""
     src, dst = _dims(source), _dims(destination)
@@ -391,10 +404,12 @@ def movedim(input, source, destination):
 moveaxis = movedim
 
 
+@tensor_args("input")
 def swapaxes(input, axis0: int, axis1: int):
     return input.transpose(axis0, axis1)
 
 
+@tensor_args("input")
 def swapdims(input, dim0: int, dim1: int):
     return input.transpose(dim0, dim1)
 
@@ -438,10 +453,12 @@ def _broadcast_with_core_message(*shapes) -> tuple:
     return out
 
 
+@tensor_args("input")
 def broadcast_to(input, size):
     return input.expand(tuple(size))
 
 
+@tensor_args("tensors")
 def broadcast_tensors(*tensors):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
@@ -449,6 +466,7 @@ def broadcast_tensors(*tensors):
     return tuple(t.expand(shape) for t in tensors)
 
 
+@tensor_args("tensors")
 def meshgrid(*tensors, indexing: str | None = None):
     """Coordinate grids (views of the inputs) for 0-d/1-d tensors; 'ij' (matrix) or 'xy'
     (Cartesian) indexing."""
@@ -515,6 +533,7 @@ def _repeat(self, *sizes):
     return x.reshape(out_shape)
 
 
+@tensor_args("input")
 def tile(input, dims):
     """repeat, with `dims` padded with leading 1s to the input's rank."""
     dims = [_int(d) for d in (dims if not _is_int(dims) else [dims])]
@@ -523,18 +542,21 @@ def tile(input, dims):
     return _repeat(input, dims)
 
 
+@tensor_args("input")
 def fliplr(input):
     if input.dim() < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return _C.flip(input, (1,))
 
 
+@tensor_args("input")
 def flipud(input):
     if input.dim() < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return _C.flip(input, (0,))
 
 
+@tensor_args("input")
 def rot90(input, k: int = 1, dims=(0, 1)):
     """Rotates by 90 degrees k times in the plane of `dims` (from the first towards the second)."""
     dims = list(dims)
@@ -559,6 +581,7 @@ def rot90(input, k: int = 1, dims=(0, 1)):
 
 # ---- diagonals ----
 
+@tensor_args("input")
 def diag(input, diagonal: int = 0, *, out=None):
     """1-d input: a matrix with it on the `diagonal`-th diagonal; 2-d: a copy of that diagonal."""
     if input.dim() == 1:
@@ -568,10 +591,12 @@ def diag(input, diagonal: int = 0, *, out=None):
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
 
 
+@tensor_args("input")
 def diagflat(input, offset: int = 0):
     return _C.diag_embed(input.reshape(-1), offset, 0, 1)
 
 
+@tensor_args("input")
 def trace(input):
     """Sum of the main diagonal of a matrix (integers accumulate in int64)."""
     if input.dim() != 2:
@@ -581,6 +606,7 @@ def trace(input):
     return _C.diagonal(input, 0, 0, 1).sum()
 
 
+@tensor_args("input", "other")
 def kron(input, other, *, out=None):
     """The Kronecker product."""
     nd = max(input.dim(), other.dim())

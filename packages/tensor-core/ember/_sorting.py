@@ -7,10 +7,12 @@ from __future__ import annotations
 import builtins
 
 from ember import _C
+from ember._checks import tensor_args
 
 __all__ = ["allclose", "diff", "equal", "isclose", "msort"]
 
 
+@tensor_args("input")
 def msort(input, *, out=None):
     """Sorts ``input`` along its first dim: ``sort(input, dim=0).values``."""
     if out is not None:
@@ -37,6 +39,7 @@ def _cat(tensors, dim):
     return out
 
 
+@tensor_args("input")
 def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
     """The n-th forward difference along ``dim`` (``ne`` for bool), as torch.diff."""
     if input.dim() == 0:
@@ -85,6 +88,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
     return x
 
 
+@tensor_args("input", "other")
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| elementwise (exact equality always counts)."""
     if input.dtype != other.dtype:
@@ -106,11 +110,13 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _C.logical_or(close, _C.logical_and(_C.isfinite(actual), _C.le(actual, allowed)))
 
 
+@tensor_args("input", "other")
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when every element of ``input`` is close to ``other`` (see isclose)."""
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
+@tensor_args("input", "other")
 def equal(input, other) -> bool:
     """True when both tensors have the same shape and elements (NaN never equals)."""
     if tuple(input.shape) != tuple(other.shape):

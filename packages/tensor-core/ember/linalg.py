@@ -23,6 +23,7 @@ import collections
 import math
 
 from ember import _C
+from ember._checks import tensor_args
 from ember._shape import _broadcast_with_core_message
 
 __all__ = [
@@ -551,6 +552,7 @@ def _levi_civita(dtype):
     return _LEVI_CIVITA[dtype]
 
 
+@tensor_args("input", "other", op="linalg.cross")
 def cross(input, other, *, dim=-1, out=None):
     """The cross product of 3-vectors along `dim` (inputs broadcast)."""
     if input.dim() != other.dim():
@@ -760,6 +762,7 @@ def _legacy_qr(A, some=True, *, out=None):
     return _out("qr", _LegacyQR(*_C._linalg_qr(A, mode="reduced" if some else "complete")), out)
 
 
+@tensor_args("input", "other", op="cross")
 def _legacy_cross(input, other, dim=None, *, out=None):
     if dim is None:  # the first dimension of size 3 (deprecated in torch)
         shape = _broadcast_with_core_message(tuple(input.shape), tuple(other.shape))

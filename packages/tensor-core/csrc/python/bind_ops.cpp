@@ -325,6 +325,7 @@ void register_ops(py::module_& m) {
   py::setattr(cls, "clamp_", clamp_inplace);
   py::setattr(cls, "clip_", clamp_inplace);
   m.def("clamp_", [](py::handle self, py::handle lo, py::handle hi) {
+    expect_tensor(self, "clamp_", "input");  // TypeError for a non-tensor, as torch's parser
     return py::reinterpret_borrow<py::object>(py::type::handle_of(self)).attr("clamp_")(self, lo, hi);
   }, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
 
