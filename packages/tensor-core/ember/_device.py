@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 
 class device:  # noqa: N801 - PyTorch's name
     """A device: ``ember.device("cpu")``, ``ember.device("cuda", 0)``, ``"cuda:1"``."""
@@ -64,6 +66,13 @@ def _make_device(spec: str) -> device:
 class Size(tuple):
     """The shape of a tensor: a tuple of ints that prints as ``ember.Size([2, 3])``."""
 
+    def __new__(cls, sizes=()):
+        self = super().__new__(cls, sizes)
+        for s in self:
+            if type(s) is not int:  # torch's rule: ints, or what has __index__ (0-d tensors)
+                return super().__new__(cls, [_size_item(s, i) for i, s in enumerate(self)])
+        return self
+
     def __repr__(self) -> str:
         return f"ember.Size([{', '.join(str(s) for s in self)}])"
 
@@ -79,6 +88,14 @@ class Size(tuple):
 
     def __add__(self, other):
         return Size(tuple(self) + tuple(other))
+
+
+def _size_item(s, i: int) -> int:
+    try:
+        return operator.index(s)
+    except TypeError:
+        raise TypeError(f"ember.Size() takes an iterable of 'int' (item {i} is "
+                        f"'{type(s).__name__}')") from None
 
 
 class _Layout:

@@ -624,7 +624,8 @@ UNARY_REFS: dict[str, dict] = {
     "abs": dict(ref=np.abs, dtypes=NUMERIC_DTYPES, operator="abs(x)",
                 domain=Domain(int_lo=-9, int_hi=9)),
     "square": dict(ref=np.square, dtypes=NUMERIC_DTYPES),
-    "sign": dict(ref=np.sign, dtypes=NUMERIC_DTYPES),
+    "sign": dict(ref=lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype),
+                 dtypes=NUMERIC_DTYPES),  # torch's sign(NaN) is 0, NumPy's NaN
     "relu": dict(ref=_relu, dtypes=NUMERIC_DTYPES),
     "floor": dict(ref=_float_only(np.floor), dtypes=NUMERIC_DTYPES),
     "ceil": dict(ref=_float_only(np.ceil), dtypes=NUMERIC_DTYPES),

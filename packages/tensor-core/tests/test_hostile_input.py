@@ -10,6 +10,7 @@ every one of them instead of killing the test run at the first.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -327,3 +328,35 @@ def test_a_wrong_argument_type_is_a_type_error(call):
     AttributeError ('int' object has no attribute 'dim'), which `except TypeError` missed."""
     with pytest.raises(TypeError, match="must be Tensor|expected Tensor as element"):
         call()
+
+
+# ---- results that differed from torch's (found by the fuzzer) ---------------------------------
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16, ember.float32, ember.float64])
+def test_sign_of_nan_is_zero_as_torch(dtype):
+    x = ember.tensor([math.nan, -math.nan, 2.5, -0.5, 0.0, math.inf] * 7, dtype=dtype)
+    assert x.sign().float().tolist() == [0.0, 0.0, 1.0, -1.0, 0.0, 1.0] * 7
+    assert x.clone().sign_().float().tolist() == [0.0, 0.0, 1.0, -1.0, 0.0, 1.0] * 7
+
+
+def test_histogram_of_no_data_spans_zero_to_one():
+    hist, edges = ember.histogram(ember.ones(0), 2)
+    ref_hist, ref_edges = np.histogram(np.ones(0), 2)
+    np.testing.assert_array_equal(hist.numpy(), ref_hist)
+    np.testing.assert_array_equal(edges.numpy(), ref_edges)
+
+
+def test_every_empty_tensor_is_contiguous():
+    for t in (ember.zeros(2, 0, 3).transpose(0, 2), ember.zeros(2, 0, 4)[..., ::2],
+              ember.zeros(0, 3).t()):
+        assert t.is_contiguous()
+    assert not ember.zeros(2, 3).t().is_contiguous()
+
+
+def test_size_takes_ints_and_what_has_index():
+    assert ember.Size([ember.tensor(3), True, 2]) == (3, 1, 2)
+    assert all(type(s) is int for s in ember.Size([ember.tensor(3)]))
+    for bad in ([1.5], [ember.tensor([2, 3])], ["a"]):
+        with pytest.raises(TypeError, match="takes an iterable of 'int'"):
+            ember.Size(bad)

@@ -8,10 +8,11 @@
 namespace ember {
 
 bool TensorImpl::is_contiguous() const {
+  for (auto s : sizes)
+    if (s == 0) return true;  // no element: contiguous whatever the strides (torch)
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     if (sizes[d] == 1) continue;
-    if (sizes[d] == 0) return true;
     if (strides[d] != expected) return false;
     expected *= sizes[d];
   }

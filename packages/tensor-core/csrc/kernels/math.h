@@ -49,7 +49,7 @@ template <typename T> inline T abs(T x) {
 template <typename T> inline T sign(T x) {
   if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) return T(x > 0);
   else if constexpr (std::is_integral_v<T>) return T((x > 0) - (x < 0));
-  else return std::isnan(x) ? x : T((x > T(0)) - (x < T(0)));
+  else return T((x > T(0)) - (x < T(0)));  // torch's: NaN gives 0 (NumPy's gives NaN)
 }
 // The selects below go through blend (bit masks), not ?: on floats, so that their loops
 // vectorise; with ?: GCC emitted jumps that mispredict on random signs.

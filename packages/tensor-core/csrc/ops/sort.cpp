@@ -930,6 +930,8 @@ std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional
     if (range) {
       std::tie(lo, hi) = *range;
       EMBER_CHECK(lo <= hi, std::runtime_error, "torch.histogram(): max must be larger than min");
+    } else if (xc->numel() == 0) {
+      lo = 0, hi = 1;  // NumPy's and torch's range for no data
     } else {
       std::tie(lo, hi) = data_range(xc);
     }

@@ -590,6 +590,14 @@ def _erfinv_scalar(y: float) -> float:
     return x
 
 
+def _sign(x, out=None):
+    """torch's sign: NaN gives 0 (xp.sign gives NaN), as the CPU kernel."""
+    r = xp().sign(x, out=out)
+    if r.dtype.kind == "f":
+        r[xp().isnan(r)] = 0
+    return r
+
+
 def _identity_for_integers(fn_name: str) -> Callable:
     def fn(x):
         return x.copy() if x.dtype.kind in "biu" else getattr(xp(), fn_name)(x)
@@ -622,7 +630,7 @@ ELEMENTWISE: dict[str, Callable] = {
     "erf": _special("erf"), "erfc": _special("erfc"), "erfinv": _special("erfinv"),
     "sinc": lambda x: xp().sinc(x), "deg2rad": _x("deg2rad"), "rad2deg": _x("rad2deg"),
     "reciprocal": lambda x: 1 / x, "frac": lambda x: x - xp().trunc(x), "neg": _x("negative"),
-    "abs": _x("absolute"), "square": lambda x: x * x, "sign": _x("sign"),
+    "abs": _x("absolute"), "square": lambda x: x * x, "sign": _sign,
     "relu": lambda x: xp().where(x > 0, x, xp().zeros_like(x)) if x.dtype.kind != "f"
     else xp().maximum(x, x.dtype.type(0)),
     "floor": _identity_for_integers("floor"), "ceil": _identity_for_integers("ceil"),
