@@ -360,3 +360,16 @@ def test_size_takes_ints_and_what_has_index():
     for bad in ([1.5], [ember.tensor([2, 3])], ["a"]):
         with pytest.raises(TypeError, match="takes an iterable of 'int'"):
             ember.Size(bad)
+
+
+def test_extra_positional_arguments_are_refused_not_ignored():
+    x = ember.ones(2)
+    for op in ("zeros_like", "ones_like", "empty_like"):
+        with pytest.raises(TypeError, match=f"{op}\\(\\) takes 1 positional argument but 2"):
+            getattr(ember, op)(x, 3)
+    with pytest.raises(TypeError, match="full_like\\(\\) takes 2 positional arguments but 3"):
+        ember.full_like(x, 3, 4)
+    for method in ("contiguous", "is_contiguous"):  # memory_format is keyword-only (torch)
+        with pytest.raises(TypeError):
+            getattr(x, method)(3)
+    assert ember.full_like(x, 3).tolist() == [3.0, 3.0]

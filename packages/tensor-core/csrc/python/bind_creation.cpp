@@ -115,6 +115,10 @@ void register_creation(py::module_& m) {
 
   auto like = [](const char* name, int which) {
     return [name, which](const Tensor& x, py::args rest, py::kwargs kw) {
+      const size_t takes = which == 3 ? 2 : 1;  // full_like(input, fill_value)
+      EMBER_CHECK(rest.size() + 1 <= takes, py::type_error, name, "() takes ", takes,
+                  " positional argument", takes > 1 ? "s" : "", " but ", rest.size() + 1,
+                  " were given");
       auto f = parse_factory(kw, name);
       ScalarType dt = f.dtype == ScalarType::Undefined ? x->dtype : f.dtype;
       Tensor t = f.device_given && f.device != x->device() ? empty(x->sizes, dt, f.device)

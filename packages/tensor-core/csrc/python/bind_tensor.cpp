@@ -346,7 +346,7 @@ void register_tensor(py::module_& m) {
       .def("nelement", &TensorImpl::numel)
       .def("element_size", &TensorImpl::element_size)
       .def("is_contiguous", [](const Tensor& t, py::object) { return t->is_contiguous(); },
-           py::arg("memory_format") = py::none())
+           py::kw_only(), py::arg("memory_format") = py::none())
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t->dtype); })
       .def("is_complex", [](const Tensor&) { return false; })
       .def("is_signed", [](const Tensor& t) {
@@ -488,7 +488,7 @@ void register_tensor(py::module_& m) {
         if (needs_grad(self))
           return redispatch("clone", core_fn("_contiguous"), py::make_tuple(self), py::dict());
         return wrap(contiguous(self));
-      }, py::arg("memory_format") = py::none())
+      }, py::kw_only(), py::arg("memory_format") = py::none())
       .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
         EMBER_AUTOGRAD(needs_grad(self), "_getitem", self, index);
         return wrap(apply_index(self, index));
