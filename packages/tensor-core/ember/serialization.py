@@ -183,7 +183,12 @@ class _Pickler(_SaveMixin, pickle._Pickler):
 
 
 def _save_dtype(pickler: _Pickler, obj):
-    pickler._save_global_standin(_DTYPE_GLOBALS[_dtype_name(obj)])
+    standin = _DTYPE_GLOBALS[_dtype_name(obj)]
+    seen = pickler.memo.get(id(standin))
+    if seen is not None:  # a dtype saved before: pickle's save() looked up the dtype, not this
+        pickler.write(pickler.get(seen[0]))
+        return
+    pickler._save_global_standin(standin)
 
 
 _Pickler.dispatch[type(ember.float32)] = _save_dtype

@@ -426,6 +426,17 @@ def test_torch_file_on_disk_with_mmap(torch, tmp_path):
 
 
 @pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_same_dtype_twice(protocol):
+    # the pure-Python pickler (protocols 4, 5) memoized the dtype's stand-in twice
+    buf = io.BytesIO()
+    ember.save({"a": ember.float16, "b": ember.float16, "t": ember.ones(1, dtype=ember.float16)},
+               buf, pickle_protocol=protocol)
+    buf.seek(0)
+    r = ember.load(buf)
+    assert r["a"] is r["b"] is ember.float16 and r["t"].dtype == ember.float16
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
 def test_pickle_protocols(protocol, torch):
     buf = io.BytesIO()
     ember.save({"a": ember.arange(4.0), "s": "x"}, buf, pickle_protocol=protocol)
