@@ -41,6 +41,16 @@ _SETITEM_TYPES = (dict, collections.OrderedDict, collections.Counter)
 _BUILDABLE_TYPES = (collections.OrderedDict, collections.Counter)
 
 
+def describe(obj) -> str:
+    """An object from a file, for an error message: short, and never an error itself (the repr
+    of an int of 5000 digits raises ValueError; that of a tensor is long)."""
+    if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):
+        return repr(obj)  # an allowlisted global: a class or a function
+    if type(obj) is int:
+        return str(obj) if obj.bit_length() <= 64 else f"an int of {obj.bit_length()} bits"
+    return f"an object of type {type(obj).__name__}"
+
+
 class Policy:
     """What a load may resolve and do. ``globals_`` maps (module, name) to the object;
     ``callables`` are the objects REDUCE may call, ``constructible`` the classes NEWOBJ may
@@ -77,16 +87,13 @@ class Policy:
             "global if you trust this class/function.")
 
 
-class _Truncated(UnpicklingError):
-    pass
-
-
 class WeightsUnpickler:
     """``WeightsUnpickler(data, policy, persistent_load, encoding).load()``."""
 
     def __init__(self, data: bytes, policy: Policy, persistent_load: Callable[[Any], Any],
                  encoding: str = "ASCII"):
         self._file = io.BytesIO(data)
+        self._size = len(data)
         self.policy = policy
         self.persistent_load = persistent_load
         self.encoding = encoding
@@ -94,15 +101,14 @@ class WeightsUnpickler:
     # -- reading the opcode stream ------------------------------------------------------------
 
     def _read(self, n: int) -> bytes:
-        data = self._file.read(n)
-        if len(data) != n:
-            raise _Truncated("pickle data was truncated")
-        return data
+        if n > self._size - self._file.tell():  # also a length of 2**64 - 1, before any read
+            raise UnpicklingError("pickle data was truncated")
+        return self._file.read(n)
 
     def _readline(self) -> bytes:
         line = self._file.readline()
         if not line.endswith(b"\n"):
-            raise _Truncated("pickle data was truncated")
+            raise UnpicklingError("pickle data was truncated")
         return line[:-1]
 
     def _unpack(self, fmt: str) -> int:
@@ -332,7 +338,8 @@ class WeightsUnpickler:
         args = self._pop()
         func = self._top()
         if id(func) not in self.policy.callable_ids:
-            raise UnpicklingError(f"Trying to call reduce for unrecognized function {func!r}")
+            raise UnpicklingError("Trying to call reduce for unrecognized function "
+                                  f"{describe(func)}")
         if type(args) is not tuple:
             raise UnpicklingError(f"REDUCE: the arguments must be a tuple, got {type(args)}")
         self.stack[-1] = func(*args)
@@ -341,7 +348,7 @@ class WeightsUnpickler:
         if not isinstance(cls, type) or id(cls) not in self.policy.constructible_ids:
             raise UnpicklingError(
                 "Can only create new object for OrderedDict, Counter or classes allowlisted via "
-                f"`add_safe_globals` but got {cls!r}")
+                f"`add_safe_globals` but got {describe(cls)}")
         if type(args) is not tuple or type(kwargs) is not dict:
             raise UnpicklingError("NEWOBJ: the arguments must be a tuple (and a dict)")
         self.stack.append(cls.__new__(cls, *args, **kwargs))

@@ -480,7 +480,8 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     # torch's form for tensors carrying Python attributes: the attributes are dropped here.
     if not any(func is f for f in _REBUILD_FUNCTIONS):
         raise pickle.UnpicklingError(
-            f"_rebuild_from_type_v2: {func!r} is not a tensor rebuild function")
+            f"_rebuild_from_type_v2: {_weights_only.describe(func)} is not a tensor rebuild "
+            "function")
     if type(args) is not tuple:
         raise pickle.UnpicklingError("_rebuild_from_type_v2: the arguments must be a tuple")
     return func(*args)
@@ -668,7 +669,7 @@ def _persistent_load(pid, load_storage):
     if type(numel) is not int or numel < 0:
         raise pickle.UnpicklingError(
             "a storage's element count must be a non-negative int, got "
-            + (str(numel) if type(numel) is int else type(numel).__name__))
+            + _weights_only.describe(numel))
     storage = load_storage(key, numel, stype.dtype, location)
     return storage if stype.untyped else _StorageRef(storage, stype.dtype)
 
@@ -690,6 +691,8 @@ class _FullUnpickler(pickle.Unpickler):
 
 
 def _data_offset(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    if info.header_offset < 0:  # a central directory that points before the archive
+        raise zipfile.BadZipFile(f"Bad offset for file header of {info.filename}")
     zf.fp.seek(info.header_offset)
     header = zf.fp.read(30)
     if len(header) != 30 or header[:4] != b"PK\x03\x04":
