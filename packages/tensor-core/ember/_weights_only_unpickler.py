@@ -12,7 +12,8 @@ touch:
   lookup, never an import);
 - REDUCE calls only the callables the allowlist marks as callable, NEWOBJ constructs only the
   classes it marks as constructible (and the user's safe globals, as in torch);
-- BUILD sets state only on an OrderedDict or Counter (its ``__dict__``, as torch allows) and on
+- BUILD sets state only on an OrderedDict or Counter (new attributes in its ``__dict__``, as
+  a state_dict's ``_metadata``; torch also lets them shadow methods such as ``keys``) and on
   instances of the user's safe classes, never on a class;
 - APPEND(S) only on lists, SETITEM(S) only on dicts, ADDITEMS only on sets;
 - a persistent id must be a ``('storage', ...)`` tuple; the loader checks the rest.
@@ -25,12 +26,14 @@ from __future__ import annotations
 
 import _compat_pickle
 import collections
-import io
 import pickle
 import struct
 from collections.abc import Callable
 from pickle import UnpicklingError
 from typing import Any
+
+_I32, _U16, _U32, _U64 = (struct.Struct(f) for f in ("<i", "<H", "<I", "<Q"))
+_F64 = struct.Struct(">d")
 
 # Modules never resolved, even when a user allowlists one of their names (as in torch).
 _BLOCKED_MODULES = frozenset({"sys", "os", "posix", "nt"})
@@ -92,27 +95,42 @@ class WeightsUnpickler:
 
     def __init__(self, data: bytes, policy: Policy, persistent_load: Callable[[Any], Any],
                  encoding: str = "ASCII"):
-        self._file = io.BytesIO(data)
-        self._size = len(data)
+        self._data = bytes(data)
+        self._pos = 0  # the next byte to read
         self.policy = policy
         self.persistent_load = persistent_load
         self.encoding = encoding
 
-    # -- reading the opcode stream ------------------------------------------------------------
+    # -- reading the opcode stream (an index into bytes: the loop is the loader's hot path) ---
 
     def _read(self, n: int) -> bytes:
-        if n > self._size - self._file.tell():  # also a length of 2**64 - 1, before any read
+        pos = self._pos
+        if not 0 <= n <= len(self._data) - pos:  # also a length of 2**64 - 1: before slicing
             raise UnpicklingError("pickle data was truncated")
-        return self._file.read(n)
+        self._pos = pos + n
+        return self._data[pos:pos + n]
 
     def _readline(self) -> bytes:
-        line = self._file.readline()
-        if not line.endswith(b"\n"):
+        pos = self._pos
+        end = self._data.find(b"\n", pos)
+        if end < 0:
             raise UnpicklingError("pickle data was truncated")
-        return line[:-1]
+        self._pos = end + 1
+        return self._data[pos:end]
 
-    def _unpack(self, fmt: str) -> int:
-        return struct.unpack(fmt, self._read(struct.calcsize(fmt)))[0]
+    def _unpack(self, fmt: struct.Struct) -> int:
+        pos = self._pos
+        if fmt.size > len(self._data) - pos:
+            raise UnpicklingError("pickle data was truncated")
+        self._pos = pos + fmt.size
+        return fmt.unpack_from(self._data, pos)[0]
+
+    def _byte(self) -> int:
+        pos = self._pos
+        if pos >= len(self._data):
+            raise UnpicklingError("pickle data was truncated")
+        self._pos = pos + 1
+        return self._data[pos]
 
     # -- the stack ------------------------------------------------------------------------------
 
@@ -137,22 +155,23 @@ class WeightsUnpickler:
         self.stack: list = []
         self.metastack: list = []
         self.memo: dict = {}
-        dispatch = self._dispatch
+        dispatch, data, stop = self._dispatch, self._data, WeightsUnpickler._stop
         while True:
-            key = self._file.read(1)
-            if not key:
+            pos = self._pos
+            if pos >= len(data):
                 raise EOFError("Ran out of input")
-            handler = dispatch.get(key[0])
+            self._pos = pos + 1
+            handler = dispatch.get(data[pos])
             if handler is None:
-                raise UnpicklingError(f"Unsupported operand {key[0]}")
-            if handler is WeightsUnpickler._stop:
+                raise UnpicklingError(f"Unsupported operand {data[pos]}")
+            if handler is stop:
                 return self._pop()
             handler(self)
 
     # -- opcodes ---------------------------------------------------------------------------------
 
     def _proto(self):
-        proto = self._read(1)[0]
+        proto = self._byte()
         if proto > pickle.HIGHEST_PROTOCOL:
             raise ValueError(f"unsupported pickle protocol: {proto}")
 
@@ -185,61 +204,61 @@ class WeightsUnpickler:
         self.stack.append(False)
 
     def _binint(self):
-        self.stack.append(self._unpack("<i"))
+        self.stack.append(self._unpack(_I32))
 
     def _binint1(self):
-        self.stack.append(self._read(1)[0])
+        self.stack.append(self._byte())
 
     def _binint2(self):
-        self.stack.append(self._unpack("<H"))
+        self.stack.append(self._unpack(_U16))
 
     def _long1(self):
-        self.stack.append(pickle.decode_long(self._read(self._read(1)[0])))
+        self.stack.append(pickle.decode_long(self._read(self._byte())))
 
     def _long4(self):
-        n = self._unpack("<i")
+        n = self._unpack(_I32)
         if n < 0:
             raise UnpicklingError("LONG pickle has negative byte count")
         self.stack.append(pickle.decode_long(self._read(n)))
 
     def _binfloat(self):
-        self.stack.append(self._unpack(">d"))
+        self.stack.append(self._unpack(_F64))
 
     def _string(self, data: bytes):
         self.stack.append(data if self.encoding == "bytes" else data.decode(self.encoding))
 
     def _binstring(self):
-        n = self._unpack("<i")
+        n = self._unpack(_I32)
         if n < 0:
             raise UnpicklingError("BINSTRING pickle has negative byte count")
         self._string(self._read(n))
 
     def _short_binstring(self):
-        self._string(self._read(self._read(1)[0]))
+        self._string(self._read(self._byte()))
 
     def _unicode(self, n: int):
         self.stack.append(str(self._read(n), "utf-8", "surrogatepass"))
 
     def _binunicode(self):
-        self._unicode(self._unpack("<I"))
+        self._unicode(self._unpack(_U32))
 
     def _short_binunicode(self):
-        self._unicode(self._read(1)[0])
+        self._unicode(self._byte())
 
     def _binunicode8(self):
-        self._unicode(self._unpack("<Q"))
+        self._unicode(self._unpack(_U64))
 
     def _binbytes(self):
-        self.stack.append(self._read(self._unpack("<I")))
+        self.stack.append(self._read(self._unpack(_U32)))
 
     def _short_binbytes(self):
-        self.stack.append(self._read(self._read(1)[0]))
+        self.stack.append(self._read(self._byte()))
 
     def _binbytes8(self):
-        self.stack.append(self._read(self._unpack("<Q")))
+        self.stack.append(self._read(self._unpack(_U64)))
 
     def _bytearray8(self):
-        self.stack.append(bytearray(self._read(self._unpack("<Q"))))
+        self.stack.append(bytearray(self._read(self._unpack(_U64))))
 
     def _empty_tuple(self):
         self.stack.append(())
@@ -371,6 +390,11 @@ class WeightsUnpickler:
                 raise UnpicklingError(
                     f"BUILD: the state of a {type(inst).__name__} must be a dict, got "
                     f"{type(state)}")
+            for key in state:  # new attributes only (`_metadata`): no shadowed `keys` method
+                if type(key) is not str or hasattr(type(inst), key):
+                    raise UnpicklingError(
+                        f"BUILD: the state of a {type(inst).__name__} may only add attributes, "
+                        f"not set {describe(key) if type(key) is not str else repr(key[:80])}")
             inst.__dict__.update(state)
             return
         elif id(type(inst)) in self.policy.user_type_ids:  # the user trusts this class
@@ -409,16 +433,16 @@ class WeightsUnpickler:
         self.stack.append(self.memo[idx])
 
     def _binget(self):
-        self._get(self._read(1)[0])
+        self._get(self._byte())
 
     def _long_binget(self):
-        self._get(self._unpack("<I"))
+        self._get(self._unpack(_U32))
 
     def _binput(self):
-        self.memo[self._read(1)[0]] = self._top()
+        self.memo[self._byte()] = self._top()
 
     def _long_binput(self):
-        self.memo[self._unpack("<I")] = self._top()
+        self.memo[self._unpack(_U32)] = self._top()
 
     def _memoize(self):
         self.memo[len(self.memo)] = self._top()

@@ -327,6 +327,9 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = _DEFAULT_PROTOCOL,
 # may do with them.
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# the most elements the core creates a tensor of (checked_numel in csrc/core/tensor.cpp): a
+# loaded tensor must be one that clone() and contiguous() can make
+CORE_MAX_NUMEL = 1 << 60
 _MAX_DIMS = 64  # the core's iterators handle at most 64 dimensions
 _DTYPE_TYPE = type(ember.float32)
 # deflate expands one compressed byte to at most 1032 bytes: a record that declares more than
@@ -368,12 +371,24 @@ def _int64_list(values, what: str, where: str = "_rebuild_tensor") -> list[int]:
     return list(values)
 
 
+def core_refuses_size(size) -> bool:
+    """Whether the core would refuse to create a tensor of these sizes ("too large"), counted
+    as it counts: left to right, a 0 ends the count."""
+    n = 1
+    for s in size:
+        if s != 0 and n > CORE_MAX_NUMEL // s:
+            return True
+        n *= s
+    return False
+
+
 def _check_geometry(nbytes: int, dtype, offset, size: list, stride: list) -> None:
     """Raises unless (size, stride, offset) addresses only bytes of a storage of `nbytes` and
     every count the core derives from it (numel, the bytes of a copy, the furthest element)
     fits an int64. Exact: Python integers do not overflow. torch's messages where torch refuses
-    the same input; stricter than torch in two places: negative strides (ember has none) and an
-    empty tensor's strides, which must not overflow either."""
+    the same input; stricter than torch where ember's core is: negative strides, more than
+    2**60 elements (also before a 0 size, as the core counts), and an empty tensor's strides,
+    which must not overflow either."""
     if type(offset) is not int:
         raise TypeError(f"_rebuild_tensor: storage_offset must be an int, not "
                         f"{type(offset).__name__}")
@@ -393,10 +408,9 @@ def _check_geometry(nbytes: int, dtype, offset, size: list, stride: list) -> Non
     if any(st < 0 for st in stride):
         raise RuntimeError("as_strided: Negative strides are not supported at the moment, got "
                            f"strides: {stride}")
+    if core_refuses_size(size):  # clone() or contiguous() could not make it
+        raise ValueError(f"tensor of size {size} is too large")
     itemsize = dtype.itemsize
-    if numel * itemsize > _INT64_MAX:  # a copy (clone, contiguous) could not count its bytes
-        raise RuntimeError(f"ember.load: a {dtype} tensor of sizes {size} has {numel} elements, "
-                           "more bytes than an int64 counts")
     furthest = offset + sum(st * (s - 1) for s, st in zip(size, stride) if s > 0)
     needed = (furthest + 1) * itemsize
     if needed > _INT64_MAX:

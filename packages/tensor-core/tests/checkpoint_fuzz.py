@@ -587,9 +587,9 @@ def _check_result(obj, ember, np) -> int:
             tensors += 1
         elif isinstance(x, ember.UntypedStorage):
             bytes(x)
-        elif isinstance(x, dict):
-            stack.extend(x.keys())
-            stack.extend(x.values())
+        elif isinstance(x, dict):  # dict's own methods: a loaded dict's could be shadowed
+            stack.extend(dict.keys(x))
+            stack.extend(dict.values(x))
         elif isinstance(x, (list, tuple, set, frozenset)):
             stack.extend(x)
     return tensors
@@ -604,7 +604,9 @@ SELFTEST_CHANGE = b"SELFTEST-CHANGE"
 
 def _worker(manifest: str, start: int) -> None:
     """Child: loads the manifest's files from `start`, one line of JSON each on stdout,
-    preceded by ``B <index>`` so that the parent knows which file a crash happened in."""
+    preceded by ``B <index>`` so that the parent knows which file a crash happened in. The
+    files are slices of one pack file (10,000 small files took longer to delete than to
+    fuzz); one to be loaded with mmap=True is written to a path of its own first."""
     import resource
 
     if "asan" not in os.environ.get("LD_PRELOAD", ""):  # ASan reserves terabytes of shadow
@@ -628,26 +630,32 @@ def _worker(manifest: str, start: int) -> None:
     except pickle.UnpicklingError:
         pass
     entries = json.loads(Path(manifest).read_text())
+    pack = open(Path(manifest).with_suffix(".bin"), "rb")  # noqa: SIM115 - open while we run
+    scratch = Path(manifest).with_name(f"child-{os.getpid()}.pt")
     selftest = os.environ.get("EMBER_CKPT_FUZZ_SELFTEST") == "1"
     before = ember_snapshot()
     out = sys.stdout
     for index in range(start, len(entries)):
-        path, use_mmap = entries[index]
+        offset, length, use_mmap = entries[index]
         out.write(f"B {index}\n")
         out.flush()
         result = {"index": index}
+        pack.seek(offset)
+        data = pack.read(length)
         if selftest:
-            head = Path(path).read_bytes()[:len(SELFTEST_CHANGE)]
+            head = data[:len(SELFTEST_CHANGE)]
             if head.startswith(SELFTEST_CRASH):
                 os.kill(os.getpid(), signal.SIGSEGV)
             if head.startswith(SELFTEST_CHANGE):
                 ember.Tensor._fuzz_selftest = True
         try:
             if use_mmap:
-                obj = ember.load(path, mmap=True)
+                # a new inode each time (os.replace): earlier mappings never see it change
+                scratch.with_suffix(".tmp").write_bytes(data)
+                os.replace(scratch.with_suffix(".tmp"), scratch)
+                obj = ember.load(scratch, mmap=True)
             else:
-                with open(path, "rb") as fh:
-                    obj = ember.load(fh)
+                obj = ember.load(io.BytesIO(data))
         except FAILING_EXCEPTIONS as e:
             result["status"] = "bad-exception"
             result["detail"] = f"{type(e).__name__}: {str(e)[:300]}"
@@ -727,17 +735,17 @@ def run(files: int, seed: int = 0, keep: str | os.PathLike | None = None, log=No
     summary = Summary(files=files, seed=seed)
     work = Path(tempfile.mkdtemp(prefix="ember-ckpt-fuzz-"))
     keep_dir = Path(keep) if keep else None  # made at the first problem
-    entries, kinds = [], []
-    for index in range(files):
-        kind, data, use_mmap = generate(seed, index, ember)
-        if inject and index in inject:
-            kind, data = "injected", inject[index]
-        path = work / f"{index:05d}-{kind}.pt"
-        path.write_bytes(data)
-        entries.append((str(path), use_mmap))
-        kinds.append(kind)
-        summary.by_generator[kind] += 1
+    entries, kinds = [], []  # (offset in the pack, length, mmap), generator
     manifest = work / "manifest.json"
+    with open(manifest.with_suffix(".bin"), "wb") as pack:
+        for index in range(files):
+            kind, data, use_mmap = generate(seed, index, ember)
+            if inject and index in inject:
+                kind, data = "injected", inject[index]
+            entries.append((pack.tell(), len(data), use_mmap))
+            pack.write(data)
+            kinds.append(kind)
+            summary.by_generator[kind] += 1
     manifest.write_text(json.dumps(entries))
 
     def problem(index: int, status: str, detail: str) -> dict:
@@ -746,10 +754,13 @@ def run(files: int, seed: int = 0, keep: str | os.PathLike | None = None, log=No
             keep_dir = Path(tempfile.mkdtemp(prefix="ember-ckpt-fuzz-kept-"))
         keep_dir.mkdir(parents=True, exist_ok=True)
         summary.kept = str(keep_dir)
-        kept = keep_dir / Path(entries[index][0]).name
-        shutil.copy(entries[index][0], kept)
+        offset, length, use_mmap = entries[index]
+        kept = keep_dir / f"{index:05d}-{kinds[index]}.pt"
+        with open(manifest.with_suffix(".bin"), "rb") as pack:
+            pack.seek(offset)
+            kept.write_bytes(pack.read(length))
         return {"index": index, "status": status, "detail": detail, "generator": kinds[index],
-                "mmap": entries[index][1], "kept": str(kept)}
+                "mmap": use_mmap, "kept": str(kept)}
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])

@@ -143,6 +143,8 @@ def test_refuses_shared_and_non_contiguous():
     (raw({"a": {"dtype": "U8", "shape": [2**70], "data_offsets": [0, 0]}}), "ValidationOverflow"),
     (raw({"a": {"dtype": "U8", "shape": [2**62, 2**62, 0], "data_offsets": [0, 0]}}),
      "ValidationOverflow"),
+    (raw({"a": {"dtype": "U8", "shape": [2**61, 0], "data_offsets": [0, 0]}}),
+     "ValidationOverflow"),  # more elements than the core makes a tensor of
     (raw({"a": {"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}}, b"\0" * 4),
      "bad shape"),
     (raw({"a": {"dtype": "U8", "shape": [1] * 65, "data_offsets": [0, 1]}}, b"\0" * 8),

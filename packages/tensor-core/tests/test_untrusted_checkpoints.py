@@ -94,6 +94,10 @@ CASES = [
      pickle.UnpicklingError, "Can only build", False),  # torch calls set_(*state)
     ("build-ordered-dict-slots", archive(Build(ordered_dict(), (None, {"a": 1}))),
      pickle.UnpicklingError, "must be a dict", False),  # torch: TypeError
+    ("build-ordered-dict-shadows-keys", archive(Build(ordered_dict(), {"keys": [1]})),
+     pickle.UnpicklingError, "may only add attributes, not set 'keys'", False),  # torch: sets it
+    ("build-ordered-dict-class", archive(Build(ordered_dict(), {"__class__": 1})),
+     pickle.UnpicklingError, "may only add attributes", False),
     # REDUCE: only the allowlisted callables
     ("reduce-tensor-class", archive(Call(_TENSOR_CLASS, 2**40)),
      pickle.UnpicklingError, "reduce for unrecognized function", False),  # torch calls it
@@ -206,8 +210,12 @@ CASES = [
     ("size-not-tuple", archive(tensor(storage(), 0, "abc", (1,)), R5), TypeError, "str", True),
     ("too-many-dims", archive(tensor(storage(), 0, (1,) * 65, (1,) * 65), R5),
      RuntimeError, "65 dimensions", False),  # torch loads it
-    ("copy-bytes-overflow", archive(tensor(storage(), 0, (2**62,), (0,)), R5),
-     RuntimeError, "more bytes than an int64 counts", False),  # torch loads it
+    # the core makes tensors of at most 2**60 elements (counted left to right, as it counts):
+    # clone() of these would raise, so they do not load (torch loads them)
+    ("expanded-past-the-core", archive(tensor(storage(), 0, (2**62,), (0,)), R5),
+     ValueError, r"tensor of size \[4611686018427387904\] is too large", False),
+    ("empty-past-the-core", archive(tensor(storage(), 0, (2**62 + 5, 0, 0), (1, 1, 1)), R5),
+     ValueError, "is too large", False),
     ("empty-with-overflowing-stride", archive(tensor(storage(), 0, (2, 0), (2**63 - 1, 1)), R5),
      RuntimeError, "Storage size calculation overflowed", False),  # torch loads it
     ("v3-dtype-not-a-dtype",

@@ -22,6 +22,7 @@ import struct
 from typing import Any
 
 import ember
+from ember.serialization import core_refuses_size
 
 __all__ = ["SafetensorError", "load", "load_file", "safe_open", "save", "save_file"]
 
@@ -210,10 +211,12 @@ def _parse(buf, total: int) -> tuple[int, dict, dict | None]:
                 f"({[begin, end]})")
         dtype = _FROM_CODE[code]
         # exact (Python integers): the bytes, and the strides of the tensor (empty dims count
-        # as 1 there), must be counts the core holds in an int64
+        # as 1 there), must be counts the core holds in an int64, and the core must be able
+        # to create a tensor of that shape
         itemsize = getattr(ember, dtype).itemsize
         need = math.prod(shape) * itemsize
-        if math.prod(max(s, 1) for s in shape) * itemsize > _INT64_MAX:
+        if (math.prod(max(s, 1) for s in shape) * itemsize > _INT64_MAX
+                or core_refuses_size(shape)):
             raise SafetensorError(
                 f"Error while deserializing header: ValidationOverflow for tensor '{name}' "
                 f"(shape {shape} of {code} needs more bytes than an int64 counts)")
