@@ -119,6 +119,18 @@ def bench(session: nox.Session) -> None:
         session.run("python", str(script.relative_to(ROOT)))
 
 
+@nox.session(name="fuzz-checkpoints")
+def fuzz_checkpoints(session: nox.Session) -> None:
+    """The crafted-checkpoint fuzzer's long form: 10,000 files through ember.load, each in a
+    child process that may crash (`-- --files N --seed S` for other runs; the quick form is a
+    test of tensor-core's suite)."""
+    if not present("tensor-core"):
+        session.skip("packages/tensor-core does not exist yet")
+    install(session, ["tensor-core"], "numpy")
+    with session.chdir(ROOT / "packages" / "tensor-core"):
+        session.run("python", "tests/checkpoint_fuzz.py", *session.posargs)
+
+
 @nox.session
 def fuzz(session: nox.Session) -> None:
     """The op fuzzer's long form: 100,000 random calls over ember's API in worker processes

@@ -19,9 +19,12 @@ afterwards; should a placeholder's bytes also occur in the user's data, or for p
 the pure-Python pickler is used instead, whose per-type dispatch writes stand-in objects as
 ``GLOBAL module name`` opcodes directly (the C pickler would import the module to check a name).
 
-Loading with ``weights_only=True`` (the default, as in torch) goes through an unpickler that
-resolves only the globals a checkpoint needs (the rebuild functions, storage types, dtypes,
-OrderedDict) and refuses every other one with ``pickle.UnpicklingError``.
+Loading with ``weights_only=True`` (the default, as in torch) goes through an unpickler of its
+own (``_weights_only_unpickler.py``) that resolves only the globals a checkpoint needs (the
+rebuild functions, storage types, dtypes, Size, device, OrderedDict and pickle's forms of
+builtin values), calls and builds only what its allowlist names, and refuses everything else
+with ``pickle.UnpicklingError``. In both modes every storage record and every tensor's geometry
+is checked before the core sees it (see "Reading" below).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import zipfile
 from typing import Any
 
 import ember
+from ember import _weights_only_unpickler as _weights_only
 
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "load", "safe_globals",
            "save"]
@@ -179,7 +183,12 @@ class _Pickler(_SaveMixin, pickle._Pickler):
 
 
 def _save_dtype(pickler: _Pickler, obj):
-    pickler._save_global_standin(_DTYPE_GLOBALS[_dtype_name(obj)])
+    standin = _DTYPE_GLOBALS[_dtype_name(obj)]
+    seen = pickler.memo.get(id(standin))
+    if seen is not None:  # a dtype saved before: pickle's save() looked up the dtype, not this
+        pickler.write(pickler.get(seen[0]))
+        return
+    pickler._save_global_standin(standin)
 
 
 _Pickler.dispatch[type(ember.float32)] = _save_dtype
@@ -293,11 +302,14 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = _DEFAULT_PROTOCOL,
             _zip_entry(zf, "archive/.format_version", b"1")
             _zip_entry(zf, "archive/.storage_alignment", str(_ALIGN).encode())
             _zip_entry(zf, "archive/byteorder", sys.byteorder.encode())
-            for key, storage, _ in storages.values():
+            for key, storage, dtype_name in storages.values():
                 if not storage.device.type == "cpu":
                     raise NotImplementedError(
                         f"ember.save: saving a {storage.device} storage is not supported yet")
-                _zip_entry(zf, f"archive/data/{key}", memoryview(storage), align=True)
+                # whole elements only: the record must hold numel * itemsize bytes exactly
+                itemsize = getattr(ember, dtype_name).itemsize
+                whole = storage.nbytes() // itemsize * itemsize
+                _zip_entry(zf, f"archive/data/{key}", memoryview(storage)[:whole], align=True)
             _zip_entry(zf, "archive/version", b"3\n")
     finally:
         if owned:
@@ -306,6 +318,23 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = _DEFAULT_PROTOCOL,
 
 # ---------------------------------------------------------------------------------------------
 # Reading
+#
+# A file is untrusted input. Before anything reaches the core, the loader checks each persistent
+# id, each storage's record (its size against numel * itemsize and against the archive's bytes)
+# and each tensor's geometry against its storage, in Python integers, which cannot overflow.
+# The rebuild functions do these checks in both modes; with weights_only=True the unpickler of
+# `_weights_only_unpickler.py` also decides which globals exist and what REDUCE, NEWOBJ and BUILD
+# may do with them.
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# the most elements the core creates a tensor of (checked_numel in csrc/core/tensor.cpp): a
+# loaded tensor must be one that clone() and contiguous() can make
+CORE_MAX_NUMEL = 1 << 60
+_MAX_DIMS = 64  # the core's iterators handle at most 64 dimensions
+_DTYPE_TYPE = type(ember.float32)
+# deflate expands one compressed byte to at most 1032 bytes: a record that declares more than
+# that is lying about its size, and is refused before its size is allocated
+_MAX_DEFLATE_RATIO = 1032
 
 
 class _StorageType:
@@ -324,12 +353,96 @@ class _StorageType:
         raise pickle.UnpicklingError("a storage type cannot be called while loading")
 
 
-def _tensor_from_ref(ref, storage_offset, size, stride, requires_grad):
-    if not isinstance(ref, _StorageRef):
+def _int64_list(values, what: str, where: str = "_rebuild_tensor") -> list[int]:
+    """`values` as a list of int64s (sizes, strides); torch's error for an int it cannot
+    unpack, a TypeError for anything else."""
+    if not isinstance(values, (tuple, list)):  # ember.Size is a tuple
+        raise TypeError(f"{where}: '{what}' must be a tuple of ints, not {type(values).__name__}")
+    if len(values) > _MAX_DIMS:
+        raise RuntimeError(f"{where}: '{what}' has {len(values)} dimensions, more than the "
+                           f"{_MAX_DIMS} ember supports")
+    for pos, v in enumerate(values):
+        if type(v) is not int:  # bool and float are refused, as torch's set_ refuses them
+            raise TypeError(f"{where}: '{what}' must be a tuple of ints, but found element of "
+                            f"type {type(v).__name__} at pos {pos}")
+        if not _INT64_MIN <= v <= _INT64_MAX:
+            raise TypeError(f"{where}: argument '{what}' failed to unpack the object at pos {pos} "
+                            'with error "Overflow when unpacking long long"')
+    return list(values)
+
+
+def core_refuses_size(size) -> bool:
+    """Whether the core would refuse to create a tensor of these sizes ("too large"), counted
+    as it counts: left to right, a 0 ends the count."""
+    n = 1
+    for s in size:
+        if s != 0 and n > CORE_MAX_NUMEL // s:
+            return True
+        n *= s
+    return False
+
+
+def _check_geometry(nbytes: int, dtype, offset, size: list, stride: list) -> None:
+    """Raises unless (size, stride, offset) addresses only bytes of a storage of `nbytes` and
+    every count the core derives from it (numel, the bytes of a copy, the furthest element)
+    fits an int64. Exact: Python integers do not overflow. torch's messages where torch refuses
+    the same input; stricter than torch where ember's core is: negative strides, more than
+    2**60 elements (also before a 0 size, as the core counts), and an empty tensor's strides,
+    which must not overflow either."""
+    if type(offset) is not int:
+        raise TypeError(f"_rebuild_tensor: storage_offset must be an int, not "
+                        f"{type(offset).__name__}")
+    if not _INT64_MIN <= offset <= _INT64_MAX:
+        raise ValueError("Overflow when unpacking long long")
+    if len(size) != len(stride):
+        raise RuntimeError(f"unequal size length ({len(size)}) and stride length ({len(stride)})")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    numel = 1
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {size}")
+        numel *= s
+        if numel > _INT64_MAX:  # left to right, as torch counts: a later 0 does not excuse it
+            raise RuntimeError("numel: integer multiplication overflow")
+    if any(st < 0 for st in stride):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {stride}")
+    if core_refuses_size(size):  # clone() or contiguous() could not make it
+        raise ValueError(f"tensor of size {size} is too large")
+    itemsize = dtype.itemsize
+    furthest = offset + sum(st * (s - 1) for s, st in zip(size, stride) if s > 0)
+    needed = (furthest + 1) * itemsize
+    if needed > _INT64_MAX:
+        raise RuntimeError(
+            f"Storage size calculation overflowed with sizes={size} and strides={stride}")
+    if numel and needed > nbytes:
+        raise RuntimeError(
+            f"setStorage: sizes {size}, strides {stride}, storage offset {offset}, and itemsize "
+            f"{itemsize} requiring a storage size of {needed} are out of bounds for storage of "
+            f"size {nbytes}")
+
+
+def _tensor_from_ref(ref, storage_offset, size, stride, requires_grad, dtype=None):
+    if isinstance(ref, _StorageRef):
+        storage, ref_dtype = ref.storage, ref.dtype
+    elif type(ref) is ember.UntypedStorage:  # torch.UntypedStorage: bytes, viewed as `dtype`
+        storage, ref_dtype = ref, ember.uint8
+    else:
         raise pickle.UnpicklingError(
             f"_rebuild_tensor: expected a storage, got {type(ref).__name__}")
-    t = ember.empty(0, dtype=ref.dtype)
-    t.set_(ref.storage, int(storage_offset), tuple(size), tuple(stride))
+    if dtype is None:
+        dtype = ref_dtype
+    elif type(dtype) is not _DTYPE_TYPE:
+        raise pickle.UnpicklingError(f"_rebuild_tensor_v3: expected a dtype, got "
+                                     f"{type(dtype).__name__}")
+    size, stride = _int64_list(size, "size"), _int64_list(stride, "stride")
+    if type(requires_grad) not in (bool, int):
+        raise TypeError(f"_rebuild_tensor: requires_grad must be a bool, not "
+                        f"{type(requires_grad).__name__}")
+    _check_geometry(storage.nbytes(), dtype, storage_offset, size, stride)
+    t = ember.empty(0, dtype=dtype)
+    t.set_(storage, storage_offset, tuple(size), tuple(stride))
     if requires_grad:
         try:
             t.requires_grad_(True)
@@ -345,7 +458,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks,
                        dtype=None, metadata=None):
-    return _tensor_from_ref(storage, storage_offset, size, stride, requires_grad)
+    return _tensor_from_ref(storage, storage_offset, size, stride, requires_grad, dtype)
 
 
 _FastPickler._names = {"storage": _STORAGE_CLASSES, "rebuild": _rebuild_tensor_v2,
@@ -359,7 +472,13 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
 
 def _rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
     # nn.Parameter lives in ember-nn; a checkpoint's parameters load as plain tensors.
-    if requires_grad and isinstance(data, ember.Tensor):
+    if not isinstance(data, ember.Tensor):
+        raise pickle.UnpicklingError(
+            f"_rebuild_parameter: expected a tensor, got {type(data).__name__}")
+    if type(requires_grad) not in (bool, int):
+        raise TypeError(f"_rebuild_parameter: requires_grad must be a bool, not "
+                        f"{type(requires_grad).__name__}")
+    if requires_grad:
         try:
             data.requires_grad_(True)
         except ImportError:
@@ -367,28 +486,89 @@ def _rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
     return data
 
 
+_REBUILD_FUNCTIONS = (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3,
+                      _rebuild_parameter)
+
+
 def _rebuild_from_type_v2(func, new_type, args, state):
     # torch's form for tensors carrying Python attributes: the attributes are dropped here.
+    if not any(func is f for f in _REBUILD_FUNCTIONS):
+        raise pickle.UnpicklingError(
+            f"_rebuild_from_type_v2: {_weights_only.describe(func)} is not a tensor rebuild "
+            "function")
+    if type(args) is not tuple:
+        raise pickle.UnpicklingError("_rebuild_from_type_v2: the arguments must be a tuple")
     return func(*args)
 
 
+def _size(dims=()):
+    return ember.Size(_int64_list(dims, "sizes", "torch.Size"))
+
+
 def _device(spec, index=None):
+    if type(spec) is not str or not (index is None or type(index) is int):
+        raise TypeError(f"torch.device: expected (str, int), got ({type(spec).__name__}, "
+                        f"{type(index).__name__})")
     return ember.device(spec) if index is None else ember.device(spec, index)
 
 
-def _allowed_globals() -> dict:
+# What pickle's protocol 2 writes for builtin values, each allowed in that form only:
+# _codecs.encode(str, "latin1") for bytes, bytes() for b"", bytearray(bytes), set(list),
+# frozenset(list), complex(real, imag). (bytearray(n) would allocate n bytes, for one.)
+
+
+def _encode(obj, encoding="utf-8", errors="strict"):
+    if type(obj) is not str or encoding not in ("latin1", "latin-1") or errors != "strict":
+        raise pickle.UnpicklingError(
+            "_codecs.encode: only encode(str, 'latin1'), pickle's form of bytes, is allowed")
+    return codecs.encode(obj, "latin1")
+
+
+def _bytes(*args):
+    if args:
+        raise pickle.UnpicklingError("builtins.bytes: only bytes() is allowed")
+    return b""
+
+
+def _bytearray(data=b""):
+    if type(data) is not bytes:
+        raise pickle.UnpicklingError("builtins.bytearray: only bytearray(bytes) is allowed")
+    return bytearray(data)
+
+
+def _items(where: str, items) -> list | tuple:
+    if type(items) not in (list, tuple):
+        raise pickle.UnpicklingError(f"builtins.{where}: only {where}(list) is allowed")
+    return items
+
+
+def _set(items=()):
+    return set(_items("set", items))
+
+
+def _frozenset(items=()):
+    return frozenset(_items("frozenset", items))
+
+
+def _complex(real=0.0, imag=0.0):
+    if type(real) not in (int, float) or type(imag) not in (int, float):
+        raise pickle.UnpicklingError("builtins.complex: only complex(real, imag) is allowed")
+    return complex(real, imag)
+
+
+def _torch_globals() -> dict:
+    """torch's names (as torch.save writes them) -> what they load as in ember."""
     g = {
-        ("collections", "OrderedDict"): collections.OrderedDict,
-        ("_codecs", "encode"): codecs.encode,  # how protocol 2 writes bytes (torch allows it too)
         ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
         ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
         ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
         ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
-        ("torch", "Size"): ember.Size,
-        ("torch", "device"): _device,
-        ("ember._device", "Size"): ember.Size,
         ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+        ("torch", "Size"): _size,
+        ("ember._device", "Size"): _size,
+        ("torch", "device"): _device,
+        # markers only (the type _rebuild_from_type_v2 is given): never called, never built
         ("torch", "Tensor"): ember.Tensor,
         ("torch.nn.parameter", "Parameter"): ember.Tensor,
     }
@@ -402,20 +582,42 @@ def _allowed_globals() -> dict:
     return g
 
 
+# The other globals a weights-only load resolves (with weights_only=False they are imported).
+_BUILTIN_GLOBALS = {
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    ("collections", "Counter"): collections.Counter,
+    ("_codecs", "encode"): _encode,
+    ("builtins", "bytes"): _bytes,
+    ("builtins", "bytearray"): _bytearray,
+    ("builtins", "set"): _set,
+    ("builtins", "frozenset"): _frozenset,
+    ("builtins", "complex"): _complex,
+}
+# What REDUCE may call and NEWOBJ may construct in a weights-only load (the user's safe
+# globals besides); the storage types, dtypes and Tensor markers are values only.
+_CALLABLE = (*_REBUILD_FUNCTIONS, _rebuild_from_type_v2, _size, _device,
+             *_BUILTIN_GLOBALS.values())
+_CONSTRUCTIBLE = (collections.OrderedDict, collections.Counter)
+
+
 # Globals a user allows for weights_only loading (torch.serialization.add_safe_globals):
-# object -> (module, name) as pickle writes it.
+# object -> "module.name" as pickle writes it.
 _USER_SAFE: dict = {}
 
 
 def add_safe_globals(safe_globals: list) -> None:
     """Allows these classes/functions in ``ember.load(weights_only=True)``. An entry is the
-    object, or ``(object, "module.name")`` to give the name it is pickled under."""
+    object, or ``(object, "module.name")`` to give the name it is pickled under. Allowed
+    classes may be constructed and their instances' state set (BUILD), as in torch."""
     for entry in safe_globals:
-        obj, full = entry if isinstance(entry, tuple) else (entry, None)
-        if full is None:
-            full = f"{obj.__module__}.{obj.__qualname__}"
-        module, _, name = full.rpartition(".")
-        _USER_SAFE[obj] = (module, name)
+        if isinstance(entry, tuple):
+            if len(entry) != 2 or type(entry[1]) is not str:
+                raise ValueError("expected (global, 'module.name'), got a tuple of "
+                                 f"{len(entry)} items")
+            obj, full = entry
+        else:
+            obj, full = entry, f"{entry.__module__}.{entry.__qualname__}"
+        _USER_SAFE[obj] = full
 
 
 def get_safe_globals() -> list:
@@ -441,52 +643,98 @@ class safe_globals:  # noqa: N801 - torch's name
         _USER_SAFE.update(self.saved)
 
 
+def _weights_only_policy() -> _weights_only.Policy:
+    user = {full: obj for obj, full in _USER_SAFE.items()}
+    return _weights_only.Policy({**_torch_globals(), **_BUILTIN_GLOBALS}, _CALLABLE,
+                                _CONSTRUCTIBLE, user)
+
+
 _WEIGHTS_ONLY_HELP = (
     "Weights only load failed. Re-running `ember.load` with `weights_only` set to `False` will "
     "likely succeed, but it can result in arbitrary code execution. Do it only if you got the "
     "file from a trusted source.\n\nWeightsUnpickler error: ")
 
 
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, weights_only: bool, load_storage, encoding: str = "utf-8"):
+def _persistent_load(pid, load_storage):
+    """A storage's persistent id ``('storage', <Type>Storage, key, location, numel)``, checked
+    item by item, to the storage (an UntypedStorage for torch.UntypedStorage, else the bytes
+    with their dtype)."""
+    if type(pid) is not tuple or len(pid) != 5:
+        raise pickle.UnpicklingError(
+            "a storage's persistent id is ('storage', type, key, location, numel), got a "
+            f"{type(pid).__name__}" + (f" of {len(pid)} items" if type(pid) is tuple else ""))
+    kind, stype, key, location, numel = pid
+    if isinstance(kind, bytes):  # Python 2 files
+        kind = kind.decode("ascii", "replace")
+    if kind != "storage":
+        raise pickle.UnpicklingError(
+            f"Only persistent_load of storage is allowed, but got {type(kind)}")
+    if not isinstance(stype, _StorageType):
+        raise pickle.UnpicklingError(f"unsupported storage type {type(stype).__name__}")
+    if stype.dtype is None:
+        raise RuntimeError(
+            f"ember.load: the file holds a torch.{stype.torch_name}, whose dtype ember lacks")
+    if type(key) is int:  # torch formats any key into the record's name
+        key = str(key)
+    if type(key) is not str or type(location) is not str:
+        raise pickle.UnpicklingError(
+            "a storage's key and location must be strings, got "
+            f"{type(key).__name__} and {type(location).__name__}")
+    if type(numel) is not int or numel < 0:
+        raise pickle.UnpicklingError(
+            "a storage's element count must be a non-negative int, got "
+            + _weights_only.describe(numel))
+    storage = load_storage(key, numel, stype.dtype, location)
+    return storage if stype.untyped else _StorageRef(storage, stype.dtype)
+
+
+class _FullUnpickler(pickle.Unpickler):
+    """weights_only=False: torch's names resolve to ember's, any other global is imported."""
+
+    def __init__(self, file, load_storage, encoding: str = "utf-8"):
         super().__init__(file, encoding=encoding)
-        self.weights_only = weights_only
         self.load_storage = load_storage
-        self.globals = _allowed_globals()
-        for obj, (module, name) in _USER_SAFE.items():
-            self.globals.setdefault((module, name), obj)
+        self.globals = _torch_globals()
 
     def find_class(self, module, name):
         found = self.globals.get((module, name))
-        if found is not None:
-            return found
-        if self.weights_only:
-            raise pickle.UnpicklingError(
-                f"{_WEIGHTS_ONLY_HELP}Unsupported global: GLOBAL {module}.{name} was not an "
-                "allowed global by default. If you trust it, allow it with "
-                f"ember.serialization.add_safe_globals([{name}]) or the "
-                f"ember.serialization.safe_globals([{name}]) context manager.")
-        return super().find_class(module, name)
+        return found if found is not None else super().find_class(module, name)
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise pickle.UnpicklingError(f"unsupported persistent id {pid!r}")
-        _, stype, key, location, numel = pid
-        if not isinstance(stype, _StorageType):
-            raise pickle.UnpicklingError(f"unsupported storage type {stype!r}")
-        if stype.dtype is None:
-            raise RuntimeError(
-                f"ember.load: the file holds a torch.{stype.torch_name}, whose dtype ember lacks")
-        nbytes = int(numel) * stype.dtype.itemsize
-        storage = self.load_storage(str(key), nbytes, str(location))
-        return storage if stype.untyped else _StorageRef(storage, stype.dtype)
+        return _persistent_load(pid, self.load_storage)
 
 
 def _data_offset(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    if info.header_offset < 0:  # a central directory that points before the archive
+        raise zipfile.BadZipFile(f"Bad offset for file header of {info.filename}")
     zf.fp.seek(info.header_offset)
     header = zf.fp.read(30)
+    if len(header) != 30 or header[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"Bad magic number for file header of {info.filename}")
     name_len, extra_len = struct.unpack("<HH", header[26:30])
     return info.header_offset + 30 + name_len + extra_len
+
+
+def _check_record(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive_size: int) -> int:
+    """The offset of a record's data, once its sizes are known to be backed by the archive:
+    its bytes lie inside the file and its declared size is one its compressed bytes can give
+    (a record must not make the loader allocate what the file does not hold)."""
+    if info.compress_type == zipfile.ZIP_STORED:
+        if info.compress_size != info.file_size:
+            raise RuntimeError(f"ember.load: record {info.filename} is stored with "
+                               f"{info.compress_size} bytes but declares {info.file_size}")
+    elif info.compress_type == zipfile.ZIP_DEFLATED:
+        if info.file_size > info.compress_size * _MAX_DEFLATE_RATIO + _ALIGN:
+            raise RuntimeError(f"ember.load: record {info.filename} declares {info.file_size} "
+                               f"bytes, more than its {info.compress_size} compressed bytes hold")
+    else:
+        raise RuntimeError(f"ember.load: record {info.filename} uses compression method "
+                           f"{info.compress_type}; only stored and deflated records are read")
+    begin = _data_offset(zf, info)
+    if begin + info.compress_size > archive_size:
+        raise RuntimeError(f"ember.load: record {info.filename} is truncated (the archive ends "
+                           "before its data)")
+    return begin
 
 
 def _map_location(map_location, location: str, storage):
@@ -510,8 +758,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
          mmap: bool | None = None, **pickle_load_args):
     """Loads an object saved by ``ember.save`` or ``torch.save`` (zip format).
 
-    `weights_only=True` (the default) resolves only the globals a checkpoint of tensors needs
-    and raises ``pickle.UnpicklingError`` for any other; pass ``False`` only for trusted files.
+    `weights_only=True` (the default) rebuilds only tensors, storages, dtypes, sizes, devices,
+    containers and primitive values (and the classes allowed with `add_safe_globals`); any
+    other global, and any opcode that would call, construct or set state on something else,
+    raises ``pickle.UnpicklingError``. Every tensor's geometry is checked against its storage
+    before it is built. Pass ``weights_only=False`` only for trusted files: it runs code.
     `mmap=True` maps the file instead of reading it: the tensors are (copy-on-write) views of
     the mapped bytes; `f` must then be a path.
     """
@@ -527,6 +778,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
             fobj = io.BytesIO(fobj.read())
         start = fobj.tell()
         magic = fobj.read(4)
+        archive_size = fobj.seek(0, os.SEEK_END)
         fobj.seek(start)
         if magic[:2] != b"PK":
             raise RuntimeError(
@@ -536,56 +788,83 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
         if mmap:
             mapped = _mmap.mmap(fobj.fileno(), 0, access=_mmap.ACCESS_COPY)
         with zipfile.ZipFile(fobj) as zf:
-            return _load_zip(zf, mapped, map_location, weights_only,
-                             pickle_load_args.get("encoding", "utf-8"))
+            encoding = pickle_load_args.get("encoding", "utf-8")
+            if not weights_only:
+                return _load_zip(zf, archive_size, mapped, map_location, None, encoding)
+            try:
+                return _load_zip(zf, archive_size, mapped, map_location,
+                                 _weights_only_policy(), encoding)
+            except pickle.UnpicklingError as e:
+                raise pickle.UnpicklingError(_WEIGHTS_ONLY_HELP + str(e)) from None
     finally:
         if owned:
             fobj.close()
 
 
-def _load_zip(zf: zipfile.ZipFile, mapped, map_location, weights_only, encoding="utf-8"):
+def _load_zip(zf: zipfile.ZipFile, archive_size: int, mapped, map_location, policy,
+              encoding="utf-8"):
+    """`policy` None: a full (trusted) load; else the weights-only unpickler's policy."""
     names = zf.namelist()
     pkl = next((n for n in names if n.endswith("data.pkl") and n.count("/") == 1), None)
     if pkl is None:
         raise RuntimeError("ember.load: the archive has no data.pkl record")
     prefix = pkl[: -len("data.pkl")]
     if f"{prefix}byteorder" in names:
-        order = zf.read(f"{prefix}byteorder").decode().strip()
+        info = zf.getinfo(f"{prefix}byteorder")
+        _check_record(zf, info, archive_size)
+        with zf.open(info) as src:
+            order = src.read(16).decode("ascii", "replace").strip()
         if order != sys.byteorder:
-            raise RuntimeError(f"ember.load: {order}-endian files are not supported here")
-    cache: dict[str, Any] = {}
+            raise RuntimeError(f"ember.load: {order!r}-endian files are not supported here")
+    cache: dict[str, tuple[int, Any]] = {}  # key -> (the record's bytes, the storage)
 
-    def load_storage(key: str, nbytes: int, location: str):
+    def load_storage(key: str, numel: int, dtype, location: str):
+        nbytes = numel * dtype.itemsize
         hit = cache.get(key)
-        if hit is not None:
-            return hit
-        try:
-            info = zf.getinfo(f"{prefix}data/{key}")
-        except KeyError:
-            raise RuntimeError(f"ember.load: the archive has no record for storage {key}") from None
-        if info.file_size < nbytes:
+        if hit is None:
+            try:
+                info = zf.getinfo(f"{prefix}data/{key}")
+            except KeyError:
+                raise RuntimeError(f"ember.load: failed locating file data/{key} in the "
+                                   "archive: file not found") from None
+            record_size = info.file_size
+        else:
+            record_size = hit[0]
+        if record_size != nbytes:  # torch's check, word for word
             raise RuntimeError(
-                f"ember.load: storage {key} has {info.file_size} bytes, {nbytes} expected")
+                f"record size ({record_size} bytes) does not match expected size ({nbytes} "
+                f"bytes = {numel} elements * {dtype.itemsize} bytes/element) for dtype {dtype}")
+        if hit is not None:
+            return hit[1]
+        begin = _check_record(zf, info, archive_size)
         storage = None
-        if mapped is not None and info.compress_type == zipfile.ZIP_STORED:
-            begin = _data_offset(zf, info)
-            if begin % _ALIGN == 0 or begin % 8 == 0:
-                storage = ember.UntypedStorage._from_buffer(
-                    memoryview(mapped)[begin:begin + nbytes])
+        if mapped is not None and info.compress_type == zipfile.ZIP_STORED and begin % 8 == 0:
+            storage = ember.UntypedStorage._from_buffer(memoryview(mapped)[begin:begin + nbytes])
         if storage is None:
             storage = ember.UntypedStorage(nbytes)
             if nbytes and info.compress_type == zipfile.ZIP_STORED:
                 # straight from the file into the storage: one copy, no temporary bytes
-                zf.fp.seek(_data_offset(zf, info))
-                if zf.fp.readinto(memoryview(storage)) != nbytes:
-                    raise RuntimeError(f"ember.load: storage {key} is truncated")
+                zf.fp.seek(begin)
+                got = zf.fp.readinto(memoryview(storage))
             elif nbytes:
                 with zf.open(info) as src:
-                    src.readinto(memoryview(storage))
+                    got = src.readinto(memoryview(storage))
+            else:
+                got = 0
+            if got != nbytes:
+                raise RuntimeError(f"ember.load: storage {key} is truncated")
         storage = _map_location(map_location, location, storage)
-        cache[key] = storage
+        if type(storage) is not ember.UntypedStorage:
+            raise TypeError(f"ember.load: map_location returned a {type(storage).__name__}, "
+                            "not a storage")
+        cache[key] = (record_size, storage)
         return storage
 
-    with zf.open(pkl) as data:
-        unpickler = _Unpickler(io.BytesIO(data.read()), weights_only, load_storage, encoding)
-        return unpickler.load()
+    info = zf.getinfo(pkl)
+    _check_record(zf, info, archive_size)
+    with zf.open(info) as src:
+        data = src.read()
+    if policy is not None:
+        return _weights_only.WeightsUnpickler(
+            data, policy, lambda pid: _persistent_load(pid, load_storage), encoding).load()
+    return _FullUnpickler(io.BytesIO(data), load_storage, encoding).load()

@@ -134,6 +134,25 @@ def test_refuses_shared_and_non_contiguous():
     (struct.pack("<Q", 8) + b"[1, 2]  ", "InvalidHeaderStart"),
     (struct.pack("<Q", 8) + b"{not js}", "InvalidHeaderDeserialization"),
     (raw({"__metadata__": {"a": 1}}), "__metadata__"),
+    # hostile shapes: counts past int64 (a wrapped product would match the empty span), JSON
+    # booleans, more dimensions than the core iterates, offsets that are not integers
+    (raw({"a": {"dtype": "F32", "shape": [2**62, 4], "data_offsets": [0, 0]}}),
+     "ValidationOverflow"),
+    (raw({"a": {"dtype": "F32", "shape": [2**32, 2**32], "data_offsets": [0, 0]}}),
+     "ValidationOverflow"),
+    (raw({"a": {"dtype": "U8", "shape": [2**70], "data_offsets": [0, 0]}}), "ValidationOverflow"),
+    (raw({"a": {"dtype": "U8", "shape": [2**62, 2**62, 0], "data_offsets": [0, 0]}}),
+     "ValidationOverflow"),
+    (raw({"a": {"dtype": "U8", "shape": [2**61, 0], "data_offsets": [0, 0]}}),
+     "ValidationOverflow"),  # more elements than the core makes a tensor of
+    (raw({"a": {"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}}, b"\0" * 4),
+     "bad shape"),
+    (raw({"a": {"dtype": "U8", "shape": [1] * 65, "data_offsets": [0, 1]}}, b"\0" * 8),
+     "bad shape"),
+    (raw({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0.0, 4]}}, b"\0" * 4),
+     "InvalidOffset"),
+    (raw({"a": {"dtype": "F32", "shape": [1], "data_offsets": [False, 4]}}, b"\0" * 4),
+     "InvalidOffset"),
 ])
 def test_malformed(blob, match):
     with pytest.raises(st.SafetensorError, match=match):

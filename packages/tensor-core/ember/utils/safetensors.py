@@ -15,14 +15,14 @@ non-contiguous tensors are refused with the library's (torch binding's) errors.
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import struct
 from typing import Any
 
-import numpy as np
-
 import ember
+from ember.serialization import core_refuses_size
 
 __all__ = ["SafetensorError", "load", "load_file", "safe_open", "save", "save_file"]
 
@@ -41,6 +41,8 @@ _CODES = {
 }
 _FROM_CODE = {code: name for name, (code, _) in _CODES.items()}
 _MAX_HEADER = 100_000_000  # the library's limit
+_MAX_DIMS = 64  # the core's iterators handle at most 64 dimensions
+_INT64_MAX = 2**63 - 1
 
 
 class SafetensorError(Exception):
@@ -198,15 +200,26 @@ def _parse(buf, total: int) -> tuple[int, dict, dict | None]:
             raise SafetensorError(
                 f"Error while deserializing header: unsupported dtype {code!r} for tensor "
                 f"'{name}' (ember reads {', '.join(sorted(_FROM_CODE))})")
-        if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape)):
+        # type(...) is int: JSON's true/false are bools, which isinstance(..., int) accepts
+        if not (isinstance(shape, list) and len(shape) <= _MAX_DIMS
+                and all(type(s) is int and s >= 0 for s in shape)):
             raise SafetensorError(f"Error while deserializing header: bad shape {shape!r} for "
                                   f"tensor '{name}'")
-        if not all(isinstance(o, int) and o >= 0 for o in (begin, end)) or end < begin:
+        if not all(type(o) is int and o >= 0 for o in (begin, end)) or end < begin:
             raise SafetensorError(
                 f"Error while deserializing header: InvalidOffset for tensor '{name}' "
                 f"({[begin, end]})")
         dtype = _FROM_CODE[code]
-        need = int(np.prod(shape, dtype=np.int64)) * getattr(ember, dtype).itemsize
+        # exact (Python integers): the bytes, and the strides of the tensor (empty dims count
+        # as 1 there), must be counts the core holds in an int64, and the core must be able
+        # to create a tensor of that shape
+        itemsize = getattr(ember, dtype).itemsize
+        need = math.prod(shape) * itemsize
+        if (math.prod(max(s, 1) for s in shape) * itemsize > _INT64_MAX
+                or core_refuses_size(shape)):
+            raise SafetensorError(
+                f"Error while deserializing header: ValidationOverflow for tensor '{name}' "
+                f"(shape {shape} of {code} needs more bytes than an int64 counts)")
         if end - begin != need:
             raise SafetensorError(
                 f"Error while deserializing header: TensorInvalidInfo for tensor '{name}': "
