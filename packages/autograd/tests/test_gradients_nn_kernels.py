@@ -1,9 +1,12 @@
 """gradcheck / gradgradcheck (float64) of the gradient entries of the core's fused nn kernels
 (autograd/_formulas_nn.py)."""
 
+import math
+
 import pytest
 
 import ember
+from ember._shape import _one_node
 from ember.autograd import gradcheck, gradgradcheck
 
 D = ember.float64
@@ -162,9 +165,38 @@ def test_fused_cell_backward_kernels_refuse_graphs():
         ember._C._thnn_fused_gru_cell_backward(x, ember.zeros(2, 15, dtype=D), False)
 
 
+def _gelu_values(x, approximate):  # the definition (ember.nn.functional composes the same)
+    if approximate == "none":
+        return x * 0.5 * (1.0 + (x * (1.0 / math.sqrt(2.0))).erf())
+    return x * 0.5 * (1.0 + ((x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)).tanh())
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_one_node(approximate):
+    ember.manual_seed(14)
+    x = _r(3, 5) * 3
+
+    def f(x):
+        return _one_node("gelu", _gelu_values, True, x, approximate)
+
+    assert type(f(x).grad_fn).__name__ == "GeluBackward0"
+    _both(f, (x.detach().requires_grad_(),))
+
+
+def test_silu_one_node():
+    ember.manual_seed(15)
+    x = (_r(4, 3) * 3).detach().requires_grad_()
+
+    def f(x):
+        return _one_node("silu", lambda x: x * x.sigmoid(), True, x)
+
+    assert type(f(x).grad_fn).__name__ == "SiluBackward0"
+    _both(f, (x,))
+
+
 COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward", "embedding",
            "embedding_dense_backward", "native_batch_norm", "native_layer_norm",
-           "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"} | {
+           "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "gelu", "silu"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

@@ -11,6 +11,8 @@ which is differentiable again.
 
 from __future__ import annotations
 
+import math
+
 import ember
 
 from ._engine import MULTI_OUTPUT_SAVE
@@ -149,6 +151,34 @@ def _embedding(g, needs, out, w, indices, *, padding_idx, scale_grad_by_freq, sp
 def _embedding_dense_backward(gg, needs, out, go, indices, *, num_weights, padding_idx,
                               scale_grad_by_freq):
     return (ember.embedding(gg, indices), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# activations composed in ember.nn.functional but recorded as one node (saving only the input,
+# as torch's GeluBackward0 / SiluBackward0); written with core ops, so double backward works
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_BETA = math.sqrt(2.0 / math.pi)
+_TANH_KAPPA = 0.044715
+
+
+@grad("gelu", save=(0,))
+def _gelu(g, needs, out, x, approximate="none"):
+    if approximate == "tanh":  # torch's GeluBackward (tanh): d/dx of x/2 (1 + tanh(inner))
+        x_sq = x * x
+        t = ((x + x_sq * x * _TANH_KAPPA) * _TANH_BETA).tanh()
+        right = (1 - t * t) * ((x_sq * (3 * _TANH_KAPPA) + 1) * _TANH_BETA) * (x * 0.5)
+        return (g * ((t + 1) * 0.5 + right), None)
+    cdf = ((x * _SQRT_HALF).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return (g * (cdf + x * pdf), None)
+
+
+@grad("silu", save=(0,))
+def _silu(g, needs, out, x):
+    s = x.sigmoid()
+    return (g * s * (1 + x * (1 - s)),)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -148,7 +148,8 @@ _ELEMENTWISE = None
 def _elementwise():
     global _ELEMENTWISE
     if _ELEMENTWISE is None:
-        _ELEMENTWISE = {r["name"] for r in _C._op_table()} | {"where", "clamp", "lerp"}
+        _ELEMENTWISE = {r["name"] for r in _C._op_table()} | {
+            "where", "clamp", "lerp", "gelu", "silu"}
     return _ELEMENTWISE
 
 

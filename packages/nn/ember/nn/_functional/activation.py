@@ -1,11 +1,13 @@
 """Activations, the softmax family and gumbel_softmax: composed from core ops (softmax and
-log_softmax are core kernels)."""
+log_softmax are core kernels); gelu and silu are recorded as one graph node each, whose gradient
+formula (ember.autograd's table) reads only the saved input."""
 
 from __future__ import annotations
 
 import math
 
 import ember
+from ember._shape import _one_node
 
 # ---------------------------------------------------------------------------------------------
 # activations
@@ -72,17 +74,29 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(
+            f"approximate argument must be either none or tanh, got {approximate}")
+    # one graph node (GeluBackward0) that saves only the input, as torch's: recorded op by op,
+    # the composition kept four tensors of the input's size for backward
+    return _one_node("gelu", _gelu_values, input.requires_grad, input, approximate)
+
+
+def _gelu_values(input, approximate):
     if approximate == "none":
         return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (1.0 + inner.tanh())
-    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+    return input * 0.5 * (1.0 + inner.tanh())
 
 
 def silu(input, inplace=False):
-    out = input * input.sigmoid()
+    # one node (SiluBackward0) saving the input, as torch's (the product kept x and sigmoid(x))
+    out = _one_node("silu", _silu_values, input.requires_grad, input)
     return input.copy_(out) if inplace else out
+
+
+def _silu_values(input):
+    return input * input.sigmoid()
 
 
 def _log1p_exp(z):
