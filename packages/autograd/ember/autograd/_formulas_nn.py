@@ -157,6 +157,9 @@ def _embedding_dense_backward(gg, needs, out, go, indices, *, num_weights, paddi
 # activations composed in ember.nn.functional but recorded as one node (saving only the input,
 # as torch's GeluBackward0 / SiluBackward0); written with core ops, so double backward works
 
+# their names (elementwise: forward AD applies the formula to the tangent)
+ACTIVATIONS = ("gelu", "silu", "elu", "celu", "softplus", "mish", "hardsigmoid", "hardswish")
+
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _TANH_BETA = math.sqrt(2.0 / math.pi)
@@ -179,6 +182,40 @@ def _gelu(g, needs, out, x, approximate="none"):
 def _silu(g, needs, out, x):
     s = x.sigmoid()
     return (g * s * (1 + x * (1 - s)),)
+
+
+@grad("elu", "celu", save=(0,))
+def _elu(g, needs, out, x, alpha, scale, input_scale):
+    # torch's elu_backward; exp of the clamped input, so the unselected side stays finite
+    neg = (x.clamp(max=0) * input_scale).exp() * (alpha * scale * input_scale)
+    return (ember.where(x > 0, g * scale, g * neg), None, None, None)
+
+
+def _softplus_of(x):
+    """log(1 + exp(x)) without overflow."""
+    return x.clamp(min=0) + (-x.abs()).exp().log1p()
+
+
+@grad("softplus", save=(0,))
+def _softplus(g, needs, out, x, beta, threshold):
+    z = x * beta
+    return (ember.where(z > threshold, g, g * z.sigmoid()), None, None)
+
+
+@grad("mish", save=(0,))
+def _mish(g, needs, out, x):
+    t = _softplus_of(x).tanh()
+    return (g * (t + x * x.sigmoid() * (1 - t * t)),)
+
+
+@grad("hardsigmoid", save=(0,))
+def _hardsigmoid(g, needs, out, x):
+    return (ember.where((x > -3.0) & (x < 3.0), g / 6.0, 0.0),)
+
+
+@grad("hardswish", save=(0,))
+def _hardswish(g, needs, out, x):
+    return (ember.where(x <= -3.0, 0.0, ember.where(x < 3.0, g * (x / 3.0 + 0.5), g)),)
 
 
 # ---------------------------------------------------------------------------------------------

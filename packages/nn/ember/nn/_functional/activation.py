@@ -1,6 +1,7 @@
 """Activations, the softmax family and gumbel_softmax: composed from core ops (softmax and
-log_softmax are core kernels); gelu and silu are recorded as one graph node each, whose gradient
-formula (ember.autograd's table) reads only the saved input."""
+log_softmax are core kernels); gelu, silu, the elu family, softplus, mish, hardsigmoid and
+hardswish are recorded as one graph node each, whose gradient formula (ember.autograd's table)
+reads only the saved input, as torch's do."""
 
 from __future__ import annotations
 
@@ -53,8 +54,23 @@ def prelu(input, weight):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    out = ember.where(input > 0, input, input.clamp(max=0).expm1() * alpha)
+    out = _elu(input, alpha, 1.0, 1.0)
     return input.copy_(out) if inplace else out
+
+
+def _elu(input, alpha, scale, input_scale, name="elu"):
+    """torch's elu kernel (selu and celu are elus): x * scale for x > 0, else
+    expm1(x * input_scale) * alpha * scale; one graph node (EluBackward0, CeluBackward0 for celu)
+    saving the input."""
+    return _one_node(name, _elu_values, input.requires_grad, input, alpha, scale, input_scale)
+
+
+def _elu_values(input, alpha, scale, input_scale):
+    neg = input.clamp(max=0)
+    if input_scale != 1.0:
+        neg = neg * input_scale
+    return ember.where(input > 0, input * scale if scale != 1.0 else input,
+                       neg.expm1() * (alpha * scale))
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -62,14 +78,14 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
-    out = elu(input, _SELU_ALPHA) * _SELU_SCALE
+    out = _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
     return input.copy_(out) if inplace else out
 
 
 def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    out = ember.where(input > 0, input, (input.clamp(max=0) / alpha).expm1() * alpha)
+    out = _elu(input, alpha, 1.0, 1.0 / alpha, "celu")
     return input.copy_(out) if inplace else out
 
 
@@ -109,24 +125,41 @@ def _log1p_exp(z):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    return _one_node("softplus", _softplus_values, input.requires_grad, input, beta, threshold)
+
+
+def _softplus_values(input, beta, threshold):
     z = input * beta
     soft = _log1p_exp(z) / beta
     return ember.where(z > threshold, input, soft)
 
 
+# mish, hardsigmoid and hardswish: one node each saving the input, as torch's
 def mish(input, inplace=False):
-    out = input * softplus(input).tanh()
+    out = _one_node("mish", _mish_values, input.requires_grad, input)
     return input.copy_(out) if inplace else out
+
+
+def _mish_values(input):
+    return input * _softplus_values(input, 1.0, 20.0).tanh()
 
 
 def hardsigmoid(input, inplace=False):
-    out = (input / 6.0 + 0.5).clamp(0.0, 1.0)
+    out = _one_node("hardsigmoid", _hardsigmoid_values, input.requires_grad, input)
     return input.copy_(out) if inplace else out
+
+
+def _hardsigmoid_values(input):
+    return (input / 6.0 + 0.5).clamp(0.0, 1.0)
 
 
 def hardswish(input, inplace=False):
-    out = input * (input + 3.0).clamp(0.0, 6.0) / 6.0
+    out = _one_node("hardswish", _hardswish_values, input.requires_grad, input)
     return input.copy_(out) if inplace else out
+
+
+def _hardswish_values(input):
+    return input * (input + 3.0).clamp(0.0, 6.0) / 6.0
 
 
 def softsign(input):
