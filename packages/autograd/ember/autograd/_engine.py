@@ -21,7 +21,7 @@ from ember import _C
 # STATE, AccumulateGrad, Node, _Handle, _sum_to, RELEASED_MSG, TLS, run_backward: re-exported for
 # the rest of the package, which imports them from here.
 from ._node import STATE, AccumulateGrad, Node, _Handle, _sum_to, node_class  # noqa: F401
-from ._saved import RELEASED_MSG, TLS, SavedSequence, SavedTensor, _Meta  # noqa: F401
+from ._saved import RELEASED_MSG, TLS, SavedSequence, SavedTensor, _Meta, _StridedMeta  # noqa: F401
 from ._sweep import run_backward  # noqa: F401
 
 Tensor = _C.Tensor
@@ -171,10 +171,17 @@ def saves_input(entry, i, needs) -> bool:
     if si is not True and i not in si:
         return False
     cond = entry.save_if
-    if cond is None:
+    return cond is None or _used(cond.get(i), needs)
+
+
+def _used(users, needs) -> bool:
+    """Whether one of the gradients `users` (argument positions; None: any) is wanted."""
+    if users is None:
         return True
-    users = cond.get(i)
-    return users is None or any(_wants(needs, j) for j in users)
+    for j in users:
+        if _wants(needs, j):
+            return True
+    return False
 
 
 def _save(node, entry, args, kwargs, outs, needs):
@@ -188,7 +195,17 @@ def _save(node, entry, args, kwargs, outs, needs):
     si = entry.save_inputs if entry is not None else ()
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
-            if (si is True or i in si) and (cond is None or saves_input(entry, i, needs)):
+            keep = si is True or i in si
+            if keep and cond is not None:  # _used, inlined: this runs for every recorded op
+                users = cond.get(i)
+                if users is not None:
+                    keep = False
+                    for j in users:
+                        n = needs[j] if j < len(needs) else False
+                        if n is True or (type(n) is tuple and any(n)):
+                            keep = True
+                            break
+            if keep:
                 if saved is None:
                     saved = {}
                 st = saved[i] = SavedTensor(a, False)
@@ -196,7 +213,7 @@ def _save(node, entry, args, kwargs, outs, needs):
                 if needs[i]:
                     fix.append((i, st))
             elif needs[i] or cond is not None:
-                m = _Meta(a, cond is not None)  # an input left unsaved by save_if: + strides
+                m = _Meta(a) if cond is None else _StridedMeta(a)  # left unsaved by save_if
                 plain.append(m)
                 if needs[i]:
                     fix.append((i, m))
@@ -215,7 +232,7 @@ def _save(node, entry, args, kwargs, outs, needs):
         else:
             plain.append(a)
     kw = kwargs if kwargs else None
-    if kw:
+    if kw and Tensor in map(type, kwargs.values()):  # (cheaper than isinstance per value)
         for k, v in kwargs.items():
             if isinstance(v, Tensor):  # a tensor keyword (pooling's indices): saved as well
                 if saved is None:

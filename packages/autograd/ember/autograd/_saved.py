@@ -112,16 +112,14 @@ def _edge_desc(e) -> str:
 
 
 class _Meta:
-    """Shape, dtype and device of an input a formula needs but whose values it does not; with
-    ``strides``, also its strides (a matrix product's gradient is laid out like its operand)."""
+    """Shape, dtype and device of an input a formula needs but whose values it does not."""
 
-    __slots__ = ("shape", "dtype", "device", "_stride")
+    __slots__ = ("shape", "dtype", "device")
 
-    def __init__(self, t, strides: bool = False):
+    def __init__(self, t):
         self.shape = t.shape
         self.dtype = t.dtype
         self.device = t.device
-        self._stride = tuple(t.stride()) if strides else None
 
     def dim(self):
         return len(self.shape)
@@ -129,12 +127,22 @@ class _Meta:
     def size(self, d=None):
         return self.shape if d is None else self.shape[d]
 
-    def stride(self):
-        if self._stride is None:
-            raise RuntimeError("ember.autograd: a formula read the strides of an input it did not "
-                               "save")
-        return self._stride
-
     @property
     def ndim(self):
         return len(self.shape)
+
+
+class _StridedMeta(_Meta):
+    """A _Meta with the strides too: an operand that ``save_if`` left unsaved (a matrix
+    product's gradient is laid out like its operand)."""
+
+    __slots__ = ("_stride",)
+
+    def __init__(self, t):
+        self.shape = t.shape
+        self.dtype = t.dtype
+        self.device = t.device
+        self._stride = t.stride()
+
+    def stride(self):
+        return self._stride
