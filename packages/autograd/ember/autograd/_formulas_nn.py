@@ -168,6 +168,11 @@ _TANH_KAPPA = 0.044715
 
 @grad("gelu", save=(0,))
 def _gelu(g, needs, out, x, approximate="none"):
+    if approximate == "none" and not ember.is_grad_enabled():
+        # plain backward: the same formula in place, two temporaries instead of ten
+        d = (x * _SQRT_HALF).erf_().add_(1.0).mul_(0.5)  # cdf
+        d.add_((x * x).mul_(-0.5).exp_().mul_(_INV_SQRT_2PI).mul_(x))  # + x * pdf
+        return (d.mul_(g), None)
     if approximate == "tanh":  # torch's GeluBackward (tanh): d/dx of x/2 (1 + tanh(inner))
         x_sq = x * x
         t = ((x + x_sq * x * _TANH_KAPPA) * _TANH_BETA).tanh()
@@ -180,6 +185,9 @@ def _gelu(g, needs, out, x, approximate="none"):
 
 @grad("silu", save=(0,))
 def _silu(g, needs, out, x):
+    if not ember.is_grad_enabled():  # plain backward: in place, two temporaries
+        s = x.sigmoid()
+        return ((1.0 - s).mul_(x).add_(1.0).mul_(s).mul_(g),)
     s = x.sigmoid()
     return (g * s * (1 + x * (1 - s)),)
 
