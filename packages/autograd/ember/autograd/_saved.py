@@ -84,27 +84,18 @@ class SavedTensor:
 
 class SavedSequence:
     """A tuple or list argument with tensors in it (an index such as ``(idx, slice(1, 3))``), saved:
-    its tensors as SavedTensors, the rest as given; unpacked as the same type."""
+    its tensors as SavedTensors, the rest as given; unpacked as a tuple when it held only tensors
+    (index_put's indices), else as the type it had."""
 
     __slots__ = ("items", "kind")
 
     def __init__(self, seq):
-        self.kind = type(seq)
         self.items = [SavedTensor(x, False) if isinstance(x, _C.Tensor) else x for x in seq]
+        self.kind = tuple if all(type(x) is SavedTensor for x in self.items) else type(seq)
 
     def unpack(self, node, output_nr: int = 0):
         return self.kind(x.unpack(node, output_nr) if type(x) is SavedTensor else x
                          for x in self.items)
-
-
-def save_value(a):
-    """A saved argument: a SavedTensor, a SavedSequence for a sequence holding tensors, or the
-    value itself (None when there is nothing to keep)."""
-    if isinstance(a, _C.Tensor):
-        return SavedTensor(a, False)
-    if isinstance(a, (tuple, list)) and any(isinstance(x, _C.Tensor) for x in a):
-        return SavedSequence(a)
-    return None
 
 
 def _edge_desc(e) -> str:
