@@ -1,9 +1,12 @@
 """gradcheck / gradgradcheck (float64) of the gradient entries of the core's fused nn kernels
 (autograd/_formulas_nn.py)."""
 
+import math
+
 import pytest
 
 import ember
+from ember._shape import _one_node
 from ember.autograd import gradcheck, gradgradcheck
 
 D = ember.float64
@@ -162,9 +165,88 @@ def test_fused_cell_backward_kernels_refuse_graphs():
         ember._C._thnn_fused_gru_cell_backward(x, ember.zeros(2, 15, dtype=D), False)
 
 
+def _gelu_values(x, approximate):  # the definition (ember.nn.functional composes the same)
+    if approximate == "none":
+        return x * 0.5 * (1.0 + (x * (1.0 / math.sqrt(2.0))).erf())
+    return x * 0.5 * (1.0 + ((x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)).tanh())
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_one_node(approximate):
+    ember.manual_seed(14)
+    x = _r(3, 5) * 3
+
+    def f(x):
+        return _one_node("gelu", _gelu_values, True, x, approximate)
+
+    assert type(f(x).grad_fn).__name__ == "GeluBackward0"
+    _both(f, (x.detach().requires_grad_(),))
+
+
+def test_silu_one_node():
+    ember.manual_seed(15)
+    x = (_r(4, 3) * 3).detach().requires_grad_()
+
+    def f(x):
+        return _one_node("silu", lambda x: x * x.sigmoid(), True, x)
+
+    assert type(f(x).grad_fn).__name__ == "SiluBackward0"
+    _both(f, (x,))
+
+
+# the definitions of the other one-node activations (ember.nn.functional composes the same)
+def _elu_values(x, alpha, scale, input_scale):
+    return ember.where(x > 0, x * scale, (x.clamp(max=0) * input_scale).expm1() * alpha * scale)
+
+
+def _softplus_values(x, beta, threshold):
+    return ember.where(x * beta > threshold, x, (1 + (x * beta).exp()).log() / beta)
+
+
+ONE_NODE = [
+    ("elu", _elu_values, (1.0, 1.0, 1.0)),
+    ("elu", _elu_values, (1.6732632423543772, 1.0507009873554805, 1.0)),  # selu
+    ("celu", _elu_values, (0.5, 1.0, 2.0)),  # celu(alpha=0.5)
+    ("softplus", _softplus_values, (1.0, 20.0)),
+    ("softplus", _softplus_values, (2.0, 1.0)),
+    ("mish", lambda x: x * _softplus_values(x, 1.0, 20.0).tanh(), ()),
+    ("hardsigmoid", lambda x: (x / 6.0 + 0.5).clamp(0.0, 1.0), ()),
+    ("hardswish", lambda x: x * (x + 3.0).clamp(0.0, 6.0) / 6.0, ()),
+]
+
+
+@pytest.mark.parametrize("name,values,args", ONE_NODE,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(ONE_NODE)])
+def test_one_node_activation(name, values, args):
+    ember.manual_seed(16)
+    x = (_r(5, 4) * 3).detach().requires_grad_()
+
+    def f(x):
+        return _one_node(name, values, True, x, *args)
+
+    _both(f, (x,))
+
+
+@pytest.mark.parametrize("name,values,args", ONE_NODE + [("gelu", _gelu_values, ("none",)),
+                                                        ("silu", lambda x: x * x.sigmoid(), ())],
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(ONE_NODE)] + ["gelu", "silu"])
+def test_one_node_activation_forward_ad(name, values, args):
+    from ember.autograd import forward_ad as fwad
+
+    ember.manual_seed(17)
+    x, t = ember.randn(6, dtype=D) * 3, ember.randn(6, dtype=D)
+    with fwad.dual_level():
+        y = _one_node(name, values, True, fwad.make_dual(x, t), *args)
+        tangent = fwad.unpack_dual(y).tangent
+    eps = 1e-6  # central difference of the definition along t
+    fd = (values(x + t * eps, *args) - values(x - t * eps, *args)) / (2 * eps)
+    assert float((tangent - fd).abs().max()) < 1e-6
+
+
 COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward", "embedding",
            "embedding_dense_backward", "native_batch_norm", "native_layer_norm",
-           "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell"} | {
+           "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "gelu", "silu", "elu", "celu",
+           "softplus", "mish", "hardsigmoid", "hardswish"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

@@ -122,6 +122,31 @@ def test_activation(name, args):
     check_module(getattr(nn, name)(*args), getattr(tnn, name)(*args), x, torch=torch)
 
 
+ONE_NODE_ACTIVATIONS = [("GELU", (), "GeluBackward0"), ("GELU", ("tanh",), "GeluBackward0"),
+                        ("SiLU", (), "SiluBackward0"), ("ELU", (0.7,), "EluBackward0"),
+                        ("SELU", (), "EluBackward0"), ("CELU", (0.5,), "CeluBackward0"),
+                        ("Softplus", (2.0, 1.0), "SoftplusBackward0"),
+                        ("Mish", (), "MishBackward0"), ("Hardsigmoid", (), "HardsigmoidBackward0"),
+                        ("Hardswish", (), "HardswishBackward0")]
+
+
+@pytest.mark.parametrize("name,args,node", ONE_NODE_ACTIVATIONS,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(ONE_NODE_ACTIVATIONS)])
+def test_activation_is_one_node_with_torchs_gradient_at_its_kinks(name, args, node):
+    # torch's node name; its gradient also where the pieces meet (0, +-3, the threshold)
+    pts = [-40.0, -3.0, -2.9, -1.0, -0.5, 0.0, 0.5, 1.0, 2.9, 3.0, 40.0]
+    x = ember.tensor(pts, requires_grad=True)
+    y = getattr(nn, name)(*args)(x)
+    assert type(y.grad_fn).__name__ == node
+    y.sum().backward()
+    tx = torch.tensor(pts, requires_grad=True)
+    ty = getattr(tnn, name)(*args)(tx)
+    assert type(ty.grad_fn).__name__ == node
+    ty.sum().backward()
+    close(y, ty)
+    close(x.grad, tx.grad)
+
+
 def test_softplus_large_inputs_finite_gradient():
     x = ember.tensor([-100.0, -30.0, 0.0, 30.0, 100.0], requires_grad=True)
     y = nn.Softplus()(x)

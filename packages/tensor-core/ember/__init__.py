@@ -132,6 +132,7 @@ _COMPONENTS = {
     "optim": ("ember.optim", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),
     "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
+    "cpu": ("ember.cpu", "ember-tensor"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),
 }

@@ -233,3 +233,54 @@ def test_storage_use_count_returns_to_baseline():
         del n, m, c, u
     collect()
     assert ember._C._storage_use_count(t) == base
+
+
+# ---------------------------------------------------------------------------------------------
+# ember.cpu's byte counters (what the CPU allocator holds, without RSS's noise)
+
+
+def test_cpu_memory_allocated_counts_storages():
+    collect()
+    base = ember.cpu.memory_allocated()
+    a = ember.empty(1000, dtype=ember.float64)
+    assert ember.cpu.memory_allocated() - base == 1000 * 8
+    b = ember.ones(3, 5, dtype=ember.int16)
+    assert ember.cpu.memory_allocated() - base == 1000 * 8 + 15 * 2
+    v = a[10:20].view(2, 5)  # a view allocates nothing
+    assert ember.cpu.memory_allocated() - base == 1000 * 8 + 15 * 2
+    del a
+    assert ember.cpu.memory_allocated() - base == 1000 * 8 + 15 * 2  # the view holds it
+    del v, b
+    assert ember.cpu.memory_allocated() == base
+
+
+def test_cpu_memory_allocated_ignores_foreign_memory():
+    arr = np.ones(4096, dtype=np.float32)
+    base = ember.cpu.memory_allocated()
+    t = ember.from_numpy(arr)
+    assert ember.cpu.memory_allocated() == base  # NumPy owns it
+    c = t.clone()
+    assert ember.cpu.memory_allocated() - base == 4096 * 4
+    del t, c
+
+
+def test_cpu_max_memory_allocated_and_reset():
+    collect()
+    base = ember.cpu.memory_allocated()
+    ember.cpu.reset_peak_memory_stats()
+    assert ember.cpu.max_memory_allocated() == base
+    t = ember.empty(1 << 20, dtype=ember.uint8)
+    del t
+    assert ember.cpu.max_memory_allocated() - base == 1 << 20
+    assert ember.cpu.memory_allocated() == base
+    ember.cpu.reset_peak_memory_stats()
+    assert ember.cpu.max_memory_allocated() == base
+
+
+def test_cpu_memory_allocated_follows_resize():
+    base = ember.cpu.memory_allocated()
+    t = ember.empty(10, dtype=ember.float32)
+    t.resize_(1000)
+    assert ember.cpu.memory_allocated() - base == 1000 * 4
+    del t
+    assert ember.cpu.memory_allocated() == base

@@ -21,7 +21,7 @@ from ember import _C
 # STATE, AccumulateGrad, Node, _Handle, _sum_to, RELEASED_MSG, TLS, run_backward: re-exported for
 # the rest of the package, which imports them from here.
 from ._node import STATE, AccumulateGrad, Node, _Handle, _sum_to, node_class  # noqa: F401
-from ._saved import RELEASED_MSG, TLS, SavedTensor, _Meta  # noqa: F401
+from ._saved import RELEASED_MSG, TLS, SavedSequence, SavedTensor, _Meta, _StridedMeta  # noqa: F401
 from ._sweep import run_backward  # noqa: F401
 
 Tensor = _C.Tensor
@@ -157,34 +157,91 @@ def _unalias(args, out):
     return out
 
 
+def _wants(needs, j) -> bool:
+    """Whether the gradient of argument j is wanted (a tensor list: of any of its tensors)."""
+    n = needs[j] if j < len(needs) else False
+    return n is True or (type(n) is tuple and any(n))
+
+
+def saves_input(entry, i, needs) -> bool:
+    """Whether `entry` keeps argument i, given which gradients are wanted: an argument in
+    ``save_if`` is kept only when a gradient that reads it is wanted (``a`` of ``a * b`` only
+    for b's gradient), as PyTorch's generated code saves only for the outputs it will compute."""
+    si = entry.save_inputs
+    if si is not True and i not in si:
+        return False
+    cond = entry.save_if
+    return cond is None or _used(cond.get(i), needs)
+
+
+def _used(users, needs) -> bool:
+    """Whether one of the gradients `users` (argument positions; None: any) is wanted."""
+    if users is None:
+        return True
+    for j in users:
+        if _wants(needs, j):
+            return True
+    return False
+
+
 def _save(node, entry, args, kwargs, outs, needs):
-    node._kwargs = kwargs if kwargs else None
+    """Fills the node's ``_args`` (what the formula sees of each argument), ``_saved`` (the
+    values it keeps for backward, and only those) and ``_fix`` (shape/dtype per input whose
+    gradient the engine reduces)."""
     saved = None
     plain = []
     fix = []
+    cond = entry.save_if if entry is not None else None
     si = entry.save_inputs if entry is not None else ()
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
-            if si is True or i in si:
+            keep = si is True or i in si
+            if keep and cond is not None:  # _used, inlined: this runs for every recorded op
+                users = cond.get(i)
+                if users is not None:
+                    keep = False
+                    for j in users:
+                        n = needs[j] if j < len(needs) else False
+                        if n is True or (type(n) is tuple and any(n)):
+                            keep = True
+                            break
+            if keep:
                 if saved is None:
                     saved = {}
                 st = saved[i] = SavedTensor(a, False)
                 plain.append(None)
                 if needs[i]:
                     fix.append((i, st))
-            elif needs[i]:
-                m = _Meta(a)
+            elif needs[i] or cond is not None:
+                m = _Meta(a) if cond is None else _StridedMeta(a)  # left unsaved by save_if
                 plain.append(m)
-                fix.append((i, m))
+                if needs[i]:
+                    fix.append((i, m))
             else:
                 plain.append(None)
-        elif isinstance(a, (list, tuple)) and a and all(isinstance(e, Tensor) for e in a):
-            if si is True or i in si:  # a saved tensor list (index_put's indices): as given
-                plain.append(tuple(a))
-            else:
+        elif isinstance(a, (list, tuple)) and a and any(isinstance(e, Tensor) for e in a):
+            if si is True or i in si:  # a saved sequence (index_put's indices, an index)
+                if saved is None:
+                    saved = {}
+                saved[i] = SavedSequence(a)
+                plain.append(None)
+            elif all(isinstance(e, Tensor) for e in a):
                 plain.append([_Meta(x) for x in a])  # tensor lists (cat, stack): shapes only
+            else:
+                plain.append(a)
         else:
             plain.append(a)
+    kw = kwargs if kwargs else None
+    if kw and Tensor in map(type, kwargs.values()):  # (cheaper than isinstance per value)
+        for k, v in kwargs.items():
+            if isinstance(v, Tensor):  # a tensor keyword (pooling's indices): saved as well
+                if saved is None:
+                    saved = {}
+                saved[k] = SavedTensor(v, False)
+                if kw is kwargs:
+                    kw = dict(kwargs)
+                kw[k] = None
+    node._kwargs = kw
     if entry is not None and entry.save_output:
         if saved is None:
             saved = {}
@@ -216,15 +273,16 @@ def _record_inplace(name, entry, fn, args, kwargs):
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place "
             "operation.")
-    si = entry.save_inputs
+    edges, needs, any_need = _inputs(args)
     old_self = None
-    if (si is True or 0 in si) and self.requires_grad:
+    if any_need and saves_input(entry, 0, needs):
+        # the formula reads self's value from before the op: keep a copy (also when self needs
+        # no gradient: ``x.mul_(w)`` needs the old x for w's gradient)
         _set_grad(False)
         try:
             old_self = self.clone()
         finally:
             _set_grad(True)
-    edges, needs, any_need = _inputs(args)
     _set_grad(False)
     try:
         fn(*args, **kwargs)
@@ -235,9 +293,10 @@ def _record_inplace(name, entry, fn, args, kwargs):
     node = node_class(name)(name, entry.vjp)
     sargs = list(args)
     if old_self is not None:
-        old_self.requires_grad = True
-        if edges[0] is not None:
-            old_self._ag["_ag_edge"] = edges[0]
+        if needs[0]:  # the copy stands for self in the graph (double backward)
+            old_self.requires_grad = True
+            if edges[0] is not None:
+                old_self._ag["_ag_edge"] = edges[0]
         sargs = [old_self if a is self else a for a in args]
     _save(node, entry, tuple(sargs), kwargs, (self,), needs)
     node.next_functions = tuple(e if e is not None else (None, 0) for e in edges)

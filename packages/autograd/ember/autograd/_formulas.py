@@ -21,25 +21,33 @@ from ._engine import _FORMULAS, _sum_to
 
 
 class Entry:
-    __slots__ = ("vjp", "save_inputs", "save_output", "inplace", "name")
+    __slots__ = ("vjp", "save_inputs", "save_output", "inplace", "name", "save_if")
 
-    def __init__(self, name, vjp, save_inputs=(), save_output=False, inplace=False):
+    def __init__(self, name, vjp, save_inputs=(), save_output=False, inplace=False,
+                 save_if=None):
         self.name = name
         self.vjp = vjp
         self.save_inputs = save_inputs  # True (all tensor args) or a tuple of positions
         self.save_output = save_output
         self.inplace = inplace
+        # {position: positions of the gradients that read it}: a saved argument listed here is
+        # kept only when one of those gradients is wanted; the formula must not read it otherwise
+        # (it gets the argument's _Meta). None: every saved argument is kept.
+        self.save_if = save_if
 
 
-def grad(*names, save=(), out=False, inplace_too=False):
-    """Registers a vjp for `names`; ``inplace_too`` also registers ``<name>_``."""
+def grad(*names, save=(), out=False, inplace_too=False, save_if=None):
+    """Registers a vjp for `names`; ``inplace_too`` also registers ``<name>_``. ``save``: the
+    positions of the tensor arguments the formula reads ("all": every one); ``save_if``: see
+    Entry; ``out``: the formula reads the result (a tuple of output numbers: those outputs)."""
     save_inputs = True if save == "all" else tuple(save)
 
     def deco(fn):
         for n in names:
-            _FORMULAS[n] = Entry(n, fn, save_inputs, out)
+            _FORMULAS[n] = Entry(n, fn, save_inputs, out, save_if=save_if)
             if inplace_too:
-                _FORMULAS[n + "_"] = Entry(n + "_", fn, save_inputs, out, inplace=True)
+                _FORMULAS[n + "_"] = Entry(n + "_", fn, save_inputs, out, inplace=True,
+                                           save_if=save_if)
         return fn
 
     return deco
@@ -47,6 +55,12 @@ def grad(*names, save=(), out=False, inplace_too=False):
 
 def inplace(name, vjp, save=(), out=False):
     _FORMULAS[name] = Entry(name, vjp, True if save == "all" else tuple(save), out, inplace=True)
+
+
+# save_if for a product of two operands: each is read only by the other's gradient
+CROSS = {0: (1,), 1: (0,)}
+# addmm-style (input, m1, m2): m1 is read by m2's gradient and m2 by m1's
+CROSS_12 = {1: (2,), 2: (1,)}
 
 
 def _zeros(g):
@@ -148,12 +162,12 @@ def _sub(g, needs, out, a, b, alpha=None):
     return (g, -g if alpha is None or alpha == 1 else g * (-alpha))
 
 
-@grad("mul", save="all", inplace_too=True)
+@grad("mul", save="all", inplace_too=True, save_if=CROSS)
 def _mul(g, needs, out, a, b):
     return (g * b if needs[0] else None, g * a if needs[1] else None)
 
 
-@grad("div", save="all", inplace_too=True)
+@grad("div", save="all", inplace_too=True, save_if={0: (1,)})
 def _div(g, needs, out, a, b):
     return (g / b if needs[0] else None, -(g * a) / (b * b) if needs[1] else None)
 
@@ -251,7 +265,7 @@ def _clamp(g, needs, out, x, lo=None, hi=None):
 grad("clamp", save="all", inplace_too=True)(_clamp)
 
 
-@grad("lerp", save="all", inplace_too=True)
+@grad("lerp", save="all", inplace_too=True, save_if={0: (2,), 1: (2,), 2: (0, 1)})
 def _lerp(g, needs, out, s, e, w):
     return (g * (1 - w) if needs[0] else None, g * w if needs[1] else None,
             g * (e - s) if needs[2] else None)
@@ -447,8 +461,9 @@ def _logsumexp(g, needs, out, x, dim, keepdim=False):
 
 
 def _col_major(t):
-    """True when the last two dims of `t` are laid out as a transposed contiguous matrix (a
-    Linear weight's ``w.t()``): PyTorch's test in mm_mat1_backward / mm_mat2_backward."""
+    """True when the last two dims of `t` (a tensor or a _Meta with strides) are laid out as a
+    transposed contiguous matrix (a Linear weight's ``w.t()``): PyTorch's test in
+    mm_mat1_backward / mm_mat2_backward."""
     s = t.stride()
     return len(s) >= 2 and s[-2] == 1 and s[-1] == t.shape[-2] and t.shape[-1] != 1
 
@@ -468,27 +483,34 @@ def _mat2_grad(g, m1, m2):
     return _mt(_mt(g).matmul(m1)) if _col_major(m2) else _mt(m1).matmul(g)
 
 
-@grad("mm", save="all")
+@grad("mm", save="all", save_if=CROSS)
 def _mm(g, needs, out, a, b):
     return (_mat1_grad(g, a, b) if needs[0] else None, _mat2_grad(g, a, b) if needs[1] else None)
 
 
-@grad("bmm", save="all")
+@grad("bmm", save="all", save_if=CROSS)
 def _bmm(g, needs, out, a, b):
     return (_mat1_grad(g, a, b) if needs[0] else None, _mat2_grad(g, a, b) if needs[1] else None)
 
 
-@grad("matmul", save="all")
+@grad("matmul", save="all", save_if=CROSS)
 def _matmul(g, needs, out, a, b):
+    # a (b) is a _Meta with strides when only b's (a's) gradient is wanted: its values are not read
     if a.ndim == 1 and b.ndim == 1:
         return (g * b if needs[0] else None, g * a if needs[1] else None)
     if a.ndim >= 3 and b.ndim == 2:  # folded into one mm, as PyTorch's matmul does
         k = a.shape[-1]
-        a2, g2 = a.reshape(-1, k), g.reshape(-1, b.shape[-1])
-        return (_mat1_grad(g2, a2, b).reshape(a.shape) if needs[0] else None,
-                _mat2_grad(g2, a2, b) if needs[1] else None)
-    a1 = a.unsqueeze(0) if a.ndim == 1 else a
-    b1 = b.unsqueeze(-1) if b.ndim == 1 else b
+        g2 = g.reshape(-1, b.shape[-1])
+        ga = gb = None
+        if needs[0]:
+            ga = (_mat1_grad(g2, a.reshape(-1, k), b) if _is_t(a) else g2.matmul(_mt(b)))
+            ga = ga.reshape(a.shape)
+        if needs[1]:
+            gb = _mat2_grad(g2, a.reshape(-1, k), b)
+        return (ga, gb)
+    # a 1-d operand takes part as a matrix with a dim of 1 (a _Meta of one is laid out by rows)
+    a1 = a.unsqueeze(0) if a.ndim == 1 and _is_t(a) else a
+    b1 = b.unsqueeze(-1) if b.ndim == 1 and _is_t(b) else b
     g1 = g
     if a.ndim == 1:
         g1 = g1.unsqueeze(-2)
@@ -508,28 +530,34 @@ def _matmul(g, needs, out, a, b):
     return (ga, gb)
 
 
-@grad("mv", save="all")
+@grad("mv", save="all", save_if=CROSS)
 def _mv(g, needs, out, a, v):
     return (ember.outer(g, v) if needs[0] else None, a.t().mv(g) if needs[1] else None)
 
 
-@grad("dot", "vdot", save="all")
+@grad("dot", "vdot", save="all", save_if=CROSS)
 def _dot(g, needs, out, a, b):
     return (g * b if needs[0] else None, g * a if needs[1] else None)
 
 
-@grad("inner", save="all")
+@grad("inner", save="all", save_if=CROSS)
 def _inner(g, needs, out, a, b):
     if a.ndim == 0 or b.ndim == 0:
         return _mul(g, needs, out, a, b)
     k = a.shape[-1]
-    a2, b2 = a.reshape(-1, k), b.reshape(-1, k)
-    g2 = g.reshape(a2.shape[0], b2.shape[0])
-    return (g2.mm(b2).reshape(a.shape) if needs[0] else None,
-            g2.t().mm(a2).reshape(b.shape) if needs[1] else None)
+    g2 = g.reshape(_numel(a.shape[:-1]), _numel(b.shape[:-1]))
+    return (g2.mm(b.reshape(-1, k)).reshape(a.shape) if needs[0] else None,
+            g2.t().mm(a.reshape(-1, k)).reshape(b.shape) if needs[1] else None)
 
 
-@grad("outer", "ger", save="all")
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+@grad("outer", "ger", save="all", save_if=CROSS)
 def _outer(g, needs, out, u, v):
     return (g.mv(v) if needs[0] else None, g.t().mv(u) if needs[1] else None)
 
@@ -538,28 +566,28 @@ def _scaled(g, s):
     return g if s == 1 else (_zeros(g) if s == 0 else g * s)
 
 
-@grad("addmm", save=(1, 2), inplace_too=True)
+@grad("addmm", save=(1, 2), inplace_too=True, save_if=CROSS_12)
 def _addmm(g, needs, out, inp, m1, m2, beta=1, alpha=1):
     return (_scaled(g, beta) if needs[0] else None,
             _scaled(_mat1_grad(g, m1, m2), alpha) if needs[1] else None,
             _scaled(_mat2_grad(g, m1, m2), alpha) if needs[2] else None)
 
 
-@grad("addmv", save=(1, 2), inplace_too=True)
+@grad("addmv", save=(1, 2), inplace_too=True, save_if=CROSS_12)
 def _addmv(g, needs, out, inp, mat, vec, beta=1, alpha=1):
     return (_scaled(g, beta) if needs[0] else None,
             _scaled(ember.outer(g, vec), alpha) if needs[1] else None,
             _scaled(mat.t().mv(g), alpha) if needs[2] else None)
 
 
-@grad("baddbmm", save=(1, 2), inplace_too=True)
+@grad("baddbmm", save=(1, 2), inplace_too=True, save_if=CROSS_12)
 def _baddbmm(g, needs, out, inp, b1, b2, beta=1, alpha=1):
     return (_scaled(g, beta) if needs[0] else None,
             _scaled(_mat1_grad(g, b1, b2), alpha) if needs[1] else None,
             _scaled(_mat2_grad(g, b1, b2), alpha) if needs[2] else None)
 
 
-@grad("addbmm", save=(1, 2), inplace_too=True)
+@grad("addbmm", save=(1, 2), inplace_too=True, save_if=CROSS_12)
 def _addbmm(g, needs, out, inp, b1, b2, beta=1, alpha=1):
     ge = g.unsqueeze(0).expand((b1.shape[0],) + tuple(g.shape))
     return (_scaled(g, beta) if needs[0] else None,

@@ -11,6 +11,8 @@ which is differentiable again.
 
 from __future__ import annotations
 
+import math
+
 import ember
 
 from ._engine import MULTI_OUTPUT_SAVE
@@ -149,6 +151,79 @@ def _embedding(g, needs, out, w, indices, *, padding_idx, scale_grad_by_freq, sp
 def _embedding_dense_backward(gg, needs, out, go, indices, *, num_weights, padding_idx,
                               scale_grad_by_freq):
     return (ember.embedding(gg, indices), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# activations composed in ember.nn.functional but recorded as one node (saving only the input,
+# as torch's GeluBackward0 / SiluBackward0); written with core ops, so double backward works
+
+# their names (elementwise: forward AD applies the formula to the tangent)
+ACTIVATIONS = ("gelu", "silu", "elu", "celu", "softplus", "mish", "hardsigmoid", "hardswish")
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_BETA = math.sqrt(2.0 / math.pi)
+_TANH_KAPPA = 0.044715
+
+
+@grad("gelu", save=(0,))
+def _gelu(g, needs, out, x, approximate="none"):
+    if approximate == "none" and not ember.is_grad_enabled():
+        # plain backward: the same formula in place, two temporaries instead of ten
+        d = (x * _SQRT_HALF).erf_().add_(1.0).mul_(0.5)  # cdf
+        d.add_((x * x).mul_(-0.5).exp_().mul_(_INV_SQRT_2PI).mul_(x))  # + x * pdf
+        return (d.mul_(g), None)
+    if approximate == "tanh":  # torch's GeluBackward (tanh): d/dx of x/2 (1 + tanh(inner))
+        x_sq = x * x
+        t = ((x + x_sq * x * _TANH_KAPPA) * _TANH_BETA).tanh()
+        right = (1 - t * t) * ((x_sq * (3 * _TANH_KAPPA) + 1) * _TANH_BETA) * (x * 0.5)
+        return (g * ((t + 1) * 0.5 + right), None)
+    cdf = ((x * _SQRT_HALF).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return (g * (cdf + x * pdf), None)
+
+
+@grad("silu", save=(0,))
+def _silu(g, needs, out, x):
+    if not ember.is_grad_enabled():  # plain backward: in place, two temporaries
+        s = x.sigmoid()
+        return ((1.0 - s).mul_(x).add_(1.0).mul_(s).mul_(g),)
+    s = x.sigmoid()
+    return (g * s * (1 + x * (1 - s)),)
+
+
+@grad("elu", "celu", save=(0,))
+def _elu(g, needs, out, x, alpha, scale, input_scale):
+    # torch's elu_backward; exp of the clamped input, so the unselected side stays finite
+    neg = (x.clamp(max=0) * input_scale).exp() * (alpha * scale * input_scale)
+    return (ember.where(x > 0, g * scale, g * neg), None, None, None)
+
+
+def _softplus_of(x):
+    """log(1 + exp(x)) without overflow."""
+    return x.clamp(min=0) + (-x.abs()).exp().log1p()
+
+
+@grad("softplus", save=(0,))
+def _softplus(g, needs, out, x, beta, threshold):
+    z = x * beta
+    return (ember.where(z > threshold, g, g * z.sigmoid()), None, None)
+
+
+@grad("mish", save=(0,))
+def _mish(g, needs, out, x):
+    t = _softplus_of(x).tanh()
+    return (g * (t + x * x.sigmoid() * (1 - t * t)),)
+
+
+@grad("hardsigmoid", save=(0,))
+def _hardsigmoid(g, needs, out, x):
+    return (ember.where((x > -3.0) & (x < 3.0), g / 6.0, 0.0),)
+
+
+@grad("hardswish", save=(0,))
+def _hardswish(g, needs, out, x):
+    return (ember.where(x <= -3.0, 0.0, ember.where(x < 3.0, g * (x / 3.0 + 0.5), g)),)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -123,11 +123,16 @@ class Node:
             raise RuntimeError(f"derivative for {self._op} is not implemented")
         saved = self._saved
         out = None
+        kw = self._kwargs
         if saved:
             args = list(self._args)
             outs = None
             for i, s in saved.items():
-                if i >= 0:
+                if type(i) is str:  # a tensor keyword argument
+                    if kw is self._kwargs:
+                        kw = dict(kw)
+                    kw[i] = s.unpack(self, 0)
+                elif i >= 0:
                     args[i] = s.unpack(self, 0)
                 elif i == -1:
                     out = s.unpack(self, 0)
@@ -142,20 +147,24 @@ class Node:
         else:
             args = self._args
         g = grads[0] if self._nout == 1 else tuple(grads)
-        kw = self._kwargs
         res = self._formula(g, self._needs, out, *args, **kw) if kw else \
             self._formula(g, self._needs, out, *args)
         return res if isinstance(res, (tuple, list)) else (res,)
 
     def _release(self):
+        """Drops what the node saved (backward without retain_graph): the saved dict is the only
+        holder of saved values, and ``_fix`` may hold SavedTensors too. A node that saved
+        nothing stays runnable, as in PyTorch."""
         if self._saved:
             self._released = True
             self._saved = None
+            self._fix = ()
 
     @property
     def _saved_tensors(self):
         s = self._saved_values() or {}
-        return tuple(v.unpack(self) for k, v in sorted(s.items()) if k >= 0)
+        return tuple(v.unpack(self) for k, v in sorted((k, v) for k, v in s.items()
+                                                       if type(k) is int and k >= 0))
 
 
 _NODE_CLASSES: dict = {}

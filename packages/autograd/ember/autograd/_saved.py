@@ -4,7 +4,12 @@ A ``SavedTensor`` holds a tensor with the version counter it had when saved, so 
 refuse a value an in-place op changed since; an output is kept detached (no node -> tensor -> node
 cycle) and gets its edge back when unpacked for double backward. Under
 ``autograd.graph.saved_tensors_hooks`` the tensor is packed at once and only the packed value is
-kept. A ``_Meta`` stands for an input the formula needs the shape and dtype of but not the values.
+kept. A ``SavedSequence`` saves a tuple or list argument holding tensors (an index with tensors in
+it) the same way, element by element. A ``_Meta`` stands for an input the formula needs the
+shape and dtype of but not the values.
+
+Everything a node keeps of a tensor's values is one of these, held only by the node's ``_saved``
+dict, so that dropping that dict at backward (``Node._release``) frees the values.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ def _type_str(t) -> str:
 class SavedTensor:
     """A tensor a node needs in backward, with the version it had when saved."""
 
-    __slots__ = ("tensor", "version", "is_output", "packed", "unpack_hook", "origin")
+    __slots__ = ("tensor", "version", "is_output", "packed", "unpack_hook", "origin", "meta")
 
     def __init__(self, t, is_output: bool):
         self.is_output = is_output
@@ -44,10 +49,12 @@ class SavedTensor:
         self.tensor = t.detach() if is_output else t
         self.packed = None
         self.unpack_hook = None
+        self.meta = None
         hooks = getattr(TLS, "saved_hooks", None)
         if hooks:
             pack, unpack = hooks[-1]
             self.packed, self.unpack_hook = pack(self.tensor), unpack
+            self.meta = _Meta(t)  # the shape and dtype the engine reduces gradients to
             self.tensor = None
 
     def unpack(self, node, output_nr: int = 0):
@@ -75,6 +82,22 @@ class SavedTensor:
         return t
 
 
+class SavedSequence:
+    """A tuple or list argument with tensors in it (an index such as ``(idx, slice(1, 3))``), saved:
+    its tensors as SavedTensors, the rest as given; unpacked as a tuple when it held only tensors
+    (index_put's indices), else as the type it had."""
+
+    __slots__ = ("items", "kind")
+
+    def __init__(self, seq):
+        self.items = [SavedTensor(x, False) if isinstance(x, _C.Tensor) else x for x in seq]
+        self.kind = tuple if all(type(x) is SavedTensor for x in self.items) else type(seq)
+
+    def unpack(self, node, output_nr: int = 0):
+        return self.kind(x.unpack(node, output_nr) if type(x) is SavedTensor else x
+                         for x in self.items)
+
+
 def _edge_desc(e) -> str:
     return f", which is output {e[1]} of {e[0].name()}" if e is not None else ""
 
@@ -99,3 +122,18 @@ class _Meta:
     def ndim(self):
         return len(self.shape)
 
+
+class _StridedMeta(_Meta):
+    """A _Meta with the strides too: an operand that ``save_if`` left unsaved (a matrix
+    product's gradient is laid out like its operand)."""
+
+    __slots__ = ("_stride",)
+
+    def __init__(self, t):
+        self.shape = t.shape
+        self.dtype = t.dtype
+        self.device = t.device
+        self._stride = t.stride()
+
+    def stride(self):
+        return self._stride

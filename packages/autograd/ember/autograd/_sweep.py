@@ -234,9 +234,8 @@ def _fix_grads(node, grads):
         g = out[i]
         if g is None:
             continue
-        m = src.tensor if type(src) is SavedTensor else src
-        if m is None:
-            continue
+        m = src if type(src) is not SavedTensor else \
+            src.tensor if src.tensor is not None else src.meta  # packed by saved-tensor hooks
         if g.shape != m.shape:
             g = _sum_to(g, m.shape)
         if g.dtype != m.dtype:

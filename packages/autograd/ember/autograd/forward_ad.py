@@ -148,7 +148,10 @@ _ELEMENTWISE = None
 def _elementwise():
     global _ELEMENTWISE
     if _ELEMENTWISE is None:
-        _ELEMENTWISE = {r["name"] for r in _C._op_table()} | {"where", "clamp", "lerp"}
+        from ._formulas_nn import ACTIVATIONS
+
+        _ELEMENTWISE = {r["name"] for r in _C._op_table()} | {"where", "clamp", "lerp"} | \
+            set(ACTIVATIONS)
     return _ELEMENTWISE
 
 

@@ -19,7 +19,26 @@ constexpr size_t kAlignment = 64;
 // every allocation (a 5.5 MiB elementwise result cost twice the op itself in a training loop).
 constexpr size_t kHugePageThreshold = size_t(32) << 20;
 
-void cpu_free(void* /*ctx*/, void* ptr) { std::free(ptr); }
+// Bytes of live blocks from this allocator (their requested sizes, carried in the DataPtr's
+// context) and the peak since the last reset: ember.cpu.memory_allocated(), the CPU counterpart
+// of torch.cuda.memory_allocated(), so that tests and benchmarks can see what autograd keeps
+// without reading the process's RSS. Relaxed atomics: one add per allocation and per free.
+std::atomic<int64_t> g_live_bytes{0};
+std::atomic<int64_t> g_peak_bytes{0};
+
+void count_alloc(int64_t n) {
+  int64_t now = g_live_bytes.fetch_add(n, std::memory_order_relaxed) + n;
+  int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
+  while (now > peak &&
+         !g_peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void cpu_free(void* ctx, void* ptr) {
+  g_live_bytes.fetch_sub(static_cast<int64_t>(reinterpret_cast<uintptr_t>(ctx)),
+                         std::memory_order_relaxed);
+  std::free(ptr);
+}
 
 class CPUAllocator final : public Allocator {
  public:
@@ -40,7 +59,9 @@ class CPUAllocator final : public Allocator {
     }
     if (!p)
       throw std::bad_alloc();
-    return DataPtr(p, nullptr, &cpu_free, Device{});
+    count_alloc(static_cast<int64_t>(nbytes));
+    return DataPtr(p, reinterpret_cast<void*>(static_cast<uintptr_t>(nbytes)), &cpu_free,
+                   Device{});
   }
   const char* name() const override { return "cpu"; }
 };
@@ -55,5 +76,11 @@ void Allocator::copy_data(void* dst, const void* src, size_t n) const { std::mem
 Allocator* cpu_allocator() { return g_current.load(std::memory_order_relaxed); }
 Allocator* default_cpu_allocator() { return &g_cpu_allocator; }
 void set_cpu_allocator(Allocator* a) { g_current.store(a ? a : &g_cpu_allocator); }
+
+int64_t cpu_live_bytes() { return g_live_bytes.load(std::memory_order_relaxed); }
+int64_t cpu_peak_bytes() { return g_peak_bytes.load(std::memory_order_relaxed); }
+void cpu_reset_peak_bytes() {
+  g_peak_bytes.store(g_live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
 
 }  // namespace ember

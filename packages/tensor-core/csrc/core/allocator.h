@@ -80,6 +80,11 @@ Allocator* cpu_allocator();
 // Lets a package (ember-mp, a user) replace the allocator new CPU storages come from.
 void set_cpu_allocator(Allocator* allocator);
 Allocator* default_cpu_allocator();
+// The default CPU allocator's live bytes (requested sizes of blocks not yet freed) and their
+// peak since the start or the last reset; blocks of a replacement allocator are not counted.
+int64_t cpu_live_bytes();
+int64_t cpu_peak_bytes();
+void cpu_reset_peak_bytes();
 // The allocator of new storages on `device`: cpu_allocator(), or a CUDA device's caching
 // allocator (cuda/device_storage.cpp; raises where no GPU is usable).
 Allocator* allocator_for(Device device);

@@ -1,4 +1,5 @@
 // bind_runtime.cpp: threads, the BLAS library location, and allocator/introspection hooks.
+#include "core/allocator.h"
 #include "python/pyutils.h"
 #include "runtime/blas.h"
 #include "runtime/parallel.h"
@@ -15,6 +16,9 @@ void register_runtime(py::module_& m) {
   m.def("_set_blas_library", &blas::set_library_path);
   m.def("_blas_available", &blas::available);
   m.def("_blas_load_error", &blas::load_error);
+  m.def("_cpu_memory_allocated", &cpu_live_bytes);
+  m.def("_cpu_max_memory_allocated", &cpu_peak_bytes);
+  m.def("_cpu_reset_peak_memory_stats", &cpu_reset_peak_bytes);
   m.def("_storage_use_count", [](const Tensor& t) { return t->storage.use_count(); });
 }
 

@@ -1,11 +1,14 @@
 """Activations, the softmax family and gumbel_softmax: composed from core ops (softmax and
-log_softmax are core kernels)."""
+log_softmax are core kernels); gelu, silu, the elu family, softplus, mish, hardsigmoid and
+hardswish are recorded as one graph node each, whose gradient formula (ember.autograd's table)
+reads only the saved input, as torch's do."""
 
 from __future__ import annotations
 
 import math
 
 import ember
+from ember._shape import _one_node
 
 # ---------------------------------------------------------------------------------------------
 # activations
@@ -52,8 +55,23 @@ def prelu(input, weight):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    out = ember.where(input > 0, input, input.clamp(max=0).expm1() * alpha)
+    out = _elu(input, alpha, 1.0, 1.0)
     return input.copy_(out) if inplace else out
+
+
+def _elu(input, alpha, scale, input_scale, name="elu"):
+    """torch's elu kernel (selu and celu are elus): x * scale for x > 0, else
+    expm1(x * input_scale) * alpha * scale; one graph node (EluBackward0, CeluBackward0 for celu)
+    saving the input."""
+    return _one_node(name, _elu_values, input.requires_grad, input, alpha, scale, input_scale)
+
+
+def _elu_values(input, alpha, scale, input_scale):
+    neg = input.clamp(max=0)
+    if input_scale != 1.0:
+        neg = neg * input_scale
+    return ember.where(input > 0, input * scale if scale != 1.0 else input,
+                       neg.expm1() * (alpha * scale))
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -61,29 +79,41 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
-    out = elu(input, _SELU_ALPHA) * _SELU_SCALE
+    out = _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
     return input.copy_(out) if inplace else out
 
 
 def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    out = ember.where(input > 0, input, (input.clamp(max=0) / alpha).expm1() * alpha)
+    out = _elu(input, alpha, 1.0, 1.0 / alpha, "celu")
     return input.copy_(out) if inplace else out
 
 
 def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(
+            f"approximate argument must be either none or tanh, got {approximate}")
+    # one graph node (GeluBackward0) that saves only the input, as torch's: recorded op by op,
+    # the composition kept four tensors of the input's size for backward
+    return _one_node("gelu", _gelu_values, input.requires_grad, input, approximate)
+
+
+def _gelu_values(input, approximate):
     if approximate == "none":
         return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (1.0 + inner.tanh())
-    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+    return input * 0.5 * (1.0 + inner.tanh())
 
 
 def silu(input, inplace=False):
-    out = input * input.sigmoid()
+    # one node (SiluBackward0) saving the input, as torch's (the product kept x and sigmoid(x))
+    out = _one_node("silu", _silu_values, input.requires_grad, input)
     return input.copy_(out) if inplace else out
+
+
+def _silu_values(input):
+    return input * input.sigmoid()
 
 
 def _log1p_exp(z):
@@ -96,24 +126,41 @@ def _log1p_exp(z):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    return _one_node("softplus", _softplus_values, input.requires_grad, input, beta, threshold)
+
+
+def _softplus_values(input, beta, threshold):
     z = input * beta
     soft = _log1p_exp(z) / beta
     return ember.where(z > threshold, input, soft)
 
 
+# mish, hardsigmoid and hardswish: one node each saving the input, as torch's
 def mish(input, inplace=False):
-    out = input * softplus(input).tanh()
+    out = _one_node("mish", _mish_values, input.requires_grad, input)
     return input.copy_(out) if inplace else out
+
+
+def _mish_values(input):
+    return input * _softplus_values(input, 1.0, 20.0).tanh()
 
 
 def hardsigmoid(input, inplace=False):
-    out = (input / 6.0 + 0.5).clamp(0.0, 1.0)
+    out = _one_node("hardsigmoid", _hardsigmoid_values, input.requires_grad, input)
     return input.copy_(out) if inplace else out
+
+
+def _hardsigmoid_values(input):
+    return (input / 6.0 + 0.5).clamp(0.0, 1.0)
 
 
 def hardswish(input, inplace=False):
-    out = input * (input + 3.0).clamp(0.0, 6.0) / 6.0
+    out = _one_node("hardswish", _hardswish_values, input.requires_grad, input)
     return input.copy_(out) if inplace else out
+
+
+def _hardswish_values(input):
+    return input * (input + 3.0).clamp(0.0, 6.0) / 6.0
 
 
 def softsign(input):

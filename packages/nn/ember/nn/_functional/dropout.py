@@ -21,9 +21,11 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         out = input * 0.0
     else:
+        # the mask scaled first, then one product (torch's order): backward keeps only the
+        # mask, where ``input * mask / (1 - p)`` also kept the unscaled product
         mask = ember.empty(tuple(input.shape), dtype=input.dtype,
-                           device=input.device).bernoulli_(1 - p)
-        out = input * mask / (1 - p)
+                           device=input.device).bernoulli_(1 - p).div_(1 - p)
+        out = input * mask
     return input.copy_(out) if inplace else out
 
 
@@ -38,7 +40,7 @@ def _feature_dropout(input, p, training, inplace, spatial):
         out = input * 0.0
     else:
         mask = ember.empty(mshape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
-        out = input * mask / (1 - p)
+        out = input * mask.div_(1 - p)
     return input.copy_(out) if inplace else out
 
 
