@@ -9,6 +9,7 @@
 
 #include "ops/reduce.h"
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 using namespace pybind11::literals;
 
@@ -21,46 +22,6 @@ py::object core_fn(const char* name) { return g_m->attr(name); }
 // ---- sum / nansum / mean / nanmean / prod ----
 
 enum class SumOp { Sum, NanSum, Mean, NanMean };
-
-py::object sum_like(SumOp which, py::handle xh, py::handle dimh, bool keepdim, py::handle dtypeh,
-                    py::handle outh) {
-  static const char* names[] = {"sum", "nansum", "mean", "nanmean"};
-  const char* name = names[static_cast<int>(which)];
-  Tensor x = expect_tensor(xh, name, "input");
-  OptDims dims = parse_dims(dimh, name);
-  ScalarType dt = to_dtype(dtypeh);
-  Tensor out = opt_out(outh, name);
-  if (needs_dispatch(x)) {
-    if ((out) && needs_grad(x)) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
-                         py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim,
-                                  "dtype"_a = dtype_object(dt)), outh);
-  }
-  if (out && dt == ScalarType::Undefined && which != SumOp::NanMean) dt = out->dtype;
-  Tensor r;
-  switch (which) {
-    case SumOp::Sum: r = sum(x, dims, keepdim, dt); break;
-    case SumOp::NanSum: r = nansum(x, dims, keepdim, dt); break;
-    case SumOp::Mean: r = mean(x, dims, keepdim, dt); break;
-    case SumOp::NanMean: r = nanmean(x, dims, keepdim, dt); break;
-  }
-  return finish(name, r, outh);
-}
-
-py::object prod_call(py::handle xh, py::handle dimh, bool keepdim, py::handle dtypeh, py::handle outh) {
-  Tensor x = expect_tensor(xh, "prod", "input");
-  std::optional<int64_t> dim = parse_opt_dim(dimh, "prod");
-  ScalarType dt = to_dtype(dtypeh);
-  Tensor out = opt_out(outh, "prod");
-  if (needs_dispatch(x)) {
-    if ((out) && needs_grad(x)) out_with_grad("prod");
-    return redispatch_out("prod", core_fn("prod"), py::make_tuple(xh),
-                         py::dict("dim"_a = opt_dim_obj(dim), "keepdim"_a = keepdim,
-                                  "dtype"_a = dtype_object(dt)), outh);
-  }
-  if (out && dt == ScalarType::Undefined) dt = out->dtype;
-  return finish("prod", prod(x, dim, keepdim, dt), outh);
-}
 
 // ---- max / min ----
 
@@ -214,21 +175,6 @@ py::object norm_call(py::handle xh, py::handle ph, py::handle dimh, bool keepdim
 
 // ---- scans ----
 
-py::object scan_call(bool is_prod, py::handle xh, py::handle dimh, py::handle dtypeh, py::handle outh) {
-  const char* name = is_prod ? "cumprod" : "cumsum";
-  Tensor x = expect_tensor(xh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  ScalarType dt = to_dtype(dtypeh);
-  Tensor out = opt_out(outh, name);
-  if (out && dt == ScalarType::Undefined) dt = out->dtype;  // accumulates in out's dtype
-  if (needs_dispatch(x)) {
-    if (out && needs_grad(x)) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(xh),
-                         py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)), outh);
-  }
-  return finish(name, is_prod ? cumprod(x, dim, dt) : cumsum(x, dim, dt), outh);
-}
-
 py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::handle dtypeh) {
   const char* name = is_prod ? "cumprod_" : "cumsum_";
   Tensor x = expect_tensor(selfh, name, "self");
@@ -251,187 +197,202 @@ py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::han
   return py::reinterpret_borrow<py::object>(selfh);
 }
 
-// ---- softmax ----
-
-py::object softmax_call(bool is_log, py::handle xh, py::handle dimh, py::handle dtypeh) {
-  const char* name = is_log ? "log_softmax" : "softmax";
-  Tensor x = expect_tensor(xh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  ScalarType dt = to_dtype(dtypeh);
-  if (needs_dispatch(x))
-    return redispatch(name, core_fn(name), py::make_tuple(xh),
-                         py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)));
-  return wrap(is_log ? log_softmax(x, dim, dt) : softmax(x, dim, dt));
-}
-
 }  // namespace
 
 void register_reductions(py::module_& m) {
   g_m = new py::module_(m);  // leaked: outlives interpreter teardown
-  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
-  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
-  const auto none = py::none();
+  const char* R = "reduction";
 
   // sum / nansum / mean / nanmean
   static const char* sum_names[] = {"sum", "nansum", "mean", "nanmean"};
   for (int i = 0; i < 4; ++i) {
     const SumOp op = static_cast<SumOp>(i);
-    m.def(sum_names[i], [op](py::handle x, py::handle dim, bool keepdim, py::handle dtype, py::handle out) {
-      return sum_like(op, x, dim, keepdim, dtype, out);
-    }, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "dtype"_a = none, "out"_a = none);
-    defm(sum_names[i], py::cpp_function([op](py::handle self, py::handle dim, bool keepdim, py::handle dtype) {
-      return sum_like(op, self, dim, keepdim, dtype, py::none());
-    }, py::is_method(cls), "dim"_a = none, "keepdim"_a = false, py::kw_only(), "dtype"_a = none));
+    const char* name = sum_names[i];
+    def_op(m, {.name = name,
+               .signatures = {str_cat(name, "(Tensor input, int[1]? dim=None, bool keepdim=False, "
+                                            "*, ScalarType? dtype=None, Tensor? out=None) -> Tensor")},
+               .family = R, .hooked = true,
+               .impl = [op, name](const Args& a) {
+                 Tensor x = a.tensor(0), out = opt_out(a.out(), name);
+                 ScalarType dt = a.dtype(3);
+                 if (out && dt == ScalarType::Undefined && op != SumOp::NanMean) dt = out->dtype;
+                 const OptDims dims = a.opt_ints(1);
+                 const bool keepdim = a.flag(2);
+                 Tensor r = op == SumOp::Sum      ? sum(x, dims, keepdim, dt)
+                            : op == SumOp::NanSum ? nansum(x, dims, keepdim, dt)
+                            : op == SumOp::Mean   ? mean(x, dims, keepdim, dt)
+                                                  : nanmean(x, dims, keepdim, dt);
+                 return finish(name, r, a.out());
+               }});
   }
-  m.def("prod", &prod_call, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(),
-        "dtype"_a = none, "out"_a = none);
-  defm("prod", py::cpp_function([](py::handle self, py::handle dim, bool keepdim, py::handle dtype) {
-    return prod_call(self, dim, keepdim, dtype, py::none());
-  }, py::is_method(cls), "dim"_a = none, "keepdim"_a = false, py::kw_only(), "dtype"_a = none));
+  def_op(m, {.name = "prod",
+             .signatures = {"prod(Tensor input, int? dim=None, bool keepdim=False, *, "
+                            "ScalarType? dtype=None, Tensor? out=None) -> Tensor"},
+             .family = R, .hooked = true,
+             .impl = [](const Args& a) {
+               Tensor out = opt_out(a.out(), "prod");
+               ScalarType dt = a.dtype(3);
+               if (out && dt == ScalarType::Undefined) dt = out->dtype;
+               return finish("prod", prod(a.tensor(0), a.opt_integer(1), a.flag(2), dt), a.out());
+             }});
 
-  // max / min (three forms), amax / amin, argmax / argmin
+  // max / min: of all elements, along a dim (values and indices), or elementwise with another
   for (bool is_max : {true, false}) {
-    const char* name = is_max ? "max" : "min";
-    m.def(name, [is_max](py::handle x, py::handle dim, py::handle keepdim, py::handle out, py::handle other) {
-      return minmax_call(is_max, x, dim, keepdim, out, other);
-    }, "input"_a, "dim"_a = none, "keepdim"_a = none, py::kw_only(), "out"_a = none, "other"_a = none);
-    defm(name, py::cpp_function([is_max](py::handle self, py::handle dim, py::handle keepdim, py::handle other) {
-      return minmax_call(is_max, self, dim, keepdim, py::none(), other);
-    }, py::is_method(cls), "dim"_a = none, "keepdim"_a = none, py::kw_only(), "other"_a = none));
-
-    const char* aname = is_max ? "amax" : "amin";
-    m.def(aname, [is_max](py::handle x, py::handle dim, bool keepdim, py::handle out) {
-      return amax_call(is_max, x, dim, keepdim, out);
-    }, "input"_a, "dim"_a = py::tuple(), "keepdim"_a = false, py::kw_only(), "out"_a = none);
-    defm(aname, py::cpp_function([is_max](py::handle self, py::handle dim, bool keepdim) {
-      return amax_call(is_max, self, dim, keepdim, py::none());
-    }, py::is_method(cls), "dim"_a = py::tuple(), "keepdim"_a = false));
-
-    const char* argname = is_max ? "argmax" : "argmin";
-    m.def(argname, [is_max](py::handle x, py::handle dim, bool keepdim, py::handle out) {
-      return argmax_call(is_max, x, dim, keepdim, out);
-    }, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "out"_a = none);
-    defm(argname, py::cpp_function([is_max](py::handle self, py::handle dim, bool keepdim) {
-      return argmax_call(is_max, self, dim, keepdim, py::none());
-    }, py::is_method(cls), "dim"_a = none, "keepdim"_a = false));
+    const std::string name = is_max ? "max" : "min";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input, *, Tensor? out=None) -> Tensor",
+                              name + "(Tensor input, int dim, bool keepdim=False, *, "
+                                     "Tensor[]? out=None) -> (Tensor values, Tensor indices)",
+                              name + "(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"},
+               .family = R, .hooked = true, .hand_off = false,
+               .doc = "The third form is the elementwise maximum (minimum), as torch's.",
+               .impl = [is_max](const Args& a) {
+                 const py::handle none = py::none();
+                 switch (a.overload()) {
+                   case 0: return minmax_call(is_max, a[0], none, none, a.out(), none);
+                   case 1: return minmax_call(is_max, a[0], a[1], a[2], a.out(), none);
+                   default: return minmax_call(is_max, a[0], none, none, a.out(), a[1]);
+                 }
+               }});
+    const std::string aname = is_max ? "amax" : "amin";
+    def_op(m, {.name = aname,
+               .signatures = {aname + "(Tensor input, int[1] dim=[], bool keepdim=False, *, "
+                                      "Tensor? out=None) -> Tensor"},
+               .family = R, .hooked = true,
+               .impl = [is_max](const Args& a) {
+                 return amax_call(is_max, a[0], a[1], a.flag(2), a.out());
+               }});
+    const std::string argname = is_max ? "argmax" : "argmin";
+    def_op(m, {.name = argname,
+               .signatures = {argname + "(Tensor input, int? dim=None, bool keepdim=False, *, "
+                                        "Tensor? out=None) -> Tensor"},
+               .family = R,
+               .impl = [is_max](const Args& a) {
+                 return argmax_call(is_max, a[0], a[1], a.flag(2), a.out());
+               }});
   }
   m.def("_return_type", [](const std::string& name) { return return_type(name); }, "name"_a);
 
-  // var / std / var_mean / std_mean
-  struct VarForm { const char* name; bool sqrt, with_mean, method; };
-  static const VarForm var_forms[] = {{"var", false, false, true}, {"std", true, false, true},
-                                      {"var_mean", false, true, false}, {"std_mean", true, true, false}};
+  // var / std / var_mean / std_mean: the legacy form var(input, unbiased) first
+  struct VarForm { const char* name; bool sqrt, with_mean; };
+  static const VarForm var_forms[] = {{"var", false, false}, {"std", true, false},
+                                      {"var_mean", false, true}, {"std_mean", true, true}};
   for (const auto& f : var_forms) {
     const VarForm form = f;
-    m.def(form.name, [form](py::handle x, py::handle dim, py::handle unbiased, bool keepdim,
-                            py::handle correction, py::handle out) {
-      return var_call(form.name, form.sqrt, form.with_mean, x, dim, unbiased, keepdim, correction, out);
-    }, "input"_a, "dim"_a = none, "unbiased"_a = none, "keepdim"_a = false, py::kw_only(),
-       "correction"_a = none, "out"_a = none);
-    if (form.method)
-      defm(form.name, py::cpp_function([form](py::handle self, py::handle dim, py::handle unbiased,
-                                              bool keepdim, py::handle correction) {
-        return var_call(form.name, form.sqrt, false, self, dim, unbiased, keepdim, correction, py::none());
-      }, py::is_method(cls), "dim"_a = none, "unbiased"_a = none, "keepdim"_a = false, py::kw_only(),
-         "correction"_a = none));
+    const std::string name = form.name;
+    const std::string returns = form.with_mean ? "(Tensor, Tensor)" : "Tensor";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input, bool unbiased) -> " + returns,
+                              name + "(Tensor input, int[1]? dim=None, bool? unbiased=None, "
+                                     "bool keepdim=False, *, Scalar? correction=None" +
+                                  (form.with_mean ? "" : ", Tensor? out=None") + ") -> " + returns},
+               .family = R, .variants = form.with_mean ? kFunction : kFunction | kMethod,
+               .hooked = true, .hand_off = false,
+               .impl = [form](const Args& a) {
+                 const py::handle none = py::none();
+                 if (a.overload() == 0)
+                   return var_call(form.name, form.sqrt, form.with_mean, a[0], none, a[1], false,
+                                   none, none);
+                 return var_call(form.name, form.sqrt, form.with_mean, a[0], a[1], a[2], a.flag(3),
+                                 a[4], a.out());
+               }});
   }
 
-  // norm
-  m.def("norm", &norm_call, "input"_a, "p"_a = "fro", "dim"_a = none, "keepdim"_a = false,
-        "out"_a = none, "dtype"_a = none);
-  defm("norm", py::cpp_function([](py::handle self, py::handle p, py::handle dim, bool keepdim, py::handle dtype) {
-    return norm_call(self, p, dim, keepdim, py::none(), dtype);
-  }, py::is_method(cls), "p"_a = "fro", "dim"_a = none, "keepdim"_a = false, "dtype"_a = none));
+  // norm: p a number or 'fro'; torch's function takes out= and dtype= by position too
+  def_op(m, {.name = "norm",
+             .signatures = {"norm(Tensor input, Any p='fro', int[1]? dim=None, bool keepdim=False, "
+                            "Tensor? out=None, ScalarType? dtype=None) -> Tensor"},
+             .family = R, .variants = kFunction, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) { return norm_call(a[0], a[1], a[2], a.flag(3), a[4], a[5]); }});
+  def_op(m, {.name = "norm",
+             .signatures = {"norm(Tensor input, Any p='fro', int[1]? dim=None, bool keepdim=False, "
+                            "ScalarType? dtype=None) -> Tensor"},
+             .family = R, .variants = kMethod, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) {
+               return norm_call(a[0], a[1], a[2], a.flag(3), py::none(), a[4]);
+             }});
 
-  // logsumexp
-  auto lse = [](py::handle xh, py::handle dimh, bool keepdim, py::handle outh) -> py::object {
-    Tensor x = expect_tensor(xh, "logsumexp", "input");
-    OptDims dims = parse_dims(dimh, "logsumexp");
-    if (needs_dispatch(x)) {
-      if ((!outh.is_none()) && needs_grad(x)) out_with_grad("logsumexp");
-      return redispatch_out("logsumexp", core_fn("logsumexp"), py::make_tuple(xh),
-                           py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim), outh);
-    }
-    return finish("logsumexp", logsumexp(x, dims, keepdim), outh);
-  };
-  m.def("logsumexp", lse, "input"_a, "dim"_a, "keepdim"_a = false, py::kw_only(), "out"_a = none);
-  defm("logsumexp", py::cpp_function([lse](py::handle self, py::handle dim, bool keepdim) {
-    return lse(self, dim, keepdim, py::none());
-  }, py::is_method(cls), "dim"_a, "keepdim"_a = false));
+  def_op(m, {.name = "logsumexp",
+             .signatures = {"logsumexp(Tensor input, int[1] dim, bool keepdim=False, *, "
+                            "Tensor? out=None) -> Tensor"},
+             .family = R, .hooked = true,
+             .impl = [](const Args& a) {
+               return finish("logsumexp", logsumexp(a.tensor(0), a.opt_ints(1), a.flag(2)), a.out());
+             }});
 
-  // all / any
+  // all / any: bool results (uint8 for uint8 input); not differentiable
   for (bool is_all : {true, false}) {
-    const char* name = is_all ? "all" : "any";
-    auto fn = [is_all, name](py::handle xh, py::handle dimh, bool keepdim, py::handle outh) -> py::object {
-      Tensor x = expect_tensor(xh, name, "input");
-      OptDims dims = parse_dims(dimh, name);
-      Tensor out = opt_out(outh, name);
-      if (out) {
-        const ScalarType want = x->dtype == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
-        EMBER_CHECK(out->dtype == want || out->dtype == ScalarType::Bool, std::runtime_error, name,
-                    " only supports bool tensor for result, got: ", torch_type_name(out->dtype));
-      }
-      if (on_device(x))
-        return redispatch_out(name, core_fn(name), py::make_tuple(xh),
-                              py::dict("dim"_a = dims_obj(dims), "keepdim"_a = keepdim), outh);
-      return finish(name, is_all ? all(x, dims, keepdim) : any(x, dims, keepdim), outh);
-    };
-    m.def(name, fn, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "out"_a = none);
-    defm(name, py::cpp_function([fn](py::handle self, py::handle dim, bool keepdim) {
-      return fn(self, dim, keepdim, py::none());
-    }, py::is_method(cls), "dim"_a = none, "keepdim"_a = false));
+    const std::string name = is_all ? "all" : "any";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input, int[1]? dim=None, bool keepdim=False, *, "
+                                     "Tensor? out=None) -> Tensor"},
+               .family = R,
+               .impl = [is_all, name](const Args& a) {
+                 Tensor x = a.tensor(0), out = opt_out(a.out(), name.c_str());
+                 if (out) {
+                   const ScalarType want = x->dtype == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
+                   EMBER_CHECK(out->dtype == want || out->dtype == ScalarType::Bool, std::runtime_error,
+                               name, " only supports bool tensor for result, got: ",
+                               torch_type_name(out->dtype));
+                 }
+                 const OptDims dims = a.opt_ints(1);
+                 return finish(name.c_str(), is_all ? all(x, dims, a.flag(2)) : any(x, dims, a.flag(2)),
+                               a.out());
+               }});
   }
-
-  // count_nonzero
-  auto cnz = [](py::handle xh, py::handle dimh) {
-    Tensor x = expect_tensor(xh, "count_nonzero", "input");
-    OptDims dims = parse_dims(dimh, "count_nonzero");
-    if (on_device(x))  // not differentiable: straight to the device
-      return call_device("count_nonzero", py::make_tuple(xh), py::dict("dim"_a = dims_obj(dims)));
-    return wrap(count_nonzero(x, dims));
-  };
-  m.def("count_nonzero", cnz, "input"_a, "dim"_a = none);
-  defm("count_nonzero", py::cpp_function([cnz](py::handle self, py::handle dim) { return cnz(self, dim); },
-                                         py::is_method(cls), "dim"_a = none));
+  def_op(m, {.name = "count_nonzero",
+             .signatures = {"count_nonzero(Tensor input, int[1]? dim=None) -> Tensor"},
+             .family = R,
+             .impl = [](const Args& a) { return wrap(count_nonzero(a.tensor(0), a.opt_ints(1))); }});
 
   // cumsum / cumprod (+ in-place)
   for (bool is_prod : {false, true}) {
-    const char* name = is_prod ? "cumprod" : "cumsum";
-    const char* iname = is_prod ? "cumprod_" : "cumsum_";
-    m.def(name, [is_prod](py::handle x, py::handle dim, py::handle dtype, py::handle out) {
-      return scan_call(is_prod, x, dim, dtype, out);
-    }, "input"_a, "dim"_a, py::kw_only(), "dtype"_a = none, "out"_a = none);
-    defm(name, py::cpp_function([is_prod](py::handle self, py::handle dim, py::handle dtype) {
-      return scan_call(is_prod, self, dim, dtype, py::none());
-    }, py::is_method(cls), "dim"_a, py::kw_only(), "dtype"_a = none));
-    m.def(iname, [is_prod](py::handle self, py::handle dim, py::handle dtype) {
-      return scan_inplace(is_prod, self, dim, dtype);
-    }, "input"_a, "dim"_a, py::kw_only(), "dtype"_a = none);
-    defm(iname, py::cpp_function([is_prod](py::handle self, py::handle dim, py::handle dtype) {
-      return scan_inplace(is_prod, self, dim, dtype);
-    }, py::is_method(cls), "dim"_a, py::kw_only(), "dtype"_a = none));
+    const std::string name = is_prod ? "cumprod" : "cumsum";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input, int dim, *, ScalarType? dtype=None, "
+                                     "Tensor? out=None) -> Tensor"},
+               .family = "scan", .hooked = true,
+               .impl = [is_prod, name](const Args& a) {
+                 Tensor x = a.tensor(0), out = opt_out(a.out(), name.c_str());
+                 ScalarType dt = a.dtype(2);
+                 if (out && dt == ScalarType::Undefined) dt = out->dtype;  // accumulates in out's dtype
+                 const int64_t dim = a.integer(1);
+                 return finish(name.c_str(), is_prod ? cumprod(x, dim, dt) : cumsum(x, dim, dt), a.out());
+               }});
+    def_op(m, {.name = name + "_",
+               .signatures = {name + "_(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor"},
+               .family = "scan", .hooked = true, .hand_off = false,
+               .impl = [is_prod](const Args& a) { return scan_inplace(is_prod, a[0], a[1], a[2]); }});
   }
 
   // softmax / log_softmax
   for (bool is_log : {false, true}) {
-    const char* name = is_log ? "log_softmax" : "softmax";
-    m.def(name, [is_log](py::handle x, py::handle dim, py::handle dtype) {
-      return softmax_call(is_log, x, dim, dtype);
-    }, "input"_a, "dim"_a, "dtype"_a = none);
-    defm(name, py::cpp_function([is_log](py::handle self, py::handle dim, py::handle dtype) {
-      return softmax_call(is_log, self, dim, dtype);
-    }, py::is_method(cls), "dim"_a, "dtype"_a = none));
+    const std::string name = is_log ? "log_softmax" : "softmax";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input, int dim, ScalarType? dtype=None) -> Tensor"},
+               .family = "softmax", .hooked = true,
+               .impl = [is_log](const Args& a) {
+                 Tensor x = a.tensor(0);
+                 const int64_t dim = a.integer(1);
+                 return wrap(is_log ? log_softmax(x, dim, a.dtype(2)) : softmax(x, dim, a.dtype(2)));
+               }});
   }
   // their backward kernels; not differentiable (double backward uses the composed formula)
   for (bool is_log : {false, true}) {
-    const char* kernel = is_log ? "_log_softmax_backward_data" : "_softmax_backward_data";
-    m.def(kernel, [is_log, kernel](py::handle goh, py::handle outh, int64_t dim, py::handle dtypeh) {
-      Tensor go = expect_tensor(goh, kernel, "grad_output"), out = expect_tensor(outh, kernel, "output");
-      check_not_differentiated(kernel, {go, out});
-      if (on_device(go) || on_device(out))
-        return call_device(kernel, py::make_tuple(goh, outh), py::dict("dim"_a = dim, "input_dtype"_a = dtypeh));
-      return wrap(softmax_backward_data(go, out, dim, to_dtype(dtypeh), is_log));
-    }, "grad_output"_a, "output"_a, "dim"_a, "input_dtype"_a = none);
+    const std::string kernel = is_log ? "_log_softmax_backward_data" : "_softmax_backward_data";
+    def_op(m, {.name = kernel,
+               .signatures = {kernel + "(Tensor grad_output, Tensor output, int dim, "
+                                       "ScalarType? input_dtype=None) -> Tensor"},
+               .family = "softmax", .variants = kFunction, .hand_off = false,
+               .impl = [is_log, kernel](const Args& a) {
+                 const char* k = kernel.c_str();
+                 Tensor go = a.tensor(0), out = a.tensor(1);
+                 check_not_differentiated(k, {go, out});
+                 if (on_device(go) || on_device(out))
+                   return call_device(k, py::make_tuple(a[0], a[1]),
+                                      py::dict("dim"_a = a.integer(2), "input_dtype"_a = a[3]));
+                 return wrap(softmax_backward_data(go, out, a.integer(2), a.dtype(3), is_log));
+               }});
   }
 }
 

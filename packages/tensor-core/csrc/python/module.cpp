@@ -1,11 +1,13 @@
 // module.cpp: the `ember._C` extension module: registers each binding group in dependency order.
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 PYBIND11_MODULE(_C, m) {
   using namespace ember::pyb;
   m.doc() = "ember's C++ tensor core";
   register_dtypes(m);
   register_tensor(m);
+  register_registry(m);  // before the groups that declare their ops in it
   register_ops(m);
   register_reductions(m);
   register_sort(m);

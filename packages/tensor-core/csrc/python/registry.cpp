@@ -1,0 +1,380 @@
+// registry.cpp: see registry.h. The generic binding of a registered op: parse and check the
+// arguments against its schemas (torch's TypeErrors), hand the call to the autograd or device
+// hook when an input requires grad or lives on a device, else run the row's `impl`.
+#include "python/registry.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <deque>
+
+namespace ember::pyb {
+namespace {
+
+py::module_* g_m = nullptr;
+std::deque<OpDef>& table() {
+  static std::deque<OpDef> ops;  // a deque: rows never move, the bindings hold pointers
+  return ops;
+}
+std::vector<const OpDef*>& rows() {
+  static std::vector<const OpDef*> r;
+  return r;
+}
+
+// ---- defaults: the Python literals a schema writes ----
+
+py::object literal(const std::string& text, const std::string& schema) {
+  const std::string t = text;
+  if (t == "None") return py::none();
+  if (t == "True") return py::bool_(true);
+  if (t == "False") return py::bool_(false);
+  if (t.size() >= 2 && (t[0] == '\'' || t[0] == '"') && t.back() == t[0])
+    return py::str(t.substr(1, t.size() - 2));
+  if (t.size() >= 2 && t[0] == '[' && t.back() == ']') {
+    py::list items;
+    std::string cur;
+    for (char c : t.substr(1, t.size() - 2)) {
+      if (c == ',') {
+        items.append(literal(cur, schema));
+        cur.clear();
+      } else if (!std::isspace(static_cast<unsigned char>(c))) {
+        cur += c;
+      }
+    }
+    if (!cur.empty()) items.append(literal(cur, schema));
+    return py::tuple(items);
+  }
+  try {
+    size_t used = 0;
+    if (t.find_first_of(".eEn") == std::string::npos) {
+      const long long v = std::stoll(t, &used);
+      if (used == t.size()) return py::int_(v);
+    } else {
+      if (t == "inf") return py::float_(INFINITY);
+      if (t == "-inf") return py::float_(-INFINITY);
+      const double v = std::stod(t, &used);
+      if (used == t.size()) return py::float_(v);
+    }
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("malformed default '" + text + "' in op schema '" + schema + "'");
+}
+
+// ---- argument checks ----
+
+bool is_dtype_like(py::handle h) {
+  PyObject* p = h.ptr();
+  if (p == reinterpret_cast<PyObject*>(&PyFloat_Type) ||
+      p == reinterpret_cast<PyObject*>(&PyLong_Type) || p == reinterpret_cast<PyObject*>(&PyBool_Type))
+    return true;
+  if (py::isinstance<DType>(h)) return true;
+  try {  // NumPy dtypes and scalar types
+    return (py::hasattr(h, "dtype") || py::hasattr(h, "kind")) &&
+           to_dtype(h) != ScalarType::Undefined;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool is_int_sequence(py::handle h) {
+  PyObject* p = h.ptr();
+  if (!PyList_Check(p) && !PyTuple_Check(p)) return false;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(h))
+    if (!is_int_like(item)) return false;
+  return true;
+}
+
+bool matches(const Param& p, py::handle v) {
+  PyObject* o = v.ptr();
+  if (o == Py_None) return p.optional || p.type == ArgType::Any;
+  switch (p.type) {
+    case ArgType::Tensor: return is_tensor(v);
+    case ArgType::TensorList: {
+      if (!PyList_Check(o) && !PyTuple_Check(o)) return false;
+      for (py::handle item : py::reinterpret_borrow<py::sequence>(v))
+        if (!is_tensor(item)) return false;
+      return true;
+    }
+    case ArgType::Int: return is_int_like(v);
+    case ArgType::IntList: return (p.list_size > 0 && is_int_like(v)) || is_int_sequence(v);
+    case ArgType::Float: return !PyBool_Check(o) && (is_number(v) || is_int_like(v));
+    case ArgType::Bool: return PyBool_Check(o) || (is_number(v) && type_of(v) == "bool_");
+    case ArgType::Scalar: return is_number(v) || (is_tensor(v) && to_tensor(v)->dim() == 0);
+    case ArgType::ScalarType: return is_dtype_like(v);
+    case ArgType::Device:
+      return PyUnicode_Check(o) || (PyLong_Check(o) && !PyBool_Check(o)) || type_of(v) == "device";
+    case ArgType::String: return PyUnicode_Check(o);
+    case ArgType::Any: return true;
+  }
+  return false;
+}
+
+std::string positional_count_text(const Schema& s, bool method) {
+  int lo = 0;
+  for (const auto& p : s.params)
+    if (!p.keyword_only && p.required()) ++lo;
+  int hi = s.positional();
+  if (method) lo = std::max(0, lo - 1), hi = std::max(0, hi - 1);
+  if (lo == hi) return str_cat(hi, " positional argument", hi == 1 ? "" : "s");
+  return str_cat("from ", lo, " to ", hi, " positional arguments");
+}
+
+// Binds the call to schema `k`; on a mismatch returns false with torch's message in `error`.
+bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* args, PyObject* kwargs, Args& a,
+          std::string& error, const char* const names[]) {
+  const Schema& s = op.schemas[k];
+  const int n = static_cast<int>(s.params.size());
+  const int offset = self ? 1 : 0;
+  const Py_ssize_t nargs = args ? PyTuple_GET_SIZE(args) : 0;
+  PyObject* values[Args::kMaxParams] = {};
+  unsigned given = 0;
+  if (nargs + offset > s.positional()) {
+    error = str_cat(op.name, "() takes ", positional_count_text(s, self != nullptr), " but ",
+                    nargs, " were given");
+    return false;
+  }
+  if (self) values[0] = self, given = 1;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    values[i + offset] = PyTuple_GET_ITEM(args, i);
+    given |= 1u << (i + offset);
+  }
+  if (kwargs) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+      const char* kname = PyUnicode_AsUTF8(key);
+      int idx = -1;
+      for (int i = 0; i < n; ++i)
+        if (std::strcmp(names[i], kname) == 0) idx = i;
+      // methods take no out= (torch's Tensor methods have none)
+      if (idx < 0 || (self && (idx == 0 || std::strcmp(kname, "out") == 0))) {
+        error = str_cat(op.name, "() got an unexpected keyword argument '", kname, "'");
+        return false;
+      }
+      if (given & (1u << idx)) {
+        error = str_cat(op.name, "() got multiple values for argument '", kname, "'");
+        return false;
+      }
+      values[idx] = value;
+      given |= 1u << idx;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const Param& p = s.params[i];
+    if (!(given & (1u << i))) {
+      if (p.required()) {
+        error = str_cat(op.name, "() missing 1 required positional arguments: \"", p.name, "\"");
+        return false;
+      }
+      values[i] = op.defaults[k][i].ptr();
+      continue;
+    }
+    if (!matches(p, values[i])) {
+      const std::string where =
+          p.keyword_only ? "" : str_cat(" (position ", i + 1 - offset, ")");
+      error = str_cat(op.name, "(): argument '", p.name, "'", where, " must be ",
+                      type_description(p.type), ", not ", type_of(values[i]));
+      return false;
+    }
+  }
+  a.bind(&s, static_cast<int>(k), given, values);
+  return true;
+}
+
+std::string signature_of(const Schema& s) {  // "(Tensor input, int dim, ...)" for messages
+  std::string r = "(";
+  bool star = false;
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    const Param& p = s.params[i];
+    if (p.keyword_only && !star) r += "*, ", star = true;
+    r += str_cat(type_in_schema(p.type), p.optional ? "?" : "", " ", p.name,
+                 p.required() ? "" : " = " + p.default_text, i + 1 < s.params.size() ? ", " : "");
+  }
+  return r + ")";
+}
+
+// The leading parameters the hooks get by position: by default, the leading tensor ones.
+int hook_positional(const OpDef& op, const Schema& s) {
+  if (op.hook_positional >= 0) return op.hook_positional;
+  int n = 0;
+  while (n < static_cast<int>(s.params.size()) && !s.params[n].keyword_only &&
+         (s.params[n].type == ArgType::Tensor || s.params[n].type == ArgType::TensorList))
+    ++n;
+  return n;
+}
+
+py::object call(const OpDef& op, PyObject* self, PyObject* args, PyObject* kwargs) {
+  Args a = parse_call(op, self, args, kwargs);
+  const Schema& s = a.schema();
+  if (!op.hand_off) return op.impl(a);
+  bool grad = false, device = false;
+  const int out_index = s.index_of("out");
+  for (int i = 0; i < static_cast<int>(s.params.size()); ++i) {
+    if (i == out_index || a.is_none(i)) continue;
+    if (s.params[i].type == ArgType::Tensor) {
+      const Tensor t = a.tensor(i);
+      grad |= op.hooked && needs_grad(t);
+      device |= on_device(t);
+    } else if (s.params[i].type == ArgType::TensorList) {
+      for (const Tensor& t : a.tensors(i)) {
+        grad |= op.hooked && needs_grad(t);
+        device |= on_device(t);
+      }
+    }
+  }
+  if (!grad && !(device && op.cuda != "none")) return op.impl(a);
+  // To a hook: the leading arguments by position, the others by keyword, out= written after.
+  const int npos = hook_positional(op, s);
+  py::tuple pargs(npos);
+  py::dict kw;
+  for (int i = 0; i < static_cast<int>(s.params.size()); ++i) {
+    if (i == out_index) continue;
+    py::object v = py::reinterpret_borrow<py::object>(a[i]);
+    if (!a.is_none(i) && s.params[i].type == ArgType::IntList) v = py::tuple(py::cast(a.ints(i)));
+    if (!a.is_none(i) && s.params[i].type == ArgType::ScalarType) v = dtype_object(a.dtype(i));
+    if (i < npos) pargs[i] = v;
+    else kw[py::str(s.params[i].name)] = v;
+  }
+  py::handle out = a.out();
+  const char* name = op.name.c_str();
+  py::object fn = g_m->attr(name);
+  if (s.returns.rfind('(', 0) == 0) return redispatch_pair_out(name, fn, pargs, kw, out);
+  if (grad && !out.is_none()) out_with_grad(name);
+  return redispatch_out(name, fn, pargs, kw, out);
+}
+
+}  // namespace
+
+// ---- Args ----
+
+std::vector<Tensor> Args::tensors(int i) const {
+  std::vector<Tensor> r;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(values_[i])) r.push_back(to_tensor(item));
+  return r;
+}
+
+std::optional<int64_t> Args::opt_integer(int i) const {
+  if (is_none(i)) return std::nullopt;
+  return integer(i);
+}
+
+std::vector<int64_t> Args::ints(int i) const {
+  py::handle v = values_[i];
+  if (is_int_like(v)) {
+    const int copies = std::max(1, schema_->params[i].list_size);
+    return std::vector<int64_t>(copies, as_int(v));
+  }
+  std::vector<int64_t> r;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(v)) r.push_back(as_int(item));
+  return r;
+}
+
+OptDims Args::opt_ints(int i) const {
+  if (is_none(i)) return std::nullopt;
+  return ints(i);
+}
+
+double Args::real(int i) const { return to_scalar(values_[i]).to_double(); }
+
+py::handle Args::out() const {
+  const int i = schema_->index_of("out");
+  return i < 0 ? py::handle(Py_None) : values_[i];
+}
+
+// ---- the table ----
+
+Args parse_call(const OpDef& op, PyObject* self, PyObject* args, PyObject* kwargs) {
+  std::vector<std::string> errors;
+  for (size_t k = 0; k < op.schemas.size(); ++k) {
+    const Schema& s = op.schemas[k];
+    const char* names[Args::kMaxParams];
+    for (size_t i = 0; i < s.params.size(); ++i) names[i] = s.params[i].name.c_str();
+    Args a;
+    std::string error;
+    if (bind_call(op, k, self, args, kwargs, a, error, names)) return a;
+    errors.push_back(std::move(error));
+  }
+  if (errors.size() == 1) throw py::type_error(errors[0]);
+  // torch's message for overloads: what was given, and every form.
+  std::string got = "(";
+  const Py_ssize_t nargs = args ? PyTuple_GET_SIZE(args) : 0;
+  for (Py_ssize_t i = 0; i < nargs; ++i)
+    got += str_cat(i ? ", " : "", type_of(PyTuple_GET_ITEM(args, i)));
+  if (kwargs) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value))
+      got += str_cat(got.size() > 1 ? ", " : "", PyUnicode_AsUTF8(key), "=", type_of(value));
+  }
+  std::string msg = str_cat(op.name, "() received an invalid combination of arguments - got ",
+                            got, "), but expected one of:");
+  for (const Schema& s : op.schemas) msg += "\n * " + signature_of(s);
+  throw py::type_error(msg);
+}
+
+void def_op(py::module_& m, OpDef op) {
+  for (const auto& text : op.signatures) {
+    Schema s = parse_schema(text);
+    if (s.name != op.name)
+      throw std::invalid_argument("op '" + op.name + "' has a signature named '" + s.name + "'");
+    if (s.params.size() > Args::kMaxParams)
+      throw std::invalid_argument("op '" + op.name + "' has too many parameters");
+    std::vector<py::object> defaults;
+    for (const auto& p : s.params)
+      defaults.push_back(p.required() ? py::object() : literal(p.default_text, text));
+    op.defaults.push_back(std::move(defaults));
+    op.schemas.push_back(std::move(s));
+  }
+  table().push_back(std::move(op));
+  const OpDef* row = &table().back();
+  rows().push_back(row);
+  if (!row->binding.empty()) return;  // bound by hand elsewhere; listed all the same
+  if (!row->impl) throw std::invalid_argument("op '" + row->name + "' has no impl");
+  py::options options;
+  options.disable_function_signatures();  // the doc starts with the schemas instead
+  std::string doc;
+  for (const auto& s : row->schemas) doc += s.text + "\n";
+  if (!row->doc.empty()) doc += "\n" + row->doc;
+  if (row->variants & kFunction)
+    m.def(row->name.c_str(), [row](py::args args, py::kwargs kwargs) {
+      return call(*row, nullptr, args.ptr(), kwargs.ptr());
+    }, doc.c_str());
+  if (row->variants & kMethod) {
+    py::object cls = m.attr("Tensor");
+    py::setattr(cls, row->name.c_str(),
+                py::cpp_function([row](py::handle self, py::args args, py::kwargs kwargs) {
+                  return call(*row, self.ptr(), args.ptr(), kwargs.ptr());
+                }, py::name(row->name.c_str()), py::is_method(cls), py::doc(doc.c_str())));
+  }
+}
+
+const std::vector<const OpDef*>& all_ops() { return rows(); }
+
+void register_registry(py::module_& m) {
+  static py::module_ mod = m;
+  g_m = &mod;
+  m.def("_ops", []() {
+    py::list out;
+    for (const OpDef* op : rows()) {
+      py::list sigs, variants;
+      for (const auto& s : op->schemas) sigs.append(s.text);
+      if (op->variants & kFunction) variants.append("function");
+      if (op->variants & kMethod) variants.append("method");
+      py::dict row;
+      row["name"] = op->name;
+      row["signatures"] = sigs;
+      row["family"] = op->family;
+      row["variants"] = variants;
+      row["hooked"] = op->hooked;
+      row["cuda"] = op->cuda;
+      row["binding"] = op->binding.empty() ? std::string("generated") : op->binding;
+      row["hand_off"] = op->hand_off;
+      row["doc"] = op->doc;
+      out.append(row);
+    }
+    return out;
+  }, "Every registered op: name, signatures, family, variants, whether it goes through the "
+     "autograd hook, how it runs on CUDA, and whether its binding is generated or by hand.");
+}
+
+}  // namespace ember::pyb
