@@ -13,8 +13,8 @@ std::atomic<bool> g_enabled{true};
 namespace detail {
 thread_local int tls_gil_pins = 0;
 
-void* release_gil() {
-  if (!g_enabled.load(std::memory_order_relaxed)) return nullptr;
+void* release_gil(bool even_if_disabled) {
+  if (!even_if_disabled && !g_enabled.load(std::memory_order_relaxed)) return nullptr;
   auto release = g_release.load(std::memory_order_acquire);
   return release ? release() : nullptr;
 }

@@ -34,7 +34,7 @@ bool gil_release_enabled();
 
 namespace detail {
 extern thread_local int tls_gil_pins;  // GilPinningMutex locks held by this thread
-void* release_gil();                   // the hook, when enabled and installed; else nullptr
+void* release_gil(bool even_if_disabled = false);  // the hook if installed (and enabled)
 void restore_gil(void* state);
 }  // namespace detail
 
@@ -44,6 +44,12 @@ class GilRelease {
  public:
   explicit GilRelease(bool long_work = true) {
     if (long_work && detail::tls_gil_pins == 0) state_ = detail::release_gil();
+  }
+  // For a wait on something outside the core (a device, another process): released even while
+  // set_gil_release_enabled(false), which is about kernels.
+  struct Wait {};
+  explicit GilRelease(Wait) {
+    if (detail::tls_gil_pins == 0) state_ = detail::release_gil(true);
   }
   ~GilRelease() {
     if (state_) detail::restore_gil(state_);
