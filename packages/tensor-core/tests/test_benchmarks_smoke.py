@@ -4,6 +4,7 @@ timed call), each in a fresh interpreter, with and without PyTorch as a peer.
 Benchmarks are not tests: nothing here looks at a time, only that every row is printed.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -71,6 +72,18 @@ def test_bench_core_smoke(peers, tmp_path):
         assert row["status"] in ("PASS", "BELOW", "-", "n/a")
         if row["status"] != "n/a":
             assert row["ember_s"] > 0 and row["peer_s"] > 0
+
+
+@pytest.mark.parametrize("peers", [[], ["--no-torch"]], ids=["all-peers", "no-torch"])
+def test_bench_gil_smoke(peers, tmp_path):
+    stdout, doc = run_script("bench_gil.py", "--smoke", *peers, tmp_path=tmp_path)
+    assert "share of its idle speed" in stdout and "two threads running the op" in stdout
+    assert doc["mode"] == "smoke"
+    keys = doc["python_share"]
+    assert any(k.endswith("/ ember") for k in keys) and any(k.endswith("GIL held") for k in keys)
+    has_torch = importlib.util.find_spec("torch") is not None
+    assert any(k.endswith("/ torch") for k in keys) == (has_torch and not peers)
+    assert all(v >= 0 for v in doc["two_threads"].values())
 
 
 def test_bench_import_smoke(tmp_path):

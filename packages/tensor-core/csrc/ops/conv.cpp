@@ -7,8 +7,10 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/iterator.h"
 #include "ops/elementwise.h"
 #include "runtime/blas.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -428,6 +430,8 @@ Tensor as_compute(const Tensor& t) {
 // spatial sizes (so that the asymmetric 'same' padding needs no padded copy).
 Tensor conv_run(const Tensor& x /*batched, compute dtype, contiguous*/, const Tensor& w,
                 const Tensor& b, const Params& P, const Shape& pad_lo, const Shape& out_sp) {
+  // Long convolutions run without the GIL (multiply-adds bounded by input x weight elements).
+  GilRelease nogil(double(x->numel()) * double(w->numel()) > double(kGrainSize));
   const int64_t N = x->sizes[0];
   const Shape& ws = w->sizes;
   Shape kern(ws.begin() + 2, ws.end());
@@ -523,6 +527,7 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(
                 "convolution_backward: expected bias_sizes [", osh[1], "], but got ",
                 shape_str(*bias_sizes));
   const ScalarType dt = input->dtype;
+  GilRelease nogil(double(input->numel()) * double(weight->numel()) > double(kGrainSize));
   Tensor x = batched(as_compute(input), P.batched), w = as_compute(weight);
   Tensor go = batched(as_compute(grad_output), P.batched);
   const int64_t N = x->sizes[0];

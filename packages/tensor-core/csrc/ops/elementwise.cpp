@@ -2,6 +2,7 @@
 // plus copy_/fill_/to_dtype and the parametrised elementwise ops.
 #include "ops/elementwise.h"
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -12,13 +13,14 @@
 
 namespace ember {
 
-static ScalarType g_default_dtype = ScalarType::Float32;
-ScalarType get_default_dtype() { return g_default_dtype; }
+// Atomic: kernels running without the GIL read it while another thread may set it.
+static std::atomic<ScalarType> g_default_dtype{ScalarType::Float32};
+ScalarType get_default_dtype() { return g_default_dtype.load(std::memory_order_relaxed); }
 void set_default_dtype(ScalarType t) {
   EMBER_CHECK(t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::Float16 ||
                   t == ScalarType::BFloat16,
               TypeError, "only floating-point types are supported as the default type");
-  g_default_dtype = t;
+  g_default_dtype.store(t, std::memory_order_relaxed);
 }
 
 // PyTorch's ResultTypeState: tensors with dims decide first, then zero-dim tensors, then
@@ -35,9 +37,9 @@ ScalarType result_type(const std::vector<Operand>& operands) {
              wrapped_r = ScalarType::Undefined;
   for (auto& o : operands) {
     if (o.is_scalar) {
-      wrapped_r = promote_types(wrapped_r, o.s.natural_dtype(g_default_dtype));
+      wrapped_r = promote_types(wrapped_r, o.s.natural_dtype(get_default_dtype()));
     } else if (o.t->is_wrapped_number) {
-      ScalarType cur = is_floating(o.t->dtype) ? g_default_dtype : o.t->dtype;
+      ScalarType cur = is_floating(o.t->dtype) ? get_default_dtype() : o.t->dtype;
       wrapped_r = promote_types(wrapped_r, cur);
     } else if (o.t->dim() == 0) {
       zero_r = promote_types(zero_r, o.t->dtype);
@@ -194,7 +196,7 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   ScalarType compute = x->dtype, result = x->dtype;
   switch (info.kind) {
     case OpKind::FLOAT:
-      if (!is_floating(compute)) compute = result = g_default_dtype;
+      if (!is_floating(compute)) compute = result = get_default_dtype();
       break;
     case OpKind::FLOAT_ONLY:
     case OpKind::SAME:
@@ -265,7 +267,7 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   switch (info.kind) {
     case OpKind::TRUEDIV:
     case OpKind::FLOAT2:
-      if (!is_floating(common)) compute = result = g_default_dtype;
+      if (!is_floating(common)) compute = result = get_default_dtype();
       break;
     case OpKind::FLOAT_ONLY2:
       if (!is_floating(common))
@@ -489,7 +491,7 @@ Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
 
 // torch.logit: integers promote to the default float dtype, as the table's FLOAT ops.
 Tensor logit(const Tensor& x, const double* eps, const Tensor& out) {
-  const ScalarType dt = is_floating(x->dtype) ? x->dtype : g_default_dtype;
+  const ScalarType dt = is_floating(x->dtype) ? x->dtype : get_default_dtype();
   if (out && out == x && dt != x->dtype) check_out_dtype("logit", dt, out);
   Tensor in = to_dtype(x, dt);
   const bool clamped = eps && *eps >= 0;  // a negative eps means none, as in PyTorch

@@ -10,6 +10,7 @@
 #include "kernels/index_plan.h"
 #include "kernels/iterator.h"
 #include "ops/elementwise.h"
+#include "runtime/gil.h"
 
 namespace ember {
 namespace {
@@ -229,6 +230,7 @@ Tensor index(const Tensor& self, const std::vector<Tensor>& indices) {
 
 void index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values,
                 bool accumulate) {
+  GilRelease nogil(values->numel() + self->numel() > kGrainSize);
   EMBER_CHECK(values->dtype == self->dtype, std::runtime_error,
               "Index put requires the source and destination dtypes match, got ",
               torch_type_name(self->dtype), " for the destination and ",
@@ -357,6 +359,7 @@ Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
 
 void scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src_in,
               Scalar value, IndexReduce reduce, const char* op) {
+  GilRelease nogil(index->numel() > kGrainSize);
   check_index_dtype_int(index, str_cat(op, "(): Expected dtype int32/int64 for index").c_str());
   if (src_in)
     EMBER_CHECK(src_in->dtype == self->dtype, std::runtime_error, op,
@@ -388,6 +391,7 @@ void scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor
 
 void scatter_reduce_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                      IndexReduce reduce, bool include_self) {
+  GilRelease nogil(index->numel() > kGrainSize);
   if (reduce == IndexReduce::Mean && self->dtype == ScalarType::Bool)
     throw NotImplementedError(
         "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
@@ -475,6 +479,7 @@ Plan dim_put_plan(const Tensor& s, int64_t dim, const Tensor& idx, const Tensor&
 
 void index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                 Scalar alpha) {
+  GilRelease nogil(source->numel() > kGrainSize);
   dim = wrap_dim(dim, self->dim());
   EMBER_CHECK(index->dim() <= 1, IndexError,
               "index_add_(): Index is supposed to be a vector, but got dim: ", index->dim(),
@@ -507,6 +512,7 @@ void index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tens
 }
 
 void index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+  GilRelease nogil(source->numel() > kGrainSize);
   dim = wrap_dim(dim, self->dim());
   EMBER_CHECK(index->dim() <= 1, IndexError,
               "index_copy_(): Index should have dimension 1 or 0 (got ", index->dim(), ")");
@@ -547,6 +553,7 @@ void index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Ten
 }
 
 void index_fill_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value) {
+  GilRelease nogil(self->numel() > kGrainSize);
   dim = wrap_dim(dim, self->dim());
   EMBER_CHECK(index->dim() <= 1, std::runtime_error, "Index has to be a vector/scalar");
   EMBER_CHECK(index->dtype == ScalarType::Int64, IndexError,
@@ -579,6 +586,7 @@ void index_fill_(const Tensor& self, int64_t dim, const Tensor& index, Scalar va
 // masks
 
 void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
+  GilRelease nogil(self->numel() > kGrainSize);
   const Shape b = broadcast_shapes(self->sizes, mask->sizes);
   EMBER_CHECK(b == self->sizes, std::runtime_error, "masked_fill_: output with shape ",
               shape_str(self->sizes), " doesn't match the broadcast shape ", shape_str(b));
@@ -611,11 +619,13 @@ void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
 }
 
 Tensor masked_select(const Tensor& self, const Tensor& mask) {
+  GilRelease nogil(self->numel() > kGrainSize);
   const Shape b = broadcast_shapes(self->sizes, mask->sizes);
   return index(expand(self, b), {expand(mask, b)});
 }
 
 void masked_scatter_(const Tensor& self, const Tensor& mask, const Tensor& source) {
+  GilRelease nogil(self->numel() > kGrainSize);
   Tensor s = self->dim() == 0 ? view(self, {1}) : self;
   Tensor m = expand(mask, self->sizes);
   if (self->dim() == 0) m = view(contiguous(m), {1});
@@ -674,6 +684,7 @@ Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<i
 }
 
 Tensor nonzero(const Tensor& self) {
+  GilRelease nogil(self->numel() > kGrainSize);
   Tensor x = contiguous(self);
   const int64_t n = x->numel(), nd = x->dim();
   const int64_t nchunks = std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), n / 65536));

@@ -11,6 +11,7 @@
 
 #include "ops/elementwise.h"
 #include "runtime/blas.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -283,6 +284,8 @@ void gemm_out(const Tensor& c, Tensor a, Tensor b, Scalar alpha, Scalar beta, co
   const int64_t nbatch = prod(bshape);
   if (c->numel() == 0) return;
   const bool beta_zero = is_zero(beta, dt);
+  // A product worth splitting over threads runs without the GIL, also on one thread.
+  GilRelease nogil(double(nbatch) * double(M) * double(N) * double(K) > double(kTinyGemmWork));
 
   if (K == 0 || nbatch == 0 || is_zero(alpha, dt)) {  // nothing to multiply: c = beta * c
     if (beta_zero) fill_(c, Scalar::from_int(0));

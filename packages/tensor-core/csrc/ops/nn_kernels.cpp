@@ -8,7 +8,9 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/iterator.h"
 #include "ops/elementwise.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -95,6 +97,7 @@ void check_targets(const std::vector<int64_t>& t, int64_t C, int64_t ignore_inde
 std::pair<Tensor, Tensor> nll_loss_forward(const Tensor& input, const Tensor& target,
                                            const Tensor& weight, int64_t reduction,
                                            int64_t ignore_index) {
+  GilRelease nogil(input->numel() > kGrainSize);
   NllGeo g = check_nll(input, target, weight, reduction);
   std::vector<int64_t> t = targets_of(target);
   check_targets(t, g.C, ignore_index);
@@ -129,6 +132,7 @@ std::pair<Tensor, Tensor> nll_loss_forward(const Tensor& input, const Tensor& ta
 Tensor nll_loss_backward(const Tensor& grad_output, const Tensor& input, const Tensor& target,
                          const Tensor& weight, int64_t reduction, int64_t ignore_index,
                          const Tensor& total_weight) {
+  GilRelease nogil(input->numel() > kGrainSize);
   NllGeo g = check_nll(input, target, weight, reduction);
   const Shape gshape = reduction == 0 ? target->sizes : Shape{};
   EMBER_CHECK(grad_output->sizes == gshape || (reduction != 0 && grad_output->numel() == 1),
@@ -199,6 +203,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
                                                      const Tensor& bias, const Tensor& running_mean,
                                                      const Tensor& running_var, bool training,
                                                      double momentum, double eps) {
+  GilRelease nogil(input->numel() > kGrainSize);
   BnGeo g = check_bn(input, {&weight, &bias, &running_mean, &running_var});
   EMBER_CHECK(training || (running_mean && running_var), std::runtime_error,
               "batch_norm: running_mean and running_var must be defined in evaluation mode");
@@ -267,6 +272,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
     const Tensor& grad_out, const Tensor& input, const Tensor& weight, const Tensor& running_mean,
     const Tensor& running_var, const Tensor& save_mean, const Tensor& save_invstd, bool train,
     double eps, std::array<bool, 3> output_mask) {
+  GilRelease nogil(input->numel() > kGrainSize);
   BnGeo g = check_bn(input, {&weight, &weight, &running_mean, &running_var,
                              train ? &save_mean : &weight, train ? &save_invstd : &weight});
   EMBER_CHECK(grad_out->sizes == input->sizes, std::runtime_error,
@@ -376,6 +382,7 @@ Shape stat_shape(const Tensor& input, int64_t axis) {
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, const Shape& normalized_shape,
                                                      const Tensor& weight, const Tensor& bias, double eps) {
+  GilRelease nogil(input->numel() > kGrainSize);
   LnGeo g = check_ln(input, normalized_shape, weight, bias);
   std::vector<double> w = as_doubles(weight), b = as_doubles(bias);
   Tensor x = contiguous(input);
@@ -416,6 +423,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, const 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(
     const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape, const Tensor& mean,
     const Tensor& rstd, const Tensor& weight, const Tensor& bias, std::array<bool, 3> output_mask) {
+  GilRelease nogil(input->numel() > kGrainSize);
   LnGeo g = check_ln(input, normalized_shape, weight, bias);
   EMBER_CHECK(grad_out->sizes == input->sizes, std::runtime_error,
               "layer_norm_backward: expected grad_out of size ", shape_str(input->sizes),
@@ -498,6 +506,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 
 Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices,
                                 int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq) {
+  GilRelease nogil(grad_output->numel() > kGrainSize);
   EMBER_CHECK(indices->dtype == ScalarType::Int64 || indices->dtype == ScalarType::Int32,
               std::runtime_error, "embedding_backward: expected indices of type Long or Int");
   EMBER_CHECK(num_weights >= 0, std::runtime_error, "embedding_backward: num_weights must be >= 0");

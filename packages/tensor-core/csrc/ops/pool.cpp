@@ -11,8 +11,10 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/iterator.h"
 #include "ops/elementwise.h"
 #include "kernels/vexp.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -193,6 +195,7 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape
                                                 const Shape& stride, const Shape& padding,
                                                 const Shape& dilation, bool ceil_mode,
                                                 bool want_indices) {
+  GilRelease nogil(input->numel() > kGrainSize);
   Geo g = window_geo(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool");
   const std::string name = str_cat("max_pool", g.k, "d");
   Tensor x = contiguous(input);
@@ -285,6 +288,7 @@ Tensor max_pool_with_indices_backward(const Tensor& grad_output, const Tensor& i
                                       const Shape& kernel_size, const Shape& stride,
                                       const Shape& padding, const Shape& dilation, bool ceil_mode,
                                       const Tensor& indices) {
+  GilRelease nogil(input->numel() > kGrainSize);
   Geo g = window_geo(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool");
   const std::string name = str_cat("max_pool", g.k, "d_with_indices_backward");
   check_grad(grad_output, g, input, name);
@@ -343,6 +347,7 @@ Geo avg_geo(const Tensor& x, const Shape& kernel, const Shape& stride, const Sha
 Tensor avg_pool(const Tensor& input, const Shape& kernel_size, const Shape& stride,
                 const Shape& padding, bool ceil_mode, bool count_include_pad,
                 std::optional<int64_t> divisor_override) {
+  GilRelease nogil(input->numel() > kGrainSize);
   Geo g = avg_geo(input, kernel_size, stride, padding, ceil_mode, divisor_override);
   Tensor x = contiguous(input);
   Tensor out = empty(g.out_shape(), x->dtype);
@@ -374,6 +379,7 @@ Tensor avg_pool(const Tensor& input, const Shape& kernel_size, const Shape& stri
 Tensor avg_pool_backward(const Tensor& grad_output, const Tensor& input, const Shape& kernel_size,
                          const Shape& stride, const Shape& padding, bool ceil_mode,
                          bool count_include_pad, std::optional<int64_t> divisor_override) {
+  GilRelease nogil(input->numel() > kGrainSize);
   Geo g = avg_geo(input, kernel_size, stride, padding, ceil_mode, divisor_override);
   check_grad(grad_output, g, input, str_cat("avg_pool", g.k, "d_backward"));
   Tensor go = contiguous(grad_output);
@@ -441,6 +447,7 @@ template <typename F> void for_adaptive_windows(const Geo& g, const F& f) {
 }  // namespace
 
 Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
+  GilRelease nogil(input->numel() > kGrainSize);
   Geo g = adaptive_geo(input, output_size, "adaptive_avg_pool");
   Tensor x = contiguous(input);
   Tensor out = empty(g.out_shape(), x->dtype);
@@ -467,6 +474,7 @@ Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
 }
 
 Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Tensor& input, int64_t k) {
+  GilRelease nogil(input->numel() > kGrainSize);
   EMBER_CHECK(grad_output->dim() == input->dim(), std::runtime_error,
               "adaptive_avg_pool", k, "d_backward: expected grad_output and input to have the same "
               "number of dimensions, but got ", grad_output->dim(), " and ", input->dim());
@@ -501,6 +509,7 @@ Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Tensor& input
 }
 
 std::pair<Tensor, Tensor> adaptive_max_pool(const Tensor& input, const Shape& output_size) {
+  GilRelease nogil(input->numel() > kGrainSize);
   Geo g = adaptive_geo(input, output_size, "adaptive_max_pool");
   Tensor x = contiguous(input);
   Tensor out = empty(g.out_shape(), x->dtype);
@@ -534,6 +543,7 @@ std::pair<Tensor, Tensor> adaptive_max_pool(const Tensor& input, const Shape& ou
 
 Tensor adaptive_max_pool_backward(const Tensor& grad_output, const Tensor& input,
                                   const Tensor& indices, int64_t k) {
+  GilRelease nogil(input->numel() > kGrainSize);
   EMBER_CHECK(grad_output->dim() == input->dim() && k >= 1 && k <= 3 && k < input->dim(),
               std::runtime_error, "adaptive_max_pool", k,
               "d_backward: expected grad_output and input to have the same number of dimensions");

@@ -10,6 +10,7 @@
 
 #include "kernels/loops.h"
 #include "ops/elementwise.h"
+#include "runtime/gil.h"
 
 namespace ember {
 namespace {
@@ -27,6 +28,17 @@ const char* scalar_name(ScalarType t) {
 }
 
 Generator& pick(Generator* gen) { return gen ? *gen : default_generator(); }
+
+// The generator locked for a batch of draws into `n` elements. A long batch runs without the
+// GIL, released before the generator is locked: its mutex pins the GIL (runtime/gil.h).
+class DrawLock {
+ public:
+  DrawLock(Generator& g, int64_t n) : nogil_(n > kGrainSize), lock_(g.mutex) {}
+
+ private:
+  GilRelease nogil_;  // declared first: released before the lock is taken, taken back after
+  std::lock_guard<GilPinningMutex> lock_;
+};
 
 void check_cpu(const Tensor& t, const char* op) {
   EMBER_CHECK(t->device().is_cpu(), std::runtime_error, op,
@@ -171,7 +183,7 @@ void uniform_(const Tensor& self, double from, double to, Generator* gen) {
     EMBER_CHECK(to - from <= lim, std::runtime_error, "uniform_ expects to-from <= ",
                 "std::numeric_limits<", dtype_name(self->dtype), ">::max(), but found to=", to,
                 " and from=", from, " which result in to-from to exceed the limit");
-    std::lock_guard<std::mutex> lock(g.mutex);
+    DrawLock lock(g, self->numel());
     // A value that rounds up to `to` becomes `from`, keeping the range half-open (as PyTorch).
     if constexpr (std::is_same_v<T, double>) {
       fill_in_order<T>(self, [&](int64_t) {
@@ -202,15 +214,16 @@ void normal_(const Tensor& self, double mean, double std, Generator* gen) {
     using T = typename decltype(tag)::type;
     if (vectorised) {
       if constexpr (is_reduced<T>()) {
-        std::lock_guard<std::mutex> lock(g.mutex);
+        DrawLock lock(g, n);
         normal_fill_reduced<T>(self->data_as<T>(), n, static_cast<float>(mean), static_cast<float>(std), g);
       } else {
-        fill_normal(g, self->data_as<T>(), n, mean, std);  // locks the generator itself
+        GilRelease nogil(n > kGrainSize);  // before fill_normal locks the generator
+        fill_normal(g, self->data_as<T>(), n, mean, std);
       }
       self->bump_version();
       return;
     }
-    std::lock_guard<std::mutex> lock(g.mutex);
+    DrawLock lock(g, n);
     fill_in_order<T>(self, [&](int64_t) { return static_cast<T>(g.next_normal() * std + mean); });
   });
 }
@@ -219,7 +232,7 @@ void random_(const Tensor& self, Generator* gen) {
   if (drawn_on_cpu_twin(self, [&](const Tensor& t) { random_(t, for_device(gen, self)); })) return;
   check_writable(self, "random_");
   Generator& g = pick(gen);
-  std::lock_guard<std::mutex> lock(g.mutex);
+  DrawLock lock(g, self->numel());
   dispatch_all(self->dtype, "random_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_in_order<T>(self, [&](int64_t) -> T {
@@ -267,7 +280,7 @@ void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Genera
                           dt == ScalarType::Float32 || dt == ScalarType::BFloat16;
   const bool use64 = wide_dtype && range >= (uint64_t(1) << 32);
   Generator& g = pick(gen);
-  std::lock_guard<std::mutex> lock(g.mutex);
+  DrawLock lock(g, self->numel());
   dispatch_all(dt, "random_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_in_order<T>(self, [&](int64_t) -> T {
@@ -286,7 +299,7 @@ void bernoulli_(const Tensor& self, double p, Generator* gen) {
   EMBER_CHECK(p >= 0.0 && p <= 1.0, std::runtime_error,
               "bernoulli_ expects p to be in [0, 1], but got p=", p);
   Generator& g = pick(gen);
-  std::lock_guard<std::mutex> lock(g.mutex);
+  DrawLock lock(g, self->numel());
   dispatch_all(self->dtype, "bernoulli_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_in_order<T>(self, [&](int64_t) { return cast_to<T>(uniform01<double>(g) < p ? 1 : 0); });
@@ -309,7 +322,7 @@ void bernoulli_(const Tensor& self, const Tensor& p, Generator* gen) {
                 "bernoulli_ expects all elements of p to be in [0, 1], but got p=", pp[i]);
   const bool p_double = p->dtype == ScalarType::Float64;
   Generator& g = pick(gen);
-  std::lock_guard<std::mutex> lock(g.mutex);
+  DrawLock lock(g, self->numel());
   dispatch_all(self->dtype, "bernoulli_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_in_order<T>(self, [&](int64_t i) {
@@ -330,7 +343,7 @@ void exponential_(const Tensor& self, double lambd, Generator* gen) {
               "Exponential distribution is a continuous probability distribution. dtype must be a "
               "floating point but you specified ", scalar_name(self->dtype));
   Generator& g = pick(gen);
-  std::lock_guard<std::mutex> lock(g.mutex);
+  DrawLock lock(g, self->numel());
   dispatch_floating(self->dtype, "exponential_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_in_order<T>(self, [&](int64_t) {
@@ -364,7 +377,7 @@ Tensor randperm(int64_t n, ScalarType dtype, Generator* gen) {
   std::iota(r.begin(), r.end(), int64_t(0));
   Generator& g = pick(gen);
   {
-    std::lock_guard<std::mutex> lock(g.mutex);
+    DrawLock lock(g, n);
     if (n < int64_t(std::numeric_limits<uint32_t>::max() / 20)) {
       for (int64_t i = 0; i < n - 1; ++i) {
         const int64_t z = static_cast<int64_t>(g.next_u32()) % (n - i);
@@ -405,6 +418,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
   if (rows == 0) return result;
   int64_t* res = result->data_as<int64_t>();
   Generator& g = pick(gen);
+  GilRelease nogil(rows * ncat > kGrainSize);  // before any lock of the generator
   // Probabilities as double, row-major (exact for every float dtype).
   Tensor pd = contiguous(to_dtype(probs, ScalarType::Float64));
   const double* P = pd->data_as<double>();
@@ -446,7 +460,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
 
   // With replacement: inverse-CDF sampling by binary search, one double draw per sample.
   std::vector<double> cum(static_cast<size_t>(ncat));
-  std::lock_guard<std::mutex> lock(g.mutex);
+  DrawLock lock(g, rows * (ncat + num_samples));
   for (int64_t r = 0; r < rows; ++r) {
     double s = 0;
     for (int64_t j = 0; j < ncat; ++j) {

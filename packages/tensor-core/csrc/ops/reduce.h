@@ -34,6 +34,7 @@
 
 #include "core/tensor.h"
 #include "kernels/loops.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -252,6 +253,7 @@ void run_reduce(const Op& op, const ReducePlan& p, const in_of<Op>* in) {
     return;
   }
   const int threads = N * R <= kGrainSize || in_parallel_region() ? 1 : get_num_threads();
+  GilRelease nogil(N * R > kGrainSize);  // also on one thread, where no parallel_for would
   // Aim for several tasks per thread (balance), each of at least ~kGrainSize elements.
   const int64_t want_tasks = 8 * static_cast<int64_t>(threads);
 

@@ -13,6 +13,7 @@
 #include "kernels/vexp.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "runtime/gil.h"
 
 namespace ember {
 
@@ -76,6 +77,7 @@ template <typename T, bool Prod> void scan_kernel(const T* in, T* out, const Lay
 }
 
 Tensor scan(const char* name, const Tensor& x, int64_t dim, ScalarType dtype, bool is_prod) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, name);
   const int64_t d = wrap_dim(dim, x->dim());
   ScalarType out_dt = dtype != ScalarType::Undefined ? dtype
@@ -211,6 +213,7 @@ template <typename T> void softmax_inner(const T* in, T* out, const Layout& l, b
 }
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, ScalarType dtype, bool log) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, log ? "log_softmax" : "softmax");
   const int64_t d = wrap_dim(dim, x->dim());
   Tensor in = dtype != ScalarType::Undefined ? to_dtype(x, dtype) : x;
@@ -301,6 +304,7 @@ template <typename T> void logsumexp_rows(const T* in, T* out, int64_t rows, int
 }  // namespace
 
 Tensor logsumexp(const Tensor& x, const OptDims& dim, bool keepdim) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "logsumexp");
   auto mask = reduction_mask(x, dim);
   const ScalarType out_dt = is_floating(x->dtype) ? x->dtype : get_default_dtype();
@@ -326,6 +330,7 @@ Tensor logsumexp(const Tensor& x, const OptDims& dim, bool keepdim) {
 
 Tensor softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
                              ScalarType input_dtype, bool log) {
+  GilRelease nogil(grad_output->numel() > kGrainSize);
   const char* op = log ? "_log_softmax_backward_data" : "_softmax_backward_data";
   require_cpu(output, op);
   EMBER_CHECK(grad_output->sizes == output->sizes, std::runtime_error, op,

@@ -14,6 +14,7 @@
 
 #include "kernels/iterator.h"
 #include "ops/elementwise.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -109,6 +110,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim_in, const Tensor& out
     out = empty(shape, dt, tensors[0]->device());
   }
   if (out->numel() == 0) return out;
+  GilRelease nogil(out->numel() > kGrainSize);
 
   // Inputs that contribute, with their start along dim.
   std::vector<Tensor> parts;
@@ -179,6 +181,7 @@ static void flip_rows(const Tensor& x, const std::vector<bool>& flipped, const T
 }
 
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims_in) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const int64_t nd = x->dim();
   std::vector<bool> flipped(std::max<int64_t>(nd, 1), false);
   for (auto d : dims_in) {
@@ -206,6 +209,7 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims_in) {
 }
 
 Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
+  GilRelease nogil(x->numel() > kGrainSize);
   EMBER_CHECK(!shifts.empty(), std::runtime_error, "`shifts` required");
   if (dims.empty()) {
     EMBER_CHECK(shifts.size() == 1, std::runtime_error, "shifts and dimensions must align. shifts: ",
@@ -249,6 +253,7 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
 // tril / triu
 
 Tensor tril_triu(const Tensor& x, int64_t k, bool upper, bool inplace) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const char* name = upper ? "triu" : "tril";
   EMBER_CHECK(x->dim() >= 2, std::runtime_error, name,
               ": input tensor must have at least 2 dimensions");
@@ -297,6 +302,7 @@ Tensor tril_triu(const Tensor& x, int64_t k, bool upper, bool inplace) {
 // constant_pad_nd
 
 Tensor constant_pad_nd(const Tensor& x, const std::vector<int64_t>& pad, Scalar value) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const int64_t n = static_cast<int64_t>(pad.size()), nd = x->dim();
   EMBER_CHECK(n % 2 == 0, std::runtime_error, "Length of pad must be even but instead it equals ", n);
   EMBER_CHECK(n / 2 <= nd, std::runtime_error,
@@ -359,6 +365,7 @@ static std::vector<int64_t> read_counts(const Tensor& repeats) {
 
 Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repeat,
                          std::optional<int64_t> dim_opt, int64_t output_size) {
+  GilRelease nogil(x_in->numel() > kGrainSize);
   Tensor x = dim_opt ? x_in : reshape(x_in, {x_in->numel()});
   const int64_t dim = dim_opt ? wrap_dim(*dim_opt, x->dim()) : 0;
   const int64_t n = x->dim() == 0 ? 1 : x->sizes[dim];
@@ -440,6 +447,7 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
 }
 
 Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const int64_t nd = x->dim() + 1;
   dim1 = wrap_dim(dim1, nd);
   dim2 = wrap_dim(dim2, nd);

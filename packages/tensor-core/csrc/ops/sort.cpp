@@ -20,6 +20,7 @@
 
 #include "kernels/loops.h"
 #include "ops/reduce.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -260,6 +261,7 @@ void check_nonempty_dim(const Tensor& x, int64_t dim, const char* op) {
 // ---- sort ----
 
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool /*stable*/) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "sort");
   dim = wrap_dim(dim, x->dim());
   Tensor values = empty(x->sizes, x->dtype), indices = empty(x->sizes, ScalarType::Int64);
@@ -329,6 +331,7 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
 // ---- topk / kthvalue / median ----
 
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "topk");
   EMBER_CHECK(x->dtype != ScalarType::Bool, std::runtime_error, "topk does not support bool dtypes on CPU");
   dim = wrap_dim(dim, x->dim());
@@ -467,6 +470,7 @@ template <typename C> void quick_select(std::vector<C>& v, std::vector<int64_t>&
 }  // namespace
 
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "kthvalue");
   no_bool(x, "kthvalue_cpu");
   dim = wrap_dim(dim, x->dim());
@@ -501,6 +505,7 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool
 }
 
 std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim, bool ignore_nan) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const char* op = ignore_nan ? "nanmedian" : "median";
   require_cpu(x, op);
   no_bool(x, "median_out");
@@ -513,6 +518,7 @@ std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim,
 }
 
 Tensor median_all(const Tensor& x, bool ignore_nan) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const char* op = ignore_nan ? "nanmedian" : "median";
   require_cpu(x, op);
   no_bool(x, "median_cpu");
@@ -530,6 +536,7 @@ Tensor median_all(const Tensor& x, bool ignore_nan) {
 // ---- mode ----
 
 std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim, bool keepdim) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "mode");
   dim = wrap_dim(dim, x->dim());
   check_nonempty_dim(x, dim, "mode");
@@ -572,6 +579,7 @@ std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim, bool keepdim) {
 // ---- cummax / cummin ----
 
 std::pair<Tensor, Tensor> cumextreme(const Tensor& x, int64_t dim, bool is_max) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const char* op = is_max ? "cummax" : "cummin";
   require_cpu(x, op);
   dim = wrap_dim(dim, x->dim());
@@ -619,6 +627,7 @@ std::pair<Tensor, Tensor> cumextreme(const Tensor& x, int64_t dim, bool is_max) 
 // ---- unique ----
 
 UniqueResult unique(const Tensor& x, std::optional<int64_t> dim, bool consecutive) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const char* op = consecutive ? "unique_consecutive" : "unique";
   require_cpu(x, op);
   UniqueResult res;
@@ -731,6 +740,7 @@ UniqueResult unique(const Tensor& x, std::optional<int64_t> dim, bool consecutiv
 
 Tensor searchsorted(const Tensor& seq, const Tensor& values, bool out_int32, bool right,
                     const Tensor& sorter, const char* op) {
+  GilRelease nogil(seq->numel() + values->numel() > kGrainSize);
   require_cpu(seq, op);
   require_cpu(values, op);
   auto mismatch = [&]() {
@@ -874,6 +884,7 @@ std::pair<double, double> data_range(const Tensor& xc) {
 }  // namespace
 
 Tensor histc(const Tensor& x, int64_t bins, double lo, double hi) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "histc");
   if (!is_floating(x->dtype))
     throw NotImplementedError(str_cat("\"histogram_cpu\" not implemented for '", type_name(x->dtype), "'"));
@@ -895,6 +906,7 @@ Tensor histc(const Tensor& x, int64_t bins, double lo, double hi) {
 
 std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range,
                                     const Tensor& edges, const Tensor& weight, bool density) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "histogram");
   if (!is_floating(x->dtype))
     throw NotImplementedError(str_cat("\"histogram_cpu\" not implemented for '", type_name(x->dtype), "'"));
@@ -959,6 +971,7 @@ std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional
 }
 
 Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength) {
+  GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "bincount");
   if (!is_integral(x->dtype, false))
     throw NotImplementedError(str_cat("\"bincount_cpu\" not implemented for '", type_name(x->dtype), "'"));
@@ -997,6 +1010,7 @@ Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength) {
 
 Tensor quantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
                 QuantileInterp interp, bool ignore_nan) {
+  GilRelease nogil(x->numel() > kGrainSize);
   const char* op = ignore_nan ? "nanquantile" : "quantile";
   require_cpu(x, op);
   EMBER_CHECK(x->numel() > 0, std::runtime_error, op, "() input tensor must be non-empty");

@@ -99,7 +99,7 @@ cu::CachingAllocator& device_alloc(int device) {
 // allocator's own cost is timed, not Python's call overhead. Returns seconds.
 template <class Alloc, class Free>
 double time_pairs(int64_t iters, Alloc&& alloc, Free&& free_) {
-  py::gil_scoped_release nogil;
+  GilRelease nogil(GilRelease::Wait{});
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
     void* p = alloc();
@@ -230,7 +230,7 @@ void register_cuda(py::module_& m) {
                     "total_memory"_a = total, "multi_processor_count"_a = sms);
   });
   m.def("_cuda_synchronize", [](int d) {
-    py::gil_scoped_release nogil;
+    GilRelease nogil(GilRelease::Wait{});
     cu::backend().device_synchronize(cu::check_device_index(d));
   });
   m.def("_cuda_mem_get_info", [](int d) {
@@ -295,7 +295,7 @@ void register_cuda(py::module_& m) {
         [](int d, uintptr_t s) { cu::backend().stream_destroy(d, s); });
   m.def("_cuda_stream_query", [](int d, uintptr_t s) { return cu::backend().stream_query(d, s); });
   m.def("_cuda_stream_synchronize", [](int d, uintptr_t s) {
-    py::gil_scoped_release nogil;
+    GilRelease nogil(GilRelease::Wait{});
     cu::backend().stream_synchronize(d, s);
   });
   m.def("_cuda_stream_wait_event", [](int d, uintptr_t s, uintptr_t e) {
@@ -311,7 +311,7 @@ void register_cuda(py::module_& m) {
   m.def("_cuda_event_query",
         [](int d, uintptr_t e) { return cu::backend().event_query(d, as_ptr(e)); });
   m.def("_cuda_event_synchronize", [](int d, uintptr_t e) {
-    py::gil_scoped_release nogil;
+    GilRelease nogil(GilRelease::Wait{});
     cu::backend().event_synchronize(d, as_ptr(e));
   });
   m.def("_cuda_event_elapsed_time", [](int d, uintptr_t a, uintptr_t b) {

@@ -14,9 +14,9 @@ namespace {
 
 py::module_* g_m = nullptr;
 
-// Runs `f` without the GIL (LAPACK can be long) and converts its tensors to Python objects.
+// Runs `f` without the GIL (LAPACK can be long).
 template <class F> auto nogil(F f) {
-  py::gil_scoped_release release;
+  GilRelease release;
   return f();
 }
 

@@ -34,7 +34,7 @@ void register_optim(py::module_& m) {
         auto p = tensor_list(params, op, "params");
         auto g = tensor_list(grads, op, "grads");
         auto b = tensor_list(bufs, op, "momentum_buffers", true);
-        py::gil_scoped_release nogil;
+        GilRelease nogil;
         fused_sgd_(p, g, b, first, lr, weight_decay, momentum, dampening, nesterov, maximize);
       },
       "params"_a, "grads"_a, "momentum_buffers"_a, "first"_a, py::kw_only(), "lr"_a,
@@ -51,7 +51,7 @@ void register_optim(py::module_& m) {
         auto m2 = tensor_list(exp_avg_sqs, op, "exp_avg_sqs");
         auto mx = tensor_list(max_exp_avg_sqs, op, "max_exp_avg_sqs", true);
         auto st = tensor_list(steps, op, "steps");
-        py::gil_scoped_release nogil;
+        GilRelease nogil;
         fused_adam_(p, g, m1, m2, mx, st, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
                     decoupled);
       },

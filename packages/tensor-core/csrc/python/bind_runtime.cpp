@@ -1,12 +1,53 @@
-// bind_runtime.cpp: threads, the BLAS library location, and allocator/introspection hooks.
+// bind_runtime.cpp: threads, the GIL hooks, the BLAS library location, and allocator/introspection
+// hooks.
+#include <chrono>
+#include <thread>
+
 #include "core/allocator.h"
 #include "python/pyutils.h"
 #include "runtime/blas.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 
 namespace ember::pyb {
+namespace {
+
+unsigned long g_main_thread = 0;  // the thread that finalizes the interpreter
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// runtime/gil.h's hooks. Only a thread that holds the GIL gives it up: pool workers, and threads
+// already inside a scope, get nullptr (before Python 3.12 the "current" thread state is the GIL
+// holder's whichever thread asks, so it is compared with this thread's own).
+void* release_gil() {
+  PyThreadState* mine = PyGILState_GetThisThreadState();
+  if (!mine || py::detail::get_thread_state_unchecked() != mine) return nullptr;
+  return PyEval_SaveThread();
+}
+
+void restore_gil(void* state) {
+  // A daemon thread that finishes a kernel while the interpreter shuts down would be ended
+  // inside PyEval_RestoreThread by pthread_exit, whose unwinding through the core's noexcept
+  // frames aborts the process: park it instead (the process is exiting; Python 3.14 does the same).
+  if (interpreter_finalizing() && PyThread_get_thread_ident() != g_main_thread)
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  PyEval_RestoreThread(static_cast<PyThreadState*>(state));
+}
+
+}  // namespace
 
 void register_runtime(py::module_& m) {
+  g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  set_gil_hooks({&release_gil, &restore_gil});
+  // Whether long kernels release the GIL (tests and benchmarks compare with it held).
+  m.def("_set_gil_release", &set_gil_release_enabled, py::arg("enabled"));
+  m.def("_gil_release_enabled", &gil_release_enabled);
   m.def("set_num_threads", [](int n) {
     if (n < 1) throw std::runtime_error("set_num_threads expects a positive integer");
     set_num_threads(n);

@@ -68,7 +68,7 @@ void register_shared(py::module_& m) {
 
   m.def("_shm_group_sync", [](const Storage& ctl, size_t byte_offset, int rank, int world,
                               int64_t epoch, int64_t value, double timeout_s) {
-    py::gil_scoped_release nogil;
+    GilRelease nogil(GilRelease::Wait{});
     return shm::group_sync(*ctl, byte_offset, rank, world, epoch, value, timeout_s);
   }, py::arg("ctl"), py::arg("byte_offset"), py::arg("rank"), py::arg("world"), py::arg("epoch"),
         py::arg("value"), py::arg("timeout_s"));

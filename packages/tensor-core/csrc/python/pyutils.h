@@ -8,6 +8,7 @@
 
 #include "core/tensor.h"
 #include "ops/elementwise.h"
+#include "runtime/gil.h"
 
 namespace py = pybind11;
 

@@ -30,6 +30,8 @@
 #include <immintrin.h>
 #endif
 
+#include "runtime/gil.h"
+
 namespace ember {
 namespace {
 
@@ -256,8 +258,15 @@ void parallel_run(int64_t begin, int64_t end, int64_t grain, RangeFn fn) {
   if (begin >= end) return;
   const int64_t n = end - begin;
   grain = std::max<int64_t>(grain, 1);
+  if (n <= grain || tls_in_parallel) {  // small, or nested (the outer call decided about the GIL)
+    fn.call(fn.ctx, begin, end);
+    return;
+  }
+  // A range the caller found worth splitting over threads is long enough to let other Python
+  // threads run meanwhile, also when it runs on this thread alone.
+  GilRelease nogil;
   const int64_t nthreads = get_num_threads();
-  if (n <= grain || nthreads <= 1 || tls_in_parallel) {
+  if (nthreads <= 1) {
     fn.call(fn.ctx, begin, end);
     return;
   }

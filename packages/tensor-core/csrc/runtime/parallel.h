@@ -44,7 +44,10 @@ void parallel_run(int64_t begin, int64_t end, int64_t grain, RangeFn fn);
 // Runs f(begin, end) inline when end - begin <= grain, when there is one thread, when already inside
 // a parallel region (no nested parallelism), or when another thread is using the pool right now.
 // Does nothing for an empty range. An exception thrown by any chunk is rethrown in the caller after
-// all chunks have finished (the first one thrown wins).
+// all chunks have finished (the first one thrown wins). Above `grain` (the range is not run as one
+// small piece), the calling thread gives up the GIL while the range runs (runtime/gil.h), so `f`
+// must not touch Python. Several threads may call at once: one of them gets the pool, the others
+// run their ranges on their own thread.
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& f);
 

@@ -88,14 +88,14 @@ template <class T>
 void fill_uniform_impl(Generator& gen, T* dst, int64_t n, double lo, double hi) {
   if (n <= 0) return;
   const T from = static_cast<T>(lo), span = static_cast<T>(hi) - static_cast<T>(lo);
-  std::lock_guard<std::mutex> lock(gen.mutex);
+  std::lock_guard<GilPinningMutex> lock(gen.mutex);
   for (int64_t i = 0; i < n; ++i) dst[i] = next_uniform01<T>(gen) * span + from;
 }
 
 template <class T>
 void fill_normal_impl(Generator& gen, T* dst, int64_t n, double mean, double std) {
   if (n <= 0) return;
-  std::lock_guard<std::mutex> lock(gen.mutex);
+  std::lock_guard<GilPinningMutex> lock(gen.mutex);
   if (n < 16) {  // serial path: one (cached) Box-Muller draw per element
     for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(gen.next_normal() * std + mean);
     return;
@@ -142,19 +142,19 @@ void Generator::refill() {
 }
 
 void Generator::manual_seed(uint64_t seed) {
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<GilPinningMutex> lock(mutex);
   seed_engine(seed);
 }
 
 uint64_t Generator::seed() {
   const uint64_t s = nondeterministic_seed();
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<GilPinningMutex> lock(mutex);
   seed_engine(s);
   return s;
 }
 
 uint64_t Generator::initial_seed() {
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<GilPinningMutex> lock(mutex);
   return initial_seed_;
 }
 
@@ -173,7 +173,7 @@ double Generator::next_normal() {
 }
 
 std::string Generator::get_state() {
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<GilPinningMutex> lock(mutex);
   std::string s;
   s.reserve(kStateBytes);
   s.append(kMagic, sizeof kMagic);
@@ -212,7 +212,7 @@ void Generator::set_state(const std::string& state) {
   }
   if (!any) throw std::invalid_argument(what + "corrupt generator state (all-zero engine)");
 
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<GilPinningMutex> lock(mutex);
   std::memcpy(state_, words, sizeof words);
   index_ = index;
   initial_seed_ = seed;

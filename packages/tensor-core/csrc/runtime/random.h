@@ -7,12 +7,17 @@
 // (not std::mt19937) so its whole state can be saved and restored as bytes.
 //
 // Locking: manual_seed/seed/initial_seed/get_state/set_state lock `mutex` themselves. The next_*
-// draws do not: hold `mutex` around a batch of draws (the fill_* helpers do this).
+// draws do not: hold `mutex` around a batch of draws (the fill_* helpers do this). Two threads
+// may draw from one generator at once (long draws run without the GIL): each batch is whole.
+// `mutex` pins the GIL (runtime/gil.h): a kernel that should draw without the GIL releases it
+// before it locks the generator.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
 #include <string>
+
+#include "runtime/gil.h"
 
 namespace ember {
 
@@ -59,7 +64,7 @@ class Generator {
   // Standard normal (Box-Muller); the second value of each pair is cached for the next call.
   double next_normal();
 
-  std::mutex mutex;
+  GilPinningMutex mutex;
 
   // The CUDA device whose tensors this generator draws for (-1: the CPU). CUDA numbers are drawn
   // on the host and copied, so a CUDA generator is the same engine with another tag.

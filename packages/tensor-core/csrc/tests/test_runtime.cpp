@@ -22,6 +22,7 @@
 
 #include "core/half.h"
 #include "runtime/blas.h"
+#include "runtime/gil.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 
@@ -290,6 +291,124 @@ static void test_fork_while_busy() {
   }
   stop = true;
   busy.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// GIL hooks (runtime/gil.h), with a mutex standing in for Python's lock
+
+static std::mutex g_fake_gil;
+static thread_local bool t_holds_fake_gil = false;
+static std::atomic<int> g_releases{0}, g_restores{0};
+
+static void* fake_release() {
+  if (!t_holds_fake_gil) return nullptr;  // as the real hook: only the holder gives it up
+  t_holds_fake_gil = false;
+  ++g_releases;
+  g_fake_gil.unlock();
+  return &g_fake_gil;
+}
+static void fake_restore(void* state) {
+  CHECK(state == &g_fake_gil);
+  g_fake_gil.lock();
+  t_holds_fake_gil = true;
+  ++g_restores;
+}
+
+static void test_gil_release() {
+  set_num_threads(4);
+  set_gil_hooks({&fake_release, &fake_restore});
+  g_fake_gil.lock();
+  t_holds_fake_gil = true;
+  auto counts = [] { return std::make_pair(g_releases.load(), g_restores.load()); };
+  // Whether another thread could take the GIL now (asked from the caller or a pool worker).
+  const auto caller = std::this_thread::get_id();
+  auto gil_free = [caller] {
+    if (std::this_thread::get_id() == caller) return !t_holds_fake_gil;
+    if (!g_fake_gil.try_lock()) return false;
+    g_fake_gil.unlock();
+    return true;
+  };
+
+  // A range run as one small piece keeps the GIL; a longer one gives it up once (not per
+  // chunk, not in workers, not again in a nested parallel_for), and takes it back.
+  parallel_for(0, 100, 100, [&](int64_t, int64_t) { CHECK(!gil_free()); });
+  CHECK(counts() == std::make_pair(0, 0));
+  parallel_for(0, 4000, 100, [&](int64_t, int64_t) {
+    CHECK(gil_free());
+    parallel_for(0, 1000, 10, [](int64_t, int64_t) {});
+  });
+  CHECK(t_holds_fake_gil && counts() == std::make_pair(1, 1));
+  // With one thread the range runs inline, still without the GIL.
+  set_num_threads(1);
+  parallel_for(0, 4000, 100, [&](int64_t, int64_t) { CHECK(gil_free()); });
+  CHECK(counts() == std::make_pair(2, 2));
+  set_num_threads(4);
+
+  // Scopes: nested ones and short work do nothing; an exception leaves with the GIL taken back.
+  {
+    GilRelease outer;
+    CHECK(!t_holds_fake_gil);
+    GilRelease inner;
+  }
+  { GilRelease short_work(false); }
+  CHECK(t_holds_fake_gil && counts() == std::make_pair(3, 3));
+  CHECK(throws<std::logic_error>([] {
+    parallel_for(0, 4000, 100, [](int64_t, int64_t) { throw std::logic_error("x"); });
+  }));
+  CHECK(t_holds_fake_gil && counts() == std::make_pair(4, 4));
+
+  // Switched off, kernels keep the GIL; waits on the outside world still give it up.
+  set_gil_release_enabled(false);
+  CHECK(!gil_release_enabled());
+  parallel_for(0, 4000, 100, [&](int64_t, int64_t) { CHECK(!gil_free()); });
+  { GilRelease wait(GilRelease::Wait{}); CHECK(!t_holds_fake_gil); }
+  set_gil_release_enabled(true);
+  CHECK(counts() == std::make_pair(5, 5));
+
+  // Under a GilPinningMutex (the generator's) nothing is released: taking the GIL back with the
+  // mutex held could deadlock with a thread that waits for the mutex holding the GIL.
+  {
+    std::lock_guard<GilPinningMutex> lock(default_generator().mutex);
+    parallel_for(0, 4000, 100, [&](int64_t, int64_t) { CHECK(!gil_free()); });
+    GilRelease none;
+    CHECK(t_holds_fake_gil);
+  }
+  CHECK(counts() == std::make_pair(5, 5));
+  // ... and released first, then locked, it is: a second "Python thread" gets the GIL while
+  // the first one draws with the generator locked.
+  {
+    GilRelease nogil;
+    std::lock_guard<GilPinningMutex> lock(default_generator().mutex);
+    std::thread other([] {
+      g_fake_gil.lock();
+      t_holds_fake_gil = true;
+      t_holds_fake_gil = false;
+      g_fake_gil.unlock();
+    });
+    other.join();
+  }
+  CHECK(t_holds_fake_gil && counts() == std::make_pair(6, 6));
+
+  // Two "Python threads" running long ranges at once: both finish, each with its own result.
+  g_fake_gil.unlock();
+  t_holds_fake_gil = false;
+  std::vector<std::thread> callers;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 2; ++t)
+    callers.emplace_back([&, t] {
+      g_fake_gil.lock();
+      t_holds_fake_gil = true;
+      for (int rep = 0; rep < 200; ++rep) {
+        std::atomic<int64_t> sum{0};
+        parallel_for(0, 20000 + t, 100, [&](int64_t b, int64_t e) { sum += e - b; });
+        if (sum.load() != 20000 + t || !t_holds_fake_gil) ++bad;
+      }
+      t_holds_fake_gil = false;
+      g_fake_gil.unlock();
+    });
+  for (auto& c : callers) c.join();
+  CHECK(bad.load() == 0 && counts() == std::make_pair(406, 406));
+  set_gil_hooks({});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -713,6 +832,8 @@ int main(int argc, char** argv) {
   test_parallel_exceptions();
   test_parallel_nested();
   test_parallel_stress();
+  std::printf("gil\n");
+  test_gil_release();
   if (!std::getenv("EMBER_TEST_NO_FORK")) {
     test_parallel_fork();
     test_fork_while_busy();
