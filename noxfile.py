@@ -191,9 +191,22 @@ def sanitizer_runtime(session: nox.Session, lib: str) -> str:
     return os.path.realpath(path)
 
 
+# The tests the sanitizer session runs: those that drive the core's memory handling (views,
+# strides, indexing, resizing, serialization, interop, threads, hostile input and the quick
+# forms of both fuzzers). The whole suite under the sanitizers takes about 15 minutes on two
+# cores, these about 3 (`nox -s sanitize -- all` runs everything).
+SANITIZED_TESTS = [
+    "test_hostile_input.py", "test_fuzz.py", "test_untrusted_checkpoints.py",
+    "test_checkpoint_fuzz.py", "test_views_indexing.py", "test_indexing.py", "test_index_ops.py",
+    "test_shape_ops.py", "test_resize.py", "test_out_resize.py", "test_serialization.py",
+    "test_interop.py", "test_errors.py", "test_threads.py", "test_memory.py",
+]
+
+
 @nox.session
 def sanitize(session: nox.Session) -> None:
-    """tensor-core built with ASan and UBSan (EMBER_SANITIZE=1); its tests not marked slow."""
+    """tensor-core built with ASan and UBSan (EMBER_SANITIZE=1): the C++ test programs, then the
+    tests that drive its memory handling (`-- all`: every test not marked slow)."""
     if not present("tensor-core"):
         session.skip("packages/tensor-core does not exist yet")
     # Build from a clean copy: setuptools reuses objects it finds in build/, which would mix
@@ -242,15 +255,14 @@ def sanitize(session: nox.Session) -> None:
     preload = " ".join(sanitizer_runtime(session, lib) for lib in ("libasan.so", "libubsan.so"))
     # --capture=sys: a sanitizer report is written to fd 2 just before the process dies, so
     # pytest must not be holding fd 2 in a capture file then.
-    run_tests(
-        session,
-        ["tensor-core"],
-        "-m",
-        "not slow",
-        "--capture=sys",
-        env={
-            "LD_PRELOAD": preload,
-            "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1",
-            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
-        },
-    )
+    targets = ["tests"] if "all" in session.posargs else [f"tests/{t}" for t in SANITIZED_TESTS]
+    with session.chdir(ROOT / "packages" / "tensor-core"):
+        session.run(
+            "pytest", *targets, "-m", "not slow", "--capture=sys",
+            *(a for a in session.posargs if a != "all"),
+            env={
+                "LD_PRELOAD": preload,
+                "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1",
+                "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+            },
+        )

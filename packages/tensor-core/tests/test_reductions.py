@@ -145,7 +145,7 @@ def test_prod(dtype, dim, keepdim, rng):
 
 
 def test_prod_dim_must_be_int():
-    with pytest.raises(TypeError, match="prod\\(\\): argument 'dim' must be int, not tuple"):
+    with pytest.raises(TypeError, match="prod\\(\\): argument 'dim' \\(position 2\\) must be int, not tuple"):
         ember.prod(ember.ones(2, 3), (0, 1))
 
 

@@ -351,13 +351,20 @@ void register_reductions(py::module_& m) {
     def_op(m, {.name = name,
                .signatures = {name + "(Tensor input, int dim, *, ScalarType? dtype=None, "
                                      "Tensor? out=None) -> Tensor"},
-               .family = "scan", .hooked = true,
+               // hand_off: the hooks get out's dtype as dtype, since the scan accumulates in it
+               .family = "scan", .hooked = true, .hand_off = false,
                .impl = [is_prod, name](const Args& a) {
-                 Tensor x = a.tensor(0), out = opt_out(a.out(), name.c_str());
+                 const char* n = name.c_str();
+                 Tensor x = a.tensor(0), out = opt_out(a.out(), n);
                  ScalarType dt = a.dtype(2);
-                 if (out && dt == ScalarType::Undefined) dt = out->dtype;  // accumulates in out's dtype
+                 if (out && dt == ScalarType::Undefined) dt = out->dtype;
                  const int64_t dim = a.integer(1);
-                 return finish(name.c_str(), is_prod ? cumprod(x, dim, dt) : cumsum(x, dim, dt), a.out());
+                 if (needs_dispatch(x)) {
+                   if (out && needs_grad(x)) out_with_grad(n);
+                   return redispatch_out(n, core_fn(n), py::make_tuple(a[0]),
+                                         py::dict("dim"_a = dim, "dtype"_a = dtype_object(dt)), a.out());
+                 }
+                 return finish(n, is_prod ? cumprod(x, dim, dt) : cumsum(x, dim, dt), a.out());
                }});
     def_op(m, {.name = name + "_",
                .signatures = {name + "_(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor"},

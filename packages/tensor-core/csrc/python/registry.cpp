@@ -3,10 +3,12 @@
 // hook when an input requires grad or lives on a device, else run the row's `impl`.
 #include "python/registry.h"
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <utility>
 
 namespace ember::pyb {
 namespace {
@@ -120,12 +122,12 @@ std::string positional_count_text(const Schema& s, bool method) {
 }
 
 // Binds the call to schema `k`; on a mismatch returns false with torch's message in `error`.
-bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* args, PyObject* kwargs, Args& a,
-          std::string& error, const char* const names[]) {
+bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+               PyObject* kwnames, Args& a, std::string& error) {
   const Schema& s = op.schemas[k];
   const int n = static_cast<int>(s.params.size());
   const int offset = self ? 1 : 0;
-  const Py_ssize_t nargs = args ? PyTuple_GET_SIZE(args) : 0;
+  const std::vector<const char*>& names = op.names[k];
   PyObject* values[Args::kMaxParams] = {};
   unsigned given = 0;
   if (nargs + offset > s.positional()) {
@@ -135,14 +137,14 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* args, PyObje
   }
   if (self) values[0] = self, given = 1;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    values[i + offset] = PyTuple_GET_ITEM(args, i);
+    values[i + offset] = args[i];
     given |= 1u << (i + offset);
   }
-  if (kwargs) {
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs, &pos, &key, &value)) {
-      const char* kname = PyUnicode_AsUTF8(key);
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t j = 0; j < nkw; ++j) {
+    {
+      PyObject* value = args[nargs + j];
+      const char* kname = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, j));
       int idx = -1;
       for (int i = 0; i < n; ++i)
         if (std::strcmp(names[i], kname) == 0) idx = i;
@@ -203,12 +205,13 @@ int hook_positional(const OpDef& op, const Schema& s) {
   return n;
 }
 
-py::object call(const OpDef& op, PyObject* self, PyObject* args, PyObject* kwargs) {
-  Args a = parse_call(op, self, args, kwargs);
+py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                PyObject* kwnames) {
+  Args a = parse_call(op, self, args, nargs, kwnames);
   const Schema& s = a.schema();
   if (!op.hand_off) return op.impl(a);
   bool grad = false, device = false;
-  const int out_index = s.index_of("out");
+  const int out_index = s.out_index;
   for (int i = 0; i < static_cast<int>(s.params.size()); ++i) {
     if (i == out_index || a.is_none(i)) continue;
     if (s.params[i].type == ArgType::Tensor) {
@@ -277,39 +280,75 @@ OptDims Args::opt_ints(int i) const {
 double Args::real(int i) const { return to_scalar(values_[i]).to_double(); }
 
 py::handle Args::out() const {
-  const int i = schema_->index_of("out");
-  return i < 0 ? py::handle(Py_None) : values_[i];
+  return schema_->out_index < 0 ? py::handle(Py_None) : values_[schema_->out_index];
 }
 
 // ---- the table ----
 
-Args parse_call(const OpDef& op, PyObject* self, PyObject* args, PyObject* kwargs) {
-  std::vector<std::string> errors;
-  for (size_t k = 0; k < op.schemas.size(); ++k) {
-    const Schema& s = op.schemas[k];
-    const char* names[Args::kMaxParams];
-    for (size_t i = 0; i < s.params.size(); ++i) names[i] = s.params[i].name.c_str();
-    Args a;
-    std::string error;
-    if (bind_call(op, k, self, args, kwargs, a, error, names)) return a;
-    errors.push_back(std::move(error));
+Args parse_call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                PyObject* kwnames) {
+  Args a;
+  std::string error;
+  if (op.schemas.size() == 1) {
+    if (bind_call(op, 0, self, args, nargs, kwnames, a, error)) return a;
+    throw py::type_error(error);
   }
-  if (errors.size() == 1) throw py::type_error(errors[0]);
+  for (size_t k = 0; k < op.schemas.size(); ++k)
+    if (bind_call(op, k, self, args, nargs, kwnames, a, error)) return a;
   // torch's message for overloads: what was given, and every form.
   std::string got = "(";
-  const Py_ssize_t nargs = args ? PyTuple_GET_SIZE(args) : 0;
-  for (Py_ssize_t i = 0; i < nargs; ++i)
-    got += str_cat(i ? ", " : "", type_of(PyTuple_GET_ITEM(args, i)));
-  if (kwargs) {
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs, &pos, &key, &value))
-      got += str_cat(got.size() > 1 ? ", " : "", PyUnicode_AsUTF8(key), "=", type_of(value));
-  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) got += str_cat(i ? ", " : "", type_of(args[i]));
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t j = 0; j < nkw; ++j)
+    got += str_cat(got.size() > 1 ? ", " : "", PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, j)), "=",
+                   type_of(args[nargs + j]));
   std::string msg = str_cat(op.name, "() received an invalid combination of arguments - got ",
                             got, "), but expected one of:");
   for (const Schema& s : op.schemas) msg += "\n * " + signature_of(s);
   throw py::type_error(msg);
+}
+
+// ---- the entry points: CPython vectorcall functions, one trampoline per table row ----
+// A bound method needs its row without a data pointer (method descriptors have none), so each
+// row gets its own instantiation of the entry templates, indexed by its place in the table.
+
+constexpr size_t kMaxOps = 1024;
+const OpDef* g_slots[kMaxOps] = {};
+
+PyObject* run_entry(const OpDef* op, PyObject* self, PyObject* const* args, size_t nargsf,
+                    PyObject* kwnames) {
+  try {
+    return call(*op, self, args, PyVectorcall_NARGS(nargsf), kwnames).release().ptr();
+  } catch (...) {
+    py::detail::try_translate_exceptions();  // the module's translators: torch's classes
+    return nullptr;
+  }
+}
+
+template <size_t I>
+PyObject* function_entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return run_entry(g_slots[I], nullptr, args, nargs, kwnames);
+}
+template <size_t I>
+PyObject* method_entry(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return run_entry(g_slots[I], self, args, nargs, kwnames);
+}
+using Entry = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*);
+template <size_t... I>
+constexpr std::array<Entry, sizeof...(I)> entries(bool method, std::index_sequence<I...>) {
+  return method ? std::array<Entry, sizeof...(I)>{&method_entry<I>...}
+                : std::array<Entry, sizeof...(I)>{&function_entry<I>...};
+}
+const auto kFunctionEntries = entries(false, std::make_index_sequence<kMaxOps>());
+const auto kMethodEntries = entries(true, std::make_index_sequence<kMaxOps>());
+
+PyMethodDef* method_def(const OpDef* row, Entry entry, const std::string& doc) {
+  static std::deque<std::string> docs;  // the PyMethodDefs point into these for ever
+  static std::deque<PyMethodDef> defs;
+  docs.push_back(doc);
+  defs.push_back({row->name.c_str(), reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(entry)),
+                  METH_FASTCALL | METH_KEYWORDS, docs.back().c_str()});
+  return &defs.back();
 }
 
 void def_op(py::module_& m, OpDef op) {
@@ -325,26 +364,33 @@ void def_op(py::module_& m, OpDef op) {
     op.defaults.push_back(std::move(defaults));
     op.schemas.push_back(std::move(s));
   }
+  for (const auto& s : op.schemas) {  // after the pushes: the names point into the stored schemas
+    std::vector<const char*> names;
+    for (const auto& p : s.params) names.push_back(p.name.c_str());
+    op.names.push_back(std::move(names));
+  }
   table().push_back(std::move(op));
   const OpDef* row = &table().back();
   rows().push_back(row);
   if (!row->binding.empty()) return;  // bound by hand elsewhere; listed all the same
   if (!row->impl) throw std::invalid_argument("op '" + row->name + "' has no impl");
-  py::options options;
-  options.disable_function_signatures();  // the doc starts with the schemas instead
+  const size_t slot = rows().size() - 1;
+  if (slot >= kMaxOps) throw std::invalid_argument("more than kMaxOps registered ops");
+  g_slots[slot] = row;
   std::string doc;
   for (const auto& s : row->schemas) doc += s.text + "\n";
   if (!row->doc.empty()) doc += "\n" + row->doc;
-  if (row->variants & kFunction)
-    m.def(row->name.c_str(), [row](py::args args, py::kwargs kwargs) {
-      return call(*row, nullptr, args.ptr(), kwargs.ptr());
-    }, doc.c_str());
+  if (row->variants & kFunction) {
+    PyObject* f = PyCFunction_NewEx(method_def(row, kFunctionEntries[slot], doc), nullptr,
+                                    m.attr("__name__").ptr());
+    if (!f) throw py::error_already_set();
+    py::setattr(m, row->name.c_str(), py::reinterpret_steal<py::object>(f));
+  }
   if (row->variants & kMethod) {
-    py::object cls = m.attr("Tensor");
-    py::setattr(cls, row->name.c_str(),
-                py::cpp_function([row](py::handle self, py::args args, py::kwargs kwargs) {
-                  return call(*row, self.ptr(), args.ptr(), kwargs.ptr());
-                }, py::name(row->name.c_str()), py::is_method(cls), py::doc(doc.c_str())));
+    PyObject* d = PyDescr_NewMethod(tensor_type(), method_def(row, kMethodEntries[slot], doc));
+    if (!d) throw py::error_already_set();
+    py::setattr(py::handle(reinterpret_cast<PyObject*>(tensor_type())), row->name.c_str(),
+                py::reinterpret_steal<py::object>(d));
   }
 }
 

@@ -92,11 +92,13 @@ struct OpDef {
   // filled when registered
   std::vector<Schema> schemas;
   std::vector<std::vector<py::object>> defaults;  // per schema, per parameter (null: required)
+  std::vector<std::vector<const char*>> names;    // per schema, the parameters' names
 };
 
 // Parses and checks a call's arguments against the op's schemas (`self`: the tensor a method is
 // called on, else null), with torch's TypeErrors.
-Args parse_call(const OpDef& op, PyObject* self, PyObject* args, PyObject* kwargs);
+Args parse_call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                PyObject* kwnames);
 
 // Registers `op`: parses its signatures, binds ember.<name> (into `m`) and Tensor.<name> as its
 // variants say (unless the binding is manual), and adds the row to the table.

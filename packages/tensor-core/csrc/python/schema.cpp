@@ -129,6 +129,7 @@ Schema parse_schema(const std::string& text) {
     }
     s.params.push_back(parse_param(part, text, keyword_only));
   }
+  s.out_index = s.index_of("out");
   bool seen_default = false;
   for (const auto& p : s.params) {
     if (p.keyword_only) break;

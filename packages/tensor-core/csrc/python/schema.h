@@ -38,6 +38,7 @@ struct Schema {
   std::vector<Param> params;
   std::string returns;  // as written: "Tensor", "(Tensor values, Tensor indices)", "bool", ...
   std::string text;     // the whole schema, for messages and stubs
+  int out_index = -1;   // the `out` parameter's position, -1 when there is none
   int positional() const;  // the number of parameters before `*`
   int index_of(const std::string& param) const;  // -1 when absent
 };
