@@ -205,9 +205,9 @@ CASES = [
     # ---- arguments ----
     ("add-two-numbers", lambda: E.add(1, 2), TypeError, "add(): expected at least one Tensor"),
     ("add-str", lambda: E.add(E.ones(2), "a"), TypeError,
-     "add(): argument 'other' must be Tensor or Number, not str"),
+     "add(): argument 'other' (position 2) must be Tensor or Number, not str"),
     ("exp-list", lambda: E.exp([1.0]), TypeError,
-     "exp(): argument 'input' must be Tensor, not list"),
+     "exp(): argument 'input' (position 1) must be Tensor, not list"),
     ("operator-str", lambda: E.ones(2) + "a", TypeError, "unsupported operand type"),
     ("dtype-str", lambda: E.ones(2, dtype="float32"), TypeError, "expected an ember dtype"),
     ("to-bad-kwarg", lambda: E.ones(2).to(bogus=1), TypeError,

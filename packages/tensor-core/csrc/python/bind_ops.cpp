@@ -2,6 +2,7 @@
 // elementwise op, the function `ember.<op>(..., out=None)`, the method `Tensor.<op>()`, the
 // in-place `Tensor.<op>_()` and `ember.<op>_`, plus Python's operators.
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 using namespace pybind11::literals;
 
@@ -167,64 +168,70 @@ void register_ops(py::module_& m) {
   auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
   auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
 
-  // ---- the table ----
+  // ---- the table: one registry row per function and in-place form ----
+  // Differentiable where the result can be floating (not predicates, logical or bitwise ops).
+  auto differentiable = [](OpKind k) {
+    return k != OpKind::PRED && k != OpKind::INTEGRAL && k != OpKind::CMP &&
+           k != OpKind::LOGICAL && k != OpKind::BITWISE && k != OpKind::SHIFT;
+  };
+  const char* E = "elementwise";
   for (int i = 0; i < num_unary_ops(); ++i) {
     auto op = static_cast<UnaryOp>(i);
-    std::string name = unary_info(op).name, iname = name + "_";
-    m.def(name.c_str(), [op](py::handle x, py::handle out) { return unary_call(op, x, out); },
-          py::arg("input"), py::kw_only(), py::arg("out") = py::none());
-    m.def(iname.c_str(), [op](py::handle x) { return unary_inplace(op, x); }, py::arg("input"));
-    defm(name.c_str(), py::cpp_function([op](py::handle self) { return unary_call(op, self, py::none()); },
-                                        py::is_method(cls)));
-    defm(iname.c_str(), py::cpp_function([op](py::handle self) { return unary_inplace(op, self); },
-                                         py::is_method(cls)));
+    const std::string name = unary_info(op).name;
+    const bool grad = differentiable(unary_info(op).kind);
+    def_op(m, {.name = name, .signatures = {name + "(Tensor input, *, Tensor? out=None) -> Tensor"},
+               .family = E, .hooked = grad, .hand_off = false,
+               .impl = [op](const Args& a) { return unary_call(op, a[0], a.out()); }});
+    def_op(m, {.name = name + "_", .signatures = {name + "_(Tensor input) -> Tensor"},
+               .family = E, .hooked = grad, .hand_off = false,
+               .impl = [op](const Args& a) { return unary_inplace(op, a[0]); }});
   }
+  // add/sub take alpha; div takes rounding_mode (div_trunc is div(rounding_mode='trunc'), and
+  // _div_trunc its private form for the hooks). Whether a + alpha * b rounds once (add_alpha):
+  m.attr("_FUSED_MULTIPLY_ADD") = kFusedMultiplyAdd;
   for (int i = 0; i < num_binary_ops(); ++i) {
     auto op = static_cast<BinaryOp>(i);
-    std::string name = binary_info(op).name, iname = name + "_";
-    if (op == BinaryOp::div_trunc) name = "_div_trunc", iname = "_div_trunc_";
-    if (op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::div) continue;  // below
-    m.def(name.c_str(), [op](py::handle a, py::handle b, py::handle out) {
-      return binary_call(op, a, b, out);
-    }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("out") = py::none());
-    m.def(iname.c_str(), [op](py::handle a, py::handle b) { return binary_inplace_call(op, a, b); },
-          py::arg("input"), py::arg("other"));
-    defm(name.c_str(), py::cpp_function([op](py::handle self, py::handle b) {
-      return binary_call(op, self, b, py::none());
-    }, py::is_method(cls), py::arg("other")));
-    defm(iname.c_str(), py::cpp_function([op](py::handle self, py::handle b) {
-      return binary_inplace_call(op, self, b);
-    }, py::is_method(cls), py::arg("other")));
+    std::string name = binary_info(op).name;
+    if (op == BinaryOp::div_trunc) name = "_div_trunc";
+    const bool grad = differentiable(binary_info(op).kind);
+    const bool alpha = op == BinaryOp::add || op == BinaryOp::sub;
+    if (op == BinaryOp::div) {
+      def_op(m, {.name = "div",
+                 .signatures = {"div(Tensor|Scalar input, Tensor|Scalar other, *, "
+                                "str? rounding_mode=None, Tensor? out=None) -> Tensor"},
+                 .family = E, .hooked = true, .hand_off = false,
+                 .impl = [](const Args& a) {
+                   return binary_call(div_op(a[2]), a[0], a[1], a.out(), py::handle(),
+                                      a.is_none(2) ? "div" : nullptr);
+                 }});
+      def_op(m, {.name = "div_",
+                 .signatures = {"div_(Tensor input, Tensor|Scalar other, *, "
+                                "str? rounding_mode=None) -> Tensor"},
+                 .family = E, .hooked = true, .hand_off = false,
+                 .impl = [](const Args& a) {
+                   return binary_inplace_call(div_op(a[2]), a[0], a[1], py::handle(),
+                                              a.is_none(2) ? "div" : nullptr);
+                 }});
+      continue;
+    }
+    const std::string extra = alpha ? ", *, Scalar? alpha=None" : "";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor|Scalar input, Tensor|Scalar other" +
+                              (alpha ? extra + ", Tensor? out=None" : ", *, Tensor? out=None") +
+                              ") -> Tensor"},
+               .family = E,
+               .hooked = grad, .hand_off = false,
+               .impl = [op, alpha](const Args& a) {
+                 return binary_call(op, a[0], a[1], a.out(), alpha ? a[2] : py::handle());
+               }});
+    def_op(m, {.name = name + "_",
+               .signatures = {name + "_(Tensor input, Tensor|Scalar other" + extra + ") -> Tensor"},
+               .family = E,
+               .hooked = grad, .hand_off = false,
+               .impl = [op, alpha](const Args& a) {
+                 return binary_inplace_call(op, a[0], a[1], alpha ? a[2] : py::handle());
+               }});
   }
-  // add/sub take alpha; div takes rounding_mode. Whether a + alpha * b rounds once (add_alpha):
-  m.attr("_FUSED_MULTIPLY_ADD") = kFusedMultiplyAdd;
-  for (auto op : {BinaryOp::add, BinaryOp::sub}) {
-    std::string name = binary_info(op).name, iname = name + "_";
-    m.def(name.c_str(), [op](py::handle a, py::handle b, py::handle alpha, py::handle out) {
-      return binary_call(op, a, b, out, alpha);
-    }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none(), py::arg("out") = py::none());
-    m.def(iname.c_str(), [op](py::handle a, py::handle b, py::handle alpha) {
-      return binary_inplace_call(op, a, b, alpha);
-    }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
-    defm(name.c_str(), py::cpp_function([op](py::handle self, py::handle b, py::handle alpha) {
-      return binary_call(op, self, b, py::none(), alpha);
-    }, py::is_method(cls), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none()));
-    defm(iname.c_str(), py::cpp_function([op](py::handle self, py::handle b, py::handle alpha) {
-      return binary_inplace_call(op, self, b, alpha);
-    }, py::is_method(cls), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none()));
-  }
-  m.def("div", [](py::handle a, py::handle b, py::handle rm, py::handle out) {
-    return binary_call(div_op(rm), a, b, out, py::handle(), rm.is_none() ? "div" : nullptr);
-  }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none(), py::arg("out") = py::none());
-  m.def("div_", [](py::handle a, py::handle b, py::handle rm) {
-    return binary_inplace_call(div_op(rm), a, b, py::handle(), rm.is_none() ? "div" : nullptr);
-  }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none());
-  defm("div", py::cpp_function([](py::handle self, py::handle b, py::handle rm) {
-    return binary_call(div_op(rm), self, b, py::none(), py::handle(), rm.is_none() ? "div" : nullptr);
-  }, py::is_method(cls), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none()));
-  defm("div_", py::cpp_function([](py::handle self, py::handle b, py::handle rm) {
-    return binary_inplace_call(div_op(rm), self, b, py::handle(), rm.is_none() ? "div" : nullptr);
-  }, py::is_method(cls), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none()));
 
   // ---- operators ----
   struct BinOperator { const char* name; const char* rname; const char* iname; BinaryOp op; };

@@ -3,6 +3,10 @@
 #include <chrono>
 #include <thread>
 
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
+
 #include "core/allocator.h"
 #include "python/pyutils.h"
 #include "runtime/blas.h"
@@ -31,20 +35,39 @@ void* release_gil() {
   return PyEval_SaveThread();
 }
 
+[[noreturn]] void park_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
 void restore_gil(void* state) {
   // A daemon thread that finishes a kernel while the interpreter shuts down would be ended
   // inside PyEval_RestoreThread by pthread_exit, whose unwinding through the core's noexcept
   // frames aborts the process: park it instead (the process is exiting; Python 3.14 does the same).
-  if (interpreter_finalizing() && PyThread_get_thread_ident() != g_main_thread)
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  if (interpreter_finalizing() && PyThread_get_thread_ident() != g_main_thread) park_forever();
+#if defined(__GLIBCXX__)
+  try {
+    PyEval_RestoreThread(static_cast<PyThreadState*>(state));
+  } catch (abi::__forced_unwind&) {
+    // Finalizing began between the check above and taking the GIL: the same, one step later.
+    // The thread never leaves this handler, so the unwind need not be rethrown.
+    park_forever();
+  }
+#else
   PyEval_RestoreThread(static_cast<PyThreadState*>(state));
+#endif
 }
+
+// Runs at the end of interpreter shutdown, before the process's exit handlers (see
+// wait_for_kernels_outside_gil). Kernels finish in seconds; the bound only keeps a runaway one
+// from holding up the exit forever.
+void wait_for_kernels_at_exit() { wait_for_kernels_outside_gil(60.0); }
 
 }  // namespace
 
 void register_runtime(py::module_& m) {
   g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
   set_gil_hooks({&release_gil, &restore_gil});
+  Py_AtExit(&wait_for_kernels_at_exit);
   // Whether long kernels release the GIL (tests and benchmarks compare with it held).
   m.def("_set_gil_release", &set_gil_release_enabled, py::arg("enabled"));
   m.def("_gil_release_enabled", &gil_release_enabled);

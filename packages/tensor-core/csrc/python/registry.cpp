@@ -107,6 +107,7 @@ bool matches(const Param& p, py::handle v) {
       return PyUnicode_Check(o) || (PyLong_Check(o) && !PyBool_Check(o)) || type_of(v) == "device";
     case ArgType::String: return PyUnicode_Check(o);
     case ArgType::Any: return true;
+    case ArgType::TensorOrScalar: return is_tensor(v) || is_number(v);
   }
   return false;
 }
@@ -214,7 +215,8 @@ py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
   const int out_index = s.out_index;
   for (int i = 0; i < static_cast<int>(s.params.size()); ++i) {
     if (i == out_index || a.is_none(i)) continue;
-    if (s.params[i].type == ArgType::Tensor) {
+    if (s.params[i].type == ArgType::Tensor ||
+        (s.params[i].type == ArgType::TensorOrScalar && is_tensor(a[i]))) {
       const Tensor t = a.tensor(i);
       grad |= op.hooked && needs_grad(t);
       device |= on_device(t);

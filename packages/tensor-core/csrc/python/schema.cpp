@@ -25,6 +25,7 @@ const TypeName kTypeNames[] = {
     {"Device", "device | str | int", "ember.device"},
     {"str", "str", "str"},
     {"Any", "Any", "object"},
+    {"Tensor|Scalar", "Tensor | Number", "Tensor or Number"},
 };
 
 std::string trim(const std::string& s) {

@@ -6,7 +6,7 @@
 //   "sum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None,
 //        Tensor? out=None) -> Tensor"
 //
-// Types: Tensor, Tensor[] (a list or tuple of tensors), int, int[] / int[N] (a sequence of ints;
+// Types: Tensor, Tensor|Scalar (a tensor or a Python number), Tensor[] (a list or tuple of tensors), int, int[] / int[N] (a sequence of ints;
 // with N, a single int is repeated N times), float, bool, Scalar (a Python number or 0-d tensor),
 // ScalarType (an ember dtype or a Python type), Device, str, Any (no check). A `?` allows None;
 // `*` starts the keyword-only parameters; defaults are Python literals (None, True, 1, -1.5,
@@ -20,7 +20,8 @@
 namespace ember::pyb {
 
 enum class ArgType : uint8_t {
-  Tensor, TensorList, Int, IntList, Float, Bool, Scalar, ScalarType, Device, String, Any
+  Tensor, TensorList, Int, IntList, Float, Bool, Scalar, ScalarType, Device, String, Any,
+  TensorOrScalar
 };
 
 struct Param {

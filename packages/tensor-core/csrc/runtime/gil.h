@@ -36,7 +36,16 @@ namespace detail {
 extern thread_local int tls_gil_pins;  // GilPinningMutex locks held by this thread
 void* release_gil(bool even_if_disabled = false);  // the hook if installed (and enabled)
 void restore_gil(void* state);
+void kernel_started();   // a kernel scope gave up the GIL
+void kernel_finished();  // ... and is about to take it back
 }  // namespace detail
+
+// Waits (at most `max_seconds`) until no kernel runs outside the GIL. Called once the interpreter
+// is finalizing, before the process's exit handlers run: a daemon thread still inside a kernel
+// would otherwise compute on while those handlers tear down what it uses (OpenBLAS frees its
+// buffers in its own exit handler). Threads that leave their kernel then park in restore (see
+// bind_runtime.cpp). Returns whether everything finished in time.
+bool wait_for_kernels_outside_gil(double max_seconds);
 
 // Releases the GIL for its lifetime when `long_work` (see above); takes it back on exit, also
 // when an exception leaves the scope (C++ exceptions become Python ones after the GIL is back).
@@ -44,6 +53,10 @@ class GilRelease {
  public:
   explicit GilRelease(bool long_work = true) {
     if (long_work && detail::tls_gil_pins == 0) state_ = detail::release_gil();
+    if (state_) {
+      counted_ = true;
+      detail::kernel_started();
+    }
   }
   // For a wait on something outside the core (a device, another process): released even while
   // set_gil_release_enabled(false), which is about kernels.
@@ -52,6 +65,7 @@ class GilRelease {
     if (detail::tls_gil_pins == 0) state_ = detail::release_gil(true);
   }
   ~GilRelease() {
+    if (counted_) detail::kernel_finished();
     if (state_) detail::restore_gil(state_);
   }
   GilRelease(const GilRelease&) = delete;
@@ -59,6 +73,7 @@ class GilRelease {
 
  private:
   void* state_ = nullptr;
+  bool counted_ = false;  // a kernel scope (not a Wait), counted for wait_for_kernels_outside_gil
 };
 
 // A mutex that threads may lock while they hold the GIL (the random generator's: Python code
