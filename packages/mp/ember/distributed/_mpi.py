@@ -58,9 +58,8 @@ def available() -> bool:
 
 
 def load():
-    """Imports mpi4py.MPI (initialising MPI) once. When ember is first to import it, MPI is
-    finalised by ember at exit, and not at all after a failed collective: MPI_Finalize would
-    wait for the lost rank forever."""
+    """Imports mpi4py.MPI (initialising MPI) once. When ember is first to import it, ember
+    finalises MPI at exit (``_finalize``), not mpi4py."""
     global MPI, _we_finalize
     if MPI is not None:
         return MPI
@@ -86,12 +85,12 @@ def load():
 
 
 def _finalize() -> None:
-    if MPI is None or MPI.Is_finalized():
+    """At exit: MPI_Finalize once every group has been destroyed. A process that leaves with a
+    group still open (an exception, sys.exit, a failed collective) skips it: MPI_Finalize could
+    wait forever for a rank stuck in a collective with this one, while leaving without it makes
+    mpiexec end the whole job, as torchrun ends the other workers when one fails."""
+    if MPI is None or MPI.Is_finalized() or _backends:
         return
-    if any(b.error is not None for b in _backends):
-        return  # a collective is stuck on a lost rank: MPI_Finalize would never return
-    for b in list(_backends):
-        b.close()
     MPI.Finalize()
 
 
