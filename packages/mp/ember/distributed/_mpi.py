@@ -33,8 +33,16 @@ import time
 
 import ember
 
-from ._backend import Backend, DistBackendError, ReduceOp, Work, dtype_code, dtype_name, \
-    local_pid_alive, submit
+from ._backend import (
+    Backend,
+    DistBackendError,
+    ReduceOp,
+    Work,
+    dtype_code,
+    dtype_name,
+    local_pid_alive,
+    submit,
+)
 
 MPI = None
 _we_finalize = False
@@ -337,7 +345,8 @@ class MPIBackend(Backend):
         self._agree("all_to_all", dtype, 0)
         told = self.comm.alltoall(send_counts)
         bad = [(j, told[j], recv_counts[j]) for j in range(self.size) if told[j] != recv_counts[j]]
-        if self.comm.allreduce(len(bad), op=MPI.MAX):  # every rank fails, not only the one that saw it
+        # every rank fails, not only the one that saw the mismatch
+        if self.comm.allreduce(len(bad), op=MPI.MAX):
             detail = ", ".join(f"rank {j} sends {a} elements, {b} expected" for j, a, b in bad)
             raise RuntimeError(f"ember.distributed.{name}: the split sizes disagree: "
                                f"{detail or 'on another rank (see its error)'} (rank {self.rank})")

@@ -40,6 +40,13 @@ def load():
     return _nccl
 
 
+def _device(index: int):
+    """CuPy's device context: NCCL makes its communicator on the current device."""
+    import cupy
+
+    return cupy.cuda.Device(index)
+
+
 def available() -> bool:
     try:
         load()
@@ -58,7 +65,7 @@ def uid_from_bytes(data: bytes) -> tuple:
 
 
 def _dtype(nccl, name: str, reducing: bool):
-    """(NCCL datatype, elements per ember element)."""
+    """NCCL's datatype for an ember dtype, or None: moved as bytes (only when not reducing)."""
     table = {"uint8": "NCCL_UINT8", "int8": "NCCL_INT8", "bool": "NCCL_UINT8",
              "int32": "NCCL_INT32", "int64": "NCCL_INT64", "float16": "NCCL_FLOAT16",
              "bfloat16": "NCCL_BFLOAT16", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64"}
@@ -106,11 +113,9 @@ class NCCLBackend(Backend):
     def _comm(self, device_index: int):
         if self.comm is None:
             nccl = load()
-            import cupy
-
             uid = uid_to_bytes(nccl.get_unique_id()) if self.rank == 0 else None
             uid = self._exchange_uid(uid)
-            with cupy.cuda.Device(device_index):
+            with _device(device_index):
                 self.comm = nccl.NcclCommunicator(self.size, uid_from_bytes(uid), self.rank)
             self.device_index = device_index
         return self.comm
@@ -133,8 +138,8 @@ class NCCLBackend(Backend):
         def fn(nccl, comm, stream):
             if factor is not None:
                 tensor.mul_(factor)
-            dt = _dtype(nccl, dtype_name(tensor.dtype), True)
             nop = _op(nccl, op, tensor.dtype == ember.bool)
+            dt = _dtype(nccl, dtype_name(tensor.dtype), True)
             comm.allReduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), dt,
                            nccl.NCCL_SUM if nop is None else nop, stream)
             if nop is None:
@@ -154,8 +159,8 @@ class NCCLBackend(Backend):
         def fn(nccl, comm, stream):
             if factor is not None:
                 tensor.mul_(factor)
-            dt = _dtype(nccl, dtype_name(tensor.dtype), True)
             nop = _op(nccl, op, tensor.dtype == ember.bool)
+            dt = _dtype(nccl, dtype_name(tensor.dtype), True)
             comm.reduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), dt,
                         nccl.NCCL_SUM if nop is None else nop, root, stream)
             if nop is None and self.rank == root:
@@ -181,8 +186,8 @@ class NCCLBackend(Backend):
     def reduce_scatter_tensor(self, output, tensor, op, factor=None) -> Work:
         def fn(nccl, comm, stream):
             src = tensor * factor if factor is not None else tensor
-            dt = _dtype(nccl, dtype_name(tensor.dtype), True)
             nop = _op(nccl, op, tensor.dtype == ember.bool)
+            dt = _dtype(nccl, dtype_name(tensor.dtype), True)
             comm.reduceScatter(src.data_ptr(), output.data_ptr(), output.numel(), dt,
                                nccl.NCCL_SUM if nop is None else nop, stream)
             if nop is None:

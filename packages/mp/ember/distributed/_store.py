@@ -200,8 +200,8 @@ class TCPStore(Store):
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                self._sock = socket.create_connection((host_name, self.port),
-                                                      timeout=max(0.05, deadline - time.monotonic()))
+                left = max(0.05, deadline - time.monotonic())
+                self._sock = socket.create_connection((host_name, self.port), timeout=left)
                 break
             except OSError:
                 if time.monotonic() > deadline:
