@@ -413,15 +413,18 @@ class MPIBackend(Backend):
         return MPIBackend(box[0], timeout) if box[0] is not None else None
 
     def close(self) -> None:
-        if self in _backends:
-            _backends.remove(self)
-        comm, self.comm = self.comm, None
+        """Frees the communicator after the operations already queued (a broken group is only
+        forgotten: its communicator may be stuck in a collective)."""
+        comm = self.comm
         if comm is not None and self.error is None and MPI is not None and \
                 not MPI.Is_finalized() and comm not in (MPI.COMM_WORLD, MPI.COMM_SELF):
             try:
-                comm.Free()
-            except Exception:  # noqa: BLE001 - leaving is best effort
-                pass
+                self._run("destroy_process_group", comm.Free).wait()
+            except RuntimeError:
+                pass  # leaving is best effort: the group failed while it was being left
+        self.comm = None
+        if self in _backends:
+            _backends.remove(self)
 
 
 class _P2PWork(Work):

@@ -134,9 +134,22 @@ class DistributedDataParallel(Module):
                                    f"{theirs[k][0]} {theirs[k][1]} on rank {r}.")
 
     def _sync_module_states(self, dist) -> None:
+        self._broadcast_coalesced(dist, [*self.module.parameters(), *self.module.buffers()])
+
+    def _broadcast_coalesced(self, dist, tensors) -> None:
+        """Rank 0's values into every rank's tensors: one broadcast per dtype and device, of all
+        the tensors flattened together (torch coalesces the same way)."""
         src = dist.get_global_rank(self.process_group, 0)
-        for t in [*self.module.parameters(), *self.module.buffers()]:
-            dist.broadcast(t.detach(), src=src, group=self.process_group)
+        groups = {}
+        for t in tensors:
+            groups.setdefault((t.dtype, t.device), []).append(t.detach())
+        for ts in groups.values():
+            flat = ember.cat([t.reshape(-1) for t in ts])
+            dist.broadcast(flat, src=src, group=self.process_group)
+            pos = 0
+            for t in ts:
+                t.copy_(flat[pos:pos + t.numel()].view(t.shape))
+                pos += t.numel()
 
     def _build_buckets(self) -> None:
         """Reverse registration order, split by dtype and size (first bucket 1 MiB)."""
@@ -172,9 +185,9 @@ class DistributedDataParallel(Module):
                 "`ember.nn.parallel.DistributedDataParallel`, and by making sure all `forward` "
                 "function outputs participate in calculating loss.")
         if self.broadcast_buffers and self.require_forward_param_sync and self._world > 1:
-            src = dist.get_global_rank(self.process_group, 0)
-            for buf in self.module.buffers():
-                dist.broadcast(buf, src=src, group=self.process_group)
+            buffers = list(self.module.buffers())
+            if buffers:
+                self._broadcast_coalesced(dist, buffers)
         out = self.module(*inputs, **kwargs)
         if ember.is_grad_enabled() and self.require_backward_grad_sync:
             self._prepare_for_backward(out, dist)
