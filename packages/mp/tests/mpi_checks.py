@@ -128,6 +128,10 @@ def collectives() -> None:
         dist.all_gather(outs, mine)
         for r in range(world):
             check_close(as_numpy(outs[r]), data(r, dtype), dtype, f"all_gather {dtype}")
+        flat15 = [ember.zeros(15, dtype=getattr(ember, dtype)) for _ in range(world)]
+        dist.all_gather(flat15, mine)  # outputs of another shape, as many elements
+        for r in range(world):
+            check_close(as_numpy(flat15[r]), data(r, dtype).reshape(-1), dtype, "all_gather flat")
         flat = ember.zeros(world * 3, 5, dtype=getattr(ember, dtype))
         dist.all_gather_into_tensor(flat, mine)
         check_close(as_numpy(flat), np.concatenate([data(r, dtype) for r in range(world)]), dtype,

@@ -291,7 +291,7 @@ class MPIBackend(Backend):
 
         def finish():
             for r, o in enumerate(outputs):
-                o.copy_(flat[r])
+                o.copy_(flat[r].view(o.shape))
 
         return self._run("all_gather", fn, finish, [outputs])
 
@@ -325,7 +325,7 @@ class MPIBackend(Backend):
         def finish():
             if flat is not None:
                 for r, o in enumerate(gather_list):
-                    o.copy_(flat[r])
+                    o.copy_(flat[r].view(o.shape))
 
         return self._run("gather", fn, finish, [gather_list] if gather_list else [])
 

@@ -180,7 +180,7 @@ class NCCLBackend(Backend):
         flat = ember.empty((self.size, *tensor.shape), dtype=tensor.dtype, device=tensor.device)
         self.allgather_into_tensor(flat, tensor)
         for r, o in enumerate(outputs):
-            o.copy_(flat[r])
+            o.copy_(flat[r].view(o.shape))
         return Work(self, "all_gather", result=[outputs])
 
     def reduce_scatter_tensor(self, output, tensor, op, factor=None) -> Work:

@@ -158,7 +158,7 @@ class ShmGroup:
         self._flat(self.rank, p, dt, n).view(tensor.shape).copy_(tensor)
         self.sync(value)
         for r, out in enumerate(tensor_list):
-            out.copy_(self._flat(r, p, dt, n).view(tensor.shape))
+            out.copy_(self._flat(r, p, dt, n).view(out.shape))
 
     def close(self) -> None:
         self.segs = []
