@@ -111,7 +111,7 @@ def collectives() -> None:
                     "grad leaf")
     # reduce to the last rank, broadcast from it
     last = world - 1
-    for dtype in ("int32", "float32", "bfloat16"):
+    for dtype in DTYPES:
         t = as_ember(data(rank, dtype), dtype)
         dist.reduce(t, dst=last, op=dist.ReduceOp.SUM)
         if rank == last:
@@ -122,7 +122,7 @@ def collectives() -> None:
         dist.broadcast(b, src=last)
         check_close(as_numpy(b), data(last, dtype), dtype, f"broadcast {dtype}")
     # gathers and scatters
-    for dtype in ("float64", "int16", "bool"):
+    for dtype in DTYPES:
         mine = as_ember(data(rank, dtype), dtype)
         outs = [ember.zeros(3, 5, dtype=getattr(ember, dtype)) for _ in range(world)]
         dist.all_gather(outs, mine)
@@ -146,6 +146,14 @@ def collectives() -> None:
         slist = [as_ember(data(100 + r, dtype), dtype) for r in range(world)] if rank == 1 else None
         dist.scatter(got, slist, src=1)
         check_close(as_numpy(got), data(100 + rank, dtype), dtype, "scatter")
+    # reduce_scatter of every dtype (SUM: "any" for bools)
+    for dtype in DTYPES:
+        rows = [data(100 * r + 7, dtype, (world, 3)) for r in range(world)]
+        out = ember.zeros(3, dtype=getattr(ember, dtype))
+        dist.reduce_scatter_tensor(out, as_ember(rows[rank], dtype).reshape(-1))
+        want = np.stack(rows).astype(bool).any(0) if dtype == "bool" else np.stack(rows).sum(0)
+        check_close(as_numpy(out), want[rank].astype(np.float64), dtype,
+                    f"reduce_scatter {dtype}")
     # reduce_scatter: rank r keeps rows r*2:(r+1)*2 of the reduction
     for op in ("SUM", "AVG", "MAX", "PREMUL_SUM"):
         full = np.stack([data(r, "float32", (world * 2, 3)) for r in range(world)])
