@@ -29,6 +29,9 @@ PACKAGES: dict[str, list[str]] = {
     "nn": ["tensor-core", "autograd"],
 }
 TEST_DEPS = ["pytest", "hypothesis", "numpy"]
+# Optional extras installed with a package wherever it is installed, so that their tests run:
+# ember.distributed's mpi backend (mpi4py and the MPICH wheel).
+EXTRAS = {"mp": "[mpi]"}
 # What the examples need (the README's main job): installed with ember-nn and ember-data so
 # that the tests that run the examples on a few steps run rather than skip.
 EXAMPLE_DEPS = ["scikit-learn", "matplotlib", "tqdm"]
@@ -47,7 +50,8 @@ def present_packages() -> list[str]:
 def install(session: nox.Session, names: list[str], *extra: str, **kwargs) -> None:
     # One pip call, so that each package's ember dependencies resolve to the folders given here
     # and never to an index.
-    session.install(*(f"./packages/{name}" for name in names), *extra, **kwargs)
+    session.install(*(f"./packages/{name}{EXTRAS.get(name, '')}" for name in names), *extra,
+                    **kwargs)
 
 
 def test_deps() -> list[str]:

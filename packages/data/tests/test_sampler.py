@@ -84,7 +84,7 @@ def test_batch_sampler():
         BatchSampler(range(3), 2, 0)
 
 
-def test_distributed():
+def test_distributed(tmp_path):
     ds = range(10)
     parts = [list(DistributedSampler(ds, 3, r, shuffle=False)) for r in range(3)]
     assert parts == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
@@ -98,8 +98,21 @@ def test_distributed():
     assert list(s[0]) != first
     with pytest.raises(ValueError, match="Invalid rank 3"):
         DistributedSampler(ds, 3, 3)
-    with pytest.raises(RuntimeError, match="distributed"):
-        DistributedSampler(ds)
+    try:
+        import ember.distributed as dist
+    except ImportError:  # ember-mp not installed
+        with pytest.raises(RuntimeError, match="Requires distributed package"):
+            DistributedSampler(ds)
+    else:
+        with pytest.raises(ValueError, match="Default process group has not been initialized"):
+            DistributedSampler(ds)
+        dist.init_process_group("shm", init_method=f"file://{tmp_path}/rdv", rank=0,
+                                world_size=1)
+        try:
+            s = DistributedSampler(ds, shuffle=False)
+            assert (s.num_replicas, s.rank, list(s)) == (1, 0, list(range(10)))
+        finally:
+            dist.destroy_process_group()
     assert list(DistributedSampler(range(2), 5, 4, shuffle=False)) == [0]
 
 

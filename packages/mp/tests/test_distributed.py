@@ -176,8 +176,16 @@ def test_usage_errors(monkeypatch):
         dist.get_rank()
     with pytest.raises(ValueError, match="has not been initialized"):
         dist.all_reduce(ember.ones(2))
-    with pytest.raises(RuntimeError, match="no 'nccl' backend.*MPI"):
-        dist.init_process_group("nccl", init_method="file:///nonexistent", rank=0, world_size=1)
+    if not dist.is_nccl_available():
+        with pytest.raises(RuntimeError, match="nccl backend needs CuPy's NCCL"):
+            dist.init_process_group("nccl", init_method="file:///nonexistent/x", rank=0,
+                                    world_size=1)
+    with pytest.raises(RuntimeError, match="no gloo backend"):
+        dist.init_process_group("gloo", init_method="file:///nonexistent/x", rank=0, world_size=1)
+    with pytest.raises(RuntimeError, match="invalid backend 'nccl' for cpu"):
+        dist.init_process_group("cpu:nccl", init_method="file:///nonexistent/x", rank=0,
+                                world_size=1)
+    assert not dist.is_initialized()
     for var in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(ValueError, match="env:// rendezvous: environment variable RANK expected"):
@@ -199,7 +207,7 @@ def test_world_of_one_in_this_process(tmp_path):
         assert t.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
         with pytest.raises(ValueError, match="floating-point"):
             dist.all_reduce(ember.arange(3), op=dist.ReduceOp.AVG)
-        with pytest.raises(ValueError, match="src=1 is not a rank"):
+        with pytest.raises(ValueError, match="Global rank 1 is not part of group"):
             dist.broadcast(t, src=1)
         with pytest.raises(ValueError, match="1 tensors, expected world_size=1|expected"):
             dist.all_gather([t, t], t)

@@ -27,12 +27,13 @@ if a rank is killed.
 
 from __future__ import annotations
 
-import enum
 import os
 
 import ember
 from ember import _C
 from ember.multiprocessing import reductions
+
+from ._backend import Backend, ReduceOp, Work
 
 _LINE = 64
 _KINDS = ("barrier", "grow", "all_reduce", "broadcast", "all_gather")
@@ -157,7 +158,7 @@ class ShmGroup:
         self._flat(self.rank, p, dt, n).view(tensor.shape).copy_(tensor)
         self.sync(value)
         for r, out in enumerate(tensor_list):
-            out.copy_(self._flat(r, p, dt, n).view(tensor.shape))
+            out.copy_(self._flat(r, p, dt, n).view(out.shape))
 
     def close(self) -> None:
         self.segs = []
@@ -170,29 +171,73 @@ def _chunk(n: int, world: int, rank: int) -> tuple[int, int]:
     return lo, lo + q + (rank < rem)
 
 
-class ReduceOp(enum.Enum):
-    """How ``all_reduce`` combines the ranks' tensors (torch.distributed.ReduceOp's names)."""
-
-    SUM = 0
-    PRODUCT = 1
-    MIN = 2
-    MAX = 3
-    AVG = 4
-
-    def __repr__(self) -> str:
-        return f"<ReduceOp.{self.name}: {self.value}>"
-
-
 # op -> (ember function for numbers, for bools): combine(a, b, out=acc); as torch, SUM of
 # bools is "any" and PRODUCT "all"
 _COMBINE = {
     ReduceOp.SUM: (ember.add, ember.logical_or),
     ReduceOp.AVG: (ember.add, ember.logical_or),
+    ReduceOp.PREMUL_SUM: (ember.add, ember.logical_or),
     ReduceOp.PRODUCT: (ember.mul, ember.logical_and),
     ReduceOp.MIN: (ember.minimum, ember.minimum),
     ReduceOp.MAX: (ember.maximum, ember.maximum),
+    ReduceOp.BAND: (ember.bitwise_and, ember.logical_and),
+    ReduceOp.BOR: (ember.bitwise_or, ember.logical_or),
+    ReduceOp.BXOR: (ember.bitwise_xor, ember.logical_xor),
 }
 
 
 def new_prefix() -> str:
     return f"ember_pg_{os.getpid()}_{os.urandom(4).hex()}"
+
+
+def create_world(rank: int, world: int, store, timeout: float) -> ShmBackend:
+    """Rank 0 makes the group's control segment and puts its name in the store; the others map
+    it; one sync says that everyone has."""
+    if rank == 0:
+        prefix = new_prefix()
+        name = f"/{prefix}_ctl"
+        reductions._register_name(name)
+        ctl = ember.UntypedStorage._new_using_filename_cpu(_LINE * (world + 1), name)
+        store.set("ember/shm/ctl", name)
+    else:
+        name = store.get("ember/shm/ctl").decode()
+        ctl = ember.UntypedStorage._new_shared_filename_cpu(name, _LINE * (world + 1))
+        prefix = name[1:-len("_ctl")]
+    group = ShmGroup(rank, world, ctl, prefix, timeout)
+    group.sync(_encode("barrier"))
+    return ShmBackend(group)
+
+
+class ShmBackend(Backend):
+    """The shm backend's face to distributed_c10d: every call runs at once, in the caller's
+    thread, and returns a completed Work; what it lacks comes from Backend's generic forms."""
+
+    name = "shm"
+
+    def __init__(self, group: ShmGroup) -> None:
+        super().__init__(group.rank, group.world, group.timeout)
+        self.group = group
+
+    def _done(self, name, result):
+        return Work(self, name, result=result)
+
+    def barrier(self) -> Work:
+        self.group.barrier()
+        return self._done("barrier", [])
+
+    def allreduce(self, tensor, op, factor=None) -> Work:
+        if factor is not None:
+            tensor.mul_(factor)
+        self.group.all_reduce(tensor, op)
+        return self._done("all_reduce", [tensor])
+
+    def broadcast(self, tensor, root: int) -> Work:
+        self.group.broadcast(tensor, root)
+        return self._done("broadcast", [tensor])
+
+    def allgather(self, outputs, tensor) -> Work:
+        self.group.all_gather(outputs, tensor)
+        return self._done("all_gather", [outputs])
+
+    def close(self) -> None:
+        self.group.close()

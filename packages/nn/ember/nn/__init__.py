@@ -1,7 +1,7 @@
 """``ember.nn``: modules, layers, losses (torch.nn's API). ``ember.nn.functional`` holds the
 function forms, ``ember.nn.init`` the initialisers."""
 
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .modules.module import _IncompatibleKeys  # noqa: F401

@@ -193,16 +193,18 @@ class DistributedSampler(Sampler):
     Without ``drop_last`` the indices are padded (by repeating the first ones) to a multiple of
     ``num_replicas``; with it the tail is dropped. With ``shuffle`` the permutation is drawn from
     ``seed + epoch``: call :meth:`set_epoch` at the start of every epoch, on every replica.
-    ember has no process groups yet, so ``num_replicas`` and ``rank`` must be given.
+    ``num_replicas`` and ``rank`` default to the default process group's world size and rank
+    (``ember.distributed``, from ember-mp).
     """
 
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
-            raise RuntimeError(
-                "Requires distributed package to be available: ember has none yet, so pass "
-                "num_replicas and rank"
-            )
+            dist = _distributed()
+            if num_replicas is None:
+                num_replicas = dist.get_world_size()
+            if rank is None:
+                rank = dist.get_rank()
         if rank >= num_replicas or rank < 0:
             raise ValueError(
                 f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
@@ -248,3 +250,12 @@ class DistributedSampler(Sampler):
     def set_epoch(self, epoch: int) -> None:
         """Sets the epoch, so that every replica shuffles the same new way."""
         self.epoch = epoch
+
+
+def _distributed():
+    try:
+        import ember.distributed as dist
+    except ImportError:
+        raise RuntimeError("Requires distributed package to be available (ember.distributed: "
+                           "pip install ember-mp), or pass num_replicas and rank") from None
+    return dist
