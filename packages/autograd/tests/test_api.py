@@ -794,3 +794,165 @@ def test_a_view_gradient_is_adopted_only_when_nothing_else_holds_its_base():
     w.t().backward(given)
     w.t().backward(given)  # accumulates into w.grad in place
     assert base.tolist() == [[1.0] * 3] * 3 and w.grad.tolist() == [[2.0] * 3] * 3
+
+
+class _WrongJvp(Function):
+    """x * x with the right backward and a forward-mode derivative that is off by x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.x = x
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+    @staticmethod
+    def jvp(ctx, tx):
+        return ctx.x * tx  # should be 2 x tx
+
+
+class _Nondeterministic(Function):
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        _Nondeterministic.calls += 1
+        return g * 3 + 1e-7 * _Nondeterministic.calls  # within gradcheck's atol, not reentrant
+
+
+def test_gradcheck_forward_mode_checks_the_jvp():
+    x = ember.tensor([0.3, 0.7, -1.2], dtype=ember.float64, requires_grad=True)
+    assert autograd.gradcheck(ember.sin, (x,), check_forward_ad=True)
+    assert autograd.gradcheck(lambda a, b: a * b + a.exp(), (x, x.detach().clone()
+                                                           .requires_grad_()),
+                              check_forward_ad=True, check_backward_ad=False)
+    # the backward is right, so only the forward-mode check can catch it
+    assert autograd.gradcheck(_WrongJvp.apply, (x,))
+    with pytest.raises(autograd.GradcheckError, match=r"input 0 \(forward mode\)"):
+        autograd.gradcheck(_WrongJvp.apply, (x,), check_forward_ad=True)
+    with pytest.raises(ValueError, match="at least one of check_forward_ad or check_backward_ad"):
+        autograd.gradcheck(ember.sin, (x,), check_backward_ad=False)
+
+
+def test_gradcheck_fast_mode_checks_a_random_projection():
+    x = ember.tensor([[0.3, 0.7], [-1.2, 0.4]], dtype=ember.float64, requires_grad=True)
+    w = ember.tensor([[1.5, -0.5], [0.25, 2.0]], dtype=ember.float64, requires_grad=True)
+    assert autograd.gradcheck(lambda a, b: (a @ b).tanh(), (x, w), fast_mode=True)
+    assert autograd.gradcheck(lambda a, b: (a @ b).tanh(), (x, w), fast_mode=True,
+                              check_forward_ad=True)
+    y = ember.tensor([0.3, 0.7], dtype=ember.float64, requires_grad=True)
+
+    class Wrong(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(autograd.GradcheckError, match="fast mode"):
+        autograd.gradcheck(Wrong.apply, (y,), fast_mode=True)
+    assert autograd.gradcheck(Wrong.apply, (y,), fast_mode=True, raise_exception=False) is False
+    with pytest.raises(autograd.GradcheckError, match=r"forward mode"):
+        autograd.gradcheck(_WrongJvp.apply, (y,), fast_mode=True, check_forward_ad=True)
+
+
+def test_gradcheck_reentrancy_and_grad_dtypes():
+    x = ember.tensor([0.3, 0.7], dtype=ember.float64, requires_grad=True)
+    with pytest.raises(autograd.GradcheckError, match="Backward is not reentrant"):
+        autograd.gradcheck(_Nondeterministic.apply, (x,))
+    assert autograd.gradcheck(_Nondeterministic.apply, (x,), nondet_tol=1e-5,
+                              check_undefined_grad=False)
+
+    class HalfGrad(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * 2).float().double().float()  # a float32 gradient for a float64 input
+
+    # the engine casts a gradient to its input's dtype (as torch's does), so the check passes
+    assert autograd.gradcheck(HalfGrad.apply, (x,), atol=1e-4, check_grad_dtypes=True)
+    assert x.dtype == ember.float64
+
+
+def test_gradcheck_zero_output_gradients_give_zero_input_gradients():
+    class Leaky(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2 + 0.0 * g + (g == 0).to(g.dtype) * 1e-9  # nonzero for a zero gradient
+
+    x = ember.tensor([0.3, 0.7], dtype=ember.float64, requires_grad=True)
+    with pytest.raises(autograd.GradcheckError, match="zero gradients for input 0"):
+        autograd.gradcheck(Leaky.apply, (x,))
+    assert autograd.gradcheck(Leaky.apply, (x,), check_undefined_grad=False)
+
+
+@pytest.mark.parametrize("fn, kwargs", [
+    ("gradcheck", {"check_batched_grad": True}),
+    ("gradcheck", {"check_batched_forward_grad": True}),
+    ("gradcheck", {"masked": True}),
+    ("gradgradcheck", {"check_batched_grad": True}),
+    ("gradgradcheck", {"check_fwd_over_rev": True}),
+])
+def test_gradchecks_refuse_what_they_cannot_check(fn, kwargs):
+    x = ember.tensor([0.3, 0.7], dtype=ember.float64, requires_grad=True)
+    with pytest.raises(NotImplementedError, match=next(iter(kwargs))):
+        getattr(autograd, fn)(ember.sin, (x,), **kwargs)
+
+
+def test_gradgradcheck_options():
+    x = ember.tensor([[0.3, 0.7], [-1.2, 0.4]], dtype=ember.float64, requires_grad=True)
+    assert autograd.gradgradcheck(lambda a: (a * a).sin(), (x,), gen_non_contig_grad_outputs=True)
+    assert autograd.gradgradcheck(lambda a: (a * a).sin(), (x,), fast_mode=True)
+    with pytest.raises(ValueError, match="check_rev_over_rev"):
+        autograd.gradgradcheck(ember.sin, (x,), check_rev_over_rev=False)
+
+
+def test_profiler_records_shapes_memory_and_stacks():
+    x = ember.randn(4, 5, requires_grad=True)
+    w = ember.randn(5, 3, requires_grad=True)
+    with autograd.profiler.profile(record_shapes=True, profile_memory=True,
+                                   with_stack=True) as prof:
+        y = (x @ w).relu()
+        z = (x * x).sum()
+    mm = [e for e in prof.function_events() if e.name == "matmul"]
+    assert mm and mm[0].input_shapes == [[4, 5], [5, 3]]
+    mul = [e for e in prof.function_events() if e.name == "mul"]
+    assert mul and mul[0].input_shapes == [[4, 5], [4, 5]]
+    # the matmul's result (4 x 3 float32) stays allocated: its event accounts for it
+    assert mm[0].cpu_memory_usage >= 4 * 3 * 4
+    assert any(__file__ in frame for frame in mm[0].stack)
+    groups = prof.key_averages(group_by_input_shape=True)
+    assert any(a.key == "matmul" and a.input_shapes == [[4, 5], [5, 3]] for a in groups)
+    table = groups.table(sort_by="cpu_memory_usage")
+    assert "Input Shapes" in table and "[[4, 5], [5, 3]]" in table and "CPU Mem" in table
+    assert prof.key_averages(group_by_stack_n=2)
+    del y, z
+
+
+def test_profiler_refuses_what_it_cannot_record():
+    for kwargs in ({"with_flops": True}, {"with_modules": True}, {"use_cuda": True},
+                   {"use_device": "cuda"}):
+        with pytest.raises(NotImplementedError, match=next(iter(kwargs))):
+            autograd.profiler.profile(**kwargs)
+    with autograd.profiler.profile() as prof:
+        (ember.ones(2, requires_grad=True) * 2).sum()
+    with pytest.raises(RuntimeError, match="record_shapes=True"):
+        prof.key_averages(group_by_input_shape=True)
+    assert "Input Shapes" not in prof.key_averages().table()

@@ -350,12 +350,30 @@ def qr(A, mode="reduced", *, out=None):
     return _out("linalg.qr", _QR(*_C._linalg_qr(A, mode=mode)), out)
 
 
+def _check_svd_driver(A, driver) -> None:
+    """torch takes `driver` (cuSOLVER's gesvd, gesvdj or gesvda) on CUDA inputs only. ember's CUDA
+    SVD runs LAPACK's gesdd on host copies (cuda/_linalg_ops.py), so no driver can be honoured:
+    a valid one is refused rather than ignored."""
+    if driver is None:
+        return
+    if not isinstance(A, _C.Tensor) or not A.is_cuda:
+        raise RuntimeError("ember.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
+    if driver not in ("gesvd", "gesvdj", "gesvda"):
+        raise RuntimeError(f"ember.linalg.svd: unknown svd driver {driver} in svd_cusolver "
+                           "computation. Available drivers are gesvd, gesvdj, and gesvda.")
+    raise NotImplementedError(f"linalg.svd(driver={driver!r}): ember's CUDA SVD runs LAPACK's "
+                              "gesdd on the host, not cuSOLVER; pass driver=None")
+
+
 def svd(A, full_matrices=True, *, driver=None, out=None):
-    """A = U diag(S) Vh with S descending (LAPACK gesdd; `driver` is accepted and ignored)."""
+    """A = U diag(S) Vh with S descending (LAPACK gesdd; `driver`: see _check_svd_driver)."""
+    _check_svd_driver(A, driver)
     return _out("linalg.svd", _SVD(*_C._linalg_svd(A, full_matrices=full_matrices)), out)
 
 
 def svdvals(A, *, driver=None, out=None):
+    _check_svd_driver(A, driver)
     return _out("linalg.svdvals",
                 _C._linalg_svd(A, full_matrices=False, compute_uv=False)[1], out)
 

@@ -362,3 +362,20 @@ def test_every_public_function_runs_on_the_device():
         r = call()
         for t in r if isinstance(r, tuple) else (r,):
             assert t.device == CUDA0, name
+
+
+def test_svd_driver_is_refused_rather_than_ignored():
+    """torch takes driver= on CUDA only (cuSOLVER's); ember's CUDA SVD is LAPACK on the host."""
+    A = ember.randn(4, 3)
+    with pytest.raises(RuntimeError, match="only supported on CUDA inputs"):
+        ember.linalg.svd(A, driver="gesvd")
+    with pytest.raises(RuntimeError, match="only supported on CUDA inputs"):
+        ember.linalg.svdvals(A, driver="gesvdj")
+    G = A.to(CUDA0)
+    for driver in ("gesvd", "gesvdj", "gesvda"):
+        with pytest.raises(NotImplementedError, match="gesdd on the host"):
+            ember.linalg.svd(G, driver=driver)
+    with pytest.raises(RuntimeError, match="unknown svd driver bogus"):
+        ember.linalg.svdvals(G, driver="bogus")
+    U, S, Vh = ember.linalg.svd(G, full_matrices=False, driver=None)
+    np.testing.assert_allclose((U * S.unsqueeze(-2) @ Vh).cpu().numpy(), A.numpy(), atol=1e-5)

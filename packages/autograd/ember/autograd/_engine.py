@@ -60,7 +60,7 @@ def hook(name, fn, args, kwargs):
     """Called by the core for every op with an input that requires grad (grad mode on)."""
     prof = STATE.profiler
     if prof is not None:
-        return prof.timed(name, _hook_body, name, fn, args, kwargs)
+        return prof.timed(name, _hook_body, name, fn, args, kwargs, op_args=args)
     return _hook_body(name, fn, args, kwargs)
 
 

@@ -55,7 +55,7 @@ def _numerical(fn, inputs, idx, eps):
     return jac
 
 
-def _analytical(fn, inputs, idx):
+def _analytical(fn, inputs, idx, check_grad_dtypes=False):
     from . import grad as autograd_grad
 
     outs = _flat_outputs(fn, inputs)
@@ -72,6 +72,9 @@ def _analytical(fn, inputs, idx):
                 for k, gi in enumerate(gs):
                     if gi is None:
                         continue
+                    if check_grad_dtypes and gi.dtype != inputs[idx[k]].dtype:
+                        raise GradcheckError(f"Gradient has dtype mismatch: input {idx[k]} is "
+                                             f"{inputs[idx[k]].dtype}, its gradient {gi.dtype}")
                     vals = gi.detach().reshape(-1).tolist()
                     for r, v in enumerate(vals):
                         cols[k][r][j] = v
@@ -80,11 +83,37 @@ def _analytical(fn, inputs, idx):
     return jac
 
 
+def _refuse(fn_name: str, **flags) -> None:
+    """What ember cannot check is refused rather than skipped: a check that silently did not
+    run would pass code torch's would fail."""
+    reasons = {
+        "check_batched_grad": "needs vmap, which ember does not have",
+        "check_batched_forward_grad": "needs vmap, which ember does not have",
+        "check_fwd_over_rev": "forward-mode AD over a backward graph is not supported",
+        "masked": "is for sparse inputs, which ember does not have",
+    }
+    for name, value in flags.items():
+        if value:
+            raise NotImplementedError(f"{fn_name}({name}=True): {reasons[name]}")
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
               check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
               check_backward_ad=True, fast_mode=False, masked=None):
-    """True when the gradients of `func` at `inputs` match finite differences."""
+    """True when the gradients of `func` at `inputs` match finite differences, as torch's:
+    the backward Jacobian (``check_backward_ad``) and/or the forward-mode one
+    (``check_forward_ad``, through ember.autograd.forward_ad), every element or, with
+    ``fast_mode``, one random projection v^T J u per input and output; backward run twice and
+    compared within ``nondet_tol`` (reentrancy); zero output gradients give zero input gradients
+    (``check_undefined_grad``: ember has no undefined gradients, zeros stand for them);
+    gradients of the inputs' dtype (``check_grad_dtypes``). The batched checks need vmap and
+    raise NotImplementedError."""
+    _refuse("gradcheck", check_batched_grad=check_batched_grad,
+            check_batched_forward_grad=check_batched_forward_grad, masked=masked)
+    if not (check_forward_ad or check_backward_ad):
+        raise ValueError("Expected at least one of check_forward_ad or check_backward_ad to be "
+                         "True")
     inputs = _as_tuple(inputs)
     idx = _diff_inputs(inputs)
     if not idx:
@@ -97,21 +126,144 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
                           "point. This check will likely fail if all the inputs are not of double "
                           "precision floating point. ", stacklevel=2)
-    num = _numerical(func, inputs, idx, eps)
-    ana = _analytical(func, inputs, idx)
+    try:
+        if fast_mode:
+            _check_fast(func, inputs, idx, eps, atol, rtol, check_forward_ad, check_backward_ad)
+        else:
+            num = _numerical(func, inputs, idx, eps)
+            if check_backward_ad:
+                ana = _analytical(func, inputs, idx, check_grad_dtypes)
+                _compare(num, ana, idx, atol, rtol, "")
+                _check_reentrant(ana, _analytical(func, inputs, idx, False), nondet_tol)
+            if check_forward_ad:
+                _compare(num, _forward_jacobian(func, inputs, idx), idx, atol, rtol,
+                         " (forward mode)")
+        if check_backward_ad and check_undefined_grad:
+            _check_zero_output_grads(func, inputs, idx)
+    except GradcheckError:
+        if not raise_exception:
+            return False
+        raise
+    return True
+
+
+def _compare(num, ana, idx, atol, rtol, mode):
     for o in range(len(num)):
         for k, i in enumerate(idx):
             for r, (nrow, arow) in enumerate(zip(num[o][k], ana[o][k])):
                 for c, (nv, av) in enumerate(zip(nrow, arow)):
                     if not abs(av - nv) <= atol + rtol * abs(nv):
-                        if not raise_exception:
-                            return False
                         raise GradcheckError(
-                            f"Jacobian mismatch for output {o} with respect to input {i},\n"
+                            f"Jacobian mismatch for output {o} with respect to input {i}{mode},\n"
                             f"numerical:{_fmt(num[o][k])}\nanalytical:{_fmt(ana[o][k])}\n"
                             f"(first mismatch at input element {r}, output element {c}: "
                             f"numerical {nv}, analytical {av})")
-    return True
+
+
+def _check_reentrant(first, second, nondet_tol):
+    for a_out, b_out in zip(first, second):
+        for a_in, b_in in zip(a_out, b_out):
+            for a_row, b_row in zip(a_in, b_in):
+                if any(abs(x - y) > nondet_tol for x, y in zip(a_row, b_row)):
+                    raise GradcheckError(
+                        "Backward is not reentrant, i.e., running backward with same input and "
+                        "grad_output multiple times gives different values, although analytical "
+                        "gradient matches numerical gradient. The tolerance for nondeterminism "
+                        f"was {nondet_tol}.")
+
+
+def _check_zero_output_grads(func, inputs, idx):
+    from . import grad as autograd_grad
+
+    outs = [o for o in _flat_outputs(func, inputs) if o.requires_grad]
+    if not outs:
+        return
+    grads = autograd_grad(outs, [inputs[i] for i in idx], [ember.zeros_like(o) for o in outs],
+                          allow_unused=True)
+    for i, g in zip(idx, grads):
+        if g is not None and bool((g.detach() != 0).any()):
+            raise GradcheckError(
+                f"Expected backward to give zero gradients for input {i} when every output's "
+                "gradient is zero (ember's stand-in for undefined output gradients)")
+
+
+def _forward_jacobian(func, inputs, idx):
+    """Jacobian by forward-mode AD, one tangent per input element, laid out as _numerical's."""
+    from . import forward_ad as fwAD
+
+    jac = None
+    for k, i in enumerate(idx):
+        x = inputs[i]
+        n = x.numel()
+        rows = None
+        for j in range(n):
+            tangent = ember.zeros(n, dtype=x.dtype, device=x.device)
+            tangent[j] = 1.0
+            with fwAD.dual_level():
+                args = list(inputs)
+                args[i] = fwAD.make_dual(x.detach(), tangent.reshape(x.shape))
+                outs = _flat_outputs(func, args)
+                cols = []
+                for out in outs:
+                    t = fwAD.unpack_dual(out).tangent
+                    cols.append([0.0] * out.numel() if t is None
+                                else t.detach().reshape(-1).to(ember.float64).tolist())
+            if rows is None:
+                rows = [[] for _ in outs]
+            for o, col in enumerate(cols):
+                rows[o].append(col)
+        if jac is None:
+            jac = [[None] * len(idx) for _ in rows]
+        for o in range(len(rows)):
+            jac[o][k] = rows[o]
+    return jac
+
+
+def _check_fast(func, inputs, idx, eps, atol, rtol, forward, backward):
+    """torch's fast mode: for random u (per input) and v (per output), v^T J u from finite
+    differences along u against backward (v^T J, then . u) and forward mode (J u, then v .)."""
+    from . import grad as autograd_grad
+
+    gen = ember.Generator().manual_seed(0)
+    outs = _flat_outputs(func, inputs)
+    vs = [ember.rand(o.shape, dtype=ember.float64, generator=gen).to(o.dtype) for o in outs]
+    for i in idx:
+        x = inputs[i]
+        u = ember.rand(x.shape, dtype=ember.float64, generator=gen).to(x.dtype)
+        vals = []
+        for d in (eps, -eps):
+            args = list(inputs)
+            with ember.no_grad():
+                args[i] = (x.detach() + d * u).requires_grad_(True)
+            vals.append([o.detach().to(ember.float64) for o in _flat_outputs(func, args)])
+        numerical = [float(((p - m) / (2 * eps) * v.to(ember.float64)).sum())
+                     for p, m, v in zip(vals[0], vals[1], vs)]
+        checks = []
+        if backward:
+            fresh = _flat_outputs(func, inputs)
+            for o, (out, v) in enumerate(zip(fresh, vs)):
+                g = (autograd_grad(out, [x], v, retain_graph=True, allow_unused=True)[0]
+                     if out.requires_grad else None)
+                value = 0.0 if g is None else float((g.detach().to(ember.float64) *
+                                                     u.to(ember.float64)).sum())
+                checks.append((o, value, ""))
+        if forward:
+            from . import forward_ad as fwAD
+
+            with fwAD.dual_level():
+                args = list(inputs)
+                args[i] = fwAD.make_dual(x.detach(), u)
+                for o, (out, v) in enumerate(zip(_flat_outputs(func, args), vs)):
+                    t = fwAD.unpack_dual(out).tangent
+                    value = 0.0 if t is None else float((t.detach().to(ember.float64) *
+                                                         v.to(ember.float64)).sum())
+                    checks.append((o, value, " (forward mode)"))
+        for o, value, mode in checks:
+            if not abs(value - numerical[o]) <= atol + rtol * abs(numerical[o]):
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {o} with respect to input {i}{mode} (fast "
+                    f"mode, v^T J u for random u and v): numerical {numerical[o]}, analytical "
+                    f"{value}")
 
 
 def _fmt(rows):
@@ -126,6 +278,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """gradcheck of the gradients of `func` (second derivatives, through create_graph=True)."""
     from . import grad as autograd_grad
 
+    _refuse("gradgradcheck", check_batched_grad=check_batched_grad,
+            check_fwd_over_rev=check_fwd_over_rev, masked=masked)
+    if not check_rev_over_rev:
+        raise ValueError("Expected at least one of check_fwd_over_rev or check_rev_over_rev to "
+                         "be True")
     inputs = _as_tuple(inputs)
     idx = _diff_inputs(inputs)
     outs = _flat_outputs(func, inputs)
@@ -138,6 +295,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
             .requires_grad_()
             for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
+    if gen_non_contig_grad_outputs:  # the same values, every other element of a wider buffer
+        grad_outputs = tuple(_non_contiguous(g) for g in grad_outputs)
     n_in = len(inputs)
 
     def new_func(*args):
@@ -152,4 +311,15 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return gs
 
     return gradcheck(new_func, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes, fast_mode=fast_mode)
+
+
+def _non_contiguous(t):
+    wide = ember.zeros(*t.shape, 2, dtype=t.dtype, device=t.device)
+    with ember.no_grad():
+        wide[..., 0] = t.detach()
+    out = wide[..., 0]
+    return out.requires_grad_(t.requires_grad) if t.dim() else out.clone().requires_grad_(
+        t.requires_grad)
