@@ -3,6 +3,9 @@
 zero-size, non-contiguous and expanded (overlapping) tensors of every dtype, NaN and inf, negative
 and huge integers, out-of-range indices and dims, wrong Python types, ``out=`` tensors.
 
+Ops declared in the op registry (``ember._C._ops()``) get half their calls built from their
+schemas: every parameter a value of its type, mostly valid, sometimes hostile or mistyped.
+
 Each call is generated as Python source over a module name ``m`` (``m.tensor(...)``,
 ``(m.arange(6.0).reshape(2, 3).t()).sum(-3)``), so that the same text runs on ember and, where
 it is installed, on torch, and a failure's reproducer is the text itself. Calls run in worker
@@ -148,6 +151,104 @@ def kwargs_src(rng: random.Random, self_shape) -> list[str]:
     return out
 
 
+# ---- calls built from the op registry's schemas (ember._C._ops()) ----
+# Half the calls of an op the registry declares follow one of its signatures: every parameter
+# gets a value of its type (sometimes hostile: huge dims, NaN, a wrong Python type), optional
+# ones are sometimes left out, keyword-only ones are passed by name. The rest stay free-form,
+# as for the ops outside the registry, so that argument parsing itself is fuzzed too.
+
+
+def registry_signatures(module) -> dict[tuple[str, str], list[str]]:
+    """{(variant, name): signatures} for the registry's ops; empty without a registry."""
+    ops = getattr(getattr(module, "_C", None), "_ops", None)
+    if ops is None:
+        return {}
+    table: dict[tuple[str, str], list[str]] = {}
+    for row in ops():
+        for variant in row["variants"]:
+            table[(variant, row["name"])] = row["signatures"]
+    return table
+
+
+def _schema_params(signature: str) -> list[tuple[str, str, bool, bool]]:
+    """(type, name, has_default, keyword_only) per parameter of a schema string."""
+    inner = signature[signature.index("(") + 1: signature.rindex(") ->")]
+    params, depth, cur = [], 0, ""
+    for ch in inner:
+        depth += ch in "[("
+        depth -= ch in "])"
+        if ch == "," and depth == 0:
+            params.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        params.append(cur.strip())
+    out, kw_only = [], False
+    for p in params:
+        if p == "*":
+            kw_only = True
+            continue
+        typ, _, rest = p.partition(" ")
+        name, eq, _ = rest.partition("=")
+        out.append((typ, name, bool(eq), kw_only))
+    return out
+
+
+def value_src(rng: random.Random, typ: str, self_shape) -> str:
+    """A value of schema type `typ`: mostly valid, sometimes hostile, now and then mistyped."""
+    if rng.random() < 0.06:
+        return rng.choice(OTHERS)
+    optional = typ.endswith("?")
+    base = typ.rstrip("?")
+    if optional and rng.random() < 0.25:
+        return "None"
+    if base == "Tensor":
+        return tensor_src(rng, self_shape if rng.random() < 0.7 else None)
+    if base == "Tensor[]":
+        return f"[{', '.join(tensor_src(rng, self_shape) for _ in range(rng.choice((0, 1, 2, 3))))}]"
+    if base == "Tensor|Scalar":
+        return (tensor_src(rng, self_shape) if rng.random() < 0.6
+                else rng.choice(("2", "-1", "0.5", "True", "nan", "2**63 - 1", "1e300")))
+    if base in ("int", "SymInt"):
+        return str(rng.choice((0, 1, -1, 2)) if rng.random() < 0.75 else rng.choice(INTS))
+    if base.startswith("int["):
+        if rng.random() < 0.3:
+            return str(rng.choice((0, -1, 1)))
+        return rng.choice(INT_LISTS) if rng.random() < 0.4 else rng.choice(("[0]", "[-1]", "(0, 1)"))
+    if base == "float":
+        return rng.choice(("0.5", "2.0", "1e-5") if rng.random() < 0.7 else FLOATS)
+    if base == "bool":
+        return rng.choice(("True", "False"))
+    if base == "Scalar":
+        return rng.choice(("2", "-1", "0.5", "True", "nan", "-inf", "2**70", "1e300"))
+    if base == "ScalarType":
+        return f"m.{rng.choice(DTYPES)}"
+    if base == "str":
+        return rng.choice(("'trunc'", "'floor'", "'fro'", "'abc'", "''"))
+    return arg_src(rng, self_shape)
+
+
+def schema_call_args(rng: random.Random, signature: str, self_shape, method: bool):
+    """(source of the self tensor or None, argument sources) for one signature."""
+    params = _schema_params(signature)
+    self_src = None
+    if method and params and params[0][0].rstrip("?").startswith("Tensor"):
+        self_src = tensor_src(rng, self_shape)
+        params = params[1:]
+    args, by_name = [], False
+    for typ, name, has_default, kw_only in params:
+        if method and name == "out":
+            continue
+        if has_default and rng.random() < 0.5:
+            by_name = True  # skipped: later ones must go by name
+            continue
+        value = value_src(rng, typ, self_shape)
+        by_name = by_name or kw_only or rng.random() < 0.15  # once by name, the rest too
+        args.append(f"{name}={value}" if by_name else value)
+    return self_src, args
+
+
 @dataclass
 class Call:
     index: int
@@ -155,12 +256,23 @@ class Call:
     src: str
 
 
-def make_call(seed: int, index: int, functions: list[str], methods: list[str]) -> Call:
-    """The `index`-th call of a run: the same (seed, index) always gives the same source."""
+def make_call(seed: int, index: int, functions: list[str], methods: list[str],
+              signatures: dict | None = None) -> Call:
+    """The `index`-th call of a run: the same (seed, index) always gives the same source.
+    `signatures`: registry_signatures(ember), for calls built from the ops' schemas."""
     rng = random.Random(seed * 1_000_003 + index)
     is_method = rng.random() < 0.5
     name = rng.choice(methods if is_method else functions)
     self_shape = rng.choice(SHAPES)
+    declared = (signatures or {}).get(("method" if is_method else "function", name))
+    if declared and rng.random() < 0.5:
+        self_src, args = schema_call_args(rng, rng.choice(declared), self_shape, is_method)
+        if is_method and self_src is not None:
+            src = f"({self_src}).{name}({', '.join(args)})"
+        else:
+            target = f"({tensor_src(rng, self_shape)})" if is_method else "m"
+            src = f"{target}.{name}({', '.join(args)})"
+        return Call(index, ("Tensor." if is_method else "") + name, src)
     args = [arg_src(rng, self_shape, i) for i in range(rng.choice((0, 0, 1, 1, 1, 2, 2, 3)))]
     args += kwargs_src(rng, self_shape)
     if is_method:
@@ -285,11 +397,12 @@ def _worker(conn, seed: int, with_torch: bool, memory: int) -> None:
 
         torch.set_num_threads(1)
     functions, methods = surface(ember)
+    signatures = registry_signatures(ember)
     while True:
         index = conn.recv()
         if index is None:
             return
-        call = make_call(seed, index, functions, methods)
+        call = make_call(seed, index, functions, methods, signatures)
         ours = run_one(call.src, ember)
         conn.send(("ember", index, ours))
         if torch is not None:
@@ -322,6 +435,7 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
     import ember
 
     functions, methods = surface(ember)
+    signatures = registry_signatures(ember)
     ctx = mp.get_context("spawn")
     report = Report()
     start = time.monotonic()
@@ -345,7 +459,7 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
         return True
 
     def record_failure(slot, what: str):
-        call = make_call(seed, slot["index"], functions, methods)
+        call = make_call(seed, slot["index"], functions, methods, signatures)
         if slot["stage"] == "torch":
             report.torch_crashes.append((call.src, what))
         elif what == "hang":
@@ -384,7 +498,7 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
                         slot["stage"] = "torch"
                         continue
                 else:
-                    call = make_call(seed, index, functions, methods)
+                    call = make_call(seed, index, functions, methods, signatures)
                     if outcome is None:
                         report.kinds["torch has no such name"] += 1
                     else:
