@@ -116,7 +116,7 @@ KINK_CASES = {
     "maximum": lambda a: ember.maximum(a, a.detach() * 0 + 0.05),
     "minimum": lambda a: ember.minimum(a, a.detach() * 0 + 0.05),
     "fmax": lambda a: ember.fmax(a, a.detach() * 0 + 0.05),
-    "fmin": lambda a: ember.fmin(0.05, a),
+    "fmin": lambda a: ember.fmin(a.detach() * 0 + 0.05, a),
     "remainder": lambda a: ember.remainder(a, 2.3),
     "fmod": lambda a: ember.fmod(a, 2.3),
     "copysign": lambda a: ember.copysign(a, -1.0),

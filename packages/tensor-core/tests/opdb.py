@@ -296,6 +296,18 @@ def np_compute(arr: np.ndarray, compute: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # sample inputs
 
+_REGISTRY_SCHEMAS: dict[str, str] = {}
+
+
+def registry_schemas() -> dict[str, str]:
+    """{name: first signature} of the functions the op registry declares."""
+    if not _REGISTRY_SCHEMAS:
+        for row in ember._C._ops():
+            if "function" in row["variants"]:
+                _REGISTRY_SCHEMAS.setdefault(row["name"], row["signatures"][0])
+    return _REGISTRY_SCHEMAS
+
+
 @dataclass
 class SampleInput:
     args: tuple  # NumPy arrays (tensors-to-be) or Python numbers
@@ -458,13 +470,25 @@ class OpInfo:
         yield SampleInput((a, b), ("transposed", "strided"), desc="noncontig-broadcast")
 
     def scalar_samples(self, dtype: str) -> Iterator[SampleInput]:
-        """A tensor with a Python number (either side) and with a 0-d tensor operand."""
+        """A tensor with a Python number on each side the op's signature takes one (its
+        registry schema: `Tensor|Scalar`, as torch's overloads)."""
         rng = rng_for(self.name, dtype, "scalar")
         a = sample_values(rng, (3, 4), dtype, self.domain)
         b = sample_values(rng, (3, 4), dtype, self.rhs_domain or self.domain)
+        number_input, number_other = self.number_operands()
         for s in self.scalar_rhs:
-            yield SampleInput((a, s), desc="tensor-scalar")
-            yield SampleInput((s, b), desc="scalar-tensor")
+            if number_other:
+                yield SampleInput((a, s), desc="tensor-scalar")
+            if number_input:
+                yield SampleInput((s, b), desc="scalar-tensor")
+
+    def number_operands(self) -> tuple[bool, bool]:
+        """Whether the function takes a Python number as its first / second operand."""
+        schema = registry_schemas().get(self.fn_name or self.name)
+        if schema is None:
+            return True, True
+        types = [p.split(" ")[0] for p in schema[schema.index("(") + 1:].split(", ")[:2]]
+        return tuple(t == "Tensor|Scalar" for t in types)
 
     def large_sample(self, dtype: str) -> SampleInput:
         """More elements than one parallel chunk (the iterator's grain is 32768)."""

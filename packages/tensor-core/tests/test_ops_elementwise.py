@@ -144,6 +144,14 @@ def test_binary_scalar_operands(op, dtype):
     if not op.supports(dtype):
         pytest.skip(f"{op.name} does not take {dtype}")
     _skip_if_known(op, "scalar", dtype)
+    number_input, number_other = op.number_operands()
+    t = make_tensor(sample_values(rng_for(op.name, dtype, "refused"), (2,), dtype, op.domain), dtype)
+    if not number_other:  # torch's signature takes a Tensor there: so does ember's
+        with pytest.raises(TypeError, match=rf"{op.name}\(\): argument 'other' .*must be Tensor"):
+            op.fn(t, 2)
+    if not number_input:
+        with pytest.raises(TypeError, match=rf"{op.name}\(\): argument 'input' .*must be Tensor"):
+            op.fn(2, t)
     for sample in op.scalar_samples(dtype):
         args = sample.tensors((dtype, dtype))
         if op.name == "sub" and any(isinstance(x, bool) for x in args):
@@ -375,6 +383,14 @@ def _python_operators(op, dtype):
         args = sample.tensors((dtype, dtype))
         _check(op, args, f(*args), f"{op.operator} {sample}")
     # reflected: a Python number on the left
+    number_input, number_other = op.number_operands()
+    t = make_tensor(sample_values(rng_for(op.name, dtype, "refused"), (2,), dtype, op.domain), dtype)
+    if not number_other:  # torch's signature takes a Tensor there: so does ember's
+        with pytest.raises(TypeError, match=rf"{op.name}\(\): argument 'other' .*must be Tensor"):
+            op.fn(t, 2)
+    if not number_input:
+        with pytest.raises(TypeError, match=rf"{op.name}\(\): argument 'input' .*must be Tensor"):
+            op.fn(2, t)
     for sample in op.scalar_samples(dtype):
         args = sample.tensors((dtype, dtype))
         if op.name == "sub" and any(isinstance(x, bool) for x in args):

@@ -155,10 +155,14 @@ def test_logaddexp_extremes(name, ref):
         want = ref(np.array(a), np.array(b))
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-15)
     assert got.numpy()[:2].tolist() == [INF, -INF]  # equal infinities are not NaN
-    # no overflow in float32 either, and Python numbers on either side
-    assert f(ember.tensor([100.0]), 100.0).item() == pytest.approx(100 + math.log(2) if
-                                                                  name == "logaddexp" else 101)
-    assert f(-1.0, ember.tensor([-1.0])).dtype == ember.float32
+    # no overflow in float32 either, and 0-d tensors on either side (torch's signature takes
+    # no Python number here)
+    assert f(ember.tensor([100.0]), ember.tensor(100.0)).item() == pytest.approx(
+        100 + math.log(2) if name == "logaddexp" else 101)
+    assert f(ember.tensor(-1.0), ember.tensor([-1.0])).dtype == ember.float32
+    with pytest.raises(TypeError, match=f"{name}\\(\\): argument 'other' \\(position 2\\) must be "
+                                        "Tensor, not float"):
+        f(ember.tensor([100.0]), 100.0)
     with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented for \'Long\''):
         f(ember.tensor([1, 2]), ember.tensor([3, 4]))
 
@@ -213,7 +217,8 @@ def test_fmax_fmin_ignore_nan():
     np.testing.assert_array_equal(ember.fmax(ta, tb).numpy(), np.fmax(a, b).astype(np.float32))
     np.testing.assert_array_equal(ember.fmin(ta, tb).numpy(), np.fmin(a, b).astype(np.float32))
     assert ember.maximum(ta, tb).isnan().tolist() == [True, True, True, False, False, False]
-    assert ember.fmax(ember.tensor([1, 5], dtype=ember.int8), 3).tolist() == [3, 5]
+    assert ember.fmax(ember.tensor([1, 5], dtype=ember.int8), ember.tensor(3)).dtype == ember.int8
+    assert ember.fmax(ember.tensor([1, 5], dtype=ember.int8), ember.tensor(3)).tolist() == [3, 5]
     assert ember.fmax(ember.tensor([1, 5]), ember.tensor([2.5])).dtype == ember.float32
     t, f = ember.tensor([True, False, False]), ember.tensor([True, True, False])
     assert ember.fmax(t, f).tolist() == [True, True, False]  # bool: or / and, as PyTorch

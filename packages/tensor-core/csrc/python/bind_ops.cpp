@@ -1,6 +1,8 @@
 // bind_ops.cpp: Python bindings generated from the op table (op_table.h): for every
 // elementwise op, the function `ember.<op>(..., out=None)`, the method `Tensor.<op>()`, the
 // in-place `Tensor.<op>_()` and `ember.<op>_`, plus Python's operators.
+#include <set>
+
 #include "python/pyutils.h"
 #include "python/registry.h"
 
@@ -215,8 +217,17 @@ void register_ops(py::module_& m) {
       continue;
     }
     const std::string extra = alpha ? ", *, Scalar? alpha=None" : "";
+    // torch's signatures: a Python number as `input` only where torch has that overload, and
+    // as `other` except for the ops whose schema takes a Tensor there.
+    static const std::set<std::string> number_input = {
+        "add", "sub", "mul", "floor_divide", "remainder", "pow", "xlogy"};
+    static const std::set<std::string> tensor_other = {
+        "maximum", "minimum", "atan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin",
+        "logical_and", "logical_or", "logical_xor"};
+    const std::string input_type = number_input.count(name) ? "Tensor|Scalar" : "Tensor";
+    const std::string other_type = tensor_other.count(name) ? "Tensor" : "Tensor|Scalar";
     def_op(m, {.name = name,
-               .signatures = {name + "(Tensor|Scalar input, Tensor|Scalar other" +
+               .signatures = {name + "(" + input_type + " input, " + other_type + " other" +
                               (alpha ? extra + ", Tensor? out=None" : ", *, Tensor? out=None") +
                               ") -> Tensor"},
                .family = E,
@@ -225,7 +236,8 @@ void register_ops(py::module_& m) {
                  return binary_call(op, a[0], a[1], a.out(), alpha ? a[2] : py::handle());
                }});
     def_op(m, {.name = name + "_",
-               .signatures = {name + "_(Tensor input, Tensor|Scalar other" + extra + ") -> Tensor"},
+               .signatures = {name + "_(Tensor input, " + other_type + " other" + extra +
+                              ") -> Tensor"},
                .family = E,
                .hooked = grad, .hand_off = false,
                .impl = [op, alpha](const Args& a) {

@@ -324,9 +324,32 @@ def _unary(api: str, core: str):
     return fn
 
 
+_PY_NUMBERS = (builtins.bool, builtins.int, builtins.float)  # the module defines bool, int, ...
+
+
+def _tensor_positions(core: str) -> tuple[bool, bool]:
+    """Which operands ember.<core> takes as a Tensor only (torch's signature: hypot, maximum,
+    logical_and, ... take no Python number), from the op registry."""
+    for row in ember._C._ops():
+        if row["name"] == core and "function" in row["variants"]:
+            sig = row["signatures"][0]
+            types = [p.split(" ")[0] for p in sig[sig.index("(") + 1:].split(", ")[:2]]
+            return types[0] == "Tensor", types[1] == "Tensor"
+    return False, False
+
+
 def _binary(api: str, core: str):
+    op = getattr(ember, core)
+    first_tensor, second_tensor = _tensor_positions(core)
+
     def fn(x1, x2, /):
-        return getattr(ember, core)(x1, x2)
+        # The standard takes a Python scalar on either side; a 0-d tensor promotes the same way
+        # (by category only), so it stands in where the core takes a Tensor only.
+        if first_tensor and isinstance(x1, _PY_NUMBERS):
+            x1 = ember.tensor(x1)
+        if second_tensor and isinstance(x2, _PY_NUMBERS):
+            x2 = ember.tensor(x2)
+        return op(x1, x2)
 
     fn.__name__ = fn.__qualname__ = api
     fn.__doc__ = f"The array API's ``{api}``: ember.{core}."
