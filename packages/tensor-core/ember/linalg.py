@@ -360,14 +360,30 @@ def qr(A, mode="reduced", *, out=None):
     return _out("linalg.qr", _QR(*_C._linalg_qr(A, mode=mode)), out)
 
 
+def _check_svd_driver(A, driver):
+    """torch's `driver=` chooses a cuSOLVER routine: refused on the CPU with torch's error; on
+    CUDA ember runs LAPACK's gesdd on host copies, so a choice it cannot honour is refused too."""
+    if driver is None:
+        return
+    if not isinstance(driver, str):
+        raise TypeError(f"linalg_svd(): argument 'driver' must be str, not {type(driver).__name__}")
+    if A.device.type != "cuda":
+        raise RuntimeError("linalg.svd: keyword argument `driver=` is only supported on CUDA "
+                           "inputs with cuSOLVER backend.")
+    raise NotImplementedError("linalg.svd: keyword argument `driver=` is not supported: ember's "
+                              "CUDA svd runs LAPACK's gesdd on the host")
+
+
 @tensor_args("A", op="linalg.svd")
 def svd(A, full_matrices=True, *, driver=None, out=None):
-    """A = U diag(S) Vh with S descending (LAPACK gesdd; `driver` is accepted and ignored)."""
+    """A = U diag(S) Vh with S descending (LAPACK gesdd)."""
+    _check_svd_driver(A, driver)
     return _out("linalg.svd", _SVD(*_C._linalg_svd(A, full_matrices=full_matrices)), out)
 
 
 @tensor_args("A", op="linalg.svdvals")
 def svdvals(A, *, driver=None, out=None):
+    _check_svd_driver(A, driver)
     return _out("linalg.svdvals",
                 _C._linalg_svd(A, full_matrices=False, compute_uv=False)[1], out)
 

@@ -362,3 +362,12 @@ def test_every_public_function_runs_on_the_device():
         r = call()
         for t in r if isinstance(r, tuple) else (r,):
             assert t.device == CUDA0, name
+
+
+def test_svd_driver_is_refused_not_ignored():
+    # torch's driver= picks a cuSOLVER routine; ember's CUDA svd runs gesdd on host copies
+    A = data(3, 3).cuda()
+    for fn in (LA.svd, LA.svdvals):
+        with pytest.raises(NotImplementedError, match="`driver=` is not supported"):
+            fn(A, driver="gesvd")
+        fn(A, driver=None)
