@@ -364,6 +364,25 @@ def test_the_hooked_op_list_matches_the_core_sources():
 # vjp is composed of core ops instead, so the kernels themselves need no formula.
 _NN_KERNELS_WITHOUT_FORMULA = {"native_batch_norm_backward", "native_layer_norm_backward"}
 
+# Registered ops that the autograd hook records under another op's name (their rows say so)
+_RECORDED_AS_ANOTHER_OP = {
+    **{f"conv{k}d": "convolution" for k in (1, 2, 3)},
+    **{f"conv_transpose{k}d": "convolution" for k in (1, 2, 3)},
+    **{f"max_pool{k}d": f"max_pool{k}d_with_indices" for k in (1, 2, 3)},
+    **{f"_adaptive_avg_pool{k}d_backward": f"adaptive_avg_pool{k}d_backward" for k in (1, 2, 3)},
+    "nll_loss_nd": "nll_loss", "nll_loss2d": "nll_loss",
+    "embedding_backward": "embedding_dense_backward",
+}
+
+
+def test_every_hooked_registry_row_has_a_formula():
+    rows = {r["name"]: r for r in ember._C._ops()}
+    missing = sorted(n for n, r in rows.items() if r["hooked"] and n not in _FORMULAS
+                     and n not in _NN_KERNELS_WITHOUT_FORMULA
+                     and _RECORDED_AS_ANOTHER_OP.get(n) not in _FORMULAS)
+    assert not missing, f"registered ops routed through the autograd hook without a formula: {missing}"
+    assert all(rows[n]["hooked"] for n in _RECORDED_AS_ANOTHER_OP)
+
 
 def test_nn_kernel_ops_have_formulas():
     # the formulas live in _formulas_nn.py and are checked by test_gradients_nn_kernels.py

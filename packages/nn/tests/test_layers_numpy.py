@@ -72,6 +72,25 @@ def test_pooling_numpy():
     close(nn.AvgPool2d(2)(x), xn.reshape(2, 3, 3, 2, 2, 2).mean((3, 5)))
     close(nn.AdaptiveAvgPool2d(1)(x), xn.mean((2, 3), keepdims=True))
     close(nn.AdaptiveMaxPool2d((3, 2))(x), xn.reshape(2, 3, 3, 2, 2, 2).max((3, 5)))
+    # a return_indices max pool: the flat index of each window's maximum in its plane
+    values, idx = F.max_pool2d(x, 2, return_indices=True)
+    close(values, xn.reshape(2, 3, 3, 2, 2, 2).max((3, 5)))
+    flat = xn.reshape(2, 3, 24)
+    np.testing.assert_array_equal(np.take_along_axis(flat, idx.numpy().reshape(2, 3, 6), 2),
+                                  values.numpy().reshape(2, 3, 6))
+
+
+def test_adaptive_pooling_none_keeps_the_input_size():
+    # torch.nn.functional's rule: a None entry of output_size keeps that dim's size
+    x = ember.randn(2, 3, 6, 4)
+    xn = x.numpy()
+    close(F.adaptive_avg_pool2d(x, (None, 2)), xn.reshape(2, 3, 6, 2, 2).mean(4))
+    close(nn.AdaptiveMaxPool2d((3, None))(x), xn.reshape(2, 3, 3, 2, 4).max(3))
+    x3 = ember.randn(1, 2, 4, 2, 6)
+    close(F.adaptive_avg_pool3d(x3, (2, None, None)),
+          x3.numpy().reshape(1, 2, 2, 2, 2, 6).mean(3))
+    with pytest.raises(ValueError, match="Input dimension should be at least 3"):
+        F.adaptive_avg_pool2d(ember.randn(4, 6), (None, 2))
 
 
 def test_batchnorm_numpy():

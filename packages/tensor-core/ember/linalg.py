@@ -202,20 +202,24 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 
 # ---- inverses, determinants, solvers ----
 
+@tensor_args("A", op="linalg.inv_ex")
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): info[b] > 0 when batch element b is singular (no error unless asked)."""
     return _out("linalg.inv_ex", _InvEx(*_C._linalg_inv_ex(A, check_errors=check_errors)), out)
 
 
+@tensor_args("A", op="linalg.inv")
 def inv(A, *, out=None):
     """The inverse of each square matrix of A; LinAlgError when one is singular."""
     return _out("linalg.inv", _C._linalg_inv_ex(A, check_errors=True)[0], out)
 
 
+@tensor_args("A", op="linalg.det")
 def det(A, *, out=None):
     return _out("linalg.det", _C._linalg_det(A), out)
 
 
+@tensor_args("A", op="linalg.slogdet")
 def slogdet(A, *, out=None):
     """(sign, logabsdet) of each determinant; sign is 0 and logabsdet -inf for singular A."""
     return _out("linalg.slogdet", _Slogdet(*_C._linalg_slogdet(A)), out)
@@ -300,6 +304,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 # ---- factorizations ----
 
+@tensor_args("A", op="linalg.lu_factor")
 def lu_factor(A, *, pivot=True, out=None):
     """(LU, pivots): the compact LU factorization with partial pivoting (LAPACK getrf); raises
     when a U[i,i] is zero. pivots are 1-based row swaps, int32."""
@@ -307,12 +312,14 @@ def lu_factor(A, *, pivot=True, out=None):
     return _out("linalg.lu_factor", _LUFactor(r[0], r[1]), out)
 
 
+@tensor_args("A", op="linalg.lu_factor_ex")
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     return _out("linalg.lu_factor_ex",
                 _LUFactorEx(*_C._linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors)),
                 out)
 
 
+@tensor_args("A", op="linalg.lu")
 def lu(A, *, pivot=True, out=None):
     """(P, L, U) with A = P L U."""
     return _out("linalg.lu", _LU(*_C._linalg_lu(A, pivot=pivot)), out)
@@ -333,18 +340,21 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     return _out(op, X, out)
 
 
+@tensor_args("A", op="linalg.cholesky_ex")
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _out("linalg.cholesky_ex",
                 _CholeskyEx(*_C._linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)),
                 out)
 
 
+@tensor_args("A", op="linalg.cholesky")
 def cholesky(A, *, upper=False, out=None):
     """L with A = L L^T (from A's lower triangle), or U with A = U^T U when upper=True."""
     return _out("linalg.cholesky",
                 _C._linalg_cholesky_ex(A, upper=upper, check_errors=True)[0], out)
 
 
+@tensor_args("A", op="linalg.qr")
 def qr(A, mode="reduced", *, out=None):
     """A = Q R; mode 'reduced' (k = min(m, n) columns of Q), 'complete' (square Q) or 'r'."""
     return _out("linalg.qr", _QR(*_C._linalg_qr(A, mode=mode)), out)
@@ -356,7 +366,9 @@ def _check_svd_driver(A, driver) -> None:
     a valid one is refused rather than ignored."""
     if driver is None:
         return
-    if not isinstance(A, _C.Tensor) or not A.is_cuda:
+    if not isinstance(driver, str):
+        raise TypeError(f"linalg_svd(): argument 'driver' must be str, not {type(driver).__name__}")
+    if A.device.type != "cuda":
         raise RuntimeError("ember.linalg.svd: keyword argument `driver=` is only supported on "
                            "CUDA inputs with cuSOLVER backend.")
     if driver not in ("gesvd", "gesvdj", "gesvda"):
@@ -366,23 +378,27 @@ def _check_svd_driver(A, driver) -> None:
                               "gesdd on the host, not cuSOLVER; pass driver=None")
 
 
+@tensor_args("A", op="linalg.svd")
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U diag(S) Vh with S descending (LAPACK gesdd; `driver`: see _check_svd_driver)."""
     _check_svd_driver(A, driver)
     return _out("linalg.svd", _SVD(*_C._linalg_svd(A, full_matrices=full_matrices)), out)
 
 
+@tensor_args("A", op="linalg.svdvals")
 def svdvals(A, *, driver=None, out=None):
     _check_svd_driver(A, driver)
     return _out("linalg.svdvals",
                 _C._linalg_svd(A, full_matrices=False, compute_uv=False)[1], out)
 
 
+@tensor_args("A", op="linalg.eigh")
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and eigenvectors (columns) of symmetric A, from its UPLO triangle."""
     return _out("linalg.eigh", _Eigh(*_C._linalg_eigh(A, UPLO=UPLO)), out)
 
 
+@tensor_args("A", op="linalg.eigvalsh")
 def eigvalsh(A, UPLO="L", *, out=None):
     return _out("linalg.eigvalsh", _C._linalg_eigh(A, UPLO=UPLO, compute_v=False)[0], out)
 
@@ -737,6 +753,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 # ---- legacy top-level forms (ember.det, ember.svd, ...) ----
 
+@tensor_args("A", op="logdet")
 def _logdet(A):
     sign, logabs = _C._linalg_slogdet(A)
     return logabs + sign.log()  # sign -1 -> nan, 0 -> -inf, as torch.logdet
@@ -750,6 +767,7 @@ def _legacy_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     return _C.norm(input, p, dim, keepdim, out=out, dtype=dtype)
 
 
+@tensor_args("A", op="inverse")
 def _inverse(A, *, out=None):
     return _out("inverse", _C._linalg_inv_ex(A, check_errors=True)[0], out)
 
@@ -776,6 +794,7 @@ def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
     return _out("svd", _LegacySVD(U, S, Vh.mT), out)
 
 
+@tensor_args("A", op="qr")
 def _legacy_qr(A, some=True, *, out=None):
     return _out("qr", _LegacyQR(*_C._linalg_qr(A, mode="reduced" if some else "complete")), out)
 
@@ -790,6 +809,7 @@ def _legacy_cross(input, other, dim=None, *, out=None):
     return cross(input, other, dim=dim, out=out)
 
 
+@tensor_args("A", op="cholesky")
 def _legacy_cholesky(A, upper=False, *, out=None):
     return _out("cholesky", _C._linalg_cholesky_ex(A, upper=upper, check_errors=True)[0], out)
 

@@ -378,6 +378,20 @@ def test_svd_noncontig_and_legacy():
     assert not N(U).any() and not N(V).any()
 
 
+def test_svd_driver_is_refused_not_ignored():
+    # torch's driver= picks a cuSOLVER routine: refused for CPU input, TypeError for a non-str
+    A = E(rand(3, 3))
+    for fn in (LA.svd, LA.svdvals):
+        with pytest.raises(RuntimeError, match="`driver=` is only supported on CUDA inputs"):
+            fn(A, driver="gesvd")
+        with pytest.raises(TypeError, match="argument 'driver' must be str, not int"):
+            fn(A, driver=3)
+        fn(A, driver=None)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="`driver=` is only supported on CUDA inputs"):
+        torch.linalg.svd(torch.eye(3), driver="gesvd")
+
+
 def test_svd_nonfinite():
     a = rand(3, 3)
     a[1, 1] = np.nan

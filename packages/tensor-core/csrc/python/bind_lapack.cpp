@@ -1,18 +1,23 @@
-// bind_lapack.cpp: Python bindings of the LAPACK-backed primitives (ops/linalg_lapack.h) as
-// private functions of ember._C (`_linalg_inv_ex`, `_linalg_svd`, ...); ember/linalg.py builds
-// the public torch.linalg-style API on them. Each primitive takes canonical arguments (tensors
-// positional, options as keywords) and, when an input requires grad, goes to the autograd hook
-// as redispatch("<name>", _C.<name>, (tensors...), {options}). Numerical failures raise
+// bind_lapack.cpp: the LAPACK-backed primitives (ops/linalg_lapack.h) as private functions of
+// ember._C (`_linalg_inv_ex`, `_linalg_svd`, ...), declared in the op registry
+// (python/registry.h); ember/linalg.py builds the public torch.linalg-style API on them. Each
+// takes its tensors positionally and its options (keyword-only where torch.linalg's are); the
+// registry hands a call with an input that requires grad to the autograd hook, and one with a
+// CUDA tensor to ember.cuda (which runs the same kernel on host copies), as
+// hook("<name>", _C.<name>, (tensors...), {options}). Numerical failures raise
 // ember._C._LinAlgError (a RuntimeError; ember.linalg.LinAlgError).
+//
+// These are ember's primitives, not torch's private ops of the same name: torch's `_linalg_det`,
+// `_linalg_slogdet` and `_linalg_solve_ex` also return the LU factorization; `_linalg_eigh` and
+// `_linalg_svd` take torch's parameters (svd's `driver` aside).
 #include "ops/linalg_lapack.h"
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 using namespace pybind11::literals;
 
 namespace ember::pyb {
 namespace {
-
-py::module_* g_m = nullptr;
 
 // Runs `f` without the GIL (LAPACK can be long).
 template <class F> auto nogil(F f) {
@@ -26,26 +31,23 @@ template <class... Ts> py::object tup(const std::tuple<Ts...>& t) {
   return std::apply([](const auto&... x) { return py::make_tuple(wrap(x)...); }, t);
 }
 
-// True when the call must leave the LAPACK kernels: to be recorded, or because a tensor is on a
-// device (whose table refuses it: the kernels' host copy would silently return a CPU result).
-bool any_grad(std::initializer_list<Tensor> ts) {
-  for (const Tensor& t : ts)
-    if (needs_dispatch(t)) return true;
-  return false;
-}
-
-py::object hook(const char* name, py::tuple args, py::dict kwargs) {
-  return redispatch(name, g_m->attr(name), std::move(args), std::move(kwargs));
+// One primitive: differentiable (its formula is in autograd/_formulas_tensor.py), on CUDA through
+// ember/cuda/_linalg_ops.py.
+void def_primitive(py::module_& m, const std::string& signature, const std::string& doc,
+                   std::function<py::object(const Args&)> impl) {
+  def_op(m, {.name = signature.substr(0, signature.find('(')),
+             .signatures = {signature},
+             .family = "linalg", .variants = kFunction, .hooked = true,
+             .doc = doc, .impl = std::move(impl)});
 }
 
 }  // namespace
 
 void register_lapack(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
   py::register_exception<LinAlgError>(m, "_LinAlgError", PyExc_RuntimeError);
 
   // out= of the Python-level linalg functions: PyTorch's rules (exact dtype, the result's device,
-  // resize, no grad).
+  // resize, no grad). A helper, not an op.
   m.def("_linalg_write_out", [](const std::string& op, py::handle rh, py::handle outh) {
     Tensor r = expect_tensor(rh, op.c_str(), "result"), out = expect_tensor(outh, op.c_str(), "out");
     check_out_dtype(out, r->dtype);
@@ -54,111 +56,101 @@ void register_lapack(py::module_& m) {
     return py::reinterpret_borrow<py::object>(outh);
   }, "op"_a, "result"_a, "out"_a);
 
-  m.def("_linalg_inv_ex", [](py::handle ah, bool check_errors) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.inv", "A");
-    if (any_grad({A})) return hook("_linalg_inv_ex", py::make_tuple(ah), py::dict("check_errors"_a = check_errors));
-    return tup(nogil([&] { return linalg_inv_ex(A, check_errors); }));
-  }, "A"_a, py::kw_only(), "check_errors"_a = false);
-
-  m.def("_linalg_det", [](py::handle ah) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.det", "A");
-    if (any_grad({A})) return hook("_linalg_det", py::make_tuple(ah), py::dict());
-    return wrap(nogil([&] { return linalg_det(A); }));
-  }, "A"_a);
-
-  m.def("_linalg_slogdet", [](py::handle ah) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.slogdet", "A");
-    if (any_grad({A})) return hook("_linalg_slogdet", py::make_tuple(ah), py::dict());
-    return tup(nogil([&] { return linalg_slogdet(A); }));
-  }, "A"_a);
-
-  m.def("_linalg_solve_ex", [](py::handle ah, py::handle bh, bool check_errors) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.solve", "A"), B = expect_tensor(bh, "linalg.solve", "B");
-    if (any_grad({A, B}))
-      return hook("_linalg_solve_ex", py::make_tuple(ah, bh), py::dict("check_errors"_a = check_errors));
-    return tup(nogil([&] { return linalg_solve_ex(A, B, check_errors); }));
-  }, "A"_a, "B"_a, py::kw_only(), "check_errors"_a = false);
-
-  m.def("_linalg_solve_triangular", [](py::handle ah, py::handle bh, bool upper,
-                                       bool unitriangular) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.solve_triangular", "A"),
-           B = expect_tensor(bh, "linalg.solve_triangular", "B");
-    if (any_grad({A, B}))
-      return hook("_linalg_solve_triangular", py::make_tuple(ah, bh),
-                  py::dict("upper"_a = upper, "unitriangular"_a = unitriangular));
-    return wrap(nogil([&] { return linalg_solve_triangular(A, B, upper, unitriangular); }));
-  }, "A"_a, "B"_a, py::kw_only(), "upper"_a, "unitriangular"_a = false);
-
-  m.def("_linalg_lu_factor_ex", [](py::handle ah, bool pivot, bool check_errors) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.lu_factor", "A");
-    if (any_grad({A}))
-      return hook("_linalg_lu_factor_ex", py::make_tuple(ah),
-                  py::dict("pivot"_a = pivot, "check_errors"_a = check_errors));
-    return tup(nogil([&] { return linalg_lu_factor_ex(A, pivot, check_errors); }));
-  }, "A"_a, py::kw_only(), "pivot"_a = true, "check_errors"_a = false);
-
-  m.def("_linalg_lu", [](py::handle ah, bool pivot) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.lu", "A");
-    if (any_grad({A})) return hook("_linalg_lu", py::make_tuple(ah), py::dict("pivot"_a = pivot));
-    return tup(nogil([&] { return linalg_lu(A, pivot); }));
-  }, "A"_a, py::kw_only(), "pivot"_a = true);
-
-  m.def("_linalg_lu_solve", [](py::handle luh, py::handle ph, py::handle bh,
-                               bool adjoint) -> py::object {
-    Tensor LU = expect_tensor(luh, "linalg.lu_solve", "LU"),
-           P = expect_tensor(ph, "linalg.lu_solve", "pivots"),
-           B = expect_tensor(bh, "linalg.lu_solve", "B");
-    if (any_grad({LU, P, B}))  // P too: CUDA pivots with CPU LU and B get the mixed-device error
-      return hook("_linalg_lu_solve", py::make_tuple(luh, ph, bh), py::dict("adjoint"_a = adjoint));
-    return wrap(nogil([&] { return linalg_lu_solve(LU, P, B, adjoint); }));
-  }, "LU"_a, "pivots"_a, "B"_a, py::kw_only(), "adjoint"_a = false);
-
-  m.def("_linalg_cholesky_ex", [](py::handle ah, bool upper, bool check_errors) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.cholesky", "A");
-    if (any_grad({A}))
-      return hook("_linalg_cholesky_ex", py::make_tuple(ah),
-                  py::dict("upper"_a = upper, "check_errors"_a = check_errors));
-    return tup(nogil([&] { return linalg_cholesky_ex(A, upper, check_errors); }));
-  }, "A"_a, py::kw_only(), "upper"_a = false, "check_errors"_a = false);
-
-  m.def("_cholesky_solve", [](py::handle bh, py::handle lh, bool upper) -> py::object {
-    Tensor B = expect_tensor(bh, "cholesky_solve", "input"),
-           L = expect_tensor(lh, "cholesky_solve", "input2");
-    if (any_grad({B, L}))
-      return hook("_cholesky_solve", py::make_tuple(bh, lh), py::dict("upper"_a = upper));
-    return wrap(nogil([&] { return cholesky_solve(B, L, upper); }));
-  }, "B"_a, "L"_a, py::kw_only(), "upper"_a = false);
-
-  m.def("_linalg_qr", [](py::handle ah, const std::string& mode) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.qr", "A");
-    if (any_grad({A})) return hook("_linalg_qr", py::make_tuple(ah), py::dict("mode"_a = mode));
-    return tup(nogil([&] { return linalg_qr(A, mode); }));
-  }, "A"_a, py::kw_only(), "mode"_a = "reduced");
-
-  m.def("_linalg_svd", [](py::handle ah, bool full_matrices, bool compute_uv) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.svd", "A");
-    if (any_grad({A}))
-      return hook("_linalg_svd", py::make_tuple(ah),
-                  py::dict("full_matrices"_a = full_matrices, "compute_uv"_a = compute_uv));
-    return tup(nogil([&] { return linalg_svd(A, full_matrices, compute_uv); }));
-  }, "A"_a, py::kw_only(), "full_matrices"_a = true, "compute_uv"_a = true);
-
-  m.def("_linalg_eigh", [](py::handle ah, const std::string& uplo, bool compute_v) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.eigh", "A");
-    if (any_grad({A}))
-      return hook("_linalg_eigh", py::make_tuple(ah), py::dict("UPLO"_a = uplo, "compute_v"_a = compute_v));
-    return tup(nogil([&] { return linalg_eigh(A, uplo, compute_v); }));
-  }, "A"_a, py::kw_only(), "UPLO"_a = "L", "compute_v"_a = true);
-
-  m.def("_linalg_lstsq", [](py::handle ah, py::handle bh, std::optional<double> rcond,
-                            const std::string& driver) -> py::object {
-    Tensor A = expect_tensor(ah, "linalg.lstsq", "A"), B = expect_tensor(bh, "linalg.lstsq", "B");
-    if (any_grad({A, B}))
-      return hook("_linalg_lstsq", py::make_tuple(ah, bh),
-                  py::dict("rcond"_a = rcond ? py::object(py::float_(*rcond)) : py::object(py::none()),
-                           "driver"_a = driver));
-    return tup(nogil([&] { return linalg_lstsq(A, B, rcond, driver); }));
-  }, "A"_a, "B"_a, py::kw_only(), "rcond"_a = py::none(), "driver"_a = "gelsy");
+  def_primitive(m, "_linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)",
+                "", [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const bool check = a.flag(1);
+                  return tup(nogil([&] { return linalg_inv_ex(A, check); }));
+                });
+  def_primitive(m, "_linalg_det(Tensor A) -> Tensor", "The determinant alone (torch's also returns LU and pivots).",
+                [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  return wrap(nogil([&] { return linalg_det(A); }));
+                });
+  def_primitive(m, "_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)",
+                "(sign, logabsdet) alone (torch's also returns LU and pivots).", [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  return tup(nogil([&] { return linalg_slogdet(A); }));
+                });
+  def_primitive(m, "_linalg_solve_ex(Tensor A, Tensor B, *, bool check_errors=False) -> (Tensor result, Tensor info)",
+                "A X = B (ember.linalg.solve handles left=False and vector B; torch's also returns "
+                "LU and pivots).",
+                [](const Args& a) {
+                  const Tensor A = a.tensor(0), B = a.tensor(1);
+                  const bool check = a.flag(2);
+                  return tup(nogil([&] { return linalg_solve_ex(A, B, check); }));
+                });
+  def_primitive(m, "_linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool unitriangular=False) -> Tensor",
+                "A X = B (ember.linalg.solve_triangular handles left=False).", [](const Args& a) {
+                  const Tensor A = a.tensor(0), B = a.tensor(1);
+                  const bool upper = a.flag(2), unit = a.flag(3);
+                  return wrap(nogil([&] { return linalg_solve_triangular(A, B, upper, unit); }));
+                });
+  def_primitive(m, "_linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
+                   "(Tensor LU, Tensor pivots, Tensor info)",
+                "", [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const bool pivot = a.flag(1), check = a.flag(2);
+                  return tup(nogil([&] { return linalg_lu_factor_ex(A, pivot, check); }));
+                });
+  def_primitive(m, "_linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)", "",
+                [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const bool pivot = a.flag(1);
+                  return tup(nogil([&] { return linalg_lu(A, pivot); }));
+                });
+  // pivots is among the tensors the hooks check: CUDA pivots with CPU LU and B get the
+  // mixed-device error
+  def_primitive(m, "_linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool adjoint=False) -> Tensor",
+                "LU X = B (ember.linalg.lu_solve handles left=False).", [](const Args& a) {
+                  const Tensor LU = a.tensor(0), P = a.tensor(1), B = a.tensor(2);
+                  const bool adjoint = a.flag(3);
+                  return wrap(nogil([&] { return linalg_lu_solve(LU, P, B, adjoint); }));
+                });
+  def_primitive(m, "_linalg_cholesky_ex(Tensor A, *, bool upper=False, bool check_errors=False) -> "
+                   "(Tensor L, Tensor info)",
+                "", [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const bool upper = a.flag(1), check = a.flag(2);
+                  return tup(nogil([&] { return linalg_cholesky_ex(A, upper, check); }));
+                });
+  def_primitive(m, "_cholesky_solve(Tensor B, Tensor L, *, bool upper=False) -> Tensor",
+                "X with A X = B, A = L L^H (or U^H U): torch.cholesky_solve's kernel.",
+                [](const Args& a) {
+                  const Tensor B = a.tensor(0), L = a.tensor(1);
+                  const bool upper = a.flag(2);
+                  return wrap(nogil([&] { return cholesky_solve(B, L, upper); }));
+                });
+  def_primitive(m, "_linalg_qr(Tensor A, *, str mode='reduced') -> (Tensor Q, Tensor R)", "",
+                [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const std::string mode = a.str(1);
+                  return tup(nogil([&] { return linalg_qr(A, mode); }));
+                });
+  def_primitive(m, "_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True) -> "
+                   "(Tensor U, Tensor S, Tensor Vh)",
+                "U and Vh are empty when compute_uv is False.", [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const bool full = a.flag(1), uv = a.flag(2);
+                  return tup(nogil([&] { return linalg_svd(A, full, uv); }));
+                });
+  def_primitive(m, "_linalg_eigh(Tensor A, str UPLO='L', bool compute_v=True) -> "
+                   "(Tensor eigenvalues, Tensor eigenvectors)",
+                "", [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const std::string uplo = a.str(1);
+                  const bool v = a.flag(2);
+                  return tup(nogil([&] { return linalg_eigh(A, uplo, v); }));
+                });
+  def_primitive(m, "_linalg_lstsq(Tensor A, Tensor B, *, float? rcond=None, str driver='gelsy') -> "
+                   "(Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)",
+                "", [](const Args& a) {
+                  const Tensor A = a.tensor(0), B = a.tensor(1);
+                  const std::optional<double> rcond =
+                      a.is_none(2) ? std::nullopt : std::optional<double>(a.real(2));
+                  const std::string driver = a.str(3);
+                  return tup(nogil([&] { return linalg_lstsq(A, B, rcond, driver); }));
+                });
 }
 
 }  // namespace ember::pyb

@@ -1,63 +1,76 @@
 // bind_optim.cpp: the fused optimizer kernels (ops/optim_kernels.h) as private `_C` functions
-// that ember.optim calls once per parameter group and step. They update in place and are not
-// differentiable (optimizers run under no_grad), so they never go through the autograd hook.
+// that ember.optim calls once per parameter group and step, declared in the op registry
+// (python/registry.h). They update in place, are not differentiable (optimizers run under
+// no_grad) and run on the CPU only (ember.optim takes another path for CUDA tensors; the kernels
+// refuse them), so they never go to the autograd or device hooks.
+//
+// These are ember's kernels, not torch's `_fused_sgd_` / `_fused_adam_` (which take one
+// is_first_step flag, a tensor or float lr, grad_scale/found_inf, and AdamW as its own op).
 #include "ops/optim_kernels.h"
 #include "python/pyutils.h"
-
-using namespace pybind11::literals;
+#include "python/registry.h"
 
 namespace ember::pyb {
 namespace {
 
-// A list of tensors; None entries stay null when `allow_none` (unused state buffers).
-std::vector<Tensor> tensor_list(py::handle h, const char* op, const char* arg,
-                                bool allow_none = false) {
-  std::vector<Tensor> out;
-  if (h.is_none()) return out;
-  if (!py::isinstance<py::sequence>(h))
-    throw py::type_error(str_cat(op, "(): argument '", arg, "' must be a list of tensors"));
-  for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
-    if (allow_none && item.is_none()) out.push_back(nullptr);
-    else out.push_back(expect_tensor(item, op, arg));
-  }
-  return out;
+// A Tensor[]? argument: None is an empty list (a state the group does not keep).
+std::vector<Tensor> opt_tensors(const Args& a, int i) {
+  return a.is_none(i) ? std::vector<Tensor>() : a.tensors(i);
+}
+
+// One first-step flag per parameter: a list or tuple of bools.
+std::vector<bool> flags(const Args& a, int i) {
+  py::handle h = a[i];
+  std::vector<bool> r;
+  bool ok = PyList_Check(h.ptr()) || PyTuple_Check(h.ptr());
+  if (ok)
+    for (py::handle item : py::reinterpret_borrow<py::sequence>(h)) {
+      if (!PyBool_Check(item.ptr())) ok = false;
+      r.push_back(item.ptr() == Py_True);
+    }
+  if (!ok)
+    throw py::type_error(str_cat(a.schema().name, "(): argument '", a.schema().params[i].name,
+                                 "' must be a list or tuple of bools, not ", type_of(h)));
+  return r;
 }
 
 }  // namespace
 
 void register_optim(py::module_& m) {
-  m.def(
-      "_fused_sgd_",
-      [](py::handle params, py::handle grads, py::handle bufs, std::vector<bool> first, double lr,
-         double weight_decay, double momentum, double dampening, bool nesterov, bool maximize) {
-        const char* op = "_fused_sgd_";
-        auto p = tensor_list(params, op, "params");
-        auto g = tensor_list(grads, op, "grads");
-        auto b = tensor_list(bufs, op, "momentum_buffers", true);
-        GilRelease nogil;
-        fused_sgd_(p, g, b, first, lr, weight_decay, momentum, dampening, nesterov, maximize);
-      },
-      "params"_a, "grads"_a, "momentum_buffers"_a, "first"_a, py::kw_only(), "lr"_a,
-      "weight_decay"_a, "momentum"_a, "dampening"_a, "nesterov"_a, "maximize"_a);
-  m.def(
-      "_fused_adam_",
-      [](py::handle params, py::handle grads, py::handle exp_avgs, py::handle exp_avg_sqs,
-         py::handle max_exp_avg_sqs, py::handle steps, double lr, double beta1, double beta2,
-         double eps, double weight_decay, bool amsgrad, bool maximize, bool decoupled) {
-        const char* op = "_fused_adam_";
-        auto p = tensor_list(params, op, "params");
-        auto g = tensor_list(grads, op, "grads");
-        auto m1 = tensor_list(exp_avgs, op, "exp_avgs");
-        auto m2 = tensor_list(exp_avg_sqs, op, "exp_avg_sqs");
-        auto mx = tensor_list(max_exp_avg_sqs, op, "max_exp_avg_sqs", true);
-        auto st = tensor_list(steps, op, "steps");
-        GilRelease nogil;
-        fused_adam_(p, g, m1, m2, mx, st, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
-                    decoupled);
-      },
-      "params"_a, "grads"_a, "exp_avgs"_a, "exp_avg_sqs"_a, "max_exp_avg_sqs"_a, "steps"_a,
-      py::kw_only(), "lr"_a, "beta1"_a, "beta2"_a, "eps"_a, "weight_decay"_a, "amsgrad"_a,
-      "maximize"_a, "decoupled"_a);
+  def_op(m, {.name = "_fused_sgd_",
+             .signatures = {"_fused_sgd_(Tensor[] params, Tensor[] grads, Tensor[]? momentum_buffers, "
+                            "Any first, *, float lr, float weight_decay, float momentum, "
+                            "float dampening, bool nesterov, bool maximize) -> ()"},
+             .family = "optim", .variants = kFunction, .cuda = "none", .hand_off = false,
+             .doc = "momentum_buffers: None without momentum; first: one bool per parameter "
+                    "(its buffer starts from the gradient).",
+             .impl = [](const Args& a) {
+               const auto p = a.tensors(0), g = a.tensors(1), b = opt_tensors(a, 2);
+               const auto first = flags(a, 3);
+               const double lr = a.real(4), wd = a.real(5), mom = a.real(6), damp = a.real(7);
+               const bool nesterov = a.flag(8), maximize = a.flag(9);
+               GilRelease nogil;
+               fused_sgd_(p, g, b, first, lr, wd, mom, damp, nesterov, maximize);
+               return py::object(py::none());
+             }});
+  def_op(m, {.name = "_fused_adam_",
+             .signatures = {"_fused_adam_(Tensor[] params, Tensor[] grads, Tensor[] exp_avgs, "
+                            "Tensor[] exp_avg_sqs, Tensor[]? max_exp_avg_sqs, Tensor[] steps, *, "
+                            "float lr, float beta1, float beta2, float eps, float weight_decay, "
+                            "bool amsgrad, bool maximize, bool decoupled) -> ()"},
+             .family = "optim", .variants = kFunction, .cuda = "none", .hand_off = false,
+             .doc = "Adam, or AdamW with decoupled=True; max_exp_avg_sqs: None without amsgrad.",
+             .impl = [](const Args& a) {
+               const auto p = a.tensors(0), g = a.tensors(1), m1 = a.tensors(2), m2 = a.tensors(3),
+                          mx = opt_tensors(a, 4), st = a.tensors(5);
+               const double lr = a.real(6), beta1 = a.real(7), beta2 = a.real(8), eps = a.real(9),
+                            wd = a.real(10);
+               const bool amsgrad = a.flag(11), maximize = a.flag(12), decoupled = a.flag(13);
+               GilRelease nogil;
+               fused_adam_(p, g, m1, m2, mx, st, lr, beta1, beta2, eps, wd, amsgrad, maximize,
+                           decoupled);
+               return py::object(py::none());
+             }});
 }
 
 }  // namespace ember::pyb

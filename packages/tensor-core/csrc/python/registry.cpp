@@ -173,8 +173,9 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
       continue;
     }
     if (!matches(p, values[i])) {
-      const std::string where =
-          p.keyword_only ? "" : str_cat(" (position ", i + 1 - offset, ")");
+      // torch names the position of an argument given by position only
+      const bool by_position = i < nargs + offset;
+      const std::string where = by_position ? str_cat(" (position ", i + 1 - offset, ")") : "";
       error = str_cat(op.name, "(): argument '", p.name, "'", where, " must be ",
                       type_description(p.type), ", not ", type_of(values[i]));
       return false;

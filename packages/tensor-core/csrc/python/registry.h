@@ -48,7 +48,7 @@ class Args {
   std::vector<int64_t> ints(int i) const;  // int[] (an int stands for list_size copies)
   OptDims opt_ints(int i) const;           // None -> nullopt
   double real(int i) const;
-  bool flag(int i) const { return values_[i] == Py_True; }
+  bool flag(int i) const { return PyObject_IsTrue(values_[i]) == 1; }  // NumPy bools too
   Scalar scalar(int i) const { return to_scalar(values_[i]); }
   ScalarType dtype(int i) const { return to_dtype(values_[i]); }  // Undefined for None
   std::string str(int i) const { return py::str(values_[i]); }

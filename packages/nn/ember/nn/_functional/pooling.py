@@ -16,16 +16,42 @@ avg_pool1d = ember.avg_pool1d
 avg_pool2d = ember.avg_pool2d
 avg_pool3d = ember.avg_pool3d
 adaptive_avg_pool1d = ember.adaptive_avg_pool1d
-adaptive_avg_pool2d = ember.adaptive_avg_pool2d
-adaptive_avg_pool3d = ember.adaptive_avg_pool3d
+
+
+def _output_size_with_default(output_size, input):
+    """torch.nn.functional's rule for 2-d and 3-d adaptive pooling: None entries of output_size
+    keep the input's size (the core's kernels take ints only)."""
+    if not isinstance(output_size, (list, tuple)):
+        return output_size
+    sizes = tuple(input.shape)
+    if len(sizes) <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+    return [s if s is not None else d for s, d in zip(output_size, sizes[-len(output_size):])]
+
+
+def _adaptive_avg(k):
+    fn = getattr(ember, f"adaptive_avg_pool{k}d")
+
+    def adaptive_avg_pool(input, output_size):
+        return fn(input, _output_size_with_default(output_size, input))
+
+    adaptive_avg_pool.__name__ = f"adaptive_avg_pool{k}d"
+    return adaptive_avg_pool
+
+
+adaptive_avg_pool2d, adaptive_avg_pool3d = (_adaptive_avg(k) for k in (2, 3))
 
 
 def _max_pool(k):
-    fn = getattr(ember, f"max_pool{k}d")
+    # the core's max_pool{k}d returns the values only (as torch's); the indices come from
+    # max_pool{k}d_with_indices
+    values = getattr(ember, f"max_pool{k}d")
+    with_indices = getattr(ember, f"max_pool{k}d_with_indices")
 
     def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                  return_indices=False):
-        return fn(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+        fn = with_indices if return_indices else values
+        return fn(input, kernel_size, stride, padding, dilation, ceil_mode)
 
     max_pool.__name__ = f"max_pool{k}d"
     return max_pool
@@ -38,6 +64,8 @@ def _adaptive_max(k):
     fn = getattr(ember, f"adaptive_max_pool{k}d")
 
     def adaptive_max_pool(input, output_size, return_indices=False):
+        if k > 1:
+            output_size = _output_size_with_default(output_size, input)
         out, idx = fn(input, output_size)
         return (out, idx) if return_indices else out
 
