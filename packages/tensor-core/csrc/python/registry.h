@@ -59,12 +59,14 @@ class Args {
     schema_ = schema, overload_ = overload, given_ = given;
     for (size_t i = 0; i < schema->params.size(); ++i) values_[i] = values[i];
   }
+  void keep(py::object packed) { packed_ = std::move(packed); }  // a value made by the parser
 
  private:
   const Schema* schema_ = nullptr;
   int overload_ = 0;
   unsigned given_ = 0;
   PyObject* values_[kMaxParams] = {};  // borrowed: the call's arguments or the schema's defaults
+  py::object packed_;                  // owns the tuple of var-args ints (x.flip(0, 1)), if any
 };
 
 struct OpDef {
