@@ -223,8 +223,9 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
       continue;
     }
     if (!matches(p, values[i])) {
+      // torch names the position only of an argument given by position
       const std::string where =
-          p.keyword_only ? "" : str_cat(" (position ", i + 1 - offset, ")");
+          i < offset + npos ? str_cat(" (position ", i + 1 - offset, ")") : "";
       error = list_element_error(op, p, values[i], i - offset, where);
       if (error.empty())
         error = str_cat(op.name, "(): argument '", p.name, "'", where, " must be ",
