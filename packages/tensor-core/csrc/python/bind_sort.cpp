@@ -309,24 +309,25 @@ void register_sort(py::module_& m) {
   const char* S = "sort";
   const char* pair = "(Tensor values, Tensor indices)";
 
-  // sort / argsort: torch's `stable` form makes dim and descending keyword-only
+  // sort / argsort: torch's `stable` form makes dim and descending keyword-only (second: the
+  // common form first, as a call pays for each form it fails)
   def_op(m, {.name = "sort",
-             .signatures = {str_cat("sort(Tensor input, *, bool? stable, int dim=-1, bool descending=False, "
+             .signatures = {str_cat("sort(Tensor input, int dim=-1, bool descending=False, *, "
                                     "Tensor[]? out=None) -> ", pair),
-                            str_cat("sort(Tensor input, int dim=-1, bool descending=False, *, "
+                            str_cat("sort(Tensor input, *, bool? stable, int dim=-1, bool descending=False, "
                                     "Tensor[]? out=None) -> ", pair)},
              .family = S, .hooked = true, .hand_off = false,
              .impl = [](const Args& a) {
-               if (a.overload() == 0) return sort_call(a[0], a[2], a.flag(3), a[1], a.out());
-               return sort_call(a[0], a[1], a.flag(2), py::none(), a.out());
+               if (a.overload() == 0) return sort_call(a[0], a[1], a.flag(2), py::none(), a.out());
+               return sort_call(a[0], a[2], a.flag(3), a[1], a.out());
              }});
   def_op(m, {.name = "argsort",
-             .signatures = {"argsort(Tensor input, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
-                            "argsort(Tensor input, int dim=-1, bool descending=False) -> Tensor"},
+             .signatures = {"argsort(Tensor input, int dim=-1, bool descending=False) -> Tensor",
+                            "argsort(Tensor input, *, bool stable, int dim=-1, bool descending=False) -> Tensor"},
              .family = S, .hand_off = false,
              .impl = [](const Args& a) {
-               if (a.overload() == 0) return argsort_call(a[0], a[2], a.flag(3), a[1]);
-               return argsort_call(a[0], a[1], a.flag(2), py::none());
+               if (a.overload() == 0) return argsort_call(a[0], a[1], a.flag(2), py::none());
+               return argsort_call(a[0], a[2], a.flag(3), a[1]);
              }});
 
   def_op(m, {.name = "topk",

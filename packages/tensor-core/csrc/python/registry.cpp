@@ -121,7 +121,6 @@ std::string positional_count_text(const Schema& s, bool method) {
   return str_cat("from ", lo, " to ", hi, " positional arguments");
 }
 
-// Binds the call to schema `k`; on a mismatch returns false with torch's message in `error`.
 // torch's NumPy spellings of some parameter names (sum(x, axis=0, keepdims=True)): used when the
 // op has no parameter of that name and the parameter they stand for is not given otherwise.
 const char* numpy_alias_of(const char* kname) {
@@ -159,8 +158,11 @@ std::string list_element_error(const OpDef& op, const Param& p, py::handle v, in
   return "";
 }
 
+// Binds the call to schema `k`; on a mismatch returns false with torch's message in `*error`
+// (when `error` is not null: an op with overloads reports them all instead, so a call that fails
+// a form on its way to the next pays for no message).
 bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
-               PyObject* kwnames, Args& a, std::string& error) {
+               PyObject* kwnames, Args& a, std::string* error) {
   const Schema& s = op.schemas[k];
   const int n = static_cast<int>(s.params.size());
   const int offset = self ? 1 : 0;
@@ -178,7 +180,8 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
   }
   const Py_ssize_t npos = varargs ? 1 : nargs;
   if (npos + offset > s.positional()) {
-    error = str_cat(op.name, "() takes ", positional_count_text(s, self != nullptr), " but ",
+    if (error)
+      *error = str_cat(op.name, "() takes ", positional_count_text(s, self != nullptr), " but ",
                     nargs, " were given");
     return false;
   }
@@ -201,11 +204,11 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
       }
       // methods take no out= (torch's Tensor methods have none)
       if (idx < 0 || (self && (idx == 0 || std::strcmp(kname, "out") == 0))) {
-        error = str_cat(op.name, "() got an unexpected keyword argument '", kname, "'");
+        if (error) *error = str_cat(op.name, "() got an unexpected keyword argument '", kname, "'");
         return false;
       }
       if (given & (1u << idx)) {
-        error = str_cat(op.name, "() got multiple values for argument '", kname, "'");
+        if (error) *error = str_cat(op.name, "() got multiple values for argument '", kname, "'");
         return false;
       }
       values[idx] = value;
@@ -216,19 +219,21 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
     const Param& p = s.params[i];
     if (!(given & (1u << i))) {
       if (p.required()) {
-        error = str_cat(op.name, "() missing 1 required positional arguments: \"", p.name, "\"");
+        if (error)
+          *error = str_cat(op.name, "() missing 1 required positional arguments: \"", p.name, "\"");
         return false;
       }
       values[i] = op.defaults[k][i].ptr();
       continue;
     }
     if (!matches(p, values[i])) {
+      if (!error) return false;
       // torch names the position only of an argument given by position
       const std::string where =
           i < offset + npos ? str_cat(" (position ", i + 1 - offset, ")") : "";
-      error = list_element_error(op, p, values[i], i - offset, where);
-      if (error.empty())
-        error = str_cat(op.name, "(): argument '", p.name, "'", where, " must be ",
+      *error = list_element_error(op, p, values[i], i - offset, where);
+      if (error->empty())
+        *error = str_cat(op.name, "(): argument '", p.name, "'", where, " must be ",
                         type_description(p.type), ", not ", type_of(values[i]));
       return false;
     }
@@ -346,11 +351,11 @@ Args parse_call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
   Args a;
   std::string error;
   if (op.schemas.size() == 1) {
-    if (bind_call(op, 0, self, args, nargs, kwnames, a, error)) return a;
+    if (bind_call(op, 0, self, args, nargs, kwnames, a, &error)) return a;
     throw py::type_error(error);
   }
   for (size_t k = 0; k < op.schemas.size(); ++k)
-    if (bind_call(op, k, self, args, nargs, kwnames, a, error)) return a;
+    if (bind_call(op, k, self, args, nargs, kwnames, a, nullptr)) return a;
   // torch's message for overloads: what was given, and every form.
   std::string got = "(";
   for (Py_ssize_t i = 0; i < nargs; ++i) got += str_cat(i ? ", " : "", type_of(args[i]));
