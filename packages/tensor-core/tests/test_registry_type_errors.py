@@ -1,5 +1,5 @@
 """Wrong Python types given to the ops declared in the op registry (sorting and searching, shape
-ops, matrix products) raise TypeError, as torch's argument parser does; where torch is installed,
+ops and views, matrix products) raise TypeError, as torch's argument parser does; where torch is installed,
 each call is made on torch too and must raise the same class."""
 import pytest
 
@@ -69,6 +69,23 @@ CASES = [
     ("diagonal-offset-float", lambda m: m.diagonal(_mat(m), 0.5)),
     ("diag_embed-dim1-str", lambda m: _vec(m).diag_embed(0, "a")),
     ("unfold-size-float", lambda m: _vec(m).unfold(0, 2.0, 1)),
+    # views
+    ("reshape-function-int", lambda m: m.reshape(_vec(m), 4)),
+    ("reshape-method-float", lambda m: _vec(m).reshape(2.0, 2)),
+    ("permute-function-varargs", lambda m: m.permute(_mat(m), 1, 0)),
+    ("transpose-dim-str", lambda m: _mat(m).transpose(0, "1")),
+    ("swapaxes-missing-dim", lambda m: m.swapaxes(_mat(m), 0)),
+    ("t-extra-argument", lambda m: _mat(m).t(0)),
+    ("squeeze-dim-none", lambda m: m.squeeze(_vec(m), None)),
+    ("squeeze-element-str", lambda m: _vec(m).squeeze((0, "a"))),
+    ("unsqueeze-no-dim", lambda m: _vec(m).unsqueeze()),
+    ("flatten-start-bool", lambda m: m.flatten(_mat(m), start_dim=True)),
+    ("unflatten-sizes-int", lambda m: _vec(m).unflatten(0, 4)),
+    ("narrow-length-float", lambda m: m.narrow(_vec(m), 0, 0, 2.0)),
+    ("select-index-bool", lambda m: m.select(_vec(m), 0, True)),
+    ("as_strided-size-int", lambda m: _vec(m).as_strided(2, (1,))),
+    ("detach-not-tensor", lambda m: m.detach([1.0])),
+    ("clone-positional-format", lambda m: m.clone(_vec(m), None)),
     # matrix products
     ("mm-second-list", lambda m: m.mm(_mat(m), [[1.0, 0.0], [0.0, 1.0]])),
     ("mm-method-out", lambda m: _mat(m).mm(_mat(m), out=_mat(m))),

@@ -144,8 +144,80 @@ py::object tri_indices_call(bool upper, int64_t row, int64_t col, int64_t offset
 
 }  // namespace
 
+// The views (core/view ops): metadata only, so they run on every device (cuda = "view") and go
+// to the autograd hook with every argument by position, as its formulas read them.
+void register_views(py::module_& m) {
+  const char* V = "view";
+  auto view_row = [&](const std::string& name, std::vector<std::string> signatures,
+                      std::function<py::object(const Args&)> impl, unsigned variants = kFunction | kMethod) {
+    def_op(m, {.name = name, .signatures = std::move(signatures), .family = V,
+               .variants = variants, .hooked = true, .hook_positional = Args::kMaxParams, .cuda = "view",
+               .impl = std::move(impl)});
+  };
+  // reshape / permute: the methods also take the sizes as var-args, x.reshape(2, 3)
+  view_row("reshape", {"reshape(Tensor input, int[] shape) -> Tensor"},
+           [](const Args& a) { return wrap(reshape(a.tensor(0), a.ints(1))); });
+  view_row("permute", {"permute(Tensor input, int[] dims) -> Tensor"},
+           [](const Args& a) { return wrap(permute(a.tensor(0), a.ints(1))); });
+  // transpose; swapaxes and swapdims are the same function (the hook sees transpose)
+  view_row("transpose", {"transpose(Tensor input, int dim0, int dim1) -> Tensor"},
+           [](const Args& a) { return wrap(transpose(a.tensor(0), a.integer(1), a.integer(2))); });
+  py::object cls = m.attr("Tensor");
+  for (const char* alias : {"swapaxes", "swapdims"}) {
+    m.attr(alias) = m.attr("transpose");
+    cls.attr(alias) = cls.attr("transpose");
+  }
+  view_row("t", {"t(Tensor input) -> Tensor"}, [](const Args& a) { return wrap(t_(a.tensor(0))); });
+  view_row("squeeze",
+           {"squeeze(Tensor input) -> Tensor", "squeeze(Tensor input, int dim) -> Tensor",
+            "squeeze(Tensor input, int[] dim) -> Tensor"},
+           [](const Args& a) {
+             if (a.overload() == 0) return wrap(squeeze(a.tensor(0)));
+             return wrap(squeeze_dims(a.tensor(0), a.ints(1)));
+           });
+  view_row("unsqueeze", {"unsqueeze(Tensor input, int dim) -> Tensor"},
+           [](const Args& a) { return wrap(unsqueeze(a.tensor(0), a.integer(1))); });
+  view_row("flatten", {"flatten(Tensor input, int start_dim=0, int end_dim=-1) -> Tensor"},
+           [](const Args& a) { return wrap(flatten(a.tensor(0), a.integer(1), a.integer(2))); });
+  view_row("unflatten", {"unflatten(Tensor input, int dim, int[] sizes) -> Tensor"},
+           [](const Args& a) { return wrap(unflatten(a.tensor(0), a.integer(1), a.ints(2))); });
+  view_row("narrow", {"narrow(Tensor input, int dim, int start, int length) -> Tensor"},
+           [](const Args& a) {
+             return wrap(narrow(a.tensor(0), a.integer(1), a.integer(2), a.integer(3)));
+           });
+  view_row("select", {"select(Tensor input, int dim, int index) -> Tensor"},
+           [](const Args& a) { return wrap(select(a.tensor(0), a.integer(1), a.integer(2))); });
+  // as_strided: hand_off = false, the hook gets storage_offset=None as the input's offset
+  def_op(m, {.name = "as_strided",
+             .signatures = {"as_strided(Tensor input, int[] size, int[] stride, int? storage_offset=None) -> Tensor"},
+             .family = V, .hooked = true, .cuda = "view", .hand_off = false,
+             .impl = [](const Args& a) {
+               Tensor x = a.tensor(0);
+               const Shape size = a.ints(1), stride = a.ints(2);
+               const int64_t offset = a.is_none(3) ? x->offset : a.integer(3);
+               if (needs_grad(x))
+                 return redispatch("as_strided", g_m->attr("as_strided"),
+                                   py::make_tuple(a[0], py::cast(size), py::cast(stride), offset),
+                                   py::dict());
+               return wrap(as_strided(x, size, stride, offset));
+             }});
+  def_op(m, {.name = "detach", .signatures = {"detach(Tensor input) -> Tensor"}, .family = V,
+             .cuda = "view", .impl = [](const Args& a) { return wrap(alias(a.tensor(0))); }});
+  // clone: hand_off = false, the hook gets the input alone (ember has one memory format)
+  def_op(m, {.name = "clone",
+             .signatures = {"clone(Tensor input, *, Any? memory_format=None) -> Tensor"},
+             .family = V, .hooked = true, .cuda = "view", .hand_off = false,
+             .impl = [](const Args& a) {
+               Tensor x = a.tensor(0);
+               if (needs_grad(x))
+                 return redispatch("clone", g_m->attr("clone"), py::make_tuple(a[0]), py::dict());
+               return wrap(clone(x));
+             }});
+}
+
 void register_shape(py::module_& m) {
   g_m = new py::module_(m);
+  register_views(m);
   const char* S = "shape";
 
   // cat / concat / concatenate (functions only); torch's NumPy spelling `axis` is the registry's

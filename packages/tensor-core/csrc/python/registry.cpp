@@ -257,7 +257,8 @@ std::string signature_of(const Schema& s) {  // "(Tensor input, int dim, ...)" f
 
 // The leading parameters the hooks get by position: by default, the leading tensor ones.
 int hook_positional(const OpDef& op, const Schema& s) {
-  if (op.hook_positional >= 0) return op.hook_positional;
+  if (op.hook_positional >= 0)  // at most the schema's parameters (an overload may have fewer)
+    return std::min(op.hook_positional, static_cast<int>(s.params.size()));
   int n = 0;
   while (n < static_cast<int>(s.params.size()) && !s.params[n].keyword_only &&
          (s.params[n].type == ArgType::Tensor || s.params[n].type == ArgType::TensorList))
@@ -285,7 +286,7 @@ py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
       }
     }
   }
-  if (!grad && !(device && op.cuda != "none")) return op.impl(a);
+  if (!grad && !(device && op.cuda == "ember.cuda")) return op.impl(a);
   // To a hook: the leading arguments by position, the others by keyword, out= written after.
   const int npos = hook_positional(op, s);
   py::tuple pargs(npos);

@@ -78,10 +78,12 @@ struct OpDef {
   // hook as hook(name, ember._C.<name>, args, kwargs).
   bool hooked = false;
   // How the hook and the device hook get the arguments: the first `hook_positional` by position,
-  // the others by keyword (out= never); -1: the leading tensor parameters by position.
+  // the others by keyword (out= never); -1: the leading tensor parameters by position. More than
+  // a schema has: all of its parameters by position.
   int hook_positional = -1;
-  // How a call with a CUDA tensor runs: "ember.cuda" (the device hook, ember/cuda's table) or
-  // "none" (CPU only: the core raises its not-on-CPU error).
+  // How a call with a CUDA tensor runs: "ember.cuda" (the device hook, ember/cuda's table),
+  // "view" (`impl` on every device: views change metadata only) or "none" (CPU only: the core
+  // raises its not-on-CPU error).
   std::string cuda = "ember.cuda";
   // True: this layer hands calls to the autograd and device hooks (the leading tensors by
   // position, the rest by keyword: dims as tuples, dtypes as ember dtypes). False: `impl` does,
