@@ -86,6 +86,13 @@ CASES = [
     ("as_strided-size-int", lambda m: _vec(m).as_strided(2, (1,))),
     ("detach-not-tensor", lambda m: m.detach([1.0])),
     ("clone-positional-format", lambda m: m.clone(_vec(m), None)),
+    ("view-size-float", lambda m: _vec(m).view(2.0, 2)),
+    ("view-dtype-str", lambda m: _vec(m).view("float32")),
+    ("view_as-list", lambda m: _vec(m).view_as([1.0, 2.0, 3.0, 4.0])),
+    ("expand-size-str", lambda m: _vec(m).expand("4")),
+    ("expand_as-number", lambda m: _vec(m).expand_as(4)),
+    ("reshape_as-missing", lambda m: _vec(m).reshape_as()),
+    ("contiguous-positional", lambda m: _vec(m).contiguous(None)),
     # matrix products
     ("mm-second-list", lambda m: m.mm(_mat(m), [[1.0, 0.0], [0.0, 1.0]])),
     ("mm-method-out", lambda m: _mat(m).mm(_mat(m), out=_mat(m))),

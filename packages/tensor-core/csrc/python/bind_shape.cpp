@@ -201,6 +201,72 @@ void register_views(py::module_& m) {
                                    py::dict());
                return wrap(as_strided(x, size, stride, offset));
              }});
+  // The methods whose hook hand-off names another function: view -> _view, expand -> _expand,
+  // reshape_as -> reshape, contiguous -> clone (run as _contiguous). hand_off = false.
+  auto method_row = [&](const std::string& name, std::vector<std::string> signatures,
+                        std::function<py::object(const Args&)> impl) {
+    def_op(m, {.name = name, .signatures = std::move(signatures), .family = V,
+               .variants = kMethod, .hooked = true, .cuda = "view", .hand_off = false,
+               .impl = std::move(impl)});
+  };
+  auto to_hook = [](const char* name, const char* fn, const Args& a, const Shape& shape) {
+    return redispatch(name, g_m->attr(fn), py::make_tuple(a[0], py::cast(shape)), py::dict());
+  };
+  // view(dtype): the same bytes read as another dtype of the same size (not recorded)
+  method_row("view", {"view(Tensor input, int[] size) -> Tensor",
+                      "view(Tensor input, ScalarType dtype) -> Tensor"},
+             [to_hook](const Args& a) {
+               Tensor x = a.tensor(0);
+               if (a.overload() == 1) {
+                 const ScalarType dt = a.dtype(1);
+                 EMBER_CHECK(itemsize(dt) == x->element_size(), std::runtime_error,
+                             "ember: view(dtype) between dtypes of different sizes is not supported");
+                 Tensor v = make_view(x, x->sizes, x->strides, x->offset);
+                 v->dtype = dt;
+                 return wrap(v);
+               }
+               const Shape s = a.ints(1);
+               if (needs_grad(x)) return to_hook("_view", "_view", a, s);
+               return wrap(view(x, s));
+             });
+  method_row("view_as", {"view_as(Tensor input, Tensor other) -> Tensor"}, [to_hook](const Args& a) {
+    Tensor x = a.tensor(0);
+    const Shape s = a.tensor(1)->sizes;
+    if (needs_grad(x)) return to_hook("_view", "_view", a, s);
+    return wrap(view(x, s));
+  });
+  method_row("reshape_as", {"reshape_as(Tensor input, Tensor other) -> Tensor"},
+             [to_hook](const Args& a) {
+               Tensor x = a.tensor(0);
+               const Shape s = a.tensor(1)->sizes;
+               if (needs_grad(x)) return to_hook("reshape", "reshape", a, s);
+               return wrap(reshape(x, s));
+             });
+  // expand: torch's `implicit` is accepted and has no effect (as in torch's eager mode)
+  method_row("expand", {"expand(Tensor input, int[] size, *, bool implicit=False) -> Tensor"},
+             [to_hook](const Args& a) {
+               Tensor x = a.tensor(0);
+               const Shape s = a.ints(1);
+               if (needs_grad(x)) return to_hook("_expand", "_expand", a, s);
+               return wrap(expand(x, s));
+             });
+  method_row("expand_as", {"expand_as(Tensor input, Tensor other) -> Tensor"},
+             [to_hook](const Args& a) {
+               Tensor x = a.tensor(0);
+               const Shape s = a.tensor(1)->sizes;
+               if (needs_grad(x)) return to_hook("_expand", "_expand", a, s);
+               return wrap(expand(x, s));
+             });
+  // contiguous: recorded as a clone (same gradient), but run as a contiguous copy: the core's
+  // clone keeps a dense input's strides, so it would hand back the same non-contiguous layout
+  method_row("contiguous", {"contiguous(Tensor input, *, Any? memory_format=None) -> Tensor"},
+             [](const Args& a) {
+               Tensor x = a.tensor(0);
+               if (x->is_contiguous()) return py::reinterpret_borrow<py::object>(a[0]);
+               if (needs_grad(x))
+                 return redispatch("clone", g_m->attr("_contiguous"), py::make_tuple(a[0]), py::dict());
+               return wrap(contiguous(x));
+             });
   def_op(m, {.name = "detach", .signatures = {"detach(Tensor input) -> Tensor"}, .family = V,
              .cuda = "view", .impl = [](const Args& a) { return wrap(alias(a.tensor(0))); }});
   // clone: hand_off = false, the hook gets the input alone (ember has one memory format)

@@ -440,45 +440,6 @@ void register_tensor(py::module_& m) {
         return wrap(to_device_copy(t, d, non_blocking));
       }, py::arg("device") = py::none(), py::arg("non_blocking") = false,
          py::arg("memory_format") = py::none())
-      // views
-      .def("view", [](const Tensor& self, py::args args) {
-        if (args.size() == 1 && (py::isinstance<DType>(args[0]) )) {
-          ScalarType dt = to_dtype(args[0]);
-          EMBER_CHECK(itemsize(dt) == self->element_size(), std::runtime_error,
-                      "ember: view(dtype) between dtypes of different sizes is not supported");
-          Tensor v = make_view(self, self->sizes, self->strides, self->offset);
-          v->dtype = dt;
-          return wrap(v);
-        }
-        Shape s = shape_from_args(args, "view");
-        EMBER_AUTOGRAD(needs_grad(self), "_view", self, py::cast(s));
-        return wrap(view(self, s));
-      })
-      .def("view_as", [](const Tensor& self, const Tensor& other) -> py::object {
-        EMBER_AUTOGRAD(needs_grad(self), "_view", self, py::cast(other->sizes));
-        return wrap(view(self, other->sizes));
-      })
-      .def("reshape_as", [](const Tensor& self, const Tensor& other) -> py::object {
-        EMBER_AUTOGRAD(needs_grad(self), "reshape", self, py::cast(other->sizes));
-        return wrap(reshape(self, other->sizes));
-      })
-      .def("expand", [](const Tensor& self, py::args args) -> py::object {
-        Shape s = shape_from_args(args, "expand");
-        EMBER_AUTOGRAD(needs_grad(self), "_expand", self, py::cast(s));
-        return wrap(expand(self, s));
-      })
-      .def("expand_as", [](const Tensor& self, const Tensor& other) -> py::object {
-        EMBER_AUTOGRAD(needs_grad(self), "_expand", self, py::cast(other->sizes));
-        return wrap(expand(self, other->sizes));
-      })
-      .def("contiguous", [](const Tensor& self, py::object) -> py::object {
-        if (self->is_contiguous()) return py::cast(self);
-        // recorded as a clone (same gradient), but run as a contiguous copy: the core's clone
-        // keeps a dense input's strides, so it would hand back the same non-contiguous layout
-        if (needs_grad(self))
-          return redispatch("clone", core_fn("_contiguous"), py::make_tuple(self), py::dict());
-        return wrap(contiguous(self));
-      }, py::kw_only(), py::arg("memory_format") = py::none())
       .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
         EMBER_AUTOGRAD(needs_grad(self), "_getitem", self, index);
         return wrap(apply_index(self, index));
@@ -552,7 +513,8 @@ void register_tensor(py::module_& m) {
   });
   m.def("_setitem", &setitem);
   m.def("_index_basic", &apply_basic_index);
-  // reshape, permute, clone, transpose, squeeze, ... are registry rows (bind_shape.cpp)
+  // the views (reshape, view, expand, transpose, squeeze, ...), clone and contiguous are registry
+  // rows (bind_shape.cpp); _view and _expand are the functions their hook hand-offs name
   m.def("_contiguous", [](const Tensor& x) { return wrap(contiguous(x)); }, py::arg("input"));
   cls.def_property_readonly("T", [](const Tensor& x) -> py::object {
     Shape dims;
