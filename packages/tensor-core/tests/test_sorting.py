@@ -84,14 +84,14 @@ def test_sort_matches_numpy_stable(dtype, layout, descending, rng):
     a = fn(np_of(base, dtype))
     t = view(E(base, dtype), fn)
     for dim in range(-a.ndim, a.ndim):
-        v, i = ember.sort(t, dim, descending, stable=True)
+        v, i = ember.sort(t, dim=dim, descending=descending, stable=True)
         idx = stable_argsort(a, dim, descending)
         assert i.dtype == ember.int64 and v.dtype == t.dtype
         assert_same(i, idx)
         assert_same(v, np.take_along_axis(a, idx, dim))
-        assert_same(ember.argsort(t, dim, descending, stable=True), idx)
+        assert_same(ember.argsort(t, dim=dim, descending=descending, stable=True), idx)
         assert_same(t.argsort(dim=dim, descending=descending, stable=True), idx)
-        assert_same(t.sort(dim, descending=descending, stable=True).values, np.take_along_axis(a, idx, dim))
+        assert_same(t.sort(dim=dim, descending=descending, stable=True).values, np.take_along_axis(a, idx, dim))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
@@ -126,7 +126,7 @@ def test_sort_long_rows_radix(dtype, n, rng):
 def test_sort_many_rows_parallel_and_wide_keys(rng):
     a = rng.integers(-(2**62), 2**62, size=(64, 2048)).astype(np.int64)
     a[:, ::7] = a[:, :1]  # ties
-    v, i = ember.sort(E(a), 1, stable=True)
+    v, i = ember.sort(E(a), dim=1, stable=True)
     assert_same(i, np.argsort(a, 1, kind="stable"))
     assert_same(v, np.sort(a, 1))
     f = rng.standard_normal((3, 70_000))
@@ -788,7 +788,7 @@ def test_autograd_hook_receives_canonical_calls(recorded_calls):
     q = ember.tensor([0.25, 0.5])
     expected = [
         (lambda: x.sort(), "sort", C.sort, {"dim": -1, "descending": False, "stable": False}),
-        (lambda: ember.sort(x, 0, True, stable=True), "sort", C.sort, {"dim": 0, "descending": True, "stable": True}),
+        (lambda: ember.sort(x, dim=0, descending=True, stable=True), "sort", C.sort, {"dim": 0, "descending": True, "stable": True}),
         (lambda: x.topk(2), "topk", C.topk, {"k": 2, "dim": -1, "largest": True, "sorted": True}),
         (lambda: x.kthvalue(1, 0, True), "kthvalue", C.kthvalue, {"k": 1, "dim": 0, "keepdim": True}),
         (lambda: x.median(), "median", C.median, {}),
@@ -831,7 +831,7 @@ if given is not None:
            st.integers(-3, 2), st.booleans())
     def test_sort_property(a, dim, descending):
         dim = dim % a.ndim
-        v, i = ember.sort(E(a), dim, descending, stable=True)
+        v, i = ember.sort(E(a), dim=dim, descending=descending, stable=True)
         idx = stable_argsort(a, dim, descending)
         np.testing.assert_array_equal(N(i), idx)
         np.testing.assert_array_equal(N(v), np.take_along_axis(a, idx, dim))

@@ -214,7 +214,7 @@ def _quantile_vjp(ignore_nan):
             d = dim % len(shape)
             xm = ember.movedim(x, d, -1)  # (..., n)
         n = xm.shape[-1]
-        vals, idx = xm.detach().sort(-1, stable=True)
+        vals, idx = xm.detach().sort(dim=-1, stable=True)
         nan = vals.isnan()
         qt = q if isinstance(q, _C.Tensor) else ember.tensor(float(q), dtype=ember.float64)
         qv = qt.detach().to(g.dtype).reshape(-1)  # (m,)

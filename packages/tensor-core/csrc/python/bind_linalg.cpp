@@ -1,11 +1,10 @@
-// bind_linalg.cpp: Python bindings of the matrix products (ops/linalg.h): the functions
-// `ember.mm(input, mat2, *, out=None)` & co., the Tensor methods, the in-place forms (addmm_, ...)
-// and the `@` operator. A call with an input that requires grad goes to the autograd hook with the
-// module-level function and canonical arguments.
+// bind_linalg.cpp: the matrix products (ops/linalg.h) as registry rows (python/registry.h): the
+// functions `ember.mm(input, mat2, *, out=None)` & co., the Tensor methods, the in-place forms
+// (addmm_, ...) and, bound by hand, the `@` operator. The registry hands a call with an input that
+// requires grad (or on a device) to the hooks: the tensors by position, beta/alpha by keyword.
 #include "ops/linalg.h"
 #include "python/pyutils.h"
-
-using namespace pybind11::literals;
+#include "python/registry.h"
 
 namespace ember::pyb {
 namespace {
@@ -16,17 +15,7 @@ using ProductFn = Tensor (*)(const Tensor&, const Tensor&, const Tensor&);
 using AddFn = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar, const Tensor&);
 using AddInplaceFn = void (*)(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar);
 
-Tensor opt_out(py::handle out, const char* op) {
-  return out.is_none() ? nullptr : expect_tensor(out, op, "out");
-}
-
-[[noreturn]] void out_grad_error(const char* name) {
-  throw std::runtime_error(str_cat(name, "(): functions with out=... arguments don't support "
-                                         "automatic differentiation, but one of the arguments "
-                                         "requires grad."));
-}
-
-// Two-operand products: name, core function, name of the second argument.
+// Two-operand products: name, core function, name of the second argument (torch's).
 struct Product {
   const char* name;
   ProductFn fn;
@@ -38,19 +27,13 @@ const Product kProducts[] = {
     {"inner", &inner, "other"},  {"outer", &outer, "vec2"},   {"ger", &outer, "vec2"},
 };
 
-py::object product_call(const Product& p, py::handle ah, py::handle bh, py::handle outh) {
-  Tensor a = expect_tensor(ah, p.name, "input"), b = expect_tensor(bh, p.name, p.arg2);
+// The CPU product, written into out= when given.
+py::object run_product(const Product& p, const Tensor& a, const Tensor& b, py::handle outh) {
   Tensor out = opt_out(outh, p.name);
-  if (needs_dispatch(a) || needs_dispatch(b)) {
-    if (out && (needs_grad(a) || needs_grad(b))) out_grad_error(p.name);
-    return redispatch_out(p.name, g_m->attr(p.name), py::make_tuple(ah, bh), py::dict(), outh);
-  }
-  if (out) {
-    check_out_no_grad(out, p.name);
-    p.fn(a, b, out);
-    return py::reinterpret_borrow<py::object>(outh);
-  }
-  return wrap(p.fn(a, b, nullptr));
+  if (!out) return wrap(p.fn(a, b, nullptr));
+  check_out_no_grad(out, p.name);
+  p.fn(a, b, out);
+  return py::reinterpret_borrow<py::object>(outh);
 }
 
 // beta * input + alpha * product.
@@ -68,96 +51,68 @@ const AddProduct kAddProducts[] = {
     {"addbmm", &addbmm, &addbmm_, "batch1", "batch2"},
 };
 
-py::dict scale_kwargs(py::handle beta, py::handle alpha) {
-  return py::dict("beta"_a = beta, "alpha"_a = alpha);
+// `a @ b`: the product, or NotImplemented for a non-tensor operand (Python then tries the other
+// side); the hooks get it as matmul. PyTorch defines no in-place @=: Python falls back to a = a @ b.
+py::object matmul_operator(py::handle a, py::handle b) {
+  if (!is_tensor(a) || !is_tensor(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  Tensor ta = to_tensor(a), tb = to_tensor(b);
+  if (needs_dispatch(ta) || needs_dispatch(tb))
+    return redispatch("matmul", g_m->attr("matmul"),
+                      py::make_tuple(a, b), py::dict());
+  return wrap(matmul(ta, tb, nullptr));
 }
-
-py::object add_call(const AddProduct& p, py::handle ih, py::handle m1h, py::handle m2h,
-                    py::handle beta, py::handle alpha, py::handle outh) {
-  Tensor in = expect_tensor(ih, p.name, "input"), m1 = expect_tensor(m1h, p.name, p.arg1),
-         m2 = expect_tensor(m2h, p.name, p.arg2);
-  Tensor out = opt_out(outh, p.name);
-  if (needs_dispatch(in) || needs_dispatch(m1) || needs_dispatch(m2)) {
-    if (out && (needs_grad(in) || needs_grad(m1) || needs_grad(m2))) out_grad_error(p.name);
-    return redispatch_out(p.name, g_m->attr(p.name), py::make_tuple(ih, m1h, m2h),
-                          scale_kwargs(beta, alpha), outh);
-  }
-  Scalar b = to_scalar(beta), a = to_scalar(alpha);
-  if (out) {
-    check_out_no_grad(out, p.name);
-    p.fn(in, m1, m2, b, a, out);
-    return py::reinterpret_borrow<py::object>(outh);
-  }
-  return wrap(p.fn(in, m1, m2, b, a, nullptr));
-}
-
-py::object add_inplace_call(const AddProduct& p, py::handle selfh, py::handle m1h, py::handle m2h,
-                            py::handle beta, py::handle alpha) {
-  const std::string iname = std::string(p.name) + "_";
-  Tensor self = expect_tensor(selfh, iname.c_str(), "self");
-  Tensor m1 = expect_tensor(m1h, iname.c_str(), p.arg1), m2 = expect_tensor(m2h, iname.c_str(), p.arg2);
-  if (((self->requires_grad || m1->requires_grad || m2->requires_grad) && grad_enabled()) ||
-      on_device(self) || on_device(m1) || on_device(m2))
-    return redispatch(iname.c_str(), g_m->attr(iname.c_str()), py::make_tuple(selfh, m1h, m2h),
-                         scale_kwargs(beta, alpha));
-  p.inplace(self, m1, m2, to_scalar(beta), to_scalar(alpha));
-  return py::reinterpret_borrow<py::object>(selfh);
-}
-
-py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
 }  // namespace
 
 void register_linalg(py::module_& m) {
   g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
-  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
-  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
-
   for (const Product& p : kProducts) {
     const Product* pp = &p;
-    m.def(p.name, [pp](py::handle a, py::handle b, py::handle out) {
-      return product_call(*pp, a, b, out);
-    }, py::arg("input"), py::arg(p.arg2), py::kw_only(), py::arg("out") = py::none());
-    defm(p.name, py::cpp_function([pp](py::handle self, py::handle b) {
-      return product_call(*pp, self, b, py::none());
-    }, py::name(p.name), py::is_method(cls), py::arg(p.arg2)));
+    def_op(m, {.name = p.name,
+               .signatures = {str_cat(p.name, "(Tensor input, Tensor ", p.arg2,
+                                      ", *, Tensor? out=None) -> Tensor")},
+               .family = "linalg", .hooked = true,
+               .impl = [pp](const Args& a) {
+                 return run_product(*pp, a.tensor(0), a.tensor(1), a.out());
+               }});
   }
 
   for (const AddProduct& p : kAddProducts) {
     const AddProduct* pp = &p;
+    const std::string params = str_cat("(Tensor input, Tensor ", p.arg1, ", Tensor ", p.arg2,
+                                       ", *, Scalar beta=1, Scalar alpha=1");
+    def_op(m, {.name = p.name,
+               .signatures = {p.name + params + ", Tensor? out=None) -> Tensor"},
+               .family = "linalg", .hooked = true,
+               .impl = [pp](const Args& a) {
+                 Tensor out = opt_out(a.out(), pp->name);
+                 check_out_no_grad(out, pp->name);
+                 Tensor r = pp->fn(a.tensor(0), a.tensor(1), a.tensor(2), a.scalar(3), a.scalar(4),
+                                   out);
+                 return out ? py::reinterpret_borrow<py::object>(a.out()) : wrap(r);
+               }});
+    // ember.addmm_ too (torch has only the method): the autograd hook calls it by that name
     const std::string iname = std::string(p.name) + "_";
-    m.def(p.name, [pp](py::handle in, py::handle m1, py::handle m2, py::handle beta,
-                       py::handle alpha, py::handle out) {
-      return add_call(*pp, in, m1, m2, beta, alpha, out);
-    }, py::arg("input"), py::arg(p.arg1), py::arg(p.arg2), py::kw_only(), py::arg("beta") = 1,
-       py::arg("alpha") = 1, py::arg("out") = py::none());
-    m.def(iname.c_str(), [pp](py::handle self, py::handle m1, py::handle m2, py::handle beta,
-                              py::handle alpha) {
-      return add_inplace_call(*pp, self, m1, m2, beta, alpha);
-    }, py::arg("input"), py::arg(p.arg1), py::arg(p.arg2), py::kw_only(), py::arg("beta") = 1,
-       py::arg("alpha") = 1);
-    defm(p.name, py::cpp_function([pp](py::handle self, py::handle m1, py::handle m2,
-                                       py::handle beta, py::handle alpha) {
-      return add_call(*pp, self, m1, m2, beta, alpha, py::none());
-    }, py::name(p.name), py::is_method(cls), py::arg(p.arg1), py::arg(p.arg2), py::kw_only(),
-       py::arg("beta") = 1, py::arg("alpha") = 1));
-    defm(iname.c_str(), py::cpp_function([pp](py::handle self, py::handle m1, py::handle m2,
-                                              py::handle beta, py::handle alpha) {
-      return add_inplace_call(*pp, self, m1, m2, beta, alpha);
-    }, py::name(iname.c_str()), py::is_method(cls), py::arg(p.arg1), py::arg(p.arg2),
-       py::kw_only(), py::arg("beta") = 1, py::arg("alpha") = 1));
+    def_op(m, {.name = iname,
+               .signatures = {iname + params + ") -> Tensor"},
+               .family = "linalg", .hooked = true,
+               .impl = [pp](const Args& a) {
+                 pp->inplace(a.tensor(0), a.tensor(1), a.tensor(2), a.scalar(3), a.scalar(4));
+                 return py::reinterpret_borrow<py::object>(a[0]);
+               }});
   }
 
-  // The @ operator (PyTorch defines no in-place @=; Python then falls back to a = a @ b).
-  static const Product& matmul_p = kProducts[2];
-  defm("__matmul__", py::cpp_function([](py::handle self, py::handle other) -> py::object {
-    if (!is_tensor(other)) return not_implemented();
-    return product_call(matmul_p, self, other, py::none());
-  }, py::name("__matmul__"), py::is_method(cls), py::is_operator()));
-  defm("__rmatmul__", py::cpp_function([](py::handle self, py::handle other) -> py::object {
-    if (!is_tensor(other)) return not_implemented();
-    return product_call(matmul_p, other, self, py::none());
-  }, py::name("__rmatmul__"), py::is_method(cls), py::is_operator()));
+  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
+  py::setattr(cls, "__matmul__", py::cpp_function(&matmul_operator, py::name("__matmul__"),
+                                                  py::is_method(cls), py::is_operator()));
+  py::setattr(cls, "__rmatmul__",
+              py::cpp_function([](py::handle self, py::handle other) {
+                return matmul_operator(other, self);
+              }, py::name("__rmatmul__"), py::is_method(cls), py::is_operator()));
+  for (const char* name : {"__matmul__", "__rmatmul__"})
+    def_op(m, {.name = name, .signatures = {str_cat(name, "(Tensor input, Tensor other) -> Tensor")},
+               .family = "linalg", .variants = kMethod, .hooked = true,
+               .binding = "manual: bind_linalg.cpp: an operator, NotImplemented for a non-tensor"});
 }
 
 }  // namespace ember::pyb

@@ -1,12 +1,14 @@
-// bind_shape.cpp: Python bindings of the joining and reshaping primitives (ops/shape_ops.h):
-// cat/concat/concatenate, flip, roll, tril/triu (+ in-place, out=), constant_pad_nd,
-// repeat_interleave, diagonal, diag_embed, Tensor.unfold, tril_indices/triu_indices.
-// Differentiable ops hand the call to the autograd hook with canonical arguments when an input
-// requires grad; the composites over them (stack, split, movedim, ...) are in ember/_shape.py.
+// bind_shape.cpp: the joining and reshaping primitives (ops/shape_ops.h) as registry rows
+// (python/registry.h): cat/concat/concatenate, flip, roll, tril/triu (+ in-place, out=),
+// constant_pad_nd, repeat_interleave, diagonal, diag_embed, Tensor.unfold,
+// tril_indices/triu_indices. Differentiable ops hand the call to the autograd hook with canonical
+// arguments when an input requires grad; the composites over them (stack, split, movedim, ...)
+// are in ember/_shape.py.
 #include <string>
 
 #include "ops/shape_ops.h"
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 using namespace pybind11::literals;
 
@@ -84,23 +86,6 @@ py::object cat_call(const char* name, py::handle tensorsh, py::handle dimh, py::
   return py::reinterpret_borrow<py::object>(outh);
 }
 
-// Dims given as x.flip(0, 1), x.flip((0, 1)) or flip(x, dims=...).
-std::vector<int64_t> varargs_dims(const py::args& args, py::kwargs kw, const char* op, const char* key) {
-  if (kw && kw.contains(key)) {
-    EMBER_CHECK(args.size() == 0, py::type_error, op, "() got multiple values for argument '", key, "'");
-    return int_list(kw[key], op, key);
-  }
-  if (args.size() == 1) return int_list(args[0], op, key);
-  return int_list(args, op, key);
-}
-
-py::object flip_call(py::handle xh, const std::vector<int64_t>& dims) {
-  Tensor x = expect_tensor(xh, "flip", "input");
-  if (needs_dispatch(x))
-    return redispatch("flip", core_fn("flip"), py::make_tuple(xh), py::dict("dims"_a = tuple_of(dims)));
-  return wrap(flip(x, dims));
-}
-
 py::object roll_call(py::handle xh, py::handle shiftsh, py::handle dimsh) {
   Tensor x = expect_tensor(xh, "roll", "input");
   std::vector<int64_t> shifts = int_list(shiftsh, "roll", "shifts");
@@ -109,38 +94,6 @@ py::object roll_call(py::handle xh, py::handle shiftsh, py::handle dimsh) {
     return redispatch("roll", core_fn("roll"), py::make_tuple(xh),
                          py::dict("shifts"_a = tuple_of(shifts), "dims"_a = tuple_of(dims)));
   return wrap(roll(x, shifts, dims));
-}
-
-py::object tri_call(bool upper, py::handle xh, int64_t k, py::handle outh) {
-  const char* name = upper ? "triu" : "tril";
-  Tensor x = expect_tensor(xh, name, "input");
-  Tensor out = opt_out(outh, name);
-  if (needs_dispatch(x)) {
-    if ((out) && needs_grad(x)) out_with_grad(name);
-    return redispatch_out(name, core_fn(name), py::make_tuple(xh), py::dict("diagonal"_a = k), outh);
-  }
-  if (out) check_out_dtype(out, x->dtype);
-  return finish(name, tril_triu(x, k, upper, false), outh);
-}
-
-py::object tri_inplace(bool upper, py::handle selfh, int64_t k) {
-  const char* name = upper ? "triu_" : "tril_";
-  Tensor x = expect_tensor(selfh, name, "self");
-  if (needs_dispatch(x))
-    return redispatch(name, core_fn(name), py::make_tuple(selfh), py::dict("diagonal"_a = k));
-  tril_triu(x, k, upper, true);
-  return py::reinterpret_borrow<py::object>(selfh);
-}
-
-py::object pad_call(py::handle xh, py::handle padh, py::handle valueh) {
-  Tensor x = expect_tensor(xh, "constant_pad_nd", "input");
-  std::vector<int64_t> pad = int_list(padh, "constant_pad_nd", "pad");
-  Scalar v = valueh.is_none() ? Scalar::from_int(0) : to_scalar(valueh);
-  if (needs_dispatch(x))
-    return redispatch("constant_pad_nd", core_fn("constant_pad_nd"), py::make_tuple(xh),
-                         py::dict("pad"_a = tuple_of(pad),
-                                  "value"_a = valueh.is_none() ? py::int_(0) : py::reinterpret_borrow<py::object>(valueh)));
-  return wrap(constant_pad_nd(x, pad, v));
 }
 
 py::object repeat_interleave_call(py::handle xh, py::handle repeatsh, py::handle dimh, py::handle osh) {
@@ -172,14 +125,6 @@ py::object diagonal_call(py::handle xh, int64_t offset, int64_t d1, int64_t d2) 
   return wrap(diagonal(x, offset, d1, d2));
 }
 
-py::object diag_embed_call(py::handle xh, int64_t offset, int64_t d1, int64_t d2) {
-  Tensor x = expect_tensor(xh, "diag_embed", "input");
-  if (needs_dispatch(x))
-    return redispatch("diag_embed", core_fn("diag_embed"), py::make_tuple(xh),
-                         py::dict("offset"_a = offset, "dim1"_a = d1, "dim2"_a = d2));
-  return wrap(diag_embed(x, offset, d1, d2));
-}
-
 py::object unfold_call(py::handle xh, int64_t dimension, int64_t size, int64_t step) {
   Tensor x = expect_tensor(xh, "unfold", "input");
   if (needs_grad(x))  // a view: no device work
@@ -199,79 +144,243 @@ py::object tri_indices_call(bool upper, int64_t row, int64_t col, int64_t offset
 
 }  // namespace
 
+// The views (core/view ops): metadata only, so they run on every device (cuda = "view") and go
+// to the autograd hook with every argument by position, as its formulas read them.
+void register_views(py::module_& m) {
+  const char* V = "view";
+  auto view_row = [&](const std::string& name, std::vector<std::string> signatures,
+                      std::function<py::object(const Args&)> impl, unsigned variants = kFunction | kMethod) {
+    def_op(m, {.name = name, .signatures = std::move(signatures), .family = V,
+               .variants = variants, .hooked = true, .hook_positional = Args::kMaxParams, .cuda = "view",
+               .impl = std::move(impl)});
+  };
+  // reshape / permute: the methods also take the sizes as var-args, x.reshape(2, 3)
+  view_row("reshape", {"reshape(Tensor input, int[] shape) -> Tensor"},
+           [](const Args& a) { return wrap(reshape(a.tensor(0), a.ints(1))); });
+  view_row("permute", {"permute(Tensor input, int[] dims) -> Tensor"},
+           [](const Args& a) { return wrap(permute(a.tensor(0), a.ints(1))); });
+  // transpose; swapaxes and swapdims are the same function (the hook sees transpose)
+  view_row("transpose", {"transpose(Tensor input, int dim0, int dim1) -> Tensor"},
+           [](const Args& a) { return wrap(transpose(a.tensor(0), a.integer(1), a.integer(2))); });
+  py::object cls = m.attr("Tensor");
+  for (const char* alias : {"swapaxes", "swapdims"}) {
+    m.attr(alias) = m.attr("transpose");
+    cls.attr(alias) = cls.attr("transpose");
+  }
+  view_row("t", {"t(Tensor input) -> Tensor"}, [](const Args& a) { return wrap(t_(a.tensor(0))); });
+  view_row("squeeze",
+           {"squeeze(Tensor input) -> Tensor", "squeeze(Tensor input, int dim) -> Tensor",
+            "squeeze(Tensor input, int[] dim) -> Tensor"},
+           [](const Args& a) {
+             if (a.overload() == 0) return wrap(squeeze(a.tensor(0)));
+             return wrap(squeeze_dims(a.tensor(0), a.ints(1)));
+           });
+  view_row("unsqueeze", {"unsqueeze(Tensor input, int dim) -> Tensor"},
+           [](const Args& a) { return wrap(unsqueeze(a.tensor(0), a.integer(1))); });
+  view_row("flatten", {"flatten(Tensor input, int start_dim=0, int end_dim=-1) -> Tensor"},
+           [](const Args& a) { return wrap(flatten(a.tensor(0), a.integer(1), a.integer(2))); });
+  view_row("unflatten", {"unflatten(Tensor input, int dim, int[] sizes) -> Tensor"},
+           [](const Args& a) { return wrap(unflatten(a.tensor(0), a.integer(1), a.ints(2))); });
+  view_row("narrow", {"narrow(Tensor input, int dim, int start, int length) -> Tensor"},
+           [](const Args& a) {
+             return wrap(narrow(a.tensor(0), a.integer(1), a.integer(2), a.integer(3)));
+           });
+  view_row("select", {"select(Tensor input, int dim, int index) -> Tensor"},
+           [](const Args& a) { return wrap(select(a.tensor(0), a.integer(1), a.integer(2))); });
+  // as_strided: hand_off = false, the hook gets storage_offset=None as the input's offset
+  def_op(m, {.name = "as_strided",
+             .signatures = {"as_strided(Tensor input, int[] size, int[] stride, int? storage_offset=None) -> Tensor"},
+             .family = V, .hooked = true, .cuda = "view", .hand_off = false,
+             .impl = [](const Args& a) {
+               Tensor x = a.tensor(0);
+               const Shape size = a.ints(1), stride = a.ints(2);
+               const int64_t offset = a.is_none(3) ? x->offset : a.integer(3);
+               if (needs_grad(x))
+                 return redispatch("as_strided", g_m->attr("as_strided"),
+                                   py::make_tuple(a[0], py::cast(size), py::cast(stride), offset),
+                                   py::dict());
+               return wrap(as_strided(x, size, stride, offset));
+             }});
+  // The methods whose hook hand-off names another function: view -> _view, expand -> _expand,
+  // reshape_as -> reshape, contiguous -> clone (run as _contiguous). hand_off = false.
+  auto method_row = [&](const std::string& name, std::vector<std::string> signatures,
+                        std::function<py::object(const Args&)> impl) {
+    def_op(m, {.name = name, .signatures = std::move(signatures), .family = V,
+               .variants = kMethod, .hooked = true, .cuda = "view", .hand_off = false,
+               .impl = std::move(impl)});
+  };
+  auto to_hook = [](const char* name, const char* fn, const Args& a, const Shape& shape) {
+    return redispatch(name, g_m->attr(fn), py::make_tuple(a[0], py::cast(shape)), py::dict());
+  };
+  // view(dtype): the same bytes read as another dtype of the same size (not recorded)
+  method_row("view", {"view(Tensor input, int[] size) -> Tensor",
+                      "view(Tensor input, ScalarType dtype) -> Tensor"},
+             [to_hook](const Args& a) {
+               Tensor x = a.tensor(0);
+               if (a.overload() == 1) {
+                 const ScalarType dt = a.dtype(1);
+                 EMBER_CHECK(itemsize(dt) == x->element_size(), std::runtime_error,
+                             "ember: view(dtype) between dtypes of different sizes is not supported");
+                 Tensor v = make_view(x, x->sizes, x->strides, x->offset);
+                 v->dtype = dt;
+                 return wrap(v);
+               }
+               const Shape s = a.ints(1);
+               if (needs_grad(x)) return to_hook("_view", "_view", a, s);
+               return wrap(view(x, s));
+             });
+  method_row("view_as", {"view_as(Tensor input, Tensor other) -> Tensor"}, [to_hook](const Args& a) {
+    Tensor x = a.tensor(0);
+    const Shape s = a.tensor(1)->sizes;
+    if (needs_grad(x)) return to_hook("_view", "_view", a, s);
+    return wrap(view(x, s));
+  });
+  method_row("reshape_as", {"reshape_as(Tensor input, Tensor other) -> Tensor"},
+             [to_hook](const Args& a) {
+               Tensor x = a.tensor(0);
+               const Shape s = a.tensor(1)->sizes;
+               if (needs_grad(x)) return to_hook("reshape", "reshape", a, s);
+               return wrap(reshape(x, s));
+             });
+  // expand: torch's `implicit` is accepted and has no effect (as in torch's eager mode)
+  method_row("expand", {"expand(Tensor input, int[] size, *, bool implicit=False) -> Tensor"},
+             [to_hook](const Args& a) {
+               Tensor x = a.tensor(0);
+               const Shape s = a.ints(1);
+               if (needs_grad(x)) return to_hook("_expand", "_expand", a, s);
+               return wrap(expand(x, s));
+             });
+  method_row("expand_as", {"expand_as(Tensor input, Tensor other) -> Tensor"},
+             [to_hook](const Args& a) {
+               Tensor x = a.tensor(0);
+               const Shape s = a.tensor(1)->sizes;
+               if (needs_grad(x)) return to_hook("_expand", "_expand", a, s);
+               return wrap(expand(x, s));
+             });
+  // contiguous: recorded as a clone (same gradient), but run as a contiguous copy: the core's
+  // clone keeps a dense input's strides, so it would hand back the same non-contiguous layout
+  method_row("contiguous", {"contiguous(Tensor input, *, Any? memory_format=None) -> Tensor"},
+             [](const Args& a) {
+               Tensor x = a.tensor(0);
+               if (x->is_contiguous()) return py::reinterpret_borrow<py::object>(a[0]);
+               if (needs_grad(x))
+                 return redispatch("clone", g_m->attr("_contiguous"), py::make_tuple(a[0]), py::dict());
+               return wrap(contiguous(x));
+             });
+  def_op(m, {.name = "detach", .signatures = {"detach(Tensor input) -> Tensor"}, .family = V,
+             .cuda = "view", .impl = [](const Args& a) { return wrap(alias(a.tensor(0))); }});
+  // clone: hand_off = false, the hook gets the input alone (ember has one memory format)
+  def_op(m, {.name = "clone",
+             .signatures = {"clone(Tensor input, *, Any? memory_format=None) -> Tensor"},
+             .family = V, .hooked = true, .cuda = "view", .hand_off = false,
+             .impl = [](const Args& a) {
+               Tensor x = a.tensor(0);
+               if (needs_grad(x))
+                 return redispatch("clone", g_m->attr("clone"), py::make_tuple(a[0]), py::dict());
+               return wrap(clone(x));
+             }});
+}
+
 void register_shape(py::module_& m) {
   g_m = new py::module_(m);
-  py::object cls = m.attr("Tensor");
-  auto method = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
-  auto as_method = [&](const char* name, auto fn, auto... extra) {
-    method(name, py::cpp_function(fn, py::name(name), py::is_method(cls), py::sibling(py::getattr(cls, name, py::none())), extra...));
-  };
+  register_views(m);
+  const char* S = "shape";
 
-  // ---- cat ----
-  for (const char* name : {"cat", "concat"})
-    m.def(name, [name](py::handle ts, py::handle dim, py::handle out) {
-      return cat_call(name, ts, dim, out);
-    }, py::arg("tensors"), py::arg("dim") = 0, py::kw_only(), py::arg("out") = py::none());
-  for (const char* name : {"cat", "concat"})  // torch also takes the NumPy spelling `axis`
-    m.def(name, [name](py::handle ts, py::handle axis, py::handle out) {
-      return cat_call(name, ts, axis, out);
-    }, py::arg("tensors"), py::kw_only(), py::arg("axis"), py::arg("out") = py::none());
-  m.def("concatenate", [](py::handle ts, py::handle axis, py::handle out) {
-    return cat_call("concatenate", ts, axis, out);
-  }, py::arg("tensors"), py::arg("axis") = 0, py::arg("out") = py::none());
+  // cat / concat / concatenate (functions only); torch's NumPy spelling `axis` is the registry's
+  // alias of dim. hand_off = false: the hook gets the tensors as a tuple.
+  for (const std::string name : {"cat", "concat", "concatenate"})
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor[] tensors, int dim=0, *, Tensor? out=None) -> Tensor"},
+               .family = S, .variants = kFunction, .hooked = true, .hand_off = false,
+               .impl = [name](const Args& a) { return cat_call(name.c_str(), a[0], a[1], a.out()); }});
 
-  // ---- flip / roll ----
-  m.def("flip", [](py::handle x, py::handle dims) {
-    return flip_call(x, int_list(dims, "flip", "dims"));
-  }, py::arg("input"), py::arg("dims"));
-  as_method("flip", [](py::handle self, py::args args, py::kwargs kw) {
-    return flip_call(self, varargs_dims(args, kw, "flip", "dims"));
-  });
-  m.def("roll", &roll_call, py::arg("input"), py::arg("shifts"), py::arg("dims") = py::none());
-  as_method("roll", [](py::handle self, py::handle s, py::handle d) { return roll_call(self, s, d); },
-            py::arg("shifts"), py::arg("dims") = py::none());
+  // flip: the method also takes the dims as var-args, x.flip(0, 1) (the registry's int-list rule)
+  def_op(m, {.name = "flip", .signatures = {"flip(Tensor input, int[] dims) -> Tensor"},
+             .family = S, .hooked = true,
+             .impl = [](const Args& a) { return wrap(flip(a.tensor(0), a.ints(1))); }});
+  // roll: dims=None is accepted, as torch's; hand_off = false: the hook gets dims=() then
+  def_op(m, {.name = "roll",
+             .signatures = {"roll(Tensor input, int[1] shifts, int[1]? dims=[]) -> Tensor"},
+             .family = S, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) { return roll_call(a[0], a[1], a[2]); }});
 
-  // ---- tril / triu ----
   for (bool upper : {false, true}) {
-    const char* name = upper ? "triu" : "tril";
-    const char* iname = upper ? "triu_" : "tril_";
-    m.def(name, [upper](py::handle x, int64_t k, py::handle out) { return tri_call(upper, x, k, out); },
-          py::arg("input"), py::arg("diagonal") = 0, py::kw_only(), py::arg("out") = py::none());
-    as_method(name, [upper](py::handle x, int64_t k) { return tri_call(upper, x, k, py::none()); },
-              py::arg("diagonal") = 0);
-    m.def(iname, [upper](py::handle x, int64_t k) { return tri_inplace(upper, x, k); },
-          py::arg("input"), py::arg("diagonal") = 0);
-    as_method(iname, [upper](py::handle x, int64_t k) { return tri_inplace(upper, x, k); },
-              py::arg("diagonal") = 0);
-    m.def(upper ? "triu_indices" : "tril_indices",
-          [upper](int64_t row, int64_t col, int64_t offset, py::handle dtype, py::handle device,
-                  py::handle) { return tri_indices_call(upper, row, col, offset, dtype, device); },
-          py::arg("row"), py::arg("col"), py::arg("offset") = 0, py::kw_only(),
-          py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("layout") = py::none());
+    const std::string name = upper ? "triu" : "tril";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input, int diagonal=0, *, Tensor? out=None) -> Tensor"},
+               .family = S, .hooked = true,
+               .impl = [upper, name](const Args& a) {
+                 Tensor x = a.tensor(0), out = opt_out(a.out(), name.c_str());
+                 if (out) check_out_dtype(out, x->dtype);
+                 return finish(name.c_str(), tril_triu(x, a.integer(1), upper, false), a.out());
+               }});
+    // ember.tril_ too (torch has only the method): the hook calls it by that name
+    def_op(m, {.name = name + "_", .signatures = {name + "_(Tensor input, int diagonal=0) -> Tensor"},
+               .family = S, .hooked = true,
+               .impl = [upper](const Args& a) {
+                 tril_triu(a.tensor(0), a.integer(1), upper, true);
+                 return py::reinterpret_borrow<py::object>(a[0]);
+               }});
+    const std::string iname = upper ? "triu_indices" : "tril_indices";
+    // layout: accepted for torch's signature; ember has only strided tensors
+    def_op(m, {.name = iname,
+               .signatures = {iname + "(int row, int col, int offset=0, *, ScalarType? dtype=None, "
+                                      "Device? device=None, Any? layout=None) -> Tensor"},
+               .family = S, .variants = kFunction,
+               .impl = [upper](const Args& a) {
+                 return tri_indices_call(upper, a.integer(0), a.integer(1), a.integer(2), a[3], a[4]);
+               }});
   }
 
-  // ---- padding, repeat_interleave ----
-  m.def("constant_pad_nd", &pad_call, py::arg("input"), py::arg("pad"), py::arg("value") = 0);
-  m.def("repeat_interleave", &repeat_interleave_call, py::arg("input"), py::arg("repeats") = py::none(),
-        py::arg("dim") = py::none(), py::kw_only(), py::arg("output_size") = py::none());
-  as_method("repeat_interleave", [](py::handle self, py::handle r, py::handle d, py::handle os) {
-    if (r.is_none())
-      throw py::type_error("repeat_interleave(): missing required argument 'repeats'");
-    return repeat_interleave_call(self, r, d, os);
-  }, py::arg("repeats"), py::arg("dim") = py::none(), py::kw_only(), py::arg("output_size") = py::none());
+  def_op(m, {.name = "constant_pad_nd",
+             .signatures = {"constant_pad_nd(Tensor input, int[] pad, Scalar value=0) -> Tensor"},
+             .family = S, .variants = kFunction, .hooked = true,
+             .impl = [](const Args& a) {
+               return wrap(constant_pad_nd(a.tensor(0), a.ints(1), a.scalar(2)));
+             }});
 
-  // ---- diagonal views ----
-  m.def("diagonal", &diagonal_call, py::arg("input"), py::arg("offset") = 0, py::arg("dim1") = 0,
-        py::arg("dim2") = 1);
-  as_method("diagonal", [](py::handle x, int64_t o, int64_t a, int64_t b) { return diagonal_call(x, o, a, b); },
-            py::arg("offset") = 0, py::arg("dim1") = 0, py::arg("dim2") = 1);
-  m.def("diag_embed", &diag_embed_call, py::arg("input"), py::arg("offset") = 0, py::arg("dim1") = -2,
-        py::arg("dim2") = -1);
-  as_method("diag_embed", [](py::handle x, int64_t o, int64_t a, int64_t b) { return diag_embed_call(x, o, a, b); },
-            py::arg("offset") = 0, py::arg("dim1") = -2, py::arg("dim2") = -1);
-  m.def("_unfold", &unfold_call, py::arg("input"), py::arg("dimension"), py::arg("size"), py::arg("step"));
-  as_method("unfold", [](py::handle x, int64_t d, int64_t s, int64_t st) { return unfold_call(x, d, s, st); },
-            py::arg("dimension"), py::arg("size"), py::arg("step"));
+  // repeat_interleave: repeats a tensor or an int; the function's one-argument form takes the
+  // counts (the method has none). hand_off = false: repeats=None goes to the device as given.
+  const std::string rest = " repeats, int? dim=None, *, int? output_size=None) -> Tensor";
+  const std::string by_tensor = "repeat_interleave(Tensor input, Tensor" + rest;
+  const std::string by_int = "repeat_interleave(Tensor input, int" + rest;
+  auto repeat_impl = [](const Args& a) {
+    if (a.schema().params.size() == 2)  // repeat_interleave(repeats, *, output_size)
+      return repeat_interleave_call(a[0], py::none(), py::none(), a[1]);
+    return repeat_interleave_call(a[0], a[1], a[2], a[3]);
+  };
+  def_op(m, {.name = "repeat_interleave",
+             .signatures = {by_tensor,
+                            "repeat_interleave(Tensor repeats, *, int? output_size=None) -> Tensor",
+                            by_int},
+             .family = S, .variants = kFunction, .hooked = true, .hand_off = false,
+             .impl = repeat_impl});
+  def_op(m, {.name = "repeat_interleave", .signatures = {by_tensor, by_int},
+             .family = S, .variants = kMethod, .hooked = true, .hand_off = false,
+             .impl = repeat_impl});
+
+  // diagonal, unfold: views, so no device work; hand_off = false: the hook only for grad
+  def_op(m, {.name = "diagonal",
+             .signatures = {"diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1) -> Tensor"},
+             .family = S, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) {
+               return diagonal_call(a[0], a.integer(1), a.integer(2), a.integer(3));
+             }});
+  def_op(m, {.name = "diag_embed",
+             .signatures = {"diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1) -> Tensor"},
+             .family = S, .hooked = true,
+             .impl = [](const Args& a) {
+               return wrap(diag_embed(a.tensor(0), a.integer(1), a.integer(2), a.integer(3)));
+             }});
+  // Tensor.unfold; the function is _unfold (torch.unfold does not exist), which the hook runs
+  for (const std::string name : {"unfold", "_unfold"})
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input, int dimension, int size, int step) -> Tensor"},
+               .family = S, .variants = name == "unfold" ? kMethod : kFunction, .hooked = true,
+               .hand_off = false,
+               .impl = [](const Args& a) {
+                 return unfold_call(a[0], a.integer(1), a.integer(2), a.integer(3));
+               }});
 }
 
 }  // namespace ember::pyb

@@ -1,14 +1,16 @@
-// bind_sort.cpp: Python bindings of the sorting and searching ops (ops/sort.h): functions
-// `ember.<op>(...)` and methods `Tensor.<op>(...)` with PyTorch's signatures, (values, indices)
-// named tuples, out= (a tensor or a (values, indices) pair) and the autograd hook for the
-// differentiable ones: `redispatch(name, _C.<name>, (input,), canonical kwargs)`. The ops with no
-// gradient (argsort, unique, searchsorted, histc, ...) hand a call with a CUDA tensor straight to
-// the device hook.
+// bind_sort.cpp: the sorting and searching ops (ops/sort.h) as registry rows (python/registry.h):
+// functions `ember.<op>(...)` and methods `Tensor.<op>(...)` with PyTorch's signatures, (values,
+// indices) named tuples, out= (a tensor or a (values, indices) pair). Every row hands off to the
+// hooks itself (hand_off = false), with the arguments in the form the autograd formulas and
+// ember/cuda read: `redispatch(name, _C.<name>, (input,), canonical kwargs)` for the
+// differentiable ones; the ops with no gradient (argsort, unique, searchsorted, histc, ...) hand a
+// call with a CUDA tensor straight to the device hook.
 #include <string>
 #include <tuple>
 
 #include "ops/sort.h"
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 using namespace pybind11::literals;
 
@@ -304,99 +306,137 @@ py::object quantile_call(bool ignore_nan, py::handle xh, py::handle qh, py::hand
 
 void register_sort(py::module_& m) {
   g_m = new py::module_(m);  // leaked: outlives interpreter teardown
-  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
-  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
-  const auto none = py::none();
-  const auto meth = py::is_method(cls);
+  const char* S = "sort";
+  const char* pair = "(Tensor values, Tensor indices)";
 
-  m.def("sort", &sort_call, "input"_a, "dim"_a = -1, "descending"_a = false, py::kw_only(),
-        "stable"_a = none, "out"_a = none);
-  defm("sort", py::cpp_function([](py::handle self, py::handle dim, bool descending, py::handle stable) {
-    return sort_call(self, dim, descending, stable, py::none());
-  }, meth, "dim"_a = -1, "descending"_a = false, py::kw_only(), "stable"_a = none));
-  m.def("argsort", &argsort_call, "input"_a, "dim"_a = -1, "descending"_a = false, "stable"_a = none);
-  defm("argsort", py::cpp_function(&argsort_call, meth, "dim"_a = -1, "descending"_a = false, "stable"_a = none));
+  // sort / argsort: torch's `stable` form makes dim and descending keyword-only (second: the
+  // common form first, as a call pays for each form it fails)
+  def_op(m, {.name = "sort",
+             .signatures = {str_cat("sort(Tensor input, int dim=-1, bool descending=False, *, "
+                                    "Tensor[]? out=None) -> ", pair),
+                            str_cat("sort(Tensor input, *, bool? stable, int dim=-1, bool descending=False, "
+                                    "Tensor[]? out=None) -> ", pair)},
+             .family = S, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) {
+               if (a.overload() == 0) return sort_call(a[0], a[1], a.flag(2), py::none(), a.out());
+               return sort_call(a[0], a[2], a.flag(3), a[1], a.out());
+             }});
+  def_op(m, {.name = "argsort",
+             .signatures = {"argsort(Tensor input, int dim=-1, bool descending=False) -> Tensor",
+                            "argsort(Tensor input, *, bool stable, int dim=-1, bool descending=False) -> Tensor"},
+             .family = S, .hand_off = false,
+             .impl = [](const Args& a) {
+               if (a.overload() == 0) return argsort_call(a[0], a[1], a.flag(2), py::none());
+               return argsort_call(a[0], a[2], a.flag(3), a[1]);
+             }});
 
-  m.def("topk", &topk_call, "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
-        py::kw_only(), "out"_a = none);
-  defm("topk", py::cpp_function([](py::handle self, int64_t k, py::handle dim, bool largest, bool sorted) {
-    return topk_call(self, k, dim, largest, sorted, py::none());
-  }, meth, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true));
+  def_op(m, {.name = "topk",
+             .signatures = {str_cat("topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True, "
+                                    "*, Tensor[]? out=None) -> ", pair)},
+             .family = S, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) {
+               return topk_call(a[0], a.integer(1), a[2], a.flag(3), a.flag(4), a.out());
+             }});
+  def_op(m, {.name = "kthvalue",
+             .signatures = {str_cat("kthvalue(Tensor input, int k, int dim=-1, bool keepdim=False, *, "
+                                    "Tensor[]? out=None) -> ", pair)},
+             .family = S, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) {
+               return kthvalue_call(a[0], a.integer(1), a[2], a.flag(3), a.out());
+             }});
 
-  m.def("kthvalue", &kthvalue_call, "input"_a, "k"_a, "dim"_a = -1, "keepdim"_a = false, py::kw_only(),
-        "out"_a = none);
-  defm("kthvalue", py::cpp_function([](py::handle self, int64_t k, py::handle dim, bool keepdim) {
-    return kthvalue_call(self, k, dim, keepdim, py::none());
-  }, meth, "k"_a, "dim"_a = -1, "keepdim"_a = false));
-
+  // median / nanmedian: of all elements (no out=, as torch's), or along a dim
   for (bool ignore_nan : {false, true}) {
-    const char* name = ignore_nan ? "nanmedian" : "median";
-    m.def(name, [ignore_nan](py::handle x, py::handle dim, bool keepdim, py::handle out) {
-      return median_call(ignore_nan, x, dim, keepdim, out);
-    }, "input"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "out"_a = none);
-    defm(name, py::cpp_function([ignore_nan](py::handle self, py::handle dim, bool keepdim) {
-      return median_call(ignore_nan, self, dim, keepdim, py::none());
-    }, meth, "dim"_a = none, "keepdim"_a = false));
+    const std::string name = ignore_nan ? "nanmedian" : "median";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input) -> Tensor",
+                              str_cat(name, "(Tensor input, int dim, bool keepdim=False, *, "
+                                            "Tensor[]? out=None) -> ", pair)},
+               .family = S, .hooked = true, .hand_off = false,
+               .impl = [ignore_nan](const Args& a) {
+                 if (a.overload() == 0) return median_call(ignore_nan, a[0], py::none(), false, py::none());
+                 return median_call(ignore_nan, a[0], a[1], a.flag(2), a.out());
+               }});
   }
 
-  m.def("mode", &mode_call, "input"_a, "dim"_a = -1, "keepdim"_a = false, py::kw_only(), "out"_a = none);
-  defm("mode", py::cpp_function([](py::handle self, py::handle dim, bool keepdim) {
-    return mode_call(self, dim, keepdim, py::none());
-  }, meth, "dim"_a = -1, "keepdim"_a = false));
+  def_op(m, {.name = "mode",
+             .signatures = {str_cat("mode(Tensor input, int dim=-1, bool keepdim=False, *, "
+                                    "Tensor[]? out=None) -> ", pair)},
+             .family = S, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) { return mode_call(a[0], a[1], a.flag(2), a.out()); }});
 
   for (bool is_max : {true, false}) {
-    const char* name = is_max ? "cummax" : "cummin";
-    m.def(name, [is_max](py::handle x, py::handle dim, py::handle out) { return cumext_call(is_max, x, dim, out); },
-          "input"_a, "dim"_a, py::kw_only(), "out"_a = none);
-    defm(name, py::cpp_function([is_max](py::handle self, py::handle dim) {
-      return cumext_call(is_max, self, dim, py::none());
-    }, meth, "dim"_a));
+    const std::string name = is_max ? "cummax" : "cummin";
+    def_op(m, {.name = name,
+               .signatures = {str_cat(name, "(Tensor input, int dim, *, Tensor[]? out=None) -> ", pair)},
+               .family = S, .hooked = true, .hand_off = false,
+               .impl = [is_max](const Args& a) { return cumext_call(is_max, a[0], a[1], a.out()); }});
   }
 
-  m.def("unique", [](py::handle x, bool sorted, bool inv, bool counts, py::handle dim) {
-    (void)sorted;  // always sorted, as PyTorch's CPU kernel
-    return unique_call(false, x, inv, counts, dim);
-  }, "input"_a, "sorted"_a = true, "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = none);
-  defm("unique", py::cpp_function([](py::handle self, bool sorted, bool inv, bool counts, py::handle dim) {
-    (void)sorted;
-    return unique_call(false, self, inv, counts, dim);
-  }, meth, "sorted"_a = true, "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = none));
-  m.def("unique_consecutive", [](py::handle x, bool inv, bool counts, py::handle dim) {
-    return unique_call(true, x, inv, counts, dim);
-  }, "input"_a, "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = none);
-  defm("unique_consecutive", py::cpp_function([](py::handle self, bool inv, bool counts, py::handle dim) {
-    return unique_call(true, self, inv, counts, dim);
-  }, meth, "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = none));
+  // unique: `sorted` is accepted and the result always sorted, as PyTorch's CPU kernel
+  def_op(m, {.name = "unique",
+             .signatures = {"unique(Tensor input, bool sorted=True, bool return_inverse=False, "
+                            "bool return_counts=False, int? dim=None) -> Tensor | tuple"},
+             .family = S, .hand_off = false,
+             .impl = [](const Args& a) { return unique_call(false, a[0], a.flag(2), a.flag(3), a[4]); }});
+  def_op(m, {.name = "unique_consecutive",
+             .signatures = {"unique_consecutive(Tensor input, bool return_inverse=False, "
+                            "bool return_counts=False, int? dim=None) -> Tensor | tuple"},
+             .family = S, .hand_off = false,
+             .impl = [](const Args& a) { return unique_call(true, a[0], a.flag(1), a.flag(2), a[3]); }});
 
-  m.def("searchsorted", &searchsorted_call, "sorted_sequence"_a, "input"_a, py::kw_only(),
-        "out_int32"_a = false, "right"_a = false, "side"_a = none, "out"_a = none, "sorter"_a = none);
-  m.def("bucketize", &bucketize_call, "input"_a, "boundaries"_a, py::kw_only(), "out_int32"_a = false,
-        "right"_a = false, "out"_a = none);
+  // searchsorted / bucketize: the values a tensor or a number (torch's `self` overloads)
+  const std::string search_kw = "*, bool out_int32=False, bool right=False, str? side=None, "
+                                "Tensor? sorter=None, Tensor? out=None) -> Tensor";
+  def_op(m, {.name = "searchsorted",
+             .signatures = {"searchsorted(Tensor sorted_sequence, Tensor input, " + search_kw,
+                            "searchsorted(Tensor sorted_sequence, Scalar self, " + search_kw},
+             .family = S, .variants = kFunction, .hand_off = false,
+             .impl = [](const Args& a) {
+               return searchsorted_call(a[0], a[1], a.flag(2), a.flag(3), a[4], a.out(), a[5]);
+             }});
+  def_op(m, {.name = "bucketize",
+             .signatures = {"bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, "
+                            "bool right=False, Tensor? out=None) -> Tensor",
+                            "bucketize(Scalar self, Tensor boundaries, *, bool out_int32=False, "
+                            "bool right=False) -> Tensor"},
+             .family = S, .variants = kFunction, .hand_off = false,
+             .impl = [](const Args& a) {
+               return bucketize_call(a[0], a[1], a.flag(2), a.flag(3), a.out());
+             }});
 
-  m.def("histc", &histc_call, "input"_a, "bins"_a = 100, "min"_a = 0, "max"_a = 0, py::kw_only(), "out"_a = none);
-  defm("histc", py::cpp_function([](py::handle self, int64_t bins, py::handle lo, py::handle hi) {
-    return histc_call(self, bins, lo, hi, py::none());
-  }, meth, "bins"_a = 100, "min"_a = 0, "max"_a = 0));
-  m.def("histogram", &histogram_call, "input"_a, "bins"_a = 100, py::kw_only(), "range"_a = none,
-        "weight"_a = none, "density"_a = false, "out"_a = none);
-  defm("histogram", py::cpp_function([](py::handle self, py::handle bins, py::handle range, py::handle weight,
-                                        bool density) {
-    return histogram_call(self, bins, range, weight, density, py::none());
-  }, meth, "bins"_a = 100, py::kw_only(), "range"_a = none, "weight"_a = none, "density"_a = false));
-  m.def("bincount", &bincount_call, "input"_a, "weights"_a = none, "minlength"_a = 0);
-  defm("bincount", py::cpp_function(&bincount_call, meth, "weights"_a = none, "minlength"_a = 0));
+  def_op(m, {.name = "histc",
+             .signatures = {"histc(Tensor input, int bins=100, Scalar min=0, Scalar max=0, *, "
+                            "Tensor? out=None) -> Tensor"},
+             .family = S, .hand_off = false,
+             .impl = [](const Args& a) { return histc_call(a[0], a.integer(1), a[2], a[3], a.out()); }});
+  // histogram: `range` (a pair of floats) is checked by histogram_call
+  const std::string hist_kw = "Tensor? weight=None, bool density=False, Tensor[]? out=None) -> "
+                              "(Tensor hist, Tensor bin_edges)";
+  def_op(m, {.name = "histogram",
+             .signatures = {"histogram(Tensor input, Tensor bins, *, " + hist_kw,
+                            "histogram(Tensor input, int bins=100, *, Any? range=None, " + hist_kw},
+             .family = S, .hand_off = false,
+             .impl = [](const Args& a) {
+               if (a.overload() == 0) return histogram_call(a[0], a[1], py::none(), a[2], a.flag(3), a.out());
+               return histogram_call(a[0], a[1], a[2], a[3], a.flag(4), a.out());
+             }});
+  def_op(m, {.name = "bincount",
+             .signatures = {"bincount(Tensor input, Tensor? weights=None, int minlength=0) -> Tensor"},
+             .family = S, .hand_off = false,
+             .impl = [](const Args& a) { return bincount_call(a[0], a[1], a.integer(2)); }});
 
+  // quantile / nanquantile: q a tensor or a float
   for (bool ignore_nan : {false, true}) {
-    const char* name = ignore_nan ? "nanquantile" : "quantile";
-    m.def(name, [ignore_nan](py::handle x, py::handle q, py::handle dim, bool keepdim, const std::string& interp,
-                             py::handle out) {
-      return quantile_call(ignore_nan, x, q, dim, keepdim, interp, out);
-    }, "input"_a, "q"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "interpolation"_a = "linear",
-       "out"_a = none);
-    defm(name, py::cpp_function([ignore_nan](py::handle self, py::handle q, py::handle dim, bool keepdim,
-                                             const std::string& interp) {
-      return quantile_call(ignore_nan, self, q, dim, keepdim, interp, py::none());
-    }, meth, "q"_a, "dim"_a = none, "keepdim"_a = false, py::kw_only(), "interpolation"_a = "linear"));
+    const std::string name = ignore_nan ? "nanquantile" : "quantile";
+    const std::string rest = " q, int? dim=None, bool keepdim=False, *, str interpolation='linear', "
+                             "Tensor? out=None) -> Tensor";
+    def_op(m, {.name = name,
+               .signatures = {name + "(Tensor input, Tensor" + rest, name + "(Tensor input, float" + rest},
+               .family = S, .hooked = true, .hand_off = false,
+               .impl = [ignore_nan](const Args& a) {
+                 return quantile_call(ignore_nan, a[0], a[1], a[2], a.flag(3), a.str(4), a.out());
+               }});
   }
 }
 

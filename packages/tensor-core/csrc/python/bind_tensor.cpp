@@ -440,55 +440,6 @@ void register_tensor(py::module_& m) {
         return wrap(to_device_copy(t, d, non_blocking));
       }, py::arg("device") = py::none(), py::arg("non_blocking") = false,
          py::arg("memory_format") = py::none())
-      // views
-      .def("view", [](const Tensor& self, py::args args) {
-        if (args.size() == 1 && (py::isinstance<DType>(args[0]) )) {
-          ScalarType dt = to_dtype(args[0]);
-          EMBER_CHECK(itemsize(dt) == self->element_size(), std::runtime_error,
-                      "ember: view(dtype) between dtypes of different sizes is not supported");
-          Tensor v = make_view(self, self->sizes, self->strides, self->offset);
-          v->dtype = dt;
-          return wrap(v);
-        }
-        Shape s = shape_from_args(args, "view");
-        EMBER_AUTOGRAD(needs_grad(self), "_view", self, py::cast(s));
-        return wrap(view(self, s));
-      })
-      .def("view_as", [](const Tensor& self, const Tensor& other) -> py::object {
-        EMBER_AUTOGRAD(needs_grad(self), "_view", self, py::cast(other->sizes));
-        return wrap(view(self, other->sizes));
-      })
-      .def("reshape", [](const Tensor& self, py::args args) -> py::object {
-        Shape s = shape_from_args(args, "reshape");
-        EMBER_AUTOGRAD(needs_grad(self), "reshape", self, py::cast(s));
-        return wrap(reshape(self, s));
-      })
-      .def("reshape_as", [](const Tensor& self, const Tensor& other) -> py::object {
-        EMBER_AUTOGRAD(needs_grad(self), "reshape", self, py::cast(other->sizes));
-        return wrap(reshape(self, other->sizes));
-      })
-      .def("expand", [](const Tensor& self, py::args args) -> py::object {
-        Shape s = shape_from_args(args, "expand");
-        EMBER_AUTOGRAD(needs_grad(self), "_expand", self, py::cast(s));
-        return wrap(expand(self, s));
-      })
-      .def("expand_as", [](const Tensor& self, const Tensor& other) -> py::object {
-        EMBER_AUTOGRAD(needs_grad(self), "_expand", self, py::cast(other->sizes));
-        return wrap(expand(self, other->sizes));
-      })
-      .def("permute", [](const Tensor& self, py::args args) -> py::object {
-        Shape s = shape_from_args(args, "permute");
-        EMBER_AUTOGRAD(needs_grad(self), "permute", self, py::cast(s));
-        return wrap(permute(self, s));
-      })
-      .def("contiguous", [](const Tensor& self, py::object) -> py::object {
-        if (self->is_contiguous()) return py::cast(self);
-        // recorded as a clone (same gradient), but run as a contiguous copy: the core's clone
-        // keeps a dense input's strides, so it would hand back the same non-contiguous layout
-        if (needs_grad(self))
-          return redispatch("clone", core_fn("_contiguous"), py::make_tuple(self), py::dict());
-        return wrap(contiguous(self));
-      }, py::kw_only(), py::arg("memory_format") = py::none())
       .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
         EMBER_AUTOGRAD(needs_grad(self), "_getitem", self, index);
         return wrap(apply_index(self, index));
@@ -562,41 +513,9 @@ void register_tensor(py::module_& m) {
   });
   m.def("_setitem", &setitem);
   m.def("_index_basic", &apply_basic_index);
-  m.def("reshape", [](const Tensor& x, py::handle shape) -> py::object {
-    Shape s = to_shape(shape);
-    EMBER_AUTOGRAD(needs_grad(x), "reshape", x, py::cast(s));
-    return wrap(reshape(x, s));
-  }, py::arg("input"), py::arg("shape"));
-  m.def("permute", [](const Tensor& x, py::handle dims) -> py::object {
-    Shape s = to_shape(dims);
-    EMBER_AUTOGRAD(needs_grad(x), "permute", x, py::cast(s));
-    return wrap(permute(x, s));
-  }, py::arg("input"), py::arg("dims"));
-  auto clone_fn = [](const Tensor& x, py::object) -> py::object {
-    EMBER_AUTOGRAD(needs_grad(x), "clone", x);
-    return wrap(clone(x));
-  };
-  m.def("clone", clone_fn, py::arg("input"), py::kw_only(), py::arg("memory_format") = py::none());
+  // the views (reshape, view, expand, transpose, squeeze, ...), clone and contiguous are registry
+  // rows (bind_shape.cpp); _view and _expand are the functions their hook hand-offs name
   m.def("_contiguous", [](const Tensor& x) { return wrap(contiguous(x)); }, py::arg("input"));
-  cls.def("clone", clone_fn, py::kw_only(), py::arg("memory_format") = py::none());
-
-  // views with (input, dims...) signatures shared by function and method
-  auto def_both = [&](const char* name, auto fn, auto... extra) {
-    m.def(name, fn, py::arg("input"), extra...);
-    cls.def(name, fn, extra...);
-  };
-  def_both("transpose", [](const Tensor& x, int64_t d0, int64_t d1) -> py::object {
-    EMBER_AUTOGRAD(needs_grad(x), "transpose", x, d0, d1);
-    return wrap(transpose(x, d0, d1));
-  }, py::arg("dim0"), py::arg("dim1"));
-  m.attr("swapaxes") = m.attr("transpose");
-  m.attr("swapdims") = m.attr("transpose");
-  cls.attr("swapaxes") = cls.attr("transpose");
-  cls.attr("swapdims") = cls.attr("transpose");
-  def_both("t", [](const Tensor& x) -> py::object {
-    EMBER_AUTOGRAD(needs_grad(x), "t", x);
-    return wrap(t_(x));
-  });
   cls.def_property_readonly("T", [](const Tensor& x) -> py::object {
     Shape dims;
     for (int64_t d = x->dim() - 1; d >= 0; --d) dims.push_back(d);
@@ -608,38 +527,6 @@ void register_tensor(py::module_& m) {
     EMBER_AUTOGRAD(needs_grad(x), "transpose", x, -2, -1);
     return wrap(transpose(x, -2, -1));
   });
-  def_both("squeeze", [](const Tensor& x, py::object dim) -> py::object {
-    EMBER_AUTOGRAD(needs_grad(x), "squeeze", x, dim);
-    return wrap(dim.is_none() ? squeeze(x) : squeeze_dims(x, to_dims(dim)));
-  }, py::arg("dim") = py::none());
-  def_both("unsqueeze", [](const Tensor& x, int64_t d) -> py::object {
-    EMBER_AUTOGRAD(needs_grad(x), "unsqueeze", x, d);
-    return wrap(unsqueeze(x, d));
-  }, py::arg("dim"));
-  def_both("flatten", [](const Tensor& x, int64_t s, int64_t e) -> py::object {
-    EMBER_AUTOGRAD(needs_grad(x), "flatten", x, s, e);
-    return wrap(flatten(x, s, e));
-  }, py::arg("start_dim") = 0, py::arg("end_dim") = -1);
-  def_both("unflatten", [](const Tensor& x, int64_t d, py::handle sizes) -> py::object {
-    Shape s = to_shape(sizes);
-    EMBER_AUTOGRAD(needs_grad(x), "unflatten", x, d, py::cast(s));
-    return wrap(unflatten(x, d, s));
-  }, py::arg("dim"), py::arg("sizes"));
-  def_both("narrow", [](const Tensor& x, int64_t d, int64_t start, int64_t len) -> py::object {
-    EMBER_AUTOGRAD(needs_grad(x), "narrow", x, d, start, len);
-    return wrap(narrow(x, d, start, len));
-  }, py::arg("dim"), py::arg("start"), py::arg("length"));
-  def_both("select", [](const Tensor& x, int64_t d, int64_t i) -> py::object {
-    EMBER_AUTOGRAD(needs_grad(x), "select", x, d, i);
-    return wrap(select(x, d, i));
-  }, py::arg("dim"), py::arg("index"));
-  def_both("as_strided", [](const Tensor& x, py::handle size, py::handle stride, py::object off) -> py::object {
-    Shape sz = to_shape(size), st = to_shape(stride);
-    int64_t o = off.is_none() ? x->offset : off.cast<int64_t>();
-    EMBER_AUTOGRAD(needs_grad(x), "as_strided", x, py::cast(sz), py::cast(st), o);
-    return wrap(as_strided(x, sz, st, o));
-  }, py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none());
-  def_both("detach", [](const Tensor& x) { return wrap(alias(x)); });
   cls.def("detach_", [](py::object self) {
     self.cast<Tensor>()->requires_grad = false;
     return self;

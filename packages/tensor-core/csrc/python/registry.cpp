@@ -99,7 +99,7 @@ bool matches(const Param& p, py::handle v) {
     }
     case ArgType::Int: return is_int_like(v);
     case ArgType::IntList: return (p.list_size > 0 && is_int_like(v)) || is_int_sequence(v);
-    case ArgType::Float: return !PyBool_Check(o) && (is_number(v) || is_int_like(v));
+    case ArgType::Float: return is_number(v) || is_int_like(v);  // bool too, as torch's
     case ArgType::Bool: return PyBool_Check(o) || (is_number(v) && type_of(v) == "bool_");
     case ArgType::Scalar: return is_number(v) || (is_tensor(v) && to_tensor(v)->dim() == 0);
     case ArgType::ScalarType: return is_dtype_like(v);
@@ -122,23 +122,73 @@ std::string positional_count_text(const Schema& s, bool method) {
   return str_cat("from ", lo, " to ", hi, " positional arguments");
 }
 
-// Binds the call to schema `k`; on a mismatch returns false with torch's message in `error`.
+// torch's NumPy spellings of some parameter names (sum(x, axis=0, keepdims=True)): used when the
+// op has no parameter of that name and the parameter they stand for is not given otherwise.
+const char* numpy_alias_of(const char* kname) {
+  static const char* const kAliases[][2] = {
+      {"axis", "dim"}, {"keepdims", "keepdim"}, {"x", "input"}, {"a", "input"}, {"x1", "input"},
+      {"x2", "other"}};
+  for (const auto& alias : kAliases)
+    if (std::strcmp(alias[0], kname) == 0) return alias[1];
+  return nullptr;
+}
+
+bool keyword_given(PyObject* kwnames, const char* name) {
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t j = 0; j < nkw; ++j)
+    if (std::strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, j)), name) == 0) return true;
+  return false;
+}
+
+// torch's message for a list argument with an element of the wrong type; "" when the value is
+// no list at all (the caller's "must be ..., not ..." message then).
+std::string list_element_error(const OpDef& op, const Param& p, py::handle v, int position,
+                               const std::string& where) {
+  if (!PyList_Check(v.ptr()) && !PyTuple_Check(v.ptr())) return "";
+  Py_ssize_t j = 0;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(v)) {
+    if (p.type == ArgType::TensorList && !is_tensor(item))
+      return str_cat("expected Tensor as element ", j, " in argument ", position, ", but got ",
+                     type_of(item));
+    if (p.type == ArgType::IntList && !is_int_like(item))
+      return str_cat(op.name, "(): argument '", p.name, "'", where,
+                     " must be tuple of ints, but found element of type ", type_of(item),
+                     " at pos ", j);
+    ++j;
+  }
+  return "";
+}
+
+// Binds the call to schema `k`; on a mismatch returns false with torch's message in `*error`
+// (when `error` is not null: an op with overloads reports them all instead, so a call that fails
+// a form on its way to the next pays for no message).
 bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
-               PyObject* kwnames, Args& a, std::string& error) {
+               PyObject* kwnames, Args& a, std::string* error) {
   const Schema& s = op.schemas[k];
   const int n = static_cast<int>(s.params.size());
   const int offset = self ? 1 : 0;
   const std::vector<const char*>& names = op.names[k];
   PyObject* values[Args::kMaxParams] = {};
   unsigned given = 0;
-  if (nargs + offset > s.positional()) {
-    error = str_cat(op.name, "() takes ", positional_count_text(s, self != nullptr), " but ",
+  // torch's var-args int list: x.flip(0, 1) for x.flip((0, 1)), where an int list is the only
+  // positional parameter (after self)
+  py::object varargs;
+  if (nargs >= 1 && s.positional() - offset == 1 && s.params[offset].type == ArgType::IntList &&
+      is_int_like(args[0]) && (nargs > 1 || s.params[offset].list_size == 0)) {
+    varargs = py::tuple(nargs);
+    for (Py_ssize_t i = 0; i < nargs; ++i)
+      PyTuple_SET_ITEM(varargs.ptr(), i, py::reinterpret_borrow<py::object>(args[i]).release().ptr());
+  }
+  const Py_ssize_t npos = varargs ? 1 : nargs;
+  if (npos + offset > s.positional()) {
+    if (error)
+      *error = str_cat(op.name, "() takes ", positional_count_text(s, self != nullptr), " but ",
                     nargs, " were given");
     return false;
   }
   if (self) values[0] = self, given = 1;
-  for (Py_ssize_t i = 0; i < nargs; ++i) {
-    values[i + offset] = args[i];
+  for (Py_ssize_t i = 0; i < npos; ++i) {
+    values[i + offset] = varargs ? varargs.ptr() : args[i];
     given |= 1u << (i + offset);
   }
   const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -149,13 +199,17 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
       int idx = -1;
       for (int i = 0; i < n; ++i)
         if (std::strcmp(names[i], kname) == 0) idx = i;
+      if (const char* canonical = idx < 0 ? numpy_alias_of(kname) : nullptr) {
+        const int c = s.index_of(canonical);
+        if (c >= 0 && !(given & (1u << c)) && !keyword_given(kwnames, canonical)) idx = c;
+      }
       // methods take no out= (torch's Tensor methods have none)
       if (idx < 0 || (self && (idx == 0 || std::strcmp(kname, "out") == 0))) {
-        error = str_cat(op.name, "() got an unexpected keyword argument '", kname, "'");
+        if (error) *error = str_cat(op.name, "() got an unexpected keyword argument '", kname, "'");
         return false;
       }
       if (given & (1u << idx)) {
-        error = str_cat(op.name, "() got multiple values for argument '", kname, "'");
+        if (error) *error = str_cat(op.name, "() got multiple values for argument '", kname, "'");
         return false;
       }
       values[idx] = value;
@@ -166,22 +220,27 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
     const Param& p = s.params[i];
     if (!(given & (1u << i))) {
       if (p.required()) {
-        error = str_cat(op.name, "() missing 1 required positional arguments: \"", p.name, "\"");
+        if (error)
+          *error = str_cat(op.name, "() missing 1 required positional arguments: \"", p.name, "\"");
         return false;
       }
       values[i] = op.defaults[k][i].ptr();
       continue;
     }
     if (!matches(p, values[i])) {
-      // torch names the position of an argument given by position only
-      const bool by_position = i < nargs + offset;
-      const std::string where = by_position ? str_cat(" (position ", i + 1 - offset, ")") : "";
-      error = str_cat(op.name, "(): argument '", p.name, "'", where, " must be ",
-                      type_description(p.type), ", not ", type_of(values[i]));
+      if (!error) return false;
+      // torch names the position only of an argument given by position
+      const std::string where =
+          i < offset + npos ? str_cat(" (position ", i + 1 - offset, ")") : "";
+      *error = list_element_error(op, p, values[i], i - offset, where);
+      if (error->empty())
+        *error = str_cat(op.name, "(): argument '", p.name, "'", where, " must be ",
+                        type_description(p.type), ", not ", type_of(values[i]));
       return false;
     }
   }
   a.bind(&s, static_cast<int>(k), given, values);
+  a.keep(std::move(varargs));
   return true;
 }
 
@@ -199,7 +258,8 @@ std::string signature_of(const Schema& s) {  // "(Tensor input, int dim, ...)" f
 
 // The leading parameters the hooks get by position: by default, the leading tensor ones.
 int hook_positional(const OpDef& op, const Schema& s) {
-  if (op.hook_positional >= 0) return op.hook_positional;
+  if (op.hook_positional >= 0)  // at most the schema's parameters (an overload may have fewer)
+    return std::min(op.hook_positional, static_cast<int>(s.params.size()));
   int n = 0;
   while (n < static_cast<int>(s.params.size()) && !s.params[n].keyword_only &&
          (s.params[n].type == ArgType::Tensor || s.params[n].type == ArgType::TensorList))
@@ -228,7 +288,7 @@ py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
       }
     }
   }
-  if (!grad && !(device && op.cuda != "none")) return op.impl(a);
+  if (!grad && !(device && op.cuda == "ember.cuda")) return op.impl(a);
   // To a hook: the leading arguments by position, the others by keyword, out= written after.
   const int npos = hook_positional(op, s);
   py::tuple pargs(npos);
@@ -237,6 +297,7 @@ py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
     if (i == out_index) continue;
     py::object v = py::reinterpret_borrow<py::object>(a[i]);
     if (!a.is_none(i) && s.params[i].type == ArgType::IntList) v = py::tuple(py::cast(a.ints(i)));
+    if (!a.is_none(i) && s.params[i].type == ArgType::Int) v = py::int_(a.integer(i));
     if (!a.is_none(i) && s.params[i].type == ArgType::ScalarType) v = dtype_object(a.dtype(i));
     if (i < npos) pargs[i] = v;
     else kw[py::str(s.params[i].name)] = v;
@@ -293,11 +354,11 @@ Args parse_call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
   Args a;
   std::string error;
   if (op.schemas.size() == 1) {
-    if (bind_call(op, 0, self, args, nargs, kwnames, a, error)) return a;
+    if (bind_call(op, 0, self, args, nargs, kwnames, a, &error)) return a;
     throw py::type_error(error);
   }
   for (size_t k = 0; k < op.schemas.size(); ++k)
-    if (bind_call(op, k, self, args, nargs, kwnames, a, error)) return a;
+    if (bind_call(op, k, self, args, nargs, kwnames, a, nullptr)) return a;
   // torch's message for overloads: what was given, and every form.
   std::string got = "(";
   for (Py_ssize_t i = 0; i < nargs; ++i) got += str_cat(i ? ", " : "", type_of(args[i]));

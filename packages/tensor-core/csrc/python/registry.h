@@ -59,12 +59,14 @@ class Args {
     schema_ = schema, overload_ = overload, given_ = given;
     for (size_t i = 0; i < schema->params.size(); ++i) values_[i] = values[i];
   }
+  void keep(py::object packed) { packed_ = std::move(packed); }  // a value made by the parser
 
  private:
   const Schema* schema_ = nullptr;
   int overload_ = 0;
   unsigned given_ = 0;
   PyObject* values_[kMaxParams] = {};  // borrowed: the call's arguments or the schema's defaults
+  py::object packed_;                  // owns the tuple of var-args ints (x.flip(0, 1)), if any
 };
 
 struct OpDef {
@@ -76,10 +78,12 @@ struct OpDef {
   // hook as hook(name, ember._C.<name>, args, kwargs).
   bool hooked = false;
   // How the hook and the device hook get the arguments: the first `hook_positional` by position,
-  // the others by keyword (out= never); -1: the leading tensor parameters by position.
+  // the others by keyword (out= never); -1: the leading tensor parameters by position. More than
+  // a schema has: all of its parameters by position.
   int hook_positional = -1;
-  // How a call with a CUDA tensor runs: "ember.cuda" (the device hook, ember/cuda's table) or
-  // "none" (CPU only: the core raises its not-on-CPU error).
+  // How a call with a CUDA tensor runs: "ember.cuda" (the device hook, ember/cuda's table),
+  // "view" (`impl` on every device: views change metadata only) or "none" (CPU only: the core
+  // raises its not-on-CPU error).
   std::string cuda = "ember.cuda";
   // True: this layer hands calls to the autograd and device hooks (the leading tensors by
   // position, the rest by keyword: dims as tuples, dtypes as ember dtypes). False: `impl` does,

@@ -642,7 +642,8 @@ def _histogram(name, args, kwargs):
     stand_bins = _C.empty(list(bins.shape), dtype=bins.dtype) if edges_t is not None else bins
 
     def cpu_checks():  # the dtype, bins and range checks, on an empty stand-in
-        _C.histogram(empty, bins=stand_bins, range=rng)
+        # range= only when given: torch's form with a tensor of edges takes none
+        _C.histogram(empty, bins=stand_bins, **({} if rng is None else {"range": rng}))
 
     if not x.dtype.is_floating_point:
         cpu_checks()
