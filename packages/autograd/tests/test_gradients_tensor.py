@@ -363,6 +363,10 @@ _RECORDED_AS_ANOTHER_OP = {
     "embedding_backward": "embedding_dense_backward",
     # div(rounding_mode="trunc") is the private _C._div_trunc, recorded as the table's div_trunc
     "_div_trunc": "div_trunc", "_div_trunc_": "div_trunc",
+    # views and aliases, recorded under the names the formulas read
+    "view": "_view", "view_as": "_view", "expand": "_expand", "expand_as": "_expand",
+    "reshape_as": "reshape", "contiguous": "clone", "concat": "cat", "concatenate": "cat",
+    "_unfold": "unfold", "__matmul__": "matmul", "__rmatmul__": "matmul",
 }
 
 
