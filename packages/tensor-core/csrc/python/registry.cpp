@@ -172,8 +172,18 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
       continue;
     }
     if (!matches(p, values[i])) {
+      PyObject* v = values[i];
+      if (p.type == ArgType::TensorList && (PyList_Check(v) || PyTuple_Check(v))) {
+        // torch's message names the first element that is not a tensor
+        Py_ssize_t j = 0;
+        while (is_tensor(PySequence_Fast_GET_ITEM(v, j))) ++j;
+        error = str_cat("expected Tensor as element ", j, " in argument ", i - offset, ", but got ",
+                        type_of(PySequence_Fast_GET_ITEM(v, j)));
+        return false;
+      }
       const std::string where =
-          p.keyword_only ? "" : str_cat(" (position ", i + 1 - offset, ")");
+          // as torch's: the position only for an argument given by position
+          i - offset >= static_cast<int>(nargs) ? "" : str_cat(" (position ", i + 1 - offset, ")");
       error = str_cat(op.name, "(): argument '", p.name, "'", where, " must be ",
                       type_description(p.type), ", not ", type_of(values[i]));
       return false;
