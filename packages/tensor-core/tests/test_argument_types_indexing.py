@@ -43,7 +43,7 @@ CASES = [
     ("index_fill_", lambda M: _x(M).index_fill_(None, M.tensor([0]), 1.0), "received an invalid combination of arguments"),
     ("index_put", lambda M: M.index_put(_x(M), M.tensor([0]), M.ones(3)), "argument 'indices' (position 2) must be tuple of Tensors, not Tensor"),
     ("index_put_", lambda M: _x(M).index_put_((None,), M.ones(3)), "expected Tensor as element 0 in argument 0, but got NoneType"),
-    ("index_put_", lambda M: _x(M).index_put_((M.tensor([0]),), M.ones(3), accumulate="yes"), "argument 'accumulate' (position 3) must be bool, not str"),
+    ("index_put_", lambda M: _x(M).index_put_((M.tensor([0]),), M.ones(3), accumulate="yes"), "index_put_(): argument 'accumulate' must be bool, not str"),
     ("masked_fill", lambda M: M.masked_fill(_x(M), _m(M), "a"), "received an invalid combination of arguments"),
     ("masked_fill_", lambda M: _x(M).masked_fill_([True], 1.0), "received an invalid combination of arguments"),
     ("masked_scatter", lambda M: M.masked_scatter(_x(M), _m(M), 1.0), "argument 'source' (position 3) must be Tensor, not float"),
