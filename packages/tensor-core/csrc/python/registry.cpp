@@ -15,8 +15,10 @@ namespace {
 
 py::module_* g_m = nullptr;
 std::deque<OpDef>& table() {
-  static std::deque<OpDef> ops;  // a deque: rows never move, the bindings hold pointers
-  return ops;
+  // A deque: rows never move, the bindings hold pointers. Leaked: the rows hold Python objects
+  // (their defaults), which must not be released after the interpreter has gone.
+  static auto* ops = new std::deque<OpDef>();
+  return *ops;
 }
 std::vector<const OpDef*>& rows() {
   static std::vector<const OpDef*> r;
@@ -107,6 +109,8 @@ bool matches(const Param& p, py::handle v) {
       return PyUnicode_Check(o) || (PyLong_Check(o) && !PyBool_Check(o)) || type_of(v) == "device";
     case ArgType::String: return PyUnicode_Check(o);
     case ArgType::Any: return true;
+    case ArgType::Generator: return type_of(v) == "Generator";
+    case ArgType::Layout: return type_of(v) == "_Layout";
   }
   return false;
 }
@@ -130,13 +134,25 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
   const std::vector<const char*>& names = op.names[k];
   PyObject* values[Args::kMaxParams] = {};
   unsigned given = 0;
-  if (nargs + offset > s.positional()) {
+  if (nargs + offset > s.positional() &&
+      !(s.positional() - offset == 1 && s.params[offset].type == ArgType::IntList)) {
     error = str_cat(op.name, "() takes ", positional_count_text(s, self != nullptr), " but ",
                     nargs, " were given");
     return false;
   }
   if (self) values[0] = self, given = 1;
-  for (Py_ssize_t i = 0; i < nargs; ++i) {
+  // zeros(2, 3): a schema whose only positional parameter is an int[] takes the ints as separate
+  // arguments (torch's varargs rule); they are packed into the tuple it reads.
+  const bool varargs = s.positional() - offset == 1 && s.params[offset].type == ArgType::IntList &&
+                       (nargs > 1 || (nargs == 1 && is_int_like(args[0])));
+  if (varargs) {
+    py::tuple packed(nargs);
+    for (Py_ssize_t i = 0; i < nargs; ++i) packed[i] = py::reinterpret_borrow<py::object>(args[i]);
+    values[offset] = packed.ptr();
+    given |= 1u << offset;
+    a.keep(std::move(packed));
+  }
+  for (Py_ssize_t i = 0; i < nargs && !varargs; ++i) {
     values[i + offset] = args[i];
     given |= 1u << (i + offset);
   }
@@ -431,6 +447,38 @@ void register_registry(py::module_& m) {
     return out;
   }, "Every registered op: name, signatures, family, variants, whether it goes through the "
      "autograd hook, how it runs on CUDA, and whether its binding is generated or by hand.");
+}
+
+}  // namespace ember::pyb
+
+namespace ember::pyb {
+
+FactoryKeywords factory_keywords(const Args& a, const char* op) {
+  const Schema& s = a.schema();
+  FactoryKeywords f;
+  f.out = a.out();
+  int i = s.index_of("dtype");
+  if (i >= 0) f.dtype = a.dtype(i);
+  i = s.index_of("layout");
+  if (i >= 0 && !a.is_none(i) && std::string(py::repr(a[i])) != "ember.strided")
+    throw NotImplementedError(str_cat(op, "(): layout=", std::string(py::repr(a[i])),
+                                      " is not supported: ember's tensors are strided"));
+  i = s.index_of("memory_format");
+  if (i >= 0 && !a.is_none(i))
+    throw NotImplementedError(str_cat(op, "(): memory_format=", std::string(py::repr(a[i])),
+                                      " is not supported: ember's tensors are dense and "
+                                      "contiguous"));
+  i = s.index_of("device");
+  if (i >= 0 && !a.is_none(i)) {
+    const Device d = to_device(a[i]);
+    f.device = resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
+    f.device_given = true;
+  }
+  i = s.index_of("requires_grad");
+  if (i >= 0) f.requires_grad = a.flag(i);
+  i = s.index_of("pin_memory");
+  if (i >= 0) f.pin_memory = a.flag(i);
+  return f;
 }
 
 }  // namespace ember::pyb

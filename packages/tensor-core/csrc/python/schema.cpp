@@ -25,6 +25,8 @@ const TypeName kTypeNames[] = {
     {"Device", "device | str | int", "ember.device"},
     {"str", "str", "str"},
     {"Any", "Any", "object"},
+    {"Generator", "Generator", "ember.Generator"},
+    {"Layout", "layout", "ember.layout"},
 };
 
 std::string trim(const std::string& s) {

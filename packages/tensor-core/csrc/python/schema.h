@@ -8,9 +8,11 @@
 //
 // Types: Tensor, Tensor[] (a list or tuple of tensors), int, int[] / int[N] (a sequence of ints;
 // with N, a single int is repeated N times), float, bool, Scalar (a Python number or 0-d tensor),
-// ScalarType (an ember dtype or a Python type), Device, str, Any (no check). A `?` allows None;
+// ScalarType (an ember dtype or a Python type), Device, str, Any (no check), Generator (an
+// ember.Generator), Layout (ember.strided). A `?` allows None;
 // `*` starts the keyword-only parameters; defaults are Python literals (None, True, 1, -1.5,
-// 'fro', [], [0, 1]).
+// 'fro', [], [0, 1]). A schema whose only positional parameter is an int[] also takes the ints
+// as separate arguments, as torch's: zeros(2, 3) == zeros((2, 3)).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,8 @@
 namespace ember::pyb {
 
 enum class ArgType : uint8_t {
-  Tensor, TensorList, Int, IntList, Float, Bool, Scalar, ScalarType, Device, String, Any
+  Tensor, TensorList, Int, IntList, Float, Bool, Scalar, ScalarType, Device, String, Any,
+  Generator, Layout
 };
 
 struct Param {
