@@ -670,11 +670,12 @@ void register_indexing(py::module_& m) {
                  return index_copy_impl(a[0], a[1], a[2], a[3], a.out(), inplace);
                }});
 
-    // index_fill / masked_fill: value a 0-d tensor (its own overload, as torch's) or a number
+    // index_fill / masked_fill: value a number or a tensor (torch's two overloads, the number's
+    // first: the common call matches without a failed try; a 0-d tensor is a Scalar too)
     const std::string fi = "index_fill" + u;
     def_op(m, {.name = fi,
-               .signatures = {fi + "(Tensor input, int dim, Tensor index, Tensor value) -> Tensor",
-                              fi + "(Tensor input, int dim, Tensor index, Scalar value) -> Tensor"},
+               .signatures = {fi + "(Tensor input, int dim, Tensor index, Scalar value) -> Tensor",
+                              fi + "(Tensor input, int dim, Tensor index, Tensor value) -> Tensor"},
                .family = I, .hooked = true, .hand_off = false,
                .impl = [inplace](const Args& a) {
                  return index_fill_impl(a[0], a[1], a[2], a[3], inplace);
@@ -682,8 +683,8 @@ void register_indexing(py::module_& m) {
 
     const std::string mf = "masked_fill" + u;
     def_op(m, {.name = mf,
-               .signatures = {mf + "(Tensor input, Tensor mask, Tensor value) -> Tensor",
-                              mf + "(Tensor input, Tensor mask, Scalar value) -> Tensor"},
+               .signatures = {mf + "(Tensor input, Tensor mask, Scalar value) -> Tensor",
+                              mf + "(Tensor input, Tensor mask, Tensor value) -> Tensor"},
                .family = I, .hooked = true, .hand_off = false,
                .impl = [inplace](const Args& a) { return masked_fill_impl(a[0], a[1], a[2], inplace); }});
 
