@@ -63,6 +63,7 @@ std::string state_bytes(py::handle h) {
                      static_cast<size_t>(c->numel()));
 }
 
+// The registry checked the class name; this refuses another library's Generator.
 Generator* to_generator(py::handle h, const char* op) {
   if (!h || h.is_none()) return nullptr;
   if (!py::isinstance<Generator>(h))
@@ -149,12 +150,6 @@ Tensor like_target(const Tensor& x, const Factory& f) {
   return empty_like(x, f.dtype == ScalarType::Undefined ? x->dtype : f.dtype);
 }
 
-int64_t to_int(py::handle h, const char* op, const char* arg) {
-  if (PyLong_Check(h.ptr()) || (!PyFloat_Check(h.ptr()) && py::hasattr(h, "__index__")))
-    return py::int_(h.attr("__index__")()).cast<int64_t>();
-  throw py::type_error(str_cat(op, "(): argument '", arg, "' must be int, not ", type_name(h)));
-}
-
 double to_double(py::handle h) { return to_scalar(h).to_double(); }
 
 // ---- in-place samplers: autograd sees them when self requires grad ----
@@ -196,9 +191,9 @@ py::object random_call(py::handle self, py::handle from, py::handle to, py::hand
                  [&](const Tensor& t) {
                    Generator* g = to_generator(gen, "random_");
                    if (from.is_none() && to.is_none()) return random_(t, g);
-                   const int64_t f = from.is_none() ? 0 : to_int(from, "random_", "from");
+                   const int64_t f = from.is_none() ? 0 : as_int(from);
                    std::optional<int64_t> hi;
-                   if (!to.is_none()) hi = to_int(to, "random_", "to");
+                   if (!to.is_none()) hi = as_int(to);
                    random_(t, f, hi, g);
                  });
 }
@@ -256,7 +251,7 @@ py::object multinomial_call(py::handle input, py::handle n, bool replacement, py
   if (on_device(x)) {
     // Numbers for CUDA tensors are drawn on the host: the CPU kernel on a host copy of the (small)
     // probabilities, with the device's generator, so a seed gives the CPU's samples.
-    Tensor r = multinomial(to_device_copy(x, Device{}, false), to_int(n, "multinomial", "num_samples"),
+    Tensor r = multinomial(to_device_copy(x, Device{}, false), as_int(n),
                            replacement, g);
     r = to_device_copy(r, x->device(), false);
     if (outh.is_none()) return wrap(r);
@@ -265,7 +260,7 @@ py::object multinomial_call(py::handle input, py::handle n, bool replacement, py
                 "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
     return sampled_out("multinomial", r, outh);
   }
-  Tensor r = multinomial(x, to_int(n, "multinomial", "num_samples"), replacement, g);
+  Tensor r = multinomial(x, as_int(n), replacement, g);
   if (!outh.is_none()) {
     Tensor o = expect_tensor(outh, "multinomial", "out");
     EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
