@@ -71,3 +71,17 @@ def test_every_random_op_is_a_registered_row():
         assert (name, ("function", "method")) in rows, name
     for name in ("uniform_", "normal_", "exponential_", "bernoulli_", "random_"):
         assert (name, ("method",)) in rows and ("_" + name, ("function",)) in rows, name
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.normal_(),
+    lambda t: t.exponential_(),
+], ids=["normal_", "exponential_"])
+def test_an_empty_integer_tensor_has_nothing_to_draw(call):
+    # torch checks the dtype only when there is something to draw; the parameters always
+    t = ember.zeros(2, 0, dtype=ember.int8)
+    assert call(t) is t
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+        t.normal_(0.0, -1.0)
+    with pytest.raises(NotImplementedError, match="normal_kernel_cpu"):
+        ember.zeros(2, dtype=ember.int8).normal_()
