@@ -54,6 +54,11 @@ def test_a_wrong_argument_type_is_torchs_type_error(op, call, message):
     lambda M, g: M.zeros(2, 3).random_(7, generator=g),
     lambda M, g: M.zeros(2, 3).random_(2, None, generator=g),
     lambda M, g: M.zeros(2, 3).random_(to=4, generator=g),
+    # torch's float parameters take a bool and a 0-d tensor
+    lambda M, g: M.zeros(2, 3).uniform_(True, 2, generator=g),
+    lambda M, g: M.zeros(2, 3).uniform_(M.tensor(0.5), 2, generator=g),
+    lambda M, g: M.normal(True, 0, [2, 3], generator=g),
+    lambda M, g: M.bernoulli(M.zeros(2, 3), M.tensor(True), generator=g),
 ])
 def test_the_forms_torch_takes_draw_torchs_numbers(call):
     torch = pytest.importorskip("torch")

@@ -456,7 +456,8 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
              .family = R, .hooked = true, .hand_off = false,
              .impl = [](const Args& a) {
                if (a.overload() == 0) return bernoulli_call(a[0], py::none(), a[1], a.out());
-               return bernoulli_call(a[0], a[1], a[2], py::none());
+               // p a float (a 0-d tensor too, as torch's parser reads it)
+               return bernoulli_call(a[0], py::float_(a.real(1)), a[2], py::none());
              }});
   def_op(m, {.name = "multinomial",
              .signatures = {"multinomial(Tensor input, int num_samples, bool replacement=False, *, " +

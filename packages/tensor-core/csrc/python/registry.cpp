@@ -101,7 +101,10 @@ bool matches(const Param& p, py::handle v) {
     }
     case ArgType::Int: return is_int_like(v);
     case ArgType::IntList: return (p.list_size > 0 && is_int_like(v)) || is_int_sequence(v);
-    case ArgType::Float: return !PyBool_Check(o) && (is_number(v) || is_int_like(v));
+    // torch's double: any Python number (bool included) or a 0-d tensor that needs no grad
+    case ArgType::Float:
+      return is_number(v) || is_int_like(v) ||
+             (is_tensor(v) && to_tensor(v)->dim() == 0 && !to_tensor(v)->requires_grad);
     case ArgType::Bool: return PyBool_Check(o) || (is_number(v) && type_of(v) == "bool_");
     case ArgType::Scalar: return is_number(v) || (is_tensor(v) && to_tensor(v)->dim() == 0);
     case ArgType::ScalarType: return is_dtype_like(v);
