@@ -263,7 +263,8 @@ void apply_setitem(const Tensor& self, py::handle index, py::handle value) {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// argument helpers
+// argument helpers. The *_impl functions below get the arguments of a registered row, checked
+// against its schema: tensors are tensors, dims are ints.
 
 // `value` as the registry passed it: a number, or a tensor that must be 0-d.
 Scalar fill_value(py::handle v, const char* op) {
@@ -302,9 +303,9 @@ Tensor broadcast_clone(const Tensor& self, const Tensor& mask) {
 py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valuesh,
                           bool accumulate, bool inplace) {
   const char* name = inplace ? "index_put_" : "index_put";
-  Tensor self = expect_tensor(selfh, name, "input");
+  Tensor self = to_tensor(selfh);
   std::vector<Tensor> idx = index_list(indicesh);
-  Tensor values = expect_tensor(valuesh, name, "values");
+  Tensor values = to_tensor(valuesh);
   const bool index_on_device = any_on_device(nullptr, idx);
   if (inplace ? (inplace_needs_grad(self, {values}) || index_on_device)
               : (needs_dispatch(self) || needs_dispatch(values) || index_on_device))
@@ -333,9 +334,9 @@ struct IndexedWrite {
 
   IndexedWrite(const char* op, bool inplace_, py::handle selfh, py::handle dimh, py::handle indexh)
       : name(op), inplace(inplace_) {
-    self = expect_tensor(selfh, name, "input");
-    dim = parse_dim(dimh, name);
-    index = expect_tensor(indexh, name, "index");
+    self = to_tensor(selfh);
+    dim = as_int(dimh);
+    index = to_tensor(indexh);
   }
   bool hooked() const {
     return inplace ? inplace_needs_grad(self, {src, index})
@@ -380,7 +381,7 @@ py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py
 py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                             py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "scatter_add_" : "scatter_add", inplace, selfh, dimh, indexh);
-  w.src = expect_tensor(srch, w.name, "src");
+  w.src = to_tensor(srch);
   if (w.hooked()) return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict(), outh);
   return w.run(selfh, outh, [&](const Tensor& t) {
     scatter_(t, w.dim, w.index, w.src, Scalar(), IndexReduce::Sum, "scatter_add");
@@ -390,7 +391,7 @@ py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh
 py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                                py::handle reduceh, bool include_self, py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "scatter_reduce_" : "scatter_reduce", inplace, selfh, dimh, indexh);
-  w.src = expect_tensor(srch, w.name, "src");
+  w.src = to_tensor(srch);
   const std::string reduce = py::cast<std::string>(reduceh);
   if (w.hooked())
     return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch, reduce),
@@ -404,7 +405,7 @@ py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle ind
 py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                           py::handle alphah, py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "index_add_" : "index_add", inplace, selfh, dimh, indexh);
-  w.src = expect_tensor(srch, w.name, "source");
+  w.src = to_tensor(srch);
   if (w.hooked())
     return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict("alpha"_a = alphah), outh);
   Scalar alpha = to_scalar(alphah);
@@ -417,7 +418,7 @@ py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, 
 py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                            py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "index_copy_" : "index_copy", inplace, selfh, dimh, indexh);
-  w.src = expect_tensor(srch, w.name, "source");
+  w.src = to_tensor(srch);
   if (w.hooked()) return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict(), outh);
   return w.run(selfh, outh, [&](const Tensor& t) { index_copy_(t, w.dim, w.index, w.src); });
 }
@@ -425,9 +426,9 @@ py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh,
 py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle valueh,
                            bool inplace) {
   const char* name = inplace ? "index_fill_" : "index_fill";
-  Tensor self = expect_tensor(selfh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  Tensor index = expect_tensor(indexh, name, "index");
+  Tensor self = to_tensor(selfh);
+  const int64_t dim = as_int(dimh);
+  Tensor index = to_tensor(indexh);
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
   if (inplace ? inplace_needs_grad(self, {vt, index})
               : (needs_dispatch(self) || needs_dispatch(vt) || on_device(index)))
@@ -442,8 +443,8 @@ py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh,
 
 py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle valueh, bool inplace) {
   const char* name = inplace ? "masked_fill_" : "masked_fill";
-  Tensor self = expect_tensor(selfh, name, "input");
-  Tensor mask = expect_tensor(maskh, name, "mask");
+  Tensor self = to_tensor(selfh);
+  Tensor mask = to_tensor(maskh);
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
   if (inplace ? inplace_needs_grad(self, {vt, mask})
               : (needs_dispatch(self) || needs_dispatch(vt) || on_device(mask)))
@@ -457,8 +458,8 @@ py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle value
 }
 
 py::object masked_select_impl(py::handle selfh, py::handle maskh, py::handle outh) {
-  Tensor self = expect_tensor(selfh, "masked_select", "input");
-  Tensor mask = expect_tensor(maskh, "masked_select", "mask");
+  Tensor self = to_tensor(selfh);
+  Tensor mask = to_tensor(maskh);
   if (needs_dispatch(self) || on_device(mask)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("masked_select");
     return redispatch_out("masked_select", core_fn("masked_select"), py::make_tuple(selfh, maskh),
@@ -472,9 +473,9 @@ py::object masked_select_impl(py::handle selfh, py::handle maskh, py::handle out
 
 py::object masked_scatter_impl(py::handle selfh, py::handle maskh, py::handle srch, bool inplace) {
   const char* name = inplace ? "masked_scatter_" : "masked_scatter";
-  Tensor self = expect_tensor(selfh, name, "input");
-  Tensor mask = expect_tensor(maskh, name, "mask");
-  Tensor src = expect_tensor(srch, name, "source");
+  Tensor self = to_tensor(selfh);
+  Tensor mask = to_tensor(maskh);
+  Tensor src = to_tensor(srch);
   if (inplace ? inplace_needs_grad(self, {src, mask})
               : (needs_dispatch(self) || needs_dispatch(src) || on_device(mask)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, maskh, srch), py::dict());
@@ -491,9 +492,9 @@ py::object masked_scatter_impl(py::handle selfh, py::handle maskh, py::handle sr
 // ---- gathers ----
 
 py::object index_select_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle outh) {
-  Tensor self = expect_tensor(selfh, "index_select", "input");
-  const int64_t dim = parse_dim(dimh, "index_select");
-  Tensor index = expect_tensor(indexh, "index_select", "index");
+  Tensor self = to_tensor(selfh);
+  const int64_t dim = as_int(dimh);
+  Tensor index = to_tensor(indexh);
   if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("index_select");
     return redispatch_out("index_select", core_fn("index_select"), py::make_tuple(selfh, dim, indexh),
@@ -506,9 +507,9 @@ py::object index_select_impl(py::handle selfh, py::handle dimh, py::handle index
 
 py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, bool sparse_grad,
                        py::handle outh) {
-  Tensor self = expect_tensor(selfh, "gather", "input");
-  const int64_t dim = parse_dim(dimh, "gather");
-  Tensor index = expect_tensor(indexh, "gather", "index");
+  Tensor self = to_tensor(selfh);
+  const int64_t dim = as_int(dimh);
+  Tensor index = to_tensor(indexh);
   if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("gather");
     return redispatch_out("gather", core_fn("gather"), py::make_tuple(selfh, dim, indexh),
@@ -520,8 +521,8 @@ py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, boo
 }
 
 py::object take_impl(py::handle selfh, py::handle indexh, py::handle outh) {
-  Tensor self = expect_tensor(selfh, "take", "input");
-  Tensor index = expect_tensor(indexh, "take", "index");
+  Tensor self = to_tensor(selfh);
+  Tensor index = to_tensor(indexh);
   if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("take");
     return redispatch_out("take", core_fn("take"), py::make_tuple(selfh, indexh), py::dict(), outh);
@@ -535,8 +536,8 @@ py::object take_impl(py::handle selfh, py::handle indexh, py::handle outh) {
 }
 
 py::object take_along_dim_impl(py::handle selfh, py::handle indicesh, py::handle dimh, py::handle outh) {
-  Tensor self = expect_tensor(selfh, "take_along_dim", "input");
-  Tensor indices = expect_tensor(indicesh, "take_along_dim", "indices");
+  Tensor self = to_tensor(selfh);
+  Tensor indices = to_tensor(indicesh);
   auto dim = parse_opt_dim(dimh, "take_along_dim");
   if (needs_dispatch(self) || on_device(indices)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("take_along_dim");
@@ -554,7 +555,7 @@ py::object nonzero_tuple(const Tensor& nz, int64_t ndim) {
 }
 
 py::object nonzero_impl(py::handle selfh, py::handle outh, bool as_tuple) {
-  Tensor self = expect_tensor(selfh, "nonzero", "input");
+  Tensor self = to_tensor(selfh);
   if (on_device(self)) {
     if (!outh.is_none()) refuse_dispatched_out("nonzero", self);
     return call_device("nonzero", py::make_tuple(selfh), py::dict("as_tuple"_a = as_tuple));
@@ -736,7 +737,8 @@ void register_indexing(py::module_& m) {
   // where(condition) == nonzero(condition, as_tuple=True). By hand: an overload added to the
   // where(condition, input, other) that bind_ops.cpp binds.
   m.def("where", [](py::handle cond) {
-    return nonzero_impl(py::reinterpret_borrow<py::object>(cond), py::none(), true);
+    expect_tensor(cond, "where", "condition");
+    return nonzero_impl(cond, py::none(), true);
   }, "condition"_a);
 }
 

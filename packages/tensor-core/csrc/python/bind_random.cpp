@@ -155,7 +155,7 @@ double to_double(py::handle h) { return to_scalar(h).to_double(); }
 // ---- in-place samplers: autograd sees them when self requires grad ----
 template <typename Fn>
 py::object inplace(const char* name, py::handle self, py::tuple args, py::dict kw, Fn&& run) {
-  Tensor t = expect_tensor(self, name, "self");
+  Tensor t = to_tensor(self);
   generator_for(to_generator(kw["generator"], name), t->device());  // torch's device check
   if (t->requires_grad && grad_enabled()) {
     std::string core = std::string("_") + name;
@@ -201,7 +201,7 @@ py::object random_call(py::handle self, py::handle from, py::handle to, py::hand
 // ---- functional samplers ----
 // A sampler's result written into out= as the CPU paths below do (resized and copied).
 py::object sampled_out(const char* op, const Tensor& r, py::handle outh) {
-  Tensor o = expect_tensor(outh, op, "out");
+  Tensor o = to_tensor(outh);
   EMBER_CHECK(r->device() == o->device(), std::runtime_error,
               "Expected all tensors to be on the same device, but found at least two devices, ",
               r->device().str(), " and ", o->device().str(), "! (", op, ", out=)");
@@ -219,7 +219,7 @@ py::object generator_arg(py::handle given, Generator* chosen) {
 }
 
 py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::handle outh) {
-  Tensor x = expect_tensor(input, "bernoulli", "input");
+  Tensor x = to_tensor(input);
   Generator* g = generator_for(to_generator(gen, "bernoulli"), x->device());
   if (needs_dispatch(x) || (is_tensor(p) && needs_dispatch(to_tensor(p)))) {
     if (!outh.is_none() && (needs_grad(x) || (is_tensor(p) && needs_grad(to_tensor(p)))))
@@ -235,7 +235,7 @@ py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::ha
   else if (is_tensor(p)) bernoulli_(r, to_tensor(p), g);
   else bernoulli_(r, to_double(p), g);
   if (!outh.is_none()) {
-    Tensor o = expect_tensor(outh, "bernoulli", "out");
+    Tensor o = to_tensor(outh);
     check_out_no_grad(o, "bernoulli");
     resize_output(o, r->sizes);
     copy_(o, r);
@@ -246,7 +246,7 @@ py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::ha
 
 py::object multinomial_call(py::handle input, py::handle n, bool replacement, py::handle gen,
                             py::handle outh) {
-  Tensor x = expect_tensor(input, "multinomial", "input");
+  Tensor x = to_tensor(input);
   Generator* g = generator_for(to_generator(gen, "multinomial"), x->device());
   if (on_device(x)) {
     // Numbers for CUDA tensors are drawn on the host: the CPU kernel on a host copy of the (small)
@@ -255,14 +255,14 @@ py::object multinomial_call(py::handle input, py::handle n, bool replacement, py
                            replacement, g);
     r = to_device_copy(r, x->device(), false);
     if (outh.is_none()) return wrap(r);
-    Tensor o = expect_tensor(outh, "multinomial", "out");
+    Tensor o = to_tensor(outh);
     EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
                 "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
     return sampled_out("multinomial", r, outh);
   }
   Tensor r = multinomial(x, as_int(n), replacement, g);
   if (!outh.is_none()) {
-    Tensor o = expect_tensor(outh, "multinomial", "out");
+    Tensor o = to_tensor(outh);
     EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
                 "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
     resize_output(o, r->sizes);
