@@ -111,9 +111,7 @@ Factory parse_factory(const Args& a, const char* op, const Tensor& like = nullpt
   const FactoryKeywords k = factory_keywords(a, op);
   Factory f;
   f.dtype = k.dtype, f.requires_grad = k.requires_grad, f.pin_memory = k.pin_memory;
-  f.out = k.out, f.device = k.device;
-  const int g = a.schema().index_of("generator");
-  if (g >= 0) f.generator = a[g];
+  f.out = k.out, f.device = k.device, f.generator = k.generator;
   f.gen = generator_for(to_generator(f.generator, op),
                         like && !k.device_given ? like->device() : f.device);
   return f;

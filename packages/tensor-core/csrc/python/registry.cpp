@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <unordered_map>
 #include <utility>
 
 namespace ember::pyb {
@@ -456,31 +457,51 @@ void register_registry(py::module_& m) {
 
 namespace ember::pyb {
 
+namespace {
+// Where a schema's factory keywords are (-1: absent), found once per schema: the lookup by name
+// would otherwise cost a call a few hundred nanoseconds.
+struct FactoryPositions {
+  int dtype, layout, memory_format, device, requires_grad, pin_memory, generator;
+};
+const FactoryPositions& factory_positions(const Schema& s) {
+  static auto* cache = new std::unordered_map<const Schema*, FactoryPositions>();  // leaked
+  auto it = cache->find(&s);
+  if (it == cache->end())
+    it = cache->emplace(&s, FactoryPositions{s.index_of("dtype"), s.index_of("layout"),
+                                             s.index_of("memory_format"), s.index_of("device"),
+                                             s.index_of("requires_grad"), s.index_of("pin_memory"),
+                                             s.index_of("generator")})
+             .first;
+  return it->second;
+}
+}  // namespace
+
 FactoryKeywords factory_keywords(const Args& a, const char* op) {
-  const Schema& s = a.schema();
+  const FactoryPositions& at = factory_positions(a.schema());
   FactoryKeywords f;
   f.out = a.out();
-  int i = s.index_of("dtype");
+  int i = at.dtype;
   if (i >= 0) f.dtype = a.dtype(i);
-  i = s.index_of("layout");
+  i = at.layout;
   if (i >= 0 && !a.is_none(i) && std::string(py::repr(a[i])) != "ember.strided")
     throw NotImplementedError(str_cat(op, "(): layout=", std::string(py::repr(a[i])),
                                       " is not supported: ember's tensors are strided"));
-  i = s.index_of("memory_format");
+  i = at.memory_format;
   if (i >= 0 && !a.is_none(i))
     throw NotImplementedError(str_cat(op, "(): memory_format=", std::string(py::repr(a[i])),
                                       " is not supported: ember's tensors are dense and "
                                       "contiguous"));
-  i = s.index_of("device");
+  i = at.device;
   if (i >= 0 && !a.is_none(i)) {
     const Device d = to_device(a[i]);
     f.device = resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
     f.device_given = true;
   }
-  i = s.index_of("requires_grad");
+  i = at.requires_grad;
   if (i >= 0) f.requires_grad = a.flag(i);
-  i = s.index_of("pin_memory");
+  i = at.pin_memory;
   if (i >= 0) f.pin_memory = a.flag(i);
+  if (at.generator >= 0) f.generator = a[at.generator];
   return f;
 }
 

@@ -117,7 +117,7 @@ void register_registry(py::module_& m);
 namespace ember::pyb {
 
 // The factory keywords of a call (torch's dtype, layout, device, pin_memory, requires_grad,
-// memory_format, out), read by name from whichever of them the matched schema has. A layout
+// memory_format, out, generator), read by name from whichever of them the matched schema has. A layout
 // other than ember.strided and any memory_format (ember's tensors are strided and dense) raise
 // NotImplementedError rather than being ignored.
 struct FactoryKeywords {
@@ -126,7 +126,8 @@ struct FactoryKeywords {
   bool device_given = false;
   bool requires_grad = false;
   bool pin_memory = false;
-  py::handle out;  // None when not given
+  py::handle out;        // None when not given
+  py::handle generator{Py_None};  // the same; a Generator (the schema checked its type)
 };
 FactoryKeywords factory_keywords(const Args& a, const char* op);
 // The parameters that follow `*` in a factory's schema, as torch writes them.
