@@ -349,6 +349,10 @@ PyObject* run_entry(const OpDef* op, PyObject* self, PyObject* const* args, size
                     PyObject* kwnames) {
   try {
     return call(*op, self, args, PyVectorcall_NARGS(nargsf), kwnames).release().ptr();
+#ifdef __GLIBCXX__
+  } catch (abi::__forced_unwind&) {  // a thread ended at interpreter exit: let it unwind, as
+    throw;                           // pybind11's dispatcher does (swallowing it aborts)
+#endif
   } catch (...) {
     py::detail::try_translate_exceptions();  // the module's translators: torch's classes
     return nullptr;
