@@ -137,6 +137,34 @@ def bench_elementwise(sz: dict[str, Any]) -> None:
     H.report("elementwise", rows)
 
 
+def bench_call_overhead(sz: dict[str, Any]) -> None:
+    """The cost of a call through the op registry's argument parsing, on 4 elements: index ops
+    (a method and functions) and factories with their keywords. Context rows, no target."""
+    torch = H.torch
+    rows: list[H.Row] = []
+    x = H.inputs((4,), seed=0)
+    libs = {"ember": ember, "torch": torch}
+    idx = {k: m.tensor([0, 2]) for k, m in libs.items() if m is not None}
+    mask = {k: v > 0 for k, v in x.items() if k in libs}
+    cases = {
+        "x.index_select(0, i)": lambda m, k: x[k].index_select(0, idx[k]),
+        "gather(x, 0, i)": lambda m, k: m.gather(x[k], 0, idx[k]),
+        "x.masked_fill(mask, 1.0)": lambda m, k: x[k].masked_fill(mask[k], 1.0),
+        "zeros(4)": lambda m, k: m.zeros(4),
+        "zeros(2, 2, dtype=float64)": lambda m, k: m.zeros(2, 2, dtype=m.float64),
+        "arange(4)": lambda m, k: m.arange(4),
+        "full((4,), 1.5)": lambda m, k: m.full((4,), 1.5),
+    }
+    for name, f in cases.items():
+        rows += run_case(
+            f"{name}, 4 elements (call overhead)",
+            {k: (lambda f=f, m=m, k=k: f(m, k)) if m is not None else None
+             for k, m in libs.items()},
+            {},
+        )
+    H.report("call overhead: index ops and factories", rows)
+
+
 def bench_reductions(sz: dict[str, Any]) -> None:
     torch, np = H.torch, H.np
     rows: list[H.Row] = []
@@ -231,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     H.setup("bench_core: ember's tensor core vs PyTorch (CPU) and NumPy", argv)
     sz = sizes()
     bench_elementwise(sz)
+    bench_call_overhead(sz)
     bench_reductions(sz)
     bench_layout(sz)
     bench_matmul(sz)

@@ -226,8 +226,35 @@ def registry_rows(C) -> dict[str, dict[str, dict]]:
     return rows
 
 
+def varargs_def(schema: str, *, method: bool) -> str | None:
+    """torch's rule: a schema whose only positional parameter (after self) is an int[] also takes
+    the ints as separate arguments (zeros(2, 3), x.flip(0, 1)): that form as its own overload."""
+    params = [p for p in split_params(schema[schema.index("(") + 1: schema.rindex(") ->")])]
+    star = params.index("*") if "*" in params else len(params)
+    positional = params[1:star] if method else params[:star]
+    if len(positional) != 1 or not re.fullmatch(r"int\[\d*\]\??", positional[0].split(" ")[0]):
+        return None
+    pname = positional[0].split(" ")[1].split("=")[0]
+    name, line = schema_def(schema, method=method)
+    head = f"def {name}(self, " if method else f"def {name}("
+    rest = line[len(head):]
+    # replace the int[] parameter (the first after `head`) with *pname: int
+    first, sep, after = rest.partition(", ")
+    if not first.startswith(pname + ":"):
+        return None
+    after = after.replace("*, ", "", 1) if after.startswith("*, ") else after
+    if first.endswith(") -> " + rest.split(") -> ")[-1]):  # it was the only parameter
+        return head + f"*{pname}: _int) -> " + rest.split(") -> ")[-1]
+    return head + f"*{pname}: _int" + (", " + after if after else "")
+
+
 def defs_for_registry(row: dict, *, method: bool) -> list[str]:
-    lines = [schema_def(s, method=method)[1] for s in row["signatures"]]
+    lines = []
+    for sig in row["signatures"]:
+        lines.append(schema_def(sig, method=method)[1])
+        extra = varargs_def(sig, method=method)
+        if extra:
+            lines.append(extra)
     if len(lines) == 1:
         return lines
     return [x for line in lines for x in ("@overload", line)]

@@ -367,6 +367,8 @@ _RECORDED_AS_ANOTHER_OP = {
     "view": "_view", "view_as": "_view", "expand": "_expand", "expand_as": "_expand",
     "reshape_as": "reshape", "contiguous": "clone", "concat": "cat", "concatenate": "cat",
     "_unfold": "unfold", "__matmul__": "matmul", "__rmatmul__": "matmul",
+    # the in-place samplers' function forms, which the hook reruns, recorded as the methods
+    **{f"_{n}_": f"{n}_" for n in ("bernoulli", "exponential", "normal", "random", "uniform")},
 }
 
 

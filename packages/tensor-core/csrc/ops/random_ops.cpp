@@ -204,8 +204,10 @@ void uniform_(const Tensor& self, double from, double to, Generator* gen) {
 void normal_(const Tensor& self, double mean, double std, Generator* gen) {
   if (drawn_on_cpu_twin(self, [&](const Tensor& t) { normal_(t, mean, std, for_device(gen, self)); })) return;
   check_writable(self, "normal_");
-  if (!is_floating(self->dtype)) not_implemented("normal_kernel_cpu", self->dtype);
+  // torch checks std first and the dtype only when there is something to draw
   EMBER_CHECK(std >= 0.0, std::runtime_error, "normal expects std >= 0.0, but found std ", std);
+  if (self->numel() == 0) return;
+  if (!is_floating(self->dtype)) not_implemented("normal_kernel_cpu", self->dtype);
   Generator& g = pick(gen);
   const int64_t n = self->numel();
   if (n == 0) return;
@@ -339,6 +341,7 @@ void exponential_(const Tensor& self, double lambd, Generator* gen) {
   check_writable(self, "exponential_");
   EMBER_CHECK(lambd > 0.0, std::runtime_error,
               "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+  if (self->numel() == 0) return;  // torch checks the dtype only when there is something to draw
   EMBER_CHECK(is_floating(self->dtype), std::runtime_error,
               "Exponential distribution is a continuous probability distribution. dtype must be a "
               "floating point but you specified ", scalar_name(self->dtype));

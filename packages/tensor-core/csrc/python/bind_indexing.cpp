@@ -10,6 +10,7 @@
 
 #include "ops/indexing.h"
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 using namespace pybind11::literals;
 
@@ -262,34 +263,23 @@ void apply_setitem(const Tensor& self, py::handle index, py::handle value) {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// argument helpers
+// argument helpers. The *_impl functions below get the arguments of a registered row, checked
+// against its schema: tensors are tensors, dims are ints.
 
+// `value` as the registry passed it: a number, or a tensor that must be 0-d.
 Scalar fill_value(py::handle v, const char* op) {
   if (is_tensor(v)) {
     Tensor t = to_tensor(v);
     EMBER_CHECK(t->dim() == 0, std::runtime_error, op,
                 " only supports a 0-dimensional value tensor, but got tensor with ", t->dim(),
                 " dimension(s).");
-    return to_scalar(v);
   }
-  if (!is_number(v))
-    throw py::type_error(str_cat(op, "(): argument 'value' must be Number or Tensor, not ", type_of(v)));
   return to_scalar(v);
 }
 
-std::vector<Tensor> index_list(py::handle h, const char* op) {
-  if (is_tensor(h)) return {to_tensor(h)};
-  if (!PyTuple_Check(h.ptr()) && !PyList_Check(h.ptr()))
-    throw py::type_error(str_cat(op, "(): argument 'indices' must be tuple of Tensors, not ", type_of(h)));
+std::vector<Tensor> index_list(py::handle h) {  // a tuple/list of tensors (checked by the registry)
   std::vector<Tensor> r;
-  size_t i = 0;
-  for (auto e : py::reinterpret_borrow<py::sequence>(h)) {
-    if (!is_tensor(e))
-      throw py::type_error(str_cat("expected Tensor as element ", i, " in argument 0, but got ",
-                                   type_of(e)));
-    r.push_back(to_tensor(e));
-    ++i;
-  }
+  for (auto e : py::reinterpret_borrow<py::sequence>(h)) r.push_back(to_tensor(e));
   return r;
 }
 
@@ -313,9 +303,9 @@ Tensor broadcast_clone(const Tensor& self, const Tensor& mask) {
 py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valuesh,
                           bool accumulate, bool inplace) {
   const char* name = inplace ? "index_put_" : "index_put";
-  Tensor self = expect_tensor(selfh, name, "input");
-  std::vector<Tensor> idx = index_list(indicesh, name);
-  Tensor values = expect_tensor(valuesh, name, "values");
+  Tensor self = to_tensor(selfh);
+  std::vector<Tensor> idx = index_list(indicesh);
+  Tensor values = to_tensor(valuesh);
   const bool index_on_device = any_on_device(nullptr, idx);
   if (inplace ? (inplace_needs_grad(self, {values}) || index_on_device)
               : (needs_dispatch(self) || needs_dispatch(values) || index_on_device))
@@ -344,9 +334,9 @@ struct IndexedWrite {
 
   IndexedWrite(const char* op, bool inplace_, py::handle selfh, py::handle dimh, py::handle indexh)
       : name(op), inplace(inplace_) {
-    self = expect_tensor(selfh, name, "input");
-    dim = parse_dim(dimh, name);
-    index = expect_tensor(indexh, name, "index");
+    self = to_tensor(selfh);
+    dim = as_int(dimh);
+    index = to_tensor(indexh);
   }
   bool hooked() const {
     return inplace ? inplace_needs_grad(self, {src, index})
@@ -370,11 +360,11 @@ py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py
                         py::handle valueh, py::handle reduceh, py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "scatter_" : "scatter", inplace, selfh, dimh, indexh);
   py::handle s = srch.is_none() ? valueh : srch;
-  if (s.is_none())
-    throw py::type_error(str_cat(w.name, "() missing required argument 'src' or 'value'"));
   w.src = is_tensor(s) ? to_tensor(s) : nullptr;
   if (w.hooked())
-    return w.redispatch(py::make_tuple(selfh, w.dim, indexh, s), py::dict("reduce"_a = reduceh), outh);
+    // reduce= only when given: the call the hook reruns must match one of the four forms
+    return w.redispatch(py::make_tuple(selfh, w.dim, indexh, s),
+                        reduceh.is_none() ? py::dict() : py::dict("reduce"_a = reduceh), outh);
   IndexReduce red = IndexReduce::None;
   if (!reduceh.is_none()) {
     red = parse_index_reduce(py::cast<std::string>(reduceh), true);
@@ -391,7 +381,7 @@ py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py
 py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                             py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "scatter_add_" : "scatter_add", inplace, selfh, dimh, indexh);
-  w.src = expect_tensor(srch, w.name, "src");
+  w.src = to_tensor(srch);
   if (w.hooked()) return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict(), outh);
   return w.run(selfh, outh, [&](const Tensor& t) {
     scatter_(t, w.dim, w.index, w.src, Scalar(), IndexReduce::Sum, "scatter_add");
@@ -401,7 +391,7 @@ py::object scatter_add_impl(py::handle selfh, py::handle dimh, py::handle indexh
 py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                                py::handle reduceh, bool include_self, py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "scatter_reduce_" : "scatter_reduce", inplace, selfh, dimh, indexh);
-  w.src = expect_tensor(srch, w.name, "src");
+  w.src = to_tensor(srch);
   const std::string reduce = py::cast<std::string>(reduceh);
   if (w.hooked())
     return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch, reduce),
@@ -415,7 +405,7 @@ py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle ind
 py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                           py::handle alphah, py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "index_add_" : "index_add", inplace, selfh, dimh, indexh);
-  w.src = expect_tensor(srch, w.name, "source");
+  w.src = to_tensor(srch);
   if (w.hooked())
     return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict("alpha"_a = alphah), outh);
   Scalar alpha = to_scalar(alphah);
@@ -428,7 +418,7 @@ py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, 
 py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle srch,
                            py::handle outh, bool inplace) {
   IndexedWrite w(inplace ? "index_copy_" : "index_copy", inplace, selfh, dimh, indexh);
-  w.src = expect_tensor(srch, w.name, "source");
+  w.src = to_tensor(srch);
   if (w.hooked()) return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict(), outh);
   return w.run(selfh, outh, [&](const Tensor& t) { index_copy_(t, w.dim, w.index, w.src); });
 }
@@ -436,9 +426,9 @@ py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh,
 py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle valueh,
                            bool inplace) {
   const char* name = inplace ? "index_fill_" : "index_fill";
-  Tensor self = expect_tensor(selfh, name, "input");
-  const int64_t dim = parse_dim(dimh, name);
-  Tensor index = expect_tensor(indexh, name, "index");
+  Tensor self = to_tensor(selfh);
+  const int64_t dim = as_int(dimh);
+  Tensor index = to_tensor(indexh);
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
   if (inplace ? inplace_needs_grad(self, {vt, index})
               : (needs_dispatch(self) || needs_dispatch(vt) || on_device(index)))
@@ -453,8 +443,8 @@ py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh,
 
 py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle valueh, bool inplace) {
   const char* name = inplace ? "masked_fill_" : "masked_fill";
-  Tensor self = expect_tensor(selfh, name, "input");
-  Tensor mask = expect_tensor(maskh, name, "mask");
+  Tensor self = to_tensor(selfh);
+  Tensor mask = to_tensor(maskh);
   Tensor vt = is_tensor(valueh) ? to_tensor(valueh) : nullptr;
   if (inplace ? inplace_needs_grad(self, {vt, mask})
               : (needs_dispatch(self) || needs_dispatch(vt) || on_device(mask)))
@@ -468,8 +458,8 @@ py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle value
 }
 
 py::object masked_select_impl(py::handle selfh, py::handle maskh, py::handle outh) {
-  Tensor self = expect_tensor(selfh, "masked_select", "input");
-  Tensor mask = expect_tensor(maskh, "masked_select", "mask");
+  Tensor self = to_tensor(selfh);
+  Tensor mask = to_tensor(maskh);
   if (needs_dispatch(self) || on_device(mask)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("masked_select");
     return redispatch_out("masked_select", core_fn("masked_select"), py::make_tuple(selfh, maskh),
@@ -483,9 +473,9 @@ py::object masked_select_impl(py::handle selfh, py::handle maskh, py::handle out
 
 py::object masked_scatter_impl(py::handle selfh, py::handle maskh, py::handle srch, bool inplace) {
   const char* name = inplace ? "masked_scatter_" : "masked_scatter";
-  Tensor self = expect_tensor(selfh, name, "input");
-  Tensor mask = expect_tensor(maskh, name, "mask");
-  Tensor src = expect_tensor(srch, name, "source");
+  Tensor self = to_tensor(selfh);
+  Tensor mask = to_tensor(maskh);
+  Tensor src = to_tensor(srch);
   if (inplace ? inplace_needs_grad(self, {src, mask})
               : (needs_dispatch(self) || needs_dispatch(src) || on_device(mask)))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, maskh, srch), py::dict());
@@ -502,9 +492,9 @@ py::object masked_scatter_impl(py::handle selfh, py::handle maskh, py::handle sr
 // ---- gathers ----
 
 py::object index_select_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle outh) {
-  Tensor self = expect_tensor(selfh, "index_select", "input");
-  const int64_t dim = parse_dim(dimh, "index_select");
-  Tensor index = expect_tensor(indexh, "index_select", "index");
+  Tensor self = to_tensor(selfh);
+  const int64_t dim = as_int(dimh);
+  Tensor index = to_tensor(indexh);
   if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("index_select");
     return redispatch_out("index_select", core_fn("index_select"), py::make_tuple(selfh, dim, indexh),
@@ -517,9 +507,9 @@ py::object index_select_impl(py::handle selfh, py::handle dimh, py::handle index
 
 py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, bool sparse_grad,
                        py::handle outh) {
-  Tensor self = expect_tensor(selfh, "gather", "input");
-  const int64_t dim = parse_dim(dimh, "gather");
-  Tensor index = expect_tensor(indexh, "gather", "index");
+  Tensor self = to_tensor(selfh);
+  const int64_t dim = as_int(dimh);
+  Tensor index = to_tensor(indexh);
   if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("gather");
     return redispatch_out("gather", core_fn("gather"), py::make_tuple(selfh, dim, indexh),
@@ -531,8 +521,8 @@ py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, boo
 }
 
 py::object take_impl(py::handle selfh, py::handle indexh, py::handle outh) {
-  Tensor self = expect_tensor(selfh, "take", "input");
-  Tensor index = expect_tensor(indexh, "take", "index");
+  Tensor self = to_tensor(selfh);
+  Tensor index = to_tensor(indexh);
   if (needs_dispatch(self) || on_device(index)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("take");
     return redispatch_out("take", core_fn("take"), py::make_tuple(selfh, indexh), py::dict(), outh);
@@ -546,8 +536,8 @@ py::object take_impl(py::handle selfh, py::handle indexh, py::handle outh) {
 }
 
 py::object take_along_dim_impl(py::handle selfh, py::handle indicesh, py::handle dimh, py::handle outh) {
-  Tensor self = expect_tensor(selfh, "take_along_dim", "input");
-  Tensor indices = expect_tensor(indicesh, "take_along_dim", "indices");
+  Tensor self = to_tensor(selfh);
+  Tensor indices = to_tensor(indicesh);
   auto dim = parse_opt_dim(dimh, "take_along_dim");
   if (needs_dispatch(self) || on_device(indices)) {
     if ((!outh.is_none()) && needs_grad(self)) out_with_grad("take_along_dim");
@@ -565,7 +555,7 @@ py::object nonzero_tuple(const Tensor& nz, int64_t ndim) {
 }
 
 py::object nonzero_impl(py::handle selfh, py::handle outh, bool as_tuple) {
-  Tensor self = expect_tensor(selfh, "nonzero", "input");
+  Tensor self = to_tensor(selfh);
   if (on_device(self)) {
     if (!outh.is_none()) refuse_dispatched_out("nonzero", self);
     return call_device("nonzero", py::make_tuple(selfh), py::dict("as_tuple"_a = as_tuple));
@@ -590,11 +580,10 @@ py::object nonzero_impl(py::handle selfh, py::handle outh, bool as_tuple) {
 
 void register_indexing(py::module_& m) {
   g_m = new py::module_(m);  // leaked: outlives interpreter teardown
-  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
-  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
-  const auto none = py::none();
+  const char* I = "indexing";
 
-  // the getitem backward: self[index] += values, duplicates summed (any index expression)
+  // The getitem backward: self[index] += values, duplicates summed. By hand: `index` is any
+  // index expression (ints, slices, None, `...`, tensors), which no schema type describes.
   m.def("_index_accumulate_", [](py::object selfh, py::handle index, const Tensor& values) {
     Tensor self = selfh.cast<Tensor>();
     Parsed p = parse_index(self, index);
@@ -613,133 +602,143 @@ void register_indexing(py::module_& m) {
     return selfh;
   }, "input"_a, "index"_a, "values"_a);
 
-  // index_put / index_put_
-  m.def("index_put", [](py::handle x, py::handle idx, py::handle v, bool acc) {
-    return index_put_impl(x, idx, v, acc, false);
-  }, "input"_a, "indices"_a, "values"_a, "accumulate"_a = false);
-  m.def("index_put_", [](py::handle x, py::handle idx, py::handle v, bool acc) {
-    return index_put_impl(x, idx, v, acc, true);
-  }, "input"_a, "indices"_a, "values"_a, "accumulate"_a = false);
-  for (bool inplace : {false, true})
-    defm(inplace ? "index_put_" : "index_put",
-         py::cpp_function([inplace](py::handle x, py::handle idx, py::handle v, bool acc) {
-           return index_put_impl(x, idx, v, acc, inplace);
-         }, py::is_method(cls), "indices"_a, "values"_a, "accumulate"_a = false));
-
-  // index_select / gather / take / take_along_dim
-  m.def("index_select", &index_select_impl, "input"_a, "dim"_a, "index"_a, py::kw_only(), "out"_a = none);
-  defm("index_select", py::cpp_function([](py::handle x, py::handle d, py::handle i) {
-    return index_select_impl(x, d, i, py::none());
-  }, py::is_method(cls), "dim"_a, "index"_a));
-  m.def("gather", &gather_impl, "input"_a, "dim"_a, "index"_a, py::kw_only(), "sparse_grad"_a = false,
-        "out"_a = none);
-  defm("gather", py::cpp_function([](py::handle x, py::handle d, py::handle i, bool sg) {
-    return gather_impl(x, d, i, sg, py::none());
-  }, py::is_method(cls), "dim"_a, "index"_a, py::kw_only(), "sparse_grad"_a = false));
-  m.def("take", &take_impl, "input"_a, "index"_a, py::kw_only(), "out"_a = none);
-  defm("take", py::cpp_function([](py::handle x, py::handle i) { return take_impl(x, i, py::none()); },
-                                py::is_method(cls), "index"_a));
-  m.def("take_along_dim", &take_along_dim_impl, "input"_a, "indices"_a, "dim"_a = none, py::kw_only(),
-        "out"_a = none);
-  defm("take_along_dim", py::cpp_function([](py::handle x, py::handle i, py::handle d) {
-    return take_along_dim_impl(x, i, d, py::none());
-  }, py::is_method(cls), "indices"_a, "dim"_a = none));
-
-  // scatter family
+  // Every row below hands its own calls to the hooks (hand_off = false): the autograd formulas
+  // and ember.cuda read (input, dim, index, src/value) by position, dim as an int.
   for (bool inplace : {false, true}) {
-    const char* name = inplace ? "scatter_" : "scatter";
-    m.def(name, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle value,
-                          py::handle reduce, py::handle out) {
-      return scatter_impl(x, d, i, src, value, reduce, out, inplace);
-    }, "input"_a, "dim"_a, "index"_a, "src"_a = none, py::kw_only(), "value"_a = none,
-       "reduce"_a = none, "out"_a = none);
-    defm(name, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src,
-                                          py::handle value, py::handle reduce) {
-      return scatter_impl(x, d, i, src, value, reduce, py::none(), inplace);
-    }, py::is_method(cls), "dim"_a, "index"_a, "src"_a = none, py::kw_only(), "value"_a = none,
-       "reduce"_a = none));
+    const std::string u = inplace ? "_" : "";
+    // in-place forms take no out=; `kw_out` follows other keyword-only parameters
+    const std::string out = inplace ? "" : ", *, Tensor? out=None";
+    const std::string kw_out = inplace ? "" : ", Tensor? out=None";
 
-    const char* aname = inplace ? "scatter_add_" : "scatter_add";
-    m.def(aname, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle out) {
-      return scatter_add_impl(x, d, i, src, out, inplace);
-    }, "input"_a, "dim"_a, "index"_a, "src"_a, py::kw_only(), "out"_a = none);
-    defm(aname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src) {
-      return scatter_add_impl(x, d, i, src, py::none(), inplace);
-    }, py::is_method(cls), "dim"_a, "index"_a, "src"_a));
+    const std::string put = "index_put" + u;
+    def_op(m, {.name = put,
+               .signatures = {put + "(Tensor input, Tensor[] indices, Tensor values, "
+                                    "bool accumulate=False) -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) {
+                 return index_put_impl(a[0], a[1], a[2], a.flag(3), inplace);
+               }});
 
-    const char* rname = inplace ? "scatter_reduce_" : "scatter_reduce";
-    m.def(rname, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle reduce,
-                           bool include_self, py::handle out) {
-      return scatter_reduce_impl(x, d, i, src, reduce, include_self, out, inplace);
-    }, "input"_a, "dim"_a, "index"_a, "src"_a, "reduce"_a, py::kw_only(), "include_self"_a = true,
-       "out"_a = none);
-    defm(rname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src,
-                                           py::handle reduce, bool include_self) {
-      return scatter_reduce_impl(x, d, i, src, reduce, include_self, py::none(), inplace);
-    }, py::is_method(cls), "dim"_a, "index"_a, "src"_a, "reduce"_a, py::kw_only(),
-       "include_self"_a = true));
+    // scatter: torch's four forms (src a tensor or value a number; reduce= or not)
+    const std::string sc = "scatter" + u;
+    def_op(m, {.name = sc,
+               .signatures = {sc + "(Tensor input, int dim, Tensor index, Tensor src" + out + ") -> Tensor",
+                              sc + "(Tensor input, int dim, Tensor index, Tensor src, *, str reduce" +
+                                  kw_out + ") -> Tensor",
+                              sc + "(Tensor input, int dim, Tensor index, Scalar value" + out + ") -> Tensor",
+                              sc + "(Tensor input, int dim, Tensor index, Scalar value, *, str reduce" +
+                                  kw_out + ") -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) {
+                 const py::handle none = py::none();
+                 const bool with_tensor = a.overload() < 2, with_reduce = a.overload() % 2 == 1;
+                 const py::handle reduce = with_reduce ? a[4] : none;
+                 return scatter_impl(a[0], a[1], a[2], with_tensor ? a[3] : none,
+                                     with_tensor ? none : a[3], reduce, a.out(), inplace);
+               }});
 
-    // index_add / index_copy / index_fill
-    const char* iname = inplace ? "index_add_" : "index_add";
-    m.def(iname, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle alpha,
-                           py::handle out) {
-      return index_add_impl(x, d, i, src, alpha, out, inplace);
-    }, "input"_a, "dim"_a, "index"_a, "source"_a, py::kw_only(), "alpha"_a = 1, "out"_a = none);
-    defm(iname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src,
-                                           py::handle alpha) {
-      return index_add_impl(x, d, i, src, alpha, py::none(), inplace);
-    }, py::is_method(cls), "dim"_a, "index"_a, "source"_a, py::kw_only(), "alpha"_a = 1));
+    const std::string sa = "scatter_add" + u;
+    def_op(m, {.name = sa,
+               .signatures = {sa + "(Tensor input, int dim, Tensor index, Tensor src" + out + ") -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) {
+                 return scatter_add_impl(a[0], a[1], a[2], a[3], a.out(), inplace);
+               }});
 
-    const char* cname = inplace ? "index_copy_" : "index_copy";
-    m.def(cname, [inplace](py::handle x, py::handle d, py::handle i, py::handle src, py::handle out) {
-      return index_copy_impl(x, d, i, src, out, inplace);
-    }, "input"_a, "dim"_a, "index"_a, "source"_a, py::kw_only(), "out"_a = none);
-    defm(cname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle src) {
-      return index_copy_impl(x, d, i, src, py::none(), inplace);
-    }, py::is_method(cls), "dim"_a, "index"_a, "source"_a));
+    const std::string sr = "scatter_reduce" + u;
+    def_op(m, {.name = sr,
+               .signatures = {sr + "(Tensor input, int dim, Tensor index, Tensor src, str reduce, *, "
+                                   "bool include_self=True" + kw_out + ") -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) {
+                 return scatter_reduce_impl(a[0], a[1], a[2], a[3], a[4], a.flag(5), a.out(), inplace);
+               }});
 
-    const char* fname = inplace ? "index_fill_" : "index_fill";
-    m.def(fname, [inplace](py::handle x, py::handle d, py::handle i, py::handle v) {
-      return index_fill_impl(x, d, i, v, inplace);
-    }, "input"_a, "dim"_a, "index"_a, "value"_a);
-    defm(fname, py::cpp_function([inplace](py::handle x, py::handle d, py::handle i, py::handle v) {
-      return index_fill_impl(x, d, i, v, inplace);
-    }, py::is_method(cls), "dim"_a, "index"_a, "value"_a));
+    const std::string ia = "index_add" + u;
+    def_op(m, {.name = ia,
+               .signatures = {ia + "(Tensor input, int dim, Tensor index, Tensor source, *, Scalar alpha=1" +
+                                  kw_out + ") -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) {
+                 return index_add_impl(a[0], a[1], a[2], a[3], a[4], a.out(), inplace);
+               }});
 
-    // masked_fill / masked_scatter
-    const char* mname = inplace ? "masked_fill_" : "masked_fill";
-    m.def(mname, [inplace](py::handle x, py::handle mask, py::handle v) {
-      return masked_fill_impl(x, mask, v, inplace);
-    }, "input"_a, "mask"_a, "value"_a);
-    defm(mname, py::cpp_function([inplace](py::handle x, py::handle mask, py::handle v) {
-      return masked_fill_impl(x, mask, v, inplace);
-    }, py::is_method(cls), "mask"_a, "value"_a));
+    const std::string ic = "index_copy" + u;
+    def_op(m, {.name = ic,
+               .signatures = {ic + "(Tensor input, int dim, Tensor index, Tensor source" + out + ") -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) {
+                 return index_copy_impl(a[0], a[1], a[2], a[3], a.out(), inplace);
+               }});
 
-    const char* sname = inplace ? "masked_scatter_" : "masked_scatter";
-    m.def(sname, [inplace](py::handle x, py::handle mask, py::handle src) {
-      return masked_scatter_impl(x, mask, src, inplace);
-    }, "input"_a, "mask"_a, "source"_a);
-    defm(sname, py::cpp_function([inplace](py::handle x, py::handle mask, py::handle src) {
-      return masked_scatter_impl(x, mask, src, inplace);
-    }, py::is_method(cls), "mask"_a, "source"_a));
+    // index_fill / masked_fill: value a number or a tensor (torch's two overloads, the number's
+    // first: the common call matches without a failed try; a 0-d tensor is a Scalar too)
+    const std::string fi = "index_fill" + u;
+    def_op(m, {.name = fi,
+               .signatures = {fi + "(Tensor input, int dim, Tensor index, Scalar value) -> Tensor",
+                              fi + "(Tensor input, int dim, Tensor index, Tensor value) -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) {
+                 return index_fill_impl(a[0], a[1], a[2], a[3], inplace);
+               }});
+
+    const std::string mf = "masked_fill" + u;
+    def_op(m, {.name = mf,
+               .signatures = {mf + "(Tensor input, Tensor mask, Scalar value) -> Tensor",
+                              mf + "(Tensor input, Tensor mask, Tensor value) -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) { return masked_fill_impl(a[0], a[1], a[2], inplace); }});
+
+    const std::string ms = "masked_scatter" + u;
+    def_op(m, {.name = ms,
+               .signatures = {ms + "(Tensor input, Tensor mask, Tensor source) -> Tensor"},
+               .family = I, .hooked = true, .hand_off = false,
+               .impl = [inplace](const Args& a) {
+                 return masked_scatter_impl(a[0], a[1], a[2], inplace);
+               }});
   }
 
-  m.def("masked_select", &masked_select_impl, "input"_a, "mask"_a, py::kw_only(), "out"_a = none);
-  defm("masked_select", py::cpp_function([](py::handle x, py::handle mask) {
-    return masked_select_impl(x, mask, py::none());
-  }, py::is_method(cls), "mask"_a));
+  // gathers
+  def_op(m, {.name = "index_select",
+             .signatures = {"index_select(Tensor input, int dim, Tensor index, *, "
+                            "Tensor? out=None) -> Tensor"},
+             .family = I, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) { return index_select_impl(a[0], a[1], a[2], a.out()); }});
+  def_op(m, {.name = "gather",
+             .signatures = {"gather(Tensor input, int dim, Tensor index, *, bool sparse_grad=False, "
+                            "Tensor? out=None) -> Tensor"},
+             .family = I, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) { return gather_impl(a[0], a[1], a[2], a.flag(3), a.out()); }});
+  def_op(m, {.name = "take",
+             .signatures = {"take(Tensor input, Tensor index, *, Tensor? out=None) -> Tensor"},
+             .family = I, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) { return take_impl(a[0], a[1], a.out()); }});
+  def_op(m, {.name = "take_along_dim",
+             .signatures = {"take_along_dim(Tensor input, Tensor indices, int? dim=None, *, "
+                            "Tensor? out=None) -> Tensor"},
+             .family = I, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) { return take_along_dim_impl(a[0], a[1], a[2], a.out()); }});
+  def_op(m, {.name = "masked_select",
+             .signatures = {"masked_select(Tensor input, Tensor mask, *, Tensor? out=None) -> Tensor"},
+             .family = I, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) { return masked_select_impl(a[0], a[1], a.out()); }});
 
-  // nonzero / argwhere / where(condition)
-  m.def("nonzero", &nonzero_impl, "input"_a, py::kw_only(), "out"_a = none, "as_tuple"_a = false);
-  defm("nonzero", py::cpp_function([](py::handle x, bool as_tuple) {
-    return nonzero_impl(x, py::none(), as_tuple);
-  }, py::is_method(cls), py::kw_only(), "as_tuple"_a = false));
-  m.def("argwhere", [](py::handle x) { return nonzero_impl(x, py::none(), false); }, "input"_a);
-  defm("argwhere", py::cpp_function([](py::handle x) { return nonzero_impl(x, py::none(), false); },
-                                    py::is_method(cls)));
-  // where(condition) == nonzero(condition, as_tuple=True): an overload beside where(c, x, y).
+  // nonzero / argwhere: not differentiable; a CUDA input goes to the device hook (by hand: the
+  // device op takes as_tuple, and out= is refused there)
+  def_op(m, {.name = "nonzero",
+             .signatures = {"nonzero(Tensor input, *, Tensor? out=None, bool as_tuple=False) -> Tensor"},
+             .family = I, .hand_off = false,
+             .doc = "With as_tuple=True: a tuple of 1-d index tensors, one per dim.",
+             .impl = [](const Args& a) { return nonzero_impl(a[0], a.out(), a.flag(2)); }});
+  def_op(m, {.name = "argwhere",
+             .signatures = {"argwhere(Tensor input) -> Tensor"},
+             .family = I, .hand_off = false,
+             .impl = [](const Args& a) { return nonzero_impl(a[0], py::none(), false); }});
+  // where(condition) == nonzero(condition, as_tuple=True). By hand: an overload added to the
+  // where(condition, input, other) that bind_ops.cpp binds.
   m.def("where", [](py::handle cond) {
-    return nonzero_impl(py::reinterpret_borrow<py::object>(cond), py::none(), true);
+    expect_tensor(cond, "where", "condition");
+    return nonzero_impl(cond, py::none(), true);
   }, "condition"_a);
 }
 

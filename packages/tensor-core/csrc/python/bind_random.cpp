@@ -1,8 +1,9 @@
-// bind_random.cpp: random numbers for Python: the Generator class, the default generator's
-// module functions (manual_seed, seed, initial_seed, get_rng_state, set_rng_state), the sampling
-// factories (rand, randn, randint, randperm, *_like, normal, bernoulli, multinomial) with
-// PyTorch's keyword arguments, and the in-place samplers (uniform_, normal_, random_, bernoulli_,
-// exponential_) as Tensor methods. Every sampler takes `generator=`.
+// bind_random.cpp: random numbers for Python: the Generator class and the default generator's
+// module functions (manual_seed, seed, initial_seed, get_rng_state, set_rng_state), bound by hand
+// (they are no tensor ops); and, declared in the op registry with torch's signatures, the
+// sampling factories (rand, randn, randint, randperm, *_like, normal, bernoulli, multinomial) and
+// the in-place samplers (uniform_, normal_, random_, bernoulli_, exponential_). Every sampler
+// takes `generator=`.
 #include <cstring>
 #include <map>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "cuda/cuda_context.h"
 #include "ops/random_ops.h"
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 using namespace pybind11::literals;
 
@@ -61,6 +63,7 @@ std::string state_bytes(py::handle h) {
                      static_cast<size_t>(c->numel()));
 }
 
+// The registry checked the class name; this refuses another library's Generator.
 Generator* to_generator(py::handle h, const char* op) {
   if (!h || h.is_none()) return nullptr;
   if (!py::isinstance<Generator>(h))
@@ -94,49 +97,30 @@ py::object borrowed_generator(Generator& gen) {
 struct Factory {
   ScalarType dtype = ScalarType::Undefined;
   bool requires_grad = false;
-  py::object out = py::none();
-  py::object generator = py::none();
+  bool pin_memory = false;
+  py::handle out = py::none();
+  py::handle generator = py::none();
   Generator* gen = nullptr;
   Device device{};
 };
 
-// `like`: the input of a *_like function, whose device the result takes unless device= is given.
-Factory parse_factory(py::kwargs& kw, const char* op, const Tensor& like = nullptr) {
+// The factory keywords of a call (registry.h) and its generator. `like`: the input of a *_like
+// function, whose device the draw is for unless device= is given. Numbers for another device are
+// drawn on the CPU, then copied: the same seed gives the same numbers on every device.
+Factory parse_factory(const Args& a, const char* op, const Tensor& like = nullptr) {
+  const FactoryKeywords k = factory_keywords(a, op);
   Factory f;
-  bool device_given = false;
-  for (auto item : kw) {
-    std::string k = py::str(item.first);
-    py::handle v = item.second;
-    if (k == "dtype") f.dtype = to_dtype(v);
-    else if (k == "device") {
-      // Drawn from the CPU generator, then copied: the same seed gives the same numbers on
-      // every device.
-      Device d = to_device(v);
-      f.device = resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
-      device_given = true;
-    } else if (k == "requires_grad") f.requires_grad = v.cast<bool>();
-    else if (k == "out") f.out = py::reinterpret_borrow<py::object>(v);
-    else if (k == "generator") f.generator = py::reinterpret_borrow<py::object>(v);
-    else if (k == "layout" || k == "pin_memory" || k == "memory_format") continue;
-    else throw py::type_error(str_cat(op, "() got an unexpected keyword argument '", k, "'"));
-  }
+  f.dtype = k.dtype, f.requires_grad = k.requires_grad, f.pin_memory = k.pin_memory;
+  f.out = k.out, f.device = k.device, f.generator = k.generator;
   f.gen = generator_for(to_generator(f.generator, op),
-                        like && !device_given ? like->device() : f.device);
+                        like && !k.device_given ? like->device() : f.device);
   return f;
-}
-
-// Pops a keyword argument (nullptr handle when absent).
-py::object pop_kw(py::kwargs& kw, const char* name) {
-  if (!kw.contains(name)) return py::object();
-  py::object v = kw[name];
-  PyDict_DelItemString(kw.ptr(), name);
-  return v;
 }
 
 // The tensor a factory fills: `out` (dtype checked, resized) or a new one.
 Tensor factory_target(const Factory& f, const Shape& shape, ScalarType default_dtype, const char* op) {
   if (!f.out.is_none()) {
-    Tensor o = expect_tensor(f.out, op, "out");
+    Tensor o = to_tensor(f.out);
     if (f.dtype != ScalarType::Undefined && f.dtype != o->dtype)
       throw std::runtime_error(str_cat("dtype ", dtype_name(f.dtype),
                                        " does not match dtype of out parameter (",
@@ -152,23 +136,11 @@ Tensor factory_target(const Factory& f, const Shape& shape, ScalarType default_d
 }
 
 py::object factory_result(const Factory& f, const Tensor& t) {
-  if (!f.out.is_none()) return f.out;
+  if (!f.out.is_none()) return py::reinterpret_borrow<py::object>(f.out);
   py::object r = py::cast(f.device.is_cpu() ? t : to_device_copy(t, f.device, false));
+  if (f.pin_memory) r = g_m->attr("_pin_memory")(r);  // needs CUDA, as torch's
   if (f.requires_grad) r.attr("requires_grad_")(true);
   return r;
-}
-
-// A size given as rand(2, 3), rand((2, 3)) or rand(size=(2, 3)).
-Shape factory_shape(const py::args& args, py::kwargs& kw, const char* op) {
-  py::object size = pop_kw(kw, "size");
-  if (size) {
-    if (args.size() != 0)
-      throw py::type_error(str_cat(op, "() got multiple values for argument 'size'"));
-    return to_shape(size);
-  }
-  if (args.size() == 0)
-    throw py::type_error(str_cat(op, "() missing 1 required positional argument: 'size'"));
-  return shape_from_args(args, op);
 }
 
 // `*_like`: a tensor with input's shape and (unless dtype= says otherwise) dtype.
@@ -176,18 +148,12 @@ Tensor like_target(const Tensor& x, const Factory& f) {
   return empty_like(x, f.dtype == ScalarType::Undefined ? x->dtype : f.dtype);
 }
 
-int64_t to_int(py::handle h, const char* op, const char* arg) {
-  if (PyLong_Check(h.ptr()) || (!PyFloat_Check(h.ptr()) && py::hasattr(h, "__index__")))
-    return py::int_(h.attr("__index__")()).cast<int64_t>();
-  throw py::type_error(str_cat(op, "(): argument '", arg, "' must be int, not ", type_name(h)));
-}
-
 double to_double(py::handle h) { return to_scalar(h).to_double(); }
 
 // ---- in-place samplers: autograd sees them when self requires grad ----
 template <typename Fn>
 py::object inplace(const char* name, py::handle self, py::tuple args, py::dict kw, Fn&& run) {
-  Tensor t = expect_tensor(self, name, "self");
+  Tensor t = to_tensor(self);
   generator_for(to_generator(kw["generator"], name), t->device());  // torch's device check
   if (t->requires_grad && grad_enabled()) {
     std::string core = std::string("_") + name;
@@ -223,9 +189,9 @@ py::object random_call(py::handle self, py::handle from, py::handle to, py::hand
                  [&](const Tensor& t) {
                    Generator* g = to_generator(gen, "random_");
                    if (from.is_none() && to.is_none()) return random_(t, g);
-                   const int64_t f = from.is_none() ? 0 : to_int(from, "random_", "from");
+                   const int64_t f = from.is_none() ? 0 : as_int(from);
                    std::optional<int64_t> hi;
-                   if (!to.is_none()) hi = to_int(to, "random_", "to");
+                   if (!to.is_none()) hi = as_int(to);
                    random_(t, f, hi, g);
                  });
 }
@@ -233,7 +199,7 @@ py::object random_call(py::handle self, py::handle from, py::handle to, py::hand
 // ---- functional samplers ----
 // A sampler's result written into out= as the CPU paths below do (resized and copied).
 py::object sampled_out(const char* op, const Tensor& r, py::handle outh) {
-  Tensor o = expect_tensor(outh, op, "out");
+  Tensor o = to_tensor(outh);
   EMBER_CHECK(r->device() == o->device(), std::runtime_error,
               "Expected all tensors to be on the same device, but found at least two devices, ",
               r->device().str(), " and ", o->device().str(), "! (", op, ", out=)");
@@ -251,13 +217,14 @@ py::object generator_arg(py::handle given, Generator* chosen) {
 }
 
 py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::handle outh) {
-  Tensor x = expect_tensor(input, "bernoulli", "input");
+  Tensor x = to_tensor(input);
   Generator* g = generator_for(to_generator(gen, "bernoulli"), x->device());
   if (needs_dispatch(x) || (is_tensor(p) && needs_dispatch(to_tensor(p)))) {
     if (!outh.is_none() && (needs_grad(x) || (is_tensor(p) && needs_grad(to_tensor(p)))))
       throw std::runtime_error("bernoulli(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
-    py::object r = redispatch("bernoulli", g_m->attr("bernoulli"), py::make_tuple(input, p),
+    py::object r = redispatch("bernoulli", g_m->attr("bernoulli"),
+                              p.is_none() ? py::tuple(py::make_tuple(input)) : py::tuple(py::make_tuple(input, p)),
                               py::dict("generator"_a = generator_arg(gen, g)));
     return outh.is_none() ? r : sampled_out("bernoulli", to_tensor(r), outh);
   }
@@ -266,7 +233,7 @@ py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::ha
   else if (is_tensor(p)) bernoulli_(r, to_tensor(p), g);
   else bernoulli_(r, to_double(p), g);
   if (!outh.is_none()) {
-    Tensor o = expect_tensor(outh, "bernoulli", "out");
+    Tensor o = to_tensor(outh);
     check_out_no_grad(o, "bernoulli");
     resize_output(o, r->sizes);
     copy_(o, r);
@@ -277,23 +244,23 @@ py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::ha
 
 py::object multinomial_call(py::handle input, py::handle n, bool replacement, py::handle gen,
                             py::handle outh) {
-  Tensor x = expect_tensor(input, "multinomial", "input");
+  Tensor x = to_tensor(input);
   Generator* g = generator_for(to_generator(gen, "multinomial"), x->device());
   if (on_device(x)) {
     // Numbers for CUDA tensors are drawn on the host: the CPU kernel on a host copy of the (small)
     // probabilities, with the device's generator, so a seed gives the CPU's samples.
-    Tensor r = multinomial(to_device_copy(x, Device{}, false), to_int(n, "multinomial", "num_samples"),
+    Tensor r = multinomial(to_device_copy(x, Device{}, false), as_int(n),
                            replacement, g);
     r = to_device_copy(r, x->device(), false);
     if (outh.is_none()) return wrap(r);
-    Tensor o = expect_tensor(outh, "multinomial", "out");
+    Tensor o = to_tensor(outh);
     EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
                 "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
     return sampled_out("multinomial", r, outh);
   }
-  Tensor r = multinomial(x, to_int(n, "multinomial", "num_samples"), replacement, g);
+  Tensor r = multinomial(x, as_int(n), replacement, g);
   if (!outh.is_none()) {
-    Tensor o = expect_tensor(outh, "multinomial", "out");
+    Tensor o = to_tensor(outh);
     EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
                 "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
     resize_output(o, r->sizes);
@@ -303,55 +270,36 @@ py::object multinomial_call(py::handle input, py::handle n, bool replacement, py
   return wrap(r);
 }
 
-[[noreturn]] void normal_signature_error(const char* got) {
-  throw py::type_error(str_cat(
-      "normal() received an invalid combination of arguments - got ", got,
-      ", but expected one of:\n * (Tensor mean, Tensor std, *, Generator generator = None, "
-      "Tensor out = None)\n * (Tensor mean, float std = 1, *, Generator generator = None, Tensor "
-      "out = None)\n * (float mean, Tensor std, *, Generator generator = None, Tensor out = None)\n"
-      " * (float mean, float std, tuple of ints size, *, Generator generator = None, Tensor out = "
-      "None, dtype dtype = None, layout layout = None, device device = None, bool pin_memory = "
-      "False, bool requires_grad = False)"));
-}
-
-py::object normal_fn(py::args args, py::kwargs kw) {
-  py::object mean = pop_kw(kw, "mean"), std = pop_kw(kw, "std");
-  py::object size = pop_kw(kw, "size");
-  size_t k = 0;
-  if (!mean && k < args.size()) mean = args[k++];
-  if (!std && k < args.size()) std = args[k++];
-  if (!size && k < args.size()) size = args[k++];
-  if (k < args.size() || !mean) normal_signature_error("an unexpected number of arguments");
-  const bool mt = is_tensor(mean), st = std && is_tensor(std);
+// normal's four forms: (Tensor mean, Tensor std), (Tensor mean, float std=1), (float mean,
+// Tensor std), and (float mean, float std, size) with the factory keywords.
+py::object normal_sample(const Args& a) {
+  py::handle mean = a[0], std = a[1];
+  const bool mt = is_tensor(mean), st = is_tensor(std);
   // With tensor parameters the draw is for their device (the generator's default and check).
-  Factory f = parse_factory(kw, "normal", mt ? to_tensor(mean) : st ? to_tensor(std) : nullptr);
-  if (!mt && !st) {  // two numbers and a size: a filled factory
-    if (!std || !size || !is_number(mean) || !is_number(std))
-      normal_signature_error("(float, float) without a size");
-    Tensor t = factory_target(f, to_shape(size), get_default_dtype(), "normal");
+  Factory f = parse_factory(a, "normal", mt ? to_tensor(mean) : st ? to_tensor(std) : nullptr);
+  if (a.overload() == 3) {  // two numbers and a size: a filled factory
+    Tensor t = factory_target(f, a.ints(2), get_default_dtype(), "normal");
     normal_(t, to_double(mean), to_double(std), f.gen);
     return factory_result(f, t);
   }
-  if (size) normal_signature_error("tensor arguments and a size");
   if ((mt && needs_dispatch(to_tensor(mean))) || (st && needs_dispatch(to_tensor(std)))) {
     if (!f.out.is_none() && ((mt && needs_grad(to_tensor(mean))) || (st && needs_grad(to_tensor(std)))))
       throw std::runtime_error("normal(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
-    py::object s = std ? std : py::float_(1.0);
-    py::object r = redispatch("normal", g_m->attr("normal"), py::make_tuple(mean, s),
+    py::object r = redispatch("normal", g_m->attr("normal"), py::make_tuple(mean, std),
                               py::dict("generator"_a = generator_arg(f.generator, f.gen)));
     return f.out.is_none() ? r : sampled_out("normal", to_tensor(r), f.out);
   }
   Tensor r;
   if (mt && st) r = normal(to_tensor(mean), to_tensor(std), f.gen);
-  else if (mt) r = normal(to_tensor(mean), std ? to_double(std) : 1.0, f.gen);
+  else if (mt) r = normal(to_tensor(mean), to_double(std), f.gen);
   else r = normal(to_double(mean), to_tensor(std), f.gen);
   if (!f.out.is_none()) {
-    Tensor o = expect_tensor(f.out, "normal", "out");
+    Tensor o = to_tensor(f.out);
     check_out_no_grad(o, "normal");
     resize_output(o, r->sizes);
     copy_(o, r);
-    return f.out;
+    return py::reinterpret_borrow<py::object>(f.out);
   }
   return wrap(r);
 }
@@ -360,8 +308,6 @@ py::object normal_fn(py::args args, py::kwargs kw) {
 
 void register_random(py::module_& m) {
   g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
-  auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
-  auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
 
   // ---- Generator ----
   py::class_<Generator, GenPtr>(m, "Generator", R"doc(
@@ -420,132 +366,145 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
   m.def("set_rng_state", [](py::handle state) { default_generator().set_state(state_bytes(state)); },
         py::arg("new_state"));
 
-  // ---- factories ----
-  m.def("rand", [](py::args args, py::kwargs kw) {
-    Shape s = factory_shape(args, kw, "rand");
-    Factory f = parse_factory(kw, "rand");
-    Tensor t = factory_target(f, s, get_default_dtype(), "rand");
-    uniform_(t, 0.0, 1.0, f.gen);
-    return factory_result(f, t);
-  });
-  m.def("randn", [](py::args args, py::kwargs kw) {
-    Shape s = factory_shape(args, kw, "randn");
-    Factory f = parse_factory(kw, "randn");
-    Tensor t = factory_target(f, s, get_default_dtype(), "randn");
-    normal_(t, 0.0, 1.0, f.gen);
-    return factory_result(f, t);
-  });
-  m.def("randint", [](py::args args, py::kwargs kw) {
-    // randint(high, size) or randint(low, high, size); any of them by keyword.
-    py::object low = pop_kw(kw, "low"), high = pop_kw(kw, "high"), size = pop_kw(kw, "size");
-    std::vector<py::object> pos;
-    for (auto a : args) pos.push_back(py::reinterpret_borrow<py::object>(a));
-    if (!size && !pos.empty()) size = pos.back(), pos.pop_back();
-    if (pos.size() == 2 && !low && !high) low = pos[0], high = pos[1];
-    else if (pos.size() == 1 && !high) high = pos[0];
-    else if (pos.size() == 1 && high && !low) low = pos[0];
-    else if (!pos.empty()) throw py::type_error("randint() received an invalid combination of arguments");
-    if (!high || !size)
-      throw py::type_error("randint() missing required arguments: expected randint(low=0, high, size)");
-    Factory f = parse_factory(kw, "randint");
-    const int64_t lo = low ? to_int(low, "randint", "low") : 0;
-    const int64_t hi = to_int(high, "randint", "high");
-    Tensor t = factory_target(f, to_shape(size), ScalarType::Int64, "randint");
-    random_(t, lo, hi, f.gen);
-    return factory_result(f, t);
-  });
-  m.def("randperm", [](py::handle n, py::kwargs kw) {
-    Factory f = parse_factory(kw, "randperm");
-    const int64_t nn = to_int(n, "randperm", "n");
-    ScalarType dt = f.dtype;
-    if (!f.out.is_none() && dt == ScalarType::Undefined) dt = expect_tensor(f.out, "randperm", "out")->dtype;
-    Tensor r = randperm(nn, dt == ScalarType::Undefined ? ScalarType::Int64 : dt, f.gen);
-    if (!f.out.is_none()) {
-      Tensor o = factory_target(f, r->sizes, r->dtype, "randperm");
-      copy_(o, r);
+  // ---- the sampling factories ----
+  const char* R = "random";
+  const std::string factory = kFactoryParams;
+  const std::string gen = "Generator? generator=None";
+  for (bool is_normal : {false, true}) {
+    const std::string name = is_normal ? "randn" : "rand";
+    def_op(m, {.name = name,
+               .signatures = {name + "(int[] size, *, " + gen + ", Tensor? out=None, " + factory +
+                              ") -> Tensor"},
+               .family = R, .variants = kFunction, .hand_off = false,
+               .impl = [is_normal, name](const Args& a) {
+                 Factory f = parse_factory(a, name.c_str());
+                 Tensor t = factory_target(f, a.ints(0), get_default_dtype(), name.c_str());
+                 if (is_normal) normal_(t, 0.0, 1.0, f.gen);
+                 else uniform_(t, 0.0, 1.0, f.gen);
+                 return factory_result(f, t);
+               }});
+    const std::string like = name + "_like";
+    def_op(m, {.name = like,
+               .signatures = {like + "(Tensor input, *, " + gen + ", Any? memory_format=None, " +
+                              factory + ") -> Tensor"},
+               .family = R, .variants = kFunction, .hand_off = false,
+               .impl = [is_normal, like](const Args& a) {
+                 const Tensor x = a.tensor(0);
+                 Factory f = parse_factory(a, like.c_str(), x);
+                 Tensor t = like_target(x, f);
+                 if (is_normal) normal_(t, 0.0, 1.0, f.gen);
+                 else uniform_(t, 0.0, 1.0, f.gen);
+                 return factory_result(f, t);
+               }});
+  }
+  // randint(high, size) or randint(low, high, size)
+  def_op(m, {.name = "randint",
+             .signatures = {"randint(int high, int[] size, *, " + gen + ", Tensor? out=None, " +
+                                factory + ") -> Tensor",
+                            "randint(int low, int high, int[] size, *, " + gen +
+                                ", Tensor? out=None, " + factory + ") -> Tensor"},
+             .family = R, .variants = kFunction, .hand_off = false,
+             .impl = [](const Args& a) {
+               const int k = a.overload();  // 1: low given
+               Factory f = parse_factory(a, "randint");
+               Tensor t = factory_target(f, a.ints(k + 1), ScalarType::Int64, "randint");
+               random_(t, k ? a.integer(0) : 0, a.integer(k), f.gen);
+               return factory_result(f, t);
+             }});
+  def_op(m, {.name = "randint_like",
+             .signatures = {"randint_like(Tensor input, int high, *, " + gen +
+                                ", Any? memory_format=None, " + factory + ") -> Tensor",
+                            "randint_like(Tensor input, int low, int high, *, " + gen +
+                                ", Any? memory_format=None, " + factory + ") -> Tensor"},
+             .family = R, .variants = kFunction, .hand_off = false,
+             .impl = [](const Args& a) {
+               const int k = a.overload();
+               const Tensor x = a.tensor(0);
+               Factory f = parse_factory(a, "randint_like", x);
+               Tensor t = like_target(x, f);
+               random_(t, k ? a.integer(1) : 0, a.integer(k + 1), f.gen);
+               return factory_result(f, t);
+             }});
+  def_op(m, {.name = "randperm",
+             .signatures = {"randperm(int n, *, " + gen + ", Tensor? out=None, " + factory +
+                            ") -> Tensor"},
+             .family = R, .variants = kFunction, .hand_off = false,
+             .impl = [](const Args& a) {
+               Factory f = parse_factory(a, "randperm");
+               ScalarType dt = f.dtype;  // int64 unless dtype= or out= says otherwise
+               if (!f.out.is_none() && dt == ScalarType::Undefined) dt = to_tensor(f.out)->dtype;
+               Tensor r = randperm(a.integer(0), dt == ScalarType::Undefined ? ScalarType::Int64 : dt,
+                                   f.gen);
+               if (!f.out.is_none()) copy_(factory_target(f, r->sizes, r->dtype, "randperm"), r);
+               return factory_result(f, r);
+             }});
+
+  def_op(m, {.name = "normal",
+             .signatures = {"normal(Tensor mean, Tensor std, *, " + gen + ", Tensor? out=None) -> Tensor",
+                            "normal(Tensor mean, float std=1, *, " + gen + ", Tensor? out=None) -> Tensor",
+                            "normal(float mean, Tensor std, *, " + gen + ", Tensor? out=None) -> Tensor",
+                            "normal(float mean, float std, int[] size, *, " + gen +
+                                ", Tensor? out=None, " + factory + ") -> Tensor"},
+             .family = R, .variants = kFunction, .hooked = true, .hand_off = false,
+             .impl = &normal_sample});
+  // bernoulli(input): p = input's values; bernoulli(input, p): a number p
+  def_op(m, {.name = "bernoulli",
+             .signatures = {"bernoulli(Tensor input, *, " + gen + ", Tensor? out=None) -> Tensor",
+                            "bernoulli(Tensor input, float p, *, " + gen + ") -> Tensor"},
+             .family = R, .hooked = true, .hand_off = false,
+             .impl = [](const Args& a) {
+               if (a.overload() == 0) return bernoulli_call(a[0], py::none(), a[1], a.out());
+               // p a float (a 0-d tensor too, as torch's parser reads it)
+               return bernoulli_call(a[0], py::float_(a.real(1)), a[2], py::none());
+             }});
+  def_op(m, {.name = "multinomial",
+             .signatures = {"multinomial(Tensor input, int num_samples, bool replacement=False, *, " +
+                            gen + ", Tensor? out=None) -> Tensor"},
+             .family = R, .hand_off = false,
+             .impl = [](const Args& a) {
+               return multinomial_call(a[0], a[1], a.flag(2), a[3], a.out());
+             }});
+
+  // ---- the in-place samplers: Tensor.<name>_ and ember._C._<name>_, the function the autograd
+  // hook reruns (it keeps the forms the hook is given: random_'s from/to may be None) ----
+  auto sampler = [&](const std::string& name, std::vector<std::string> forms,
+                     std::function<py::object(const Args&)> impl) {
+    for (bool method : {true, false}) {
+      std::vector<std::string> sigs;
+      for (const auto& params : forms)
+        sigs.push_back((method ? name : "_" + name) + "(Tensor input" + params + ", *, " + gen +
+                       ") -> Tensor");
+      def_op(m, {.name = method ? name : "_" + name, .signatures = sigs, .family = R,
+                 .variants = method ? kMethod : kFunction, .hooked = true, .hand_off = false,
+                 .impl = impl});
     }
-    return factory_result(f, r);
-  }, py::arg("n"));
-
-  m.def("rand_like", [](const Tensor& x, py::kwargs kw) {
-    Factory f = parse_factory(kw, "rand_like", x);
-    Tensor t = like_target(x, f);
-    uniform_(t, 0.0, 1.0, f.gen);
-    return factory_result(f, t);
-  }, py::arg("input"));
-  m.def("randn_like", [](const Tensor& x, py::kwargs kw) {
-    Factory f = parse_factory(kw, "randn_like", x);
-    Tensor t = like_target(x, f);
-    normal_(t, 0.0, 1.0, f.gen);
-    return factory_result(f, t);
-  }, py::arg("input"));
-  m.def("randint_like", [](const Tensor& x, py::args args, py::kwargs kw) {
-    py::object low = pop_kw(kw, "low"), high = pop_kw(kw, "high");
-    if (args.size() == 2 && !low && !high) low = args[0], high = args[1];
-    else if (args.size() == 1 && !high) high = args[0];
-    else if (args.size() == 1 && high && !low) low = args[0];
-    else if (args.size() != 0) throw py::type_error("randint_like() received an invalid combination of arguments");
-    if (!high) throw py::type_error("randint_like() missing required argument 'high'");
-    Factory f = parse_factory(kw, "randint_like", x);
-    Tensor t = like_target(x, f);
-    random_(t, low ? to_int(low, "randint_like", "low") : 0, to_int(high, "randint_like", "high"), f.gen);
-    return factory_result(f, t);
-  }, py::arg("input"));
-
-  m.def("normal", &normal_fn);
-  m.def("bernoulli", [](py::handle input, py::handle p, py::handle gen, py::handle out) {
-    return bernoulli_call(input, p, gen, out);
-  }, py::arg("input"), py::arg("p") = py::none(), py::kw_only(), py::arg("generator") = py::none(),
-     py::arg("out") = py::none());
-  m.def("multinomial", [](py::handle input, py::handle n, bool replacement, py::handle gen, py::handle out) {
-    return multinomial_call(input, n, replacement, gen, out);
-  }, py::arg("input"), py::arg("num_samples"), py::arg("replacement") = false, py::kw_only(),
-     py::arg("generator") = py::none(), py::arg("out") = py::none());
-
-  // ---- in-place samplers: the autograd hook's functions, then the Tensor methods ----
-  m.def("_uniform_", &uniform_call, py::arg("input"), py::arg("from") = 0.0, py::arg("to") = 1.0,
-        py::kw_only(), py::arg("generator") = py::none());
-  m.def("_normal_", &normal_call, py::arg("input"), py::arg("mean") = 0.0, py::arg("std") = 1.0,
-        py::kw_only(), py::arg("generator") = py::none());
-  m.def("_random_", &random_call, py::arg("input"), py::arg("from") = py::none(),
-        py::arg("to") = py::none(), py::kw_only(), py::arg("generator") = py::none());
-  m.def("_bernoulli_", &bernoulli_inplace_call, py::arg("input"), py::arg("p") = 0.5, py::kw_only(),
-        py::arg("generator") = py::none());
-  m.def("_exponential_", &exponential_call, py::arg("input"), py::arg("lambd") = 1.0, py::kw_only(),
-        py::arg("generator") = py::none());
-
-  defm("uniform_", py::cpp_function(&uniform_call, py::name("uniform_"), py::is_method(cls),
-                                    py::arg("from") = 0.0, py::arg("to") = 1.0, py::kw_only(),
-                                    py::arg("generator") = py::none()));
-  defm("normal_", py::cpp_function(&normal_call, py::name("normal_"), py::is_method(cls),
-                                   py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(),
-                                   py::arg("generator") = py::none()));
-  // random_(to) with one positional argument, like PyTorch.
-  defm("random_", py::cpp_function([](py::handle self, py::args args, py::kwargs kw) {
-    py::object from = pop_kw(kw, "from"), to = pop_kw(kw, "to"), gen = pop_kw(kw, "generator");
-    if (kw.size() != 0)
-      throw py::type_error(str_cat("random_() got an unexpected keyword argument '",
-                                   std::string(py::str(kw.begin()->first)), "'"));
-    if (args.size() == 1 && !from && !to) to = args[0];
-    else if (args.size() == 1 && to && !from) from = args[0];
-    else if (args.size() == 2 && !from && !to) from = args[0], to = args[1];
-    else if (args.size() != 0) throw py::type_error("random_() received an invalid combination of arguments");
-    return random_call(self, from ? from : py::none(), to ? to : py::none(), gen ? gen : py::none());
-  }, py::name("random_"), py::is_method(cls)));
-  defm("bernoulli_", py::cpp_function(&bernoulli_inplace_call, py::name("bernoulli_"),
-                                      py::is_method(cls), py::arg("p") = 0.5, py::kw_only(),
-                                      py::arg("generator") = py::none()));
-  defm("exponential_", py::cpp_function(&exponential_call, py::name("exponential_"),
-                                        py::is_method(cls), py::arg("lambd") = 1.0, py::kw_only(),
-                                        py::arg("generator") = py::none()));
-  defm("bernoulli", py::cpp_function([](py::handle self, py::handle p, py::handle gen) {
-    return bernoulli_call(self, p, gen, py::none());
-  }, py::name("bernoulli"), py::is_method(cls), py::arg("p") = py::none(), py::kw_only(),
-     py::arg("generator") = py::none()));
-  defm("multinomial", py::cpp_function([](py::handle self, py::handle n, bool replacement, py::handle gen) {
-    return multinomial_call(self, n, replacement, gen, py::none());
-  }, py::name("multinomial"), py::is_method(cls), py::arg("num_samples"),
-     py::arg("replacement") = false, py::kw_only(), py::arg("generator") = py::none()));
+  };
+  sampler("uniform_", {", float from=0, float to=1"},
+          [](const Args& a) { return uniform_call(a[0], a[1], a[2], a[3]); });
+  sampler("normal_", {", float mean=0, float std=1"},
+          [](const Args& a) { return normal_call(a[0], a[1], a[2], a[3]); });
+  sampler("exponential_", {", float lambd=1"},
+          [](const Args& a) { return exponential_call(a[0], a[1], a[2]); });
+  sampler("bernoulli_", {", Tensor p", ", float p=0.5"},
+          [](const Args& a) { return bernoulli_inplace_call(a[0], a[1], a[2]); });
+  // random_(): the dtype's range; random_(to); random_(from, to) (to None: up to the dtype's max)
+  for (bool method : {true, false}) {
+    const std::string name = method ? "random_" : "_random_";
+    const std::vector<std::string> sigs =
+        method ? std::vector<std::string>{name + "(Tensor input, *, " + gen + ") -> Tensor",
+                                          name + "(Tensor input, int from, int? to, *, " + gen + ") -> Tensor",
+                                          name + "(Tensor input, int to, *, " + gen + ") -> Tensor"}
+               : std::vector<std::string>{name + "(Tensor input, int? from=None, int? to=None, *, " +
+                                          gen + ") -> Tensor"};
+    def_op(m, {.name = name, .signatures = sigs, .family = R,
+               .variants = method ? kMethod : kFunction, .hooked = true, .hand_off = false,
+               .impl = [method](const Args& a) {
+                 const py::handle none = py::none();
+                 if (!method || a.overload() == 1) return random_call(a[0], a[1], a[2], a[3]);
+                 if (a.overload() == 2) return random_call(a[0], none, a[1], a[2]);
+                 return random_call(a[0], none, none, a[1]);
+               }});
+  }
 }
 
 }  // namespace ember::pyb

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <unordered_map>
 #include <utility>
 
 namespace ember::pyb {
@@ -15,8 +16,10 @@ namespace {
 
 py::module_* g_m = nullptr;
 std::deque<OpDef>& table() {
-  static std::deque<OpDef> ops;  // a deque: rows never move, the bindings hold pointers
-  return ops;
+  // A deque: rows never move, the bindings hold pointers. Leaked: the rows hold Python objects
+  // (their defaults), which must not be released after the interpreter has gone.
+  static auto* ops = new std::deque<OpDef>();
+  return *ops;
 }
 std::vector<const OpDef*>& rows() {
   static std::vector<const OpDef*> r;
@@ -99,7 +102,10 @@ bool matches(const Param& p, py::handle v) {
     }
     case ArgType::Int: return is_int_like(v);
     case ArgType::IntList: return (p.list_size > 0 && is_int_like(v)) || is_int_sequence(v);
-    case ArgType::Float: return is_number(v) || is_int_like(v);  // bool too, as torch's
+    // torch's double: any Python number (bool included) or a 0-d tensor that needs no grad
+    case ArgType::Float:
+      return is_number(v) || is_int_like(v) ||
+             (is_tensor(v) && to_tensor(v)->dim() == 0 && !to_tensor(v)->requires_grad);
     case ArgType::Bool: return PyBool_Check(o) || (is_number(v) && type_of(v) == "bool_");
     case ArgType::Scalar: return is_number(v) || (is_tensor(v) && to_tensor(v)->dim() == 0);
     case ArgType::ScalarType: return is_dtype_like(v);
@@ -108,6 +114,8 @@ bool matches(const Param& p, py::handle v) {
     case ArgType::String: return PyUnicode_Check(o);
     case ArgType::Any: return true;
     case ArgType::TensorOrScalar: return is_tensor(v) || is_number(v);
+    case ArgType::Generator: return type_of(v) == "Generator";
+    case ArgType::Layout: return type_of(v) == "_Layout";
   }
   return false;
 }
@@ -383,6 +391,10 @@ PyObject* run_entry(const OpDef* op, PyObject* self, PyObject* const* args, size
                     PyObject* kwnames) {
   try {
     return call(*op, self, args, PyVectorcall_NARGS(nargsf), kwnames).release().ptr();
+#ifdef __GLIBCXX__
+  } catch (abi::__forced_unwind&) {  // a thread ended at interpreter exit: let it unwind, as
+    throw;                           // pybind11's dispatcher does (swallowing it aborts)
+#endif
   } catch (...) {
     py::detail::try_translate_exceptions();  // the module's translators: torch's classes
     return nullptr;
@@ -485,6 +497,58 @@ void register_registry(py::module_& m) {
     return out;
   }, "Every registered op: name, signatures, family, variants, whether it goes through the "
      "autograd hook, how it runs on CUDA, and whether its binding is generated or by hand.");
+}
+
+}  // namespace ember::pyb
+
+namespace ember::pyb {
+
+namespace {
+// Where a schema's factory keywords are (-1: absent), found once per schema: the lookup by name
+// would otherwise cost a call a few hundred nanoseconds.
+struct FactoryPositions {
+  int dtype, layout, memory_format, device, requires_grad, pin_memory, generator;
+};
+const FactoryPositions& factory_positions(const Schema& s) {
+  static auto* cache = new std::unordered_map<const Schema*, FactoryPositions>();  // leaked
+  auto it = cache->find(&s);
+  if (it == cache->end())
+    it = cache->emplace(&s, FactoryPositions{s.index_of("dtype"), s.index_of("layout"),
+                                             s.index_of("memory_format"), s.index_of("device"),
+                                             s.index_of("requires_grad"), s.index_of("pin_memory"),
+                                             s.index_of("generator")})
+             .first;
+  return it->second;
+}
+}  // namespace
+
+FactoryKeywords factory_keywords(const Args& a, const char* op) {
+  const FactoryPositions& at = factory_positions(a.schema());
+  FactoryKeywords f;
+  f.out = a.out();
+  int i = at.dtype;
+  if (i >= 0) f.dtype = a.dtype(i);
+  i = at.layout;
+  if (i >= 0 && !a.is_none(i) && std::string(py::repr(a[i])) != "ember.strided")
+    throw NotImplementedError(str_cat(op, "(): layout=", std::string(py::repr(a[i])),
+                                      " is not supported: ember's tensors are strided"));
+  i = at.memory_format;
+  if (i >= 0 && !a.is_none(i))
+    throw NotImplementedError(str_cat(op, "(): memory_format=", std::string(py::repr(a[i])),
+                                      " is not supported: ember's tensors are dense and "
+                                      "contiguous"));
+  i = at.device;
+  if (i >= 0 && !a.is_none(i)) {
+    const Device d = to_device(a[i]);
+    f.device = resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
+    f.device_given = true;
+  }
+  i = at.requires_grad;
+  if (i >= 0) f.requires_grad = a.flag(i);
+  i = at.pin_memory;
+  if (i >= 0) f.pin_memory = a.flag(i);
+  if (at.generator >= 0) f.generator = a[at.generator];
+  return f;
 }
 
 }  // namespace ember::pyb

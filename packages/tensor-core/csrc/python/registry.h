@@ -54,19 +54,22 @@ class Args {
   std::string str(int i) const { return py::str(values_[i]); }
   py::handle out() const;  // the `out` argument, or None
 
+  // An object the call's arguments point into (the tuple packed from zeros(2, 3)'s or
+  // x.flip(0, 1)'s ints).
+  void keep(py::object o) { kept_ = std::move(o); }
+
   // Filled by parse_call.
   void bind(const Schema* schema, int overload, unsigned given, PyObject* const* values) {
     schema_ = schema, overload_ = overload, given_ = given;
     for (size_t i = 0; i < schema->params.size(); ++i) values_[i] = values[i];
   }
-  void keep(py::object packed) { packed_ = std::move(packed); }  // a value made by the parser
 
  private:
   const Schema* schema_ = nullptr;
   int overload_ = 0;
   unsigned given_ = 0;
   PyObject* values_[kMaxParams] = {};  // borrowed: the call's arguments or the schema's defaults
-  py::object packed_;                  // owns the tuple of var-args ints (x.flip(0, 1)), if any
+  py::object kept_;                    // owns what Args::keep was given
 };
 
 struct OpDef {
@@ -111,5 +114,28 @@ const std::vector<const OpDef*>& all_ops();
 
 // `ember._C._ops()`: the table as a list of dicts.
 void register_registry(py::module_& m);
+
+}  // namespace ember::pyb
+
+namespace ember::pyb {
+
+// The factory keywords of a call (torch's dtype, layout, device, pin_memory, requires_grad,
+// memory_format, out, generator), read by name from whichever of them the matched schema has. A layout
+// other than ember.strided and any memory_format (ember's tensors are strided and dense) raise
+// NotImplementedError rather than being ignored.
+struct FactoryKeywords {
+  ScalarType dtype = ScalarType::Undefined;
+  Device device{};  // resolved (cuda -> cuda:<current>)
+  bool device_given = false;
+  bool requires_grad = false;
+  bool pin_memory = false;
+  py::handle out;        // None when not given
+  py::handle generator{Py_None};  // the same; a Generator (the schema checked its type)
+};
+FactoryKeywords factory_keywords(const Args& a, const char* op);
+// The parameters that follow `*` in a factory's schema, as torch writes them.
+inline constexpr const char* kFactoryParams =
+    "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, "
+    "bool? requires_grad=False";
 
 }  // namespace ember::pyb

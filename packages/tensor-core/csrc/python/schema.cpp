@@ -26,6 +26,8 @@ const TypeName kTypeNames[] = {
     {"str", "str", "str"},
     {"Any", "Any", "object"},
     {"Tensor|Scalar", "Tensor | Number", "Tensor or Number"},
+    {"Generator", "Generator", "ember.Generator"},
+    {"Layout", "layout", "ember.layout"},
 };
 
 std::string trim(const std::string& s) {

@@ -6,11 +6,13 @@
 //   "sum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None,
 //        Tensor? out=None) -> Tensor"
 //
-// Types: Tensor, Tensor|Scalar (a tensor or a Python number), Tensor[] (a list or tuple of tensors), int, int[] / int[N] (a sequence of ints;
-// with N, a single int is repeated N times), float, bool, Scalar (a Python number or 0-d tensor),
-// ScalarType (an ember dtype or a Python type), Device, str, Any (no check). A `?` allows None;
+// Types: Tensor, Tensor|Scalar (a tensor or a Python number), Tensor[] (a list or tuple of
+// tensors), int, int[] / int[N] (a sequence of ints; with N, a single int is repeated N times), float, bool, Scalar (a Python number or 0-d tensor),
+// ScalarType (an ember dtype or a Python type), Device, str, Any (no check), Generator (an
+// ember.Generator), Layout (ember.strided). A `?` allows None;
 // `*` starts the keyword-only parameters; defaults are Python literals (None, True, 1, -1.5,
-// 'fro', [], [0, 1]).
+// 'fro', [], [0, 1]). A schema whose only positional parameter is an int[] also takes the ints
+// as separate arguments, as torch's: zeros(2, 3) == zeros((2, 3)).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,7 @@ namespace ember::pyb {
 
 enum class ArgType : uint8_t {
   Tensor, TensorList, Int, IntList, Float, Bool, Scalar, ScalarType, Device, String, Any,
-  TensorOrScalar
+  TensorOrScalar, Generator, Layout
 };
 
 struct Param {

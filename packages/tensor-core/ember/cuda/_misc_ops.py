@@ -139,7 +139,7 @@ def _sampled(name: str, args, kwargs):
     device = device_of(name, args)
     gen = kwargs["generator"]  # the bindings chose the device's default and checked a given one
     if name == "bernoulli":
-        x, p = args
+        x, p = args if len(args) == 2 else (args[0], None)  # bernoulli(input) or (input, p)
         out = _C.empty(list(x.shape), dtype=x.dtype, device=f"cuda:{device}")  # contiguous
         return out.bernoulli_(x if p is None else p, generator=gen)
     mean, std = args  # normal: mean + std * N(0, 1), in the CPU kernel's order of operations
