@@ -48,6 +48,11 @@ long = int64  # noqa: F405
 short = int16  # noqa: F405
 bool = _C.bool  # noqa: A001
 
+if _C._cpu_capability_note():  # EMBER_CPU_CAPABILITY holds an unknown value
+    import warnings
+
+    warnings.warn(_C._cpu_capability_note(), RuntimeWarning, stacklevel=2)
+
 _install_methods(Tensor)
 _install_shape_methods(Tensor)
 _install_sorting(Tensor)
@@ -132,6 +137,7 @@ _COMPONENTS = {
     "optim": ("ember.optim", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),
     "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
+    "backends": ("ember.backends", "ember-tensor"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),
 }

@@ -383,18 +383,29 @@ MapReduceOp<In, Acc, Out, Map, Comb, Proj> make_op(Acc init, Map map, Comb comb,
 }
 
 // Allocates the result (reduced shape, out_dtype), plans the reduction and calls
-// body(tag, plan, typed input, result) with the input's C++ type (TypeTag<T>).
-template <class Body>
-Tensor reduce_with(const char* name, const Tensor& x, const std::vector<bool>& mask, bool keepdim,
-                   ScalarType out_dtype, Body body, bool keep_order = false) {
+// kernel(plan, planned input, result): the planned input is x or its copy with the reduced dims
+// last (plan_input). The arithmetic reductions pass a kernel of ops/cpu_kernels.h.
+template <class Kernel>
+Tensor reduce_planned(const Tensor& x, const std::vector<bool>& mask, bool keepdim,
+                      ScalarType out_dtype, Kernel kernel, bool keep_order = false) {
   Tensor result = empty(reduced_shape(x, mask, keepdim), out_dtype, x->device());
   ReducePlan plan;
   Tensor in = plan_input(x, mask, keep_order, plan);
-  dispatch_all(in->dtype, name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    body(tag, plan, in->template data_as<T>(), result);
-  });
+  kernel(static_cast<const ReducePlan&>(plan), in, result);
   return result;
+}
+
+// reduce_planned with the input's C++ type: body(tag, plan, typed input, result) (TypeTag<T>).
+template <class Body>
+Tensor reduce_with(const char* name, const Tensor& x, const std::vector<bool>& mask, bool keepdim,
+                   ScalarType out_dtype, Body body, bool keep_order = false) {
+  return reduce_planned(x, mask, keepdim, out_dtype,
+                        [&](const ReducePlan& plan, const Tensor& in, const Tensor& result) {
+    dispatch_all(in->dtype, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      body(tag, plan, in->template data_as<T>(), result);
+    });
+  }, keep_order);
 }
 
 struct Identity {

@@ -197,7 +197,7 @@ void register_ops(py::module_& m) {
     }, py::is_method(cls), py::arg("other")));
   }
   // add/sub take alpha; div takes rounding_mode. Whether a + alpha * b rounds once (add_alpha):
-  m.attr("_FUSED_MULTIPLY_ADD") = kFusedMultiplyAdd;
+  m.attr("_FUSED_MULTIPLY_ADD") = fused_multiply_add();
   for (auto op : {BinaryOp::add, BinaryOp::sub}) {
     std::string name = binary_info(op).name, iname = name + "_";
     m.def(name.c_str(), [op](py::handle a, py::handle b, py::handle alpha, py::handle out) {
