@@ -143,6 +143,20 @@ _COMPONENTS = {
 }
 
 
+# Each distribution's folder in ember's source tree.
+_FOLDERS = {"ember-tensor": "tensor-core", "ember-autograd": "autograd", "ember-nn": "nn",
+            "ember-data": "data", "ember-mp": "mp"}
+
+
+def _not_installed(module: str, dist: str) -> str:
+    """The message of the ImportError for a component whose distribution is missing."""
+    return (
+        f"{module} is provided by the {dist} distribution, which is not installed. From ember's "
+        f"source tree: pip install ./packages/{_FOLDERS[dist]} (from a package index that has "
+        f"it: pip install {dist})"
+    )
+
+
 def __getattr__(name: str):
     if name in _COMPONENTS:
         module, dist = _COMPONENTS[name]
@@ -151,10 +165,7 @@ def __getattr__(name: str):
         except ModuleNotFoundError as e:
             if e.name is not None and not module.startswith(e.name) and e.name != module:
                 raise
-            raise ImportError(
-                f"ember.{name} is provided by the {dist} distribution, which is not installed: "
-                f"pip install {dist}"
-            ) from None
+            raise ImportError(_not_installed(f"ember.{name}", dist)) from None
         globals()[name] = mod
         return mod
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
