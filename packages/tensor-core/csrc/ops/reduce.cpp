@@ -149,6 +149,11 @@ namespace {
 // dtype or int64 for bool/integer x.
 Tensor additive(const Tensor& x, const std::vector<bool>& mask, bool keepdim,
                 ScalarType out_dtype, SumKind kind) {
+  // Integer sums and products accumulate in int64 and wrap as PyTorch's do; into a narrower
+  // integer dtype they are computed in int64 and narrowed once (the same bits, two's complement),
+  // so the kernels have one integer output type.
+  if (is_integral(out_dtype, true) && out_dtype != ScalarType::Int64)
+    return to_dtype(additive(x, mask, keepdim, ScalarType::Int64, kind), out_dtype);
   const int64_t R = reduced_numel(x, mask);
   return reduce_planned(x, mask, keepdim, out_dtype,
                         [&](const ReducePlan& plan, const Tensor& in, const Tensor& result) {

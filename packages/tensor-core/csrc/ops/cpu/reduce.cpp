@@ -21,10 +21,9 @@ using sum_acc_t = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, opma
 
 }  // namespace
 
-// out's dtype is in's, or int64 for bool/integer input.
+// out's dtype is in's (floating) or int64 (bool and integer input: ops/reduce.cpp narrows it).
 void sum(SumKind kind, const ReducePlan& plan, const Tensor& x, const Tensor& result, int64_t R) {
   if (!compiled(x->dtype)) return cpu_default::sum(kind, plan, x, result, R);
-  const ScalarType out_dtype = result->dtype;
   dispatch_all(x->dtype, "sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kCompiled<T>) {
@@ -52,12 +51,8 @@ void sum(SumKind kind, const ReducePlan& plan, const Tensor& x, const Tensor& re
         else
           run_reduce(make_op<T>(A(0), conv, plus, Identity{}, out), plan, in);
       };
-      if constexpr (std::is_floating_point_v<A>) {
-        go(TypeTag<T>{});
-      } else {
-        if (out_dtype == scalar_type_of<T>()) go(TypeTag<T>{});
-        else go(TypeTag<int64_t>{});
-      }
+      if constexpr (std::is_floating_point_v<A>) go(TypeTag<T>{});
+      else go(TypeTag<int64_t>{});
     }
   });
 }
