@@ -348,8 +348,9 @@ struct MapReduceOp {
 
   Acc identity() const { return init; }
   Acc combine(Acc a, Acc b) const { return comb(a, b); }
-  // flatten (here and below): map and comb are inlined into the loops, as in loops.h.
-  __attribute__((flatten)) Acc reduce_run(const In* p, int64_t n, int64_t) const {
+  // flatten, noinline (here and below): map and comb inlined into one copy of the loops, as
+  // nary_loop_impl in kernels/loops.h.
+  __attribute__((flatten, noinline)) Acc reduce_run(const In* p, int64_t n, int64_t) const {
     if (n < 2 * kLanes) {
       Acc a = init;
       for (int64_t i = 0; i < n; ++i) a = comb(a, map(p[i]));
@@ -357,7 +358,7 @@ struct MapReduceOp {
     }
     return pairwise(p, n);
   }
-  __attribute__((flatten)) Acc pairwise(const In* __restrict__ p, int64_t n) const {
+  __attribute__((flatten, noinline)) Acc pairwise(const In* __restrict__ p, int64_t n) const {
     if (n > kBlock) {
       const int64_t half = (n / 2) / kLanes * kLanes;
       return comb(pairwise(p, half), pairwise(p + half, n - half));
@@ -372,8 +373,9 @@ struct MapReduceOp {
       for (int l = 0; l < w; ++l) a[l] = comb(a[l], a[l + w]);
     return a[0];
   }
-  __attribute__((flatten)) void accumulate_rows(Acc* __restrict__ acc, const In* __restrict__ row,
-                                                int64_t n, int64_t) const {
+  __attribute__((flatten, noinline)) void accumulate_rows(Acc* __restrict__ acc,
+                                                          const In* __restrict__ row, int64_t n,
+                                                          int64_t) const {
     for (int64_t i = 0; i < n; ++i) acc[i] = comb(acc[i], map(row[i]));
   }
   void write(int64_t i, Acc a) const { out[i] = cast_to<Out>(proj(a)); }
