@@ -63,7 +63,8 @@ def wheels(session: nox.Session) -> dict[str, Path]:
         # Built without isolation in this session's environment, so that the compiler sees the
         # same paths from one run to the next and ccache (when installed) can serve them.
         session.install(*BUILD_REQUIRES)
-        session.run("python", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+        # -v: pip passes on the build's output, so the log shows the core's per-file progress.
+        session.run("python", "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
                     "--wheel-dir", str(out), *(f"./packages/{name}" for name in names))
         for name in names:
             dist = package_distribution(name).replace("-", "_")
