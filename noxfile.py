@@ -329,7 +329,8 @@ def tests_emulated_cpu(session: nox.Session) -> None:
     emulated = [qemu, "-cpu", EMULATED_CPU, python]
     # OpenBLAS (ember's and NumPy's) takes qemu-user's emulated Nehalem for a Haswell and dies
     # on AVX2: its own kernel choice is named, as its documentation says to when detection fails.
-    env = {"OPENBLAS_CORETYPE": "Nehalem"}
+    # EMBER_TEST_EMULATOR: the tests that start fresh interpreters start them under qemu too.
+    env = {"OPENBLAS_CORETYPE": "Nehalem", "EMBER_TEST_EMULATOR": shlex.join(emulated[:-1])}
     session.run(*emulated, "-c", "import ember; c = ember.backends.cpu.get_cpu_capability(); "
                 "print('emulated CPU: kernels at', c); assert c == 'DEFAULT', c", external=True,
                 env=env)

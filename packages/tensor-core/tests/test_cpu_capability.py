@@ -5,13 +5,14 @@ Each capability runs in a fresh interpreter, since the level is fixed when ember
 copies must compute the same bits (the build never contracts a*b+c into an FMA on its own; only
 add with alpha does, and says so in ember._C._FUSED_MULTIPLY_ADD): the default copy is the
 reference for the wider ones, and the test suite itself checks every copy against NumPy when run
-under EMBER_CPU_CAPABILITY (the nox sessions `tests-cpu-baseline` and `tests-emulated-cpu`).
+under EMBER_CPU_CAPABILITY (the nox sessions `tests-cpu-levels` and `tests-emulated-cpu`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,9 @@ import ember
 LEVELS = ["DEFAULT", "AVX2", "AVX512"]
 BEST = ember._C._best_cpu_capability()
 AVAILABLE = LEVELS[: LEVELS.index(BEST) + 1]
+# Under an emulator (nox's tests-emulated-cpu: qemu-user) the fresh interpreters run under it too:
+# qemu-user runs the programs a process starts on the real CPU.
+EMULATOR = shlex.split(os.environ.get("EMBER_TEST_EMULATOR", ""))
 
 
 def run_at(capability: str | None, code: str) -> subprocess.CompletedProcess:
@@ -31,7 +35,7 @@ def run_at(capability: str | None, code: str) -> subprocess.CompletedProcess:
     env.pop("EMBER_CPU_CAPABILITY", None)
     if capability is not None:
         env["EMBER_CPU_CAPABILITY"] = capability
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+    return subprocess.run([*EMULATOR, sys.executable, "-c", textwrap.dedent(code)], env=env,
                           capture_output=True, text=True, timeout=120)
 
 
