@@ -1,15 +1,19 @@
 """One session per job. `python3 -m nox --list` shows them; `python3 -m nox` runs `tests`.
 
-Every session builds a fresh virtual environment and installs the packages from their folders, so
-what is tested is what `pip install ./packages/<name>` gives a user.
+A run builds each package's wheel once, the first time a session needs it (the core is compiled
+once per run, whatever the sessions), and every session installs those wheels into a fresh
+virtual environment: what is tested is what `pip install ./packages/<name>` gives a user.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import platform
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import nox
@@ -47,10 +51,57 @@ def present_packages() -> list[str]:
     return [name for name in PACKAGES if present(name)]
 
 
+# What the wheels are built with: the core's build-system requirements (pyproject.toml).
+BUILD_REQUIRES = ["setuptools>=68", "pybind11>=2.12", "wheel"]
+_wheels: dict[str, Path] = {}  # package folder name -> its wheel, built once per run
+
+
+def wheels(session: nox.Session) -> dict[str, Path]:
+    """Every present package's wheel, built by the first session that asks (in one pip call)."""
+    if not _wheels:
+        out = Path(tempfile.mkdtemp(prefix="ember-wheels-"))
+        atexit.register(shutil.rmtree, out, ignore_errors=True)
+        names = present_packages()
+        session.log(f"building the wheels of {', '.join(names)} (once for this run)")
+        # Built without isolation in one environment kept in .nox/ from run to run, whatever the
+        # session: the compiler sees the same paths each time (relative to the checkout under
+        # CCACHE_BASEDIR), so ccache, when installed, serves the files that did not change.
+        python = build_environment(session)
+        # -v: pip passes on the build's output, so the log shows the core's per-file progress.
+        session.run(python, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(out), *(f"./packages/{name}" for name in names),
+                    external=True, env={"CCACHE_BASEDIR": str(ROOT)})
+        for name in names:
+            dist = package_distribution(name).replace("-", "_")
+            found = sorted(out.glob(f"{dist}-*.whl"))
+            if len(found) != 1:
+                session.error(f"expected one wheel of packages/{name} in {out}, found {found}")
+            _wheels[name] = found[0]
+    return _wheels
+
+
+def build_environment(session: nox.Session) -> str:
+    """The python of .nox/build-wheels (created the first time), with BUILD_REQUIRES."""
+    env = ROOT / ".nox" / "build-wheels"
+    python = env / "bin" / "python"
+    if not python.exists():
+        session.run("python", "-m", "venv", str(env))
+    session.run(str(python), "-m", "pip", "install", "-q", *BUILD_REQUIRES, external=True)
+    return str(python)
+
+
+def package_distribution(name: str) -> str:
+    for line in (ROOT / "packages" / name / "pyproject.toml").read_text().splitlines():
+        if line.startswith("name ="):
+            return line.split("=", 1)[1].strip().strip('"')
+    raise ValueError(f"packages/{name}/pyproject.toml has no name")
+
+
 def install(session: nox.Session, names: list[str], *extra: str, **kwargs) -> None:
-    # One pip call, so that each package's ember dependencies resolve to the folders given here
-    # and never to an index.
-    session.install(*(f"./packages/{name}{EXTRAS.get(name, '')}" for name in names), *extra,
+    # One pip call with this run's wheels (and their extras), so that each package's ember
+    # dependencies resolve to them and never to an index.
+    built = wheels(session)
+    session.install(*(f"{built[name]}{EXTRAS.get(name, '')}" for name in names), *extra,
                     **kwargs)
 
 
@@ -156,9 +207,10 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The README's examples against the installed packages: examples/demo.py, and
-    examples/train_digits.py (--quick; `nox -s demo -- full` trains it fully) when the packages
-    it needs are present."""
+    """The README's examples: examples/demo.py and examples/train_digits.py (--quick).
+
+    `nox -s demo -- full` trains the digits model fully; it runs when ember-nn and ember-data are
+    present."""
     if not (ROOT / "examples" / "demo.py").is_file():
         session.skip("examples/demo.py does not exist yet")
     names = present_packages()
@@ -213,17 +265,7 @@ def sanitize(session: nox.Session) -> None:
     tests that drive its memory handling (`-- all`: every test not marked slow)."""
     if not present("tensor-core"):
         session.skip("packages/tensor-core does not exist yet")
-    # Build from a clean copy: setuptools reuses objects it finds in build/, which would mix
-    # sanitized and unsanitized builds in either direction.
-    src = Path(session.create_tmp()) / "tensor-core"
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.copytree(
-        ROOT / "packages" / "tensor-core",
-        src,
-        ignore=shutil.ignore_patterns(
-            "build", "dist", "*.egg-info", "*.so", "__pycache__", ".hypothesis", ".pytest_cache"
-        ),
-    )
+    csrc = ROOT / "packages" / "tensor-core" / "csrc"
     # The C++ runtime's own test program (thread pool, fork, half types, RNG, BLAS) first.
     session.install("scipy-openblas32")
     blas = session.run(
@@ -233,9 +275,8 @@ def sanitize(session: nox.Session) -> None:
         silent=True,
     ).strip()
     exe = Path(session.create_tmp()) / "test_runtime"
-    csrc = src / "csrc"
     session.run(
-        os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g", "-march=native",
+        os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g",
         "-fsanitize=address,undefined", "-fno-omit-frame-pointer", f"-I{csrc}",
         str(csrc / "tests" / "test_runtime.cpp"),
         *(str(p) for p in sorted((csrc / "runtime").glob("*.cpp"))),
@@ -246,7 +287,7 @@ def sanitize(session: nox.Session) -> None:
     # The CUDA caching allocator's bookkeeping over its host backend (no GPU needed).
     exe = Path(session.create_tmp()) / "test_cuda_allocator"
     session.run(
-        os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g", "-march=native",
+        os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g",
         "-fsanitize=address,undefined", "-fno-omit-frame-pointer", f"-I{csrc}",
         str(csrc / "tests" / "test_cuda_allocator.cpp"),
         # device_storage.cpp is the tensors' side (it needs the core): not part of the allocator
@@ -254,7 +295,9 @@ def sanitize(session: nox.Session) -> None:
         "-o", str(exe), "-ldl", "-pthread", external=True,
     )
     session.run(str(exe), external=True, env={"UBSAN_OPTIONS": "halt_on_error=1"})
-    session.install(str(src.resolve()), *TEST_DEPS, env={"EMBER_SANITIZE": "1"})
+    # Its own build of the core, not the run's wheel (other flags). setup.py builds out of the
+    # source tree, so no object of another build can end up in it.
+    session.install("./packages/tensor-core", *TEST_DEPS, env={"EMBER_SANITIZE": "1"})
     # Python itself is not instrumented, so the runtimes must be loaded first, ASan before UBSan.
     preload = " ".join(sanitizer_runtime(session, lib) for lib in ("libasan.so", "libubsan.so"))
     # --capture=sys: a sanitizer report is written to fd 2 just before the process dies, so
@@ -270,3 +313,76 @@ def sanitize(session: nox.Session) -> None:
                 "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
             },
         )
+
+
+CPU_LEVELS = ["default", "avx2", "avx512"]  # EMBER_CPU_CAPABILITY's values, lowest first
+
+
+@nox.session(name="tests-cpu-levels")
+def tests_cpu_levels(session: nox.Session) -> None:
+    """tensor-core's tests at each CPU kernel level below this machine's best one.
+
+    The `tests` session runs the best level; here EMBER_CPU_CAPABILITY forces each lower one
+    (default is the x86-64-v2 baseline every build runs on)."""
+    install(session, ["tensor-core"], *test_deps())
+    best = session.run("python", "-c", "import ember; print(ember._C._best_cpu_capability())",
+                       silent=True).strip().lower()
+    lower = CPU_LEVELS[: CPU_LEVELS.index(best)]
+    if not lower:
+        session.skip(f"this CPU runs only the {best} kernels, which `tests` covers")
+    for level in lower:
+        session.log(f"EMBER_CPU_CAPABILITY={level}")
+        # torch, where installed as a peer, runs its kernels at the same level
+        run_tests(session, ["tensor-core"],
+                  env={"EMBER_CPU_CAPABILITY": level, "ATEN_CPU_CAPABILITY": level})
+
+
+# A CPU without AVX for qemu-user: Nehalem has x86-64-v2 (SSE4.2, POPCNT), the core's baseline.
+EMULATED_CPU = "Nehalem-v2"
+# Under emulation (about 10-40x slower) a subset that runs every kernel family of ops/cpu/ and
+# the core's other compiled code: elementwise ops, reductions, softmax, nn kernels, indexing,
+# sorting, random numbers, matrix products and copies.
+EMULATED_TESTS = [
+    "tests/test_ops_elementwise.py", "tests/test_add_alpha.py", "tests/test_reductions.py",
+    "tests/test_softmax_backward.py", "tests/test_nn_kernels.py", "tests/test_rnn_kernels.py",
+    "tests/test_index_ops.py", "tests/test_sorting.py", "tests/test_random.py",
+    "tests/test_matmul.py", "tests/test_promotion.py", "tests/test_reduced_float_scalars.py",
+    "tests/test_cpu_capability.py",
+]
+
+
+# Tests that qemu-user itself aborts on (an assertion in its plugin code, in a process forked
+# after it ran threads), whatever the program: left out of `-- all`.
+QEMU_ABORTS = [
+    "--deselect=tests/test_threads_fork.py::test_fork_after_the_pool_ran",
+    "--deselect=tests/test_threads_fork.py::test_fork_from_a_child_that_ran_the_pool",
+]
+
+
+@nox.session(name="tests-emulated-cpu")
+def tests_emulated_cpu(session: nox.Session) -> None:
+    """tensor-core's tests on an emulated x86-64-v2 CPU without AVX (qemu-user), from the wheel.
+
+    The same wheel as every other session: its default kernels must run where AVX does not.
+    `-- all` runs the whole suite (about 4 minutes); any other arguments go to pytest."""
+    if platform.machine() != "x86_64":
+        session.skip("emulates an x86-64 CPU: runs on x86-64 machines only")
+    qemu = shutil.which("qemu-x86_64")
+    if not qemu:
+        session.skip("qemu-x86_64 is not installed (Debian/Ubuntu: apt-get install qemu-user)")
+    install(session, ["tensor-core"], *TEST_DEPS)
+    python = str(Path(session.virtualenv.bin) / "python")
+    emulated = [qemu, "-cpu", EMULATED_CPU, python]
+    # OpenBLAS (ember's and NumPy's) takes qemu-user's emulated Nehalem for a Haswell and dies
+    # on AVX2: its own kernel choice is named, as its documentation says to when detection fails.
+    # EMBER_TEST_EMULATOR: the tests that start fresh interpreters start them under qemu too.
+    env = {"OPENBLAS_CORETYPE": "Nehalem", "EMBER_TEST_EMULATOR": shlex.join(emulated[:-1])}
+    session.run(*emulated, "-c", "import ember; c = ember.backends.cpu.get_cpu_capability(); "
+                "print('emulated CPU: kernels at', c); assert c == 'DEFAULT', c", external=True,
+                env=env)
+    args = [a for a in session.posargs if a != "all"]
+    targets = ["tests", *QEMU_ABORTS] if "all" in session.posargs else EMULATED_TESTS
+    with session.chdir(ROOT / "packages" / "tensor-core"):
+        # -p no:cacheprovider: nothing is written into the source tree
+        session.run(*emulated, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
+                    "-m", "not slow", *args, external=True, env=env)

@@ -1,4 +1,4 @@
-"""ember's main job until the nn package lands: ember-tensor used as a NumPy replacement.
+"""ember-tensor alone as a NumPy replacement (train_digits.py is the main job, every package).
 
 It makes a labelled data set with ember's own random generator (nothing is downloaded), then
   1. fits a linear regression by gradient descent written with tensor ops (mm, sum, mean),

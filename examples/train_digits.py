@@ -6,8 +6,9 @@
 The 1797 8x8 images ship inside scikit-learn (no download). The script trains with
 ember.optim.Adam over an ember.utils.data.DataLoader, shows a tqdm bar per epoch, prints the
 test accuracy, saves a loss curve (matplotlib, Agg backend) and a checkpoint
-(ember.save(model.state_dict())), then loads the checkpoint into a fresh model and checks that it
-scores the same. tqdm and matplotlib are optional: without them there is no bar / no plot.
+(ember.save(model.state_dict())) into --out DIR or a new temporary folder (printed first), then
+loads the checkpoint into a fresh model and checks that it scores the same. tqdm and matplotlib
+are optional: without them there is no bar / no plot.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def main(argv=None) -> float:
     epochs = 1 if args.quick else args.epochs
     out = args.out or tempfile.mkdtemp(prefix="ember-digits-")
     os.makedirs(out, exist_ok=True)
+    print(f"writing the loss curve and checkpoint to {out}" + ("" if args.out else " (--out DIR)"))
 
     ember.manual_seed(args.seed)
     train, test = load_data(args.seed)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Incremental development build of ember-tensor into a private folder, for working on the core
 # without reinstalling:   tools/dev_build.sh NAME   then   PYTHONPATH=<printed dir> python -m pytest ...
-# Uses ccache when available so unchanged translation units are not recompiled.
+# setup.py compiles every file each time, through ccache when it is installed (unchanged files are
+# cache hits), so a build never reuses a stale object. Per-file progress goes to the terminal.
 # EMBER_PREBUILT=path/to/_C.so takes an extension built elsewhere instead of building.
 set -euo pipefail
 name="${1:-default}"
@@ -10,14 +11,14 @@ out="${TMPDIR:-/tmp}/ember-dev-${name}"
 mkdir -p "$out/lib/ember" "$out/tmp"
 prebuilt="${EMBER_PREBUILT:+$(realpath "$EMBER_PREBUILT")}"
 cd "$root/packages/tensor-core"
-# CCACHE_BASEDIR makes paths relative, so other checkouts of the repository share the cache.
-if command -v ccache >/dev/null; then export CC="ccache gcc" CXX="ccache g++" CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1; fi
+# Paths relative to the repository, so that other checkouts share ccache's entries.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR=1
 log="$out/build.log"
 if [ -n "$prebuilt" ]; then  # an ember/_C*.so built elsewhere for this Python
   cp "$prebuilt" "$out/lib/ember/"
-elif ! python3 setup.py -q build_ext --build-lib "$out/lib" --build-temp "$out/tmp" --force \
+elif ! python3 setup.py -q build_ext --build-lib "$out/lib" --build-temp "$out/tmp" \
     -j "$(nproc)" >"$log" 2>&1; then
-  grep -E "error" "$log" | head -40 >&2
+  grep -E "error|failed" "$log" | head -40 >&2
   exit 1
 fi
 # Python sources are linked, so edits to them need no rebuild.

@@ -33,7 +33,7 @@ ALL_END = "# --- end of generated __all__ ---"
 
 # The ember submodules that `import ember` loads on first touch from other distributions (and
 # the core's own lazy ones): never in __all__, so that `from ember import *` imports nothing more.
-LAZY_MODULES = {"autograd", "nn", "optim", "utils", "cuda", "cpu", "multiprocessing",
+LAZY_MODULES = {"autograd", "nn", "optim", "utils", "cuda", "cpu", "backends", "multiprocessing",
                 "distributed"}
 
 # ---- schema types -> Python annotations ----

@@ -49,6 +49,11 @@ long = int64  # noqa: F405
 short = int16  # noqa: F405
 bool = _C.bool  # noqa: A001
 
+if _C._cpu_capability_note():  # EMBER_CPU_CAPABILITY holds an unknown value
+    import warnings
+
+    warnings.warn(_C._cpu_capability_note(), RuntimeWarning, stacklevel=2)
+
 _install_methods(Tensor)
 _install_shape_methods(Tensor)
 _install_sorting(Tensor)
@@ -139,9 +144,24 @@ _COMPONENTS = {
     "utils": ("ember.utils", "ember-tensor"),
     "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
     "cpu": ("ember.cpu", "ember-tensor"),
+    "backends": ("ember.backends", "ember-tensor"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),
 }
+
+
+# Each distribution's folder in ember's source tree.
+_FOLDERS = {"ember-tensor": "tensor-core", "ember-autograd": "autograd", "ember-nn": "nn",
+            "ember-data": "data", "ember-mp": "mp"}
+
+
+def _not_installed(module: str, dist: str) -> str:
+    """The message of the ImportError for a component whose distribution is missing."""
+    return (
+        f"{module} is provided by the {dist} distribution, which is not installed. From ember's "
+        f"source tree: pip install ./packages/{_FOLDERS[dist]} (from a package index that has "
+        f"it: pip install {dist})"
+    )
 
 
 def __getattr__(name: str):
@@ -152,10 +172,7 @@ def __getattr__(name: str):
         except ModuleNotFoundError as e:
             if e.name is not None and not module.startswith(e.name) and e.name != module:
                 raise
-            raise ImportError(
-                f"ember.{name} is provided by the {dist} distribution, which is not installed: "
-                f"pip install {dist}"
-            ) from None
+            raise ImportError(_not_installed(f"ember.{name}", dist)) from None
         globals()[name] = mod
         return mod
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

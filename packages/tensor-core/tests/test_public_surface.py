@@ -80,7 +80,8 @@ def test_stub_covers_the_core_module():
 
 def test_all_lists_every_public_name_and_only_existing_ones():
     public = {n for n in dir(ember) if not n.startswith("_")}
-    lazy = {"autograd", "nn", "optim", "utils", "cuda", "cpu", "multiprocessing", "distributed"}
+    lazy = {"autograd", "nn", "optim", "utils", "cuda", "cpu", "backends", "multiprocessing",
+            "distributed"}
     for name in ember.__all__:
         assert hasattr(ember, name), name
         assert name not in lazy, f"{name}: `from ember import *` would import a component"

@@ -16,6 +16,8 @@ namespace {
 using cudaError_t = int;
 constexpr cudaError_t cudaSuccess = 0;
 constexpr cudaError_t cudaErrorMemoryAllocation = 2;
+constexpr cudaError_t cudaErrorInsufficientDriver = 35;
+constexpr cudaError_t cudaErrorNoDevice = 100;
 constexpr cudaError_t cudaErrorNotReady = 600;
 constexpr unsigned cudaStreamNonBlocking = 0x01;
 constexpr unsigned cudaEventDisableTiming = 0x02;
@@ -50,6 +52,7 @@ struct Api {
   cudaError_t (*MemsetAsync)(void*, int, size_t, void*);
   cudaError_t (*HostAlloc)(void**, size_t, unsigned);
   cudaError_t (*FreeHost)(void*);
+  cudaError_t (*RuntimeGetVersion)(int*) = nullptr;  // optional: only for messages
 };
 
 template <class F> bool bind(void* lib, F*& fn, const char* name) {
@@ -254,10 +257,45 @@ bool load_api(void* lib, Api& a) {
             bind(lib, a.MemcpyAsync, "cudaMemcpyAsync") &&
             bind(lib, a.MemsetAsync, "cudaMemsetAsync") && bind(lib, a.HostAlloc, "cudaHostAlloc") &&
             bind(lib, a.FreeHost, "cudaFreeHost");
+  bind(lib, a.RuntimeGetVersion, "cudaRuntimeGetVersion");
   // CUDA 12 renamed the properties call (the struct grew); both begin with char name[256].
   if (ok && !bind(lib, a.GetDeviceProperties, "cudaGetDeviceProperties_v2"))
     ok = bind(lib, a.GetDeviceProperties, "cudaGetDeviceProperties");
   return ok;
+}
+
+// CUDA's version number (1000 * major + 10 * minor) as "12.4".
+std::string cuda_version_str(int v) { return str_cat(v / 1000, ".", (v % 1000) / 10); }
+
+// Why a CUDA runtime that loaded sees no device, in words a user can act on. On a machine with no
+// NVIDIA driver at all the runtime says "CUDA driver version is insufficient for CUDA runtime
+// version", which sends people to update a driver they do not have: the driver library is
+// looked at first.
+std::string no_device_reason(const Api& api, cudaError_t err, const std::string& runtime) {
+  const std::string head = str_cat("libcudart loaded (", runtime, ") but ");
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!driver) {
+    const char* e = dlerror();
+    return str_cat(head, "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded: ",
+                   e ? e : "not found", "): a GPU needs the NVIDIA driver as well as the runtime");
+  }
+  int (*driver_get_version)(int*) = nullptr;
+  int driver_version = 0, runtime_version = 0;
+  if (bind(driver, driver_get_version, "cuDriverGetVersion") && driver_get_version(&driver_version))
+    driver_version = 0;
+  dlclose(driver);
+  if (api.RuntimeGetVersion && api.RuntimeGetVersion(&runtime_version) != cudaSuccess)
+    runtime_version = 0;
+  if (err == cudaErrorInsufficientDriver && driver_version > 0 && runtime_version > driver_version)
+    return str_cat(head, "the NVIDIA driver supports CUDA up to ", cuda_version_str(driver_version),
+                   ", older than this CUDA ", cuda_version_str(runtime_version),
+                   " runtime: update the driver, or use the CUDA ", driver_version / 1000,
+                   " wheels (pip install cupy-cuda", driver_version / 1000, "x)");
+  if (err == cudaErrorNoDevice || err == cudaSuccess)
+    return str_cat(head, "the NVIDIA driver",
+                   driver_version > 0 ? " (CUDA " + cuda_version_str(driver_version) + ")" : "",
+                   " reports no CUDA GPU");
+  return str_cat(head, "it reports no usable device: ", api.GetErrorString(err));
 }
 
 }  // namespace
@@ -288,9 +326,8 @@ std::unique_ptr<Backend> load_cudart(const std::vector<std::string>& candidates,
     int count = 0;
     cudaError_t err = api.GetDeviceCount(&count);
     if (err != cudaSuccess || count <= 0) {
-      std::string msg = err != cudaSuccess ? api.GetErrorString(err) : "no CUDA device";
+      if (why) *why = no_device_reason(api, err, n);
       if (err != cudaSuccess) api.GetLastError();
-      if (why) *why = str_cat("libcudart loaded (", n, ") but it reports no usable device: ", msg);
       return nullptr;  // a runtime that loads but sees no device: another one will not either
     }
     return std::make_unique<CudartBackend>(api, count);

@@ -22,8 +22,12 @@ template <typename To, typename From> inline To cast_to(From v) {
 }
 
 // Out: storage type of the output; In...: storage types of the inputs; f takes opmath values.
+// flatten: f and everything it calls are inlined into the loops, or they would not vectorise;
+// GCC stops inlining on its own once a file of many kernels has grown by its unit-growth limit.
+// noinline: one copy of the loops per kernel, called per run of the innermost dim from both of
+// for_each's paths (inlined into each, they doubled the kernels' code and compile time).
 template <typename Out, typename... In, typename F, size_t... I>
-inline void nary_loop_impl(char** data, const int64_t* s, int64_t n, F& f,
+__attribute__((flatten, noinline)) void nary_loop_impl(char** data, const int64_t* s, int64_t n, F& f,
                            std::index_sequence<I...>) {
   constexpr int64_t out_size = sizeof(Out);
   const bool contiguous = s[0] == out_size && ((s[I + 1] == int64_t(sizeof(In))) && ...);

@@ -14,7 +14,7 @@ namespace ember::math {
 // float exp through vexpf, which is branch-free so that the elementwise loops vectorise (the
 // branches on NaN and overflow that were here kept exp and sigmoid scalar: 4M floats took
 // 27 ms). vexpf is exact below 2^22; std::min caps larger inputs (to +inf) and keeps a NaN.
-template <typename T> inline T exp(T x) {
+template <typename T> EMBER_ALWAYS_INLINE T exp(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return vexpf(std::min(x, 100.0f));
   } else {
@@ -22,8 +22,8 @@ template <typename T> inline T exp(T x) {
   }
 }
 
-template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
-template <typename T> inline T tanh(T x) {
+template <typename T> EMBER_ALWAYS_INLINE T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
+template <typename T> EMBER_ALWAYS_INLINE T tanh(T x) {
   if constexpr (std::is_same_v<T, float>) return vtanhf(x);  // vectorises; glibc's tanhf does not
   else return std::tanh(x);
 }

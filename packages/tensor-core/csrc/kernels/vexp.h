@@ -7,14 +7,31 @@
 #include <cstring>
 #include <type_traits>
 
+// The helpers that run inside vectorised loops are always inlined: a call there keeps the loop
+// scalar, and GCC declines to inline vexpf once a file has grown by its unit-growth limit (it did
+// in the AVX2/AVX-512 kernel copies, which then called the default copy's out-of-line vexpf).
+#define EMBER_ALWAYS_INLINE inline __attribute__((always_inline))
+
 namespace ember::math {
+
+// a * b + c: one fused instruction where the target has FMA; a multiply and an add elsewhere
+// (std::fma without FMA is a call to libm's software fmaf, which keeps a loop scalar: 20x slower
+// softmax in the x86-64-v2 kernels).
+EMBER_ALWAYS_INLINE float madd(float a, float b, float c) {
+#ifdef __FMA__
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 // exp for the softmax loops, written without calls, branches or selects of float values so that
 // GCC vectorises it (std::fmin/fmax calls, or a float select feeding later float math, stop it):
 // Cephes polynomial, |rel err| < 2 ulp, with 2^n built from the bits of a float rounded by the
-// 1.5 * 2^23 trick. Inputs below -104 (including -inf) give exactly 0, NaN gives NaN. Softmax only
+// 1.5 * 2^23 trick (fused multiply-adds where the CPU has them, so the last bit may differ
+// between CPUs). Inputs below -104 (including -inf) give exactly 0, NaN gives NaN. Softmax only
 // passes x - max <= 0; larger inputs overflow to inf as they should, up to x < 2^22.
-inline float vexpf(float x) {
+EMBER_ALWAYS_INLINE float vexpf(float x) {
   uint32_t ub;
   std::memcpy(&ub, &x, 4);
   const uint32_t keep = (ub - 0xC2D00001u < 0x3CB00000u) ? 0u : 0xFFFFFFFFu;  // x < -104: 0
@@ -24,15 +41,15 @@ inline float vexpf(float x) {
   int32_t tb;
   std::memcpy(&tb, &t, 4);
   const int32_t ni = tb - 0x4B400000;
-  float r = std::fma(n, -0.693145751953125f, x);
-  r = std::fma(n, -1.428606765330187045e-06f, r);
+  float r = madd(n, -0.693145751953125f, x);  // exact either way: the constant has 16 bits
+  r = madd(n, -1.428606765330187045e-06f, r);
   float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  p = std::fma(p * r, r, r) + 1.0f;
+  p = madd(p, r, 1.3981999507e-3f);
+  p = madd(p, r, 8.3334519073e-3f);
+  p = madd(p, r, 4.1665795894e-2f);
+  p = madd(p, r, 1.6666665459e-1f);
+  p = madd(p, r, 5.0000001201e-1f);
+  p = madd(p * r, r, r) + 1.0f;
   const int32_t n1 = ni >> 1, n2 = ni - n1;
   const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
   float s1, s2;
@@ -46,11 +63,11 @@ inline float vexpf(float x) {
   std::memcpy(&out, &rb, 4);
   return out;
 }
-inline double vexpf(double x) { return std::exp(x); }
+EMBER_ALWAYS_INLINE double vexpf(double x) { return std::exp(x); }
 
 // m ? x : y without a branch (bit masks), so that a loop of it vectorises: with a random mask
 // the branchy select mispredicted half the time (where() ran at 4 ns per element).
-template <typename T> inline T blend(bool m, T x, T y) {
+template <typename T> EMBER_ALWAYS_INLINE T blend(bool m, T x, T y) {
   if constexpr (std::is_arithmetic_v<T>) {
     using U = std::conditional_t<sizeof(T) == 8, uint64_t,
               std::conditional_t<sizeof(T) == 4, uint32_t,
@@ -70,7 +87,7 @@ template <typename T> inline T blend(bool m, T x, T y) {
 
 // Cephes' tanhf (~2 ulp), branch-free: the odd polynomial below |x| = 0.625, 1 - 2 / (e^2|x| + 1)
 // with x's sign above, both computed and one picked with blend. NaN stays NaN, +-inf gives +-1.
-inline float vtanhf(float x) {
+EMBER_ALWAYS_INLINE float vtanhf(float x) {
   const float ax = std::fabs(x);
   const float big = std::copysign(1.0f - 2.0f / (vexpf(std::min(2.0f * ax, 100.0f)) + 1.0f), x);
   const float z = x * x;

@@ -10,6 +10,7 @@
 #include "kernels/loops.h"
 #include "kernels/math.h"
 #include "kernels/vexp.h"
+#include "ops/cpu_kernels.h"
 
 namespace ember {
 
@@ -334,13 +335,6 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   return out || r->dtype == result ? r : to_dtype(r, result);
 }
 
-// a*b + c rounded once where the target fuses it (vfmadd with FMA; torch's vec::fmadd),
-// else rounded twice as torch's kernels without FMA do.
-template <typename M> static inline M fused_multiply_add(M a, M b, M c) {
-  if constexpr (kFusedMultiplyAdd) return std::fma(a, b, c);
-  else return a * b + c;
-}
-
 Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
                  const Tensor& out) {
   if (op != BinaryOp::add && op != BinaryOp::sub) return nullptr;
@@ -351,15 +345,18 @@ Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
   // A number `other` enters rounded to the dtype, as a tensor would (torch's wrapped scalar).
   return run_into(name, out, common, {as_tensor_operand(a, common), as_tensor_operand(b, common)},
                   [&](const ElementwiseIter& it) {
-    dispatch_floating(common, name, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      using M = opmath_t<T>;
-      // alpha in the dtype (float16/bfloat16: rounded to it, then widened), negated for sub
-      M w = static_cast<M>(cast_to<T>(alpha.to_double()));
-      if (op == BinaryOp::sub) w = -w;
-      run_elementwise<T, T, T>(it, [w](M x, M y) { return fused_multiply_add(y, w, x); });
-    });
+    cpu_kernels().add_alpha(it, common, alpha.to_double(), op == BinaryOp::sub);
   });
+}
+
+bool fused_multiply_add() { return cpu_kernels().fused_multiply_add(); }
+
+void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType compute) {
+  cpu_kernels().unary(op, it, compute);
+}
+
+void run_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType compute) {
+  cpu_kernels().binary(op, it, compute);
 }
 
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other) {

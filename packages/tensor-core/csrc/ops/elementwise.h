@@ -30,18 +30,15 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out = nullptr);
 Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out = nullptr);
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other);
 // add/sub with alpha != 1 on a floating common dtype, as torch's kernel: a + alpha * b in one
-// pass, fused (one rounding) where the target has FMA, in float32 for float16/bfloat16 with alpha
-// rounded to the dtype. Null for integral and bool dtypes (the caller folds alpha into b, exact
-// there).
+// pass, fused (one rounding) where the CPU kernels in use have FMA (fused_multiply_add()), in
+// float32 for float16/bfloat16 with alpha rounded to the dtype. Null for integral and bool dtypes
+// (the caller folds alpha into b, exact there).
 Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
                  const Tensor& out);
-#ifdef __FMA__
-constexpr bool kFusedMultiplyAdd = true;
-#else
-constexpr bool kFusedMultiplyAdd = false;
-#endif
+// Whether add_alpha rounds once: the kernels of the CPU capability in use have FMA.
+bool fused_multiply_add();
 
-// Kernels, instantiated per op from the table (unary_kernels.cpp, binary_kernels.cpp).
+// The op table's kernels, at the CPU capability in use (ops/cpu_kernels.h, ops/cpu/).
 class ElementwiseIter;
 void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType compute);
 void run_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType compute);

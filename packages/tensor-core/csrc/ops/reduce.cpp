@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
 
 namespace ember {
@@ -140,54 +141,23 @@ Tensor plan_input(const Tensor& x, const std::vector<bool>& mask, bool keep_orde
 }  // namespace reduce_detail
 
 // ---------------------------------------------------------------------------------------------
-// Additive reductions
+// Additive reductions (the kernels, per CPU capability, are in ops/cpu/reduce.cpp)
 
 namespace {
 
-// Accumulator of sum/prod: opmath (float for the 16-bit floats) for floating types, int64 for
-// bool and the integers (which wrap exactly like PyTorch's).
-template <typename T>
-using sum_acc_t = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, opmath_t<T>, int64_t>;
-
-enum class SumKind { Sum, NanSum, Mean, Prod };
-
 // sum / nansum / mean / prod of x (already in its compute dtype) into out_dtype, which is x's
 // dtype or int64 for bool/integer x.
-Tensor additive(const char* name, const Tensor& x, const std::vector<bool>& mask, bool keepdim,
+Tensor additive(const Tensor& x, const std::vector<bool>& mask, bool keepdim,
                 ScalarType out_dtype, SumKind kind) {
+  // Integer sums and products accumulate in int64 and wrap as PyTorch's do; into a narrower
+  // integer dtype they are computed in int64 and narrowed once (the same bits, two's complement),
+  // so the kernels have one integer output type.
+  if (is_integral(out_dtype, true) && out_dtype != ScalarType::Int64)
+    return to_dtype(additive(x, mask, keepdim, ScalarType::Int64, kind), out_dtype);
   const int64_t R = reduced_numel(x, mask);
-  return reduce_with(name, x, mask, keepdim, out_dtype,
-                     [&](auto tag, const ReducePlan& plan, const auto* in, const Tensor& result) {
-    using T = typename decltype(tag)::type;
-    using A = sum_acc_t<T>;
-    auto go = [&](auto otag) {
-      using O = typename decltype(otag)::type;
-      O* out = result->data_as<O>();
-      auto plus = [](A a, A b) { return a + b; };
-      auto conv = [](T v) { return static_cast<A>(v); };
-      if constexpr (std::is_floating_point_v<A>) {
-        if (kind == SumKind::NanSum) {
-          auto skip = [](T v) { A a = static_cast<A>(v); return a != a ? A(0) : a; };
-          run_reduce(make_op<T>(A(0), skip, plus, Identity{}, out), plan, in);
-          return;
-        }
-        if (kind == SumKind::Mean) {
-          const A n = static_cast<A>(R);
-          run_reduce(make_op<T>(A(0), conv, plus, [n](A a) { return a / n; }, out), plan, in);
-          return;
-        }
-      }
-      if (kind == SumKind::Prod)
-        run_reduce(make_op<T>(A(1), conv, [](A a, A b) { return a * b; }, Identity{}, out), plan, in);
-      else
-        run_reduce(make_op<T>(A(0), conv, plus, Identity{}, out), plan, in);
-    };
-    if constexpr (std::is_floating_point_v<A>) {
-      go(TypeTag<T>{});
-    } else {
-      if (out_dtype == scalar_type_of<T>()) go(TypeTag<T>{});
-      else go(TypeTag<int64_t>{});
-    }
+  return reduce_planned(x, mask, keepdim, out_dtype,
+                        [&](const ReducePlan& plan, const Tensor& in, const Tensor& result) {
+    cpu_kernels().sum(kind, plan, in, result, R);
   });
 }
 
@@ -199,18 +169,9 @@ ScalarType sum_dtype(const Tensor& x, ScalarType dtype) {
 
 // Counts elements that are nonzero (or, with not_nan, that are not NaN) into int64.
 Tensor count_impl(const Tensor& x, const std::vector<bool>& mask, bool keepdim, bool not_nan) {
-  return reduce_with("count_nonzero", x, mask, keepdim, ScalarType::Int64,
-                     [&](auto tag, const ReducePlan& plan, const auto* in, const Tensor& result) {
-    using T = typename decltype(tag)::type;
-    using C = opmath_t<T>;
-    int64_t* out = result->data_as<int64_t>();
-    auto plus = [](int64_t a, int64_t b) { return a + b; };
-    if (not_nan)
-      run_reduce(make_op<T>(int64_t(0), [](T v) { C c = static_cast<C>(v); return int64_t(c == c); },
-                            plus, Identity{}, out), plan, in);
-    else
-      run_reduce(make_op<T>(int64_t(0), [](T v) { return int64_t(static_cast<C>(v) != C(0)); },
-                            plus, Identity{}, out), plan, in);
+  return reduce_planned(x, mask, keepdim, ScalarType::Int64,
+                        [&](const ReducePlan& plan, const Tensor& in, const Tensor& result) {
+    cpu_kernels().count(not_nan, plan, in, result);
   });
 }
 
@@ -223,14 +184,14 @@ Tensor squeeze_to(const Tensor& t, const Tensor& x, const std::vector<bool>& mas
 Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
   auto mask = reduction_mask(x, dim);
   const ScalarType out = sum_dtype(x, dtype);
-  return additive("sum", to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
+  return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::Sum);
 }
 
 Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
   auto mask = reduction_mask(x, dim);
   const ScalarType out = sum_dtype(x, dtype);
-  return additive("nansum", to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
+  return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::NanSum);
 }
 
@@ -239,7 +200,7 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim, ScalarTyp
   if (dim) dims = std::vector<int64_t>{*dim};
   auto mask = reduction_mask(x, dims);
   const ScalarType out = sum_dtype(x, dtype);
-  return additive("prod", to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
+  return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::Prod);
 }
 
@@ -254,7 +215,7 @@ Tensor mean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype)
                 "or complex dtype. Got: ", torch_type_name(x->dtype));
   const ScalarType dt = dtype == ScalarType::Undefined ? x->dtype : dtype;
   auto mask = reduction_mask(x, dim);
-  return additive("mean", to_dtype(x, dt), mask, keepdim, dt, SumKind::Mean);
+  return additive(to_dtype(x, dt), mask, keepdim, dt, SumKind::Mean);
 }
 
 Tensor nanmean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
@@ -271,30 +232,19 @@ Tensor count_nonzero(const Tensor& x, const OptDims& dim) {
   return count_impl(x, reduction_mask(x, dim), false, false);
 }
 
-static Tensor all_any(const char* name, const Tensor& x, const OptDims& dim, bool keepdim, bool is_all) {
+static Tensor all_any(const Tensor& x, const OptDims& dim, bool keepdim, bool is_all) {
   std::vector<bool> mask;
   if (dim && dim->empty()) mask.assign(x->dim(), false);  // dim=(): no reduction
   else mask = reduction_mask(x, dim);
   const ScalarType out_dt = x->dtype == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
-  return reduce_with(name, x, mask, keepdim, out_dt,
-                     [&](auto tag, const ReducePlan& plan, const auto* in, const Tensor& result) {
-    using T = typename decltype(tag)::type;
-    using C = opmath_t<T>;
-    // int32 lanes (not bool) so that the compare-and-combine loop vectorises.
-    auto nz = [](T v) { return int32_t(static_cast<C>(v) != C(0)); };
-    auto go = [&](auto* out) {
-      if (is_all)
-        run_reduce(make_op<T>(int32_t(1), nz, [](int32_t a, int32_t b) { return a & b; }, Identity{}, out), plan, in);
-      else
-        run_reduce(make_op<T>(int32_t(0), nz, [](int32_t a, int32_t b) { return a | b; }, Identity{}, out), plan, in);
-    };
-    if (out_dt == ScalarType::UInt8) go(result->data_as<uint8_t>());
-    else go(result->data_as<bool>());
+  return reduce_planned(x, mask, keepdim, out_dt,
+                        [&](const ReducePlan& plan, const Tensor& in, const Tensor& result) {
+    cpu_kernels().all_any(is_all, plan, in, result);
   });
 }
 
-Tensor all(const Tensor& x, const OptDims& dim, bool keepdim) { return all_any("all", x, dim, keepdim, true); }
-Tensor any(const Tensor& x, const OptDims& dim, bool keepdim) { return all_any("any", x, dim, keepdim, false); }
+Tensor all(const Tensor& x, const OptDims& dim, bool keepdim) { return all_any(x, dim, keepdim, true); }
+Tensor any(const Tensor& x, const OptDims& dim, bool keepdim) { return all_any(x, dim, keepdim, false); }
 
 // ---------------------------------------------------------------------------------------------
 // norm
@@ -332,36 +282,9 @@ Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarT
     }
   }
   auto mask = reduction_mask(x, dim);
-  return reduce_with("linalg.vector_norm", in, mask, keepdim, in->dtype,
-                     [&](auto tag, const ReducePlan& plan, const auto* src, const Tensor& result) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<opmath_t<T>>) {
-      using A = opmath_t<T>;
-      T* out = result->data_as<T>();
-      auto plus = [](A a, A b) { return a + b; };
-      auto absv = [](T v) { return std::abs(static_cast<A>(v)); };
-      if (p == 2) {
-        run_reduce(make_op<T>(A(0), [](T v) { A a = static_cast<A>(v); return a * a; }, plus,
-                              [](A a) { return std::sqrt(a); }, out), plan, src);
-      } else if (p == 1) {
-        run_reduce(make_op<T>(A(0), absv, plus, Identity{}, out), plan, src);
-      } else if (p == 0) {
-        run_reduce(make_op<T>(A(0), [](T v) { return A(static_cast<A>(v) != A(0)); }, plus,
-                              Identity{}, out), plan, src);
-      } else if (std::isinf(p)) {
-        if (p > 0)
-          run_reduce(make_op<T>(A(0), absv, [](A a, A v) { return (v > a || v != v) ? v : a; },
-                                Identity{}, out), plan, src);
-        else
-          run_reduce(make_op<T>(std::numeric_limits<A>::infinity(), absv,
-                                [](A a, A v) { return (v < a || v != v) ? v : a; }, Identity{}, out),
-                     plan, src);
-      } else {
-        const A pa = static_cast<A>(p), inv = A(1) / static_cast<A>(p);
-        run_reduce(make_op<T>(A(0), [pa](T v) { return std::pow(std::abs(static_cast<A>(v)), pa); },
-                              plus, [inv](A a) { return std::pow(a, inv); }, out), plan, src);
-      }
-    }
+  return reduce_planned(in, mask, keepdim, in->dtype,
+                        [&](const ReducePlan& plan, const Tensor& src, const Tensor& result) {
+    cpu_kernels().norm(p, plan, src, result);
   });
 }
 
@@ -376,23 +299,12 @@ std::pair<Tensor, Tensor> var_mean(const Tensor& x, const OptDims& dim, double c
   const bool low = is_reduced_float(x->dtype);
   Tensor xf = low ? to_dtype(x, ScalarType::Float32) : x;
   const int64_t R = reduced_numel(x, mask);
-  Tensor m = additive("mean", xf, mask, true, xf->dtype, SumKind::Mean);
+  Tensor m = additive(xf, mask, true, xf->dtype, SumKind::Mean);
   Tensor dev = binary(BinaryOp::sub, Operand(xf), Operand(m));
   const double denom = std::max(0.0, static_cast<double>(R) - correction);
-  Tensor v = reduce_with(take_sqrt ? "std" : "var", dev, mask, keepdim, xf->dtype,
-                         [&](auto tag, const ReducePlan& plan, const auto* src, const Tensor& result) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const T dn = static_cast<T>(denom);
-      auto sq = [](T v) { return v * v; };
-      auto plus = [](T a, T b) { return a + b; };
-      if (take_sqrt)
-        run_reduce(make_op<T>(T(0), sq, plus, [dn](T a) { return std::sqrt(a / dn); },
-                              result->data_as<T>()), plan, src);
-      else
-        run_reduce(make_op<T>(T(0), sq, plus, [dn](T a) { return a / dn; }, result->data_as<T>()),
-                   plan, src);
-    }
+  Tensor v = reduce_planned(dev, mask, keepdim, xf->dtype,
+                            [&](const ReducePlan& plan, const Tensor& src, const Tensor& result) {
+    cpu_kernels().sum_squares(denom, take_sqrt, plan, src, result);
   });
   m = squeeze_to(m, x, mask, keepdim);
   if (low) {

@@ -350,7 +350,9 @@ struct MapReduceOp {
 
   Acc identity() const { return init; }
   Acc combine(Acc a, Acc b) const { return comb(a, b); }
-  Acc reduce_run(const In* p, int64_t n, int64_t) const {
+  // flatten, noinline (here and below): map and comb inlined into one copy of the loops, as
+  // nary_loop_impl in kernels/loops.h.
+  __attribute__((flatten, noinline)) Acc reduce_run(const In* p, int64_t n, int64_t) const {
     if (n < 2 * kLanes) {
       Acc a = init;
       for (int64_t i = 0; i < n; ++i) a = comb(a, map(p[i]));
@@ -358,7 +360,7 @@ struct MapReduceOp {
     }
     return pairwise(p, n);
   }
-  Acc pairwise(const In* __restrict__ p, int64_t n) const {
+  __attribute__((flatten, noinline)) Acc pairwise(const In* __restrict__ p, int64_t n) const {
     if (n > kBlock) {
       const int64_t half = (n / 2) / kLanes * kLanes;
       return comb(pairwise(p, half), pairwise(p + half, n - half));
@@ -373,7 +375,9 @@ struct MapReduceOp {
       for (int l = 0; l < w; ++l) a[l] = comb(a[l], a[l + w]);
     return a[0];
   }
-  void accumulate_rows(Acc* __restrict__ acc, const In* __restrict__ row, int64_t n, int64_t) const {
+  __attribute__((flatten, noinline)) void accumulate_rows(Acc* __restrict__ acc,
+                                                          const In* __restrict__ row, int64_t n,
+                                                          int64_t) const {
     for (int64_t i = 0; i < n; ++i) acc[i] = comb(acc[i], map(row[i]));
   }
   void write(int64_t i, Acc a) const { out[i] = cast_to<Out>(proj(a)); }
@@ -385,18 +389,29 @@ MapReduceOp<In, Acc, Out, Map, Comb, Proj> make_op(Acc init, Map map, Comb comb,
 }
 
 // Allocates the result (reduced shape, out_dtype), plans the reduction and calls
-// body(tag, plan, typed input, result) with the input's C++ type (TypeTag<T>).
-template <class Body>
-Tensor reduce_with(const char* name, const Tensor& x, const std::vector<bool>& mask, bool keepdim,
-                   ScalarType out_dtype, Body body, bool keep_order = false) {
+// kernel(plan, planned input, result): the planned input is x or its copy with the reduced dims
+// last (plan_input). The arithmetic reductions pass a kernel of ops/cpu_kernels.h.
+template <class Kernel>
+Tensor reduce_planned(const Tensor& x, const std::vector<bool>& mask, bool keepdim,
+                      ScalarType out_dtype, Kernel kernel, bool keep_order = false) {
   Tensor result = empty(reduced_shape(x, mask, keepdim), out_dtype, x->device());
   ReducePlan plan;
   Tensor in = plan_input(x, mask, keep_order, plan);
-  dispatch_all(in->dtype, name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    body(tag, plan, in->template data_as<T>(), result);
-  });
+  kernel(static_cast<const ReducePlan&>(plan), in, result);
   return result;
+}
+
+// reduce_planned with the input's C++ type: body(tag, plan, typed input, result) (TypeTag<T>).
+template <class Body>
+Tensor reduce_with(const char* name, const Tensor& x, const std::vector<bool>& mask, bool keepdim,
+                   ScalarType out_dtype, Body body, bool keep_order = false) {
+  return reduce_planned(x, mask, keepdim, out_dtype,
+                        [&](const ReducePlan& plan, const Tensor& in, const Tensor& result) {
+    dispatch_all(in->dtype, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      body(tag, plan, in->template data_as<T>(), result);
+    });
+  }, keep_order);
 }
 
 struct Identity {

@@ -52,7 +52,8 @@ template <typename In, bool IsMax> struct ExtremeOp {
     if constexpr (kFloat) return (v != v || (IsMax ? v > a : v < a)) ? v : a;
     else return pick(a, v);
   }
-  acc_t reduce_run(const In* __restrict__ p, int64_t n, int64_t) const {
+  // noinline (and in ArgOp): one copy of each loop, called per run from run_reduce's paths.
+  __attribute__((noinline)) acc_t reduce_run(const In* __restrict__ p, int64_t n, int64_t) const {
     C m = init();
     int64_t i = 0;
     if (n >= 2 * kLanes) {
@@ -75,7 +76,8 @@ template <typename In, bool IsMax> struct ExtremeOp {
     }
     return combine(m, t);
   }
-  void accumulate_rows(C* __restrict__ acc, const In* __restrict__ row, int64_t n, int64_t) const {
+  __attribute__((noinline)) void accumulate_rows(C* __restrict__ acc, const In* __restrict__ row,
+                                                 int64_t n, int64_t) const {
     for (int64_t i = 0; i < n; ++i) acc[i] = step(acc[i], static_cast<C>(row[i]));
   }
   void write(int64_t i, C a) const { out[i] = cast_to<In>(a); }
@@ -117,7 +119,7 @@ template <typename In, bool IsMax> struct ArgOp {
   }
   // Long runs take two vectorised passes instead of one branchy one: the extreme value (NaN if
   // any), then the first index holding it, found chunk by chunk.
-  acc_t reduce_run(const In* p, int64_t n, int64_t i0) const {
+  __attribute__((noinline)) acc_t reduce_run(const In* p, int64_t n, int64_t i0) const {
     if (n >= 64) {
       const C m = ExtremeOp<In, IsMax>{nullptr}.reduce_run(p, n, 0);
       const bool find_nan = m != m;
@@ -143,7 +145,8 @@ template <typename In, bool IsMax> struct ArgOp {
     }
     return r;
   }
-  void accumulate_rows(acc_t* acc, const In* row, int64_t n, int64_t ri) const {
+  __attribute__((noinline)) void accumulate_rows(acc_t* acc, const In* row, int64_t n,
+                                                 int64_t ri) const {
     for (int64_t i = 0; i < n; ++i) {
       const C v = static_cast<C>(row[i]);
       if ((acc[i].i < 0) | better(v, acc[i].v)) acc[i] = {v, ri};

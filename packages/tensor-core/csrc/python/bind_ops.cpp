@@ -190,7 +190,7 @@ void register_ops(py::module_& m) {
   }
   // add/sub take alpha; div takes rounding_mode (div_trunc is div(rounding_mode='trunc'), and
   // _div_trunc its private form for the hooks). Whether a + alpha * b rounds once (add_alpha):
-  m.attr("_FUSED_MULTIPLY_ADD") = kFusedMultiplyAdd;
+  m.attr("_FUSED_MULTIPLY_ADD") = fused_multiply_add();
   for (int i = 0; i < num_binary_ops(); ++i) {
     auto op = static_cast<BinaryOp>(i);
     std::string name = binary_info(op).name;

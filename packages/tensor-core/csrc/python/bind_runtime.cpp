@@ -1,5 +1,5 @@
-// bind_runtime.cpp: threads, the GIL hooks, the BLAS library location, and allocator/introspection
-// hooks.
+// bind_runtime.cpp: threads, the GIL hooks, the BLAS library location, the CPU kernels'
+// capability, and allocator/introspection hooks.
 #include <chrono>
 #include <thread>
 
@@ -10,6 +10,7 @@
 #include "core/allocator.h"
 #include "python/pyutils.h"
 #include "runtime/blas.h"
+#include "runtime/cpu_capability.h"
 #include "runtime/gil.h"
 #include "runtime/parallel.h"
 
@@ -83,6 +84,11 @@ void register_runtime(py::module_& m) {
   m.def("_cpu_memory_allocated", &cpu_live_bytes);
   m.def("_cpu_max_memory_allocated", &cpu_peak_bytes);
   m.def("_cpu_reset_peak_memory_stats", &cpu_reset_peak_bytes);
+  // torch._C._get_cpu_capability: the instruction set of the kernels in use (fixed at import).
+  m.def("_get_cpu_capability", [] { return std::string(cpu_capability_name(cpu_capability())); });
+  m.def("_best_cpu_capability",
+        [] { return std::string(cpu_capability_name(best_cpu_capability())); });
+  m.def("_cpu_capability_note", &cpu_capability_note);
   m.def("_storage_use_count", [](const Tensor& t) { return t->storage.use_count(); });
 }
 

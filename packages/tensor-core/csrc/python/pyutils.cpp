@@ -180,7 +180,8 @@ void ensure_autograd_available() {
   if (hook_slot().is_none())
     throw py::import_error(
         "requires_grad=True needs automatic differentiation, which is provided by the "
-        "ember-autograd package: pip install ember-autograd");
+        "ember-autograd distribution. From ember's source tree: pip install ./packages/autograd "
+        "(from a package index that has it: pip install ember-autograd)");
 }
 
 py::object call_autograd(const char* name, py::handle fn, py::tuple args, py::dict kwargs) {

@@ -27,11 +27,9 @@ def __getattr__(name: str):
         except ModuleNotFoundError as e:
             if e.name is not None and e.name != module and not module.startswith(e.name):
                 raise
-            dist = _COMPONENTS[name]
-            raise ImportError(
-                f"ember.utils.{name} is provided by the {dist} distribution, which is not "
-                f"installed: pip install {dist}"
-            ) from None
+            from ember import _not_installed
+
+            raise ImportError(_not_installed(module, _COMPONENTS[name])) from None
         globals()[name] = mod
         return mod
     raise AttributeError(f"module 'ember.utils' has no attribute '{name}'")

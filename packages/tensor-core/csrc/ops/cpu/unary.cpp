@@ -1,42 +1,48 @@
-// Unary kernels, instantiated from EMBER_UNARY_OPS for the dtypes each kind allows.
+// Unary kernels, instantiated from EMBER_UNARY_OPS for the dtypes each kind allows (and this copy
+// compiles: ops/cpu/kernel.h).
+#include "ops/cpu/kernel.h"
+
 #include "kernels/loops.h"
 #include "kernels/math.h"
 #include "ops/elementwise.h"
 
-namespace ember {
+namespace ember::EMBER_CPU_NS {
 namespace {
 
 template <OpKind K, typename F> void dispatch_unary(const char* name, const ElementwiseIter& it, ScalarType dt, F f) {
   if constexpr (K == OpKind::FLOAT || K == OpKind::FLOAT_ONLY) {
     dispatch_floating(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      run_elementwise<T, T>(it, f);
+      if constexpr (kCompiled<T>) run_elementwise<T, T>(it, f);
     });
   } else if constexpr (K == OpKind::SAME) {
     dispatch_numeric(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      run_elementwise<T, T>(it, f);
+      if constexpr (kCompiled<T>) run_elementwise<T, T>(it, f);
     });
   } else if constexpr (K == OpKind::PRED) {
     // float16/bfloat16 arrive converted to float32 (see unary()): GCC 12 miscompiles
     // bool-output loops over them at -O3.
     dispatch_all(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (!std::is_same_v<T, Half> && !std::is_same_v<T, BFloat16>)
+      if constexpr (kCompiled<T> && !std::is_same_v<T, Half> && !std::is_same_v<T, BFloat16>)
         run_elementwise<bool, T>(it, f);
     });
   } else if constexpr (K == OpKind::INTEGRAL) {
-    if (dt == ScalarType::Bool) return run_elementwise<bool, bool>(it, f);
-    dispatch_integral(dt, name, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      run_elementwise<T, T>(it, f);
-    });
+    if constexpr (kDefaultCopy) {
+      if (dt == ScalarType::Bool) return run_elementwise<bool, bool>(it, f);
+      dispatch_integral(dt, name, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        run_elementwise<T, T>(it, f);
+      });
+    }
   }
 }
 
 }  // namespace
 
-void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType dt) {
+void unary(UnaryOp op, const ElementwiseIter& it, ScalarType dt) {
+  if (!compiled(dt)) return cpu_default::unary(op, it, dt);
   switch (op) {
 #define EMBER_UNARY_CASE(name, kind, expr)                                          \
   case UnaryOp::name:                                                               \
@@ -46,12 +52,4 @@ void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType dt) {
   }
 }
 
-static const OpInfoEntry kUnaryInfo[] = {
-#define EMBER_INFO(name, kind, expr) {#name, 1, OpKind::kind, #kind},
-    EMBER_UNARY_OPS(EMBER_INFO)
-#undef EMBER_INFO
-};
-const OpInfoEntry& unary_info(UnaryOp op) { return kUnaryInfo[static_cast<int>(op)]; }
-int num_unary_ops() { return static_cast<int>(sizeof(kUnaryInfo) / sizeof(kUnaryInfo[0])); }
-
-}  // namespace ember
+}  // namespace ember::EMBER_CPU_NS

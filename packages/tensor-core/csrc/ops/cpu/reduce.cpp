@@ -1,0 +1,161 @@
+// The arithmetic reductions' kernels (sum, nansum, mean, prod, count_nonzero, all/any, norm and
+// var/std's sum of squares) over a plan of ops/reduce.h; the entry points, dtype rules and checks
+// are in ops/reduce.cpp.
+#include "ops/cpu/kernel.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ops/reduce.h"
+
+namespace ember::EMBER_CPU_NS {
+
+using namespace reduce_detail;
+
+namespace {
+
+// Accumulator of sum/prod: opmath (float for the 16-bit floats) for floating types, int64 for
+// bool and the integers (which wrap exactly like PyTorch's).
+template <typename T>
+using sum_acc_t = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, opmath_t<T>, int64_t>;
+
+}  // namespace
+
+// out's dtype is in's (floating) or int64 (bool and integer input: ops/reduce.cpp narrows it).
+void sum(SumKind kind, const ReducePlan& plan, const Tensor& x, const Tensor& result, int64_t R) {
+  if (!compiled(x->dtype)) return cpu_default::sum(kind, plan, x, result, R);
+  dispatch_all(x->dtype, "sum", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kCompiled<T>) {
+      using A = sum_acc_t<T>;
+      const T* in = x->data_as<T>();
+      auto go = [&](auto otag) {
+        using O = typename decltype(otag)::type;
+        O* out = result->data_as<O>();
+        auto plus = [](A a, A b) { return a + b; };
+        auto conv = [](T v) { return static_cast<A>(v); };
+        if constexpr (std::is_floating_point_v<A>) {
+          if (kind == SumKind::NanSum) {
+            auto skip = [](T v) { A a = static_cast<A>(v); return a != a ? A(0) : a; };
+            run_reduce(make_op<T>(A(0), skip, plus, Identity{}, out), plan, in);
+            return;
+          }
+          if (kind == SumKind::Mean) {
+            const A n = static_cast<A>(R);
+            run_reduce(make_op<T>(A(0), conv, plus, [n](A a) { return a / n; }, out), plan, in);
+            return;
+          }
+        }
+        if (kind == SumKind::Prod)
+          run_reduce(make_op<T>(A(1), conv, [](A a, A b) { return a * b; }, Identity{}, out), plan, in);
+        else
+          run_reduce(make_op<T>(A(0), conv, plus, Identity{}, out), plan, in);
+      };
+      if constexpr (std::is_floating_point_v<A>) go(TypeTag<T>{});
+      else go(TypeTag<int64_t>{});
+    }
+  });
+}
+
+// Counts elements that are nonzero (or, with not_nan, that are not NaN: floating x only) into
+// int64.
+void count(bool not_nan, const ReducePlan& plan, const Tensor& x, const Tensor& result) {
+  if (!compiled(x->dtype)) return cpu_default::count(not_nan, plan, x, result);
+  dispatch_all(x->dtype, "count_nonzero", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kCompiled<T>) {
+      using C = opmath_t<T>;
+      const T* in = x->data_as<T>();
+      int64_t* out = result->data_as<int64_t>();
+      auto plus = [](int64_t a, int64_t b) { return a + b; };
+      if constexpr (std::is_floating_point_v<C>) {
+        if (not_nan) {
+          run_reduce(make_op<T>(int64_t(0), [](T v) { C c = static_cast<C>(v); return int64_t(c == c); },
+                                plus, Identity{}, out), plan, in);
+          return;
+        }
+      }
+      run_reduce(make_op<T>(int64_t(0), [](T v) { return int64_t(static_cast<C>(v) != C(0)); },
+                            plus, Identity{}, out), plan, in);
+    }
+  });
+}
+
+// Into a bool or uint8 result (one byte, 0 or 1, either way).
+void all_any(bool is_all, const ReducePlan& plan, const Tensor& x, const Tensor& result) {
+  if (!compiled(x->dtype)) return cpu_default::all_any(is_all, plan, x, result);
+  dispatch_all(x->dtype, is_all ? "all" : "any", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kCompiled<T>) {
+      using C = opmath_t<T>;
+      const T* in = x->data_as<T>();
+      uint8_t* out = result->data_as<uint8_t>();
+      // int32 lanes (not bool) so that the compare-and-combine loop vectorises.
+      auto nz = [](T v) { return int32_t(static_cast<C>(v) != C(0)); };
+      if (is_all)
+        run_reduce(make_op<T>(int32_t(1), nz, [](int32_t a, int32_t b) { return a & b; }, Identity{}, out), plan, in);
+      else
+        run_reduce(make_op<T>(int32_t(0), nz, [](int32_t a, int32_t b) { return a | b; }, Identity{}, out), plan, in);
+    }
+  });
+}
+
+// Vector p-norm into a result of x's (floating) dtype.
+void norm(double p, const ReducePlan& plan, const Tensor& x, const Tensor& result) {
+  if (!compiled(x->dtype)) return cpu_default::norm(p, plan, x, result);
+  dispatch_floating(x->dtype, "linalg.vector_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kCompiled<T>) {
+      using A = opmath_t<T>;
+      const T* src = x->data_as<T>();
+      T* out = result->data_as<T>();
+      auto plus = [](A a, A b) { return a + b; };
+      auto absv = [](T v) { return std::abs(static_cast<A>(v)); };
+      if (p == 2) {
+        run_reduce(make_op<T>(A(0), [](T v) { A a = static_cast<A>(v); return a * a; }, plus,
+                              [](A a) { return std::sqrt(a); }, out), plan, src);
+      } else if (p == 1) {
+        run_reduce(make_op<T>(A(0), absv, plus, Identity{}, out), plan, src);
+      } else if (p == 0) {
+        run_reduce(make_op<T>(A(0), [](T v) { return A(static_cast<A>(v) != A(0)); }, plus,
+                              Identity{}, out), plan, src);
+      } else if (std::isinf(p)) {
+        if (p > 0)
+          run_reduce(make_op<T>(A(0), absv, [](A a, A v) { return (v > a || v != v) ? v : a; },
+                                Identity{}, out), plan, src);
+        else
+          run_reduce(make_op<T>(std::numeric_limits<A>::infinity(), absv,
+                                [](A a, A v) { return (v < a || v != v) ? v : a; }, Identity{}, out),
+                     plan, src);
+      } else {
+        const A pa = static_cast<A>(p), inv = A(1) / static_cast<A>(p);
+        run_reduce(make_op<T>(A(0), [pa](T v) { return std::pow(std::abs(static_cast<A>(v)), pa); },
+                              plus, [inv](A a) { return std::pow(a, inv); }, out), plan, src);
+      }
+    }
+  });
+}
+
+// sum(x^2) / denom, or its square root, for float32/float64 x (var/std's second pass, over the
+// deviations from the mean).
+void sum_squares(double denom, bool take_sqrt, const ReducePlan& plan, const Tensor& x,
+                 const Tensor& result) {
+  if (!compiled(x->dtype)) return cpu_default::sum_squares(denom, take_sqrt, plan, x, result);
+  dispatch_floating(x->dtype, take_sqrt ? "std" : "var", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kCompiled<T> && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+      const T* src = x->data_as<T>();
+      const T dn = static_cast<T>(denom);
+      auto sq = [](T v) { return v * v; };
+      auto plus = [](T a, T b) { return a + b; };
+      if (take_sqrt)
+        run_reduce(make_op<T>(T(0), sq, plus, [dn](T a) { return std::sqrt(a / dn); },
+                              result->data_as<T>()), plan, src);
+      else
+        run_reduce(make_op<T>(T(0), sq, plus, [dn](T a) { return a / dn; }, result->data_as<T>()),
+                   plan, src);
+    }
+  });
+}
+
+}  // namespace ember::EMBER_CPU_NS

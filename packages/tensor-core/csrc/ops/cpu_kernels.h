@@ -1,0 +1,73 @@
+// cpu_kernels.h - THE list of the kernels compiled once per CPU capability (the files in ops/cpu/),
+// and the table through which the ops call them.
+//
+// setup.py compiles each file of ops/cpu/ once per capability the build targets, with that
+// capability's -march, into its own namespace (cpu_default, cpu_avx2, cpu_avx512). cpu_kernels()
+// returns the table of the capability in use (runtime/cpu_capability.h), so an op calls e.g.
+// cpu_kernels().unary(op, it, dtype) and runs the widest code the CPU can execute. Only the
+// default copy has every dtype; the wider copies compile float32 and float64, where the vector
+// width pays, and hand other dtypes to the default copy. Adding a kernel: one line here, its
+// definition in a file of ops/cpu/.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "ops/op_table.h"
+#include "runtime/cpu_capability.h"
+
+namespace ember {
+
+class ElementwiseIter;
+namespace reduce_detail {
+struct ReducePlan;
+enum class SumKind { Sum, NanSum, Mean, Prod };
+}  // namespace reduce_detail
+
+// X(name, return type, parameters...)
+#define EMBER_CPU_KERNELS(X)                                                                      \
+  /* ops/cpu/unary.cpp, binary.cpp: the op table's kernels, and a + alpha * b in one pass */  \
+  X(unary, void, UnaryOp op, const ElementwiseIter& it, ScalarType compute)                       \
+  X(binary, void, BinaryOp op, const ElementwiseIter& it, ScalarType compute)                     \
+  X(add_alpha, void, const ElementwiseIter& it, ScalarType dtype, double alpha, bool subtract)    \
+  X(fused_multiply_add, bool, void) /* whether add_alpha rounds once (this copy has FMA) */       \
+  /* ops/cpu/reduce.cpp: the arithmetic reductions over a plan (ops/reduce.h) */                  \
+  X(sum, void, reduce_detail::SumKind kind, const reduce_detail::ReducePlan& plan,                \
+    const Tensor& in, const Tensor& out, int64_t reduced)                                         \
+  X(count, void, bool not_nan, const reduce_detail::ReducePlan& plan, const Tensor& in,           \
+    const Tensor& out)                                                                            \
+  X(all_any, void, bool is_all, const reduce_detail::ReducePlan& plan, const Tensor& in,          \
+    const Tensor& out)                                                                            \
+  X(norm, void, double p, const reduce_detail::ReducePlan& plan, const Tensor& in,                \
+    const Tensor& out)                                                                            \
+  X(sum_squares, void, double denom, bool take_sqrt, const reduce_detail::ReducePlan& plan,       \
+    const Tensor& in, const Tensor& out)                                                          \
+  /* ops/cpu/softmax.cpp: contiguous float32/float64 viewed as [outer, D, inner] around dim */    \
+  X(softmax, void, const Tensor& in, const Tensor& out, int64_t outer, int64_t D, int64_t inner,  \
+    bool log)                                                                                     \
+  X(softmax_backward, void, const Tensor& grad_out, const Tensor& out, const Tensor& grad_in,     \
+    int64_t outer, int64_t D, int64_t inner, bool log)                                            \
+  X(logsumexp_rows, void, const Tensor& rows, const Tensor& out, int64_t n, int64_t D)
+
+#define EMBER_CPU_KERNEL_DECLARE(name, ret, ...) ret name(__VA_ARGS__);
+namespace cpu_default { EMBER_CPU_KERNELS(EMBER_CPU_KERNEL_DECLARE) }
+namespace cpu_avx2 { EMBER_CPU_KERNELS(EMBER_CPU_KERNEL_DECLARE) }
+namespace cpu_avx512 { EMBER_CPU_KERNELS(EMBER_CPU_KERNEL_DECLARE) }
+#undef EMBER_CPU_KERNEL_DECLARE
+
+struct CpuKernels {
+#define EMBER_CPU_KERNEL_FIELD(name, ret, ...) ret (*name)(__VA_ARGS__);
+  EMBER_CPU_KERNELS(EMBER_CPU_KERNEL_FIELD)
+#undef EMBER_CPU_KERNEL_FIELD
+};
+
+// The table of a capability this build has (any other gives the default one's).
+const CpuKernels& cpu_kernels_for(CpuCapability c);
+
+// The table of the capability in use.
+inline const CpuKernels& cpu_kernels() {
+  static const CpuKernels& table = cpu_kernels_for(cpu_capability());
+  return table;
+}
+
+}  // namespace ember
