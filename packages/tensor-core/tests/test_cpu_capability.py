@@ -95,7 +95,10 @@ for dt in ("float32", "float64"):
     for name in ("add", "sub", "mul", "div", "maximum", "minimum", "fmod", "remainder", "pow",
                  "atan2", "lt", "eq", "logaddexp", "hypot"):
         res[name] = getattr(ember, name)(x, y)
-        res[name + "_s"] = getattr(ember, name)(x, 0.75)
+        # a Python number where torch's signature takes one, else a 0-d tensor
+        number = ember.tensor(0.75) if name in ("maximum", "minimum", "atan2", "logaddexp",
+                                                "hypot") else 0.75
+        res[name + "_s"] = getattr(ember, name)(x, number)
         res[name + "_t"] = getattr(ember, name)(xt, y.t())
     res["add_alpha"] = ember.add(x, y, alpha=0.3)
     res["sub_alpha"] = ember.sub(x, y, alpha=1.7)
