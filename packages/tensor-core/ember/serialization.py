@@ -423,6 +423,16 @@ def _check_geometry(nbytes: int, dtype, offset, size: list, stride: list) -> Non
             f"size {nbytes}")
 
 
+def _canonical_bools(storage) -> None:
+    """A file's bytes read as bools are made 0 or 1: a bool holding another byte is undefined
+    behaviour in the kernels (C++ bool loads), which a crafted file must not reach."""
+    import numpy as np
+
+    if storage.nbytes():
+        raw = np.frombuffer(memoryview(storage), dtype=np.uint8)
+        raw[raw > 1] = 1
+
+
 def _tensor_from_ref(ref, storage_offset, size, stride, requires_grad, dtype=None):
     if isinstance(ref, _StorageRef):
         storage, ref_dtype = ref.storage, ref.dtype
@@ -436,6 +446,8 @@ def _tensor_from_ref(ref, storage_offset, size, stride, requires_grad, dtype=Non
     elif type(dtype) is not _DTYPE_TYPE:
         raise pickle.UnpicklingError(f"_rebuild_tensor_v3: expected a dtype, got "
                                      f"{type(dtype).__name__}")
+    if dtype == ember.bool and ref_dtype != ember.bool and storage.device.type == "cpu":
+        _canonical_bools(storage)  # bytes of another type read as bools
     size, stride = _int64_list(size, "size"), _int64_list(stride, "stride")
     if type(requires_grad) not in (bool, int):
         raise TypeError(f"_rebuild_tensor: requires_grad must be a bool, not "
@@ -853,6 +865,8 @@ def _load_zip(zf: zipfile.ZipFile, archive_size: int, mapped, map_location, poli
                 got = 0
             if got != nbytes:
                 raise RuntimeError(f"ember.load: storage {key} is truncated")
+        if dtype == ember.bool:
+            _canonical_bools(storage)
         storage = _map_location(map_location, location, storage)
         if type(storage) is not ember.UntypedStorage:
             raise TypeError(f"ember.load: map_location returned a {type(storage).__name__}, "

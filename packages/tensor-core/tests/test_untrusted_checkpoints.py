@@ -402,3 +402,27 @@ def test_ember_saves_whole_elements_only():
 
 def test_torch_reads_a_storage_with_a_partial_element(torch):
     assert torch.load(_seven_byte_float32_file(), weights_only=True).item() == 2.5
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_bool_bytes_other_than_0_and_1_load_as_true(tmp_path, mmap):
+    """A crafted file may hold any byte in a bool storage; the kernels read bools as C++ bools,
+    where another byte is undefined behaviour (UBSan stopped the checkpoint fuzzer on it): the
+    loader makes every nonzero byte 1, as NumPy reads such a byte as True."""
+    import zipfile
+
+    path = tmp_path / "bools.pt"
+    ember.save({"b": ember.zeros(5, dtype=ember.bool), "u": ember.zeros(5, dtype=ember.uint8)},
+               path)
+    crafted = tmp_path / "crafted.pt"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(crafted, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if "/data/" in info.filename and len(data) == 5:
+                data = bytes([0, 1, 2, 140, 255])
+            dst.writestr(info, data)
+    loaded = ember.load(crafted, mmap=mmap)
+    assert loaded["b"].tolist() == [False, True, True, True, True]
+    assert loaded["b"].sum().item() == 4 and loaded["b"].logical_not().tolist() == [
+        True, False, False, False, False]
+    assert loaded["u"].tolist() == [0, 1, 2, 140, 255]  # other dtypes keep their bytes
