@@ -373,3 +373,11 @@ def test_extra_positional_arguments_are_refused_not_ignored():
         with pytest.raises(TypeError):
             getattr(x, method)(3)
     assert ember.full_like(x, 3).tolist() == [3.0, 3.0]
+
+
+def test_tensor_from_an_empty_tensor_copies_nothing():
+    # memcpy from an empty tensor's null data pointer was undefined behaviour (UBSan, fuzzer)
+    src = (ember.arange(0) * 0.5).to(ember.bfloat16).unsqueeze(0).expand(2, 0)
+    with pytest.warns(UserWarning, match="copy construct"):
+        t = ember.tensor(src)
+    assert t.shape == (2, 0) and t.dtype == ember.bfloat16 and t.numel() == 0

@@ -97,7 +97,8 @@ template <typename T> void fill_data(py::handle obj, T*& out) {
     Tensor t = to_tensor(obj);
     if (on_device(t)) t = to_device_copy(t, Device{}, false);  // waits for the device's work
     t = contiguous(to_dtype(t, scalar_type_of<T>()));
-    std::memcpy(out, t->data(), t->numel() * sizeof(T));
+    // an empty tensor may have no data pointer (and `out` none either): memcpy of null is UB
+    if (t->numel()) std::memcpy(out, t->data(), t->numel() * sizeof(T));
     out += t->numel();
     return;
   }
