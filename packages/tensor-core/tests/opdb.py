@@ -469,13 +469,14 @@ class OpInfo:
         b = sample_values(rng, (4,), bd, rd)
         yield SampleInput((a, b), ("transposed", "strided"), desc="noncontig-broadcast")
 
-    def scalar_samples(self, dtype: str) -> Iterator[SampleInput]:
+    def scalar_samples(self, dtype: str, signature: bool = True) -> Iterator[SampleInput]:
         """A tensor with a Python number on each side the op's signature takes one (its
-        registry schema: `Tensor|Scalar`, as torch's overloads)."""
+        registry schema: `Tensor|Scalar`, as torch's overloads); both sides with
+        signature=False (Python's operators)."""
         rng = rng_for(self.name, dtype, "scalar")
         a = sample_values(rng, (3, 4), dtype, self.domain)
         b = sample_values(rng, (3, 4), dtype, self.rhs_domain or self.domain)
-        number_input, number_other = self.number_operands()
+        number_input, number_other = self.number_operands() if signature else (True, True)
         for s in self.scalar_rhs:
             if number_other:
                 yield SampleInput((a, s), desc="tensor-scalar")
