@@ -327,20 +327,19 @@ def _unary(api: str, core: str):
 _PY_NUMBERS = (builtins.bool, builtins.int, builtins.float)  # the module defines bool, int, ...
 
 
-def _tensor_positions(core: str) -> tuple[bool, bool]:
+def _tensor_positions(core: str, signatures: dict[str, str]) -> tuple[bool, bool]:
     """Which operands ember.<core> takes as a Tensor only (torch's signature: hypot, maximum,
-    logical_and, ... take no Python number), from the op registry."""
-    for row in ember._C._ops():
-        if row["name"] == core and "function" in row["variants"]:
-            sig = row["signatures"][0]
-            types = [p.split(" ")[0] for p in sig[sig.index("(") + 1:].split(", ")[:2]]
-            return types[0] == "Tensor", types[1] == "Tensor"
-    return False, False
+    logical_and, ... take no Python number), from its registry signature."""
+    sig = signatures.get(core)
+    if sig is None:
+        return False, False
+    types = [p.split(" ")[0] for p in sig[sig.index("(") + 1:].split(", ")[:2]]
+    return types[0] == "Tensor", types[1] == "Tensor"
 
 
-def _binary(api: str, core: str):
+def _binary(api: str, core: str, signatures: dict[str, str]):
     op = getattr(ember, core)
-    first_tensor, second_tensor = _tensor_positions(core)
+    first_tensor, second_tensor = _tensor_positions(core, signatures)
 
     def fn(x1, x2, /):
         # The standard takes a Python scalar on either side; a 0-d tensor promotes the same way
@@ -378,9 +377,12 @@ _BINARY = {
 }
 for _api, _c in _UNARY.items():
     globals()[_api] = _unary(_api, _c)
+# the functions' first signatures, read from the registry once
+_SIGNATURES = {row["name"]: row["signatures"][0] for row in ember._C._ops()
+               if "function" in row["variants"]}
 for _api, _c in _BINARY.items():
-    globals()[_api] = _binary(_api, _c)
-del _api, _c
+    globals()[_api] = _binary(_api, _c, _SIGNATURES)
+del _api, _c, _SIGNATURES
 
 
 def positive(x, /):
