@@ -104,14 +104,23 @@ def split_params(text: str) -> list[str]:
     return parts
 
 
-def schema_def(schema: str, *, method: bool) -> tuple[str, str]:
-    """(name, 'def name(...) -> R: ...') for a torch-style schema string."""
+def schema_def(schema: str, *, method: bool, varargs: bool = False) -> str | None:
+    """'def name(...) -> R: ...' for a torch-style schema string. `varargs`: torch's form with
+    the ints as separate arguments (zeros(2, 3), x.flip(0, 1)), for a schema whose only
+    positional parameter (after self) is an int[]; None for a schema that has no such form."""
     name, rest = schema.split("(", 1)
     params_text, returns = rest.rsplit(") ->", 1)
+    params = split_params(params_text)
+    if varargs:
+        star = params.index("*") if "*" in params else len(params)
+        positional = params[1 if method else 0:star]
+        if len(positional) != 1 or not re.fullmatch(r"int\[\d*\]\??", positional[0].split(" ")[0]):
+            return None
     out, self_taken = [], False
-    for p in split_params(params_text):
+    for p in params:
         if p == "*":
-            out.append("*")
+            if not (varargs and out and out[-1].startswith("*")):  # *size already starts them
+                out.append("*")
             continue
         typ, _, pname = p.partition(" ")
         pname, eq, _default = pname.partition("=")
@@ -122,10 +131,13 @@ def schema_def(schema: str, *, method: bool) -> tuple[str, str]:
         if method and pname == "out":
             continue
         pname = pname + "_" if keyword.iskeyword(pname) else pname
+        if varargs and typ.rstrip("?").startswith("int[") and "*" not in "".join(out):
+            out.append(f"*{pname}: _int")
+            continue
         out.append(f"{pname}: {annotate(typ)}" + (" = ..." if eq else ""))
     if out and out[-1] == "*":  # a method whose keyword-only part was only out=
         out.pop()
-    return name, f"def {name}({', '.join(out)}) -> {annotate_return(returns)}: ..."
+    return f"def {name}({', '.join(out)}) -> {annotate_return(returns)}: ..."
 
 
 # ---- pybind11 signatures -> stub lines ----
@@ -203,8 +215,6 @@ def python_def(name: str, fn, *, method: bool) -> str:
         if p.kind is p.KEYWORD_ONLY and not star_done:
             parts.append("*")
             star_done = True
-        if p.kind is p.POSITIONAL_ONLY:
-            pass
         pname = pname + "_" if keyword.iskeyword(pname) else pname  # torch's stubs: from_
         parts.append(f"{pname}: Any" + (" = ..." if p.default is not p.empty else ""))
         if p.kind is p.POSITIONAL_ONLY and (i + 1 == len(sig.parameters) or list(
@@ -226,35 +236,13 @@ def registry_rows(C) -> dict[str, dict[str, dict]]:
     return rows
 
 
-def varargs_def(schema: str, *, method: bool) -> str | None:
-    """torch's rule: a schema whose only positional parameter (after self) is an int[] also takes
-    the ints as separate arguments (zeros(2, 3), x.flip(0, 1)): that form as its own overload."""
-    params = [p for p in split_params(schema[schema.index("(") + 1: schema.rindex(") ->")])]
-    star = params.index("*") if "*" in params else len(params)
-    positional = params[1:star] if method else params[:star]
-    if len(positional) != 1 or not re.fullmatch(r"int\[\d*\]\??", positional[0].split(" ")[0]):
-        return None
-    pname = positional[0].split(" ")[1].split("=")[0]
-    name, line = schema_def(schema, method=method)
-    head = f"def {name}(self, " if method else f"def {name}("
-    rest = line[len(head):]
-    # replace the int[] parameter (the first after `head`) with *pname: int
-    first, sep, after = rest.partition(", ")
-    if not first.startswith(pname + ":"):
-        return None
-    after = after.replace("*, ", "", 1) if after.startswith("*, ") else after
-    if first.endswith(") -> " + rest.split(") -> ")[-1]):  # it was the only parameter
-        return head + f"*{pname}: _int) -> " + rest.split(") -> ")[-1]
-    return head + f"*{pname}: _int" + (", " + after if after else "")
-
-
 def defs_for_registry(row: dict, *, method: bool) -> list[str]:
     lines = []
     for sig in row["signatures"]:
-        lines.append(schema_def(sig, method=method)[1])
-        extra = varargs_def(sig, method=method)
-        if extra:
-            lines.append(extra)
+        lines.append(schema_def(sig, method=method))
+        separate_ints = schema_def(sig, method=method, varargs=True)
+        if separate_ints:
+            lines.append(separate_ints)
     if len(lines) == 1:
         return lines
     return [x for line in lines for x in ("@overload", line)]
