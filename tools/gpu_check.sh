@@ -8,7 +8,8 @@
 # PyTorch, where installed, is the benchmarks' peer. Writes build.log, bench_*.log/json and
 # tests_*.log into LOGDIR and prints a summary last. The benchmarks run first (they are the
 # figures); the tests get the time that is left. EMBER_PREBUILT=path/to/_C.so skips the build
-# (tools/dev_build.sh). Extra arguments replace the default test
+# (tools/dev_build.sh). GPU_CHECK_BENCHES="ops" picks the benchmarks (default: alloc ops
+# resnet_memory; "" for none). Extra arguments replace the default test
 # selection (every CUDA test file), e.g. `-k scatter`, and are passed to each package's pytest.
 set -uo pipefail
 logs="$(mkdir -p "$1" && cd "$1" && pwd)"
@@ -30,10 +31,11 @@ print("ember.cuda.is_available():", ember.cuda.is_available(), ember._C._cuda_un
 print(ember.cuda.get_device_name(), "| cupy", cupy.__version__, "| numpy", numpy.__version__)
 x = ember.arange(10, device="cuda", dtype=ember.float32)
 print("smoke:", (x * 2 + 1).sum().item(), "(expect 100.0)")
+print("compiled kernels:", ember.cuda._compiled_kernels())
 EOF
 
 if [ $# -eq 0 ]; then
-  for b in alloc ops resnet_memory; do
+  for b in ${GPU_CHECK_BENCHES-alloc ops resnet_memory}; do
     timeout 150 python3 "$root/benchmarks/bench_cuda_$b.py" --json "$logs/bench_$b.json" \
       >"$logs/bench_$b.log" 2>&1
     echo "bench_cuda_$b exit $?"

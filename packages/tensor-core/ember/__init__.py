@@ -118,23 +118,31 @@ def _locate_openblas() -> str:
 _C._set_blas_library(_locate_openblas())  # loaded lazily, on the first matrix product
 
 
-def _locate_cudart() -> list[str]:
-    """CUDA runtimes to try before the system's libcudart: $EMBER_CUDA_RUNTIME, then those of the
-    nvidia-cuda-runtime wheels (nvidia/<name>/lib/libcudart.so.N), found without importing."""
+def _locate_cuda_libraries() -> dict[str, list[str]]:
+    """CUDA libraries to try before the system's, per library: $EMBER_CUDA_RUNTIME /
+    $EMBER_NVRTC, then those of the nvidia-* wheels (nvidia/<name>/lib/libcudart.so.N and
+    libnvrtc.so.N, as CuPy installs them), found without importing anything."""
     import glob
     import sys
 
-    found = [os.environ["EMBER_CUDA_RUNTIME"]] if os.environ.get("EMBER_CUDA_RUNTIME") else []
+    found: dict[str, list[str]] = {}
+    for stem, env in (("libcudart", "EMBER_CUDA_RUNTIME"), ("libnvrtc", "EMBER_NVRTC")):
+        found[stem] = [os.environ[env]] if os.environ.get(env) else []
     for entry in sys.path:
         base = os.path.join(entry or ".", "nvidia")
         if os.path.isdir(base):
-            found += sorted(glob.glob(os.path.join(base, "*", "lib", "libcudart.so.*")),
-                            reverse=True)
+            for stem, paths in found.items():
+                paths += sorted(glob.glob(os.path.join(base, "*", "lib", stem + ".so.*")),
+                                reverse=True)
     return found
 
 
-# libcudart itself is loaded on the first ember.cuda call (dlopen): one build, with or without GPU.
-_C._cuda_set_runtime_candidates(_locate_cudart())
+# libcudart itself is loaded on the first ember.cuda call (dlopen): one build, with or without GPU;
+# libnvrtc (the CUDA elementwise kernels are compiled at run time) on the first such op.
+_cuda_libraries = _locate_cuda_libraries()
+_C._cuda_set_runtime_candidates(_cuda_libraries["libcudart"])
+_C._cuda_set_nvrtc_candidates(_cuda_libraries["libnvrtc"])
+del _cuda_libraries
 
 # Components from other distributions, imported on first touch so `import ember` stays fast.
 _COMPONENTS = {

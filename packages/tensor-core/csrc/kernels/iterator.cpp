@@ -40,11 +40,27 @@ ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
         like = t;
         break;
       }
-    Device dev = inputs.empty() ? Device{} : inputs[0]->device();
+    Device dev;  // the first input not on the CPU (a CPU 0-d operand may come first: 2 - x)
+    for (auto& t : inputs)
+      if (!t->device().is_cpu()) {
+        dev = t->device();
+        break;
+      }
     out = like && !like->is_contiguous() ? empty_strided(shape, like->strides, out_dtype, dev)
                                          : empty(shape, out_dtype, dev);
   }
   out_ = out;
+  device_ = out->device();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Device& d = inputs[k]->device();
+    if (d == device_) continue;
+    if (d.is_cpu() && inputs[k]->dim() == 0) {
+      host_inputs_ |= 1u << k;
+      continue;
+    }
+    throw std::runtime_error(str_cat("Expected all tensors to be on the same device, but found at "
+                                     "least two devices, ", device_.str(), " and ", d.str(), "!"));
+  }
   numel_ = 1;
   for (auto s : shape) numel_ *= s;
 
@@ -58,7 +74,7 @@ ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
     int off = nd - static_cast<int>(t->sizes.size());
     for (int d = 0; d < static_cast<int>(t->sizes.size()); ++d)
       st[k][off + d] = t->sizes[d] == 1 ? 0 : t->strides[d] * static_cast<int64_t>(t->element_size());
-    data_[k] = t->data();
+    data_[k] = t->device_data();  // the CPU kernels' for_each refuses device memory
   }
 
   // 3. order dims fastest-first: by output stride, ties broken by the inputs' strides.
@@ -96,6 +112,11 @@ ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
     shape_.push_back(1);
     for (int k = 0; k < ntensors_; ++k) strides_[k].push_back(0);
   }
+}
+
+void ElementwiseIter::throw_device_memory() const {
+  throw std::runtime_error(str_cat("ember: a CPU kernel was handed tensors on ", device_.str(),
+                                   " (an op without a CUDA path reached the CPU kernels)"));
 }
 
 }  // namespace ember

@@ -9,6 +9,8 @@
 //      kernel's inner loop `loop(char** data, const int64_t* strides, int64_t n)` on runs of the
 //      innermost dim. Kernels give that loop a fast path for contiguous and scalar operands,
 //      which the compiler vectorises (loops.h).
+// Over CUDA tensors the iterator does steps 1-3 alone: the device's kernels take its shape and
+// strides (cuda/device_elementwise.cpp), and for_each refuses to touch device memory.
 #pragma once
 #include <array>
 #include <vector>
@@ -35,10 +37,18 @@ class ElementwiseIter {
   const Shape& shape() const { return shape_; }
   const std::vector<int64_t>& strides(int operand) const { return strides_[operand]; }
   char* data(int operand) const { return data_[operand]; }
+  // The device of the output, which every input shares, except CPU 0-d tensors joining a CUDA
+  // op as numbers (as in PyTorch): bit k of host_inputs() marks input k (0-based) as one.
+  const Device& device() const { return device_; }
+  unsigned host_inputs() const { return host_inputs_; }
+  // Device memory that the host can address (ember.cuda's simulated devices in the tests): the
+  // CPU kernels may then run over it.
+  void allow_host_access() { host_access_ = true; }
 
   // Runs loop over every element, in parallel chunks of at least `grain` elements.
   template <typename Loop> void for_each(Loop&& loop, int64_t grain = kGrainSize) const {
     if (numel_ == 0) return;
+    if (__builtin_expect(!device_.is_cpu() && !host_access_, 0)) throw_device_memory();
     if (shape_.size() <= 1) {
       int64_t s[kMaxOperands];
       for (int k = 0; k < ntensors_; ++k) s[k] = shape_.empty() ? 0 : strides_[k][0];
@@ -82,7 +92,12 @@ class ElementwiseIter {
     }
   }
 
+  [[noreturn]] void throw_device_memory() const;
+
   Tensor out_;
+  Device device_;
+  unsigned host_inputs_ = 0;
+  bool host_access_ = false;
   int ntensors_ = 0;
   int64_t numel_ = 0;
   Shape shape_;                                          // fastest-first after coalescing

@@ -1,6 +1,15 @@
 // math.h: scalar math used by the kernels, written so integer and floating types share one
 // table entry; float exp/sigmoid/tanh go through vexp.h so that their loops vectorise.
+//
+// The CUDA elementwise kernels are compiled at run time (NVRTC) from this same file and
+// op_table.h (cuda/elementwise_source.cpp embeds both), so that both devices compute one formula.
+// Under NVRTC (__CUDACC_RTC__) there is no C++ library: the kernel source's prelude supplies the
+// few std:: names used here, and the CPU-only vector tricks (vexp.h) give way to CUDA's own math.
 #pragma once
+#ifdef __CUDACC_RTC__
+#define EMBER_MATH __device__ inline
+#define EMBER_MATH_HOT __device__ __forceinline__
+#else
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -8,76 +17,87 @@
 #include <type_traits>
 
 #include "kernels/vexp.h"
+#define EMBER_MATH inline
+#define EMBER_MATH_HOT EMBER_ALWAYS_INLINE
+#endif
 
 namespace ember::math {
+
+#ifdef __CUDACC_RTC__
+template <typename T> EMBER_MATH_HOT T blend(bool m, T x, T y) { return m ? x : y; }
+#endif
 
 // float exp through vexpf, which is branch-free so that the elementwise loops vectorise (the
 // branches on NaN and overflow that were here kept exp and sigmoid scalar: 4M floats took
 // 27 ms). vexpf is exact below 2^22; std::min caps larger inputs (to +inf) and keeps a NaN.
-template <typename T> EMBER_ALWAYS_INLINE T exp(T x) {
+#ifdef __CUDACC_RTC__
+template <typename T> EMBER_MATH_HOT T exp(T x) { return std::exp(x); }
+template <typename T> EMBER_MATH_HOT T tanh(T x) { return std::tanh(x); }
+#else
+template <typename T> EMBER_MATH_HOT T exp(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return vexpf(std::min(x, 100.0f));
   } else {
     return std::exp(x);
   }
 }
-
-template <typename T> EMBER_ALWAYS_INLINE T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
-template <typename T> EMBER_ALWAYS_INLINE T tanh(T x) {
+template <typename T> EMBER_MATH_HOT T tanh(T x) {
   if constexpr (std::is_same_v<T, float>) return vtanhf(x);  // vectorises; glibc's tanhf does not
   else return std::tanh(x);
 }
-template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
+#endif
+template <typename T> EMBER_MATH_HOT T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
+template <typename T> EMBER_MATH T rsqrt(T x) { return T(1) / std::sqrt(x); }
 
-template <typename T> inline T floor(T x) {
+template <typename T> EMBER_MATH T floor(T x) {
   if constexpr (std::is_integral_v<T>) return x; else return std::floor(x);
 }
-template <typename T> inline T ceil(T x) {
+template <typename T> EMBER_MATH T ceil(T x) {
   if constexpr (std::is_integral_v<T>) return x; else return std::ceil(x);
 }
-template <typename T> inline T trunc(T x) {
+template <typename T> EMBER_MATH T trunc(T x) {
   if constexpr (std::is_integral_v<T>) return x; else return std::trunc(x);
 }
-template <typename T> inline T round(T x) {
+template <typename T> EMBER_MATH T round(T x) {
   if constexpr (std::is_integral_v<T>) return x; else return std::nearbyint(x);  // half to even
 }
-template <typename T> inline T abs(T x) {
+template <typename T> EMBER_MATH T abs(T x) {
   if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) return x;
   else if constexpr (std::is_integral_v<T>) return x < 0 ? T(-x) : x;
   else return std::fabs(x);
 }
-template <typename T> inline T sign(T x) {
+template <typename T> EMBER_MATH T sign(T x) {
   if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) return T(x > 0);
   else if constexpr (std::is_integral_v<T>) return T((x > 0) - (x < 0));
   else return T((x > T(0)) - (x < T(0)));  // torch's: NaN gives 0 (NumPy's gives NaN)
 }
 // The selects below go through blend (bit masks), not ?: on floats, so that their loops
 // vectorise; with ?: GCC emitted jumps that mispredict on random signs.
-template <typename T> inline T relu(T x) {
+template <typename T> EMBER_MATH T relu(T x) {
   return blend(!(x <= T(0)), x, T(0));  // keeps NaN (x <= 0 is false for it)
 }
-template <typename T> inline bool isnan(T x) {
+template <typename T> EMBER_MATH bool isnan(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(x); else return false;
 }
-template <typename T> inline bool isinf(T x) {
+template <typename T> EMBER_MATH bool isinf(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::isinf(x); else return false;
 }
-template <typename T> inline bool isfinite(T x) {
+template <typename T> EMBER_MATH bool isfinite(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::isfinite(x); else return true;
 }
-template <typename T> inline bool signbit(T x) {
+template <typename T> EMBER_MATH bool signbit(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::signbit(x);
   else if constexpr (std::is_signed_v<T>) return x < 0;
   else return false;
 }
 
 // NaN-propagating max/min, as torch.maximum/minimum.
-template <typename T> inline T maximum(T a, T b) {
+template <typename T> EMBER_MATH T maximum(T a, T b) {
   const T r = blend(a > b, a, b);
   if constexpr (std::is_floating_point_v<T>) return blend((a != a) | (b != b), a + b, r);  // NaN
   else return r;
 }
-template <typename T> inline T minimum(T a, T b) {
+template <typename T> EMBER_MATH T minimum(T a, T b) {
   const T r = blend(a < b, a, b);
   if constexpr (std::is_floating_point_v<T>) return blend((a != a) | (b != b), a + b, r);  // NaN
   else return r;
@@ -85,11 +105,11 @@ template <typename T> inline T minimum(T a, T b) {
 
 // NaN-ignoring max/min (C's fmax/fmin), as torch.fmax/fmin: a NaN loses to a number. Written as
 // selects, which GCC vectorises (calls to std::fmax it does not: 10x slower).
-template <typename T> inline T fmax(T a, T b) {
+template <typename T> EMBER_MATH T fmax(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) return a != a ? b : (a >= b || b != b) ? a : b;
   else return a > b ? a : b;
 }
-template <typename T> inline T fmin(T a, T b) {
+template <typename T> EMBER_MATH T fmin(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) return a != a ? b : (a <= b || b != b) ? a : b;
   else return a < b ? a : b;
 }
@@ -98,7 +118,7 @@ namespace detail {
 // One Newton step towards erf(x) = y, computed in F. The residual is erf(x) - y where
 // |y| <= 1/2, and erfc(|x|) - (1 - |y|) beyond: 1 - |y| is exact there, and erfc keeps the
 // digits that erf, rounding to nearly 1, loses in the tails.
-template <typename F> inline double erfinv_newton(double x, double y) {
+template <typename F> EMBER_MATH double erfinv_newton(double x, double y) {
   const F k = F(2) / std::sqrt(F(3.14159265358979323846264338327950288L));
   const F X = x, Y = y;
   if (std::fabs(y) <= 0.5) return static_cast<double>(X - (std::erf(X) - Y) / (k * std::exp(-X * X)));
@@ -117,7 +137,7 @@ template <typename F> inline double erfinv_newton(double x, double y) {
 // apart, at near-ties). float32 (and the half types, which arrive as float32) takes one step and
 // rounds the double once: torch's value for all but about 1 in 1600, likewise. The cost: about
 // 170 ns per float64 value and 30 ns per float32 one on one core, 15-25x torch's.
-template <typename T> inline T erfinv(T y) {
+template <typename T> EMBER_MATH T erfinv(T y) {
   const double yd = y, ay = std::fabs(yd);
   if (!(ay < 1)) return ay == 1 ? T(std::copysign(std::numeric_limits<double>::infinity(), yd))
                                 : std::numeric_limits<T>::quiet_NaN();  // also NaN in
@@ -137,13 +157,17 @@ template <typename T> inline T erfinv(T y) {
   x = detail::erfinv_newton<double>(x, yd);
   if constexpr (std::is_same_v<T, double>) {
     x = detail::erfinv_newton<double>(x, yd);
+#ifdef __CUDACC_RTC__
+    x = detail::erfinv_newton<double>(x, yd);  // no long double on a GPU
+#else
     x = detail::erfinv_newton<long double>(x, yd);
+#endif
   }
   return static_cast<T>(x);
 }
 
 // sin(pi x) / (pi x), 1 at 0 (the normalised sinc of torch and NumPy).
-template <typename T> inline T sinc(T x) {
+template <typename T> EMBER_MATH T sinc(T x) {
   if (x == T(0)) return T(1);
   const T px = T(3.14159265358979323846) * x;
   return std::sin(px) / px;
@@ -151,26 +175,26 @@ template <typename T> inline T sinc(T x) {
 
 // log(e^a + e^b) and log2(2^a + 2^b) without overflow; equal infinities give themselves
 // (their difference would be NaN).
-template <typename T> inline T logaddexp(T a, T b) {
+template <typename T> EMBER_MATH T logaddexp(T a, T b) {
   if (std::isinf(a) && a == b) return a;
   const T m = a < b ? b : a;
   return m + std::log1p(std::exp(-std::fabs(a - b)));
 }
-template <typename T> inline T logaddexp2(T a, T b) {
+template <typename T> EMBER_MATH T logaddexp2(T a, T b) {
   if (a == b) return a + T(1);  // exact, as NumPy's (PyTorch's is an ulp off at (-1, -1))
   const T m = a < b ? b : a;
   return m + std::log1p(std::exp2(-std::fabs(a - b))) * T(1.4426950408889634074);  // 1 / ln 2
 }
 
 // x * log(y), 0 where x == 0 unless y is NaN (torch.xlogy).
-template <typename T> inline T xlogy(T x, T y) {
+template <typename T> EMBER_MATH T xlogy(T x, T y) {
   if (std::isnan(y)) return y;
   if (x == T(0)) return T(0);
   return x * std::log(y);
 }
 
 // Python-style modulo (sign of the divisor); integer division by zero is reported by the caller.
-template <typename T> inline T remainder(T a, T b) {
+template <typename T> EMBER_MATH T remainder(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     if (b == 0) return 0;
     if constexpr (std::is_signed_v<T>) {
@@ -185,7 +209,7 @@ template <typename T> inline T remainder(T a, T b) {
     return r;
   }
 }
-template <typename T> inline T fmod(T a, T b) {
+template <typename T> EMBER_MATH T fmod(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     if (b == 0) return 0;
     if constexpr (std::is_signed_v<T>) {
@@ -196,7 +220,7 @@ template <typename T> inline T fmod(T a, T b) {
     return std::fmod(a, b);
   }
 }
-template <typename T> inline T floor_divide(T a, T b) {
+template <typename T> EMBER_MATH T floor_divide(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     if (b == 0) return 0;
     if constexpr (std::is_signed_v<T>) {
@@ -222,7 +246,7 @@ template <typename T> inline T floor_divide(T a, T b) {
     return fl;
   }
 }
-template <typename T> inline T trunc_divide(T a, T b) {
+template <typename T> EMBER_MATH T trunc_divide(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     if (b == 0) return 0;
     if constexpr (std::is_signed_v<T>) {
@@ -233,7 +257,7 @@ template <typename T> inline T trunc_divide(T a, T b) {
     return std::trunc(a / b);
   }
 }
-template <typename T> inline T pow(T a, T b) {
+template <typename T> EMBER_MATH T pow(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
     return a || !b;
   } else if constexpr (std::is_integral_v<T>) {
@@ -253,12 +277,12 @@ template <typename T> inline T pow(T a, T b) {
     return std::pow(a, b);
   }
 }
-template <typename T> inline T shift_left(T a, T b) {
+template <typename T> EMBER_MATH T shift_left(T a, T b) {
   using U = std::make_unsigned_t<T>;
   if (b < 0 || b >= T(sizeof(T) * 8)) return 0;
   return static_cast<T>(static_cast<U>(a) << b);
 }
-template <typename T> inline T shift_right(T a, T b) {
+template <typename T> EMBER_MATH T shift_right(T a, T b) {
   if (b < 0 || b >= T(sizeof(T) * 8)) return a < 0 ? T(-1) : T(0);
   return a >> b;
 }
@@ -266,7 +290,7 @@ template <typename T> inline T shift_right(T a, T b) {
 }  // namespace ember::math
 
 namespace ember {
-template <typename T> inline T ember_bitwise_not(T x) {
+template <typename T> EMBER_MATH T ember_bitwise_not(T x) {
   if constexpr (std::is_same_v<T, bool>) return !x; else return static_cast<T>(~x);
 }
 }  // namespace ember

@@ -8,6 +8,7 @@
 
 #include "kernels/iterator.h"
 #include "kernels/loops.h"
+#include "cuda/device_elementwise.h"
 #include "kernels/math.h"
 #include "kernels/vexp.h"
 #include "ops/cpu_kernels.h"
@@ -352,10 +353,14 @@ Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
 bool fused_multiply_add() { return cpu_kernels().fused_multiply_add(); }
 
 void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType compute) {
+  if (!it.device().is_cpu())
+    return cuda::run_elementwise(cuda::KernelFamily::Unary, static_cast<int>(op), it, compute);
   cpu_kernels().unary(op, it, compute);
 }
 
 void run_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType compute) {
+  if (!it.device().is_cpu())
+    return cuda::run_elementwise(cuda::KernelFamily::Binary, static_cast<int>(op), it, compute);
   cpu_kernels().binary(op, it, compute);
 }
 

@@ -102,6 +102,8 @@
   X(bitwise_left_shift, SHIFT, math::shift_left(a, b))             \
   X(bitwise_right_shift, SHIFT, math::shift_right(a, b))
 
+// NVRTC reads this file for the expressions alone (cuda/elementwise_source.cpp).
+#ifndef __CUDACC_RTC__
 namespace ember {
 
 enum class UnaryOp {
@@ -133,3 +135,4 @@ int num_unary_ops();
 int num_binary_ops();
 
 }  // namespace ember
+#endif  // __CUDACC_RTC__

@@ -7,8 +7,12 @@
 
 #include "cuda/caching_allocator.h"
 #include "cuda/cuda_context.h"
+#include "cuda/device_elementwise.h"
 #include "cuda/device_storage.h"
+#include "cuda/driver_api.h"
 #include "cuda/host_backend.h"
+#include "kernels/iterator.h"
+#include "ops/op_table.h"
 #include "python/pyutils.h"
 
 namespace ember::pyb {
@@ -163,6 +167,85 @@ py::dict array_interface(const Tensor& t, const char* typestr) {
   return d;
 }
 
+// The op table's op `name` as a kernel family and index.
+std::pair<cu::KernelFamily, int> table_op(const std::string& name) {
+  for (int i = 0; i < num_unary_ops(); ++i)
+    if (name == unary_info(static_cast<UnaryOp>(i)).name) return {cu::KernelFamily::Unary, i};
+  for (int i = 0; i < num_binary_ops(); ++i)
+    if (name == binary_info(static_cast<BinaryOp>(i)).name) return {cu::KernelFamily::Binary, i};
+  throw py::value_error("not an op of the elementwise table: " + name);
+}
+
+cu::ElementwiseKernelKey make_key(const std::string& op, py::handle input, py::handle output,
+                                  bool flat, int by_value) {
+  auto [family, index] = table_op(op);
+  cu::ElementwiseKernelKey key;
+  key.family = family;
+  key.op = index;
+  key.input = to_dtype(input);
+  key.output = to_dtype(output);
+  key.flat = flat;
+  key.by_value = static_cast<uint8_t>(by_value);
+  return key;
+}
+
+// The run-time compiled elementwise kernels (cuda/device_elementwise.h), and what the tests read
+// of them without a GPU: the generated source, NVRTC's verdict on it, the launch parameters.
+void register_compiled_kernels(py::module_& m) {
+  m.def("_cuda_set_nvrtc_candidates", &cu::set_nvrtc_candidates);
+  m.def("_cuda_kernel_headers", []() {
+    py::dict d;
+    for (const auto& [name, text] : cu::kernel_headers()) d[py::str(name)] = text;
+    return d;
+  });
+  m.def("_cuda_set_compiled_kernels", &cu::set_native_elementwise);
+  m.def("_cuda_native_elementwise", []() {
+    std::string why;
+    const bool on = cu::native_elementwise_available(&why);
+    return py::dict("available"_a = on, "reason"_a = why,
+                    "compiled_kernels"_a = cu::compiled_kernel_count());
+  });
+  m.def("_cuda_kernel_source", [](const std::string& op, py::handle input, py::handle output,
+                                  bool flat, int by_value) {
+    const cu::ElementwiseKernelKey key = make_key(op, input, output, flat, by_value);
+    return py::make_tuple(cu::kernel_name(key), cu::kernel_source(key));
+  }, py::arg("op"), py::arg("input"), py::arg("output"), py::arg("flat") = true,
+     py::arg("by_value") = 0);
+  // NVRTC only (no GPU): the binary's size, or NVRTC's log in a RuntimeError.
+  m.def("_cuda_compile_kernel_source", [](const std::string& op, py::handle input,
+                                          py::handle output, bool flat, int by_value, int major,
+                                          int minor) {
+    const cu::ElementwiseKernelKey key = make_key(op, input, output, flat, by_value);
+    std::string source = cu::kernel_source(key), name = cu::kernel_name(key);
+    GilRelease nogil;
+    return cu::compile_kernel(source, name, cu::kernel_headers(), major, minor).size();
+  }, py::arg("op"), py::arg("input"), py::arg("output"), py::arg("flat") = true,
+     py::arg("by_value") = 0, py::arg("major") = 9, py::arg("minor") = 0);
+  // The kernel and parameter block a launch of table op `op` over these tensors (already in the
+  // compute dtype; `out` may be None) would use.
+  m.def("_cuda_elementwise_plan", [](const std::string& op, std::vector<Tensor> inputs,
+                                     py::handle outh, py::handle out_dtype) {
+    auto [family, index] = table_op(op);
+    EMBER_CHECK(!inputs.empty(), py::value_error, "no inputs");
+    Tensor out = outh.is_none() ? nullptr : outh.cast<Tensor>();
+    ElementwiseIter it(out, to_dtype(out_dtype), inputs, op.c_str());
+    const cu::ElementwiseKernelKey key = cu::kernel_key(family, index, it, inputs[0]->dtype);
+    const cu::ElementwiseParams p = cu::pack_params(it, key);
+    py::list sizes, strides, data, values;
+    for (int d = 0; d < p.ndim; ++d) sizes.append(p.sizes[d]);
+    for (int k = 0; k <= key.arity(); ++k) {
+      py::list row;
+      for (int d = 0; d < p.ndim; ++d) row.append(p.strides[k][d]);
+      strides.append(row);
+      data.append(p.data[k]);
+    }
+    for (int k = 0; k < key.arity(); ++k) values.append(p.values[k]);
+    return py::dict("kernel"_a = cu::kernel_name(key), "numel"_a = p.numel, "sizes"_a = sizes,
+                    "strides"_a = strides, "data"_a = data, "values"_a = values,
+                    "out"_a = it.output());
+  }, py::arg("op"), py::arg("inputs"), py::arg("out") = py::none(), py::arg("out_dtype"));
+}
+
 }  // namespace
 
 void register_cuda(py::module_& m) {
@@ -205,6 +288,7 @@ void register_cuda(py::module_& m) {
   py::register_exception<cu::CudaOutOfMemoryError>(m, "OutOfMemoryError", PyExc_RuntimeError);
 
   m.def("_cuda_set_runtime_candidates", &cu::set_runtime_candidates);
+  register_compiled_kernels(m);
   m.def("_cuda_is_available", &cu::is_available);
   m.def("_cuda_device_count", &cu::device_count);
   m.def("_cuda_unavailable_reason", &cu::unavailable_reason);

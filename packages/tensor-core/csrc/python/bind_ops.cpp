@@ -3,6 +3,7 @@
 // in-place `Tensor.<op>_()` and `ember.<op>_`, plus Python's operators.
 #include <set>
 
+#include "cuda/device_elementwise.h"
 #include "python/pyutils.h"
 #include "python/registry.h"
 
@@ -50,23 +51,74 @@ bool any_dispatch(const Operand& a, const Operand& b) {
   return (!a.is_scalar && needs_dispatch(a.t)) || (!b.is_scalar && needs_dispatch(b.t));
 }
 
+// CUDA operands that the core's own kernels take (cuda/device_elementwise.h) instead of
+// ember.cuda's CuPy path: one CUDA device (CPU 0-d tensors and numbers may join), nothing to
+// record, dtypes the generated kernels cover, and a GPU whose driver and NVRTC load (or the
+// simulated devices). The op's functions then run as on the CPU: same dtype rules and errors.
+template <typename ComputeDtype>
+bool native_on_device(std::initializer_list<const Operand*> inputs, const Tensor& out,
+                      ComputeDtype&& compute_dtype) {
+  Device device{DeviceType::CPU, -1};
+  for (const Operand* in : inputs) {
+    if (in->is_scalar) continue;
+    const Tensor& t = in->t;
+    if (needs_grad(t) || t->dim() > cuda::kKernelMaxDims) return false;
+    if (t->device().is_cpu()) {
+      if (t->dim() != 0) return false;  // ember.cuda's path raises torch's device error
+      continue;
+    }
+    if (!device.is_cpu() && t->device() != device) return false;
+    device = t->device();
+  }
+  if (device.is_cpu()) return false;
+  if (out && (out->device() != device || needs_grad(out))) return false;
+  return cuda::native_elementwise_dtype(compute_dtype()) && cuda::native_elementwise_available();
+}
+
+// The dtype an elementwise op computes in (ops/elementwise.cpp's rules; only whether the
+// generated kernels cover it matters here).
+ScalarType unary_compute(UnaryOp op, ScalarType in) {
+  const OpKind kind = unary_info(op).kind;
+  return kind == OpKind::FLOAT && !is_floating(in) ? get_default_dtype() : in;
+}
+ScalarType binary_compute(BinaryOp op, const Operand& a, const Operand& b) {
+  const ScalarType common = result_type({a, b});
+  switch (op) {  // integer division by zero is checked on the host: ember.cuda's path
+    case BinaryOp::floor_divide: case BinaryOp::div_trunc: case BinaryOp::remainder:
+    case BinaryOp::fmod:
+      if (is_integral(common, true)) return ScalarType::Undefined;
+      break;
+    default:
+      break;
+  }
+  const OpKind kind = binary_info(op).kind;
+  if ((kind == OpKind::TRUEDIV || kind == OpKind::FLOAT2) && !is_floating(common))
+    return get_default_dtype();
+  return common;
+}
+bool unit_alpha(py::handle alpha) {
+  return !alpha || alpha.is_none() || (!PyBool_Check(alpha.ptr()) && to_scalar(alpha).to_double() == 1.0);
+}
+
 py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
   const char* name = unary_info(op).name;
   Tensor x = expect_tensor(xh, name, "input");
   Tensor out = opt_out(outh);
-  if (needs_dispatch(x)) {
+  const Operand in(x);
+  if (needs_dispatch(x) && !native_on_device({&in}, out, [&] { return unary_compute(op, x->dtype); })) {
     if (out) check_out_no_grad(x, name);
     return redispatch_out(name, g_m->attr(name), py::make_tuple(xh), py::dict(), outh);
   }
   if (out) check_out_no_grad(out, name);
-  const Operand in(x);
   return with_out(name, outh, out, {&in}, [&](const Tensor& o) { return unary(op, x, o); });
 }
 
 py::object unary_inplace(UnaryOp op, py::handle selfh) {
   const char* name = unary_info(op).name;
   Tensor x = expect_tensor(selfh, name, "self");
-  if ((x->requires_grad && grad_enabled()) || on_device(x)) {
+  const Operand in(x);
+  if ((x->requires_grad && grad_enabled()) ||
+      (on_device(x) && !native_on_device({&in}, x, [&] { return unary_compute(op, x->dtype); }))) {
     std::string n = std::string(name) + "_";
     return redispatch(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh), py::dict());
   }
@@ -124,7 +176,8 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
   EMBER_CHECK(!(a.is_scalar && b.is_scalar), py::type_error, name,
               "(): expected at least one Tensor argument");
   Tensor out = opt_out(outh);
-  if (any_dispatch(a, b)) {
+  if (any_dispatch(a, b) &&
+      !(unit_alpha(alpha) && native_on_device({&a, &b}, out, [&] { return binary_compute(op, a, b); }))) {
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
     const char* fn = op == BinaryOp::div_trunc ? "_div_trunc" : name;
@@ -146,8 +199,10 @@ py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
   const char* name = public_name ? public_name : binary_info(op).name;
   Tensor self = expect_tensor(selfh, name, "self");
   Operand b = to_operand(bh, name, "other");
+  const Operand a(self);
   if (((self->requires_grad || (!b.is_scalar && b.t->requires_grad)) && grad_enabled()) ||
-      on_device(self) || (!b.is_scalar && on_device(b.t))) {
+      ((on_device(self) || (!b.is_scalar && on_device(b.t))) &&
+       !(unit_alpha(alpha) && native_on_device({&a, &b}, self, [&] { return binary_compute(op, a, b); })))) {
     std::string n = std::string(name) + "_";
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;

@@ -150,6 +150,19 @@ def _use_host_backend(capacity: int = 0, devices: int = 1) -> None:
         ops._backend_changed()
 
 
+def _set_compiled_kernels(on: bool) -> None:
+    """Elementwise ops on CUDA tensors through the core's run-time compiled kernels, launched
+    from C++ (True, the default), or through this package's CuPy path (False).
+    EMBER_CUDA_COMPILED_KERNELS=0 starts a process with False."""
+    _C._cuda_set_compiled_kernels(bool(on))
+
+
+def _compiled_kernels() -> dict:
+    """Whether the compiled-kernel path is in use (and why not), and how many kernels this
+    process has compiled."""
+    return dict(_C._cuda_native_elementwise())
+
+
 def __getattr__(name: str):
     if name == "default_generators":
         from ember.cuda import random
