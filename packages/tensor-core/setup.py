@@ -360,11 +360,12 @@ class BuildCore(build_ext):
         return flags
 
     def link_flags(self) -> list[str]:
+        exports = [f"-Wl,--version-script={os.path.join(CSRC, 'exports.map')}"]
         if env_flag("EMBER_SANITIZE"):
-            return ["-fsanitize=address,undefined"]
+            return [*exports, "-fsanitize=address,undefined"]
         if env_flag("EMBER_DEBUG"):
-            return []
-        return ["-s"]  # no symbol table in release builds: ~1.5 MB of the extension
+            return exports
+        return [*exports, "-s"]  # no symbol table in release builds: ~1.5 MB of the extension
 
     def job_count(self) -> int:
         if env_flag("EMBER_BUILD_JOBS"):
