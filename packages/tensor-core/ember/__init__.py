@@ -2,7 +2,7 @@
 n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replacement.
 
 The other components live in their own distributions and appear here lazily, as in torch:
-``ember.autograd`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
+``ember.autograd`` and ``ember.func`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
 ``ember.utils.data`` (ember-data), ``ember.multiprocessing`` and ``ember.distributed`` (ember-mp).
 ``ember.utils`` itself is the core's (``ember.utils.safetensors``), a namespace the other
 distributions extend, and so is ``ember.cuda`` (imported on first touch too).
@@ -139,6 +139,7 @@ _C._cuda_set_runtime_candidates(_locate_cudart())
 # Components from other distributions, imported on first touch so `import ember` stays fast.
 _COMPONENTS = {
     "autograd": ("ember.autograd", "ember-autograd"),
+    "func": ("ember.func", "ember-autograd"),
     "nn": ("ember.nn", "ember-nn"),
     "optim": ("ember.optim", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),

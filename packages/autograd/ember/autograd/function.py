@@ -129,6 +129,15 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
 
     vjp = backward
 
+    # vmap: ember's vmap calls apply once per batch element, so no rule is needed; these exist so
+    # that Functions written for torch.func define and read them unchanged.
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
+
     @staticmethod
     def jvp(ctx, *grad_inputs):
         raise NotImplementedError("You must implement the jvp function for custom "
