@@ -52,9 +52,10 @@ def _reparametrize(module, values: dict, tie_weights: bool, strict: bool):
     names = [n for n, _ in _all_named(module)]
     if tie_weights:
         groups = _tied_groups(module)
-        for name in list(values):
+        order = list(values)
+        for name in order:
             group = groups.get(name, [name])
-            given = [n for n in group if n in values]
+            given = [n for n in order if n in group]
             if len({id(values[n]) for n in given}) > 1:
                 raise ValueError(f"functional_call got multiple values for keys {given}, which "
                                  "are tied. Consider using tie_weights=False")

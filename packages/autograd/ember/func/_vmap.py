@@ -165,7 +165,7 @@ def _same_values(a, b) -> bool:
 def _stack_outputs(func, out_dims, per_element):
     name = _name(func)
     flat0, spec = tree_flatten(per_element[0])
-    if not (out_dims is None or isinstance(out_dims, (int, tuple, list))) or \
+    if not (out_dims is None or isinstance(out_dims, (int, tuple, list, dict))) or \
             isinstance(out_dims, bool):
         raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an int, "
                          "None or a python collection of ints representing where in the outputs "
