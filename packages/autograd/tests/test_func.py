@@ -474,3 +474,23 @@ def test_stack_of_one_tensor_differentiates_twice():
     x = t64([0.3, -0.7, 1.1]).requires_grad_()
     assert gradgradcheck(lambda y: ember.stack([y.sin()]), (x,))
     assert gradgradcheck(lambda y: ember.stack([y.sin(), y * y], 1), (x,))
+
+
+def test_torch_vmap_alias_and_extras(nn):
+    from ember.func import debug_unwrap, functionalize, replace_all_batch_norm_modules_
+
+    assert ember.vmap is vmap
+    x = t64([1.0, 2.0])
+    assert debug_unwrap(x) is x
+    np.testing.assert_array_equal(npy(functionalize(lambda a: a.clone().mul_(2))(x)), [2.0, 4.0])
+    with pytest.raises(RuntimeError, match="received invalid argument for remove=x"):
+        functionalize(ember.sin, remove="x")
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    assert replace_all_batch_norm_modules_(model) is model
+    bn = model[1]
+    assert bn.running_mean is None and bn.running_var is None and not bn.track_running_stats
+    # each element normalised with its own batch statistics: mean 0 over its rows
+    xs = ember.randn(5, 6, 3)
+    out = vmap(lambda xx: functional_call(model, dict(model.named_parameters()), (xx,)))(xs)
+    np.testing.assert_allclose(out.detach().numpy().mean(axis=1), np.zeros((5, 4)), atol=1e-5)

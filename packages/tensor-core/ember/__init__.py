@@ -166,6 +166,8 @@ def _not_installed(module: str, dist: str) -> str:
 
 
 def __getattr__(name: str):
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        return __getattr__("func").vmap
     if name in _COMPONENTS:
         module, dist = _COMPONENTS[name]
         try:
