@@ -6,7 +6,7 @@ error messages are torch's; the cost is one call of the function per element (no
 and a few differences, all documented in docs/func.md:
   - an output counts as unbatched (what ``out_dims=None`` needs) when every element gave the same
     tensor object or equal values; torch decides by whether the output depends on a batched input;
-  - ``randomness='error'`` is checked after each call, by whether the random generators' states
+  - ``randomness='error'`` is checked after the calls, by whether the random generators' states
     moved (a random op with an explicit ``generator=`` is not seen);
   - data-dependent Python (``.item()``, ``if x.sum() > 0``) works here, where torch refuses it;
   - ``chunk_size`` is validated as torch does and otherwise has nothing to change.
@@ -46,12 +46,12 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         flat_args, flat_dims, batch = _batched_inputs(func, in_dims, args)
         per_element = []
         rng = _RngWatch(randomness)
+        spec = _args_spec(args)
         for i in range(batch):
             leaves = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_dims)]
             rng.before_call()
-            out = func(*tree_unflatten(leaves, _args_spec(args)), **kwargs)
-            rng.after_call()
-            per_element.append(out)
+            per_element.append(func(*tree_unflatten(leaves, spec), **kwargs))
+        rng.after_calls()
         return _stack_outputs(func, out_dims, per_element)
 
     return wrapped
@@ -111,8 +111,9 @@ def _batched_inputs(func, in_dims, args):
 
 
 class _RngWatch:
-    """randomness='same': every element starts from the same generator state; 'error': a call
-    that moved a generator's state ran a random op."""
+    """randomness='same': every element starts from the same generator state; 'error': calls
+    that moved a generator's state ran a random op (checked once, after the last element: a
+    generator's state never comes back to an earlier one)."""
 
     def __init__(self, randomness):
         self.mode = randomness
@@ -122,7 +123,7 @@ class _RngWatch:
         if self.mode == "same":
             _set_rng_states(self.start)
 
-    def after_call(self):
+    def after_calls(self):
         if self.mode == "error":
             now = _rng_states()
             if any(not ember.equal(a, b) for a, b in zip(now, self.start)):
