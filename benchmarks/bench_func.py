@@ -1,4 +1,4 @@
-"""ember.func and ember.utils.checkpoint beside torch.func / torch.utils.checkpoint (CPU), as ratios.
+"""ember.func and ember.utils.checkpoint beside torch.func / torch.utils.checkpoint (CPU): ratios.
 
   1. per-sample gradients, ``vmap(grad(loss), in_dims=(None, 0, 0))`` of a 2-layer MLP
      (32 -> 64 -> 10, cross-entropy) over a batch of 64: ember runs the function once per element
@@ -74,12 +74,13 @@ def bench_jacobians(n) -> list[H.Row]:
     w, x = ember.tensor(wn, dtype=ember.float32), ember.tensor(xn, dtype=ember.float32)
     rows = []
     torch = H.torch
+    if torch is not None:
+        import torch.func
+
+        tw, tx = torch.tensor(wn, dtype=torch.float32), torch.tensor(xn, dtype=torch.float32)
     for name in ("jacrev", "jacfwd"):
         fns = {"ember": lambda name=name: getattr(ember.func, name)(lambda v: (w @ v).tanh())(x)}
         if torch is not None:
-            import torch.func
-
-            tw, tx = torch.tensor(wn, dtype=torch.float32), torch.tensor(xn, dtype=torch.float32)
             fns["torch"] = lambda name=name: getattr(torch.func, name)(
                 lambda v: (tw @ v).tanh())(tx)
         t = H.measure_all(fns)

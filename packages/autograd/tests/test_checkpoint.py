@@ -147,7 +147,10 @@ def test_argument_errors_and_warning():
 @pytest.mark.parametrize("reentrant", MODES)
 def test_checkpoint_sequential(reentrant):
     c = Chain(depth=6)
-    layers = [(lambda w: (lambda h: (h @ w).tanh()))(w) for w in c.ws]
+    def layer(w):
+        return lambda h: (h @ w).tanh()
+
+    layers = [layer(w) for w in c.ws]
     want = c.grads(lambda: c.segment(c.x))
     got = c.grads(lambda: checkpoint_sequential(layers, 3, c.x, use_reentrant=reentrant))
     for a, b in zip(got, want):
