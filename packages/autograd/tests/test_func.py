@@ -5,11 +5,13 @@ is installed (values and the error messages of wrong calls)."""
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 import pytest
 
 import ember
+import ember.func
 from ember.func import (
     functional_call,
     grad,
@@ -494,3 +496,99 @@ def test_torch_vmap_alias_and_extras(nn):
     xs = ember.randn(5, 6, 3)
     out = vmap(lambda xx: functional_call(model, dict(model.named_parameters()), (xx,)))(xs)
     np.testing.assert_allclose(out.detach().numpy().mean(axis=1), np.zeros((5, 4)), atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# nesting, pytrees and options side by side with torch.func (the same structure and values)
+
+P = namedtuple("P", "a b")
+_rng = np.random.default_rng(0)
+A, B, C = _rng.standard_normal(3), _rng.standard_normal((2, 3)), _rng.standard_normal(3)
+D = _rng.standard_normal((2, 2, 2))
+
+
+def _show(r):
+    """A printable form of a result: the container types, shapes and rounded values."""
+    if isinstance(r, dict):
+        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in r.items()) + "}"
+    if isinstance(r, P):
+        return "P(" + ", ".join(_show(x) for x in r) + ")"
+    if isinstance(r, (tuple, list)):
+        return type(r).__name__ + "(" + ", ".join(_show(x) for x in r) + ")"
+    if hasattr(r, "detach"):
+        return f"T{tuple(r.shape)}" + str((np.round(r.detach().numpy(), 6) + 0.0).tolist())
+    return repr(r)
+
+
+def _vjp_applied(lib, out, fn, *aux):
+    return (out, fn(lib.ones_like(out)), *aux)
+
+
+PARITY = {
+    "jacrev dict out argnums tuple": lambda lib, F: F.jacrev(
+        lambda x, y: {"s": (y @ x).sin(), "t": x.sum() * y}, argnums=(0, 1))(
+        cv(lib, A), cv(lib, B)),
+    "jacfwd dict out argnums tuple": lambda lib, F: F.jacfwd(
+        lambda x, y: {"s": (y @ x).sin(), "t": x.sum() * y}, argnums=(0, 1))(
+        cv(lib, A), cv(lib, B)),
+    "hessian argnums tuple": lambda lib, F: F.hessian(
+        lambda x, y: (x * y * x).sum(), argnums=(0, 1))(cv(lib, A), cv(lib, C)),
+    "vjp has_aux": lambda lib, F: _vjp_applied(
+        lib, *F.vjp(lambda x: (x.exp(), x.sum()), cv(lib, A), has_aux=True)),
+    "vjp pytree primals": lambda lib, F: (lambda o, fn: (o, fn(
+        (lib.ones(3, dtype=lib.float64), lib.ones((), dtype=lib.float64)))))(*F.vjp(
+            lambda d, y: (d["u"] * y, d["v"].sum()), {"u": cv(lib, A), "v": cv(lib, B)},
+            cv(lib, C))),
+    "jvp has_aux": lambda lib, F: F.jvp(lambda x: (x.exp(), x.sum()), (cv(lib, A),),
+                                        (cv(lib, C),), has_aux=True),
+    "jvp two primals": lambda lib, F: F.jvp(lambda x, y: y @ x, (cv(lib, A), cv(lib, B)),
+                                            (cv(lib, C), cv(lib, B))),
+    "linearize": lambda lib, F: (lambda o, fn: (o, fn(cv(lib, C))))(
+        *F.linearize(lambda x: x.sin() * x, cv(lib, A))),
+    "grad namedtuple": lambda lib, F: F.grad(lambda p: (p.a * p.b).sum())(
+        P(cv(lib, A), cv(lib, C))),
+    "grad kwargs": lambda lib, F: F.grad(lambda x, scale=1.0: (x * x).sum() * scale)(
+        cv(lib, A), scale=3.0),
+    "grad_and_value aux": lambda lib, F: F.grad_and_value(
+        lambda x: ((x ** 2).sum(), {"m": x.mean()}), has_aux=True)(cv(lib, A)),
+    "vmap list arg nested in_dims": lambda lib, F: F.vmap(
+        lambda pair: pair[0] * pair[1], in_dims=([0, None],))([cv(lib, B), cv(lib, C)]),
+    "vmap tuple out int out_dims": lambda lib, F: F.vmap(
+        lambda x: (x, x.sum()), out_dims=1)(cv(lib, B).t()),
+    "vmap kwargs not batched": lambda lib, F: F.vmap(lambda x, s=None: x * s)(
+        cv(lib, B), s=cv(lib, C)),
+    "vmap negative out_dims": lambda lib, F: F.vmap(lambda x: x.outer(x), out_dims=-1)(
+        cv(lib, B)),
+    "vmap of jacrev": lambda lib, F: F.vmap(F.jacrev(lambda x: x.sin() * x.sum()))(cv(lib, B)),
+    "vmap in_dims dict prefix": lambda lib, F: F.vmap(
+        lambda d: d["a"] + d["b"], in_dims=({"a": 0, "b": 1},))(
+        {"a": cv(lib, B), "b": cv(lib, B).t()}),
+    "vmap nested 3": lambda lib, F: F.vmap(F.vmap(F.vmap(lambda a: a * 2)))(cv(lib, D)),
+    "vmap grad argnums": lambda lib, F: F.vmap(
+        F.grad(lambda w, x: (w * x).sin().sum(), argnums=(0, 1)), in_dims=(None, 0))(
+        cv(lib, C), cv(lib, B)),
+    "jacrev of grad": lambda lib, F: F.jacrev(F.grad(lambda x: (x.sin() * x).sum()))(
+        cv(lib, A)),
+    "grad of vmap": lambda lib, F: F.grad(
+        lambda w: F.vmap(lambda x: (x * w).tanh().sum())(cv(lib, B)).sum())(cv(lib, C)),
+    "jacrev chunk": lambda lib, F: F.jacrev(lambda x: x.sin(), chunk_size=1)(cv(lib, A)),
+    "vmap 0-d output": lambda lib, F: F.vmap(lambda x: x.sum())(cv(lib, B)),
+    "grad int output": lambda lib, F: F.grad(lambda x: x.sum().long())(cv(lib, A)),
+}
+
+def cv(lib, a):
+    return lib.tensor(a)
+
+
+@pytest.mark.parametrize("name", list(PARITY))
+def test_structure_and_values_match_torch(name):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch.func")
+    assert _outcome(PARITY[name], ember, ember.func) == _outcome(PARITY[name], torch, torch.func)
+
+
+def _outcome(case, lib, F):
+    try:
+        return _show(case(lib, F))
+    except Exception as e:  # the same exception is the same outcome
+        return f"{type(e).__name__}: {e}"
