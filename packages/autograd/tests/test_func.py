@@ -223,6 +223,14 @@ def test_jacobian_of_pytree_output_with_aux(jac):
     np.testing.assert_allclose(npy(aux), npy(x) + 1)
 
 
+def test_jacfwd_refuses_random_ops_by_default():
+    x = t64([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="called random operation while in randomness error"):
+        jacfwd(lambda a: a + ember.rand(2, dtype=F64))(x)
+    np.testing.assert_array_equal(
+        npy(jacfwd(lambda a: a + ember.rand(2, dtype=F64), randomness="same")(x)), np.eye(2))
+
+
 def test_hessian_against_hand_formula():
     rng = np.random.default_rng(2)
     an = rng.standard_normal((3, 3))

@@ -21,6 +21,7 @@ from ember.autograd import _engine
 from ember.autograd import grad as _autograd_grad
 
 from ._pytree import tree_flatten, tree_unflatten
+from ._vmap import _RngWatch
 
 Tensor = _C.Tensor
 
@@ -398,7 +399,9 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 full[a] = v
             return func(*full, **kwargs)
 
+        rng = _RngWatch(randomness)  # torch's jacfwd runs under vmap: random ops are refused
         lin = _Linearized(call, tuple(args[a] for a in nums), has_aux, api)
+        rng.after_calls()
         ins = lin.ins
         columns = []  # columns[k][j]: J e_j for element j of input leaf k, one per output
         for k, i in enumerate(ins):
