@@ -186,6 +186,35 @@ def test_jvp_of_linear_and_identity_functions():
                                   [0.0, 0.0])
 
 
+def test_jvp_through_a_non_differentiable_backward_is_refused():
+    from ember.autograd import Function, once_differentiable
+
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = t64([1.0, 2.0])
+    np.testing.assert_allclose(npy(grad(lambda a: Square.apply(a).sum())(x)), [2.0, 4.0])
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        jvp(Square.apply, (x,), (t64([1.0, 1.0]),))
+    # differentiating its gradient again raises torch's error, in a plain backward
+    xr = x.clone().requires_grad_()
+    (g,) = ember.autograd.grad(Square.apply(xr), xr, ember.ones(2, dtype=F64).requires_grad_(),
+                               create_graph=True)
+    with pytest.raises(RuntimeError, match="differentiate twice a function that was marked"):
+        g.sum().backward()
+    # a backward that is constant (round's zero gradient) is fine: its jvp is zero
+    np.testing.assert_array_equal(npy(jvp(lambda a: a.round(), (x,), (x,))[1]), [0.0, 0.0])
+
+
 def test_jvp_rejects_mismatched_structure():
     x = t64([1.0])
     with pytest.raises(RuntimeError, match="Expected primals to be a tuple"):

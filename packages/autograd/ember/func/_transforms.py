@@ -100,6 +100,23 @@ def _reaches_outer(outputs, aliases) -> bool:
     return False
 
 
+def _reaches_any(t, node_ids) -> bool:
+    """Whether the graph of tensor `t` reaches one of the nodes whose ids are given."""
+    if not t.requires_grad:
+        return False
+    seen = set()
+    stack = [_engine.edge_of(t)[0]]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        if id(node) in node_ids:
+            return True
+        seen.add(id(node))
+        stack.extend(n for n, _ in getattr(node, "next_functions", ()) if n is not None)
+    return False
+
+
 def _grads_of(outputs, inputs, cotangents, keep_graph):
     """d<outputs, cotangents>/d inputs; zeros for inputs the outputs do not depend on."""
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
@@ -253,14 +270,26 @@ class _Linearized:
             self.chosen = chosen
             self.keep = _reaches_outer(self.outs, self.ins)
             self.out = out
-            # u^T J for a free cotangent u per output: linear in u, differentiated below
-            self.us = [ember.zeros_like(o).requires_grad_(True) for o in self.outs]
+            # u^T J for a free cotangent u per output: linear in u, differentiated below. u is
+            # ones, not zeros: a backward that is not differentiable (a Function's
+            # once_differentiable backward) then shows as a non-zero vjp without a graph
+            self.us = [ember.ones_like(o).requires_grad_(True) for o in self.outs]
             pairs = [(o, u) for o, u in zip(self.outs, self.us) if o.requires_grad]
             if pairs:
                 got = _autograd_grad([p[0] for p in pairs], self.ins, [p[1] for p in pairs],
                                      retain_graph=True, create_graph=True, allow_unused=True)
             else:
                 got = [None] * len(self.ins)
+            u_nodes = {id(_engine.edge_of(u)[0]) for u in self.us}
+            for g in got:
+                # u^T J is linear in u: a non-zero one whose graph does not reach u came from a
+                # backward that was not recorded
+                if g is not None and not _reaches_any(g, u_nodes) and bool((g != 0).any()):
+                    raise RuntimeError(
+                        f"{api}: the backward of an op in the function is not differentiable "
+                        "(e.g. an autograd.Function with a once_differentiable backward): "
+                        "ember computes forward-mode derivatives by differentiating the backward, "
+                        "so this function has none. Use vjp/jacrev instead.")
             self.vjps = [(g, i) for g, i in zip(got, self.ins) if g is not None
                          and g.requires_grad]
 
