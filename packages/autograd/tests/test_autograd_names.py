@@ -16,16 +16,20 @@ from ember.autograd import graph
 NAMES = ["set_grad_enabled", "inference_mode", "no_grad", "enable_grad", "Function",
          "NestedIOFunction", "is_multithreading_enabled", "set_multithreading_enabled",
          "is_view_replay_enabled", "grad_mode", "function", "graph", "functional", "forward_ad",
-         "variable", "Variable"]
+         "variable", "Variable", "is_tensor_like", "kineto_available"]
 GRAPH_NAMES = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
                "register_multi_grad_hook", "get_gradient_edge", "GradientEdge",
-               "allow_mutation_on_saved_tensors", "Node", "increment_version"]
+               "allow_mutation_on_saved_tensors", "Node", "increment_version", "Variable",
+               "RemovableHandle"]
 
 
 def test_names_exist():
     assert [n for n in NAMES if not hasattr(autograd, n)] == []
     assert [n for n in GRAPH_NAMES if not hasattr(graph, n)] == []
     assert autograd.Function.generate_vmap_rule is False
+    assert autograd.is_tensor_like(ember.ones(1)) and not autograd.is_tensor_like([1.0])
+    assert isinstance(ember.ones(1, requires_grad=True).register_hook(lambda g: g),
+                      graph.RemovableHandle)
 
 
 def test_names_exist_in_torch_too():

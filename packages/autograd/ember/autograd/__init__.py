@@ -43,6 +43,17 @@ def is_view_replay_enabled() -> bool:
     return False
 
 
+def is_tensor_like(inp) -> bool:
+    """Whether `inp` is a Tensor (ember has no ``__torch_function__`` protocol for other types
+    to join)."""
+    return isinstance(inp, Tensor)
+
+
+def kineto_available() -> bool:
+    """ember's profiler is its own (ember.autograd.profiler), not Kineto."""
+    return False
+
+
 def variable(*args, **kwargs):
     raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) "
                        "instead")

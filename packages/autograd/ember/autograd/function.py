@@ -220,6 +220,9 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         return new_outs[0] if single else tuple(new_outs)
 
 
+FunctionMeta = _FunctionMeta
+
+
 class InplaceFunction(Function):
     pass
 

@@ -7,8 +7,13 @@ import contextlib
 import threading
 from typing import NamedTuple
 
-from ._engine import TLS, AccumulateGrad, Node, edge_of  # noqa: F401
+from ember import _C
+
+from ._engine import TLS, AccumulateGrad, Node, _Handle, edge_of  # noqa: F401
 from ._sweep import queue_callback
+
+Variable = _C.Tensor
+RemovableHandle = _Handle  # what the register_*hook functions return
 
 
 class GradientEdge(NamedTuple):
@@ -30,19 +35,15 @@ def get_gradient_edge(tensor) -> GradientEdge:
     return GradientEdge(node, nr)
 
 
-class _MultiHandle:
+class _MultiHandle(_Handle):
+    """One handle for the hooks registered on several tensors."""
+
     def __init__(self, handles):
         self.handles = handles
 
     def remove(self):
         for h in self.handles:
             h.remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def register_multi_grad_hook(tensors, fn, *, mode="all"):
