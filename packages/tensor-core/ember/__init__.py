@@ -2,7 +2,7 @@
 n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replacement.
 
 The other components live in their own distributions and appear here lazily, as in torch:
-``ember.autograd`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
+``ember.autograd`` and ``ember.func`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
 ``ember.utils.data`` (ember-data), ``ember.multiprocessing`` and ``ember.distributed`` (ember-mp).
 ``ember.utils`` itself is the core's (``ember.utils.safetensors``), a namespace the other
 distributions extend, and so is ``ember.cuda`` (imported on first touch too).
@@ -147,6 +147,7 @@ del _cuda_libraries
 # Components from other distributions, imported on first touch so `import ember` stays fast.
 _COMPONENTS = {
     "autograd": ("ember.autograd", "ember-autograd"),
+    "func": ("ember.func", "ember-autograd"),
     "nn": ("ember.nn", "ember-nn"),
     "optim": ("ember.optim", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),
@@ -173,6 +174,8 @@ def _not_installed(module: str, dist: str) -> str:
 
 
 def __getattr__(name: str):
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        return __getattr__("func").vmap
     if name in _COMPONENTS:
         module, dist = _COMPONENTS[name]
         try:

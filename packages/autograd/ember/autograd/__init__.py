@@ -20,14 +20,49 @@ from ember._grad_mode import (  # noqa: F401
 from . import _engine, _formulas, _formulas_nn, _formulas_tensor  # noqa: F401  (they fill the gradient table)
 from ._engine import STATE, AccumulateGrad, Node, edge_of, run_backward  # noqa: F401
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
-from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from .function import (  # noqa: F401
+    Function,
+    FunctionCtx,
+    InplaceFunction,
+    NestedIOFunction,
+    once_differentiable,
+)
+from .grad_mode import is_multithreading_enabled, set_multithreading_enabled  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 
 Tensor = _C.Tensor
 __all__ = ["Function", "backward", "grad", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "detect_anomaly", "set_detect_anomaly",
            "GradcheckError", "once_differentiable", "graph", "functional", "forward_ad",
-           "profiler", "Variable"]
+           "profiler", "Variable", "is_multithreading_enabled", "set_multithreading_enabled",
+           "is_view_replay_enabled", "grad_mode", "function", "NestedIOFunction"]
+
+
+def is_view_replay_enabled() -> bool:
+    """ember regenerates a view's history from its base's own (never by replaying the view op)."""
+    return False
+
+
+def is_tensor_like(inp) -> bool:
+    """Whether `inp` is a Tensor (ember has no ``__torch_function__`` protocol for other types
+    to join)."""
+    return isinstance(inp, Tensor)
+
+
+def kineto_available() -> bool:
+    """ember's profiler is its own (ember.autograd.profiler), not Kineto."""
+    return False
+
+
+def variable(*args, **kwargs):
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) "
+                       "instead")
+
+
+def _is_checkpoint_valid() -> bool:
+    """False inside ``autograd.grad`` or ``backward(inputs=...)``, where a reentrant checkpoint
+    cannot hand its gradients back."""
+    return getattr(_engine.TLS, "checkpoint_valid", True)
 
 
 def _make_grads(outputs, grad_outputs, create_graph):
@@ -283,4 +318,4 @@ Variable = Tensor
 _install()
 _C._set_autograd_hook(_engine.hook)
 
-from . import forward_ad, functional, graph, profiler  # noqa: E402,F401
+from . import forward_ad, function, functional, grad_mode, graph, profiler  # noqa: E402,F401

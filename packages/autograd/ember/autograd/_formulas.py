@@ -679,7 +679,10 @@ def _split_with_sizes(g, needs, out, x, split_sizes, dim):
 
 @grad("unbind")
 def _unbind(g, needs, out, x, dim):
-    return (ember.stack(list(g), dim),)
+    # one output (a dim of size 1): the node hands its gradient over bare, not in a tuple
+    gs = [g] if isinstance(g, _C.Tensor) else list(g)
+    like = next(p for p in gs if p is not None)  # all pieces share one shape
+    return (ember.stack([ember.zeros_like(like) if p is None else p for p in gs], dim),)
 
 
 @grad("as_strided", save=(0,))

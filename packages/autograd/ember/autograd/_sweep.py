@@ -17,7 +17,7 @@ import ember
 from ember import _C
 
 from ._node import STATE, AccumulateGrad, _sum_to
-from ._saved import SavedTensor
+from ._saved import TLS, SavedTensor
 
 _set_grad = _C._set_grad_enabled
 _grad_on = _C.is_grad_enabled
@@ -72,11 +72,33 @@ def run_backward(roots, grads, retain_graph, create_graph, capture=None, accumul
     """roots: edges (node, nr); grads: their gradients. `capture`: {edge: slot} whose incoming
     gradients are returned (autograd.grad); leaves accumulate only when `accumulate`."""
     prev = _grad_on()
+    # A reentrant checkpoint's recomputation accumulates into leaves: valid only under a plain
+    # backward, not autograd.grad or backward(inputs=...) (torch's _is_checkpoint_valid).
+    prev_valid = getattr(TLS, "checkpoint_valid", True)
+    TLS.checkpoint_valid = capture is None
+    callbacks = getattr(TLS, "final_callbacks", None)
+    if callbacks is None:
+        callbacks = TLS.final_callbacks = []
+    callbacks.append([])  # what queue_callback adds during this sweep runs at its end
     _set_grad(bool(create_graph))
     try:
-        return _sweep(roots, grads, retain_graph, create_graph, capture, accumulate)
+        result = _sweep(roots, grads, retain_graph, create_graph, capture, accumulate)
+        for cb in callbacks[-1]:
+            cb()
+        return result
     finally:
+        callbacks.pop()
         _set_grad(prev)
+        TLS.checkpoint_valid = prev_valid
+
+
+def queue_callback(cb) -> None:
+    """Runs `cb` once the current backward sweep has finished (torch's
+    ``Variable._execution_engine.queue_callback``)."""
+    stack = getattr(TLS, "final_callbacks", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(cb)
 
 
 def _sweep(roots, grads, retain_graph, create_graph, capture, accumulate):

@@ -90,15 +90,35 @@ class BackwardCFunction(Node, FunctionCtx):
         return res
 
 
+_TWICE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
 def once_differentiable(fn):
-    """The decorated backward runs without recording (its result is not differentiable)."""
+    """The decorated backward runs without recording. When its gradients would be differentiated
+    (create_graph, or ember.func's forward mode), they carry a node that raises torch's error in
+    that backward, instead of silently counting as constants."""
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with ember.no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        if not _C.is_grad_enabled() or not any(isinstance(a, Tensor) and a.requires_grad
+                                                for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        marked = _DelayedError.apply(*[_fake_requires_grad(o) for o in outs])
+        marked = marked if isinstance(marked, tuple) else (marked,)
+        return marked[0] if single else marked
 
     return wrapper
+
+
+def _fake_requires_grad(t):
+    if isinstance(t, Tensor) and t.dtype.is_floating_point:
+        t = t.detach()
+        t.requires_grad = True
+    return t
 
 
 class _FunctionMeta(type):
@@ -128,6 +148,15 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                                   "your custom autograd.Function to use it with backward mode AD.")
 
     vjp = backward
+
+    # vmap: ember's vmap calls apply once per batch element, so no rule is needed; these exist so
+    # that Functions written for torch.func define and read them unchanged.
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
@@ -191,9 +220,24 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         return new_outs[0] if single else tuple(new_outs)
 
 
+FunctionMeta = _FunctionMeta
+
+
 class InplaceFunction(Function):
     pass
 
 
 class NestedIOFunction(Function):
     pass
+
+
+class _DelayedError(Function):
+    """Aliases of its inputs whose backward raises (torch's DelayedError node)."""
+
+    @staticmethod
+    def forward(ctx, *tensors):
+        return tuple(t.view_as(t) if isinstance(t, Tensor) else t for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(_TWICE)

@@ -1,5 +1,6 @@
 """ember.utils: utilities of the core (``ember.utils.safetensors``), and a namespace that other
-distributions extend: ember-data installs ``ember.utils.data``.
+distributions extend: ember-data installs ``ember.utils.data``, ember-autograd
+``ember.utils.checkpoint``.
 
 ``__path__`` is extended with pkgutil, so an ``ember/utils/`` folder from another distribution
 (also an editable install elsewhere on sys.path) contributes its sub-packages here. Such a
@@ -14,7 +15,7 @@ from pkgutil import extend_path
 __path__ = extend_path(__path__, __name__)
 
 # Sub-packages provided by other distributions, imported on first touch.
-_COMPONENTS = {"data": "ember-data"}
+_COMPONENTS = {"data": "ember-data", "checkpoint": "ember-autograd"}
 
 
 def __getattr__(name: str):
