@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+"""How much of torch's public API ember has, per namespace.
+
+    python3 tools/api_coverage.py                  # the table of coverage per namespace
+    python3 tools/api_coverage.py --missing 15     # ... and the first 15 missing names of each
+    python3 tools/api_coverage.py --missing all --namespace Tensor
+    python3 tools/api_coverage.py --write-snapshot # refresh the snapshot from the installed torch
+    python3 tools/api_coverage.py --strict         # exit 1 on stale or unknown absence entries
+
+torch's public names come from the installed torch, or, without torch, from the snapshot checked
+in beside this script (``api_coverage_torch.json``, written by ``--write-snapshot``). A name is
+public when the namespace lists it in ``__all__`` or, for a name ``dir()`` shows, when it does not
+start with ``_`` and is torch's own (not ``typing.Optional`` imported into the module); a module
+attribute counts only when it is the namespace's own submodule.
+
+Names ember leaves out on purpose are listed in ``api_absences.toml`` (beside this script), each
+with its reason; they are excluded from the coverage figure and reported in their own column.
+The computation (``coverage``) takes plain name collections, so that it runs without torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import importlib
+import json
+import sys
+import tomllib
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SNAPSHOT = HERE / "api_coverage_torch.json"
+ABSENCES = HERE / "api_absences.toml"
+
+# Report row -> (torch's object, ember's object), as dotted paths; "Tensor" is the class.
+NAMESPACES: dict[str, tuple[str, str]] = {
+    "torch": ("torch", "ember"),
+    "torch.<submodule>": ("torch", "ember"),
+    "Tensor": ("torch.Tensor", "ember.Tensor"),
+    "nn": ("torch.nn", "ember.nn"),
+    "nn.functional": ("torch.nn.functional", "ember.nn.functional"),
+    "nn.init": ("torch.nn.init", "ember.nn.init"),
+    "optim": ("torch.optim", "ember.optim"),
+    "optim.lr_scheduler": ("torch.optim.lr_scheduler", "ember.optim.lr_scheduler"),
+    "utils.data": ("torch.utils.data", "ember.utils.data"),
+    "autograd": ("torch.autograd", "ember.autograd"),
+    "linalg": ("torch.linalg", "ember.linalg"),
+    "special": ("torch.special", "ember.special"),
+    "fft": ("torch.fft", "ember.fft"),
+    "distributions": ("torch.distributions", "ember.distributions"),
+}
+
+# The reasons an absence may give: the word before the first ':' of its reason.
+REASONS = {
+    "deprecated": "deprecated in torch (its replacement is what ember implements)",
+    "internal": "an implementation detail torch exposes without documenting it",
+    "torchscript": "TorchScript / JIT / FX / export machinery",
+    "complex": "needs complex dtypes, which ember does not have",
+    "quantization": "quantized tensors and their ops",
+    "sparse": "sparse layouts",
+    "named-tensor": "named tensors (torch's prototype)",
+    "backend": "a device or library ember does not target (XPU, MPS, MKL-DNN, FBGEMM, ...)",
+    "storage": "typed storages and legacy tensor types (FloatTensor, ...)",
+    "nested": "nested and jagged tensors",
+    "other": "anything else; the text says what",
+}
+
+
+# ---- torch's side: names of a namespace ----
+
+def _resolve(path: str):
+    """The module at a dotted path, or the class when the path ends in ".Tensor"."""
+    if path.endswith(".Tensor"):
+        return importlib.import_module(path[: -len(".Tensor")]).Tensor
+    return importlib.import_module(path)
+
+
+def kind_of(value) -> str:
+    if isinstance(value, types.ModuleType):
+        return "module"
+    if isinstance(value, type):
+        return "class"
+    if callable(value):
+        return "function"
+    return "other"
+
+
+def _own(value) -> bool:
+    """Whether `value` is torch's own (not a typing/stdlib name a torch module imports)."""
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return True
+    module = getattr(value, "__module__", None)
+    if module is None:  # a dtype, a layout, a memory format: instances of torch's C types
+        module = type(value).__module__
+    return isinstance(module, str) and module.split(".")[0] == "torch"
+
+
+def public_names(obj, row: str) -> dict[str, str]:
+    """name -> kind for the public names of one of torch's namespaces (see the module docstring;
+    a class's public attributes are all those without a leading underscore).
+
+    The "torch" row holds the top level's non-module names; "torch.<submodule>" its submodules."""
+    declared = set(getattr(obj, "__all__", ())) if isinstance(obj, types.ModuleType) else set()
+    base = getattr(obj, "__name__", "torch")
+    found: dict[str, str] = {}
+    for name in sorted(set(dir(obj)) | declared):
+        if name.startswith("_"):
+            continue
+        try:
+            value = getattr(obj, name)
+        except Exception:  # noqa: BLE001 - a lazy attribute that fails to load is not public
+            continue
+        kind = kind_of(value)
+        if kind == "module":
+            if value.__name__ != f"{base}.{name}" and name not in declared:
+                continue  # an imported module (math, warnings), not a submodule
+        elif isinstance(obj, types.ModuleType) and name not in declared and not _own(value):
+            continue
+        if row == "torch" and kind == "module" or row == "torch.<submodule>" and kind != "module":
+            continue
+        found[name] = kind
+    return found
+
+
+def torch_names(rows) -> dict[str, dict[str, str]]:
+    import torch  # noqa: F401 - the submodules below need it loaded
+    for path in {p for p, _ in NAMESPACES.values()}:
+        _resolve(path)
+    return {row: public_names(_resolve(NAMESPACES[row][0]), row) for row in rows}
+
+
+def load_snapshot(path: Path = SNAPSHOT) -> tuple[str, dict[str, dict[str, str]]]:
+    data = json.loads(path.read_text())
+    return data["torch_version"], data["namespaces"]
+
+
+def write_snapshot(path: Path = SNAPSHOT) -> None:
+    import torch
+
+    names = torch_names(list(NAMESPACES))
+    data = {"torch_version": torch.__version__.split("+")[0], "namespaces": names}
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+# ---- ember's side ----
+
+def ember_has(row: str, names) -> set[str]:
+    """The names of `names` that ember's namespace for `row` has (none if it does not import)."""
+    try:
+        obj = _resolve(NAMESPACES[row][1])
+    except ImportError:
+        return set()
+    present = set()
+    for name in names:
+        try:
+            getattr(obj, name)
+        except (AttributeError, ImportError):
+            continue
+        except Exception:  # noqa: BLE001 - an attribute that exists but fails: there, and broken
+            pass
+        present.add(name)
+    return present
+
+
+# ---- deliberate absences ----
+
+@dataclass
+class Absence:
+    row: str
+    pattern: str  # a name or an fnmatch pattern
+    reason: str
+
+    @property
+    def category(self) -> str:
+        return self.reason.split(":", 1)[0].strip()
+
+    @property
+    def is_pattern(self) -> bool:
+        return any(c in self.pattern for c in "*?[")
+
+    def matches(self, name: str) -> bool:
+        return fnmatch.fnmatchcase(name, self.pattern)
+
+
+def parse_absences(text: str) -> list[Absence]:
+    """The entries of an absences file: a TOML table per row, ``"name-or-pattern" = "reason"``."""
+    data = tomllib.loads(text)
+    out = []
+    for row, entries in data.items():
+        if row not in NAMESPACES:
+            raise ValueError(f"absences: unknown namespace [{row}] (known: {', '.join(NAMESPACES)})")
+        for pattern, reason in entries.items():
+            if not isinstance(reason, str) or not reason.strip():
+                raise ValueError(f"absences: [{row}] {pattern!r} needs a reason")
+            absence = Absence(row, pattern, reason)
+            if absence.category not in REASONS:
+                raise ValueError(f"absences: [{row}] {pattern!r}: reason {reason!r} does not start "
+                                 f"with one of {', '.join(REASONS)}")
+            out.append(absence)
+    return out
+
+
+def load_absences(path: Path = ABSENCES) -> list[Absence]:
+    return parse_absences(path.read_text())
+
+
+# ---- the computation ----
+
+@dataclass
+class Coverage:
+    row: str
+    total: int  # torch's public names
+    absent_by_design: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    # names ember has although an absence lists them by name: the entry is stale (a pattern may
+    # cover names ember has: UntypedStorage beside the typed "*Storage")
+    stale: list[str] = field(default_factory=list)
+
+    @property
+    def counted(self) -> int:
+        return len(self.present) + len(self.missing)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * len(self.present) / self.counted if self.counted else 100.0
+
+
+def coverage(row: str, torch_side, ember_side, absences: list[Absence]) -> Coverage:
+    """Coverage of one row: `torch_side` the names torch has, `ember_side` those ember has."""
+    mine = [a for a in absences if a.row == row]
+    result = Coverage(row, len(torch_side))
+    ember_side = set(ember_side)
+    for name in sorted(torch_side):
+        excused = [a for a in mine if a.matches(name)]
+        if name in ember_side:
+            result.present.append(name)
+            if any(not a.is_pattern for a in excused):
+                result.stale.append(name)
+        elif excused:
+            result.absent_by_design.append(name)
+        else:
+            result.missing.append(name)
+    return result
+
+
+def unused_absences(absences: list[Absence], torch_side: dict[str, dict[str, str]]) -> list[Absence]:
+    """Entries that match none of torch's names (a typo, or a name torch has dropped)."""
+    return [a for a in absences if a.row in torch_side
+            and not any(a.matches(n) for n in torch_side[a.row])]
+
+
+def table(results: list[Coverage]) -> str:
+    head = ("namespace", "torch", "absent by design", "counted", "ember has", "missing", "coverage")
+    rows = [head] + [
+        (r.row, str(r.total), str(len(r.absent_by_design)), str(r.counted), str(len(r.present)),
+         str(len(r.missing)), f"{r.percent:.1f}%")
+        for r in results
+    ]
+    total_present = sum(len(r.present) for r in results)
+    total_counted = sum(r.counted for r in results)
+    rows.append(("all", str(sum(r.total for r in results)),
+                 str(sum(len(r.absent_by_design) for r in results)), str(total_counted),
+                 str(total_present), str(total_counted - total_present),
+                 f"{100.0 * total_present / total_counted if total_counted else 100.0:.1f}%"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = []
+    for i, r in enumerate(rows):
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        lines.append("| " + " | ".join(cells) + " |")
+        if i == 0:
+            lines.append("|" + "|".join("-" * (w + 1) + (":" if j else "-")
+                                        for j, w in enumerate(widths)) + "|")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--missing", metavar="N", help="list the first N missing names per "
+                        "namespace ('all' for every one)")
+    parser.add_argument("--namespace", action="append", choices=list(NAMESPACES),
+                        help="only these rows (repeatable)")
+    parser.add_argument("--snapshot", action="store_true",
+                        help="use the checked-in snapshot even where torch is installed")
+    parser.add_argument("--write-snapshot", action="store_true",
+                        help="rewrite the snapshot from the installed torch and exit")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when an absence entry is stale or matches nothing")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+
+    if args.write_snapshot:
+        write_snapshot()
+        print(f"wrote {SNAPSHOT.name}")
+        return 0
+    rows = args.namespace or list(NAMESPACES)
+    source = "snapshot"
+    if not args.snapshot:
+        try:
+            import torch
+
+            names = torch_names(rows)
+            source = f"torch {torch.__version__.split('+')[0]} (installed)"
+        except ImportError:
+            pass
+    if source == "snapshot":
+        version, all_names = load_snapshot()
+        names = {row: all_names[row] for row in rows}
+        source = f"torch {version} (snapshot {SNAPSHOT.name})"
+    absences = load_absences()
+    results = [coverage(row, names[row], ember_has(row, names[row]), absences) for row in rows]
+
+    if args.json:
+        print(json.dumps({r.row: {"total": r.total, "absent_by_design": r.absent_by_design,
+                                  "present": len(r.present), "missing": r.missing,
+                                  "percent": round(r.percent, 1), "stale": r.stale}
+                          for r in results}, indent=1))
+    else:
+        print(f"ember's coverage of torch's public names ({source}; absences: {ABSENCES.name})\n")
+        print(table(results))
+        if args.missing:
+            limit = None if args.missing == "all" else int(args.missing)
+            for r in results:
+                if r.missing:
+                    shown = r.missing[:limit]
+                    more = f" ... and {len(r.missing) - len(shown)} more" if limit and len(
+                        r.missing) > limit else ""
+                    print(f"\n{r.row}: missing {len(r.missing)}: " + ", ".join(shown) + more)
+    problems = []
+    for r in results:
+        if r.stale:
+            problems.append(f"{r.row}: listed as absent but ember has: {', '.join(r.stale)}")
+    for a in unused_absences(absences, names):
+        problems.append(f"{a.row}: absence {a.pattern!r} matches none of torch's names")
+    for p in problems:
+        print(f"warning: {p}", file=sys.stderr)
+    return 1 if args.strict and problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
