@@ -99,7 +99,27 @@ def _cuda_array_interface(self):
     return _C._cuda_array_interface(self, typestr(self.dtype))
 
 
+# Tensor.is_<device or layout> of torch for what an ember tensor never is: ember has CPU and CUDA
+# tensors (is_cpu, is_cuda, is_meta come from the core), strided and dense, never nested, MKL-DNN
+# or on these devices. Scripts test them (`if x.is_xpu: ...`), so each answers False.
+NEVER = ("is_xpu", "is_ipu", "is_maia", "is_mkldnn", "is_mps", "is_mtia", "is_vulkan", "is_xla",
+         "is_nested", "is_sparse_csr")
+
+
+def _never(self) -> bool:
+    return False
+
+
+def _const_data_ptr(self) -> int:
+    return self.data_ptr()
+
+
 def install(cls) -> None:
+    for name in NEVER:
+        setattr(cls, name, property(_never, doc=f"{name}: always False for an ember tensor"))
+    # methods: no conjugate or negative views (no complex dtypes), no legacy distributed tensors
+    cls.is_conj = cls.is_neg = cls.is_distributed = _never
+    cls.const_data_ptr = _const_data_ptr
     cls.__array_namespace__ = _array_namespace
     cls.to_device = _to_device
     cls.__repr__ = _repr
