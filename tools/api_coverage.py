@@ -21,11 +21,11 @@ The computation (``coverage``) takes plain name collections, so that it runs wit
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import importlib
 import json
 import sys
-import tomllib
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,9 +223,39 @@ class Absence:
         return fnmatch.fnmatchcase(name, self.pattern)
 
 
+def _read_toml_subset(text: str) -> dict[str, dict[str, str]]:
+    """The TOML the absences file is written in: ``[table]`` or ``["table"]`` headers and
+    ``"key" = "value"`` lines (basic strings), comments and blank lines. Read here rather than
+    with tomllib, which Python 3.10 (ember's oldest) lacks; the tests compare both."""
+    data: dict[str, dict[str, str]] = {}
+    table = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            if not line.endswith("]"):
+                raise ValueError(f"absences, line {number}: a table header ends with ']'")
+            name = line[1:-1].strip()
+            table = ast.literal_eval(name) if name.startswith('"') else name
+            if table in data:
+                raise ValueError(f"absences, line {number}: table [{table}] defined twice")
+            data[table] = {}
+            continue
+        key, sep, value = line.partition(" = ")
+        if not sep or table is None or not key.startswith('"') or not value.startswith('"'):
+            raise ValueError(f"absences, line {number}: expected '\"name\" = \"reason\"' "
+                             f"inside a [table], got {raw!r}")
+        key, value = ast.literal_eval(key), ast.literal_eval(value)
+        if key in data[table]:
+            raise ValueError(f"absences, line {number}: [{table}] {key!r} listed twice")
+        data[table][key] = value
+    return data
+
+
 def parse_absences(text: str) -> list[Absence]:
     """The entries of an absences file: a TOML table per row, ``"name-or-pattern" = "reason"``."""
-    data = tomllib.loads(text)
+    data = _read_toml_subset(text)
     out = []
     for row, entries in data.items():
         if row not in NAMESPACES:
