@@ -253,7 +253,7 @@ def test_whole_module_loads_with_weights_only_inside_safe_globals(protocol):
         assert isinstance(q, nn.Parameter)
         assert q.requires_grad == p.requires_grad
         np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
-    for (name, b), (_, c) in zip(m.named_buffers(), loaded.named_buffers(), strict=True):
+    for (_, b), (_, c) in zip(m.named_buffers(), loaded.named_buffers(), strict=True):
         np.testing.assert_array_equal(b.numpy(), c.numpy())
     x = ember.randn(5, 3)
     m.eval()

@@ -144,9 +144,9 @@ def test_cuda_amp_grad_scaler_without_ember_amp_names_the_missing_piece(monkeypa
         pytest.skip("ember.cuda.amp is a module of its own here, not the stand-in")
     monkeypatch.setitem(sys.modules, "ember.amp", types.ModuleType("ember.amp"))  # no GradScaler
     with pytest.raises(AttributeError, match=r"ember\.amp\.GradScaler"):
-        cuda_amp.GradScaler
+        _ = cuda_amp.GradScaler
     with pytest.raises(AttributeError, match="has no attribute 'nonsense'"):
-        cuda_amp.nonsense
+        _ = cuda_amp.nonsense
 
 
 def test_cuda_amp_grad_scaler_resolves_in_a_fresh_interpreter():
@@ -174,12 +174,12 @@ def test_a_torch_name_ember_lacks_says_so():
 def test_a_name_left_out_on_purpose_gives_the_reason():
     with pytest.raises(AttributeError, match=r"torch\.quantize_per_tensor is left out of ember "
                                              r"on purpose \(quantization"):
-        ember.quantize_per_tensor
+        _ = ember.quantize_per_tensor
 
 
 def test_a_name_torch_lacks_too_gets_the_plain_message():
     with pytest.raises(AttributeError, match=r"^module 'ember' has no attribute 'not_torch'$"):
-        ember.not_torch
+        _ = ember.not_torch
     assert not hasattr(ember, "_private_probe")
 
 
