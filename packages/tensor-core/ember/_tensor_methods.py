@@ -99,6 +99,24 @@ def _cuda_array_interface(self):
     return _C._cuda_array_interface(self, typestr(self.dtype))
 
 
+def install(cls) -> None:
+    cls.__array_namespace__ = _array_namespace
+    cls.to_device = _to_device
+    cls.__repr__ = _repr
+    cls.__cuda_array_interface__ = property(_cuda_array_interface)
+    cls.__str__ = _repr
+    cls.__iter__ = _iter
+    cls.__format__ = _format
+    cls.__reduce_ex__ = _reduce_ex
+    cls.__array_priority__ = 1000  # NumPy defers to ember in mixed binary operators
+    cls.__module__ = "ember"
+    for name in NEVER:
+        setattr(cls, name, property(_never, doc=f"{name}: always False for an ember tensor"))
+    # methods: no conjugate or negative views (no complex dtypes), no legacy distributed tensors
+    cls.is_conj = cls.is_neg = cls.is_distributed = _never
+    cls.const_data_ptr = _const_data_ptr
+
+
 # Tensor.is_<device or layout> of torch for what an ember tensor never is: ember has CPU and CUDA
 # tensors (is_cpu, is_cuda, is_meta come from the core), strided and dense, never nested, MKL-DNN
 # or on these devices. Scripts test them (`if x.is_xpu: ...`), so each answers False.
@@ -112,21 +130,3 @@ def _never(self) -> bool:
 
 def _const_data_ptr(self) -> int:
     return self.data_ptr()
-
-
-def install(cls) -> None:
-    for name in NEVER:
-        setattr(cls, name, property(_never, doc=f"{name}: always False for an ember tensor"))
-    # methods: no conjugate or negative views (no complex dtypes), no legacy distributed tensors
-    cls.is_conj = cls.is_neg = cls.is_distributed = _never
-    cls.const_data_ptr = _const_data_ptr
-    cls.__array_namespace__ = _array_namespace
-    cls.to_device = _to_device
-    cls.__repr__ = _repr
-    cls.__cuda_array_interface__ = property(_cuda_array_interface)
-    cls.__str__ = _repr
-    cls.__iter__ = _iter
-    cls.__format__ = _format
-    cls.__reduce_ex__ = _reduce_ex
-    cls.__array_priority__ = 1000  # NumPy defers to ember in mixed binary operators
-    cls.__module__ = "ember"
