@@ -44,8 +44,10 @@ NAMESPACES: dict[str, tuple[str, str]] = {
     "torch.<submodule>": ("torch", "ember"),
     "Tensor": ("torch.Tensor", "ember.Tensor"),
     "nn": ("torch.nn", "ember.nn"),
+    "nn.modules": ("torch.nn.modules", "ember.nn.modules"),  # the module paths scripts import
     "nn.functional": ("torch.nn.functional", "ember.nn.functional"),
     "nn.init": ("torch.nn.init", "ember.nn.init"),
+    "nn.utils": ("torch.nn.utils", "ember.nn.utils"),
     "optim": ("torch.optim", "ember.optim"),
     "optim.lr_scheduler": ("torch.optim.lr_scheduler", "ember.optim.lr_scheduler"),
     "utils.data": ("torch.utils.data", "ember.utils.data"),
@@ -187,9 +189,14 @@ def torch_names_module(names: dict[str, dict[str, str]], absences: list[Absence]
 # ---- ember's side ----
 
 def ember_has(row: str, names) -> set[str]:
-    """The names of `names` that ember's namespace for `row` has (none if it does not import)."""
+    """The names of `names` that ember's namespace for `row` has (none if it does not import).
+
+    `names` maps each name to its kind in torch: a torch submodule counts as present where
+    ember's can be imported (`from ember.utils.data.distributed import DistributedSampler`),
+    even if importing the namespace does not import it."""
+    path = NAMESPACES[row][1]
     try:
-        obj = _resolve(NAMESPACES[row][1])
+        obj = _resolve(path)
     except ImportError:
         return set()
     present = set()
@@ -197,11 +204,21 @@ def ember_has(row: str, names) -> set[str]:
         try:
             getattr(obj, name)
         except (AttributeError, ImportError):
-            continue
+            if not (isinstance(names, dict) and names[name] == "module"
+                    and _importable(f"{path}.{name}")):
+                continue
         except Exception:  # noqa: BLE001 - an attribute that exists but fails: there, and broken
             pass
         present.add(name)
     return present
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 # ---- deliberate absences ----

@@ -143,6 +143,14 @@ def test_ember_has_reads_the_live_namespace(cov):
     assert cov.ember_has("Tensor", ["add", "is_xpu", "nope"]) == {"add", "is_xpu"}
 
 
+def test_a_submodule_counts_where_it_imports(cov):
+    # a torch submodule ember has (linalg); one it has neither as attribute nor as module
+    assert cov.ember_has("torch.<submodule>", {"linalg": "module", "nope": "module"}) == \
+        {"linalg"}
+    present = cov.ember_has("linalg", {"norm": "function", "nope": "module"})
+    assert present == {"norm"}
+
+
 def test_a_namespace_ember_lacks_has_no_names(cov, monkeypatch):
     monkeypatch.setitem(cov.NAMESPACES, "fft", ("torch.fft", "ember.no_such_module"))
     assert cov.ember_has("fft", ["fft"]) == set()
