@@ -5,6 +5,7 @@
     python3 tools/api_coverage.py --missing 15     # ... and the first 15 missing names of each
     python3 tools/api_coverage.py --missing all --namespace Tensor
     python3 tools/api_coverage.py --write-snapshot # refresh the snapshot from the installed torch
+    python3 tools/api_coverage.py --write-names    # ember/_torch_names.py, after editing absences
     python3 tools/api_coverage.py --strict         # exit 1 on stale or unknown absence entries
 
 torch's public names come from the installed torch, or, without torch, from the snapshot checked
@@ -375,6 +376,9 @@ def main(argv=None) -> int:
                         help="use the checked-in snapshot even where torch is installed")
     parser.add_argument("--write-snapshot", action="store_true",
                         help="rewrite the snapshot from the installed torch and exit")
+    parser.add_argument("--write-names", action="store_true",
+                        help=f"rewrite {TORCH_NAMES_MODULE.name} from the snapshot and the "
+                             "absences (no torch needed) and exit")
     parser.add_argument("--check-names", action="store_true",
                         help=f"exit 1 unless {TORCH_NAMES_MODULE.name} is current (snapshot and "
                              "absences) and exit")
@@ -387,11 +391,16 @@ def main(argv=None) -> int:
         write_snapshot()
         print(f"wrote {SNAPSHOT.name} and {TORCH_NAMES_MODULE.name}")
         return 0
+    if args.write_names:
+        write_torch_names_module()
+        print(f"wrote {TORCH_NAMES_MODULE.name}")
+        return 0
     if args.check_names:
         if write_torch_names_module(check=True):
             return 0
-        print(f"{TORCH_NAMES_MODULE.name} is stale: run tools/api_coverage.py --write-snapshot "
-              "(or, without torch, fix the absences and regenerate)", file=sys.stderr)
+        print(f"{TORCH_NAMES_MODULE.name} is stale: run tools/api_coverage.py --write-names "
+              "(after editing the absences) or --write-snapshot (with a new torch)",
+              file=sys.stderr)
         return 1
     rows = args.namespace or list(NAMESPACES)
     source = "snapshot"

@@ -194,7 +194,7 @@ def test_every_absence_matches_a_name_of_the_snapshot(cov):
 
 def test_the_torch_names_module_is_current(cov):
     assert cov.write_torch_names_module(check=True), (
-        "ember/_torch_names.py is stale: run tools/api_coverage.py --write-snapshot")
+        "ember/_torch_names.py is stale: run tools/api_coverage.py --write-names")
 
 
 def test_the_snapshot_agrees_with_the_installed_torch(cov):
