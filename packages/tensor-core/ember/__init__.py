@@ -13,6 +13,7 @@ distributions extend, and so is ``ember.cuda`` (imported on first touch too).
 
 import importlib
 import importlib.util
+import math as _math
 import os
 from pkgutil import extend_path
 
@@ -37,6 +38,7 @@ from ember._shape import install as _install_shape_methods  # noqa: E402
 from ember._sorting import allclose, diff, equal, isclose, msort  # noqa: E402,F401
 from ember._sorting import install as _install_sorting  # noqa: E402
 from ember._tensor_methods import install as _install_methods  # noqa: E402
+from ember._type_info import finfo, iinfo  # noqa: E402,F401
 
 __version__ = "0.1.0"
 
@@ -48,6 +50,9 @@ int = int32  # noqa: A001,F405
 long = int64  # noqa: F405
 short = int16  # noqa: F405
 bool = _C.bool  # noqa: A001
+
+# torch's constants (torch.pi, ...): Python floats; newaxis is None, as NumPy's
+e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 
 if _C._cpu_capability_note():  # EMBER_CPU_CAPABILITY holds an unknown value
     import warnings
@@ -218,48 +223,49 @@ __all__ = [
     "cos_", "cosh", "cosh_", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumprod_",
     "cumsum", "cumsum_", "default_generator", "deg2rad", "deg2rad_", "det", "detach", "device",
     "diag", "diag_embed", "diagflat", "diagonal", "diff", "div", "div_", "dot", "double",
-    "dsplit", "dstack", "dtype", "einsum", "embedding", "embedding_backward",
+    "dsplit", "dstack", "dtype", "e", "einsum", "embedding", "embedding_backward",
     "embedding_dense_backward", "empty", "empty_like", "empty_strided", "enable_grad", "eq",
     "eq_", "equal", "erf", "erf_", "erfc", "erfc_", "erfinv", "erfinv_", "exp", "exp2", "exp2_",
-    "exp_", "expm1", "expm1_", "extend_path", "eye", "flatten", "flip", "fliplr", "flipud",
-    "float", "float16", "float32", "float64", "floor", "floor_", "floor_divide", "floor_divide_",
-    "fmax", "fmax_", "fmin", "fmin_", "fmod", "fmod_", "frac", "frac_", "from_dlpack",
-    "from_numpy", "full", "full_like", "gather", "ge", "ge_", "ger", "get_default_dtype",
-    "get_num_threads", "get_printoptions", "get_rng_state", "gt", "gt_", "half", "histc",
-    "histogram", "hsplit", "hstack", "hypot", "hypot_", "index_add", "index_add_", "index_copy",
-    "index_copy_", "index_fill", "index_fill_", "index_put", "index_put_", "index_select",
-    "inference_mode", "initial_seed", "inner", "int", "int16", "int32", "int64", "int8",
-    "inverse", "is_grad_enabled", "is_inference_mode_enabled", "isclose", "isfinite", "isfinite_",
-    "isinf", "isinf_", "isnan", "isnan_", "kron", "kthvalue", "le", "le_", "lerp", "linalg",
-    "linspace", "load", "log", "log10", "log10_", "log1p", "log1p_", "log2", "log2_", "log_",
-    "log_softmax", "logaddexp", "logaddexp2", "logaddexp2_", "logaddexp_", "logdet",
-    "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or", "logical_or_",
-    "logical_xor", "logical_xor_", "logit", "logit_", "logspace", "logsumexp", "long", "lt",
-    "lt_", "manual_seed", "masked_fill", "masked_fill_", "masked_scatter", "masked_scatter_",
-    "masked_select", "matmul", "matrix_power", "max", "max_pool1d", "max_pool1d_with_indices",
-    "max_pool1d_with_indices_backward", "max_pool2d", "max_pool2d_with_indices",
-    "max_pool2d_with_indices_backward", "max_pool3d", "max_pool3d_with_indices",
-    "max_pool3d_with_indices_backward", "maximum", "maximum_", "mean", "median", "meshgrid",
-    "min", "minimum", "minimum_", "mm", "mode", "moveaxis", "movedim", "msort", "mul", "mul_",
-    "multinomial", "mv", "nan_to_num", "nan_to_num_", "nanmean", "nanmedian", "nanquantile",
-    "nansum", "narrow", "native_batch_norm", "native_batch_norm_backward", "native_layer_norm",
-    "native_layer_norm_backward", "ne", "ne_", "neg", "neg_", "nll_loss", "nll_loss2d",
-    "nll_loss_backward", "nll_loss_forward", "nll_loss_nd", "no_grad", "nonzero", "norm",
-    "normal", "ones", "ones_like", "outer", "permute", "pinverse", "pow", "pow_", "prod",
-    "promote_types", "qr", "quantile", "rad2deg", "rad2deg_", "rand", "rand_like", "randint",
-    "randint_like", "randn", "randn_like", "randperm", "reciprocal", "reciprocal_", "relu",
-    "relu_", "remainder", "remainder_", "repeat_interleave", "reshape", "resize_as_",
-    "result_type", "roll", "rot90", "round", "row_stack", "rsqrt", "rsqrt_", "save",
-    "scalar_tensor", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
-    "scatter_reduce_", "searchsorted", "seed", "select", "set_default_dtype", "set_grad_enabled",
-    "set_num_threads", "set_printoptions", "set_rng_state", "short", "sigmoid", "sigmoid_",
-    "sign", "sign_", "signbit", "signbit_", "sin", "sin_", "sinc", "sinc_", "sinh", "sinh_",
-    "slogdet", "softmax", "sort", "special", "split", "split_with_sizes", "sqrt", "sqrt_",
-    "square", "square_", "squeeze", "stack", "std", "std_mean", "strided", "sub", "sub_", "sum",
-    "svd", "swapaxes", "swapdims", "t", "take", "take_along_dim", "tan", "tan_", "tanh", "tanh_",
-    "tensor", "tensor_split", "tensordot", "tile", "to_dlpack", "topk", "trace", "transpose",
-    "tril", "tril_", "tril_indices", "triu", "triu_", "triu_indices", "trunc", "trunc_", "uint8",
-    "unbind", "unflatten", "unique", "unique_consecutive", "unsqueeze", "var", "var_mean", "vdot",
-    "vsplit", "vstack", "where", "xlogy", "xlogy_", "zeros", "zeros_like",
+    "exp_", "expm1", "expm1_", "extend_path", "eye", "finfo", "flatten", "flip", "fliplr",
+    "flipud", "float", "float16", "float32", "float64", "floor", "floor_", "floor_divide",
+    "floor_divide_", "fmax", "fmax_", "fmin", "fmin_", "fmod", "fmod_", "frac", "frac_",
+    "from_dlpack", "from_numpy", "full", "full_like", "gather", "ge", "ge_", "ger",
+    "get_default_dtype", "get_num_threads", "get_printoptions", "get_rng_state", "gt", "gt_",
+    "half", "histc", "histogram", "hsplit", "hstack", "hypot", "hypot_", "iinfo", "index_add",
+    "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_", "index_put",
+    "index_put_", "index_select", "inf", "inference_mode", "initial_seed", "inner", "int",
+    "int16", "int32", "int64", "int8", "inverse", "is_grad_enabled", "is_inference_mode_enabled",
+    "isclose", "isfinite", "isfinite_", "isinf", "isinf_", "isnan", "isnan_", "kron", "kthvalue",
+    "le", "le_", "lerp", "linalg", "linspace", "load", "log", "log10", "log10_", "log1p",
+    "log1p_", "log2", "log2_", "log_", "log_softmax", "logaddexp", "logaddexp2", "logaddexp2_",
+    "logaddexp_", "logdet", "logical_and", "logical_and_", "logical_not", "logical_not_",
+    "logical_or", "logical_or_", "logical_xor", "logical_xor_", "logit", "logit_", "logspace",
+    "logsumexp", "long", "lt", "lt_", "manual_seed", "masked_fill", "masked_fill_",
+    "masked_scatter", "masked_scatter_", "masked_select", "matmul", "matrix_power", "max",
+    "max_pool1d", "max_pool1d_with_indices", "max_pool1d_with_indices_backward", "max_pool2d",
+    "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "max_pool3d",
+    "max_pool3d_with_indices", "max_pool3d_with_indices_backward", "maximum", "maximum_", "mean",
+    "median", "meshgrid", "min", "minimum", "minimum_", "mm", "mode", "moveaxis", "movedim",
+    "msort", "mul", "mul_", "multinomial", "mv", "nan", "nan_to_num", "nan_to_num_", "nanmean",
+    "nanmedian", "nanquantile", "nansum", "narrow", "native_batch_norm",
+    "native_batch_norm_backward", "native_layer_norm", "native_layer_norm_backward", "ne", "ne_",
+    "neg", "neg_", "newaxis", "nll_loss", "nll_loss2d", "nll_loss_backward", "nll_loss_forward",
+    "nll_loss_nd", "no_grad", "nonzero", "norm", "normal", "ones", "ones_like", "outer",
+    "permute", "pi", "pinverse", "pow", "pow_", "prod", "promote_types", "qr", "quantile",
+    "rad2deg", "rad2deg_", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
+    "randperm", "reciprocal", "reciprocal_", "relu", "relu_", "remainder", "remainder_",
+    "repeat_interleave", "reshape", "resize_as_", "result_type", "roll", "rot90", "round",
+    "row_stack", "rsqrt", "rsqrt_", "save", "scalar_tensor", "scatter", "scatter_", "scatter_add",
+    "scatter_add_", "scatter_reduce", "scatter_reduce_", "searchsorted", "seed", "select",
+    "set_default_dtype", "set_grad_enabled", "set_num_threads", "set_printoptions",
+    "set_rng_state", "short", "sigmoid", "sigmoid_", "sign", "sign_", "signbit", "signbit_",
+    "sin", "sin_", "sinc", "sinc_", "sinh", "sinh_", "slogdet", "softmax", "sort", "special",
+    "split", "split_with_sizes", "sqrt", "sqrt_", "square", "square_", "squeeze", "stack", "std",
+    "std_mean", "strided", "sub", "sub_", "sum", "svd", "swapaxes", "swapdims", "t", "take",
+    "take_along_dim", "tan", "tan_", "tanh", "tanh_", "tensor", "tensor_split", "tensordot",
+    "tile", "to_dlpack", "topk", "trace", "transpose", "tril", "tril_", "tril_indices", "triu",
+    "triu_", "triu_indices", "trunc", "trunc_", "uint8", "unbind", "unflatten", "unique",
+    "unique_consecutive", "unsqueeze", "var", "var_mean", "vdot", "vsplit", "vstack", "where",
+    "xlogy", "xlogy_", "zeros", "zeros_like",
 ]
 # --- end of generated __all__ ---

@@ -189,3 +189,66 @@ def test_the_missing_name_message_matches_torchs_names(torch):
     for name in ("compile", "quantize_per_tensor", "FloatTensor"):
         assert hasattr(torch, name) and name in _torch_names.NAMES
     assert not hasattr(torch, "not_torch") and "not_torch" not in _torch_names.NAMES
+
+
+# ---- finfo, iinfo and the constants ----
+
+@pytest.mark.parametrize("name", ["float16", "float32", "float64"])
+def test_finfo_matches_numpys_limits(name):
+    ours, theirs = ember.finfo(getattr(ember, name)), np.finfo(getattr(np, name))
+    assert ours.bits == theirs.bits
+    assert ours.eps == float(theirs.eps) and ours.max == float(theirs.max)
+    assert ours.min == float(theirs.min) and ours.tiny == float(theirs.tiny)
+    assert ours.smallest_normal == float(theirs.smallest_normal)
+    # NumPy keeps the resolution in the dtype itself; torch's is the Python float
+    assert ours.resolution == 10.0 ** -theirs.precision
+    assert ours.dtype == name
+
+
+def test_finfo_of_bfloat16_by_hand():
+    f = ember.finfo(ember.bfloat16)  # 8 exponent bits as float32, 7 mantissa bits
+    assert (f.bits, f.eps, f.tiny, f.resolution) == (16, 2.0**-7, 2.0**-126, 0.01)
+    assert f.max == (2 - 2.0**-7) * 2.0**127 == -f.min
+    # the limits are representable: max survives a round trip through the dtype, eps is the gap
+    assert ember.tensor(f.max, dtype=ember.bfloat16).item() == f.max
+    assert ember.tensor(1 + f.eps, dtype=ember.bfloat16).item() == 1 + f.eps
+
+
+def test_finfo_defaults_to_the_default_dtype(default_dtype):
+    assert ember.finfo().dtype == "float32"
+    default_dtype(ember.float64)
+    assert ember.finfo() == ember.finfo(ember.float64)
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_numpys_limits(name):
+    ours, theirs = ember.iinfo(getattr(ember, name)), np.iinfo(getattr(np, name))
+    assert (ours.bits, ours.min, ours.max, ours.dtype) == (theirs.bits, theirs.min, theirs.max,
+                                                           name)
+
+
+def test_finfo_and_iinfo_refuse_the_other_kind_as_torch():
+    with pytest.raises(TypeError, match=r"finfo\(\) requires a floating point input type"):
+        ember.finfo(ember.int32)
+    with pytest.raises(TypeError, match=r"iinfo\(\) requires an integer input type"):
+        ember.iinfo(ember.float32)
+    with pytest.raises(TypeError, match="torch.bool is not supported by torch.iinfo"):
+        ember.iinfo(ember.bool)
+    with pytest.raises(TypeError, match="must be torch.dtype, not str"):
+        ember.finfo("float32")
+
+
+def test_finfo_iinfo_and_constants_match_torch(torch):
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        a, b = ember.finfo(getattr(ember, name)), torch.finfo(getattr(torch, name))
+        for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution",
+                     "dtype"):
+            assert getattr(a, attr) == getattr(b, attr), (name, attr)
+        assert repr(a) == repr(b)
+    for name in ("uint8", "int8", "int16", "int32", "int64"):
+        a, b = ember.iinfo(getattr(ember, name)), torch.iinfo(getattr(torch, name))
+        assert (a.bits, a.min, a.max, a.dtype, repr(a)) == (b.bits, b.min, b.max, b.dtype,
+                                                            repr(b))
+    assert (ember.e, ember.pi, ember.inf, ember.newaxis) == (torch.e, torch.pi, torch.inf,
+                                                             torch.newaxis)
+    assert np.isnan(ember.nan) and np.isnan(torch.nan)
