@@ -174,6 +174,19 @@ def bench(session: nox.Session) -> None:
         session.run("python", str(script.relative_to(ROOT)))
 
 
+@nox.session(name="api_coverage")
+def api_coverage(session: nox.Session) -> None:
+    """ember's coverage of torch's public names, per namespace (tools/api_coverage.py), over
+    every present package: a table, then the first missing names of each namespace. torch's
+    names come from the snapshot in tools/ (`-- --torch` installs torch and reads it instead);
+    other arguments go to the tool (`-- --missing all --namespace Tensor`)."""
+    args = [a for a in session.posargs if a != "--torch"]
+    live = "--torch" in session.posargs
+    install(session, present_packages(), *([TORCH] if live else []))
+    session.run("python", "tools/api_coverage.py", *([] if live else ["--snapshot"]),
+                *(args or ["--missing", "20"]))
+
+
 @nox.session(name="fuzz-checkpoints")
 def fuzz_checkpoints(session: nox.Session) -> None:
     """The crafted-checkpoint fuzzer's long form: 10,000 files through ember.load, each in a

@@ -243,10 +243,45 @@ def test_one_node_activation_forward_ad(name, values, args):
     assert float((tangent - fd).abs().max()) < 1e-6
 
 
+def _bce_values(x, target):
+    return -(target * x.log().clamp(min=-100) + (1 - target) * (1 - x).log().clamp(min=-100))
+
+
+def test_binary_cross_entropy_node_gradients_inside_0_1():
+    # the node F.binary_cross_entropy records (unreduced): input and target, twice differentiated
+    x = ember.tensor([0.05, 0.4, 0.93], dtype=D, requires_grad=True)
+    target = ember.tensor([0.0, 0.6, 1.0], dtype=D, requires_grad=True)
+    _both(lambda a, b: _one_node("binary_cross_entropy", _bce_values, True, a, b), (x, target))
+
+
+def test_binary_cross_entropy_node_gradient_at_0_and_1_is_torchs_finite_one():
+    # torch's binary_cross_entropy_backward: (x - t) / max(x (1 - x), float32(1e-12))
+    eps = float(ember.tensor(1e-12, dtype=ember.float32).item())
+    x = ember.tensor([0.0, 1.0, 0.0, 1.0], dtype=D, requires_grad=True)
+    t = ember.tensor([1.0, 0.0, 0.0, 1.0], dtype=D)
+    _one_node("binary_cross_entropy", _bce_values, True, x, t).sum().backward()
+    assert x.grad.tolist() == [-1 / eps, 1 / eps, 0.0, 0.0]
+
+
+def test_binary_cross_entropy_node_forward_ad():
+    from ember.autograd import forward_ad as fwad
+
+    x, tx = ember.tensor([0.2, 0.7], dtype=D), ember.tensor([1.0, -2.0], dtype=D)
+    target, tt = ember.tensor([0.0, 0.9], dtype=D), ember.tensor([0.5, 1.0], dtype=D)
+    with fwad.dual_level():
+        y = _one_node("binary_cross_entropy", _bce_values, True, fwad.make_dual(x, tx),
+                      fwad.make_dual(target, tt))
+        tangent = fwad.unpack_dual(y).tangent
+    eps = 1e-6
+    fd = (_bce_values(x + tx * eps, target + tt * eps) -
+          _bce_values(x - tx * eps, target - tt * eps)) / (2 * eps)
+    assert float((tangent - fd).abs().max()) < 1e-6
+
+
 COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward", "embedding",
            "embedding_dense_backward", "native_batch_norm", "native_layer_norm",
            "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "gelu", "silu", "elu", "celu",
-           "softplus", "mish", "hardsigmoid", "hardswish"} | {
+           "softplus", "mish", "hardsigmoid", "hardswish", "binary_cross_entropy"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

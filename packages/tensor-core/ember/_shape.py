@@ -530,6 +530,10 @@ def _repeat(self, *sizes):
     for r, s in zip(reps, shape):
         expanded += [r, s]
     x = self.reshape(interleaved).expand(expanded)
+    # torch's repeat always returns a new contiguous tensor: reshaping the expanded view would
+    # keep its 0 strides wherever a repeated dimension meets one of size 1 (x.repeat(3, 1) of a
+    # 1-d x), and a later in-place op on the result would then write one element many times.
+    x = x.contiguous() if not x.is_contiguous() else x.clone()
     return x.reshape(out_shape)
 
 

@@ -110,3 +110,23 @@ def install(cls) -> None:
     cls.__reduce_ex__ = _reduce_ex
     cls.__array_priority__ = 1000  # NumPy defers to ember in mixed binary operators
     cls.__module__ = "ember"
+    for name in NEVER:
+        setattr(cls, name, property(_never, doc=f"{name}: always False for an ember tensor"))
+    # methods: no conjugate or negative views (no complex dtypes), no legacy distributed tensors
+    cls.is_conj = cls.is_neg = cls.is_distributed = _never
+    cls.const_data_ptr = _const_data_ptr
+
+
+# Tensor.is_<device or layout> of torch for what an ember tensor never is: ember has CPU and CUDA
+# tensors (is_cpu, is_cuda, is_meta come from the core), strided and dense, never nested, MKL-DNN
+# or on these devices. Scripts test them (`if x.is_xpu: ...`), so each answers False.
+NEVER = ("is_xpu", "is_ipu", "is_maia", "is_mkldnn", "is_mps", "is_mtia", "is_vulkan", "is_xla",
+         "is_nested", "is_sparse_csr")
+
+
+def _never(self) -> bool:
+    return False
+
+
+def _const_data_ptr(self) -> int:
+    return self.data_ptr()

@@ -12,6 +12,7 @@ which is differentiable again.
 from __future__ import annotations
 
 import math
+import struct
 
 import ember
 
@@ -151,6 +152,25 @@ def _embedding(g, needs, out, w, indices, *, padding_idx, scale_grad_by_freq, sp
 def _embedding_dense_backward(gg, needs, out, go, indices, *, num_weights, padding_idx,
                               scale_grad_by_freq):
     return (ember.embedding(gg, indices), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# binary_cross_entropy, unreduced and unweighted (F.binary_cross_entropy applies both), recorded
+# as one node as torch's BinaryCrossEntropyBackward0: the forward clamps each log at -100 and
+# the gradient divides by max(x (1 - x), 1e-12), so inputs of exactly 0 or 1 get torch's finite
+# gradients where the composition's log'(0) = inf times the clamp's 0 gave NaN.
+
+# torch's EPSILON in binary_cross_entropy_backward: the float 1e-12, rounded to float32 whatever
+# the tensor's dtype
+_BCE_EPSILON = struct.unpack("f", struct.pack("f", 1e-12))[0]
+
+
+@grad("binary_cross_entropy", save=(0, 1))
+def _binary_cross_entropy(g, needs, out, x, target):
+    gx = g * (x - target) / (x * (1 - x)).clamp(min=_BCE_EPSILON) if needs[0] else None
+    # torch's binary_cross_entropy_target_backward: the logs unclamped
+    gt = g * ((-x).log1p() - x.log()) if len(needs) > 1 and needs[1] else None
+    return (gx, gt)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,7 +37,9 @@ from ember._padding import pad  # noqa: F401  (re-exported: F.pad)
 
 from ._functional.activation import (  # noqa: F401
     celu,
+    celu_,
     elu,
+    elu_,
     gelu,
     glu,
     gumbel_softmax,
@@ -45,7 +47,9 @@ from ._functional.activation import (  # noqa: F401
     hardsigmoid,
     hardswish,
     hardtanh,
+    hardtanh_,
     leaky_relu,
+    leaky_relu_,
     log_softmax,
     logsigmoid,
     mish,
@@ -54,7 +58,9 @@ from ._functional.activation import (  # noqa: F401
     relu6,
     relu_,
     rrelu,
+    rrelu_,
     selu,
+    selu_,
     sigmoid,
     silu,
     softmax,
@@ -65,6 +71,7 @@ from ._functional.activation import (  # noqa: F401
     tanh,
     tanhshrink,
     threshold,
+    threshold_,
 )
 from ._functional.attention import scaled_dot_product_attention  # noqa: F401
 from ._functional.conv import (  # noqa: F401

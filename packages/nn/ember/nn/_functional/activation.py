@@ -30,6 +30,13 @@ def threshold(input, threshold, value, inplace=False):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.requires_grad and ember.is_grad_enabled():
+        # torch's HardtanhBackward0 passes the gradient strictly inside (min_val, max_val) and
+        # for NaN, 0 at the bounds themselves (clamp's passes it there): relu6's gradient at 0
+        # and 6 is 0. The same values as the clamp below.
+        out = ember.where(input <= min_val, min_val,
+                          ember.where(input >= max_val, max_val, input))
+        return input.copy_(out) if inplace else out
     return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
 
 
@@ -242,3 +249,33 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         slope = (lower + upper) / 2
     out = ember.where(input >= 0, input, input * slope)
     return input.copy_(out) if inplace else out
+
+
+# torch.nn.functional's in-place forms (torch._C._nn's `<name>_`): the activation with
+# inplace=True, torch's defaults
+def threshold_(input, threshold, value):
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)

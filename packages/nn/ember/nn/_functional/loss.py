@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember._shape import _one_node
 
 from .activation import _log1p_exp, logsigmoid, softplus
 from .common import _check_reduction, _reduce, _size
@@ -125,11 +126,19 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          "have the same size.")
     if input.numel() and (bool((input < 0).any()) or bool((input > 1).any())):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    loss = -(target * input.log().clamp(min=-100) + (1 - target) *
-             (1 - input).log().clamp(min=-100))
+    requires_grad = input.requires_grad or isinstance(target, ember.Tensor) and target.requires_grad
+    loss = _one_node("binary_cross_entropy", _binary_cross_entropy_values, requires_grad, input,
+                     target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+def _binary_cross_entropy_values(input, target):
+    # torch clamps each log at -100, so that a prediction of exactly 0 or 1 costs 100, not inf;
+    # the gradient (ember.autograd's table) is torch's finite one there
+    return -(target * input.log().clamp(min=-100) + (1 - target) *
+             (1 - input).log().clamp(min=-100))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,

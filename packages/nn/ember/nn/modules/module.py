@@ -652,25 +652,44 @@ class Module:
         return main + ")"
 
     def __getstate__(self):
-        # parameters travel as (detached data, requires_grad): a tensor that requires grad does
-        # not pickle, and the parameter mark lives in the instance, not in the data
+        # Parameters travel as detached tensors (one that requires grad does not pickle) and
+        # their requires_grad flags as a dict of bools beside them: only types that
+        # ember.load(weights_only=True) allows, so that a whole module loads inside
+        # serialization.safe_globals([its classes]) as in torch. Every tensor of _parameters
+        # is a parameter: __setstate__ marks them again.
         state = self.__dict__.copy()
         state["_parameters"] = OrderedDict(
-            (k, None if p is None else _PackedParam(p.detach(), p.requires_grad))
-            for k, p in self._parameters.items())
+            (k, None if p is None else p.detach()) for k, p in self._parameters.items())
+        state[_REQUIRES_GRAD_KEY] = {k: bool(p.requires_grad)
+                                     for k, p in self._parameters.items() if p is not None}
         state.pop("_bw_state", None)
         return state
 
     def __setstate__(self, state):
+        state = dict(state)
+        flags = state.pop(_REQUIRES_GRAD_KEY, None)
         params = state.get("_parameters")
         if params is not None:
             state["_parameters"] = OrderedDict(
-                (k, Parameter(p.data, p.requires_grad) if isinstance(p, _PackedParam) else p)
-                for k, p in params.items())
+                (k, _unpickled_parameter(p, flags, k)) for k, p in params.items())
         self.__dict__.update(state)
 
 
+# the key of the parameters' requires_grad flags in a pickled module's state
+_REQUIRES_GRAD_KEY = "_parameters_requires_grad"
+
+
+def _unpickled_parameter(p, flags, name):
+    if p is None:
+        return None
+    if isinstance(p, _PackedParam):  # the form of files written by earlier versions
+        return Parameter(p.data, p.requires_grad)
+    return Parameter(p, flags.get(name, True) if flags is not None else p.requires_grad)
+
+
 class _PackedParam:
+    """How earlier versions pickled a parameter (read by __setstate__, no longer written)."""
+
     __slots__ = ("data", "requires_grad")
 
     def __init__(self, data, requires_grad):

@@ -108,6 +108,15 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """torch packs the weights into one cuDNN buffer here; ember's recurrent layers run
+        their cells over the separate parameters, so there is nothing to pack: a no-op, as
+        torch's is off cuDNN (scripts call it after moving the model or in every forward)."""
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
     @property
     def all_weights(self):
         k = (4 if self.bias else 2) + (1 if self.proj_size else 0)
