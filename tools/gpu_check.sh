@@ -33,6 +33,16 @@ x = ember.arange(10, device="cuda", dtype=ember.float32)
 print("smoke:", (x * 2 + 1).sum().item(), "(expect 100.0)")
 print("compiled kernels:", ember.cuda._compiled_kernels())
 EOF
+if ! grep -q "^smoke:" "$logs/device.log"; then
+  # A crash on import: where, with a debugger when there is one (cuda-gdb debugs host code too).
+  for dbg in cuda-gdb gdb; do
+    if command -v "$dbg" >/dev/null; then
+      timeout 90 "$dbg" -q -batch -ex run -ex bt --args python3 -c "import numpy, ember" 2>&1 |
+        grep -E "^#|signal" | head -25 | tee -a "$logs/device.log"
+      break
+    fi
+  done
+fi
 
 if [ $# -eq 0 ]; then
   for b in ${GPU_CHECK_BENCHES-alloc ops resnet_memory}; do
