@@ -5,16 +5,22 @@ parallel over all elements); the others compose ember in-place ops per parameter
 """
 
 from . import lr_scheduler
+from ._adafactor import Adafactor
 from ._composed import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
 from .adam import Adam, AdamW
+from .asgd import ASGD
 from .lbfgs import LBFGS
 from .optimizer import (
     Optimizer,
     register_optimizer_step_post_hook,
     register_optimizer_step_pre_hook,
 )
+from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
+from . import swa_utils
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "LBFGS", "lr_scheduler", "register_optimizer_step_pre_hook",
+           "NAdam", "RAdam", "LBFGS", "ASGD", "Rprop", "Adafactor", "SparseAdam",
+           "lr_scheduler", "swa_utils", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
