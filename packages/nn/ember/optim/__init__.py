@@ -4,7 +4,7 @@ SGD, Adam and AdamW update through fused core kernels (one call per parameter gr
 parallel over all elements); the others compose ember in-place ops per parameter.
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from ._adafactor import Adafactor
 from ._composed import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
 from .adam import Adam, AdamW
@@ -18,7 +18,6 @@ from .optimizer import (
 from .rprop import Rprop
 from .sgd import SGD
 from .sparse_adam import SparseAdam
-from . import swa_utils
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
            "NAdam", "RAdam", "LBFGS", "ASGD", "Rprop", "Adafactor", "SparseAdam",
