@@ -37,7 +37,9 @@ from ember._padding import pad  # noqa: F401  (re-exported: F.pad)
 
 from ._functional.activation import (  # noqa: F401
     celu,
+    celu_,
     elu,
+    elu_,
     gelu,
     glu,
     gumbel_softmax,
@@ -45,7 +47,9 @@ from ._functional.activation import (  # noqa: F401
     hardsigmoid,
     hardswish,
     hardtanh,
+    hardtanh_,
     leaky_relu,
+    leaky_relu_,
     log_softmax,
     logsigmoid,
     mish,
@@ -58,6 +62,8 @@ from ._functional.activation import (  # noqa: F401
     sigmoid,
     silu,
     softmax,
+    rrelu_,
+    selu_,
     softmin,
     softplus,
     softshrink,
@@ -65,6 +71,7 @@ from ._functional.activation import (  # noqa: F401
     tanh,
     tanhshrink,
     threshold,
+    threshold_,
 )
 from ._functional.attention import scaled_dot_product_attention  # noqa: F401
 from ._functional.conv import (  # noqa: F401
@@ -77,13 +84,14 @@ from ._functional.conv import (  # noqa: F401
     fold,
     unfold,
 )
-from ._functional.distance import cosine_similarity, pairwise_distance  # noqa: F401
+from ._functional.distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401
 from ._functional.dropout import (  # noqa: F401
     alpha_dropout,
     dropout,
     dropout1d,
     dropout2d,
     dropout3d,
+    feature_alpha_dropout,
 )
 from ._functional.linear import bilinear, linear  # noqa: F401
 from ._functional.loss import (  # noqa: F401
@@ -97,6 +105,7 @@ from ._functional.loss import (  # noqa: F401
     huber_loss,
     kl_div,
     l1_loss,
+    linear_cross_entropy,
     margin_ranking_loss,
     mse_loss,
     multi_margin_loss,
@@ -123,16 +132,27 @@ from ._functional.pooling import (  # noqa: F401
     adaptive_avg_pool2d,
     adaptive_avg_pool3d,
     adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
     adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
     adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
     lp_pool1d,
     lp_pool2d,
+    lp_pool3d,
     max_pool1d,
+    max_pool1d_with_indices,
     max_pool2d,
+    max_pool2d_with_indices,
     max_pool3d,
+    max_pool3d_with_indices,
     max_unpool1d,
     max_unpool2d,
     max_unpool3d,
@@ -146,4 +166,6 @@ from ._functional.vision import (  # noqa: F401
     pixel_shuffle,
     pixel_unshuffle,
     upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )

@@ -83,7 +83,13 @@ class _UninitializedMixin:
         if dtype is None:
             dtype = self.dtype
         self.data = ember.empty(tuple(shape), device=device, dtype=dtype)
-        self.__class__ = self.cls_to_become
+        if self.cls_to_become is Parameter:
+            self.__class__ = Parameter
+        else:
+            # a Python object cannot turn into the core's Tensor type (another layout): the
+            # buffer stays an UninitializedBuffer marked as materialized, and the lazy module
+            # swaps in a plain tensor over the same data (materialized_buffer)
+            self._materialized = True
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
@@ -117,7 +123,14 @@ class UninitializedBuffer(_UninitializedMixin, Tensor):
 
 def is_lazy(param) -> bool:
     """True for an uninitialised parameter or buffer."""
-    return isinstance(param, _UninitializedMixin)
+    return isinstance(param, _UninitializedMixin) and not getattr(param, "_materialized", False)
+
+
+def materialized_buffer(buf):
+    """A plain tensor over a materialized UninitializedBuffer's data (else ``buf`` itself)."""
+    if isinstance(buf, UninitializedBuffer) and getattr(buf, "_materialized", False):
+        return buf.detach()
+    return buf
 
 
 def is_parameter(t) -> bool:
