@@ -5,6 +5,13 @@ from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .modules.module import _IncompatibleKeys  # noqa: F401
-from .parameter import Buffer, Parameter  # noqa: F401
+from .parallel import DataParallel  # noqa: F401
+from .parameter import (  # noqa: F401
+    Buffer,
+    Parameter,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
 
-__all__ = ["Parameter", "Buffer", "functional", "init", *_modules_all]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
+           "DataParallel", "functional", "init", *_modules_all]

@@ -268,3 +268,16 @@ class Softmax2d(Module):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
                              "instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+# torch defines these in this module; ember in ``extra`` and ``transformer`` (which import this
+# one), so they are found here on first access
+_ELSEWHERE = {"RReLU": "extra", "MultiheadAttention": "transformer"}
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{_ELSEWHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

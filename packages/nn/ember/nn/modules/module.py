@@ -13,6 +13,11 @@ from ..parameter import Parameter
 
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
 _global_forward_hooks: OrderedDict = OrderedDict()
+_global_backward_hooks: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
+_global_parameter_registration_hooks: OrderedDict = OrderedDict()
+_global_buffer_registration_hooks: OrderedDict = OrderedDict()
+_global_module_registration_hooks: OrderedDict = OrderedDict()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -60,6 +65,52 @@ def register_module_forward_hook(hook):
     h = RemovableHandle(_global_forward_hooks)
     _global_forward_hooks[h.id] = hook
     return h
+
+
+def _global_hook(hooks, hook):
+    h = RemovableHandle(hooks)
+    hooks[h.id] = hook
+    return h
+
+
+def register_module_full_backward_pre_hook(hook):
+    """``hook(module, grad_output)`` before every module's own backward pre-hooks."""
+    return _global_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """``hook(module, grad_input, grad_output)`` before every module's own backward hooks."""
+    return _global_hook(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook):
+    """torch's deprecated name: the full backward hook here."""
+    return register_module_full_backward_hook(hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """``hook(module, name, param) -> None or a new param``, on every parameter registration."""
+    return _global_hook(_global_parameter_registration_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook):
+    """``hook(module, name, buffer) -> None or a new buffer``, on every buffer registration."""
+    return _global_hook(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook):
+    """``hook(module, name, submodule) -> None or a new submodule``, on every submodule
+    registration."""
+    return _global_hook(_global_module_registration_hooks, hook)
+
+
+def _registered(hooks, module, name, value):
+    """``value`` after the global registration hooks (each may return a replacement)."""
+    for hook in hooks.values():
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
 
 
 def _addindent(s_, num_spaces):
@@ -116,7 +167,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        self._buffers[name] = tensor
+        self._buffers[name] = _registered(_global_buffer_registration_hooks, self, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -144,7 +195,8 @@ class Module:
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                 "created explicitly. To express '{name}' as a function of another Tensor, compute "
                 "the value in the forward() method.")
-        self._parameters[name] = param
+        self._parameters[name] = _registered(_global_parameter_registration_hooks, self, name,
+                                             param)
 
     def add_module(self, name, module):
         if not isinstance(module, Module) and module is not None:
@@ -157,7 +209,7 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = _registered(_global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -225,7 +277,7 @@ class Module:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers,
                             self._non_persistent_buffers_set)
-                modules[name] = value
+                modules[name] = _registered(_global_module_registration_hooks, self, name, value)
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
@@ -596,7 +648,8 @@ class Module:
                 r = hook(self, args)
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
-        bw = bool(self._backward_hooks or self._backward_pre_hooks)
+        bw = bool(self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks
+                  or _global_backward_pre_hooks)
         if bw:
             args = _BackwardHook.setup_input(self, args)
         try:
@@ -743,7 +796,8 @@ class _BackwardHook:
             @staticmethod
             def backward(ctx, *grads):
                 go = tuple(grads)
-                for hook in module._backward_pre_hooks.values():
+                for hook in itertools.chain(_global_backward_pre_hooks.values(),
+                                            module._backward_pre_hooks.values()):
                     r = hook(module, go)
                     if r is not None:
                         go = tuple(r) if isinstance(r, (tuple, list)) else (r,)
@@ -762,7 +816,8 @@ class _BackwardHook:
     @staticmethod
     def _run(module, state, grad_input):
         go = state.get("grad_output")
-        for hook in module._backward_hooks.values():
+        for hook in itertools.chain(_global_backward_hooks.values(),
+                                    module._backward_hooks.values()):
             r = hook(module, grad_input, go)
             if r is not None:
                 grad_input = tuple(r) if isinstance(r, (tuple, list)) else (r,)
