@@ -171,8 +171,9 @@ def test_parametrizations_match_torch(name, kwargs):
                                    atol=1e-12)
     yt.sum().backward()
     ye.sum().backward()
-    for (k, pt), (_, pe) in zip(tp.named_parameters(), ep.named_parameters()):
-        np.testing.assert_allclose(pe.grad.numpy(), pt.grad.numpy(), rtol=1e-9, atol=1e-12)
+    for (name, pt), (_, pe) in zip(tp.named_parameters(), ep.named_parameters()):
+        np.testing.assert_allclose(pe.grad.numpy(), pt.grad.numpy(), rtol=1e-9, atol=1e-12,
+                                   err_msg=name)
 
 
 # ---- hook forms ----
@@ -226,8 +227,9 @@ def test_hook_forms_match_torch(name):
         np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-10)
     yt.sum().backward()
     ye.sum().backward()
-    for (k, pt), (_, pe) in zip(t.named_parameters(), e.named_parameters()):
-        np.testing.assert_allclose(pe.grad.numpy(), pt.grad.numpy(), rtol=1e-9, atol=1e-14)
+    for (name, pt), (_, pe) in zip(t.named_parameters(), e.named_parameters()):
+        np.testing.assert_allclose(pe.grad.numpy(), pt.grad.numpy(), rtol=1e-9, atol=1e-14,
+                                   err_msg=name)
 
 
 # ---- fusion, functional_call, norms, init ----
