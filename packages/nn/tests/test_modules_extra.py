@@ -411,3 +411,35 @@ def test_new_names_match_torch_signatures():
         tp = inspect.signature(getattr(torch.nn, name)).parameters
         ep = inspect.signature(getattr(nn, name)).parameters
         assert list(tp) == list(ep), name
+
+
+def test_nn_grad_conv_gradients():
+    x = ember.randn(2, 4, 7, 7, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(6, 2, 3, 3, dtype=ember.float64, requires_grad=True)
+    out = F.conv2d(x, w, stride=2, padding=1, groups=2)
+    go = ember.randn(*out.shape, dtype=ember.float64)
+    out.backward(go)
+    gi = nn.grad.conv2d_input(x.shape, w, go, stride=2, padding=1, groups=2)
+    gw = nn.grad.conv2d_weight(x, w.shape, go, stride=2, padding=1, groups=2)
+    np.testing.assert_allclose(gi.numpy(), x.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gw.numpy(), w.grad.numpy(), rtol=1e-12)
+
+
+def test_attention_factory_kwargs_common_types_hardtanh():
+    from ember.nn.attention import SDPBackend, sdpa_kernel
+    from ember.nn.common_types import _size_2_t  # noqa: F401
+
+    q = ember.randn(1, 2, 3, 4)
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+        out = F.scaled_dot_product_attention(q, q, q)
+    np.testing.assert_allclose(out.numpy(), F.scaled_dot_product_attention(q, q, q).numpy())
+    with pytest.raises(ValueError, match="SDPBackend"):
+        with sdpa_kernel("math"):
+            pass
+    assert nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": ember.float64}}) == \
+        {"device": "cpu", "dtype": ember.float64}
+    with pytest.raises(TypeError, match="unexpected kwargs"):
+        nn.factory_kwargs({"bias": True})
+    with pytest.warns(FutureWarning, match="min_value"):
+        h = nn.Hardtanh(min_value=-2.0)
+    assert h.min_val == -2.0

@@ -268,3 +268,43 @@ def test_torch_module_paths():
     from ember.optim.optimizer import Optimizer
     from ember.optim.sparse_adam import SparseAdam  # noqa: F401
     assert AdamW is optim.AdamW and ASGD is optim.ASGD and Optimizer is optim.Optimizer
+
+
+def _newton_schulz_reference(g, steps=5, coefficients=(3.4445, -4.7750, 2.0315)):
+    """float64 NumPy Newton-Schulz (no bfloat16 rounding) of torch's Muon."""
+    a, b, c = coefficients
+    x = g.T if g.shape[0] > g.shape[1] else g
+    x = x / max(np.linalg.norm(x), 1e-7)
+    for _ in range(steps):
+        gram = x @ x.T
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.T if g.shape[0] > g.shape[1] else x
+
+
+def test_muon_by_hand():
+    rng = np.random.default_rng(3)
+    p0, g = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    got, opt = _run(ember, optim.Muon, dict(lr=0.1, weight_decay=0.1), [p0.astype(np.float32)],
+                    [[g.astype(np.float32)]])
+    # step 1: buf = 0.05 g; nesterov update = lerp(g, buf, 0.95) = g * (0.05 + 0.95 * 0.05)
+    update = _newton_schulz_reference(g * (0.05 + 0.95 * 0.05))
+    want = p0 * (1 - 0.1 * 0.1) - 0.1 * math.sqrt(max(1, 3 / 5)) * update
+    np.testing.assert_allclose(got[0], want, atol=0.1 * 0.05)  # bfloat16 iterations
+    with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+        optim.Muon([ember.zeros(3, requires_grad=True)])
+
+
+@pytest.mark.parametrize("kwargs", [dict(lr=0.02),
+                                    dict(lr=0.02, nesterov=False,
+                                         adjust_lr_fn="match_rms_adamw")])
+def test_muon_matches_torch(kwargs):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    init = [rng.standard_normal((4, 6)).astype(np.float32),
+            rng.standard_normal((5, 3)).astype(np.float32)]
+    grads = [[rng.standard_normal(a.shape).astype(np.float32) for a in init]
+             for _ in range(4)]
+    want, _ = _run(torch, torch.optim.Muon, kwargs, init, grads)
+    got, _ = _run(ember, optim.Muon, kwargs, init, grads)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)

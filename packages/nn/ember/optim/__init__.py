@@ -7,6 +7,7 @@ parallel over all elements); the others compose ember in-place ops per parameter
 from . import lr_scheduler, swa_utils
 from ._adafactor import Adafactor
 from ._composed import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
+from ._muon import Muon
 from .adam import Adam, AdamW
 from .asgd import ASGD
 from .lbfgs import LBFGS
@@ -20,6 +21,6 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "LBFGS", "ASGD", "Rprop", "Adafactor", "SparseAdam",
+           "NAdam", "RAdam", "LBFGS", "ASGD", "Rprop", "Adafactor", "SparseAdam", "Muon",
            "lr_scheduler", "swa_utils", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
