@@ -308,3 +308,27 @@ def test_muon_matches_torch(kwargs):
     got, _ = _run(ember, optim.Muon, kwargs, init, grads)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_swap_in_optimizer_params_and_state():
+    live = ember.tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.SGD([live], lr=0.1, momentum=0.9)
+    live.grad = ember.tensor([1.0, 1.0])
+    opt.step()
+    saved = opt.state_dict()
+    other = ember.tensor([10.0, 20.0], requires_grad=True)
+    other.grad = ember.tensor([1.0, -1.0])
+    swapped_state = {"state": {0: {"momentum_buffer": ember.tensor([2.0, 2.0])}},
+                     "param_groups": [dict(saved["param_groups"][0], lr=1.0)]}
+    with optim.swap_in_optimizer_params_and_state(opt, {"w": other}, swapped_state):
+        opt.step()
+        assert opt.param_groups[0]["params"][0] is other
+    # other moved by lr=1.0 * (0.9 * buf + grad); the swapped-in buffer was updated in place
+    np.testing.assert_allclose(other.detach().numpy(), [10.0 - 2.8, 20.0 - 0.8], rtol=1e-6)
+    np.testing.assert_allclose(swapped_state["state"][0]["momentum_buffer"].numpy(),
+                               [2.8, 0.8], rtol=1e-6)
+    assert opt.param_groups[0]["params"][0] is live and opt.param_groups[0]["lr"] == 0.1
+    np.testing.assert_allclose(opt.state[live]["momentum_buffer"].numpy(), [1.0, 1.0])
+    with pytest.raises(RuntimeError, match="requires initialized optimizer state"):
+        with optim.swap_in_optimizer_params_and_state(optim.SGD([other], lr=0.1), {}, saved):
+            pass

@@ -8,6 +8,7 @@ from . import lr_scheduler, swa_utils
 from ._adafactor import Adafactor
 from ._composed import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
 from ._muon import Muon
+from ._stateless import swap_in_optimizer_params_and_state
 from .adam import Adam, AdamW
 from .asgd import ASGD
 from .lbfgs import LBFGS
@@ -22,5 +23,5 @@ from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
            "NAdam", "RAdam", "LBFGS", "ASGD", "Rprop", "Adafactor", "SparseAdam", "Muon",
-           "lr_scheduler", "swa_utils", "register_optimizer_step_pre_hook",
-           "register_optimizer_step_post_hook"]
+           "lr_scheduler", "swa_utils", "swap_in_optimizer_params_and_state",
+           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
