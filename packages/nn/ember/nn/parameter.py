@@ -16,14 +16,11 @@ __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer
            "is_lazy"]
 
 
-def _make_subclass(cls, data: Tensor, requires_grad: bool) -> Tensor:
+def _make_subclass(cls, data, requires_grad: bool) -> Tensor:
     """An instance of ``cls`` (a Tensor subclass) over ``data``'s storage, detached."""
     if not isinstance(data, Tensor):
         raise TypeError(f"{cls.__name__}: expected a Tensor as data, got {type(data).__name__}")
-    obj = Tensor.__new__(cls)
-    Tensor.__init__(obj, data)
-    obj.requires_grad_(requires_grad)
-    return obj
+    return Tensor._make_subclass(cls, data, requires_grad)
 
 
 class Parameter(Tensor):
