@@ -443,3 +443,67 @@ def test_attention_factory_kwargs_common_types_hardtanh():
     with pytest.warns(FutureWarning, match="min_value"):
         h = nn.Hardtanh(min_value=-2.0)
     assert h.min_val == -2.0
+
+
+# ---- Module methods torch programs call ----
+class _WithExtra(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.counter = 0
+
+    def get_extra_state(self):
+        return {"counter": self.counter}
+
+    def set_extra_state(self, state):
+        self.counter = state["counter"]
+
+
+def test_extra_state_round_trip():
+    a = _WithExtra()
+    a.counter = 7
+    sd = a.state_dict()
+    assert sd["_extra_state"] == {"counter": 7}
+    b = _WithExtra()
+    b.load_state_dict(sd)
+    assert b.counter == 7
+    del sd["_extra_state"]
+    with pytest.raises(RuntimeError, match='Missing key.*"_extra_state"'):
+        b.load_state_dict(sd)
+    with pytest.raises(RuntimeError, match='Unexpected key.*"0._extra_state"'):
+        nn.Sequential(nn.Linear(2, 2)).load_state_dict(
+            {"0.weight": ember.zeros(2, 2), "0.bias": ember.zeros(2), "0._extra_state": 1})
+
+
+def test_state_dict_hooks_and_load_post_hook():
+    m = nn.Linear(2, 2)
+    seen = []
+    m.register_state_dict_pre_hook(lambda mod, prefix, keep_vars: seen.append(("pre", prefix)))
+    m.register_state_dict_post_hook(lambda mod, sd, prefix, meta: seen.append(("post", len(sd))))
+    m.state_dict()
+    assert seen == [("pre", ""), ("post", 2)]
+
+    def forgive(module, incompatible):
+        incompatible.missing_keys.clear()
+
+    m.register_load_state_dict_post_hook(forgive)
+    result = m.load_state_dict({"weight": ember.zeros(2, 2)}, strict=False)
+    assert result.missing_keys == []
+    m.register_state_dict_post_hook(lambda *a: 1)
+    with pytest.raises(RuntimeError, match="must return None"):
+        m.state_dict()
+
+
+def test_set_submodule_to_empty_compile():
+    model = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU()))
+    model.set_submodule("1.0", nn.Tanh())
+    assert isinstance(model[1][0], nn.Tanh)
+    with pytest.raises(AttributeError, match="has no attribute `extra`"):
+        model.set_submodule("1.extra", nn.ReLU(), strict=True)
+    model.set_submodule("1.extra", nn.ReLU())
+    assert isinstance(model[1].extra, nn.ReLU)
+    weight = model[0].weight
+    model.to_empty(device="cpu")
+    assert model[0].weight is weight and tuple(weight.shape) == (3, 2)
+    assert model.compile() is None
+    assert tuple(model(ember.ones(1, 2)).shape) == (1, 3)

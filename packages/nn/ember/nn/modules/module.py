@@ -225,6 +225,21 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target, module, strict=False):
+        """Replace (or, unless ``strict``, add) the submodule at dotted path ``target``."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        *path, name = target.split(".")
+        parent = self.get_submodule(".".join(path))
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        if hasattr(parent, name):
+            if not isinstance(getattr(parent, name), Module):
+                raise AttributeError("`" + name + "` is not an nn.Module")
+        elif strict:
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        setattr(parent, name, module)
+
     def get_parameter(self, target):
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
@@ -429,6 +444,37 @@ class Module:
                 self._buffers[key] = fn(b)
         return self
 
+    def to_empty(self, *, device, recurse=True):
+        """Move the parameters and buffers to ``device`` without copying their values (new,
+        uninitialised storage), e.g. after building a model to load a checkpoint into."""
+        def empty(t):
+            return ember.empty(tuple(t.shape), dtype=t.dtype, device=device)
+
+        if recurse:
+            return self._apply(empty)
+        with ember.no_grad():
+            for p in self._parameters.values():
+                if p is not None:
+                    p.data = empty(p)
+        for key, b in self._buffers.items():
+            if b is not None:
+                self._buffers[key] = empty(b)
+        return self
+
+    def compile(self, *args, **kwargs):
+        """torch compiles the module's forward; ember runs it as it is (a no-op, so programs
+        that call it run unchanged)."""
+        return None
+
+    def xpu(self, device=None):
+        raise RuntimeError("Module.xpu(): ember has no XPU backend")
+
+    def ipu(self, device=None):
+        raise RuntimeError("Module.ipu(): ember has no IPU backend")
+
+    def mtia(self, device=None):
+        raise RuntimeError("Module.mtia(): ember has no MTIA backend")
+
     def to(self, *args, **kwargs):
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
@@ -486,6 +532,54 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+
+    def get_extra_state(self):
+        """State beyond parameters and buffers for the state_dict (``<prefix>_extra_state``):
+        a subclass that overrides this (and set_extra_state) has it saved and loaded."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called. Please file an issue.")
+
+    def set_extra_state(self, state):
+        """Restore what get_extra_state returned."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called. Please file an issue.")
+
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` before this module's state_dict is taken."""
+        hooks = self.__dict__.setdefault("_state_dict_pre_hooks", OrderedDict())
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        return h
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata) -> None`` after it is taken."""
+        def post_hook(module, state_dict, prefix, local_metadata):
+            if hook(module, state_dict, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+
+        h = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[h.id] = post_hook
+        return h
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys) -> None`` after load_state_dict loaded this
+        module; it may edit ``incompatible_keys.missing_keys`` / ``unexpected_keys``."""
+        hooks = self.__dict__.setdefault("_load_state_dict_post_hooks", OrderedDict())
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        return h
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        h = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[h.id] = hook
+        return h
+
+    def _register_state_dict_hook(self, hook):
+        return self.register_state_dict_hook(hook)
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         if args:  # the positional (destination, prefix, keep_vars) form
@@ -497,6 +591,8 @@ class Module:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
+        for hook in self.__dict__.get("_state_dict_pre_hooks", {}).values():
+            hook(self, prefix, keep_vars)
         meta = getattr(destination, "_metadata", None)
         if meta is not None:
             meta[prefix[:-1]] = {"version": self._version}
@@ -547,9 +643,17 @@ class Module:
                                   "dimensions in the checkpoint are "
                                   f"{_size_str(input_param.shape)}, an exception occurred : "
                                   f"{ex.args}.")
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if _overrides(self, "set_extra_state"):
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict.keys():
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_key:
                     input_name = key[len(prefix):].split(".", 1)
                     if input_name[0] not in self._modules and input_name[0] not in local:
                         unexpected_keys.append(key)
@@ -570,6 +674,13 @@ class Module:
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in module.__dict__.get("_load_state_dict_post_hooks", {}).values():
+                if hook(module, incompatible) is not None:
+                    raise AssertionError("Hooks registered with "
+                                         "``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys "
+                                         "need to be modified, it should be done inplace.")
 
         load(self)
         if strict:
@@ -734,6 +845,14 @@ class _PackedParam:
 
     def __setstate__(self, state):
         self.data, self.requires_grad = state
+
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+
+def _overrides(module, name):
+    """Whether ``module``'s class overrides Module.<name> (get/set_extra_state)."""
+    return getattr(type(module), name) is not getattr(Module, name)
 
 
 def _size_str(shape):
