@@ -332,3 +332,27 @@ def test_swap_in_optimizer_params_and_state():
     with pytest.raises(RuntimeError, match="requires initialized optimizer state"):
         with optim.swap_in_optimizer_params_and_state(optim.SGD([other], lr=0.1), {}, saved):
             pass
+
+
+def test_optimizer_state_dict_hooks():
+    p = ember.ones(2, requires_grad=True)
+    opt = optim.SGD([p], lr=0.1)
+    calls = []
+    opt.register_state_dict_pre_hook(lambda o: calls.append("pre"))
+    opt.register_state_dict_post_hook(lambda o, sd: dict(sd, extra=1))
+    sd = opt.state_dict()
+    assert calls == ["pre"] and sd["extra"] == 1
+
+    def rename_lr(o, sd):
+        sd = dict(sd)
+        sd["param_groups"] = [dict(g, lr=0.5) for g in sd["param_groups"]]
+        return sd
+
+    opt.register_load_state_dict_pre_hook(rename_lr)
+    h = opt.register_load_state_dict_post_hook(lambda o: calls.append("loaded"))
+    opt.register_load_state_dict_post_hook(lambda o: calls.append("first"), prepend=True)
+    opt.load_state_dict(sd)
+    assert opt.param_groups[0]["lr"] == 0.5 and calls == ["pre", "first", "loaded"]
+    h.remove()
+    opt.load_state_dict(sd)
+    assert calls == ["pre", "first", "loaded", "first"]
