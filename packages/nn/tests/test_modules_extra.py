@@ -507,3 +507,16 @@ def test_set_submodule_to_empty_compile():
     assert model[0].weight is weight and tuple(weight.shape) == (3, 2)
     assert model.compile() is None
     assert tuple(model(ember.ones(1, 2)).shape) == (1, 3)
+
+
+def test_conv_tbc_by_hand_and_native_channel_shuffle():
+    x = RNG.standard_normal((6, 2, 3))
+    w = RNG.standard_normal((2, 3, 4))
+    b = RNG.standard_normal(4)
+    got = F.conv_tbc(_t(x), _t(w), _t(b), 1).numpy()
+    xp = np.pad(x, ((1, 1), (0, 0), (0, 0)))
+    want = np.stack([sum(xp[t + k] @ w[k] for k in range(2)) + b for t in range(7)])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    y = _t(np.arange(6.0).reshape(1, 6, 1))
+    np.testing.assert_array_equal(F.native_channel_shuffle(y, 2).numpy().ravel(),
+                                  [0, 3, 1, 4, 2, 5])

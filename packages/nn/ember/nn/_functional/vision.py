@@ -236,3 +236,6 @@ def upsample_nearest(input, size=None, scale_factor=None):
 def upsample_bilinear(input, size=None, scale_factor=None):
     """Deprecated in torch: ``interpolate(..., mode='bilinear', align_corners=True)``."""
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+native_channel_shuffle = channel_shuffle  # torch's name of the kernel form; the same result
