@@ -520,3 +520,28 @@ def test_conv_tbc_by_hand_and_native_channel_shuffle():
     y = _t(np.arange(6.0).reshape(1, 6, 1))
     np.testing.assert_array_equal(F.native_channel_shuffle(y, 2).numpy().ravel(),
                                   [0, 3, 1, 4, 2, 5])
+
+
+def test_multi_head_attention_forward_matches_module_and_torch():
+    e, h, lq, lk, n = 8, 2, 3, 4, 2
+    m = nn.MultiheadAttention(e, h, add_bias_kv=True, add_zero_attn=True).double()
+    q, k, v = (_t(RNG.standard_normal(s)) for s in ((lq, n, e), (lk, n, e), (lk, n, e)))
+    kpm = ember.tensor([[False, False, True, False], [False, True, False, False]])
+    args = (q, k, v, e, h, m.in_proj_weight, m.in_proj_bias, m.bias_k, m.bias_v, True, 0.0,
+            m.out_proj.weight, m.out_proj.bias)
+    out, w = F.multi_head_attention_forward(*args, training=False, key_padding_mask=kpm)
+    mo, mw = m.eval()(q, k, v, key_padding_mask=kpm)
+    np.testing.assert_allclose(out.detach().numpy(), mo.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.detach().numpy(), mw.detach().numpy(), rtol=1e-12)
+    # the weights are a distribution over the keys, the padded one getting none
+    np.testing.assert_allclose(w.detach().numpy().sum(-1), 1.0, rtol=1e-12)
+    assert np.all(w.detach().numpy()[0, :, 2] == 0)
+    torch = pytest.importorskip("torch")
+    t_args = [torch.tensor(a.detach().numpy()) if isinstance(a, ember.Tensor) else a
+              for a in args]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        to, tw = torch.nn.functional.multi_head_attention_forward(
+            *t_args, training=False, key_padding_mask=torch.tensor(kpm.numpy()))
+    np.testing.assert_allclose(out.detach().numpy(), to.numpy(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(w.detach().numpy(), tw.numpy(), rtol=1e-10, atol=1e-14)

@@ -73,7 +73,10 @@ from ._functional.activation import (  # noqa: F401
     threshold,
     threshold_,
 )
-from ._functional.attention import scaled_dot_product_attention  # noqa: F401
+from ._functional.attention import (  # noqa: F401
+    multi_head_attention_forward,
+    scaled_dot_product_attention,
+)
 from ._functional.conv import (  # noqa: F401
     conv1d,
     conv2d,
