@@ -99,6 +99,17 @@ def _cuda_array_interface(self):
     return _C._cuda_array_interface(self, typestr(self.dtype))
 
 
+def _make_subclass(cls, data, require_grad=False):
+    """torch.Tensor._make_subclass: an instance of ``cls`` (a Tensor subclass) over ``data``'s
+    storage, detached, with ``requires_grad=require_grad`` (how nn.Parameter is built)."""
+    if not isinstance(data, _C.Tensor):
+        raise TypeError(f"_make_subclass(): data must be a Tensor, not {type(data).__name__}")
+    obj = _C.Tensor.__new__(cls)
+    _C.Tensor.__init__(obj, data)
+    obj.requires_grad_(require_grad)
+    return obj
+
+
 def install(cls) -> None:
     cls.__array_namespace__ = _array_namespace
     cls.to_device = _to_device
@@ -109,6 +120,7 @@ def install(cls) -> None:
     cls.__format__ = _format
     cls.__reduce_ex__ = _reduce_ex
     cls.__array_priority__ = 1000  # NumPy defers to ember in mixed binary operators
+    cls._make_subclass = staticmethod(_make_subclass)
     cls.__module__ = "ember"
     for name in NEVER:
         setattr(cls, name, property(_never, doc=f"{name}: always False for an ember tensor"))

@@ -73,24 +73,29 @@ from ._functional.activation import (  # noqa: F401
     threshold,
     threshold_,
 )
-from ._functional.attention import scaled_dot_product_attention  # noqa: F401
+from ._functional.attention import (  # noqa: F401
+    multi_head_attention_forward,
+    scaled_dot_product_attention,
+)
 from ._functional.conv import (  # noqa: F401
     conv1d,
     conv2d,
     conv3d,
+    conv_tbc,
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
     fold,
     unfold,
 )
-from ._functional.distance import cosine_similarity, pairwise_distance  # noqa: F401
+from ._functional.distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401
 from ._functional.dropout import (  # noqa: F401
     alpha_dropout,
     dropout,
     dropout1d,
     dropout2d,
     dropout3d,
+    feature_alpha_dropout,
 )
 from ._functional.linear import bilinear, linear  # noqa: F401
 from ._functional.loss import (  # noqa: F401
@@ -104,6 +109,7 @@ from ._functional.loss import (  # noqa: F401
     huber_loss,
     kl_div,
     l1_loss,
+    linear_cross_entropy,
     margin_ranking_loss,
     mse_loss,
     multi_margin_loss,
@@ -130,16 +136,27 @@ from ._functional.pooling import (  # noqa: F401
     adaptive_avg_pool2d,
     adaptive_avg_pool3d,
     adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
     adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
     adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
     lp_pool1d,
     lp_pool2d,
+    lp_pool3d,
     max_pool1d,
+    max_pool1d_with_indices,
     max_pool2d,
+    max_pool2d_with_indices,
     max_pool3d,
+    max_pool3d_with_indices,
     max_unpool1d,
     max_unpool2d,
     max_unpool3d,
@@ -150,7 +167,10 @@ from ._functional.vision import (  # noqa: F401
     channel_shuffle,
     grid_sample,
     interpolate,
+    native_channel_shuffle,
     pixel_shuffle,
     pixel_unshuffle,
     upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )

@@ -231,12 +231,30 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     return tensor
 
 
+def _make_deprecate(meth):
+    """torch's pre-underscore name of ``meth``: the same initialiser, with a FutureWarning."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__name__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: use :func:`{new_name}`."
+    return deprecated_init
+
+
 # the pre-underscore (deprecated) names torch still has
-uniform = uniform_
-normal = normal_
-constant = constant_
-xavier_uniform = xavier_uniform_
-xavier_normal = xavier_normal_
-kaiming_uniform = kaiming_uniform_
-kaiming_normal = kaiming_normal_
-orthogonal = orthogonal_
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

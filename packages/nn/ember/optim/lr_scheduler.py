@@ -13,7 +13,8 @@ from collections import Counter
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR", "ChainedScheduler",
-           "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR"]
+           "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR",
+           "CyclicLR"]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -694,3 +695,123 @@ class OneCycleLR(LRScheduler):
                 else:
                     group["momentum"] = mom
         return lrs
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rate (Smith 2017): the lr goes from ``base_lr`` up to ``max_lr`` in
+    ``step_size_up`` steps and back in ``step_size_down``, scaled per ``mode`` ('triangular',
+    'triangular2', 'exp_range') or ``scale_fn``; momentum (or Adam's beta1) cycles the other
+    way when ``cycle_momentum``. Stepped after every batch."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn=None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum=0.8, max_momentum=0.9,
+                 last_epoch: int = -1, verbose="deprecated"):
+        if not hasattr(optimizer, "param_groups"):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m_mom, b_mom, group in zip(self.max_momentums, self.base_momentums,
+                                               optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m_mom, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m_mom
+                    group["max_momentum"] = m_mom
+                    group["base_momentum"] = b_mom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = functools.partial(self._exp_range_scale_fn, self.gamma)
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x) -> float:
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    @staticmethod
+    def _triangular_scale_fn(x: float) -> float:
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x: float) -> float:
+        return 1 / (2.0 ** (x - 1))
+
+    @staticmethod
+    def _exp_range_scale_fn(gamma: float, x: float) -> float:
+        return gamma ** x
+
+    def get_lr(self):
+        self._warn_get_lr()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base + (top - base) * scale_factor * scale
+               for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, base, top in zip(self.optimizer.param_groups, self.base_momentums,
+                                        self.max_momentums):
+                momentum = top - (top - base) * scale_factor * scale
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            # a callable object's state is saved; a function or lambda is not picklable state
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()

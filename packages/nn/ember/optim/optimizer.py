@@ -234,6 +234,8 @@ class Optimizer:
     def state_dict(self) -> dict[str, Any]:
         """torch's format: ``state`` keyed by parameter index (counted across groups in order),
         ``param_groups`` with ``params`` as lists of those indices. Tensors are references."""
+        for pre_hook in self._hooks("_optimizer_state_dict_pre_hooks").values():
+            pre_hook(self)
         mapping: dict[int, int] = {}
         start = 0
 
@@ -249,11 +251,20 @@ class Optimizer:
         groups = [pack(g) for g in self.param_groups]
         state = {(mapping[id(k)] if isinstance(k, ember.Tensor) else k): v
                  for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._hooks("_optimizer_state_dict_post_hooks").values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state_dict from :meth:`state_dict`. State tensors are copied to their
         parameter's device and cast to its dtype (``step`` keeps its own)."""
+        for pre_hook in self._hooks("_optimizer_load_state_dict_pre_hooks").values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -293,6 +304,36 @@ class Optimizer:
             saved["params"] = group["params"]
             new_groups.append(saved)
         self.__setstate__({"state": state, "param_groups": new_groups})
+        for post_hook in self._hooks("_optimizer_load_state_dict_post_hooks").values():
+            post_hook(self)
+
+    # ---- state_dict hooks (torch's four) ----
+    def _hooks(self, name: str) -> OrderedDict:
+        return self.__dict__.setdefault(name, OrderedDict())
+
+    def _register_hook(self, name: str, hook: Callable, prepend: bool) -> RemovableHandle:
+        hooks = self._hooks(name)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(optimizer)`` before state_dict() builds its result."""
+        return self._register_hook("_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(optimizer, state_dict) -> None or a new state_dict`` after it."""
+        return self._register_hook("_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(optimizer, state_dict) -> None or the state_dict to load`` before loading."""
+        return self._register_hook("_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(optimizer)`` after load_state_dict()."""
+        return self._register_hook("_optimizer_load_state_dict_post_hooks", hook, prepend)
 
 
 def _grads_of(group):

@@ -317,6 +317,10 @@ void register_tensor(py::module_& m) {
   });
   auto cls = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>(m, "Tensor", py::dynamic_attr(),
                                                                   py::buffer_protocol());
+  // Tensor(data): a new tensor over data's storage, detached (torch's legacy constructor given a
+  // tensor). It is what lets a Python subclass (nn.Parameter, a user's class) be instantiated:
+  // each Python object owns its own TensorImpl, sharing the data.
+  cls.def(py::init([](const Tensor& data) { return alias(data); }), py::arg("data"));
   cls.def_property_readonly("shape", [](const Tensor& t) {
         return g_module->attr("Size")(py::tuple(py::cast(t->sizes)));  // ember.Size, as torch.Size
       })

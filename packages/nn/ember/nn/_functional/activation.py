@@ -264,6 +264,8 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 def leaky_relu_(input, negative_slope=0.01):
     return leaky_relu(input, negative_slope, inplace=True)
 
+# ---------------------------------------------------------------------------------------------
+# torch's in-place function forms (F.elu_ ...): the inplace=True call of each activation
 
 def elu_(input, alpha=1.0):
     return elu(input, alpha, inplace=True)
@@ -275,6 +277,22 @@ def selu_(input):
 
 def celu_(input, alpha=1.0):
     return celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold_value, value):
+    return threshold(input, threshold_value, value, inplace=True)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):

@@ -70,3 +70,22 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     opad = [os_[i] - natural[i] for i in range(2)]
     out = ember.conv_transpose2d(cols, w, None, st, pd, opad, c, dl)
     return out if batched else out.squeeze(0)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-d convolution in time-batch-channel layout: ``input`` (T, B, C_in), ``weight``
+    (K, C_in, C_out), ``bias`` (C_out,) -> (T + 2 * pad - K + 1, B, C_out)."""
+    if input.dim() != 3:
+        raise RuntimeError(f"Input must have 3 dims: time, batch, in_channel (got "
+                           f"{input.dim()})")
+    if weight.dim() != 3:
+        raise RuntimeError(f"Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           f"out_channels (got {weight.dim()})")
+    if bias.dim() != 1:
+        raise RuntimeError(f"Bias must be 1-D (got {bias.dim()})")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return out.permute(2, 0, 1)

@@ -67,3 +67,23 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     b = -a * alpha_p * p
     out = (input * keep + alpha_p * (1 - keep)) * a + b
     return input.copy_(out) if inplace else out
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout with one mask value per (sample, channel): whole feature maps are set to
+    SELU's negative saturation value, keeping the mean and variance (torch's formula)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+        return input.copy_(out) if inplace else out
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    alpha_p = -_SELU_ALPHA * _SELU_SCALE
+    noise_shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    keep = ember.empty(noise_shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    out = (input * keep + alpha_p * (1 - keep)) * a + b
+    return input.copy_(out) if inplace else out

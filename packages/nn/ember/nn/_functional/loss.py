@@ -393,3 +393,45 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if input.dim() < 2:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
+                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)`` with torch's
+    checks; ``linear_weight`` is ``(num_classes, *out_features, in_features)``. ember runs
+    torch's reference path whatever ``options`` says (no chunking)."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    num_batches = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {input.shape[-1]} and "
+                           f"{linear_weight.shape[-1]}, respectively")
+    num_classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not num_batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, "
+                           f"(N, {in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*num_batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains "
+                           "probabilities")
+    ignore_index = ignore_index if ignore_index is not None else -100
+    from .linear import linear
+
+    rows = math.prod(out_features) * num_classes
+    logits = linear(
+        input, linear_weight.reshape(rows, in_features),
+        None if linear_bias is None else linear_bias.reshape(rows))
+    return cross_entropy(logits.reshape(logits_shape), target, weight=weight,
+                         reduction=reduction, ignore_index=ignore_index,
+                         label_smoothing=label_smoothing)

@@ -135,3 +135,127 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _always_with_indices(fn, name):
+    def with_indices(input, *args, **kwargs):
+        kwargs["return_indices"] = True
+        return fn(input, *args, **kwargs)
+
+    with_indices.__name__ = name
+    with_indices.__doc__ = f"``{fn.__name__}(..., return_indices=True)``: (values, indices)."
+    return with_indices
+
+
+max_pool1d_with_indices = _always_with_indices(max_pool1d, "max_pool1d_with_indices")
+max_pool2d_with_indices = _always_with_indices(max_pool2d, "max_pool2d_with_indices")
+max_pool3d_with_indices = _always_with_indices(max_pool3d, "max_pool3d_with_indices")
+adaptive_max_pool1d_with_indices = _always_with_indices(adaptive_max_pool1d,
+                                                        "adaptive_max_pool1d_with_indices")
+adaptive_max_pool2d_with_indices = _always_with_indices(adaptive_max_pool2d,
+                                                        "adaptive_max_pool2d_with_indices")
+adaptive_max_pool3d_with_indices = _always_with_indices(adaptive_max_pool3d,
+                                                        "adaptive_max_pool3d_with_indices")
+
+
+# ---------------------------------------------------------------------------------------------
+# fractional max pooling (Graham 2014): pseudo-random window starts, one draw per plane
+
+def _fractional_starts(samples, input_size, output_size, pool_size):
+    """torch's generate_intervals for each plane: ``samples`` (N, C) in [0, 1), computed in the
+    input's dtype as torch does, so the same samples give the same windows. -> (N, C, out)."""
+    n, c = samples.shape
+    if output_size == 1:
+        return ember.full((n, c, 1), input_size - pool_size, dtype=ember.int64,
+                          device=samples.device)
+    alpha = ember.tensor(input_size - pool_size, dtype=samples.dtype) / (output_size - 1)
+    alpha = alpha.to(samples.device)
+    i = ember.arange(output_size - 1, dtype=samples.dtype, device=samples.device)
+    s = samples.unsqueeze(-1)
+    starts = ((i + s) * alpha).to(ember.int64) - (s * alpha).to(ember.int64)
+    last = ember.full((n, c, 1), input_size - pool_size, dtype=ember.int64,
+                      device=samples.device)
+    return ember.cat([starts, last], dim=-1)
+
+
+def _fractional_max_pool(k, input, kernel_size, output_size, output_ratio, return_indices,
+                         _random_samples):
+    name = f"fractional_max_pool{k}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an "
+                         "output_ratio")
+    unbatched = input.dim() == k + 1
+    if input.dim() not in (k + 1, k + 2):
+        raise RuntimeError(f"{name}(): Expected {k + 1}D or {k + 2}D tensor, but got "
+                           f"{input.dim()}D")
+    x = input.unsqueeze(0) if unbatched else input
+    ks = _ntuple(kernel_size, k)
+    spatial = tuple(x.shape[-k:])
+    if output_size is None:
+        ratio = _ntuple(output_ratio, k)
+        output_size = tuple(int(spatial[d] * ratio[d]) for d in range(k))
+    out = _ntuple(output_size, k)
+    for d in range(k):
+        if out[d] + ks[d] - 1 > spatial[d]:
+            raise RuntimeError(f"{name}(): pool size {ks[d]} too large relative to output "
+                               f"size {out[d]} and input size {spatial[d]}")
+    n, c = x.shape[0], x.shape[1]
+    if _random_samples is None:
+        _random_samples = ember.rand(n, c, k, dtype=x.dtype, device=x.device)
+    elif unbatched and _random_samples.dim() == 2:
+        _random_samples = _random_samples.unsqueeze(0)
+    # torch's sample order: 2-d (width, height), 3-d (time, height, width)
+    order = (1, 0) if k == 2 else tuple(range(k))
+    starts = [_fractional_starts(_random_samples[:, :, order[d]], spatial[d], out[d], ks[d])
+              for d in range(k)]
+    # flat index into each plane of every window element: (N, C, *out, *ks)
+    strides = [math.prod(spatial[d + 1:]) for d in range(k)]
+    total = k + k
+    index = None
+    for d in range(k):
+        shape_o = [n, c] + [1] * total
+        shape_o[2 + d] = out[d]
+        offs = ember.arange(ks[d], device=x.device).reshape([1] * (2 + k + d) + [ks[d]]
+                                                             + [1] * (k - d - 1))
+        term = (starts[d].reshape(shape_o) + offs) * strides[d]
+        index = term if index is None else index + term
+    index = index.expand(n, c, *out, *ks).reshape(n, c, -1)
+    window = math.prod(ks)
+    values = x.reshape(n, c, -1).gather(2, index).reshape(n, c, *out, window)
+    result, arg = values.max(dim=-1)
+    if unbatched:
+        result = result.squeeze(0)
+    if not return_indices:
+        return result
+    indices = index.reshape(n, c, *out, window).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    return result, (indices.squeeze(0) if unbatched else indices)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)

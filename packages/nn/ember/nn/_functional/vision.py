@@ -226,3 +226,16 @@ def channel_shuffle(input, groups):
     rest = tuple(input.shape[2:])
     return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(
         tuple(input.shape))
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated in torch: ``interpolate(input, size, scale_factor, mode='nearest')``."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated in torch: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+native_channel_shuffle = channel_shuffle  # torch's name of the kernel form; the same result

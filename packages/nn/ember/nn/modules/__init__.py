@@ -1,5 +1,17 @@
 """Every nn module class, re-exported by ember.nn."""
 
+# torch.nn.modules' submodules that hold no class of their own here, imported so that
+# ``ember.nn.modules.pixelshuffle`` etc. are attributes after ``import ember.nn``, as in torch
+from . import (  # noqa: F401,E402
+    batchnorm,
+    channelshuffle,
+    distance,
+    fold,
+    instancenorm,
+    pixelshuffle,
+    upsampling,
+    utils,
+)
 from .activation import (
     CELU,
     ELU,
@@ -29,7 +41,10 @@ from .activation import (
     Tanhshrink,
     Threshold,
 )
+from .adaptive import AdaptiveLogSoftmaxWithLoss
+from .batchnorm import SyncBatchNorm
 from .container import (
+    Container,
     ModuleDict,
     ModuleList,
     ParameterDict,
@@ -50,11 +65,13 @@ from .dropout import (
     Dropout1d,
     Dropout2d,
     Dropout3d,
+    FeatureAlphaDropout,
 )
 from .extra import (
     ChannelShuffle,
     LPPool1d,
     LPPool2d,
+    LPPool3d,
     MultiLabelMarginLoss,
     RReLU,
     TripletMarginWithDistanceLoss,
@@ -69,12 +86,31 @@ from .flatten import (
     Unflatten,
     Unfold,
     Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
+from .lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+    LazyModuleMixin,
 )
 from .linear import (
     Bilinear,
     Identity,
     Linear,
 )
+from .linear_cross_entropy_options import LinearCrossEntropyOptions
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -86,11 +122,13 @@ from .loss import (
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    LinearCrossEntropyLoss,
     MarginRankingLoss,
     MSELoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
@@ -103,6 +141,7 @@ from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
+    CrossMapLRN2d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
@@ -138,6 +177,8 @@ from .pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
@@ -169,6 +210,13 @@ from .transformer import (
 )
 
 __all__ = [
+    "AdaptiveLogSoftmaxWithLoss", "SyncBatchNorm", "Container", "FeatureAlphaDropout",
+    "LPPool3d", "UpsamplingBilinear2d", "UpsamplingNearest2d", "LazyBatchNorm1d",
+    "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+    "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "LazyModuleMixin",
+    "LinearCrossEntropyOptions", "LinearCrossEntropyLoss", "NLLLoss2d", "CrossMapLRN2d",
+    "FractionalMaxPool2d", "FractionalMaxPool3d",
     "ChannelShuffle", "LPPool1d", "LPPool2d", "MultiLabelMarginLoss", "RReLU",
     "TripletMarginWithDistanceLoss",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",

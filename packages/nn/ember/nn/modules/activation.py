@@ -38,10 +38,23 @@ class ReLU(Module):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
+                 max_value=None):
         super().__init__()
+        if min_value is not None:  # torch's old keyword names
+            import warnings
+
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            import warnings
+
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
         if max_val <= min_val:
-            raise AssertionError("max_val must be greater than min_val")
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):
@@ -268,3 +281,16 @@ class Softmax2d(Module):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
                              "instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+# torch defines these in this module; ember in ``extra`` and ``transformer`` (which import this
+# one), so they are found here on first access
+_ELSEWHERE = {"RReLU": "extra", "MultiheadAttention": "transformer"}
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{_ELSEWHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

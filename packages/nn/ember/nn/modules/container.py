@@ -402,3 +402,16 @@ class ParameterDict(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ParameterDict has no forward()")
+
+
+class Container(Module):
+    """torch's deprecated container: ``Container(name=module, ...)`` adds each as a child."""
+
+    def __init__(self, **kwargs):
+        import warnings
+
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now "
+                      "implemented in nn.Module. Subclass that instead.", stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)

@@ -167,3 +167,17 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 class ConvTranspose3d(_ConvTransposeNd):
     _k = 3
+
+
+# torch defines these in this module; ember in ``lazy`` (which imports this one), so they are
+# found here on first access
+_ELSEWHERE = ("LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+              "LazyConvTranspose2d", "LazyConvTranspose3d")
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        from . import lazy
+
+        return getattr(lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

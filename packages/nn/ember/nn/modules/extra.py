@@ -75,3 +75,7 @@ class TripletMarginWithDistanceLoss(_Loss):
 class MultiLabelMarginLoss(_Loss):
     def forward(self, input, target):
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class LPPool3d(_LPPoolNd):
+    _k = 3

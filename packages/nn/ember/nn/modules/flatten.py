@@ -134,3 +134,17 @@ class PairwiseDistance(Module):
 
     def forward(self, x1, x2):
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class UpsamplingNearest2d(Upsample):
+    """Upsample(mode='nearest') of 4-D input (torch's older name)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Upsample(mode='bilinear', align_corners=True) of 4-D input (torch's older name)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -75,3 +75,16 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+# torch defines these in this module; ember in ``lazy`` (which imports this one), so they are
+# found here on first access
+_ELSEWHERE = ("LazyLinear",)
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        from . import lazy
+
+        return getattr(lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

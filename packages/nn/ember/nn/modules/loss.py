@@ -199,3 +199,65 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                           self.reduction, self.zero_infinity)
+
+
+class NLLLoss2d(NLLLoss):
+    """torch's deprecated name of NLLLoss for (N, C, H, W) inputs."""
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """A Linear layer fused with cross_entropy (F.linear_cross_entropy): ``forward(input,
+    target)`` scores ``input`` with ``self.linear`` and returns the loss. ``out_features``
+    adds K dimensions to each class's score."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        import math
+
+        from .linear import Linear
+
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(self.out_features) * num_classes, bias=bias,
+                             device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        weight = self.linear.weight.reshape((self.num_classes, *self.out_features,
+                                             self.linear.in_features))
+        bias = (self.linear.bias.reshape((self.num_classes, *self.out_features))
+                if self.linear.bias is not None else None)
+        return F.linear_cross_entropy(input, weight, target, linear_bias=bias,
+                                      weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
+
+
+# torch defines these in this module; ember in ``extra`` (which imports this one), so they are
+# found here on first access
+_ELSEWHERE = ("MultiLabelMarginLoss", "TripletMarginWithDistanceLoss")
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        from . import extra
+
+        return getattr(extra, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,11 @@ from ..parameter import Parameter
 
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
 _global_forward_hooks: OrderedDict = OrderedDict()
+_global_backward_hooks: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
+_global_parameter_registration_hooks: OrderedDict = OrderedDict()
+_global_buffer_registration_hooks: OrderedDict = OrderedDict()
+_global_module_registration_hooks: OrderedDict = OrderedDict()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -60,6 +65,52 @@ def register_module_forward_hook(hook):
     h = RemovableHandle(_global_forward_hooks)
     _global_forward_hooks[h.id] = hook
     return h
+
+
+def _global_hook(hooks, hook):
+    h = RemovableHandle(hooks)
+    hooks[h.id] = hook
+    return h
+
+
+def register_module_full_backward_pre_hook(hook):
+    """``hook(module, grad_output)`` before every module's own backward pre-hooks."""
+    return _global_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """``hook(module, grad_input, grad_output)`` before every module's own backward hooks."""
+    return _global_hook(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook):
+    """torch's deprecated name: the full backward hook here."""
+    return register_module_full_backward_hook(hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """``hook(module, name, param) -> None or a new param``, on every parameter registration."""
+    return _global_hook(_global_parameter_registration_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook):
+    """``hook(module, name, buffer) -> None or a new buffer``, on every buffer registration."""
+    return _global_hook(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook):
+    """``hook(module, name, submodule) -> None or a new submodule``, on every submodule
+    registration."""
+    return _global_hook(_global_module_registration_hooks, hook)
+
+
+def _registered(hooks, module, name, value):
+    """``value`` after the global registration hooks (each may return a replacement)."""
+    for hook in hooks.values():
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
 
 
 def _addindent(s_, num_spaces):
@@ -116,7 +167,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        self._buffers[name] = tensor
+        self._buffers[name] = _registered(_global_buffer_registration_hooks, self, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -144,7 +195,8 @@ class Module:
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                 "created explicitly. To express '{name}' as a function of another Tensor, compute "
                 "the value in the forward() method.")
-        self._parameters[name] = param
+        self._parameters[name] = _registered(_global_parameter_registration_hooks, self, name,
+                                             param)
 
     def add_module(self, name, module):
         if not isinstance(module, Module) and module is not None:
@@ -157,7 +209,7 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = _registered(_global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -172,6 +224,21 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target, module, strict=False):
+        """Replace (or, unless ``strict``, add) the submodule at dotted path ``target``."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        *path, name = target.split(".")
+        parent = self.get_submodule(".".join(path))
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        if hasattr(parent, name):
+            if not isinstance(getattr(parent, name), Module):
+                raise AttributeError("`" + name + "` is not an nn.Module")
+        elif strict:
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        setattr(parent, name, module)
 
     def get_parameter(self, target):
         mod_path, _, name = target.rpartition(".")
@@ -225,7 +292,7 @@ class Module:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers,
                             self._non_persistent_buffers_set)
-                modules[name] = value
+                modules[name] = _registered(_global_module_registration_hooks, self, name, value)
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
@@ -377,6 +444,37 @@ class Module:
                 self._buffers[key] = fn(b)
         return self
 
+    def to_empty(self, *, device, recurse=True):
+        """Move the parameters and buffers to ``device`` without copying their values (new,
+        uninitialised storage), e.g. after building a model to load a checkpoint into."""
+        def empty(t):
+            return ember.empty(tuple(t.shape), dtype=t.dtype, device=device)
+
+        if recurse:
+            return self._apply(empty)
+        with ember.no_grad():
+            for p in self._parameters.values():
+                if p is not None:
+                    p.data = empty(p)
+        for key, b in self._buffers.items():
+            if b is not None:
+                self._buffers[key] = empty(b)
+        return self
+
+    def compile(self, *args, **kwargs):
+        """torch compiles the module's forward; ember runs it as it is (a no-op, so programs
+        that call it run unchanged)."""
+        return None
+
+    def xpu(self, device=None):
+        raise RuntimeError("Module.xpu(): ember has no XPU backend")
+
+    def ipu(self, device=None):
+        raise RuntimeError("Module.ipu(): ember has no IPU backend")
+
+    def mtia(self, device=None):
+        raise RuntimeError("Module.mtia(): ember has no MTIA backend")
+
     def to(self, *args, **kwargs):
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
@@ -434,6 +532,54 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+
+    def get_extra_state(self):
+        """State beyond parameters and buffers for the state_dict (``<prefix>_extra_state``):
+        a subclass that overrides this (and set_extra_state) has it saved and loaded."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called. Please file an issue.")
+
+    def set_extra_state(self, state):
+        """Restore what get_extra_state returned."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called. Please file an issue.")
+
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` before this module's state_dict is taken."""
+        hooks = self.__dict__.setdefault("_state_dict_pre_hooks", OrderedDict())
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        return h
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata) -> None`` after it is taken."""
+        def post_hook(module, state_dict, prefix, local_metadata):
+            if hook(module, state_dict, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+
+        h = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[h.id] = post_hook
+        return h
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys) -> None`` after load_state_dict loaded this
+        module; it may edit ``incompatible_keys.missing_keys`` / ``unexpected_keys``."""
+        hooks = self.__dict__.setdefault("_load_state_dict_post_hooks", OrderedDict())
+        h = RemovableHandle(hooks)
+        hooks[h.id] = hook
+        return h
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        h = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[h.id] = hook
+        return h
+
+    def _register_state_dict_hook(self, hook):
+        return self.register_state_dict_hook(hook)
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         if args:  # the positional (destination, prefix, keep_vars) form
@@ -445,6 +591,8 @@ class Module:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
+        for hook in self.__dict__.get("_state_dict_pre_hooks", {}).values():
+            hook(self, prefix, keep_vars)
         meta = getattr(destination, "_metadata", None)
         if meta is not None:
             meta[prefix[:-1]] = {"version": self._version}
@@ -495,9 +643,17 @@ class Module:
                                   "dimensions in the checkpoint are "
                                   f"{_size_str(input_param.shape)}, an exception occurred : "
                                   f"{ex.args}.")
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if _overrides(self, "set_extra_state"):
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict.keys():
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_key:
                     input_name = key[len(prefix):].split(".", 1)
                     if input_name[0] not in self._modules and input_name[0] not in local:
                         unexpected_keys.append(key)
@@ -518,6 +674,13 @@ class Module:
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in module.__dict__.get("_load_state_dict_post_hooks", {}).values():
+                if hook(module, incompatible) is not None:
+                    raise AssertionError("Hooks registered with "
+                                         "``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys "
+                                         "need to be modified, it should be done inplace.")
 
         load(self)
         if strict:
@@ -596,7 +759,8 @@ class Module:
                 r = hook(self, args)
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
-        bw = bool(self._backward_hooks or self._backward_pre_hooks)
+        bw = bool(self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks
+                  or _global_backward_pre_hooks)
         if bw:
             args = _BackwardHook.setup_input(self, args)
         try:
@@ -702,6 +866,14 @@ class _PackedParam:
         self.data, self.requires_grad = state
 
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+
+def _overrides(module, name):
+    """Whether ``module``'s class overrides Module.<name> (get/set_extra_state)."""
+    return getattr(type(module), name) is not getattr(Module, name)
+
+
 def _size_str(shape):
     return "torch.Size([" + ", ".join(str(int(s)) for s in shape) + "])"
 
@@ -762,7 +934,8 @@ class _BackwardHook:
             @staticmethod
             def backward(ctx, *grads):
                 go = tuple(grads)
-                for hook in module._backward_pre_hooks.values():
+                for hook in itertools.chain(_global_backward_pre_hooks.values(),
+                                            module._backward_pre_hooks.values()):
                     r = hook(module, go)
                     if r is not None:
                         go = tuple(r) if isinstance(r, (tuple, list)) else (r,)
@@ -781,7 +954,8 @@ class _BackwardHook:
     @staticmethod
     def _run(module, state, grad_input):
         go = state.get("grad_output")
-        for hook in module._backward_hooks.values():
+        for hook in itertools.chain(_global_backward_hooks.values(),
+                                    module._backward_hooks.values()):
             r = hook(module, grad_input, go)
             if r is not None:
                 grad_input = tuple(r) if isinstance(r, (tuple, list)) else (r,)

@@ -237,3 +237,63 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class CrossMapLRN2d(Module):
+    """torch's legacy (Lua torch) cross-channel LRN of 4-D input: ``x * (k + alpha / size *
+    sum of x^2 over neighbouring channels) ** -beta``, with torch's exact windows (channel 0's
+    square stays in every sum, as in torch's running-sum code) and torch's own backward."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             "instead.")
+        return _cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+def _channel_matrix(channels, include, input):
+    rows = [[1.0 if include(c, j) else 0.0 for j in range(channels)] for c in range(channels)]
+    return ember.tensor(rows, dtype=input.dtype, device=input.device)
+
+
+def _mix_channels(t, matrix):
+    """``out[:, c] = sum_j matrix[c, j] * t[:, j]`` for (N, C, H, W) tensors."""
+    return (t.permute(0, 2, 3, 1) @ matrix.t()).permute(0, 3, 1, 2)
+
+
+def _cross_map_lrn2d(input, size, alpha, beta, k):
+    from ember.autograd import Function
+
+    channels = input.shape[1]
+    pre_pad = int((size - 1) / 2 + 1)
+    inverse_pre_pad = int(size - (size - 1) / 2)
+    # forward windows: channel c sums squares j <= c + pre_pad - 1 and j >= c - pre_pad + 1,
+    # plus channel 0 always; backward windows: c - inverse_pre_pad <= j <= that + size - 1
+    fwd = _channel_matrix(channels, lambda c, j: j <= c + pre_pad - 1
+                          and (j == 0 or j >= c - pre_pad + 1), input)
+    bwd = _channel_matrix(channels, lambda c, j: c - inverse_pre_pad <= j
+                          <= c - inverse_pre_pad + size - 1, input)
+
+    class _CrossMapLRN2d(Function):
+        @staticmethod
+        def forward(ctx, x):
+            scale = _mix_channels(x * x, fwd) * (alpha / size) + k
+            out = scale.pow(-beta) * x
+            ctx.save_for_backward(x, out, scale)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, out, scale = ctx.saved_tensors
+            ratio = grad_output * out / scale
+            accum = _mix_channels(ratio, bwd)
+            return scale.pow(-beta) * grad_output - x * accum * (2 * alpha * beta / size)
+
+    return _CrossMapLRN2d.apply(input)

@@ -175,3 +175,54 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 class MaxUnpool3d(_MaxUnpoolNd):
     _k = 3
+
+
+class _FractionalMaxPoolNd(Module):
+    _k = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        k, name = self._k, type(self).__name__
+        self.kernel_size = _tuple(kernel_size, k)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _tuple(output_size, k) if output_size is not None else None
+        self.output_ratio = _tuple(output_ratio, k) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             "ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return getattr(F, f"fractional_max_pool{self._k}d")(
+            input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+            _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Max pooling over pseudo-random, overlapping windows (Graham, fractional max-pooling)."""
+
+    _k = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """The 3-d form of FractionalMaxPool2d."""
+
+    _k = 3
+
+
+# torch defines these in this module; ember in ``extra`` (which imports this one), so they are
+# found here on first access
+_ELSEWHERE = ("LPPool1d", "LPPool2d", "LPPool3d")
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        from . import extra
+
+        return getattr(extra, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

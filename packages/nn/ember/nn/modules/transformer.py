@@ -4,7 +4,6 @@ composed from Linear, LayerNorm, Dropout and F.scaled_dot_product_attention-styl
 from __future__ import annotations
 
 import copy
-import math
 
 import ember
 
@@ -20,35 +19,6 @@ from .normalization import LayerNorm
 
 class NonDynamicallyQuantizableLinear(Linear):
     pass
-
-
-def _additive(mask, dtype):
-    if mask is None:
-        return None
-    if mask.dtype == ember.bool:
-        return ember.where(mask, float("-inf"), 0.0).to(dtype)
-    return mask.to(dtype)
-
-
-def _pad_col(mask):
-    return None if mask is None else F.pad(mask, (0, 1))
-
-
-def _merge_masks(attn_mask, key_padding_mask, n, h, lq, lk, dtype):
-    """One additive float mask of shape (n, h, lq, lk) or None. Boolean masks: True = masked."""
-    mask = None
-    if attn_mask is not None:
-        if attn_mask.dtype == ember.bool:
-            attn_mask = ember.where(attn_mask, float("-inf"), 0.0).to(dtype)
-        mask = attn_mask.reshape(n, h, lq, lk) if attn_mask.dim() == 3 else attn_mask
-    if key_padding_mask is not None:
-        if key_padding_mask.dtype == ember.bool:
-            kpm = ember.where(key_padding_mask, float("-inf"), 0.0).to(dtype)
-        else:
-            kpm = key_padding_mask.to(dtype)
-        kpm = kpm.reshape(n, 1, 1, lk)
-        mask = kpm if mask is None else mask + kpm
-    return mask
 
 
 class MultiheadAttention(Module):
@@ -113,65 +83,21 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         batched = query.dim() == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
+        if batched and self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        lq, n, e = query.shape
-        lk = key.shape[0]
-        h, hd = self.num_heads, self.head_dim
-        if e != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
-                                 f"got {e}")
-        if self._qkv_same_embed_dim:
-            wq, wk, wv = self.in_proj_weight.chunk(3, 0)
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        bq = bk = bv = None
-        if self.in_proj_bias is not None:
-            bq, bk, bv = self.in_proj_bias.chunk(3, 0)
-        q = F.linear(query, wq, bq)
-        k = F.linear(key, wk, bk)
-        v = F.linear(value, wv, bv)
         if is_causal and attn_mask is None:
-            attn_mask = ember.ones(lq, lk, dtype=ember.bool, device=q.device).triu(1)
-        attn_mask = _additive(attn_mask, q.dtype)
-        key_padding_mask = _additive(key_padding_mask, q.dtype)
-        if self.bias_k is not None:
-            k = ember.cat([k, self.bias_k.expand(1, n, e)])
-            v = ember.cat([v, self.bias_v.expand(1, n, e)])
-            attn_mask, key_padding_mask = _pad_col(attn_mask), _pad_col(key_padding_mask)
-            lk += 1
-        # (L, N, E) -> (N, H, L, hd)
-        q = q.reshape(lq, n, h, hd).permute(1, 2, 0, 3)
-        k = k.reshape(lk, n, h, hd).permute(1, 2, 0, 3)
-        v = v.reshape(lk, n, h, hd).permute(1, 2, 0, 3)
-        if self.add_zero_attn:
-            z = ember.zeros(n, h, 1, hd, dtype=k.dtype, device=k.device)
-            k, v = ember.cat([k, z], 2), ember.cat([v, z], 2)
-            attn_mask, key_padding_mask = _pad_col(attn_mask), _pad_col(key_padding_mask)
-            lk += 1
-        mask = _merge_masks(attn_mask, key_padding_mask, n, h, lq, lk, q.dtype)
-        scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        if mask is not None:
-            scores = scores + mask
-        w = ember.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            w = F.dropout(w, self.dropout, True)
-        out = w.matmul(v)  # (N, H, Lq, hd)
-        out = out.permute(2, 0, 1, 3).reshape(lq, n, e)
-        out = self.out_proj(out)
+            lq, lk = query.shape[0], key.shape[0]
+            attn_mask = ember.ones(lq, lk, dtype=ember.bool, device=query.device).triu(1)
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights)
         if batched and self.batch_first:
             out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        weights = w.mean(1) if average_attn_weights else w
-        if not batched:
-            weights = weights.squeeze(0)
         return out, weights
 
 
