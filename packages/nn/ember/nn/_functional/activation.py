@@ -251,8 +251,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return input.copy_(out) if inplace else out
 
 
-# torch.nn.functional's in-place forms (torch._C._nn's `<name>_`): the activation with
-# inplace=True, torch's defaults
+# torch.nn.functional's in-place forms (torch._C._nn's `<name>_`, F.elu_ ...): the activation
+# with inplace=True, torch's defaults
 def threshold_(input, threshold, value):
     return globals()["threshold"](input, threshold, value, inplace=True)
 
@@ -264,8 +264,6 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 def leaky_relu_(input, negative_slope=0.01):
     return leaky_relu(input, negative_slope, inplace=True)
 
-# ---------------------------------------------------------------------------------------------
-# torch's in-place function forms (F.elu_ ...): the inplace=True call of each activation
 
 def elu_(input, alpha=1.0):
     return elu(input, alpha, inplace=True)
@@ -277,22 +275,6 @@ def selu_(input):
 
 def celu_(input, alpha=1.0):
     return celu(input, alpha, inplace=True)
-
-
-def selu_(input):
-    return selu(input, inplace=True)
-
-
-def leaky_relu_(input, negative_slope=0.01):
-    return leaky_relu(input, negative_slope, inplace=True)
-
-
-def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return hardtanh(input, min_val, max_val, inplace=True)
-
-
-def threshold_(input, threshold_value, value):
-    return threshold(input, threshold_value, value, inplace=True)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
