@@ -193,8 +193,12 @@ void uniform_(const Tensor& self, double from, double to, Generator* gen) {
     } else {  // float32, and the 16-bit floats through float32
       const float f = static_cast<float>(from), t = static_cast<float>(to);
       const float t_rounded = static_cast<float>(T(t));
+      // torch's kernel rounds u * (to - from) + from once (a fused multiply-add) where its
+      // vectorised CPU kernels run, as ember's do where fused_multiply_add() says so.
+      const bool fused = fused_multiply_add();
       fill_in_order<T>(self, [&](int64_t) {
-        const T v = T(g.next_float() * (t - f) + f);
+        const float u = g.next_float();
+        const T v = T(fused ? std::fma(u, t - f, f) : u * (t - f) + f);
         return static_cast<float>(v) == t_rounded ? T(f) : v;
       });
     }
