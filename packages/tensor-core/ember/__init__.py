@@ -102,6 +102,37 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
                               mmap=mmap, **kwargs)
 
 
+# Mixed precision (ember.amp) and the process-wide numerical settings, under torch's top-level
+# names. ember.amp registers the core's autocast hook when imported.
+from ember._global_flags import (  # noqa: E402,F401
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
+from ember.amp.autocast_mode import (  # noqa: E402,F401
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_available,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
+)
+
 # The core builds these Python objects for Tensor.device / Tensor.size() / Tensor.layout.
 _C._make_device, _C.Size, _C.strided = _make_device, Size, strided
 
@@ -145,6 +176,10 @@ _COMPONENTS = {
     "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
     "cpu": ("ember.cpu", "ember-tensor"),
     "backends": ("ember.backends", "ember-tensor"),
+    "amp": ("ember.amp", "ember-tensor"),
+    "accelerator": ("ember.accelerator", "ember-tensor"),
+    "testing": ("ember.testing", "ember-tensor"),
+    "profiler": ("ember.profiler", "ember-autograd"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),
 }

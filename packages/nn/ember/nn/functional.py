@@ -147,3 +147,10 @@ from ._functional.vision import (  # noqa: F401
     pixel_unshuffle,
     upsample,
 )
+
+# Autocast (ember.amp): the functions composed here that torch's autocast lists (linear, the
+# losses, layer_norm, ...) are cast as a whole inside an autocast region; outside, the wrapper
+# costs one flag check.
+from ember.amp.autocast_mode import wrap_functional as _wrap_for_autocast  # noqa: E402
+
+_wrap_for_autocast(globals())

@@ -156,3 +156,12 @@ def __getattr__(name: str):
 
         return random.default_generators
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __getattr__(name: str):
+    # ember.cuda.amp (torch.cuda.amp's spellings of ember.amp), imported on first touch
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.amp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
