@@ -21,8 +21,9 @@ import os
 import socket
 import time
 import warnings
+from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ember.autograd import profiler as _autograd_profiler
 from ember.autograd.profiler import record_function

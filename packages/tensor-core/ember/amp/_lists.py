@@ -74,7 +74,8 @@ _CUDA_BANNED = "binary_cross_entropy"
 BANNED_MESSAGE = (
     "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
     "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
-    "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "In this case, combine the two layers using "
+    "torch.nn.functional.binary_cross_entropy_with_logits\n"
     "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
     "safe to autocast.")
 

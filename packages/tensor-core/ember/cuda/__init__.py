@@ -155,12 +155,7 @@ def __getattr__(name: str):
         from ember.cuda import random
 
         return random.default_generators
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __getattr__(name: str):
-    # ember.cuda.amp (torch.cuda.amp's spellings of ember.amp), imported on first touch
-    if name == "amp":
+    if name == "amp":  # torch.cuda.amp's spellings of ember.amp, imported on first touch
         import importlib
 
         return importlib.import_module(f"{__name__}.amp")
