@@ -265,3 +265,19 @@ def test_no_warnings_outside_a_region():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ember.mm(ember.ones(2, 2), ember.ones(2, 2))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.set_autocast_enabled("cpu", 1),
+    lambda m: m.set_autocast_dtype("cpu", 3),
+    lambda m: m.set_autocast_cpu_dtype(m.ones(2)),
+    lambda m: m.set_autocast_cache_enabled(1),
+], ids=["enabled not bool", "dtype not dtype", "cpu dtype a tensor", "cache not bool"])
+def test_state_setters_refuse_wrong_types_as_torch(call):
+    with pytest.raises(TypeError) as ours:
+        call(ember)
+    assert ember.get_autocast_cpu_dtype() == bf16 and not ember.is_autocast_enabled("cpu")
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError) as theirs:
+        call(torch)
+    assert str(ours.value) == str(theirs.value)

@@ -59,6 +59,26 @@ def _sync_core() -> None:
     _C._set_autocast_active(any(_state.enabled.values()))
 
 
+def _check_bool(fn: str, name: str, position: int, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be bool, not "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _check_dtype(fn: str, position: int, value):
+    if not isinstance(value, ember.dtype):
+        raise TypeError(f"{fn}(): argument 'dtype' (position {position}) must be torch.dtype, "
+                        f"not {type(value).__name__}")
+    return value
+
+
+def _check_legacy_dtype(value):
+    if not isinstance(value, ember.dtype):
+        raise TypeError(f"dtype must be a torch.dtype (got {type(value).__name__})")
+    return value
+
+
 def _check_device_type(device_type) -> str:
     if not isinstance(device_type, str):
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
@@ -84,7 +104,8 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
     CUDA."""
     if enabled is None:
         device_type, enabled = "cuda", device_type
-    _state.enabled[_check_device_type(device_type)] = bool(enabled)
+    _check_bool("set_autocast_enabled", "enabled", 2, enabled)
+    _state.enabled[_check_device_type(device_type)] = enabled
     _sync_core()
 
 
@@ -93,7 +114,7 @@ def get_autocast_dtype(device_type: str):
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
-    _state.dtype[_check_device_type(device_type)] = dtype
+    _state.dtype[_check_device_type(device_type)] = _check_dtype("set_autocast_dtype", 2, dtype)
 
 
 def is_autocast_cpu_enabled() -> bool:
@@ -109,7 +130,7 @@ def get_autocast_cpu_dtype():
 
 
 def set_autocast_cpu_dtype(dtype) -> None:
-    _state.dtype["cpu"] = dtype
+    _state.dtype["cpu"] = _check_legacy_dtype(dtype)
 
 
 def is_autocast_gpu_enabled() -> bool:
@@ -125,7 +146,7 @@ def get_autocast_gpu_dtype():
 
 
 def set_autocast_gpu_dtype(dtype) -> None:
-    _state.dtype["cuda"] = dtype
+    _state.dtype["cuda"] = _check_legacy_dtype(dtype)
 
 
 def is_autocast_cache_enabled() -> bool:
@@ -133,7 +154,9 @@ def is_autocast_cache_enabled() -> bool:
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    _state.cache_enabled = bool(enabled)
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
+    _state.cache_enabled = enabled
 
 
 def clear_autocast_cache() -> None:
@@ -167,7 +190,10 @@ class autocast:
         if not is_autocast_available(device_type):
             raise RuntimeError(
                 f"User specified an unsupported autocast device_type '{device_type}'")
-        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self.fast_dtype = (get_autocast_dtype(device_type) if dtype is None
+                           else _check_dtype("autocast", 2, dtype))
+        if cache_enabled is not None and not isinstance(cache_enabled, bool):
+            raise TypeError(f"enabled must be a bool (got {type(cache_enabled).__name__})")
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None \
             else cache_enabled
         if enabled and device_type == "cuda" and not _cuda_available():
