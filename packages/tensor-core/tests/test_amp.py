@@ -281,3 +281,25 @@ def test_state_setters_refuse_wrong_types_as_torch(call):
     with pytest.raises(TypeError) as theirs:
         call(torch)
     assert str(ours.value) == str(theirs.value)
+
+
+def test_calls_with_out_are_not_cast():
+    # torch registers no out= variant for autocast: the op runs in its inputs' dtypes, with the
+    # usual out= checks
+    a = _inputs()["a"]
+    out = ember.empty(4, 4)
+    with ember.autocast("cpu"):
+        r = ember.mm(a, a, out=out)
+        assert r is out
+        with pytest.raises(RuntimeError):
+            ember.index_select(a, 0, ember.tensor([0]), out=ember.empty(0, dtype=ember.int64))
+        c = ember.cat([a.bfloat16(), a], out=ember.empty(0, dtype=f64))
+    assert c.dtype == f64
+    assert np.array_equal(out.numpy(), ember.mm(a, a).numpy())
+
+
+def test_promote_refuses_a_second_half_type_as_torch():
+    a = ember.ones(2, dtype=f16)
+    with ember.autocast("cpu"):
+        with pytest.raises(RuntimeError, match="Unexpected floating ScalarType"):
+            ember.cat([a, a])

@@ -281,8 +281,19 @@ py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict 
   return call_autograd(name, fn, std::move(args), std::move(kwargs));
 }
 
+// Inside an autocast region a call with out= is not cast (torch registers no out= variant for
+// autocast): `fn` gets out= back and runs with autocast off, with the CPU path's out= checks.
+static py::object call_with_out_uncast(py::handle fn, py::tuple args, py::dict kwargs,
+                                       py::handle outh) {
+  AutocastExcluded guard;
+  kwargs["out"] = outh;
+  return fn(*args, **kwargs);
+}
+
 py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                           py::handle outh) {
+  if (outh && !outh.is_none() && autocast_active())
+    return call_with_out_uncast(fn, std::move(args), std::move(kwargs), outh);
   return finish_dispatched(name, redispatch(name, fn, std::move(args), std::move(kwargs)), outh);
 }
 
@@ -297,6 +308,8 @@ py::object finish_dispatched(const char* name, py::object r, py::handle outh) {
 py::object redispatch_pair_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                                py::handle outh) {
   const bool has_out = outh && !outh.is_none();
+  if (has_out && autocast_active())
+    return call_with_out_uncast(fn, std::move(args), std::move(kwargs), outh);
   if (has_out) {
     ArgScan scan;
     for (py::handle a : args) scan.add(a);

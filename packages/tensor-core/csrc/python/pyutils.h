@@ -80,9 +80,9 @@ inline bool autocast_active() {
 bool autocast_listed(const char* name);
 
 // True when a call must leave the CPU kernels: to be recorded, to run on a device, or to be
-// cast by autocast.
+// cast by autocast (which only ever casts floating-point tensors).
 inline bool needs_dispatch(const Tensor& t) {
-  return needs_grad(t) || on_device(t) || autocast_active();
+  return needs_grad(t) || on_device(t) || (autocast_active() && t && is_floating(t->dtype));
 }
 // The router behind every op binding: inside an autocast region a listed op's tensors are cast
 // by ember.amp's hook first and `fn` runs on them with autocast off for that call; a call that

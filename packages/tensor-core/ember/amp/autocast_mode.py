@@ -290,11 +290,17 @@ def _map(value, fn):
 
 
 def _promote_dtype(args, kwargs, device_type: str):
-    widest = _state.dtype[device_type]
+    # torch's prioritize: float32 wins over the region's dtype; another half type is an error
+    lower = _state.dtype[device_type]
+    widest = lower
     for a in (*args, *kwargs.values()):
         for t in (a if isinstance(a, (list, tuple)) else (a,)):
-            if isinstance(t, ember.Tensor) and _eligible(t, device_type) and t.dtype != widest:
-                widest = ember.float32  # float32 wins over the lower dtype (torch's prioritize)
+            if not isinstance(t, ember.Tensor) or not _eligible(t, device_type):
+                continue
+            if t.dtype == ember.float32:
+                widest = ember.float32
+            elif t.dtype != lower:
+                raise RuntimeError("Unexpected floating ScalarType in at::autocast::prioritize")
     return widest
 
 
