@@ -107,6 +107,37 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
                               mmap=mmap, **kwargs)
 
 
+# Mixed precision (ember.amp) and the process-wide numerical settings, under torch's top-level
+# names. ember.amp registers the core's autocast hook when imported.
+from ember._global_flags import (  # noqa: E402,F401
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
+from ember.amp.autocast_mode import (  # noqa: E402,F401
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_available,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
+)
+
 # The core builds these Python objects for Tensor.device / Tensor.size() / Tensor.layout.
 _C._make_device, _C.Size, _C.strided = _make_device, Size, strided
 
@@ -160,6 +191,10 @@ _COMPONENTS = {
     "cpu": ("ember.cpu", "ember-tensor"),
     "backends": ("ember.backends", "ember-tensor"),
     "serialization": ("ember.serialization", "ember-tensor"),
+    "amp": ("ember.amp", "ember-tensor"),
+    "accelerator": ("ember.accelerator", "ember-tensor"),
+    "testing": ("ember.testing", "ember-tensor"),
+    "profiler": ("ember.profiler", "ember-autograd"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),
 }
@@ -219,10 +254,12 @@ __all__ = [
     "adaptive_avg_pool3d_backward", "adaptive_max_pool1d", "adaptive_max_pool1d_backward",
     "adaptive_max_pool2d", "adaptive_max_pool2d_backward", "adaptive_max_pool3d",
     "adaptive_max_pool3d_backward", "add", "add_", "addbmm", "addbmm_", "addmm", "addmm_",
-    "addmv", "addmv_", "all", "allclose", "amax", "amin", "any", "arange", "argmax", "argmin",
-    "argsort", "argwhere", "as_strided", "as_tensor", "asin", "asin_", "asinh", "asinh_", "atan",
-    "atan2", "atan2_", "atan_", "atanh", "atanh_", "atleast_1d", "atleast_2d", "atleast_3d",
-    "avg_pool1d", "avg_pool1d_backward", "avg_pool2d", "avg_pool2d_backward", "avg_pool3d",
+    "addmv", "addmv_", "all", "allclose", "amax", "amin", "amp", "any", "arange",
+    "are_deterministic_algorithms_enabled", "argmax", "argmin", "argsort", "argwhere",
+    "as_strided", "as_tensor", "asin", "asin_", "asinh", "asinh_", "atan", "atan2", "atan2_",
+    "atan_", "atanh", "atanh_", "atleast_1d", "atleast_2d", "atleast_3d", "autocast",
+    "autocast_decrement_nesting", "autocast_increment_nesting", "avg_pool1d",
+    "avg_pool1d_backward", "avg_pool2d", "avg_pool2d_backward", "avg_pool3d",
     "avg_pool3d_backward", "baddbmm", "baddbmm_", "bernoulli", "bfloat16", "bincount",
     "bitwise_and", "bitwise_and_", "bitwise_left_shift", "bitwise_left_shift_", "bitwise_not",
     "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift", "bitwise_right_shift_",

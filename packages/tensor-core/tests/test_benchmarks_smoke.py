@@ -123,3 +123,12 @@ def test_bench_cuda_ops_smoke(tmp_path):
     stdout, doc = run_script("bench_cuda_ops.py", "--smoke", "--no-torch", tmp_path=tmp_path)
     assert "add, 1024 float32" in stdout and "matmul 64^2" in stdout
     assert all(row["ember_s"] > 0 for row in doc["rows"])
+
+
+@pytest.mark.parametrize("peers", [[], ["--no-torch"]], ids=["all-peers", "no-torch"])
+def test_bench_amp_smoke(peers, tmp_path):
+    stdout, doc = run_script("bench_amp.py", "--smoke", *peers, tmp_path=tmp_path)
+    for case in ("a + b, 2x2 float32, autocast off", "a @ b, 2x2 float32, autocast on"):
+        assert case in stdout, f"row {case!r} missing from:\n{stdout}"
+    assert doc["mode"] == "smoke"
+    assert all(row["ember_s"] > 0 for row in doc["rows"])

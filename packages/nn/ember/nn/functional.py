@@ -35,6 +35,11 @@ import math  # noqa: F401  (F.math, as torch.nn.functional has it)
 import ember  # noqa: F401  (F.ember, as torch.nn.functional has F.torch)
 from ember._padding import pad  # noqa: F401  (re-exported: F.pad)
 
+# Autocast (ember.amp): the functions composed here that torch's autocast lists (linear, the
+# losses, layer_norm, ...) are cast as a whole inside an autocast region; outside, the wrapper
+# costs one flag check.
+from ember.amp.autocast_mode import wrap_functional as _wrap_for_autocast  # noqa: E402
+
 from ._functional.activation import (  # noqa: F401
     celu,
     celu_,
@@ -174,3 +179,5 @@ from ._functional.vision import (  # noqa: F401
     upsample_bilinear,
     upsample_nearest,
 )
+
+_wrap_for_autocast(globals())

@@ -1,6 +1,8 @@
 #include "python/pyutils.h"
 
 #include <cmath>
+#include <string>
+#include <unordered_set>
 
 using namespace pybind11::literals;
 
@@ -224,7 +226,53 @@ py::object call_device(const char* name, py::tuple args, py::dict kwargs) {
   return hook(name, args, kwargs);
 }
 
+// ---- autocast ----
+std::atomic<int> g_autocast_threads{0};
+static thread_local bool t_autocast_on = false;        // set by ember.amp for this thread
+static thread_local bool t_autocast_excluded = false;  // an autocast'ed call is running
+bool autocast_thread_active() { return t_autocast_on && !t_autocast_excluded; }
+
+static void set_autocast_on(bool on) {
+  if (on == t_autocast_on) return;
+  t_autocast_on = on;
+  g_autocast_threads.fetch_add(on ? 1 : -1, std::memory_order_relaxed);
+}
+
+static py::object& autocast_hook_slot() {
+  static py::object* hook = new py::object(py::none());  // leaked, as the autograd hook
+  return *hook;
+}
+static std::unordered_set<std::string>& autocast_names() {
+  static auto* names = new std::unordered_set<std::string>();
+  return *names;
+}
+bool autocast_listed(const char* name) { return autocast_names().count(name) != 0; }
+
+namespace {
+// Autocast applies once per call: the cast arguments go to `fn` (and through it to the autograd
+// or device hook) with autocast off, as torch's Autocast dispatch key excludes itself.
+struct AutocastExcluded {
+  bool saved = t_autocast_excluded;
+  AutocastExcluded() { t_autocast_excluded = true; }
+  ~AutocastExcluded() { t_autocast_excluded = saved; }
+};
+}  // namespace
+
+static py::object call_autocast(const char* name, py::handle fn, py::tuple args, py::dict kwargs) {
+  AutocastExcluded guard;
+  if (autocast_listed(name) && !autocast_hook_slot().is_none()) {
+    py::object r = autocast_hook_slot()(name, args, kwargs);
+    if (!r.is_none()) {
+      py::tuple pair = r;
+      args = pair[0];
+      kwargs = pair[1];
+    }
+  }
+  return fn(*args, **kwargs);
+}
+
 py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict kwargs) {
+  if (autocast_active()) return call_autocast(name, fn, std::move(args), std::move(kwargs));
   ArgScan scan;
   for (py::handle a : args) scan.add(a);
   for (auto kv : kwargs) scan.add(kv.second);
@@ -233,8 +281,19 @@ py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict 
   return call_autograd(name, fn, std::move(args), std::move(kwargs));
 }
 
+// Inside an autocast region a call with out= is not cast (torch registers no out= variant for
+// autocast): `fn` gets out= back and runs with autocast off, with the CPU path's out= checks.
+static py::object call_with_out_uncast(py::handle fn, py::tuple args, py::dict kwargs,
+                                       py::handle outh) {
+  AutocastExcluded guard;
+  kwargs["out"] = outh;
+  return fn(*args, **kwargs);
+}
+
 py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                           py::handle outh) {
+  if (outh && !outh.is_none() && autocast_active())
+    return call_with_out_uncast(fn, std::move(args), std::move(kwargs), outh);
   return finish_dispatched(name, redispatch(name, fn, std::move(args), std::move(kwargs)), outh);
 }
 
@@ -249,6 +308,8 @@ py::object finish_dispatched(const char* name, py::object r, py::handle outh) {
 py::object redispatch_pair_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                                py::handle outh) {
   const bool has_out = outh && !outh.is_none();
+  if (has_out && autocast_active())
+    return call_with_out_uncast(fn, std::move(args), std::move(kwargs), outh);
   if (has_out) {
     ArgScan scan;
     for (py::handle a : args) scan.add(a);
@@ -480,6 +541,20 @@ void register_dtypes(py::module_& m) {
   m.def("_get_autograd_hook", []() { return hook_slot(); });
   m.def("_set_device_hook", [](py::object hook) { device_hook_slot() = std::move(hook); });
   m.def("_get_device_hook", []() { return device_hook_slot(); });
+  // ember.amp: hook(name, args, kwargs) -> None or the cast (args, kwargs); the names it lists.
+  m.def("_set_autocast_hook", [](py::object hook, std::vector<std::string> names) {
+    autocast_hook_slot() = std::move(hook);
+    autocast_names() = std::unordered_set<std::string>(names.begin(), names.end());
+  });
+  m.def("_set_autocast_active", &set_autocast_on);
+  m.def("_is_autocast_active", &autocast_thread_active);
+  // Python code that casts a whole composite function (ember.amp's wrappers) runs its parts with
+  // autocast off, as the core does for one op; returns the previous setting to restore.
+  m.def("_autocast_exclude", [](bool on) {
+    const bool prev = t_autocast_excluded;
+    t_autocast_excluded = on;
+    return prev;
+  });
   m.def("is_grad_enabled", &grad_enabled);
   m.def("_set_grad_enabled", &set_grad_enabled);
   m.def("get_default_dtype", []() { return dtype_object(get_default_dtype()); });

@@ -2,6 +2,7 @@
 // shapes, dims) and the one narrow hook through which an autograd package takes over an op call.
 #pragma once
 
+#include <atomic>
 #include <initializer_list>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -65,11 +66,28 @@ void ensure_autograd_available();
 // Ops on CUDA tensors run in ember.cuda (CuPy kernels over ember's device storages), reached the
 // way the autograd package is: the binding hands the call over as hook(name, args, kwargs).
 inline bool on_device(const Tensor& t) { return t && !t->device().is_cpu(); }
-// True when a call must leave the CPU kernels: to be recorded, or to run on a device.
-inline bool needs_dispatch(const Tensor& t) { return needs_grad(t) || on_device(t); }
-// The router behind every op binding: a call that must be recorded goes to the autograd hook
-// (which runs `fn` again with grad mode off), any other call with a CUDA tensor among its
-// arguments goes to the device hook.
+// ---- autocast (ember.amp) ----
+// ember.amp keeps autocast's state (per device, thread-local) in Python and tells the core, per
+// thread, whether a region is active. Threads with it on are counted process-wide, so that with
+// autocast off every op pays one load of a global (`autocast_active()` is false at once).
+extern std::atomic<int> g_autocast_threads;
+bool autocast_thread_active();  // this thread's flag, false while an autocast'ed call runs
+inline bool autocast_active() {
+  return g_autocast_threads.load(std::memory_order_relaxed) != 0 && autocast_thread_active();
+}
+// True when ember.amp lists the op (lower precision, float32 or promote): only these reach the
+// autocast hook; the others run as usual inside an autocast region.
+bool autocast_listed(const char* name);
+
+// True when a call must leave the CPU kernels: to be recorded, to run on a device, or to be
+// cast by autocast (which only ever casts floating-point tensors).
+inline bool needs_dispatch(const Tensor& t) {
+  return needs_grad(t) || on_device(t) || (autocast_active() && t && is_floating(t->dtype));
+}
+// The router behind every op binding: inside an autocast region a listed op's tensors are cast
+// by ember.amp's hook first and `fn` runs on them with autocast off for that call; a call that
+// must be recorded goes to the autograd hook (which runs `fn` again with grad mode off), any
+// other call with a CUDA tensor among its arguments goes to the device hook.
 py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict kwargs);
 py::object call_device(const char* name, py::tuple args, py::dict kwargs);
 // redispatch, then the result goes into `outh` when one is given (a device call with out=; a

@@ -296,7 +296,9 @@ py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
       }
     }
   }
-  if (!grad && !(device && op.cuda == "ember.cuda")) return op.impl(a);
+  // Inside an autocast region the ops ember.amp lists go through redispatch, which casts them.
+  const bool cast = autocast_active() && autocast_listed(op.name.c_str());
+  if (!grad && !(device && op.cuda == "ember.cuda") && !cast) return op.impl(a);
   // To a hook: the leading arguments by position, the others by keyword, out= written after.
   const int npos = hook_positional(op, s);
   py::tuple pargs(npos);

@@ -168,50 +168,9 @@ def __getattr__(name: str):
         from ember.cuda import random
 
         return random.default_generators
-    if name == "amp":  # the real ember.cuda.amp, not imported yet
+    if name == "amp":  # torch.cuda.amp's spellings of ember.amp, imported on first touch
         import importlib
 
-        return importlib.import_module(__name__ + ".amp")
+        return importlib.import_module(f"{__name__}.amp")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-def _install_amp_stand_in() -> None:
-    """ember.cuda.amp where no module of that name is installed: a stand-in whose names are
-    ember.amp's (GradScaler, autocast, custom_fwd, custom_bwd), imported when first read, so
-    that both `ember.cuda.amp.GradScaler` and `from ember.cuda.amp import GradScaler` work as
-    torch.cuda.amp's (registered in sys.modules for the second)."""
-    import importlib.util
-    import types
-
-    if importlib.util.find_spec(__name__ + ".amp") is not None:
-        return  # the real module: imported on first `import ember.cuda.amp`
-    mod = types.ModuleType(__name__ + ".amp", "torch.cuda.amp's names, from ember.amp")
-    mod.__getattr__ = _from_ember_amp
-    mod.__all__ = list(_AMP_NAMES)
-    sys.modules[mod.__name__] = mod
-    globals()["amp"] = mod
-
-
-_AMP_NAMES = ("GradScaler", "autocast", "custom_fwd", "custom_bwd")
-
-
-def _from_ember_amp(name: str):
-    if name not in _AMP_NAMES:
-        raise AttributeError(f"module 'ember.cuda.amp' has no attribute {name!r}")
-    import importlib
-
-    try:
-        amp = importlib.import_module("ember.amp")
-    except ModuleNotFoundError as e:
-        if e.name != "ember.amp":
-            raise
-        amp = None
-    if amp is None or not hasattr(amp, name):
-        raise AttributeError(
-            f"ember.cuda.amp.{name} is torch.cuda.amp.{name}, which ember takes from "
-            f"ember.amp.{name}: this installation of ember has no ember.amp.{name} (ember "
-            "does not implement torch.amp yet)")
-    return getattr(amp, name)
-
-
-_install_amp_stand_in()

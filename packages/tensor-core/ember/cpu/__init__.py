@@ -27,3 +27,12 @@ def max_memory_allocated() -> int:
 def reset_peak_memory_stats() -> None:
     """Sets the peak to the current memory_allocated."""
     _C._cpu_reset_peak_memory_stats()
+
+
+def __getattr__(name: str):
+    # ember.cpu.amp (torch.cpu.amp's spellings of ember.amp), imported on first touch
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.amp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
