@@ -170,7 +170,7 @@ def test_parameters_visit_every_element_once_with_its_operands(seed):
     dtype = rng.choice([ember.float32, ember.float64, ember.int8, ember.int64])
     a = random_operand(rng, shape, dtype)
     b = random_operand(rng, shape, dtype)
-    plan = _C._cuda_elementwise_plan("add", [a, b], None, dtype)
+    plan = _C._cuda_elementwise_plan("add", [a, b], dtype)
     out = plan["out"]
     full = list(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     assert list(out.shape) == full and out.device == a.device
@@ -183,7 +183,7 @@ def test_parameters_visit_every_element_once_with_its_operands(seed):
 
 def test_contiguous_operands_make_one_flat_loop():
     a = ember.zeros(3, 4, 5, device="cuda")
-    plan = _C._cuda_elementwise_plan("mul", [a, a], None, ember.float32)
+    plan = _C._cuda_elementwise_plan("mul", [a, a], ember.float32)
     assert plan["sizes"] == [60] and plan["strides"] == [[4], [4], [4]]
     assert plan["kernel"] == "ember_binary_mul_float32_float32_flat"
 
@@ -194,7 +194,7 @@ def test_contiguous_operands_make_one_flat_loop():
 def test_cpu_scalars_travel_by_value(dtype, value):
     x = ember.zeros(4, dtype=dtype, device="cuda")
     s = ember.tensor(value, dtype=dtype)  # CPU 0-d
-    plan = _C._cuda_elementwise_plan("eq", [s, x], None, ember.bool)
+    plan = _C._cuda_elementwise_plan("eq", [s, x], ember.bool)
     assert plan["kernel"].endswith("_v1")
     assert plan["data"][1] == 0  # no device address for it
     fmt = {ember.float32: "<f", ember.float64: "<d", ember.int64: "<q", ember.int8: "<b",
@@ -210,7 +210,7 @@ def test_mixed_devices_are_refused_with_torchs_message():
     b = ember.zeros(3, device="cuda:1")
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found "
                        "at least two devices, cuda:0 and cuda:1"):
-        _C._cuda_elementwise_plan("add", [a, b], None, ember.float32)
+        _C._cuda_elementwise_plan("add", [a, b], ember.float32)
     with pytest.raises(RuntimeError, match="same device"):
         a + b
     with pytest.raises(RuntimeError, match="same device"):

@@ -224,7 +224,7 @@ void register_compiled_kernels(py::module_& m) {
   // The kernel and parameter block a launch of table op `op` over these tensors (already in the
   // compute dtype; `out` may be None) would use.
   m.def("_cuda_elementwise_plan", [](const std::string& op, std::vector<Tensor> inputs,
-                                     py::handle outh, py::handle out_dtype) {
+                                     py::handle out_dtype, py::handle outh) {
     auto [family, index] = table_op(op);
     EMBER_CHECK(!inputs.empty(), py::value_error, "no inputs");
     Tensor out = outh.is_none() ? nullptr : outh.cast<Tensor>();
@@ -243,7 +243,7 @@ void register_compiled_kernels(py::module_& m) {
     return py::dict("kernel"_a = cu::kernel_name(key), "numel"_a = p.numel, "sizes"_a = sizes,
                     "strides"_a = strides, "data"_a = data, "values"_a = values,
                     "out"_a = it.output());
-  }, py::arg("op"), py::arg("inputs"), py::arg("out") = py::none(), py::arg("out_dtype"));
+  }, py::arg("op"), py::arg("inputs"), py::arg("out_dtype"), py::arg("out") = py::none());
 }
 
 }  // namespace
