@@ -59,6 +59,13 @@ CASES = {
     "divide": (lambda a, b: a.divide(b), (leaf(4), leaf(4, seed=1, lo=1.0, hi=2.0))),
     "spherical_bessel_j0": (lambda x: special.spherical_bessel_j0(x), (leaf(5),)),
     "sum_to_size": (lambda x: x.sum_to_size(1, 4), (leaf(3, 4),)),
+    "diagonal_scatter": (lambda a, s: ember.diagonal_scatter(a, s, 1), (leaf(3, 4), leaf(3))),
+    "select_scatter": (lambda a, s: ember.select_scatter(a, s, 0, 1), (leaf(3, 4), leaf(4))),
+    "slice_scatter": (lambda a, s: ember.slice_scatter(a, s, 1, 0, 4, 2), (leaf(3, 4),
+                                                                           leaf(3, 2))),
+    "put": (lambda a, s: ember.put(a, ember.tensor([0, 5, 5]), s, accumulate=True),
+            (leaf(2, 3), leaf(3))),
+    "frexp_mantissa": (lambda x: ember.frexp(x).mantissa, (leaf(5, lo=0.1, hi=9.0),)),
 }
 
 

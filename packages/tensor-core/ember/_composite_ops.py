@@ -719,7 +719,8 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
                   device=None, pin_memory=False, requires_grad=False):
     def fn(k, n):
         r = k * (2 / (n - 1)) - 1
-        return _C.i0(beta * (1 - r * r).clamp(min=0).sqrt()) / _C.i0(_C.tensor(float(beta)))
+        peak = _C.i0(_C.tensor(float(beta), dtype=_C.float64, device=k.device))
+        return _C.i0(beta * (1 - r * r).clamp(min=0).sqrt()) / peak
 
     return _window("kaiser_window", window_length, periodic, dtype, layout, device,
                    requires_grad, fn)

@@ -532,3 +532,112 @@ def test_errors_are_torchs(case):
     with pytest.raises(want.type):
         getattr(ember, name)(*[ember.tensor(a) if isinstance(a, np.ndarray) else a
                                for a in arrays])
+
+
+# ---- gcd/lcm, frexp, put, the scatters, the window functions ----
+
+def test_gcd_lcm():
+    a, b = [0, -12, 7, 35, 0], [0, 18, -21, 14, 5]
+    assert ember.gcd(ember.tensor(a), ember.tensor(b)).tolist() == np.gcd(a, b).tolist()
+    assert ember.lcm(ember.tensor(a), ember.tensor(b)).tolist() == np.lcm(a, b).tolist()
+    x = ember.tensor(a)
+    x.gcd_(ember.tensor(b))
+    assert x.tolist() == np.gcd(a, b).tolist()
+    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+        ember.gcd(ember.ones(2), ember.ones(2))
+
+
+def test_frexp():
+    v = [0.0, 1.0, 3.0, -0.3, 1e-310, 6.5e300]
+    m, e = ember.frexp(t(v))
+    wm, we = np.frexp(v)
+    assert m.tolist() == wm.tolist() and e.tolist() == we.tolist() and e.dtype == ember.int32
+    m, e = ember.frexp(t([math.inf, math.nan]))
+    assert m[0].item() == math.inf and math.isnan(m[1].item()) and e.tolist() == [0, 0]
+    with pytest.raises(RuntimeError, match="floating-point"):
+        ember.frexp(ember.tensor([1]))
+
+
+def test_put():
+    x = ember.zeros(2, 3)
+    assert x.put_(ember.tensor([1, -1]), ember.tensor([9.0, 8.0])) is x
+    assert x.tolist() == [[0.0, 9.0, 0.0], [0.0, 0.0, 8.0]]
+    y = ember.put(x, ember.tensor([1, 1]), ember.tensor([1.0, 2.0]), accumulate=True)
+    assert y[0, 1].item() == 12.0 and x[0, 1].item() == 9.0
+    xt = ember.zeros(3, 2).t()  # not contiguous: indices count in row-major order of its shape
+    xt.put_(ember.tensor([4]), ember.tensor([5.0]))
+    assert xt[1, 1].item() == 5.0
+    with pytest.raises(IndexError):
+        x.put_(ember.tensor([6]), ember.tensor([1.0]))
+
+
+def test_scatters():
+    base = np.zeros((3, 4))
+    d = base.copy()
+    d[np.arange(3), np.arange(1, 4)] = [1.0, 2.0, 3.0]
+    got = ember.diagonal_scatter(t(base.tolist()), t([1.0, 2.0, 3.0]), 1)
+    assert got.tolist() == d.tolist()
+    s = base.copy()
+    s[:, 2] = 7.0
+    assert ember.select_scatter(t(base.tolist()), t([7.0] * 3), 1, 2).tolist() == s.tolist()
+    sl = base.copy()
+    sl[:, 1::2] = 5.0
+    got = ember.slice_scatter(t(base.tolist()), ember.full((3, 2), 5.0, dtype=F64), 1, 1, None, 2)
+    assert got.tolist() == sl.tolist()
+    with pytest.raises(RuntimeError, match="size equal to the slice"):
+        ember.select_scatter(t(base.tolist()), t([1.0]), 1, 2)
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
+                                  "bartlett_window", "kaiser_window"])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_windows(name, periodic):
+    n = 7
+    m = n + 1 if periodic else n
+    k = np.arange(n)
+    want = {
+        "hann_window": 0.5 - 0.5 * np.cos(2 * np.pi * k / (m - 1)),
+        "hamming_window": 0.54 - 0.46 * np.cos(2 * np.pi * k / (m - 1)),
+        "blackman_window": 0.42 - 0.5 * np.cos(2 * np.pi * k / (m - 1))
+        + 0.08 * np.cos(4 * np.pi * k / (m - 1)),
+        "bartlett_window": 1 - np.abs(2 * k / (m - 1) - 1),
+        "kaiser_window": np.kaiser(m, 12.0)[:n],
+    }[name]
+    got = getattr(ember, name)(n, periodic, dtype=F64)
+    close(got, want, rtol=1e-12, atol=1e-15)
+    assert getattr(ember, name)(1).tolist() == [1.0] and getattr(ember, name)(0).shape == (0,)
+    assert getattr(ember, name)(4).dtype == ember.float32
+
+
+def test_small_names():
+    x = ember.ones(2, 3).t()
+    assert ember.ravel(x).shape == (6,) and x.ravel().is_contiguous()
+    assert ember.resolve_neg(x) is x and not x.is_neg() and not ember.is_inference(x)
+
+
+BATCH2_TORCH = [
+    ("gcd", (np.array([12, -8, 0]), np.array([18, 12, 5])), {}),
+    ("lcm", (np.array([12, -8, 0]), np.array([18, 12, 5])), {}),
+    ("hann_window", (9,), {"dtype": "float64"}),
+    ("hamming_window", (9, False), {"dtype": "float64"}),
+    ("blackman_window", (9,), {"dtype": "float64"}),
+    ("bartlett_window", (9,), {"dtype": "float64"}),
+    ("kaiser_window", (9, True, 5.0), {"dtype": "float64"}),
+    ("diagonal_scatter", (np.zeros((3, 3)), np.ones(2), -1), {}),
+    ("slice_scatter", (np.zeros((4, 3)), np.ones((2, 3)), 0, 1, 3), {}),
+    ("ravel", (np.ones((2, 3)),), {}),
+]
+
+
+@pytest.mark.parametrize("case", BATCH2_TORCH, ids=lambda c: c[0])
+def test_batch2_matches_torch(case):
+    torch = pytest.importorskip("torch")
+    name, arrays, kw = case
+    ekw = {k: getattr(ember, v) if k == "dtype" else v for k, v in kw.items()}
+    tkw = {k: getattr(torch, v) if k == "dtype" else v for k, v in kw.items()}
+    got = getattr(ember, name)(*[ember.tensor(a) if isinstance(a, np.ndarray) else a
+                                 for a in arrays], **ekw)
+    want = getattr(torch, name)(*[torch.tensor(a) if isinstance(a, np.ndarray) else a
+                                  for a in arrays], **tkw)
+    assert got.dtype.name == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(np.array(got.tolist()), want.numpy(), rtol=1e-12, atol=1e-15)
