@@ -65,6 +65,11 @@ CASES = {
                                                                            leaf(3, 2))),
     "put": (lambda a, s: ember.put(a, ember.tensor([0, 5, 5]), s, accumulate=True),
             (leaf(2, 3), leaf(3))),
+    "igamma_x": (lambda x: ember.igamma(ember.tensor([0.5, 2.0, 7.5], dtype=ember.float64), x),
+                 (leaf(3, lo=0.2, hi=9.0),)),
+    "igammac_x": (lambda x: special.gammaincc(ember.tensor([0.5, 2.0, 7.5],
+                                                           dtype=ember.float64), x),
+                  (leaf(3, lo=0.2, hi=9.0),)),
     "frexp_mantissa": (lambda x: ember.frexp(x).mantissa, (leaf(5, lo=0.1, hi=9.0),)),
 }
 

@@ -36,7 +36,7 @@ KINKED = {"remainder", "fmod", "maximum", "minimum", "fmax", "fmin", "abs", "rel
 
 # No gradient for the first operand, as in PyTorch (zeta's order): checked in
 # test_gradients_api_ops.py with the second operand only.
-SECOND_OPERAND_ONLY = {"special_zeta"}
+SECOND_OPERAND_ONLY = {"special_zeta", "igamma", "igammac"}
 
 
 def _float_table_ops():

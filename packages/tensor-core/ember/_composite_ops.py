@@ -726,6 +726,49 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
                    requires_grad, fn)
 
 
+# ---- in-place views: the tensor takes the view's geometry (set_) ----
+
+def _restride_(self, name, view):
+    if self.requires_grad and _C.is_grad_enabled():
+        raise RuntimeError(f"{name}(): ember does not record in-place view changes of a tensor "
+                           "that requires grad; use the out-of-place view instead")
+    return self.set_(self.untyped_storage(), view.storage_offset(), view.shape, view.stride())
+
+
+def transpose_(self, dim0, dim1):
+    return _restride_(self, "transpose_", self.transpose(dim0, dim1))
+
+
+def t_(self):
+    return _restride_(self, "t_", self.t())
+
+
+def squeeze_(self, dim=None):
+    return _restride_(self, "squeeze_", self.squeeze() if dim is None else self.squeeze(dim))
+
+
+def unsqueeze_(self, dim):
+    return _restride_(self, "unsqueeze_", self.unsqueeze(dim))
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    return _restride_(self, "as_strided_", self.as_strided(size, stride, storage_offset))
+
+
+def fill(input, value):
+    if _is_tensor(value):  # a 0-d tensor: its gradient flows through the copy
+        return _C.full_like(input, 0).copy_(value.expand(input.shape))
+    return _C.full_like(input, value)
+
+
+def zero_function(input):
+    return input.zero_()
+
+
+def detach_function(input):
+    return input.detach_()
+
+
 # ---- torch's Python functions over varargs (exported as they are) ----
 
 def cartesian_prod(*tensors):

@@ -3,8 +3,8 @@
 Each name is the core's own function under torch.special's name (``expit`` is ``ember.sigmoid``,
 ``gammaln`` is ``ember.lgamma``, ``i0e`` is the table op ``_C._special_i0e``, ...), so arguments,
 ``out=``, dtype promotion and autograd are those of the core op. Not here yet: the Bessel
-functions of the first and second kind (``bessel_j0``, ``bessel_y1``, ...), ``airy_ai``, the
-incomplete gamma functions (``gammainc``, ``gammaincc``) and the orthogonal polynomials.
+functions of the first and second kind (``bessel_j0``, ``bessel_y1``, ...), ``airy_ai`` and the
+orthogonal polynomials.
 
 >>> import ember
 >>> ember.special.expit(ember.tensor([0.0]))
@@ -20,6 +20,8 @@ from ember import _C
 digamma = _C.digamma
 psi = _C.digamma
 gammaln = _C.lgamma
+gammainc = _C.igamma
+gammaincc = _C.igammac
 polygamma = _C.polygamma
 multigammaln = _C.mvlgamma
 i0 = _C.i0
@@ -59,7 +61,8 @@ def spherical_bessel_j0(input, *, out=None):
     return out.copy_(r)
 
 __all__ = [
-    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln",
+    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
+    "gammaincc", "gammaln",
     "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
     "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
     "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",

@@ -641,3 +641,82 @@ def test_batch2_matches_torch(case):
                                   for a in arrays], **tkw)
     assert got.dtype.name == str(want.dtype).split(".")[-1]
     np.testing.assert_allclose(np.array(got.tolist()), want.numpy(), rtol=1e-12, atol=1e-15)
+
+
+# ---- the incomplete gamma functions ----
+
+def _q_integer_shape(a: int, x: float) -> float:
+    """Q(a, x) for a whole a: e^-x sum_{k<a} x^k / k!."""
+    return math.exp(-x) * math.fsum(x**k / math.factorial(k) for k in range(a))
+
+
+def test_igamma_igammac_values():
+    x = [0.5, 3.0, 9.5, 20.0, 60.0]  # both of the kernel's branches (x < a + 1 and beyond)
+    for a in (1, 4, 10, 30):
+        q = [_q_integer_shape(a, v) for v in x]
+        close(ember.igammac(t([float(a)] * 5), t(x)), q, rtol=1e-12, atol=1e-300)
+        close(ember.igamma(t([float(a)] * 5), t(x)), [1 - v for v in q], rtol=1e-12,
+              atol=1e-15)
+    close(special.gammaincc(t([0.5]), t([2.0])), [math.erfc(math.sqrt(2.0))], rtol=1e-13)
+    assert special.gammainc is ember.igamma and special.gammaincc is ember.igammac
+    y = t([2.0])
+    y.igamma_(t([1.0]))
+    close(y, [1 - 2 * math.exp(-1)], rtol=1e-13)
+    with pytest.raises(RuntimeError):
+        ember.igamma(ember.tensor([1]), ember.tensor([1]))  # integers, as torch refuses
+
+
+def test_igamma_tiny_shape():
+    # Q(a, x) ~ a E1(x) as a -> 0, E1(x) = -gamma - log x - sum_k (-x)^k / (k k!)
+    for x in (0.2, 0.5, 1.0):
+        e1 = -0.57721566490153286061 - math.log(x) - math.fsum(
+            (-x) ** k / (k * math.factorial(k)) for k in range(1, 40))
+        close(ember.igammac(t([1e-30]), t([x])), [1e-30 * e1], rtol=1e-12, atol=0)
+        close(ember.igamma(t([1e-30]), t([x])), [1.0], rtol=1e-15)
+
+
+def test_igamma_matches_torch_at_the_edges():
+    """Zeros, negatives, infinities and NaN (torch's edge rules); the regular values are
+    checked above against exact ones (torch's are good to ~1e-9 only, at P(30, 30))."""
+    torch = pytest.importorskip("torch")
+    edges = [0.0, -0.0, -1.0, math.inf, -math.inf, math.nan]
+    v = edges + [0.5, 2.5, 30.0]
+    a, b = np.meshgrid(v, v, indexing="ij")
+    keep = np.isin(a, edges) | np.isin(b, edges) | np.isnan(a) | np.isnan(b)
+    for name in ("igamma", "igammac"):
+        got = np.array(getattr(ember, name)(t(a.tolist()), t(b.tolist())).tolist())
+        want = getattr(torch, name)(torch.tensor(a), torch.tensor(b)).numpy()
+        np.testing.assert_allclose(got[keep], want[keep], rtol=1e-12, atol=1e-300, err_msg=name)
+
+
+# ---- in-place views, fill, zero_, detach_ ----
+
+def test_inplace_views():
+    x = ember.arange(6.0).reshape(2, 3)
+    want = x.t().tolist()
+    assert x.transpose_(0, 1) is x and x.shape == (3, 2) and x.tolist() == want
+    x.t_()
+    assert x.shape == (2, 3)
+    x.swapaxes_(0, 1)
+    assert x.shape == (3, 2)
+    x.swapdims_(1, 0)
+    y = x.unsqueeze_(1)
+    assert y is x and x.shape == (2, 1, 3)
+    x.squeeze_()
+    assert x.shape == (2, 3)
+    x.unsqueeze_(0).squeeze_(0)
+    assert x.shape == (2, 3)
+    x.as_strided_((3,), (2,))
+    assert x.tolist() == [0.0, 2.0, 4.0]
+    leaf = ember.ones(2, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        leaf.t_()
+
+
+def test_fill_zero_detach_functions():
+    x = ember.ones(2, 2)
+    assert ember.fill(x, 3.0).tolist() == [[3.0, 3.0], [3.0, 3.0]] and x[0, 0].item() == 1.0
+    assert ember.fill(x, ember.tensor(2.0)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    assert ember.zero_(x) is x and x.sum().item() == 0
+    y = ember.ones(2, requires_grad=True) * 2
+    assert ember.detach_(y) is y and not y.requires_grad

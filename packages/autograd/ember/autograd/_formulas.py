@@ -875,3 +875,19 @@ def _zeta(g, needs, out, s, q):
         raise NotImplementedError("the derivative of special.zeta for 'self' (the order) is not "
                                   "implemented")
     return (None, g * -s * _C._special_zeta(s + 1, q))
+
+
+def _igamma_vjp(sign):
+    def vjp(g, needs, out, a, x):
+        if needs[0]:  # as torch, which has no formula for the shape parameter either
+            raise NotImplementedError("the derivative of igamma/igammac for 'input' (the shape "
+                                      "parameter a) is not implemented")
+        # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) = -d/dx Q(a, x)
+        density = ((a - 1) * x.log() - x - ember.lgamma(a)).exp()
+        return (None, g * density * sign)
+
+    return vjp
+
+
+grad("igamma", save="all", inplace_too=True)(_igamma_vjp(1.0))
+grad("igammac", save="all", inplace_too=True)(_igamma_vjp(-1.0))

@@ -98,6 +98,8 @@
   X(xlogy, FLOAT2, math::xlogy(a, b))                              \
   X(special_xlog1py, FLOAT2, math::special2(a, b, math::special::xlog1py)) \
   X(special_zeta, FLOAT2, math::special2(a, b, math::special::zeta)) \
+  X(igamma, FLOAT_ONLY2, math::special2(a, b, math::special::igamma)) \
+  X(igammac, FLOAT_ONLY2, math::special2(a, b, math::special::igammac)) \
   X(logaddexp, FLOAT_ONLY2, math::logaddexp(a, b))                 \
   X(logaddexp2, FLOAT_ONLY2, math::logaddexp2(a, b))               \
   X(fmax, ARITH, math::fmax(a, b))                                 \

@@ -183,6 +183,20 @@ std::vector<Composite> composites() {
        kFunction, "creation"},
       {"kaiser_window", {factory("kaiser_window(int window_length, bool periodic=True, "
                                  "float beta=12.0")}, kFunction, "creation"},
+      {"transpose_", {"transpose_(Tensor input, int dim0, int dim1) -> Tensor"}, kMethod, "shape"},
+      {"swapaxes_", {"swapaxes_(Tensor input, int axis0, int axis1) -> Tensor"}, kMethod, "shape",
+       "transpose_"},
+      {"swapdims_", {"swapdims_(Tensor input, int dim0, int dim1) -> Tensor"}, kMethod, "shape",
+       "transpose_"},
+      {"t_", {"t_(Tensor input) -> Tensor"}, kMethod, "shape"},
+      {"squeeze_", {"squeeze_(Tensor input) -> Tensor", "squeeze_(Tensor input, int dim) -> Tensor",
+                    "squeeze_(Tensor input, int[] dim) -> Tensor"}, kMethod, "shape"},
+      {"unsqueeze_", {"unsqueeze_(Tensor input, int dim) -> Tensor"}, kMethod, "shape"},
+      {"as_strided_", {"as_strided_(Tensor input, int[] size, int[] stride, "
+                       "int? storage_offset=None) -> Tensor"}, kBoth, "shape"},
+      {"fill", {"fill(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation"},
+      {"zero_", {"zero_(Tensor input) -> Tensor"}, kFunction, "creation", "zero_function"},
+      {"detach_", {"detach_(Tensor input) -> Tensor"}, kFunction, "creation", "detach_function"},
   };
 }
 

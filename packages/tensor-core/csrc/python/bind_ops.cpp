@@ -236,7 +236,7 @@ void register_ops(py::module_& m) {
         "_special_zeta"};
     static const std::set<std::string> tensor_other = {
         "maximum", "minimum", "atan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin",
-        "logical_and", "logical_or", "logical_xor"};
+        "logical_and", "logical_or", "logical_xor", "igamma", "igammac"};
     const std::string input_type = number_input.count(name) ? "Tensor|Scalar" : "Tensor";
     const std::string other_type = tensor_other.count(name) ? "Tensor" : "Tensor|Scalar";
     def_op(m, {.name = name,

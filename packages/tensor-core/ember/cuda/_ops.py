@@ -646,6 +646,8 @@ ELEMENTWISE: dict[str, Callable] = {
     "erf": _special("erf"), "erfc": _special("erfc"), "erfinv": _special("erfinv"),
     "lgamma": _special_kernel("gammaln", "lgamma"),
     "digamma": _special_kernel("digamma", "digamma"), "i0": _special_kernel("i0", "i0"),
+    "igamma": _special_kernel("gammainc", "igamma"),
+    "igammac": _special_kernel("gammaincc", "igammac"),
     **{"_special_" + f: _special_kernel(f, "_special_" + f)
        for f in ("i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlog1py",
                  "zeta")},
