@@ -70,6 +70,14 @@ CASES = {
     "igammac_x": (lambda x: special.gammaincc(ember.tensor([0.5, 2.0, 7.5],
                                                            dtype=ember.float64), x),
                   (leaf(3, lo=0.2, hi=9.0),)),
+    "rsub": (lambda a, b: ember.rsub(a, b, alpha=2), (leaf(3), leaf(3, seed=1))),
+    "selu": (lambda x: ember.selu(x), (leaf(6),)),
+    "celu": (lambda x: ember.celu(x, 0.7), (leaf(6),)),
+    "cosine_similarity": (lambda a, b: ember.cosine_similarity(a, b), (leaf(3, 4),
+                                                                       leaf(3, 4, seed=1))),
+    "pairwise_distance": (lambda a, b: ember.pairwise_distance(a, b), (leaf(3, 4),
+                                                                       leaf(3, 4, seed=1))),
+    "pdist": (lambda x: ember.pdist(x), (leaf(4, 3),)),
     "frexp_mantissa": (lambda x: ember.frexp(x).mantissa, (leaf(5, lo=0.1, hi=9.0),)),
 }
 

@@ -438,8 +438,6 @@ def fill_diagonal_(self, fill_value, wrap=False):
 # ---- distances and products ----
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
-    from ember import linalg
-
     for name, x in (("X1", x1), ("X2", x2)):
         if not x.dtype.is_floating_point:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
@@ -454,10 +452,21 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                             "donot_use_mm_for_euclid_dist"):
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
-    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # (..., P, R, M)
+    return _distance_last(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)  # (..., P, R)
+
+
+def _distance_last(diff, p):
+    """The p-norm over the last dimension, with torch's cdist gradient at a zero distance (0,
+    where the norm's own derivative is 0/0): the root is taken where the sum is positive only."""
     if diff.shape[-1] == 0:
         return diff.sum(-1)
-    return linalg.vector_norm(diff, p, dim=-1)
+    if p == 0:
+        return (diff != 0).sum(-1).to(diff.dtype)
+    if math.isinf(p):
+        return diff.abs().amax(-1)
+    total = (diff.abs() ** p).sum(-1)
+    positive = total > 0
+    return _C.where(positive, _C.where(positive, total, 1.0) ** (1.0 / p), 0.0).to(diff.dtype)
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -767,6 +776,113 @@ def zero_function(input):
 
 def detach_function(input):
     return input.detach_()
+
+
+# ---- torch's top-level forms of nn and linalg functions ----
+
+def rsub(input, other, *, alpha=1):
+    return _C.sub(other, input, alpha=alpha)
+
+
+def hardshrink(input, lambd=0.5):
+    return _C.where((input > lambd) | (input < -lambd), input, 0).to(input.dtype)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input):
+    return _SELU_SCALE * _C.where(input > 0, input, _SELU_ALPHA * _C.expm1(input))
+
+
+def selu_(self):
+    return self.copy_(selu(self))
+
+
+def celu(input, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _C.where(input > 0, input, alpha * _C.expm1(input / alpha))
+
+
+def celu_(self, alpha=1.0):
+    return self.copy_(celu(self, alpha))
+
+
+def threshold(input, threshold, value):
+    return _C.where(input > threshold, input, value).to(input.dtype)
+
+
+def threshold_(self, threshold, value):
+    return self.copy_(_C.where(self > threshold, self, value).to(self.dtype))
+
+
+def fill_function_(input, value):
+    return input.fill_(value)
+
+
+def round_function_(input, *, decimals=0):
+    return input.round_(decimals=decimals)
+
+
+def get_device(input) -> int:
+    return input.get_device()
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    from ember import linalg
+
+    x1, x2 = _shape.broadcast_tensors(x1, x2)
+    n1 = linalg.vector_norm(x1, dim=dim).clamp(min=eps)
+    n2 = linalg.vector_norm(x2, dim=dim).clamp(min=eps)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    from ember import linalg
+
+    return linalg.vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
+
+
+def pdist(input, p=2.0):
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    if n < 2:
+        return input.new_empty((0,))
+    rows, cols = _C.triu_indices(n, n, 1, device=input.device)
+    return _distance_last(input[rows] - input[cols], p)
+
+
+def matrix_exp(input):
+    from ember import linalg
+
+    return linalg.matrix_exp(input)
+
+
+def frobenius_norm(input, dim, keepdim=False):
+    from ember import linalg
+
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return linalg.vector_norm(input, 2, dim=dims or None, keepdim=keepdim)
+
+
+def nuclear_norm_row(input, *args):
+    """The registry's two forms: (input, keepdim) and (input, dim, keepdim)."""
+    if len(args) == 2:
+        return nuclear_norm(input, args[0], args[1])
+    return nuclear_norm(input, None, args[0] if args else False)
+
+
+def nuclear_norm(input, dim=None, keepdim=False):
+    from ember import linalg
+
+    if dim is None:
+        return linalg.matrix_norm(input, "nuc", keepdim=keepdim)
+    return linalg.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim)
 
 
 # ---- torch's Python functions over varargs (exported as they are) ----

@@ -25,6 +25,8 @@ gammaincc = _C.igammac
 polygamma = _C.polygamma
 multigammaln = _C.mvlgamma
 i0 = _C.i0
+modified_bessel_i0 = _C.i0  # torch's modified_bessel_i0 and i0 are the same function
+modified_bessel_i1 = _C._special_i1
 i0e = _C._special_i0e
 i1 = _C._special_i1
 i1e = _C._special_i1e
@@ -64,6 +66,7 @@ __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
     "gammaincc", "gammaln",
     "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
-    "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
+    "modified_bessel_i0", "modified_bessel_i1", "multigammaln", "ndtr", "ndtri", "polygamma",
+    "psi", "round", "sinc", "softmax",
     "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",
 ]  # fmt: skip

@@ -720,3 +720,72 @@ def test_fill_zero_detach_functions():
     assert ember.zero_(x) is x and x.sum().item() == 0
     y = ember.ones(2, requires_grad=True) * 2
     assert ember.detach_(y) is y and not y.requires_grad
+
+
+# ---- torch's top-level forms of nn and linalg functions ----
+
+def test_nn_forms_against_formulas():
+    a = rand(4, 3)
+    x = t(a.tolist())
+    close(ember.rsub(x, 2.0, alpha=3), 2.0 - 3 * a)
+    close(ember.hardshrink(x, 0.7), np.where(np.abs(a) > 0.7, a, 0.0))
+    close(x.hardshrink(), np.where(np.abs(a) > 0.5, a, 0.0))
+    alpha, scale = 1.6732632423543772848, 1.0507009873554804934
+    close(ember.selu(x), scale * np.where(a > 0, a, alpha * np.expm1(a)), rtol=1e-13)
+    close(ember.celu(x, 0.5), np.where(a > 0, a, 0.5 * np.expm1(a / 0.5)), rtol=1e-13)
+    close(ember.threshold(x, 0.1, -3.0), np.where(a > 0.1, a, -3.0))
+    y = x.clone()
+    assert ember.threshold_(y, 0.1, -3.0) is y
+    close(y, np.where(a > 0.1, a, -3.0))
+    b = rand(4, 3, seed=1)
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    close(ember.cosine_similarity(x, t(b.tolist())), cos, rtol=1e-13)
+    close(ember.pairwise_distance(x, t(b.tolist())), np.linalg.norm(a - b + 1e-6, axis=1),
+          rtol=1e-13)
+    pd = [np.linalg.norm(a[i] - a[j]) for i in range(4) for j in range(i + 1, 4)]
+    close(ember.pdist(x), pd, rtol=1e-13)
+    close(ember.frobenius_norm(x, (0, 1)), np.linalg.norm(a), rtol=1e-13)
+    close(ember.nuclear_norm(x), np.linalg.norm(a, "nuc"), rtol=1e-12)
+    assert ember.get_device(x) == -1
+    z = ember.zeros(2)
+    assert ember.fill_(z, 4.0) is z and z.tolist() == [4.0, 4.0]
+    r = t([1.26, -0.35])
+    ember.round_(r, decimals=1)
+    close(r, [1.3, -0.4])
+    assert special.modified_bessel_i0 is ember.i0
+
+
+NN_FORMS_TORCH = [
+    ("rsub", (rand(3, 4), rand(4)), {"alpha": 0.5}),
+    ("hardshrink", (rand(6), 0.3), {}),
+    ("selu", (rand(6),), {}),
+    ("celu", (rand(6), 2.0), {}),
+    ("threshold", (rand(6), 0.2, 9.0), {}),
+    ("cosine_similarity", (rand(3, 5), rand(3, 5, seed=1)), {"dim": 0}),
+    ("pairwise_distance", (rand(3, 5), rand(3, 5, seed=1)), {"p": 1.0, "keepdim": True}),
+    ("pdist", (rand(5, 3),), {"p": 3.0}),
+    ("matrix_exp", (rand(2, 3, 3),), {}),
+    ("nuclear_norm", (rand(2, 3, 4), (1, 2)), {}),
+]
+
+
+@pytest.mark.parametrize("case", NN_FORMS_TORCH, ids=lambda c: c[0])
+def test_nn_forms_match_torch(case):
+    torch = pytest.importorskip("torch")
+    name, arrays, kw = case
+    got = getattr(ember, name)(*[ember.tensor(a) if isinstance(a, np.ndarray) else a
+                                 for a in arrays], **kw)
+    want = getattr(torch, name)(*[torch.tensor(a) if isinstance(a, np.ndarray) else a
+                                  for a in arrays], **kw)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(np.array(got.tolist()), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_cdist_gradient_at_zero_distance_is_torchs():
+    x = ember.tensor([[0.0, 1.0], [2.0, 3.0]], dtype=F64, requires_grad=True)
+    ember.cdist(x, x.detach()).sum().backward()
+    assert not any(math.isnan(v) for row in x.grad.tolist() for v in row)
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor([[0.0, 1.0], [2.0, 3.0]], dtype=torch.float64, requires_grad=True)
+    torch.cdist(tx, tx.detach()).sum().backward()
+    close(x.grad, tx.grad.tolist(), rtol=1e-12)

@@ -294,10 +294,11 @@ def test_special_namespace():
                "round": "round", "sinc": "sinc", "xlogy": "xlogy", "digamma": "digamma",
                "psi": "digamma", "gammaln": "lgamma", "polygamma": "polygamma",
                "multigammaln": "mvlgamma", "i0": "i0", "gammainc": "igamma",
-               "gammaincc": "igammac"}
+               "gammaincc": "igammac", "modified_bessel_i0": "i0"}
     # torch.special-only table ops, bound as _C._special_<f>; spherical_bessel_j0 is Python
     private = ["i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlog1py", "zeta"]
-    assert sorted(special.__all__) == sorted([*aliases, *private, "spherical_bessel_j0"])
+    assert sorted(special.__all__) == sorted([*aliases, *private, "spherical_bessel_j0",
+                                              "modified_bessel_i1"])
     for name, core in aliases.items():
         assert getattr(special, name) is getattr(ember, core), name
     for name in private:

@@ -197,6 +197,34 @@ std::vector<Composite> composites() {
       {"fill", {"fill(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation"},
       {"zero_", {"zero_(Tensor input) -> Tensor"}, kFunction, "creation", "zero_function"},
       {"detach_", {"detach_(Tensor input) -> Tensor"}, kFunction, "creation", "detach_function"},
+      {"rsub", {"rsub(Tensor input, Tensor|Scalar other, *, Scalar alpha=1) -> Tensor"}, kFunction,
+       E},
+      {"hardshrink", {"hardshrink(Tensor input, Scalar lambd=0.5) -> Tensor"}, kBoth, E},
+      {"selu", {"selu(Tensor input) -> Tensor"}, kFunction, E},
+      {"selu_", {"selu_(Tensor input) -> Tensor"}, kFunction, E},
+      {"celu", {"celu(Tensor input, Scalar alpha=1.0) -> Tensor"}, kFunction, E},
+      {"celu_", {"celu_(Tensor input, Scalar alpha=1.0) -> Tensor"}, kFunction, E},
+      {"threshold", {"threshold(Tensor input, Scalar threshold, Scalar value) -> Tensor"},
+       kFunction, E},
+      {"threshold_", {"threshold_(Tensor input, Scalar threshold, Scalar value) -> Tensor"},
+       kFunction, E},
+      {"fill_", {"fill_(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation",
+       "fill_function_"},
+      {"round_", {"round_(Tensor input, *, int decimals=0) -> Tensor"}, kFunction, E,
+       "round_function_"},
+      {"get_device", {"get_device(Tensor input) -> int"}, kFunction, "creation"},
+      {"cosine_similarity", {"cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) "
+                             "-> Tensor"}, kFunction, "linalg"},
+      {"pairwise_distance", {"pairwise_distance(Tensor x1, Tensor x2, float p=2.0, "
+                             "float eps=1e-06, bool keepdim=False) -> Tensor"}, kFunction,
+       "linalg"},
+      {"pdist", {"pdist(Tensor input, float p=2.0) -> Tensor"}, kFunction, "linalg"},
+      {"matrix_exp", {"matrix_exp(Tensor input) -> Tensor"}, kBoth, "linalg"},
+      {"frobenius_norm", {"frobenius_norm(Tensor input, int[1] dim, bool keepdim=False) -> "
+                          "Tensor"}, kFunction, R},
+      {"nuclear_norm", {"nuclear_norm(Tensor input, bool keepdim=False) -> Tensor",
+                        "nuclear_norm(Tensor input, int[] dim, bool keepdim=False) -> Tensor"},
+       kFunction, R, "nuclear_norm_row"},
   };
 }
 
