@@ -24,6 +24,17 @@ __path__ = extend_path(__path__, __name__)
 from ember import _C  # noqa: E402
 from ember._C import *  # noqa: E402,F401,F403
 from ember._C import Tensor, dtype  # noqa: E402,F401
+from ember._composite_ops import (  # noqa: E402,F401  (torch's Python functions over varargs)
+    block_diag,
+    cartesian_prod,
+    chain_matmul,
+    is_floating_point,
+    is_signed,
+    is_storage,
+    is_tensor,
+    numel,
+    unravel_index,
+)
 from ember._device import Size, _make_device, device, strided  # noqa: E402,F401
 from ember._grad_mode import (  # noqa: E402,F401
     enable_grad,

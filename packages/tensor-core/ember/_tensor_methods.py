@@ -110,7 +110,24 @@ def _make_subclass(cls, data, require_grad=False):
     return obj
 
 
+def _mH(self):
+    """The conjugate transpose of the last two dimensions: the transpose (real dtypes only)."""
+    if self.dim() < 2:
+        raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return self.transpose(-2, -1)
+
+
+def _H(self):
+    if self.dim() != 2:
+        raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self.dim()}-D tensor.")
+    return self.transpose(0, 1)
+
+
 def install(cls) -> None:
+    cls.mH = property(_mH)
+    cls.H = property(_H)
     cls.__array_namespace__ = _array_namespace
     cls.to_device = _to_device
     cls.__repr__ = _repr

@@ -1,9 +1,10 @@
-"""ember.special: the names of ``torch.special`` for the functions the core has.
+"""ember.special: the names of ``torch.special``.
 
 Each name is the core's own function under torch.special's name (``expit`` is ``ember.sigmoid``,
-``logit`` is ``ember.logit``, ...), so arguments, ``out=``, dtype promotion and autograd are
-those of the core op. torch.special's Bessel, gamma-family, zeta and orthogonal-polynomial
-functions (``i0``, ``gammaln``, ``digamma``, ``zeta``, ``ndtri``, ...) are not in the core yet.
+``gammaln`` is ``ember.lgamma``, ``i0e`` is the table op ``_C._special_i0e``, ...), so arguments,
+``out=``, dtype promotion and autograd are those of the core op. Not here yet: the Bessel
+functions of the first and second kind (``bessel_j0``, ``bessel_y1``, ...), ``airy_ai`` and the
+orthogonal polynomials.
 
 >>> import ember
 >>> ember.special.expit(ember.tensor([0.0]))
@@ -16,6 +17,26 @@ from __future__ import annotations
 
 from ember import _C
 
+digamma = _C.digamma
+psi = _C.digamma
+gammaln = _C.lgamma
+gammainc = _C.igamma
+gammaincc = _C.igammac
+polygamma = _C.polygamma
+multigammaln = _C.mvlgamma
+i0 = _C.i0
+modified_bessel_i0 = _C.i0  # torch's modified_bessel_i0 and i0 are the same function
+modified_bessel_i1 = _C._special_i1
+i0e = _C._special_i0e
+i1 = _C._special_i1
+i1e = _C._special_i1e
+ndtr = _C._special_ndtr
+ndtri = _C._special_ndtri
+log_ndtr = _C._special_log_ndtr
+erfcx = _C._special_erfcx
+entr = _C._special_entr
+xlog1py = _C._special_xlog1py
+zeta = _C._special_zeta
 erf = _C.erf
 erfc = _C.erfc
 erfinv = _C.erfinv
@@ -31,7 +52,21 @@ sinc = _C.sinc
 softmax = _C.softmax
 xlogy = _C.xlogy
 
+
+def spherical_bessel_j0(input, *, out=None):
+    """sin(x) / x, 1 at 0 (torch.special.spherical_bessel_j0)."""
+    zero = input == 0
+    x = _C.where(zero, 1.0, input)
+    r = _C.where(zero, 1.0, x.sin() / x)
+    if out is None:
+        return r
+    return out.copy_(r)
+
 __all__ = [
-    "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit",
-    "logsumexp", "round", "sinc", "softmax", "xlogy",
+    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
+    "gammaincc", "gammaln",
+    "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
+    "modified_bessel_i0", "modified_bessel_i1", "multigammaln", "ndtr", "ndtri", "polygamma",
+    "psi", "round", "sinc", "softmax",
+    "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",
 ]  # fmt: skip

@@ -792,3 +792,105 @@ def _sinc(g, needs, out, x):
     xs = ember.where(zero, 1.0, x)
     d = ((xs * math.pi).cos() - xs.sinc()) / xs
     return (ember.where(zero, 0.0, d) * g,)
+
+
+# ---------------------------------------------------------------------------------------------
+# lgamma, digamma, i0 and torch.special's table ops (op_table.h: bound as _C._special_<f>)
+
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+@grad("lgamma", save=(0,), inplace_too=True)
+def _lgamma(g, needs, out, x):
+    return (g * x.digamma(),)
+
+
+@grad("digamma", save=(0,), inplace_too=True)
+def _digamma(g, needs, out, x):
+    return (g * _C._special_zeta(2.0, x),)  # polygamma(1, x)
+
+
+@grad("i0", save=(0,), inplace_too=True)
+def _i0(g, needs, out, x):
+    return (g * _C._special_i1(x),)
+
+
+@grad("_special_i0e", save=(0,), out=True, inplace_too=True)
+def _i0e(g, needs, out, x):
+    return (g * (_C._special_i1e(x) - x.sign() * out),)
+
+
+@grad("_special_i1", save=(0,), out=True, inplace_too=True)
+def _i1(g, needs, out, x):
+    # i0(x) - i1(x) / x, 1/2 at 0: evaluated at 1 there so that no branch holds 0/0
+    zero = x == 0
+    xs = ember.where(zero, 1.0, x)
+    return (g * ember.where(zero, 0.5, xs.i0() - _C._special_i1(xs) / xs),)
+
+
+@grad("_special_i1e", save=(0,), out=True, inplace_too=True)
+def _i1e(g, needs, out, x):
+    zero = x == 0
+    xs = ember.where(zero, 1.0, x)
+    d = _C._special_i0e(xs) - _C._special_i1e(xs) * (xs.sign() + xs.reciprocal())
+    return (g * ember.where(zero, 0.5, d),)
+
+
+@grad("_special_ndtr", save=(0,), inplace_too=True)
+def _ndtr(g, needs, out, x):
+    return (g * (x * x * -0.5).exp() / _SQRT_2PI,)
+
+
+@grad("_special_ndtri", out=True, inplace_too=True)
+def _ndtri(g, needs, out, x):
+    return (g * (out * out * 0.5).exp() * _SQRT_2PI,)
+
+
+@grad("_special_log_ndtr", save=(0,), out=True, inplace_too=True)
+def _log_ndtr(g, needs, out, x):
+    return (g * (-(out + x * x * 0.5)).exp() / _SQRT_2PI,)
+
+
+@grad("_special_erfcx", save=(0,), out=True, inplace_too=True)
+def _erfcx(g, needs, out, x):
+    return (g * (2 * x * out - 2 / math.sqrt(math.pi)),)
+
+
+@grad("_special_entr", save=(0,), inplace_too=True)
+def _entr(g, needs, out, x):
+    return (g * -(1 + x.log()),)
+
+
+@grad("_special_xlog1py", save="all", inplace_too=True)
+def _xlog1py(g, needs, out, x, y):
+    # torch's: d/dx = log1p(y), 0 where x == 0 and y <= -1; d/dy = x / (1 + y)
+    gx = gy = None
+    if needs[0]:
+        gx = ember.where((x == 0) & (y <= -1), 0.0, _C._special_xlog1py(g, y))
+    if needs[1]:
+        gy = g * x / (1 + y)
+    return (gx, gy)
+
+
+@grad("_special_zeta", save="all", inplace_too=True)
+def _zeta(g, needs, out, s, q):
+    if needs[0]:  # as torch, which has no formula for the order either
+        raise NotImplementedError("the derivative of special.zeta for 'self' (the order) is not "
+                                  "implemented")
+    return (None, g * -s * _C._special_zeta(s + 1, q))
+
+
+def _igamma_vjp(sign):
+    def vjp(g, needs, out, a, x):
+        if needs[0]:  # as torch, which has no formula for the shape parameter either
+            raise NotImplementedError("the derivative of igamma/igammac for 'input' (the shape "
+                                      "parameter a) is not implemented")
+        # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) = -d/dx Q(a, x)
+        density = ((a - 1) * x.log() - x - ember.lgamma(a)).exp()
+        return (None, g * density * sign)
+
+    return vjp
+
+
+grad("igamma", save="all", inplace_too=True)(_igamma_vjp(1.0))
+grad("igammac", save="all", inplace_too=True)(_igamma_vjp(-1.0))

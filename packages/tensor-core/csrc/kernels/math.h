@@ -287,7 +287,21 @@ template <typename T> EMBER_MATH T shift_right(T a, T b) {
   return a >> b;
 }
 
+
+// The functions of special_math.h, which compute in double: float and the half types convert
+// in and round once on the way out.
+template <typename T, typename F> inline T special1(T x, F f) {
+  if constexpr (std::is_floating_point_v<T>) return T(f(double(x)));
+  else return T(float(f(double(float(x)))));
+}
+template <typename T, typename F> inline T special2(T a, T b, F f) {
+  if constexpr (std::is_floating_point_v<T>) return T(f(double(a), double(b)));
+  else return T(float(f(double(float(a)), double(float(b)))));
+}
+
 }  // namespace ember::math
+
+#include "kernels/special_math.h"  // after erfinv, which ndtri starts from
 
 namespace ember {
 template <typename T> EMBER_MATH T ember_bitwise_not(T x) {

@@ -19,6 +19,8 @@
 //   SHIFT    binary: integer common dtype (no bool)
 //
 // X(name, kind, expression over x / a, b in the op's compute type)
+// A name special_<f> is torch.special.<f> only: bound as the private ember._C._special_<f>
+// (python/bind_ops.cpp), which ember.special names <f>.
 #pragma once
 
 #define EMBER_UNARY_OPS(X)                                  \
@@ -48,6 +50,17 @@
   X(erfc, FLOAT, std::erfc(x))                              \
   X(erfinv, FLOAT, math::erfinv(x))                         \
   X(sinc, FLOAT, math::sinc(x))                             \
+  X(lgamma, FLOAT, math::special1(x, math::special::lgamma)) \
+  X(digamma, FLOAT, math::special1(x, math::special::digamma)) \
+  X(i0, FLOAT, math::special1(x, math::special::i0))        \
+  X(special_i0e, FLOAT, math::special1(x, math::special::i0e)) \
+  X(special_i1, FLOAT, math::special1(x, math::special::i1)) \
+  X(special_i1e, FLOAT, math::special1(x, math::special::i1e)) \
+  X(special_ndtr, FLOAT, math::special1(x, math::special::ndtr)) \
+  X(special_ndtri, FLOAT, math::special1(x, math::special::ndtri)) \
+  X(special_log_ndtr, FLOAT, math::special1(x, math::special::log_ndtr)) \
+  X(special_erfcx, FLOAT, math::special1(x, math::special::erfcx)) \
+  X(special_entr, FLOAT, math::special1(x, math::special::entr)) \
   X(deg2rad, FLOAT, x * decltype(x)(0.017453292519943295769)) \
   X(rad2deg, FLOAT, x * decltype(x)(57.295779513082320877)) \
   X(reciprocal, FLOAT, decltype(x)(1) / x)                  \
@@ -83,6 +96,10 @@
   X(hypot, FLOAT2, std::hypot(a, b))                               \
   X(copysign, FLOAT2, std::copysign(a, b))                         \
   X(xlogy, FLOAT2, math::xlogy(a, b))                              \
+  X(special_xlog1py, FLOAT2, math::special2(a, b, math::special::xlog1py)) \
+  X(special_zeta, FLOAT2, math::special2(a, b, math::special::zeta)) \
+  X(igamma, FLOAT_ONLY2, math::special2(a, b, math::special::igamma)) \
+  X(igammac, FLOAT_ONLY2, math::special2(a, b, math::special::igammac)) \
   X(logaddexp, FLOAT_ONLY2, math::logaddexp(a, b))                 \
   X(logaddexp2, FLOAT_ONLY2, math::logaddexp2(a, b))               \
   X(fmax, ARITH, math::fmax(a, b))                                 \

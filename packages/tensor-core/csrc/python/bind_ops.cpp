@@ -1,6 +1,7 @@
 // bind_ops.cpp: Python bindings generated from the op table (op_table.h): for every
 // elementwise op, the function `ember.<op>(..., out=None)`, the method `Tensor.<op>()`, the
 // in-place `Tensor.<op>_()` and `ember.<op>_`, plus Python's operators.
+#include <cstring>
 #include <set>
 
 #include "cuda/device_elementwise.h"
@@ -42,6 +43,13 @@ py::object with_out(const char* name, py::handle outh, const Tensor& out,
   }
   Tensor r = compute(out);
   return out ? py::reinterpret_borrow<py::object>(outh) : wrap(std::move(r));
+}
+
+// The name a table op is bound under: torch.special-only ops (special_<f> in op_table.h) are the
+// private _special_<f>, which ember.special names <f>; the others their own.
+std::string bound_name(const char* table_name) {
+  return std::strncmp(table_name, "special_", 8) == 0 ? std::string("_") + table_name
+                                                      : std::string(table_name);
 }
 
 bool any_grad(const Operand& a, const Operand& b) {
@@ -101,7 +109,8 @@ bool unit_alpha(py::handle alpha) {
 }
 
 py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
-  const char* name = unary_info(op).name;
+  const std::string bound = bound_name(unary_info(op).name);
+  const char* name = bound.c_str();
   Tensor x = expect_tensor(xh, name, "input");
   Tensor out = opt_out(outh);
   const Operand in(x);
@@ -114,7 +123,8 @@ py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
 }
 
 py::object unary_inplace(UnaryOp op, py::handle selfh) {
-  const char* name = unary_info(op).name;
+  const std::string bound = bound_name(unary_info(op).name);
+  const char* name = bound.c_str();
   Tensor x = expect_tensor(selfh, name, "self");
   const Operand in(x);
   if ((x->requires_grad && grad_enabled()) ||
@@ -171,7 +181,8 @@ BinaryOp div_op(py::handle rounding_mode) {
 
 py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle outh,
                        py::handle alpha = py::handle(), const char* public_name = nullptr) {
-  const char* name = public_name ? public_name : binary_info(op).name;
+  const std::string bound = bound_name(binary_info(op).name);
+  const char* name = public_name ? public_name : bound.c_str();
   Operand a = to_operand(ah, name, "input"), b = to_operand(bh, name, "other");
   EMBER_CHECK(!(a.is_scalar && b.is_scalar), py::type_error, name,
               "(): expected at least one Tensor argument");
@@ -196,7 +207,8 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
 
 py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
                                py::handle alpha = py::handle(), const char* public_name = nullptr) {
-  const char* name = public_name ? public_name : binary_info(op).name;
+  const std::string bound = bound_name(binary_info(op).name);
+  const char* name = public_name ? public_name : bound.c_str();
   Tensor self = expect_tensor(selfh, name, "self");
   Operand b = to_operand(bh, name, "other");
   const Operand a(self);
@@ -234,7 +246,7 @@ void register_ops(py::module_& m) {
   const char* E = "elementwise";
   for (int i = 0; i < num_unary_ops(); ++i) {
     auto op = static_cast<UnaryOp>(i);
-    const std::string name = unary_info(op).name;
+    const std::string name = bound_name(unary_info(op).name);
     const bool grad = differentiable(unary_info(op).kind);
     def_op(m, {.name = name, .signatures = {name + "(Tensor input, *, Tensor? out=None) -> Tensor"},
                .family = E, .hooked = grad, .hand_off = false,
@@ -248,7 +260,7 @@ void register_ops(py::module_& m) {
   m.attr("_FUSED_MULTIPLY_ADD") = fused_multiply_add();
   for (int i = 0; i < num_binary_ops(); ++i) {
     auto op = static_cast<BinaryOp>(i);
-    std::string name = binary_info(op).name;
+    std::string name = bound_name(binary_info(op).name);
     if (op == BinaryOp::div_trunc) name = "_div_trunc";
     const bool grad = differentiable(binary_info(op).kind);
     const bool alpha = op == BinaryOp::add || op == BinaryOp::sub;
@@ -275,10 +287,11 @@ void register_ops(py::module_& m) {
     // torch's signatures: a Python number as `input` only where torch has that overload, and
     // as `other` except for the ops whose schema takes a Tensor there.
     static const std::set<std::string> number_input = {
-        "add", "sub", "mul", "floor_divide", "remainder", "pow", "xlogy"};
+        "add", "sub", "mul", "floor_divide", "remainder", "pow", "xlogy", "_special_xlog1py",
+        "_special_zeta"};
     static const std::set<std::string> tensor_other = {
         "maximum", "minimum", "atan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin",
-        "logical_and", "logical_or", "logical_xor"};
+        "logical_and", "logical_or", "logical_xor", "igamma", "igammac"};
     const std::string input_type = number_input.count(name) ? "Tensor|Scalar" : "Tensor";
     const std::string other_type = tensor_other.count(name) ? "Tensor" : "Tensor|Scalar";
     def_op(m, {.name = name,

@@ -23,5 +23,6 @@ PYBIND11_MODULE(_C, m) {
   register_nn_kernels(m);
   register_optim(m);
   register_autograd_support(m);
+  register_aliases(m);
   register_cuda(m);
 }

@@ -179,6 +179,7 @@ void register_nn_kernels(py::module_& m);
 void register_optim(py::module_& m);
 void register_autograd_support(py::module_& m);  // Tensor._ag: the autograd package's slot
 void register_indexing(py::module_& m);
+void register_aliases(py::module_& m);  // after every group: the aliases' canonical rows
 void register_cuda(py::module_& m);  // ember.cuda's _cuda_* functions, OutOfMemoryError
 
 }  // namespace ember::pyb

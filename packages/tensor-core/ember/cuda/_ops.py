@@ -581,6 +581,22 @@ def _special(name: str) -> Callable:
     return fn
 
 
+def _special_kernel(scipy_name: str, cpu_name: str) -> Callable:
+    """The gamma-family, Bessel, normal and zeta functions: cupyx.scipy.special on a GPU; the
+    core's CPU kernel for NumPy arrays (the same values as the CPU op)."""
+
+    def fn(*arrays):
+        mod = xp()
+        if mod is not numpy:
+            import cupyx.scipy.special as sp
+
+            return getattr(sp, scipy_name)(*arrays)
+        cpu = getattr(_C, cpu_name)(*(_C.from_numpy(numpy.ascontiguousarray(a)) for a in arrays))
+        return cpu.numpy()
+
+    return fn
+
+
 def _erfinv_scalar(y: float) -> float:
     if y <= -1 or y >= 1:
         return math.copysign(math.inf, y) if abs(y) == 1 else math.nan
@@ -628,6 +644,13 @@ ELEMENTWISE: dict[str, Callable] = {
     "cosh": _x("cosh"), "tanh": _x("tanh"), "asinh": _x("arcsinh"), "acosh": _x("arccosh"),
     "atanh": _x("arctanh"), "sigmoid": lambda x: 1 / (1 + xp().exp(-x)),
     "erf": _special("erf"), "erfc": _special("erfc"), "erfinv": _special("erfinv"),
+    "lgamma": _special_kernel("gammaln", "lgamma"),
+    "digamma": _special_kernel("digamma", "digamma"), "i0": _special_kernel("i0", "i0"),
+    "igamma": _special_kernel("gammainc", "igamma"),
+    "igammac": _special_kernel("gammaincc", "igammac"),
+    **{"_special_" + f: _special_kernel(f, "_special_" + f)
+       for f in ("i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlog1py",
+                 "zeta")},
     "sinc": lambda x: xp().sinc(x), "deg2rad": _x("deg2rad"), "rad2deg": _x("rad2deg"),
     "reciprocal": lambda x: 1 / x, "frac": lambda x: x - xp().trunc(x), "neg": _x("negative"),
     "abs": _x("absolute"), "square": lambda x: x * x, "sign": _sign,
@@ -655,6 +678,8 @@ ELEMENTWISE: dict[str, Callable] = {
 # Kinds whose computation runs in the inputs' common dtype rather than the result's.
 _COMPUTE_IN_INPUT_TYPE = {"PRED", "CMP", "LOGICAL", "INTEGRAL", "SAME"}
 _KIND = {row["name"]: row["kind"] for row in _C._op_table()}
+# torch.special's table ops reach the hook under their bound names (_special_<f>)
+_KIND.update({"_" + n: k for n, k in _KIND.items() if n.startswith("special_")})
 
 
 _AT_OWN_VALUE = {"mul", "div", "floor_divide", "div_trunc"}

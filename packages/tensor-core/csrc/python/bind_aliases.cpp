@@ -1,0 +1,295 @@
+// bind_aliases.cpp: two kinds of registry rows whose work is done by other ops.
+// - torch's alternative names of ops (arccos for acos, subtract for sub, fix for trunc, ...):
+//   each takes its canonical op's signatures under its own name (so argument errors name the
+//   alias, as torch's do) and passes the parsed call on to the canonical op, which does the
+//   hand-off to the autograd and device hooks.
+// - the compositions (addcmul, new_zeros, cdist, cov, polygamma, ...): the row parses and checks
+//   the arguments against torch's signature and passes them to their Python body in
+//   ember/_composite_ops.py, written with public ops, so that autograd records the parts and
+//   CUDA tensors run on the parts' device implementations.
+// Registered after every other group, so that each canonical row exists.
+#include <cstring>
+
+#include "python/pyutils.h"
+#include "python/registry.h"
+
+namespace ember::pyb {
+namespace {
+
+py::module_* g_m = nullptr;
+
+struct Alias {
+  const char* name;
+  const char* canonical;
+  unsigned variants;
+  // A signature of its own where torch's alias takes less than the canonical op ("" : the
+  // canonical op's, renamed).
+  const char* signature = "";
+};
+
+constexpr unsigned kBoth = kFunction | kMethod;
+const Alias kAliases[] = {
+    {"absolute", "abs", kBoth},           {"absolute_", "abs_", kMethod},
+    {"arccos", "acos", kBoth},            {"arccos_", "acos_", kBoth},
+    {"arcsin", "asin", kBoth},            {"arcsin_", "asin_", kBoth},
+    {"arctan", "atan", kBoth},            {"arctan_", "atan_", kBoth},
+    {"arccosh", "acosh", kBoth},          {"arccosh_", "acosh_", kBoth},
+    {"arcsinh", "asinh", kBoth},          {"arcsinh_", "asinh_", kBoth},
+    {"arctanh", "atanh", kBoth},          {"arctanh_", "atanh_", kBoth},
+    {"arctan2", "atan2", kBoth},          {"arctan2_", "atan2_", kMethod},
+    {"negative", "neg", kBoth},           {"negative_", "neg_", kBoth},
+    {"fix", "trunc", kBoth},              {"fix_", "trunc_", kBoth},
+    {"sgn", "sign", kBoth},               {"sgn_", "sign_", kMethod},
+    {"subtract", "sub", kBoth},           {"subtract_", "sub_", kMethod},
+    {"multiply", "mul", kBoth},           {"multiply_", "mul_", kMethod},
+    {"divide", "div", kBoth},             {"divide_", "div_", kMethod},
+    {"true_divide", "div", kBoth,
+     "true_divide(Tensor input, Tensor|Scalar other, *, Tensor? out=None) -> Tensor"},
+    {"true_divide_", "div_", kMethod, "true_divide_(Tensor input, Tensor|Scalar other) -> Tensor"},
+    {"greater", "gt", kBoth},             {"greater_", "gt_", kMethod},
+    {"greater_equal", "ge", kBoth},       {"greater_equal_", "ge_", kMethod},
+    {"less", "lt", kBoth},                {"less_", "lt_", kMethod},
+    {"less_equal", "le", kBoth},          {"less_equal_", "le_", kMethod},
+    {"not_equal", "ne", kBoth},           {"not_equal_", "ne_", kMethod},
+};
+
+// The compositions: name, torch's signatures, variants, family, and the function of
+// ember/_composite_ops.py that computes it ("" : the op's name).
+struct Composite {
+  const char* name;
+  std::vector<std::string> signatures;
+  unsigned variants;
+  const char* family;
+  const char* function = "";
+};
+
+std::string factory(const std::string& head) {
+  return head + ", *, " + kFactoryParams + ") -> Tensor";
+}
+
+std::vector<Composite> composites() {
+  const char* E = "elementwise";
+  const char* R = "reduction";
+  return {
+      {"new_empty", {factory("new_empty(Tensor input, int[] size")}, kMethod, "creation"},
+      {"new_zeros", {factory("new_zeros(Tensor input, int[] size")}, kMethod, "creation"},
+      {"new_ones", {factory("new_ones(Tensor input, int[] size")}, kMethod, "creation"},
+      {"new_full", {factory("new_full(Tensor input, int[] size, Scalar fill_value")}, kMethod,
+       "creation"},
+      {"new_empty_strided",
+       {factory("new_empty_strided(Tensor input, int[] size, int[] stride")}, kMethod,
+       "creation"},
+      {"new_tensor", {factory("new_tensor(Tensor input, Any data")}, kMethod, "creation"},
+      {"type_as", {"type_as(Tensor input, Tensor other) -> Tensor"}, kMethod, "creation"},
+      {"addcmul", {"addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, "
+                   "Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"addcmul_", {"addcmul_(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) "
+                    "-> Tensor"}, kMethod, E},
+      {"addcdiv", {"addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, "
+                   "Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"addcdiv_", {"addcdiv_(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) "
+                    "-> Tensor"}, kMethod, E},
+      {"addr", {"addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1, "
+                "Tensor? out=None) -> Tensor"}, kBoth, "linalg"},
+      {"addr_", {"addr_(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, "
+                 "Scalar alpha=1) -> Tensor"}, kMethod, "linalg"},
+      {"clamp_min", {"clamp_min(Tensor input, Tensor|Scalar min, *, Tensor? out=None) -> Tensor"},
+       kBoth, E},
+      {"clamp_min_", {"clamp_min_(Tensor input, Tensor|Scalar min) -> Tensor"}, kBoth, E},
+      {"clamp_max", {"clamp_max(Tensor input, Tensor|Scalar max, *, Tensor? out=None) -> Tensor"},
+       kBoth, E},
+      {"clamp_max_", {"clamp_max_(Tensor input, Tensor|Scalar max) -> Tensor"}, kBoth, E},
+      {"float_power", {"float_power(Tensor|Scalar input, Tensor|Scalar exponent, *, "
+                       "Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"float_power_", {"float_power_(Tensor input, Tensor|Scalar exponent) -> Tensor"}, kMethod,
+       E},
+      {"ldexp", {"ldexp(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"ldexp_", {"ldexp_(Tensor input, Tensor other) -> Tensor"}, kBoth, E},
+      {"heaviside", {"heaviside(Tensor input, Tensor values, *, Tensor? out=None) -> Tensor"},
+       kBoth, E},
+      {"heaviside_", {"heaviside_(Tensor input, Tensor values) -> Tensor"}, kMethod, E},
+      {"isneginf", {"isneginf(Tensor input, *, Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"isposinf", {"isposinf(Tensor input, *, Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"positive", {"positive(Tensor input) -> Tensor"}, kBoth, E},
+      {"adjoint", {"adjoint(Tensor input) -> Tensor"}, kBoth, "shape"},
+      {"polygamma", {"polygamma(int n, Tensor input, *, Tensor? out=None) -> Tensor"}, kFunction,
+       E},
+      {"polygamma", {"polygamma(Tensor input, int n) -> Tensor"}, kMethod, E,
+       "polygamma_method"},
+      {"polygamma_", {"polygamma_(Tensor input, int n) -> Tensor"}, kMethod, E},
+      {"mvlgamma", {"mvlgamma(Tensor input, int p, *, Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"mvlgamma_", {"mvlgamma_(Tensor input, int p) -> Tensor"}, kMethod, E},
+      {"aminmax", {"aminmax(Tensor input, *, int? dim=None, bool keepdim=False) -> "
+                   "(Tensor min, Tensor max)"}, kBoth, R},
+      {"logcumsumexp", {"logcumsumexp(Tensor input, int dim, *, Tensor? out=None) -> Tensor"},
+       kBoth, R},
+      {"dist", {"dist(Tensor input, Tensor other, Scalar p=2) -> Tensor"}, kBoth, R},
+      {"renorm", {"renorm(Tensor input, Scalar p, int dim, Scalar maxnorm, *, "
+                  "Tensor? out=None) -> Tensor"}, kBoth, R},
+      {"renorm_", {"renorm_(Tensor input, Scalar p, int dim, Scalar maxnorm) -> Tensor"},
+       kMethod, R},
+      {"cov", {"cov(Tensor input, *, int correction=1, Tensor? fweights=None, "
+               "Tensor? aweights=None) -> Tensor"}, kBoth, R},
+      {"corrcoef", {"corrcoef(Tensor input) -> Tensor"}, kBoth, R},
+      {"sum_to_size", {"sum_to_size(Tensor input, int[] size) -> Tensor"}, kMethod, R},
+      {"is_same_size", {"is_same_size(Tensor input, Tensor other) -> bool"}, kBoth, "creation"},
+      {"is_nonzero", {"is_nonzero(Tensor input) -> bool"}, kBoth, "creation"},
+      {"fill_diagonal_", {"fill_diagonal_(Tensor input, Scalar fill_value, bool wrap=False) -> "
+                          "Tensor"}, kMethod, "indexing"},
+      {"cdist", {"cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None) -> Tensor"},
+       kFunction, "linalg"},
+      {"trapezoid", {"trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
+                     "trapezoid(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor"}, kFunction, R},
+      {"trapz", {"trapz(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
+                 "trapz(Tensor y, *, float dx=1, int dim=-1) -> Tensor"}, kFunction, R,
+       "trapezoid"},
+      {"cumulative_trapezoid",
+       {"cumulative_trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
+        "cumulative_trapezoid(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor"}, kFunction, R},
+      {"vander", {"vander(Tensor x, int? N=None, bool increasing=False) -> Tensor"}, kFunction,
+       "creation"},
+      {"combinations", {"combinations(Tensor input, int r=2, bool with_replacement=False) -> "
+                        "Tensor"}, kFunction, "creation"},
+      {"isin", {"isin(Tensor|Scalar elements, Tensor|Scalar test_elements, *, "
+                "bool assume_unique=False, bool invert=False, Tensor? out=None) -> Tensor"},
+       kFunction, "sort"},
+      {"gcd", {"gcd(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"gcd_", {"gcd_(Tensor input, Tensor other) -> Tensor"}, kBoth, E},
+      {"lcm", {"lcm(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"lcm_", {"lcm_(Tensor input, Tensor other) -> Tensor"}, kBoth, E},
+      {"frexp", {"frexp(Tensor input, *, Any? out=None) -> (Tensor mantissa, Tensor exponent)"},
+       kBoth, E},
+      {"put_", {"put_(Tensor input, Tensor index, Tensor source, bool accumulate=False) -> "
+                "Tensor"}, kMethod, "indexing"},
+      {"put", {"put(Tensor input, Tensor index, Tensor source, bool accumulate=False) -> "
+               "Tensor"}, kBoth, "indexing"},
+      {"diagonal_scatter", {"diagonal_scatter(Tensor input, Tensor src, int offset=0, "
+                            "int dim1=0, int dim2=1) -> Tensor"}, kBoth, "indexing"},
+      {"select_scatter", {"select_scatter(Tensor input, Tensor src, int dim, int index) -> "
+                          "Tensor"}, kBoth, "indexing"},
+      {"slice_scatter", {"slice_scatter(Tensor input, Tensor src, int dim=0, int? start=None, "
+                         "int? end=None, int step=1) -> Tensor"}, kBoth, "indexing"},
+      {"ravel", {"ravel(Tensor input) -> Tensor"}, kBoth, "shape"},
+      {"resolve_neg", {"resolve_neg(Tensor input) -> Tensor"}, kBoth, "shape"},
+      {"is_neg", {"is_neg(Tensor input) -> bool"}, kBoth, "creation"},
+      {"is_inference", {"is_inference(Tensor input) -> bool"}, kBoth, "creation"},
+      {"hann_window", {factory("hann_window(int window_length, bool periodic=True")},
+       kFunction, "creation"},
+      {"hamming_window", {factory("hamming_window(int window_length, bool periodic=True, "
+                                  "float alpha=0.54, float beta=0.46")}, kFunction, "creation"},
+      {"blackman_window", {factory("blackman_window(int window_length, bool periodic=True")},
+       kFunction, "creation"},
+      {"bartlett_window", {factory("bartlett_window(int window_length, bool periodic=True")},
+       kFunction, "creation"},
+      {"kaiser_window", {factory("kaiser_window(int window_length, bool periodic=True, "
+                                 "float beta=12.0")}, kFunction, "creation"},
+      {"transpose_", {"transpose_(Tensor input, int dim0, int dim1) -> Tensor"}, kMethod, "shape"},
+      {"swapaxes_", {"swapaxes_(Tensor input, int axis0, int axis1) -> Tensor"}, kMethod, "shape",
+       "transpose_"},
+      {"swapdims_", {"swapdims_(Tensor input, int dim0, int dim1) -> Tensor"}, kMethod, "shape",
+       "transpose_"},
+      {"t_", {"t_(Tensor input) -> Tensor"}, kMethod, "shape"},
+      {"squeeze_", {"squeeze_(Tensor input) -> Tensor", "squeeze_(Tensor input, int dim) -> Tensor",
+                    "squeeze_(Tensor input, int[] dim) -> Tensor"}, kMethod, "shape"},
+      {"unsqueeze_", {"unsqueeze_(Tensor input, int dim) -> Tensor"}, kMethod, "shape"},
+      {"as_strided_", {"as_strided_(Tensor input, int[] size, int[] stride, "
+                       "int? storage_offset=None) -> Tensor"}, kBoth, "shape"},
+      {"fill", {"fill(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation"},
+      {"zero_", {"zero_(Tensor input) -> Tensor"}, kFunction, "creation", "zero_function"},
+      {"detach_", {"detach_(Tensor input) -> Tensor"}, kFunction, "creation", "detach_function"},
+      {"rsub", {"rsub(Tensor input, Tensor|Scalar other, *, Scalar alpha=1) -> Tensor"}, kFunction,
+       E},
+      {"hardshrink", {"hardshrink(Tensor input, Scalar lambd=0.5) -> Tensor"}, kBoth, E},
+      {"selu", {"selu(Tensor input) -> Tensor"}, kFunction, E},
+      {"selu_", {"selu_(Tensor input) -> Tensor"}, kFunction, E},
+      {"celu", {"celu(Tensor input, Scalar alpha=1.0) -> Tensor"}, kFunction, E},
+      {"celu_", {"celu_(Tensor input, Scalar alpha=1.0) -> Tensor"}, kFunction, E},
+      {"threshold", {"threshold(Tensor input, Scalar threshold, Scalar value) -> Tensor"},
+       kFunction, E},
+      {"threshold_", {"threshold_(Tensor input, Scalar threshold, Scalar value) -> Tensor"},
+       kFunction, E},
+      {"fill_", {"fill_(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation",
+       "fill_function_"},
+      {"round_", {"round_(Tensor input, *, int decimals=0) -> Tensor"}, kFunction, E,
+       "round_function_"},
+      {"get_device", {"get_device(Tensor input) -> int"}, kFunction, "creation"},
+      {"cosine_similarity", {"cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) "
+                             "-> Tensor"}, kFunction, "linalg"},
+      {"pairwise_distance", {"pairwise_distance(Tensor x1, Tensor x2, float p=2.0, "
+                             "float eps=1e-06, bool keepdim=False) -> Tensor"}, kFunction,
+       "linalg"},
+      {"pdist", {"pdist(Tensor input, float p=2.0) -> Tensor"}, kFunction, "linalg"},
+      {"matrix_exp", {"matrix_exp(Tensor input) -> Tensor"}, kBoth, "linalg"},
+      {"frobenius_norm", {"frobenius_norm(Tensor input, int[1] dim, bool keepdim=False) -> "
+                          "Tensor"}, kFunction, R},
+      {"nuclear_norm", {"nuclear_norm(Tensor input, bool keepdim=False) -> Tensor",
+                        "nuclear_norm(Tensor input, int[] dim, bool keepdim=False) -> Tensor"},
+       kFunction, R, "nuclear_norm_row"},
+  };
+}
+
+// The call's arguments as the Python body takes them: the parameters before `*` by position,
+// the keyword-only ones that were given by name (out= when not None).
+py::object forward(const py::object& fn, const Args& a) {
+  const Schema& s = a.schema();
+  const int npos = s.positional();
+  py::tuple args(npos);
+  py::dict kwargs;
+  for (int i = 0; i < static_cast<int>(s.params.size()); ++i) {
+    py::object v = py::reinterpret_borrow<py::object>(a[i]);
+    if (i < npos) args[i] = v;
+    else if ((a.given(i) || i == s.out_index) && !a.is_none(i))
+      kwargs[py::str(s.params[i].name)] = v;
+  }
+  return fn(*args, **kwargs);
+}
+
+const OpDef& canonical_row(const char* name) {
+  for (const OpDef* row : all_ops())
+    if (row->name == name) return *row;
+  throw std::invalid_argument(str_cat("alias of an unregistered op '", name, "'"));
+}
+
+// The canonical op's signature under the alias's name.
+std::string renamed(const std::string& signature, const std::string& from, const std::string& to) {
+  return to + signature.substr(from.size());
+}
+
+}  // namespace
+
+void register_aliases(py::module_& m) {
+  g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
+  for (const Alias& alias : kAliases) {
+    const OpDef& target = canonical_row(alias.canonical);
+    std::vector<std::string> signatures;
+    if (*alias.signature) signatures.push_back(alias.signature);
+    else
+      for (const std::string& s : target.signatures)
+        signatures.push_back(renamed(s, target.name, alias.name));
+    const std::string canonical = alias.canonical;
+    const bool as_function = target.variants & kFunction;
+    def_op(m, {.name = alias.name, .signatures = signatures, .family = target.family,
+               .variants = alias.variants, .cuda = target.cuda, .hand_off = false,
+               .doc = str_cat("Alias of ", canonical, "."),
+               .impl = [canonical, as_function](const Args& a) {
+                 return forward(as_function ? g_m->attr(canonical.c_str())
+                                            : py::reinterpret_borrow<py::object>(
+                                                  reinterpret_cast<PyObject*>(tensor_type()))
+                                                  .attr(canonical.c_str()),
+                                a);
+               }});
+  }
+  for (const Composite& c : composites()) {
+    const std::string function = *c.function ? c.function : c.name;
+    def_op(m, {.name = c.name, .signatures = c.signatures, .family = c.family,
+               .variants = c.variants, .hand_off = false,
+               .doc = "A composition of ember's ops (ember/_composite_ops.py).",
+               .impl = [function](const Args& a) {
+                 static py::object* module = new py::object(  // leaked, as g_m
+                     py::module_::import("ember._composite_ops"));
+                 return forward(module->attr(function.c_str()), a);
+               }});
+  }
+}
+
+}  // namespace ember::pyb

@@ -1,0 +1,986 @@
+"""The ops that are compositions of the core's: their rows are in the op registry
+(csrc/python/bind_aliases.cpp, kComposites), which parses and checks the arguments with torch's
+TypeErrors and passes them here, the parameters before ``*`` by position and the keyword-only
+ones by name. Each is written with ember's public ops, so autograd records its parts (no
+gradient formula of its own) and CUDA tensors run on the parts' device implementations.
+
+The functions torch itself writes in Python over varargs (``cartesian_prod(*tensors)``,
+``block_diag(*tensors)``, ...) are plain functions at the end, exported from ``ember``.
+Names, results, dtypes and error classes follow PyTorch.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import itertools
+import math
+import warnings
+
+from ember import _C, _shape
+
+_Tensor = _C.Tensor
+_abs = builtins.abs
+_min = builtins.min
+_max = builtins.max
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, _Tensor)
+
+
+def _finish(result, out):
+    """out=: the result written into `out` (resized as torch's out= does), else returned."""
+    if out is None:
+        return result
+    if out.requires_grad and _C.is_grad_enabled():
+        raise RuntimeError("functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if tuple(out.shape) != tuple(result.shape):
+        out.resize_(result.shape)
+    out.copy_(result)
+    return out
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = _max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
+# ---- the new_* family: factories with self's dtype and device as defaults ----
+
+def _like(self, dtype, device):
+    return (self.dtype if dtype is None else dtype), (self.device if device is None else device)
+
+
+def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False):
+    dtype, device = _like(self, dtype, device)
+    return _C.empty(size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                    requires_grad=requires_grad)
+
+
+def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False):
+    dtype, device = _like(self, dtype, device)
+    return _C.zeros(size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                    requires_grad=requires_grad)
+
+
+def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
+    dtype, device = _like(self, dtype, device)
+    return _C.ones(size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                   requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
+    dtype, device = _like(self, dtype, device)
+    return _C.full(size, fill_value, dtype=dtype, layout=layout, device=device,
+                   pin_memory=pin_memory, requires_grad=requires_grad)
+
+
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None,
+                      pin_memory=False, requires_grad=False):
+    dtype, device = _like(self, dtype, device)
+    return _C.empty_strided(size, stride, dtype=dtype, layout=layout, device=device,
+                            pin_memory=pin_memory, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, layout=None, device=None, pin_memory=False,
+               requires_grad=False):
+    dtype, device = _like(self, dtype, device)
+    if _is_tensor(data):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use "
+            "sourceTensor.detach().clone() or "
+            "sourceTensor.detach().clone().requires_grad_(True), rather than "
+            "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+        r = data.detach().to(device=device, dtype=dtype, copy=True)
+        return r.requires_grad_(requires_grad) if requires_grad else r
+    return _C.tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def type_as(self, other):
+    return self.to(device=other.device, dtype=other.dtype)
+
+
+# ---- pointwise compositions ----
+
+def _check_addcdiv_integral(t1, t2):
+    if not t1.dtype.is_floating_point and not t2.dtype.is_floating_point:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to("
+            "input.dtype) using PyTorch 1.5 or later, or as (input + value * tensor1 // tensor2) "
+            "using earlier versions.")
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    return _C.add(input, _C.mul(tensor1, tensor2), alpha=value, out=out)
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    return self.add_(_C.mul(tensor1, tensor2), alpha=value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    _check_addcdiv_integral(tensor1, tensor2)
+    return _C.add(input, _C.div(tensor1, tensor2), alpha=value, out=out)
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    _check_addcdiv_integral(tensor1, tensor2)
+    return self.add_(_C.div(tensor1, tensor2), alpha=value)
+
+
+def _addr(name, input, vec1, vec2, beta, alpha):
+    for arg, v in (("vec1", vec1), ("vec2", vec2)):
+        if v.dim() != 1:
+            raise RuntimeError(f"{name}: Expected 1-D argument {arg}, but got {v.dim()}-D")
+    product = _C.outer(vec1, vec2)
+    if alpha != 1:
+        product = product * alpha
+    base = input.expand(product.shape)  # input broadcasts to the outer product, not beyond
+    if beta == 0:  # torch ignores input (its NaN and inf too)
+        return product + _C.zeros((), dtype=input.dtype, device=input.device)
+    return _C.add(product, base, alpha=beta) if beta != 1 else product + base
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    return _finish(_addr("addr", input, vec1, vec2, beta, alpha), out)
+
+
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    return self.copy_(_addr("addr_", self, vec1, vec2, beta, alpha))
+
+
+def clamp_min(input, min, *, out=None):  # noqa: A002 - torch's name
+    return _C.clamp(input, min=min, out=out)
+
+
+def clamp_max(input, max, *, out=None):  # noqa: A002
+    return _C.clamp(input, max=max, out=out)
+
+
+def clamp_min_(self, min):  # noqa: A002
+    return self.clamp_(min=min)
+
+
+def clamp_max_(self, max):  # noqa: A002
+    return self.clamp_(max=max)
+
+
+def float_power(input, exponent, *, out=None):
+    base = input.to(_C.float64) if _is_tensor(input) else float(input)
+    exp = exponent.to(_C.float64) if _is_tensor(exponent) else float(exponent)
+    return _C.pow(base, exp, out=out)
+
+
+def float_power_(self, exponent):
+    if self.dtype != _C.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_dtype_name(self.dtype)} "
+                           "but the operation's result requires dtype Double")
+    return self.pow_(exponent.to(_C.float64) if _is_tensor(exponent) else float(exponent))
+
+
+def _dtype_name(dt) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool"}.get(dt.name, dt.name)
+
+
+def ldexp(input, other, *, out=None):
+    return _C.mul(input, _C.pow(2.0, other), out=out)
+
+
+def ldexp_(self, other):
+    return self.mul_(_C.pow(2.0, other))
+
+
+def heaviside(input, values, *, out=None):
+    if input.dtype != values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
+    r = _C.where(input == 0, values, (input > 0).to(input.dtype))
+    return _finish(r.to(input.dtype), out)
+
+
+def heaviside_(self, values):
+    return self.copy_(heaviside(self, values))
+
+
+def isneginf(input, *, out=None):
+    r = input == -math.inf if input.dtype.is_floating_point else _C.zeros_like(input, dtype=_C.bool)
+    return _finish(r, out)
+
+
+def isposinf(input, *, out=None):
+    r = input == math.inf if input.dtype.is_floating_point else _C.zeros_like(input, dtype=_C.bool)
+    return _finish(r, out)
+
+
+def positive(input):
+    if input.dtype == _C.bool:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def adjoint(input):
+    if input.dim() < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {input.dim()}-D tensor.")
+    return input.transpose(-2, -1)
+
+
+# ---- special functions over the core's table ops ----
+
+def polygamma(n, input, *, out=None):
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if n == 0:
+        return _C.digamma(input, out=out)
+    # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x)
+    r = _C._special_zeta(float(n + 1), input) * ((-1.0) ** (n + 1) * math.factorial(n))
+    return _finish(r, out)
+
+
+def polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+def polygamma_(self, n):
+    return self.copy_(polygamma(n, self))
+
+
+def mvlgamma(input, p, *, out=None):
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    # torch no longer checks the domain (x > (p-1)/2): lgamma's poles give inf there
+    x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    shifts = _C.arange(p, dtype=x.dtype, device=x.device) * -0.5
+    r = _C.lgamma(x.unsqueeze(-1) + shifts).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+    return _finish(r, out)
+
+
+def mvlgamma_(self, p):
+    return self.copy_(mvlgamma(self, p))
+
+
+# ---- reductions and scans ----
+
+_aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        lo, hi = _C.amin(input), _C.amax(input)
+        if keepdim:
+            shape = (1,) * input.dim()
+            lo, hi = lo.reshape(shape), hi.reshape(shape)
+        return _aminmax_result(lo, hi)
+    return _aminmax_result(_C.amin(input, dim, keepdim), _C.amax(input, dim, keepdim))
+
+
+def logcumsumexp(input, dim, *, out=None):
+    d = _wrap_dim(dim, input.dim())
+    x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    if x.dim() == 0 or x.shape[d] <= 1:
+        return _finish(x.clone(), out)
+    # the running log-sum-exp: each step one logaddexp, exact in the tails (a shift by the
+    # overall maximum would underflow the prefixes far below it)
+    acc = x.select(d, 0)
+    parts = [acc]
+    for i in range(1, x.shape[d]):
+        acc = _C.logaddexp(acc, x.select(d, i))
+        parts.append(acc)
+    return _finish(_shape.stack(parts, d), out)
+
+
+def dist(input, other, p=2):
+    from ember import linalg
+
+    return linalg.vector_norm(input - other, p)
+
+
+def renorm(input, p, dim, maxnorm, *, out=None):
+    from ember import linalg
+
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"renorm: expected a floating point or complex input, got "
+                           f"{_dtype_name(input.dtype)}")
+    d = _wrap_dim(dim, input.dim())
+    others = tuple(i for i in range(input.dim()) if i != d)
+    norm = linalg.vector_norm(input, p, dim=others, keepdim=True) if others else input.abs()
+    factor = _C.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).to(input.dtype)
+    return _finish(input * factor, out)
+
+
+def renorm_(self, p, dim, maxnorm):
+    return self.copy_(renorm(self, p, dim, maxnorm))
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.dim()} dimensions")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    if not x.dtype.is_floating_point:
+        x = x.to(_C.get_default_dtype())
+    n = x.shape[1]
+    w = None
+    for name, wt in (("fweights", fweights), ("aweights", aweights)):
+        if wt is None:
+            continue
+        if wt.dim() > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                               f"{name} with {wt.dim()} dimensions")
+        if wt.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                               f"observations in the input but got {wt.numel()} != {n}")
+        if name == "fweights" and wt.dtype.is_floating_point:
+            raise RuntimeError("cov(): expected fweights to have integral dtype but got "
+                               f"fweights with {_dtype_name(wt.dtype)} dtype")
+        if bool((wt < 0).any()):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        w = wt if w is None else w * wt
+    if w is None:
+        avg = x.mean(1)
+        w_sum = float(n)
+        norm_factor = w_sum - correction
+    else:
+        w = w.to(x.dtype)
+        w_sum = w.sum()
+        avg = (x * w).sum(1) / w_sum
+        if aweights is None:
+            norm_factor = w_sum - correction
+        else:
+            norm_factor = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+    if (float(norm_factor) if _is_tensor(norm_factor) else norm_factor) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=2)
+        norm_factor = 0.0 if not _is_tensor(norm_factor) else norm_factor.clamp(min=0)
+    centred = x - avg.unsqueeze(1)
+    weighted = centred if w is None else centred * w
+    c = _C.mm(weighted, centred.t()) / norm_factor
+    return c.squeeze() if input.dim() < 2 else c
+
+
+def corrcoef(input):
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    d = c.diagonal()
+    std = d.sqrt()
+    c = c / std.unsqueeze(1)
+    c = c / std.unsqueeze(0)
+    return c.clamp(-1, 1)
+
+
+def sum_to_size(self, *size):
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = tuple(size[0])
+    shape = tuple(self.shape)
+    lead = len(shape) - len(size)
+    ok = lead >= 0 and all(s == t or s == 1 for s, t in zip(size, shape[lead:]))
+    if not ok:
+        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+                           f"{{{', '.join(map(str, shape))}}}.")
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(size)
+                                if s == 1 and shape[lead + i] != 1]
+    r = self.sum(dims, keepdim=True) if dims else self
+    return r.reshape(size) if lead else r
+
+
+def is_same_size(input, other):
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_nonzero(input):
+    n = input.numel()
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    shape = tuple(self.shape)
+    if self.dim() > 2 and any(s != shape[0] for s in shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    n = _min(shape)
+    if self.dim() == 2 and wrap and shape[0] > shape[1] + 1:
+        # torch's wrap: the diagonal starts again every (columns + 1) rows
+        rows = [r for r in range(shape[0]) if r % (shape[1] + 1) < shape[1]]
+        cols = [r % (shape[1] + 1) for r in rows]
+        index = (_C.tensor(rows, device=self.device), _C.tensor(cols, device=self.device))
+    else:
+        i = _C.arange(n, device=self.device)
+        index = (i,) * self.dim()
+    self[index] = fill_value
+    return self
+
+
+# ---- distances and products ----
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{_dtype_name(x.dtype)}")
+        if x.dim() < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
+                           f"X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    return _distance_last(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)  # (..., P, R)
+
+
+def _distance_last(diff, p):
+    """The p-norm over the last dimension, with torch's cdist gradient at a zero distance (0,
+    where the norm's own derivative is 0/0): the root is taken where the sum is positive only."""
+    if diff.shape[-1] == 0:
+        return diff.sum(-1)
+    if p == 0:
+        return (diff != 0).sum(-1).to(diff.dtype)
+    if math.isinf(p):
+        return diff.abs().amax(-1)
+    total = (diff.abs() ** p).sum(-1)
+    positive = total > 0
+    return _C.where(positive, _C.where(positive, total, 1.0) ** (1.0 / p), 0.0).to(diff.dtype)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    d = _wrap_dim(dim, y.dim())
+    n = y.shape[d]
+    if n == 0:
+        return y.sum(d)
+    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) / 2
+    return (avg * _spacing(y, x, dx, d)).sum(d)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    d = _wrap_dim(dim, y.dim())
+    n = y.shape[d]
+    if n == 0:
+        return y.narrow(d, 0, 0)
+    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) / 2
+    return (avg * _spacing(y, x, dx, d)).cumsum(d)
+
+
+def _spacing(y, x, dx, d):
+    if x is None:
+        return 1.0 if dx is None else dx
+    n = x.shape[-1] if x.dim() == 1 else x.shape[d]
+    if x.dim() == 1:
+        step = x[1:] - x[:-1]
+        if step.shape[0] != y.shape[d] - 1:
+            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
+        shape = [1] * y.dim()
+        shape[d] = n - 1
+        return step.reshape(shape)
+    return x.narrow(d, 1, n - 1) - x.narrow(d, 0, n - 1)
+
+
+def vander(x, N=None, increasing=False):
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dt = x.dtype if x.dtype != _C.bool else _C.int64
+    if not dt.is_floating_point:
+        dt = _C.int64
+    if n == 0:
+        return _C.empty((x.shape[0], 0), dtype=dt, device=x.device)
+    cols = [_C.ones((x.shape[0], 1), dtype=dt, device=x.device)]
+    if n > 1:
+        cols.append(x.to(dt).unsqueeze(1).expand(x.shape[0], n - 1))
+    r = _C.cat(cols, 1).cumprod(1)
+    return r if increasing else r.flip(1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return _C.empty((0,), dtype=input.dtype, device=input.device)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    index = list(pick(range(input.shape[0]), r))
+    if not index:
+        return _C.empty((0, r), dtype=input.dtype, device=input.device)
+    return input[_C.tensor(index, device=input.device)]
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
+    if not _is_tensor(elements):
+        elements = _C.tensor(elements, device=test_elements.device)
+    if not _is_tensor(test_elements):
+        test_elements = _C.tensor(test_elements, device=elements.device)
+    dt = _C.promote_types(elements.dtype, test_elements.dtype)
+    values = test_elements.reshape(-1).to(dt).sort().values
+    probe = elements.to(dt)
+    if values.numel() == 0:
+        found = _C.zeros(elements.shape, dtype=_C.bool, device=elements.device)
+    else:
+        at = _C.searchsorted(values, probe.reshape(-1)).clamp(max=values.numel() - 1)
+        found = (values[at] == probe.reshape(-1)).reshape(elements.shape)
+    return _finish(~found if invert else found, out)
+
+
+# ---- integer functions, frexp, put, the scatters, window functions ----
+
+def _check_integral(name, *tensors):
+    for x in tensors:
+        if x.dtype.is_floating_point or x.dtype == _C.bool:
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+
+
+def gcd(input, other, *, out=None):
+    _check_integral("gcd", input, other)
+    a, b = _shape.broadcast_tensors(input.abs(), other.abs())
+    dt = _C.promote_types(a.dtype, b.dtype)
+    a, b = a.to(dt), b.to(dt)
+    while bool((b != 0).any()):  # Euclid's steps, elementwise: at most ~90 for int64
+        nonzero = b != 0
+        r = _C.where(nonzero, a.remainder(_C.where(nonzero, b, 1)), 0)
+        a, b = _C.where(nonzero, b, a), r
+    return _finish(a, out)
+
+
+def gcd_(self, other):
+    return self.copy_(gcd(self, other))
+
+
+def lcm(input, other, *, out=None):
+    _check_integral("lcm", input, other)
+    g = gcd(input, other)
+    r = _C.where(g == 0, 0, (input.div(_C.where(g == 0, 1, g), rounding_mode="trunc") * other)
+                 ).abs()
+    return _finish(r, out)
+
+
+def lcm_(self, other):
+    return self.copy_(lcm(self, other))
+
+
+_frexp_result = collections.namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def frexp(input, *, out=None):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    x = input.detach()
+    finite_nonzero = x.isfinite() & (x != 0)
+    safe = _C.where(finite_nonzero, x, 1.0).abs().to(_C.float64)
+    e = safe.log2().floor() + 1
+    m = safe / _C.pow(2.0, e)
+    e = _C.where(m >= 1, e + 1, _C.where(m < 0.5, e - 1, e))  # log2's rounding near powers of 2
+    exponent = _C.where(finite_nonzero, e, 0).to(_C.int32)
+    mantissa = _C.where(finite_nonzero, input / _C.pow(2.0, exponent.to(_C.float64)).to(
+        input.dtype), input)
+    if out is not None:
+        out[0].copy_(mantissa)
+        out[1].copy_(exponent)
+        return _frexp_result(out[0], out[1])
+    return _frexp_result(mantissa, exponent)
+
+
+def put_(self, index, source, accumulate=False):
+    if index.dtype != _C.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{_dtype_name(index.dtype)}")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
+    n = self.numel()
+    if index.numel() and bool(((index < -n) | (index >= n)).any()):
+        raise IndexError(f"out of range: tried to access index "
+                         f"{int(index[(index < -n) | (index >= n)][0])} on a tensor of {n} "
+                         "elements.")
+    coords = unravel_index(index.reshape(-1), tuple(self.shape)) if self.dim() else ()
+    if not self.dim():
+        return self.copy_(source.reshape(()) + (self if accumulate else 0))
+    return self.index_put_(coords, source.reshape(-1).to(self.dtype), accumulate)
+
+
+def put(input, index, source, accumulate=False):
+    return put_(input.clone(), index, source, accumulate)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    r = input.clone()
+    view = r.diagonal(offset, dim1, dim2)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(view.shape)}")
+    view.copy_(src)
+    return r
+
+
+def select_scatter(input, src, dim, index):
+    r = input.clone()
+    view = r.select(dim, index)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(view.shape)}")
+    view.copy_(src)
+    return r
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    r = input.clone()
+    d = _wrap_dim(dim, input.dim())
+    index = [builtins.slice(None)] * input.dim()
+    index[d] = builtins.slice(start, end, step)
+    view = r[tuple(index)]
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(view.shape)}")
+    view.copy_(src)
+    return r
+
+
+def ravel(input):
+    return input.reshape(-1)
+
+
+def resolve_neg(input):
+    return input
+
+
+def is_neg(input) -> bool:
+    return False
+
+
+def is_inference(input) -> bool:
+    return False
+
+
+def _window(name, window_length, periodic, dtype, layout, device, requires_grad, fn):
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length="
+                           f"{window_length}")
+    dt = _C.get_default_dtype() if dtype is None else dtype
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
+    if window_length == 0:
+        return _C.empty(0, dtype=dt, layout=layout, device=device, requires_grad=requires_grad)
+    if window_length == 1:
+        return _C.ones(1, dtype=dt, layout=layout, device=device, requires_grad=requires_grad)
+    n = window_length + 1 if periodic else window_length
+    k = _C.arange(window_length, dtype=_C.float64, device=device)
+    w = fn(k, n).to(dt)
+    return w.requires_grad_(requires_grad) if requires_grad else w
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                pin_memory=False, requires_grad=False):
+    return _window("hann_window", window_length, periodic, dtype, layout, device, requires_grad,
+                   lambda k, n: 0.5 - 0.5 * (k * (2 * math.pi / (n - 1))).cos())
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   layout=None, device=None, pin_memory=False, requires_grad=False):
+    return _window("hamming_window", window_length, periodic, dtype, layout, device,
+                   requires_grad, lambda k, n: alpha - beta * (k * (2 * math.pi / (n - 1))).cos())
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    pin_memory=False, requires_grad=False):
+    def fn(k, n):
+        t = k * (2 * math.pi / (n - 1))
+        return 0.42 - 0.5 * t.cos() + 0.08 * (2 * t).cos()
+
+    return _window("blackman_window", window_length, periodic, dtype, layout, device,
+                   requires_grad, fn)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    pin_memory=False, requires_grad=False):
+    return _window("bartlett_window", window_length, periodic, dtype, layout, device,
+                   requires_grad, lambda k, n: 1 - (k * (2 / (n - 1)) - 1).abs())
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+                  device=None, pin_memory=False, requires_grad=False):
+    def fn(k, n):
+        r = k * (2 / (n - 1)) - 1
+        peak = _C.i0(_C.tensor(float(beta), dtype=_C.float64, device=k.device))
+        return _C.i0(beta * (1 - r * r).clamp(min=0).sqrt()) / peak
+
+    return _window("kaiser_window", window_length, periodic, dtype, layout, device,
+                   requires_grad, fn)
+
+
+# ---- in-place views: the tensor takes the view's geometry (set_) ----
+
+def _restride_(self, name, view):
+    if self.requires_grad and _C.is_grad_enabled():
+        raise RuntimeError(f"{name}(): ember does not record in-place view changes of a tensor "
+                           "that requires grad; use the out-of-place view instead")
+    return self.set_(self.untyped_storage(), view.storage_offset(), view.shape, view.stride())
+
+
+def transpose_(self, dim0, dim1):
+    return _restride_(self, "transpose_", self.transpose(dim0, dim1))
+
+
+def t_(self):
+    return _restride_(self, "t_", self.t())
+
+
+def squeeze_(self, dim=None):
+    return _restride_(self, "squeeze_", self.squeeze() if dim is None else self.squeeze(dim))
+
+
+def unsqueeze_(self, dim):
+    return _restride_(self, "unsqueeze_", self.unsqueeze(dim))
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    return _restride_(self, "as_strided_", self.as_strided(size, stride, storage_offset))
+
+
+def fill(input, value):
+    if _is_tensor(value):  # a 0-d tensor: its gradient flows through the copy
+        return _C.full_like(input, 0).copy_(value.expand(input.shape))
+    return _C.full_like(input, value)
+
+
+def zero_function(input):
+    return input.zero_()
+
+
+def detach_function(input):
+    return input.detach_()
+
+
+# ---- torch's top-level forms of nn and linalg functions ----
+
+def rsub(input, other, *, alpha=1):
+    return _C.sub(other, input, alpha=alpha)
+
+
+def hardshrink(input, lambd=0.5):
+    return _C.where((input > lambd) | (input < -lambd), input, 0).to(input.dtype)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input):
+    return _SELU_SCALE * _C.where(input > 0, input, _SELU_ALPHA * _C.expm1(input))
+
+
+def selu_(self):
+    return self.copy_(selu(self))
+
+
+def celu(input, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _C.where(input > 0, input, alpha * _C.expm1(input / alpha))
+
+
+def celu_(self, alpha=1.0):
+    return self.copy_(celu(self, alpha))
+
+
+def threshold(input, threshold, value):
+    return _C.where(input > threshold, input, value).to(input.dtype)
+
+
+def threshold_(self, threshold, value):
+    return self.copy_(_C.where(self > threshold, self, value).to(self.dtype))
+
+
+def fill_function_(input, value):
+    return input.fill_(value)
+
+
+def round_function_(input, *, decimals=0):
+    return input.round_(decimals=decimals)
+
+
+def get_device(input) -> int:
+    return input.get_device()
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    from ember import linalg
+
+    x1, x2 = _shape.broadcast_tensors(x1, x2)
+    n1 = linalg.vector_norm(x1, dim=dim).clamp(min=eps)
+    n2 = linalg.vector_norm(x2, dim=dim).clamp(min=eps)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    from ember import linalg
+
+    return linalg.vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
+
+
+def pdist(input, p=2.0):
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    if n < 2:
+        return input.new_empty((0,))
+    rows, cols = _C.triu_indices(n, n, 1, device=input.device)
+    return _distance_last(input[rows] - input[cols], p)
+
+
+def matrix_exp(input):
+    from ember import linalg
+
+    return linalg.matrix_exp(input)
+
+
+def frobenius_norm(input, dim, keepdim=False):
+    from ember import linalg
+
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return linalg.vector_norm(input, 2, dim=dims or None, keepdim=keepdim)
+
+
+def nuclear_norm_row(input, *args):
+    """The registry's two forms: (input, keepdim) and (input, dim, keepdim)."""
+    if len(args) == 2:
+        return nuclear_norm(input, args[0], args[1])
+    return nuclear_norm(input, None, args[0] if args else False)
+
+
+def nuclear_norm(input, dim=None, keepdim=False):
+    from ember import linalg
+
+    if dim is None:
+        return linalg.matrix_norm(input, "nuc", keepdim=keepdim)
+    return linalg.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim)
+
+
+# ---- torch's Python functions over varargs (exported as they are) ----
+
+def cartesian_prod(*tensors):
+    """The Cartesian product of 1-D tensors, as itertools.product: (N1*...*Nk, k), or the
+    tensor itself for one."""
+    for t in tensors:
+        if not _is_tensor(t) or t.dim() != 1:
+            raise RuntimeError("Expect a 1D vector, but got shape "
+                               f"{list(t.shape) if _is_tensor(t) else type(t).__name__}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = _shape.meshgrid(*tensors, indexing="ij")
+    return _shape.stack([g.reshape(-1) for g in grids], 1)
+
+
+def block_diag(*tensors):
+    """The block-diagonal matrix of the tensors (0-d and 1-d ones as one-row matrices), in
+    their promoted dtype."""
+    mats = []
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t.dim()} dimensions")
+        mats.append(t.reshape(1, -1) if t.dim() < 2 else t)
+    if not mats:
+        return _C.empty((0, 0))
+    dt = mats[0].dtype
+    for m in mats[1:]:
+        dt = _C.promote_types(dt, m.dtype)
+    rows = sum(m.shape[0] for m in mats)
+    cols = sum(m.shape[1] for m in mats)
+    device = mats[0].device
+    parts = []
+    col = 0
+    for m in mats:
+        left = _C.zeros((m.shape[0], col), dtype=dt, device=device)
+        right = _C.zeros((m.shape[0], cols - col - m.shape[1]), dtype=dt, device=device)
+        parts.append(_C.cat([left, m.to(dt), right], 1))
+        col += m.shape[1]
+    return _C.cat(parts, 0) if rows else _C.zeros((0, cols), dtype=dt, device=device)
+
+
+def chain_matmul(*matrices, out=None):
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    from ember import linalg
+
+    if len(matrices) == 1:
+        return _finish(matrices[0].clone(), out)
+    return linalg.multi_dot(list(matrices), out=out)
+
+
+def unravel_index(indices, shape):
+    """The coordinates of flat indices in an array of `shape`: a tuple of tensors."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
+    if not _is_tensor(indices):
+        indices = _C.tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype == _C.bool:
+        raise TypeError("expected 'indices' to be integer dtype, but got "
+                        f"{indices.dtype}")
+    total = math.prod(shape)
+    if bool(((indices < -total) | (indices >= total)).any()):
+        raise ValueError(f"'indices' must be in range [{-total}, {total})")
+    flat = indices.remainder(total) if total else indices
+    coords = []
+    for s in reversed(shape):
+        coords.append(flat.remainder(s))
+        flat = flat.div(s, rounding_mode="floor")
+    return tuple(reversed(coords))
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, _Tensor)
+
+
+def is_storage(obj) -> bool:
+    return type(obj).__name__ in ("UntypedStorage", "TypedStorage")
+
+
+def is_floating_point(input) -> bool:
+    return input.is_floating_point()
+
+
+def is_signed(input) -> bool:
+    return input.is_signed()
+
+
+# The plain functions `import ember` exports (the registry rows are bound by the core).
+EXPORTS = ("cartesian_prod", "block_diag", "chain_matmul", "unravel_index", "numel",
+           "is_tensor", "is_storage", "is_floating_point", "is_signed")
