@@ -56,7 +56,9 @@ BINDINGS_DIR = os.path.join("csrc", "python") + os.sep
 # The CUDA elementwise kernels are compiled at run time (NVRTC) from the same op table and scalar
 # math as the CPU kernels: these headers go into the core as text (csrc/cuda/elementwise_source.cpp
 # includes the generated ember_device_sources.inc), name -> path.
-DEVICE_SOURCES = {"kMathHeader": "csrc/kernels/math.h", "kOpTableHeader": "csrc/ops/op_table.h"}
+DEVICE_SOURCES = {"kMathHeader": "csrc/kernels/math.h",
+                  "kSpecialMathHeader": "csrc/kernels/special_math.h",
+                  "kOpTableHeader": "csrc/ops/op_table.h"}
 DEVICE_SOURCES_USER = os.path.join("csrc", "cuda", "elementwise_source.cpp")
 
 # The wider kernel copies: name -> (-march level, its feature flags for compilers without the

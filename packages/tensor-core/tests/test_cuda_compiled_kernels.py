@@ -70,7 +70,7 @@ def test_source_applies_the_table_formula(row):
 
 def test_embedded_headers_are_the_cpu_kernels_headers():
     headers = _C._cuda_kernel_headers()
-    assert set(headers) == {"kernels/math.h", "ops/op_table.h"}
+    assert set(headers) == {"kernels/math.h", "kernels/special_math.h", "ops/op_table.h"}
     if not os.path.isdir(SRC):
         pytest.skip("no source tree beside the tests")
     for name, text in headers.items():

@@ -61,6 +61,7 @@ using ::atan; using ::sinh; using ::cosh; using ::tanh; using ::asinh; using ::a
 using ::erf; using ::erfc; using ::fabs; using ::fmod; using ::floor; using ::ceil; using ::trunc;
 using ::nearbyint; using ::copysign; using ::pow; using ::atan2; using ::hypot; using ::isnan;
 using ::isinf; using ::isfinite; using ::signbit;
+using ::lgamma; using ::modf; using ::fma;
 }  // namespace std
 #include "kernels/math.h"
 #include "ops/op_table.h"
@@ -168,7 +169,8 @@ std::string kernel_source(const ElementwiseKernelKey& key) {
 
 const std::vector<std::pair<std::string, std::string>>& kernel_headers() {
   static const auto* headers = new std::vector<std::pair<std::string, std::string>>{
-      {"kernels/math.h", kMathHeader}, {"ops/op_table.h", kOpTableHeader}};
+      {"kernels/math.h", kMathHeader}, {"kernels/special_math.h", kSpecialMathHeader},
+      {"ops/op_table.h", kOpTableHeader}};
   return *headers;
 }
 

@@ -290,11 +290,11 @@ template <typename T> EMBER_MATH T shift_right(T a, T b) {
 
 // The functions of special_math.h, which compute in double: float and the half types convert
 // in and round once on the way out.
-template <typename T, typename F> inline T special1(T x, F f) {
+template <typename T, typename F> EMBER_MATH T special1(T x, F f) {
   if constexpr (std::is_floating_point_v<T>) return T(f(double(x)));
   else return T(float(f(double(float(x)))));
 }
-template <typename T, typename F> inline T special2(T a, T b, F f) {
+template <typename T, typename F> EMBER_MATH T special2(T a, T b, F f) {
   if constexpr (std::is_floating_point_v<T>) return T(f(double(a), double(b)));
   else return T(float(f(double(float(a)), double(float(b)))));
 }

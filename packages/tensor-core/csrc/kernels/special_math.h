@@ -5,11 +5,14 @@
 // (digamma, zeta); the Bessel functions are their power series below |x| = 20 and their
 // asymptotic (Hankel) series above, both summed until the terms stop counting, in place of
 // Cephes's Chebyshev tables; ndtri is Newton's method on log_ndtr from erfinv's estimate.
+// Compiled by NVRTC too, for the CUDA kernels (see math.h).
 #pragma once
+#ifndef __CUDACC_RTC__
 #include <cmath>
 #include <limits>
+#endif
 
-#include "kernels/math.h"  // erfinv
+#include "kernels/math.h"  // erfinv, EMBER_MATH
 
 namespace ember::math::special {
 
@@ -18,14 +21,19 @@ constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrtPi = 0.56418958354775628695;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kEps = 1.11022302462515654042e-16;  // Cephes's MACHEP
+#ifdef __CUDACC_RTC__  // no constexpr NaN or infinity there: their bit patterns
+#define kNaN (__longlong_as_double(0x7ff8000000000000LL))
+#define kInf (__longlong_as_double(0x7ff0000000000000LL))
+#else
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
+#endif
 
-inline double lgamma(double x) { return std::lgamma(x); }
+EMBER_MATH double lgamma(double x) { return std::lgamma(x); }
 
 // Cephes psi, as torch's calc_digamma: reflection below 0, the recurrence up to 10, then the
 // asymptotic series ln x - 1/(2x) - sum B_2k / (2k x^2k).
-inline double digamma(double x) {
+EMBER_MATH double digamma(double x) {
   if (x == 0) return std::copysign(kInf, -x);  // torch: -inf at +0, +inf at -0
   if (x < 0) {
     if (x == std::trunc(x)) return kNaN;
@@ -51,7 +59,7 @@ inline double digamma(double x) {
 
 // The Hurwitz zeta function sum_k (k + q)^-x (Cephes zeta, as torch.special.zeta): direct
 // terms until q + k > 9, then the Euler-Maclaurin tail.
-inline double zeta(double x, double q) {
+EMBER_MATH double zeta(double x, double q) {
   constexpr double A[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0,
                           -1.8924375803183791606e9, 7.47242496e10, -2.950130727918164224e12,
                           1.1646782814350067249e14, -4.5979787224074726105e15,
@@ -93,7 +101,7 @@ inline double zeta(double x, double q) {
 namespace detail {
 // I_nu(x) for nu = 0, 1 and 0 <= x <= 20: the power series sum (x/2)^(2k+nu) / (k! (k+nu)!),
 // whose terms are all positive (no cancellation).
-inline double bessel_i_series(int nu, double x) {
+EMBER_MATH double bessel_i_series(int nu, double x) {
   const double q = x * x / 4;
   double term = nu == 0 ? 1.0 : x / 2, sum = term;
   for (int k = 1; k < 500; ++k) {
@@ -105,7 +113,7 @@ inline double bessel_i_series(int nu, double x) {
 }
 // e^-x I_nu(x) for x > 20: Hankel's asymptotic series (1/sqrt(2 pi x)) sum_k t_k with
 // t_k = t_(k-1) ((2k-1)^2 - 4 nu^2) / (8 k x), summed until the terms stop shrinking.
-inline double bessel_ie_asymptotic(int nu, double x) {
+EMBER_MATH double bessel_ie_asymptotic(int nu, double x) {
   double term = 1, sum = 1;
   for (int k = 1; k < 500; ++k) {
     const double next = term * ((2.0 * k - 1) * (2.0 * k - 1) - 4.0 * nu * nu) / (8.0 * k * x);
@@ -121,26 +129,26 @@ constexpr double kSeriesLimit = 20;
 
 // Modified Bessel functions of the first kind, orders 0 and 1, and their exponentially scaled
 // forms e^-|x| I(x).
-inline double i0(double x) {
+EMBER_MATH double i0(double x) {
   const double ax = std::fabs(x);
   if (std::isnan(x) || std::isinf(x)) return ax;
   if (ax <= detail::kSeriesLimit) return detail::bessel_i_series(0, ax);
   return std::exp(ax) * detail::bessel_ie_asymptotic(0, ax);
 }
-inline double i0e(double x) {
+EMBER_MATH double i0e(double x) {
   const double ax = std::fabs(x);
   if (std::isnan(x)) return x;
   if (ax <= detail::kSeriesLimit) return std::exp(-ax) * detail::bessel_i_series(0, ax);
   return detail::bessel_ie_asymptotic(0, ax);
 }
-inline double i1(double x) {
+EMBER_MATH double i1(double x) {
   const double ax = std::fabs(x);
   if (std::isnan(x) || std::isinf(x)) return x;
   const double r = ax <= detail::kSeriesLimit ? detail::bessel_i_series(1, ax)
                                               : std::exp(ax) * detail::bessel_ie_asymptotic(1, ax);
   return x < 0 ? -r : r;
 }
-inline double i1e(double x) {
+EMBER_MATH double i1e(double x) {
   const double ax = std::fabs(x);
   if (std::isnan(x)) return x;
   const double r = ax <= detail::kSeriesLimit ? std::exp(-ax) * detail::bessel_i_series(1, ax)
@@ -151,7 +159,7 @@ inline double i1e(double x) {
 // e^(x^2) erfc(x). Below 10: the product, with e^(x^2) from x^2 split into its rounded value
 // and the rounding error (fma), so that the square's rounding costs no digits; above: the
 // asymptotic series 1/(x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k.
-inline double erfcx(double x) {
+EMBER_MATH double erfcx(double x) {
   if (std::isnan(x)) return x;
   if (std::isinf(x)) return x > 0 ? 0.0 : kInf;
   // 2 e^(x^2) overflows below -26.63; there the product below would be inf * 0 (exp of the
@@ -173,14 +181,14 @@ inline double erfcx(double x) {
 
 // The standard normal distribution function, its logarithm (accurate far into the lower tail
 // through erfcx, as torch's) and its inverse.
-inline double ndtr(double x) { return 0.5 * std::erfc(-x * kInvSqrt2); }
-inline double log_ndtr(double x) {
+EMBER_MATH double ndtr(double x) { return 0.5 * std::erfc(-x * kInvSqrt2); }
+EMBER_MATH double log_ndtr(double x) {
   const double t = x * kInvSqrt2;
   if (x < -1) return std::log(erfcx(-t) / 2) - t * t;
   return std::log1p(-std::erfc(t) / 2);
 }
 
-inline double ndtri(double p) {
+EMBER_MATH double ndtri(double p) {
   if (std::isnan(p) || p < 0 || p > 1) return kNaN;
   if (p == 0) return -kInf;
   if (p == 1) return kInf;
@@ -200,14 +208,14 @@ inline double ndtri(double p) {
 }
 
 // -x log x, 0 at 0, -inf below 0 (torch.special.entr).
-inline double entr(double x) {
+EMBER_MATH double entr(double x) {
   if (std::isnan(x)) return x;
   if (x > 0) return -x * std::log(x);
   return x == 0 ? 0.0 : -kInf;
 }
 
 // x log1p(y), 0 where x is 0 and y is not NaN (torch.special.xlog1py).
-inline double xlog1py(double x, double y) {
+EMBER_MATH double xlog1py(double x, double y) {
   if (std::isnan(y)) return kNaN;
   if (x == 0) return 0;
   return x * std::log1p(y);
@@ -215,11 +223,11 @@ inline double xlog1py(double x, double y) {
 
 namespace detail {
 // x^a e^-x / Gamma(a), the factor both incomplete gamma forms share.
-inline double igamma_factor(double a, double x) {
+EMBER_MATH double igamma_factor(double a, double x) {
   return std::exp(a * std::log(x) - x - std::lgamma(a));
 }
 // P(a, x) by its series sum x^n / (a (a+1) ... (a+n)): for x < a + 1.
-inline double igamma_series(double a, double x) {
+EMBER_MATH double igamma_series(double a, double x) {
   double term = 1 / a, sum = term;
   for (int n = 1; n < 100000; ++n) {
     term *= x / (a + n);
@@ -229,7 +237,7 @@ inline double igamma_series(double a, double x) {
   return sum * igamma_factor(a, x);
 }
 // Q(a, x) by its continued fraction (modified Lentz): for x >= a + 1.
-inline double igammac_fraction(double a, double x) {
+EMBER_MATH double igammac_fraction(double a, double x) {
   constexpr double kTiny = 1e-300;
   double b = x + 1 - a, c = 1 / kTiny, d = 1 / b, h = d;
   for (int i = 1; i < 100000; ++i) {
@@ -250,7 +258,7 @@ inline double igammac_fraction(double a, double x) {
 
 // log Gamma(1 + x), accurate for small x (SciPy's lgam1p): the Taylor series
 // -gamma x + sum_n (-x)^n zeta(n) / n near 0, where lgamma(1 + x) would round 1 + x.
-inline double lgamma1p(double x) {
+EMBER_MATH double lgamma1p(double x) {
   auto taylor = [](double t) {
     if (t == 0) return 0.0;
     double result = -0.57721566490153286061 * t, power = -t;
@@ -270,7 +278,7 @@ inline double lgamma1p(double x) {
 namespace detail {
 // Q(a, x) for x < 1.1 and a small next to x (SciPy's igamc_series): 1 - P computed without
 // the cancellation of 1 - P when P is nearly 1 (tiny a).
-inline double igammac_small_shape(double a, double x) {
+EMBER_MATH double igammac_small_shape(double a, double x) {
   double fac = 1, sum = 0;
   for (int n = 1; n < 100000; ++n) {
     fac *= -x / n;
@@ -282,7 +290,7 @@ inline double igammac_small_shape(double a, double x) {
   return -std::expm1(a * logx - lgamma1p(a)) - std::exp(a * logx - std::lgamma(a)) * sum;
 }
 // Whether Q(a, x) takes igammac_small_shape (SciPy's choice of method).
-inline bool small_shape_region(double a, double x) {
+EMBER_MATH bool small_shape_region(double a, double x) {
   if (x < 0.5) return -0.4 / std::log(x) >= a;
   return x < 1.1 && x * 0.75 >= a;
 }
@@ -292,7 +300,7 @@ inline bool small_shape_region(double a, double x) {
 // (torch.igamma / igammac, special.gammainc / gammaincc), with torch's values at the edges.
 // Not covered: shapes beyond ~1e15, where torch switches to Temme's asymptotic expansion and
 // these series give NaN.
-inline double igamma(double a, double x) {
+EMBER_MATH double igamma(double a, double x) {
   if (x < 0 || a < 0) return kNaN;
   if (a == 0) return x > 0 ? 1.0 : kNaN;
   if (x == 0) return 0.0;
@@ -302,7 +310,7 @@ inline double igamma(double a, double x) {
   if (detail::small_shape_region(a, x)) return 1 - detail::igammac_small_shape(a, x);
   return x < a + 1 ? detail::igamma_series(a, x) : 1 - detail::igammac_fraction(a, x);
 }
-inline double igammac(double a, double x) {
+EMBER_MATH double igammac(double a, double x) {
   if (x < 0 || a < 0) return kNaN;
   if (a == 0) return x > 0 ? 0.0 : kNaN;
   if (x == 0) return 1.0;
