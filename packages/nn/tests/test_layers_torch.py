@@ -239,6 +239,40 @@ def test_dropout_statistics_and_eval():
         nn.Dropout(1.5)
 
 
+def _mask_dims(out):
+    """How many leading dimensions the dropout mask of an all-ones input varies over."""
+    for kept in range(out.dim() + 1):
+        if bool((out == out[(slice(None),) * kept + (slice(0, 1),) * (out.dim() - kept)]).all()):
+            return kept
+    return out.dim()
+
+
+@pytest.mark.filterwarnings("ignore:dropout")
+@pytest.mark.parametrize("name,shape", [
+    ("dropout1d", (6, 40)), ("dropout1d", (6, 40, 5)),
+    ("dropout2d", (60, 40)), ("dropout2d", (6, 40, 5)), ("dropout2d", (6, 40, 5, 3)),
+    ("dropout3d", (6, 40, 5, 3)), ("dropout3d", (6, 40, 5, 3, 2)),
+])
+def test_feature_dropout_masks_as_torch(name, shape):
+    # the dimensions a mask value covers follow torch's rules, deprecated inputs included
+    # (dropout2d of a 2-D (N, C) input drops elements; of a 3-D input, channels of (N, C, L))
+    import ember.nn.functional as F
+    ours = getattr(F, name)(ember.ones(*shape), 0.5)
+    theirs = getattr(torch.nn.functional, name)(torch.ones(*shape), 0.5)
+    assert tuple(ours.shape) == shape
+    assert _mask_dims(ours) == _mask_dims(theirs)
+
+
+def test_feature_dropout_rejections_and_warnings_as_torch():
+    import ember.nn.functional as F
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input"):
+        F.dropout1d(ember.ones(2, 3, 4, 5))
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        F.dropout2d(ember.ones(4, 5))
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+        F.dropout2d(ember.ones(4, 5, 6))
+
+
 def test_functional_misc():
     import torch.nn.functional as TF
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import ember
 
 from .activation import _SELU_ALPHA, _SELU_SCALE
@@ -29,13 +31,15 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.copy_(out) if inplace else out
 
 
-def _feature_dropout(input, p, training, inplace, spatial):
+def _feature_dropout(input, p, training, inplace, batched):
+    """One mask value per (sample, channel), or per channel when not ``batched``."""
     _check_p(p)
     if not training or p == 0.0:
         return input
-    batched = input.dim() == spatial + 2
-    shape = tuple(input.shape[:2]) if batched else tuple(input.shape[:1])
-    mshape = shape + (1,) * spatial
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    kept = 2 if batched else 1
+    mshape = tuple(input.shape[:kept]) + (1,) * (input.dim() - kept)
     if p == 1.0:
         out = input * 0.0
     else:
@@ -45,15 +49,47 @@ def _feature_dropout(input, p, training, inplace, spatial):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 1)
+    _check_p(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, "
+            "a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, batched=input.dim() == 3)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 2)
+    # torch's rules, deprecated cases included: any input of 2 or more dimensions is taken as
+    # (N, C, *), so a 2-D (N, C) input drops elements and a 3-D one is (N, C, L), not (C, H, W).
+    _check_p(p)
+    if input.dim() not in (3, 4):
+        warnings.warn(
+            f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is deprecated and "
+            "will result in an error in a future release. To retain the behavior and silence "
+            "this warning, please use dropout instead. Note that dropout2d exists to provide "
+            "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.dim() == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, batched=True)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 3)
+    _check_p(p)
+    if input.dim() not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is deprecated and "
+            "will result in an error in a future release. To retain the behavior and silence "
+            "this warning, please use dropout instead. Note that dropout3d exists to provide "
+            "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, batched=input.dim() == 5)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
