@@ -110,7 +110,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     serialization.save(obj, f, pickle_module, pickle_protocol, _use_new_zipfile_serialization)
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **kwargs):
     """Loads a checkpoint written by ember.save or torch.save; see ember.serialization."""
     from ember import serialization
 

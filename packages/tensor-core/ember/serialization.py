@@ -37,6 +37,7 @@ import os
 import pickle
 import struct
 import sys
+import warnings
 import zipfile
 from typing import Any
 
@@ -766,7 +767,31 @@ def _map_location(map_location, location: str, storage):
     return storage
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = True,
+_TRUE_VALUES = ("1", "y", "yes", "true")
+
+
+def _weights_only_setting(weights_only):
+    """`weights_only` as passed, or None, after torch's two overriding environment variables."""
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE_VALUES
+    force_not = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE_VALUES
+    if force and force_not:
+        raise RuntimeError(
+            "Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+            "should be set, but both were set.")
+    if force:
+        return True
+    if weights_only is None:
+        if force_not:
+            warnings.warn(
+                "Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the "
+                "`weights_only` argument was not explicitly passed to `ember.load`, forcing "
+                "weights_only=False.", UserWarning, stacklevel=3)
+            return False
+        return True
+    return weights_only
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = None,
          mmap: bool | None = None, **pickle_load_args):
     """Loads an object saved by ``ember.save`` or ``torch.save`` (zip format).
 
@@ -777,9 +802,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
     before it is built. Pass ``weights_only=False`` only for trusted files: it runs code.
     `mmap=True` maps the file instead of reading it: the tensors are (copy-on-write) views of
     the mapped bytes; `f` must then be a path.
+    torch's environment variables apply: ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1`` forces
+    `weights_only=True`; ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` makes it False where the call
+    does not pass `weights_only` (with a warning).
     """
-    if weights_only is None:
-        weights_only = True
+    weights_only = _weights_only_setting(weights_only)
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("ember.load: only the standard pickle module is supported")
     if mmap and not isinstance(f, (str, os.PathLike)):

@@ -562,3 +562,28 @@ def test_random_views_roundtrip(pair):
     assert r["view"].storage_offset() == view.storage_offset()
     assert r["view"]._shares_storage(r["base"])
     np.testing.assert_array_equal(as_np(r["view"]), as_np(view))
+
+
+def test_torch_environment_variables_override_weights_only(monkeypatch):
+    # torch.load's rules: TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD only changes calls that do not pass
+    # weights_only (with a warning); TORCH_FORCE_WEIGHTS_ONLY_LOAD wins over an explicit False
+    buf = io.BytesIO()
+    ember.save(np.arange(3.0), buf)  # numpy's globals: refused by the safe loader
+
+    def load(**kwargs):
+        buf.seek(0)
+        return ember.load(buf, **kwargs)
+
+    with pytest.raises(pickle.UnpicklingError):
+        load()
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected"):
+        assert load().tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(pickle.UnpicklingError):
+        load(weights_only=True)
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "true")
+    with pytest.raises(RuntimeError, match="Only one of"):
+        load()
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    with pytest.raises(pickle.UnpicklingError):
+        load(weights_only=False)
