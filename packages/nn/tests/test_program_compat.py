@@ -265,6 +265,21 @@ def test_whole_module_loads_with_weights_only_inside_safe_globals(protocol):
     assert loaded[0].weight.grad is not None and loaded[3].bias.grad is None
 
 
+def test_multihead_attention_pickles_with_the_safe_globals_torch_programs_list(torch):
+    # pytorch/examples' word_language_model lists torch's module paths, among them
+    # nn.modules.linear.NonDynamicallyQuantizableLinear (MultiheadAttention's out_proj)
+    m = nn.MultiheadAttention(4, 2)
+    allowed = [getattr(getattr(ember.nn.modules, t.__module__.rsplit(".", 1)[1]), t.__name__)
+               for t in (torch.nn.MultiheadAttention, torch.nn.Linear, torch.nn.Dropout,
+                         torch.nn.modules.linear.NonDynamicallyQuantizableLinear)]
+    buf = io.BytesIO()
+    ember.save(m, buf)
+    buf.seek(0)
+    with ember.serialization.safe_globals(allowed):
+        loaded = ember.load(buf, weights_only=True)
+    assert type(loaded.out_proj) is ember.nn.modules.linear.NonDynamicallyQuantizableLinear
+
+
 def test_whole_module_outside_safe_globals_names_the_class_to_allow():
     buf = io.BytesIO()
     ember.save(_model(), buf)

@@ -77,6 +77,11 @@ class Bilinear(Module):
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """MultiheadAttention's output projection; here, as in torch, so that pickles and
+    ``safe_globals`` lists naming ``nn.modules.linear.NonDynamicallyQuantizableLinear`` work."""
+
+
 # torch defines these in this module; ember in ``lazy`` (which imports this one), so they are
 # found here on first access
 _ELSEWHERE = ("LazyLinear",)

@@ -12,13 +12,9 @@ from .. import init
 from ..parameter import Parameter
 from .container import ModuleList
 from .dropout import Dropout
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 from .normalization import LayerNorm
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    pass
 
 
 class MultiheadAttention(Module):
