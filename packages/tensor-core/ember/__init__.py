@@ -114,6 +114,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     """Loads a checkpoint written by ember.save or torch.save; see ember.serialization."""
     from ember import serialization
 
+    # resolved here (torch's environment variables) so that a warning names the caller's line
+    weights_only = serialization._weights_only_setting(weights_only)
     return serialization.load(f, map_location, pickle_module, weights_only=weights_only,
                               mmap=mmap, **kwargs)
 

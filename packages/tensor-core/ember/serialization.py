@@ -785,7 +785,7 @@ def _weights_only_setting(weights_only):
             warnings.warn(
                 "Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the "
                 "`weights_only` argument was not explicitly passed to `ember.load`, forcing "
-                "weights_only=False.", UserWarning, stacklevel=3)
+                "weights_only=False.", UserWarning, stacklevel=3)  # past load, to its caller
             return False
         return True
     return weights_only

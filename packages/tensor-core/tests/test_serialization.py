@@ -577,8 +577,13 @@ def test_torch_environment_variables_override_weights_only(monkeypatch):
     with pytest.raises(pickle.UnpicklingError):
         load()
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
-    with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected"):
+    with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected") as record:
         assert load().tolist() == [0.0, 1.0, 2.0]
+    assert record[0].filename == __file__  # the warning names the caller's line
+    buf.seek(0)
+    with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected") as record:
+        assert ember.serialization.load(buf).tolist() == [0.0, 1.0, 2.0]
+    assert record[0].filename == __file__
     with pytest.raises(pickle.UnpicklingError):
         load(weights_only=True)
     monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "true")
