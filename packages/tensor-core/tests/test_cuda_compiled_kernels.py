@@ -47,6 +47,14 @@ def simulated_gpu():
         yield
 
 
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path, monkeypatch):
+    """Compiled kernels go to a fresh cache folder per test, not the user's."""
+    folder = tmp_path / "kernels"
+    monkeypatch.setenv("EMBER_KERNEL_CACHE", str(folder))
+    return folder
+
+
 # ---- the generated source ----------------------------------------------------------------------
 
 
@@ -112,6 +120,71 @@ def test_nvrtc_errors_carry_the_log(monkeypatch):
     # a dtype pair the rules never produce: bitwise_and over floats does not compile
     with pytest.raises(RuntimeError, match="NVRTC could not compile ember_binary_bitwise_and"):
         _C._cuda_compile_kernel_source("bitwise_and", ember.float32, ember.float32)
+
+
+# ---- the disk cache of compiled kernels ---------------------------------------------------------
+
+
+def cache_entry(payload: bytes) -> bytes:
+    return b"EMBERKC1" + struct.pack("<Q", len(payload)) + payload
+
+
+def test_a_cached_kernel_is_read_back_without_compiling(kernel_cache):
+    path = _C._cuda_kernel_cache_file("add", ember.float32, ember.float32, True, 0, 9, 0)
+    assert path.startswith(str(kernel_cache)) and "ember_binary_add_float32_float32_flat" in path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    payload = b"\x7fELF-stand-in"
+    with open(path, "wb") as f:
+        f.write(cache_entry(payload))
+    # NVRTC is not needed (nor used) for a kernel in the cache
+    size = _C._cuda_compile_kernel_source("add", ember.float32, ember.float32, True, 0, 9, 0)
+    assert size == len(payload)
+
+
+def test_cache_files_are_named_by_everything_that_decides_the_binary():
+    def file(*key):
+        return _C._cuda_kernel_cache_file(*key)
+
+    base = file("add", ember.float32, ember.float32, True, 0, 9, 0)
+    assert base == file("add", ember.float32, ember.float32, True, 0, 9, 0)
+    others = {file("add", ember.float64, ember.float64, True, 0, 9, 0),
+              file("add", ember.float32, ember.float32, False, 0, 9, 0),
+              file("add", ember.float32, ember.float32, True, 1, 9, 0),
+              file("add", ember.float32, ember.float32, True, 0, 8, 0),
+              file("sub", ember.float32, ember.float32, True, 0, 9, 0)}
+    assert base not in others and len(others) == 5
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage", cache_entry(b"abc")[:-1],
+                                     cache_entry(b"abc") + b"trailing"])
+def test_a_damaged_cache_file_is_not_used(content):
+    path = _C._cuda_kernel_cache_file("mul", ember.float32, ember.float32, True, 0, 9, 0)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(content)
+    try:
+        size = _C._cuda_compile_kernel_source("mul", ember.float32, ember.float32, True, 0, 9, 0)
+    except RuntimeError as e:  # no NVRTC here: compiling was tried, so the file was refused
+        assert "cannot compile CUDA kernels" in str(e)
+        return
+    assert size > 100  # compiled again, and the file replaced by a whole one
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"EMBERKC1" and struct.unpack("<Q", data[8:16])[0] == size
+
+
+def test_compiled_kernels_are_kept(kernel_cache):
+    nvrtc_or_skip()
+    size = _C._cuda_compile_kernel_source("exp", ember.float64, ember.float64, False, 0, 9, 0)
+    path = _C._cuda_kernel_cache_file("exp", ember.float64, ember.float64, False, 0, 9, 0)
+    with open(path, "rb") as f:
+        assert len(f.read()) == 16 + size
+    assert not [p for p in os.listdir(os.path.dirname(path)) if p.endswith(".tmp")]
+
+
+def test_cache_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("EMBER_KERNEL_CACHE", "0")
+    assert _C._cuda_kernel_cache_file("add", ember.float32, ember.float32, True, 0, 9, 0) == ""
 
 
 # ---- the launch parameters ---------------------------------------------------------------------

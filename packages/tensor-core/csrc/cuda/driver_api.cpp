@@ -3,7 +3,16 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <mutex>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdexcept>
 
 #include "core/errors.h"
@@ -181,7 +190,84 @@ void make_current(State& s, int device) {
   current = ctx;
 }
 
+// ---- the disk cache of compiled kernels ----
+// NVRTC takes about 80 ms per kernel: a program whose ops need 40 would start 3 s late on every
+// run. Each binary is kept in the cache folder under a hash of everything that decides it (the
+// source, the headers, the target architecture); a file that cannot be read back whole is
+// compiled again, and one that cannot be written is simply not kept.
+constexpr char kCacheMagic[8] = {'E', 'M', 'B', 'E', 'R', 'K', 'C', '1'};
+
+uint64_t fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return (h ^ 0xff) * 1099511628211ull;  // a separator, so that "ab"+"c" != "a"+"bc"
+}
+
+// mkdir -p; false when the folder cannot be made.
+bool make_dirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') {
+      const std::string part = path.substr(0, i);
+      if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+  return true;
+}
+
+std::string read_cached(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[8];
+  uint64_t size = 0;
+  if (!in.read(magic, 8) || std::memcmp(magic, kCacheMagic, 8) != 0 ||
+      !in.read(reinterpret_cast<char*>(&size), 8) || size == 0 || size > (256u << 20))
+    return "";
+  std::string binary(size, '\0');
+  if (!in.read(binary.data(), static_cast<std::streamsize>(size)) || in.peek() != EOF) return "";
+  return binary;
+}
+
+void write_cached(const std::string& file, const std::string& binary) {
+  const size_t slash = file.rfind('/');
+  if (slash == std::string::npos || !make_dirs(file.substr(0, slash))) return;
+  // Written aside and renamed: a reader never sees half a file, and writers race harmlessly.
+  const std::string tmp = str_cat(file, ".", getpid(), ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const uint64_t size = binary.size();
+    out.write(kCacheMagic, 8);
+    out.write(reinterpret_cast<const char*>(&size), 8);
+    out.write(binary.data(), static_cast<std::streamsize>(binary.size()));
+    if (!out) {
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) std::remove(tmp.c_str());
+}
+
 }  // namespace
+
+std::string kernel_cache_dir() {
+  const char* env = std::getenv("EMBER_KERNEL_CACHE");
+  if (env && *env) return std::string(env) == "0" ? "" : env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return str_cat(xdg, "/ember/kernels");
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return str_cat(home, "/.cache/ember/kernels");
+  return "";
+}
+
+std::string kernel_cache_file(const std::string& source, const std::string& kernel_name,
+                              const std::vector<std::pair<std::string, std::string>>& headers,
+                              int major, int minor) {
+  const std::string dir = kernel_cache_dir();
+  if (dir.empty()) return "";
+  uint64_t h = 1469598103934665603ull;
+  h = fnv1a(h, source);
+  for (const auto& [name, text] : headers) h = fnv1a(fnv1a(h, name), text);
+  h = fnv1a(h, str_cat("sm_", major, minor));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return str_cat(dir, "/", kernel_name, "-", hex, ".bin");
+}
 
 void set_nvrtc_candidates(std::vector<std::string> paths) {
   State& s = state();
@@ -213,6 +299,19 @@ bool compiled_kernels_available(std::string* why) {
 std::string compile_kernel(const std::string& source, const std::string& kernel_name,
                            const std::vector<std::pair<std::string, std::string>>& headers,
                            int major, int minor) {
+  const std::string cached = kernel_cache_file(source, kernel_name, headers, major, minor);
+  if (!cached.empty()) {
+    std::string binary = read_cached(cached);
+    if (!binary.empty()) return binary;
+  }
+  std::string binary = compile_with_nvrtc(source, kernel_name, headers, major, minor);
+  if (!cached.empty()) write_cached(cached, binary);
+  return binary;
+}
+
+std::string compile_with_nvrtc(const std::string& source, const std::string& kernel_name,
+                               const std::vector<std::pair<std::string, std::string>>& headers,
+                               int major, int minor) {
   State& s = state();
   NvrtcApi* n;
   {

@@ -21,10 +21,22 @@ bool compiled_kernels_available(std::string* why = nullptr);
 
 // CUDA source -> a binary for compute capability major.minor: a CUBIN, or PTX for the newest
 // architecture NVRTC knows when the device is newer than this NVRTC. Throws a RuntimeError with
-// NVRTC's log when the source does not compile. Needs NVRTC only (no GPU).
+// NVRTC's log when the source does not compile. Needs NVRTC only (no GPU). compile_kernel looks
+// in the disk cache first and keeps what NVRTC makes there; compile_with_nvrtc always compiles.
 std::string compile_kernel(const std::string& source, const std::string& kernel_name,
                            const std::vector<std::pair<std::string, std::string>>& headers,
                            int major, int minor);
+std::string compile_with_nvrtc(const std::string& source, const std::string& kernel_name,
+                               const std::vector<std::pair<std::string, std::string>>& headers,
+                               int major, int minor);
+
+// The disk cache of compiled kernels: $EMBER_KERNEL_CACHE (0: none), else
+// $XDG_CACHE_HOME/ember/kernels, else ~/.cache/ember/kernels; and the file a kernel is kept in
+// ("" without a cache).
+std::string kernel_cache_dir();
+std::string kernel_cache_file(const std::string& source, const std::string& kernel_name,
+                              const std::vector<std::pair<std::string, std::string>>& headers,
+                              int major, int minor);
 
 using KernelFunction = void*;  // a CUfunction
 // Loads `binary` (CUBIN or PTX) into `device`'s primary context and returns its kernel `name`.

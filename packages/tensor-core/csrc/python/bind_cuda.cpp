@@ -221,6 +221,13 @@ void register_compiled_kernels(py::module_& m) {
     return cu::compile_kernel(source, name, cu::kernel_headers(), major, minor).size();
   }, py::arg("op"), py::arg("input"), py::arg("output"), py::arg("flat") = true,
      py::arg("by_value") = 0, py::arg("major") = 9, py::arg("minor") = 0);
+  m.def("_cuda_kernel_cache_file", [](const std::string& op, py::handle input, py::handle output,
+                                      bool flat, int by_value, int major, int minor) {
+    const cu::ElementwiseKernelKey key = make_key(op, input, output, flat, by_value);
+    return cu::kernel_cache_file(cu::kernel_source(key), cu::kernel_name(key), cu::kernel_headers(),
+                                 major, minor);
+  }, py::arg("op"), py::arg("input"), py::arg("output"), py::arg("flat") = true,
+     py::arg("by_value") = 0, py::arg("major") = 9, py::arg("minor") = 0);
   // The kernel and parameter block a launch of table op `op` over these tensors (already in the
   // compute dtype; `out` may be None) would use.
   m.def("_cuda_elementwise_plan", [](const std::string& op, std::vector<Tensor> inputs,
