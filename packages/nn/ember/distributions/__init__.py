@@ -1,0 +1,87 @@
+"""Probability distributions with torch.distributions' API: parameterized families with
+``sample`` / ``rsample`` (reparameterized, differentiable), ``log_prob``, ``entropy``, moments,
+``cdf`` / ``icdf``; ``constraints`` on parameters and values; ``transforms`` and
+``TransformedDistribution``; ``kl_divergence`` with ``register_kl``; ``biject_to`` /
+``transform_to``.
+
+Samples come from ember's default generator (``ember.manual_seed``). Argument and value
+validation is on by default, as in torch (``Distribution.set_default_validate_args(False)``
+turns it off).
+"""
+
+from ember.distributions import constraints, transforms
+from ember.distributions.constraint_registry import biject_to, transform_to
+from ember.distributions.continuous import (
+    Beta,
+    Cauchy,
+    Chi2,
+    Exponential,
+    Gamma,
+    Gumbel,
+    HalfNormal,
+    Laplace,
+    Normal,
+    StudentT,
+    Uniform,
+)
+from ember.distributions.discrete import (
+    Bernoulli,
+    Binomial,
+    Categorical,
+    Geometric,
+    Multinomial,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+    Poisson,
+)
+from ember.distributions.distribution import Distribution
+from ember.distributions.kl import kl_divergence, register_kl
+from ember.distributions.multivariate import (
+    Dirichlet,
+    LowRankMultivariateNormal,
+    MultivariateNormal,
+)
+from ember.distributions.relaxed import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
+from ember.distributions.transformed_distribution import (
+    Independent,
+    LogNormal,
+    MixtureSameFamily,
+    TransformedDistribution,
+)
+from ember.distributions.transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StickBreakingTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
+
+__all__ = [
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
+    "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
+    "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent",
+    "IndependentTransform", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+    "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "biject_to", "constraints", "identity_transform",
+    "kl_divergence", "register_kl", "transform_to", "transforms",
+]
