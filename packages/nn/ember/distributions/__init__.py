@@ -9,6 +9,8 @@ validation is on by default, as in torch (``Distribution.set_default_validate_ar
 turns it off).
 """
 
+import sys
+
 from ember.distributions import constraints, transforms
 from ember.distributions.constraint_registry import biject_to, transform_to
 from ember.distributions.continuous import (
@@ -35,6 +37,7 @@ from ember.distributions.discrete import (
     Poisson,
 )
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.multivariate import (
     Dirichlet,
@@ -75,7 +78,8 @@ from ember.distributions.transforms import (
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
     "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
-    "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent",
+    "ExpTransform", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
+    "HalfNormal", "Independent",
     "IndependentTransform", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
     "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial",
     "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
@@ -85,3 +89,8 @@ __all__ = [
     "TransformedDistribution", "Uniform", "biject_to", "constraints", "identity_transform",
     "kl_divergence", "register_kl", "transform_to", "transforms",
 ]
+
+# `from ember.distributions.normal import Normal`, as with torch's module paths
+from ember.distributions import _module_paths  # noqa: E402
+
+_module_paths.install(sys.modules[__name__])

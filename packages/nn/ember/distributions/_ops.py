@@ -281,7 +281,8 @@ def _gamma_sample(alpha: Tensor) -> Tensor:
     out = ember.clamp(out, min=tiny)
     if bool(valid.all()):
         return out
-    return ember.where(valid, out, ember.where(alpha == math.inf, alpha, ember.full_like(alpha, tiny)))
+    invalid_draw = ember.where(alpha == math.inf, alpha, ember.full_like(alpha, tiny))
+    return ember.where(valid, out, invalid_draw)
 
 
 def _standard_gamma_grad(x: Tensor, alpha: Tensor) -> Tensor:

@@ -102,7 +102,7 @@ _both(constraints._HalfOpenInterval, _to_interval)
 
 biject_to.register(constraints._Simplex, lambda c: transforms.StickBreakingTransform())
 transform_to.register(constraints._Simplex, lambda c: transforms.SoftmaxTransform())
-# not bijections onto these sets (they ignore the input's strict upper triangle), so only transform_to has them, as torch
+# not bijections (they ignore the input's strict upper triangle): transform_to only, as torch
 transform_to.register(constraints._LowerCholesky, lambda c: transforms.LowerCholeskyTransform())
 transform_to.register(constraints._PositiveDefinite,
                       lambda c: transforms.PositiveDefiniteTransform())

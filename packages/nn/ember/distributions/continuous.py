@@ -15,6 +15,7 @@ import ember
 from ember import Tensor
 from ember.distributions import _ops, constraints
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import broadcast_all, dirichlet_mode
 
 __all__ = ["Beta", "Cauchy", "Chi2", "Exponential", "Gamma", "Gumbel", "HalfNormal", "Laplace",
@@ -59,7 +60,7 @@ class _ElementwiseFamily(Distribution):
         return getattr(self, self._param_names[0])
 
 
-class Normal(_ElementwiseFamily):
+class Normal(_ElementwiseFamily, ExponentialFamily):
     """The normal distribution N(loc, scale^2)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -260,7 +261,7 @@ class Cauchy(_ElementwiseFamily):
         return math.log(4 * math.pi) + ember.log(self.scale)
 
 
-class Exponential(_ElementwiseFamily):
+class Exponential(_ElementwiseFamily, ExponentialFamily):
     """The exponential distribution with rate ``rate`` (mean 1 / rate)."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -307,7 +308,7 @@ class Exponential(_ElementwiseFamily):
         return 1.0 - ember.log(self.rate)
 
 
-class Gamma(_ElementwiseFamily):
+class Gamma(_ElementwiseFamily, ExponentialFamily):
     """The gamma distribution with shape ``concentration`` and inverse scale ``rate``."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
@@ -366,7 +367,7 @@ class Chi2(Gamma):
         return self.concentration * 2
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """The beta distribution on [0, 1] with concentrations ``concentration1`` (alpha) and
     ``concentration0`` (beta)."""
 

@@ -11,9 +11,9 @@ import math
 import numbers
 
 import ember
-from ember import Tensor
 from ember.distributions import _ops, constraints
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import (
     broadcast_all,
     lazy_property,
@@ -56,7 +56,7 @@ class _BinaryParams:
         return (self.probs if "probs" in self.__dict__ else self.logits).shape
 
 
-class Bernoulli(_BinaryParams, Distribution):
+class Bernoulli(_BinaryParams, ExponentialFamily):
     """1 with probability ``probs`` (or sigmoid(``logits``)), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -325,7 +325,7 @@ class Geometric(_BinaryParams, Distribution):
         return (softplus(self.logits) - p * self.logits) / p
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Counts with mean ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}

@@ -8,6 +8,7 @@ import ember
 from ember import Tensor
 from ember.distributions import _ops, constraints
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import dirichlet_mode, lazy_property
 
 __all__ = ["Dirichlet", "LowRankMultivariateNormal", "MultivariateNormal"]
@@ -78,6 +79,7 @@ class MultivariateNormal(Distribution):
         n = loc.shape[-1]
         setattr(self, name, matrix.expand(tuple(batch) + (n, n)))
         self.loc = loc.expand(tuple(batch) + (n,))
+        super().__init__(batch, (n,), validate_args=validate_args)  # validates the matrix
         # the factor without the batch broadcast, for the solves
         if name == "scale_tril":
             self._unbroadcasted_scale_tril = matrix
@@ -85,7 +87,6 @@ class MultivariateNormal(Distribution):
             self._unbroadcasted_scale_tril = ember.linalg.cholesky(matrix)
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
-        super().__init__(batch, (n,), validate_args=validate_args)
 
     @lazy_property
     def scale_tril(self):
@@ -218,7 +219,7 @@ class LowRankMultivariateNormal(Distribution):
         return 0.5 * n * (1.0 + _LOG_2PI) + _half_log_det(self._unbroadcasted_scale_tril)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution on the simplex with concentrations ``concentration`` (last
     dimension: the categories)."""
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ember
 from ember.distributions import constraints
-from ember.distributions.discrete import Categorical
 from ember.distributions.continuous import Normal
+from ember.distributions.discrete import Categorical
 from ember.distributions.distribution import Distribution
 from ember.distributions.transforms import ComposeTransform, ExpTransform, Transform
 from ember.distributions.utils import as_size, sum_rightmost
