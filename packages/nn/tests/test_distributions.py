@@ -391,8 +391,12 @@ def _reseeded(fn):
     lambda loc, scale: D.MultivariateNormal(loc, scale_tril=ember.diag_embed(scale)),
     lambda loc, scale: D.TransformedDistribution(D.Normal(loc, scale),
                                                  [transforms.SigmoidTransform()]),
+    lambda loc, scale: D.LowRankMultivariateNormal(loc, ember.stack([loc, scale], -1), scale),
+    lambda loc, scale: D.RelaxedOneHotCategorical(scale[0], logits=loc),
+    lambda loc, scale: D.Independent(D.Laplace(loc, scale), 1),
 ], ids=["Normal", "Laplace", "Cauchy", "Gumbel", "LogNormal", "Uniform", "HalfNormal",
-        "Exponential", "RelaxedBernoulli", "MultivariateNormal", "Transformed"])
+        "Exponential", "RelaxedBernoulli", "MultivariateNormal", "Transformed", "LowRankMVN",
+        "RelaxedOneHotCategorical", "Independent"])
 def test_rsample_gradcheck(make):
     loc = T([0.3, -0.7, 1.1], requires_grad=True)
     scale = T([0.8, 1.4, 0.6], requires_grad=True)
@@ -551,3 +555,99 @@ def test_constraints_check():
     assert constraints.positive_definite.check(T([[2.0, 0.5], [0.5, 1.0]])).item()
     assert constraints.is_dependent(D.Uniform.support)
     assert not constraints.is_dependent(D.Normal.support)
+
+
+# --- the rest of the API -----------------------------------------------------------------------
+
+def test_exponential_family_entropy_from_the_log_normalizer():
+    """Exponential(rate) as an exponential family: eta = -rate, A(eta) = -log(-eta), h = 1;
+    the generic entropy must give 1 - log(rate)."""
+    class MyExponential(D.ExponentialFamily):
+        arg_constraints = {}
+
+        def __init__(self, rate):
+            self.rate = rate
+            super().__init__(rate.shape)
+
+        @property
+        def _natural_params(self):
+            return (-self.rate,)
+
+        def _log_normalizer(self, eta):
+            return -ember.log(-eta)
+
+        @property
+        def _mean_carrier_measure(self):
+            return 0.0
+
+    rates = [0.3, 1.0, 4.5]
+    close(MyExponential(T(rates)).entropy(), [1 - math.log(r) for r in rates])
+    assert isinstance(D.Normal(T(0.0), T(1.0)), D.ExponentialFamily)
+
+
+def test_torch_module_paths_import():
+    from ember.distributions.multivariate_normal import MultivariateNormal
+    from ember.distributions.normal import Normal
+    from ember.distributions.relaxed_categorical import RelaxedOneHotCategorical
+
+    assert Normal is D.Normal and MultivariateNormal is D.MultivariateNormal
+    assert RelaxedOneHotCategorical is D.RelaxedOneHotCategorical
+
+
+def test_shapes_repr_and_expand():
+    d = D.Normal(T([[0.0, 1.0, 2.0]]), T(1.5))
+    assert tuple(d.batch_shape) == (1, 3) and tuple(d.event_shape) == ()
+    assert repr(d) == "Normal(loc: ember.Size([1, 3]), scale: ember.Size([1, 3]))"
+    assert repr(D.Normal(0.0, 1.0)) == "Normal(loc: 0.0, scale: 1.0)"
+    wide = d.expand((4, 3))
+    assert tuple(wide.batch_shape) == (4, 3) and tuple(wide.sample((2,)).shape) == (2, 4, 3)
+    close(wide.log_prob(T(0.5)), np.broadcast_to(d.log_prob(T(0.5)).numpy(), (4, 3)))
+    mvn = D.MultivariateNormal(T([0.0, 1.0]), T([[2.0, 0.3], [0.3, 1.0]]))
+    assert tuple(mvn.expand((5,)).rsample((3,)).shape) == (3, 5, 2)
+    ind = D.Independent(D.Normal(ember.zeros(2, 3, dtype=ember.float64), T(1.0)), 1)
+    assert tuple(ind.batch_shape) == (2,) and tuple(ind.event_shape) == (3,)
+    assert tuple(ind.expand((4, 2)).log_prob(ember.zeros(3, dtype=ember.float64)).shape) == (4, 2)
+    with pytest.raises(ValueError, match="reinterpreted_batch_ndims"):
+        D.Independent(D.Normal(T([0.0]), T(1.0)), 2)
+
+
+def test_precision_and_scale_tril_give_the_same_mvn():
+    cov = np.array([[2.0, 0.6, 0.1], [0.6, 1.0, -0.2], [0.1, -0.2, 0.7]])
+    x = T([0.3, -0.2, 1.1])
+    by_cov = D.MultivariateNormal(ember.zeros(3, dtype=ember.float64), T(cov.tolist()))
+    by_prec = D.MultivariateNormal(ember.zeros(3, dtype=ember.float64),
+                                   precision_matrix=T(np.linalg.inv(cov).tolist()))
+    close(by_prec.log_prob(x), by_cov.log_prob(x).numpy(), rtol=1e-12)
+    close(by_prec.scale_tril, np.linalg.cholesky(cov), rtol=1e-12, atol=1e-14)
+    close(by_cov.precision_matrix, np.linalg.inv(cov), rtol=1e-12, atol=1e-14)
+
+
+def test_straight_through_passes_gradients_to_probs():
+    probs = T([0.2, 0.5, 0.3], requires_grad=True)
+    d = D.OneHotCategoricalStraightThrough(probs=probs)
+    ember.manual_seed(0)
+    s = d.rsample()
+    assert sorted(s.detach().tolist()) == [0.0, 0.0, 1.0]
+    (s * T([1.0, 2.0, 3.0])).sum().backward()
+    # d/dprobs of (probs / sum(probs)) . w at sum 1: w - (probs . w)
+    w = np.array([1.0, 2.0, 3.0])
+    close(probs.grad, w - (np.array([0.2, 0.5, 0.3]) @ w))
+
+
+def test_kl_pairs_across_families_against_quadrature():
+    """KL(p || q) = integral of p (log p - log q) by the trapezoidal rule on a fine grid."""
+    grid = np.linspace(1e-6, 1 - 1e-6, 400001)
+    pairs = [(D.Beta(T(2.0), T(3.0)), D.Uniform(T(0.0), T(1.0))),
+             (D.Beta(T(2.0), T(3.0)), D.Normal(T(0.3), T(0.4))),
+             (D.Uniform(T(0.1), T(0.7)), D.Beta(T(1.5), T(2.5))),
+             (D.Uniform(T(0.1), T(0.7)), D.Gumbel(T(0.2), T(0.5)))]
+    for p, q in pairs:
+        x = T(grid.tolist())
+        lp = p.log_prob(x).numpy() if not isinstance(p, D.Uniform) else \
+            D.Uniform(p.low, p.high, validate_args=False).log_prob(x).numpy()
+        dens = np.exp(lp)
+        with np.errstate(invalid="ignore"):  # 0 * -inf outside p's support, dropped below
+            integrand = np.where(dens > 0, dens * (lp - q.log_prob(x).numpy()), 0.0)
+        trapezoid = ((integrand[1:] + integrand[:-1]) / 2 * np.diff(grid)).sum()
+        close(D.kl_divergence(p, q), trapezoid, rtol=1e-4, atol=1e-6)
+    assert math.isinf(float(D.kl_divergence(D.Normal(T(0.0), T(1.0)), D.Gamma(T(2.0), T(1.0)))))
