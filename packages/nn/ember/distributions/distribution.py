@@ -169,7 +169,7 @@ class Distribution:
             raise ValueError("The value argument to log_prob must be a Tensor")
         shape = tuple(value.shape)
         event = tuple(self._event_shape)
-        if event and shape[len(shape) - len(event):] != event:
+        if event and (len(shape) < len(event) or shape[len(shape) - len(event):] != event):
             raise ValueError("The right-most size of value must match event_shape: "
                              f"{value.shape} vs {self._event_shape}.")
         expected = self._batch_shape + self._event_shape

@@ -106,27 +106,25 @@ class TransformedDistribution(Distribution):
         base = self.base_dist.log_prob(y)
         return total + sum_rightmost(base, event_dim - len(self.base_dist.event_shape))
 
-    def _flips(self) -> bool:
-        """Whether the composed transforms are decreasing (so the CDF turns into 1 - CDF)."""
+    def _monotonize_cdf(self, value):
+        """``value`` where the transforms increase, 1 - ``value`` where they decrease (their
+        sign may be a tensor: an AffineTransform with a tensor scale)."""
         sign = 1
         for t in self.transforms:
             sign = sign * t.sign
-        if isinstance(sign, int) or isinstance(sign, float):
-            return sign < 0
-        raise NotImplementedError("cdf/icdf of transforms whose sign is not a Python number")
+        if isinstance(sign, (int, float)) and sign == 1:
+            return value
+        return sign * (value - 0.5) + 0.5
 
     def cdf(self, value):
         for t in reversed(self.transforms):
             value = t.inv(value)
         if self._validate_args:
             self.base_dist._validate_sample(value)
-        value = self.base_dist.cdf(value)
-        return 1 - value if self._flips() else value
+        return self._monotonize_cdf(self.base_dist.cdf(value))
 
     def icdf(self, value):
-        if self._flips():
-            value = 1 - value
-        x = self.base_dist.icdf(value)
+        x = self.base_dist.icdf(self._monotonize_cdf(value))
         for t in self.transforms:
             x = t(x)
         return x
