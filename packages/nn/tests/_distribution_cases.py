@@ -59,6 +59,14 @@ def cases(lib, variant: int = 0, dtype: str = "float64", requires_grad: bool = F
             D.Categorical(probs=T([0.3, 0.7])), D.Normal(T([-1.0, 2.0]), T([0.5, 1.0]) * k))),
         ("LowRankMultivariateNormal", lambda: D.LowRankMultivariateNormal(
             loc, T([[1.0, 0.2], [0.3, -0.5], [0.0, 0.4]]) * k, scale)),
+        ("HalfCauchy", lambda: D.HalfCauchy(scale)),
+        ("Pareto", lambda: D.Pareto(scale, conc + 4)),
+        ("Weibull", lambda: D.Weibull(scale, conc + 1)),
+        ("Kumaraswamy", lambda: D.Kumaraswamy(conc, rate + 1)),
+        ("InverseGamma", lambda: D.InverseGamma(conc + 4.5, rate)),
+        ("FisherSnedecor", lambda: D.FisherSnedecor(conc * 3, rate * 10)),
+        ("NegativeBinomial", lambda: D.NegativeBinomial(T([3.0, 5.0, 2.5]), probs=p)),
+        ("LogisticNormal", lambda: D.LogisticNormal(loc, scale)),
         ("TransformedDistribution", lambda: D.TransformedDistribution(
             D.Normal(loc, scale), [tf.ExpTransform(), tf.AffineTransform(1.0, 2.0 * k)])),
     ]

@@ -394,9 +394,15 @@ def _reseeded(fn):
     lambda loc, scale: D.LowRankMultivariateNormal(loc, ember.stack([loc, scale], -1), scale),
     lambda loc, scale: D.RelaxedOneHotCategorical(scale[0], logits=loc),
     lambda loc, scale: D.Independent(D.Laplace(loc, scale), 1),
+    lambda loc, scale: D.HalfCauchy(scale),
+    lambda loc, scale: D.Pareto(scale, loc + 2),
+    lambda loc, scale: D.Weibull(scale, loc + 2),
+    lambda loc, scale: D.Kumaraswamy(scale, loc + 2),
+    lambda loc, scale: D.LogisticNormal(loc, scale),
 ], ids=["Normal", "Laplace", "Cauchy", "Gumbel", "LogNormal", "Uniform", "HalfNormal",
         "Exponential", "RelaxedBernoulli", "MultivariateNormal", "Transformed", "LowRankMVN",
-        "RelaxedOneHotCategorical", "Independent"])
+        "RelaxedOneHotCategorical", "Independent", "HalfCauchy", "Pareto", "Weibull",
+        "Kumaraswamy", "LogisticNormal"])
 def test_rsample_gradcheck(make):
     loc = T([0.3, -0.7, 1.1], requires_grad=True)
     scale = T([0.8, 1.4, 0.6], requires_grad=True)
@@ -429,7 +435,8 @@ def test_gamma_rsample_gradient_is_the_implicit_one():
 def test_gamma_family_rsample_has_gradients():
     conc = T([0.8, 2.0], requires_grad=True)
     for d in [D.Gamma(conc, T(1.5)), D.Beta(conc, T(1.2)), D.Dirichlet(conc),
-              D.StudentT(conc), D.Chi2(conc)]:
+              D.StudentT(conc), D.Chi2(conc), D.InverseGamma(conc, T(1.5)),
+              D.FisherSnedecor(conc, T(3.0))]:
         conc.grad = None
         ember.manual_seed(6)
         d.rsample((50,)).sum().backward()
@@ -651,3 +658,12 @@ def test_kl_pairs_across_families_against_quadrature():
         trapezoid = ((integrand[1:] + integrand[:-1]) / 2 * np.diff(grid)).sum()
         close(D.kl_divergence(p, q), trapezoid, rtol=1e-4, atol=1e-6)
     assert math.isinf(float(D.kl_divergence(D.Normal(T(0.0), T(1.0)), D.Gamma(T(2.0), T(1.0)))))
+
+
+def test_kumaraswamy_mode_is_the_density_maximum():
+    a, b = [1.7, 6.5, 2.0], [3.5, 1.3, 2.0]
+    d = D.Kumaraswamy(T(a), T(b))
+    grid = np.linspace(1e-4, 1 - 1e-4, 200001)
+    density = d.log_prob(T(grid.tolist()).unsqueeze(-1)).numpy()
+    close(d.mode, grid[density.argmax(0)], atol=1e-4)
+    assert math.isnan(float(D.Kumaraswamy(T(0.5), T(2.0)).mode))

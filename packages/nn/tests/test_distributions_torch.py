@@ -46,6 +46,11 @@ def assert_same(expected, got, what):
     np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-9, equal_nan=True, err_msg=what)
 
 
+# torch's Kumaraswamy.mode is NaN wherever concentration0 > 1 (it takes log1p(-concentration0));
+# ember's is the density's maximum, checked against a grid in test_distributions.py.
+TORCH_DIFFERS = {("Kumaraswamy", "mode")}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_torch(name):
     torch.manual_seed(0)
@@ -69,6 +74,8 @@ def test_matches_torch(name):
         ("enumerate_support", td.enumerate_support, ed.enumerate_support),
         ("perplexity", td.perplexity, ed.perplexity),
     ]:
+        if (name, what) in TORCH_DIFFERS:
+            continue
         assert_same(outcome(t_fn), outcome(e_fn), f"{name}.{what}")
     # expand keeps every value, broadcast over the new batch dimensions
     big = (2,) + tuple(td.batch_shape)

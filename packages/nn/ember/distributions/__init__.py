@@ -32,6 +32,7 @@ from ember.distributions.discrete import (
     Categorical,
     Geometric,
     Multinomial,
+    NegativeBinomial,
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
     Poisson,
@@ -43,6 +44,15 @@ from ember.distributions.multivariate import (
     Dirichlet,
     LowRankMultivariateNormal,
     MultivariateNormal,
+)
+from ember.distributions.positive import (
+    FisherSnedecor,
+    HalfCauchy,
+    InverseGamma,
+    Kumaraswamy,
+    LogisticNormal,
+    Pareto,
+    Weibull,
 )
 from ember.distributions.relaxed import (
     ExpRelaxedCategorical,
@@ -76,18 +86,19 @@ from ember.distributions.transforms import (
 )
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
-    "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
-    "ExpTransform", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
-    "HalfNormal", "Independent",
-    "IndependentTransform", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
-    "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-    "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
+    "Cauchy", "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
+    "ExpTransform", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric",
+    "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
+    "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal",
+    "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "LowerCholeskyTransform",
+    "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+    "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+    "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
     "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
     "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "biject_to", "constraints", "identity_transform",
-    "kl_divergence", "register_kl", "transform_to", "transforms",
+    "TransformedDistribution", "Uniform", "Weibull", "biject_to", "constraints",
+    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]
 
 # `from ember.distributions.normal import Normal`, as with torch's module paths

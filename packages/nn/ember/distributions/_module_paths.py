@@ -37,6 +37,14 @@ MODULE_PATHS = {
     "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
     "studentT": ["StudentT"],
     "uniform": ["Uniform"],
+    "weibull": ["Weibull"],
+    "pareto": ["Pareto"],
+    "negative_binomial": ["NegativeBinomial"],
+    "logistic_normal": ["LogisticNormal"],
+    "kumaraswamy": ["Kumaraswamy"],
+    "inverse_gamma": ["InverseGamma"],
+    "half_cauchy": ["HalfCauchy"],
+    "fishersnedecor": ["FisherSnedecor"],
 }
 
 

@@ -23,7 +23,7 @@ from ember.distributions.utils import (
 )
 
 __all__ = ["Bernoulli", "Binomial", "Categorical", "Geometric", "Multinomial",
-           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson"]
+           "NegativeBinomial", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson"]
 
 
 def _exactly_one(probs, logits) -> None:
@@ -499,3 +499,54 @@ class Multinomial(Distribution):
         binomial_p = ember.exp(self._binomial.log_prob(counts))
         expected_log_fact = (binomial_p * _ops.lgamma(counts + 1)).sum(0).sum(-1)
         return n * self._categorical.entropy() - math.lgamma(n + 1) + expected_log_fact
+
+
+class NegativeBinomial(_BinaryParams, Distribution):
+    """The number of successes before ``total_count`` failures in Bernoulli trials of success
+    probability ``probs``."""
+
+    arg_constraints = {"total_count": constraints.greater_than_eq(0),
+                       "probs": constraints.half_open_interval(0.0, 1.0),
+                       "logits": constraints.real}
+    support = constraints.nonnegative_integer
+    _expand_params = {"total_count": 0, "probs": 0, "logits": 0}
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        _exactly_one(probs, logits)
+        if probs is not None:
+            self.total_count, self.probs = broadcast_all(total_count, probs)
+            self.total_count = self.total_count.to(self.probs.dtype)
+            param, given = self.probs, probs
+        else:
+            self.total_count, self.logits = broadcast_all(total_count, logits)
+            self.total_count = self.total_count.to(self.logits.dtype)
+            param, given = self.logits, logits
+        super().__init__(_batch_of(param, given), validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return self.total_count * self.logits.exp()
+
+    @property
+    def mode(self):
+        return ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0)
+
+    @property
+    def variance(self):
+        return self.mean / ember.sigmoid(-self.logits)
+
+    def sample(self, sample_shape=()):
+        # a Poisson whose rate is Gamma(total_count, rate (1 - p) / p) distributed
+        shape = tuple(self._extended_shape(sample_shape))
+        with ember.no_grad():
+            rate = _ops.standard_gamma(self.total_count.expand(shape)) * self.logits.exp()
+            return _ops.poisson(rate)
+
+    def log_prob(self, value):
+        _check(self, value)
+        r, logits = self.total_count, self.logits
+        log_unnormalized = -r * softplus(logits) + value * (logits - softplus(logits))
+        log_norm = _ops.lgamma(r + value) - _ops.lgamma(1.0 + value) - _ops.lgamma(r)
+        # zero failures wanted and zero successes seen: probability 1
+        log_norm = ember.where(r + value == 0, ember.zeros_like(log_norm), log_norm)
+        return log_unnormalized + log_norm

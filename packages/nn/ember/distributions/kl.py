@@ -36,6 +36,7 @@ from ember.distributions.multivariate import (
     LowRankMultivariateNormal,
     MultivariateNormal,
 )
+from ember.distributions.positive import Pareto
 from ember.distributions.transformed_distribution import Independent, TransformedDistribution
 from ember.distributions.utils import softplus, sum_rightmost
 
@@ -270,6 +271,8 @@ def _support_bounds(p):
         return 0.0, 1.0
     if isinstance(p, (Exponential, Gamma)):
         return 0.0, math.inf
+    if isinstance(p, Pareto):
+        return p.scale, math.inf
     return -math.inf, math.inf
 
 
@@ -289,6 +292,8 @@ def _expected_log(p):
         return -_EULER_GAMMA - p.rate.log()
     if isinstance(p, Uniform):
         return _uniform_mean_log(p.low, p.high)
+    if isinstance(p, Pareto):
+        return p.scale.log() + p.alpha.reciprocal()
     raise NotImplementedError
 
 
@@ -344,6 +349,9 @@ def _cross_entropy(p, q):
         return q.scale.log() + z_mean + (q.loc / q.scale).exp() * _mgf(p, -1 / q.scale)
     if isinstance(q, Uniform):
         return (q.high - q.low).log()
+    if isinstance(q, Pareto):
+        alpha = q.alpha
+        return -(alpha.log() + alpha * q.scale.log() - (alpha + 1) * _expected_log(p))
     if isinstance(q, Laplace):
         # E|X - m| for X ~ N(mu, s^2): s sqrt(2/pi) exp(-d^2 / 2 s^2) + d erf(d / (s sqrt 2))
         d = p.loc - q.loc
@@ -376,13 +384,14 @@ def _kl_by_cross_entropy(p, q):
 
 
 for _p_type, _q_types in (
-        (Beta, (Exponential, Gamma, Normal, Uniform)),
-        (Exponential, (Beta, Gamma, Gumbel, Normal, Uniform)),
-        (Gamma, (Beta, Exponential, Gumbel, Normal, Uniform)),
-        (Gumbel, (Beta, Exponential, Gamma, Normal, Uniform)),
-        (Laplace, (Beta, Exponential, Gamma, Normal, Uniform)),
-        (Normal, (Beta, Exponential, Gamma, Gumbel, Laplace, Uniform)),
-        (Uniform, (Beta, Exponential, Gamma, Gumbel, Normal))):
+        (Beta, (Exponential, Gamma, Normal, Pareto, Uniform)),
+        (Exponential, (Beta, Gamma, Gumbel, Normal, Pareto, Uniform)),
+        (Gamma, (Beta, Exponential, Gumbel, Normal, Pareto, Uniform)),
+        (Gumbel, (Beta, Exponential, Gamma, Normal, Pareto, Uniform)),
+        (Laplace, (Beta, Exponential, Gamma, Normal, Pareto, Uniform)),
+        (Normal, (Beta, Exponential, Gamma, Gumbel, Laplace, Pareto, Uniform)),
+        (Pareto, (Beta, Exponential, Gamma, Normal, Pareto, Uniform)),
+        (Uniform, (Beta, Exponential, Gamma, Gumbel, Normal, Pareto))):
     for _q_type in _q_types:
         register_kl(_p_type, _q_type)(_kl_by_cross_entropy)
 
