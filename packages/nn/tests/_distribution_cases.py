@@ -67,6 +67,9 @@ def cases(lib, variant: int = 0, dtype: str = "float64", requires_grad: bool = F
         ("FisherSnedecor", lambda: D.FisherSnedecor(conc * 3, rate * 10)),
         ("NegativeBinomial", lambda: D.NegativeBinomial(T([3.0, 5.0, 2.5]), probs=p)),
         ("LogisticNormal", lambda: D.LogisticNormal(loc, scale)),
+        ("ContinuousBernoulli", lambda: D.ContinuousBernoulli(probs=p)),
+        ("ContinuousBernoulliNearHalf", lambda: D.ContinuousBernoulli(probs=T([0.4995, 0.5, 0.5008]))),
+        ("VonMises", lambda: D.VonMises(loc, conc)),
         ("TransformedDistribution", lambda: D.TransformedDistribution(
             D.Normal(loc, scale), [tf.ExpTransform(), tf.AffineTransform(1.0, 2.0 * k)])),
     ]

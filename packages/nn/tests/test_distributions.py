@@ -399,10 +399,11 @@ def _reseeded(fn):
     lambda loc, scale: D.Weibull(scale, loc + 2),
     lambda loc, scale: D.Kumaraswamy(scale, loc + 2),
     lambda loc, scale: D.LogisticNormal(loc, scale),
+    lambda loc, scale: D.ContinuousBernoulli(logits=loc * scale),
 ], ids=["Normal", "Laplace", "Cauchy", "Gumbel", "LogNormal", "Uniform", "HalfNormal",
         "Exponential", "RelaxedBernoulli", "MultivariateNormal", "Transformed", "LowRankMVN",
         "RelaxedOneHotCategorical", "Independent", "HalfCauchy", "Pareto", "Weibull",
-        "Kumaraswamy", "LogisticNormal"])
+        "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli"])
 def test_rsample_gradcheck(make):
     loc = T([0.3, -0.7, 1.1], requires_grad=True)
     scale = T([0.8, 1.4, 0.6], requires_grad=True)
@@ -667,3 +668,24 @@ def test_kumaraswamy_mode_is_the_density_maximum():
     density = d.log_prob(T(grid.tolist()).unsqueeze(-1)).numpy()
     close(d.mode, grid[density.argmax(0)], atol=1e-4)
     assert math.isnan(float(D.Kumaraswamy(T(0.5), T(2.0)).mode))
+
+
+def test_von_mises_sampler_and_bessel_ratio():
+    """E[cos(X - loc)] = I1(k) / I0(k) = 1 - variance, E[sin(X - loc)] = 0; the Bessel ratio
+    against its power series sum_j (k/2)^(2j+n) / (j! (j+n)!)."""
+    k = [0.05, 0.9, 3.0, 12.0]
+
+    def bessel(n, x):
+        return sum((x / 2) ** (2 * j + n) / (math.factorial(j) * math.factorial(j + n))
+                   for j in range(60))
+
+    d = D.VonMises(T([0.5, -2.0, 3.0, 0.0]), T(k))
+    close(1 - d.variance, [bessel(1, x) / bessel(0, x) for x in k], rtol=1e-6)
+    close(d.log_prob(T(0.0)), [x * math.cos(m) - math.log(2 * math.pi * bessel(0, x))
+                              for x, m in zip(k, [0.5, -2.0, 3.0, 0.0])], rtol=1e-6)
+    ember.manual_seed(0)
+    x = d.sample((40000,))
+    assert bool((x >= -math.pi).all()) and bool((x < math.pi).all())
+    centred = (x - d.loc).numpy()
+    np.testing.assert_allclose(np.cos(centred).mean(0), (1 - d.variance).numpy(), atol=0.015)
+    np.testing.assert_allclose(np.sin(centred).mean(0), 0.0, atol=0.015)

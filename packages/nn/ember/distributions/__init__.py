@@ -12,6 +12,7 @@ turns it off).
 import sys
 
 from ember.distributions import constraints, transforms
+from ember.distributions.bounded import ContinuousBernoulli, VonMises
 from ember.distributions.constraint_registry import biject_to, transform_to
 from ember.distributions.continuous import (
     Beta,
@@ -86,6 +87,7 @@ from ember.distributions.transforms import (
 )
 
 __all__ = [
+    "ContinuousBernoulli", "VonMises",
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
     "Cauchy", "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
     "ExpTransform", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric",

@@ -37,6 +37,8 @@ MODULE_PATHS = {
     "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
     "studentT": ["StudentT"],
     "uniform": ["Uniform"],
+    "continuous_bernoulli": ["ContinuousBernoulli"],
+    "von_mises": ["VonMises"],
     "weibull": ["Weibull"],
     "pareto": ["Pareto"],
     "negative_binomial": ["NegativeBinomial"],

@@ -12,6 +12,7 @@ import warnings
 
 import ember
 from ember.distributions import _ops
+from ember.distributions.bounded import ContinuousBernoulli
 from ember.distributions.continuous import (
     Beta,
     Cauchy,
@@ -267,7 +268,7 @@ def _support_bounds(p):
     """(lower, upper) of p's support, as Python numbers or tensors."""
     if isinstance(p, Uniform):
         return p.low, p.high
-    if isinstance(p, Beta):
+    if isinstance(p, (Beta, ContinuousBernoulli)):
         return 0.0, 1.0
     if isinstance(p, (Exponential, Gamma)):
         return 0.0, math.inf
@@ -349,6 +350,10 @@ def _cross_entropy(p, q):
         return q.scale.log() + z_mean + (q.loc / q.scale).exp() * _mgf(p, -1 / q.scale)
     if isinstance(q, Uniform):
         return (q.high - q.low).log()
+    if isinstance(q, ContinuousBernoulli):
+        # log q(x) = x (log p - log(1 - p)) + log(1 - p) + log C(p)
+        log_p, log_1mp = q.probs.log(), ember.log1p(-q.probs)
+        return -(p.mean * (log_p - log_1mp) + log_1mp + q._log_normalizer_of_probs())
     if isinstance(q, Pareto):
         alpha = q.alpha
         return -(alpha.log() + alpha * q.scale.log() - (alpha + 1) * _expected_log(p))
@@ -391,9 +396,12 @@ for _p_type, _q_types in (
         (Laplace, (Beta, Exponential, Gamma, Normal, Pareto, Uniform)),
         (Normal, (Beta, Exponential, Gamma, Gumbel, Laplace, Pareto, Uniform)),
         (Pareto, (Beta, Exponential, Gamma, Normal, Pareto, Uniform)),
-        (Uniform, (Beta, Exponential, Gamma, Gumbel, Normal, Pareto))):
+        (Uniform, (Beta, Exponential, Gamma, Gumbel, Normal, Pareto)),
+        (ContinuousBernoulli, (ContinuousBernoulli, Exponential, Normal, Pareto, Uniform))):
     for _q_type in _q_types:
         register_kl(_p_type, _q_type)(_kl_by_cross_entropy)
+for _p_type in (Beta, Exponential, Gamma, Gumbel, Laplace, Normal, Pareto, Uniform):
+    register_kl(_p_type, ContinuousBernoulli)(_kl_by_cross_entropy)
 
 
 @register_kl(Bernoulli, Poisson)
