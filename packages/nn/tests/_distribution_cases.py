@@ -70,6 +70,7 @@ def cases(lib, variant: int = 0, dtype: str = "float64", requires_grad: bool = F
         ("ContinuousBernoulli", lambda: D.ContinuousBernoulli(probs=p)),
         ("ContinuousBernoulliNearHalf", lambda: D.ContinuousBernoulli(probs=T([0.4995, 0.5, 0.5008]))),
         ("VonMises", lambda: D.VonMises(loc, conc)),
+        ("GeneralizedPareto", lambda: D.GeneralizedPareto(loc, scale, T([0.1, -0.2, 0.0]))),
         ("TransformedDistribution", lambda: D.TransformedDistribution(
             D.Normal(loc, scale), [tf.ExpTransform(), tf.AffineTransform(1.0, 2.0 * k)])),
     ]

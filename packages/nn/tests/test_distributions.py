@@ -689,3 +689,20 @@ def test_von_mises_sampler_and_bessel_ratio():
     centred = (x - d.loc).numpy()
     np.testing.assert_allclose(np.cos(centred).mean(0), (1 - d.variance).numpy(), atol=0.015)
     np.testing.assert_allclose(np.sin(centred).mean(0), 0.0, atol=0.015)
+
+
+def test_generalized_pareto_closed_forms():
+    """xi = 0 is the shifted exponential; xi != 0 the survival function (1 + xi z)^(-1/xi)."""
+    d = D.GeneralizedPareto(T([1.0, 1.0, 1.0]), T([2.0, 2.0, 2.0]), T([0.0, 0.3, -0.4]))
+    x = T([2.5, 2.5, 2.5])
+    z = 0.75
+    survival = [math.exp(-z), (1 + 0.3 * z) ** (-1 / 0.3), (1 - 0.4 * z) ** (1 / 0.4)]
+    close(d.cdf(x), [1 - s for s in survival])
+    log_density = [-z - math.log(2), -(1 + 1 / 0.3) * math.log1p(0.3 * z) - math.log(2),
+                   -(1 - 1 / 0.4) * math.log1p(-0.4 * z) - math.log(2)]
+    close(d.log_prob(x), log_density)
+    close(d.icdf(d.cdf(x)), [2.5, 2.5, 2.5], rtol=1e-12)
+    close(d.mean, [1 + 2 / (1 - xi) for xi in (0.0, 0.3, -0.4)])
+    # above the upper end of the support when xi < 0 (loc - scale / xi = 6)
+    assert float(D.GeneralizedPareto(T(1.0), T(2.0), T(-0.4),
+                                     validate_args=False).log_prob(T(6.5))) == -math.inf

@@ -48,6 +48,7 @@ from ember.distributions.multivariate import (
 )
 from ember.distributions.positive import (
     FisherSnedecor,
+    GeneralizedPareto,
     HalfCauchy,
     InverseGamma,
     Kumaraswamy,
@@ -87,6 +88,7 @@ from ember.distributions.transforms import (
 )
 
 __all__ = [
+    "GeneralizedPareto",
     "ContinuousBernoulli", "VonMises",
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
     "Cauchy", "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",

@@ -37,6 +37,7 @@ MODULE_PATHS = {
     "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
     "studentT": ["StudentT"],
     "uniform": ["Uniform"],
+    "generalized_pareto": ["GeneralizedPareto"],
     "continuous_bernoulli": ["ContinuousBernoulli"],
     "von_mises": ["VonMises"],
     "weibull": ["Weibull"],

@@ -1,7 +1,8 @@
-"""Families defined as transformations of simpler ones (the textbook constructions):
-HalfCauchy = |Cauchy|, Pareto = scale * exp(Exponential), Weibull = scale * Exponential(1)^(1/k),
-InverseGamma = 1 / Gamma, Kumaraswamy = (1 - U^(1/b))^(1/a), LogisticNormal =
-stick-breaking(Normal); and FisherSnedecor, a ratio of scaled chi-squared variables."""
+"""Heavy-tailed and bounded continuous families, most defined as transformations of simpler
+ones (the textbook constructions): HalfCauchy = |Cauchy|, Pareto = scale * exp(Exponential),
+Weibull = scale * Exponential(1)^(1/k), InverseGamma = 1 / Gamma, Kumaraswamy =
+(1 - U^(1/b))^(1/a), LogisticNormal = stick-breaking(Normal); FisherSnedecor, a ratio of scaled
+chi-squared variables; GeneralizedPareto through its quantile function."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from ember.distributions.transforms import (
 )
 from ember.distributions.utils import broadcast_all
 
-__all__ = ["FisherSnedecor", "HalfCauchy", "InverseGamma", "Kumaraswamy", "LogisticNormal",
-           "Pareto", "Weibull"]
+__all__ = ["FisherSnedecor", "GeneralizedPareto", "HalfCauchy", "InverseGamma", "Kumaraswamy",
+           "LogisticNormal", "Pareto", "Weibull"]
 
 _EULER_GAMMA = 0.5772156649015329
 
@@ -325,3 +326,82 @@ class FisherSnedecor(Distribution):
         log_norm = _ops.lgamma(h1 + h2) - _ops.lgamma(h1) - _ops.lgamma(h2)
         return (log_norm + h1 * ratio.log() + (h1 - 1) * ember.log(value)
                 - (h1 + h2) * ember.log1p(ratio * value))
+
+
+class GeneralizedPareto(Distribution):
+    """The generalized Pareto distribution: location ``loc``, scale ``scale``, shape
+    ``concentration`` (xi). With z = (x - loc) / scale, the survival function is
+    (1 + xi z)^(-1/xi) (exp(-z) at xi = 0), on z >= 0 (and z <= -1/xi when xi < 0)."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive,
+                       "concentration": constraints.real}
+    has_rsample = True
+    _expand_params = {"loc": 0, "scale": 0, "concentration": 0}
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
+        scalar = all(not isinstance(v, ember.Tensor) for v in (loc, scale, concentration))
+        super().__init__(() if scalar else self.loc.shape, validate_args=validate_args)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        xi = self.concentration
+        upper = ember.where(xi < 0, self.loc - self.scale / xi, ember.full_like(xi, math.inf))
+        return constraints.interval(self.loc, upper)
+
+    def _xi_or_one(self):
+        """xi with its zeros replaced by 1, for the branches that divide by it."""
+        xi = self.concentration
+        return ember.where(xi == 0, ember.ones_like(xi), xi)
+
+    def rsample(self, sample_shape=()):
+        shape = tuple(self._extended_shape(sample_shape))
+        u = ember.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.icdf(u)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        xi = self.concentration
+        safe = self._xi_or_one()
+        general = -(1 + 1 / safe) * ember.log1p(safe * z)
+        log_density = ember.where(xi == 0, -z, general) - self.scale.log()
+        inside = (z >= 0) & ((xi >= 0) | (z <= -1 / safe))
+        return ember.where(inside, log_density, ember.full_like(log_density, -math.inf))
+
+    def log_survival_function(self, value):
+        z = (value - self.loc) / self.scale
+        xi = self.concentration
+        safe = self._xi_or_one()
+        return ember.where(xi == 0, -z, -ember.log1p(safe * z) / safe)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return -ember.expm1(self.log_survival_function(value))
+
+    def icdf(self, value):
+        xi = self.concentration
+        safe = self._xi_or_one()
+        log_tail = ember.log1p(-value)
+        z = ember.where(xi == 0, -log_tail, ember.expm1(-safe * log_tail) / safe)
+        return self.loc + self.scale * z
+
+    @property
+    def mean(self):
+        xi = self.concentration
+        return _where_else(xi < 1, self.loc + self.scale / (1 - xi), math.inf)
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        xi = self.concentration
+        v = self.scale.pow(2) / ((1 - xi).pow(2) * (1 - 2 * xi))
+        return _where_else(xi < 0.5, v, math.inf)
+
+    def entropy(self):
+        return self.scale.log() + self.concentration + 1
