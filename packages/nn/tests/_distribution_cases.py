@@ -100,10 +100,20 @@ def transforms(lib):
         ("Independent", lambda: t.IndependentTransform(t.ExpTransform(), 1), (3, 4)),
         ("Reshape", lambda: t.ReshapeTransform((4,), (2, 2)), (3, 4)),
         ("PositiveDefinite", lambda: t.PositiveDefiniteTransform(), (3, 4, 4)),
+        ("CorrCholesky", lambda: t.CorrCholeskyTransform(), (3, 6)),
+        ("Cat", lambda: t.CatTransform([t.ExpTransform(), t.AffineTransform(1.0, 2.0)], dim=-1,
+                                       lengths=[2, 2]), (3, 4)),
+        ("CatBatch", lambda: t.CatTransform([t.ExpTransform(), t.SigmoidTransform()], dim=0,
+                                            lengths=[1, 2]), (3, 4)),
+        ("Stack", lambda: t.StackTransform([t.ExpTransform(), t.SigmoidTransform(),
+                                            t.ExpTransform(), t.TanhTransform()], dim=-1), (3, 4)),
+        ("CumulativeDistribution",
+         lambda: t.CumulativeDistributionTransform(lib.distributions.Normal(T(0.2), T(1.3))),
+         (3, 4)),
     ]
 
 
 CONSTRAINTS = ["real", "positive", "nonnegative", "unit_interval", "simplex", "lower_cholesky",
-               "positive_definite", "real_vector", "greater_than(1.5)",
+               "corr_cholesky", "positive_definite", "real_vector", "greater_than(1.5)",
                "less_than(-0.5)", "interval(-1.0, 2.0)", "half_open_interval(0.0, 3.0)",
                "greater_than_eq(2.0)"]

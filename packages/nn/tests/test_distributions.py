@@ -706,3 +706,23 @@ def test_generalized_pareto_closed_forms():
     # above the upper end of the support when xi < 0 (loc - scale / xi = 6)
     assert float(D.GeneralizedPareto(T(1.0), T(2.0), T(-0.4),
                                      validate_args=False).log_prob(T(6.5))) == -math.inf
+
+
+def test_corr_cholesky_jacobian_against_finite_differences():
+    """The map from x (n(n-1)/2 values) to the strict lower triangle of y is square: its
+    log|det| by central differences must equal log_abs_det_jacobian; y y^T has a unit diagonal."""
+    t = transforms.CorrCholeskyTransform()
+    x = T([0.3, -0.8, 0.5, 1.1, -0.2, 0.7])
+    y = t(x)
+    close((y @ y.mT).diagonal(dim1=-2, dim2=-1), [1.0] * 4, rtol=1e-12)
+    rows, cols = np.tril_indices(4, -1)
+    h = 1e-6
+    jac = np.zeros((6, 6))
+    for k in range(6):
+        step = np.zeros(6)
+        step[k] = h
+        up = t(T((x.numpy() + step).tolist())).numpy()[rows, cols]
+        down = t(T((x.numpy() - step).tolist())).numpy()[rows, cols]
+        jac[:, k] = (up - down) / (2 * h)
+    close(t.log_abs_det_jacobian(x, y), np.linalg.slogdet(jac)[1], rtol=1e-6, atol=1e-7)
+    close(t.inv(y), x.numpy(), rtol=1e-9)

@@ -71,7 +71,10 @@ from ember.distributions.transformed_distribution import (
 from ember.distributions.transforms import (
     AbsTransform,
     AffineTransform,
+    CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
     ExpTransform,
     IndependentTransform,
     LowerCholeskyTransform,
@@ -81,6 +84,7 @@ from ember.distributions.transforms import (
     SigmoidTransform,
     SoftmaxTransform,
     SoftplusTransform,
+    StackTransform,
     StickBreakingTransform,
     TanhTransform,
     Transform,
@@ -88,6 +92,7 @@ from ember.distributions.transforms import (
 )
 
 __all__ = [
+    "CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform", "StackTransform",
     "GeneralizedPareto",
     "ContinuousBernoulli", "VonMises",
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",

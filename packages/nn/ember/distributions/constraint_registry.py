@@ -103,6 +103,24 @@ _both(constraints._HalfOpenInterval, _to_interval)
 biject_to.register(constraints._Simplex, lambda c: transforms.StickBreakingTransform())
 transform_to.register(constraints._Simplex, lambda c: transforms.SoftmaxTransform())
 # not bijections (they ignore the input's strict upper triangle): transform_to only, as torch
+_both(constraints._CorrCholesky, lambda c: transforms.CorrCholeskyTransform())
+
+
+def _per_part(registry):
+    """Factories for cat / stack constraints: the registry's transform for each part."""
+    def cat(c):
+        return transforms.CatTransform([registry(part) for part in c.cseq], c.dim, c.lengths)
+
+    def stack(c):
+        return transforms.StackTransform([registry(part) for part in c.cseq], c.dim)
+    return cat, stack
+
+
+for _registry in (biject_to, transform_to):
+    _cat, _stack = _per_part(_registry)
+    _registry.register(constraints._Cat, _cat)
+    _registry.register(constraints._Stack, _stack)
+
 transform_to.register(constraints._LowerCholesky, lambda c: transforms.LowerCholeskyTransform())
 transform_to.register(constraints._PositiveDefinite,
                       lambda c: transforms.PositiveDefiniteTransform())

@@ -21,7 +21,8 @@ from ember.distributions import constraints
 from ember.distributions.utils import softplus, sum_rightmost
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
+    "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform", "StackTransform",
     "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
     "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
     "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform",
@@ -715,3 +716,241 @@ class PositiveDefiniteTransform(Transform):
 
     def _inverse(self, y):
         return LowerCholeskyTransform().inv(ember.linalg.cholesky(y))
+
+
+def _strict_lower_positions(n: int) -> list[int]:
+    """Flat positions i * n + j of the strict lower triangle of an n x n matrix, row by row."""
+    return [i * n + j for i in range(n) for j in range(i)]
+
+
+def _vector_to_strict_lower(vec: Tensor, n: int) -> Tensor:
+    """(..., n(n-1)/2) -> (..., n, n) with the entries below the diagonal row by row, zeros
+    elsewhere; a gather, so differentiable."""
+    source = [0] * (n * n)
+    for k, pos in enumerate(_strict_lower_positions(n)):
+        source[pos] = k + 1  # 0 picks the zero prepended below
+    padded = ember.cat([ember.zeros(tuple(vec.shape[:-1]) + (1,), dtype=vec.dtype,
+                                    device=vec.device), vec], -1)
+    index = ember.tensor(source, device=vec.device)
+    return padded[..., index].reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
+def _strict_lower_to_vector(mat: Tensor, offset: int = -1) -> Tensor:
+    """The entries of ``mat`` with j <= i + offset (offset <= -1), row by row."""
+    n = mat.shape[-1]
+    positions = [i * n + j for i in range(n) for j in range(n) if j <= i + offset]
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    return flat[..., ember.tensor(positions, device=mat.device)]
+
+
+class CorrCholeskyTransform(Transform):
+    """Unconstrained vectors of length n(n-1)/2 to Cholesky factors of n x n correlation
+    matrices: tanh gives partial correlations z in (-1, 1), placed below the diagonal row by row;
+    each row is then built by stick-breaking, y_ij = z_ij sqrt(1 - sum_{k<j} y_ik^2), with the
+    diagonal taking what is left, so every row has unit norm."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, CorrCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    @staticmethod
+    def _size(m: int) -> int:
+        n = round((0.25 + 2 * m) ** 0.5 + 0.5)
+        if n * (n - 1) // 2 != m:
+            raise ValueError("The size of last dimension is not a triangular number: "
+                             f"{m} is not n(n-1)/2 for an integer n")
+        return n
+
+    def _call(self, x):
+        n = self._size(x.shape[-1])
+        z = _vector_to_strict_lower(ember.tanh(x), n)
+        eye = ember.eye(n, dtype=x.dtype, device=x.device)
+        # what each row has left after its first j entries: prod_{k<j} sqrt(1 - z_ik^2)
+        left = (1 - z * z).sqrt().cumprod(-1)
+        ones = ember.ones(tuple(left.shape[:-1]) + (1,), dtype=x.dtype, device=x.device)
+        left_before = ember.cat([ones, left[..., :-1]], -1)
+        return (z + eye) * left_before
+
+    def _inverse(self, y):
+        left_before = 1 - (y * y).cumsum(-1)
+        ones = ember.ones(tuple(y.shape[:-1]) + (1,), dtype=y.dtype, device=y.device)
+        left_before = ember.cat([ones, left_before[..., :-1]], -1)
+        z = _strict_lower_to_vector(y) / _strict_lower_to_vector(left_before).sqrt()
+        eps = ember.finfo(y.dtype).eps
+        return ember.atanh(z.clamp(min=-1 + eps, max=1 - eps))
+
+    def log_abs_det_jacobian(self, x, y):
+        # dy_ij / dz_ij = sqrt(1 - sum_{k<j} y_ik^2) (the Jacobian is triangular), and
+        # dz/dx = 1 - tanh(x)^2
+        left_after = 1 - (y * y).cumsum(-1)
+        stick = 0.5 * _strict_lower_to_vector(left_after, offset=-2).log().sum(-1)
+        tanh_part = (2.0 * (math.log(2.0) - x - softplus(-2.0 * x))).sum(-1)
+        return stick + tanh_part
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = self._size(shape[-1])
+        return ember.Size(list(shape[:-1]) + [n, n])
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2 or shape[-1] != shape[-2]:
+            raise ValueError("A matrix shape expected")
+        n = shape[-1]
+        return ember.Size(list(shape[:-2]) + [n * (n - 1) // 2])
+
+
+class CatTransform(Transform):
+    """``tseq[i]`` applied to the i-th consecutive slice along ``dim`` (of ``lengths[i]``
+    elements; 1 each by default), the results concatenated."""
+
+    def __init__(self, tseq, dim: int = 0, lengths=None, cache_size: int = 0):
+        super().__init__(cache_size=cache_size)
+        self.transforms = [t.with_cache(cache_size) if cache_size else t for t in tseq]
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.transforms)
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError("CatTransform: lengths must have one entry per transform")
+        self.dim = dim
+
+    @property
+    def event_dim(self):
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self):
+        return sum(self.lengths)
+
+    @property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _check(self, value):
+        if not -value.dim() <= self.dim < value.dim():
+            raise ValueError(f"CatTransform: dim {self.dim} out of range for a "
+                             f"{value.dim()}-dimensional input")
+        if value.shape[self.dim] != self.length:
+            raise ValueError(f"CatTransform: dimension {self.dim} has size "
+                             f"{value.shape[self.dim]}, the lengths add up to {self.length}")
+
+    def _pieces(self, value):
+        start = 0
+        for t, length in zip(self.transforms, self.lengths):
+            yield t, value.narrow(self.dim, start, length)
+            start += length
+
+    def _call(self, x):
+        self._check(x)
+        return ember.cat([t(piece) for t, piece in self._pieces(x)], self.dim)
+
+    def _inverse(self, y):
+        self._check(y)
+        return ember.cat([t.inv(piece) for t, piece in self._pieces(y)], self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        self._check(x)
+        terms = []
+        for (t, xs), (_, ys) in zip(self._pieces(x), self._pieces(y)):
+            terms.append(sum_rightmost(t.log_abs_det_jacobian(xs, ys),
+                                       self.event_dim - t.event_dim))
+        dim = self.dim - x.dim() if self.dim >= 0 else self.dim
+        if dim + self.event_dim < 0:  # a batch dimension: the pieces' terms side by side
+            return ember.cat(terms, dim + self.event_dim)
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total
+
+
+class StackTransform(Transform):
+    """``tseq[i]`` applied to index i along ``dim``, the results stacked there."""
+
+    def __init__(self, tseq, dim: int = 0, cache_size: int = 0):
+        super().__init__(cache_size=cache_size)
+        self.transforms = [t.with_cache(cache_size) if cache_size else t for t in tseq]
+        self.dim = dim
+
+    @property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _check(self, value):
+        if value.shape[self.dim] != len(self.transforms):
+            raise ValueError(f"StackTransform: dimension {self.dim} has size "
+                             f"{value.shape[self.dim]}, expected {len(self.transforms)}")
+
+    def _call(self, x):
+        self._check(x)
+        return ember.stack([t(x.select(self.dim, i)) for i, t in enumerate(self.transforms)],
+                           self.dim)
+
+    def _inverse(self, y):
+        self._check(y)
+        return ember.stack([t.inv(y.select(self.dim, i))
+                            for i, t in enumerate(self.transforms)], self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        self._check(x)
+        return ember.stack([t.log_abs_det_jacobian(x.select(self.dim, i), y.select(self.dim, i))
+                            for i, t in enumerate(self.transforms)], self.dim)
+
+
+class CumulativeDistributionTransform(Transform):
+    """x to ``distribution.cdf(x)``: onto the unit interval, with the density as the
+    Jacobian."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size: int = 0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
