@@ -71,6 +71,10 @@ def cases(lib, variant: int = 0, dtype: str = "float64", requires_grad: bool = F
         ("ContinuousBernoulliNearHalf", lambda: D.ContinuousBernoulli(probs=T([0.4995, 0.5, 0.5008]))),
         ("VonMises", lambda: D.VonMises(loc, conc)),
         ("GeneralizedPareto", lambda: D.GeneralizedPareto(loc, scale, T([0.1, -0.2, 0.0]))),
+        ("Wishart", lambda: D.Wishart(T(5.0 + variant), covariance_matrix=cov)),
+        ("WishartTril", lambda: D.Wishart(T([4.0, 6.5]), scale_tril=lib.linalg.cholesky(cov))),
+        ("LKJCholesky", lambda: D.LKJCholesky(3, T(1.5 * k))),
+        ("LKJCholeskyBatch", lambda: D.LKJCholesky(4, T([0.5, 1.0, 3.0]))),
         ("TransformedDistribution", lambda: D.TransformedDistribution(
             D.Normal(loc, scale), [tf.ExpTransform(), tf.AffineTransform(1.0, 2.0 * k)])),
     ]

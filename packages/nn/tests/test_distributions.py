@@ -241,7 +241,8 @@ def test_kl_matches_monte_carlo_for_every_registered_pair():
             if not bool(ember.isfinite(kl).all()):
                 continue
             ember.manual_seed(0)
-            x = p.sample((40000,))
+            batch = ember.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
+            x = p.expand(batch).sample((40000,))
             diff = (p.log_prob(x) - q.log_prob(x)).detach().numpy()
             if not np.isfinite(diff).all():
                 continue
@@ -726,3 +727,16 @@ def test_corr_cholesky_jacobian_against_finite_differences():
         jac[:, k] = (up - down) / (2 * h)
     close(t.log_abs_det_jacobian(x, y), np.linalg.slogdet(jac)[1], rtol=1e-6, atol=1e-7)
     close(t.inv(y), x.numpy(), rtol=1e-9)
+
+
+def test_lkj_samples_have_the_marginal_correlation_law():
+    """Under LKJ(eta) in dimension d, each correlation r has (r + 1) / 2 ~ Beta(b, b) with
+    b = eta - 1 + d / 2: mean 0, variance 1 / (2 eta + d - 1)."""
+    ember.manual_seed(3)
+    for eta, d in [(0.5, 3), (1.0, 4), (4.0, 3)]:
+        L = D.LKJCholesky(d, T(eta)).sample((20000,))
+        assert bool(constraints.corr_cholesky.check(L).all())
+        C = (L @ L.mT).numpy()
+        r = C[:, np.tril_indices(d, -1)[0], np.tril_indices(d, -1)[1]]
+        np.testing.assert_allclose(r.mean(0), 0.0, atol=0.02)
+        np.testing.assert_allclose(r.var(0), 1 / (2 * eta + d - 1), rtol=0.05)

@@ -41,6 +41,7 @@ from ember.distributions.discrete import (
 from ember.distributions.distribution import Distribution
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.kl import kl_divergence, register_kl
+from ember.distributions.matrix import LKJCholesky, Wishart
 from ember.distributions.multivariate import (
     Dirichlet,
     LowRankMultivariateNormal,
@@ -92,6 +93,7 @@ from ember.distributions.transforms import (
 )
 
 __all__ = [
+    "LKJCholesky", "Wishart",
     "CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform", "StackTransform",
     "GeneralizedPareto",
     "ContinuousBernoulli", "VonMises",

@@ -37,6 +37,8 @@ MODULE_PATHS = {
     "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
     "studentT": ["StudentT"],
     "uniform": ["Uniform"],
+    "lkj_cholesky": ["LKJCholesky"],
+    "wishart": ["Wishart"],
     "generalized_pareto": ["GeneralizedPareto"],
     "continuous_bernoulli": ["ContinuousBernoulli"],
     "von_mises": ["VonMises"],

@@ -32,6 +32,7 @@ from ember.distributions.discrete import (
     OneHotCategorical,
     Poisson,
 )
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.multivariate import (
     Dirichlet,
     LowRankMultivariateNormal,
@@ -415,3 +416,23 @@ def _kl_bernoulli_poisson(p, q):
 def _kl_poisson_bounded(p, q):
     # a Poisson puts mass on every count, a (finite) binomial does not
     return ember.full_like(p.rate, math.inf)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_exponential_families(p, q):
+    """Two members of one exponential family: the Bregman divergence of the log-normalizer A,
+    A(eta_q) - A(eta_p) - <eta_q - eta_p, grad A(eta_p)>, the gradient by autograd."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    eta_p = [n.detach().requires_grad_() for n in p._natural_params]
+    eta_q = q._natural_params
+    with ember.enable_grad():
+        log_norm_p = p._log_normalizer(*eta_p)
+        grads = ember.autograd.grad(log_norm_p.sum(), eta_p, create_graph=True)
+    result = q._log_normalizer(*eta_q) - log_norm_p
+    n_batch = len(ember.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape)))
+    for a_p, a_q, g in zip(eta_p, eta_q, grads):
+        term = (a_q - a_p) * g
+        result = result - sum_rightmost(term, term.dim() - n_batch)
+    return result
