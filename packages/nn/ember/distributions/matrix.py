@@ -36,17 +36,20 @@ class LKJCholesky(Distribution):
         super().__init__(tuple(concentration.shape), (dim, dim), validate_args=validate_args)
 
     def sample(self, sample_shape=()):
-        """The onion method: row i (from 0) is sqrt(y_i) times a uniform direction in its first
-        i coordinates, y_i ~ Beta(i/2, concentration + (d - 2 - i)/2), and sqrt(1 - y_i) on
-        the diagonal."""
+        """The onion method (Lewandowski et al., 2009, section 3.2) in Cholesky form: row k
+        (from 0) is sqrt(y_k) times a uniform direction in its first k coordinates, and
+        sqrt(1 - y_k) on the diagonal."""
         d = self.dim
         shape = tuple(sample_shape) + tuple(self._batch_shape)
         conc = self.concentration
         with ember.no_grad():
-            offsets = ember.cat([ember.zeros(1, dtype=conc.dtype),
-                                 ember.arange(d - 1, dtype=conc.dtype)])
-            radii = Beta(offsets + 0.5, (conc + 0.5 * (d - 2)).unsqueeze(-1) - 0.5 * offsets,
-                         validate_args=False).sample(tuple(sample_shape)).unsqueeze(-1)
+            # row k: squared radius ~ Beta(k/2, concentration + (d - 2)/2 - (k - 1)/2); row 0
+            # has no entries below the diagonal (its radius is drawn but multiplies zeros)
+            k = ember.arange(d, dtype=conc.dtype)
+            first = ember.where(k == 0, ember.full_like(k, 0.5), 0.5 * k)
+            second = (conc + 0.5 * (d - 2)).unsqueeze(-1) - 0.5 * (k - 1)
+            radii = Beta(first, second, validate_args=False).sample(
+                tuple(sample_shape)).unsqueeze(-1)
             directions = ember.randn(shape + (d, d), dtype=conc.dtype).tril(-1)
             norms = directions.norm(dim=-1, keepdim=True)
             norms = ember.where(norms == 0, ember.ones_like(norms), norms)  # the first row
