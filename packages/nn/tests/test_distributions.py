@@ -740,3 +740,18 @@ def test_lkj_samples_have_the_marginal_correlation_law():
         r = C[:, np.tril_indices(d, -1)[0], np.tril_indices(d, -1)[1]]
         np.testing.assert_allclose(r.mean(0), 0.0, atol=0.02)
         np.testing.assert_allclose(r.var(0), 1 / (2 * eta + d - 1), rtol=0.05)
+
+
+def test_low_rank_mvn_agrees_with_the_full_covariance():
+    """The capacitance (Woodbury) forms against MultivariateNormal on W W^T + D, with sample
+    and batch dimensions broadcast."""
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(2, 5, 2))
+    diag = rng.uniform(0.5, 2.0, size=(2, 5))
+    loc = rng.normal(size=5)
+    low = D.LowRankMultivariateNormal(T(loc.tolist()), T(W.tolist()), T(diag.tolist()))
+    cov = W @ W.transpose(0, 2, 1) + np.stack([np.diag(d) for d in diag])
+    full = D.MultivariateNormal(T(loc.tolist()), T(cov.tolist()))
+    x = T(rng.normal(size=(3, 1, 5)).tolist())
+    close(low.log_prob(x), full.log_prob(x).numpy(), rtol=1e-11)
+    close(low.entropy(), full.entropy().numpy(), rtol=1e-12)

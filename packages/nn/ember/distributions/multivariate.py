@@ -207,16 +207,36 @@ class LowRankMultivariateNormal(Distribution):
         return (self.loc + (self.cov_factor @ eps_factor.unsqueeze(-1)).squeeze(-1)
                 + self.cov_diag.sqrt() * eps_diag)
 
+    def _capacitance_tril(self):
+        """Cholesky factor of the m x m capacitance matrix I + W^T D^-1 W: with it, the
+        determinant lemma and the Woodbury identity give log det and solves of the n x n
+        covariance W W^T + D at O(n m^2) instead of O(n^3)."""
+        W_over_D = self.cov_factor / self.cov_diag.unsqueeze(-1)
+        m = self.cov_factor.shape[-1]
+        eye = ember.eye(m, dtype=self.loc.dtype, device=self.loc.device)
+        return ember.linalg.cholesky(eye + self.cov_factor.mT @ W_over_D)
+
+    def _half_log_det_covariance(self, capacitance_tril):
+        # det(W W^T + D) = det(I + W^T D^-1 W) det(D)
+        return _half_log_det(capacitance_tril) + 0.5 * self.cov_diag.log().sum(-1)
+
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        L = self._unbroadcasted_scale_tril
         n = self._event_shape[0]
-        return -0.5 * (n * _LOG_2PI + _mahalanobis_sq(L, value - self.loc)) - _half_log_det(L)
+        diff = value - self.loc
+        K = self._capacitance_tril()
+        # x^T (W W^T + D)^-1 x = x^T D^-1 x - |K^-1 W^T D^-1 x|^2
+        diff_over_D = diff / self.cov_diag
+        projected = (self.cov_factor.mT @ diff_over_D.unsqueeze(-1)).squeeze(-1)
+        correction = _mahalanobis_sq(K, projected)
+        mahalanobis = (diff * diff_over_D).sum(-1) - correction
+        return -0.5 * (n * _LOG_2PI + mahalanobis) - self._half_log_det_covariance(K)
 
     def entropy(self):
         n = self._event_shape[0]
-        return 0.5 * n * (1.0 + _LOG_2PI) + _half_log_det(self._unbroadcasted_scale_tril)
+        return 0.5 * n * (1.0 + _LOG_2PI) + self._half_log_det_covariance(
+            self._capacitance_tril())
 
 
 class Dirichlet(ExponentialFamily):
