@@ -55,10 +55,6 @@ class _ElementwiseFamily(Distribution):
         if self._validate_args:
             self._validate_sample(value)
 
-    @property
-    def _first(self) -> Tensor:
-        return getattr(self, self._param_names[0])
-
 
 class Normal(_ElementwiseFamily, ExponentialFamily):
     """The normal distribution N(loc, scale^2)."""
