@@ -2,8 +2,9 @@
 n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replacement.
 
 The other components live in their own distributions and appear here lazily, as in torch:
-``ember.autograd`` and ``ember.func`` (ember-autograd), ``ember.nn`` / ``ember.optim`` (ember-nn),
-``ember.utils.data`` (ember-data), ``ember.multiprocessing`` and ``ember.distributed`` (ember-mp).
+``ember.autograd`` and ``ember.func`` (ember-autograd), ``ember.nn`` / ``ember.optim`` /
+``ember.distributions`` (ember-nn), ``ember.utils.data`` (ember-data), ``ember.multiprocessing``
+and ``ember.distributed`` (ember-mp).
 ``ember.utils`` itself is the core's (``ember.utils.safetensors``), a namespace the other
 distributions extend, and so is ``ember.cuda`` (imported on first touch too).
 """
@@ -199,6 +200,7 @@ _COMPONENTS = {
     "func": ("ember.func", "ember-autograd"),
     "nn": ("ember.nn", "ember-nn"),
     "optim": ("ember.optim", "ember-nn"),
+    "distributions": ("ember.distributions", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),
     "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
     "cpu": ("ember.cpu", "ember-tensor"),

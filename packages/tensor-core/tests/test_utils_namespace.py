@@ -19,7 +19,7 @@ def test_utils_data_is_lazy_and_names_its_distribution():
 
 @pytest.mark.parametrize("attr, folder, dist", [
     ("multiprocessing", "mp", "ember-mp"), ("nn", "nn", "ember-nn"),
-    ("autograd", "autograd", "ember-autograd"),
+    ("autograd", "autograd", "ember-autograd"), ("distributions", "nn", "ember-nn"),
 ])
 def test_a_missing_component_names_its_folder_and_distribution(attr, folder, dist):
     """The ImportError gives the command that works from the source tree, and the index name."""
