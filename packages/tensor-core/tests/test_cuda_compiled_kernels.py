@@ -7,7 +7,6 @@ results and errors. The launches themselves run in the CUDA test files on a GPU.
 
 from __future__ import annotations
 
-import itertools
 import os
 import random
 import struct

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
