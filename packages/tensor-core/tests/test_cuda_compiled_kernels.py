@@ -356,7 +356,13 @@ def test_results_and_errors_are_the_cpus(row):
             continue
         got = fn(*[t.cuda() for t in cpu_args])
         assert got.device.type == "cuda" and got.dtype == expected.dtype
-        np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+        if REAL_GPU and expected.dtype.is_floating_point:
+            # CUDA's libm rounds exp, sin, lgamma, ... a few ulps apart from the CPU's, as torch's
+            tol = 1e-5 if expected.dtype == ember.float32 else 1e-13
+            np.testing.assert_allclose(got.cpu().numpy(), expected.numpy(), rtol=tol, atol=tol,
+                                       equal_nan=True)
+        else:
+            np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
 
 
 def test_scalars_and_in_place_forms():
