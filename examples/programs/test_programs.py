@@ -142,6 +142,24 @@ def load(name, flavour):
     return module
 
 
+def test_checkpoints_cross_between_ember_and_torch(tmp_path, capsys):
+    # a checkpoint (model, Adadelta and StepLR states) written by the program under ember
+    # resumes under torch, and torch's resumes under ember
+    twin = load("mnist_cnn", "torch")
+    rng = np.random.default_rng(0)
+    data = save_data(tmp_path / "digits.pt", images=rng.integers(0, 256, (24, 28, 28), np.uint8),
+                     labels=rng.integers(0, 10, 24))
+    common = ["--data", data, "--batch-size", 8, "--test-batch-size", 8, "--epochs", 1]
+    run_program("mnist_cnn", *common, "--save-model", "ember.pt", cwd=tmp_path)
+    capsys.readouterr()
+    twin.main(list(map(str, [*common, "--resume", tmp_path / "ember.pt",
+                             "--save-model", tmp_path / "torch.pt"])))
+    assert "Train Epoch: 2" in capsys.readouterr().out
+    assert twin.library.load(tmp_path / "torch.pt")["scheduler"]["last_epoch"] == 2
+    out = run_program("mnist_cnn", *common, "--resume", "torch.pt", cwd=tmp_path)
+    assert "Train Epoch: 3" in out
+
+
 def test_torch_twins_differ_only_in_imports():
     # what the comparisons rest on: every line that names ember is an import line
     for name in PROGRAMS:
