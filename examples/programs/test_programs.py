@@ -28,6 +28,10 @@ import ember
 HERE = Path(__file__).resolve().parent
 RTOL, ATOL = 1e-7, 1e-9  # float64
 PROGRAMS = ["mnist_cnn", "vae", "char_gpt", "resnet", "lstm_lm", "dcgan"]
+# The tests alternate between ember and torch in one process; torch's OpenMP threads spin between
+# its calls by default and then starve ember's threads (a 2-core machine runs this file 4 times
+# slower). The setting has to be there before torch is first imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,6 +162,40 @@ def test_checkpoints_cross_between_ember_and_torch(tmp_path, capsys):
     assert twin.library.load(tmp_path / "torch.pt")["scheduler"]["last_epoch"] == 2
     out = run_program("mnist_cnn", *common, "--resume", "torch.pt", cwd=tmp_path)
     assert "Train Epoch: 3" in out
+
+
+# Small runs of each whole program (float32, dropout on, shuffling, augmentation, sampling)
+_SMALL_RUNS = {
+    "mnist_cnn": ["--samples", 48, "--batch-size", 8, "--epochs", 2, "--log-interval", 1],
+    "vae": ["--samples", 48, "--batch-size", 8, "--epochs", 1, "--hidden", 32,
+            "--log-interval", 1],
+    "char_gpt": ["--max-steps", 6, "--eval-interval", 2, "--block-size", 8, "--sample", 10],
+    "resnet": ["--samples", 16, "--batch-size", 4, "--width", 4, "--epochs", 2,
+               "--log-interval", 1],
+    "lstm_lm": ["--emsize", 16, "--nhid", 16, "--batch-size", 4, "--epochs", 2,
+                "--log-interval", 5],
+    "dcgan": ["--samples", 8, "--batch-size", 4, "--ngf", 4, "--ndf", 4, "--nz", 8],
+}
+_NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_whole_program_prints_what_torch_prints(name, capsys):
+    # ember draws torch's random numbers for a seed (initialisation, random data, DataLoader
+    # shuffling, dropout masks, augmentation, sampling): the same program under each library,
+    # same seed, prints the same log, its numbers equal up to float32 rounding
+    printed = {}
+    for flavour in ("ember", "torch"):
+        module = load(name, flavour)
+        capsys.readouterr()
+        module.main(list(map(str, _SMALL_RUNS[name])))
+        printed[flavour] = capsys.readouterr().out
+    ours, theirs = printed["ember"], printed["torch"]
+    assert _NUMBER.sub("#", ours) == _NUMBER.sub("#", theirs)
+    assert len(_NUMBER.findall(ours)) >= 2
+    np.testing.assert_allclose([float(v) for v in _NUMBER.findall(ours)],
+                               [float(v) for v in _NUMBER.findall(theirs)], rtol=1e-4, atol=1e-6,
+                               err_msg=f"{ours}\n---- torch:\n{theirs}")
 
 
 def test_torch_twins_differ_only_in_imports():
