@@ -2,7 +2,8 @@
 self-attention is written out (masked_fill of a lower-triangular mask, softmax; or, with
 ``--sdpa``, F.scaled_dot_product_attention(is_causal=True)), a GELU MLP, the
 output layer tied to the token embedding; AdamW with weight decay on matrices only, gradient
-clipping and a warmup-then-cosine learning rate.
+clipping and a warmup-then-cosine learning rate; ``--dtype bfloat16`` runs the forward passes under
+autocast.
 
 Written as a PyTorch program: only the import block below names ember. ``--data`` is a text file;
 without it the program trains on a small built-in text.
@@ -10,6 +11,7 @@ without it the program trains on a small built-in text.
 
 import argparse
 import math
+from contextlib import nullcontext
 
 import ember as torch
 import ember.nn as nn
@@ -180,6 +182,8 @@ def parse_args(argv=None):
     parser.add_argument("--n-embd", type=int, default=32)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--sdpa", action="store_true", help="fused attention")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="bfloat16: forward passes under autocast")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
@@ -210,10 +214,13 @@ def main(argv=None):
     print(f"{sum(p.numel() for p in model.parameters())} parameters")
     optimizer = model.configure_optimizers(args.weight_decay, args.lr, (0.9, 0.95))
     scheduler = LambdaLR(optimizer, lr_lambda(args.warmup, args.max_steps))
+    ctx = (nullcontext() if args.dtype == "float32"
+           else torch.autocast(device_type="cpu", dtype=torch.bfloat16))
     step = 0
     while step < args.max_steps:
         for x, y in train_loader:
-            _, loss = model(x, y)
+            with ctx:
+                _, loss = model(x, y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)

@@ -78,7 +78,7 @@ def test_vae_runs(tmp_path):
 def test_char_gpt_runs(tmp_path):
     (tmp_path / "input.txt").write_text("to be or not to be, that is the question. " * 8)
     out = run_program("char_gpt", "--data", "input.txt", "--block-size", 8, "--n-embd", 16,
-                      "--sdpa",
+                      "--sdpa", "--dtype", "bfloat16",
                       "--batch-size", 4, "--max-steps", 6, "--warmup", 2, "--eval-interval", 3,
                       "--sample", 12, "--checkpoint", "gpt.pt", cwd=tmp_path)
     assert out.count("train loss") == 2 and "sample:" in out
@@ -321,6 +321,33 @@ def test_char_gpt_matches_torch(sdpa):
     model = mods["ember"].GPT(vocab_size=11, block_size=8, n_embd=16)
     out = model.generate(ember.zeros((1, 1), dtype=ember.long), 12, top_k=3)
     assert tuple(out.shape) == (1, 13) and 0 <= int(out.min()) and int(out.max()) < 11
+
+
+def test_char_gpt_under_autocast_matches_torch():
+    # the program's --dtype bfloat16: each module's output has torch's dtype, the loss and every
+    # gradient agree to bfloat16's precision (same weights, float32 parameters)
+    mods, models = _twins("char_gpt", lambda m: m.GPT(11, 8, n_layer=2, n_head=2, n_embd=16))
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 11, (3, 8)), rng.integers(0, 11, (3, 8))
+    results = {}
+    for flavour, m in mods.items():
+        model, lib = models[flavour].float(), m.library
+        dtypes = []
+        for name, module in list(model.named_modules())[1:]:  # the GPT itself gives a pair
+            module.register_forward_hook(lambda mod, inputs, out, name=name, record=dtypes.append:
+                                         record((name, str(out.dtype).split(".")[-1])))
+        with lib.autocast(device_type="cpu", dtype=lib.bfloat16):
+            _, loss = model(lib.from_numpy(x), lib.from_numpy(y))
+        loss.backward()
+        results[flavour] = (loss.item(), dtypes,
+                            {n: _numpy(p.grad) for n, p in model.named_parameters()})
+    (loss, dtypes, grads), (tloss, tdtypes, tgrads) = results["ember"], results["torch"]
+    assert dtypes == tdtypes and ("blocks.0.attn.qkv", "bfloat16") in dtypes
+    np.testing.assert_allclose(loss, tloss, rtol=1e-4)
+    assert grads.keys() == tgrads.keys()
+    for name, g in grads.items():
+        scale = np.abs(tgrads[name]).max()
+        assert np.abs(g - tgrads[name]).max() <= 3e-2 * scale, f"gradient of {name}"
 
 
 def test_resnet_matches_torch():
