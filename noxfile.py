@@ -39,6 +39,10 @@ EXTRAS = {"mp": "[mpi]"}
 # What the examples need (the README's main job): installed with ember-nn and ember-data so
 # that the tests that run the examples on a few steps run rather than skip.
 EXAMPLE_DEPS = ["scikit-learn", "matplotlib", "tqdm"]
+# Folders of example programs with their own tests, run after the packages' tests wherever ember-nn
+# and ember-data are installed: examples/programs/ (PyTorch-style training programs, each run a
+# few steps and, with torch installed, compared with torch; no dependencies beyond TEST_DEPS).
+EXAMPLE_TEST_FOLDERS = [ROOT / "examples" / "programs"]
 TORCH = "torch==2.13.0"  # a peer for tests (optional) and benchmarks, never a dependency
 DOCS = ["docs/architecture.md", "docs/user-guide.md"]
 
@@ -139,6 +143,9 @@ def tests(session: nox.Session) -> None:
     examples = EXAMPLE_DEPS if {"nn", "data"} <= set(names) else []
     install(session, names, *test_deps(), *examples)
     run_tests(session, names)
+    for folder in EXAMPLE_TEST_FOLDERS if examples else []:
+        if folder.is_dir():
+            session.run("pytest", str(folder.relative_to(ROOT)), *session.posargs)
 
 
 def package_tests(name: str) -> None:

@@ -375,6 +375,35 @@ def test_copy_and_fill():
     assert b.grad_fn is not None
 
 
+def test_fill_with_a_tensor_value_records_its_gradient():
+    # torch's FillBackward: the 0-d value's gradient is the sum of the output's; the filled
+    # tensor's own values get none (found while running examples/programs)
+    a = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    z = ember.zeros(2, 3)
+    z.fill_(a.sum() * 2)
+    assert z.grad_fn is not None and lst(z.detach().reshape(-1)) == [12.0] * 6
+    weights = ember.arange(6.0).view(2, 3)
+    (z * weights).sum().backward()
+    assert lst(a.grad) == [2.0 * 15.0] * 3  # d(sum(w * 2 * sum(a)))/da_i = 2 * sum(w)
+    b = ember.tensor([1.0, 2.0], requires_grad=True)
+    (b * 1).fill_(ember.tensor(5.0)).sum().backward()
+    assert lst(b.grad) == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor but "
+                                           "got tensor with 1 dimensions"):
+        ember.zeros(2).fill_(a)
+
+
+def test_fill_with_a_tensor_value_matches_torch():
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (ember, torch):
+        a = lib.tensor([1.0, -2.0, 0.5], requires_grad=True)
+        z = (lib.ones(3, 2) * a[0]).fill_(a.prod())  # overwrites a gradient path to a[0]
+        (z * lib.arange(6.0).view(3, 2)).sum().backward()
+        grads.append(a.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
 def test_random_inplace_gradient_is_zero():
     a = t(1.0, 2.0)
     x = a * 1

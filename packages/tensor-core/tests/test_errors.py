@@ -266,7 +266,9 @@ CASES = [
     ("index-float-tensor", lambda: [1, 2][E.tensor(1.0)], TypeError,
      "only integer tensors of a single element can be converted to an index"),
     ("fill-many", lambda: E.ones(2).fill_(E.ones(2)), RuntimeError,
-     "a Tensor with 2 elements cannot be converted to Scalar"),
+     "fill_ only supports 0-dimension value tensor but got tensor with 1 dimensions."),
+    ("fill-one-element-1d", lambda: E.ones(2).fill_(E.ones(1, 1)), RuntimeError,
+     "fill_ only supports 0-dimension value tensor but got tensor with 2 dimensions."),
     ("requires-grad-int", lambda: E.ones(2, dtype=E.int64).requires_grad_(), RuntimeError,
      "only Tensors of floating point"),
 ]

@@ -704,7 +704,10 @@ def _setitem_vjp(g, needs, out, x, index, value):
 
 inplace("_setitem", _setitem_vjp, save=(1,))
 inplace("_copy_", lambda g, needs, out, dst, src: (_zeros(g), g))
-inplace("_fill_", lambda g, needs, out, dst, v: (_zeros(g), g.sum() if _is_t(v) else None))
+# a tensor value (0-d) gets the sum of the output's gradient; the inputs are not saved, so
+# whether it is one comes from `needs`
+inplace("_fill_", lambda g, needs, out, dst, v: (
+    _zeros(g), g.sum() if len(needs) > 1 and needs[1] else None))
 
 # random: sampled values do not depend on the parameters' values (torch gives zeros)
 for _n in ("uniform_", "normal_", "exponential_", "bernoulli_", "random_"):

@@ -461,7 +461,13 @@ void register_tensor(py::module_& m) {
       }, py::arg("src"), py::arg("non_blocking") = false)
       .def("fill_", [](py::object self, py::object value) {
         Tensor t = self.cast<Tensor>();
-        if (t->requires_grad && grad_enabled())
+        if (is_tensor(value) && to_tensor(value)->dim() != 0)
+          throw std::runtime_error(str_cat(
+              "fill_ only supports 0-dimension value tensor but got tensor with ",
+              to_tensor(value)->dim(), " dimensions."));
+        // a 0-d tensor value that requires grad is recorded too (its gradient: the output's sum)
+        const bool value_grad = is_tensor(value) && to_tensor(value)->requires_grad;
+        if ((t->requires_grad || value_grad) && grad_enabled())
           return redispatch("_fill_", core_fn("_fill_"), py::make_tuple(self, value), py::dict());
         fill_(t, to_scalar(value));
         return self;

@@ -268,7 +268,16 @@ static py::object call_autocast(const char* name, py::handle fn, py::tuple args,
       kwargs = pair[1];
     }
   }
-  return fn(*args, **kwargs);
+  // On to the autograd or device hook as without autocast (redispatch, autocast now excluded):
+  // `fn` is not always the op's binding, which would route the call again, but may be the bare
+  // function the autograd hook runs (contiguous's `_contiguous`, copy_'s `_copy_`, fill_'s
+  // `_fill_`); called directly it went unrecorded. A call with nothing to record and no device
+  // tensor runs `fn` here, so that autocast needs no autograd package.
+  ArgScan scan;
+  for (py::handle a : args) scan.add(a);
+  for (auto kv : kwargs) scan.add(kv.second);
+  if (!scan.grad && !scan.device) return fn(*args, **kwargs);
+  return redispatch(name, fn, std::move(args), std::move(kwargs));
 }
 
 py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict kwargs) {
