@@ -209,6 +209,7 @@ _COMPONENTS = {
     "amp": ("ember.amp", "ember-tensor"),
     "accelerator": ("ember.accelerator", "ember-tensor"),
     "testing": ("ember.testing", "ember-tensor"),
+    "fft": ("ember.fft", "ember-tensor"),
     "profiler": ("ember.profiler", "ember-autograd"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),
