@@ -671,6 +671,31 @@ def resolve_neg(input):
     return input
 
 
+# Complex-number functions on real tensors, as torch's: the tensor itself, or all True.
+def conj(input):
+    return input
+
+
+def resolve_conj(input):
+    return input
+
+
+def real(input):
+    return input
+
+
+def isreal(input):
+    return _C.ones_like(input, dtype=_C.bool)
+
+
+def is_complex(input) -> bool:
+    return False
+
+
+def is_conj(input) -> bool:
+    return False
+
+
 def is_neg(input) -> bool:
     return False
 

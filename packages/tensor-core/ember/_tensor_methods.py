@@ -110,6 +110,10 @@ def _make_subclass(cls, data, require_grad=False):
     return obj
 
 
+def _imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
 def _mH(self):
     """The conjugate transpose of the last two dimensions: the transpose (real dtypes only)."""
     if self.dim() < 2:
@@ -127,6 +131,9 @@ def _H(self):
 
 def install(cls) -> None:
     cls.mH = property(_mH)
+    # the real part of a real tensor is the tensor; it has no imaginary part (torch's message)
+    cls.real = property(lambda self: self)
+    cls.imag = property(_imag)
     cls.H = property(_H)
     cls.__array_namespace__ = _array_namespace
     cls.to_device = _to_device

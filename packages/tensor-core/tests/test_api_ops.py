@@ -789,3 +789,19 @@ def test_cdist_gradient_at_zero_distance_is_torchs():
     tx = torch.tensor([[0.0, 1.0], [2.0, 3.0]], dtype=torch.float64, requires_grad=True)
     torch.cdist(tx, tx.detach()).sum().backward()
     close(x.grad, tx.grad.tolist(), rtol=1e-12)
+
+
+def test_complex_functions_on_real_tensors_are_torchs():
+    x = ember.tensor([1.0, -2.0, float("nan")])
+    for same in (ember.conj(x), x.conj(), ember.resolve_conj(x), x.resolve_conj(), ember.real(x),
+                 x.real):
+        assert same is x
+    for t in (x, ember.arange(3), ember.tensor([True])):
+        r = ember.isreal(t)
+        assert r.dtype == ember.bool and r.shape == t.shape and bool(r.all())
+        assert not ember.is_complex(t) and not ember.is_conj(t) and not t.is_complex()
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex"):
+        _ = x.imag
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor([1.0, -2.0, float("nan")])
+    assert torch.conj(tx) is tx and torch.real(tx) is tx and bool(torch.isreal(tx).all())

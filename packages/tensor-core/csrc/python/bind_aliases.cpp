@@ -171,6 +171,14 @@ std::vector<Composite> composites() {
                          "int? end=None, int step=1) -> Tensor"}, kBoth, "indexing"},
       {"ravel", {"ravel(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"resolve_neg", {"resolve_neg(Tensor input) -> Tensor"}, kBoth, "shape"},
+      // torch's complex-number functions on real tensors (ember has no complex dtypes yet):
+      // conj/resolve_conj/real are the tensor itself, isreal is all True
+      {"conj", {"conj(Tensor input) -> Tensor"}, kBoth, "shape"},
+      {"resolve_conj", {"resolve_conj(Tensor input) -> Tensor"}, kBoth, "shape"},
+      {"real", {"real(Tensor input) -> Tensor"}, kFunction, "shape"},
+      {"isreal", {"isreal(Tensor input) -> Tensor"}, kBoth, E},
+      {"is_complex", {"is_complex(Tensor input) -> bool"}, kFunction, "creation"},
+      {"is_conj", {"is_conj(Tensor input) -> bool"}, kFunction, "creation"},
       {"is_neg", {"is_neg(Tensor input) -> bool"}, kBoth, "creation"},
       {"is_inference", {"is_inference(Tensor input) -> bool"}, kBoth, "creation"},
       {"hann_window", {factory("hann_window(int window_length, bool periodic=True")},
