@@ -4,39 +4,14 @@ the one implementation of each; these pass "cuda" and warn as torch does."""
 from __future__ import annotations
 
 import functools
-import warnings
 
 from ember import amp as _amp
+from ember.amp._device_spellings import spellings
 
 __all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
 
 
-class autocast(_amp.autocast):
-    """``ember.cuda.amp.autocast(args...)`` is ``ember.amp.autocast("cuda", args...)``."""
-
-    def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True):
-        import ember
-
-        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
-                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning,
-                      stacklevel=2)
-        super().__init__("cuda", enabled=enabled,
-                         dtype=ember.float16 if dtype is None else dtype,
-                         cache_enabled=cache_enabled)
-
-
-class GradScaler(_amp.GradScaler):
-    """``ember.cuda.amp.GradScaler(args...)`` is ``ember.amp.GradScaler("cuda", args...)``."""
-
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True) -> None:
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning,
-                      stacklevel=2)
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval,
-                         enabled=enabled)
+autocast, GradScaler = spellings("cuda", "float16")
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):
