@@ -83,9 +83,6 @@ class Normal(_ElementwiseFamily, ExponentialFamily):
     def variance(self):
         return self.scale.pow(2)
 
-    def sample(self, sample_shape=()):
-        with ember.no_grad():
-            return self.rsample(sample_shape)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

@@ -40,6 +40,22 @@ def _check(dist, value) -> None:
         dist._validate_sample(value)
 
 
+class _CategoricalParams:
+    """``probs`` / ``logits`` / ``param_shape`` of a family built over ``self._categorical``."""
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+
 class _BinaryParams:
     """``probs`` / ``logits`` of independent binary events (logits are log-odds)."""
 
@@ -189,7 +205,7 @@ class Categorical(Distribution):
         return values
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(_CategoricalParams, Distribution):
     """A Categorical outcome written as a one-hot vector of length ``K``."""
 
     arg_constraints = {"probs": constraints.simplex,
@@ -208,18 +224,6 @@ class OneHotCategorical(Distribution):
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):
@@ -426,7 +430,7 @@ class Binomial(_BinaryParams, Distribution):
         return values
 
 
-class Multinomial(Distribution):
+class Multinomial(_CategoricalParams, Distribution):
     """Counts of ``total_count`` draws from a Categorical over the last dimension of ``probs``
     (or ``logits``)."""
 
@@ -455,18 +459,6 @@ class Multinomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):

@@ -10,7 +10,7 @@ import numbers
 
 import ember
 from ember.distributions import constraints
-from ember.distributions.discrete import Categorical
+from ember.distributions.discrete import Categorical, _CategoricalParams
 from ember.distributions.distribution import Distribution
 from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.transforms import ExpTransform, SigmoidTransform
@@ -98,7 +98,7 @@ class RelaxedBernoulli(TransformedDistribution):
         return self.base_dist.probs
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(_CategoricalParams, Distribution):
     """The log of a RelaxedOneHotCategorical sample: log-softmax((logits + Gumbel noise) /
     temperature)."""
 
@@ -120,18 +120,6 @@ class ExpRelaxedCategorical(Distribution):
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
