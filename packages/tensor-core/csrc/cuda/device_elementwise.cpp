@@ -35,7 +35,9 @@ Cache& cache() {
   return *c;
 }
 
-bool on_host_backend() { return backend_name() == "host"; }
+// Called on every op: the backend's name as a C string, no std::string made (after
+// is_available(), backend() does not throw).
+bool on_host_backend() { return std::strcmp(backend().name(), "host") == 0; }
 
 // EMBER_CUDA_COMPILED_KERNELS=0 (or set_native_elementwise(false)) sends the ops back to
 // ember.cuda's CuPy path: a way around a problem in this path, and the benchmarks' baseline.

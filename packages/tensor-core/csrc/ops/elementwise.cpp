@@ -193,9 +193,9 @@ static Tensor finish_from_float32(const char* op, const Tensor& r, ScalarType re
   });
 }
 
-Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
+ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input) {
   const OpInfoEntry& info = unary_info(op);
-  ScalarType compute = x->dtype, result = x->dtype;
+  ScalarType compute = input, result = input;
   switch (info.kind) {
     case OpKind::FLOAT:
       if (!is_floating(compute)) compute = result = get_default_dtype();
@@ -225,6 +225,12 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
     default:
       break;
   }
+  return {compute, result};
+}
+
+Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
+  const OpInfoEntry& info = unary_info(op);
+  const auto [compute, result] = unary_dtypes(op, x->dtype);
   Tensor in = to_dtype(x, compute);
   if (out && out == x && result != x->dtype)  // in-place needs a castable result
     check_out_dtype(info.name, result, out);
@@ -234,7 +240,7 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
                   [&](const ElementwiseIter& it) { run_unary_kernel(op, it, compute); });
 }
 
-static bool is_integer_division(BinaryOp op) {
+bool is_integer_division(BinaryOp op) {
   return op == BinaryOp::floor_divide || op == BinaryOp::div_trunc ||
          op == BinaryOp::remainder || op == BinaryOp::fmod;
 }
@@ -261,10 +267,8 @@ static void check_sub_operands(const Operand& a, const Operand& b) {
         "invert a mask, use the `~` or `logical_not()` operator instead.");
 }
 
-Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out) {
+ElementwiseDtypes binary_dtypes(BinaryOp op, const Operand& other, ScalarType common) {
   const OpInfoEntry& info = binary_info(op);
-  if (op == BinaryOp::sub) check_sub_operands(a, b);
-  ScalarType common = result_type({a, b});
   ScalarType compute = common, result = common;
   switch (info.kind) {
     case OpKind::TRUEDIV:
@@ -291,38 +295,44 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
         throw NotImplementedError(str_cat("\"", info.name, "_cpu\" not implemented for '",
                                           type_name(common), "'"));
       break;
-    case OpKind::ARITH:
-      if (common == ScalarType::Bool) {
-        // PyTorch computes these on bool as their logical counterparts.
-        switch (op) {
-          case BinaryOp::add:
-          case BinaryOp::maximum:
-          case BinaryOp::fmax:
-            return binary(BinaryOp::logical_or, a, b, out);
-          case BinaryOp::mul:
-          case BinaryOp::minimum:
-          case BinaryOp::fmin:
-            return binary(BinaryOp::logical_and, a, b, out);
-          default:
-            throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
-        }
-      }
-      break;
     default:
       break;
   }
-  // An integer base to a negative integer Python-number exponent has no integer result.
-  if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
-      b.s.to_int() < 0)
-    throw std::runtime_error("Integers to negative integer powers are not allowed.");
   // float16/bfloat16 as torch's CPU kernels: multiplying or dividing (rounded division too) by a
   // number or a 0-d tensor takes its value in float32 (original_scalar_value<opmath_t>) and rounds
   // the result once; comparisons run in float32 on operands converted to the common dtype
   // (x_half < 0.1 compares with half(0.1)).
   if ((op == BinaryOp::mul || op == BinaryOp::div || op == BinaryOp::floor_divide ||
        op == BinaryOp::div_trunc) &&
-      is_reduced_float(common) && (b.is_scalar || b.t->dim() == 0))
+      is_reduced_float(common) && (other.is_scalar || other.t->dim() == 0))
     compute = ScalarType::Float32;
+  return {compute, result};
+}
+
+Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out) {
+  const OpInfoEntry& info = binary_info(op);
+  if (op == BinaryOp::sub) check_sub_operands(a, b);
+  const ScalarType common = result_type({a, b});
+  if (info.kind == OpKind::ARITH && common == ScalarType::Bool) {
+    // PyTorch computes these on bool as their logical counterparts.
+    switch (op) {
+      case BinaryOp::add:
+      case BinaryOp::maximum:
+      case BinaryOp::fmax:
+        return binary(BinaryOp::logical_or, a, b, out);
+      case BinaryOp::mul:
+      case BinaryOp::minimum:
+      case BinaryOp::fmin:
+        return binary(BinaryOp::logical_and, a, b, out);
+      default:
+        throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
+    }
+  }
+  const auto [compute, result] = binary_dtypes(op, b, common);
+  // An integer base to a negative integer Python-number exponent has no integer result.
+  if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
+      b.s.to_int() < 0)
+    throw std::runtime_error("Integers to negative integer powers are not allowed.");
   const bool via_common = compute != common && (info.kind == OpKind::CMP ||
                                                 info.kind == OpKind::LOGICAL);
   Tensor ta = as_tensor_operand(a, via_common ? common : compute),

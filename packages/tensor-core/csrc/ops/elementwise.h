@@ -25,6 +25,17 @@ void set_default_dtype(ScalarType t);
 // torch.result_type over tensors and scalars.
 ScalarType result_type(const std::vector<Operand>& operands);
 
+// The dtype an op computes in and the dtype it returns (torch's rules), raising torch's error
+// for a dtype the op refuses. binary_dtypes takes the operands' result_type; a bool `common`
+// for add/mul/max/min (which binary() runs as logical_or/logical_and) gives bool.
+struct ElementwiseDtypes {
+  ScalarType compute, result;
+};
+ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input);
+ElementwiseDtypes binary_dtypes(BinaryOp op, const Operand& other, ScalarType common);
+// The ops that divide integers (an integer divisor of zero raises ZeroDivisionError).
+bool is_integer_division(BinaryOp op);
+
 // `out` null: allocate. out == x: in-place (checked like PyTorch: castable, no overlap).
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out = nullptr);
 Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out = nullptr);

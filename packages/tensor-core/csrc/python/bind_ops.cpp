@@ -83,26 +83,12 @@ bool native_on_device(std::initializer_list<const Operand*> inputs, const Tensor
   return cuda::native_elementwise_dtype(compute_dtype()) && cuda::native_elementwise_available();
 }
 
-// The dtype an elementwise op computes in (ops/elementwise.cpp's rules; only whether the
-// generated kernels cover it matters here).
-ScalarType unary_compute(UnaryOp op, ScalarType in) {
-  const OpKind kind = unary_info(op).kind;
-  return kind == OpKind::FLOAT && !is_floating(in) ? get_default_dtype() : in;
-}
+// The dtype an op computes in on this path: ops/elementwise.cpp's rules, except integer division,
+// whose zero check reads the divisor on the host (left to ember.cuda's path: Undefined).
 ScalarType binary_compute(BinaryOp op, const Operand& a, const Operand& b) {
   const ScalarType common = result_type({a, b});
-  switch (op) {  // integer division by zero is checked on the host: ember.cuda's path
-    case BinaryOp::floor_divide: case BinaryOp::div_trunc: case BinaryOp::remainder:
-    case BinaryOp::fmod:
-      if (is_integral(common, true)) return ScalarType::Undefined;
-      break;
-    default:
-      break;
-  }
-  const OpKind kind = binary_info(op).kind;
-  if ((kind == OpKind::TRUEDIV || kind == OpKind::FLOAT2) && !is_floating(common))
-    return get_default_dtype();
-  return common;
+  if (is_integer_division(op) && is_integral(common, true)) return ScalarType::Undefined;
+  return binary_dtypes(op, b, common).compute;
 }
 bool unit_alpha(py::handle alpha) {
   return !alpha || alpha.is_none() || (!PyBool_Check(alpha.ptr()) && to_scalar(alpha).to_double() == 1.0);
@@ -114,7 +100,7 @@ py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
   Tensor x = expect_tensor(xh, name, "input");
   Tensor out = opt_out(outh);
   const Operand in(x);
-  if (needs_dispatch(x) && !native_on_device({&in}, out, [&] { return unary_compute(op, x->dtype); })) {
+  if (needs_dispatch(x) && !native_on_device({&in}, out, [&] { return unary_dtypes(op, x->dtype).compute; })) {
     if (out) check_out_no_grad(x, name);
     return redispatch_out(name, g_m->attr(name), py::make_tuple(xh), py::dict(), outh);
   }
@@ -128,7 +114,7 @@ py::object unary_inplace(UnaryOp op, py::handle selfh) {
   Tensor x = expect_tensor(selfh, name, "self");
   const Operand in(x);
   if ((x->requires_grad && grad_enabled()) ||
-      (on_device(x) && !native_on_device({&in}, x, [&] { return unary_compute(op, x->dtype); }))) {
+      (on_device(x) && !native_on_device({&in}, x, [&] { return unary_dtypes(op, x->dtype).compute; }))) {
     std::string n = std::string(name) + "_";
     return redispatch(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh), py::dict());
   }
