@@ -28,24 +28,11 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     """
     grads = _grads(parameters)
     max_norm = float(max_norm)
-    norm_type = float(norm_type)
     if len(grads) == 0:
         return ember.tensor(0.0)  # no gradient, no device: torch's CPU zero
-    first_device = grads[0].device
-    with ember.no_grad():
-        # as torch: the total norm on the first gradient's device, the scale back on each one's
-        norms = [ember.linalg.vector_norm(g, norm_type).to(device=first_device) for g in grads]
-        if len({n.dtype for n in norms}) > 1:
-            norms = [n.to(dtype=ember.float64) for n in norms]
-        total_norm = ember.linalg.vector_norm(ember.stack(norms), norm_type)
-        if error_if_nonfinite and not math.isfinite(total_norm.item()):
-            raise RuntimeError(
-                f"The total norm of order {norm_type} for gradients from `parameters` is "
-                "non-finite, so it cannot be clipped. To disable this error and scale the "
-                "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
-        clip_coef = ember.clamp(max_norm / (total_norm + 1e-6), max=1.0)
-        for g in grads:
-            g.mul_(clip_coef.to(device=g.device, dtype=g.dtype))
+    # as torch: the total norm on the first gradient's device, the scale back on each one's
+    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite)
+    _scale(grads, max_norm, total_norm)
     return total_norm
 
 
@@ -91,7 +78,11 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
     """Scale the gradients of ``parameters`` by ``min(1, max_norm / (total_norm + 1e-6))``,
     ``total_norm`` given (e.g. from get_total_norm over several parameter sets)."""
-    grads = _grads(parameters)
+    _scale(_grads(parameters), max_norm, total_norm)
+
+
+def _scale(grads, max_norm, total_norm) -> None:
+    """Each gradient times min(1, max_norm / (total_norm + 1e-6)), in place."""
     if len(grads) == 0:
         return
     with ember.no_grad():
