@@ -305,6 +305,11 @@ def test_streams(host_cuda):
     assert cuda.current_device() == 0
 
 
+def test_record_stream_refuses_what_is_not_a_stream():
+    with pytest.raises(TypeError, match="argument 'stream' must be a Stream, not int"):
+        ember.ones(2).record_stream(-2)
+
+
 def test_events_and_record_stream_semantics(host_cuda):
     s = cuda.Stream()
     e = cuda.Event(enable_timing=True)

@@ -412,6 +412,9 @@ void register_tensor(py::module_& m) {
       .def("__complex__", [](const Tensor& t) { return py::module_::import("builtins").attr("complex")(item(t)); })
       .def("to", &to_method)
       .def("record_stream", [](const Tensor& t, py::object stream) {
+        EMBER_CHECK(py::hasattr(stream, "cuda_stream"), py::type_error,
+                    "record_stream(): argument 'stream' must be a Stream, not ",
+                    Py_TYPE(stream.ptr())->tp_name);
         g_module->attr("_tensor_record_stream")(t, stream.attr("cuda_stream"));
       })
       .def("pin_memory", [](const Tensor& t) {
