@@ -386,10 +386,14 @@ sources = sorted(
     if os.sep + "tests" + os.sep not in p
 )
 
+# The public headers of compiled extensions (installed as package data, ember/include/ember/):
+# the core includes the C table it hands them (ember/extension_abi.h) from there.
+PUBLIC_INCLUDE = os.path.join(HERE, "ember", "include")
+
 ext = Extension(
     "ember._C",
     sources,
-    include_dirs=[CSRC, pybind11.get_include()],
+    include_dirs=[CSRC, PUBLIC_INCLUDE, pybind11.get_include()],
     libraries=["dl"],
     language="c++",
 )

@@ -210,6 +210,7 @@ _COMPONENTS = {
     "accelerator": ("ember.accelerator", "ember-tensor"),
     "testing": ("ember.testing", "ember-tensor"),
     "fft": ("ember.fft", "ember-tensor"),
+    "library": ("ember.library", "ember-tensor"),
     "profiler": ("ember.profiler", "ember-autograd"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),

@@ -25,4 +25,5 @@ PYBIND11_MODULE(_C, m) {
   register_autograd_support(m);
   register_aliases(m);
   register_cuda(m);
+  register_extension_api(m);
 }

@@ -181,5 +181,6 @@ void register_autograd_support(py::module_& m);  // Tensor._ag: the autograd pac
 void register_indexing(py::module_& m);
 void register_aliases(py::module_& m);  // after every group: the aliases' canonical rows
 void register_cuda(py::module_& m);  // ember.cuda's _cuda_* functions, OutOfMemoryError
+void register_extension_api(py::module_& m);  // _extension_api: the C table of user extensions
 
 }  // namespace ember::pyb

@@ -1,6 +1,6 @@
-"""ember.utils: utilities of the core (``ember.utils.safetensors``), and a namespace that other
-distributions extend: ember-data installs ``ember.utils.data``, ember-autograd
-``ember.utils.checkpoint``.
+"""ember.utils: utilities of the core (``ember.utils.safetensors``,
+``ember.utils.cpp_extension``), and a namespace that other distributions extend: ember-data
+installs ``ember.utils.data``, ember-autograd ``ember.utils.checkpoint``.
 
 ``__path__`` is extended with pkgutil, so an ``ember/utils/`` folder from another distribution
 (also an editable install elsewhere on sys.path) contributes its sub-packages here. Such a
@@ -19,8 +19,8 @@ _COMPONENTS = {"data": "ember-data", "checkpoint": "ember-autograd"}
 
 
 def __getattr__(name: str):
-    if name == "safetensors":  # the core's own, imported on first touch
-        return importlib.import_module(f"{__name__}.safetensors")
+    if name in ("safetensors", "cpp_extension"):  # the core's own, imported on first touch
+        return importlib.import_module(f"{__name__}.{name}")
     if name in _COMPONENTS:
         module = f"{__name__}.{name}"
         try:
