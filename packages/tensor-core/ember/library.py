@@ -20,6 +20,7 @@ finds an op with ``get_op(name)``: its ``schema`` and its kernels.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -174,7 +175,7 @@ def _annotation_type(ann, where: str, param: str) -> str:
 
     origin = typing.get_origin(ann)
     args = typing.get_args(ann)
-    if origin is typing.Union and type(None) in args and len(args) == 2:
+    if origin in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
         inner = args[0] if args[1] is type(None) else args[1]
         return _annotation_type(inner, where, param) + "?"
     if origin in (list, tuple, typing.Sequence) or (origin is not None and getattr(
@@ -198,15 +199,30 @@ def _default_text(value) -> str:
     return repr(value)
 
 
+def _annotations(fn) -> dict:
+    """fn's annotations as objects; string annotations (``from __future__ import annotations``)
+    that name things local to where fn was defined are read one by one, with typing's names."""
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:
+        import ember
+
+        names = {**vars(typing), "ember": ember, **getattr(fn, "__globals__", {})}
+        hints = {}
+        for k, v in getattr(fn, "__annotations__", {}).items():
+            try:
+                hints[k] = eval(v, names) if isinstance(v, str) else v  # noqa: S307
+            except Exception:
+                hints[k] = v
+        return hints
+
+
 def infer_schema(prototype_function: Callable, /, *, mutates_args, op_name=None) -> str:
     """torch.library.infer_schema: the schema of a function from its type annotations, e.g.
     ``(Tensor x, float alpha) -> Tensor``; `mutates_args` names the tensors it writes into."""
     where = "infer_schema(func)"
     sig = inspect.signature(prototype_function)
-    try:
-        hints = typing.get_type_hints(prototype_function)
-    except Exception:  # unresolvable string annotations: read them as written
-        hints = {}
+    hints = _annotations(prototype_function)
     mutated = _mutated_names(mutates_args, sig)
     parts = []
     star = False

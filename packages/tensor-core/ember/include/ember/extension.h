@@ -21,6 +21,7 @@
 #pragma once
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // std::vector, std::tuple, std::optional arguments and results
 
 #include <cstdint>
 #include <exception>
