@@ -17,6 +17,8 @@ _Number = _int | _float | _bool | _complex
 _Device = device | _str | _int
 
 _FUSED_MULTIPLY_ADD: Any
+_extension_abi_version: Any
+_extension_api: Any
 bfloat16: dtype
 bool: dtype
 default_generator: Generator

@@ -1273,7 +1273,6 @@ LEFT_OUT = {
     'jit': 'torchscript',
     'kl_div': "internal: undocumented at torch's top level; the public form is nn.functional",
     'layer_norm': "internal: undocumented at torch's top level; the public form is nn.functional",
-    'library': "other: registration of C++/Python custom operators with torch's dispatcher",
     'lstm': 'internal: the ATen kernel behind nn.LSTM',
     'lstm_cell': 'internal: the ATen kernel behind nn.LSTMCell',
     'lstsq': 'deprecated: removed in torch 2 (raises); linalg.lstsq',
