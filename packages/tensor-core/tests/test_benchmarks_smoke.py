@@ -132,3 +132,16 @@ def test_bench_amp_smoke(peers, tmp_path):
         assert case in stdout, f"row {case!r} missing from:\n{stdout}"
     assert doc["mode"] == "smoke"
     assert all(row["ember_s"] > 0 for row in doc["rows"])
+
+
+def test_bench_cpp_extension_smoke(tmp_path):
+    from ember.utils import cpp_extension
+
+    try:
+        cpp_extension._compiler()
+    except RuntimeError as e:
+        pytest.skip(str(e))
+    stdout, doc = run_script("bench_cpp_extension.py", "--smoke", "--no-torch", tmp_path=tmp_path)
+    assert "first build (compile+link)" in stdout and "cached load" in stdout
+    rows = doc["load_inline"]
+    assert all(row["ember_s"] > 0 and row["torch_s"] is None for row in rows.values())

@@ -37,7 +37,16 @@
 #error "<ember/extension.h> is for extensions; it cannot share a file with the core's headers"
 #endif
 
-namespace ember {
+// Everything here is private to each extension's shared object, like pybind11's own namespace
+// (whose classes these derive from and hold): two extensions in one process never share or
+// clash over these types, and compilers without -fvisibility=hidden do not warn.
+#if defined(__GNUC__) || defined(__clang__)
+#define EMBER_EXTENSION_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define EMBER_EXTENSION_HIDDEN
+#endif
+
+namespace ember EMBER_EXTENSION_HIDDEN {
 
 // ---- dtypes and devices -------------------------------------------------------------------------
 
