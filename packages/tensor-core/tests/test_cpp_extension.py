@@ -297,22 +297,29 @@ def test_bad_arguments_are_refused():
         cpp_extension.load_inline("not-a-name", "", functions=[])
     with pytest.raises(NotImplementedError, match="cuda_kernel"):
         cpp_extension.load_inline("m", "", cuda_sources=["__global__ void k() {}"])
+    with pytest.raises(NotImplementedError, match="cuda_kernel"):
+        cpp_extension.load("m", ["kernel.cu"])
+    with pytest.raises(NotImplementedError, match="cuda_kernel"):
+        cpp_extension.include_paths("cuda")
 
 
-RACE_SCRIPT = """
+RACE_SCRIPT = r"""
 import sys, time
 from ember.utils import cpp_extension
 while time.time() < float(sys.argv[1]):  # both processes start building at the same moment
     time.sleep(0.001)
-m = cpp_extension.load_inline("ember_test_race", "int answer() { return 42; }",
-                              functions=["answer"], verbose=True)
+source = ("#include <ember/extension.h>\nint answer() { return 42; }\n"
+          "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"answer\", &answer); }\n")
+m = cpp_extension.load_inline("ember_test_race", source, verbose=True,
+                              no_implicit_headers=True, keep_intermediates=False)
 print(m.answer(), m.__file__)
 """
 
 
 @needs_compiler
 def test_two_processes_load_one_extension_at_once(tmp_path):
-    """Both succeed and load one build: the second waits on the lock and finds it done."""
+    """Both succeed and load one build: the second waits on the lock and finds it done. (The
+    source defines its own module: no implicit header, no generated bindings.)"""
     import time
 
     env = dict(os.environ, EMBER_EXTENSIONS_DIR=str(tmp_path))
@@ -331,6 +338,8 @@ def test_two_processes_load_one_extension_at_once(tmp_path):
     root = os.path.join(str(tmp_path), f"py{sys.version_info.major}{sys.version_info.minor}",
                         "ember_test_race")
     assert sorted(os.listdir(root))[-1] == "lock" and len(os.listdir(root)) == 2
+    # keep_intermediates=False: the build folder holds the module alone
+    assert os.listdir(os.path.dirname(answers[0][1])) == [os.path.basename(answers[0][1])]
 
 
 SETUP_SOURCE = r"""

@@ -40,12 +40,14 @@ _HEADER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 _PREAMBLE = "#include <ember/extension.h>\n"
 
 
-def include_paths(cuda: bool = False) -> list[str]:
+def include_paths(device_type: str = "cpu") -> list[str]:
     """The include folders an extension needs: ember's headers (``<ember/extension.h>``) and
-    pybind11's. ``cuda=True`` adds nothing: ember compiles no CUDA sources (its CUDA kernels are
-    compiled at run time, see ``ember.utils.cpp_extension.cuda_kernel``)."""
+    pybind11's. Only "cpu": ember compiles no CUDA sources (CUDA kernels are compiled at run
+    time, see ``cuda_kernel``)."""
     import pybind11
 
+    if device_type != "cpu":
+        _refuse_cuda(True)
     return [_HEADER_DIR, pybind11.get_include()]
 
 
@@ -170,8 +172,9 @@ def _import_from(name: str, path: str):
 
 
 def _build_and_load(name, write_sources, sources_text, extra_cflags, extra_ldflags,
-                    extra_include_paths, build_directory, verbose):
-    """The cached build: `write_sources(folder)` writes or names the sources to compile."""
+                    extra_include_paths, build_directory, verbose, keep_intermediates=True):
+    """The cached build: `write_sources(folder)` writes or names the sources to compile (the
+    objects are removed after the link; written sources too unless `keep_intermediates`)."""
     if not name.isidentifier():
         raise ValueError(f"extension name must be a Python identifier, got {name!r}")
     cflags = list(extra_cflags or [])
@@ -192,8 +195,9 @@ def _build_and_load(name, write_sources, sources_text, extra_cflags, extra_ldfla
                     sources = write_sources(work)
                     _compile_and_link(name, sources, os.path.join(work, name + suffix), work,
                                       cflags, ldflags, includes, verbose)
+                    target_name = name + suffix
                     for f in os.listdir(work):
-                        if f.endswith(".o"):
+                        if f.endswith(".o") or (not keep_intermediates and f != target_name):
                             os.remove(os.path.join(work, f))
                     os.replace(work, os.path.join(root, key))
                 finally:
@@ -204,20 +208,25 @@ def _build_and_load(name, write_sources, sources_text, extra_cflags, extra_ldfla
     return _import_from(name, target)
 
 
-def _refuse_cuda(with_cuda, cuda_sources=None):
-    if with_cuda or cuda_sources:
+def _refuse_cuda(*device_arguments):
+    """Raises for any CUDA/SYCL argument given (torch's load_inline takes them)."""
+    if any(device_arguments):
         raise NotImplementedError(
             "ember.utils.cpp_extension compiles C++ sources only; CUDA kernels are compiled at "
             "run time from their source: ember.utils.cpp_extension.cuda_kernel(source, name)")
 
 
-def load(name: str, sources, extra_cflags=None, extra_ldflags=None, extra_include_paths=None,
-         build_directory=None, verbose: bool = False, with_cuda=None,
-         is_python_module: bool = True, is_standalone: bool = False, keep_intermediates=True):
+def load(name: str, sources, extra_cflags=None, extra_cuda_cflags=None, extra_sycl_cflags=None,
+         extra_ldflags=None, extra_include_paths=None, build_directory=None,
+         verbose: bool = False, with_cuda=None, with_sycl=None, is_python_module: bool = True,
+         is_standalone: bool = False, keep_intermediates: bool = True):
     """Compiles the C++ files `sources` into the Python module `name` and imports it (cached:
     see the module's docstring). The sources define the module with
-    ``PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`` (or ``EMBER_EXTENSION_NAME``)."""
-    _refuse_cuda(with_cuda)
+    ``PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`` (or ``EMBER_EXTENSION_NAME``). The CUDA/SYCL
+    arguments of torch's signature are refused."""
+    _refuse_cuda(extra_cuda_cflags, extra_sycl_cflags, with_cuda, with_sycl,
+                 any(str(s).endswith((".cu", ".cuh")) for s in
+                     ([sources] if isinstance(sources, str) else sources)))
     if not is_python_module or is_standalone:
         raise NotImplementedError("ember.utils.cpp_extension.load builds Python modules only")
     if isinstance(sources, str):
@@ -230,26 +239,31 @@ def load(name: str, sources, extra_cflags=None, extra_ldflags=None, extra_includ
     flags = [f"-DTORCH_EXTENSION_NAME={name}", f"-DEMBER_EXTENSION_NAME={name}",
              *(extra_cflags or [])]
     return _build_and_load(name, lambda work: paths, texts, flags, extra_ldflags,
-                           extra_include_paths, build_directory, verbose)
+                           extra_include_paths, build_directory, verbose, keep_intermediates)
 
 
-def load_inline(name: str, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
+def load_inline(name: str, cpp_sources, cuda_sources=None, sycl_sources=None, functions=None,
+                extra_cflags=None, extra_cuda_cflags=None, extra_sycl_cflags=None,
                 extra_ldflags=None, extra_include_paths=None, build_directory=None,
-                verbose: bool = False, with_cuda=None, is_python_module: bool = True,
-                with_pytorch_error_handling: bool = True, keep_intermediates: bool = True,
-                use_pch: bool = False):
+                verbose: bool = False, with_cuda=None, with_sycl=None,
+                is_python_module: bool = True, keep_intermediates: bool = True,
+                no_implicit_headers: bool = False):
     """Compiles C++ source strings into the Python module `name` and imports it.
 
-    ``#include <ember/extension.h>`` is put before `cpp_sources`, and, for `functions` (names,
+    ``#include <ember/extension.h>`` is put before `cpp_sources` (unless
+    `no_implicit_headers`), and, for `functions` (names,
     or a dict of name -> docstring), a ``PYBIND11_MODULE`` that binds each of them; without
     `functions` the sources define the module themselves. Cached by a hash of the sources and
     flags; compile errors raise RuntimeError with the compiler's messages (line numbers count
-    from the start of the sources given).
+    from the start of the sources given). `keep_intermediates=False` removes the generated
+    source once built. The CUDA/SYCL arguments of torch's signature are refused (see
+    ``cuda_kernel``).
 
         >>> ext = load_inline("scale_ext", "ember::Tensor twice(ember::Tensor x) {...}",
         ...                   functions=["twice"])  # doctest: +SKIP
     """
-    _refuse_cuda(with_cuda, cuda_sources)
+    _refuse_cuda(cuda_sources, sycl_sources, extra_cuda_cflags, extra_sycl_cflags, with_cuda,
+                 with_sycl)
     if not is_python_module:
         raise NotImplementedError("ember.utils.cpp_extension.load_inline builds Python modules "
                                   "only")
@@ -264,7 +278,7 @@ def load_inline(name: str, cpp_sources, cuda_sources=None, functions=None, extra
     for f in docs:
         if not f.isidentifier():
             raise ValueError(f"load_inline: functions must be C++ identifiers, got {f!r}")
-    parts = [_PREAMBLE]
+    parts = [] if no_implicit_headers else [_PREAMBLE]
     for i, src in enumerate(cpp_sources):
         # Compiler messages point at the user's own lines ("cpp_sources[0]:3:5: error ...").
         label = "cpp_sources" if len(cpp_sources) == 1 else f"cpp_sources[{i}]"
@@ -286,7 +300,7 @@ def load_inline(name: str, cpp_sources, cuda_sources=None, functions=None, extra
     flags = [f"-DTORCH_EXTENSION_NAME={name}", f"-DEMBER_EXTENSION_NAME={name}",
              *(extra_cflags or [])]
     return _build_and_load(name, write, [text], flags, extra_ldflags, extra_include_paths,
-                           build_directory, verbose)
+                           build_directory, verbose, keep_intermediates)
 
 
 def _cpp_string(s: str) -> str:
@@ -333,9 +347,7 @@ def _make_build_extension():
                 self.parallel = os.cpu_count() or 1
 
         def build_extension(self, ext):
-            for s in ext.sources:
-                if s.endswith((".cu", ".cuh")):
-                    _refuse_cuda(True)
+            _refuse_cuda(any(s.endswith((".cu", ".cuh")) for s in ext.sources))
             short = ext.name.split(".")[-1]
             flags = [f for f in DEFAULT_CFLAGS if f != "-fPIC"]
             ext.extra_compile_args = [*flags, f"-DTORCH_EXTENSION_NAME={short}",

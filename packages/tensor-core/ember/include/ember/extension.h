@@ -206,13 +206,10 @@ class Tensor {
   explicit Tensor(pybind11::object obj) : obj_(std::move(obj)) {
     EmberTensorInfo info;
     if (detail::api().tensor_info(obj_.ptr(), &info) != 0) throw pybind11::error_already_set();
-    data_ = info.data;
-    sizes_.assign(info.sizes, info.sizes + info.ndim);
-    strides_.assign(info.strides, info.strides + info.ndim);
-    dtype_ = static_cast<ScalarType>(info.dtype);
-    device_ = Device{static_cast<DeviceType>(info.device_type), info.device_index};
-    requires_grad_ = info.requires_grad != 0;
+    read(info);
   }
+  // `obj` with what the core's tensor_info said of it (the type caster has asked already).
+  Tensor(pybind11::object obj, const EmberTensorInfo& info) : obj_(std::move(obj)) { read(info); }
 
   bool defined() const { return static_cast<bool>(obj_); }
   int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
@@ -260,6 +257,15 @@ class Tensor {
   const pybind11::object& object() const { return obj_; }  // the ember.Tensor itself
 
  private:
+  void read(const EmberTensorInfo& info) {
+    data_ = info.data;
+    sizes_.assign(info.sizes, info.sizes + info.ndim);
+    strides_.assign(info.strides, info.strides + info.ndim);
+    dtype_ = static_cast<ScalarType>(info.dtype);
+    device_ = Device{static_cast<DeviceType>(info.device_type), info.device_index};
+    requires_grad_ = info.requires_grad != 0;
+  }
+
   size_t wrap(int64_t d) const {
     const int64_t n = dim();
     if (d < -n || d >= n)
@@ -367,7 +373,7 @@ template <> struct type_caster<ember::Tensor> {
       PyErr_Clear();  // not a tensor: pybind11 tries the next overload or raises TypeError
       return false;
     }
-    value = ember::Tensor(reinterpret_borrow<object>(src));
+    value = ember::Tensor(reinterpret_borrow<object>(src), info);
     return true;
   }
   static handle cast(const ember::Tensor& t, return_value_policy, handle) {
