@@ -136,6 +136,40 @@ def test_abi_version_of_the_core_is_the_headers():
     assert type(ember._C._extension_api).__name__ == "PyCapsule"
 
 
+OLDER_CORE = r"""
+import ctypes, importlib.util, sys
+import ember
+api = ctypes.pythonapi
+api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+api.PyCapsule_New.restype = ctypes.py_object
+api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+name = b"ember._C._extension_api"
+table = api.PyCapsule_GetPointer(ember._C._extension_api, name)
+size = ctypes.c_uint32.from_address(table + 4).value
+older = ctypes.create_string_buffer(ctypes.string_at(table, size), size)
+ctypes.c_uint32.from_address(ctypes.addressof(older)).value = 0  # a core of ABI version 0
+ember._C._extension_api = api.PyCapsule_New(ctypes.addressof(older), name, None)
+spec = importlib.util.spec_from_file_location("ember_test_ops", sys.argv[1])
+try:
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+except ImportError as e:  # pybind11 3 raises "initialization failed" from the module's error
+    print(e.__cause__ or e)
+"""
+
+
+@needs_compiler
+def test_an_extension_refuses_an_older_core(ops):
+    """The table's version is checked when the module is imported (ember::init_extension)."""
+    r = subprocess.run([sys.executable, "-c", OLDER_CORE, ops.__file__], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (
+        f"this extension was built against ember's extension ABI "
+        f"{ember._C._extension_abi_version}, but the installed ember provides ABI 0: upgrade "
+        "ember or rebuild the extension")
+
+
 @needs_compiler
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
 def test_compiled_op_matches_ember(ops, dtype):
