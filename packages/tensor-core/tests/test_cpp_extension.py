@@ -226,6 +226,11 @@ def test_tensors_made_by_the_extension_come_from_the_core(ops):
     assert e.dtype == ember.int64 and e.shape == (2, 0, 5) and e.is_contiguous()
     z += 1  # an ordinary tensor
     assert z.sum().item() == 12
+    # the core's checks reach the extension's caller as its usual exceptions
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        ops.make("empty", [2, -1], 6)
+    with pytest.raises(ValueError, match="unknown dtype code 42"):
+        ops.make("zeros", [2], 42)
 
 
 @needs_compiler
