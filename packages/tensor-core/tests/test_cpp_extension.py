@@ -427,10 +427,15 @@ def test_a_setup_py_extension_builds_and_runs(tmp_path):
 
 
 @needs_compiler
-def test_load_builds_source_files(tmp_path, extensions_dir):
-    path = tmp_path / "cube.cpp"
-    path.write_text(SETUP_SOURCE)
-    mod = cpp_extension.load("ember_test_cube", [str(path)])
+def test_load_builds_several_source_files(tmp_path, extensions_dir):
+    """Two files, compiled side by side and linked into one module."""
+    kernel, module = SETUP_SOURCE.split("PYBIND11_MODULE")
+    (tmp_path / "cube.cpp").write_text(kernel)
+    (tmp_path / "module.cpp").write_text("#include <ember/extension.h>\n"
+                                         "ember::Tensor cube(ember::Tensor x);\n"
+                                         "PYBIND11_MODULE" + module)
+    mod = cpp_extension.load("ember_test_cube",
+                             [str(tmp_path / "cube.cpp"), str(tmp_path / "module.cpp")])
     x = ember.linspace(-2, 2, 7, dtype=ember.float64)
     np.testing.assert_allclose(mod.cube(x).numpy(), x.numpy() ** 3)
 
