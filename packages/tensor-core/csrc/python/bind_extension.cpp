@@ -107,6 +107,9 @@ int api_parallel_for(int64_t begin, int64_t end, int64_t grain, EmberRangeFn fn,
     return 0;
   } catch (const ChunkFailed& failed) {
     return failed.code;
+  } catch (...) {  // the pool itself failed (no thread could be started): a Python error
+    set_python_error();
+    return -1;
   }
 }
 

@@ -333,8 +333,10 @@ template <typename F> void parallel_for(int64_t begin, int64_t end, int64_t grai
       return 1;
     }
   };
-  if (detail::api().parallel_for(begin, end, grain, chunk, &ctx) != 0 && ctx.error)
-    std::rethrow_exception(ctx.error);
+  if (detail::api().parallel_for(begin, end, grain, chunk, &ctx) != 0) {
+    if (ctx.error) std::rethrow_exception(ctx.error);
+    throw pybind11::error_already_set();  // the pool failed; the core set the error
+  }
 }
 
 // ---- dtype dispatch -----------------------------------------------------------------------------

@@ -72,7 +72,8 @@ typedef struct EmberExtensionApi {
                      int32_t device_index);
   /* The core's thread pool: splits [begin, end) into chunks of at least `grain` and calls
    * fn(ctx, chunk_begin, chunk_end) on its threads, the caller taking one chunk. Returns 0, or
-   * the first nonzero value a chunk returned (the other chunks still ran). */
+   * the first nonzero value a chunk returned (the other chunks still ran), or -1 with a Python
+   * exception set when the pool itself failed. */
   int (*parallel_for)(int64_t begin, int64_t end, int64_t grain, EmberRangeFn fn, void* ctx);
   int (*get_num_threads)(void);
 } EmberExtensionApi;
