@@ -308,6 +308,34 @@ def test_the_build_key_follows_sources_and_flags():
     assert key("n", ["int f();"], ["-O2"], [], []) != base
 
 
+def test_the_cache_replaces_what_killed_builds_left(monkeypatch, tmp_path):
+    """A build killed midway leaves its private folder, and a removed module a folder without
+    it: the next build (under the lock) clears both and builds once; later loads do not."""
+    built = []
+
+    def fake_build(name, sources, target, workdir, *args):
+        built.append(target)
+        with open(target, "w") as f:
+            f.write("module")
+
+    monkeypatch.setattr(cpp_extension, "_compile_and_link", fake_build)
+    monkeypatch.setattr(cpp_extension, "_import_from", lambda name, path: path)
+    key = cpp_extension._build_key("m", ["src"], [], [], [])
+    (tmp_path / f".{key}-killed").mkdir()
+    (tmp_path / key).mkdir()
+    (tmp_path / key / "main.cpp").write_text("left over")
+
+    def load():
+        return cpp_extension._build_and_load("m", lambda work: [], ["src"], [], [], [],
+                                             str(tmp_path), False)
+
+    path = load()
+    assert len(built) == 1 and os.path.isfile(path)
+    assert sorted(os.listdir(tmp_path)) == [key, "lock"]
+    assert os.listdir(tmp_path / key) == [os.path.basename(path)]
+    assert load() == path and len(built) == 1
+
+
 def test_the_cache_folder_follows_ember_extensions_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("EMBER_EXTENSIONS_DIR", str(tmp_path))
     assert cpp_extension.get_default_build_root().startswith(str(tmp_path))

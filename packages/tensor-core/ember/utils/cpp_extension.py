@@ -188,6 +188,9 @@ def _build_and_load(name, write_sources, sources_text, extra_cflags, extra_ldfla
     if not os.path.exists(target):  # cached builds skip the lock and the compiler
         with _file_lock(os.path.join(root, "lock")):
             if not os.path.exists(target):  # another process may have built it meanwhile
+                for stale in os.listdir(root):  # private folders of builds killed midway
+                    if stale.startswith(f".{key}-"):
+                        shutil.rmtree(os.path.join(root, stale), ignore_errors=True)
                 # Built in a private folder, then renamed into place: a process that sees the
                 # target sees a whole module, and a failed build leaves nothing behind.
                 work = tempfile.mkdtemp(prefix=f".{key}-", dir=root)
@@ -199,6 +202,7 @@ def _build_and_load(name, write_sources, sources_text, extra_cflags, extra_ldfla
                     for f in os.listdir(work):
                         if f.endswith(".o") or (not keep_intermediates and f != target_name):
                             os.remove(os.path.join(work, f))
+                    shutil.rmtree(os.path.join(root, key), ignore_errors=True)  # a gutted one
                     os.replace(work, os.path.join(root, key))
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
