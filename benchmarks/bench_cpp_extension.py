@@ -89,12 +89,13 @@ def load_in_child(lib: str, folder: str, name: str, source: str) -> float:
     return json.loads(r.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def measure(lib: str, source: str, first_runs: int, cached_runs: int) -> tuple[list, list]:
-    """First builds (each of a source no run has compiled, in its own empty folder), then cached
-    loads of the last one."""
+def measure(lib: str, source: str, first_runs: int, cached_runs: int,
+            scratch: str) -> tuple[list, list]:
+    """First builds (each of a source no run has compiled, in its own empty folder under
+    `scratch`), then cached loads of the last one."""
     first, cached = [], []
     for i in range(first_runs):
-        folder = tempfile.mkdtemp(prefix=f"bench-ext-{lib}-")
+        folder = tempfile.mkdtemp(prefix=f"{lib}-", dir=scratch)
         # a comment that differs per run and per process: no cache (ccache's included) has it
         unique = f"// run {i} {os.getpid()} {time.time_ns()}\n{source}"
         first.append(load_in_child(lib, folder, "bench_scale_add", unique))
@@ -111,10 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     if H.torch is not None:
         libs.append(("torch", TORCH_SOURCE))
     results = {}
-    for lib, source in libs:
-        # torch's first build takes tens of seconds: once is enough to place it
-        runs = 1 if lib == "torch" else first_runs
-        results[lib] = measure(lib, source, runs, cached_runs)
+    with tempfile.TemporaryDirectory(prefix="bench-cpp-extension-") as scratch:
+        for lib, source in libs:
+            # torch's first build takes tens of seconds: once is enough to place it
+            runs = 1 if lib == "torch" else first_runs
+            results[lib] = measure(lib, source, runs, cached_runs, scratch)
 
     print(f"load_inline of a small op in a fresh interpreter; medians of {first_runs} first "
           f"builds (torch: 1) and {cached_runs} cached loads")
