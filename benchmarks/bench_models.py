@@ -324,8 +324,8 @@ def bench_model(name: str) -> list[H.Row]:
     if t is not None:
         t_model, t_xs, t_target = t
         t_opt = torch.optim.SGD(t_model.parameters(), lr=1e-3, momentum=0.9)
-        e_loss = float(_train_step(ember, loss_fn, e_model, e_xs, e_target, e_opt))
-        t_loss = float(_train_step(torch, loss_fn, t_model, t_xs, t_target, t_opt))
+        e_loss = _train_step(ember, loss_fn, e_model, e_xs, e_target, e_opt).item()
+        t_loss = _train_step(torch, loss_fn, t_model, t_xs, t_target, t_opt).item()
         rel = abs(e_loss - t_loss) / max(abs(t_loss), 1e-12)
         print(f"{name}: first loss ember {e_loss:.7f}, torch {t_loss:.7f}, relative difference "
               f"{rel:.1e} {'(match)' if rel <= 1e-5 else '(DIFFERS: above 1e-5)'}")

@@ -41,6 +41,27 @@ def test_conv3d():
     assert gradcheck(lambda x, w, b: ember.conv3d(x, w, b, stride=2), (x, w, b))
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv2d_depthwise(stride):
+    """One channel per group: the direct depthwise kernels (forward and both gradients)."""
+    ember.manual_seed(5)
+    x, w, b = _r(2, 3, 5, 6), _r(3, 1, 3, 3), _r(3)
+    _both(lambda x, w, b: ember.conv2d(x, w, b, stride=stride, padding=1, groups=3), (x, w, b))
+
+
+def test_conv_transpose2d_depthwise():
+    ember.manual_seed(6)
+    x, w = _r(2, 2, 3, 3), _r(2, 1, 3, 3)
+    _both(lambda x, w: ember.conv_transpose2d(x, w, stride=2, padding=1, groups=2), (x, w))
+
+
+def test_conv2d_small_output_folds_the_batch():
+    """Outputs of a few positions with a batch: one GEMM over the folded batch."""
+    ember.manual_seed(7)
+    x, w, b = _r(3, 4, 3, 3), _r(5, 4, 2, 2), _r(5)
+    _both(lambda x, w, b: ember.conv2d(x, w, b, stride=1), (x, w, b))
+
+
 @pytest.mark.parametrize("k", [1, 2])
 def test_conv_transpose(k):
     ember.manual_seed(3)

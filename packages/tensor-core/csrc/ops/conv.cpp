@@ -3,6 +3,7 @@
 #include "ops/conv.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <cstring>
 #include <vector>
@@ -65,17 +66,20 @@ inline void valid_range(int64_t O, int64_t I, int64_t s, int64_t off, int64_t& l
 }
 
 // col (C*kvol, (r1-r0)*O[2]) <- patches of big (C, ivol) for the output rows [r0, r1) of the
-// flattened (d, h) output grid; parallel over the rows of col.
+// flattened (d, h) output grid; parallel over the rows of col. `ld`: col's row stride (0: the
+// block's width; larger when several samples share one matrix side by side).
 template <typename T>
-void im2col(const T* big, int64_t C, const Geo& g, int64_t row0, int64_t row1, T* col) {
+void im2col(const T* big, int64_t C, const Geo& g, int64_t row0, int64_t row1, T* col,
+            int64_t ld = 0) {
   const int64_t kvol = g.kvol(), ovol = (row1 - row0) * g.O[2], ivol = g.ivol();
+  if (ld == 0) ld = ovol;
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(ovol, 1));
   parallel_for(0, C * kvol, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t c = r / kvol, kk = r % kvol;
       const int64_t kd = kk / (g.K[1] * g.K[2]), kh = (kk / g.K[2]) % g.K[1], kw = kk % g.K[2];
       const T* src = big + c * ivol;
-      T* dst = col + r * ovol;
+      T* dst = col + r * ld;
       const int64_t offw = kw * g.d[2] - g.p[2];
       int64_t wlo, whi;
       valid_range(g.O[2], g.I[2], g.s[2], offw, wlo, whi);
@@ -103,9 +107,10 @@ void im2col(const T* big, int64_t C, const Geo& g, int64_t row0, int64_t row1, T
 }
 
 // big (C, ivol) <- sum of the patches in col (C*kvol, ovol); parallel over channels (each channel
-// receives only its own rows, so no two threads write the same element).
-template <typename T> void col2im(const T* col, int64_t C, const Geo& g, T* big) {
+// receives only its own rows, so no two threads write the same element). `ld`: col's row stride.
+template <typename T> void col2im(const T* col, int64_t C, const Geo& g, T* big, int64_t ld = 0) {
   const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol();
+  if (ld == 0) ld = ovol;
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(kvol * ovol, 1));
   parallel_for(0, C, grain, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
@@ -113,7 +118,7 @@ template <typename T> void col2im(const T* col, int64_t C, const Geo& g, T* big)
       std::fill(dstc, dstc + ivol, T(0));
       for (int64_t kk = 0; kk < kvol; ++kk) {
         const int64_t kd = kk / (g.K[1] * g.K[2]), kh = (kk / g.K[2]) % g.K[1], kw = kk % g.K[2];
-        const T* src = col + (c * kvol + kk) * ovol;
+        const T* src = col + (c * kvol + kk) * ld;
         const int64_t offw = kw * g.d[2] - g.p[2];
         int64_t wlo, whi;
         valid_range(g.O[2], g.I[2], g.s[2], offw, wlo, whi);
@@ -175,8 +180,225 @@ template <typename T> int64_t row_block(int64_t R, const Geo& g) {
   return std::max<int64_t>(1, (int64_t{1} << 19) / per_row);
 }
 
+// ---- depthwise: one big-side and one small-side channel per group (S == B == G) ----
+// The general path runs one 1 x kvol x ovol GEMM per sample and channel (15,000 BLAS calls for
+// one MobileNet layer), so these loop directly over each (sample, channel) plane. The innermost
+// loop runs along an output row and is contiguous for stride 1, so the compiler vectorises it.
+
+bool is_depthwise(const Dims& m) { return m.S == m.G && m.B == m.G; }
+
+// Calls body(id, ih, kernel index, row offset offw, [wlo, whi)) for every kernel tap that reaches
+// output row (od, oh), with [wlo, whi) the output columns whose input column ow*s + offw is inside.
+template <typename F> inline void taps(const Geo& g, int64_t od, int64_t oh, const F& body) {
+  for (int64_t kd = 0; kd < g.K[0]; ++kd) {
+    const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+    if (id < 0 || id >= g.I[0]) continue;
+    for (int64_t kh = 0; kh < g.K[1]; ++kh) {
+      const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+      if (ih < 0 || ih >= g.I[1]) continue;
+      for (int64_t kw = 0; kw < g.K[2]; ++kw) {
+        const int64_t offw = kw * g.d[2] - g.p[2];
+        int64_t wlo, whi;
+        valid_range(g.O[2], g.I[2], g.s[2], offw, wlo, whi);
+        body(id, ih, (kd * g.K[1] + kh) * g.K[2] + kw, offw, wlo, whi);
+      }
+    }
+  }
+}
+
+int64_t plane_grain(const Geo& g) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(g.ovol() * g.kvol(), 1));
+}
+
+// small[n, c] = sum over taps of W[c, k] * shifted big[n, c]
+template <typename T>
+void depthwise_forward(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
+  const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol(), C = m.S;
+  parallel_for(0, m.N * C, plane_grain(g), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* x = big + p * ivol;
+      const T* w = W + (p % C) * kvol;
+      T* y = small + p * ovol;
+      std::fill(y, y + ovol, T(0));
+      for (int64_t od = 0; od < g.O[0]; ++od)
+        for (int64_t oh = 0; oh < g.O[1]; ++oh) {
+          T* yr = y + (od * g.O[1] + oh) * g.O[2];
+          taps(g, od, oh, [&](int64_t id, int64_t ih, int64_t k, int64_t offw, int64_t lo, int64_t hi) {
+            const T* xr = x + (id * g.I[1] + ih) * g.I[2];
+            const T wk = w[k];
+            if (g.s[2] == 1) {
+              for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wk * xr[ow + offw];
+            } else {
+              const int64_t s = g.s[2];
+              for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wk * xr[ow * s + offw];
+            }
+          });
+        }
+    }
+  });
+}
+
+// big[n, c] = sum over taps of W[c, k] * small[n, c] scattered back (the adjoint of the above)
+template <typename T>
+void depthwise_adjoint(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
+  const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol(), C = m.S;
+  parallel_for(0, m.N * C, plane_grain(g), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* y = small + p * ovol;
+      const T* w = W + (p % C) * kvol;
+      T* x = big + p * ivol;
+      std::fill(x, x + ivol, T(0));
+      for (int64_t od = 0; od < g.O[0]; ++od)
+        for (int64_t oh = 0; oh < g.O[1]; ++oh) {
+          const T* yr = y + (od * g.O[1] + oh) * g.O[2];
+          taps(g, od, oh, [&](int64_t id, int64_t ih, int64_t k, int64_t offw, int64_t lo, int64_t hi) {
+            T* xr = x + (id * g.I[1] + ih) * g.I[2];
+            const T wk = w[k];
+            if (g.s[2] == 1) {
+              for (int64_t ow = lo; ow < hi; ++ow) xr[ow + offw] += wk * yr[ow];
+            } else {
+              const int64_t s = g.s[2];
+              for (int64_t ow = lo; ow < hi; ++ow) xr[ow * s + offw] += wk * yr[ow];
+            }
+          });
+        }
+    }
+  });
+}
+
+// gW[c, k] = sum over samples and output positions of small[n, c] * shifted big[n, c]. Products
+// are summed into one lane per output column (acc[k][ow]), which vectorises without reordering
+// a scalar reduction, then the lanes are added up once per channel.
+template <typename T>
+void depthwise_weight(const T* small, const T* big, T* gW, const Dims& m, const Geo& g) {
+  const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol(), C = m.S, O2 = g.O[2];
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(m.N * ovol * kvol, 1));
+  parallel_for(0, C, grain, [&](int64_t c0, int64_t c1) {
+    std::vector<T> acc(static_cast<size_t>(kvol * O2));
+    for (int64_t c = c0; c < c1; ++c) {
+      std::fill(acc.begin(), acc.end(), T(0));
+      for (int64_t n = 0; n < m.N; ++n) {
+        const T* y = small + (n * C + c) * ovol;
+        const T* x = big + (n * C + c) * ivol;
+        for (int64_t od = 0; od < g.O[0]; ++od)
+          for (int64_t oh = 0; oh < g.O[1]; ++oh) {
+            const T* yr = y + (od * g.O[1] + oh) * O2;
+            taps(g, od, oh, [&](int64_t id, int64_t ih, int64_t k, int64_t offw, int64_t lo, int64_t hi) {
+              const T* xr = x + (id * g.I[1] + ih) * g.I[2];
+              T* a = acc.data() + k * O2;
+              if (g.s[2] == 1) {
+                for (int64_t ow = lo; ow < hi; ++ow) a[ow] += yr[ow] * xr[ow + offw];
+              } else {
+                const int64_t s = g.s[2];
+                for (int64_t ow = lo; ow < hi; ++ow) a[ow] += yr[ow] * xr[ow * s + offw];
+              }
+            });
+          }
+      }
+      for (int64_t k = 0; k < kvol; ++k) {
+        T sum = 0;
+        for (int64_t ow = 0; ow < O2; ++ow) sum += acc[k * O2 + ow];
+        gW[c * kvol + k] = sum;
+      }
+    }
+  });
+}
+
+// ---- small outputs: the batch folded into the GEMM's N dimension ----
+// With an output of a few positions (ResNet's 2x2 and 4x4 stages) one GEMM per sample has only
+// ovol columns and streams the whole weight matrix again for every sample. Laying the samples'
+// columns side by side, col (R, nb * ovol), makes one GEMM per chunk of samples (measured on a
+// 1x1 conv 2048->512 at 2x2, batch 16: 10.5 ms per sample against 3.0 ms folded).
+
+// Fold when an output plane has at most this many positions (chosen by bench_nn_kernels.py's
+// convolution rows; EMBER_CONV_FOLD_MAX_OVOL overrides it for measuring).
+int64_t fold_max_ovol() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("EMBER_CONV_FOLD_MAX_OVOL");
+    return e ? std::atoll(e) : int64_t{64};
+  }();
+  return v;
+}
+
+bool folds(const Dims& m, const Geo& g) {
+  return m.G == 1 && m.N >= 2 && g.ovol() <= fold_max_ovol();
+}
+
+// Samples per folded chunk: the column matrix stays below ~32 MiB (EMBER_CONV_FOLD_CHUNK_BYTES
+// overrides it, for the tests of the chunked loop).
+template <typename T> int64_t fold_chunk(int64_t R, const Dims& m, const Geo& g) {
+  static const int64_t cap = [] {
+    const char* e = std::getenv("EMBER_CONV_FOLD_CHUNK_BYTES");
+    return e ? std::atoll(e) : (int64_t{32} << 20);
+  }();
+  const int64_t per_sample = std::max<int64_t>(R * g.ovol() * static_cast<int64_t>(sizeof(T)), 1);
+  return std::clamp<int64_t>(cap / per_sample, 1, m.N);
+}
+
+// dst (S, nb*ovol) <- src (nb, S, ovol), or back with to_batch.
+template <typename T>
+void fold_planes(const T* src, T* dst, int64_t nb, int64_t S, int64_t ovol, bool to_batch) {
+  parallel_for(0, nb * S, std::max<int64_t>(1, 32768 / std::max<int64_t>(ovol, 1)),
+               [&](int64_t a, int64_t b) {
+                 for (int64_t i = a; i < b; ++i) {
+                   const int64_t n = i / S, s = i % S;
+                   T* folded = const_cast<T*>(to_batch ? src : dst) + (s * nb + n) * ovol;
+                   T* plane = const_cast<T*>(to_batch ? dst : src) + i * ovol;
+                   if (to_batch) std::copy(folded, folded + ovol, plane);
+                   else std::copy(plane, plane + ovol, folded);
+                 }
+               });
+}
+
+template <typename T>
+void folded_forward(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
+  const int64_t R = m.B * g.kvol(), ovol = g.ovol(), ivol = g.ivol(), nbmax = fold_chunk<T>(R, m, g);
+  std::optional<blas::Threaded> threaded;
+  if (get_num_threads() > 1 && !in_parallel_region()) threaded.emplace();
+  std::vector<T> col(static_cast<size_t>(R * nbmax * ovol)), out(static_cast<size_t>(m.S * nbmax * ovol));
+  for (int64_t n0 = 0; n0 < m.N; n0 += nbmax) {
+    const int64_t nb = std::min(nbmax, m.N - n0), ld = nb * ovol;
+    for (int64_t n = 0; n < nb; ++n)
+      im2col(big + (n0 + n) * m.B * ivol, m.B, g, 0, g.O[0] * g.O[1], col.data() + n * ovol, ld);
+    gemm(false, false, m.S, ld, R, T(1), W, R, col.data(), ld, T(0), out.data(), ld);
+    fold_planes(out.data(), small + n0 * m.S * ovol, nb, m.S, ovol, /*to_batch=*/true);
+  }
+}
+
+template <typename T>
+void folded_adjoint(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
+  const int64_t R = m.B * g.kvol(), ovol = g.ovol(), ivol = g.ivol(), nbmax = fold_chunk<T>(R, m, g);
+  std::optional<blas::Threaded> threaded;
+  if (get_num_threads() > 1 && !in_parallel_region()) threaded.emplace();
+  std::vector<T> col(static_cast<size_t>(R * nbmax * ovol)), in(static_cast<size_t>(m.S * nbmax * ovol));
+  for (int64_t n0 = 0; n0 < m.N; n0 += nbmax) {
+    const int64_t nb = std::min(nbmax, m.N - n0), ld = nb * ovol;
+    fold_planes(small + n0 * m.S * ovol, in.data(), nb, m.S, ovol, /*to_batch=*/false);
+    gemm(true, false, R, ld, m.S, T(1), W, R, in.data(), ld, T(0), col.data(), ld);
+    for (int64_t n = 0; n < nb; ++n)
+      col2im(col.data() + n * ovol, m.B, g, big + (n0 + n) * m.B * ivol, ld);
+  }
+}
+
+template <typename T>
+void folded_weight(const T* small, const T* big, T* gW, const Dims& m, const Geo& g) {
+  const int64_t R = m.B * g.kvol(), ovol = g.ovol(), ivol = g.ivol(), nbmax = fold_chunk<T>(R, m, g);
+  std::optional<blas::Threaded> threaded;
+  if (get_num_threads() > 1 && !in_parallel_region()) threaded.emplace();
+  std::vector<T> col(static_cast<size_t>(R * nbmax * ovol)), in(static_cast<size_t>(m.S * nbmax * ovol));
+  for (int64_t n0 = 0; n0 < m.N; n0 += nbmax) {
+    const int64_t nb = std::min(nbmax, m.N - n0), ld = nb * ovol;
+    fold_planes(small + n0 * m.S * ovol, in.data(), nb, m.S, ovol, /*to_batch=*/false);
+    for (int64_t n = 0; n < nb; ++n)
+      im2col(big + (n0 + n) * m.B * ivol, m.B, g, 0, g.O[0] * g.O[1], col.data() + n * ovol, ld);
+    gemm(false, true, m.S, R, ld, T(1), in.data(), ld, col.data(), ld, n0 == 0 ? T(0) : T(1), gW, R);
+  }
+}
+
 // small (N, S, ovol) = W_g @ col(big (N, B, ivol)) per sample and group.
 template <typename T> void forward_core(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
+  if (is_depthwise(m)) return depthwise_forward(big, W, small, m, g);
+  if (folds(m, g)) return folded_forward(big, W, small, m, g);
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   const bool direct = g.direct();
   const int64_t rows = g.O[0] * g.O[1], rb = row_block<T>(R, g);
@@ -202,6 +424,8 @@ template <typename T> void forward_core(const T* big, const T* W, T* small, cons
 
 // big (N, B, ivol) = col2im(W_g^T @ small (N, S, ovol)).
 template <typename T> void adjoint_core(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
+  if (is_depthwise(m)) return depthwise_adjoint(small, W, big, m, g);
+  if (folds(m, g)) return folded_adjoint(small, W, big, m, g);
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   const bool direct = g.direct();
   over_batch(m.N, [&](int64_t n0, int64_t n1, int) {
@@ -219,6 +443,8 @@ template <typename T> void adjoint_core(const T* small, const T* W, T* big, cons
 
 // gW (S, Bg*kvol) = sum_n small[n, g] @ col(big[n, g])^T; one accumulator per chunk, summed after.
 template <typename T> void weight_core(const T* small, const T* big, T* gW, const Dims& m, const Geo& g) {
+  if (is_depthwise(m)) return depthwise_weight(small, big, gW, m, g);
+  if (folds(m, g)) return folded_weight(small, big, gW, m, g);
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   const bool direct = g.direct();
   const int64_t wsize = m.S * R;
