@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kernels/iterator.h"
+#include "ops/conv_geometry.h"
+#include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
 #include "runtime/blas.h"
 #include "runtime/gil.h"
@@ -24,20 +26,7 @@ const char* cpp_name(ScalarType t) {
   return names[static_cast<int>(t)];
 }
 
-// Geometry of one convolution, always 3 spatial dims (missing leading dims have size 1).
-// I: big-side sizes, O: small-side sizes, K: kernel, s/p/d: stride, padding (before), dilation.
-struct Geo {
-  int64_t I[3], O[3], K[3], s[3], p[3], d[3];
-  int64_t ivol() const { return I[0] * I[1] * I[2]; }
-  int64_t ovol() const { return O[0] * O[1] * O[2]; }
-  int64_t kvol() const { return K[0] * K[1] * K[2]; }
-  // The column matrix is the big side itself (1x1 kernel, stride 1, no padding, same sizes).
-  bool direct() const {
-    for (int i = 0; i < 3; ++i)
-      if (K[i] != 1 || s[i] != 1 || p[i] != 0 || I[i] != O[i]) return false;
-    return true;
-  }
-};
+using Geo = ConvGeometry;
 
 Geo make_geo(const Shape& big, const Shape& small, const Shape& kernel, const Shape& stride,
              const Shape& pad, const Shape& dil) {
@@ -181,127 +170,26 @@ template <typename T> int64_t row_block(int64_t R, const Geo& g) {
 }
 
 // ---- depthwise: one big-side and one small-side channel per group (S == B == G) ----
-// The general path runs one 1 x kvol x ovol GEMM per sample and channel (15,000 BLAS calls for
-// one MobileNet layer), so these loop directly over each (sample, channel) plane. The innermost
-// loop runs along an output row and is contiguous for stride 1, so the compiler vectorises it.
-
+// Direct loops per (sample, channel) plane (ops/cpu/conv_depthwise.cpp, compiled per CPU
+// capability): the general path would run one 1 x kvol x ovol GEMM per sample and channel
+// (15,000 BLAS calls for one MobileNet layer).
 bool is_depthwise(const Dims& m) { return m.S == m.G && m.B == m.G; }
 
-// Calls body(id, ih, kernel index, row offset offw, [wlo, whi)) for every kernel tap that reaches
-// output row (od, oh), with [wlo, whi) the output columns whose input column ow*s + offw is inside.
-template <typename F> inline void taps(const Geo& g, int64_t od, int64_t oh, const F& body) {
-  for (int64_t kd = 0; kd < g.K[0]; ++kd) {
-    const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-    if (id < 0 || id >= g.I[0]) continue;
-    for (int64_t kh = 0; kh < g.K[1]; ++kh) {
-      const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
-      if (ih < 0 || ih >= g.I[1]) continue;
-      for (int64_t kw = 0; kw < g.K[2]; ++kw) {
-        const int64_t offw = kw * g.d[2] - g.p[2];
-        int64_t wlo, whi;
-        valid_range(g.O[2], g.I[2], g.s[2], offw, wlo, whi);
-        body(id, ih, (kd * g.K[1] + kh) * g.K[2] + kw, offw, wlo, whi);
-      }
-    }
-  }
+template <typename T> constexpr ScalarType float_type() {
+  return std::is_same_v<T, float> ? ScalarType::Float32 : ScalarType::Float64;
 }
 
-int64_t plane_grain(const Geo& g) {
-  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(g.ovol() * g.kvol(), 1));
-}
-
-// small[n, c] = sum over taps of W[c, k] * shifted big[n, c]
 template <typename T>
 void depthwise_forward(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
-  const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol(), C = m.S;
-  parallel_for(0, m.N * C, plane_grain(g), [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const T* x = big + p * ivol;
-      const T* w = W + (p % C) * kvol;
-      T* y = small + p * ovol;
-      std::fill(y, y + ovol, T(0));
-      for (int64_t od = 0; od < g.O[0]; ++od)
-        for (int64_t oh = 0; oh < g.O[1]; ++oh) {
-          T* yr = y + (od * g.O[1] + oh) * g.O[2];
-          taps(g, od, oh, [&](int64_t id, int64_t ih, int64_t k, int64_t offw, int64_t lo, int64_t hi) {
-            const T* xr = x + (id * g.I[1] + ih) * g.I[2];
-            const T wk = w[k];
-            if (g.s[2] == 1) {
-              for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wk * xr[ow + offw];
-            } else {
-              const int64_t s = g.s[2];
-              for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wk * xr[ow * s + offw];
-            }
-          });
-        }
-    }
-  });
+  cpu_kernels().depthwise_forward(g, m.N, m.S, float_type<T>(), big, W, small);
 }
-
-// big[n, c] = sum over taps of W[c, k] * small[n, c] scattered back (the adjoint of the above)
 template <typename T>
 void depthwise_adjoint(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
-  const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol(), C = m.S;
-  parallel_for(0, m.N * C, plane_grain(g), [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const T* y = small + p * ovol;
-      const T* w = W + (p % C) * kvol;
-      T* x = big + p * ivol;
-      std::fill(x, x + ivol, T(0));
-      for (int64_t od = 0; od < g.O[0]; ++od)
-        for (int64_t oh = 0; oh < g.O[1]; ++oh) {
-          const T* yr = y + (od * g.O[1] + oh) * g.O[2];
-          taps(g, od, oh, [&](int64_t id, int64_t ih, int64_t k, int64_t offw, int64_t lo, int64_t hi) {
-            T* xr = x + (id * g.I[1] + ih) * g.I[2];
-            const T wk = w[k];
-            if (g.s[2] == 1) {
-              for (int64_t ow = lo; ow < hi; ++ow) xr[ow + offw] += wk * yr[ow];
-            } else {
-              const int64_t s = g.s[2];
-              for (int64_t ow = lo; ow < hi; ++ow) xr[ow * s + offw] += wk * yr[ow];
-            }
-          });
-        }
-    }
-  });
+  cpu_kernels().depthwise_adjoint(g, m.N, m.S, float_type<T>(), small, W, big);
 }
-
-// gW[c, k] = sum over samples and output positions of small[n, c] * shifted big[n, c]. Products
-// are summed into one lane per output column (acc[k][ow]), which vectorises without reordering
-// a scalar reduction, then the lanes are added up once per channel.
 template <typename T>
 void depthwise_weight(const T* small, const T* big, T* gW, const Dims& m, const Geo& g) {
-  const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol(), C = m.S, O2 = g.O[2];
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(m.N * ovol * kvol, 1));
-  parallel_for(0, C, grain, [&](int64_t c0, int64_t c1) {
-    std::vector<T> acc(static_cast<size_t>(kvol * O2));
-    for (int64_t c = c0; c < c1; ++c) {
-      std::fill(acc.begin(), acc.end(), T(0));
-      for (int64_t n = 0; n < m.N; ++n) {
-        const T* y = small + (n * C + c) * ovol;
-        const T* x = big + (n * C + c) * ivol;
-        for (int64_t od = 0; od < g.O[0]; ++od)
-          for (int64_t oh = 0; oh < g.O[1]; ++oh) {
-            const T* yr = y + (od * g.O[1] + oh) * O2;
-            taps(g, od, oh, [&](int64_t id, int64_t ih, int64_t k, int64_t offw, int64_t lo, int64_t hi) {
-              const T* xr = x + (id * g.I[1] + ih) * g.I[2];
-              T* a = acc.data() + k * O2;
-              if (g.s[2] == 1) {
-                for (int64_t ow = lo; ow < hi; ++ow) a[ow] += yr[ow] * xr[ow + offw];
-              } else {
-                const int64_t s = g.s[2];
-                for (int64_t ow = lo; ow < hi; ++ow) a[ow] += yr[ow] * xr[ow * s + offw];
-              }
-            });
-          }
-      }
-      for (int64_t k = 0; k < kvol; ++k) {
-        T sum = 0;
-        for (int64_t ow = 0; ow < O2; ++ow) sum += acc[k * O2 + ow];
-        gW[c * kvol + k] = sum;
-      }
-    }
-  });
+  cpu_kernels().depthwise_weight(g, m.N, m.S, float_type<T>(), small, big, gW);
 }
 
 // ---- small outputs: the batch folded into the GEMM's N dimension ----

@@ -430,6 +430,23 @@ Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor
   ScalarType dt = result_type(ops);
   EMBER_CHECK(dt != ScalarType::Bool, NotImplementedError,
               "\"clamp_cpu\" not implemented for 'Bool'");
+  // Floating input, number bounds (ReLU6, hardtanh): one pass, and in place when out is x.
+  if (is_floating(dt) && dt == x->dtype && (!lo || lo->is_scalar) && (!hi || hi->is_scalar) &&
+      (!out || out->dtype == dt)) {
+    return run_into("clamp", out, dt, {x}, [&](const ElementwiseIter& it) {
+      dispatch_floating(dt, "clamp", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using C = opmath_t<T>;
+        const bool has_lo = lo != nullptr, has_hi = hi != nullptr;
+        const C lo_v = has_lo ? C(lo->s.to_double()) : C(0), hi_v = has_hi ? C(hi->s.to_double()) : C(0);
+        run_elementwise<T, T>(it, [=](auto v) {  // NaN input or bound stays NaN, as torch's
+          if (has_lo) v = math::maximum(v, decltype(v)(lo_v));
+          if (has_hi) v = math::minimum(v, decltype(v)(hi_v));
+          return v;
+        });
+      });
+    });
+  }
   Tensor r = to_dtype(x, dt);
   if (lo) r = binary(BinaryOp::maximum, Operand(r), *lo);
   if (hi) r = binary(BinaryOp::minimum, Operand(r), *hi, (out && !lo) ? out : nullptr);
