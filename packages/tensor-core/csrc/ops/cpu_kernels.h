@@ -66,7 +66,13 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
     double* sum_g_centered)                                                                       \
   X(batch_norm_grad_input, void, ScalarType dtype, const void* grad_out, const void* input,       \
     void* grad_input, int64_t N, int64_t C, int64_t inner, const double* mean,                    \
-    const double* k_grad, const double* k_centered, const double* k_const)
+    const double* k_grad, const double* k_centered, const double* k_const)                       \
+  /* ops/cpu/activation.cpp: clamp with number bounds; ReLU's and hardtanh's gradients */         \
+  X(clamp_scalar, void, const ElementwiseIter& it, ScalarType dtype, bool has_min,                \
+    double min_value, bool has_max, double max_value)                                             \
+  X(threshold_backward, void, const ElementwiseIter& it, ScalarType dtype, double threshold)      \
+  X(hardtanh_backward, void, const ElementwiseIter& it, ScalarType dtype, double min_value,       \
+    double max_value)
 
 #define EMBER_CPU_KERNEL_DECLARE(name, ret, ...) ret name(__VA_ARGS__);
 namespace cpu_default { EMBER_CPU_KERNELS(EMBER_CPU_KERNEL_DECLARE) }
