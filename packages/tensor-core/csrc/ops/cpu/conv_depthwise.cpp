@@ -1,14 +1,13 @@
 // conv_depthwise.cpp - depthwise convolution (one big-side and one small-side channel per group),
-// forward and both gradients, by direct loops over each (sample, channel) plane; called by
-// ops/conv.cpp. Compiled once per CPU capability (kernel.h): the taps' multiply-adds are long
-// contiguous loops that the compiler vectorises at the capability's width.
+// forward and both gradients, by direct loops; called by ops/conv.cpp. Compiled once per CPU
+// capability (kernel.h).
 //
-// To keep the loops long and contiguous on small planes (MobileNet's are 2x2 to 32x32), the
-// zero-padded input plane P is split into its stride phases, ph[a][b][r][q] = P[r*s_h + a][q*s_w + b],
-// each Hq x Wq. Tap (kh, kw) of output (oh, ow) reads P[oh*s_h + kh*d_h][ow*s_w + kw*d_w], which is
-// phase (kh*d_h % s_h, kw*d_w % s_w) at (oh + kh*d_h / s_h, ow + kw*d_w / s_w): on an output grid
-// of O_h x Wq (the columns past O_w are scratch) every tap is one contiguous multiply-add over
-// O_h*Wq elements, for any stride and dilation. Depth (3-d) is an outer loop over slices.
+// The channels are the vector lanes, as in oneDNN's blocked layouts: a block of kLanes<T>
+// channels of one sample is packed into a zero-padded, position-major buffer P[d][h][w][lane], so
+// that every tap of every output position is one multiply-add of kLanes<T> contiguous values
+// with a vector of the block's weights, whatever the stride, dilation or plane size (MobileNet's
+// planes are 2x2 to 32x32: too small to vectorise along a row). Packing and unpacking are the
+// only strided accesses, O(input + output) against the taps' O(output * kernel).
 #include "ops/cpu/kernel.h"
 
 #include <algorithm>
@@ -22,196 +21,195 @@
 namespace ember::EMBER_CPU_NS {
 namespace {
 
-struct PhasePlan {
-  int64_t sh, sw, Hq, Wq, rows;  // strides, one phase's height/width, rows allocated per phase
-  int64_t Ih, Iw, ph, pw, Oh, Ow;
-  std::vector<int64_t> tap_phase, tap_off;  // per (kh, kw): its phase and offset in the phase
-  int64_t phases() const { return sh * sw; }
-  int64_t slice() const { return phases() * rows * Wq; }  // one depth slice's phases
-  int64_t grid() const { return Oh * Wq; }
+template <typename T> constexpr int64_t kLanes = 64 / sizeof(T);  // one AVX-512 register
+
+// The padded block buffer: the extent the taps read, (Dp, Hp, Wp) positions of kLanes values.
+struct Block {
+  int64_t Dp, Hp, Wp;
+  explicit Block(const ConvGeometry& g) {
+    int64_t* ext[3] = {&Dp, &Hp, &Wp};
+    for (int i = 0; i < 3; ++i) *ext[i] = (g.O[i] - 1) * g.s[i] + (g.K[i] - 1) * g.d[i] + 1;
+  }
+  int64_t positions() const { return Dp * Hp * Wp; }
 };
 
-PhasePlan make_phase_plan(const ConvGeometry& g) {
-  PhasePlan P;
-  P.sh = g.s[1], P.sw = g.s[2], P.Ih = g.I[1], P.Iw = g.I[2], P.ph = g.p[1], P.pw = g.p[2];
-  P.Oh = g.O[1], P.Ow = g.O[2];
-  // The padded extent that the taps read; input beyond it is never read.
-  const int64_t Hp = (g.O[1] - 1) * g.s[1] + (g.K[1] - 1) * g.d[1] + 1;
-  const int64_t Wp = (g.O[2] - 1) * g.s[2] + (g.K[2] - 1) * g.d[2] + 1;
-  P.Hq = (Hp + P.sh - 1) / P.sh, P.Wq = (Wp + P.sw - 1) / P.sw;
-  // A tap's run of Oh*Wq elements starts at most ((K_h-1)*d_h / s_h) rows down, and may run into
-  // the row after the last: one spare row.
-  P.rows = std::max(P.Hq, P.Oh + (g.K[1] - 1) * g.d[1] / P.sh + 1);
-  for (int64_t kh = 0; kh < g.K[1]; ++kh)
-    for (int64_t kw = 0; kw < g.K[2]; ++kw) {
-      const int64_t r = kh * g.d[1], c = kw * g.d[2];
-      P.tap_phase.push_back((r % P.sh) * P.sw + c % P.sw);
-      P.tap_off.push_back((r / P.sh) * P.Wq + c / P.sw);
+// P[pos][lane] <- planes c0 .. c0+lanes of `big` (N, C, I...) for sample n, zero elsewhere. The
+// lanes are the inner loop, so the stores are contiguous (the loads stride across planes).
+template <typename T>
+void pack(const ConvGeometry& g, const Block& b, const T* plane0, int64_t ivol, int lanes, T* P) {
+  constexpr int64_t L = kLanes<T>;
+  std::fill(P, P + b.positions() * L, T(0));
+  const int64_t n2 = std::min(g.I[2], b.Wp - g.p[2]);
+  for (int64_t i0 = 0; i0 < g.I[0] && i0 + g.p[0] < b.Dp; ++i0)
+    for (int64_t i1 = 0; i1 < g.I[1] && i1 + g.p[1] < b.Hp; ++i1) {
+      const T* xr = plane0 + (i0 * g.I[1] + i1) * g.I[2];
+      T* dst = P + (((i0 + g.p[0]) * b.Hp + i1 + g.p[1]) * b.Wp + g.p[2]) * L;
+      if (lanes == L) {
+        for (int64_t i2 = 0; i2 < n2; ++i2)
+          for (int64_t l = 0; l < L; ++l) dst[i2 * L + l] = xr[l * ivol + i2];
+      } else {
+        for (int64_t i2 = 0; i2 < n2; ++i2)
+          for (int l = 0; l < lanes; ++l) dst[i2 * L + l] = xr[l * ivol + i2];
+      }
     }
-  return P;
 }
 
-// Padded plane position (r, c) -> its place in the phases of one slice (nullptr-free: the caller
-// checks r < Hq*sh and c < Wq*sw).
-inline int64_t phase_index(const PhasePlan& P, int64_t r, int64_t c) {
-  return ((r % P.sh) * P.sw + c % P.sw) * P.rows * P.Wq + (r / P.sh) * P.Wq + c / P.sw;
-}
-
-// The phases of one input slice (Ih x Iw), zero where the padding is.
-template <typename T> void to_phases(const PhasePlan& P, const T* x, T* phases) {
-  std::fill(phases, phases + P.slice(), T(0));
-  for (int64_t i = 0; i < P.Ih; ++i) {
-    const int64_t r = i + P.ph;
-    if (r >= P.Hq * P.sh) break;
-    const T* xr = x + i * P.Iw;
-    const int64_t jmax = std::min(P.Iw, P.Wq * P.sw - P.pw);
-    if (P.sw == 1) {
-      std::copy(xr, xr + jmax, phases + phase_index(P, r, P.pw));
-    } else {
-      for (int64_t j = 0; j < jmax; ++j) phases[phase_index(P, r, j + P.pw)] = xr[j];
-    }
+// planes (lanes of them, ovol apart) <- Y[o][lane]: the planes' rows are the inner loop, so the
+// stores are contiguous.
+template <typename T> void unpack_outputs(const T* Y, int64_t ovol, int lanes, T* plane0) {
+  constexpr int64_t L = kLanes<T>;
+  for (int l = 0; l < lanes; ++l) {
+    T* y = plane0 + l * ovol;
+    for (int64_t o = 0; o < ovol; ++o) y[o] = Y[o * L + l];
   }
 }
 
-// The adjoint of to_phases: an input slice's gradient read back out of its phases.
-template <typename T> void from_phases(const PhasePlan& P, const T* phases, T* x) {
-  for (int64_t i = 0; i < P.Ih; ++i) {
-    const int64_t r = i + P.ph;
-    T* xr = x + i * P.Iw;
-    const int64_t jmax = r < P.Hq * P.sh ? std::clamp<int64_t>(P.Wq * P.sw - P.pw, 0, P.Iw) : 0;
-    if (P.sw == 1 && jmax > 0) {
-      const T* src = phases + phase_index(P, r, P.pw);
-      std::copy(src, src + jmax, xr);
-    } else {
-      for (int64_t j = 0; j < jmax; ++j) xr[j] = phases[phase_index(P, r, j + P.pw)];
-    }
-    std::fill(xr + jmax, xr + P.Iw, T(0));  // never read by the forward: no gradient
+// Y[o][lane] <- planes: the gradient of unpack_outputs's layout.
+template <typename T> void pack_outputs(const T* plane0, int64_t ovol, int lanes, T* Y) {
+  constexpr int64_t L = kLanes<T>;
+  if (lanes < L) std::fill(Y, Y + ovol * L, T(0));
+  for (int64_t o = 0; o < ovol; ++o)
+    for (int l = 0; l < lanes; ++l) Y[o * L + l] = plane0[l * ovol + o];
+}
+
+// The adjoint of pack: planes <- P's positions inside the input (positions the taps never read
+// get 0).
+template <typename T>
+void unpack(const ConvGeometry& g, const Block& b, const T* P, int64_t ivol, int lanes, T* plane0) {
+  constexpr int64_t L = kLanes<T>;
+  for (int l = 0; l < lanes; ++l) {
+    T* x = plane0 + l * ivol;
+    std::fill(x, x + ivol, T(0));
+    for (int64_t i0 = 0; i0 < g.I[0] && i0 + g.p[0] < b.Dp; ++i0)
+      for (int64_t i1 = 0; i1 < g.I[1] && i1 + g.p[1] < b.Hp; ++i1) {
+        T* xr = x + (i0 * g.I[1] + i1) * g.I[2];
+        const T* src = P + (((i0 + g.p[0]) * b.Hp + i1 + g.p[1]) * b.Wp + g.p[2]) * L + l;
+        const int64_t n = std::min(g.I[2], b.Wp - g.p[2]);
+        for (int64_t i2 = 0; i2 < n; ++i2) xr[i2] = src[i2 * L];
+      }
   }
 }
 
-// out[o*Wq + w] <- grid[o*Wq + w] for the valid columns w < Ow (and the reverse, zero-filling the
-// scratch columns).
-template <typename T> void grid_to_plane(const PhasePlan& P, const T* grid, T* out) {
-  for (int64_t o = 0; o < P.Oh; ++o) std::copy(grid + o * P.Wq, grid + o * P.Wq + P.Ow, out + o * P.Ow);
-}
-template <typename T> void plane_to_grid(const PhasePlan& P, const T* plane, T* grid) {
-  for (int64_t o = 0; o < P.Oh; ++o) {
-    std::copy(plane + o * P.Ow, plane + (o + 1) * P.Ow, grid + o * P.Wq);
-    std::fill(grid + o * P.Wq + P.Ow, grid + (o + 1) * P.Wq, T(0));
-  }
+// Wb[tap][lane] <- W[c0 + lane][tap], zero for lanes past the block's channels.
+template <typename T> void pack_weights(const T* W, int64_t kvol, int lanes, T* Wb) {
+  constexpr int64_t L = kLanes<T>;
+  std::fill(Wb, Wb + kvol * L, T(0));
+  for (int l = 0; l < lanes; ++l)
+    for (int64_t t = 0; t < kvol; ++t) Wb[t * L + l] = W[l * kvol + t];
 }
 
-// sum a[i] * b[i] in 16 independent lanes (vectorises without reassociating one running sum).
-template <typename T> T dot_lanes(const T* a, const T* b, int64_t n) {
-  constexpr int L = 16;
-  T lanes[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int k = 0; k < L; ++k) lanes[k] += a[i + k] * b[i + k];
-  T sum = 0;
-  for (; i < n; ++i) sum += a[i] * b[i];
-  for (int k = 0; k < L; ++k) sum += lanes[k];
-  return sum;
+// Calls body(output position index, its first tap's offset into P) for every output position.
+template <typename F> void over_outputs(const ConvGeometry& g, const Block& b, const F& body) {
+  int64_t o = 0;
+  for (int64_t o0 = 0; o0 < g.O[0]; ++o0)
+    for (int64_t o1 = 0; o1 < g.O[1]; ++o1)
+      for (int64_t o2 = 0; o2 < g.O[2]; ++o2, ++o)
+        body(o, ((o0 * g.s[0]) * b.Hp + o1 * g.s[1]) * b.Wp + o2 * g.s[2]);
 }
 
-// Calls body(id, kd) for each kernel depth kd whose input slice id, seen from output depth od, is
-// inside the input.
-template <typename F> void depth_taps(const ConvGeometry& g, int64_t od, const F& body) {
-  for (int64_t kd = 0; kd < g.K[0]; ++kd) {
-    const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-    if (id >= 0 && id < g.I[0]) body(id, kd);
-  }
+// Offsets (in positions) of the taps from an output position's first tap.
+std::vector<int64_t> tap_offsets(const ConvGeometry& g, const Block& b) {
+  std::vector<int64_t> off;
+  for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
+    for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+      for (int64_t k2 = 0; k2 < g.K[2]; ++k2)
+        off.push_back(((k0 * g.d[0]) * b.Hp + k1 * g.d[1]) * b.Wp + k2 * g.d[2]);
+  return off;
 }
 
-int64_t plane_grain(const ConvGeometry& g) {
-  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(g.ovol() * g.kvol(), 1));
-}
+// Work items: (sample, block of kLanes channels).
+template <typename T> int64_t blocks_of(int64_t C) { return (C + kLanes<T> - 1) / kLanes<T>; }
 
-// small[n, c] = sum over taps of W[c, k] * shifted big[n, c]
 template <typename T>
 void forward_planes(const T* big, const T* W, T* small, int64_t N, int64_t C, const ConvGeometry& g) {
-  const PhasePlan P = make_phase_plan(g);
-  const int64_t kvol = g.kvol(), khw = g.K[1] * g.K[2], grid = P.grid();
-  const int64_t islice = g.I[1] * g.I[2], oslice = g.O[1] * g.O[2];
-  parallel_for(0, N * C, plane_grain(g), [&](int64_t p0, int64_t p1) {
-    std::vector<T> phases(static_cast<size_t>(g.I[0] * P.slice())), acc(static_cast<size_t>(grid));
-    for (int64_t p = p0; p < p1; ++p) {
-      const T* w = W + (p % C) * kvol;
-      for (int64_t i = 0; i < g.I[0]; ++i)
-        to_phases(P, big + p * g.ivol() + i * islice, phases.data() + i * P.slice());
-      T* y = small + p * g.ovol();
-      for (int64_t od = 0; od < g.O[0]; ++od) {
-        std::fill(acc.begin(), acc.end(), T(0));
-        depth_taps(g, od, [&](int64_t id, int64_t kd) {
-          const T* slice = phases.data() + id * P.slice();
-          for (int64_t t = 0; t < khw; ++t) {
-            const T wk = w[kd * khw + t];
-            const T* src = slice + P.tap_phase[t] * P.rows * P.Wq + P.tap_off[t];
-            T* a = acc.data();
-            for (int64_t j = 0; j < grid; ++j) a[j] += wk * src[j];
-          }
-        });
-        grid_to_plane(P, acc.data(), y + od * oslice);
-      }
+  constexpr int64_t L = kLanes<T>;
+  const Block b(g);
+  const std::vector<int64_t> taps = tap_offsets(g, b);
+  const int64_t kvol = g.kvol(), ivol = g.ivol(), ovol = g.ovol(), nb = blocks_of<T>(C);
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(L * ovol * kvol, 1));
+  parallel_for(0, N * nb, grain, [&](int64_t w0, int64_t w1) {
+    std::vector<T> P(static_cast<size_t>(b.positions() * L)), Wb(static_cast<size_t>(kvol * L));
+    std::vector<T> Y(static_cast<size_t>(ovol * L));
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t n = w / nb, c0 = (w % nb) * L;
+      const int lanes = static_cast<int>(std::min(L, C - c0));
+      pack(g, b, big + (n * C + c0) * ivol, ivol, lanes, P.data());
+      pack_weights(W + c0 * kvol, kvol, lanes, Wb.data());
+      over_outputs(g, b, [&](int64_t o, int64_t first) {
+        T acc[L] = {};
+        const T* src = P.data() + first * L;
+        for (int64_t t = 0; t < kvol; ++t) {
+          const T* v = src + taps[t] * L;
+          const T* wt = Wb.data() + t * L;
+          for (int64_t l = 0; l < L; ++l) acc[l] += wt[l] * v[l];
+        }
+        T* yo = Y.data() + o * L;
+        for (int64_t l = 0; l < L; ++l) yo[l] = acc[l];
+      });
+      unpack_outputs(Y.data(), ovol, lanes, small + (n * C + c0) * ovol);
     }
   });
 }
 
-// big[n, c] = the adjoint of the above: each tap's products scattered back into the phases
 template <typename T>
 void adjoint_planes(const T* small, const T* W, T* big, int64_t N, int64_t C, const ConvGeometry& g) {
-  const PhasePlan P = make_phase_plan(g);
-  const int64_t kvol = g.kvol(), khw = g.K[1] * g.K[2], grid = P.grid();
-  const int64_t islice = g.I[1] * g.I[2], oslice = g.O[1] * g.O[2];
-  parallel_for(0, N * C, plane_grain(g), [&](int64_t p0, int64_t p1) {
-    std::vector<T> phases(static_cast<size_t>(g.I[0] * P.slice())), gy(static_cast<size_t>(grid));
-    for (int64_t p = p0; p < p1; ++p) {
-      const T* w = W + (p % C) * kvol;
-      std::fill(phases.begin(), phases.end(), T(0));
-      for (int64_t od = 0; od < g.O[0]; ++od) {
-        plane_to_grid(P, small + p * g.ovol() + od * oslice, gy.data());
-        depth_taps(g, od, [&](int64_t id, int64_t kd) {
-          T* slice = phases.data() + id * P.slice();
-          for (int64_t t = 0; t < khw; ++t) {
-            const T wk = w[kd * khw + t];
-            T* dst = slice + P.tap_phase[t] * P.rows * P.Wq + P.tap_off[t];
-            const T* src = gy.data();
-            for (int64_t j = 0; j < grid; ++j) dst[j] += wk * src[j];
-          }
-        });
-      }
-      for (int64_t i = 0; i < g.I[0]; ++i)
-        from_phases(P, phases.data() + i * P.slice(), big + p * g.ivol() + i * islice);
+  constexpr int64_t L = kLanes<T>;
+  const Block b(g);
+  const std::vector<int64_t> taps = tap_offsets(g, b);
+  const int64_t kvol = g.kvol(), ivol = g.ivol(), ovol = g.ovol(), nb = blocks_of<T>(C);
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(L * ovol * kvol, 1));
+  parallel_for(0, N * nb, grain, [&](int64_t w0, int64_t w1) {
+    std::vector<T> P(static_cast<size_t>(b.positions() * L)), Wb(static_cast<size_t>(kvol * L));
+    std::vector<T> Y(static_cast<size_t>(ovol * L));
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t n = w / nb, c0 = (w % nb) * L;
+      const int lanes = static_cast<int>(std::min(L, C - c0));
+      std::fill(P.begin(), P.end(), T(0));
+      pack_weights(W + c0 * kvol, kvol, lanes, Wb.data());
+      pack_outputs(small + (n * C + c0) * ovol, ovol, lanes, Y.data());
+      over_outputs(g, b, [&](int64_t o, int64_t first) {
+        const T* go = Y.data() + o * L;
+        T* dst = P.data() + first * L;
+        for (int64_t t = 0; t < kvol; ++t) {
+          T* v = dst + taps[t] * L;
+          const T* wt = Wb.data() + t * L;
+          for (int64_t l = 0; l < L; ++l) v[l] += wt[l] * go[l];
+        }
+      });
+      unpack(g, b, P.data(), ivol, lanes, big + (n * C + c0) * ivol);
     }
   });
 }
 
-// gW[c, k] = sum over samples and output positions of small[n, c] * shifted big[n, c]
 template <typename T>
 void weight_planes(const T* small, const T* big, T* gW, int64_t N, int64_t C, const ConvGeometry& g) {
-  const PhasePlan P = make_phase_plan(g);
-  const int64_t kvol = g.kvol(), khw = g.K[1] * g.K[2], grid = P.grid();
-  const int64_t islice = g.I[1] * g.I[2], oslice = g.O[1] * g.O[2];
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(N * g.ovol() * kvol, 1));
-  parallel_for(0, C, grain, [&](int64_t c0, int64_t c1) {
-    std::vector<T> phases(static_cast<size_t>(g.I[0] * P.slice())), gy(static_cast<size_t>(grid));
-    for (int64_t c = c0; c < c1; ++c) {
-      T* gw = gW + c * kvol;
-      std::fill(gw, gw + kvol, T(0));
+  constexpr int64_t L = kLanes<T>;
+  const Block b(g);
+  const std::vector<int64_t> taps = tap_offsets(g, b);
+  const int64_t kvol = g.kvol(), ivol = g.ivol(), ovol = g.ovol(), nb = blocks_of<T>(C);
+  // One block of channels per work item, every sample inside it: no two items share a weight.
+  parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<T> P(static_cast<size_t>(b.positions() * L)), acc(static_cast<size_t>(kvol * L));
+    std::vector<T> Y(static_cast<size_t>(ovol * L));
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t c0 = blk * L;
+      const int lanes = static_cast<int>(std::min(L, C - c0));
+      std::fill(acc.begin(), acc.end(), T(0));
       for (int64_t n = 0; n < N; ++n) {
-        const int64_t p = n * C + c;
-        for (int64_t i = 0; i < g.I[0]; ++i)
-          to_phases(P, big + p * g.ivol() + i * islice, phases.data() + i * P.slice());
-        for (int64_t od = 0; od < g.O[0]; ++od) {
-          plane_to_grid(P, small + p * g.ovol() + od * oslice, gy.data());
-          depth_taps(g, od, [&](int64_t id, int64_t kd) {
-            const T* slice = phases.data() + id * P.slice();
-            for (int64_t t = 0; t < khw; ++t)
-              gw[kd * khw + t] +=
-                  dot_lanes(gy.data(), slice + P.tap_phase[t] * P.rows * P.Wq + P.tap_off[t], grid);
-          });
-        }
+        pack(g, b, big + (n * C + c0) * ivol, ivol, lanes, P.data());
+        pack_outputs(small + (n * C + c0) * ovol, ovol, lanes, Y.data());
+        over_outputs(g, b, [&](int64_t o, int64_t first) {
+          const T* go = Y.data() + o * L;
+          const T* src = P.data() + first * L;
+          for (int64_t t = 0; t < kvol; ++t) {
+            const T* v = src + taps[t] * L;
+            T* a = acc.data() + t * L;
+            for (int64_t l = 0; l < L; ++l) a[l] += go[l] * v[l];
+          }
+        });
       }
+      for (int l = 0; l < lanes; ++l)
+        for (int64_t t = 0; t < kvol; ++t) gW[(c0 + l) * kvol + t] = acc[t * L + l];
     }
   });
 }
