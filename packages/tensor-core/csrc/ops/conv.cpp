@@ -198,18 +198,22 @@ void depthwise_weight(const T* small, const T* big, T* gW, const Dims& m, const 
 // columns side by side, col (R, nb * ovol), makes one GEMM per chunk of samples (measured on a
 // 1x1 conv 2048->512 at 2x2, batch 16: 10.5 ms per sample against 3.0 ms folded).
 
-// Fold when an output plane has at most this many positions (chosen by bench_nn_kernels.py's
-// convolution rows; EMBER_CONV_FOLD_MAX_OVOL overrides it for measuring).
-int64_t fold_max_ovol() {
-  static const int64_t v = [] {
+// Fold when an output plane has at most 64 positions, or 8 for a 1x1 convolution, whose
+// per-sample GEMM reads the input in place while folding must copy it (measured with
+// bench_nn_kernels.py's convolution rows, one thread, batch 16: 3x3 512->512 at 2x2 forward
+// 7.4 -> 2.7 ms, 3x3 256->256 at 4x4 2.9 -> 2.2 ms; 1x1 2048->512 at 2x2 2.8 -> 1.2 ms, but 1x1
+// 192->32 at 8x8 0.06 -> 0.22 ms). EMBER_CONV_FOLD_MAX_OVOL overrides both limits, for measuring.
+int64_t fold_max_ovol(bool direct) {
+  static const int64_t forced = [] {
     const char* e = std::getenv("EMBER_CONV_FOLD_MAX_OVOL");
-    return e ? std::atoll(e) : int64_t{64};
+    return e ? std::atoll(e) : int64_t{-1};
   }();
-  return v;
+  if (forced >= 0) return forced;
+  return direct ? 8 : 64;
 }
 
 bool folds(const Dims& m, const Geo& g) {
-  return m.G == 1 && m.N >= 2 && g.ovol() <= fold_max_ovol();
+  return m.G == 1 && m.N >= 2 && g.ovol() <= fold_max_ovol(g.direct());
 }
 
 // Samples per folded chunk: the column matrix stays below ~32 MiB (EMBER_CONV_FOLD_CHUNK_BYTES
