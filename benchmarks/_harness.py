@@ -146,6 +146,12 @@ def load_average() -> float | None:
 
 def versions() -> str:
     parts = [f"python {platform.python_version()}", f"ember {getattr(ember, '__version__', '?')}"]
+    core = getattr(ember._C, "_blas_core_name", None)
+    if core is not None:
+        # OPENBLAS_CORETYPE, when set, overrides OpenBLAS's choice (an AVX2 kernel set on an
+        # AVX-512 CPU halves GEMM speed): the header says which kernels ran.
+        forced = os.environ.get("OPENBLAS_CORETYPE")
+        parts.append(f"OpenBLAS kernels {core()}" + (f" (OPENBLAS_CORETYPE={forced})" if forced else ""))
     if torch is not None:
         parts.append(f"torch {torch.__version__}")
     if np is not None:

@@ -1,7 +1,9 @@
 """ember's nn core kernels beside PyTorch (CPU), on the same data in one process.
 
 Rows: conv2d forward and backward (the ResNet stage-1 shape: batch 32, 64 -> 64 channels, 56x56,
-3x3, padding 1), max_pool2d 2x2 on that activation, nll_loss over log_softmax (N=4096, C=1000).
+3x3, padding 1), max_pool2d 2x2 on that activation, the layers of bench_models.py's models that
+chose their kernels (depthwise and small-output convolutions, batch norm, ReLU6), nll_loss over
+log_softmax (N=4096, C=1000).
 Each prints the ratio torch_time / ember_time (> 1: ember is faster). No targets yet.
 
     python benchmarks/bench_nn_kernels.py [--quick] [--smoke] [--json PATH] [--threads N]
@@ -84,6 +86,60 @@ def bench_conv(sz: dict[str, Any]) -> None:
     H.report("convolution and pooling", rows)
 
 
+# The layer shapes behind the kernel choices of docs/architecture.md ("Convolution", "Batch norm
+# and activations"): MobileNetV2's depthwise convolutions, ResNet-50's small late-stage outputs
+# (where the batch is folded into one GEMM), batch norm and ReLU6 in training. Batch 16, as
+# bench_models.py; each row is forward + backward.
+MODEL_LAYERS = [
+    # (label, input shape, conv weight shape or None, groups, stride)
+    ("depthwise 3x3 stride 2", (16, 96, 32, 32), (96, 1, 3, 3), 96, 2),
+    ("depthwise 3x3", (16, 192, 8, 8), (192, 1, 3, 3), 192, 1),
+    ("depthwise 3x3", (16, 576, 4, 4), (576, 1, 3, 3), 576, 1),
+    ("1x1 (batch folded)", (16, 2048, 2, 2), (512, 2048, 1, 1), 1, 1),
+    ("3x3 (batch folded)", (16, 512, 2, 2), (512, 512, 3, 3), 1, 1),
+    ("3x3 (batch folded)", (16, 256, 4, 4), (256, 256, 3, 3), 1, 1),
+    ("1x1 (per sample)", (16, 192, 8, 8), (32, 192, 1, 1), 1, 1),
+    ("batch_norm training", (16, 192, 8, 8), None, 0, 0),
+    ("batch_norm training", (16, 256, 16, 16), None, 0, 0),
+    ("relu6 in place, training", (16, 192, 8, 8), None, 0, 0),
+]
+
+
+def bench_model_layers() -> None:
+    torch = H.torch
+    rows: list[H.Row] = []
+    for i, (label, xs, ws, groups, stride) in enumerate(MODEL_LAYERS):
+        if H.SETTINGS.smoke:
+            xs = (2, xs[1], min(xs[2], 4), min(xs[3], 4))
+        x = H.inputs(xs, seed=10 + i)
+        fns = {}
+        for name in ("ember", "torch"):
+            fw = ember if name == "ember" else torch
+            if fw is None:
+                fns[name] = None
+                continue
+            xi = x[name].requires_grad_()
+            if ws is not None:
+                w = H.inputs(ws, seed=30 + i)[name].mul(0.1).requires_grad_()
+                f = (lambda fw, w: lambda v: fw.nn.functional.conv2d(
+                    v, w, padding=w.shape[-1] // 2, stride=stride, groups=groups))(fw, w)
+            elif label.startswith("batch_norm"):
+                f = fw.nn.BatchNorm2d(xs[1])
+            else:
+                f = (lambda fw: lambda v: fw.nn.functional.relu6(v * 1, inplace=True))(fw)
+
+            def step(f=f, xi=xi):
+                y = f(xi)
+                y.sum().backward()
+                return y.detach()
+
+            fns[name] = step
+        tail = f", weight {'x'.join(map(str, ws))}" if ws else ""
+        rows += run_case(f"{label}, {'x'.join(map(str, xs))}{tail} fwd+bwd", fns, {},
+                         rtol=1e-3, atol=1e-3)
+    H.report("layers of the paper's models (forward + backward)", rows)
+
+
 def bench_nll(sz: dict[str, Any]) -> None:
     torch, np = H.torch, H.np
     n, c = sz["nll"]
@@ -111,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     H.setup("bench_nn_kernels: ember's conv/pool/loss kernels vs PyTorch (CPU)", argv)
     sz = sizes()
     bench_conv(sz)
+    bench_model_layers()
     bench_nll(sz)
     H.summary()
     H.save_json({"sizes": {k: list(v) for k, v in sz.items()}})

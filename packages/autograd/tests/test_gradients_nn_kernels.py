@@ -41,6 +41,27 @@ def test_conv3d():
     assert gradcheck(lambda x, w, b: ember.conv3d(x, w, b, stride=2), (x, w, b))
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv2d_depthwise(stride):
+    """One channel per group: the direct depthwise kernels (forward and both gradients)."""
+    ember.manual_seed(5)
+    x, w, b = _r(2, 3, 5, 6), _r(3, 1, 3, 3), _r(3)
+    _both(lambda x, w, b: ember.conv2d(x, w, b, stride=stride, padding=1, groups=3), (x, w, b))
+
+
+def test_conv_transpose2d_depthwise():
+    ember.manual_seed(6)
+    x, w = _r(2, 2, 3, 3), _r(2, 1, 3, 3)
+    _both(lambda x, w: ember.conv_transpose2d(x, w, stride=2, padding=1, groups=2), (x, w))
+
+
+def test_conv2d_small_output_folds_the_batch():
+    """Outputs of a few positions with a batch: one GEMM over the folded batch."""
+    ember.manual_seed(7)
+    x, w, b = _r(3, 4, 3, 3), _r(5, 4, 2, 2), _r(5)
+    _both(lambda x, w, b: ember.conv2d(x, w, b, stride=1), (x, w, b))
+
+
 @pytest.mark.parametrize("k", [1, 2])
 def test_conv_transpose(k):
     ember.manual_seed(3)
@@ -278,10 +299,41 @@ def test_binary_cross_entropy_node_forward_ad():
     assert float((tangent - fd).abs().max()) < 1e-6
 
 
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("bounds", [(0.0, 6.0), (-0.5, 1.5)])
+def test_hardtanh_kernels(inplace, bounds):
+    """hardtanh/relu6 (in place too) through the one-pass kernels; their gradient kernel
+    (hardtanh_backward) differentiated again for double backward."""
+    ember.manual_seed(8)
+    x = _r(4, 5)
+    lo, hi = bounds
+    f = lambda x: ember.nn.functional.hardtanh(x * 4, lo, hi, inplace=inplace)  # noqa: E731
+    _both(f, (x,))
+
+
+def test_hardtanh_gradient_is_zero_at_the_bounds_and_passes_nan():
+    """torch's HardtanhBackward0: 0 where the input is at or beyond a bound, the gradient where
+    it is strictly inside or NaN (hand-computed)."""
+    x = ember.tensor([-1.0, 0.0, 3.0, 6.0, 7.0, float("nan")], requires_grad=True)
+    ember.nn.functional.relu6(x).backward(ember.full((6,), 2.0))
+    assert x.grad.tolist() == [0.0, 0.0, 2.0, 0.0, 0.0, 2.0]
+
+
+def test_relu_gradient_through_threshold_backward():
+    ember.manual_seed(9)
+    x = _r(3, 7)
+    _both(lambda x: ember.relu(x), (x,))
+    _both(lambda x: (x * 1).relu_(), (x,))
+    g = ember.tensor([1.0, 2.0, 3.0], dtype=D)
+    y = ember.tensor([-1.0, 0.0, 0.5], dtype=D)
+    assert ember._C.threshold_backward(g, y, 0).tolist() == [0.0, 0.0, 3.0]
+
+
 COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward", "embedding",
            "embedding_dense_backward", "native_batch_norm", "native_layer_norm",
            "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "gelu", "silu", "elu", "celu",
-           "softplus", "mish", "hardsigmoid", "hardswish", "binary_cross_entropy"} | {
+           "softplus", "mish", "hardsigmoid", "hardswish", "binary_cross_entropy", "hardtanh",
+           "hardtanh_", "hardtanh_backward", "threshold_backward"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

@@ -8,6 +8,9 @@ the adjoint identity <conv(x), y> == <x, conv_transpose(y)>; PyTorch parity only
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import math
 
 import numpy as np
@@ -255,6 +258,86 @@ def test_conv_large_blocked_im2col(stride, padding):
     )
     np.testing.assert_allclose(gw.numpy(), gw_ref, rtol=1e-9, atol=1e-8)
     np.testing.assert_allclose(gb.numpy(), go.sum((0, 2, 3)), rtol=1e-10)
+
+
+def conv_backward_ref(x, w, go, stride, padding, dilation, groups):
+    """Gradients of conv_ref: the input's as the transposed convolution of grad_output, the
+    weight's as sum over samples and positions of grad_output times the input windows."""
+    k = w.ndim - 2
+    s, p, d = tup(stride, k), tup(padding, k), tup(dilation, k)
+    op = [x.shape[2 + i] - ((go.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (w.shape[2 + i] - 1)
+                            + 1) for i in range(k)]
+    gi = conv_transpose_ref(go, w, None, s, p, op, groups, d)
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pi, pi) for pi in p])
+    ext = [d[i] * (w.shape[2 + i] - 1) + 1 for i in range(k)]
+    win = sliding_window_view(xp, ext, axis=tuple(range(2, 2 + k)))
+    win = win[(slice(None), slice(None)) + tuple(slice(None, None, s[i]) for i in range(k))
+              + tuple(slice(None, None, d[i]) for i in range(k))]
+    cg, og = x.shape[1] // groups, w.shape[0] // groups
+    sp, kl = "def"[:k], "xyz"[:k]
+    gw = np.concatenate([np.einsum(f"nc{sp}{kl},no{sp}->oc{kl}", win[:, g * cg:(g + 1) * cg],
+                                   go[:, g * og:(g + 1) * og]) for g in range(groups)])
+    return gi, gw
+
+
+# The kernels chosen by shape (docs/architecture.md, "Convolution"): depthwise (one channel per
+# group) runs direct loops; small outputs (<= 64 positions, groups 1, batch >= 2) fold the batch
+# into one GEMM; the rest im2col + one GEMM per sample. Each path, forward and both gradients.
+CONV_PATH_CASES = [
+    ("depthwise 2-d", (3, 5, 9, 8), (5, 1, 3, 3), dict(stride=1, padding=1, dilation=1, groups=5)),
+    ("depthwise strided", (2, 4, 9, 10), (4, 1, 3, 3), dict(stride=2, padding=1, dilation=1, groups=4)),
+    ("depthwise dilated 1-d", (2, 3, 12), (3, 1, 3), dict(stride=1, padding=2, dilation=2, groups=3)),
+    ("depthwise 3-d", (2, 2, 5, 4, 6), (2, 1, 2, 3, 3),
+     dict(stride=(1, 2, 1), padding=(0, 1, 1), dilation=1, groups=2)),
+    ("folded 1x1 at 2x2", (4, 6, 2, 2), (5, 6, 1, 1), dict(stride=1, padding=0, dilation=1, groups=1)),
+    ("folded 3x3 at 4x4", (3, 4, 4, 4), (6, 4, 3, 3), dict(stride=1, padding=1, dilation=1, groups=1)),
+    ("folded strided", (3, 4, 8, 7), (5, 4, 3, 3), dict(stride=2, padding=1, dilation=1, groups=1)),
+    ("per sample (large output)", (2, 3, 10, 9), (4, 3, 3, 3), dict(stride=1, padding=1, dilation=1, groups=1)),
+]
+
+
+@pytest.mark.parametrize("name,xs,ws,kw", CONV_PATH_CASES, ids=[c[0] for c in CONV_PATH_CASES])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv_paths_forward_and_gradients(name, xs, ws, kw, dtype):
+    x, w = randn(*xs), randn(*ws)
+    k = len(ws) - 2
+    full = lambda v: list(tup(kw[v], k))  # noqa: E731
+    args = (full("stride"), full("padding"), full("dilation"), False, [0] * k, kw["groups"])
+    y = ember.convolution(T(x.astype(dtype)), T(w.astype(dtype)), None, *args).numpy()
+    ref = conv_ref(x, w, None, kw["stride"], kw["padding"], kw["dilation"], kw["groups"])
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(y, ref, rtol=tol, atol=tol)
+    go = randn(*ref.shape)
+    gi, gw, gb = ember.convolution_backward(T(go.astype(dtype)), T(x.astype(dtype)),
+                                            T(w.astype(dtype)), [ws[0]], *args, [True, True, True])
+    gi_ref, gw_ref = conv_backward_ref(x, w, go, kw["stride"], kw["padding"], kw["dilation"],
+                                       kw["groups"])
+    np.testing.assert_allclose(gi.numpy(), gi_ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(gw.numpy(), gw_ref, rtol=tol, atol=tol * 10)
+    np.testing.assert_allclose(gb.numpy(), go.sum(axis=tuple(i for i in range(go.ndim) if i != 1)),
+                               rtol=tol, atol=tol)
+
+
+def test_conv_folded_batch_in_chunks():
+    """A batch too large for one folded column matrix is folded a chunk of samples at a time
+    (the chunk size forced down to one sample here)."""
+    code = """if True:
+        import numpy as np, ember
+        from numpy.lib.stride_tricks import sliding_window_view
+        rng = np.random.default_rng(0)
+        x, w, go = rng.standard_normal((5, 3, 4, 4)), rng.standard_normal((4, 3, 3, 3)), None
+        y = ember.conv2d(ember.from_numpy(x), ember.from_numpy(w), padding=1).numpy()
+        win = sliding_window_view(np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)]), (3, 3), axis=(2, 3))
+        np.testing.assert_allclose(y, np.einsum("nchwij,ocij->nohw", win, w), atol=1e-10)
+        go = rng.standard_normal(y.shape)
+        _, gw, _ = ember.convolution_backward(ember.from_numpy(go), ember.from_numpy(x),
+            ember.from_numpy(w), [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False])
+        np.testing.assert_allclose(gw.numpy(), np.einsum("nchwij,nohw->ocij", win, go), atol=1e-9)
+        print("ok")
+    """
+    env = dict(os.environ, EMBER_CONV_FOLD_CHUNK_BYTES="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 @settings(max_examples=40, deadline=None)

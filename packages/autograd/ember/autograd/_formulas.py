@@ -107,7 +107,7 @@ _UNARY_OUT = {  # d/dx written in the result
     "tanh": lambda g, y: g * (1 - y * y),
     "sigmoid": lambda g, y: g * y * (1 - y),
     "reciprocal": lambda g, y: -(g * y * y),
-    "relu": lambda g, y: ember.where(y > 0, g, 0.0),
+    "relu": lambda g, y: _C.threshold_backward(g, y, 0),  # one pass, no bool temporary
 }
 _UNARY_NONE = {  # gradient independent of the values
     "neg": lambda g: -g,

@@ -15,6 +15,7 @@ import math
 import struct
 
 import ember
+from ember import _C
 
 from ._engine import MULTI_OUTPUT_SAVE
 from ._formulas import grad
@@ -258,6 +259,25 @@ def _bn_shape(x):
 # (gradient accumulation). Training mode needs only the batch statistics (recomputed here);
 # eval mode needs the running ones, so ember.nn.functional.batch_norm composes eval mode from core
 # ops when a gradient is wanted.
+# torch's HardtanhBackward0 reads the result: it is strictly inside (min_val, max_val) exactly
+# where the input is, so the in-place form (ReLU6(inplace=True)) needs no copy of its input.
+@grad("hardtanh", out=True, inplace_too=True)
+def _hardtanh(g, needs, out, x, *, min_val=-1.0, max_val=1.0):
+    return (_C.hardtanh_backward(g, out, min_val, max_val),)
+
+
+# The backward kernels are linear in grad_output with a mask that does not move: their own
+# gradient is the same kernel (double backward), and none flows to `self`.
+@grad("hardtanh_backward", save=(1,))
+def _hardtanh_backward(g, needs, out, grad_output, x, *, min_val, max_val):
+    return (_C.hardtanh_backward(g, x, min_val, max_val), None)
+
+
+@grad("threshold_backward", save=(1,))
+def _threshold_backward(g, needs, out, grad_output, x, *, threshold):
+    return (_C.threshold_backward(g, x, threshold), None)
+
+
 @grad("native_batch_norm", save=(0, 1, 2))
 def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, eps):
     if not training:

@@ -19,6 +19,7 @@
 namespace ember {
 
 class ElementwiseIter;
+struct ConvGeometry;
 namespace reduce_detail {
 struct ReducePlan;
 enum class SumKind { Sum, NanSum, Mean, Prod };
@@ -47,7 +48,31 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
     bool log)                                                                                     \
   X(softmax_backward, void, const Tensor& grad_out, const Tensor& out, const Tensor& grad_in,     \
     int64_t outer, int64_t D, int64_t inner, bool log)                                            \
-  X(logsumexp_rows, void, const Tensor& rows, const Tensor& out, int64_t n, int64_t D)
+  X(logsumexp_rows, void, const Tensor& rows, const Tensor& out, int64_t n, int64_t D)          \
+  /* ops/cpu/conv_depthwise.cpp: one channel per group, float32/float64 (ops/conv.cpp) */         \
+  X(depthwise_forward, void, const ConvGeometry& g, int64_t N, int64_t C, ScalarType dtype,       \
+    const void* big, const void* weight, void* small)                                             \
+  X(depthwise_adjoint, void, const ConvGeometry& g, int64_t N, int64_t C, ScalarType dtype,       \
+    const void* small, const void* weight, void* big)                                             \
+  X(depthwise_weight, void, const ConvGeometry& g, int64_t N, int64_t C, ScalarType dtype,        \
+    const void* small, const void* big, void* grad_weight)                                        \
+  /* ops/cpu/batch_norm.cpp: per-channel passes over a contiguous (N, C, inner) tensor */          \
+  X(batch_norm_stats, void, ScalarType dtype, const void* input, int64_t N, int64_t C,             \
+    int64_t inner, double* mean, double* m2)                                                      \
+  X(channel_affine, void, ScalarType dtype, const void* input, void* output, int64_t N, int64_t C, \
+    int64_t inner, const double* scale, const double* shift)                                      \
+  X(batch_norm_grad_sums, void, ScalarType dtype, const void* grad_out, const void* input,        \
+    int64_t N, int64_t C, int64_t inner, const double* mean, double* sum_g,                       \
+    double* sum_g_centered)                                                                       \
+  X(batch_norm_grad_input, void, ScalarType dtype, const void* grad_out, const void* input,       \
+    void* grad_input, int64_t N, int64_t C, int64_t inner, const double* mean,                    \
+    const double* k_grad, const double* k_centered, const double* k_const)                       \
+  /* ops/cpu/activation.cpp: clamp with number bounds; ReLU's and hardtanh's gradients */         \
+  X(clamp_scalar, void, const ElementwiseIter& it, ScalarType dtype, bool has_min,                \
+    double min_value, bool has_max, double max_value)                                             \
+  X(threshold_backward, void, const ElementwiseIter& it, ScalarType dtype, double threshold)      \
+  X(hardtanh_backward, void, const ElementwiseIter& it, ScalarType dtype, double min_value,       \
+    double max_value)
 
 #define EMBER_CPU_KERNEL_DECLARE(name, ret, ...) ret name(__VA_ARGS__);
 namespace cpu_default { EMBER_CPU_KERNELS(EMBER_CPU_KERNEL_DECLARE) }

@@ -430,6 +430,14 @@ Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor
   ScalarType dt = result_type(ops);
   EMBER_CHECK(dt != ScalarType::Bool, NotImplementedError,
               "\"clamp_cpu\" not implemented for 'Bool'");
+  // Floating input, number bounds (ReLU6, hardtanh): one pass, and in place when out is x.
+  if (is_floating(dt) && dt == x->dtype && (!lo || lo->is_scalar) && (!hi || hi->is_scalar) &&
+      (!out || out->dtype == dt)) {
+    return run_into("clamp", out, dt, {x}, [&](const ElementwiseIter& it) {
+      cpu_kernels().clamp_scalar(it, dt, lo != nullptr, lo ? lo->s.to_double() : 0.0,
+                                 hi != nullptr, hi ? hi->s.to_double() : 0.0);
+    });
+  }
   Tensor r = to_dtype(x, dt);
   if (lo) r = binary(BinaryOp::maximum, Operand(r), *lo);
   if (hi) r = binary(BinaryOp::minimum, Operand(r), *hi, (out && !lo) ? out : nullptr);
@@ -439,6 +447,32 @@ Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor
     return out;
   }
   return out ? out : r;
+}
+
+// Checked as torch's: floating grad_output, self of the same dtype (else the op's error).
+static void check_activation_backward(const char* op, const Tensor& grad_output, const Tensor& self) {
+  EMBER_CHECK(is_floating(grad_output->dtype), NotImplementedError, "\"", op,
+              "\" not implemented for '", torch_type_name(grad_output->dtype), "'");
+  EMBER_CHECK(self->dtype == grad_output->dtype, std::runtime_error, op,
+              ": expected self and grad_output to have the same dtype, but got self: ",
+              torch_type_name(self->dtype), " and grad_output: ", torch_type_name(grad_output->dtype));
+}
+
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, double threshold) {
+  check_activation_backward("threshold_backward", grad_output, self);
+  return run_into("threshold_backward", nullptr, grad_output->dtype, {grad_output, self},
+                  [&](const ElementwiseIter& it) {
+                    cpu_kernels().threshold_backward(it, grad_output->dtype, threshold);
+                  });
+}
+
+Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, double min_val,
+                         double max_val) {
+  check_activation_backward("hardtanh_backward", grad_output, self);
+  return run_into("hardtanh_backward", nullptr, grad_output->dtype, {grad_output, self},
+                  [&](const ElementwiseIter& it) {
+                    cpu_kernels().hardtanh_backward(it, grad_output->dtype, min_val, max_val);
+                  });
 }
 
 template <typename T> static double finite_max() {

@@ -61,6 +61,13 @@ void run_copy_kernel(const ElementwiseIter& it, ScalarType dst, ScalarType src);
 Tensor where(const Tensor& cond, const Operand& a, const Operand& b);
 Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const Tensor& out = nullptr);
 Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor& out = nullptr);
+
+// The gradients of relu (threshold 0) and hardtanh/relu6, as torch's aten ops: grad_output where
+// `self` is above the threshold (strictly inside (min_val, max_val)), else 0; one pass
+// (ops/cpu/activation.cpp). `self` may be the input or the result (both give the same mask).
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, double threshold);
+Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, double min_val,
+                         double max_val);
 Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const double* neginf, const Tensor& out = nullptr);
 Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out = nullptr);
 // log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (not null, >= 0).

@@ -3,6 +3,8 @@
 // (targets, embedding indices) is checked before any output is written.
 #include "ops/nn_kernels.h"
 
+#include "ops/cpu_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -212,45 +214,25 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   Tensor x = contiguous(input);
   Tensor out = empty(x->sizes, x->dtype);
   const int64_t M = g.N * g.inner;
-  dispatch_floating(x->dtype, "batch_norm", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* xp = x->data_as<T>();
-    T* op = out->data_as<T>();
-    if (!training) {
-      std::vector<double> rm = as_doubles(running_mean), rv = as_doubles(running_var);
-      for (int64_t c = 0; c < g.C; ++c) mean[c] = rm[c], invstd[c] = 1.0 / std::sqrt(rv[c] + eps);
+  // Two vectorised passes for the statistics (ops/cpu/batch_norm.cpp), then one for the output.
+  if (training) {
+    std::vector<double> m2(g.C);
+    cpu_kernels().batch_norm_stats(x->dtype, x->data(), g.N, g.C, g.inner, mean.data(), m2.data());
+    for (int64_t c = 0; c < g.C; ++c) {
+      invstd[c] = 1.0 / std::sqrt((M ? m2[c] / M : 0.0) + eps);
+      varu[c] = M > 1 ? m2[c] / (M - 1) : NAN;
     }
-    parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        if (training) {
-          double s = 0;
-          for (int64_t n = 0; n < g.N; ++n) {
-            const T* p = xp + (n * g.C + c) * g.inner;
-            for (int64_t j = 0; j < g.inner; ++j) s += static_cast<double>(p[j]);
-          }
-          const double mu = M ? s / M : 0.0;
-          double ss = 0;
-          for (int64_t n = 0; n < g.N; ++n) {
-            const T* p = xp + (n * g.C + c) * g.inner;
-            for (int64_t j = 0; j < g.inner; ++j) {
-              const double dv = static_cast<double>(p[j]) - mu;
-              ss += dv * dv;
-            }
-          }
-          mean[c] = mu;
-          invstd[c] = 1.0 / std::sqrt((M ? ss / M : 0.0) + eps);
-          varu[c] = M > 1 ? ss / (M - 1) : NAN;
-        }
-        const double a = invstd[c] * (w.empty() ? 1.0 : w[c]);
-        const double sh = (b.empty() ? 0.0 : b[c]) - mean[c] * a;
-        for (int64_t n = 0; n < g.N; ++n) {
-          const T* p = xp + (n * g.C + c) * g.inner;
-          T* q = op + (n * g.C + c) * g.inner;
-          for (int64_t j = 0; j < g.inner; ++j) q[j] = static_cast<T>(static_cast<double>(p[j]) * a + sh);
-        }
-      }
-    });
-  });
+  } else {
+    std::vector<double> rm = as_doubles(running_mean), rv = as_doubles(running_var);
+    for (int64_t c = 0; c < g.C; ++c) mean[c] = rm[c], invstd[c] = 1.0 / std::sqrt(rv[c] + eps);
+  }
+  std::vector<double> scale(g.C), shift(g.C);
+  for (int64_t c = 0; c < g.C; ++c) {
+    scale[c] = invstd[c] * (w.empty() ? 1.0 : w[c]);
+    shift[c] = (b.empty() ? 0.0 : b[c]) - mean[c] * scale[c];
+  }
+  cpu_kernels().channel_affine(x->dtype, x->data(), out->data(), g.N, g.C, g.inner,
+                               scale.data(), shift.data());
   const ScalarType sdt = is_reduced_float(x->dtype) ? ScalarType::Float32 : x->dtype;
   if (!training) return {out, empty({0}, sdt), empty({0}, sdt)};
   if (running_mean) {
@@ -294,41 +276,28 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
   Tensor x = contiguous(input), go = contiguous(to_dtype(grad_out, input->dtype));
   Tensor gi = output_mask[0] ? empty(x->sizes, x->dtype) : nullptr;
   const int64_t M = g.N * g.inner;
-  dispatch_floating(x->dtype, "batch_norm_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* xp = x->data_as<T>();
-    const T* gp = go->data_as<T>();
-    T* ip = gi ? gi->data_as<T>() : nullptr;
-    parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        double sg = 0, sgx = 0;  // sum(g), sum(g * xhat)
-        for (int64_t n = 0; n < g.N; ++n) {
-          const int64_t base = (n * g.C + c) * g.inner;
-          for (int64_t j = 0; j < g.inner; ++j) {
-            const double gv = static_cast<double>(gp[base + j]);
-            sg += gv;
-            sgx += gv * (static_cast<double>(xp[base + j]) - mean[c]) * invstd[c];
-          }
-        }
-        gb[c] = sg, gw[c] = sgx;
-        if (!ip) continue;
-        const double wc = w.empty() ? 1.0 : w[c], k = wc * invstd[c];
-        const double mg = M ? sg / M : 0.0, mgx = M ? sgx / M : 0.0;
-        for (int64_t n = 0; n < g.N; ++n) {
-          const int64_t base = (n * g.C + c) * g.inner;
-          for (int64_t j = 0; j < g.inner; ++j) {
-            const double gv = static_cast<double>(gp[base + j]);
-            if (train) {
-              const double xh = (static_cast<double>(xp[base + j]) - mean[c]) * invstd[c];
-              ip[base + j] = static_cast<T>(k * (gv - mg - xh * mgx));
-            } else {
-              ip[base + j] = static_cast<T>(k * gv);
-            }
-          }
-        }
+  // One vectorised pass for sum(g) and sum(g * (x - mean)) per channel, one for the input's
+  // gradient (ops/cpu/batch_norm.cpp): gi = k*(g - mean(g) - xhat * mean(g * xhat)) in training,
+  // k*g in evaluation mode, with k = weight * invstd and xhat = (x - mean) * invstd.
+  std::vector<double> sum_g(g.C), sum_gc(g.C);
+  if (train || output_mask[1] || output_mask[2])
+    cpu_kernels().batch_norm_grad_sums(x->dtype, go->data(), x->data(), g.N, g.C, g.inner,
+                                       mean.data(), sum_g.data(), sum_gc.data());
+  for (int64_t c = 0; c < g.C; ++c) gb[c] = sum_g[c], gw[c] = sum_gc[c] * invstd[c];
+  if (gi) {
+    std::vector<double> k_grad(g.C), k_centered(g.C, 0.0), k_const(g.C, 0.0);
+    for (int64_t c = 0; c < g.C; ++c) {
+      const double k = (w.empty() ? 1.0 : w[c]) * invstd[c];
+      k_grad[c] = k;
+      if (train && M) {
+        k_centered[c] = -k * invstd[c] * (gw[c] / M);  // -k * xhat's coefficient * mean(g * xhat)
+        k_const[c] = -k * (sum_g[c] / M);
       }
-    });
-  });
+    }
+    cpu_kernels().batch_norm_grad_input(x->dtype, go->data(), x->data(), gi->data(),
+                                        g.N, g.C, g.inner, mean.data(), k_grad.data(),
+                                        k_centered.data(), k_const.data());
+  }
   const ScalarType wdt = weight ? weight->dtype : x->dtype;
   Tensor tw = output_mask[1] ? from_doubles(gw, {g.C}, wdt) : nullptr;
   Tensor tb = output_mask[2] ? from_doubles(gb, {g.C}, wdt) : nullptr;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "ops/conv.h"
+#include "ops/elementwise.h"
 #include "ops/nn_kernels.h"
 #include "ops/pool.h"
 #include "ops/rnn_kernels.h"
@@ -466,6 +467,44 @@ void register_nn_kernels(py::module_& m) {
              .impl = [](const Args& a) {
                return wrap(nll_loss_backward(a.tensor(0), a.tensor(1), a.tensor(2), a.opt_tensor(3),
                                              a.integer(4), a.integer(5), a.opt_tensor(6)));
+             }});
+
+  // ---- clamp-shaped activations and the one-pass gradients of ReLU and hardtanh ----
+  // (torch._C._nn.hardtanh / hardtanh_ and aten's threshold_backward / hardtanh_backward: the
+  // autograd formulas of relu, hardtanh and relu6 call the backward kernels instead of a `where`
+  // over a bool temporary.)
+  auto hardtanh_bounds = [](const Args& a) {
+    return std::make_pair(Operand(a.scalar(1)), Operand(a.scalar(2)));
+  };
+  def_op(m, {.name = "hardtanh",
+             .signatures = {"hardtanh(Tensor input, Scalar min_val=-1, Scalar max_val=1) -> Tensor"},
+             .family = "activation", .variants = kFunction, .hooked = true,
+             .impl = [hardtanh_bounds](const Args& a) {
+               auto [lo, hi] = hardtanh_bounds(a);
+               return wrap(clamp(a.tensor(0), &lo, &hi));
+             }});
+  def_op(m, {.name = "hardtanh_",
+             .signatures = {"hardtanh_(Tensor input, Scalar min_val=-1, Scalar max_val=1) -> Tensor"},
+             .family = "activation", .variants = kFunction, .hooked = true,
+             .impl = [hardtanh_bounds](const Args& a) {
+               auto [lo, hi] = hardtanh_bounds(a);
+               const Tensor x = a.tensor(0);
+               clamp(x, &lo, &hi, x);
+               return py::reinterpret_borrow<py::object>(a[0]);
+             }});
+  def_op(m, {.name = "threshold_backward",
+             .signatures = {"threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) "
+                            "-> Tensor"},
+             .family = "activation", .variants = kFunction, .hooked = true,
+             .impl = [](const Args& a) {
+               return wrap(threshold_backward(a.tensor(0), a.tensor(1), a.real(2)));
+             }});
+  def_op(m, {.name = "hardtanh_backward",
+             .signatures = {"hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, "
+                            "Scalar max_val) -> Tensor"},
+             .family = "activation", .variants = kFunction, .hooked = true,
+             .impl = [](const Args& a) {
+               return wrap(hardtanh_backward(a.tensor(0), a.tensor(1), a.real(2), a.real(3)));
              }});
 
   // ---- batch norm / layer norm ----

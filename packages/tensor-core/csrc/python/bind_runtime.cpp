@@ -81,6 +81,13 @@ void register_runtime(py::module_& m) {
   m.def("_set_blas_library", &blas::set_library_path);
   m.def("_blas_available", &blas::available);
   m.def("_blas_load_error", &blas::load_error);
+  // The kernel set OpenBLAS runs ("Haswell", "SkylakeX", ...): benchmarks print it, and the tests
+  // check the AVX-512 choice on AMD CPUs (runtime/blas.cpp).
+  m.def("_blas_core_name", []() -> std::string {
+    using corename_fn = char* (*)();
+    auto fn = reinterpret_cast<corename_fn>(blas::symbol("openblas_get_corename"));
+    return fn ? std::string(fn()) : std::string();
+  });
   m.def("_cpu_memory_allocated", &cpu_live_bytes);
   m.def("_cpu_max_memory_allocated", &cpu_peak_bytes);
   m.def("_cpu_reset_peak_memory_stats", &cpu_reset_peak_bytes);

@@ -842,6 +842,32 @@ def _embedding_dense_backward(name, args, kwargs):
         return _result(device, (num, dim), go.dtype, gw.reshape(num, dim))
 
 
+# ---- activations with a one-pass gradient ------------------------------------------------------
+
+
+def _hardtanh(name, args, kwargs):
+    x = args[0]
+    return base._clamp(name, (x, kwargs.get("min_val", -1.0), kwargs.get("max_val", 1.0)), {})
+
+
+def _activation_backward(mask_of):
+    """grad_output where mask_of(self) holds, else 0 (threshold_backward, hardtanh_backward)."""
+
+    def run(name, args, kwargs):
+        go, x = args
+        device = device_of(name, args)
+        if go.dtype != x.dtype:
+            raise RuntimeError(f"{name}: expected self and grad_output to have the same dtype, "
+                               f"but got self: {x.dtype} and grad_output: {go.dtype}")
+        mod = xp()
+        with _on_current_stream(device):
+            g, a = _operand(go, go.dtype), _operand(x, x.dtype)
+            v = mod.where(mask_of(a, kwargs), g, mod.zeros((), dtype=g.dtype))
+            return _result(device, tuple(v.shape), go.dtype, v)
+
+    return run
+
+
 # ---- the table -------------------------------------------------------------------------------
 
 NN_OPS = {
@@ -857,6 +883,11 @@ NN_OPS = {
     "native_layer_norm_backward": _native_layer_norm_backward,
     "embedding": _embedding,
     "embedding_dense_backward": _embedding_dense_backward,
+    "hardtanh": _hardtanh,
+    "hardtanh_": base._inplace(_hardtanh),
+    "threshold_backward": _activation_backward(lambda a, kw: a > kw["threshold"]),
+    "hardtanh_backward": _activation_backward(
+        lambda a, kw: ~((a <= kw["min_val"]) | (a >= kw["max_val"]))),
 }
 for _k in (1, 2, 3):
     NN_OPS[f"max_pool{_k}d_with_indices"] = _max_pool(_k)

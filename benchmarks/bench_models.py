@@ -1,0 +1,375 @@
+"""The PyTorch paper's Table 1 models (and a small GPT), trained by ember and by torch on a CPU.
+
+Each model is written once against a framework namespace (``ember`` or ``torch``), so both run the
+same code; torch's model gets ember's initial weights through ``state_dict``, and the inputs are
+the same arrays. Before timing, the first training losses are compared (they must match to 1e-5
+relative). Then one training step (zero_grad, forward, loss, backward, SGD step) and one inference
+forward (eval mode, no grad) are timed, ember and torch interleaved, and the ratio
+torch_time / ember_time is printed (> 1: ember is faster; the target is 1.0).
+
+Sizes are the paper's scaled to a 2-core machine: 64x64 images (AlexNet 128x128) with batch 16,
+VGG-19 at half width, GNMT-like with hidden 256 and 4+4 LSTM layers over 20 steps, NCF with batch
+1024, and nanoGPT's CPU configuration (4 layers, 4 heads, 128 wide, block 64, batch 12).
+Dropout is 0 in every model so that the two frameworks' losses can be compared.
+
+    python benchmarks/bench_models.py [--quick] [--smoke] [--threads N] [--models a,b] [--json P]
+
+With more than one thread, torch's OpenMP workers spin at barriers and slow torch down on a busy
+machine; the script sets OMP_WAIT_POLICY=PASSIVE (unless already set) before torch is imported,
+which is the fair comparison the project reports.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (by _harness)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+import _harness as H  # noqa: E402
+
+import ember  # noqa: E402
+
+# --------------------------------------------------------------------------------------------------
+# The models, each built against a namespace `fw` (ember or torch): fw.nn, fw.nn.functional, ...
+
+
+def alexnet(fw, image=128, classes=100):
+    nn = fw.nn
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 11, stride=4, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+        nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+        nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(inplace=True),
+        nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(inplace=True),
+        nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+        nn.AdaptiveAvgPool2d((2, 2)), nn.Flatten(),
+        nn.Dropout(0.0), nn.Linear(256 * 4, 1024), nn.ReLU(inplace=True),
+        nn.Dropout(0.0), nn.Linear(1024, 1024), nn.ReLU(inplace=True),
+        nn.Linear(1024, classes),
+    )
+
+
+def vgg19(fw, classes=100, width=0.5):
+    nn = fw.nn
+    cfg = [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M",
+           512, 512, 512, 512, "M", 512, 512, 512, 512, "M"]
+    layers, c = [], 3
+    for v in cfg:
+        if v == "M":
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            w = int(v * width)
+            layers += [nn.Conv2d(c, w, 3, padding=1), nn.ReLU(inplace=True)]
+            c = w
+    layers += [nn.Flatten(), nn.Linear(c * 2 * 2, 512), nn.ReLU(inplace=True), nn.Dropout(0.0),
+               nn.Linear(512, 512), nn.ReLU(inplace=True), nn.Dropout(0.0),
+               nn.Linear(512, classes)]
+    return nn.Sequential(*layers)
+
+
+def resnet50(fw, classes=100):
+    nn = fw.nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin, width, stride):
+            super().__init__()
+            cout = width * 4
+            self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(width)
+            self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(width)
+            self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+            self.bn3 = nn.BatchNorm2d(cout)
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                                                nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            return self.relu(out + identity)
+
+    layers = [nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64),
+              nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, padding=1)]
+    cin = 64
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for i in range(blocks):
+            layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+            cin = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
+    return nn.Sequential(*layers)
+
+
+def mobilenet_v2(fw, classes=100):
+    nn = fw.nn
+
+    def conv_bn(cin, cout, k, stride, groups=1, act=True):
+        mods = [nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
+                nn.BatchNorm2d(cout)]
+        return mods + ([nn.ReLU6(inplace=True)] if act else [])
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, cin, cout, stride, expand):
+            super().__init__()
+            hidden = cin * expand
+            mods = conv_bn(cin, hidden, 1, 1) if expand != 1 else []
+            mods += conv_bn(hidden, hidden, 3, stride, groups=hidden)
+            mods += conv_bn(hidden, cout, 1, 1, act=False)
+            self.block = nn.Sequential(*mods)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            return x + self.block(x) if self.residual else self.block(x)
+
+    layers = conv_bn(3, 32, 3, 2)
+    cin = 32
+    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):
+        for i in range(n):
+            layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
+            cin = c
+    layers += conv_bn(cin, 1280, 1, 1)
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.0), nn.Linear(1280, classes)]
+    return nn.Sequential(*layers)
+
+
+def gnmt(fw, vocab=2000, hidden=256, layers=4):
+    nn = fw.nn
+
+    class GNMTLike(nn.Module):
+        """Encoder LSTM stack, decoder LSTM stack, dot-product attention over the encoder's
+        outputs, and a projection to the vocabulary (GNMT's shape at a small scale)."""
+
+        def __init__(self):
+            super().__init__()
+            self.src_embed = nn.Embedding(vocab, hidden)
+            self.tgt_embed = nn.Embedding(vocab, hidden)
+            self.encoder = nn.LSTM(hidden, hidden, layers, batch_first=True)
+            self.decoder = nn.LSTM(hidden, hidden, layers, batch_first=True)
+            self.combine = nn.Linear(2 * hidden, hidden)
+            self.project = nn.Linear(hidden, vocab)
+
+        def forward(self, src, tgt):
+            enc, state = self.encoder(self.src_embed(src))
+            dec, _ = self.decoder(self.tgt_embed(tgt), state)
+            scores = fw.bmm(dec, enc.transpose(1, 2)) / math.sqrt(hidden)
+            context = fw.bmm(fw.softmax(scores, dim=-1), enc)
+            out = fw.tanh(self.combine(fw.cat([dec, context], dim=-1)))
+            return self.project(out)
+
+    return GNMTLike()
+
+
+def ncf(fw, users=6040, items=3706, factors=64, mlp=(256, 128, 64)):
+    nn = fw.nn
+
+    class NeuMF(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gmf_user = nn.Embedding(users, factors)
+            self.gmf_item = nn.Embedding(items, factors)
+            self.mlp_user = nn.Embedding(users, mlp[0] // 2)
+            self.mlp_item = nn.Embedding(items, mlp[0] // 2)
+            mods = []
+            for a, b in zip(mlp[:-1], mlp[1:]):
+                mods += [nn.Linear(a, b), nn.ReLU()]
+            self.mlp = nn.Sequential(*mods)
+            self.head = nn.Linear(factors + mlp[-1], 1)
+
+        def forward(self, user, item):
+            gmf = self.gmf_user(user) * self.gmf_item(item)
+            deep = self.mlp(fw.cat([self.mlp_user(user), self.mlp_item(item)], dim=-1))
+            return self.head(fw.cat([gmf, deep], dim=-1)).squeeze(-1)
+
+    return NeuMF()
+
+
+def gpt(fw, vocab=65, block=64, layers=4, heads=4, width=128):
+    nn, F = fw.nn, fw.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1 = nn.LayerNorm(width)
+            self.qkv = nn.Linear(width, 3 * width)
+            self.proj = nn.Linear(width, width)
+            self.ln2 = nn.LayerNorm(width)
+            self.fc = nn.Linear(width, 4 * width)
+            self.fc_out = nn.Linear(4 * width, width)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(width, dim=2)
+            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
+            return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, width)
+            self.pos = nn.Embedding(block, width)
+            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
+            self.ln_f = nn.LayerNorm(width)
+            self.head = nn.Linear(width, vocab, bias=False)
+
+        def forward(self, idx):
+            t = idx.shape[1]
+            x = self.tok(idx) + self.pos(fw.arange(t))
+            return self.head(self.ln_f(self.blocks(x)))
+
+    return GPT()
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs and losses: numpy arrays shared by both frameworks
+
+
+def _images(rng, batch, size, classes=100):
+    return ((rng.standard_normal((batch, 3, size, size)).astype(np.float32),),
+            rng.integers(0, classes, batch))
+
+
+def _classify(fw, out, target):
+    return fw.nn.functional.cross_entropy(out, target)
+
+
+def _tokens(fw, out, target):
+    return fw.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+
+
+def _ncf_loss(fw, out, target):
+    return fw.nn.functional.binary_cross_entropy_with_logits(out, target)
+
+
+def _seq2seq_inputs(rng, batch=16, steps=20, vocab=2000):
+    src = rng.integers(0, vocab, (batch, steps))
+    tgt = rng.integers(0, vocab, (batch, steps))
+    return (src, tgt), rng.integers(0, vocab, (batch, steps))
+
+
+def _ncf_inputs(rng, batch=1024):
+    return ((rng.integers(0, 6040, batch), rng.integers(0, 3706, batch)),
+            rng.integers(0, 2, batch).astype(np.float32))
+
+
+def _gpt_inputs(rng, batch=12, block=64, vocab=65):
+    return (rng.integers(0, vocab, (batch, block)),), rng.integers(0, vocab, (batch, block))
+
+
+# name -> (builder, inputs(rng, smoke), loss)
+MODELS = {
+    "alexnet": (alexnet, lambda rng, s: _images(rng, 2 if s else 16, 64 if s else 128), _classify),
+    "vgg19": (vgg19, lambda rng, s: _images(rng, 2 if s else 16, 64), _classify),
+    "resnet50": (resnet50, lambda rng, s: _images(rng, 2 if s else 16, 64), _classify),
+    "mobilenet_v2": (mobilenet_v2, lambda rng, s: _images(rng, 2 if s else 16, 64), _classify),
+    "gnmt": (gnmt, lambda rng, s: _seq2seq_inputs(rng, 2 if s else 16, 4 if s else 20), _tokens),
+    "ncf": (ncf, lambda rng, s: _ncf_inputs(rng, 16 if s else 1024), _ncf_loss),
+    "gpt": (gpt, lambda rng, s: _gpt_inputs(rng, 2 if s else 12, 16 if s else 64), _tokens),
+}
+
+
+def _to(fw, array):
+    return fw.from_numpy(np.array(array, copy=True))
+
+
+def _pair(name: str, smoke: bool):
+    """Builds the model in both frameworks with ember's weights, and both sets of inputs."""
+    build, make_inputs, loss_fn = MODELS[name]
+    ember.manual_seed(0)
+    e_model = build(ember)
+    rng = np.random.default_rng(0)
+    xs, target = make_inputs(rng, smoke)
+    e = (e_model, tuple(_to(ember, a) for a in xs), _to(ember, target))
+    t = None
+    if H.torch is not None:
+        torch = H.torch
+        t_model = build(torch)
+        t_model.load_state_dict({k: _to(torch, v.numpy()) for k, v in e_model.state_dict().items()})
+        t = (t_model, tuple(_to(torch, a) for a in xs), _to(torch, target))
+    return loss_fn, e, t
+
+
+def _train_step(fw, loss_fn, model, xs, target, opt):
+    opt.zero_grad()
+    loss = loss_fn(fw, model(*xs), target)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _infer(fw, model, xs):
+    with fw.no_grad():
+        return model(*xs)
+
+
+def bench_model(name: str) -> list[H.Row]:
+    smoke = H.SETTINGS.smoke
+    loss_fn, e, t = _pair(name, smoke)
+    torch = H.torch
+    rows = []
+
+    e_model, e_xs, e_target = e
+    e_opt = ember.optim.SGD(e_model.parameters(), lr=1e-3, momentum=0.9)
+    if t is not None:
+        t_model, t_xs, t_target = t
+        t_opt = torch.optim.SGD(t_model.parameters(), lr=1e-3, momentum=0.9)
+        e_loss = _train_step(ember, loss_fn, e_model, e_xs, e_target, e_opt).item()
+        t_loss = _train_step(torch, loss_fn, t_model, t_xs, t_target, t_opt).item()
+        rel = abs(e_loss - t_loss) / max(abs(t_loss), 1e-12)
+        print(f"{name}: first loss ember {e_loss:.7f}, torch {t_loss:.7f}, relative difference "
+              f"{rel:.1e} {'(match)' if rel <= 1e-5 else '(DIFFERS: above 1e-5)'}")
+
+    fns = {"ember": lambda: _train_step(ember, loss_fn, e_model, e_xs, e_target, e_opt)}
+    if t is not None:
+        fns["torch"] = lambda: _train_step(torch, loss_fn, t_model, t_xs, t_target, t_opt)
+    times = H.measure_all(fns, warmup=1, settle=0.05)
+    rows.append(H.Row(f"{name} train step", times["ember"], "torch", times.get("torch"), 1.0))
+
+    e_model.eval()
+    fns = {"ember": lambda: _infer(ember, e_model, e_xs)}
+    if t is not None:
+        t_model.eval()
+        fns["torch"] = lambda: _infer(torch, t_model, t_xs)
+    times = H.measure_all(fns, warmup=1, settle=0.05)
+    rows.append(H.Row(f"{name} inference", times["ember"], "torch", times.get("torch"), 1.0))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = list(MODELS)
+    if "--models" in argv:
+        i = argv.index("--models")
+        chosen = argv[i + 1].split(",")
+        del argv[i:i + 2]
+        unknown = sorted(set(chosen) - set(MODELS))
+        if unknown:
+            raise SystemExit(f"unknown models {unknown}; choose from {sorted(MODELS)}")
+    H.setup("bench_models: the paper's models (and a small GPT), training and inference, "
+            "ember vs torch (CPU)", argv)
+    print(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+    rows = []
+    for name in chosen:
+        rows += bench_model(name)
+    H.report("training step (zero_grad, forward, loss, backward, SGD) and inference forward", rows)
+    load = H.load_average()
+    if load is not None:
+        print(f"load average (1 min) after the run: {load:.2f}")
+    H.summary()
+    H.save_json({"models": chosen})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
