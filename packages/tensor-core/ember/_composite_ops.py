@@ -930,6 +930,9 @@ def block_diag(*tensors):
     their promoted dtype."""
     mats = []
     for i, t in enumerate(tensors):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
         if t.dim() > 2:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
                                f"Input {i} has {t.dim()} dimensions")

@@ -378,6 +378,8 @@ def test_cartesian_prod_block_diag():
     assert ember.block_diag(ember.ones(1, 1), ember.tensor([2])).dtype == ember.float32
     with pytest.raises(RuntimeError, match="2 or fewer dimensions"):
         ember.block_diag(ember.ones(1, 1, 1))
+    with pytest.raises(TypeError, match="expected Tensor as element 1 in argument 0"):
+        ember.block_diag(ember.ones(2), 0)  # torch's TypeError (found by the op fuzzer)
 
 
 def test_unravel_index_and_small_predicates():
