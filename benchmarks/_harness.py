@@ -151,7 +151,8 @@ def versions() -> str:
         # OPENBLAS_CORETYPE, when set, overrides OpenBLAS's choice (an AVX2 kernel set on an
         # AVX-512 CPU halves GEMM speed): the header says which kernels ran.
         forced = os.environ.get("OPENBLAS_CORETYPE")
-        parts.append(f"OpenBLAS kernels {core()}" + (f" (OPENBLAS_CORETYPE={forced})" if forced else ""))
+        note = f" (OPENBLAS_CORETYPE={forced})" if forced else ""
+        parts.append(f"OpenBLAS kernels {core()}{note}")
     if torch is not None:
         parts.append(f"torch {torch.__version__}")
     if np is not None:

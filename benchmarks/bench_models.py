@@ -10,7 +10,9 @@ torch_time / ember_time is printed (> 1: ember is faster; the target is 1.0).
 Sizes are the paper's scaled to a 2-core machine: 64x64 images (AlexNet 128x128) with batch 16,
 VGG-19 at half width, GNMT-like with hidden 256 and 4+4 LSTM layers over 20 steps, NCF with batch
 1024, and nanoGPT's CPU configuration (4 layers, 4 heads, 128 wide, block 64, batch 12).
-Dropout is 0 in every model so that the two frameworks' losses can be compared.
+Dropout is 0 in every model so that the two frameworks' losses can be compared. With ResNet-50
+chosen, the peak RSS one training step adds is measured too, each framework in a fresh process
+(target: not above torch's).
 
     python benchmarks/bench_models.py [--quick] [--smoke] [--threads N] [--models a,b] [--json P]
 
@@ -29,9 +31,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (by _harness)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-
 import _harness as H  # noqa: E402
+import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -346,6 +347,47 @@ def bench_model(name: str) -> list[H.Row]:
     return rows
 
 
+_MEMORY_CHILD = """
+import sys
+sys.path.insert(0, {here!r})
+import numpy as np
+import bench_models as B
+fw = __import__({fw!r})
+fw.set_num_threads(1)
+build, make_inputs, loss_fn = B.MODELS[{name!r}]
+fw.manual_seed(0)
+model = build(fw)
+xs, target = make_inputs(np.random.default_rng(0), {smoke!r})
+xs, target = tuple(B._to(fw, a) for a in xs), B._to(fw, target)
+opt = fw.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+def status_kib(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1])
+open("/proc/self/clear_refs", "w").write("5")  # resets the peak (VmHWM) to the current RSS
+before = status_kib("VmRSS:")
+B._train_step(fw, loss_fn, model, xs, target, opt)
+print(before * 1024, status_kib("VmHWM:") * 1024)
+"""
+
+
+def step_memory(name: str) -> list[H.Row]:
+    """Peak RSS that one training step adds above the process's RSS before it (the model, its
+    inputs and the libraries already loaded), each framework in a fresh child process (Linux:
+    /proc/self/clear_refs resets the peak)."""
+    import subprocess
+
+    here = str(Path(__file__).resolve().parent)
+    grown = {}
+    for fw in ("ember", "torch") if H.torch is not None else ("ember",):
+        code = _MEMORY_CHILD.format(here=here, fw=fw, name=name, smoke=H.SETTINGS.smoke)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout.split()
+        grown[fw] = int(out[1]) - int(out[0])
+    return [H.Row(f"{name} peak RSS added by one training step", grown["ember"], "torch",
+                  grown.get("torch"), 1.0, unit="B")]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = list(MODELS)
@@ -363,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         rows += bench_model(name)
     H.report("training step (zero_grad, forward, loss, backward, SGD) and inference forward", rows)
+    if "resnet50" in chosen:
+        H.report("memory (fresh process per framework; the ratio is torch / ember)",
+                 step_memory("resnet50"))
     load = H.load_average()
     if load is not None:
         print(f"load average (1 min) after the run: {load:.2f}")

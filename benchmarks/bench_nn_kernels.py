@@ -105,6 +105,16 @@ MODEL_LAYERS = [
 ]
 
 
+def _model_layer(fw, label, xs, w, groups, stride):
+    """The layer of one MODEL_LAYERS row in framework fw (ember or torch)."""
+    if w is not None:
+        return lambda v: fw.nn.functional.conv2d(v, w, padding=w.shape[-1] // 2, stride=stride,
+                                                 groups=groups)
+    if label.startswith("batch_norm"):
+        return fw.nn.BatchNorm2d(xs[1])
+    return lambda v: fw.nn.functional.relu6(v * 1, inplace=True)
+
+
 def bench_model_layers() -> None:
     torch = H.torch
     rows: list[H.Row] = []
@@ -119,14 +129,8 @@ def bench_model_layers() -> None:
                 fns[name] = None
                 continue
             xi = x[name].requires_grad_()
-            if ws is not None:
-                w = H.inputs(ws, seed=30 + i)[name].mul(0.1).requires_grad_()
-                f = (lambda fw, w: lambda v: fw.nn.functional.conv2d(
-                    v, w, padding=w.shape[-1] // 2, stride=stride, groups=groups))(fw, w)
-            elif label.startswith("batch_norm"):
-                f = fw.nn.BatchNorm2d(xs[1])
-            else:
-                f = (lambda fw: lambda v: fw.nn.functional.relu6(v * 1, inplace=True))(fw)
+            w = H.inputs(ws, seed=30 + i)[name].mul(0.1).requires_grad_() if ws else None
+            f = _model_layer(fw, label, xs, w, groups, stride)
 
             def step(f=f, xi=xi):
                 y = f(xi)

@@ -8,10 +8,10 @@ the adjoint identity <conv(x), y> == <x, conv_transpose(y)>; PyTorch parity only
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import subprocess
 import sys
-import math
 
 import numpy as np
 import pytest
