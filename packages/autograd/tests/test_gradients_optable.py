@@ -37,6 +37,8 @@ KINKED = {"remainder", "fmod", "maximum", "minimum", "fmax", "fmin", "abs", "rel
 # No gradient for the first operand, as in PyTorch (zeta's order): checked in
 # test_gradients_api_ops.py with the second operand only.
 SECOND_OPERAND_ONLY = {"special_zeta", "igamma", "igammac"}
+# No derivative, as in torch: backward raises (test_orthogonal_polynomials_have_no_gradient).
+NO_GRADIENT = {"special_" + n for n in _formulas.ORTHOGONAL_POLYNOMIALS}
 
 
 def _float_table_ops():
@@ -56,6 +58,16 @@ def test_every_float_table_op_has_a_formula():
 def test_every_float_table_op_has_an_inplace_formula():
     missing = [n for n in _float_table_ops() if _bound(n) + "_" not in _FORMULAS]
     assert not missing, f"in-place ops without a gradient formula: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(NO_GRADIENT))
+def test_orthogonal_polynomials_have_no_gradient(name):
+    x = ember.tensor([0.3, -0.5], dtype=ember.float64, requires_grad=True)
+    fn = getattr(ember.special, name[len("special_"):])
+    y = fn(x, 3)
+    assert y.requires_grad  # recorded, so that backward can say why it stops
+    with pytest.raises(NotImplementedError, match=f"the derivative for '{name}' is not"):
+        y.sum().backward()
 
 
 def _samples(op, limit=4):
@@ -91,7 +103,8 @@ def _smooth_ops():
         return []
     ops = [op for name, op in sorted(opdb.OPS.items())
            if op.kind in FLOAT_KINDS and op.supports("float64") and name not in STEP_OPS
-           and name not in KINKED and name not in SECOND_OPERAND_ONLY]
+           and name not in KINKED and name not in SECOND_OPERAND_ONLY
+           and name not in NO_GRADIENT]
     ops += [op for name, op in opdb.PARAM_OPS.items() if name not in STEP_OPS]
     return ops
 
@@ -163,7 +176,8 @@ def test_integer_results_are_not_differentiable():
 
 @needs_opdb
 @pytest.mark.parametrize("name", sorted(n for n in _float_table_ops()
-                                        if n not in STEP_OPS and n not in SECOND_OPERAND_ONLY))
+                                        if n not in STEP_OPS and n not in SECOND_OPERAND_ONLY
+                                        and n not in NO_GRADIENT))
 def test_inplace_variant_matches_out_of_place(name):
     op = opdb.OPS.get(name)
     if op is None or not op.supports("float64"):

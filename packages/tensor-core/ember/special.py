@@ -2,9 +2,10 @@
 
 Each name is the core's own function under torch.special's name (``expit`` is ``ember.sigmoid``,
 ``gammaln`` is ``ember.lgamma``, ``i0e`` is the table op ``_C._special_i0e``, ...), so arguments,
-``out=``, dtype promotion and autograd are those of the core op. Not here yet: the Bessel
-functions of the first and second kind (``bessel_j0``, ``bessel_y1``, ...), ``airy_ai`` and the
-orthogonal polynomials.
+``out=``, dtype promotion and autograd are those of the core op. The orthogonal polynomials
+(``chebyshev_polynomial_t``, ``hermite_polynomial_h``, ``legendre_polynomial_p``, ...) are table
+ops too. Not here yet: the Bessel functions of the first and second kind (``bessel_j0``,
+``bessel_y1``, ...), ``modified_bessel_k0``/``k1`` and ``airy_ai``.
 
 >>> import ember
 >>> ember.special.expit(ember.tensor([0.0]))
@@ -51,6 +52,20 @@ round = _C.round  # noqa: A001 - torch.special's name
 sinc = _C.sinc
 softmax = _C.softmax
 xlogy = _C.xlogy
+# The orthogonal polynomials P_n(x), f(input, n): table ops (kernels/special_math.h), n truncated
+# to an integer as torch's; no gradient, as in torch.
+chebyshev_polynomial_t = _C._special_chebyshev_polynomial_t
+chebyshev_polynomial_u = _C._special_chebyshev_polynomial_u
+chebyshev_polynomial_v = _C._special_chebyshev_polynomial_v
+chebyshev_polynomial_w = _C._special_chebyshev_polynomial_w
+shifted_chebyshev_polynomial_t = _C._special_shifted_chebyshev_polynomial_t
+shifted_chebyshev_polynomial_u = _C._special_shifted_chebyshev_polynomial_u
+shifted_chebyshev_polynomial_v = _C._special_shifted_chebyshev_polynomial_v
+shifted_chebyshev_polynomial_w = _C._special_shifted_chebyshev_polynomial_w
+hermite_polynomial_h = _C._special_hermite_polynomial_h
+hermite_polynomial_he = _C._special_hermite_polynomial_he
+laguerre_polynomial_l = _C._special_laguerre_polynomial_l
+legendre_polynomial_p = _C._special_legendre_polynomial_p
 
 
 def spherical_bessel_j0(input, *, out=None):
@@ -63,6 +78,11 @@ def spherical_bessel_j0(input, *, out=None):
     return out.copy_(r)
 
 __all__ = [
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w",
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
     "gammaincc", "gammaln",
     "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",

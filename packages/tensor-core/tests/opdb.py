@@ -759,6 +759,69 @@ def _lgamma_scalar(x: float) -> float:
 _lgamma = _vec(_lgamma_scalar)
 
 
+def _orthogonal(family: str, shift: bool = False) -> Callable:
+    """P_n(x) from numpy.polynomial (a unit coefficient vector), n truncated; 0 for n < 0. The
+    Chebyshev V and W kinds, which NumPy lacks, from their relation to U:
+    V_n = U_n - U_{n-1}, W_n = U_n + U_{n-1}."""
+    from numpy.polynomial import chebyshev, hermite, hermite_e, laguerre, legendre
+
+    evaluate = {"t": chebyshev.chebval, "u": None, "h": hermite.hermval,
+                "he": hermite_e.hermeval, "l": laguerre.lagval, "p": legendre.legval}
+
+    def cheb_u(x: float, n: int) -> float:
+        if n < 0:
+            return 0.0
+        return float(chebyshev.chebval(x, chebyshev.poly2cheb(_u_power_series(n))))
+
+    def one(x: float, n: float) -> float:
+        if math.isnan(n):
+            return math.nan
+        k = int(math.trunc(n))
+        if k <= 0:
+            return 0.0 if k < 0 else 1.0  # whatever x is, as torch's
+        if math.isnan(x):
+            return math.nan
+        if shift:
+            x = 2 * x - 1
+        if family in ("u", "v", "w"):
+            u, u_prev = cheb_u(x, k), cheb_u(x, k - 1)
+            return {"u": u, "v": u - u_prev, "w": u + u_prev}[family]
+        c = np.zeros(k + 1)
+        c[k] = 1
+        return float(evaluate[family](x, c))
+
+    return _vec(one)
+
+
+def _u_power_series(n: int) -> np.ndarray:
+    """U_n's coefficients in powers of x, from U_{k+1} = 2x U_k - U_{k-1}."""
+    prev, cur = np.array([1.0]), np.array([0.0, 2.0])
+    if n == 0:
+        return prev
+    for _ in range(n - 1):
+        nxt = np.zeros(len(cur) + 1)
+        nxt[1:] += 2 * cur
+        nxt[: len(prev)] -= prev
+        prev, cur = cur, nxt
+    return cur
+
+
+# x over [-1.5, 1.5] (inside and outside the orthogonality interval), degrees 0..12 (and -1).
+_POLY_X = Domain(lo=-1.5, hi=1.5, int_lo=-1, int_hi=1)
+_POLY_N = Domain(lo=-1.0, hi=12.0, int_lo=-1, int_hi=12, integer_valued=True)
+_POLYNOMIALS = {
+    f"special_{prefix}{name}": (kind, prefix == "shifted_")
+    for prefix, name, kind in [("", "chebyshev_polynomial_t", "t"), ("", "chebyshev_polynomial_u", "u"),
+                               ("", "chebyshev_polynomial_v", "v"), ("", "chebyshev_polynomial_w", "w"),
+                               ("shifted_", "chebyshev_polynomial_t", "t"),
+                               ("shifted_", "chebyshev_polynomial_u", "u"),
+                               ("shifted_", "chebyshev_polynomial_v", "v"),
+                               ("shifted_", "chebyshev_polynomial_w", "w"),
+                               ("", "hermite_polynomial_h", "h"), ("", "hermite_polynomial_he", "he"),
+                               ("", "laguerre_polynomial_l", "l"), ("", "legendre_polynomial_p", "p")]
+}
+
+
 POSITIVE = Domain(lo=0.05, hi=6.0, int_lo=1, int_hi=9)
 UNIT = Domain(lo=-0.95, hi=0.95, int_lo=-1, int_hi=1)
 NONZERO = Domain(exclude_zero=True)
@@ -857,6 +920,9 @@ BINARY_REFS: dict[str, dict] = {
                     domain=Domain(lo=0.1, hi=6.0), rhs_domain=Domain(lo=0.05, hi=9.0)),
     "special_zeta": dict(ref=_vec(_zeta_scalar), domain=Domain(lo=1.1, hi=6.0, int_lo=2, int_hi=9),
                          rhs_domain=POSITIVE, fn_name="_special_zeta"),
+    **{name: dict(ref=_orthogonal(kind, shift), domain=_POLY_X, rhs_domain=_POLY_N,
+                  fn_name="_" + name)
+       for name, (kind, shift) in _POLYNOMIALS.items()},
     "logaddexp": dict(ref=np.logaddexp, dtypes=FLOAT_DTYPES),
     "logaddexp2": dict(ref=np.logaddexp2, dtypes=FLOAT_DTYPES),
     "fmax": dict(ref=_fmax),
@@ -906,6 +972,10 @@ SKIPS: dict[str, list[Skip]] = {
     **{n: [Skip("+-inf, 1e30 and the negative shapes follow torch's edge rules: checked against "
                 "torch in test_api_ops.py", FLOAT_DTYPES, ("special",))]
        for n in ("igamma", "igammac")},
+    **{n: [Skip("degrees of +-inf and 1e30: NaN where a recurrence would run that long, the "
+                "closed forms at |x| <= 1 for the Chebyshev kinds: checked by hand and against "
+                "torch in test_api_ops.py", FLOAT_DTYPES, ("special",))]
+       for n in _POLYNOMIALS},
     "special_zeta": [Skip("the orders and arguments at +-inf and 1e30 follow Cephes's zeta, as "
                           "torch's: checked against torch in test_api_ops.py",
                           ("float32", "float64"), ("special",))],
@@ -1198,6 +1268,7 @@ EXPECTED_KINDS = {
         "add sub mul floor_divide div_trunc remainder fmod pow maximum minimum fmax fmin").split()},
     "div": "TRUEDIV",
     **{n: "FLOAT2" for n in "atan2 hypot copysign xlogy special_xlog1py special_zeta".split()},
+    **{n: "FLOAT2" for n in _POLYNOMIALS},
     **{n: "FLOAT_ONLY2" for n in "logaddexp logaddexp2 igamma igammac".split()},
     **{n: "CMP" for n in "eq ne lt le gt ge".split()},
     **{n: "LOGICAL" for n in "logical_and logical_or logical_xor".split()},

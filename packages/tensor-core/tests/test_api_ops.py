@@ -691,6 +691,56 @@ def test_igamma_matches_torch_at_the_edges():
         np.testing.assert_allclose(got[keep], want[keep], rtol=1e-12, atol=1e-300, err_msg=name)
 
 
+POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+               "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+               "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+               "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+def test_orthogonal_polynomials_by_hand():
+    """Closed values: T_n(cos t) = cos(n t) at large n, U_n(1) = n + 1, V_n(-1) = (-1)^n (2n+1),
+    W_n(1) = 2n + 1, P_n(-1) = (-1)^n, L_n(0) = 1, H_3(x) = 8x^3 - 12x, He_3(x) = x^3 - 3x; a
+    negative degree gives 0, a fractional one is truncated, a huge one that would need a
+    recurrence gives NaN (no loop of 1e30 steps per element)."""
+    sp = ember.special
+    x = t([0.3], dtype=ember.float64)
+    assert sp.chebyshev_polynomial_t(x, 40).item() == pytest.approx(math.cos(40 * math.acos(0.3)),
+                                                                     rel=1e-12)
+    assert sp.chebyshev_polynomial_u(t([1.0]), 7).item() == 8
+    assert sp.chebyshev_polynomial_v(t([-1.0]), 3).item() == -7
+    assert sp.chebyshev_polynomial_w(t([1.0]), 4).item() == 9
+    assert sp.legendre_polynomial_p(t([-1.0]), 5).item() == -1
+    assert sp.laguerre_polynomial_l(t([0.0]), 1e30).item() == 1
+    assert sp.hermite_polynomial_h(x, 3).item() == pytest.approx(8 * 0.3**3 - 12 * 0.3, rel=1e-14)
+    assert sp.hermite_polynomial_he(x, 3.7).item() == pytest.approx(0.3**3 - 0.9, rel=1e-14)
+    assert sp.hermite_polynomial_he(x, -2).item() == 0
+    assert math.isnan(sp.legendre_polynomial_p(x, 1e30).item())
+    assert math.isnan(sp.hermite_polynomial_h(t([math.nan]), 2).item())
+    y = sp.chebyshev_polynomial_t(ember.arange(3), 2)  # integers promote to the float default
+    assert y.dtype == ember.float32 and y.tolist() == [-1.0, 1.0, 7.0]
+    out = ember.empty(1, dtype=ember.float64)
+    assert sp.legendre_polynomial_p(x, 2, out=out) is out
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_orthogonal_polynomials_match_torch(name):
+    """Inside and outside [-1, 1], at +-1, 0 and NaN, degrees -1 to 30 (both the recurrences and
+    the trigonometric forms)."""
+    torch = pytest.importorskip("torch")
+    xs = [-1.7, -1.0, -0.6, -0.1, 0.0, 0.25, 0.5, 0.99, 1.0, 1.3]
+    ns = [-1, 0, 1, 2, 3, 8, 9, 12, 30]
+    a, b = np.meshgrid(xs, ns, indexing="ij")
+    fn = getattr(ember.special, name)
+    got = np.array(fn(t(a.tolist()), t(b.tolist())).tolist())
+    want = getattr(torch.special, name)(torch.tensor(a), torch.tensor(b)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
+    # NaN x: 0 for n < 0 and 1 for n = 0, as torch's; NaN from degree 1 on (torch 2.13 returns
+    # an uninitialised value for Legendre and Laguerre there).
+    at_nan = fn(t([math.nan] * 4), t([-1.0, 0.0, 1.0, 5.0])).tolist()
+    assert at_nan[:2] == [0.0, 1.0] and all(math.isnan(v) for v in at_nan[2:])
+
+
 # ---- in-place views, fill, zero_, detach_ ----
 
 def test_inplace_views():

@@ -897,3 +897,23 @@ def _igamma_vjp(sign):
 
 grad("igamma", save="all", inplace_too=True)(_igamma_vjp(1.0))
 grad("igammac", save="all", inplace_too=True)(_igamma_vjp(-1.0))
+
+
+# torch.special's orthogonal polynomials have no derivative in torch (derivatives.yaml:
+# not_implemented for x, non-differentiable n): the same error at backward.
+ORTHOGONAL_POLYNOMIALS = tuple(
+    f"{prefix}{family}_polynomial_{kind}"
+    for prefix, family, kind in [("", "chebyshev", k) for k in "tuvw"]
+    + [("shifted_", "chebyshev", k) for k in "tuvw"]
+    + [("", "hermite", "h"), ("", "hermite", "he"), ("", "laguerre", "l"), ("", "legendre", "p")])
+
+
+def _not_implemented(name):
+    def vjp(g, needs, out, x, n):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+    return vjp
+
+
+for _n in ORTHOGONAL_POLYNOMIALS:
+    grad("_special_" + _n, inplace_too=True)(_not_implemented("special_" + _n))

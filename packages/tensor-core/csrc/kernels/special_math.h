@@ -321,4 +321,149 @@ EMBER_MATH double igammac(double a, double x) {
   return x < a + 1 ? 1 - detail::igamma_series(a, x) : detail::igammac_fraction(a, x);
 }
 
+// ---- orthogonal polynomials: torch.special.<family>_polynomial_<kind>(x, n) ----
+// The degree n is truncated to an integer, as torch converts it; n < 0 gives 0. Each is its
+// three-term recurrence from P_0 and P_1, except where a closed form is exact or shorter: the
+// values at x = +-1, and for the Chebyshev kinds at |x| < 1 and n > 8 the trigonometric forms
+// (T_n(cos t) = cos(n t), U_n = sin((n+1) t) / sin t, V_n = cos((n+1/2) t) / cos(t/2),
+// W_n = sin((n+1/2) t) / sin(t/2)), which round once instead of n times. A recurrence stops
+// once its value overflows; degrees above kMaxDegree that would need one give NaN rather than a
+// loop of that length per element.
+namespace poly {
+constexpr double kMaxDegree = 16777216.0;  // 2^24
+
+// (P_0, P_1, step(k, P_k, P_{k-1}) -> P_{k+1}) evaluated at degree n >= 2.
+template <typename Step>
+EMBER_MATH double recurrence(double n, double p0, double p1, Step step) {
+  if (n > kMaxDegree) return kNaN;
+  const long long last = static_cast<long long>(n);
+  double prev = p0, cur = p1;
+  for (long long k = 1; k < last; ++k) {
+    const double next = step(static_cast<double>(k), cur, prev);
+    prev = cur, cur = next;
+    if (!std::isfinite(cur)) break;
+  }
+  return cur;
+}
+
+// The degree truncated toward zero (NaN stays NaN). Every polynomial then answers a NaN degree
+// with NaN, a negative one with 0 and degree 0 with 1, whatever x is (torch's order); a NaN x
+// gives NaN from degree 1 on (it flows through the forms below).
+EMBER_MATH double degree(double n) { return std::isnan(n) ? n : std::trunc(n); }
+
+EMBER_MATH bool odd(double n) { return std::fmod(n, 2.0) != 0; }
+}  // namespace poly
+
+EMBER_MATH double chebyshev_t(double x, double n) {
+  n = poly::degree(n);
+  if (std::isnan(n)) return kNaN;
+  if (n < 0) return 0;
+  if (n == 0) return 1;  // before x is looked at: NaN included, as torch's
+  if (std::fabs(x) == 1) return (x > 0 || !poly::odd(n)) ? 1 : -1;
+  if (std::fabs(x) < 1 && n > 8) return std::cos(n * std::acos(x));
+  if (n == 0) return 1;
+  if (n == 1) return x;
+  return poly::recurrence(n, 1, x, [x](double, double c, double p) { return 2 * x * c - p; });
+}
+
+EMBER_MATH double chebyshev_u(double x, double n) {
+  n = poly::degree(n);
+  if (std::isnan(n)) return kNaN;
+  if (n < 0) return 0;
+  if (n == 0) return 1;  // before x is looked at: NaN included, as torch's
+  if (std::fabs(x) == 1) return (x > 0 || !poly::odd(n)) ? n + 1 : -(n + 1);
+  if (std::fabs(x) < 1 && n > 8) {
+    const double t = std::acos(x);
+    return std::sin((n + 1) * t) / std::sin(t);
+  }
+  if (n == 0) return 1;
+  if (n == 1) return 2 * x;
+  return poly::recurrence(n, 1, 2 * x, [x](double, double c, double p) { return 2 * x * c - p; });
+}
+
+EMBER_MATH double chebyshev_v(double x, double n) {
+  n = poly::degree(n);
+  if (std::isnan(n)) return kNaN;
+  if (n < 0) return 0;
+  if (n == 0) return 1;  // before x is looked at: NaN included, as torch's
+  if (x == 1) return 1;
+  if (x == -1) return poly::odd(n) ? -(2 * n + 1) : 2 * n + 1;
+  if (std::fabs(x) < 1 && n > 8) {
+    const double t = std::acos(x);
+    return std::cos((n + 0.5) * t) / std::cos(t / 2);
+  }
+  if (n == 0) return 1;
+  if (n == 1) return 2 * x - 1;
+  return poly::recurrence(n, 1, 2 * x - 1, [x](double, double c, double p) { return 2 * x * c - p; });
+}
+
+EMBER_MATH double chebyshev_w(double x, double n) {
+  n = poly::degree(n);
+  if (std::isnan(n)) return kNaN;
+  if (n < 0) return 0;
+  if (n == 0) return 1;  // before x is looked at: NaN included, as torch's
+  if (x == 1) return 2 * n + 1;
+  if (x == -1) return poly::odd(n) ? -1 : 1;
+  if (std::fabs(x) < 1 && n > 8) {
+    const double t = std::acos(x);
+    return std::sin((n + 0.5) * t) / std::sin(t / 2);
+  }
+  if (n == 0) return 1;
+  if (n == 1) return 2 * x + 1;
+  return poly::recurrence(n, 1, 2 * x + 1, [x](double, double c, double p) { return 2 * x * c - p; });
+}
+
+// The shifted Chebyshev polynomials, orthogonal on [0, 1]: P*_n(x) = P_n(2x - 1).
+EMBER_MATH double shifted_chebyshev_t(double x, double n) { return chebyshev_t(2 * x - 1, n); }
+EMBER_MATH double shifted_chebyshev_u(double x, double n) { return chebyshev_u(2 * x - 1, n); }
+EMBER_MATH double shifted_chebyshev_v(double x, double n) { return chebyshev_v(2 * x - 1, n); }
+EMBER_MATH double shifted_chebyshev_w(double x, double n) { return chebyshev_w(2 * x - 1, n); }
+
+// Physicists' Hermite H (H_1 = 2x) and probabilists' He (He_1 = x).
+EMBER_MATH double hermite_h(double x, double n) {
+  n = poly::degree(n);
+  if (std::isnan(n)) return kNaN;
+  if (n < 0) return 0;
+  if (n == 0) return 1;  // before x is looked at: NaN included, as torch's
+  if (n == 0) return 1;
+  if (n == 1) return 2 * x;
+  return poly::recurrence(n, 1, 2 * x,
+                          [x](double k, double c, double p) { return 2 * x * c - 2 * k * p; });
+}
+
+EMBER_MATH double hermite_he(double x, double n) {
+  n = poly::degree(n);
+  if (std::isnan(n)) return kNaN;
+  if (n < 0) return 0;
+  if (n == 0) return 1;  // before x is looked at: NaN included, as torch's
+  if (n == 0) return 1;
+  if (n == 1) return x;
+  return poly::recurrence(n, 1, x, [x](double k, double c, double p) { return x * c - k * p; });
+}
+
+EMBER_MATH double laguerre_l(double x, double n) {
+  n = poly::degree(n);
+  if (std::isnan(n)) return kNaN;
+  if (n < 0) return 0;
+  if (n == 0) return 1;  // before x is looked at: NaN included, as torch's
+  if (x == 0 || n == 0) return 1;  // L_n(0) = 1
+  if (n == 1) return 1 - x;
+  return poly::recurrence(n, 1, 1 - x, [x](double k, double c, double p) {
+    return ((2 * k + 1 - x) * c - k * p) / (k + 1);
+  });
+}
+
+EMBER_MATH double legendre_p(double x, double n) {
+  n = poly::degree(n);
+  if (std::isnan(n)) return kNaN;
+  if (n < 0) return 0;
+  if (n == 0) return 1;  // before x is looked at: NaN included, as torch's
+  if (std::fabs(x) == 1) return (x > 0 || !poly::odd(n)) ? 1 : -1;
+  if (n == 0) return 1;
+  if (n == 1) return x;
+  return poly::recurrence(n, 1, x, [x](double k, double c, double p) {
+    return ((2 * k + 1) * x * c - k * p) / (k + 1);
+  });
+}
+
 }  // namespace ember::math::special

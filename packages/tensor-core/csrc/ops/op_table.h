@@ -98,6 +98,22 @@
   X(xlogy, FLOAT2, math::xlogy(a, b))                              \
   X(special_xlog1py, FLOAT2, math::special2(a, b, math::special::xlog1py)) \
   X(special_zeta, FLOAT2, math::special2(a, b, math::special::zeta)) \
+  X(special_chebyshev_polynomial_t, FLOAT2, math::special2(a, b, math::special::chebyshev_t)) \
+  X(special_chebyshev_polynomial_u, FLOAT2, math::special2(a, b, math::special::chebyshev_u)) \
+  X(special_chebyshev_polynomial_v, FLOAT2, math::special2(a, b, math::special::chebyshev_v)) \
+  X(special_chebyshev_polynomial_w, FLOAT2, math::special2(a, b, math::special::chebyshev_w)) \
+  X(special_shifted_chebyshev_polynomial_t, FLOAT2,                                  \
+    math::special2(a, b, math::special::shifted_chebyshev_t))                        \
+  X(special_shifted_chebyshev_polynomial_u, FLOAT2,                                  \
+    math::special2(a, b, math::special::shifted_chebyshev_u))                        \
+  X(special_shifted_chebyshev_polynomial_v, FLOAT2,                                  \
+    math::special2(a, b, math::special::shifted_chebyshev_v))                        \
+  X(special_shifted_chebyshev_polynomial_w, FLOAT2,                                  \
+    math::special2(a, b, math::special::shifted_chebyshev_w))                        \
+  X(special_hermite_polynomial_h, FLOAT2, math::special2(a, b, math::special::hermite_h)) \
+  X(special_hermite_polynomial_he, FLOAT2, math::special2(a, b, math::special::hermite_he)) \
+  X(special_laguerre_polynomial_l, FLOAT2, math::special2(a, b, math::special::laguerre_l)) \
+  X(special_legendre_polynomial_p, FLOAT2, math::special2(a, b, math::special::legendre_p)) \
   X(igamma, FLOAT_ONLY2, math::special2(a, b, math::special::igamma)) \
   X(igammac, FLOAT_ONLY2, math::special2(a, b, math::special::igammac)) \
   X(logaddexp, FLOAT_ONLY2, math::logaddexp(a, b))                 \

@@ -597,6 +597,20 @@ def _special_kernel(scipy_name: str, cpu_name: str) -> Callable:
     return fn
 
 
+def _host_kernel(cpu_name: str) -> Callable:
+    """Functions CuPy has no kernel of (the orthogonal polynomials): the core's CPU kernel over a
+    host copy, so a device gives the CPU's values. The compiled CUDA kernels (the op table's
+    formula) are the usual path; this one serves when they are off or unavailable."""
+
+    def fn(*arrays):
+        mod = xp()
+        host = [a.get() if mod is not numpy and hasattr(a, "get") else a for a in arrays]
+        cpu = getattr(_C, cpu_name)(*(_C.from_numpy(numpy.ascontiguousarray(h)) for h in host))
+        return mod.asarray(cpu.numpy())
+
+    return fn
+
+
 def _erfinv_scalar(y: float) -> float:
     if y <= -1 or y >= 1:
         return math.copysign(math.inf, y) if abs(y) == 1 else math.nan
@@ -651,6 +665,12 @@ ELEMENTWISE: dict[str, Callable] = {
     **{"_special_" + f: _special_kernel(f, "_special_" + f)
        for f in ("i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlog1py",
                  "zeta")},
+    **{"_special_" + f: _host_kernel("_special_" + f)
+       for f in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                 "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+                 "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                 "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+                 "laguerre_polynomial_l", "legendre_polynomial_p")},
     "sinc": lambda x: xp().sinc(x), "deg2rad": _x("deg2rad"), "rad2deg": _x("rad2deg"),
     "reciprocal": lambda x: 1 / x, "frac": lambda x: x - xp().trunc(x), "neg": _x("negative"),
     "abs": _x("absolute"), "square": lambda x: x * x, "sign": _sign,
