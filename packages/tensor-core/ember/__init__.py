@@ -201,6 +201,9 @@ _COMPONENTS = {
     "nn": ("ember.nn", "ember-nn"),
     "optim": ("ember.optim", "ember-nn"),
     "distributions": ("ember.distributions", "ember-nn"),
+    "fx": ("ember.fx", "ember-nn"),
+    "_dynamo": ("ember._dynamo", "ember-nn"),
+    "_inductor": ("ember._inductor", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),
     "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
     "cpu": ("ember.cpu", "ember-tensor"),
@@ -233,6 +236,8 @@ def _not_installed(module: str, dist: str) -> str:
 def __getattr__(name: str):
     if name == "vmap":  # torch.vmap is torch.func.vmap
         return __getattr__("func").vmap
+    if name == "compile":  # torch.compile is torch._dynamo's optimize
+        return __getattr__("_dynamo").optimize
     if name in _COMPONENTS:
         module, dist = _COMPONENTS[name]
         try:
