@@ -9,6 +9,7 @@ only a branch on tensor *data* (``if x.sum() > 0``, ``.item()``) breaks the capt
 
 from __future__ import annotations
 
+import copy
 import inspect
 import time
 import warnings
@@ -107,6 +108,12 @@ _DECOMPOSITIONS: dict[Callable, Callable] = {
 }
 
 
+def _copy(value):
+    if isinstance(value, ember.Tensor):
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    return value
+
+
 class _CaptureTracer(fx.Tracer):
     """fx tracing that also runs each recorded op on example values (``node.meta['val']``), so
     that shape questions have answers and the fuser knows every node's shape and dtype."""
@@ -116,11 +123,21 @@ class _CaptureTracer(fx.Tracer):
         self._example_values = True
         self._inputs = inputs
         self._decompose = decompose
+        self._module_copies: dict[str, nn.Module] = {}
 
     def is_leaf_module(self, m, module_qualified_name: str) -> bool:
         # modules that update buffers in place (batch norm's running statistics) stay one call
         return any(True for _ in m.buffers(recurse=False)) and \
             (type(m).__module__ or "").startswith("ember.nn")
+
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        # buffers too (fx records only parameters): their in-place updates belong in the graph
+        if isinstance(attr_val, ember.Tensor) and id(attr_val) in self.tensor_attrs:
+            name = self.tensor_attrs[id(attr_val)]
+            if name not in parameter_proxy_cache:
+                parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {})
+            return parameter_proxy_cache[name]
+        return attr_val
 
     def _call_function(self, fn, args, kwargs):
         if self._decompose and fn in _DECOMPOSITIONS:
@@ -130,10 +147,13 @@ class _CaptureTracer(fx.Tracer):
         return super()._call_function(fn, args, kwargs)
 
     def _record_example_value(self, node) -> None:
+        # The capture runs the program once on copies (inputs, attributes, leaf modules), so
+        # that its in-place updates (a buffer's add_, batch norm's running statistics) happen
+        # once, in the compiled run, not twice on the first call.
         def value(n):
             return n.meta["val"]
         if node.op == "placeholder":
-            node.meta["val"] = self._inputs[node.target]
+            node.meta["val"] = _copy(self._inputs[node.target])
             return
         args = map_arg(node.args, value)
         kwargs = map_arg(node.kwargs, value)
@@ -143,13 +163,16 @@ class _CaptureTracer(fx.Tracer):
                 result = self.root
                 for atom in node.target.split("."):
                     result = getattr(result, atom)
+                result = _copy(result)
             elif node.op == "call_function":
                 result = node.target(*args, **kwargs)
             elif node.op == "call_method":
                 result = getattr(args[0], node.target)(*args[1:], **kwargs)
             else:  # call_module
-                mod = self.root.get_submodule(node.target)
-                result = mod(*args, **kwargs)
+                if node.target not in self._module_copies:
+                    self._module_copies[node.target] = copy.deepcopy(
+                        self.root.get_submodule(node.target))
+                result = self._module_copies[node.target](*args, **kwargs)
         finally:
             self._evaluating -= 1
         node.meta["val"] = result
@@ -191,7 +214,8 @@ def _signature(value) -> tuple:
     return ("value", type(value), value)
 
 
-def _describe_change(names, old, new) -> str:
+def _describe_change(names, old_key, new_key) -> str:
+    old, new = old_key[0], new_key[0]
     for name, a, b in zip(names, old, new):
         if a == b:
             continue
@@ -201,7 +225,9 @@ def _describe_change(names, old, new) -> str:
                 if x != y:
                     return f"{name}: {what} changed from {x} to {y}"
         return f"{name}: changed from {a[-1]!r} to {b[-1]!r}"
-    return "grad mode or a module's training flag changed"
+    if old_key[1][0] != new_key[1][0]:
+        return f"grad mode changed from {old_key[1][0]} to {new_key[1][0]}"
+    return "a module's training flag changed (train()/eval())"
 
 
 @dataclass
@@ -272,7 +298,7 @@ class _Compiled:
                 return self._fallback(None, f"cache_size_limit ({config.cache_size_limit}) "
                                       "reached", eager, args, kwargs)
             if self._cache:
-                reason = _describe_change(names, self._last_key[0], key[0]) \
+                reason = _describe_change(names, self._last_key, key) \
                     if self._last_key else "new signature"
                 self.recompilations.append(Recompilation(self._format_key(names, key), reason))
                 counters["recompiles"][self._name()] += 1
@@ -313,11 +339,14 @@ class _Compiled:
         backend = self.backend
         decompose = backend == "inductor"
         tracer = _CaptureTracer(tensors, decompose)
+        rng = ember.get_rng_state()  # the capture's random ops must not move the generator
         try:
             graph = tracer.trace(root, concrete_args=concrete)
         except (TraceError, NotImplementedError, RuntimeError, TypeError) as e:
             counters["graph_break"][str(e)] += 1
             return _Entry(None, f"capture failed: {e}")
+        finally:
+            ember.set_rng_state(rng)
         gm = fx.GraphModule(tracer.root, graph, type(root).__name__ if self.module is not None
                             else getattr(root, "__name__", "fn"))
         counters["stats"]["unique_graphs"] += 1

@@ -1,0 +1,427 @@
+"""ember.compile: compiled models against eager ember (forward and gradients, to 1e-6 of the
+largest value), reductions against NumPy, fallbacks, guards and recompilations, the kernel
+cache, the backends and the generated sources."""
+
+import math
+import shutil
+import subprocess
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember import _dynamo
+from ember._inductor import cpp
+
+pytestmark = pytest.mark.skipif(cpp.compiler() is None, reason="no C++ compiler")
+
+RTOL = 1e-6
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_COMPILE_CACHE_DIR", str(tmp_path / "cache"))
+    cpp._loaded.clear()
+    _dynamo.reset()
+    yield
+    cpp._loaded.clear()
+
+
+def _close(a, b, rtol=RTOL):
+    """Agreement to ``rtol`` of the largest magnitude (float32 rounding of the values)."""
+    a, b = a.detach().numpy(), b.detach().numpy()
+    assert a.shape == b.shape
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    scale = max(np.abs(b[np.isfinite(b)]).max(initial=0.0), 1e-30)
+    diff = np.abs(np.where(np.isfinite(b), a - b, 0.0)).max(initial=0.0)
+    assert diff <= rtol * scale, f"max difference {diff} > {rtol} * {scale}"
+    np.testing.assert_array_equal(a[~np.isfinite(b)], b[~np.isfinite(b)])
+
+
+def new_gelu(x):
+    return 0.5 * x * (1.0 + ember.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+class GeluMLP(nn.Module):
+    def __init__(self, d=32, h=64):
+        super().__init__()
+        self.fc1 = nn.Linear(d, h)
+        self.fc2 = nn.Linear(h, d)
+
+    def forward(self, x):
+        return x + self.fc2(new_gelu(self.fc1(x)))
+
+
+class Block(nn.Module):
+    """LayerNorm, attention, GELU MLP: a transformer block."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.ln2 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.mlp = GeluMLP(d, 4 * d)
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+        att = att - att.amax(-1, keepdim=True)
+        att = att.exp()
+        att = att / att.sum(-1, keepdim=True)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return self.mlp(self.ln2(x))
+
+
+class Norms(nn.Module):
+    """A layer norm written out (mean and variance reductions), silu, sigmoid, dropout (eval)."""
+
+    def __init__(self, d=48):
+        super().__init__()
+        self.w = nn.Parameter(ember.randn(d))
+        self.b = nn.Parameter(ember.randn(d))
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        mu = x.mean(-1, keepdim=True)
+        xc = x - mu
+        var = (xc * xc).mean(-1, keepdim=True)
+        y = xc * ember.rsqrt(var + 1e-5) * self.w + self.b
+        y = F.silu(y) + ember.sigmoid(y) * 0.5 - y.exp().log1p()
+        return self.drop(y)
+
+
+def _check_model(model, *inputs, loss=lambda y: (y * y).mean()):
+    compiled = ember.compile(model)
+    y = compiled(*inputs)
+    _close(y, model(*inputs))
+    params = [p for p in model.parameters()]
+    grads_in = [t for t in inputs if t.requires_grad]
+    model.zero_grad()
+    for t in grads_in:
+        t.grad = None
+    loss(compiled(*inputs)).backward()
+    compiled_grads = [p.grad.clone() for p in params] + [t.grad.clone() for t in grads_in]
+    model.zero_grad()
+    for t in grads_in:
+        t.grad = None
+    loss(model(*inputs)).backward()
+    eager_grads = [p.grad for p in params] + [t.grad for t in grads_in]
+    for a, b in zip(compiled_grads, eager_grads):
+        _close(a, b)
+    return compiled
+
+
+@pytest.mark.parametrize("make, shape", [(GeluMLP, (16, 32)), (Block, (2, 8, 32)),
+                                         (Norms, (6, 48))])
+def test_models_match_eager_forward_and_gradients(make, shape):
+    model = make()
+    model.eval()  # dropout off: the compiled and eager runs see the same function
+    x = ember.randn(*shape, requires_grad=True)
+    compiled = _check_model(model, x)
+    state = _dynamo.compiled_state(compiled)
+    fused = [e for e in state.entries() if e.compiled is not None]
+    assert fused and fused[-1].compiled.groups, state.report()
+
+
+def test_float64_and_broadcast_inputs():
+    def f(x, bias, scale):
+        return ((x + bias) * scale).sigmoid().sum(-1)
+
+    x = ember.randn(5, 7, dtype=ember.float64, requires_grad=True)
+    bias = ember.randn(7, dtype=ember.float64, requires_grad=True)
+    scale = ember.randn(5, 1, dtype=ember.float64, requires_grad=True)
+    compiled = ember.compile(f)
+    _close(compiled(x, bias, scale), f(x, bias, scale), 1e-12)
+    compiled(x, bias, scale).sum().backward()
+    got = [t.grad.clone() for t in (x, bias, scale)]
+    for t in (x, bias, scale):
+        t.grad = None
+    f(x, bias, scale).sum().backward()
+    for a, t in zip(got, (x, bias, scale)):
+        assert a.shape == t.shape
+        _close(a, t.grad, 1e-12)
+
+
+@pytest.mark.parametrize("dims, keepdim", [((-1,), False), ((1, 2), True), (None, False)])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+def test_fused_reductions_against_numpy(op, dims, keepdim):
+    def f(x, y):
+        z = (x * y + 1.0).tanh()
+        if dims is None:
+            return getattr(z, op)()
+        return getattr(z, op)(dims, keepdim=keepdim)
+
+    x, y = ember.randn(3, 4, 700), ember.randn(4, 700)
+    with ember.no_grad():
+        out = ember.compile(f)(x, y)
+    z = np.tanh(x.numpy() * y.numpy() + np.float32(1.0)).astype(np.float64)
+    npop = {"sum": np.sum, "mean": np.mean, "amax": np.max, "amin": np.min}[op]
+    axis = None if dims is None else tuple(d % 3 for d in dims)
+    expected = npop(z, axis=axis, keepdims=keepdim if dims is not None else False)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_large_tensors_use_the_parallel_paths():
+    x = ember.randn(300, 1000)
+    with ember.no_grad():
+        compiled = ember.compile(lambda x: ((x * 2).exp() - 1).sum())
+        _close(compiled(x), ((x * 2).exp() - 1).sum())
+        compiled2 = ember.compile(lambda x: (x.sin() + x.cos()) * 3)
+        _close(compiled2(x), (x.sin() + x.cos()) * 3)
+
+
+def test_nan_and_inf_behave_as_eager():
+    def f(x):
+        return (x * 2).exp().sigmoid() + x.sqrt() - x.relu()
+
+    x = ember.tensor([float("nan"), float("inf"), -float("inf"), -1.0, 0.0, 100.0, 1e-3])
+    with ember.no_grad():
+        _close(ember.compile(f)(x), f(x))
+
+
+def test_data_dependent_control_flow_falls_back_with_reason():
+    def f(x):
+        y = x.exp()
+        if y.sum() > 10:
+            return y * 2
+        return y - 1
+
+    compiled = ember.compile(f)
+    x = ember.randn(8)
+    with pytest.warns(UserWarning, match="runs eagerly: capture failed: data-dependent"):
+        _close(compiled(x), f(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the warning comes once
+        _close(compiled(x * 3), f(x * 3))
+    state = _dynamo.compiled_state(compiled)
+    assert "data-dependent control flow" in state.fallback_reasons[0]
+    explained = _dynamo.explain(f)(x)
+    assert explained.graph_count == 0 and explained.graph_break_count == 1
+    assert "data-dependent" in str(explained)
+    with pytest.raises(_dynamo.Unsupported, match="data-dependent"):
+        ember.compile(f, fullgraph=True)(x)
+
+
+def test_item_is_data_dependent():
+    compiled = ember.compile(lambda x: x * x.max().item())
+    x = ember.randn(4)
+    with pytest.warns(UserWarning, match=r"Tensor.item\(\)"):
+        _close(compiled(x), x * x.max().item())
+
+
+def test_recompilations_are_counted_and_printable():
+    model = GeluMLP()
+    compiled = ember.compile(model)
+    with ember.no_grad():
+        compiled(ember.randn(4, 32))
+        compiled(ember.randn(4, 32))
+        state = _dynamo.compiled_state(compiled)
+        assert state.recompilations == []
+        compiled(ember.randn(6, 32))
+        compiled(ember.randn(6, 32, dtype=ember.float64).float())
+    assert len(state.recompilations) == 1
+    assert "shape changed from (4, 32) to (6, 32)" in state.recompilations[0].reason
+    assert _dynamo.counters["recompiles"]["GeluMLP"] == 1
+    report = compiled.compile_report
+    assert "1 recompilation(s)" in report and "shape changed" in report
+    # grad mode and train/eval are guarded too
+    compiled(ember.randn(6, 32))
+    assert state.recompilations[-1].reason == "grad mode changed from False to True"
+    model.eval()
+    compiled(ember.randn(6, 32))
+    assert len(state.recompilations) == 3
+    assert "training flag" in state.recompilations[-1].reason
+
+
+def test_kernel_cache_on_disk(tmp_path):
+    def f(x):
+        return (x.exp() + 1).log()
+
+    x = ember.randn(10)
+    before = dict(cpp.counters)
+    with ember.no_grad():
+        ember.compile(f)(x)
+    assert cpp.counters["compiled"] == before["compiled"] + 1
+    sources = list((tmp_path / "cache").glob("*.cpp"))
+    assert len(sources) == 1 and "ember::fx_ops::exp" in sources[0].read_text()
+    cpp._loaded.clear()  # a new process: the library comes from the disk cache
+    with ember.no_grad():
+        _close(ember.compile(f)(x), f(x))
+    assert cpp.counters["compiled"] == before["compiled"] + 1
+    assert cpp.counters["disk_hits"] == before["disk_hits"] + 1
+    with ember.no_grad():
+        ember.compile(f)(ember.randn(11))  # another shape: another source
+    assert cpp.counters["compiled"] == before["compiled"] + 2
+
+
+def test_generated_code_can_be_read():
+    model = GeluMLP()
+    compiled = ember.compile(model)
+    with ember.no_grad():
+        compiled(ember.randn(4, 32))
+    entry = _dynamo.compiled_state(compiled).entries()[0]
+    assert "fused_0(" in entry.graph_module.code
+    assert "ember::fx_ops::tanh<T>" in entry.compiled.source
+    assert "#pragma omp simd" in entry.compiled.source
+    assert "fused_0: " in compiled.compile_report
+
+
+def test_backends_and_arguments():
+    def f(x):
+        return (x + 1).relu() * 2
+
+    x = ember.randn(5)
+    _close(ember.compile(f, backend="eager")(x), f(x))
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((gm, [tuple(t.shape) for t in example_inputs]))
+        return gm.forward
+
+    _close(ember.compile(f, backend=backend)(x), f(x))
+    assert seen[0][1] == [(5,)] and "relu" in seen[0][0].code
+    with pytest.raises(_dynamo.InvalidBackend, match="Invalid backend: 'nope'"):
+        ember.compile(f, backend="nope")
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        ember.compile(f, mode="max-autotune", options={"cpp.threads": 1})
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        ember.compile(f, mode="fastest")
+    with pytest.raises(RuntimeError, match="Unexpected optimization option"):
+        ember.compile(f, options={"bogus": 1})
+    _close(ember.compile(f, options={"cpp.threads": 1})(x), f(x))
+    assert "inductor" in _dynamo.list_backends()
+    assert ember.compile(f, disable=True) is f
+
+    @ember.compile(fullgraph=True)
+    def g(x):
+        return x.exp() * 2
+
+    _close(g(x), x.exp() * 2)
+
+
+def test_without_a_compiler_runs_eagerly(monkeypatch):
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    monkeypatch.setattr(cpp, "_warned_no_compiler", False)
+    cpp._compiler_info.pop("/nonexistent/c++", None)
+    x = ember.randn(6)
+    with pytest.warns(UserWarning, match="no C\\+\\+ compiler"):
+        _close(ember.compile(lambda x: x.exp() + 1)(x), x.exp() + 1)
+
+
+def test_training_steps_match_eager():
+    ember.manual_seed(1)
+    a = GeluMLP()
+    b = GeluMLP()
+    b.load_state_dict(a.state_dict())
+    ca = ember.compile(a)
+    opt_a = ember.optim.SGD(a.parameters(), lr=0.1)
+    opt_b = ember.optim.SGD(b.parameters(), lr=0.1)
+    for _ in range(3):
+        x = ember.randn(8, 32)
+        for model, opt in ((ca, opt_a), (b, opt_b)):
+            opt.zero_grad()
+            (model(x) ** 2).mean().backward()
+            opt.step()
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        _close(pa, pb, 1e-5)
+
+
+def test_train_mode_dropout_runs_the_eager_op():
+    model = Norms()
+    model.train()
+    compiled = ember.compile(model)
+    x = ember.randn(4, 48)
+    ember.manual_seed(3)
+    got = compiled(x)
+    ember.manual_seed(3)
+    _close(got, model(x))
+
+
+def test_capture_runs_in_place_updates_once():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", ember.zeros(1))
+            self.bn = nn.BatchNorm1d(3)
+
+        def forward(self, x):
+            self.calls.add_(1)
+            return self.bn(x).exp() * 2 + self.calls
+
+    model = Counter()
+    compiled = ember.compile(model)
+    x = ember.randn(4, 3)
+    with ember.no_grad():
+        _close(compiled(x), model.bn(x).exp() * 2 + 1)
+        assert model.calls.item() == 1.0
+        assert model.bn.num_batches_tracked.item() == 2  # one call each
+        compiled(x)
+    assert model.calls.item() == 2.0
+    assert model.bn.num_batches_tracked.item() == 3
+
+
+def _cupy_group():
+    from ember._dynamo import _CaptureTracer
+    from ember._inductor.fusion import find_groups
+
+    def f(x, b):
+        return ((x + b) * 0.5).tanh().exp()
+
+    x, b = ember.randn(4, 6), ember.randn(6)
+    tracer = _CaptureTracer({"x": x, "b": b}, True)
+    graph = tracer.trace(f)
+    (group,) = find_groups(graph, False)
+    return group, x, b, f
+
+
+def test_cupy_elementwise_source_computes_the_same_values(tmp_path):
+    """The CuPy kernel's body, compiled here as C++ (no GPU needed), gives eager's values."""
+    from ember._inductor.cupy import cupy_source
+
+    group, x, b, f = _cupy_group()
+    src = cupy_source(group, "k")
+    assert src.kind == "ElementwiseKernel"
+    assert src.in_params == "T in0, T in1" and src.out_params == "T out0"
+    assert "cupy.ElementwiseKernel('T in0, T in1', 'T out0'" in src.python()
+    harness = tmp_path / "h.cpp"
+    harness.write_text(
+        "#include <cmath>\n#include <cstdio>\nusing namespace std;\nusing T = float;\n"
+        "int main() { float in0, in1, out0; while (scanf(\"%f %f\", &in0, &in1) == 2) { "
+        + src.operation + " printf(\"%.9g\\n\", out0); } }\n")
+    exe = tmp_path / "h"
+    subprocess.run([cpp.compiler()[0], "-O1", str(harness), "-o", str(exe)], check=True)
+    xb = np.broadcast_arrays(x.numpy(), b.numpy())
+    text = "\n".join(f"{u!r} {v!r}" for u, v in zip(xb[0].ravel().tolist(),
+                                                      xb[1].ravel().tolist()))
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    got = np.array([float(v) for v in out.stdout.split()], dtype=np.float32).reshape(4, 6)
+    np.testing.assert_allclose(got, f(x, b).numpy(), rtol=2e-6)
+
+
+def test_cupy_reduction_source():
+    from ember._dynamo import _CaptureTracer
+    from ember._inductor.cupy import cupy_source
+    from ember._inductor.fusion import find_groups
+
+    def f(x):
+        return (x * 2).exp().mean(-1)
+
+    graph = _CaptureTracer({"x": ember.randn(3, 5)}, True).trace(f)
+    (group,) = find_groups(graph, False)
+    src = cupy_source(group, "r")
+    assert src.kind == "ReductionKernel"
+    assert src.reduce_expr == "a + b" and src.identity == "0"
+    assert "_in_ind.size() / _out_ind.size()" in src.post_map_expr
+    assert "r_map(in0)" == src.operation and "exp(v0)" in src.preamble
+    if shutil.which("nvcc") is None:
+        return  # no CUDA here: the source is checked, not run

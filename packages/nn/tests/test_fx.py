@@ -1,0 +1,294 @@
+"""ember.fx: symbolic tracing, the graph's API and the generated code, checked against NumPy
+and, where torch is installed, against torch.fx on the same program."""
+
+import copy
+import operator
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember import fx
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.seq = nn.Sequential(nn.ReLU(), nn.Linear(3, 2))
+
+    def forward(self, x):
+        y = self.lin(x) * 2 + 1
+        y = ember.relu(y) + F.gelu(y).sum(-1, keepdim=True)
+        return self.seq(y.tanh()) + self.lin.weight.sum()
+
+
+def test_trace_records_each_kind_of_node():
+    m = Net()
+    gm = fx.symbolic_trace(m)
+    ops = [(n.op, n.target if isinstance(n.target, str) else n.target.__name__)
+           for n in gm.graph.nodes]
+    assert ops == [
+        ("placeholder", "x"), ("call_module", "lin"), ("call_function", "mul"),
+        ("call_function", "add"), ("call_function", "relu"), ("call_function", "gelu"),
+        ("call_method", "sum"), ("call_function", "add"), ("call_method", "tanh"),
+        ("call_module", "seq.0"), ("call_module", "seq.1"), ("get_attr", "lin.weight"),
+        ("call_method", "sum"), ("call_function", "add"), ("output", "output")]
+    x = ember.randn(5, 4)
+    np.testing.assert_array_equal(_np(gm(x)), _np(m(x)))
+    # the parameters are the module's own, not copies
+    assert gm.lin.weight is m.lin.weight
+
+
+def test_generated_code_is_readable_python():
+    gm = fx.symbolic_trace(Net())
+    code = gm.code
+    assert "def forward(self, x):" in code
+    assert "lin = self.lin(x)" in code
+    assert "mul = lin * 2" in code
+    assert "relu = ember.relu(add)" in code
+    assert "ember.nn.functional.gelu(add)" in code
+    assert "sum_1 = gelu.sum(-1, keepdim = True)" in code
+    assert "getattr(self.seq, '0')(tanh)" in code
+    assert "lin_weight = self.lin.weight" in code
+    assert code.rstrip().endswith("return add_2")
+    assert "graph():" in str(gm.graph)
+    assert "%relu : [num_users=1] = call_function[target=ember.relu](args = (%add,)" \
+        in str(gm.graph)
+
+
+def test_print_tabular(capsys):
+    gm = fx.symbolic_trace(Net())
+    gm.graph.print_tabular()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["opcode", "name", "target", "args", "kwargs"]
+    assert len(out) == 2 + len(gm.graph.nodes)
+    assert out[2].split()[:3] == ["placeholder", "x", "x"]
+
+
+def test_replace_pass_as_in_torch_fx_docs():
+    def f(x, y):
+        return ember.relu(x + y) * 3
+
+    gm = fx.symbolic_trace(f)
+    graph = gm.graph
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is ember.relu:
+            with graph.inserting_after(node):
+                new = graph.call_function(ember.sigmoid, node.args, node.kwargs)
+            node.replace_all_uses_with(new)
+            graph.erase_node(node)
+    graph.lint()
+    gm.recompile()
+    assert "ember.sigmoid" in gm.code and "relu" not in gm.code
+    x, y = ember.randn(6), ember.randn(6)
+    expected = 3 / (1 + np.exp(-(_np(x) + _np(y))))
+    np.testing.assert_allclose(_np(gm(x, y)), expected, rtol=1e-6)
+
+
+def test_inserting_before_and_update_arg():
+    def f(x):
+        return x.exp()
+
+    gm = fx.symbolic_trace(f)
+    exp = next(n for n in gm.graph.nodes if n.target == "exp")
+    with gm.graph.inserting_before(exp):
+        neg = gm.graph.call_function(operator.neg, (exp.args[0],))
+    exp.update_arg(0, neg)
+    gm.recompile()
+    x = ember.randn(5)
+    np.testing.assert_allclose(_np(gm(x)), np.exp(-_np(x)), rtol=1e-6)
+    assert [n.name for n in gm.graph.nodes] == ["x", "neg", "exp", "output"]
+
+
+def test_erase_node_with_users_raises():
+    gm = fx.symbolic_trace(lambda x: x.exp().sin())
+    exp = next(n for n in gm.graph.nodes if n.target == "exp")
+    with pytest.raises(RuntimeError, match="still had 1 users"):
+        gm.graph.erase_node(exp)
+
+
+def test_eliminate_dead_code_keeps_in_place_ops():
+    def f(x):
+        unused = x.exp()  # noqa: F841
+        x.add_(1)
+        return x * 2
+
+    gm = fx.symbolic_trace(f)
+    assert gm.graph.eliminate_dead_code()
+    targets = [n.target for n in gm.graph.nodes]
+    assert "exp" not in targets and "add_" in targets
+    gm.recompile()
+    x = ember.zeros(3)
+    np.testing.assert_array_equal(_np(gm(x)), [2.0, 2.0, 2.0])
+
+
+def test_lint_finds_a_use_before_definition():
+    gm = fx.symbolic_trace(lambda x: x.exp().sin())
+    nodes = list(gm.graph.nodes)
+    nodes[1].prepend(nodes[2])  # sin before exp, which it reads
+    with pytest.raises(RuntimeError, match="used before it has been defined"):
+        gm.graph.lint()
+
+
+def test_lint_finds_a_missing_attribute():
+    gm = fx.symbolic_trace(Net())
+    with gm.graph.inserting_before(None):
+        gm.graph.get_attr("nope")
+    with pytest.raises(RuntimeError, match="nonexistent attribute"):
+        gm.graph.lint()
+
+
+def test_control_flow_on_a_proxy_is_a_trace_error():
+    def f(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(fx.TraceError, match="control flow"):
+        fx.symbolic_trace(f)
+
+
+def test_concrete_args_specialise():
+    def f(x, flag):
+        return x * 2 if flag else x
+
+    gm = fx.symbolic_trace(f, concrete_args={"flag": True})
+    x = ember.randn(3)
+    np.testing.assert_array_equal(_np(gm(x)), _np(x) * 2)
+
+
+def _my_len_function(x):
+    return x.shape[0]
+
+
+fx.wrap("_my_len_function")
+
+
+def test_wrap_records_a_call():
+    def f(x):
+        return x + _my_len_function(x)
+
+    gm = fx.symbolic_trace(f)
+    assert any(n.op == "call_function" and n.target is _my_len_function
+               for n in gm.graph.nodes)
+    x = ember.zeros(4)
+    np.testing.assert_array_equal(_np(gm(x)), [4.0] * 4)
+
+
+def test_autowrapped_math_and_tensor_constants():
+    import math
+
+    c = ember.tensor([1.0, 2.0])
+
+    def f(x):
+        return x * math.sqrt(4.0) + c
+
+    gm = fx.symbolic_trace(f)
+    assert any(n.op == "get_attr" and n.target.startswith("_tensor_constant")
+               for n in gm.graph.nodes)
+    np.testing.assert_array_equal(_np(gm(ember.ones(2))), [3.0, 4.0])
+
+
+def test_interpreter_and_transformer():
+    def f(x, y):
+        return (x + y).exp()
+
+    gm = fx.symbolic_trace(f)
+    x, y = ember.randn(4), ember.randn(4)
+    np.testing.assert_array_equal(_np(fx.Interpreter(gm).run(x, y)), _np(gm(x, y)))
+
+    class AddToMul(fx.Transformer):
+        def call_function(self, target, args, kwargs):
+            if target is operator.add:
+                target = operator.mul
+            return super().call_function(target, args, kwargs)
+
+    new = AddToMul(gm).transform()
+    np.testing.assert_allclose(_np(new(x, y)), np.exp(_np(x) * _np(y)), rtol=1e-6)
+
+    class Counting(fx.Interpreter):
+        calls = 0
+
+        def call_method(self, target, args, kwargs):
+            Counting.calls += 1
+            return super().call_method(target, args, kwargs)
+
+    Counting(gm).run(x, y)
+    assert Counting.calls == 1
+
+
+def test_graph_module_from_dict_and_copy():
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    w = graph.get_attr("w")
+    out = graph.call_function(operator.mul, (x, w))
+    graph.output(out)
+    gm = fx.GraphModule({"w": ember.tensor([2.0, 3.0])}, graph)
+    np.testing.assert_array_equal(_np(gm(ember.ones(2))), [2.0, 3.0])
+    gm2 = copy.deepcopy(gm)
+    assert gm2.code == gm.code
+    np.testing.assert_array_equal(_np(gm2(ember.ones(2))), [2.0, 3.0])
+
+
+def test_leaf_module_override():
+    class Tracer(fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return False  # trace into every module
+
+    graph = Tracer().trace(Net())
+    targets = [n.target for n in graph.nodes if n.op == "call_module"]
+    assert targets == []
+    assert any(n.op == "get_attr" and n.target == "seq.1.weight" for n in graph.nodes)
+
+
+def test_node_users_and_inputs_stay_consistent():
+    gm = fx.symbolic_trace(lambda x: x.exp() + x.sin())
+    x = next(iter(gm.graph.nodes))
+    assert [u.target for u in x.users] == ["exp", "sin"]
+    add = [n for n in gm.graph.nodes if n.target is operator.add][0]
+    assert [n.target for n in add.all_input_nodes] == ["exp", "sin"]
+    sin = add.args[1]
+    add.replace_input_with(sin, x)
+    assert add not in sin.users and add in x.users
+
+
+def test_same_graph_as_torch_fx():
+    torch = pytest.importorskip("torch")
+    import torch.fx as tfx
+
+    class TNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            y = self.lin(x) * 2 + 1
+            y = torch.relu(y) + y.sum(-1, keepdim=True)
+            return y.tanh() + self.lin.weight.sum()
+
+    class ENet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+
+        def forward(self, x):
+            y = self.lin(x) * 2 + 1
+            y = ember.relu(y) + y.sum(-1, keepdim=True)
+            return y.tanh() + self.lin.weight.sum()
+
+    t = tfx.symbolic_trace(TNet()).graph
+    e = fx.symbolic_trace(ENet()).graph
+    assert [(n.op, n.name) for n in t.nodes] == [(n.op, n.name) for n in e.nodes]
+    assert [len(n.users) for n in t.nodes] == [len(n.users) for n in e.nodes]
+    tcode = tfx.symbolic_trace(TNet()).code.replace("torch.", "ember.")
+    ecode = fx.symbolic_trace(ENet()).code
+    tlines = [ln.split(";")[0].strip() for ln in tcode.splitlines() if ln.strip()]
+    elines = [ln.split(";")[0].strip() for ln in ecode.splitlines() if ln.strip()]
+    assert tlines == elines
