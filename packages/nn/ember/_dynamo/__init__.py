@@ -208,8 +208,7 @@ class _CaptureTracer(fx.Tracer):
 
 def _signature(value) -> tuple:
     if isinstance(value, ember.Tensor):
-        return ("tensor", tuple(value.shape), str(value.dtype), str(value.device),
-                value.requires_grad)
+        return ("tensor", tuple(value.shape), value.dtype, value.is_cuda, value.requires_grad)
     hash(value)
     return ("value", type(value), value)
 
@@ -220,7 +219,7 @@ def _describe_change(names, old_key, new_key) -> str:
         if a == b:
             continue
         if a[0] == b[0] == "tensor":
-            parts = ["shape", "dtype", "device", "requires_grad"]
+            parts = ["shape", "dtype", "is_cuda", "requires_grad"]
             for what, x, y in zip(parts, a[1:], b[1:]):
                 if x != y:
                     return f"{name}: {what} changed from {x} to {y}"
@@ -264,15 +263,20 @@ class _Compiled:
         self._last_key = None
         target = module.forward if module is not None else fn
         self._sig = inspect.signature(target)
+        self._positional = [p.name for p in self._sig.parameters.values()
+                            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self._modules = list(module.modules()) if module is not None else []
         _live.add(self)
 
     def _bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self._positional):  # the common call: no binding
+            return list(zip(self._positional, args))
         bound = self._sig.bind(*args, **kwargs)
         bound.apply_defaults()
         return list(bound.arguments.items())
 
     def _flags(self) -> tuple:
-        training = tuple(m.training for m in self.module.modules()) if self.module else ()
+        training = tuple(m.training for m in self._modules)
         return (ember.is_grad_enabled(), training)
 
     def __call__(self, *args, **kwargs):

@@ -111,8 +111,7 @@ def _linear_back(gm: fx.GraphModule, groups: list) -> None:
         if parts is None or node in members or node.op != "call_function":
             continue
         with gm.graph.inserting_before(node):
-            lin = gm.graph.call_function(F.linear.__wrapped__ if hasattr(F.linear, "__wrapped__")
-                                         else F.linear, parts)
+            lin = gm.graph.call_function(F.linear, parts)
         lin.meta = {k: v for k, v in node.meta.items() if k != "linear"}
         node.replace_all_uses_with(lin)
         gm.graph.erase_node(node)
