@@ -1238,7 +1238,6 @@ LEFT_OUT = {
     'from_file': 'storage: a storage mapped from a file',
     'fused_moving_avg_obs_fake_quant': 'quantization',
     'futures': 'torchscript: JIT and RPC futures',
-    'fx': 'torchscript: FX graphs',
     'get_autocast_ipu_dtype': 'backend: Graphcore IPU',
     'get_autocast_xla_dtype': 'backend: XLA',
     'get_file_path': 'internal: path helper',
