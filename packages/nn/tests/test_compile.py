@@ -212,6 +212,20 @@ def test_data_dependent_control_flow_falls_back_with_reason():
         ember.compile(f, fullgraph=True)(x)
 
 
+def test_shape_questions_have_answers():
+    def f(x):
+        n = len(x)
+        if x.dim() == 2 and x.shape[-1] == 3:
+            x = x * n
+        first, *rest = x.unbind(0)
+        return (first + sum(rest)).exp()
+
+    x = ember.randn(4, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _close(ember.compile(f, fullgraph=True)(x), f(x))
+
+
 def test_item_is_data_dependent():
     compiled = ember.compile(lambda x: x * x.max().item())
     x = ember.randn(4)

@@ -197,6 +197,12 @@ class _CaptureTracer(fx.Tracer):
                          f"({obj.node.format_node().split('= ', 1)[-1]}) decides a Python "
                          "branch")
 
+    def _len(self, obj: Proxy) -> int:
+        val = obj.node.meta.get("val")
+        if isinstance(val, (ember.Tensor, tuple, list)):
+            return len(val)  # a shape, known: the guards hold it
+        return super()._len(obj)
+
     def iter(self, obj: Proxy):
         val = obj.node.meta.get("val")
         if isinstance(val, (tuple, list)):  # a tuple of tensors: its length is known

@@ -58,6 +58,9 @@ class Proxy:
         return self.tracer.to_bool(self)
 
     def __len__(self):
+        return self.tracer._len(self)
+
+    def _len_unsupported(self):
         raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want "
                            "this call to be recorded, please call ember.fx.wrap('len') at "
                            "module scope")
@@ -222,6 +225,9 @@ class Tracer:
 
     def keys(self, obj: Proxy):
         return Attribute(obj, "keys")()
+
+    def _len(self, obj: Proxy) -> int:
+        return obj._len_unsupported()
 
     # --- recording ---
     def create_node(self, kind: str, target, args, kwargs, name=None, type_expr=None) -> Node:
