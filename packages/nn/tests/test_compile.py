@@ -257,6 +257,33 @@ def test_recompilations_are_counted_and_printable():
     assert "training flag" in state.recompilations[-1].reason
 
 
+def test_frozen_parameters_recompile_and_hooks_fall_back():
+    model = GeluMLP()
+    compiled = ember.compile(model)
+    x = ember.randn(4, 32)
+    compiled(x).sum().backward()
+    model.fc1.weight.requires_grad_(False)
+    model.zero_grad()
+    compiled(x).sum().backward()
+    assert model.fc1.weight.grad is None and model.fc1.bias.grad is not None
+    model.fc1.weight.requires_grad_(True)
+    model.zero_grad()
+    compiled(x).sum().backward()
+    g = model.fc1.weight.grad.clone()
+    model.zero_grad()
+    model(x).sum().backward()
+    _close(g, model.fc1.weight.grad)
+    state = _dynamo.compiled_state(compiled)
+    assert state.recompilations[0].reason == "a parameter's requires_grad changed"
+
+    seen = []
+    model.fc2.register_forward_hook(lambda m, i, o: seen.append(o.shape))
+    hooked = ember.compile(model)
+    with pytest.warns(UserWarning, match="module hooks are not captured \\('fc2' has hooks"):
+        hooked(x)
+    assert seen == [(4, 32)]
+
+
 def test_kernel_cache_on_disk(tmp_path):
     def f(x):
         return (x.exp() + 1).log()

@@ -235,6 +235,12 @@ def test_graph_module_from_dict_and_copy():
     gm2 = copy.deepcopy(gm)
     assert gm2.code == gm.code
     np.testing.assert_array_equal(_np(gm2(ember.ones(2))), [2.0, 3.0])
+    # the copy's graph is its own: changing it leaves the original's code alone
+    (mul,) = [n for n in gm2.graph.nodes if n.target is operator.mul]
+    mul.target = operator.add
+    gm2.recompile()
+    np.testing.assert_array_equal(_np(gm2(ember.ones(2))), [3.0, 4.0])
+    np.testing.assert_array_equal(_np(gm(ember.ones(2))), [2.0, 3.0])
 
 
 def test_leaf_module_override():

@@ -3,8 +3,8 @@ n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replac
 
 The other components live in their own distributions and appear here lazily, as in torch:
 ``ember.autograd`` and ``ember.func`` (ember-autograd), ``ember.nn`` / ``ember.optim`` /
-``ember.distributions`` / ``ember.fx`` / ``ember.compile`` (ember-nn), ``ember.utils.data`` (ember-data), ``ember.multiprocessing``
-and ``ember.distributed`` (ember-mp).
+``ember.distributions`` / ``ember.fx`` / ``ember.compile`` (ember-nn), ``ember.utils.data``
+(ember-data), ``ember.multiprocessing`` and ``ember.distributed`` (ember-mp).
 ``ember.utils`` itself is the core's (``ember.utils.safetensors``), a namespace the other
 distributions extend, and so is ``ember.cuda`` (imported on first touch too).
 """

@@ -232,7 +232,9 @@ def _describe_change(names, old_key, new_key) -> str:
         return f"{name}: changed from {a[-1]!r} to {b[-1]!r}"
     if old_key[1][0] != new_key[1][0]:
         return f"grad mode changed from {old_key[1][0]} to {new_key[1][0]}"
-    return "a module's training flag changed (train()/eval())"
+    if old_key[1][1] != new_key[1][1]:
+        return "a module's training flag changed (train()/eval())"
+    return "a parameter's requires_grad changed"
 
 
 @dataclass
@@ -272,6 +274,7 @@ class _Compiled:
         self._positional = [p.name for p in self._sig.parameters.values()
                             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._modules = list(module.modules()) if module is not None else []
+        self._parameters = list(module.parameters()) if module is not None else []
         _live.add(self)
 
     def _bind(self, args, kwargs):
@@ -282,8 +285,11 @@ class _Compiled:
         return list(bound.arguments.items())
 
     def _flags(self) -> tuple:
+        # requires_grad of the parameters too: a backward kernel computes the gradients its
+        # compilation saw were needed, so freezing or unfreezing a layer must recompile
         training = tuple(m.training for m in self._modules)
-        return (ember.is_grad_enabled(), training)
+        frozen = tuple(p.requires_grad for p in self._parameters)
+        return (ember.is_grad_enabled(), training, frozen)
 
     def __call__(self, *args, **kwargs):
         eager = self.module if self.module is not None else self.fn
@@ -346,6 +352,9 @@ class _Compiled:
         tensors = {n: v for n, v in items if isinstance(v, ember.Tensor)}
         concrete = {n: v for n, v in items if not isinstance(v, ember.Tensor)}
         root = self.module if self.module is not None else self.fn
+        hooked = _hooked_module(self.module)
+        if hooked is not None:
+            return _Entry(None, f"module hooks are not captured ({hooked} has hooks)")
         backend = self.backend
         decompose = backend == "inductor"
         tracer = _CaptureTracer(tensors, decompose)
@@ -408,6 +417,21 @@ class _Compiled:
                              f"{e.compile_seconds:.2f} s")
                 lines += [f"    {g.describe()}" for g in e.compiled.groups]
         return "\n".join(lines)
+
+
+def _hooked_module(module) -> str | None:
+    """The name of a module with forward or backward hooks (which a graph would skip)."""
+    from ember.nn.modules import module as module_mod
+    if module_mod._global_forward_hooks or module_mod._global_forward_pre_hooks or \
+            module_mod._global_backward_hooks or module_mod._global_backward_pre_hooks:
+        return "every module (global hooks)"
+    if module is None:
+        return None
+    for name, m in module.named_modules():
+        if any(getattr(m, attr, None) for attr in ("_forward_hooks", "_forward_pre_hooks",
+                                                    "_backward_hooks", "_backward_pre_hooks")):
+            return repr(name) if name else type(module).__name__
+    return None
 
 
 def _with_threads(compiled, threads):

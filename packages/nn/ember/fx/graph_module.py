@@ -43,8 +43,7 @@ class GraphModule(Module):
 
     def __new__(cls, *args, **kwargs):
         # one class per instance, so that each can have its own generated forward
-        if "_GraphModuleImpl" not in cls.__dict__.get("__qualname__", "") and \
-                not getattr(cls, "_is_instance_class", False):
+        if not cls.__dict__.get("_is_instance_class", False):
             cls = type(cls.__name__, (cls,), {"_is_instance_class": True})
         return super().__new__(cls)
 
@@ -149,12 +148,9 @@ class GraphModule(Module):
                 self.delete_submodule(name)
 
     def __deepcopy__(self, memo):
-        res = type(self).__new__(type(self))
-        Module.__init__(res)
         fake = Module()
         fake.__dict__ = copy.deepcopy(self.__dict__, memo)
-        GraphModule.__init__(res, fake, fake.__dict__["_graph"], type(self).__name__)
-        return res
+        return GraphModule(fake, fake.__dict__["_graph"], type(self).__name__)
 
     def __copy__(self):
         return GraphModule(self, self.graph, type(self).__name__)
