@@ -253,7 +253,9 @@ def rewrite(gm: fx.GraphModule, groups: list[Group], kernels: list) -> fx.Graph:
     env: dict = {}
     for u in sorted_units:
         if isinstance(u, Group):
-            call = new.call_function(kernels[u.index], tuple(env[i] for i in u.inputs))
+            kernel = kernels[u.index]
+            call = new.create_node("call_function", kernel, tuple(env[i] for i in u.inputs),
+                                   name=f"{kernel.__name__}_out")
             for k, out in enumerate(u.outputs):
                 item = new.call_function(operator.getitem, (call, k))
                 item.meta = dict(out.meta)

@@ -34,11 +34,11 @@ class _Namespace:
         candidate = _ILLEGAL_CHARS.sub("_", candidate) or "_unnamed"
         if candidate[0].isdigit():
             candidate = f"_{candidate}"
-        match = re.match(r"(.*)_(\d+)$", candidate)
-        base, num = (match.group(1), int(match.group(2))) if match else (candidate, None)
-        if num is None and candidate not in self._used and not self._reserved(candidate):
+        if candidate not in self._used and not self._reserved(candidate):
             self._used.add(candidate)
             return candidate
+        match = re.match(r"(.*)_(\d+)$", candidate)
+        base, num = (match.group(1), int(match.group(2))) if match else (candidate, None)
         num = self._base_count.get(base, 0) if num is None else num
         while True:
             num += 1
