@@ -298,3 +298,15 @@ def test_same_graph_as_torch_fx():
     tlines = [ln.split(";")[0].strip() for ln in tcode.splitlines() if ln.strip()]
     elines = [ln.split(";")[0].strip() for ln in ecode.splitlines() if ln.strip()]
     assert tlines == elines
+
+
+def test_shape_prop_pass():
+    from ember.fx.passes.shape_prop import ShapeProp
+
+    gm = fx.symbolic_trace(Net())
+    ShapeProp(gm).propagate(ember.randn(5, 4))
+    metas = {n.name: n.meta["tensor_meta"] for n in gm.graph.nodes if "tensor_meta" in n.meta}
+    assert tuple(metas["lin"].shape) == (5, 3)
+    assert tuple(metas["sum_1"].shape) == (5, 1)
+    assert tuple(metas["add_2"].shape) == (5, 2)
+    assert metas["lin"].dtype == ember.float32 and metas["lin"].stride == (3, 1)
