@@ -2,10 +2,12 @@
 largest value), reductions against NumPy, fallbacks, guards and recompilations, the kernel
 cache, the backends and the generated sources."""
 
+import importlib.util
 import math
 import shutil
 import subprocess
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -466,3 +468,46 @@ def test_cupy_reduction_source():
     assert "r_map(in0)" == src.operation and "exp(v0)" in src.preamble
     if shutil.which("nvcc") is None:
         return  # no CUDA here: the source is checked, not run
+
+
+PROGRAMS = Path(__file__).resolve().parents[3] / "examples" / "programs"
+
+
+def _program(name):
+    spec = importlib.util.spec_from_file_location(f"_program_{name}", PROGRAMS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not (PROGRAMS / "char_gpt.py").is_file(),
+                    reason="runs from a checkout of the repository only")
+@pytest.mark.parametrize("name", ["char_gpt", "vae", "resnet"])
+def test_example_programs_compile(name):
+    """The PyTorch-style example programs' models, compiled as written (embeddings, weight
+    tying, random sampling, batch norm, residuals, tuples out)."""
+    mod = _program(name)
+    if name == "char_gpt":
+        model = mod.GPT(20, 16)
+        args = (ember.randint(0, 20, (4, 16)), ember.randint(0, 20, (4, 16)))
+    elif name == "vae":
+        model, args = mod.VAE(), (ember.rand(8, 784),)
+    else:
+        model, args = mod.resnet18(10, 8), (ember.randn(2, 3, 16, 16),)
+    model.eval()
+    compiled = ember.compile(model)
+
+    def run(m):
+        ember.manual_seed(1)
+        out = m(*args)
+        outs = out if isinstance(out, tuple) else (out,)
+        model.zero_grad()
+        sum((o * o).mean() for o in outs).backward()
+        return outs, [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    outs_c, grads_c = run(compiled)
+    outs_e, grads_e = run(model)
+    assert not _dynamo.compiled_state(compiled).fallback_reasons
+    assert _dynamo.compiled_state(compiled).entries()[0].compiled.groups
+    for a, b in zip(outs_c + tuple(grads_c), outs_e + tuple(grads_e)):
+        _close(a, b)
