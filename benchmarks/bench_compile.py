@@ -196,10 +196,14 @@ def bench_model(name, e_model, t_model, x_np, loss_kind, target, y_np=None):
 
 def main() -> int:
     s = H.setup(__doc__.splitlines()[0])
+    with tempfile.TemporaryDirectory(prefix="ember-compile-bench-") as cache:
+        os.environ["EMBER_COMPILE_CACHE_DIR"] = cache  # first calls compile from scratch
+        print(f"kernel cache: a fresh folder ({cache}), removed at the end\n")
+        return run_all(s)
+
+
+def run_all(s) -> int:
     torch = H.torch
-    cache = tempfile.mkdtemp(prefix="ember-compile-bench-")
-    os.environ["EMBER_COMPILE_CACHE_DIR"] = cache  # first calls compile from scratch
-    print(f"kernel cache: a fresh folder ({cache})\n")
     small = s.smoke
     rng = np.random.default_rng(0)
     rows, firsts = [], {}
