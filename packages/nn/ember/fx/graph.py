@@ -332,7 +332,7 @@ def _attr_path(root: str, target: str) -> str:
     out = root
     for atom in target.split("."):
         out = f"{out}.{atom}" if atom.isidentifier() and not keyword.iskeyword(atom) \
-            else f"getattr({out}, {atom!r})"
+            else f'getattr({out}, "{atom}")'
     return out
 
 
