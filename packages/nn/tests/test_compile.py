@@ -259,6 +259,21 @@ def test_recompilations_are_counted_and_printable():
     assert "training flag" in state.recompilations[-1].reason
 
 
+def test_in_place_ops_and_non_contiguous_inputs():
+    def f(x):
+        y = x * 2
+        z = y.exp()
+        y.add_(1)  # z must see y before, the sum after
+        w = (z + y).sin()
+        return w * w, y
+
+    x = ember.randn(6, 5).t()  # a transposed (non-contiguous) input
+    with ember.no_grad():
+        got = ember.compile(f)(x)
+    for a, b in zip(got, f(x)):
+        _close(a, b)
+
+
 def test_frozen_parameters_recompile_and_hooks_fall_back():
     model = GeluMLP()
     compiled = ember.compile(model)

@@ -13,7 +13,7 @@ from ember.autograd import Function
 
 from . import cpp
 from .cupy import cupy_source
-from .fusion import Group, find_groups, rewrite
+from .fusion import Group, _is_barrier, find_groups, rewrite
 
 __all__ = ["CompiledGraph", "FusedKernel", "compile_fx"]
 
@@ -102,10 +102,11 @@ class CompiledGraph:
         return self.graph_module(*args)
 
 
-def _linear_back(gm: fx.GraphModule, groups: list) -> None:
+def _linear_back(gm: fx.GraphModule, groups: list) -> bool:
     """Where a decomposed ``linear`` (matmul + bias add) fused with nothing, puts back the one
     F.linear call (an addmm: the bias is added inside the product)."""
     members = {m for g in groups for m in g.members}
+    changed = False
     for node in list(gm.graph.nodes):
         parts = node.meta.get("linear")
         if parts is None or node in members or node.op != "call_function":
@@ -115,7 +116,10 @@ def _linear_back(gm: fx.GraphModule, groups: list) -> None:
         lin.meta = {k: v for k, v in node.meta.items() if k != "linear"}
         node.replace_all_uses_with(lin)
         gm.graph.erase_node(node)
-    gm.graph.eliminate_dead_code()
+        changed = True
+    if changed:  # the matmul and transpose the bias add read are dead now
+        gm.graph.eliminate_dead_code(lambda n: n.is_impure() or _is_barrier(n))
+    return changed
 
 
 def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None = None):
@@ -123,7 +127,8 @@ def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None 
     if grad_enabled is None:
         grad_enabled = ember.is_grad_enabled()
     groups = find_groups(gm.graph, grad_enabled)
-    _linear_back(gm, groups)
+    if _linear_back(gm, groups):  # nodes changed: find the groups of the new graph
+        groups = find_groups(gm.graph, grad_enabled)
     cpu_groups = [g for g in groups if g.device == "cpu"]
     cuda_groups = [g for g in groups if g.device == "cuda"]
     sources, layouts, kernels, cupy_sources = [], {}, {}, []

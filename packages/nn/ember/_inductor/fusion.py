@@ -75,6 +75,7 @@ def find_groups(graph: fx.Graph, grad_enabled: bool) -> list[Group]:
     trailing dims joins and closes it."""
     member_of: dict[fx.Node, Group] = {}
     groups: list[Group] = []
+    segment = _segments(graph)
 
     def depends_on_group(start, group: Group) -> bool:
         seen, stack = set(), [start]
@@ -125,7 +126,8 @@ def find_groups(graph: fx.Graph, grad_enabled: bool) -> list[Group]:
             for a in operands:
                 g = member_of.get(a) if isinstance(a, fx.Node) else None
                 if g is not None and not g.closed and g.shape == shape and g.dtype == dtype \
-                        and g.device == device and can_join(node, g, operands):
+                        and g.device == device and segment[g.members[0]] == segment[node] \
+                        and can_join(node, g, operands):
                     target = g
                     break
             if target is None:
@@ -141,8 +143,8 @@ def find_groups(graph: fx.Graph, grad_enabled: bool) -> list[Group]:
             continue
         name, operand, dims, keepdim = red
         g = member_of.get(operand)
-        if g is None or g.dtype != dtype or (needs_grad and name not in
-                                             DIFFERENTIABLE_REDUCTIONS):
+        if g is None or g.dtype != dtype or segment[g.members[0]] != segment[node] or \
+                (needs_grad and name not in DIFFERENTIABLE_REDUCTIONS):
             continue
         rank = len(g.shape)
         dims = tuple(range(rank)) if dims is None else tuple(sorted(d % rank for d in dims)) \
@@ -170,6 +172,38 @@ def find_groups(graph: fx.Graph, grad_enabled: bool) -> list[Group]:
     for i, g in enumerate(kept):
         g.index = i
     return kept
+
+
+# ops that draw random numbers: their order is the generator's order, so none moves past another
+_RANDOM = ("rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli",
+           "multinomial", "normal", "poisson", "dropout", "alpha_dropout", "feature_alpha_dropout",
+           "dropout1d", "dropout2d", "dropout3d", "rrelu", "gumbel_softmax", "randperm")
+
+
+def _is_barrier(node) -> bool:
+    """A node with an effect beyond its result: an in-place op (``x.add_(1)``, ``out=``), a
+    call of a leaf module (batch norm updates its statistics), a random op."""
+    if node.op == "call_module":
+        return True
+    if node.op not in ("call_method", "call_function"):
+        return False
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    if name.endswith("_") and not name.endswith("__"):
+        return True
+    return "out" in node.kwargs or "inplace" in node.kwargs and node.kwargs["inplace"] is True \
+        or name in _RANDOM
+
+
+def _segments(graph) -> dict:
+    """Each node's segment: the number of barriers before it. A group stays inside one, so
+    that no fused value is read before an in-place change it should see (or after one it
+    should not) and random ops keep their order."""
+    out, seg = {}, 0
+    for node in graph.nodes:
+        if _is_barrier(node):
+            seg += 1
+        out[node] = seg
+    return out
 
 
 def _reduction_layout_ok(group: Group, reduced: int, operand) -> bool:
