@@ -154,6 +154,23 @@ def test_float64_and_broadcast_inputs():
         _close(a, t.grad, 1e-12)
 
 
+def test_parallel_backward_kernels():
+    """Above the grain the backward kernels split over threads: column blocks for a bias."""
+    def f(x, bias, scale):
+        return (new_gelu(x + bias) * scale).sum()
+
+    x = ember.randn(300, 257, requires_grad=True)
+    bias = ember.randn(257, requires_grad=True)
+    scale = ember.randn(300, 1, requires_grad=True)
+    ember.compile(f)(x, bias, scale).backward()
+    got = [t.grad.clone() for t in (x, bias, scale)]
+    for t in (x, bias, scale):
+        t.grad = None
+    f(x, bias, scale).backward()
+    for a, t in zip(got, (x, bias, scale)):
+        _close(a, t.grad)
+
+
 @pytest.mark.parametrize("dims, keepdim", [((-1,), False), ((1, 2), True), (None, False)])
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
 def test_fused_reductions_against_numpy(op, dims, keepdim):

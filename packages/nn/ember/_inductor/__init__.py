@@ -33,6 +33,7 @@ class FusedKernel:
         self._forward = forward
         self._backward = backward
         self.needs = needs
+        self.rows = set(cpp.row_inputs(group, layout, needs))
         self.cupy = cupy  # the CuPy source for CUDA tensors (CupySource) or None
 
     def __repr__(self) -> str:
@@ -56,13 +57,17 @@ class FusedKernel:
                  for g, s in zip(grads, self.out_shapes)]
         inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         wanted = [k for k, need in enumerate(self.needs) if need]
-        outs = [ember.empty(self.shape, dtype=self.dtype) for _ in wanted]
+        # a row input's gradient comes summed, in its own shape; the others in the full shape
+        outs = [ember.empty(self.in_shapes[k] if k in self.rows else self.shape,
+                            dtype=self.dtype) for k in wanted]
         _call(self._backward, [*inputs, *grads, *outs])
         result: list = [None] * len(inputs)
         for k, g in zip(wanted, outs):
             shape = self.in_shapes[k]
-            result[k] = g if tuple(shape) == tuple(self.shape) else g.sum_to_size(*shape) \
-                if shape else g.sum()
+            if k in self.rows or tuple(shape) == tuple(self.shape):
+                result[k] = g
+            else:
+                result[k] = g.sum_to_size(*shape) if shape else g.sum()
         return result
 
 

@@ -304,11 +304,25 @@ def forward_source(group, layout: Layout, name: str) -> str:
     return "\n".join(w.lines) + "\n"
 
 
+def row_inputs(group, layout: Layout, needs: list) -> list:
+    """Inputs needing a gradient that are broadcast along every outer dim and present along
+    the inner one (a bias): the backward kernel sums their gradient itself, column block by
+    column block, instead of writing a full-shape gradient for ``sum_to_size`` to read again."""
+    if group.reductions or layout.outer_numel == 1:
+        return []
+    return [k for k in range(len(group.inputs)) if needs[k] and layout.inner_strides[k] == 1
+            and not any(layout.outer_strides[k])]
+
+
+COLUMN_BLOCK = 64  # columns per parallel task of a backward kernel with row inputs
+
+
 def backward_source(group, layout: Layout, name: str, needs: list) -> str:
     """The backward kernel: args = the forward's inputs, the gradients of the outputs (full
-    shape for elementwise outputs, the reduction's shape for reductions), then one full-shape
-    gradient per input with ``needs[k]``. Recomputes the elementwise values (cheaper than
-    saving them) and applies the gradient formulas in reverse."""
+    shape for elementwise outputs, the reduction's shape for reductions), then one gradient per
+    input with ``needs[k]``: in the input's own shape for the ``row_inputs``, in the full shape
+    for the others. Recomputes the elementwise values (cheaper than saving them) and applies
+    the gradient formulas in reverse."""
     w = _Writer()
     T = _CTYPE[group.dtype]
     w.depth = 0
@@ -321,18 +335,38 @@ def backward_source(group, layout: Layout, name: str, needs: list) -> str:
     for m in range(nout):
         w(f"const T* __restrict gout{m} = static_cast<const T*>(args[{nin + m}]);")
     grads = [k for k in range(nin) if needs[k]]
+    rows = row_inputs(group, layout, needs)
     for i, k in enumerate(grads):
         w(f"T* __restrict gin{k} = static_cast<T*>(args[{nin + nout + i}]);")
     n_outer, n_inner = layout.outer_numel, layout.inner
-    nblk = -(-n_inner // BLOCK)
-    block = min(BLOCK, n_inner)
-    w(f"constexpr int64_t OUTER = {n_outer}, N = {n_inner}, NBLK = {nblk}, BLOCK = {block};")
-    w(f"#pragma omp parallel for num_threads(nthreads) schedule(static) if(OUTER * N >= {GRAIN})")
-    w("for (int64_t t = 0; t < OUTER * NBLK; ++t) {")
-    w.depth += 1
-    w("const int64_t o = t / NBLK, j0 = (t % NBLK) * BLOCK;")
-    w("const int64_t j1 = std::min<int64_t>(N, j0 + BLOCK);")
-    _offsets(w, layout, [f"in{k}" for k in range(nin)], "T")
+    names = [f"in{k}" for k in range(nin)]
+    if rows:
+        # columns split over the threads, rows looped inside: each task sums its columns of
+        # the row inputs' gradients with no other task writing them
+        cb = min(COLUMN_BLOCK, n_inner)
+        w(f"constexpr int64_t OUTER = {n_outer}, N = {n_inner}, CB = {cb}, "
+          f"NCB = {-(-n_inner // cb)};")
+        w("#pragma omp parallel for num_threads(nthreads) schedule(static) "
+          f"if(OUTER * N >= {GRAIN})")
+        w("for (int64_t c = 0; c < NCB; ++c) {")
+        w.depth += 1
+        w("const int64_t j0 = c * CB, j1 = std::min<int64_t>(N, j0 + CB);")
+        for k in rows:
+            w(f"double acc{k}[CB] = {{}};")
+        w("for (int64_t o = 0; o < OUTER; ++o) {")
+        w.depth += 1
+    else:
+        nblk = -(-n_inner // BLOCK)
+        block = min(BLOCK, n_inner)
+        w(f"constexpr int64_t OUTER = {n_outer}, N = {n_inner}, NBLK = {nblk}, "
+          f"BLOCK = {block};")
+        w("#pragma omp parallel for num_threads(nthreads) schedule(static) "
+          f"if(OUTER * N >= {GRAIN})")
+        w("for (int64_t t = 0; t < OUTER * NBLK; ++t) {")
+        w.depth += 1
+        w("const int64_t o = t / NBLK, j0 = (t % NBLK) * BLOCK;")
+        w("const int64_t j1 = std::min<int64_t>(N, j0 + BLOCK);")
+    _offsets(w, layout, names, "T")
     env: dict = {}
     _loads(w, group, layout, env, inner=False)
     adjoint: dict = {}
@@ -365,11 +399,20 @@ def backward_source(group, layout: Layout, name: str, needs: list) -> str:
                 adjoint.setdefault(x, []).append(gexpr)
     for k in grads:
         terms = adjoint.get(group.inputs[k])
-        w(f"gin{k}[o * N + j] = {' + '.join(terms) if terms else 'T(0)'};")
+        value = " + ".join(terms) if terms else "T(0)"
+        if k in rows:
+            w(f"acc{k}[j - j0] += double({value});")
+        else:
+            w(f"gin{k}[o * N + j] = {value};")
     w.depth -= 1
     w("}")
     w.depth -= 1
     w("}")
+    if rows:
+        for k in rows:
+            w(f"for (int64_t j = j0; j < j1; ++j) gin{k}[j] = T(acc{k}[j - j0]);")
+        w.depth -= 1
+        w("}")
     w.depth = 0
     w("}")
     return "\n".join(w.lines) + "\n"
