@@ -180,13 +180,9 @@ class _CaptureTracer(fx.Tracer):
     def _concrete_attribute(self, proxy: Proxy, name: str):
         val = proxy.node.meta.get("val")
         if not isinstance(val, ember.Tensor):
-            if isinstance(val, (tuple, list, int, float, bool)) and name in ("__len__",):
-                return getattr(val, name)
             return _UNKNOWN
-        if name in _SHAPE_ATTRIBUTES:
-            return getattr(val, name)
-        if name in _SHAPE_METHODS:
-            return getattr(val, name)
+        if name in _SHAPE_ATTRIBUTES or name in _SHAPE_METHODS:
+            return getattr(val, name)  # specialised: the guards hold the shape
         if name in _DATA_METHODS:
             raise TraceError(f"data-dependent: Tensor.{name}() of '{proxy.node.name}' reads "
                              "the tensor's values, which a graph cannot hold")
