@@ -330,3 +330,27 @@ def test_shape_prop_pass():
     assert tuple(metas["sum_1"].shape) == (5, 1)
     assert tuple(metas["add_2"].shape) == (5, 2)
     assert metas["lin"].dtype == ember.float32 and metas["lin"].stride == (3, 1)
+
+
+def test_other_threads_are_not_traced():
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def f(x):
+        started.set()
+        release.wait(10)
+        return x + 1
+
+    results = {}
+    thread = threading.Thread(target=lambda: results.setdefault("gm", fx.symbolic_trace(f)))
+    thread.start()
+    assert started.wait(10)
+    other = nn.Linear(3, 3)  # used here while the other thread traces with the patches on
+    z = ember.relu(other(ember.randn(2, 3)))
+    release.set()
+    thread.join()
+    assert isinstance(z, ember.Tensor) and tuple(z.shape) == (2, 3)
+    assert [n.op for n in results["gm"].graph.nodes] == ["placeholder", "call_function",
+                                                         "output"]
+    assert not hasattr(ember.relu, "__fx_original__")  # the patches are gone

@@ -17,6 +17,7 @@ import functools
 import inspect
 import math
 import operator
+import threading
 import types
 from collections.abc import Callable
 from typing import Any
@@ -336,6 +337,9 @@ class Tracer:
         return out
 
 
+_TRACE_LOCK = threading.RLock()
+
+
 class _Patcher:
     """Replaces, for the duration of a trace, ``Module.__call__``/``__getattr__`` and the
     callables of ``ember``, ``ember.nn.functional``, the autowrapped modules and the traced
@@ -356,16 +360,30 @@ class _Patcher:
 
     def _recording(self, original):
         tracer = self.tracer
+        owner = self.owner
 
         @functools.wraps(original)
         def record(*args, **kwargs):
-            if tracer._evaluating or not _has_proxy(args, kwargs):
+            if tracer._evaluating or not _has_proxy(args, kwargs) or \
+                    threading.get_ident() != owner:
                 return original(*args, **kwargs)
             return tracer._call_function(original, args, kwargs)
         record.__fx_original__ = original
         return record
 
     def __enter__(self):
+        # one trace at a time in the process (the patches are global); other threads' calls
+        # go to the originals
+        _TRACE_LOCK.acquire()
+        self.owner = threading.get_ident()
+        try:
+            self._install()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _install(self) -> None:
         import ember
         import ember.nn as nn
         import ember.nn.functional as F
@@ -396,34 +414,37 @@ class _Patcher:
             if name and self.fn_globals.get(name) is fn:
                 self._set(self.fn_globals, name, wrapper_for(fn), True)
 
+        owner = self.owner
         original_call = nn.Module.__call__
         original_getattr = nn.Module.__getattr__
         parameter_proxy_cache: dict[str, Proxy] = {}
 
         def module_call(mod, *args, **kwargs):
-            if tracer._evaluating:
+            if tracer._evaluating or threading.get_ident() != owner:
                 return original_call(mod, *args, **kwargs)
 
             return tracer.call_module(mod, mod.forward, args, kwargs)
 
         def module_getattr(mod, attr):
             value = original_getattr(mod, attr)
-            if tracer._evaluating:
+            if tracer._evaluating or threading.get_ident() != owner:
                 return value
             return tracer.getattr(attr, value, parameter_proxy_cache)
 
         self._set(nn.Module, "__call__", module_call, False)
         self._set(nn.Module, "__getattr__", module_getattr, False)
         tracer._original_module_call = original_call
-        return self
 
     def __exit__(self, *exc):
-        for owner, name, old, is_dict in reversed(self.undo):
-            if is_dict:
-                owner[name] = old
-            else:
-                setattr(owner, name, old)
-        self.undo.clear()
+        try:
+            for owner, name, old, is_dict in reversed(self.undo):
+                if is_dict:
+                    owner[name] = old
+                else:
+                    setattr(owner, name, old)
+            self.undo.clear()
+        finally:
+            _TRACE_LOCK.release()
 
 
 def symbolic_trace(root, concrete_args: dict[str, Any] | None = None):
