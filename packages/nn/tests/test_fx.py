@@ -155,6 +155,24 @@ def test_control_flow_on_a_proxy_is_a_trace_error():
         fx.symbolic_trace(f)
 
 
+def test_tuple_unpacking_records_getitems():
+    def f(x):
+        a, b, c = x.split(2, dim=1)
+        return a * b + c
+
+    gm = fx.symbolic_trace(f)
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"][:3] == \
+        [operator.getitem] * 3
+    x = ember.randn(3, 6)
+    np.testing.assert_allclose(_np(gm(x)), _np(f(x)), rtol=1e-6)
+
+    def g(x):
+        return [t * 2 for t in x]  # a loop over a proxy: its length is unknown
+
+    with pytest.raises(fx.TraceError, match="cannot be iterated"):
+        fx.symbolic_trace(g)
+
+
 def test_concrete_args_specialise():
     def f(x, flag):
         return x * 2 if flag else x

@@ -12,7 +12,9 @@ methods need no patch: they are looked up on the Proxy. docs/architecture.md say
 
 from __future__ import annotations
 
+import bisect
 import builtins
+import dis
 import functools
 import inspect
 import math
@@ -53,6 +55,14 @@ class Proxy:
         return self.tracer.create_proxy("call_method", "__call__", (self, *args), kwargs)
 
     def __iter__(self):
+        # ``a, b = proxy`` (an UNPACK_SEQUENCE right after): the count is in the bytecode, so
+        # the unpacking records getitem nodes, as torch.fx does
+        frame = inspect.currentframe().f_back
+        instructions = list(dis.get_instructions(frame.f_code))
+        offsets = [i.offset for i in instructions]
+        index = bisect.bisect_left(offsets, frame.f_lasti)
+        if index < len(instructions) and instructions[index].opname == "UNPACK_SEQUENCE":
+            return (self[i] for i in range(instructions[index].argval))
         return self.tracer.iter(self)
 
     def __bool__(self):
