@@ -372,3 +372,48 @@ def test_other_threads_are_not_traced():
     assert [n.op for n in results["gm"].graph.nodes] == ["placeholder", "call_function",
                                                          "output"]
     assert not hasattr(ember.relu, "__fx_original__")  # the patches are gone
+
+
+def test_replace_pattern_as_in_torch_fx_docs():
+    from ember.fx import subgraph_rewriter
+
+    class M(nn.Module):
+        def forward(self, x, w1, w2):
+            m1 = ember.cat([w1, w2]).sum()
+            m2 = ember.cat([w1, w2]).sum()
+            return x + ember.max(m1) + ember.max(m2)
+
+    def pattern(w1, w2):
+        return ember.cat([w1, w2]).sum()
+
+    def replacement(w1, w2):
+        return ember.stack([w1, w2])
+
+    gm = fx.symbolic_trace(M())
+    matches = subgraph_rewriter.replace_pattern(gm, pattern, replacement)
+    assert len(matches) == 2
+    gm.graph.lint()
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert ember.cat not in targets and targets.count(ember.stack) == 2
+    x, w1, w2 = ember.randn(2, 3), ember.randn(2, 3), ember.randn(2, 3)
+    expected = _np(x) + 2 * np.stack([_np(w1), _np(w2)]).max()
+    np.testing.assert_allclose(_np(gm(x, w1, w2)), expected, rtol=1e-6)
+
+
+def test_replace_pattern_leaves_shared_values_alone():
+    def f(x):
+        y = x.exp()
+        return y.sin() + y  # exp's value is read outside the pattern exp -> sin
+
+    def pattern(a):
+        return a.exp().sin()
+
+    def replacement(a):
+        return a.cos()
+
+    gm = fx.symbolic_trace(f)
+    assert fx.replace_pattern(gm, pattern, replacement) == []
+    gm2 = fx.symbolic_trace(lambda x: x.exp().sin() * 2)
+    assert len(fx.replace_pattern(gm2, pattern, replacement)) == 1
+    x = ember.randn(4)
+    np.testing.assert_allclose(_np(gm2(x)), np.cos(_np(x)) * 2, rtol=1e-6)

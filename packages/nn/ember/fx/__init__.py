@@ -8,6 +8,8 @@ from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer
 from .node import Node, map_arg
 from .proxy import Attribute, Proxy, TraceError, Tracer, symbolic_trace, wrap
+from .subgraph_rewriter import replace_pattern
 
 __all__ = ["Attribute", "Graph", "GraphModule", "Interpreter", "Node", "Proxy", "PythonCode",
-           "TraceError", "Tracer", "Transformer", "map_arg", "symbolic_trace", "wrap"]
+           "TraceError", "Tracer", "Transformer", "map_arg", "replace_pattern", "symbolic_trace",
+           "wrap"]
