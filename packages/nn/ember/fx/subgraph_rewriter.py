@@ -4,7 +4,8 @@ output)."""
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from .graph_module import GraphModule
 from .node import Node, map_arg
@@ -94,8 +95,8 @@ def replace_pattern(gm: GraphModule, pattern: Callable, replacement: Callable) -
                 if rnode.op in ("get_attr", "call_module"):
                     raise NotImplementedError("replace_pattern: replacements with attributes "
                                               "or modules are not supported")
-                env[rnode] = graph.node_copy(rnode, lambda n: env[n])
-        result = map_arg(routput.args[0], lambda n: env[n])
+                env[rnode] = graph.node_copy(rnode, env.__getitem__)
+        result = map_arg(routput.args[0], env.__getitem__)
         match.anchor.replace_all_uses_with(result)
         pattern_order = [p for p in pgraph.nodes if p.op not in ("placeholder", "output")]
         for p in reversed(pattern_order):
