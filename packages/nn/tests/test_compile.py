@@ -135,6 +135,38 @@ def test_models_match_eager_forward_and_gradients(make, shape):
     assert fused and fused[-1].compiled.groups, state.report()
 
 
+@pytest.mark.parametrize("op", sorted(__import__("ember._inductor.ops", fromlist=["x"]).UNARY
+                                      | __import__("ember._inductor.ops", fromlist=["x"]).BINARY))
+def test_every_fused_op_and_its_gradient(op):
+    """Each op the fuser knows, inside a group, against the eager op: values and gradients
+    (the gradient formulas of _inductor/ops.py against the autograd package's)."""
+    from ember._inductor.ops import BINARY, GRADIENTS
+
+    def f(x, y):
+        a = x * 0.5 + 1.5  # positive, away from the kinks of abs/relu/sign/floor
+        b = y * 0.25 + 1.25
+        out = getattr(ember, op)(a, b) if op in BINARY else getattr(ember, op)(a)
+        return out * 3.0
+
+    x = ember.rand(40, dtype=ember.float64, requires_grad=True)
+    y = ember.rand(40, dtype=ember.float64, requires_grad=True)
+    compiled = ember.compile(f, fullgraph=True)
+    with ember.no_grad():
+        _close(compiled(x, y), f(x, y), 1e-12)
+    if op not in GRADIENTS:
+        return  # inference only (maximum/minimum): the group is not formed under autograd
+    compiled(x, y).sum().backward()
+    got = [None if t.grad is None else t.grad.clone() for t in (x, y)]
+    x.grad = y.grad = None
+    f(x, y).sum().backward()
+    for a, t in zip(got, (x, y)):
+        assert (a is None) == (t.grad is None)
+        if a is not None:
+            _close(a, t.grad, 1e-12)
+    entries = _dynamo.compiled_state(compiled).entries()
+    assert all(e.compiled is not None and e.compiled.groups for e in entries)
+
+
 def test_float64_and_broadcast_inputs():
     def f(x, bias, scale):
         return ((x + bias) * scale).sigmoid().sum(-1)
