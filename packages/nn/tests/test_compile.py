@@ -277,6 +277,29 @@ def test_shape_questions_have_answers():
         _close(ember.compile(f, fullgraph=True)(x), f(x))
 
 
+def test_compiler_controls():
+    seen = []
+
+    @ember.compiler.disable
+    def clip_by_data(y):
+        return y * 0 if y.sum() > 1e9 else y  # branches on data: kept out of the graph
+
+    def f(x):
+        seen.append(ember.compiler.is_compiling())
+        return clip_by_data(x.exp() + 1).sin() * 2
+
+    x = ember.randn(5)
+    compiled = ember.compile(f, fullgraph=True)
+    _close(compiled(x), f(x))
+    assert seen == [True, False]  # the capture, then the eager reference call
+    graph = _dynamo.compiled_state(compiled).entries()[0].graph_module.graph
+    assert any(n.op == "call_function" and n.target.__name__ == "clip_by_data"
+               for n in graph.nodes)
+    assert not ember.compiler.is_compiling()
+    ember.compiler.reset()
+    assert _dynamo.compiled_state(compiled).entries() == []
+
+
 def test_item_is_data_dependent():
     compiled = ember.compile(lambda x: x * x.max().item())
     x = ember.randn(4)

@@ -202,6 +202,7 @@ _COMPONENTS = {
     "optim": ("ember.optim", "ember-nn"),
     "distributions": ("ember.distributions", "ember-nn"),
     "fx": ("ember.fx", "ember-nn"),
+    "compiler": ("ember.compiler", "ember-nn"),
     "_dynamo": ("ember._dynamo", "ember-nn"),
     "_inductor": ("ember._inductor", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),

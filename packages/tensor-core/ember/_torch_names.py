@@ -1182,7 +1182,6 @@ LEFT_OUT = {
     'classproperty': 'internal: decorator',
     'col_indices_copy': 'sparse: copying accessors of sparse tensors',
     'compiled_with_cxx11_abi': 'internal: libtorch build flag',
-    'compiler': "torchscript: torch.compile's controls",
     'complex': 'complex: builds a complex tensor',
     'complex128': 'complex: dtype',
     'complex32': 'complex: dtype',

@@ -26,8 +26,8 @@ from ember import fx
 from ember.fx.node import map_arg
 from ember.fx.proxy import _UNKNOWN, Proxy, TraceError
 
-__all__ = ["OptimizedModule", "config", "counters", "explain", "list_backends", "optimize",
-           "reset", "Unsupported", "InvalidBackend"]
+__all__ = ["OptimizedModule", "config", "counters", "explain", "is_compiling", "list_backends",
+           "optimize", "reset", "Unsupported", "InvalidBackend"]
 
 
 class Unsupported(RuntimeError):
@@ -54,6 +54,12 @@ _BACKENDS = {"inductor": ("inductor", ()), "eager": ("eager", ("debug",)),
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _OPTIONS = {"cpp.threads": int}
 _live: weakref.WeakSet = weakref.WeakSet()
+
+
+def is_compiling() -> bool:
+    """torch._dynamo.is_compiling: ember.compiler.is_compiling."""
+    from ember.compiler import is_compiling as compiling
+    return compiling()
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:

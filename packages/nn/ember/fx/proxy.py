@@ -348,6 +348,12 @@ class Tracer:
 
 
 _TRACE_LOCK = threading.RLock()
+_tracing = threading.local()  # .tracer: the Tracer running on this thread, if any
+
+
+def current_tracer():
+    """The Tracer tracing on this thread, or None."""
+    return getattr(_tracing, "tracer", None)
 
 
 class _Patcher:
@@ -386,6 +392,8 @@ class _Patcher:
         # go to the originals
         _TRACE_LOCK.acquire()
         self.owner = threading.get_ident()
+        self.outer_tracer = current_tracer()
+        _tracing.tracer = self.tracer
         try:
             self._install()
         except BaseException:
@@ -454,6 +462,7 @@ class _Patcher:
                     setattr(owner, name, old)
             self.undo.clear()
         finally:
+            _tracing.tracer = self.outer_tracer
             _TRACE_LOCK.release()
 
 
