@@ -40,6 +40,7 @@ import pybind11
 from setuptools import Extension, setup
 from setuptools.command.build import build
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 try:
     from setuptools.errors import CompileError
@@ -398,4 +399,19 @@ ext = Extension(
     language="c++",
 )
 
-setup(ext_modules=[ext], cmdclass={"build": BuildOutOfTree, "build_ext": BuildCore})
+# The scalar math and the op table, installed as ember/include/ember/<path>: ember.compile's
+# generated kernels include them, so that a fused kernel computes the eager kernels' formulas.
+KERNEL_HEADERS = ["kernels/math.h", "kernels/vexp.h", "kernels/special_math.h", "ops/op_table.h"]
+
+
+class BuildPyWithHeaders(build_py):
+    def run(self):
+        super().run()
+        for rel in KERNEL_HEADERS:
+            dest = os.path.join(self.build_lib, "ember", "include", "ember", rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.copyfile(os.path.join(CSRC, rel), dest)
+
+
+setup(ext_modules=[ext], cmdclass={"build": BuildOutOfTree, "build_ext": BuildCore,
+                                   "build_py": BuildPyWithHeaders})

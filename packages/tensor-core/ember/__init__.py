@@ -3,8 +3,8 @@ n-d tensors with PyTorch's API over a C++ engine, usable alone as a NumPy replac
 
 The other components live in their own distributions and appear here lazily, as in torch:
 ``ember.autograd`` and ``ember.func`` (ember-autograd), ``ember.nn`` / ``ember.optim`` /
-``ember.distributions`` (ember-nn), ``ember.utils.data`` (ember-data), ``ember.multiprocessing``
-and ``ember.distributed`` (ember-mp).
+``ember.distributions`` / ``ember.fx`` / ``ember.compile`` (ember-nn), ``ember.utils.data``
+(ember-data), ``ember.multiprocessing`` and ``ember.distributed`` (ember-mp).
 ``ember.utils`` itself is the core's (``ember.utils.safetensors``), a namespace the other
 distributions extend, and so is ``ember.cuda`` (imported on first touch too).
 """
@@ -201,6 +201,10 @@ _COMPONENTS = {
     "nn": ("ember.nn", "ember-nn"),
     "optim": ("ember.optim", "ember-nn"),
     "distributions": ("ember.distributions", "ember-nn"),
+    "fx": ("ember.fx", "ember-nn"),
+    "compiler": ("ember.compiler", "ember-nn"),
+    "_dynamo": ("ember._dynamo", "ember-nn"),
+    "_inductor": ("ember._inductor", "ember-nn"),
     "utils": ("ember.utils", "ember-tensor"),
     "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
     "cpu": ("ember.cpu", "ember-tensor"),
@@ -234,6 +238,8 @@ def _not_installed(module: str, dist: str) -> str:
 def __getattr__(name: str):
     if name == "vmap":  # torch.vmap is torch.func.vmap
         return __getattr__("func").vmap
+    if name == "compile":  # torch.compile is torch._dynamo's optimize
+        return __getattr__("_dynamo").optimize
     if name in _COMPONENTS:
         module, dist = _COMPONENTS[name]
         try:

@@ -1,0 +1,177 @@
+"""ember.compile's default backend: fuses the elementwise groups of a captured graph into C++
+kernels generated and compiled at run time (CuPy kernels for CUDA tensors), and runs the rest of
+the graph as the eager ops it recorded. ``compile_fx`` is the entry point."""
+
+from __future__ import annotations
+
+import ctypes
+
+import ember
+import ember.nn.functional as F
+from ember import fx
+from ember.autograd import Function
+
+from . import cpp
+from .cupy import cupy_source
+from .fusion import Group, _is_barrier, find_groups, rewrite
+
+__all__ = ["CompiledGraph", "FusedKernel", "compile_fx"]
+
+
+class FusedKernel:
+    """One fused group as a callable of the rewritten graph: returns the group's outputs as a
+    tuple. Under autograd it is a Function whose backward is the generated backward kernel."""
+
+    def __init__(self, group: Group, layout, forward, backward, needs: list, cupy=None):
+        self.__name__ = self.__qualname__ = f"fused_{group.index}"
+        self.group = group
+        self.layout = layout
+        self.shape = group.shape
+        self.dtype = getattr(ember, group.dtype)
+        self.out_shapes = [tuple(o.meta["val"].shape) for o in group.outputs]
+        self.in_shapes = [tuple(i.meta["val"].shape) for i in group.inputs]
+        self._forward = forward
+        self._backward = backward
+        self.needs = needs
+        self.rows = set(cpp.row_inputs(group, layout, needs))
+        self.cupy = cupy  # the CuPy source for CUDA tensors (CupySource) or None
+
+    def __repr__(self) -> str:
+        return f"<{self.group.describe()}>"
+
+    def __call__(self, *inputs):
+        if self._backward is not None and ember.is_grad_enabled() and \
+                any(t.requires_grad for t in inputs):
+            return _FusedFunction.apply(self, *inputs)
+        return self.forward(inputs)
+
+    def forward(self, inputs) -> tuple:
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        outs = [ember.empty(s, dtype=self.dtype) for s in self.out_shapes]
+        _call(self._forward, [*inputs, *outs])
+        return tuple(outs)
+
+    def backward(self, inputs, grads) -> list:
+        grads = [ember.zeros(s, dtype=self.dtype) if g is None else
+                 (g if g.is_contiguous() else g.contiguous())
+                 for g, s in zip(grads, self.out_shapes)]
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        wanted = [k for k, need in enumerate(self.needs) if need]
+        # a row input's gradient comes summed, in its own shape; the others in the full shape
+        outs = [ember.empty(self.in_shapes[k] if k in self.rows else self.shape,
+                            dtype=self.dtype) for k in wanted]
+        _call(self._backward, [*inputs, *grads, *outs])
+        result: list = [None] * len(inputs)
+        for k, g in zip(wanted, outs):
+            shape = self.in_shapes[k]
+            if k in self.rows or tuple(shape) == tuple(self.shape):
+                result[k] = g
+            else:
+                result[k] = g.sum_to_size(*shape) if shape else g.sum()
+        return result
+
+
+def _call(fn, tensors) -> None:
+    ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+    fn(ptrs, ember.get_num_threads())
+
+
+class _FusedFunction(Function):
+    @staticmethod
+    def forward(ctx, kernel, *inputs):
+        ctx.kernel = kernel
+        ctx.save_for_backward(*inputs)
+        return kernel.forward(inputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        kernel = ctx.kernel
+        inputs = ctx.saved_tensors
+        in_grads = kernel.backward(inputs, list(grads))
+        return (None, *[g if ctx.needs_input_grad[k + 1] else None
+                        for k, g in enumerate(in_grads)])
+
+
+class CompiledGraph:
+    """The compiled form of one captured graph: the rewritten GraphModule (``.graph_module``,
+    whose ``.code`` shows the calls of the fused kernels), the generated C++ (``.source``) and
+    CuPy (``.cupy_sources``) sources, and the groups."""
+
+    def __init__(self, graph_module, groups, source: str, cupy_sources: list):
+        self.graph_module = graph_module
+        self.groups = groups
+        self.source = source
+        self.cupy_sources = cupy_sources
+
+    def __call__(self, *args):
+        return self.graph_module(*args)
+
+
+def _linear_back(gm: fx.GraphModule, groups: list) -> bool:
+    """Where a decomposed ``linear`` (matmul + bias add) fused with nothing, puts back the one
+    F.linear call (an addmm: the bias is added inside the product)."""
+    members = {m for g in groups for m in g.members}
+    changed = False
+    for node in list(gm.graph.nodes):
+        parts = node.meta.get("linear")
+        if parts is None or node in members or node.op != "call_function":
+            continue
+        with gm.graph.inserting_before(node):
+            lin = gm.graph.call_function(F.linear, parts)
+        lin.meta = {k: v for k, v in node.meta.items() if k != "linear"}
+        node.replace_all_uses_with(lin)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:  # the matmul and transpose the bias add read are dead now
+        gm.graph.eliminate_dead_code(lambda n: n.is_impure() or _is_barrier(n))
+    return changed
+
+
+def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None = None):
+    """Fuses ``gm`` (whose nodes carry ``meta['val']``) and returns a CompiledGraph."""
+    if grad_enabled is None:
+        grad_enabled = ember.is_grad_enabled()
+    groups = find_groups(gm.graph, grad_enabled)
+    if _linear_back(gm, groups):  # nodes changed: find the groups of the new graph
+        groups = find_groups(gm.graph, grad_enabled)
+    cpu_groups = [g for g in groups if g.device == "cpu"]
+    cuda_groups = [g for g in groups if g.device == "cuda"]
+    sources, layouts, kernels, cupy_sources = [], {}, {}, []
+    for g in cpu_groups:
+        layout = cpp.compute_layout(g.shape, [tuple(i.meta["val"].shape) for i in g.inputs],
+                                    g.reduced)
+        layouts[g.index] = layout
+        sources.append(cpp.forward_source(g, layout, f"ember_fused_{g.index}"))
+        if g.requires_grad:
+            needs = [bool(i.meta["val"].requires_grad) for i in g.inputs]
+            sources.append(cpp.backward_source(g, layout, f"ember_fused_{g.index}_backward",
+                                               needs))
+    source = "\n".join(sources)
+    if cpu_groups:
+        lib = cpp.build(source)
+        for g in cpu_groups:
+            fwd = getattr(lib, f"ember_fused_{g.index}")
+            fwd.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64]
+            fwd.restype = None
+            bwd = None
+            needs = [bool(i.meta["val"].requires_grad) for i in g.inputs]
+            if g.requires_grad:
+                bwd = getattr(lib, f"ember_fused_{g.index}_backward")
+                bwd.argtypes = fwd.argtypes
+                bwd.restype = None
+            kernels[g.index] = FusedKernel(g, layouts[g.index], fwd, bwd, needs)
+    for g in cuda_groups:
+        try:
+            cupy_sources.append(cupy_source(g, f"ember_fused_{g.index}"))
+        except NotImplementedError:
+            pass
+    fused = list(cpu_groups)  # CUDA groups run eagerly until their CuPy kernels are wired
+    for i, g in enumerate(fused):
+        g.index = i
+    kernels = [kernels[k] for k in sorted(kernels)]
+    for i, k in enumerate(kernels):
+        k.__name__ = k.__qualname__ = f"fused_{i}"
+    graph = rewrite(gm, fused, kernels)
+    new_gm = fx.GraphModule(gm, graph, type(gm).__name__)
+    return CompiledGraph(new_gm, fused, source, cupy_sources)
+

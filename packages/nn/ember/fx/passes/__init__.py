@@ -1,0 +1,3 @@
+"""Graph passes shipped with ember.fx (torch.fx.passes' names)."""
+
+from . import shape_prop  # noqa: F401
