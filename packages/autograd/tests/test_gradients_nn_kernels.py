@@ -175,10 +175,10 @@ def test_gelu_kernel(approximate):
 @pytest.mark.parametrize("bias", [True, False])
 def test_rnn_layer(mode, reverse, bias):
     ember.manual_seed(17)
-    G, T, N, I, H = (4 if mode == "LSTM" else 3), 3, 2, 3, 2
+    G, T, N, F, H = (4 if mode == "LSTM" else 3), 3, 2, 3, 2
     b = (_r(G * H), _r(G * H)) if bias else (None, None)
     cx = _r(N, H) if mode == "LSTM" else None
-    args = (_r(T, N, I), _r(G * H, I), _r(G * H, H)) + b + (_r(N, H), cx)
+    args = (_r(T, N, F), _r(G * H, F), _r(G * H, H)) + b + (_r(N, H), cx)
     tensors = [a for a in args if a is not None]
 
     def f(*ts):
@@ -199,9 +199,9 @@ def test_rnn_layer_matches_the_step_by_step_path(mode, dtype, tol):
     from ember.autograd._formulas_nn import _rnn_layer_steps
 
     ember.manual_seed(18)
-    G, T, N, I, H = (4 if mode == "LSTM" else 3), 7, 5, 6, 8
+    G, T, N, F, H = (4 if mode == "LSTM" else 3), 7, 5, 6, 8
     r = lambda *s: (ember.randn(*s, dtype=dtype) * 0.5).requires_grad_()  # noqa: E731
-    args = [r(T, N, I), r(G * H, I), r(G * H, H), r(G * H), r(G * H), r(N, H),
+    args = [r(T, N, F), r(G * H, F), r(G * H, H), r(G * H), r(G * H), r(N, H),
             r(N, H) if mode == "LSTM" else None]
     lstm = mode == "LSTM"
     for reverse in (False, True):

@@ -39,9 +39,9 @@ def layer_ref(mode, x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse):
     return out, h, c
 
 
-def _args(mode, T=4, N=3, I=5, H=6, bias=True):
+def _args(mode, T=4, N=3, F=5, H=6, bias=True):
     G = 4 if mode == "LSTM" else 3
-    a = [RNG.standard_normal(s) * 0.5 for s in ((T, N, I), (G * H, I), (G * H, H))]
+    a = [RNG.standard_normal(s) * 0.5 for s in ((T, N, F), (G * H, F), (G * H, H))]
     b = [RNG.standard_normal(G * H) * 0.5 for _ in range(2)] if bias else [None, None]
     hx = RNG.standard_normal((N, H))
     cx = RNG.standard_normal((N, H)) if mode == "LSTM" else None
@@ -84,7 +84,7 @@ def _num_grad(f, x, eps=1e-6):
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_backward_matches_finite_differences(mode, reverse):
-    args = _args(mode, T=3, N=2, I=3, H=2)
+    args = _args(mode, T=3, N=2, F=3, H=2)
     go, gh = RNG.standard_normal((3, 2, 2)), RNG.standard_normal((2, 2))
     gc = RNG.standard_normal((2, 2)) if mode == "LSTM" else None
 

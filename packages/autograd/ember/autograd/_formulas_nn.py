@@ -387,7 +387,8 @@ def _rnn_layer(g, needs, out, x, w_ih, w_hh, b_ih, b_hh, hx, cx, *, mode, revers
     inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
     with ember.enable_grad():
         outs = _rnn_layer_steps(x, w_ih, w_hh, b_ih, b_hh, hx, cx, lstm, reverse)
-    pairs = [(o, gr) for o, gr in zip(outs, (g_out, g_hy, g_cy)) if o is not None and gr is not None]
+    pairs = [(o, gr) for o, gr in zip(outs, (g_out, g_hy, g_cy))
+             if o is not None and gr is not None]
     wrt = [i for i, t in enumerate(inputs) if t is not None and needs[i]]
     res = ember.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wrt],
                               [gr for _, gr in pairs], create_graph=True, allow_unused=True)
