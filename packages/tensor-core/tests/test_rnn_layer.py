@@ -150,3 +150,20 @@ def test_errors():
     with pytest.raises(RuntimeError, match=r"expected workspace of size \[4, 3, 30\]"):
         C._rnn_layer_backward(None, None, None, x, w_ih, w_hh, hx, cx, out, ws[:, :, :29], "LSTM",
                               False, True)
+
+
+def test_backward_computes_only_the_gradients_asked_for():
+    args = _args("LSTM")
+    out, _, _, ws = C._rnn_layer(*map(_t, args), "LSTM", False)
+    x, w_ih, w_hh, b_ih, b_hh, hx, cx = map(_t, args)
+    go = _t(RNG.standard_normal((4, 3, 6)))
+    full = C._rnn_layer_backward(go, None, None, x, w_ih, w_hh, hx, cx, out, ws, "LSTM", False, True)
+    no_input = C._rnn_layer_backward(go, None, None, x, w_ih, w_hh, hx, cx, out, ws, "LSTM", False,
+                                     True, need_input=False)
+    states_only = C._rnn_layer_backward(go, None, None, x, w_ih, w_hh, hx, cx, out, ws, "LSTM",
+                                        False, True, need_input=False, need_weights=False)
+    assert no_input[0] is None and all(t is None for t in states_only[:5])
+    for i in range(1, 7):
+        np.testing.assert_array_equal(no_input[i].numpy(), full[i].numpy())
+    for i in (5, 6):
+        np.testing.assert_array_equal(states_only[i].numpy(), full[i].numpy())

@@ -382,7 +382,8 @@ def _rnn_layer(g, needs, out, x, w_ih, w_hh, b_ih, b_hh, hx, cx, *, mode, revers
         output, ws = out
         has_b = b_ih is not None and (needs[3] or needs[4])
         grads = ember._C._rnn_layer_backward(g_out, g_hy, g_cy, x, w_ih, w_hh, hx, cx, output, ws,
-                                             mode, reverse, has_b)
+                                             mode, reverse, has_b, bool(needs[0]),
+                                             any(needs[1:5]))
         return tuple(gr if need else None for gr, need in zip(grads, needs))
     inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
     with ember.enable_grad():

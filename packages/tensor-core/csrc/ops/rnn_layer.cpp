@@ -109,7 +109,8 @@ RnnLayerGrads rnn_layer_backward(const std::string& mode, const Tensor& grad_out
                                  const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& input,
                                  const Tensor& weight_ih, const Tensor& weight_hh, bool has_bias,
                                  const Tensor& hx, const Tensor& cx, const Tensor& output,
-                                 const Tensor& workspace, bool reverse) {
+                                 const Tensor& workspace, bool reverse, bool need_input,
+                                 bool need_weights) {
   const LayerGeo g = check_layer(mode, input, weight_ih, weight_hh, Tensor(), Tensor(), hx, cx);
   GilRelease nogil;
   const ScalarType dt = input->dtype;
@@ -151,6 +152,8 @@ RnnLayerGrads rnn_layer_backward(const std::string& mode, const Tensor& grad_out
     });
   r.hx = carry;
   r.cx = g.lstm ? dc : Tensor();
+  if (need_input) r.input = reshape(mm(d_in, weight_ih), {T, N, g.I});
+  if (!need_weights) return r;
   // h_prev of every step as one (T*N, H) matrix, for W_hh's gradient in one product
   Tensor hprev_all = empty({T, N, H}, dt);
   if (T) {
@@ -164,10 +167,8 @@ RnnLayerGrads rnn_layer_backward(const std::string& mode, const Tensor& grad_out
       std::memcpy(dst + t * row, first ? h : o + tp * row, row);
     }
   }
-  Tensor x2 = reshape(contiguous(input), {T * N, g.I});
   r.weight_hh = mm(transpose(d_hid, 0, 1), reshape(hprev_all, {T * N, H}));
-  r.weight_ih = mm(transpose(d_in, 0, 1), x2);
-  r.input = reshape(mm(d_in, weight_ih), {T, N, g.I});
+  r.weight_ih = mm(transpose(d_in, 0, 1), reshape(contiguous(input), {T * N, g.I}));
   if (has_bias) {
     r.bias_ih = sum(d_in, OptDims{std::vector<int64_t>{0}}, false);
     // LSTM: the same sums, copied so that the two gradients never alias

@@ -29,11 +29,14 @@ struct RnnLayerGrads {
 };
 
 // The gradients of rnn_layer's inputs from those of its outputs (each may be null: none reached
-// it); output and workspace are rnn_layer's.
+// it); output and workspace are rnn_layer's. need_input / need_weights: whether to compute the
+// input's gradient (one GEMM over all steps, skipped for a first layer fed by data) and the
+// weights' and biases' (null when not).
 RnnLayerGrads rnn_layer_backward(const std::string& mode, const Tensor& grad_output,
                                  const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& input,
                                  const Tensor& weight_ih, const Tensor& weight_hh, bool has_bias,
                                  const Tensor& hx, const Tensor& cx, const Tensor& output,
-                                 const Tensor& workspace, bool reverse);
+                                 const Tensor& workspace, bool reverse, bool need_input = true,
+                                 bool need_weights = true);
 
 }  // namespace ember

@@ -640,11 +640,13 @@ void register_nn_kernels(py::module_& m) {
   def_op(m, {.name = "_rnn_layer_backward",
              .signatures = {"_rnn_layer_backward(Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, "
                             "Tensor input, Tensor weight_ih, Tensor weight_hh, Tensor hx, Tensor? cx, "
-                            "Tensor output, Tensor workspace, str mode, bool reverse, bool has_bias) "
+                            "Tensor output, Tensor workspace, str mode, bool reverse, bool has_bias, "
+                            "bool need_input=True, bool need_weights=True) "
                             "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)"},
              .family = "rnn", .variants = kFunction, .cuda = "none",
-             .doc = "-> grads of (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx); not "
-                    "differentiable (double backward recomputes the layer step by step).",
+             .doc = "-> grads of (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx), None "
+                    "where not asked for; not differentiable (double backward recomputes the layer "
+                    "step by step).",
              .impl = [](const Args& a) {
                check_not_differentiated("_rnn_layer_backward",
                                         {a.opt_tensor(0), a.opt_tensor(1), a.opt_tensor(2), a.tensor(3),
@@ -652,8 +654,8 @@ void register_nn_kernels(py::module_& m) {
                const RnnLayerGrads r = rnn_layer_backward(
                    a.str(10), a.opt_tensor(0), a.opt_tensor(1), a.opt_tensor(2), a.tensor(3), a.tensor(4),
                    a.tensor(5), a.flag(12), a.tensor(6), a.opt_tensor(7), a.tensor(8), a.tensor(9),
-                   a.flag(11));
-               return py::object(py::make_tuple(wrap(r.input), wrap(r.weight_ih), wrap(r.weight_hh),
+                   a.flag(11), a.flag(13), a.flag(14));
+               return py::object(py::make_tuple(none_or(r.input), none_or(r.weight_ih), none_or(r.weight_hh),
                                                 none_or(r.bias_ih), none_or(r.bias_hh), wrap(r.hx),
                                                 none_or(r.cx)));
              }});
