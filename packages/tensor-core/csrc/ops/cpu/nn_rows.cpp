@@ -48,6 +48,25 @@ template <typename T> T centered_squares(const T* __restrict__ x, int64_t n, T m
   return s;
 }
 
+// gi = rstd (g w - m1 - xhat m2) for one row of layer norm's backward; when pw/pb are given, the
+// row's g xhat and g are added into them (the weight's and bias's partial sums).
+template <typename T>
+void input_grad_row(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ w, T mu,
+                    T rs, T m1, T m2, T* __restrict__ gi, T* __restrict__ pw, T* __restrict__ pb,
+                    int64_t D) {
+  if (pw) {
+    for (int64_t k = 0; k < D; ++k) {
+      const T xh = (x[k] - mu) * rs;
+      gi[k] = rs * (g[k] * (w ? w[k] : T(1)) - m1 - xh * m2);
+      pw[k] += g[k] * xh;
+      pb[k] += g[k];
+    }
+  } else {
+    for (int64_t k = 0; k < D; ++k)
+      gi[k] = rs * (g[k] * (w ? w[k] : T(1)) - m1 - (x[k] - mu) * rs * m2);
+  }
+}
+
 template <typename T> constexpr T kSqrtHalf = T(0.70710678118654752440);
 template <typename T> constexpr T kInvSqrt2Pi = T(0.39894228040143267794);
 template <typename T> constexpr T kTanhBeta = T(0.79788456080286535588);  // sqrt(2 / pi)
@@ -172,13 +191,14 @@ void layer_norm_backward_rows(const Tensor& grad_out, const Tensor& in, const Te
         const T* __restrict__ x = xp + r * D;
         const T* __restrict__ g = gp + r * D;
         const T mu = mp[r], rs = rp[r];
-        if (pw) {
-          for (int64_t j = 0; j < D; ++j) {
-            pw[j] += g[j] * (x[j] - mu) * rs;
-            pb[j] += g[j];
-          }
+        if (!ip) {  // the parameters' gradients alone
+          if (pw)
+            for (int64_t j = 0; j < D; ++j) {
+              pw[j] += g[j] * (x[j] - mu) * rs;
+              pb[j] += g[j];
+            }
+          continue;
         }
-        if (!ip) continue;
         T a1[L] = {}, a2[L] = {};  // sum(g * w), sum(g * w * xhat), lane by lane
         int64_t j = 0;
         for (; j + L <= D; j += L)
@@ -195,12 +215,8 @@ void layer_norm_backward_rows(const Tensor& grad_out, const Tensor& in, const Te
         }
         for (int l = 0; l < L; ++l) s1 += a1[l], s2 += a2[l];
         const T m1 = s1 / T(D), m2 = s2 / T(D);
-        T* __restrict__ gi = ip + r * D;
-        if (w) {
-          for (int64_t k = 0; k < D; ++k) gi[k] = rs * (g[k] * w[k] - m1 - (x[k] - mu) * rs * m2);
-        } else {
-          for (int64_t k = 0; k < D; ++k) gi[k] = rs * (g[k] - m1 - (x[k] - mu) * rs * m2);
-        }
+        // the input's gradient, and the parameters' partial sums in the same pass
+        input_grad_row(g, x, w, mu, rs, m1, m2, ip + r * D, pw, pb, D);
       }
     });
     if (!param_grads) return;
