@@ -3,7 +3,8 @@
 Rows: conv2d forward and backward (the ResNet stage-1 shape: batch 32, 64 -> 64 channels, 56x56,
 3x3, padding 1), max_pool2d 2x2 on that activation, the layers of bench_models.py's models that
 chose their kernels (depthwise and small-output convolutions, batch norm, ReLU6), nll_loss over
-log_softmax (N=4096, C=1000).
+log_softmax (N=4096, C=1000); erf, gelu / gelu_backward (exact and tanh) and native_layer_norm /
+its backward on nanoGPT's shapes (the MLP's 768x512 activation, the 768x128 residual stream).
 Each prints the ratio torch_time / ember_time (> 1: ember is faster). No targets yet.
 
     python benchmarks/bench_nn_kernels.py [--quick] [--smoke] [--json PATH] [--threads N]
@@ -25,8 +26,8 @@ import ember  # noqa: E402
 
 def sizes() -> dict[str, Any]:
     if H.SETTINGS.smoke:
-        return {"conv": (2, 4, 8, 8), "nll": (64, 10)}
-    return {"conv": (32, 64, 56, 56), "nll": (4096, 1000)}
+        return {"conv": (2, 4, 8, 8), "nll": (64, 10), "mlp": (16, 32), "ln": (16, 8)}
+    return {"conv": (32, 64, 56, 56), "nll": (4096, 1000), "mlp": (768, 512), "ln": (768, 128)}
 
 
 def bench_conv(sz: dict[str, Any]) -> None:
@@ -167,12 +168,65 @@ def bench_nll(sz: dict[str, Any]) -> None:
     H.report("losses", rows)
 
 
+def bench_activation_norm(sz: dict[str, Any]) -> None:
+    """The float32 erf, the GELU kernels and layer norm's kernels, on nanoGPT's shapes."""
+    torch = H.torch
+    m, n = sz["mlp"]
+    x, g = H.inputs((m, n), seed=4), H.inputs((m, n), seed=5)
+    tF = torch.nn.functional if torch else None
+    aten = torch.ops.aten if torch else None
+    rows: list[H.Row] = []
+    rows += run_case(f"erf, {m}x{n} float32",
+                     {"ember": lambda: x["ember"].erf(),
+                      "torch": (lambda: x["torch"].erf()) if torch else None}, {},
+                     rtol=1e-5, atol=1e-6)
+    for approximate in ("none", "tanh"):
+        rows += run_case(
+            f"gelu(approximate={approximate!r}), {m}x{n}",
+            {"ember": lambda a=approximate: ember._C.gelu(x["ember"], approximate=a),
+             "torch": (lambda a=approximate: tF.gelu(x["torch"], approximate=a))
+             if torch else None},
+            {}, rtol=1e-5, atol=1e-6)
+        rows += run_case(
+            f"gelu_backward(approximate={approximate!r}), {m}x{n}",
+            {"ember": lambda a=approximate: ember._C.gelu_backward(g["ember"], x["ember"],
+                                                                   approximate=a),
+             "torch": (lambda a=approximate: aten.gelu_backward(g["torch"], x["torch"],
+                                                                approximate=a)) if torch else None},
+            {}, rtol=1e-5, atol=1e-5)
+    rows_ln, d = sz["ln"]
+    xl, gl = H.inputs((rows_ln, d), seed=6), H.inputs((rows_ln, d), seed=7)
+    wl, bl = H.inputs((d,), seed=8), H.inputs((d,), seed=9)
+    rows += run_case(
+        f"native_layer_norm, {rows_ln}x{d}",
+        {"ember": lambda: ember.native_layer_norm(xl["ember"], [d], wl["ember"], bl["ember"],
+                                                  1e-5)[0],
+         "torch": (lambda: torch.native_layer_norm(xl["torch"], [d], wl["torch"], bl["torch"],
+                                                   1e-5)[0]) if torch else None},
+        {}, rtol=1e-4, atol=1e-4)
+    stats = {"ember": ember.native_layer_norm(xl["ember"], [d], wl["ember"], bl["ember"], 1e-5)}
+    if torch:
+        stats["torch"] = torch.native_layer_norm(xl["torch"], [d], wl["torch"], bl["torch"], 1e-5)
+    mask = [True, True, True]
+    rows += run_case(
+        f"native_layer_norm_backward (input, weight, bias), {rows_ln}x{d}",
+        {"ember": lambda: ember.native_layer_norm_backward(
+            gl["ember"], xl["ember"], [d], stats["ember"][1], stats["ember"][2], wl["ember"],
+            bl["ember"], mask)[0],
+         "torch": (lambda: aten.native_layer_norm_backward(
+             gl["torch"], xl["torch"], [d], stats["torch"][1], stats["torch"][2], wl["torch"],
+             bl["torch"], mask)[0]) if torch else None},
+        {}, rtol=1e-4, atol=1e-4)
+    H.report("activations and layer norm (nanoGPT shapes)", rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     H.setup("bench_nn_kernels: ember's conv/pool/loss kernels vs PyTorch (CPU)", argv)
     sz = sizes()
     bench_conv(sz)
     bench_model_layers()
     bench_nll(sz)
+    bench_activation_norm(sz)
     H.summary()
     H.save_json({"sizes": {k: list(v) for k, v in sz.items()}})
     return 0

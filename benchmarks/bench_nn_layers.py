@@ -2,7 +2,10 @@
 (copied through state_dict) and same inputs, in one process.
 
 Rows: Conv2d+BatchNorm2d+ReLU block, LayerNorm (kernel) and LayerNorm composed from mean/var (the
-measurement behind keeping the norm kernels), cross-entropy, LSTM, TransformerEncoderLayer.
+measurement behind keeping the norm kernels), cross-entropy, LSTM, TransformerEncoderLayer; the
+nanoGPT (CPU configuration: batch 12, block 64, width 128, 4 heads) layers: GELU (exact and tanh),
+LayerNorm, scaled_dot_product_attention (causal) and one whole block; GNMT-like recurrent layers
+(LSTM and GRU, hidden 256, seq 20, batch 64, 4 layers for the LSTM).
 Ratio torch_time / ember_time (> 1: ember is faster). No targets yet.
 
     python benchmarks/bench_nn_layers.py [--quick] [--smoke] [--json PATH] [--threads N]
@@ -25,9 +28,11 @@ import ember  # noqa: E402
 def sizes() -> dict[str, Any]:
     if H.SETTINGS.smoke:
         return {"conv": (2, 4, 8), "ln": (4, 8, 16), "ce": (16, 10), "lstm": (3, 2, 8, 8),
-                "tr": (4, 2, 8, 2)}
+                "tr": (4, 2, 8, 2), "gpt": (2, 8, 16, 2), "gnmt": (3, 2, 8, 2)}
+    # gpt: (batch, block, width, heads); gnmt: (seq, batch, hidden, LSTM layers)
     return {"conv": (32, 32, 32), "ln": (64, 256, 128), "ce": (4096, 1000),
-            "lstm": (20, 16, 64, 128), "tr": (64, 16, 128, 4)}
+            "lstm": (20, 16, 64, 128), "tr": (64, 16, 128, 4), "gpt": (12, 64, 128, 4),
+            "gnmt": (20, 64, 256, 4)}
 
 
 def _pair(e_mod, t_mod):
@@ -98,6 +103,8 @@ def bench_layers(sz: dict[str, Any]) -> None:
     rows += case(f"TransformerEncoderLayer fwd+bwd, seq {sl}, batch {b}, d {d}", e, t,
                  (sl, b, d))
     H.report("layers (forward + backward)", rows)
+    bench_gpt_layers(sz, case)
+    bench_recurrent(sz, case)
 
     nb, nc = sz["ce"]
     x = H.inputs((nb, nc), seed=1)
@@ -119,6 +126,77 @@ def bench_layers(sz: dict[str, Any]) -> None:
     H.report("losses", run_case(f"cross_entropy(label_smoothing=0.1) fwd+bwd, {nb}x{nc}",
                                 {"ember": ce_e, "torch": ce_t if torch else None}, {},
                                 rtol=1e-4, atol=1e-4))
+
+
+def _gpt_block(nn, F, width, heads):
+    """nanoGPT's Block, written once against a framework's nn / functional namespaces."""
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.c_attn, self.c_proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.c_fc, self.mlp_proj = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+    return Block()
+
+
+def bench_gpt_layers(sz: dict[str, Any], case) -> None:
+    """The layers of nanoGPT's CPU configuration, each on its real shape."""
+    torch = H.torch
+    from ember import nn
+
+    tnn = torch.nn if torch else None
+    b, t, d, heads = sz["gpt"]
+    rows: list[H.Row] = []
+    for approximate in ("none", "tanh"):
+        e, tm = nn.GELU(approximate), tnn.GELU(approximate) if torch else None
+        rows += case(f"GELU(approximate={approximate!r}) fwd+bwd, {b}x{t}x{4 * d}", e, tm,
+                     (b, t, 4 * d), rtol=1e-4, atol=1e-3)
+    e, tm = _pair(nn.LayerNorm(d), tnn.LayerNorm(d) if torch else None)
+    rows += case(f"LayerNorm fwd+bwd, {b}x{t}x{d}", e, tm, (b, t, d))
+
+    class Attention:  # q = k = v: the input, as (batch, heads, block, head width)
+        def __init__(self, F):
+            self.F = F
+
+        def __call__(self, x):
+            return self.F.scaled_dot_product_attention(x, x, x, is_causal=True)
+
+    rows += case(f"scaled_dot_product_attention(is_causal=True) fwd+bwd, {b}x{heads}x{t}x"
+                 f"{d // heads}", Attention(nn.functional),
+                 Attention(torch.nn.functional) if torch else None, (b, heads, t, d // heads))
+    e = _gpt_block(nn, nn.functional, d, heads)
+    tm = _gpt_block(tnn, torch.nn.functional, d, heads) if torch else None
+    _pair(e, tm)
+    rows += case(f"GPT block (LN, causal attention, LN, GELU MLP) fwd+bwd, {b}x{t}x{d}", e, tm,
+                 (b, t, d))
+    H.report("nanoGPT layers (forward + backward)", rows)
+
+
+def bench_recurrent(sz: dict[str, Any], case) -> None:
+    """GNMT-like recurrent layers: LSTM/GRU run each layer as one core kernel (_rnn_layer)."""
+    torch = H.torch
+    from ember import nn
+
+    tnn = torch.nn if torch else None
+    sl, b, h, layers = sz["gnmt"]
+    rows: list[H.Row] = []
+    for name, n_layers in (("LSTM", 1), ("LSTM", layers), ("GRU", 1)):
+        e = getattr(nn, name)(h, h, num_layers=n_layers)
+        tm = getattr(tnn, name)(h, h, num_layers=n_layers) if torch else None
+        _pair(e, tm)
+        rows += case(f"{name} fwd+bwd, {n_layers} layer(s), seq {sl}, batch {b}, {h}->{h}", e, tm,
+                     (sl, b, h), rtol=1e-3, atol=0.5)
+    H.report("recurrent layers (forward + backward)", rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -180,6 +180,66 @@ def test_fused_gru_cell(bias):
     _both(lambda *a: ember._C._thnn_fused_gru_cell(*a)[0], args)
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_kernel(approximate):
+    # the core's kernels (ember._C.gelu, gelu_backward in plain backward); the formula's core-op
+    # form under gradgradcheck
+    ember.manual_seed(16)
+    x = (_r(4, 5) * 3).detach().requires_grad_()
+    y = ember.nn.functional.gelu(x, approximate=approximate)
+    assert type(y.grad_fn).__name__ == "GeluBackward0"
+    _both(lambda x: ember._C.gelu(x, approximate=approximate), (x,))
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_rnn_layer(mode, reverse, bias):
+    ember.manual_seed(17)
+    G, T, N, F, H = (4 if mode == "LSTM" else 3), 3, 2, 3, 2
+    b = (_r(G * H), _r(G * H)) if bias else (None, None)
+    cx = _r(N, H) if mode == "LSTM" else None
+    args = (_r(T, N, F), _r(G * H, F), _r(G * H, H)) + b + (_r(N, H), cx)
+    tensors = [a for a in args if a is not None]
+
+    def f(*ts):
+        it = iter(ts)
+        full = [next(it) if a is not None else None for a in args]
+        out, hy, cy, _ = ember._C._rnn_layer(*full, mode, reverse)
+        return (out, hy, cy) if mode == "LSTM" else (out, hy)
+
+    assert type(f(*tensors)[0].grad_fn).__name__ == "RnnLayerBackward0"
+    _both(f, tensors)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype,tol", [(ember.float64, 1e-12), (ember.float32, 1e-6)])
+def test_rnn_layer_matches_the_step_by_step_path(mode, dtype, tol):
+    """One node per layer against the fused cells recorded step by step (the path nn.LSTM/GRU
+    take elsewhere): values and every gradient."""
+    from ember.autograd._formulas_nn import _rnn_layer_steps
+
+    ember.manual_seed(18)
+    G, T, N, F, H = (4 if mode == "LSTM" else 3), 7, 5, 6, 8
+    r = lambda *s: (ember.randn(*s, dtype=dtype) * 0.5).requires_grad_()  # noqa: E731
+    args = [r(T, N, F), r(G * H, F), r(G * H, H), r(G * H), r(G * H), r(N, H),
+            r(N, H) if mode == "LSTM" else None]
+    lstm = mode == "LSTM"
+    for reverse in (False, True):
+        fused = ember._C._rnn_layer(*args, mode, reverse)[:3]
+        steps = _rnn_layer_steps(*args, lstm, reverse)
+        weights = [ember.randn(o.shape, dtype=dtype) for o in steps if o is not None]
+        got = ember.autograd.grad([o for o in fused[:len(weights)]], [a for a in args if a is not None],
+                                  weights)
+        want = ember.autograd.grad([o for o in steps if o is not None],
+                                   [a for a in args if a is not None], weights)
+        for a, b in zip(fused, steps):
+            if b is not None:
+                assert float((a - b).abs().max()) < tol
+        for a, b in zip(got, want):
+            assert float((a - b).abs().max()) < tol * 10
+
+
 def test_fused_cell_backward_kernels_refuse_graphs():
     x = _r(2, 3)
     with pytest.raises(RuntimeError, match="not differentiable"):
@@ -333,7 +393,7 @@ COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward
            "embedding_dense_backward", "native_batch_norm", "native_layer_norm",
            "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "gelu", "silu", "elu", "celu",
            "softplus", "mish", "hardsigmoid", "hardswish", "binary_cross_entropy", "hardtanh",
-           "hardtanh_", "hardtanh_backward", "threshold_backward"} | {
+           "hardtanh_", "hardtanh_backward", "threshold_backward", "_rnn_layer"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

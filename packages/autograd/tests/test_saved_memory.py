@@ -65,7 +65,8 @@ class MLP:
         """What the gradient table says the forward keeps, beyond the inputs and parameters:
         - addmm(b, h, w.t()) keeps h (w's gradient reads it; x for the first layer, which
           exists already) and not w.t() (read only by h's gradient: x has none);
-        - native_layer_norm keeps its input (mean and rstd are recomputed): addmm's output;
+        - native_layer_norm keeps its input (addmm's output) and its mean and rstd outputs (one
+          value per row each, as torch's), which its backward kernel reads;
         - relu keeps its output (without dropout, the next layer keeps the same tensor);
         - h * mask keeps only mask (h's gradient is g * mask; mask has no gradient), and the
           next layer keeps the product;
@@ -74,7 +75,7 @@ class MLP:
         act = self.batch * self.width * F32
         per_layer = act  # relu's output
         if self.norm:
-            per_layer += act  # layer norm's input
+            per_layer += act + 2 * self.batch * F32  # layer norm's input, mean and rstd
         if self.dropout:
             per_layer += 2 * act  # the mask and the product
         return self.depth * per_layer + self.batch * self.classes * F32

@@ -234,3 +234,30 @@ def test_threshold_keeps_nan_inputs_and_a_nan_threshold_keeps_everything():
         F.threshold(y, thr, -4.0, inplace=True)
         close(y, ref)
         close(nn.Threshold(thr, -4.0)(ember.from_numpy(x)), ref)
+
+
+def test_lstm_one_graph_node_per_layer_and_direction():
+    m = nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+    out, _ = m(ember.randn(7, 2, 3))
+    names = [type(n).__name__ for n in _all_nodes(out.grad_fn)]
+    assert names.count("RnnLayerBackward0") == 4
+    assert "ThnnFusedLstmCellBackward0" not in names
+
+
+def _all_nodes(root):
+    seen, stack, nodes = set(), [root], []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        nodes.append(node)
+        stack.extend(f for f, _ in node.next_functions)
+    return nodes
+
+
+def test_gru_gradcheck_two_layers_bidirectional_with_initial_state():
+    m = nn.GRU(2, 3, num_layers=2, bidirectional=True).double()
+    x = ember.randn(3, 2, 2, dtype=ember.float64, requires_grad=True)
+    h0 = ember.randn(4, 2, 3, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda x, h0: m(x, h0), (x, h0))

@@ -80,6 +80,38 @@ def test_lstm_gradcheck():
     assert gradcheck(lambda x: m(x)[0], (x,))
 
 
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kw", [{}, {"num_layers": 2, "bidirectional": True},
+                                {"batch_first": True, "bias": False, "num_layers": 2}])
+def test_lstm_gru_gradients_match_torch_float64(cls, kw):
+    """The whole-layer kernels (one node per layer and direction): output, final states and
+    every gradient (input, initial states, parameters) against torch in float64."""
+    em = getattr(nn, cls)(4, 5, dtype=ember.float64, **kw)
+    tm = getattr(torch.nn, cls)(4, 5, dtype=torch.float64, **kw)
+    copy_weights(em, tm, torch)
+    nd, layers = (2 if kw.get("bidirectional") else 1), kw.get("num_layers", 1)
+    x = ember.randn(3, 6, 4, dtype=ember.float64, requires_grad=True)
+    h0 = ember.randn(layers * nd, 3 if kw.get("batch_first") else 6, 5, dtype=ember.float64,
+                     requires_grad=True)
+    states = [h0] + ([ember.randn(*h0.shape, dtype=ember.float64, requires_grad=True)]
+                     if cls == "LSTM" else [])
+    t_x = to_torch(x, torch).requires_grad_()
+    t_states = [to_torch(s, torch).requires_grad_() for s in states]
+    eo, eh = em(x, tuple(states) if cls == "LSTM" else states[0])
+    to, th = tm(t_x, tuple(t_states) if cls == "LSTM" else t_states[0])
+    eh, th = (eh, th) if cls == "LSTM" else ((eh,), (th,))
+    nodes = {type(eo.grad_fn).__name__}
+    ((eo * eo).sum() + sum((h * h * (i + 2)).sum() for i, h in enumerate(eh))).backward()
+    ((to * to).sum() + sum((h * h * (i + 2)).sum() for i, h in enumerate(th))).backward()
+    close(eo, to, rtol=1e-10, atol=1e-10)
+    for a, b in zip([x] + states, [t_x] + t_states):
+        close(a.grad, b.grad, rtol=1e-10, atol=1e-10)
+    tp = dict(tm.named_parameters())
+    for name, p in em.named_parameters():
+        close(p.grad, tp[name].grad, rtol=1e-10, atol=1e-10)
+    assert nodes <= {"RnnLayerBackward0", "CatBackward0", "TransposeBackward0"}
+
+
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_multihead_attention(batch_first):
     em = nn.MultiheadAttention(8, 2, batch_first=batch_first)

@@ -942,6 +942,48 @@ def test_layer_norm_errors():
         ember.native_layer_norm(T(randn(3, 5)), [5], T(randn(4)), None, 1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("params", ["both", "weight", "bias", "none"])
+def test_layer_norm_float32_rows(threads, params):
+    """The float32 row kernels (vectorised, statistics in float32, weight/bias gradients summed
+    per thread) against the float64 formulas; D = 203 leaves a tail after the vector lanes."""
+    M, D = 97, 203
+    x = randn(M, D) * 3 + 1
+    w = randn(D) if params in ("both", "weight") else None
+    b = randn(D) if params in ("both", "bias") else None
+    go = randn(M, D)
+    f32 = lambda a: None if a is None else T(a.astype(np.float32))  # noqa: E731
+    old = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        out, m, r = ember.native_layer_norm(f32(x), [D], f32(w), f32(b), 1e-5)
+        gi, gw, gb = ember.native_layer_norm_backward(f32(go), f32(x), [D], m, r, f32(w), f32(b),
+                                                      [True, True, True])
+    finally:
+        ember.set_num_threads(old)
+    xf = x.astype(np.float32).astype(np.float64)
+    mean, var = xf.mean(1, keepdims=True), xf.var(1, keepdims=True)
+    rstd = 1 / np.sqrt(var + 1e-5)
+    xhat = (xf - mean) * rstd
+    wv = np.ones(D) if w is None else w.astype(np.float32)
+    ref = xhat * wv + (0 if b is None else b.astype(np.float32))
+    assert out.dtype == m.dtype == r.dtype == ember.float32
+    np.testing.assert_allclose(out.numpy(), ref, atol=2e-5)
+    np.testing.assert_allclose(m.numpy(), mean, rtol=1e-5)
+    np.testing.assert_allclose(r.numpy(), rstd, rtol=1e-5)
+    gw_ = go.astype(np.float32) * wv
+    ref_gi = rstd * (gw_ - gw_.mean(1, keepdims=True) - xhat * (gw_ * xhat).mean(1, keepdims=True))
+    np.testing.assert_allclose(gi.numpy(), ref_gi, atol=2e-5)
+    if w is None:
+        assert gw is None
+    else:
+        np.testing.assert_allclose(gw.numpy(), (go.astype(np.float32) * xhat).sum(0), atol=1e-3)
+    if b is None:
+        assert gb is None
+    else:
+        np.testing.assert_allclose(gb.numpy(), go.astype(np.float32).sum(0), atol=1e-3)
+
+
 # ------------------------------------------------------------------------------------------------
 # embedding
 

@@ -189,6 +189,9 @@ _TANH_KAPPA = 0.044715
 
 @grad("gelu", save=(0,))
 def _gelu(g, needs, out, x, approximate="none"):
+    if not ember.is_grad_enabled() and not x.is_cuda:
+        # plain backward on the CPU: the core's one-pass kernel
+        return (ember._C.gelu_backward(g, x, approximate=approximate), None)
     if approximate == "none" and not ember.is_grad_enabled():
         # plain backward: the same formula in place, two temporaries instead of ten
         d = (x * _SQRT_HALF).erf_().add_(1.0).mul_(0.5)  # cdf
@@ -308,19 +311,21 @@ def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, ep
     return (gi, gw, gb, None, None)
 
 
-@grad("native_layer_norm", save="all")
+@grad("native_layer_norm", save="all", out=(1, 2))
 def _native_layer_norm(g, needs, out, x, normalized_shape, w, b, *, eps):
     g = _first(g)
     k = len(normalized_shape)
     dims = tuple(range(x.dim() - k, x.dim()))
-    mean = x.mean(dims, keepdim=True)
-    rstd = (x.var(dims, correction=0, keepdim=True) + eps).rsqrt()
     has_w, has_b = w is not None and needs[2], b is not None and needs[3]
     if not ember.is_grad_enabled():
+        # the forward's saved statistics: recomputing them cost two more passes over x
+        mean, rstd = out
         gi, gw, gb = ember.native_layer_norm_backward(
             g, x, list(normalized_shape), mean, rstd, w, b,
             output_mask=[bool(needs[0]), bool(has_w), bool(has_b)])
         return (gi, None, gw if has_w else None, gb if has_b else None)
+    mean = x.mean(dims, keepdim=True)
+    rstd = (x.var(dims, correction=0, keepdim=True) + eps).rsqrt()
     lead = tuple(range(x.dim() - k))
     xhat = (x - mean) * rstd
     gw = (g * xhat).sum(lead) if has_w else None
@@ -382,3 +387,50 @@ def _fused_gru_cell(g, needs, out, ig, hg, hx, ib=None, hb=None):
         ghx = ghy * z
         gib, ghb = (gi.sum(0), gh.sum(0)) if has_b else (None, None)
     return (gi, gh, ghx, gib, ghb)
+
+
+# ---------------------------------------------------------------------------------------------
+# a whole LSTM/GRU layer (ember.nn's LSTM/GRU on the CPU): the backward kernel runs the steps in
+# reverse and computes each weight's gradient as one product; under create_graph the layer is
+# recomputed step by step from the fused cells (differentiable again) and differentiated.
+
+@grad("_rnn_layer", save="all", out=(0, 3))
+def _rnn_layer(g, needs, out, x, w_ih, w_hh, b_ih, b_hh, hx, cx, *, mode, reverse):
+    lstm = mode == "LSTM"
+    g_out, g_hy, g_cy = g[0], g[1], g[2] if lstm else None
+    if not ember.is_grad_enabled():
+        output, ws = out
+        has_b = b_ih is not None and (needs[3] or needs[4])
+        grads = ember._C._rnn_layer_backward(g_out, g_hy, g_cy, x, w_ih, w_hh, hx, cx, output, ws,
+                                             mode, reverse, has_b, bool(needs[0]),
+                                             any(needs[1:5]))
+        return tuple(gr if need else None for gr, need in zip(grads, needs))
+    inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
+    with ember.enable_grad():
+        outs = _rnn_layer_steps(x, w_ih, w_hh, b_ih, b_hh, hx, cx, lstm, reverse)
+    pairs = [(o, gr) for o, gr in zip(outs, (g_out, g_hy, g_cy))
+             if o is not None and gr is not None]
+    wrt = [i for i, t in enumerate(inputs) if t is not None and needs[i]]
+    res = ember.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wrt],
+                              [gr for _, gr in pairs], create_graph=True, allow_unused=True)
+    grads = [None] * len(inputs)
+    for i, r in zip(wrt, res):
+        grads[i] = r if r is not None else ember.zeros_like(inputs[i])
+    return tuple(grads)
+
+
+def _rnn_layer_steps(x, w_ih, w_hh, b_ih, b_hh, hx, cx, lstm, reverse):
+    """_rnn_layer's (output, hy, cy) from the fused cells, one recorded step at a time (output is
+    None for an empty sequence)."""
+    n_steps = x.shape[0]
+    xg = x.matmul(w_ih.t())
+    h, c = hx, cx
+    ys = [None] * n_steps
+    for t in (range(n_steps - 1, -1, -1) if reverse else range(n_steps)):
+        hg = h.matmul(w_hh.t())
+        if lstm:
+            h, c, _ = ember._C._thnn_fused_lstm_cell(xg[t], hg, c, b_ih, b_hh)
+        else:
+            h = ember._C._thnn_fused_gru_cell(xg[t], hg, h, b_ih, b_hh)[0]
+        ys[t] = h
+    return (ember.stack(ys) if n_steps else None), h, (c if lstm else None)

@@ -72,7 +72,25 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
     double min_value, bool has_max, double max_value)                                             \
   X(threshold_backward, void, const ElementwiseIter& it, ScalarType dtype, double threshold)      \
   X(hardtanh_backward, void, const ElementwiseIter& it, ScalarType dtype, double min_value,       \
-    double max_value)
+    double max_value)                                                                             \
+  /* ops/cpu/nn_rows.cpp: contiguous float32/float64 (other dtypes: nothing is done) */            \
+  X(gelu, void, const Tensor& in, const Tensor& out, bool tanh_approx)                            \
+  X(gelu_backward, void, const Tensor& grad_out, const Tensor& in, const Tensor& grad_in,          \
+    bool tanh_approx)                                                                             \
+  /* rows of D; mean/rstd (M) written in the input's dtype; weight/bias may be null */            \
+  X(layer_norm_rows, void, const Tensor& in, const Tensor& weight, const Tensor& bias,            \
+    const Tensor& out, const Tensor& mean, const Tensor& rstd, int64_t M, int64_t D, double eps)  \
+  /* any of grad_in, grad_weight, grad_bias may be null (not computed) */                         \
+  X(layer_norm_backward_rows, void, const Tensor& grad_out, const Tensor& in, const Tensor& mean, \
+    const Tensor& rstd, const Tensor& weight, const Tensor& grad_in, const Tensor& grad_weight,   \
+    const Tensor& grad_bias, int64_t M, int64_t D)                                               \
+  /* ops/cpu/rnn_rows.cpp: one step of ops/rnn_layer.cpp's LSTM/GRU, (N, *) row views */         \
+  X(rnn_step_forward, void, bool lstm, const Tensor& xg, const Tensor& hg, const Tensor& b_ih,    \
+    const Tensor& b_hh, const Tensor& h_prev, const Tensor& c_prev, const Tensor& ws,            \
+    const Tensor& out)                                                                            \
+  X(rnn_step_backward, void, bool lstm, const Tensor& grad_out, const Tensor& ws,                 \
+    const Tensor& h_prev, const Tensor& c_prev, const Tensor& carry, const Tensor& direct,        \
+    const Tensor& dc, const Tensor& d_in, const Tensor& d_hid)
 
 #define EMBER_CPU_KERNEL_DECLARE(name, ret, ...) ret name(__VA_ARGS__);
 namespace cpu_default { EMBER_CPU_KERNELS(EMBER_CPU_KERNEL_DECLARE) }

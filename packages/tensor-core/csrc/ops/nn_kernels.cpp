@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/iterator.h"
+#include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
 #include "runtime/gil.h"
 #include "runtime/parallel.h"
@@ -341,6 +342,15 @@ LnGeo check_ln(const Tensor& input, const Shape& ns, const Tensor& weight, const
           prod(input->sizes.begin() + axis, input->sizes.end()), axis};
 }
 
+// float32/float64 with parameters of the same dtype: the vectorised row kernels of
+// ops/cpu/nn_rows.cpp, statistics in the input's dtype (as torch's). Reduced floats and mixed
+// dtypes keep the double-precision loops below.
+bool ln_vector_path(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  const ScalarType dt = input->dtype;
+  return (dt == ScalarType::Float32 || dt == ScalarType::Float64) && (!weight || weight->dtype == dt) &&
+         (!bias || bias->dtype == dt);
+}
+
 Shape stat_shape(const Tensor& input, int64_t axis) {
   Shape s(input->sizes.begin(), input->sizes.begin() + axis);
   s.resize(input->sizes.size(), 1);
@@ -353,6 +363,14 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, const 
                                                      const Tensor& weight, const Tensor& bias, double eps) {
   GilRelease nogil(input->numel() > kGrainSize);
   LnGeo g = check_ln(input, normalized_shape, weight, bias);
+  const Shape ss = stat_shape(input, g.axis);
+  if (ln_vector_path(input, weight, bias)) {
+    Tensor x = contiguous(input);
+    Tensor out = empty(x->sizes, x->dtype), mean = empty(ss, x->dtype), rstd = empty(ss, x->dtype);
+    cpu_kernels().layer_norm_rows(x, weight ? contiguous(weight) : Tensor(),
+                                  bias ? contiguous(bias) : Tensor(), out, mean, rstd, g.M, g.D, eps);
+    return {out, mean, rstd};
+  }
   std::vector<double> w = as_doubles(weight), b = as_doubles(bias);
   Tensor x = contiguous(input);
   Tensor out = empty(x->sizes, x->dtype);
@@ -385,7 +403,6 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, const 
       }
     });
   });
-  const Shape ss = stat_shape(input, g.axis);
   return {out, from_doubles(mean, ss, sdt), from_doubles(rstd, ss, sdt)};
 }
 
@@ -399,6 +416,17 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(
               ", but got ", shape_str(grad_out->sizes));
   EMBER_CHECK(mean && rstd && mean->numel() == g.M && rstd->numel() == g.M, std::runtime_error,
               "layer_norm_backward: expected mean and rstd with ", g.M, " elements");
+  if (ln_vector_path(input, weight, bias)) {
+    const ScalarType dt = input->dtype;
+    Tensor x = contiguous(input), go = contiguous(to_dtype(grad_out, dt));
+    Tensor gi = output_mask[0] ? empty(x->sizes, dt) : Tensor();
+    Tensor tw = output_mask[1] && weight ? empty(normalized_shape, dt) : Tensor();
+    Tensor tb = output_mask[2] && bias ? empty(normalized_shape, dt) : Tensor();
+    cpu_kernels().layer_norm_backward_rows(go, x, contiguous(to_dtype(mean, dt)),
+                                           contiguous(to_dtype(rstd, dt)),
+                                           weight ? contiguous(weight) : Tensor(), gi, tw, tb, g.M, g.D);
+    return {gi, tw, tb};
+  }
   std::vector<double> mu = as_doubles(mean), rs = as_doubles(rstd), w = as_doubles(weight);
   Tensor x = contiguous(input), go = contiguous(to_dtype(grad_out, input->dtype));
   Tensor gi = output_mask[0] ? empty(x->sizes, x->dtype) : nullptr;

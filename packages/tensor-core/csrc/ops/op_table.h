@@ -46,7 +46,7 @@
   X(acosh, FLOAT, std::acosh(x))                            \
   X(atanh, FLOAT, std::atanh(x))                            \
   X(sigmoid, FLOAT, math::sigmoid(x))                       \
-  X(erf, FLOAT, std::erf(x))                                \
+  X(erf, FLOAT, math::erf(x))                               \
   X(erfc, FLOAT, std::erfc(x))                              \
   X(erfinv, FLOAT, math::erfinv(x))                         \
   X(sinc, FLOAT, math::sinc(x))                             \

@@ -1,8 +1,9 @@
 // bind_nn_kernels.cpp: the core kernels ember.nn composes, declared in the op registry
 // (python/registry.h) under PyTorch's names and signatures (torch.*, torch._C._nn.*; aten's schema
 // for the kernels torch binds only as aten::*): convolution (ops/conv.h), pooling (ops/pool.h),
-// nll_loss, batch/layer norm and embedding (ops/nn_kernels.h), the fused LSTM/GRU cells
-// (ops/rnn_kernels.h), with their backward kernels.
+// nll_loss, batch/layer norm and embedding (ops/nn_kernels.h), GELU (ops/activation.h), the
+// fused LSTM/GRU cells (ops/rnn_kernels.h) and whole layers (ops/rnn_layer.h), with their
+// backward kernels.
 //
 // Autograd and devices: a call with an input that requires grad goes to
 // `redispatch(name, _C.<name>, args, kwargs)` in a canonical form that the formulas
@@ -16,11 +17,13 @@
 #include <cmath>
 #include <string>
 
+#include "ops/activation.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/nn_kernels.h"
 #include "ops/pool.h"
 #include "ops/rnn_kernels.h"
+#include "ops/rnn_layer.h"
 #include "python/pyutils.h"
 #include "python/registry.h"
 
@@ -571,6 +574,21 @@ void register_nn_kernels(py::module_& m) {
                return py::object(py::make_tuple(none_or(gi), none_or(gw), none_or(gb)));
              }});
 
+  // ---- GELU (ops/activation.h): ember.nn.functional.gelu's kernel on the CPU ----
+  def_op(m, {.name = "gelu",
+             .signatures = {"gelu(Tensor self, *, str approximate='none') -> Tensor"},
+             .family = "activation", .variants = kFunction, .hooked = true, .cuda = "none",
+             .impl = [](const Args& a) { return wrap(gelu(a.tensor(0), a.str(1))); }});
+  def_op(m, {.name = "gelu_backward",
+             .signatures = {"gelu_backward(Tensor grad_output, Tensor self, *, "
+                            "str approximate='none') -> Tensor"},
+             .family = "activation", .variants = kFunction, .cuda = "none",
+             .doc = "Not differentiable: double backward composes the formula from core ops.",
+             .impl = [](const Args& a) {
+               check_not_differentiated("gelu_backward", {a.tensor(0), a.tensor(1)});
+               return wrap(gelu_backward(a.tensor(0), a.tensor(1), a.str(2)));
+             }});
+
   // ---- embedding ----
   def_op(m, {.name = "embedding",
              .signatures = {"embedding(Tensor weight, Tensor indices, int padding_idx=-1, "
@@ -643,6 +661,42 @@ void register_nn_kernels(py::module_& m) {
                check_not_differentiated("_thnn_fused_gru_cell_backward", {gh, ws});
                auto [gi, ghid, ghx, gib, ghb] = fused_gru_cell_backward(gh, ws, a.flag(2));
                return py::object(py::make_tuple(wrap(gi), wrap(ghid), wrap(ghx), none_or(gib), none_or(ghb)));
+             }});
+
+  // ---- a whole LSTM/GRU layer, one direction (ops/rnn_layer.h): ember.nn's LSTM/GRU on the CPU ----
+  def_op(m, {.name = "_rnn_layer",
+             .signatures = {"_rnn_layer(Tensor input, Tensor weight_ih, Tensor weight_hh, Tensor? bias_ih, "
+                            "Tensor? bias_hh, Tensor hx, Tensor? cx, str mode, bool reverse) "
+                            "-> (Tensor, Tensor, Tensor, Tensor)"},
+             .family = "rnn", .variants = kFunction, .hooked = true, .cuda = "none",
+             .doc = "ember's own: -> (output, hy, cy, workspace); cy is empty for GRU.",
+             .impl = [](const Args& a) {
+               auto [out, hy, cy, ws] = rnn_layer(a.str(7), a.tensor(0), a.tensor(1), a.tensor(2),
+                                                  a.opt_tensor(3), a.opt_tensor(4), a.tensor(5),
+                                                  a.opt_tensor(6), a.flag(8));
+               return py::object(py::make_tuple(wrap(out), wrap(hy), wrap(cy), wrap(ws)));
+             }});
+  def_op(m, {.name = "_rnn_layer_backward",
+             .signatures = {"_rnn_layer_backward(Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, "
+                            "Tensor input, Tensor weight_ih, Tensor weight_hh, Tensor hx, Tensor? cx, "
+                            "Tensor output, Tensor workspace, str mode, bool reverse, bool has_bias, "
+                            "bool need_input=True, bool need_weights=True) "
+                            "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)"},
+             .family = "rnn", .variants = kFunction, .cuda = "none",
+             .doc = "-> grads of (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx), None "
+                    "where not asked for; not differentiable (double backward recomputes the layer "
+                    "step by step).",
+             .impl = [](const Args& a) {
+               check_not_differentiated("_rnn_layer_backward",
+                                        {a.opt_tensor(0), a.opt_tensor(1), a.opt_tensor(2), a.tensor(3),
+                                         a.tensor(4), a.tensor(5), a.tensor(8), a.tensor(9)});
+               const RnnLayerGrads r = rnn_layer_backward(
+                   a.str(10), a.opt_tensor(0), a.opt_tensor(1), a.opt_tensor(2), a.tensor(3), a.tensor(4),
+                   a.tensor(5), a.flag(12), a.tensor(6), a.opt_tensor(7), a.tensor(8), a.tensor(9),
+                   a.flag(11), a.flag(13), a.flag(14));
+               return py::object(py::make_tuple(none_or(r.input), none_or(r.weight_ih), none_or(r.weight_hh),
+                                                none_or(r.bias_ih), none_or(r.bias_hh), wrap(r.hx),
+                                                none_or(r.cx)));
              }});
 }
 

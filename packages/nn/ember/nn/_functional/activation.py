@@ -100,8 +100,11 @@ def gelu(input, approximate="none"):
         raise RuntimeError(
             f"approximate argument must be either none or tanh, got {approximate}")
     # one graph node (GeluBackward0) that saves only the input, as torch's: recorded op by op,
-    # the composition kept four tensors of the input's size for backward
-    return _one_node("gelu", _gelu_values, input.requires_grad, input, approximate)
+    # the composition kept four tensors of the input's size for backward. On the CPU the core's
+    # one-pass kernel (vectorised erf/tanh), elsewhere the composition.
+    if input.is_cuda:
+        return _one_node("gelu", _gelu_values, input.requires_grad, input, approximate)
+    return ember._C.gelu(input, approximate=approximate)
 
 
 def _gelu_values(input, approximate):

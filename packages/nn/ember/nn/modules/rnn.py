@@ -1,7 +1,9 @@
-"""RNN, LSTM, GRU and their cells: the input projection of a whole sequence is one matrix product
-per layer and direction, the recurrence one small product and one fused cell kernel
-(``_thnn_fused_lstm_cell``/``_thnn_fused_gru_cell``) per step. Parameter names, shapes, gate order
-and initialisation are torch's."""
+"""RNN, LSTM, GRU and their cells. LSTM and GRU on the CPU (float32/float64, no projection) run
+each layer and direction as one core kernel (``_rnn_layer``: every step in C++, one graph node,
+the weight gradients one product each). Elsewhere the input projection of a whole sequence is one
+matrix product per layer and direction, the recurrence one small product and one fused cell
+kernel (``_thnn_fused_lstm_cell``/``_thnn_fused_gru_cell``) per step. Parameter names, shapes,
+gate order and initialisation are torch's."""
 
 from __future__ import annotations
 
@@ -178,10 +180,25 @@ class RNNBase(Module):
                                    f"{list(h0.shape)}")
         h_n, c_n = [], []
         layer_in = x
+        # LSTM/GRU on the CPU in float32/float64 without projections: one core kernel (and one
+        # graph node) per layer and direction, all steps inside; otherwise step by step below
+        whole_layer = (self.mode in ("LSTM", "GRU") and not self.proj_size and not x.is_cuda
+                       and x.dtype in (ember.float32, ember.float64)
+                       and all(w.dtype == x.dtype for w in self._flat_weights)
+                       and h0.dtype == x.dtype and (c0 is None or c0.dtype == x.dtype))
         for layer in range(self.num_layers):
             outs = []
             for d in range(nd):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
+                if whole_layer:
+                    c = c0[layer * nd + d] if is_lstm else None
+                    y, h, c, _ = _C._rnn_layer(layer_in, w_ih, w_hh, b_ih, b_hh,
+                                               h0[layer * nd + d], c, self.mode, d == 1)
+                    outs.append(y)
+                    h_n.append(h)
+                    if is_lstm:
+                        c_n.append(c)
+                    continue
                 # the whole sequence's input projection is one product; unbind is one node
                 xs = layer_in.matmul(w_ih.t()).unbind(0) if seq_len else ()
                 w_hh_t = w_hh.t()

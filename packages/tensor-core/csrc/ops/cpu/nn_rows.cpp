@@ -1,0 +1,234 @@
+// The GELU (exact and tanh) forward/backward loops and layer norm's row kernels, for contiguous
+// float32/float64 data; the entry points (shape checks, other dtypes) are ops/activation.cpp and
+// ops/nn_kernels.cpp. Compiled once per CPU capability so that the erf/exp/tanh of vexp.h and the
+// row sums run at the CPU's vector width. Layer norm keeps its statistics in the input's type, as
+// torch's CPU kernel does for float32, with one partial sum per vector lane (a single running sum
+// would keep the loop scalar, since float addition is not associative).
+#include "ops/cpu/kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/math.h"
+#include "runtime/parallel.h"
+
+namespace ember::EMBER_CPU_NS {
+namespace {
+
+constexpr int64_t kGeluGrain = 16384;  // elements per chunk: ~10 us of work
+
+// 64 bytes of lanes: one AVX-512 register, two AVX2 ones.
+template <typename T> constexpr int kLanes = 64 / sizeof(T);
+
+template <typename T> T sum_row(const T* __restrict__ x, int64_t n) {
+  constexpr int L = kLanes<T>;
+  T a[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) a[l] += x[i + l];
+  T s = 0;
+  for (; i < n; ++i) s += x[i];
+  for (int l = 0; l < L; ++l) s += a[l];
+  return s;
+}
+
+template <typename T> T centered_squares(const T* __restrict__ x, int64_t n, T mu) {
+  constexpr int L = kLanes<T>;
+  T a[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) {
+      const T d = x[i + l] - mu;
+      a[l] += d * d;
+    }
+  T s = 0;
+  for (; i < n; ++i) s += (x[i] - mu) * (x[i] - mu);
+  for (int l = 0; l < L; ++l) s += a[l];
+  return s;
+}
+
+// gi = rstd (g w - m1 - xhat m2) for one row of layer norm's backward; when pw/pb are given, the
+// row's g xhat and g are added into them (the weight's and bias's partial sums).
+template <typename T>
+void input_grad_row(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ w, T mu,
+                    T rs, T m1, T m2, T* __restrict__ gi, T* __restrict__ pw, T* __restrict__ pb,
+                    int64_t D) {
+  if (pw) {
+    for (int64_t k = 0; k < D; ++k) {
+      const T xh = (x[k] - mu) * rs;
+      gi[k] = rs * (g[k] * (w ? w[k] : T(1)) - m1 - xh * m2);
+      pw[k] += g[k] * xh;
+      pb[k] += g[k];
+    }
+  } else {
+    for (int64_t k = 0; k < D; ++k)
+      gi[k] = rs * (g[k] * (w ? w[k] : T(1)) - m1 - (x[k] - mu) * rs * m2);
+  }
+}
+
+template <typename T> constexpr T kSqrtHalf = T(0.70710678118654752440);
+template <typename T> constexpr T kInvSqrt2Pi = T(0.39894228040143267794);
+template <typename T> constexpr T kTanhBeta = T(0.79788456080286535588);  // sqrt(2 / pi)
+template <typename T> constexpr T kTanhKappa = T(0.044715);
+
+template <typename T> void gelu_loop(const T* __restrict__ x, T* __restrict__ y, int64_t n, bool tanh_approx) {
+  if (tanh_approx) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = x[i];
+      const T inner = kTanhBeta<T> * (v + kTanhKappa<T> * v * v * v);
+      y[i] = T(0.5) * v * (T(1) + math::tanh(inner));
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = x[i];
+      y[i] = T(0.5) * v * (T(1) + math::erf(v * kSqrtHalf<T>));
+    }
+  }
+}
+
+template <typename T>
+void gelu_backward_loop(const T* __restrict__ g, const T* __restrict__ x, T* __restrict__ gi, int64_t n,
+                        bool tanh_approx) {
+  if (tanh_approx) {  // d/dx of x/2 (1 + tanh(inner)), torch's GeluBackward (tanh)
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = x[i], v2 = v * v;
+      const T t = math::tanh(kTanhBeta<T> * (v + kTanhKappa<T> * v2 * v));
+      const T dinner = kTanhBeta<T> * (T(1) + T(3) * kTanhKappa<T> * v2);
+      gi[i] = g[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
+    }
+  } else {  // cdf(x) + x pdf(x)
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = x[i];
+      const T cdf = T(0.5) * (T(1) + math::erf(v * kSqrtHalf<T>));
+      const T pdf = math::exp(T(-0.5) * v * v) * kInvSqrt2Pi<T>;
+      gi[i] = g[i] * (cdf + v * pdf);
+    }
+  }
+}
+
+template <typename F> void dispatch_float(ScalarType dt, F f) {
+  if (dt == ScalarType::Float32) f(float{});
+  else if (dt == ScalarType::Float64) f(double{});
+}
+
+}  // namespace
+
+void gelu(const Tensor& in, const Tensor& out, bool tanh_approx) {
+  dispatch_float(in->dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = in->data_as<T>();
+    T* y = out->data_as<T>();
+    parallel_for(0, in->numel(), kGeluGrain, [&](int64_t a, int64_t b) {
+      gelu_loop(x + a, y + a, b - a, tanh_approx);
+    });
+  });
+}
+
+void gelu_backward(const Tensor& grad_out, const Tensor& in, const Tensor& grad_in, bool tanh_approx) {
+  dispatch_float(in->dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const T* g = grad_out->data_as<T>();
+    const T* x = in->data_as<T>();
+    T* gi = grad_in->data_as<T>();
+    parallel_for(0, in->numel(), kGeluGrain, [&](int64_t a, int64_t b) {
+      gelu_backward_loop(g + a, x + a, gi + a, b - a, tanh_approx);
+    });
+  });
+}
+
+void layer_norm_rows(const Tensor& in, const Tensor& weight, const Tensor& bias, const Tensor& out,
+                     const Tensor& mean, const Tensor& rstd, int64_t M, int64_t D, double eps) {
+  dispatch_float(in->dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const T* xp = in->data_as<T>();
+    const T* w = weight ? weight->data_as<T>() : nullptr;
+    const T* b = bias ? bias->data_as<T>() : nullptr;
+    T* op = out->data_as<T>();
+    T* mp = mean->data_as<T>();
+    T* rp = rstd->data_as<T>();
+    parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(D, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* __restrict__ x = xp + r * D;
+        T* __restrict__ y = op + r * D;
+        const T mu = D ? sum_row(x, D) / T(D) : T(0);
+        const T var = D ? centered_squares(x, D, mu) / T(D) : T(0);
+        const T rs = T(1) / std::sqrt(var + T(eps));
+        mp[r] = mu, rp[r] = rs;
+        if (w && b) {
+          for (int64_t j = 0; j < D; ++j) y[j] = (x[j] - mu) * rs * w[j] + b[j];
+        } else if (w) {
+          for (int64_t j = 0; j < D; ++j) y[j] = (x[j] - mu) * rs * w[j];
+        } else {
+          for (int64_t j = 0; j < D; ++j) y[j] = (x[j] - mu) * rs + (b ? b[j] : T(0));
+        }
+      }
+    });
+  });
+}
+
+void layer_norm_backward_rows(const Tensor& grad_out, const Tensor& in, const Tensor& mean,
+                              const Tensor& rstd, const Tensor& weight, const Tensor& grad_in,
+                              const Tensor& grad_weight, const Tensor& grad_bias, int64_t M, int64_t D) {
+  dispatch_float(in->dtype, [&](auto zero) {
+    using T = decltype(zero);
+    constexpr int L = kLanes<T>;
+    const T* xp = in->data_as<T>();
+    const T* gp = grad_out->data_as<T>();
+    const T* mp = mean->data_as<T>();
+    const T* rp = rstd->data_as<T>();
+    const T* w = weight ? weight->data_as<T>() : nullptr;
+    T* ip = grad_in ? grad_in->data_as<T>() : nullptr;
+    const bool param_grads = grad_weight || grad_bias;
+    // One row of weight/bias partial sums per chunk (get_thread_num), added up after the rows:
+    // each chunk reads its rows once for both the input's and the parameters' gradients.
+    const int64_t chunks = param_grads ? get_num_threads() : 0;
+    std::vector<T> partial(static_cast<size_t>(chunks * 2 * D), T(0));
+    parallel_for(0, M, std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)), [&](int64_t r0, int64_t r1) {
+      T* __restrict__ pw = param_grads ? partial.data() + get_thread_num() * 2 * D : nullptr;
+      T* __restrict__ pb = param_grads ? pw + D : nullptr;
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* __restrict__ x = xp + r * D;
+        const T* __restrict__ g = gp + r * D;
+        const T mu = mp[r], rs = rp[r];
+        if (!ip) {  // the parameters' gradients alone
+          if (pw)
+            for (int64_t j = 0; j < D; ++j) {
+              pw[j] += g[j] * (x[j] - mu) * rs;
+              pb[j] += g[j];
+            }
+          continue;
+        }
+        T a1[L] = {}, a2[L] = {};  // sum(g * w), sum(g * w * xhat), lane by lane
+        int64_t j = 0;
+        for (; j + L <= D; j += L)
+          for (int l = 0; l < L; ++l) {
+            const T gw = g[j + l] * (w ? w[j + l] : T(1));
+            a1[l] += gw;
+            a2[l] += gw * (x[j + l] - mu) * rs;
+          }
+        T s1 = 0, s2 = 0;
+        for (; j < D; ++j) {
+          const T gw = g[j] * (w ? w[j] : T(1));
+          s1 += gw;
+          s2 += gw * (x[j] - mu) * rs;
+        }
+        for (int l = 0; l < L; ++l) s1 += a1[l], s2 += a2[l];
+        const T m1 = s1 / T(D), m2 = s2 / T(D);
+        // the input's gradient, and the parameters' partial sums in the same pass
+        input_grad_row(g, x, w, mu, rs, m1, m2, ip + r * D, pw, pb, D);
+      }
+    });
+    if (!param_grads) return;
+    T* gw = grad_weight ? grad_weight->data_as<T>() : nullptr;
+    T* gb = grad_bias ? grad_bias->data_as<T>() : nullptr;
+    for (int64_t j = 0; j < D; ++j) {
+      T sw = 0, sb = 0;
+      for (int64_t c = 0; c < chunks; ++c) sw += partial[c * 2 * D + j], sb += partial[c * 2 * D + D + j];
+      if (gw) gw[j] = sw;
+      if (gb) gb[j] = sb;
+    }
+  });
+}
+
+}  // namespace ember::EMBER_CPU_NS
