@@ -292,6 +292,9 @@ CONV_PATH_CASES = [
     ("folded 1x1 at 2x2", (4, 6, 2, 2), (5, 6, 1, 1), dict(stride=1, padding=0, dilation=1, groups=1)),
     ("folded 3x3 at 4x4", (3, 4, 4, 4), (6, 4, 3, 3), dict(stride=1, padding=1, dilation=1, groups=1)),
     ("folded strided", (3, 4, 8, 7), (5, 4, 3, 3), dict(stride=2, padding=1, dilation=1, groups=1)),
+    # 80 folded columns: the GEMMs' columns split over the threads (64 a chunk at least)
+    ("folded, columns over threads", (20, 6, 2, 2), (5, 6, 3, 3),
+     dict(stride=1, padding=1, dilation=1, groups=1)),
     ("per sample (large output)", (2, 3, 10, 9), (4, 3, 3, 3), dict(stride=1, padding=1, dilation=1, groups=1)),
 ]
 
