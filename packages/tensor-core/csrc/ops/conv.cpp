@@ -250,50 +250,68 @@ template <typename F> void over_columns(int64_t n, const F& gemm_block) {
   parallel_for(0, n, 64, gemm_block);
 }
 
-template <typename T>
-void folded_forward(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
-  const int64_t R = m.B * g.kvol(), ovol = g.ovol(), ivol = g.ivol(), nbmax = fold_chunk<T>(R, m, g);
-  std::vector<T> col(static_cast<size_t>(R * nbmax * ovol)), out(static_cast<size_t>(m.S * nbmax * ovol));
-  for (int64_t n0 = 0; n0 < m.N; n0 += nbmax) {
-    const int64_t nb = std::min(nbmax, m.N - n0), ld = nb * ovol;
+// What the three folded passes share: chunks of at most nbmax samples, each with its column
+// matrix col (R, nb*ovol) and the small side's planes folded side by side, (S, nb*ovol).
+template <typename T> struct Folded {
+  const Dims& m;
+  const Geo& g;
+  const int64_t R, ovol, ivol, nbmax;
+  std::vector<T> col, planes;
+  Folded(const Dims& dims, const Geo& geo)
+      : m(dims), g(geo), R(dims.B * geo.kvol()), ovol(geo.ovol()), ivol(geo.ivol()),
+        nbmax(fold_chunk<T>(R, dims, geo)), col(static_cast<size_t>(R * nbmax * ovol)),
+        planes(static_cast<size_t>(dims.S * nbmax * ovol)) {}
+  // body(first sample, samples, row length nb*ovol) per chunk
+  template <typename F> void each_chunk(const F& body) {
+    for (int64_t n0 = 0; n0 < m.N; n0 += nbmax) {
+      const int64_t nb = std::min(nbmax, m.N - n0);
+      body(n0, nb, nb * ovol);
+    }
+  }
+  void big_to_columns(const T* big, int64_t n0, int64_t nb, int64_t ld) {
     for (int64_t n = 0; n < nb; ++n)
       im2col(big + (n0 + n) * m.B * ivol, m.B, g, 0, g.O[0] * g.O[1], col.data() + n * ovol, ld);
-    over_columns(ld, [&](int64_t c0, int64_t c1) {
-      gemm(false, false, m.S, c1 - c0, R, T(1), W, R, col.data() + c0, ld, T(0), out.data() + c0, ld);
-    });
-    fold_planes(out.data(), small + n0 * m.S * ovol, nb, m.S, ovol, /*to_batch=*/true);
   }
+};
+
+template <typename T>
+void folded_forward(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
+  Folded<T> f(m, g);
+  f.each_chunk([&](int64_t n0, int64_t nb, int64_t ld) {
+    f.big_to_columns(big, n0, nb, ld);
+    over_columns(ld, [&](int64_t c0, int64_t c1) {
+      gemm(false, false, m.S, c1 - c0, f.R, T(1), W, f.R, f.col.data() + c0, ld, T(0),
+           f.planes.data() + c0, ld);
+    });
+    fold_planes(f.planes.data(), small + n0 * m.S * f.ovol, nb, m.S, f.ovol, /*to_batch=*/true);
+  });
 }
 
 template <typename T>
 void folded_adjoint(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
-  const int64_t R = m.B * g.kvol(), ovol = g.ovol(), ivol = g.ivol(), nbmax = fold_chunk<T>(R, m, g);
-  std::vector<T> col(static_cast<size_t>(R * nbmax * ovol)), in(static_cast<size_t>(m.S * nbmax * ovol));
-  for (int64_t n0 = 0; n0 < m.N; n0 += nbmax) {
-    const int64_t nb = std::min(nbmax, m.N - n0), ld = nb * ovol;
-    fold_planes(small + n0 * m.S * ovol, in.data(), nb, m.S, ovol, /*to_batch=*/false);
+  Folded<T> f(m, g);
+  f.each_chunk([&](int64_t n0, int64_t nb, int64_t ld) {
+    fold_planes(small + n0 * m.S * f.ovol, f.planes.data(), nb, m.S, f.ovol, /*to_batch=*/false);
     over_columns(ld, [&](int64_t c0, int64_t c1) {
-      gemm(true, false, R, c1 - c0, m.S, T(1), W, R, in.data() + c0, ld, T(0), col.data() + c0, ld);
+      gemm(true, false, f.R, c1 - c0, m.S, T(1), W, f.R, f.planes.data() + c0, ld, T(0),
+           f.col.data() + c0, ld);
     });
     for (int64_t n = 0; n < nb; ++n)
-      col2im(col.data() + n * ovol, m.B, g, big + (n0 + n) * m.B * ivol, ld);
-  }
+      col2im(f.col.data() + n * f.ovol, m.B, g, big + (n0 + n) * m.B * f.ivol, ld);
+  });
 }
 
 template <typename T>
 void folded_weight(const T* small, const T* big, T* gW, const Dims& m, const Geo& g) {
-  const int64_t R = m.B * g.kvol(), ovol = g.ovol(), ivol = g.ivol(), nbmax = fold_chunk<T>(R, m, g);
-  std::vector<T> col(static_cast<size_t>(R * nbmax * ovol)), in(static_cast<size_t>(m.S * nbmax * ovol));
-  for (int64_t n0 = 0; n0 < m.N; n0 += nbmax) {
-    const int64_t nb = std::min(nbmax, m.N - n0), ld = nb * ovol;
-    fold_planes(small + n0 * m.S * ovol, in.data(), nb, m.S, ovol, /*to_batch=*/false);
-    for (int64_t n = 0; n < nb; ++n)
-      im2col(big + (n0 + n) * m.B * ivol, m.B, g, 0, g.O[0] * g.O[1], col.data() + n * ovol, ld);
-    over_columns(R, [&](int64_t r0, int64_t r1) {  // gW's columns are col's rows
-      gemm(false, true, m.S, r1 - r0, ld, T(1), in.data(), ld, col.data() + r0 * ld, ld,
-           n0 == 0 ? T(0) : T(1), gW + r0, R);
+  Folded<T> f(m, g);
+  f.each_chunk([&](int64_t n0, int64_t nb, int64_t ld) {
+    fold_planes(small + n0 * m.S * f.ovol, f.planes.data(), nb, m.S, f.ovol, /*to_batch=*/false);
+    f.big_to_columns(big, n0, nb, ld);
+    over_columns(f.R, [&](int64_t r0, int64_t r1) {  // gW's columns are col's rows
+      gemm(false, true, m.S, r1 - r0, ld, T(1), f.planes.data(), ld, f.col.data() + r0 * ld, ld,
+           n0 == 0 ? T(0) : T(1), gW + r0, f.R);
     });
-  }
+  });
 }
 
 // small (N, S, ovol) = W_g @ col(big (N, B, ivol)) per sample and group.

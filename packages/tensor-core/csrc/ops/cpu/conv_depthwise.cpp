@@ -117,99 +117,103 @@ std::vector<int64_t> tap_offsets(const ConvGeometry& g, const Block& b) {
   return off;
 }
 
-// Work items: (sample, block of kLanes channels).
-template <typename T> int64_t blocks_of(int64_t C) { return (C + kLanes<T> - 1) / kLanes<T>; }
+// What the three passes share: the packed block's extent, the taps' offsets in it, the sizes.
+template <typename T> struct Plan {
+  static constexpr int64_t L = kLanes<T>;
+  const ConvGeometry& g;
+  const Block b;
+  const std::vector<int64_t> taps;
+  const int64_t C, kvol, ivol, ovol, blocks;  // blocks of L channels
+  Plan(const ConvGeometry& geo, int64_t channels)
+      : g(geo), b(geo), taps(tap_offsets(geo, b)), C(channels), kvol(geo.kvol()), ivol(geo.ivol()),
+        ovol(geo.ovol()), blocks((channels + L - 1) / L) {}
+  int lanes(int64_t c0) const { return static_cast<int>(std::min(L, C - c0)); }
+
+  // body(n, c0, P, Wb, Y) for every (sample, block of channels from c0), over the pool, with the
+  // chunk's buffers: P the packed input positions, Wb the block's weights, Y the outputs.
+  template <typename F> void over_sample_blocks(int64_t N, const F& body) const {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(L * ovol * kvol, 1));
+    parallel_for(0, N * blocks, grain, [&](int64_t w0, int64_t w1) {
+      std::vector<T> P(static_cast<size_t>(b.positions() * L)), Wb(static_cast<size_t>(kvol * L));
+      std::vector<T> Y(static_cast<size_t>(ovol * L));
+      for (int64_t w = w0; w < w1; ++w)
+        body(w / blocks, (w % blocks) * L, P.data(), Wb.data(), Y.data());
+    });
+  }
+};
 
 template <typename T>
 void forward_planes(const T* big, const T* W, T* small, int64_t N, int64_t C, const ConvGeometry& g) {
   constexpr int64_t L = kLanes<T>;
-  const Block b(g);
-  const std::vector<int64_t> taps = tap_offsets(g, b);
-  const int64_t kvol = g.kvol(), ivol = g.ivol(), ovol = g.ovol(), nb = blocks_of<T>(C);
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(L * ovol * kvol, 1));
-  parallel_for(0, N * nb, grain, [&](int64_t w0, int64_t w1) {
-    std::vector<T> P(static_cast<size_t>(b.positions() * L)), Wb(static_cast<size_t>(kvol * L));
-    std::vector<T> Y(static_cast<size_t>(ovol * L));
-    for (int64_t w = w0; w < w1; ++w) {
-      const int64_t n = w / nb, c0 = (w % nb) * L;
-      const int lanes = static_cast<int>(std::min(L, C - c0));
-      pack(g, b, big + (n * C + c0) * ivol, ivol, lanes, P.data());
-      pack_weights(W + c0 * kvol, kvol, lanes, Wb.data());
-      over_outputs(g, b, [&](int64_t o, int64_t first) {
-        T acc[L] = {};
-        const T* src = P.data() + first * L;
-        for (int64_t t = 0; t < kvol; ++t) {
-          const T* v = src + taps[t] * L;
-          const T* wt = Wb.data() + t * L;
-          for (int64_t l = 0; l < L; ++l) acc[l] += wt[l] * v[l];
-        }
-        T* yo = Y.data() + o * L;
-        for (int64_t l = 0; l < L; ++l) yo[l] = acc[l];
-      });
-      unpack_outputs(Y.data(), ovol, lanes, small + (n * C + c0) * ovol);
-    }
+  const Plan<T> p(g, C);
+  p.over_sample_blocks(N, [&](int64_t n, int64_t c0, T* P, T* Wb, T* Y) {
+    const int lanes = p.lanes(c0);
+    pack(g, p.b, big + (n * C + c0) * p.ivol, p.ivol, lanes, P);
+    pack_weights(W + c0 * p.kvol, p.kvol, lanes, Wb);
+    over_outputs(g, p.b, [&](int64_t o, int64_t first) {
+      T acc[L] = {};
+      const T* src = P + first * L;
+      for (int64_t t = 0; t < p.kvol; ++t) {
+        const T* v = src + p.taps[t] * L;
+        const T* wt = Wb + t * L;
+        for (int64_t l = 0; l < L; ++l) acc[l] += wt[l] * v[l];
+      }
+      T* yo = Y + o * L;
+      for (int64_t l = 0; l < L; ++l) yo[l] = acc[l];
+    });
+    unpack_outputs(Y, p.ovol, lanes, small + (n * C + c0) * p.ovol);
   });
 }
 
 template <typename T>
 void adjoint_planes(const T* small, const T* W, T* big, int64_t N, int64_t C, const ConvGeometry& g) {
   constexpr int64_t L = kLanes<T>;
-  const Block b(g);
-  const std::vector<int64_t> taps = tap_offsets(g, b);
-  const int64_t kvol = g.kvol(), ivol = g.ivol(), ovol = g.ovol(), nb = blocks_of<T>(C);
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(L * ovol * kvol, 1));
-  parallel_for(0, N * nb, grain, [&](int64_t w0, int64_t w1) {
-    std::vector<T> P(static_cast<size_t>(b.positions() * L)), Wb(static_cast<size_t>(kvol * L));
-    std::vector<T> Y(static_cast<size_t>(ovol * L));
-    for (int64_t w = w0; w < w1; ++w) {
-      const int64_t n = w / nb, c0 = (w % nb) * L;
-      const int lanes = static_cast<int>(std::min(L, C - c0));
-      std::fill(P.begin(), P.end(), T(0));
-      pack_weights(W + c0 * kvol, kvol, lanes, Wb.data());
-      pack_outputs(small + (n * C + c0) * ovol, ovol, lanes, Y.data());
-      over_outputs(g, b, [&](int64_t o, int64_t first) {
-        const T* go = Y.data() + o * L;
-        T* dst = P.data() + first * L;
-        for (int64_t t = 0; t < kvol; ++t) {
-          T* v = dst + taps[t] * L;
-          const T* wt = Wb.data() + t * L;
-          for (int64_t l = 0; l < L; ++l) v[l] += wt[l] * go[l];
-        }
-      });
-      unpack(g, b, P.data(), ivol, lanes, big + (n * C + c0) * ivol);
-    }
+  const Plan<T> p(g, C);
+  p.over_sample_blocks(N, [&](int64_t n, int64_t c0, T* P, T* Wb, T* Y) {
+    const int lanes = p.lanes(c0);
+    std::fill(P, P + p.b.positions() * L, T(0));
+    pack_weights(W + c0 * p.kvol, p.kvol, lanes, Wb);
+    pack_outputs(small + (n * C + c0) * p.ovol, p.ovol, lanes, Y);
+    over_outputs(g, p.b, [&](int64_t o, int64_t first) {
+      const T* go = Y + o * L;
+      T* dst = P + first * L;
+      for (int64_t t = 0; t < p.kvol; ++t) {
+        T* v = dst + p.taps[t] * L;
+        const T* wt = Wb + t * L;
+        for (int64_t l = 0; l < L; ++l) v[l] += wt[l] * go[l];
+      }
+    });
+    unpack(g, p.b, P, p.ivol, lanes, big + (n * C + c0) * p.ivol);
   });
 }
 
 template <typename T>
 void weight_planes(const T* small, const T* big, T* gW, int64_t N, int64_t C, const ConvGeometry& g) {
   constexpr int64_t L = kLanes<T>;
-  const Block b(g);
-  const std::vector<int64_t> taps = tap_offsets(g, b);
-  const int64_t kvol = g.kvol(), ivol = g.ivol(), ovol = g.ovol(), nb = blocks_of<T>(C);
+  const Plan<T> p(g, C);
   // One block of channels per work item, every sample inside it: no two items share a weight.
-  parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<T> P(static_cast<size_t>(b.positions() * L)), acc(static_cast<size_t>(kvol * L));
-    std::vector<T> Y(static_cast<size_t>(ovol * L));
+  parallel_for(0, p.blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<T> P(static_cast<size_t>(p.b.positions() * L)), acc(static_cast<size_t>(p.kvol * L));
+    std::vector<T> Y(static_cast<size_t>(p.ovol * L));
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t c0 = blk * L;
-      const int lanes = static_cast<int>(std::min(L, C - c0));
+      const int lanes = p.lanes(c0);
       std::fill(acc.begin(), acc.end(), T(0));
       for (int64_t n = 0; n < N; ++n) {
-        pack(g, b, big + (n * C + c0) * ivol, ivol, lanes, P.data());
-        pack_outputs(small + (n * C + c0) * ovol, ovol, lanes, Y.data());
-        over_outputs(g, b, [&](int64_t o, int64_t first) {
+        pack(g, p.b, big + (n * C + c0) * p.ivol, p.ivol, lanes, P.data());
+        pack_outputs(small + (n * C + c0) * p.ovol, p.ovol, lanes, Y.data());
+        over_outputs(g, p.b, [&](int64_t o, int64_t first) {
           const T* go = Y.data() + o * L;
           const T* src = P.data() + first * L;
-          for (int64_t t = 0; t < kvol; ++t) {
-            const T* v = src + taps[t] * L;
+          for (int64_t t = 0; t < p.kvol; ++t) {
+            const T* v = src + p.taps[t] * L;
             T* a = acc.data() + t * L;
             for (int64_t l = 0; l < L; ++l) a[l] += go[l] * v[l];
           }
         });
       }
       for (int l = 0; l < lanes; ++l)
-        for (int64_t t = 0; t < kvol; ++t) gW[(c0 + l) * kvol + t] = acc[t * L + l];
+        for (int64_t t = 0; t < p.kvol; ++t) gW[(c0 + l) * p.kvol + t] = acc[t * L + l];
     }
   });
 }
