@@ -296,7 +296,13 @@ def test_special_namespace():
                "multigammaln": "mvlgamma", "i0": "i0", "gammainc": "igamma",
                "gammaincc": "igammac", "modified_bessel_i0": "i0"}
     # torch.special-only table ops, bound as _C._special_<f>; spherical_bessel_j0 is Python
-    private = ["i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlog1py", "zeta"]
+    private = ["i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlog1py", "zeta",
+               "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+               "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+               "airy_ai",
+               *(f"{p}chebyshev_polynomial_{k}" for p in ("", "shifted_") for k in "tuvw"),
+               "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+               "legendre_polynomial_p"]
     assert sorted(special.__all__) == sorted([*aliases, *private, "spherical_bessel_j0",
                                               "modified_bessel_i1"])
     for name, core in aliases.items():
