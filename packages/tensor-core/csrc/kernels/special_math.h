@@ -579,7 +579,7 @@ EMBER_MATH JY bessel_jy_asymptotic(int nu, double x) {
 // exp(-2 pi a / h) for a strip |Im t| < a where the integrand stays small; the step keeps that
 // below 1e-20 for every x (a shrinks like 1/sqrt(x) as x grows, and so does the step).
 EMBER_MATH double bessel_k_scaled_quadrature(double nu, double x) {
-  const double h = std::fmin(0.125, 0.5 / std::sqrt(x));
+  const double h = x < 16 ? 0.125 : 0.5 / std::sqrt(x);  // the smaller of the two
   double sum = 0.5;  // f(0) / 2
   for (int j = 1; j < 4000; ++j) {
     const double t = j * h, sh = std::sinh(t / 2);
