@@ -599,8 +599,9 @@ def _special_kernel(scipy_name: str, cpu_name: str) -> Callable:
 
 def _host_kernel(cpu_name: str) -> Callable:
     """Functions CuPy has no kernel of (the orthogonal polynomials, Airy Ai) or whose edge values
-    differ from torch's (the Bessel functions J, Y, K): the core's CPU kernel over a host copy, so a device gives the CPU's values. The compiled CUDA kernels (the op table's
-    formula) are the usual path; this one serves when they are off or unavailable."""
+    differ from torch's (the Bessel functions J, Y, K): the core's CPU kernel over a host copy,
+    so a device gives the CPU's values. The compiled CUDA kernels (the op table's formula) are
+    the usual path; this one serves when they are off or unavailable."""
 
     def fn(*arrays):
         mod = xp()
