@@ -3,9 +3,10 @@
 Each name is the core's own function under torch.special's name (``expit`` is ``ember.sigmoid``,
 ``gammaln`` is ``ember.lgamma``, ``i0e`` is the table op ``_C._special_i0e``, ...), so arguments,
 ``out=``, dtype promotion and autograd are those of the core op. The orthogonal polynomials
-(``chebyshev_polynomial_t``, ``hermite_polynomial_h``, ``legendre_polynomial_p``, ...) are table
-ops too. Not here yet: the Bessel functions of the first and second kind (``bessel_j0``,
-``bessel_y1``, ...), ``modified_bessel_k0``/``k1`` and ``airy_ai``.
+(``chebyshev_polynomial_t``, ``hermite_polynomial_h``, ``legendre_polynomial_p``, ...), the
+Bessel functions of the first and second kind (``bessel_j0``, ``bessel_y1``, ...),
+``modified_bessel_k0``/``k1`` with their scaled forms and ``airy_ai`` are table ops too: every
+function of torch.special is here.
 
 >>> import ember
 >>> ember.special.expit(ember.tensor([0.0]))
@@ -66,6 +67,18 @@ hermite_polynomial_h = _C._special_hermite_polynomial_h
 hermite_polynomial_he = _C._special_hermite_polynomial_he
 laguerre_polynomial_l = _C._special_laguerre_polynomial_l
 legendre_polynomial_p = _C._special_legendre_polynomial_p
+# Bessel functions of the first and second kind, K0/K1 and their scaled forms e^x K(x), and
+# Airy Ai: table ops (kernels/special_math.h) with torch's edge values (NaN at +-inf for J, Y and
+# Ai; NaN below 0 and -inf/inf at 0 for Y and K); no gradient, as in torch.
+bessel_j0 = _C._special_bessel_j0
+bessel_j1 = _C._special_bessel_j1
+bessel_y0 = _C._special_bessel_y0
+bessel_y1 = _C._special_bessel_y1
+modified_bessel_k0 = _C._special_modified_bessel_k0
+modified_bessel_k1 = _C._special_modified_bessel_k1
+scaled_modified_bessel_k0 = _C._special_scaled_modified_bessel_k0
+scaled_modified_bessel_k1 = _C._special_scaled_modified_bessel_k1
+airy_ai = _C._special_airy_ai
 
 
 def spherical_bessel_j0(input, *, out=None):
@@ -78,6 +91,8 @@ def spherical_bessel_j0(input, *, out=None):
     return out.copy_(r)
 
 __all__ = [
+    "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+    "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
     "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
     "chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
     "laguerre_polynomial_l", "legendre_polynomial_p", "shifted_chebyshev_polynomial_t",

@@ -18,6 +18,7 @@ own promotion (value-based scalars, int64 + float16 -> float64, ...) is never re
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from collections.abc import Callable, Iterator
@@ -392,7 +393,7 @@ def sample_values(rng: np.random.Generator, shape: tuple, dtype: str, dom: Domai
 
 @dataclass
 class Skip:
-    """A known difference: the tests named in `tests` ("reference", "scalar", "special",
+    """A known difference: the tests named in `tests` ("reference", "scalar", "special", "large",
     "torch"; () for all) skip these input dtypes, giving `reason`."""
 
     reason: str
@@ -806,6 +807,89 @@ def _u_power_series(n: int) -> np.ndarray:
     return cur
 
 
+def _mpmath_unary(name: str) -> Callable:
+    """torch.special's Bessel and Airy functions from mpmath at 30 digits (its own algorithms:
+    hypergeometric series with as many guard digits as they need), with torch's values where the
+    function is not evaluated: NaN at +-inf for J, Y and Ai, NaN below 0 and -inf (Y) or +inf (K)
+    at 0; K is 0 at +inf. Ai below -2^40 is NaN in ember: its phase (2/3)|x|^(3/2) is beyond what
+    the kernel resolves (see special_math.h)."""
+    import mpmath
+
+    j_or_y = name.startswith("bessel_")
+    order = 1 if name.endswith("1") else 0
+    evaluate = {
+        "bessel_j": lambda x: mpmath.besselj(order, x),
+        "bessel_y": lambda x: mpmath.bessely(order, x),
+        "modified_bessel_k": lambda x: mpmath.besselk(order, x),
+        "scaled_modified_bessel_k": lambda x: mpmath.exp(x) * mpmath.besselk(order, x),
+        "airy_ai": mpmath.airyai,
+    }[name.rstrip("01")]
+
+    @functools.cache  # the variant tests evaluate the same samples again
+    def one(x: float) -> float:
+        if math.isnan(x):
+            return x
+        if name.startswith("bessel_j") or name == "airy_ai":
+            if math.isinf(x) or (name == "airy_ai" and x < -(2.0**40)):
+                return math.nan
+        elif x < 0 or (j_or_y and math.isinf(x)):
+            return math.nan
+        elif x == 0:
+            return -math.inf if j_or_y else math.inf
+        elif math.isinf(x):
+            return 0.0
+        if "_k" in name and x <= 60:  # mpmath's besselk takes ~15 ms at 30 digits
+            k = _k_series_mpmath(mpmath, order, x)
+            return float(k * mpmath.exp(x) if name.startswith("scaled") else k)
+        with mpmath.workdps(30):
+            return float(evaluate(mpmath.mpf(x)))
+
+    return _vec(lambda x: one(float(x)))
+
+
+def _k_series_mpmath(mpmath, order: int, x: float):
+    """K_0, K_1 from their defining series (Abramowitz and Stegun 9.6.13) in mpmath, carried
+    with enough digits that the cancellation of its log term and its sum (~e^(2x)) leaves 30:
+    K_n = (-1)^(n+1) (ln(x/2) + gamma) I_n + n/x
+          + (-1)^n (1/2) sum_k (H_k + H_(k+n)) (x/2)^(2k+n) / (k! (k+n)!)."""
+    with mpmath.workdps(30 + int(x)):
+        z = mpmath.mpf(x)
+        q = z * z / 4
+        term = (z / 2) ** order
+        h_k, h_kn = mpmath.mpf(0), mpmath.mpf(order)
+        total, bessel_i, k = term * (h_k + h_kn), term, 0  # bessel_i: I_n's own series
+        eps = mpmath.mpf(10) ** -(35 + int(x))
+        while True:
+            k += 1
+            term = term * q / (k * (k + order))
+            h_k += mpmath.mpf(1) / k
+            h_kn += mpmath.mpf(1) / (k + order)
+            step = term * (h_k + h_kn)
+            total += step
+            bessel_i += term
+            if k > x and step < total * eps:
+                break
+        log_term = (mpmath.log(z / 2) + mpmath.euler) * bessel_i
+        if order == 0:
+            return +(total / 2 - log_term)
+        return +(log_term + 1 / z - total / 2)
+
+
+# J over both switch points' sides (the power series below 20, Hankel's series above) and both
+# signs; Y and K over (0, 30] (K's series below 1, its quadrature above); Ai from -15 to 15 (the
+# Maclaurin series from -10 to 2, the asymptotic series below, K_1/3 above).
+_BESSEL_DOMAINS = {
+    "bessel_j0": Domain(lo=-30.0, hi=30.0, int_lo=-30, int_hi=30),
+    "bessel_y0": Domain(lo=0.01, hi=30.0, int_lo=1, int_hi=30),
+    "modified_bessel_k0": Domain(lo=0.01, hi=30.0, int_lo=1, int_hi=30),
+    "airy_ai": Domain(lo=-15.0, hi=15.0, int_lo=-15, int_hi=15),
+}
+_BESSEL = {f"special_{n}": _BESSEL_DOMAINS[n.replace("scaled_", "").replace("1", "0")]
+           for n in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+                     "modified_bessel_k1", "scaled_modified_bessel_k0",
+                     "scaled_modified_bessel_k1", "airy_ai")}
+
+
 # x over [-1.5, 1.5] (inside and outside the orthogonality interval), degrees 0..12 (and -1).
 _POLY_X = Domain(lo=-1.5, hi=1.5, int_lo=-1, int_hi=1)
 _POLY_N = Domain(lo=-1.0, hi=12.0, int_lo=-1, int_hi=12, integer_valued=True)
@@ -868,6 +952,9 @@ UNARY_REFS: dict[str, dict] = {
     "special_erfcx": dict(ref=_vec(_erfcx_scalar),
                           fn_name="_special_erfcx"),
     "special_entr": dict(ref=_vec(_entr_scalar), domain=POSITIVE, fn_name="_special_entr"),
+    **{name: dict(ref=_mpmath_unary(name.removeprefix("special_")), domain=domain,
+                  fn_name="_" + name)
+       for name, domain in _BESSEL.items()},
     "deg2rad": dict(ref=np.deg2rad),
     "rad2deg": dict(ref=np.rad2deg),
     "reciprocal": dict(ref=lambda x: 1.0 / x, domain=NONZERO),
@@ -960,6 +1047,10 @@ BINARY_REFS: dict[str, dict] = {
 # Known differences, each with its reason. A Skip's `tests` names the tests it silences
 # ("torch": the comparison with PyTorch in test_ops_elementwise.py).
 SKIPS: dict[str, list[Skip]] = {
+    **{n: [Skip("the mpmath reference costs up to 15 ms a value: the large sample (77,100 values) "
+                "would take minutes; the chunked loop is the FLOAT kind's, which the other FLOAT "
+                "ops test", FLOAT_DTYPES, ("large",))]
+       for n in _BESSEL},
     "hypot": [Skip("PyTorch refuses integer hypot; ember computes it in the default float dtype, "
                    "as NumPy does", INTEGRAL_DTYPES, ("torch",))],
     "sign": [
@@ -993,6 +1084,8 @@ TOL_OVERRIDES: dict[str, dict] = {
     "pow": {"float32": (3e-6, 1e-5)},
     # tan near +-pi/2 amplifies the input's rounding in the half types
     "tan": {"bfloat16": (3e-2, 1e-2), "float16": (2e-3, 1e-3)},
+    # written for ember and checked against mpmath at 30 digits: float64 to 1e-13
+    **{n: {"float64": (1e-13, 1e-15)} for n in _BESSEL},
 }
 
 
@@ -1260,6 +1353,7 @@ EXPECTED_KINDS = {
         "tanh asinh acosh atanh sigmoid erf erfc erfinv sinc deg2rad rad2deg reciprocal "
         "lgamma digamma i0 special_i0e special_i1 special_i1e special_ndtr special_ndtri "
         "special_log_ndtr special_erfcx special_entr").split()},
+    **{n: "FLOAT" for n in _BESSEL},
     "frac": "FLOAT_ONLY",
     **{n: "SAME" for n in "neg abs square sign relu floor ceil trunc".split()},
     **{n: "PRED" for n in "isnan isinf isfinite signbit logical_not".split()},

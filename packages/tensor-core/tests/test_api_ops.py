@@ -741,6 +741,116 @@ def test_orthogonal_polynomials_match_torch(name):
     assert at_nan[:2] == [0.0, 1.0] and all(math.isnan(v) for v in at_nan[2:])
 
 
+BESSEL_AIRY = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+               "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+               "airy_ai"]
+
+
+def _bessel_airy_points(name):
+    """Both sides of each switch between methods (J, Y: 20; K: 1; Ai: -10 and 2), around the
+    first zeros, tiny and huge arguments, and negative ones where the function is defined."""
+    rng = np.random.default_rng(11)
+    switch = {"bessel": [20.0], "modified": [1.0], "scaled": [1.0], "airy": [-10.0, 2.0]}
+    pts = [v + d for v in switch[name.split("_")[0]]
+           for d in (-1e-9, -1e-12, 0.0, 1e-12, 1e-9, -0.3, 0.3)]
+    pts += list(rng.uniform(0, 40, 160)) + list(10 ** rng.uniform(-300, 300, 40))
+    pts += [2.404825557695773, 3.8317059702075125, 0.8935769662791675, 2.197141326031017]
+    if name == "airy_ai":
+        pts = [v for v in pts if v < 105] + list(rng.uniform(-40, 0, 160))
+        pts += list(-(10 ** rng.uniform(1, 12, 40))) + [-2.338107410459767, -4.087949444130971]
+    elif name.startswith("bessel_j"):
+        pts += [-v for v in pts]
+    return pts
+
+
+def _envelope(name, x):
+    """The size of the function around x: errors below 1e-15 of it count as absolute ones (the
+    oscillating functions near their zeros)."""
+    ax = abs(x)
+    if name.startswith("bessel_"):
+        return min(1.0, math.sqrt(2 / (math.pi * ax))) if ax > 0 else 1.0
+    if name == "airy_ai" and x < 0:
+        return min(1.0, ax**-0.25 / math.sqrt(math.pi))
+    return 0.0  # K and Ai for x >= 0 have no zeros: relative error only
+
+
+@pytest.mark.parametrize("name", BESSEL_AIRY)
+def test_bessel_airy_match_mpmath(name):
+    """Against mpmath at 30 digits: within 1e-13 relative, or 1e-15 of the function's envelope
+    near the zeros of J, Y and Ai."""
+    mpmath = pytest.importorskip("mpmath")
+    ref = {"bessel_j0": lambda x: mpmath.besselj(0, x), "bessel_j1": lambda x: mpmath.besselj(1, x),
+           "bessel_y0": lambda x: mpmath.bessely(0, x), "bessel_y1": lambda x: mpmath.bessely(1, x),
+           "modified_bessel_k0": lambda x: mpmath.besselk(0, x),
+           "modified_bessel_k1": lambda x: mpmath.besselk(1, x),
+           "scaled_modified_bessel_k0": lambda x: mpmath.exp(x) * mpmath.besselk(0, x),
+           "scaled_modified_bessel_k1": lambda x: mpmath.exp(x) * mpmath.besselk(1, x),
+           "airy_ai": mpmath.airyai}[name]
+    pts = _bessel_airy_points(name)
+    got = getattr(special, name)(t(pts)).tolist()
+    with mpmath.workdps(30):
+        for x, g in zip(pts, got):
+            w = float(ref(mpmath.mpf(x)))
+            tol = 1e-13 * abs(w) + 1e-15 * _envelope(name, x) + 1e-320
+            assert abs(g - w) <= tol, (name, x, g, w)
+
+
+@pytest.mark.parametrize("name", BESSEL_AIRY)
+def test_bessel_airy_match_torch(name):
+    """torch's edge values (0, -0, +-inf, NaN) exactly, and its values (NaN below 0 for Y and
+    K) over [-40, 40] to 1e-6: torch 2.13's J0, Y0 and Ai lose up to 3e-7 between 2.5 and 13
+    (against mpmath), where ember's are checked to 1e-13 above."""
+    torch = pytest.importorskip("torch")
+    edges = [0.0, -0.0, math.inf, -math.inf, math.nan]
+    rng = np.random.default_rng(5)
+    grid = list(rng.uniform(-40, 40, 200)) + [-1.0, -2.5, 1e-300, 1.0, 2.0, 5.0, 8.0, 20.0, 25.0]
+    e, tt = _pair(torch, edges + grid)
+    got, want = getattr(special, name)(e), getattr(torch.special, name)(tt)
+    assert got.dtype == ember.float64
+    g, w = np.array(got.tolist()), want.numpy()
+    n = len(edges)
+    np.testing.assert_array_equal(g[:n], w[:n], err_msg=name)  # NaN equal to NaN, signs of 0
+    signed = ~np.isnan(w[:n])
+    assert np.array_equal(np.signbit(g[:n][signed]), np.signbit(w[:n][signed])), name
+    np.testing.assert_allclose(g[n:], w[n:], rtol=1e-6, atol=1e-6, err_msg=name)
+    e32, t32 = _pair(torch, grid, "float32")
+    g32, w32 = getattr(special, name)(e32), getattr(torch.special, name)(t32)
+    assert g32.dtype == ember.float32
+    # float32: ember computes in double and rounds once; torch in float (2e-6 off near Ai's zeros)
+    np.testing.assert_allclose(np.array(g32.tolist()), w32.numpy(), rtol=1e-5, atol=1e-5,
+                               err_msg=name)
+
+
+def test_bessel_airy_by_hand():
+    """J0(0) = 1, J1 odd with -0 at -0, Y0(0) = -inf, K0(0) = inf, e^x K scaled; the smallest
+    subnormal, where torch's K0 is inf and K1 NaN (ln(x/2) of 0): K0(x) = -ln(x/2) - gamma to
+    the last digit there, K1 = 1/x overflows; Ai(0) = 1/(3^(2/3) Gamma(2/3)); Ai below -2^40,
+    whose phase the kernel does not resolve, is NaN; integers promote to the default float."""
+    sp = special
+    assert sp.bessel_j0(t([0.0])).item() == 1
+    j1 = sp.bessel_j1(t([-0.0, 0.5, -0.5])).tolist()
+    assert math.copysign(1, j1[0]) == -1 and j1[1] == -j1[2]
+    assert sp.bessel_j0(t([-3.0])).item() == sp.bessel_j0(t([3.0])).item()
+    assert sp.bessel_y0(t([0.0])).item() == -math.inf
+    assert sp.modified_bessel_k0(t([0.0])).item() == math.inf
+    tiny = 5e-324
+    assert sp.modified_bessel_k0(t([tiny])).item() == pytest.approx(
+        -math.log(tiny) + math.log(2) - 0.5772156649015329, rel=1e-15)
+    assert sp.modified_bessel_k1(t([tiny])).item() == math.inf
+    x = t([3.0, 40.0])
+    np.testing.assert_allclose(np.array(sp.scaled_modified_bessel_k1(x).tolist()),
+                               np.array(sp.modified_bessel_k1(x).tolist()) * np.exp([3.0, 40.0]),
+                               rtol=1e-14)
+    assert sp.airy_ai(t([0.0])).item() == pytest.approx(
+        1 / (3 ** (2 / 3) * math.gamma(2 / 3)), rel=1e-15)
+    assert math.isnan(sp.airy_ai(t([-(2.0**41)])).item())
+    assert sp.airy_ai(t([200.0])).item() == 0
+    y = sp.bessel_j0(ember.arange(3))
+    assert y.dtype == ember.float32
+    out = ember.empty(2, dtype=ember.float64)
+    assert sp.airy_ai(t([1.0, -1.0]), out=out) is out
+
+
 # ---- in-place views, fill, zero_, detach_ ----
 
 def test_inplace_views():

@@ -909,11 +909,18 @@ ORTHOGONAL_POLYNOMIALS = tuple(
 
 
 def _not_implemented(name):
-    def vjp(g, needs, out, x, n):
+    def vjp(g, needs, out, *inputs):
         raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
 
     return vjp
 
 
 for _n in ORTHOGONAL_POLYNOMIALS:
+    grad("_special_" + _n, inplace_too=True)(_not_implemented("special_" + _n))
+
+# Nor do its Bessel functions J, Y, K (and the scaled K) and Airy Ai: the same error.
+BESSEL_AIRY = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+               "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+               "airy_ai")
+for _n in BESSEL_AIRY:
     grad("_special_" + _n, inplace_too=True)(_not_implemented("special_" + _n))

@@ -2,9 +2,10 @@
 // torch.special and torch's lgamma/digamma/i0, as scalar double functions (the kernels of
 // op_table.h call them through math::special<T>, which computes float and the half types in
 // double and rounds once). The algorithms are the Cephes ones torch uses where they are short
-// (digamma, zeta); the Bessel functions are their power series below |x| = 20 and their
+// (digamma, zeta); the Bessel functions I are their power series below |x| = 20 and their
 // asymptotic (Hankel) series above, both summed until the terms stop counting, in place of
-// Cephes's Chebyshev tables; ndtri is Newton's method on log_ndtr from erfinv's estimate.
+// Cephes's Chebyshev tables (J, Y, K and Airy Ai: see their section); ndtri is Newton's method
+// on log_ndtr from erfinv's estimate.
 // Compiled by NVRTC too, for the CUDA kernels (see math.h).
 #pragma once
 #ifndef __CUDACC_RTC__
@@ -464,6 +465,254 @@ EMBER_MATH double legendre_p(double x, double n) {
   return poly::recurrence(n, 1, x, [x](double k, double c, double p) {
     return ((2 * k + 1) * x * c - k * p) / (k + 1);
   });
+}
+
+// ---- Bessel functions of the first and second kind, K0/K1 and Airy Ai ----
+// J0, J1, Y0, Y1 are their power series below x = kJySeriesLimit and Hankel's asymptotic series
+// above. The power series alternate, with terms up to ~e^x times the result, so they are summed
+// in double-double arithmetic (a value as an unevaluated sum hi + lo, ~32 digits): at x = 20
+// they cancel ~9 digits, and only from there does the asymptotic series reach full double
+// precision (its smallest term is ~e^-2x). K0 and K1 are their series (log and harmonic
+// numbers) up to x = 1, where the log term and the series cancel less than a digit (at 2
+// already one), and above that the integral
+//   e^x K_nu(x) = int_0^inf exp(-2x sinh^2(t/2)) cosh(nu t) dt
+// by the trapezoidal rule, which converges geometrically for this smooth, doubly exponentially
+// decaying integrand of positive terms; the same integral gives Airy Ai for x > 2 through
+// Ai(x) = sqrt(x/3) K_{1/3}(zeta) / pi, zeta = (2/3) x^(3/2), where its Maclaurin series would
+// cancel ~e^(2 zeta) and the asymptotic series is not yet accurate.
+namespace dd {
+struct Num {
+  double hi, lo;
+};
+EMBER_MATH Num fast_two_sum(double a, double b) {  // |a| >= |b|
+  const double s = a + b;
+  return {s, b - (s - a)};
+}
+EMBER_MATH Num two_sum(double a, double b) {
+  const double s = a + b, bb = s - a;
+  return {s, (a - (s - bb)) + (b - bb)};
+}
+EMBER_MATH Num add(Num a, Num b) {
+  const Num s = two_sum(a.hi, b.hi);
+  return fast_two_sum(s.hi, s.lo + a.lo + b.lo);
+}
+EMBER_MATH Num mul(Num a, Num b) {
+  const double p = a.hi * b.hi;
+  return fast_two_sum(p, std::fma(a.hi, b.hi, -p) + (a.hi * b.lo + a.lo * b.hi));
+}
+EMBER_MATH Num mul(Num a, double b) { return mul(a, Num{b, 0.0}); }
+EMBER_MATH Num div(Num a, double b) {  // b an exactly representable divisor (an integer here)
+  const double q = a.hi / b;
+  const double p = q * b, p_err = std::fma(q, b, -p);
+  const double r = ((a.hi - p) - p_err + a.lo) / b;
+  return fast_two_sum(q, r);
+}
+EMBER_MATH Num reciprocal(double k) {  // 1/k, k a small integer
+  const double r = 1 / k;
+  return {r, std::fma(-r, k, 1.0) / k};
+}
+EMBER_MATH double value(Num a) { return a.hi + a.lo; }
+}  // namespace dd
+
+namespace detail {
+constexpr double kEulerGamma = 0.57721566490153286061;
+constexpr double kJySeriesLimit = 20;
+constexpr double kKSeriesLimit = 1;
+
+// ln(x/2), x/2 not rounded to 0 for the smallest subnormal x
+EMBER_MATH double log_half(double x) {
+  return x > 1e-300 ? std::log(x / 2) : std::log(x) - 0.69314718055994530942;
+}
+
+// The power series of J_nu (sign = -1) or I_nu (sign = +1), nu = 0 or 1, with terms
+// t_k = (x/2)^nu (sign x^2/4)^k / (k! (k+nu)!), and beside it sum_k (H_k + H_(k+nu)) t_k, the
+// harmonic-number series that Y_nu and K_nu add to their log term (H_k = 1 + 1/2 + ... + 1/k).
+struct SeriesPair {
+  double plain, harmonic;
+};
+EMBER_MATH SeriesPair bessel_series_pair(int nu, double x, double sign) {
+  const dd::Num q = dd::mul(dd::Num{x * x, std::fma(x, x, -x * x)}, 0.25 * sign);
+  dd::Num term = {nu == 0 ? 1.0 : x / 2, 0.0};
+  dd::Num h_k = {0.0, 0.0}, h_knu = {nu == 0 ? 0.0 : 1.0, 0.0};  // H_k and H_(k+nu) at k = 0
+  dd::Num plain = term, harmonic = dd::mul(term, dd::add(h_k, h_knu));
+  for (int k = 1; k < 500; ++k) {
+    term = dd::div(dd::mul(term, q), double(k) * double(k + nu));
+    h_k = dd::add(h_k, dd::reciprocal(k));
+    h_knu = dd::add(h_knu, dd::reciprocal(k + nu));
+    plain = dd::add(plain, term);
+    const dd::Num weighted = dd::mul(term, dd::add(h_k, h_knu));
+    harmonic = dd::add(harmonic, weighted);
+    // past the largest term, once the terms no longer reach the sums' last digits
+    if (k * k > q.hi * sign && std::fabs(weighted.hi) <= 1e-34 * std::fabs(harmonic.hi) &&
+        std::fabs(term.hi) <= 1e-34 * std::fabs(plain.hi) + 1e-300)
+      break;
+  }
+  return {dd::value(plain), dd::value(harmonic)};
+}
+
+// Hankel's asymptotic series of J_nu and Y_nu (nu = 0, 1) for x >= kJySeriesLimit:
+// sqrt(2/(pi x)) (P cos chi - Q sin chi) and sqrt(2/(pi x)) (P sin chi + Q cos chi), with
+// chi = x - (nu/2 + 1/4) pi, P and Q the even and odd terms (alternating in sign) of
+// a_k = a_(k-1) (4 nu^2 - (2k-1)^2) / (8 k x) (P = sum (-1)^m a_2m, Q = sum (-1)^m a_(2m+1)),
+// cos chi and sin chi written out in cos x and sin x, which libm reduces exactly however large
+// x is.
+struct JY {
+  double j, y;
+};
+EMBER_MATH JY bessel_jy_asymptotic(int nu, double x) {
+  double p = 1, q = 0, term = 1;
+  for (int k = 1; k < 500; ++k) {
+    const double next = term * (4.0 * nu * nu - (2.0 * k - 1) * (2.0 * k - 1)) / (8.0 * k * x);
+    if (std::fabs(next) >= std::fabs(term)) break;
+    term = next;
+    const double sign = (k / 2) % 2 == 0 ? 1 : -1;  // (-1)^floor(k/2)
+    if (k % 2 == 0) p += sign * term; else q += sign * term;
+    if (std::fabs(term) < kEps * 1e-2) break;
+  }
+  const double c = std::cos(x), s = std::sin(x), scale = kInvSqrtPi / std::sqrt(x);
+  if (nu == 0) return {scale * (p * (c + s) - q * (s - c)), scale * (p * (s - c) + q * (c + s))};
+  return {scale * (p * (s - c) + q * (s + c)), scale * (q * (s - c) - p * (s + c))};
+}
+
+// e^x K_nu(x) for x > 0 away from 0 (x > kKSeriesLimit here, or Airy's zeta > 1.8): the
+// trapezoidal rule over t >= 0 of exp(-2x sinh^2(t/2)) cosh(nu t). Its error falls like
+// exp(-2 pi a / h) for a strip |Im t| < a where the integrand stays small; the step keeps that
+// below 1e-20 for every x (a shrinks like 1/sqrt(x) as x grows, and so does the step).
+EMBER_MATH double bessel_k_scaled_quadrature(double nu, double x) {
+  const double h = x < 16 ? 0.125 : 0.5 / std::sqrt(x);  // the smaller of the two
+  double sum = 0.5;  // f(0) / 2
+  for (int j = 1; j < 4000; ++j) {
+    const double t = j * h, sh = std::sinh(t / 2);
+    const double f = std::exp(-2 * x * sh * sh) * (nu == 0 ? 1.0 : std::cosh(nu * t));
+    sum += f;
+    if (f < 1e-18 * sum) break;
+  }
+  return h * sum;
+}
+}  // namespace detail
+
+EMBER_MATH double bessel_j0(double x) {
+  const double ax = std::fabs(x);
+  if (std::isnan(x) || std::isinf(x)) return kNaN;  // torch: NaN at +-inf too
+  if (ax < detail::kJySeriesLimit) return detail::bessel_series_pair(0, ax, -1).plain;
+  return detail::bessel_jy_asymptotic(0, ax).j;
+}
+EMBER_MATH double bessel_j1(double x) {
+  const double ax = std::fabs(x);
+  if (std::isnan(x) || std::isinf(x)) return kNaN;
+  const double r = ax < detail::kJySeriesLimit ? detail::bessel_series_pair(1, ax, -1).plain
+                                               : detail::bessel_jy_asymptotic(1, ax).j;
+  return std::signbit(x) ? -r : r;  // odd, -0 at -0
+}
+// Y_0 = (2/pi) (ln(x/2) + gamma) J_0 - (1/pi) sum 2 H_k t_k and
+// Y_1 = (2/pi) (ln(x/2) + gamma) J_1 - (1/pi) sum (H_k + H_(k+1)) t_k - 2/(pi x).
+EMBER_MATH double bessel_y0(double x) {
+  if (std::isnan(x) || x < 0 || std::isinf(x)) return kNaN;  // torch: NaN at +inf too
+  if (x == 0) return -kInf;
+  if (x >= detail::kJySeriesLimit) return detail::bessel_jy_asymptotic(0, x).y;
+  const detail::SeriesPair s = detail::bessel_series_pair(0, x, -1);
+  return (2 * (detail::log_half(x) + detail::kEulerGamma) * s.plain - s.harmonic) / kPi;
+}
+EMBER_MATH double bessel_y1(double x) {
+  if (std::isnan(x) || x < 0 || std::isinf(x)) return kNaN;
+  if (x == 0) return -kInf;
+  if (x >= detail::kJySeriesLimit) return detail::bessel_jy_asymptotic(1, x).y;
+  const detail::SeriesPair s = detail::bessel_series_pair(1, x, -1);
+  return (2 * (detail::log_half(x) + detail::kEulerGamma) * s.plain - s.harmonic - 2 / x) / kPi;
+}
+
+// K_0 = -(ln(x/2) + gamma) I_0 + (1/2) sum 2 H_k t_k and
+// K_1 = (ln(x/2) + gamma) I_1 - (1/2) sum (H_k + H_(k+1)) t_k + 1/x up to x = 1 (where the
+// log term and the sum cancel at most a fraction of a digit; at 2 already one), the quadrature
+// above; scaled, e^x K_nu(x).
+namespace detail {
+EMBER_MATH double bessel_k(int nu, double x, bool scaled) {
+  if (std::isnan(x) || x < 0) return kNaN;
+  if (x == 0) return kInf;
+  if (std::isinf(x)) return 0;
+  if (x > kKSeriesLimit) {
+    const double s = bessel_k_scaled_quadrature(nu, x);
+    return scaled ? s : s * std::exp(-x);
+  }
+  const SeriesPair i = bessel_series_pair(nu, x, 1);
+  const double log_term = (log_half(x) + kEulerGamma) * i.plain;
+  const double k = nu == 0 ? i.harmonic / 2 - log_term : log_term - i.harmonic / 2 + 1 / x;
+  return scaled ? k * std::exp(x) : k;
+}
+}  // namespace detail
+
+EMBER_MATH double modified_bessel_k0(double x) { return detail::bessel_k(0, x, false); }
+EMBER_MATH double modified_bessel_k1(double x) { return detail::bessel_k(1, x, false); }
+EMBER_MATH double scaled_modified_bessel_k0(double x) { return detail::bessel_k(0, x, true); }
+EMBER_MATH double scaled_modified_bessel_k1(double x) { return detail::bessel_k(1, x, true); }
+
+// Airy Ai. From -10 to 2 its Maclaurin series Ai(0) f(x) + Ai'(0) g(x), f and g summed in
+// double-double with Ai(0) and Ai'(0) to double-double precision (for x < 0 the terms reach
+// ~e^zeta, zeta = (2/3) |x|^(3/2), and cancel). Above 2 through K_{1/3} (see above); below -10
+// the asymptotic series (1/(sqrt(pi) |x|^(1/4))) (cos(zeta - pi/4) P + sin(zeta - pi/4) Q) with
+// P, Q the even and odd terms (-1)^floor(k/2) u_k / zeta^k,
+// u_k = u_(k-1) (6k-5)(6k-3)(6k-1) / (216 k (2k-1)).
+namespace detail {
+constexpr double kAiryMaclaurinLow = -10, kAiryMaclaurinHigh = 2;
+// Below -2^40 the phase zeta (> 7e17) is no longer resolved to 1e-13 by double-double: NaN there
+// rather than a value of the right size and an arbitrary sign.
+constexpr double kAiryPhaseLimit = -1099511627776.0;
+EMBER_MATH double airy_ai_maclaurin(double x) {
+  const dd::Num ai0 = {0.3550280538878172, 2.05233632436212e-17};     // Ai(0)
+  const dd::Num dai0 = {-0.2588194037928068, 2.522243111610832e-17};  // Ai'(0)
+  const dd::Num x3 = dd::mul(dd::Num{x * x, std::fma(x, x, -x * x)}, x);
+  dd::Num f_term = {1.0, 0.0}, g_term = {x, 0.0}, f = f_term, g = g_term;
+  for (int k = 1; k < 500; ++k) {
+    f_term = dd::div(dd::mul(f_term, x3), double(3 * k - 1) * double(3 * k));
+    g_term = dd::div(dd::mul(g_term, x3), double(3 * k) * double(3 * k + 1));
+    f = dd::add(f, f_term);
+    g = dd::add(g, g_term);
+    if (3.0 * k > std::fabs(x) * 3 && std::fabs(f_term.hi) + std::fabs(g_term.hi) <= 1e-36)
+      break;
+  }
+  return dd::value(dd::add(dd::mul(ai0, f), dd::mul(dai0, g)));
+}
+// zeta = (2/3) ax^(3/2) in double-double (sqrt with its residual, then two products): its
+// phase (x < 0) or e^-zeta (x > 0) stays exact to the last digit however large zeta is.
+EMBER_MATH dd::Num airy_zeta(double ax) {
+  const double r = std::sqrt(ax);
+  const dd::Num root = {r, std::fma(-r, r, ax) / (2 * r)};
+  return dd::mul(dd::mul(root, ax), dd::Num{0.6666666666666666, 3.700743415417188e-17});
+}
+EMBER_MATH double airy_ai_negative_asymptotic(double x) {  // x < kAiryMaclaurinLow
+  const double ax = -x, r = std::sqrt(ax);
+  const dd::Num zeta = airy_zeta(ax);
+  double p = 1, q = 0, u = 1, power = 1;
+  for (int k = 1; k < 500; ++k) {
+    const double next_u =
+        u * (6.0 * k - 5) * (6.0 * k - 3) * (6.0 * k - 1) / (216.0 * k * (2.0 * k - 1));
+    const double next_power = power / zeta.hi;
+    if (next_u * next_power >= u * power) break;
+    u = next_u, power = next_power;
+    const double term = ((k / 2) % 2 == 0 ? 1 : -1) * u * power;
+    if (k % 2 == 0) p += term; else q += term;
+    if (u * power < kEps * 1e-2) break;
+  }
+  // cos and sin of zeta - pi/4: of zeta.hi from libm (exact reduction), then turned by the
+  // small angle zeta.lo - pi/4
+  const double c = std::cos(zeta.hi), s = std::sin(zeta.hi), d = zeta.lo - kPi / 4;
+  const double cd = std::cos(d), sd = std::sin(d);
+  const double cos_phase = c * cd - s * sd, sin_phase = s * cd + c * sd;
+  return kInvSqrtPi / std::sqrt(r) * (cos_phase * p + sin_phase * q);
+}
+}  // namespace detail
+
+EMBER_MATH double airy_ai(double x) {
+  if (std::isnan(x) || std::isinf(x)) return kNaN;  // torch: NaN at +-inf
+  if (x > detail::kAiryMaclaurinHigh) {
+    const dd::Num zeta = detail::airy_zeta(x);
+    if (zeta.hi > 800) return 0;  // e^-zeta underflows (x > ~105), inf included
+    return std::sqrt(x) / (kPi * std::sqrt(3.0)) * (std::exp(-zeta.hi) * (1 - zeta.lo)) *
+           detail::bessel_k_scaled_quadrature(1.0 / 3, zeta.hi);
+  }
+  if (x >= detail::kAiryMaclaurinLow) return detail::airy_ai_maclaurin(x);
+  if (x < detail::kAiryPhaseLimit) return kNaN;
+  return detail::airy_ai_negative_asymptotic(x);
 }
 
 }  // namespace ember::math::special

@@ -61,6 +61,17 @@
   X(special_log_ndtr, FLOAT, math::special1(x, math::special::log_ndtr)) \
   X(special_erfcx, FLOAT, math::special1(x, math::special::erfcx)) \
   X(special_entr, FLOAT, math::special1(x, math::special::entr)) \
+  X(special_bessel_j0, FLOAT, math::special1(x, math::special::bessel_j0)) \
+  X(special_bessel_j1, FLOAT, math::special1(x, math::special::bessel_j1)) \
+  X(special_bessel_y0, FLOAT, math::special1(x, math::special::bessel_y0)) \
+  X(special_bessel_y1, FLOAT, math::special1(x, math::special::bessel_y1)) \
+  X(special_modified_bessel_k0, FLOAT, math::special1(x, math::special::modified_bessel_k0)) \
+  X(special_modified_bessel_k1, FLOAT, math::special1(x, math::special::modified_bessel_k1)) \
+  X(special_scaled_modified_bessel_k0, FLOAT,              \
+    math::special1(x, math::special::scaled_modified_bessel_k0)) \
+  X(special_scaled_modified_bessel_k1, FLOAT,              \
+    math::special1(x, math::special::scaled_modified_bessel_k1)) \
+  X(special_airy_ai, FLOAT, math::special1(x, math::special::airy_ai)) \
   X(deg2rad, FLOAT, x * decltype(x)(0.017453292519943295769)) \
   X(rad2deg, FLOAT, x * decltype(x)(57.295779513082320877)) \
   X(reciprocal, FLOAT, decltype(x)(1) / x)                  \

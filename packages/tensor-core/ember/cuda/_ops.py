@@ -598,9 +598,10 @@ def _special_kernel(scipy_name: str, cpu_name: str) -> Callable:
 
 
 def _host_kernel(cpu_name: str) -> Callable:
-    """Functions CuPy has no kernel of (the orthogonal polynomials): the core's CPU kernel over a
-    host copy, so a device gives the CPU's values. The compiled CUDA kernels (the op table's
-    formula) are the usual path; this one serves when they are off or unavailable."""
+    """Functions CuPy has no kernel of (the orthogonal polynomials, Airy Ai) or whose edge values
+    differ from torch's (the Bessel functions J, Y, K): the core's CPU kernel over a host copy,
+    so a device gives the CPU's values. The compiled CUDA kernels (the op table's formula) are
+    the usual path; this one serves when they are off or unavailable."""
 
     def fn(*arrays):
         mod = xp()
@@ -671,6 +672,11 @@ ELEMENTWISE: dict[str, Callable] = {
                  "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
                  "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
                  "laguerre_polynomial_l", "legendre_polynomial_p")},
+    # torch's edge values (J0(inf) and Ai(+-inf) are NaN, ...), which SciPy's kernels do not share
+    **{"_special_" + f: _host_kernel("_special_" + f)
+       for f in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+                 "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+                 "airy_ai")},
     "sinc": lambda x: xp().sinc(x), "deg2rad": _x("deg2rad"), "rad2deg": _x("rad2deg"),
     "reciprocal": lambda x: 1 / x, "frac": lambda x: x - xp().trunc(x), "neg": _x("negative"),
     "abs": _x("absolute"), "square": lambda x: x * x, "sign": _sign,
