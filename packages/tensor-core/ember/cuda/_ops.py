@@ -581,30 +581,20 @@ def _special(name: str) -> Callable:
     return fn
 
 
-def _special_kernel(scipy_name: str, cpu_name: str) -> Callable:
-    """The gamma-family, Bessel, normal and zeta functions: cupyx.scipy.special on a GPU; the
-    core's CPU kernel for NumPy arrays (the same values as the CPU op)."""
+def _special_kernel(scipy_name: str | None, cpu_name: str) -> Callable:
+    """The gamma-family, Bessel, normal and zeta functions: cupyx.scipy.special's `scipy_name`
+    on a GPU; otherwise the core's CPU kernel (the same values as the CPU op), over a host copy
+    for GPU arrays. scipy_name None: functions CuPy has no kernel of (the orthogonal polynomials,
+    Airy Ai) or whose edge values differ from torch's (the Bessel functions J, Y, K). The compiled
+    CUDA kernels (the op table's formula) are the usual path; this one serves when they are off
+    or unavailable."""
 
     def fn(*arrays):
         mod = xp()
-        if mod is not numpy:
+        if mod is not numpy and scipy_name is not None:
             import cupyx.scipy.special as sp
 
             return getattr(sp, scipy_name)(*arrays)
-        cpu = getattr(_C, cpu_name)(*(_C.from_numpy(numpy.ascontiguousarray(a)) for a in arrays))
-        return cpu.numpy()
-
-    return fn
-
-
-def _host_kernel(cpu_name: str) -> Callable:
-    """Functions CuPy has no kernel of (the orthogonal polynomials, Airy Ai) or whose edge values
-    differ from torch's (the Bessel functions J, Y, K): the core's CPU kernel over a host copy,
-    so a device gives the CPU's values. The compiled CUDA kernels (the op table's formula) are
-    the usual path; this one serves when they are off or unavailable."""
-
-    def fn(*arrays):
-        mod = xp()
         host = [a.get() if mod is not numpy and hasattr(a, "get") else a for a in arrays]
         cpu = getattr(_C, cpu_name)(*(_C.from_numpy(numpy.ascontiguousarray(h)) for h in host))
         return mod.asarray(cpu.numpy())
@@ -666,17 +656,15 @@ ELEMENTWISE: dict[str, Callable] = {
     **{"_special_" + f: _special_kernel(f, "_special_" + f)
        for f in ("i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "xlog1py",
                  "zeta")},
-    **{"_special_" + f: _host_kernel("_special_" + f)
+    # no CuPy kernel, or SciPy's edge values (J0(inf) and Ai(+-inf) are NaN in torch, ...)
+    **{"_special_" + f: _special_kernel(None, "_special_" + f)
        for f in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
                  "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
                  "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
                  "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
-                 "laguerre_polynomial_l", "legendre_polynomial_p")},
-    # torch's edge values (J0(inf) and Ai(+-inf) are NaN, ...), which SciPy's kernels do not share
-    **{"_special_" + f: _host_kernel("_special_" + f)
-       for f in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
-                 "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-                 "airy_ai")},
+                 "laguerre_polynomial_l", "legendre_polynomial_p", "bessel_j0", "bessel_j1",
+                 "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+                 "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai")},
     "sinc": lambda x: xp().sinc(x), "deg2rad": _x("deg2rad"), "rad2deg": _x("rad2deg"),
     "reciprocal": lambda x: 1 / x, "frac": lambda x: x - xp().trunc(x), "neg": _x("negative"),
     "abs": _x("absolute"), "square": lambda x: x * x, "sign": _sign,
