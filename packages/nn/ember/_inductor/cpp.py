@@ -180,6 +180,20 @@ def _loads(w: _Writer, group, layout: Layout, env: dict, inner: bool) -> None:
             w(f"const T x{k} = p{k}[{'j' if inner else '0'}];")
 
 
+def _open_blocked_loop(w, n_outer: int, n_inner: int) -> None:
+    """Opens the parallel loop over (outer index, block of BLOCK inner elements) that the
+    elementwise kernels run in: `o`, and the block's inner range [j0, j1)."""
+    nblk = -(-n_inner // BLOCK)
+    block = min(BLOCK, n_inner)
+    w(f"constexpr int64_t OUTER = {n_outer}, N = {n_inner}, NBLK = {nblk}, BLOCK = {block};")
+    w("#pragma omp parallel for num_threads(nthreads) schedule(static) "
+      f"if(OUTER * N >= {GRAIN})")
+    w("for (int64_t t = 0; t < OUTER * NBLK; ++t) {")
+    w.depth += 1
+    w("const int64_t o = t / NBLK, j0 = (t % NBLK) * BLOCK;")
+    w("const int64_t j1 = std::min<int64_t>(N, j0 + BLOCK);")
+
+
 def forward_source(group, layout: Layout, name: str) -> str:
     """The forward kernel: args = inputs, full-shape outputs (elementwise members read outside),
     reduction outputs, in ``group.outputs`` order."""
@@ -198,15 +212,7 @@ def forward_source(group, layout: Layout, name: str) -> str:
     names = [f"in{k}" for k in range(nin)]
     full = [(m, o) for m, o in enumerate(group.outputs) if o in group.ops]
     if not group.reductions:
-        nblk = -(-n_inner // BLOCK)
-        block = min(BLOCK, n_inner)
-        w(f"constexpr int64_t OUTER = {n_outer}, N = {n_inner}, NBLK = {nblk}, BLOCK = {block};")
-        w("#pragma omp parallel for num_threads(nthreads) schedule(static) "
-          f"if(OUTER * N >= {GRAIN})")
-        w("for (int64_t t = 0; t < OUTER * NBLK; ++t) {")
-        w.depth += 1
-        w("const int64_t o = t / NBLK, j0 = (t % NBLK) * BLOCK;")
-        w("const int64_t j1 = std::min<int64_t>(N, j0 + BLOCK);")
+        _open_blocked_loop(w, n_outer, n_inner)
         _offsets(w, layout, names, "T")
         env: dict = {}
         _loads(w, group, layout, env, inner=False)
@@ -356,16 +362,7 @@ def backward_source(group, layout: Layout, name: str, needs: list) -> str:
         w("for (int64_t o = 0; o < OUTER; ++o) {")
         w.depth += 1
     else:
-        nblk = -(-n_inner // BLOCK)
-        block = min(BLOCK, n_inner)
-        w(f"constexpr int64_t OUTER = {n_outer}, N = {n_inner}, NBLK = {nblk}, "
-          f"BLOCK = {block};")
-        w("#pragma omp parallel for num_threads(nthreads) schedule(static) "
-          f"if(OUTER * N >= {GRAIN})")
-        w("for (int64_t t = 0; t < OUTER * NBLK; ++t) {")
-        w.depth += 1
-        w("const int64_t o = t / NBLK, j0 = (t % NBLK) * BLOCK;")
-        w("const int64_t j1 = std::min<int64_t>(N, j0 + BLOCK);")
+        _open_blocked_loop(w, n_outer, n_inner)
     _offsets(w, layout, names, "T")
     env: dict = {}
     _loads(w, group, layout, env, inner=False)
