@@ -15,6 +15,11 @@ chosen, the peak RSS one training step adds is measured too, each framework in a
 (target: not above torch's).
 
     python benchmarks/bench_models.py [--quick] [--smoke] [--threads N] [--models a,b] [--json P]
+                                      [--device cuda]
+
+``--device cuda`` runs both frameworks on the GPU instead (each timed call ends with a device
+synchronise) at the sizes issue figures are quoted at: ResNet-50 with batch 32 at 224x224, the
+other models as on the CPU.
 
 With more than one thread, torch's OpenMP workers spin at barriers and slow torch down on a busy
 machine; the script sets OMP_WAIT_POLICY=PASSIVE (unless already set) before torch is imported,
@@ -226,7 +231,7 @@ def gpt(fw, vocab=65, block=64, layers=4, heads=4, width=128):
 
         def forward(self, idx):
             t = idx.shape[1]
-            x = self.tok(idx) + self.pos(fw.arange(t))
+            x = self.tok(idx) + self.pos(fw.arange(t, device=idx.device))
             return self.head(self.ln_f(self.blocks(x)))
 
     return GPT()
@@ -280,23 +285,39 @@ MODELS = {
 }
 
 
+# On the GPU: name -> inputs(rng, smoke) where the CPU sizes would leave the device idle.
+GPU_INPUTS = {
+    "resnet50": lambda rng, s: _images(rng, 2 if s else 32, 64 if s else 224),
+}
+
+DEVICE = "cpu"  # --device
+
+
 def _to(fw, array):
-    return fw.from_numpy(np.array(array, copy=True))
+    return fw.from_numpy(np.array(array, copy=True)).to(DEVICE)
+
+
+def _synchronize(fw):
+    if DEVICE != "cpu":
+        fw.cuda.synchronize()
 
 
 def _pair(name: str, smoke: bool):
     """Builds the model in both frameworks with ember's weights, and both sets of inputs."""
     build, make_inputs, loss_fn = MODELS[name]
+    if DEVICE != "cpu":
+        make_inputs = GPU_INPUTS.get(name, make_inputs)
     ember.manual_seed(0)
-    e_model = build(ember)
+    e_model = build(ember).to(DEVICE)
     rng = np.random.default_rng(0)
     xs, target = make_inputs(rng, smoke)
     e = (e_model, tuple(_to(ember, a) for a in xs), _to(ember, target))
     t = None
     if H.torch is not None:
         torch = H.torch
-        t_model = build(torch)
-        t_model.load_state_dict({k: _to(torch, v.numpy()) for k, v in e_model.state_dict().items()})
+        t_model = build(torch).to(DEVICE)
+        t_model.load_state_dict(
+            {k: _to(torch, v.cpu().numpy()) for k, v in e_model.state_dict().items()})
         t = (t_model, tuple(_to(torch, a) for a in xs), _to(torch, target))
     return loss_fn, e, t
 
@@ -306,12 +327,15 @@ def _train_step(fw, loss_fn, model, xs, target, opt):
     loss = loss_fn(fw, model(*xs), target)
     loss.backward()
     opt.step()
+    _synchronize(fw)
     return loss
 
 
 def _infer(fw, model, xs):
     with fw.no_grad():
-        return model(*xs)
+        out = model(*xs)
+    _synchronize(fw)
+    return out
 
 
 def bench_model(name: str) -> list[H.Row]:
@@ -389,7 +413,14 @@ def step_memory(name: str) -> list[H.Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global DEVICE
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--device" in argv:
+        i = argv.index("--device")
+        DEVICE = argv[i + 1]
+        del argv[i:i + 2]
+        if DEVICE not in ("cpu", "cuda"):
+            raise SystemExit(f"--device: cpu or cuda, not {DEVICE!r}")
     chosen = list(MODELS)
     if "--models" in argv:
         i = argv.index("--models")
@@ -399,20 +430,22 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise SystemExit(f"unknown models {unknown}; choose from {sorted(MODELS)}")
     H.setup("bench_models: the paper's models (and a small GPT), training and inference, "
-            "ember vs torch (CPU)", argv)
+            f"ember vs torch ({DEVICE.upper()})", argv)
+    if DEVICE == "cuda":
+        print(f"GPU: {ember.cuda.get_device_name()}")
     print(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
     rows = []
     for name in chosen:
         rows += bench_model(name)
     H.report("training step (zero_grad, forward, loss, backward, SGD) and inference forward", rows)
-    if "resnet50" in chosen:
+    if "resnet50" in chosen and DEVICE == "cpu":
         H.report("memory (fresh process per framework; the ratio is torch / ember)",
                  step_memory("resnet50"))
     load = H.load_average()
     if load is not None:
         print(f"load average (1 min) after the run: {load:.2f}")
     H.summary()
-    H.save_json({"models": chosen})
+    H.save_json({"models": chosen, "device": DEVICE})
     return 0
 
 

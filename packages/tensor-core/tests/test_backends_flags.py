@@ -16,7 +16,16 @@ def test_backend_facts():
     assert b.mps.is_available() is False and b.mps.is_built() is False
     assert b.mkldnn.is_available() is False and b.mkl.is_available() is False
     assert b.openmp.is_available() is False
-    assert b.cudnn.is_available() is False and b.cudnn.version() is None
+    from ember.cuda import _cudnn
+
+    # cuDNN where a GPU and the library are there (docs/cuda.md), else not available
+    assert b.cudnn.is_available() is _cudnn.available()
+    if b.cudnn.is_available():
+        assert isinstance(b.cudnn.version(), int) and b.cudnn.version() >= 90000
+        assert b.cudnn._unavailable_reason() == ""
+    else:
+        assert b.cudnn.version() is None and b.cudnn._unavailable_reason()
+        assert not b.cudnn.is_acceptable(ember.ones(2))
 
 
 def test_cudnn_flags_are_settable_and_flags_context_restores():

@@ -45,6 +45,18 @@ def same(gpu, cpu, tol=1e-10):
                                cpu.numpy().astype(np.float64), rtol=tol, atol=tol)
 
 
+@pytest.fixture(params=["kernels", "cudnn"])
+def path(request):
+    """Convolution and batch norm run on ember's own CUDA kernels and, on a GPU with cuDNN, on
+    cuDNN too, TF32 off: the comparison with the CPU is in full precision."""
+    from ember.cuda import _cudnn
+
+    if request.param == "cudnn" and not _cudnn.available():
+        pytest.skip(f"cuDNN: {_cudnn.unavailable_reason()}")
+    with ember.backends.cudnn.flags(enabled=request.param == "cudnn", allow_tf32=False):
+        yield request.param
+
+
 def both(fn, *args, **kwargs):
     """fn on the CPU arguments and on their CUDA copies: (cpu result, device result)."""
     cpu = fn(*args, **kwargs)
@@ -84,7 +96,7 @@ def expand(v, k):
 
 @pytest.mark.parametrize("case", CONV_CASES)
 @pytest.mark.parametrize("with_bias", [True, False])
-def test_convolution_and_its_backward_match_the_cpu(case, with_bias):
+def test_convolution_and_its_backward_match_the_cpu(case, with_bias, path):
     spatial, stride, padding, dilation, groups, transposed, opad = case
     k, x, w, b = conv_setup(spatial, groups, transposed)
     kw = dict(stride=expand(stride, k), padding=expand(padding, k), dilation=expand(dilation, k),
@@ -105,6 +117,7 @@ def test_convolution_in_batch_chunks_matches_the_cpu(case, monkeypatch):
     from ember.cuda import _nn_ops
 
     monkeypatch.setattr(_nn_ops, "WORKSPACE_BYTES", 1)
+    monkeypatch.setattr(ember.backends.cudnn, "enabled", False)  # ember's im2col kernels
     spatial, stride, padding, dilation, groups, transposed, opad = case
     k, x, w, b = conv_setup(spatial, groups, transposed, batch=3)
     kw = dict(stride=expand(stride, k), padding=expand(padding, k), dilation=expand(dilation, k),
@@ -117,7 +130,7 @@ def test_convolution_in_batch_chunks_matches_the_cpu(case, monkeypatch):
     same(gpu_g, cpu_g)
 
 
-def test_convolution_with_empty_sums_is_the_bias():
+def test_convolution_with_empty_sums_is_the_bias(path):
     kw = dict(stride=[1], padding=[0], dilation=[1], transposed=False, output_padding=[0],
               groups=1)
     x, w, b = rand(2, 0, 5), rand(3, 0, 2), rand(3)
@@ -128,7 +141,7 @@ def test_convolution_with_empty_sums_is_the_bias():
     same(gpu_g, cpu_g)
 
 
-def test_unbatched_and_float32_and_float16_convolutions():
+def test_unbatched_and_float32_and_float16_convolutions(path):
     x, w = rand(3, 11, 9), rand(5, 3, 3, 2)
     kw = dict(stride=[2, 1], padding=[1, 0], dilation=[1, 1], transposed=False,
               output_padding=[0, 0], groups=1)
@@ -139,7 +152,7 @@ def test_unbatched_and_float32_and_float16_convolutions():
         same(gpu, cpu, tol)
 
 
-def test_convolution_functional_forms_and_padding_same():
+def test_convolution_functional_forms_and_padding_same(path):
     x, w, b = rand(2, 4, 9, 8, dtype="float32"), rand(6, 2, 3, 2, dtype="float32"), rand(6, dtype="float32")
     cpu, gpu = both(ember.conv2d, x, w, b, padding="same", dilation=2, groups=2)
     same(gpu, cpu, 1e-5)
@@ -300,7 +313,7 @@ def test_nll_loss_errors_are_the_cpus():
 
 @pytest.mark.parametrize("shape", [(4, 3), (2, 3, 5), (2, 3, 4, 5)])
 @pytest.mark.parametrize("training", [True, False])
-def test_batch_norm_and_its_backward_match_the_cpu(shape, training):
+def test_batch_norm_and_its_backward_match_the_cpu(shape, training, path):
     x, w, b = rand(*shape), rand(shape[1], seed=1), rand(shape[1], seed=2)
     rm, rv = rand(shape[1], seed=3), rand(shape[1], seed=4).abs() + 0.5
     rm_g, rv_g = rm.cuda(), rv.cuda()
@@ -318,7 +331,7 @@ def test_batch_norm_and_its_backward_match_the_cpu(shape, training):
         same(g, c)
 
 
-def test_batch_norm_without_affine_or_running_stats_and_its_errors():
+def test_batch_norm_without_affine_or_running_stats_and_its_errors(path):
     x = rand(3, 2, 4)
     cpu, gpu = both(ember.native_batch_norm, x, None, None, None, None, True, 0.1, 1e-5)
     same(gpu, cpu)
@@ -377,3 +390,25 @@ def test_softmax_backward_kernels_match_the_cpu(kernel):
     for dim in (0, 1, -1):
         cpu, gpu = both(getattr(ember._C, kernel), go, out, dim)
         same(gpu, cpu)
+
+
+# ---- activation gradients ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_threshold_and_hardtanh_backward_match_the_cpu_at_the_edges(dtype):
+    # the edges: x on a bound (zeroed), a NaN x (keeps its gradient), non-finite gradients
+    x = ember.tensor([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0, float("nan"), 0.0], dtype=getattr(ember, dtype))
+    go = ember.tensor([1.0, 2.0, 3.0, float("inf"), -4.0, float("nan"), 5.0, -0.0],
+                      dtype=x.dtype)
+    for fn, args in ((ember._C.threshold_backward, (0.0,)),
+                     (ember._C.threshold_backward, (-1.0,)),
+                     (ember._C.hardtanh_backward, (-1.0, 1.0))):
+        cpu = fn(go, x, *args)
+        gpu = fn(go.cuda(), x.cuda(), *args)
+        assert gpu.is_cuda
+        np.testing.assert_array_equal(gpu.cpu().numpy(), cpu.numpy())
+        # a strided (transposed) operand
+        x2, g2 = rand(3, 4, dtype=dtype), rand(4, 3, dtype=dtype, seed=1).t()
+        np.testing.assert_array_equal(fn(g2.cuda(), x2.cuda(), *args).cpu().numpy(),
+                                      fn(g2, x2, *args).numpy())

@@ -138,8 +138,10 @@ def record(name, entry, args, kwargs, out, node=None):
     node.next_functions = tuple([e if e is not None else _NO_EDGE for e in edges])
     node._needs = tuple(needs)
     if len(outs) > 1:
-        node._out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None
-                          for o in outs]
+        diff = getattr(entry, "diff_outputs", None)
+        node._out_meta = [(o.shape, o.dtype, o.device)
+                          if isinstance(o, Tensor) and (diff is None or i in diff) else None
+                          for i, o in enumerate(outs)]
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and o.dtype.is_floating_point:
             _set_rg(o, True)

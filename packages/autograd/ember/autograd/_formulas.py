@@ -21,11 +21,15 @@ from ._engine import _FORMULAS, _sum_to
 
 
 class Entry:
-    __slots__ = ("vjp", "save_inputs", "save_output", "inplace", "name", "save_if")
+    __slots__ = ("vjp", "save_inputs", "save_output", "inplace", "name", "save_if",
+                 "diff_outputs")
 
     def __init__(self, name, vjp, save_inputs=(), save_output=False, inplace=False,
-                 save_if=None):
+                 save_if=None, diff_outputs=None):
         self.name = name
+        # positions of the outputs that carry a gradient (torch's output_differentiability);
+        # None: all. The others get no zero-filled gradient when only some outputs have one.
+        self.diff_outputs = diff_outputs
         self.vjp = vjp
         self.save_inputs = save_inputs  # True (all tensor args) or a tuple of positions
         self.save_output = save_output
@@ -36,15 +40,17 @@ class Entry:
         self.save_if = save_if
 
 
-def grad(*names, save=(), out=False, inplace_too=False, save_if=None):
+def grad(*names, save=(), out=False, inplace_too=False, save_if=None, diff_outputs=None):
     """Registers a vjp for `names`; ``inplace_too`` also registers ``<name>_``. ``save``: the
-    positions of the tensor arguments the formula reads ("all": every one); ``save_if``: see
-    Entry; ``out``: the formula reads the result (a tuple of output numbers: those outputs)."""
+    positions of the tensor arguments the formula reads ("all": every one); ``save_if`` and
+    ``diff_outputs``: see Entry; ``out``: the formula reads the result (a tuple of output
+    numbers: those outputs)."""
     save_inputs = True if save == "all" else tuple(save)
 
     def deco(fn):
         for n in names:
-            _FORMULAS[n] = Entry(n, fn, save_inputs, out, save_if=save_if)
+            _FORMULAS[n] = Entry(n, fn, save_inputs, out, save_if=save_if,
+                                 diff_outputs=diff_outputs)
             if inplace_too:
                 _FORMULAS[n + "_"] = Entry(n + "_", fn, save_inputs, out, inplace=True,
                                            save_if=save_if)

@@ -281,7 +281,7 @@ def _threshold_backward(g, needs, out, grad_output, x, *, threshold):
     return (_C.threshold_backward(g, x, threshold), None)
 
 
-@grad("native_batch_norm", save=(0, 1, 2))
+@grad("native_batch_norm", save=(0, 1, 2), out=(1, 2), diff_outputs=(0,))
 def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, eps):
     if not training:
         raise RuntimeError("native_batch_norm: backward of eval mode (running statistics) is not "
@@ -290,14 +290,17 @@ def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, ep
     dims = (0,) + tuple(range(2, x.dim()))
     shp = _bn_shape(x)
     has_w, has_b = w is not None and needs[1], b is not None and needs[2]
-    mean = x.mean(dims)
-    invstd = (x.var(dims, correction=0) + eps).rsqrt()
     if not ember.is_grad_enabled():
+        # the forward's saved statistics: recomputing them cost two more passes over x
+        mean, invstd = out
         gi, gw, gb = ember.native_batch_norm_backward(
             g, x, w, None, None, mean, invstd, train=True, eps=eps,
             output_mask=[bool(needs[0]), bool(has_w), bool(has_b)])
         return (gi, gw if has_w else None, gb if has_b else None, None, None)
-    # create_graph: the same formula in core ops
+    # create_graph: the same formula in core ops, the statistics recomputed so that their own
+    # dependence on x is differentiated too
+    mean = x.mean(dims)
+    invstd = (x.var(dims, correction=0) + eps).rsqrt()
     xhat = (x - mean.reshape(shp)) * invstd.reshape(shp)
     gw = (g * xhat).sum(dims) if has_w else None
     gb = g.sum(dims) if has_b else None
@@ -311,7 +314,7 @@ def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, ep
     return (gi, gw, gb, None, None)
 
 
-@grad("native_layer_norm", save="all", out=(1, 2))
+@grad("native_layer_norm", save="all", out=(1, 2), diff_outputs=(0,))
 def _native_layer_norm(g, needs, out, x, normalized_shape, w, b, *, eps):
     g = _first(g)
     k = len(normalized_shape)

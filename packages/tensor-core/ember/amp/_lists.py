@@ -65,9 +65,10 @@ upsample_bilinear2d upsample_trilinear3d upsample_bicubic2d grid_sampler grid_sa
 quantile nanquantile stft trace view_as_complex
 prod softmax log_softmax cumprod cumsum linalg_vector_norm linalg_matrix_norm sum norm
 """
+# cat, stack and index_copy are not listed for CUDA (they promote mixed dtypes themselves, as in
+# torch, whose CUDA list dropped them while the CPU's keeps them)
 _CUDA_PROMOTE = """
 addcdiv addcmul atan2 bilinear cross linalg_cross dot vdot index_put scatter_add tensordot
-stack cat concat concatenate index_copy
 """
 _CUDA_BANNED = "binary_cross_entropy"
 

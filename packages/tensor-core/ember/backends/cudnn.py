@@ -1,11 +1,15 @@
-"""ember.backends.cudnn: torch.backends.cudnn's flags. ember does not use cuDNN (convolutions on
-CUDA are an im2col plus one GEMM, see docs/cuda.md), so ``is_available()`` is False and
-``version()`` None; the flags are kept and read back for programs that set them:
+"""ember.backends.cudnn: torch.backends.cudnn's flags, read by ember's cuDNN path (convolution and
+batch norm on CUDA tensors, ``ember/cuda/_cudnn.py``; docs/cuda.md). cuDNN 9 is loaded at run time
+from the ``nvidia-cudnn-cu12``/``-cu13`` wheel, ``$EMBER_CUDNN`` or the system; without it the
+ops run ember's own CUDA kernels (im2col + cuBLAS) and ``is_available()`` is False.
 
-- ``enabled``: True. ember has no cuDNN path to turn off; False changes nothing.
-- ``benchmark``: False. ember has one convolution algorithm, so there is nothing to pick.
-- ``deterministic``: False. ember's convolutions give the same result run to run either way.
-- ``allow_tf32``: True (torch's default). ember's convolutions never use TF32.
+- ``enabled``: True. False sends convolution and batch norm to ember's own kernels.
+- ``benchmark``: False: cuDNN's heuristics pick each convolution's algorithm; True: cuDNN times
+  its algorithms once per shape and keeps the fastest, as torch.
+- ``deterministic``: False. True (or ``ember.use_deterministic_algorithms(True)``) keeps to
+  cuDNN's deterministic algorithms.
+- ``allow_tf32``: True (torch's default): float32 convolutions may use TF32 tensor cores (about
+  1e-3 relative error); False keeps them in full float32.
 """
 
 from __future__ import annotations
@@ -23,18 +27,38 @@ benchmark_limit = 10
 
 
 def is_available() -> bool:
-    """False: ember does not use cuDNN."""
-    return False
+    """Whether cuDNN is loaded and usable: a CUDA GPU and cuDNN 9."""
+    from ember import _C
+
+    if _C._cuda_backend_name() != "cudart":
+        return False
+    from ember.cuda import _cudnn
+
+    return _cudnn.available()
 
 
 def version():
-    """None, as torch's when cuDNN is not available."""
-    return None
+    """cuDNN's version as an int (e.g. 91900 for 9.19.0), or None when it is not available."""
+    if not is_available():
+        return None
+    from ember.cuda import _cudnn
+
+    return _cudnn.version()
 
 
 def is_acceptable(tensor) -> bool:
-    """Whether cuDNN would take ``tensor``: never here."""
-    return False
+    """Whether cuDNN would take ``tensor``: a CUDA tensor of a floating dtype cuDNN has, with
+    cuDNN enabled and available."""
+    return (enabled and getattr(tensor, "is_cuda", False)
+            and tensor.dtype.name in ("float16", "bfloat16", "float32", "float64")
+            and is_available())
+
+
+def _unavailable_reason() -> str:
+    """Why is_available() is False ("" when it is True)."""
+    from ember.cuda import _cudnn
+
+    return _cudnn.unavailable_reason()
 
 
 def set_flags(_enabled=None, _benchmark=None, _benchmark_limit=None, _deterministic=None,

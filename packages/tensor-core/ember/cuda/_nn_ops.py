@@ -23,6 +23,7 @@ import math
 import numpy
 
 from ember import _C
+from ember.cuda import _cudnn
 from ember.cuda import _ops as base
 from ember.cuda._ops import (
     _on_current_stream,
@@ -193,6 +194,12 @@ def _convolution(name, args, kwargs):
     out = empty(tuple(shape), x.dtype, device)
     if out.numel() == 0:
         return out
+    if _cudnn.usable(x, w, b):
+        try:
+            _cudnn.convolution(x, w, b, stride, padding, dilation, transposed, groups, out, device)
+            return out
+        except _cudnn.Unsupported:
+            pass  # ember's kernels below
     with _on_current_stream(device):
         xa = _batched(_operand(x, cdt), k)
         wa = _operand(w, cdt)
@@ -220,6 +227,12 @@ def _convolution_backward(name, args, kwargs):
     if list(go.shape) != list(shape):
         raise RuntimeError(f"convolution_backward: expected grad_output of size {list(shape)}, "
                            f"but got {list(go.shape)}")
+    if _cudnn.usable(go, x, w):
+        try:
+            return _cudnn.convolution_backward(go, x, w, stride, padding, dilation, transposed,
+                                               groups, mask, device)
+        except _cudnn.Unsupported:
+            pass  # ember's kernels below
     k = w.dim() - 2
     cdt = _math_dtype(x.dtype)
     gi = gw = gb = None
@@ -637,6 +650,11 @@ def _native_batch_norm(name, args, kwargs):
     if not training and (rm is None or rv is None):
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode")
+    if (x.numel() > x.shape[1] or not training) and _cudnn.batch_norm_usable(x, (w, b, rm, rv)):
+        try:
+            return _cudnn.batch_norm(x, w, b, rm, rv, training, momentum, eps, device)
+        except _cudnn.Unsupported:
+            pass  # ember's kernels below
     mod = xp()
     sdt = _math_dtype(x.dtype)
     axes = (0,) + tuple(range(2, x.dim()))
@@ -679,6 +697,11 @@ def _native_batch_norm_backward(name, args, kwargs):
     if not train and (rm is None or rv is None):
         raise RuntimeError("batch_norm_backward: running_mean and running_var are needed in "
                            "evaluation mode")
+    if train and go.dtype == x.dtype and _cudnn.batch_norm_usable(x, (w, sm, si)):
+        try:
+            return _cudnn.batch_norm_backward(go, x, w, sm, si, eps, mask, device)
+        except _cudnn.Unsupported:
+            pass  # ember's kernels below
     mod = xp()
     sdt = _math_dtype(x.dtype)
     axes = (0,) + tuple(range(2, x.dim()))
@@ -850,8 +873,12 @@ def _hardtanh(name, args, kwargs):
     return base._clamp(name, (x, kwargs.get("min_val", -1.0), kwargs.get("max_val", 1.0)), {})
 
 
-def _activation_backward(mask_of):
-    """grad_output where mask_of(self) holds, else 0 (threshold_backward, hardtanh_backward)."""
+def _activation_backward(zero_where, condition: str, bounds):
+    """grad_output, or 0 where zero_where(x, lo, hi) holds (in C: `condition`), x being self and
+    (lo, hi) the bounds read from the keywords, as the CPU kernels: threshold_backward zeroes
+    x <= threshold, hardtanh_backward x <= min_val or x >= max_val, and a NaN x keeps its
+    gradient. On a GPU one fused kernel writes the result."""
+    kernels = {}
 
     def run(name, args, kwargs):
         go, x = args
@@ -859,11 +886,23 @@ def _activation_backward(mask_of):
         if go.dtype != x.dtype:
             raise RuntimeError(f"{name}: expected self and grad_output to have the same dtype, "
                                f"but got self: {x.dtype} and grad_output: {go.dtype}")
+        lo, hi = bounds(kwargs)
         mod = xp()
         with _on_current_stream(device):
             g, a = _operand(go, go.dtype), _operand(x, x.dtype)
-            v = mod.where(mask_of(a, kwargs), g, mod.zeros((), dtype=g.dtype))
-            return _result(device, tuple(v.shape), go.dtype, v)
+            if mod is numpy:
+                v = mod.where(zero_where(a, lo, hi), mod.zeros((), dtype=g.dtype), g)
+                return _result(device, tuple(v.shape), go.dtype, v)
+            kernel = kernels.get("k")
+            if kernel is None:
+                kernel = kernels["k"] = mod.ElementwiseKernel(
+                    "T g, T x, float64 lo, float64 hi", "T out",
+                    f"out = ({condition}) ? T(0) : g", f"ember_{name}")
+            shape = base._broadcast_shapes(tuple(go.shape), tuple(x.shape))
+            out = empty(shape, go.dtype, device)
+            if out.numel():
+                kernel(g, a, lo, hi, view(out))
+            return out
 
     return run
 
@@ -885,9 +924,11 @@ NN_OPS = {
     "embedding_dense_backward": _embedding_dense_backward,
     "hardtanh": _hardtanh,
     "hardtanh_": base._inplace(_hardtanh),
-    "threshold_backward": _activation_backward(lambda a, kw: a > kw["threshold"]),
+    "threshold_backward": _activation_backward(
+        lambda x, lo, hi: x <= lo, "x <= lo", lambda kw: (kw["threshold"], kw["threshold"])),
     "hardtanh_backward": _activation_backward(
-        lambda a, kw: ~((a <= kw["min_val"]) | (a >= kw["max_val"]))),
+        lambda x, lo, hi: (x <= lo) | (x >= hi), "x <= lo || x >= hi",
+        lambda kw: (kw["min_val"], kw["max_val"])),
 }
 for _k in (1, 2, 3):
     NN_OPS[f"max_pool{_k}d_with_indices"] = _max_pool(_k)

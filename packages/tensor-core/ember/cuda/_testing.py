@@ -36,7 +36,12 @@ def devices(capacity: int, count: int = 1):
     for the duration. One switch per test module: a failing test's traceback may hold a device
     tensor for a while, and the backend cannot change while device memory is allocated."""
     if REAL_GPU:
-        yield
+        # comparisons with the CPU are in full float32: cuDNN's TF32 off (as torch's tests do)
+        from ember.backends import cudnn
+
+        with cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark,
+                         deterministic=cudnn.deterministic, allow_tf32=False):
+            yield
         return
     cuda._use_host_backend(capacity, count)
     try:
