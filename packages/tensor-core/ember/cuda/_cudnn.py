@@ -91,6 +91,13 @@ _SIGNATURES = {
     "cudnnBatchNormalizationForwardInference":
         [_VOIDP, _INT, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP,
          _VOIDP, _VOIDP, _DBL],
+    "cudnnBackendCreateDescriptor": [_INT, ctypes.POINTER(_VOIDP)],
+    "cudnnBackendDestroyDescriptor": [_VOIDP],
+    "cudnnBackendSetAttribute": [_VOIDP, _INT, _INT, ctypes.c_int64, _VOIDP],
+    "cudnnBackendGetAttribute": [_VOIDP, _INT, _INT, ctypes.c_int64,
+                                 ctypes.POINTER(ctypes.c_int64), _VOIDP],
+    "cudnnBackendFinalize": [_VOIDP],
+    "cudnnBackendExecute": [_VOIDP, _VOIDP, _VOIDP],
     "cudnnBatchNormalizationBackward":
         [_VOIDP, _INT, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP,
          _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _DBL, _VOIDP, _VOIDP],
@@ -249,13 +256,16 @@ def _handle(device: int):
     handles = getattr(_local, "handles", None)
     if handles is None:
         handles = _local.handles = {}
-    h = handles.get(device)
-    if h is None:
+    entry = handles.get(device)
+    if entry is None:
         h = _VOIDP()
         _call("cudnnCreate", ctypes.byref(h))
-        handles[device] = h
-    _call("cudnnSetStream", h, _VOIDP(_C._cuda_current_stream(device)))
-    return h
+        entry = handles[device] = [h, None]
+    stream = _C._cuda_current_stream(device)
+    if entry[1] != stream:
+        _call("cudnnSetStream", entry[0], _VOIDP(stream))
+        entry[1] = stream
+    return entry[0]
 
 
 # ---- descriptors -------------------------------------------------------------------------------
@@ -314,8 +324,10 @@ class _ConvPlan:
         _call("cudnnCreateFilterDescriptor", ctypes.byref(self.w))
         _call("cudnnSetFilterNdDescriptor", self.w, _DATA[dtype_name], _NCHW, len(w), _ints(w))
         self.geometry = (padding, stride, dilation, groups)
+        self.shapes = (list(big), list(w), list(small))
         self.math = math
         self.algos = {}  # direction -> (conv descriptor, algo, workspace bytes)
+        self.graphs = {}  # direction -> _GraphPlan, or False where the graph API refused it
 
     def _conv_desc(self, math: int):
         padding, stride, dilation, groups = self.geometry
@@ -398,10 +410,206 @@ def _plan(big, w, small, padding, stride, dilation, groups, dtype_name):
     return plan
 
 
+# ---- the graph API: an execution plan per convolution, built once ------------------------------
+# cuDNN 9's legacy calls above rebuild much of their plan on every call (about 0.1 ms of host
+# time each, measured on an H200), which leaves a training step host-bound. The graph (backend)
+# API builds an execution plan once per shape; a call is then one variant pack and one execute,
+# as torch's cuDNN v8+ path does. The legacy calls remain for what the graph path does not take
+# (benchmark mode, misaligned pointers, a graph cuDNN refuses).
+
+# cudnnBackendDescriptorType_t, cudnnBackendAttributeType_t, cudnnBackendAttributeName_t
+_B_ENGINE, _B_ENGINECFG, _B_ENGINEHEUR, _B_PLAN = 2, 3, 4, 5
+_B_CONVOLUTION, _B_OPGRAPH, _B_VARIANT_PACK, _B_TENSOR = 1, 15, 16, 17
+_B_OPERATION = {"Forward": 10, "BackwardFilter": 11, "BackwardData": 12}
+_T_HANDLE, _T_DATA_TYPE, _T_INT64, _T_FLOAT, _T_DOUBLE, _T_VOID_PTR = 0, 1, 3, 4, 5, 6
+_T_CONV_MODE, _T_HEUR_MODE, _T_NUMERICAL_NOTE, _T_DESCRIPTOR = 7, 8, 11, 15
+_A_CONV_COMP_TYPE, _A_CONV_MODE, _A_CONV_DILATIONS, _A_CONV_STRIDES = 100, 101, 102, 103
+_A_CONV_POST_PAD, _A_CONV_PRE_PAD, _A_CONV_SPATIAL_DIMS = 104, 105, 106
+_A_HEUR_MODE, _A_HEUR_GRAPH, _A_HEUR_RESULTS, _A_CFG_ENGINE = 200, 201, 202, 300
+_A_PLAN_HANDLE, _A_PLAN_CFG, _A_PLAN_WORKSPACE = 400, 401, 402
+_A_GRAPH_HANDLE, _A_GRAPH_OPS, _A_ENGINE_NUMERICAL_NOTE = 800, 801, 1303
+_A_TENSOR_ALIGNMENT, _A_TENSOR_DATA_TYPE, _A_TENSOR_DIMS = 900, 901, 902
+_A_TENSOR_STRIDES, _A_TENSOR_UID = 903, 906
+_A_PACK_UIDS, _A_PACK_POINTERS, _A_PACK_WORKSPACE = 1000, 1001, 1003
+# the operation's attributes: alpha, beta, conv descriptor, then its tensors by role
+_A_OPERATION = {"Forward": (700, 701, 702, {"w": 703, "big": 704, "small": 705}),
+                "BackwardData": (706, 707, 708, {"w": 709, "big": 710, "small": 711}),
+                "BackwardFilter": (712, 713, 714, {"w": 715, "big": 716, "small": 717})}
+_NOTE_TENSOR_CORE, _NOTE_DOWN_CONVERT, _NOTE_REDUCED_REDUCTION = 0, 1, 2
+_NOTE_NONDETERMINISTIC = 4
+_UID = {"big": 1, "w": 2, "small": 3}
+# the (a, b, c) operands of _run per direction, as roles
+_ROLES = {"Forward": ("big", "w", "small"), "BackwardData": ("w", "small", "big"),
+          "BackwardFilter": ("big", "small", "w")}
+_ALIGNMENT = 16
+graph_failures: list = []  # why the graph path refused a convolution (for diagnosis)
+
+
+def _backend(kind: int):
+    d = _VOIDP()
+    _call("cudnnBackendCreateDescriptor", kind, ctypes.byref(d))
+    return d
+
+
+def _set(desc, name: int, kind: int, values) -> None:
+    """Sets attribute `name` to `values` (a ctypes array, or one ctypes value)."""
+    count = len(values) if isinstance(values, ctypes.Array) else 1
+    ref = values if isinstance(values, ctypes.Array) else ctypes.byref(values)
+    _call("cudnnBackendSetAttribute", desc, name, kind, count, ref)
+
+
+def _int64s(values):
+    return (ctypes.c_int64 * len(values))(*values)
+
+
+class _GraphPlan:
+    """One direction of one convolution as a finalized cuDNN execution plan."""
+
+    def __init__(self, conv: _ConvPlan, direction: str, handle) -> None:
+        dt = _DATA[conv.dtype]
+        compute = _DATA["float64"] if conv.dtype == "float64" else _DATA["float32"]
+        keep = []  # descriptors referenced by others stay alive with the plan
+        tensors = {}
+        for role, shape in zip(("big", "w", "small"), conv.shapes):
+            t = _backend(_B_TENSOR)
+            _set(t, _A_TENSOR_DATA_TYPE, _T_DATA_TYPE, _INT(dt))
+            _set(t, _A_TENSOR_DIMS, _T_INT64, _int64s(shape))
+            _set(t, _A_TENSOR_STRIDES, _T_INT64, _int64s(_contiguous_strides(shape)))
+            _set(t, _A_TENSOR_UID, _T_INT64, ctypes.c_int64(_UID[role]))
+            _set(t, _A_TENSOR_ALIGNMENT, _T_INT64, ctypes.c_int64(_ALIGNMENT))
+            _call("cudnnBackendFinalize", t)
+            tensors[role] = t
+            keep.append(t)
+        padding, stride, dilation, _ = conv.geometry
+        c = _backend(_B_CONVOLUTION)
+        _set(c, _A_CONV_COMP_TYPE, _T_DATA_TYPE, _INT(compute))
+        _set(c, _A_CONV_MODE, _T_CONV_MODE, _INT(_CROSS_CORRELATION))
+        _set(c, _A_CONV_SPATIAL_DIMS, _T_INT64, ctypes.c_int64(len(padding)))
+        _set(c, _A_CONV_DILATIONS, _T_INT64, _int64s(dilation))
+        _set(c, _A_CONV_STRIDES, _T_INT64, _int64s(stride))
+        _set(c, _A_CONV_PRE_PAD, _T_INT64, _int64s(padding))
+        _set(c, _A_CONV_POST_PAD, _T_INT64, _int64s(padding))
+        _call("cudnnBackendFinalize", c)
+        keep.append(c)
+        alpha_attr, beta_attr, conv_attr, roles = _A_OPERATION[direction]
+        op = _backend(_B_OPERATION[direction])
+        scalar, kind = (ctypes.c_double, _T_DOUBLE) if conv.dtype == "float64" else \
+            (ctypes.c_float, _T_FLOAT)
+        _set(op, alpha_attr, kind, scalar(1.0))
+        _set(op, beta_attr, kind, scalar(0.0))
+        _set(op, conv_attr, _T_DESCRIPTOR, c)
+        for role, attr in roles.items():
+            _set(op, attr, _T_DESCRIPTOR, tensors[role])
+        _call("cudnnBackendFinalize", op)
+        keep.append(op)
+        graph = _backend(_B_OPGRAPH)
+        _set(graph, _A_GRAPH_OPS, _T_DESCRIPTOR, op)
+        _set(graph, _A_GRAPH_HANDLE, _T_HANDLE, handle)
+        _call("cudnnBackendFinalize", graph)
+        keep.append(graph)
+        self.plan, self.workspace = self._first_plan(graph, conv, handle, keep)
+        self.uids = _int64s([_UID[r] for r in _ROLES[direction]])
+        self.keep = keep
+
+    @staticmethod
+    def _first_plan(graph, conv: _ConvPlan, handle, keep):
+        """The first engine configuration of cuDNN's heuristics that obeys the flags and
+        finalizes into a plan: (plan, workspace bytes)."""
+        heur = _backend(_B_ENGINEHEUR)
+        _set(heur, _A_HEUR_GRAPH, _T_DESCRIPTOR, graph)
+        _set(heur, _A_HEUR_MODE, _T_HEUR_MODE, _INT(0))  # CUDNN_HEUR_MODE_INSTANT, as torch
+        _call("cudnnBackendFinalize", heur)
+        keep.append(heur)
+        count = ctypes.c_int64(0)
+        _call("cudnnBackendGetAttribute", heur, _A_HEUR_RESULTS, _T_DESCRIPTOR, 0,
+              ctypes.byref(count), None)
+        n = min(count.value, 32)
+        cfgs = (_VOIDP * max(n, 1))()
+        for i in range(n):
+            cfgs[i] = _backend(_B_ENGINECFG)
+        keep.extend(cfgs[:n])
+        got = ctypes.c_int64(0)
+        _call("cudnnBackendGetAttribute", heur, _A_HEUR_RESULTS, _T_DESCRIPTOR, n,
+              ctypes.byref(got), cfgs)
+        full_precision = conv.dtype in ("float32", "float64")
+        for i in range(got.value):
+            cfg = _VOIDP(cfgs[i])
+            engine = _backend(_B_ENGINE)
+            keep.append(engine)
+            notes = (_INT * 16)()
+            found = ctypes.c_int64(0)
+            try:
+                _call("cudnnBackendGetAttribute", cfg, _A_CFG_ENGINE, _T_DESCRIPTOR, 1,
+                      ctypes.byref(found), ctypes.byref(engine))
+                _call("cudnnBackendGetAttribute", engine, _A_ENGINE_NUMERICAL_NOTE,
+                      _T_NUMERICAL_NOTE, 16, ctypes.byref(found), notes)
+            except RuntimeError:
+                continue
+            noted = set(notes[:found.value])
+            if full_precision and noted & {_NOTE_DOWN_CONVERT, _NOTE_REDUCED_REDUCTION}:
+                continue
+            if conv.math == _FMA_MATH and _NOTE_TENSOR_CORE in noted:
+                continue  # TF32 not allowed
+            if conv.deterministic and _NOTE_NONDETERMINISTIC in noted:
+                continue
+            plan = _backend(_B_PLAN)
+            try:
+                _set(plan, _A_PLAN_HANDLE, _T_HANDLE, handle)
+                _set(plan, _A_PLAN_CFG, _T_DESCRIPTOR, cfg)
+                _call("cudnnBackendFinalize", plan)
+                size = ctypes.c_int64(0)
+                _call("cudnnBackendGetAttribute", plan, _A_PLAN_WORKSPACE, _T_INT64, 1,
+                      ctypes.byref(found), ctypes.byref(size))
+            except RuntimeError:
+                _state["lib"].cudnnBackendDestroyDescriptor(plan)
+                continue
+            return plan, size.value
+        raise Unsupported(f"cuDNN's graph API: none of {got.value} engine configurations fits")
+
+    def execute(self, handle, device: int, a, b, c) -> None:
+        ws = _C._cuda_empty([self.workspace], _C.uint8, device) if self.workspace else None
+        pointers = (_VOIDP * 3)(a.data_ptr(), b.data_ptr(), c.data_ptr())
+        pack = _backend(_B_VARIANT_PACK)
+        try:
+            _set(pack, _A_PACK_UIDS, _T_INT64, self.uids)
+            _set(pack, _A_PACK_POINTERS, _T_VOID_PTR, pointers)
+            _set(pack, _A_PACK_WORKSPACE, _T_VOID_PTR,
+                 _VOIDP(ws.data_ptr() if ws is not None else None))
+            _call("cudnnBackendFinalize", pack)
+            _call("cudnnBackendExecute", handle, self.plan, pack)
+        finally:
+            _state["lib"].cudnnBackendDestroyDescriptor(pack)
+
+
+def _graph_plan(plan: _ConvPlan, direction: str, handle):
+    """The graph path's plan for this direction, built on first use; None where it refuses."""
+    g = plan.graphs.get(direction)
+    if g is None:
+        from ember.backends import cudnn as flags
+
+        if flags.benchmark:  # cuDNN's timed search is the legacy calls' (cudnnFind...)
+            return None
+        try:
+            g = _GraphPlan(plan, direction, handle)
+        except RuntimeError as e:
+            graph_failures.append((plan.key, direction, str(e)))
+            g = False
+        plan.graphs[direction] = g
+    return g or None
+
+
 def _run(plan: _ConvPlan, device: int, direction: str, a, b, c) -> None:
     """c = direction's op of (a, b): Forward (x, w -> y), BackwardData (w, dy -> dx),
     BackwardFilter (x, dy -> dw). Tensors contiguous, c written (beta = 0)."""
     handle = _handle(device)
+    graph = _graph_plan(plan, direction, handle)
+    if graph is not None and not (a.data_ptr() | b.data_ptr() | c.data_ptr()) % _ALIGNMENT:
+        try:
+            graph.execute(handle, device, a, b, c)
+            return
+        except RuntimeError as e:  # the legacy calls below, from now on
+            graph_failures.append((plan.key, direction, f"execute: {e}"))
+            plan.graphs[direction] = False
     one, zero = _scalars(plan.dtype)
     skip = 0
     while True:
