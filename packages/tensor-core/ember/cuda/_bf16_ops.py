@@ -36,11 +36,16 @@ _BF16_MAX = 3.3895313892515355e38
 
 
 def _has_bf16(args, kwargs) -> bool:
-    for a in (*args, *kwargs.values()):
-        if _is_bf16(a) and a.get_device() >= 0:
-            return True
-        if isinstance(a, (list, tuple)) and any(_is_bf16(b) and b.get_device() >= 0 for b in a):
-            return True
+    # on every dispatched op: plain type and identity tests, no helper calls
+    tensor, bf16 = _C.Tensor, _C.bfloat16
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(a, tensor):
+            if a.dtype == bf16 and a.get_device() >= 0:
+                return True
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, tensor) and b.dtype == bf16 and b.get_device() >= 0:
+                    return True
     return False
 
 

@@ -183,12 +183,29 @@ def _batched_view(t, k: int):
     return v if v.ndim == k + 2 else v[None]
 
 
+_CONV_SHAPES: dict = {}  # the CPU's checked result shape, per argument signature
+
+
+def _conv_shape(x, w, b, stride, padding, dilation, transposed, opad, groups):
+    """The convolution's result shape, from the CPU's own checks (which raise its errors); a
+    signature seen before skips them."""
+    key = (tuple(x.shape), x.dtype, tuple(w.shape), w.dtype, None if b is None else
+           (tuple(b.shape), b.dtype), tuple(stride), tuple(padding), tuple(dilation), transposed,
+           tuple(opad), groups)
+    shape = _CONV_SHAPES.get(key)
+    if shape is None:
+        shape = _C._convolution_shape(_shaped(x), _shaped(w), _shaped(b), stride, padding,
+                                      dilation, transposed, opad, groups)
+        if len(_CONV_SHAPES) < 4096:
+            _CONV_SHAPES[key] = shape
+    return shape
+
+
 def _convolution(name, args, kwargs):
     x, w, b = args
     device = device_of(name, args)
     stride, padding, dilation, transposed, opad, groups = _conv_kwargs(kwargs)
-    shape = _C._convolution_shape(_shaped(x), _shaped(w), _shaped(b), stride, padding, dilation,
-                                  transposed, opad, groups)
+    shape = _conv_shape(x, w, b, stride, padding, dilation, transposed, opad, groups)
     k = w.dim() - 2
     cdt = _math_dtype(x.dtype)
     out = empty(tuple(shape), x.dtype, device)
@@ -219,8 +236,7 @@ def _convolution_backward(name, args, kwargs):
     device = device_of(name, args)
     stride, padding, dilation, transposed, opad, groups = _conv_kwargs(kwargs)
     mask = list(kwargs["output_mask"])
-    shape = _C._convolution_shape(_shaped(x), _shaped(w), None, stride, padding, dilation,
-                                  transposed, opad, groups)
+    shape = _conv_shape(x, w, None, stride, padding, dilation, transposed, opad, groups)
     if go.dtype != x.dtype:
         raise RuntimeError(f"convolution_backward: expected grad_output of type {x.dtype}, "
                            f"but got {go.dtype}")
