@@ -87,3 +87,79 @@ def test_half_precision_batch_norm_keeps_float32_statistics():
     assert got[0].dtype == ember.float16 and got[1].dtype == ember.float32
     assert rel_error(got[0], want[0]) < 2e-3
     assert rel_error(got[2], want[2]) < 1e-4
+
+
+# ---- the path's logic without a GPU: ember's simulated device and a stand-in library ------------
+
+
+@pytest.fixture
+def fake_cudnn(monkeypatch):
+    """ember.cuda's simulated device with _cudnn believing a library is loaded whose every call
+    succeeds and does nothing (no algorithm, no engine configuration): records the calls."""
+    from ember.cuda._testing import REAL_GPU, devices
+
+    if REAL_GPU:
+        pytest.skip("the stand-in library is for machines without a GPU")
+    calls = []
+
+    def fake(name):
+        return lambda *args: calls.append(name) or 0
+
+    monkeypatch.setattr(_cudnn, "available", lambda: True)
+    monkeypatch.setattr(_cudnn, "_functions", {n: fake(n) for n in _cudnn._SIGNATURES})
+    # the caches would hold the stand-in's (null) descriptors: emptied after
+    saved = [dict(c) for c in (_cudnn._plans, _cudnn._tensor_descs, _cudnn._bn_descs,
+                               _cudnn._constants, _cudnn._bn_workspaces)]
+    with devices(64 << 20):
+        yield calls
+        for cache, before in zip((_cudnn._plans, _cudnn._tensor_descs, _cudnn._bn_descs,
+                                  _cudnn._constants, _cudnn._bn_workspaces), saved):
+            cache.clear()  # (the device memory of the cached constants goes with them)
+            cache.update(before)
+
+
+def traced_device_ops():
+    """The names of the ops the device hook runs, from now on (a list that grows)."""
+    import ember.cuda._ops as ops
+
+    seen, run = [], ops.dispatch
+
+    def hook(name, args, kwargs):
+        seen.append(name)
+        return run(name, args, kwargs)
+
+    ember._C._set_device_hook(hook)
+    return seen
+
+
+def test_batch_norm_without_affine_parameters_copies_nothing_from_the_host(fake_cudnn):
+    # a copy from host memory waits for the stream: the GPU and the host would run in turn
+    x = ember.randn(4, 3, 5, 5).cuda()
+    seen = traced_device_ops()
+    try:
+        out, mean, invstd = ember.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+        ember.native_batch_norm_backward(out, x, None, None, None, mean, invstd, True, 1e-5,
+                                         [True, True, True])
+        ember.native_batch_norm_backward(out, x, None, None, None, mean, invstd, True, 1e-5,
+                                         [True, False, False])
+    finally:
+        import ember.cuda._ops as ops
+
+        ember._C._set_device_hook(ops.dispatch)
+    assert "_copy_from" not in seen
+    assert seen.count("fill_") == 2  # the cached ones and zeros, made once on the device
+    assert fake_cudnn.count("cudnnBatchNormalizationForwardTraining") == 1
+    assert fake_cudnn.count("cudnnBatchNormalizationBackwardEx") == 2
+
+
+def test_a_convolution_cudnn_cannot_plan_falls_back_to_embers_kernels(fake_cudnn):
+    # the stand-in offers no engine configuration (graph path) and no algorithm (legacy calls):
+    # ember's own kernels give the result, and why the graph path refused is kept
+    x, w = rand(2, 3, 6, 6), rand(4, 3, 3, 3, seed=1)
+    failures = len(_cudnn.graph_failures)
+    got = ember.conv2d(x.cuda(), w.cuda(), padding=1)
+    np.testing.assert_allclose(got.cpu().numpy(), ember.conv2d(x, w, padding=1).numpy(),
+                               rtol=1e-12, atol=1e-12)
+    assert "cudnnGetConvolutionForwardAlgorithm_v7" in fake_cudnn
+    assert len(_cudnn.graph_failures) == failures + 1
+    assert "engine configurations" in _cudnn.graph_failures[-1][2]

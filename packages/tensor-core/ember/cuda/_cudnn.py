@@ -762,12 +762,18 @@ def _ptr(t):
     return _VOIDP(t.data_ptr() if t is not None else None)
 
 
-def _scale_and_shift(w, b, channels: int, dtype, device: int):
-    if w is None:
-        w = _C.ones([channels], dtype=dtype).to(f"cuda:{device}")
-    if b is None:
-        b = _C.zeros([channels], dtype=dtype).to(f"cuda:{device}")
-    return w, b
+_constants: dict = {}
+
+
+def _constant(value: float, channels: int, dtype, device: int):
+    """A read-only per-channel vector of `value` on the device (cached): the scale or shift of a
+    batch norm without affine parameters. Made on the device: a copy from host memory would wait
+    for the stream, serialising the host with the GPU."""
+    key = (value, channels, dtype, device)
+    t = _constants.get(key)
+    if t is None:
+        t = _constants[key] = _C._cuda_empty([channels], dtype, device).fill_(value)
+    return t
 
 
 @_on_its_device
@@ -778,7 +784,8 @@ def batch_norm(x, w, b, rm, rv, training: bool, momentum: float, eps: float, dev
     dtype = x.dtype.name
     pd = bn_param_dtype(x)
     xd, bd = _bn_descriptors(dtype, shape)
-    w, b = _scale_and_shift(w, b, shape[1], pd, device)
+    w = _constant(1.0, shape[1], pd, device) if w is None else w
+    b = _constant(0.0, shape[1], pd, device) if b is None else b
     out = _C._cuda_empty(list(x.shape), x.dtype, device)
     one, zero = _scalars(dtype)
     handle = _handle(device)
@@ -830,7 +837,7 @@ def batch_norm_backward(go, x, w, save_mean, save_invstd, eps: float, mask, devi
     dtype = x.dtype.name
     pd = bn_param_dtype(x)
     xd, bd = _bn_descriptors(dtype, shape)
-    scale, _ = _scale_and_shift(w, None, shape[1], pd, device)
+    scale = _constant(1.0, shape[1], pd, device) if w is None else w
     gi = _C._cuda_empty(list(x.shape), x.dtype, device)
     gw = _C._cuda_empty([shape[1]], pd, device)
     gb = _C._cuda_empty([shape[1]], pd, device)
