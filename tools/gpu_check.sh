@@ -9,7 +9,8 @@
 # tests_*.log into LOGDIR and prints a summary last. The benchmarks run first (they are the
 # figures); the tests get the time that is left. EMBER_PREBUILT=path/to/_C.so skips the build
 # (tools/dev_build.sh). GPU_CHECK_BENCHES="ops" picks the benchmarks (default: alloc ops
-# resnet_memory; "" for none). Extra arguments replace the default test
+# resnet_memory; "" for none); GPU_CHECK_MODELS="resnet50" the models bench_models.py times
+# against torch on the GPU (default resnet50; "" for none). Extra arguments replace the default test
 # selection (every CUDA test file), e.g. `-k scatter`, and are passed to each package's pytest.
 set -uo pipefail
 logs="$(mkdir -p "$1" && cd "$1" && pwd)"
@@ -50,6 +51,12 @@ if [ $# -eq 0 ]; then
       >"$logs/bench_$b.log" 2>&1
     echo "bench_cuda_$b exit $?"
   done
+  if [ -n "${GPU_CHECK_MODELS-resnet50}" ]; then
+    timeout 200 python3 "$root/benchmarks/bench_models.py" --device cuda --quick \
+      --models "${GPU_CHECK_MODELS-resnet50}" --json "$logs/bench_models.json" \
+      >"$logs/bench_models.log" 2>&1
+    echo "bench_models exit $?"
+  fi
 fi
 
 left=$((budget - (SECONDS - start) - 15))
@@ -57,7 +64,8 @@ echo "tests get ${left} s"
 # test_cuda.py switches to the simulated devices, which a process can do only while it holds no
 # GPU memory: it runs in a process of its own.
 declare -A files=(
-  [tensor-core]="tests/test_cuda_*.py tests/test_add_alpha.py tests/test_reduced_float_scalars.py"
+  [tensor-core]="tests/test_cuda_*.py tests/test_add_alpha.py tests/test_reduced_float_scalars.py
+                 tests/test_backends_flags.py"
   [simulated]="tests/test_cuda.py"
   [autograd]="tests/test_cuda*.py"
   [nn]="tests/test_cuda*.py"
@@ -74,7 +82,7 @@ wait
 
 echo "== summary ($((SECONDS - start)) s)"
 cat "$logs/device.log"
-for b in alloc ops resnet_memory; do
+for b in alloc ops resnet_memory models; do
   [ -f "$logs/bench_$b.log" ] && grep -vE "^\s*$" "$logs/bench_$b.log" | tail -15
 done
 for suite in $suites; do
