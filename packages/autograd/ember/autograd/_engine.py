@@ -120,7 +120,10 @@ def _inputs(args):
 
 
 def record(name, entry, args, kwargs, out, node=None):
-    """Attaches a node for `name` to the float outputs of `out`."""
+    """Attaches a node for `name` to the float outputs of `out` (none for an op whose entry says
+    no output is differentiable: torch's output_differentiability [False])."""
+    if entry is not None and getattr(entry, "diff_outputs", None) == ():
+        return out
     if type(out) is tuple or isinstance(out, tuple):
         outs = out
         if not any(isinstance(o, Tensor) and o.dtype.is_floating_point for o in outs):

@@ -905,28 +905,26 @@ grad("igamma", save="all", inplace_too=True)(_igamma_vjp(1.0))
 grad("igammac", save="all", inplace_too=True)(_igamma_vjp(-1.0))
 
 
-# torch.special's orthogonal polynomials have no derivative in torch (derivatives.yaml:
-# not_implemented for x, non-differentiable n): the same error at backward.
+# torch.special's orthogonal polynomials, its Bessel functions J, Y, K (and the scaled K) and Airy
+# Ai are not differentiable in torch: their results do not require grad (backward through them
+# is torch's "does not require grad" error).
 ORTHOGONAL_POLYNOMIALS = tuple(
     f"{prefix}{family}_polynomial_{kind}"
     for prefix, family, kind in [("", "chebyshev", k) for k in "tuvw"]
     + [("shifted_", "chebyshev", k) for k in "tuvw"]
     + [("", "hermite", "h"), ("", "hermite", "he"), ("", "laguerre", "l"), ("", "legendre", "p")])
+BESSEL_AIRY = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+               "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+               "airy_ai")
 
 
 def _not_implemented(name):
-    def vjp(g, needs, out, *inputs):
+    def vjp(g, needs, out, *inputs):  # only the in-place forms reach it
         raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
 
     return vjp
 
 
-for _n in ORTHOGONAL_POLYNOMIALS:
-    grad("_special_" + _n, inplace_too=True)(_not_implemented("special_" + _n))
-
-# Nor do its Bessel functions J, Y, K (and the scaled K) and Airy Ai: the same error.
-BESSEL_AIRY = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
-               "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-               "airy_ai")
-for _n in BESSEL_AIRY:
-    grad("_special_" + _n, inplace_too=True)(_not_implemented("special_" + _n))
+for _n in ORTHOGONAL_POLYNOMIALS + BESSEL_AIRY:
+    grad("_special_" + _n, diff_outputs=())(_not_implemented("special_" + _n))
+    inplace("_special_" + _n + "_", _not_implemented("special_" + _n))
