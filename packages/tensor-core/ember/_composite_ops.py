@@ -435,6 +435,192 @@ def fill_diagonal_(self, fill_value, wrap=False):
     return self
 
 
+# ---- copies, scatters and selections written with views ----
+
+def narrow_copy(input, dim, start, length, *, out=None):
+    """A contiguous copy of input.narrow(dim, start, length)."""
+    return _finish(input.narrow(dim, start, length).clone(), out)
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of input, laid out with input's strides and storage offset, with src written where
+    copy.as_strided(size, stride, offset) looks (offset: input's by default). Built as scatters
+    into a flat buffer of the copy's storage and a strided view of it, so both gradients are
+    those ops'."""
+    size, stride = [int(v) for v in size], [int(v) for v in stride]
+    base = input.storage_offset()  # the copy has input's sizes, strides and storage offset
+    offset = base if storage_offset is None else int(storage_offset)
+    if tuple(src.shape) != tuple(size):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {size}")
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} vs "
+                           f"{len(stride)}")
+    shape, strides = tuple(input.shape), tuple(input.stride())
+    storage = base + 1 + sum((n - 1) * st for n, st in zip(shape, strides)) \
+        if input.numel() else base
+    reach = offset + sum((n - 1) * st for n, st in zip(size, stride))
+    if _min(size, default=1) > 0 and reach >= storage:
+        raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset {offset} "
+                           f"is out of bounds for storage of size {storage}")
+
+    def positions(sizes, steps, start):
+        p = _C.full([], start, dtype=_C.int64, device=input.device)
+        for k, (n, st) in enumerate(zip(sizes, steps)):
+            dims = [1] * len(sizes)
+            dims[k] = n
+            p = p + _C.arange(n, device=input.device).reshape(dims) * st
+        return p.expand(tuple(sizes)).reshape(-1)
+
+    buffer = _C.zeros([storage], dtype=input.dtype, device=input.device)
+    buffer = buffer.scatter(0, positions(shape, strides, base), input.reshape(-1))
+    buffer = buffer.scatter(0, positions(size, stride, offset), src.reshape(-1))
+    return buffer.as_strided(shape, strides, base)
+
+
+def nonzero_static(input, *, size, fill_value=-1, out=None):
+    """nonzero(input) with exactly `size` rows: cut, or padded with `fill_value`."""
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
+                           f"size={size}")
+    found = _C.nonzero(input)
+    n = found.shape[0]
+    if n >= size:
+        result = found[:size]
+    else:
+        pad = _C.full([size - n, found.shape[1]], fill_value, dtype=found.dtype,
+                      device=found.device)
+        result = _C.cat([found, pad])
+    return _finish(result.contiguous(), out)
+
+
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+def _index_reduce(name, self, dim, index, source, reduce, include_self, inplace):
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"{name}(): Expected reduce to be one of prod, mean, amax or amin but "
+                           f"got {reduce}.")
+    d = _wrap_dim(dim, self.dim())
+    if index.dim() > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector")
+    if index.dtype not in (_C.int64, _C.int32):
+        raise TypeError(f"{name}_(): Expected dtype int32/int64 for index but got: {index.dtype}")
+    if self.dtype != source.dtype:
+        raise RuntimeError(f"{name}_(): self ({self.dtype}) and source ({source.dtype}) must "
+                           "have the same scalar type")
+    if source.dim() != self.dim() and not (source.dim() == 0 and self.dim() <= 1):
+        raise IndexError(f"{name}_(): Source/destination tensor must have same number of "
+                         "dimensions")
+    count = index.numel()
+    if source.dim() and source.shape[d] != count:
+        raise IndexError(f"{name}_(): Number of indices ({count}) should be equal to "
+                         f"source.size(dim) ({source.shape[d]})")
+    # index_reduce along dim is scatter_reduce with the index broadcast over source's other dims
+    shape = [1] * _max(source.dim(), 1)
+    shape[d if source.dim() else 0] = count
+    expanded = index.reshape(shape).expand(tuple(source.shape) if source.dim() else (count,))
+    src = source if source.dim() else source.reshape(1)
+    if inplace:
+        return self.scatter_reduce_(d, expanded, src, reduce, include_self=include_self)
+    return _C.scatter_reduce(self, d, expanded, src, reduce, include_self=include_self)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    return _finish(_index_reduce("index_reduce", input, dim, index, source, reduce,
+                                 include_self, False), out)
+
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    return _index_reduce("index_reduce", self, dim, index, source, reduce, include_self, True)
+
+
+def cholesky_inverse(input, upper=False, *, out=None):
+    """The inverse of A = L L^H (or U^H U) from its Cholesky factor, batched as torch."""
+    if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError("cholesky_inverse: A must be batches of square matrices, but they are "
+                           f"{input.shape[-2] if input.dim() >= 2 else 1} by "
+                           f"{input.shape[-1] if input.dim() else 1} matrices")
+    n = input.shape[-1]
+    eye = _C.eye(n, dtype=input.dtype, device=input.device).expand(tuple(input.shape))
+    from ember import linalg  # (linalg imports this module)
+
+    return _finish(linalg._cholesky_solve(eye, input, upper), out)
+
+
+# ---- in-place samplers composed from uniform_ and normal_ (the generator's stream) ----
+
+def _check_floating(self, name):
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(f"{name} expects a floating point tensor, but got {self.dtype}")
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """median + sigma * tan(pi * (u - 1/2)), u uniform in [0, 1) (torch's transformation)."""
+    if not sigma > 0.0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    _check_floating(self, "cauchy_")
+    u = _C.empty(tuple(self.shape), dtype=_C.float64, device=self.device)
+    u.uniform_(0.0, 1.0, generator=generator)
+    return self.copy_(((u - 0.5) * math.pi).tan() * sigma + median)
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """exp of a normal(mean, std) draw."""
+    if not std > 0.0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    _check_floating(self, "log_normal_")
+    z = _C.empty(tuple(self.shape), dtype=_C.float64, device=self.device)
+    z.normal_(mean, std, generator=generator)
+    return self.copy_(z.exp())
+
+
+def geometric_(self, p, *, generator=None):
+    """The number of Bernoulli(p) trials up to the first success: ceil(log(u) / log(1 - p)) for
+    u uniform in (0, 1] (at least 1)."""
+    if not 0.0 < p < 1.0:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    u = _C.empty(tuple(self.shape), dtype=_C.float64, device=self.device)
+    u.uniform_(0.0, 1.0, generator=generator)
+    u = 1.0 - u  # (0, 1]: log(u) finite
+    return self.copy_((u.log() / math.log1p(-p)).ceil().clamp_min(1.0))
+
+
+# ---- layout queries ----
+
+def to_dense(self, dtype=None, *, masked_grad=None):
+    """A strided tensor is dense already: itself (converted to `dtype` when given)."""
+    return self if dtype is None or dtype == self.dtype else self.to(dtype)
+
+
+def dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory (largest stride first), as torch."""
+    if not isinstance(ambiguity_check, bool) and not isinstance(ambiguity_check, (list, tuple)):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats")
+    stride, shape = tuple(self.stride()), tuple(self.shape)
+    order = sorted(range(self.dim()), key=lambda i: (-stride[i], -shape[i] if stride[i] else 0,
+                                                     i))
+    return tuple(order)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   pin_memory=False, requires_grad=False):
+    """An uninitialised tensor of `size` whose dims lie in memory in `physical_layout`'s order
+    (outermost first)."""
+    size, perm = list(size), list(physical_layout)
+    if sorted(perm) != list(range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; or physical_layout is not a permutation: size "
+                           f"{size}, physical_layout {perm}")
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    physical = _C.empty([size[p] for p in perm], dtype=dtype, device=device,
+                        pin_memory=bool(pin_memory))
+    result = physical.permute(inverse)
+    return result.requires_grad_() if requires_grad else result
+
+
 # ---- distances and products ----
 
 def cdist(x1, x2, p=2.0, compute_mode=None):

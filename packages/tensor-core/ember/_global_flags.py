@@ -1,10 +1,11 @@
-"""Process-wide numerical settings under torch's names: deterministic algorithms and the float32
-matrix-product precision.
+"""Process-wide settings under torch's names: deterministic algorithms, the float32
+matrix-product precision, warn-always, the inter-op thread count, and what the build has.
 
-What they change in ember: nothing in the results. ember has one algorithm per op, so there is
-no nondeterministic variant to turn off or faster one to turn on, and its float32 matrix products
-run in full float32 (no TF32 or bfloat16 passes). The settings are kept so that programs that
-set them run and read back what they set, with torch's argument checks.
+What they change in ember: deterministic algorithms keep cuDNN convolutions on a GPU to
+deterministic algorithms (the CPU kernels and ember's own CUDA kernels have one algorithm per op,
+deterministic already); the float32 matrix precision is read back (ember's float32 products run
+in full float32). The rest are kept so that programs that set them run and read back what they
+set, with torch's argument checks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import warnings
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
            "get_deterministic_debug_mode", "set_float32_matmul_precision",
-           "get_float32_matmul_precision"]
+           "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled",
+           "get_num_interop_threads", "set_num_interop_threads", "init_num_threads",
+           "has_lapack", "has_mkl", "has_openmp", "has_spectral", "typename", "is_distributed",
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled"]
 
 _deterministic = False
 _warn_only = False
@@ -83,3 +87,104 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 def get_float32_matmul_precision() -> str:
     return _matmul_precision
+
+
+# ---- warn-always, threads, what the build has ----
+
+_warn_always = False
+_interop_threads = None  # None: not set (the default is the CPU count, as torch's)
+
+has_lapack = True  # OpenBLAS's LAPACK (scipy-openblas32): ember.linalg
+has_mkl = False
+has_openmp = False  # ember's own thread pool
+has_spectral = False  # ember.fft has the helpers (fftfreq, fftshift, ...), not the transforms
+
+
+def set_warn_always(b: bool) -> None:
+    """torch's warn-always flag (warnings that torch gives once are given every time): read
+    back by is_warn_always_enabled()."""
+    global _warn_always
+    _warn_always = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    return _warn_always
+
+
+def get_num_interop_threads() -> int:
+    """The inter-op thread count: what set_num_interop_threads set, else the CPU count (ember
+    runs ops one after another and has no inter-op pool)."""
+    import os
+
+    return _interop_threads if _interop_threads is not None else (os.cpu_count() or 1)
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Sets the inter-op thread count once, as torch (a second call raises its error)."""
+    global _interop_threads
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"set_num_interop_threads(): argument 'int' must be int, not "
+                        f"{type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("Expected positive number of threads")
+    if _interop_threads is not None:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has "
+                           "started or set_num_interop_threads called")
+    _interop_threads = n
+
+
+def init_num_threads() -> None:
+    """torch's per-thread initialisation of the intra-op settings: ember's pool needs none."""
+
+
+def typename(obj) -> str:
+    """The type's name, as torch.typename: a tensor's type() ('ember.FloatTensor'), else the
+    qualified name of the object (a class or function) or of its class."""
+    from ember import _C
+
+    if isinstance(obj, _C.Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    qualname = ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def is_distributed(obj) -> bool:
+    """torch.is_distributed: a tensor's is_distributed(), always False."""
+    return obj.is_distributed()
+
+
+def _anomaly_mode():
+    try:
+        from ember.autograd import anomaly_mode
+    except ImportError:
+        return None
+    return anomaly_mode
+
+
+def is_anomaly_enabled() -> bool:
+    mode = _anomaly_mode()
+    return mode is not None and mode.is_anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    mode = _anomaly_mode()
+    return mode is not None and mode.is_anomaly_check_nan_enabled()
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turns autograd's anomaly detection on or off (ember.autograd.set_detect_anomaly's
+    state), as torch's."""
+    mode = _anomaly_mode()
+    if mode is None:
+        raise ImportError("anomaly detection is part of ember.autograd (the ember-autograd "
+                          "distribution), which is not installed")
+    mode.set_detect_anomaly(enabled, check_nan)
+

@@ -233,6 +233,33 @@ std::vector<Composite> composites() {
       {"nuclear_norm", {"nuclear_norm(Tensor input, bool keepdim=False) -> Tensor",
                         "nuclear_norm(Tensor input, int[] dim, bool keepdim=False) -> Tensor"},
        kFunction, R, "nuclear_norm_row"},
+      {"narrow_copy", {"narrow_copy(Tensor input, int dim, int start, int length, *, "
+                       "Tensor? out=None) -> Tensor"}, kBoth, "shape"},
+      {"as_strided_scatter", {"as_strided_scatter(Tensor input, Tensor src, int[] size, "
+                              "int[] stride, int? storage_offset=None) -> Tensor"}, kBoth,
+       "shape"},
+      {"nonzero_static", {"nonzero_static(Tensor input, *, int size, int fill_value=-1, "
+                          "Tensor? out=None) -> Tensor"}, kBoth, "indexing"},
+      {"index_reduce", {"index_reduce(Tensor input, int dim, Tensor index, Tensor source, "
+                        "str reduce, *, bool include_self=True, Tensor? out=None) -> Tensor"},
+       kBoth, "indexing"},
+      {"index_reduce_", {"index_reduce_(Tensor input, int dim, Tensor index, Tensor source, "
+                         "str reduce, *, bool include_self=True) -> Tensor"}, kMethod,
+       "indexing"},
+      {"cholesky_inverse", {"cholesky_inverse(Tensor input, bool upper=False, *, "
+                            "Tensor? out=None) -> Tensor"}, kBoth, "linalg"},
+      {"empty_permuted", {factory("empty_permuted(int[] size, int[] physical_layout")},
+       kFunction, "creation"},
+      {"cauchy_", {"cauchy_(Tensor input, float median=0, float sigma=1, *, "
+                   "Generator? generator=None) -> Tensor"}, kMethod, "random"},
+      {"log_normal_", {"log_normal_(Tensor input, float mean=1, float std=2, *, "
+                       "Generator? generator=None) -> Tensor"}, kMethod, "random"},
+      {"geometric_", {"geometric_(Tensor input, float p, *, Generator? generator=None) -> "
+                      "Tensor"}, kMethod, "random"},
+      {"to_dense", {"to_dense(Tensor input, ScalarType? dtype=None, *, bool? masked_grad=None) "
+                    "-> Tensor"}, kMethod, "creation"},
+      {"dim_order", {"dim_order(Tensor input, *, bool ambiguity_check=False) -> Any"}, kMethod,
+       "shape"},
   };
 }
 

@@ -401,6 +401,7 @@ void register_ops(py::module_& m) {
     expect_tensor(self, "clamp_", "input");  // TypeError for a non-tensor, as torch's parser
     return py::reinterpret_borrow<py::object>(py::type::handle_of(self)).attr("clamp_")(self, lo, hi);
   }, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
+  m.attr("clip_") = m.attr("clamp_");
 
   m.def("lerp", [](py::handle s, py::handle e, py::handle w, py::handle out) -> py::object {
     Tensor ts = expect_tensor(s, "lerp", "input"), te = expect_tensor(e, "lerp", "end");

@@ -1,0 +1,267 @@
+"""torch names that real programs reach: copies and scatters written with views (narrow_copy,
+as_strided_scatter, nonzero_static, index_reduce, cholesky_inverse, empty_permuted), the in-place
+samplers composed from uniform_/normal_ (cauchy_, log_normal_, geometric_), layout queries
+(to_dense, dim_order) and process-wide settings (warn-always, inter-op threads, what the build
+has, typename, anomaly mode). Oracles: NumPy and hand-computed values; torch where installed."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+
+
+def t(a, dtype=None):
+    return ember.from_numpy(np.array(a, dtype=dtype))
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+# ---- copies and scatters ------------------------------------------------------------------------
+
+
+def test_narrow_copy_is_a_contiguous_copy():
+    a = rand(3, 5)
+    x = t(a)
+    got = ember.narrow_copy(x, 1, 1, 3)
+    np.testing.assert_array_equal(got.numpy(), a[:, 1:4])
+    assert got.is_contiguous() and got.data_ptr() != x.data_ptr()
+    got[0, 0] = 100.0
+    assert x[0, 1].item() == a[0, 1]  # a copy, not a view
+    np.testing.assert_array_equal(x.narrow_copy(0, 2, 1).numpy(), a[2:3])
+    out = ember.empty(0, dtype=ember.float64)
+    ember.narrow_copy(x, 0, 0, 2, out=out)
+    np.testing.assert_array_equal(out.numpy(), a[:2])
+    with pytest.raises(IndexError):
+        ember.narrow_copy(x, 2, 0, 1)
+
+
+def test_as_strided_scatter_writes_through_the_strided_view_of_a_copy():
+    base = np.arange(8.0)
+    src = np.array([[10.0, 11.0], [12.0, 13.0]])
+    got = ember.as_strided_scatter(t(base), t(src), (2, 2), (3, 1), 1)
+    want = base.copy()
+    for i in range(2):
+        for j in range(2):
+            want[1 + 3 * i + j] = src[i, j]
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(t(base).as_strided_scatter(t(src), (2, 2), (3, 1), 1).numpy(),
+                                  want)
+    with pytest.raises(RuntimeError, match="src to have a size equal to the slice"):
+        ember.as_strided_scatter(t(base), t(np.ones(3)), (2, 2), (3, 1))
+
+
+def test_as_strided_scatter_follows_the_inputs_layout():
+    # a transposed input keeps its strides, and the strided positions are positions in its
+    # storage: storage index 2 of a (3, 3) transposed view is element (2, 0)
+    x = ember.zeros(3, 3).t()
+    got = ember.as_strided_scatter(x, t([5.0, 6.0], "float32"), (2,), (1,), 1)
+    assert tuple(got.stride()) == (1, 3)
+    want = np.zeros((3, 3), dtype=np.float32)
+    want[1, 0], want[2, 0] = 5.0, 6.0
+    np.testing.assert_array_equal(got.numpy(), want)
+    torch = pytest.importorskip("torch")
+    for make in (lambda m: m.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1),
+                 lambda m: m.arange(12.0).reshape(3, 4)[1:]):
+        ours = ember.as_strided_scatter(make(ember), ember.ones(2, 2) * -1, (2, 2), (3, 1), 1)
+        theirs = torch.as_strided_scatter(make(torch), -torch.ones(2, 2), (2, 2), (3, 1), 1)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        assert tuple(ours.stride()) == tuple(theirs.stride())
+
+
+@pytest.mark.parametrize("values,size,fill", [([0, 3, 0, 4, 5], 2, -1), ([0, 3, 0, 4], 5, -1),
+                                              ([0, 0], 3, 7), ([1, 2], 0, -1)])
+def test_nonzero_static_cuts_or_pads_to_size(values, size, fill):
+    got = ember.nonzero_static(t(values), size=size, fill_value=fill)
+    found = np.argwhere(np.array(values))
+    want = np.full((size, 1), fill, dtype=np.int64)
+    want[:min(size, len(found))] = found[:size]
+    assert got.dtype == ember.int64 and tuple(got.shape) == (size, 1)
+    np.testing.assert_array_equal(got.numpy(), want)
+    two_d = ember.nonzero_static(t([[0, 1], [2, 0]]), size=3)
+    np.testing.assert_array_equal(two_d.numpy(), [[0, 1], [1, 0], [-1, -1]])
+    with pytest.raises(RuntimeError, match="non-negative"):
+        ember.nonzero_static(t(values), size=-1)
+
+
+def _index_reduce_oracle(a, dim, index, src, reduce, include_self):
+    out = np.moveaxis(a.copy(), dim, 0)
+    s = np.moveaxis(src, dim, 0)
+    groups = {}
+    for k, i in enumerate(index):
+        groups.setdefault(i, []).append(s[k])
+    for i, parts in groups.items():
+        stack = ([out[i]] if include_self else []) + parts
+        fn = {"prod": np.prod, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce]
+        out[i] = fn(np.stack(stack), axis=0)
+    return np.moveaxis(out, 0, dim)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_reduce_matches_a_loop(reduce, include_self, dim):
+    a, src = rand(4, 3, seed=1), rand(4, 3, seed=2)
+    n = a.shape[dim]
+    index = np.array([n - 1, 0, n - 1, 1])[:src.shape[dim]]
+    want = _index_reduce_oracle(a, dim % 2, index, src, reduce, include_self)
+    got = ember.index_reduce(t(a), dim, t(index), t(src), reduce, include_self=include_self)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    x = t(a)
+    x.index_reduce_(dim, t(index), t(src), reduce, include_self=include_self)
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-12)
+
+
+def test_index_reduce_errors_are_torchs():
+    x, src = ember.zeros(3, 2), ember.ones(2, 2)
+    with pytest.raises(RuntimeError, match="Expected reduce to be one of prod, mean, amax or amin"):
+        ember.index_reduce(x, 0, ember.tensor([0, 1]), src, "sum")
+    with pytest.raises(IndexError, match="Number of indices"):
+        ember.index_reduce(x, 0, ember.tensor([0, 1, 2]), src, "prod")
+    with pytest.raises(TypeError, match="int32/int64"):
+        ember.index_reduce(x, 0, ember.tensor([0.0, 1.0]), src, "prod")
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_inverse_is_the_inverse_of_the_product(upper):
+    a = rand(3, 4, 4, seed=3)
+    spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    lower = np.linalg.cholesky(spd)
+    factor = np.swapaxes(lower, -1, -2) if upper else lower
+    got = ember.cholesky_inverse(t(factor), upper)
+    np.testing.assert_allclose(got.numpy(), np.linalg.inv(spd), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(t(factor[0]).cholesky_inverse(upper).numpy(),
+                               np.linalg.inv(spd[0]), rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="square matrices"):
+        ember.cholesky_inverse(t(np.ones((2, 3))))
+
+
+def test_empty_permuted_lays_dims_out_in_the_order_given():
+    x = ember.empty_permuted((2, 3, 4), (0, 2, 1), dtype=ember.float64)
+    assert tuple(x.shape) == (2, 3, 4) and x.dtype == ember.float64
+    assert tuple(x.stride()) == (12, 1, 3)  # dim 1 innermost, then dim 2, then dim 0
+    y = ember.empty_permuted((2, 3), (1, 0), requires_grad=True)
+    assert tuple(y.stride()) == (1, 2) and y.requires_grad
+    with pytest.raises(RuntimeError, match="physical_layout"):
+        ember.empty_permuted((2, 3), (0, 0))
+
+
+# ---- samplers ------------------------------------------------------------------------------------
+
+
+def draw(method, *args, dtype=ember.float64, n=40000, seed=5, **kwargs):
+    g = ember.Generator().manual_seed(seed)
+    return getattr(ember.empty(n, dtype=dtype), method)(*args, generator=g, **kwargs).numpy()
+
+
+def test_cauchy_has_its_median_and_quartiles():
+    v = draw("cauchy_", 2.0, 0.5)
+    # quartiles of a Cauchy(median, sigma): median -+ sigma
+    np.testing.assert_allclose(np.percentile(v, [25, 50, 75]), [1.5, 2.0, 2.5], atol=0.03)
+    assert np.array_equal(v, draw("cauchy_", 2.0, 0.5))  # the generator's stream: reproducible
+    with pytest.raises(RuntimeError, match="cauchy_ expects sigma > 0.0"):
+        ember.empty(2).cauchy_(0.0, 0.0)
+
+
+def test_log_normal_is_the_exp_of_a_normal():
+    v = draw("log_normal_", 1.0, 0.5)
+    assert (v > 0).all()
+    logs = np.log(v)
+    assert abs(logs.mean() - 1.0) < 0.01 and abs(logs.std() - 0.5) < 0.01
+    with pytest.raises(RuntimeError, match="log_normal_ expects std > 0.0"):
+        ember.empty(2).log_normal_(0.0, -1.0)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.int64])
+def test_geometric_counts_trials_to_the_first_success(dtype):
+    v = draw("geometric_", 0.25, dtype=dtype)
+    assert v.min() >= 1 and np.array_equal(v, np.round(v))
+    assert abs(v.mean() - 4.0) < 0.06  # mean 1/p
+    assert abs((v == 1).mean() - 0.25) < 0.01  # P(1) = p
+    with pytest.raises(RuntimeError, match=r"geometric_ expects p to be in \(0, 1\)"):
+        ember.empty(2).geometric_(1.5)
+
+
+# ---- layout queries --------------------------------------------------------------------------------
+
+
+def test_to_dense_of_a_strided_tensor_is_itself():
+    x = ember.ones(2, 3)
+    assert x.to_dense() is x
+    assert x.to_dense(ember.float64).dtype == ember.float64
+
+
+@pytest.mark.parametrize("shape,perm", [((2, 3, 4), (0, 1, 2)), ((2, 3, 4), (2, 0, 1)),
+                                        ((2, 3, 4, 5), (0, 2, 3, 1)), ((1, 3, 1), (0, 1, 2)),
+                                        ((4, 1, 2), (1, 2, 0))])
+def test_dim_order_lists_dims_outermost_first(shape, perm):
+    x = ember.empty(*[shape[p] for p in perm]).permute(*np.argsort(perm))
+    assert tuple(x.shape) == shape
+    got = x.dim_order()
+    strides = x.stride()
+    assert sorted(got) == list(range(len(shape)))
+    assert all(strides[a] >= strides[b] for a, b in zip(got, got[1:]))
+    torch = pytest.importorskip("torch")
+    y = torch.empty(*[shape[p] for p in perm]).permute(*np.argsort(perm).tolist())
+    assert got == y.dim_order()
+
+
+# ---- process-wide settings -------------------------------------------------------------------------
+
+
+def test_warn_always_is_read_back():
+    before = ember.is_warn_always_enabled()
+    try:
+        ember.set_warn_always(True)
+        assert ember.is_warn_always_enabled() is True
+    finally:
+        ember.set_warn_always(before)
+
+
+def test_interop_threads_are_set_once():
+    code = ("import os, ember\n"
+            "assert ember.get_num_interop_threads() == (os.cpu_count() or 1)\n"
+            "ember.set_num_interop_threads(3)\n"
+            "assert ember.get_num_interop_threads() == 3\n"
+            "ember.init_num_threads()\n"
+            "try:\n"
+            "    ember.set_num_interop_threads(2)\n"
+            "except RuntimeError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "cannot set number of interop threads" in out.stdout
+    with pytest.raises(TypeError):
+        ember.set_num_interop_threads(1.5)
+
+
+def test_what_the_build_has_and_typename():
+    assert ember.has_lapack is True and ember.has_mkl is False and ember.has_openmp is False
+    assert ember.typename(ember.ones(2)) == "ember.FloatTensor"
+    assert ember.typename(ember.ones(2, dtype=ember.int64)) == "ember.LongTensor"
+    assert ember.typename(3) == "int" and ember.typename(int) == "int"
+    assert ember.typename(ember.Generator) == "ember._C.Generator" or \
+        ember.typename(ember.Generator).endswith("Generator")
+    assert ember.is_distributed(ember.ones(2)) is False
+
+
+def test_anomaly_mode_is_autograds():
+    pytest.importorskip("ember.autograd")
+    assert ember.is_anomaly_enabled() is False
+    try:
+        ember.set_anomaly_enabled(True, check_nan=False)
+        assert ember.is_anomaly_enabled() is True
+        assert ember.is_anomaly_check_nan_enabled() is False
+        assert ember.autograd.is_anomaly_enabled() is True
+    finally:
+        ember.set_anomaly_enabled(False)
+    assert ember.is_anomaly_enabled() is False
+
+
+def test_clip_in_place_is_clamp_in_place():
+    x = t([-3.0, 0.5, 3.0])
+    assert ember.clip_(x, -1, 1) is x
+    np.testing.assert_array_equal(x.numpy(), [-1.0, 0.5, 1.0])
