@@ -1198,3 +1198,80 @@ def is_signed(input) -> bool:
 # The plain functions `import ember` exports (the registry rows are bound by the core).
 EXPORTS = ("cartesian_prod", "block_diag", "chain_matmul", "unravel_index", "numel",
            "is_tensor", "is_storage", "is_floating_point", "is_signed")
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """The derivative of input sampled on a grid, one tensor per dim: central differences inside,
+    one-sided ones (first or second order) at the edges, with uniform spacing (a number, or one
+    per dim) or sample coordinates (one 1-d tensor per dim), as torch.gradient and NumPy's."""
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if not _is_tensor(input):
+        raise TypeError(f"gradient(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    ndim = input.dim()
+    dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [_wrap_dim(d, ndim) for d in dims]
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("torch.gradient: dims must be unique")
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"it's spacing and dim arguments to have the same length, but got "
+                               f"a spacing argument of length {len(spacing)} and a dim argument "
+                               f"of length {len(dims)}.")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    f = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    return tuple(_gradient_along(f, d, h, edge_order) for d, h in zip(dims, spacings))
+
+
+def _gradient_along(f, d, h, edge_order):
+    n = f.shape[d]
+
+    def part(start, length):
+        return f.narrow(d, start, length)
+
+    def along(v):  # a 1-d tensor of coefficients shaped to broadcast along d
+        shape = [1] * f.dim()
+        shape[d] = v.shape[0]
+        return v.reshape(shape)
+
+    if _is_tensor(h):  # sample coordinates
+        if h.dim() != 1 or h.shape[0] != n:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device "
+                               f"and to have one dimension of the size of input's dim {d} ({n})"
+                               f", but got spacing of size {list(h.shape)}")
+        x = h.to(f.dtype)
+        dx = x[1:] - x[:-1]
+        dx1, dx2 = dx[:-1], dx[1:]
+        a = -dx2 / (dx1 * (dx1 + dx2))
+        b = (dx2 - dx1) / (dx1 * dx2)
+        c = dx1 / (dx2 * (dx1 + dx2))
+        inner = (along(a) * part(0, n - 2) + along(b) * part(1, n - 2)
+                 + along(c) * part(2, n - 2)) if n > 2 else None
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / dx[0]
+            last = (part(n - 1, 1) - part(n - 2, 1)) / dx[-1]
+        else:
+            d1, d2 = dx[0], dx[1]
+            first = (-(2 * d1 + d2) / (d1 * (d1 + d2)) * part(0, 1)
+                     + (d1 + d2) / (d1 * d2) * part(1, 1) - d1 / (d2 * (d1 + d2)) * part(2, 1))
+            d1, d2 = dx[-2], dx[-1]
+            last = (d2 / (d1 * (d1 + d2)) * part(n - 3, 1) - (d2 + d1) / (d1 * d2)
+                    * part(n - 2, 1) + (2 * d2 + d1) / (d2 * (d1 + d2)) * part(n - 1, 1))
+    else:  # uniform spacing h
+        inner = (part(2, n - 2) - part(0, n - 2)) / (2 * h) if n > 2 else None
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / h
+            last = (part(n - 1, 1) - part(n - 2, 1)) / h
+        else:
+            first = (-3 * part(0, 1) + 4 * part(1, 1) - part(2, 1)) / (2 * h)
+            last = (3 * part(n - 1, 1) - 4 * part(n - 2, 1) + part(n - 3, 1)) / (2 * h)
+    pieces = [first] + ([inner] if inner is not None else []) + [last]
+    return _C.cat(pieces, d)

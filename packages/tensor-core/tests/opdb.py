@@ -965,6 +965,8 @@ UNARY_REFS: dict[str, dict] = {
     "square": dict(ref=np.square, dtypes=NUMERIC_DTYPES),
     "sign": dict(ref=lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype),
                  dtypes=NUMERIC_DTYPES),  # torch's sign(NaN) is 0, NumPy's NaN
+    # NumPy's angle(-0.0) is pi, torch's 0
+    "angle": dict(ref=lambda x: np.where(np.isnan(x), x, np.where(x < 0, np.pi, 0.0))),
     "relu": dict(ref=_relu, dtypes=NUMERIC_DTYPES),
     "floor": dict(ref=_float_only(np.floor), dtypes=NUMERIC_DTYPES),
     "ceil": dict(ref=_float_only(np.ceil), dtypes=NUMERIC_DTYPES),
@@ -1352,7 +1354,7 @@ EXPECTED_KINDS = {
         "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh "
         "tanh asinh acosh atanh sigmoid erf erfc erfinv sinc deg2rad rad2deg reciprocal "
         "lgamma digamma i0 special_i0e special_i1 special_i1e special_ndtr special_ndtri "
-        "special_log_ndtr special_erfcx special_entr").split()},
+        "special_log_ndtr special_erfcx special_entr angle").split()},
     **{n: "FLOAT" for n in _BESSEL},
     "frac": "FLOAT_ONLY",
     **{n: "SAME" for n in "neg abs square sign relu floor ceil trunc".split()},

@@ -265,3 +265,49 @@ def test_clip_in_place_is_clamp_in_place():
     x = t([-3.0, 0.5, 3.0])
     assert ember.clip_(x, -1, 1) is x
     np.testing.assert_array_equal(x.numpy(), [-1.0, 0.5, 1.0])
+
+
+# ---- gradient (NumPy's numpy.gradient is the oracle) -----------------------------------------------
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+@pytest.mark.parametrize("spacing", ["default", "number", "per-dim", "coordinates"])
+def test_gradient_matches_numpy(edge_order, spacing):
+    a = rand(4, 5, seed=7)
+    coords = [np.array([0.0, 0.5, 2.0, 2.5]), np.array([-1.0, 0.0, 0.3, 1.0, 3.0])]
+    kwargs, np_args = {}, ()
+    if spacing == "number":
+        kwargs, np_args = {"spacing": 0.5}, (0.5,)
+    elif spacing == "per-dim":
+        kwargs, np_args = {"spacing": [2.0, 0.25]}, (2.0, 0.25)
+    elif spacing == "coordinates":
+        kwargs, np_args = {"spacing": [t(c) for c in coords]}, tuple(coords)
+    got = ember.gradient(t(a), edge_order=edge_order, **kwargs)
+    want = np.gradient(a, *np_args, edge_order=edge_order)
+    assert isinstance(got, tuple) and len(got) == 2
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12)
+
+
+def test_gradient_of_chosen_dims_integers_and_errors():
+    a = np.array([[1, 4, 9, 16], [2, 3, 5, 7]])
+    (got,) = ember.gradient(t(a), dim=1)
+    assert got.dtype == ember.float32  # integers: the default float dtype
+    np.testing.assert_allclose(got.numpy(), np.gradient(a.astype(np.float64), axis=1))
+    (got,) = ember.gradient(t(a, "float64"), spacing=[3.0], dim=[-2])
+    np.testing.assert_allclose(got.numpy(), np.gradient(a.astype(np.float64), 3.0, axis=0))
+    with pytest.raises(RuntimeError, match="only supports edge_order=1 and edge_order=2"):
+        ember.gradient(t(a, "float64"), edge_order=3)
+    with pytest.raises(RuntimeError, match="at least edge_order\\+1"):
+        ember.gradient(t([1.0, 2.0]), edge_order=2)
+    with pytest.raises(RuntimeError, match="same length"):
+        ember.gradient(t(a, "float64"), spacing=[1.0, 2.0, 3.0])
+
+
+def test_device_modules_and_the_top_level_grad_scaler():
+    assert ember.get_device_module("cpu") is ember.cpu
+    assert ember.get_device_module(ember.device("cuda", 0)) is ember.cuda
+    assert ember.get_device_module() is (ember.cuda if ember.cuda.is_available() else ember.cpu)
+    with pytest.raises(RuntimeError):
+        ember.get_device_module("xyz")
+    assert ember.GradScaler is ember.amp.GradScaler

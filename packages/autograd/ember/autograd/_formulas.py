@@ -119,6 +119,7 @@ _UNARY_NONE = {  # gradient independent of the values
     "neg": lambda g: -g,
     "frac": lambda g: g,
     "sign": _zeros,
+    "angle": _zeros,  # of a real input (complex tensors are not in ember yet)
     "floor": _zeros,
     "ceil": _zeros,
     "trunc": _zeros,

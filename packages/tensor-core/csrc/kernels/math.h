@@ -77,6 +77,10 @@ template <typename T> EMBER_MATH T sign(T x) {
   else if constexpr (std::is_integral_v<T>) return T((x > 0) - (x < 0));
   else return T((x > T(0)) - (x < T(0)));  // torch's: NaN gives 0 (NumPy's gives NaN)
 }
+// torch.angle of a real number: pi below 0, NaN for NaN, else 0 (-0.0 too, unlike NumPy's)
+template <typename T> EMBER_MATH T angle_real(T x) {
+  return x < T(0) ? T(3.14159265358979323846) : (x != x ? x : T(0));
+}
 // The selects below go through blend (bit masks), not ?: on floats, so that their loops
 // vectorise; with ?: GCC emitted jumps that mispredict on random signs.
 template <typename T> EMBER_MATH T relu(T x) {

@@ -80,6 +80,7 @@
   X(abs, SAME, math::abs(x))                                \
   X(square, SAME, x * x)                                    \
   X(sign, SAME, math::sign(x))                              \
+  X(angle, FLOAT, math::angle_real(x))                      \
   X(relu, SAME, math::relu(x))                              \
   X(floor, SAME, math::floor(x))                            \
   X(ceil, SAME, math::ceil(x))                              \
