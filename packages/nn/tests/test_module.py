@@ -217,6 +217,24 @@ def test_to_dtype_keeps_parameter_objects_for_the_optimizer():
     np.testing.assert_allclose(m.weight.detach().numpy(), expected, rtol=1e-12)
 
 
+def test_to_channels_last_converts_4d_parameters_and_trains_the_same():
+    def model():
+        ember.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                             nn.Linear(4 * 36, 2))
+
+    x = ember.randn(2, 3, 8, 8, generator=ember.Generator().manual_seed(1))
+    plain, last = model(), model().to(memory_format=ember.channels_last)
+    w = last[0].weight
+    assert w.is_contiguous(memory_format=ember.channels_last) and not w.is_contiguous()
+    assert isinstance(w, nn.Parameter) and w.requires_grad
+    assert last[4].weight.is_contiguous()  # 2-d parameters keep their layout, as torch
+    for m, inp in ((plain, x), (last, x.contiguous(memory_format=ember.channels_last))):
+        m(inp).square().sum().backward()
+    np.testing.assert_allclose(last[0].weight.grad.numpy(), plain[0].weight.grad.numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_repr_matches_torch_layout():
     m = nn.Sequential(nn.Conv2d(1, 4, 3, stride=2, bias=False), nn.ReLU(inplace=True),
                       nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.1)))

@@ -311,3 +311,63 @@ def test_device_modules_and_the_top_level_grad_scaler():
     with pytest.raises(RuntimeError):
         ember.get_device_module("xyz")
     assert ember.GradScaler is ember.amp.GradScaler
+
+
+# ---- memory formats --------------------------------------------------------------------------------
+
+
+def test_channels_last_strides_and_queries():
+    a = rand(2, 3, 4, 5)
+    x = t(a)
+    y = x.contiguous(memory_format=ember.channels_last)
+    assert tuple(y.stride()) == (60, 1, 15, 3)  # C innermost, then W, H, N
+    np.testing.assert_array_equal(y.numpy(), a)
+    assert y.is_contiguous(memory_format=ember.channels_last) and not y.is_contiguous()
+    assert y.contiguous(memory_format=ember.channels_last) is y  # already so: itself
+    assert tuple(y.contiguous().stride()) == (60, 20, 5, 1)
+    assert y.is_contiguous(memory_format=ember.contiguous_format) is False
+    # size-1 dims may have any stride
+    assert ember.ones(2, 3, 1, 1).is_contiguous(memory_format=ember.channels_last)
+    assert ember.ones(2, 1, 4, 4).is_contiguous(memory_format=ember.channels_last)
+    assert not ember.ones(2, 3, 4).is_contiguous(memory_format=ember.channels_last)
+    z = ember.ones(2, 3, 4, 5, 6).contiguous(memory_format=ember.channels_last_3d)
+    assert tuple(z.stride()) == (360, 1, 90, 18, 3)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        ember.ones(2, 3, 4).contiguous(memory_format=ember.channels_last)
+    with pytest.raises(RuntimeError, match="unsupported memory format Preserve"):
+        x.is_contiguous(memory_format=ember.preserve_format)
+
+
+def test_clone_and_to_take_a_memory_format():
+    x = ember.ones(2, 3, 4, 5)
+    y = x.contiguous(memory_format=ember.channels_last)
+    assert tuple(y.clone().stride()) == (60, 1, 15, 3)  # preserve_format: the layout kept
+    assert tuple(y.clone(memory_format=ember.contiguous_format).stride()) == (60, 20, 5, 1)
+    assert tuple(x.clone(memory_format=ember.channels_last).stride()) == (60, 1, 15, 3)
+    assert tuple(x.to(memory_format=ember.channels_last).stride()) == (60, 1, 15, 3)
+    d = x.to(ember.float64, memory_format=ember.channels_last)
+    assert d.dtype == ember.float64 and tuple(d.stride()) == (60, 1, 15, 3)
+    assert x.to(memory_format=ember.preserve_format) is x
+
+
+def test_memory_format_objects_and_factories():
+    import pickle
+
+    assert repr(ember.channels_last) == "ember.channels_last"
+    assert isinstance(ember.channels_last, ember.memory_format)
+    assert ember.legacy_contiguous_format is ember.contiguous_format
+    assert pickle.loads(pickle.dumps(ember.channels_last_3d)) is ember.channels_last_3d
+    assert ember.empty(2, 3, memory_format=ember.contiguous_format).is_contiguous()
+    assert ember.zeros_like(ember.ones(2, 2), memory_format=ember.preserve_format).is_contiguous()
+    with pytest.raises(NotImplementedError, match="contiguous\\(memory_format=ember.channels_last"):
+        ember.empty(2, 3, 4, 5, memory_format=ember.channels_last)
+
+
+def test_memory_formats_match_torch():
+    torch = pytest.importorskip("torch")
+    for shape, fmt in (((2, 3, 4, 5), "channels_last"), ((1, 3, 1, 5), "channels_last"),
+                       ((2, 3, 2, 4, 5), "channels_last_3d")):
+        ours = ember.ones(*shape).contiguous(memory_format=getattr(ember, fmt))
+        theirs = torch.ones(*shape).contiguous(memory_format=getattr(torch, fmt))
+        assert tuple(ours.stride()) == tuple(theirs.stride())
+        assert ours.is_contiguous() == theirs.is_contiguous()

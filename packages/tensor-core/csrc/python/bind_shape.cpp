@@ -261,6 +261,8 @@ void register_views(py::module_& m) {
   // clone keeps a dense input's strides, so it would hand back the same non-contiguous layout
   method_row("contiguous", {"contiguous(Tensor input, *, Any? memory_format=None) -> Tensor"},
              [](const Args& a) {
+               if (!a.is_none(1))  // a memory format: ember/_memory_format.py
+                 return py::module_::import("ember._memory_format").attr("_contiguous")(a[0], a[1]);
                Tensor x = a.tensor(0);
                if (x->is_contiguous()) return py::reinterpret_borrow<py::object>(a[0]);
                if (needs_grad(x))
@@ -269,11 +271,14 @@ void register_views(py::module_& m) {
              });
   def_op(m, {.name = "detach", .signatures = {"detach(Tensor input) -> Tensor"}, .family = V,
              .cuda = "view", .impl = [](const Args& a) { return wrap(alias(a.tensor(0))); }});
-  // clone: hand_off = false, the hook gets the input alone (ember has one memory format)
+  // clone: hand_off = false, the hook gets the input alone (a memory format is applied first,
+  // by ember/_memory_format.py, through ops the hook records)
   def_op(m, {.name = "clone",
              .signatures = {"clone(Tensor input, *, Any? memory_format=None) -> Tensor"},
              .family = V, .hooked = true, .cuda = "view", .hand_off = false,
              .impl = [](const Args& a) {
+               if (!a.is_none(1))  // a memory format: ember/_memory_format.py
+                 return py::module_::import("ember._memory_format").attr("_clone")(a[0], a[1]);
                Tensor x = a.tensor(0);
                if (needs_grad(x))
                  return redispatch("clone", g_m->attr("clone"), py::make_tuple(a[0]), py::dict());

@@ -267,7 +267,19 @@ static Tensor convert(const Tensor& t, ScalarType dt, bool copy) {
 }
 
 // x.to(...): to(dtype), to(device), to(device, dtype), to(other), with copy/non_blocking.
+static py::object to_dtype_device(const Tensor& self, py::args args, py::kwargs kwargs,
+                                   py::object& memory_format);
+
+// memory_format=: applied after the dtype and device step (ember/_memory_format.py)
 static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs) {
+  py::object memory_format = py::none();
+  py::object out = to_dtype_device(self, args, kwargs, memory_format);
+  if (memory_format.is_none()) return out;
+  return py::module_::import("ember._memory_format").attr("_to")(out, memory_format);
+}
+
+static py::object to_dtype_device(const Tensor& self, py::args args, py::kwargs kwargs,
+                                   py::object& memory_format) {
   ScalarType dt = ScalarType::Undefined;
   Device dev = self->device();
   bool copy = false, non_blocking = false;
@@ -290,7 +302,7 @@ static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs
     else if (k == "device") dev = kv.second.is_none() ? self->device() : to_device(kv.second);
     else if (k == "copy") copy = kv.second.cast<bool>();
     else if (k == "non_blocking") non_blocking = kv.second.cast<bool>();
-    else if (k == "memory_format") continue;
+    else if (k == "memory_format") memory_format = py::reinterpret_borrow<py::object>(kv.second);
     else throw py::type_error("to() got an unexpected keyword argument '" + k + "'");
   }
   if (dt == ScalarType::Undefined) dt = self->dtype;
@@ -350,8 +362,11 @@ void register_tensor(py::module_& m) {
       .def("numel", &TensorImpl::numel)
       .def("nelement", &TensorImpl::numel)
       .def("element_size", &TensorImpl::element_size)
-      .def("is_contiguous", [](const Tensor& t, py::object) { return t->is_contiguous(); },
-           py::kw_only(), py::arg("memory_format") = py::none())
+      .def("is_contiguous", [](py::object self, py::object memory_format) -> bool {
+             if (memory_format.is_none()) return to_tensor(self)->is_contiguous();
+             return py::module_::import("ember._memory_format")
+                 .attr("_is_contiguous")(self, memory_format).cast<bool>();
+           }, py::kw_only(), py::arg("memory_format") = py::none())
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t->dtype); })
       .def("is_complex", [](const Tensor&) { return false; })
       .def("is_signed", [](const Tensor& t) {

@@ -535,10 +535,14 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
     throw NotImplementedError(str_cat(op, "(): layout=", std::string(py::repr(a[i])),
                                       " is not supported: ember's tensors are strided"));
   i = at.memory_format;
-  if (i >= 0 && !a.is_none(i))
-    throw NotImplementedError(str_cat(op, "(): memory_format=", std::string(py::repr(a[i])),
-                                      " is not supported: ember's tensors are dense and "
-                                      "contiguous"));
+  if (i >= 0 && !a.is_none(i)) {
+    // the factories make contiguous tensors: what contiguous_format and preserve_format ask
+    const std::string format = py::repr(a[i]);
+    if (format != "ember.contiguous_format" && format != "ember.preserve_format")
+      throw NotImplementedError(str_cat(op, "(): memory_format=", format,
+                                        " is not supported by the factory functions: make the "
+                                        "tensor, then .contiguous(memory_format=", format, ")"));
+  }
   i = at.device;
   if (i >= 0 && !a.is_none(i)) {
     const Device d = to_device(a[i]);

@@ -478,6 +478,7 @@ class Module:
     def to(self, *args, **kwargs):
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
+        memory_format = kwargs.pop("memory_format", None)  # for 4-d and 5-d tensors, as torch
         kwargs.pop("non_blocking", None)
         for a in args:
             if isinstance(a, ember.dtype):
@@ -496,6 +497,8 @@ class Module:
                 kw["device"] = device
             if dtype is not None and t.dtype.is_floating_point:
                 kw["dtype"] = dtype
+            if memory_format is not None and t.dim() in (4, 5):
+                kw["memory_format"] = memory_format
             return t.to(**kw) if kw else t
 
         return self._apply(convert)
