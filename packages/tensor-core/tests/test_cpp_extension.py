@@ -635,3 +635,22 @@ def test_a_user_cuda_kernel_runs_on_ember_tensors():
     expected = 1 + 2 * x.cpu().numpy()
     kernel(((n + 255) // 256,), (256,), (x, np.float32(2.0), y, np.int64(n)))
     np.testing.assert_allclose(y.cpu().numpy(), expected, rtol=1e-6)
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU and CuPy")
+def test_a_user_cuda_module_gives_kernels_that_run_on_ember_tensors():
+    pytest.importorskip("cupy")
+    module = cpp_extension.cuda_module(r"""
+    extern "C" __global__ void fill(float* y, float v, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) y[i] = v;
+    }
+    extern "C" __global__ void twice(float* y, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) y[i] *= 2;
+    }""")
+    n = 300
+    y = ember.empty(n, device="cuda")
+    module.get_function("fill")(((n + 127) // 128,), (128,), (y, np.float32(1.5), np.int64(n)))
+    module.get_function("twice")(((n + 127) // 128,), (128,), (y, np.int64(n)))
+    np.testing.assert_array_equal(y.cpu().numpy(), np.full(n, 3.0, dtype=np.float32))
