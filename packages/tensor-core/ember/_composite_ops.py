@@ -1275,3 +1275,104 @@ def _gradient_along(f, d, h, edge_order):
             last = (3 * part(n - 1, 1) - 4 * part(n - 2, 1) + part(n - 3, 1)) / (2 * h)
     pieces = [first] + ([inner] if inner is not None else []) + [last]
     return _C.cat(pieces, d)
+
+
+# ---- objects as tensors, sharing their memory where they can ----
+
+def _numpy_dtype(dtype):
+    """The NumPy dtype that holds `dtype`'s bits (bfloat16 as int16: NumPy has none)."""
+    import numpy
+
+    return numpy.dtype("int16") if dtype == _C.bfloat16 else numpy.dtype(dtype.name)
+
+
+def _over_numpy(array, dtype):
+    """A tensor over a NumPy array's memory, read as `dtype` (bfloat16 from int16 bits)."""
+    t = _C.from_numpy(array)
+    return t.view(_C.bfloat16) if dtype == _C.bfloat16 else t
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-d tensor over an object that exposes the buffer protocol (bytes, bytearray,
+    memoryview, array.array, mmap), sharing its memory: `count` elements of `dtype` from byte
+    `offset` (count=-1: to the end). The tensor keeps the buffer alive; a read-only buffer gives
+    a tensor that must not be written (torch's warning)."""
+    import numpy
+
+    if not isinstance(dtype, _C.dtype):
+        raise TypeError(f"frombuffer(): argument 'dtype' must be ember.dtype, not "
+                        f"{type(dtype).__name__}")
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    length, size = view.nbytes, _C.empty([0], dtype=dtype).element_size()
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % size:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                             f"bytes) must be a multiple of element size ({size})")
+        count = (length - offset) // size
+    elif offset + count * size > length:
+        raise ValueError(f"requested buffer length ({count} * {size} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    array = numpy.frombuffer(view.cast("B") if view.format != "B" else view,
+                             dtype=_numpy_dtype(dtype), count=count, offset=offset)
+    with warnings.catch_warnings():  # said below in the buffer's terms, not the array's
+        warnings.simplefilter("ignore", UserWarning)
+        result = _over_numpy(array, dtype)
+    if view.readonly:
+        warnings.warn("The given buffer is not writable, and ember does not support non-writable "
+                      "tensors. This means you can write to the underlying (supposedly "
+                      "non-writable) buffer using the tensor. You may want to copy the buffer to "
+                      "protect its data or make it writable before converting it to a tensor.",
+                      UserWarning, stacklevel=2)
+    return result.requires_grad_() if requires_grad else result
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """obj as a tensor, as torch.asarray: a tensor, a NumPy array, a DLPack or buffer object is
+    shared without a copy when dtype and device allow (copy=None), always copied (copy=True) or
+    never (copy=False: ValueError when a copy is needed); sequences and numbers are copied."""
+    import numpy
+
+    from ember._device import device as device_class
+
+    target = None if device is None else device_class(device) if not isinstance(
+        device, device_class) else device
+    if _is_tensor(obj):
+        result = obj
+    elif isinstance(obj, numpy.ndarray) or hasattr(obj, "__array_interface__"):
+        array = numpy.asarray(obj)
+        try:
+            result = _C.from_numpy(array)
+        except TypeError:  # a NumPy dtype ember has not: a copy through tensor()
+            if copy is False:
+                raise ValueError(f"can't alias NumPy array of dtype {array.dtype}") from None
+            result, copy = _C.tensor(array), None
+    elif hasattr(obj, "__dlpack__"):
+        result = _C.from_dlpack(obj)
+    elif isinstance(obj, (bytes, bytearray, memoryview)) and dtype is not None:
+        result = frombuffer(obj, dtype=dtype)
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        result = _C.tensor(obj, dtype=dtype, device=target)
+        return result.requires_grad_() if requires_grad else result
+    wants_dtype = dtype is not None and dtype != result.dtype
+    wants_device = target is not None and target != result.device
+    if copy is False and wants_dtype:
+        raise ValueError(f"can't alias tensor with dtype '{_dtype_name(result.dtype)}' into "
+                         f"dtype '{_dtype_name(dtype)}'.")
+    if copy is False and wants_device:
+        raise ValueError(f"can't alias tensor on device '{result.device}' into device "
+                         f"'{target}'.")
+    if copy or wants_dtype or wants_device:
+        result = result.to(device=target or result.device, dtype=dtype or result.dtype,
+                           copy=bool(copy))
+    return result.requires_grad_() if requires_grad and not result.requires_grad else result

@@ -371,3 +371,50 @@ def test_memory_formats_match_torch():
         theirs = torch.ones(*shape).contiguous(memory_format=getattr(torch, fmt))
         assert tuple(ours.stride()) == tuple(theirs.stride())
         assert ours.is_contiguous() == theirs.is_contiguous()
+
+
+# ---- asarray and frombuffer -----------------------------------------------------------------------
+
+
+def test_asarray_shares_what_it_can_and_copies_when_asked():
+    x = ember.ones(3)
+    assert ember.asarray(x) is x
+    c = ember.asarray(x, copy=True)
+    assert c.data_ptr() != x.data_ptr() and np.array_equal(c.numpy(), x.numpy())
+    assert ember.asarray(x, dtype=ember.float64).dtype == ember.float64
+    with pytest.raises(ValueError, match="can't alias tensor with dtype 'Float' into dtype"):
+        ember.asarray(x, dtype=ember.float64, copy=False)
+    a = np.ones(3)
+    shared = ember.asarray(a)
+    shared[0] = 5.0
+    assert a[0] == 5.0 and shared.dtype == ember.float64  # NumPy's memory, NumPy's dtype
+    assert ember.asarray(a, copy=True).data_ptr() != shared.data_ptr()
+    with pytest.raises(ValueError, match="can't alias arbitrary sequence"):
+        ember.asarray([1, 2], copy=False)
+    assert ember.asarray([1, 2]).dtype == ember.int64
+    assert ember.asarray([1.0, 2.0]).dtype == ember.float32
+    assert tuple(ember.asarray(3.5).shape) == ()
+    assert ember.asarray([1.0], requires_grad=True).requires_grad
+    # a copy of a tensor with history keeps it (torch 2.13's default)
+    w = ember.ones(2, requires_grad=True)
+    assert ember.asarray(w, copy=True).grad_fn is not None
+
+
+def test_frombuffer_views_a_buffer():
+    raw = bytearray(np.array([1.0, 2.0, 3.0], dtype=np.float32).tobytes())
+    x = ember.frombuffer(raw, dtype=ember.float32)
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])
+    x[0] = 7.0  # the buffer's memory
+    assert np.frombuffer(raw, dtype=np.float32)[0] == 7.0
+    part = ember.frombuffer(raw, dtype=ember.uint8, count=3, offset=1)
+    assert part.dtype == ember.uint8 and list(part.numpy()) == list(raw[1:4])
+    bf = ember.frombuffer(bytearray(b"\x80\x3f\x00\x40"), dtype=ember.bfloat16)
+    np.testing.assert_array_equal(bf.float().numpy(), [1.0, 2.0])
+    with pytest.warns(UserWarning, match="buffer is not writable"):
+        ember.frombuffer(bytes(8), dtype=ember.float32)
+    with pytest.raises(ValueError, match="must not be greater than actual buffer length"):
+        ember.frombuffer(raw, dtype=ember.float32, count=4)
+    with pytest.raises(ValueError, match="must be a multiple of element size"):
+        ember.frombuffer(bytearray(3), dtype=ember.float32)
+    with pytest.raises(ValueError, match="buffer protocol"):
+        ember.frombuffer([1, 2], dtype=ember.float32)
