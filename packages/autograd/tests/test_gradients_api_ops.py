@@ -59,6 +59,8 @@ CASES = {
     "divide": (lambda a, b: a.divide(b), (leaf(4), leaf(4, seed=1, lo=1.0, hi=2.0))),
     "spherical_bessel_j0": (lambda x: special.spherical_bessel_j0(x), (leaf(5),)),
     "narrow_copy": (lambda x: ember.narrow_copy(x, 1, 1, 2), (leaf(3, 4),)),
+    "lu_unpack": (lambda x: ember.lu_unpack(x, ember.tensor([[3, 3, 3]], dtype=ember.int32)
+                                            .reshape(3))[1:], (leaf(3, 3),)),
     "gradient": (lambda x, c: ember.gradient(x, spacing=[c], dim=1, edge_order=2)[0],
                  (leaf(2, 5), ember.tensor([0.0, 0.5, 1.5, 2.0, 3.5], dtype=ember.float64))),
     "angle": (lambda x: ember.angle(x) + x, (leaf(4),)),

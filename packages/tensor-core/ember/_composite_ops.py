@@ -548,6 +548,44 @@ def cholesky_inverse(input, upper=False, *, out=None):
     return _finish(linalg._cholesky_solve(eye, input, upper), out)
 
 
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) with A = P L U from linalg.lu_factor's packed (LU, pivots): L unit lower
+    (m x k), U upper (k x n), P the permutation of LAPACK's row interchanges (pivots 1-based)."""
+    if LU_data.dim() < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(LU_data.shape)} instead")
+    if LU_pivots.dtype != _C.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                           f"torch.int32 dtype. Note: this function does not check if the pivots "
+                           f"are sensible and may segfault if they are not. Got {LU_pivots.dtype}")
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = _min(m, n)
+    batch = tuple(LU_data.shape[:-2])
+    if tuple(LU_pivots.shape) != batch + (k,):
+        raise RuntimeError(f"torch.lu_unpack: LU_pivots of size {list(LU_pivots.shape)} do not "
+                           f"match LU_data of size {list(LU_data.shape)}")
+    empty = _C.empty([0], dtype=LU_data.dtype, device=LU_data.device)
+    L = U = P = empty
+    if unpack_data:
+        eye = _C.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+        L = LU_data.narrow(-1, 0, k).tril(-1) + eye
+        U = LU_data.narrow(-2, 0, k).triu()
+    if unpack_pivots:
+        # A's rows were swapped in order (row i with row pivots[i] - 1): P is the transposed
+        # permutation of those swaps, so that A = P L U
+        flat = LU_pivots.reshape(-1, k).cpu().tolist()
+        rows = []
+        for piv in flat:
+            perm = list(range(m))
+            for i, p in enumerate(piv):
+                perm[i], perm[p - 1] = perm[p - 1], perm[i]
+            rows.append(perm)
+        index = _C.tensor(rows, dtype=_C.int64).reshape(batch + (m,))
+        eye_m = _C.eye(m, dtype=LU_data.dtype)
+        P = eye_m[index].mT.to(LU_data.device)
+    return P, L, U
+
+
 # ---- in-place samplers composed from uniform_ and normal_ (the generator's stream) ----
 
 def _check_floating(self, name):

@@ -418,3 +418,25 @@ def test_frombuffer_views_a_buffer():
         ember.frombuffer(bytearray(3), dtype=ember.float32)
     with pytest.raises(ValueError, match="buffer protocol"):
         ember.frombuffer([1, 2], dtype=ember.float32)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 4)])
+def test_lu_unpack_rebuilds_the_matrix(shape):
+    a = rand(*shape, seed=11)
+    LU, pivots = ember.linalg.lu_factor(t(a))
+    P, L, U = ember.lu_unpack(LU, pivots)
+    m, n = shape[-2:]
+    k = min(m, n)
+    assert tuple(P.shape[-2:]) == (m, m) and tuple(L.shape[-2:]) == (m, k)
+    assert tuple(U.shape[-2:]) == (k, n)
+    np.testing.assert_allclose((P @ L @ U).numpy(), a, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(np.triu(L.numpy(), 1), 0)
+    np.testing.assert_array_equal(np.diagonal(L.numpy(), axis1=-2, axis2=-1), 1)
+    np.testing.assert_array_equal(np.tril(U.numpy(), -1), 0)
+    # P is a permutation matrix
+    p = P.numpy()
+    assert set(np.unique(p)) <= {0.0, 1.0} and np.all(p.sum(-1) == 1) and np.all(p.sum(-2) == 1)
+    P2, L2, U2 = ember.lu_unpack(LU, pivots, unpack_data=False)
+    assert L2.numel() == 0 and U2.numel() == 0 and np.array_equal(P2.numpy(), p)
+    with pytest.raises(RuntimeError, match="int32"):
+        ember.lu_unpack(LU, pivots.long())

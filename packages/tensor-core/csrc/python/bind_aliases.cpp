@@ -260,6 +260,9 @@ std::vector<Composite> composites() {
                     "-> Tensor"}, kMethod, "creation"},
       {"dim_order", {"dim_order(Tensor input, *, bool ambiguity_check=False) -> Any"}, kMethod,
        "shape"},
+      {"lu_unpack", {"lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, "
+                     "bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"}, kFunction,
+       "linalg"},
   };
 }
 
