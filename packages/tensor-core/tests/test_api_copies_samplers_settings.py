@@ -440,3 +440,32 @@ def test_lu_unpack_rebuilds_the_matrix(shape):
     assert L2.numel() == 0 and U2.numel() == 0 and np.array_equal(P2.numpy(), p)
     with pytest.raises(RuntimeError, match="int32"):
         ember.lu_unpack(LU, pivots.long())
+
+
+@pytest.mark.parametrize("rate", [0.7, 12.0])
+def test_poisson_draws_follow_the_pmf(rate):
+    import math
+
+    g = ember.Generator().manual_seed(3)
+    n = 40000
+    v = ember.poisson(ember.full((n,), rate, dtype=ember.float64), generator=g).numpy()
+    assert np.array_equal(v, np.round(v)) and v.min() >= 0
+    for k in range(int(rate) + 3):
+        pmf = math.exp(-rate) * rate**k / math.factorial(k)
+        # within 5 standard errors of the binomial count
+        assert abs((v == k).mean() - pmf) < 5 * math.sqrt(pmf * (1 - pmf) / n) + 1e-4
+    g2 = ember.Generator().manual_seed(3)
+    again = ember.poisson(ember.full((n,), rate, dtype=ember.float64), generator=g2).numpy()
+    assert np.array_equal(v, again)
+
+
+def test_poisson_edges_and_errors():
+    got = ember.poisson(ember.tensor([0.0, float("inf"), 3.0]))
+    assert got.dtype == ember.float32 and got[0].item() == 0.0 and got[1].item() == float("inf")
+    with pytest.raises(RuntimeError, match="expected rate to be non-negative"):
+        ember.poisson(ember.tensor([-1.0]))
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        ember.poisson(ember.tensor([1, 2]))
+    x = ember.tensor([2.0, 5.0], requires_grad=True)
+    ember.poisson(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])  # torch's zero gradient

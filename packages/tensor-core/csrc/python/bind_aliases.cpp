@@ -260,6 +260,8 @@ std::vector<Composite> composites() {
                     "-> Tensor"}, kMethod, "creation"},
       {"dim_order", {"dim_order(Tensor input, *, bool ambiguity_check=False) -> Any"}, kMethod,
        "shape"},
+      {"poisson", {"poisson(Tensor input, Generator? generator=None) -> Tensor"}, kFunction,
+       "random"},
       {"lu_unpack", {"lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, "
                      "bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"}, kFunction,
        "linalg"},
