@@ -1456,3 +1456,72 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         result = result.to(device=target or result.device, dtype=dtype or result.dtype,
                            copy=bool(copy))
     return result.requires_grad_() if requires_grad and not result.requires_grad else result
+
+
+# ---- randomized low-rank factorizations (Halko, Martinsson and Tropp, 2009) ----
+
+def _range_basis(A, q, niter, M):
+    """An orthonormal basis (m x q) of the dominant column space of A - M, by randomized subspace
+    iteration (a Gaussian sketch, then `niter` power steps with re-orthonormalization)."""
+    from ember import linalg
+
+    def times(X):  # (A - M) X
+        return A @ X if M is None else A @ X - M @ X
+
+    def times_t(X):  # (A - M)^T X
+        return A.mT @ X if M is None else A.mT @ X - M.mT @ X
+
+    sketch = _C.randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
+    Q = linalg.qr(times(sketch)).Q
+    for _ in range(niter):
+        Q = linalg.qr(times_t(Q)).Q
+        Q = linalg.qr(times(Q)).Q
+    return Q
+
+
+def _svd_lowrank(A, q, niter, M):
+    from ember import linalg
+
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"svd_lowrank: expected a floating point tensor, got {A.dtype}")
+    m, n = A.shape[-2], A.shape[-1]
+    if M is not None:
+        M = M.broadcast_to(tuple(A.shape))
+    wide = m < n
+    if wide:  # work on the tall transpose
+        A = A.mT
+        M = None if M is None else M.mT
+    Q = _range_basis(A, q, niter, M)
+    B = Q.mT @ A if M is None else Q.mT @ A - Q.mT @ M
+    U, S, Vh = linalg.svd(B, full_matrices=False)
+    U, V = Q @ U, Vh.mT
+    return (V, S, U) if wide else (U, S, V)
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """(U, S, V) with A - M ~= U diag(S) V^T of rank q, by a randomized SVD (the sketch is
+    drawn from the default generator, as torch's)."""
+    q = 6 if q is None else q
+    m, n = A.shape[-2], A.shape[-1]
+    if not 0 <= q <= _min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
+                         f"min(m, n)={_min(m, n)}")
+    if niter < 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    return _svd_lowrank(A, q, 2 if niter is None else niter, M)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """(U, S, V), the principal directions of A's rows (centered when `center`), by
+    svd_lowrank: A's covariance ~= V diag(S^2 / (m - 1)) V^T."""
+    m, n = A.shape[-2], A.shape[-1]
+    q = _min(6, m, n) if q is None else q
+    if not 0 <= q <= _min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
+                         f"min(m, n)={_min(m, n)}")
+    if niter < 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not center:
+        return _svd_lowrank(A, q, niter, None)
+    mean = A.mean(-2, keepdim=True)
+    return _svd_lowrank(A, q, niter, mean)

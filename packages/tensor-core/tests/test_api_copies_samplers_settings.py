@@ -469,3 +469,36 @@ def test_poisson_edges_and_errors():
     x = ember.tensor([2.0, 5.0], requires_grad=True)
     ember.poisson(x).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])  # torch's zero gradient
+
+
+# ---- randomized low-rank factorizations ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(30, 20), (20, 30), (3, 25, 12)])
+def test_svd_lowrank_recovers_a_low_rank_matrix(shape):
+    rng = np.random.default_rng(0)
+    *batch, m, n = shape
+    a = rng.standard_normal((*batch, m, 4)) @ rng.standard_normal((*batch, 4, n))  # rank 4
+    ember.manual_seed(0)
+    U, S, V = ember.svd_lowrank(t(a), q=6)
+    assert tuple(U.shape) == (*batch, m, 6) and tuple(V.shape) == (*batch, n, 6)
+    np.testing.assert_allclose((U @ ember.diag_embed(S) @ V.mT).numpy(), a, atol=1e-10)
+    np.testing.assert_allclose(S.numpy()[..., :4], np.linalg.svd(a, compute_uv=False)[..., :4],
+                               rtol=1e-10)
+    np.testing.assert_allclose((U.mT @ U).numpy(), np.broadcast_to(np.eye(6), (*batch, 6, 6)),
+                               atol=1e-12)
+
+
+def test_pca_lowrank_centres_the_rows():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((100, 3)) @ rng.standard_normal((3, 8)) + 5.0
+    ember.manual_seed(0)
+    U, S, V = ember.pca_lowrank(t(x), q=3)
+    centred = x - x.mean(0)
+    np.testing.assert_allclose((U @ ember.diag(S) @ V.mT).numpy(), centred, atol=1e-10)
+    np.testing.assert_allclose(S.numpy(), np.linalg.svd(centred, compute_uv=False)[:3],
+                               rtol=1e-10)
+    U0, S0, _ = ember.pca_lowrank(t(x), q=3, center=False)
+    assert S0[0].item() > S[0].item()  # the mean is the leading direction without centering
+    with pytest.raises(ValueError, match="q\\(=9\\) must be non-negative integer"):
+        ember.pca_lowrank(t(x), q=9)
