@@ -666,6 +666,19 @@ def _gammaincc(a, x):
     return special.gammaincc(a, x)
 
 
+def prelu(input, weight):
+    """x where x > 0, else weight * x, one weight per channel (dim 1) or one for all."""
+    w = weight
+    if weight.numel() != 1:
+        if input.dim() < 2 or input.shape[1] != weight.numel():
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                f"= {weight.numel()} and channel size = "
+                f"{input.shape[1] if input.dim() >= 2 else 1}.")
+        w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
+    return _C.where(input > 0, input, input * w)
+
+
 # ---- layout queries ----
 
 def to_dense(self, dtype=None, *, masked_grad=None):
@@ -1525,3 +1538,72 @@ def pca_lowrank(A, q=None, center=True, niter=2):
         return _svd_lowrank(A, q, niter, None)
     mean = A.mean(-2, keepdim=True)
     return _svd_lowrank(A, q, niter, mean)
+
+
+# ---- histograms over several dimensions ----
+
+_histogramdd_result = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False):  # noqa: A002
+    """The histogram of the points input[..., :] (the last dim holds each point's D coordinates)
+    on a grid of bins: ``bins`` an int, one int per dim, or one tensor of edges per dim;
+    ``range`` the (min, max) pairs flattened (default: the data's, widened by 0.5 each way when
+    they are equal). Bins are closed on the left, the last one on both sides (NumPy's)."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{_dtype_name(input.dtype)}'")
+    if input.dim() < 1:
+        raise RuntimeError("torch.histogramdd: input should have at least 1 dimension")
+    D = input.shape[-1]
+    points = input.reshape(-1, D)
+    per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * D
+    if len(per_dim) != D:
+        raise RuntimeError(f"torch.histogramdd: expected {D} sequences of bin edges for each of "
+                           f"the {D} dimensions but got {len(per_dim)} instead")
+    if range is not None and len(range) != 2 * D:
+        raise RuntimeError(f"torch.histogramdd: expected {2 * D} values for range to specify the "
+                           f"min and max for each of {D} dimensions, but got {len(range)}")
+    edges, index, valid = [], None, None
+    sizes = []
+    for d, b in enumerate(per_dim):
+        column = points[:, d]
+        if _is_tensor(b):
+            e = b.to(input.dtype)
+        else:
+            if range is not None:
+                lo, hi = float(range[2 * d]), float(range[2 * d + 1])
+            elif points.shape[0]:
+                lo, hi = float(column.min()), float(column.max())
+            else:
+                lo, hi = 0.0, 1.0
+            if lo > hi:
+                raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                                   f"{lo} max {hi} for dimension {d}")
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            e = _C.linspace(lo, hi, int(b) + 1, dtype=input.dtype, device=input.device)
+        n = e.shape[0] - 1
+        i = _C.bucketize(column, e, right=True) - 1
+        i = _C.where(column == e[-1], _C.full([], n - 1, dtype=i.dtype, device=i.device), i)
+        ok = (i >= 0) & (i < n)
+        index = i if index is None else index * n + i
+        valid = ok if valid is None else valid & ok
+        edges.append(e)
+        sizes.append(n)
+    total = 1
+    for n in sizes:
+        total *= n
+    w = None if weight is None else weight.reshape(-1)[valid]
+    hist = _C.bincount(index[valid], weights=w, minlength=total).to(input.dtype)
+    hist = hist.reshape(tuple(sizes))
+    if density:
+        volume = None
+        for d, e in enumerate(edges):
+            shape = [1] * D
+            shape[d] = sizes[d]
+            width = (e[1:] - e[:-1]).reshape(shape)
+            volume = width if volume is None else volume * width
+        hist = hist / (hist.sum() * volume)
+    return _histogramdd_result(hist, tuple(edges))
+

@@ -502,3 +502,49 @@ def test_pca_lowrank_centres_the_rows():
     assert S0[0].item() > S[0].item()  # the mean is the leading direction without centering
     with pytest.raises(ValueError, match="q\\(=9\\) must be non-negative integer"):
         ember.pca_lowrank(t(x), q=9)
+
+
+# ---- histogramdd (NumPy's numpy.histogramdd is the oracle) and Tensor.prelu ----------------------
+
+
+@pytest.mark.parametrize("case", ["ints", "per-dim", "edges", "range", "weights-density"])
+def test_histogramdd_matches_numpy(case):
+    rng = np.random.default_rng(4)
+    pts = rng.standard_normal((200, 3))
+    kwargs, np_kwargs = {"bins": 4}, {"bins": 4}
+    if case == "per-dim":
+        kwargs = np_kwargs = {"bins": [2, 3, 5]}
+    elif case == "edges":
+        edges = [np.array([-3.0, -1.0, 0.0, 0.5, 3.0]), np.array([-2.0, 2.0]),
+                 np.array([-1.0, 0.0, 1.0])]
+        kwargs, np_kwargs = {"bins": [t(e) for e in edges]}, {"bins": edges}
+    elif case == "range":
+        kwargs = {"bins": 3, "range": [-1.0, 1.0, -0.5, 0.5, 0.0, 2.0]}
+        np_kwargs = {"bins": 3, "range": [(-1.0, 1.0), (-0.5, 0.5), (0.0, 2.0)]}
+    elif case == "weights-density":
+        w = rng.uniform(0.5, 2.0, 200)
+        kwargs = {"bins": [3, 2, 4], "weight": t(w), "density": True}
+        np_kwargs = {"bins": [3, 2, 4], "weights": w, "density": True}
+    hist, edges_got = ember.histogramdd(t(pts), **kwargs)
+    want, edges_want = np.histogramdd(pts, **np_kwargs)
+    np.testing.assert_allclose(hist.numpy(), want, rtol=1e-12)
+    for e, w_ in zip(edges_got, edges_want):
+        np.testing.assert_allclose(e.numpy(), w_, rtol=1e-12)
+
+
+def test_histogramdd_edges_and_errors():
+    hist, edges = ember.histogramdd(ember.tensor([[1.0, 1.0], [1.0, 1.0]]), bins=2)
+    np.testing.assert_array_equal(hist.numpy(), [[0, 0], [0, 2]])  # equal min and max: +-0.5
+    np.testing.assert_array_equal(edges[0].numpy(), [0.5, 1.0, 1.5])
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        ember.histogramdd(ember.tensor([[1, 2]]), bins=2)
+    with pytest.raises(RuntimeError, match="expected 2 sequences of bin edges"):
+        ember.histogramdd(ember.ones(3, 2), bins=[2, 2, 2])
+
+
+def test_prelu_method_has_one_weight_per_channel_or_one_for_all():
+    x = t([[-1.0, 2.0], [3.0, -4.0]])
+    np.testing.assert_allclose(x.prelu(t([0.1, 0.2])).numpy(), [[-0.1, 2.0], [3.0, -0.8]])
+    np.testing.assert_allclose(x.prelu(t([0.5])).numpy(), [[-0.5, 2.0], [3.0, -2.0]])
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers"):
+        x.prelu(t([0.1, 0.2, 0.3]))

@@ -262,6 +262,7 @@ std::vector<Composite> composites() {
        "shape"},
       {"poisson", {"poisson(Tensor input, Generator? generator=None) -> Tensor"}, kFunction,
        "random"},
+      {"prelu", {"prelu(Tensor input, Tensor weight) -> Tensor"}, kMethod, E},
       {"lu_unpack", {"lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, "
                      "bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"}, kFunction,
        "linalg"},

@@ -48,15 +48,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def prelu(input, weight):
-    w = weight
-    if weight.numel() != 1:
-        if input.dim() < 2 or input.shape[1] != weight.numel():
-            raise RuntimeError(
-                "Mismatch of parameter numbers and input channel size. Found parameter numbers "
-                f"= {weight.numel()} and channel size = "
-                f"{input.shape[1] if input.dim() >= 2 else 1}.")
-        w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
-    return ember.where(input > 0, input, input * w)
+    return input.prelu(weight)  # the core's composition (Tensor.prelu)
 
 
 def elu(input, alpha=1.0, inplace=False):
