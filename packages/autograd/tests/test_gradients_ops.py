@@ -174,6 +174,9 @@ NO_GRADIENT_TEST = {
     "uniform_", "normal_", "exponential_", "bernoulli_", "random_", "bernoulli", "normal",
     # device copies: gradchecked over ember.cuda's simulated devices in test_cuda_autograd.py
     "_to_device",
+    # no derivative (geqrf: none in torch; householder_product: not yet): they raise at
+    # backward (test_gradients_api_ops.py)
+    "_geqrf", "_householder_product",
 }
 
 

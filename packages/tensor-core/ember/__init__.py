@@ -100,6 +100,7 @@ det, logdet, slogdet, inverse = linalg.det, linalg._logdet, linalg.slogdet, lina
 pinverse, svd, qr = linalg._pinverse, linalg._legacy_svd, linalg._legacy_qr
 cross = linalg._legacy_cross
 cholesky, cholesky_solve = linalg._legacy_cholesky, linalg._cholesky_solve
+geqrf, orgqr = linalg._geqrf, linalg.householder_product
 matrix_power, norm = linalg.matrix_power, linalg._legacy_norm
 linalg._install(Tensor)
 
@@ -356,7 +357,7 @@ __all__ = [
     "float16", "float32", "float64", "float_power", "floor", "floor_", "floor_divide",
     "floor_divide_", "fmax", "fmax_", "fmin", "fmin_", "fmod", "fmod_", "frac", "frac_", "frexp",
     "frobenius_norm", "from_dlpack", "from_numpy", "frombuffer", "full", "full_like", "gather",
-    "gcd", "gcd_", "ge", "ge_", "gelu", "gelu_backward", "ger", "get_autocast_cpu_dtype",
+    "gcd", "gcd_", "ge", "ge_", "gelu", "gelu_backward", "geqrf", "ger", "get_autocast_cpu_dtype",
     "get_autocast_dtype", "get_autocast_gpu_dtype", "get_default_dtype",
     "get_deterministic_debug_mode", "get_device", "get_device_module",
     "get_float32_matmul_precision", "get_num_interop_threads", "get_num_threads",
@@ -392,7 +393,7 @@ __all__ = [
     "native_layer_norm_backward", "ne", "ne_", "neg", "neg_", "negative", "negative_", "newaxis",
     "nll_loss", "nll_loss2d", "nll_loss_backward", "nll_loss_forward", "nll_loss_nd", "no_grad",
     "nonzero", "nonzero_static", "norm", "normal", "not_equal", "nuclear_norm", "numel", "ones",
-    "ones_like", "outer", "pairwise_distance", "pca_lowrank", "pdist", "permute", "pi",
+    "ones_like", "orgqr", "outer", "pairwise_distance", "pca_lowrank", "pdist", "permute", "pi",
     "pinverse", "poisson", "polygamma", "positive", "pow", "pow_", "preserve_format", "prod",
     "promote_types", "put", "qr", "quantile", "rad2deg", "rad2deg_", "rand", "rand_like",
     "randint", "randint_like", "randn", "randn_like", "randperm", "ravel", "real", "reciprocal",

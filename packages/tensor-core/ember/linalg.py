@@ -31,7 +31,7 @@ __all__ = [
     "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex", "qr", "svd",
     "svdvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross",
     "vecdot", "matmul", "diagonal", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "cond",
-    "tensorinv", "tensorsolve", "vander", "matrix_exp",
+    "tensorinv", "tensorsolve", "vander", "matrix_exp", "householder_product",
 ]
 
 LinAlgError = _C._LinAlgError
@@ -338,6 +338,24 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     X = _C._linalg_lu_solve(_expand_batch(LU, batch), piv, _expand_batch(B, batch),
                             adjoint=adjoint)
     return _out(op, X, out)
+
+
+_Geqrf = _result_type("geqrf", ("a", "tau"))
+
+
+@tensor_args("A", op="geqrf")
+def _geqrf(A, *, out=None):
+    """(a, tau): LAPACK's packed QR (torch.geqrf): R in a's upper triangle, the Householder
+    vectors below it; linalg.householder_product(a, tau) gives Q. No gradient (as torch)."""
+    return _out("geqrf", _Geqrf(*_C._geqrf(A)), out)
+
+
+@tensor_args("A", "tau", op="linalg.householder_product")
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i the i-th column of
+    A below the diagonal (a unit first entry): Q of geqrf's (a, tau). Forward only: its
+    gradient is not implemented yet (torch has one)."""
+    return _out("linalg.householder_product", _C._householder_product(A, tau), out)
 
 
 @tensor_args("A", op="linalg.cholesky_ex")

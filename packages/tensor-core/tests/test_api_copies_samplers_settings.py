@@ -548,3 +548,41 @@ def test_prelu_method_has_one_weight_per_channel_or_one_for_all():
     np.testing.assert_allclose(x.prelu(t([0.5])).numpy(), [[-0.5, 2.0], [3.0, -2.0]])
     with pytest.raises(RuntimeError, match="Mismatch of parameter numbers"):
         x.prelu(t([0.1, 0.2, 0.3]))
+
+
+# ---- LAPACK's packed QR ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (3, 6), (2, 5, 2)])
+def test_geqrf_packs_r_and_householder_product_rebuilds_q(shape):
+    a = rand(*shape, seed=13)
+    packed, tau = ember.geqrf(t(a))
+    *batch, m, n = shape
+    k = min(m, n)
+    assert tuple(tau.shape) == (*batch, k)
+    r = np.triu(packed.numpy())[..., :k, :]
+    # Q from the reflectors: H_1 ... H_k applied to the identity's first columns
+    reflectors = packed.numpy()[..., :, :k]
+    q = np.zeros((*batch, m, k))
+    for idx in np.ndindex(*batch):
+        h = np.eye(m)
+        for i in range(k):
+            v = np.zeros(m)
+            v[i] = 1.0
+            v[i + 1:] = reflectors[idx][i + 1:, i]
+            h = h @ (np.eye(m) - tau.numpy()[idx][i] * np.outer(v, v))
+        q[idx] = h[:, :k]
+    np.testing.assert_allclose(q @ r, a, atol=1e-12)  # A = Q R
+    if m >= n:
+        got = ember.linalg.householder_product(packed, tau)
+        np.testing.assert_allclose(got.numpy(), q[..., :, :n], atol=1e-12)
+        np.testing.assert_allclose(ember.orgqr(packed, tau).numpy(), q[..., :, :n], atol=1e-12)
+
+
+def test_householder_product_checks_its_shapes():
+    with pytest.raises(RuntimeError, match="input.shape\\[-2\\] must be greater than or equal"):
+        ember.linalg.householder_product(ember.ones(2, 3), ember.ones(1))
+    with pytest.raises(RuntimeError, match="input.shape\\[-1\\] must be greater than or equal"):
+        ember.linalg.householder_product(ember.ones(4, 2), ember.ones(3))
+    with pytest.raises(RuntimeError, match="batch dimensions of tau"):
+        ember.linalg.householder_product(ember.ones(2, 4, 2), ember.ones(3, 2))

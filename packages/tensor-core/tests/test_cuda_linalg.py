@@ -69,6 +69,9 @@ def test_factorizations_of_square_matrices(shape, dtype):
     check(LA.lu, A, pivot=True)
     check(LA.qr, A, mode="complete")
     check(LA.qr, A, mode="r")
+    check(ember.geqrf, A)
+    packed, tau = ember.geqrf(A)
+    check(LA.householder_product, packed, tau)
     check(LA.svd, A, full_matrices=False)
     check(ember.svd, A, some=False)
     check(ember.svd, A, compute_uv=False)
@@ -349,6 +352,7 @@ def test_every_public_function_runs_on_the_device():
         "tensorinv": lambda: LA.tensorinv(S[0].reshape(3, 3, 1), 1),
         "tensorsolve": lambda: LA.tensorsolve(A[0], v), "vander": lambda: LA.vander(v),
         "matrix_exp": lambda: LA.matrix_exp(A),
+        "householder_product": lambda: LA.householder_product(*ember.geqrf(A)),
     }
     assert set(calls) == set(LA.__all__) - {"LinAlgError"}
     top = {"det": (A,), "logdet": (S,), "slogdet": (A,), "inverse": (A,), "pinverse": (A,),

@@ -929,3 +929,8 @@ def _not_implemented(name):
 for _n in ORTHOGONAL_POLYNOMIALS + BESSEL_AIRY:
     grad("_special_" + _n, diff_outputs=())(_not_implemented("special_" + _n))
     inplace("_special_" + _n + "_", _not_implemented("special_" + _n))
+
+# geqrf has no derivative in torch; householder_product has one that ember does not have yet
+grad("_geqrf")(_not_implemented("geqrf"))
+grad("_householder_product")(_not_implemented("linalg_householder_product"))
+

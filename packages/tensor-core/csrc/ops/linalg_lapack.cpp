@@ -500,6 +500,57 @@ std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode) {
   return {want_q ? colmajor_view(q) : q, colmajor_view(r)};
 }
 
+std::pair<Tensor, Tensor> geqrf(const Tensor& A) {
+  const char* op = "geqrf";
+  check_matrix(A, op);
+  const Shape batch = batch_of(A);
+  const int64_t m = A->sizes[A->dim() - 2], n = A->sizes.back(), k = std::min(m, n);
+  const int64_t nb = count(batch);
+  Tensor a = colmajor_copy(A);
+  Tensor tau = empty(with(batch, {k}), A->dtype);
+  dispatch_lapack(A->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for_each_matrix(nb, cube(m, n), [&](int64_t b) {
+      if (k > 0)
+        check_argument_info(op, "geqrf", lapack::geqrf<T>(m, n, a->data_as<T>() + b * m * n, ld(m),
+                                                          tau->data_as<T>() + b * k));
+    });
+  });
+  return {colmajor_view(a), tau};
+}
+
+Tensor householder_product(const Tensor& A, const Tensor& tau) {
+  const char* op = "torch.linalg.householder_product";
+  check_matrix(A, op);
+  const int64_t m = A->sizes[A->dim() - 2], n = A->sizes.back();
+  EMBER_CHECK(m >= n, std::runtime_error, op,
+              ": input.shape[-2] must be greater than or equal to input.shape[-1]");
+  EMBER_CHECK(tau->dim() == A->dim() - 1, std::runtime_error, op,
+              ": input must have one more dimension than tau");
+  const int64_t k = tau->dim() ? tau->sizes.back() : 0;
+  EMBER_CHECK(n >= k, std::runtime_error, op,
+              ": input.shape[-1] must be greater than or equal to tau.shape[-1]");
+  const Shape batch = batch_of(A);
+  EMBER_CHECK(Shape(tau->sizes.begin(), tau->sizes.end() - 1) == batch, std::runtime_error, op,
+              ": Expected batch dimensions of tau to be equal to input.shape[:-2], but got ",
+              shape_str(Shape(tau->sizes.begin(), tau->sizes.end() - 1)));
+  EMBER_CHECK(tau->dtype == A->dtype, std::runtime_error, op,
+              ": tau dtype ", dtype_name(tau->dtype), " does not match input dtype ",
+              dtype_name(A->dtype));
+  const int64_t nb = count(batch);
+  Tensor q = colmajor_copy(A);
+  const Tensor t = contiguous(tau);
+  dispatch_lapack(A->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for_each_matrix(nb, cube(m, n), [&](int64_t b) {
+      if (m == 0 || n == 0) return;
+      check_argument_info(op, "orgqr", lapack::orgqr<T>(m, n, k, q->data_as<T>() + b * m * n,
+                                                        ld(m), t->data_as<T>() + b * k));
+    });
+  });
+  return colmajor_view(q);
+}
+
 std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices,
                                               bool compute_uv) {
   const char* op = "linalg.svd";

@@ -50,6 +50,12 @@ std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool c
 Tensor cholesky_solve(const Tensor& B, const Tensor& L, bool upper);
 // mode: "reduced", "complete" or "r" (Q is then an empty tensor).
 std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode);
+// LAPACK's packed QR: (a, tau) with R in a's upper triangle and the Householder reflectors
+// below it (torch.geqrf).
+std::pair<Tensor, Tensor> geqrf(const Tensor& A);
+// The first n columns of the product of the reflectors (A's columns below the diagonal, scaled by
+// tau): linalg.householder_product / orgqr. A (*, m, n) with m >= n >= tau's k.
+Tensor householder_product(const Tensor& A, const Tensor& tau);
 // (U, S, Vh); without compute_uv, U and Vh are empty tensors.
 std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices, bool compute_uv);
 // (eigenvalues ascending, eigenvectors as columns); uplo "L" or "U".

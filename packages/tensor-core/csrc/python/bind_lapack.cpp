@@ -127,6 +127,17 @@ void register_lapack(py::module_& m) {
                   const std::string mode = a.str(1);
                   return tup(nogil([&] { return linalg_qr(A, mode); }));
                 });
+  def_primitive(m, "_geqrf(Tensor A) -> (Tensor a, Tensor tau)",
+                "LAPACK's packed QR (torch.geqrf's kernel).", [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  return tup(nogil([&] { return geqrf(A); }));
+                });
+  def_primitive(m, "_householder_product(Tensor A, Tensor tau) -> Tensor",
+                "Q's first n columns from Householder reflectors (linalg.householder_product).",
+                [](const Args& a) {
+                  const Tensor A = a.tensor(0), tau = a.tensor(1);
+                  return wrap(nogil([&] { return householder_product(A, tau); }));
+                });
   def_primitive(m, "_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True) -> "
                    "(Tensor U, Tensor S, Tensor Vh)",
                 "U and Vh are empty when compute_uv is False.", [](const Args& a) {
