@@ -193,3 +193,14 @@ def test_geqrf_and_householder_product_say_their_gradient_is_missing():
                        match="the derivative for 'linalg_householder_product' is not"):
         q.sum().backward()
 
+
+def test_ldl_factor_and_solve_say_their_gradient_is_missing():
+    a = leaf(3, 3)
+    sym = a + a.mT + 6 * ember.eye(3, dtype=ember.float64)
+    LD, pivots = ember.linalg.ldl_factor(sym)
+    with pytest.raises(NotImplementedError, match="'linalg_ldl_factor_ex' is not implemented"):
+        LD.sum().backward()
+    x = ember.linalg.ldl_solve(LD.detach(), pivots, leaf(3, 2, seed=1))
+    with pytest.raises(NotImplementedError, match="'linalg_ldl_solve' is not implemented"):
+        x.sum().backward()
+

@@ -31,7 +31,8 @@ __all__ = [
     "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex", "qr", "svd",
     "svdvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross",
     "vecdot", "matmul", "diagonal", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "cond",
-    "tensorinv", "tensorsolve", "vander", "matrix_exp", "householder_product",
+    "tensorinv", "tensorsolve", "vander", "matrix_exp", "householder_product", "ldl_factor",
+    "ldl_factor_ex", "ldl_solve",
 ]
 
 LinAlgError = _C._LinAlgError
@@ -337,6 +338,38 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         pivots.expand(batch + (pivots.shape[-1],))
     X = _C._linalg_lu_solve(_expand_batch(LU, batch), piv, _expand_batch(B, batch),
                             adjoint=adjoint)
+    return _out(op, X, out)
+
+
+_LDLFactor = _result_type("linalg_ldl_factor", ("LD", "pivots"))
+_LDLFactorEx = _result_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
+
+
+@tensor_args("A", op="linalg.ldl_factor_ex")
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+    """(LD, pivots, info) with A = L D L^T for a symmetric A (its lower triangle is read):
+    LAPACK's Bunch-Kaufman factorization (sytrf), D block diagonal with 1 x 1 and 2 x 2 blocks
+    (negative pivots mark the latter); `hermitian` is the same for real tensors."""
+    r = _C._linalg_ldl_factor_ex(A, check_errors=check_errors)
+    return _out("linalg.ldl_factor_ex", _LDLFactorEx(*r), out)
+
+
+@tensor_args("A", op="linalg.ldl_factor")
+def ldl_factor(A, *, hermitian=False, out=None):
+    """(LD, pivots) as ldl_factor_ex; LinAlgError when D is singular."""
+    r = _C._linalg_ldl_factor_ex(A, check_errors=True)
+    return _out("linalg.ldl_factor", _LDLFactor(r[0], r[1]), out)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    """X with A X = B from ldl_factor's (LD, pivots); batch dims broadcast."""
+    op = "linalg.ldl_solve"
+    _check_matrix(LD, op, "LD")
+    _check_matrix(B, op, "B")
+    batch = _broadcast_with_core_message(tuple(B.shape[:-2]), tuple(LD.shape[:-2]))
+    piv = pivots if tuple(pivots.shape[:-1]) == batch else \
+        pivots.expand(batch + (pivots.shape[-1],))
+    X = _C._linalg_ldl_solve(_expand_batch(LD, batch), piv, _expand_batch(B, batch))
     return _out(op, X, out)
 
 

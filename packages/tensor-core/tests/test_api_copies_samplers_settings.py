@@ -586,3 +586,42 @@ def test_householder_product_checks_its_shapes():
         ember.linalg.householder_product(ember.ones(4, 2), ember.ones(3))
     with pytest.raises(RuntimeError, match="batch dimensions of tau"):
         ember.linalg.householder_product(ember.ones(2, 4, 2), ember.ones(3, 2))
+
+
+# ---- LDL^T of symmetric indefinite matrices ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 5, 5)])
+def test_ldl_factor_and_solve(shape):
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal(shape)
+    sym = a + np.swapaxes(a, -1, -2)  # symmetric, indefinite
+    LD, pivots = ember.linalg.ldl_factor(t(sym))
+    assert pivots.dtype == ember.int32 and np.all(np.triu(LD.numpy(), 1) == 0)
+    b = rng.standard_normal((*shape[:-1], 3))
+    x = ember.linalg.ldl_solve(LD, pivots, t(b))
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(sym, b), rtol=1e-9, atol=1e-10)
+    ex = ember.linalg.ldl_factor_ex(t(sym))
+    assert np.all(ex.info.numpy() == 0) and np.array_equal(ex.LD.numpy(), LD.numpy())
+    torch = pytest.importorskip("torch")
+    theirs = torch.linalg.ldl_factor(torch.from_numpy(sym))
+    np.testing.assert_allclose(LD.numpy(), theirs.LD.numpy(), rtol=1e-12, atol=1e-14)
+    assert np.array_equal(pivots.numpy(), theirs.pivots.numpy())
+
+
+def test_ldl_blocks_singularity_and_bad_pivots():
+    swap = t([[0.0, 1.0], [1.0, 0.0]])  # needs a 2 x 2 block of D
+    LD, pivots = ember.linalg.ldl_factor(swap)
+    assert pivots.tolist() == [-2, -2]
+    np.testing.assert_allclose(ember.linalg.ldl_solve(LD, pivots, t([[1.0], [2.0]])).numpy(),
+                               [[2.0], [1.0]])
+    singular = t([[1.0, 1.0], [1.0, 1.0]])
+    assert ember.linalg.ldl_factor_ex(singular).info.item() == 2
+    with pytest.raises(ember.linalg.LinAlgError, match="not invertible"):
+        ember.linalg.ldl_factor(singular)
+    with pytest.raises(RuntimeError, match="pivots must lie in"):
+        ember.linalg.ldl_solve(LD, ember.tensor([3, 1], dtype=ember.int32), t([[1.0], [1.0]]))
+    with pytest.raises(RuntimeError, match="must repeat in the next entry"):
+        ember.linalg.ldl_solve(LD, ember.tensor([1, -2], dtype=ember.int32), t([[1.0], [1.0]]))
+    with pytest.raises(RuntimeError, match="square matrices"):
+        ember.linalg.ldl_factor(ember.ones(2, 3))

@@ -70,6 +70,9 @@ def test_factorizations_of_square_matrices(shape, dtype):
     check(LA.qr, A, mode="complete")
     check(LA.qr, A, mode="r")
     check(ember.geqrf, A)
+    check(LA.ldl_factor_ex, S)
+    LD, pivots = LA.ldl_factor(S)
+    check(LA.ldl_solve, LD, pivots, A)
     packed, tau = ember.geqrf(A)
     check(LA.householder_product, packed, tau)
     check(LA.svd, A, full_matrices=False)
@@ -353,6 +356,8 @@ def test_every_public_function_runs_on_the_device():
         "tensorsolve": lambda: LA.tensorsolve(A[0], v), "vander": lambda: LA.vander(v),
         "matrix_exp": lambda: LA.matrix_exp(A),
         "householder_product": lambda: LA.householder_product(*ember.geqrf(A)),
+        "ldl_factor": lambda: LA.ldl_factor(S), "ldl_factor_ex": lambda: LA.ldl_factor_ex(S),
+        "ldl_solve": lambda: LA.ldl_solve(*LA.ldl_factor(S), A),
     }
     assert set(calls) == set(LA.__all__) - {"LinAlgError"}
     top = {"det": (A,), "logdet": (S,), "slogdet": (A,), "inverse": (A,), "pinverse": (A,),

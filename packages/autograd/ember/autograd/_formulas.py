@@ -920,7 +920,7 @@ BESSEL_AIRY = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bes
 
 
 def _not_implemented(name):
-    def vjp(g, needs, out, *inputs):  # only the in-place forms reach it
+    def vjp(g, needs, out, *inputs, **options):
         raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
 
     return vjp
@@ -930,7 +930,10 @@ for _n in ORTHOGONAL_POLYNOMIALS + BESSEL_AIRY:
     grad("_special_" + _n, diff_outputs=())(_not_implemented("special_" + _n))
     inplace("_special_" + _n + "_", _not_implemented("special_" + _n))
 
-# geqrf has no derivative in torch; householder_product has one that ember does not have yet
+# geqrf and the LDL factorization have no derivative in torch; householder_product has one that
+# ember does not have yet
 grad("_geqrf")(_not_implemented("geqrf"))
+grad("_linalg_ldl_factor_ex")(_not_implemented("linalg_ldl_factor_ex"))
+grad("_linalg_ldl_solve")(_not_implemented("linalg_ldl_solve"))
 grad("_householder_product")(_not_implemented("linalg_householder_product"))
 

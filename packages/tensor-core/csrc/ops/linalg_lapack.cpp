@@ -500,6 +500,75 @@ std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode) {
   return {want_q ? colmajor_view(q) : q, colmajor_view(r)};
 }
 
+std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool check_errors) {
+  const char* op = "torch.linalg.ldl_factor_ex";
+  check_square(A, op);
+  const Shape batch = batch_of(A);
+  const int64_t n = A->sizes.back(), nb = count(batch);
+  Tensor a = colmajor_copy(A);  // A is symmetric: its lower triangle is read
+  Tensor piv = empty(with(batch, {n}), ScalarType::Int32);
+  std::vector<lapack_int> info(nb, 0);
+  dispatch_lapack(A->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for_each_matrix(nb, cube(n, n), [&](int64_t b) {
+      T* ap = a->data_as<T>() + b * n * n;
+      if (n > 0) info[b] = lapack::sytrf<T>('L', n, ap, ld(n), piv->data_as<int32_t>() + b * n);
+      check_argument_info(op, "sytrf", info[b]);
+      for (int64_t j = 0; j < n; ++j)  // torch's LD: the strict upper triangle zeroed
+        for (int64_t i = 0; i < j; ++i) ap[j * n + i] = T(0);
+    });
+  });
+  if (check_errors)
+    raise_first(op, info, !batch.empty(), [](lapack_int i) {
+      return str_cat("The factorization could not be completed because the input is not "
+                     "invertible: D[", i - 1, ",", i - 1, "] is exactly zero.");
+    });
+  return {colmajor_view(a), piv, info_tensor(batch, info)};
+}
+
+Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B) {
+  const char* op = "torch.linalg.ldl_solve";
+  int64_t n, k;
+  std::tie(n, k) = check_linear_system(LD, B, op, "LD");
+  EMBER_CHECK(pivots->dtype == ScalarType::Int32, std::runtime_error, op,
+              ": pivots should be a Tensor of scalar type int32");
+  EMBER_CHECK(pivots->dim() == LD->dim() - 1 && pivots->sizes.back() == n &&
+                  Shape(pivots->sizes.begin(), pivots->sizes.end() - 1) == batch_of(LD),
+              std::runtime_error, op, ": Incompatible shapes of LD ", shape_str(LD->sizes),
+              " and pivots ", shape_str(pivots->sizes));
+  const int64_t nb = count(batch_of(LD));
+  Tensor ld_ = colmajor_copy(LD), x = colmajor_copy(B), piv = contiguous(pivots);
+  const int32_t* pv = piv->data_as<int32_t>();
+  // LAPACK reads rows |pivot| (and a 2 x 2 block's second row): check them before it does
+  for (int64_t b = 0; b < nb; ++b) {
+    const int32_t* p = pv + b * n;
+    for (int64_t i = 0; i < n;) {
+      const int32_t v = p[i];
+      EMBER_CHECK(v != 0 && (v > 0 ? v : -int64_t(v)) <= n, std::runtime_error, op,
+                  ": pivots must lie in [-", n, ", -1] or [1, ", n, "], got ", v);
+      if (v > 0) {
+        ++i;
+        continue;
+      }
+      EMBER_CHECK(i + 1 < n && p[i + 1] == v, std::runtime_error, op,
+                  ": a negative pivot (a 2 x 2 block of D) must repeat in the next entry, got ",
+                  v, " at ", i);
+      i += 2;
+    }
+  }
+  if (n > 0 && k > 0) {
+    dispatch_lapack(LD->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for_each_matrix(nb, n * n * k, [&](int64_t b) {
+        check_argument_info(op, "sytrs", lapack::sytrs<T>('L', n, k, ld_->data_as<T>() + b * n * n,
+                                                          ld(n), pv + b * n,
+                                                          x->data_as<T>() + b * n * k, ld(n)));
+      });
+    });
+  }
+  return colmajor_view(x);
+}
+
 std::pair<Tensor, Tensor> geqrf(const Tensor& A) {
   const char* op = "geqrf";
   check_matrix(A, op);

@@ -50,6 +50,11 @@ std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool c
 Tensor cholesky_solve(const Tensor& B, const Tensor& L, bool upper);
 // mode: "reduced", "complete" or "r" (Q is then an empty tensor).
 std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode);
+// (LD, pivots, info): A = L D L^T (Bunch-Kaufman, LAPACK's sytrf on A's lower triangle); LD
+// holds L below the diagonal and D's blocks, its strict upper triangle zeroed (torch's layout).
+std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool check_errors);
+// X with A X = B from ldl_factor's (LD, pivots); B (*, n, k), batches equal (broadcast in Python).
+Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B);
 // LAPACK's packed QR: (a, tau) with R in a's upper triangle and the Householder reflectors
 // below it (torch.geqrf).
 std::pair<Tensor, Tensor> geqrf(const Tensor& A);

@@ -127,6 +127,18 @@ void register_lapack(py::module_& m) {
                   const std::string mode = a.str(1);
                   return tup(nogil([&] { return linalg_qr(A, mode); }));
                 });
+  def_primitive(m, "_linalg_ldl_factor_ex(Tensor A, *, bool check_errors=False) -> "
+                   "(Tensor LD, Tensor pivots, Tensor info)",
+                "A = L D L^T (LAPACK's sytrf).", [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const bool check = a.flag(1);
+                  return tup(nogil([&] { return linalg_ldl_factor_ex(A, check); }));
+                });
+  def_primitive(m, "_linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B) -> Tensor",
+                "X with A X = B from ldl_factor's factors (LAPACK's sytrs).", [](const Args& a) {
+                  const Tensor LD = a.tensor(0), piv = a.tensor(1), B = a.tensor(2);
+                  return wrap(nogil([&] { return linalg_ldl_solve(LD, piv, B); }));
+                });
   def_primitive(m, "_geqrf(Tensor A) -> (Tensor a, Tensor tau)",
                 "LAPACK's packed QR (torch.geqrf's kernel).", [](const Args& a) {
                   const Tensor A = a.tensor(0);

@@ -91,6 +91,29 @@ void trsm(char uplo, char trans, char diag, I n, I nrhs, T alpha, const T* a, I 
   fn(&side, &uplo, &trans, &diag, &n, &nrhs, &alpha, a, &lda, b, &ldb, 1, 1, 1, 1);
 }
 
+template <class T> I sytrf(char uplo, I n, T* a, I lda, I* ipiv) {
+  using F = void (*)(const char*, const I*, T*, const I*, I*, T*, const I*, I*, L);
+  EMBER_LAPACK_FN(fn, F, "sytrf");
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&uplo, &n, a, &lda, ipiv, &wq, &lwork, &info, 1);
+  if (info != 0) return info;
+  lwork = std::max<I>(query_size(wq), 1);
+  std::vector<T> work(lwork);
+  fn(&uplo, &n, a, &lda, ipiv, work.data(), &lwork, &info, 1);
+  return info;
+}
+
+template <class T>
+I sytrs(char uplo, I n, I nrhs, const T* a, I lda, const I* ipiv, T* b, I ldb) {
+  using F = void (*)(const char*, const I*, const I*, const T*, const I*, const I*, T*, const I*,
+                     I*, L);
+  EMBER_LAPACK_FN(fn, F, "sytrs");
+  I info = 0;
+  fn(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);
+  return info;
+}
+
 template <class T> I geqrf(I m, I n, T* a, I lda, T* tau) {
   using F = void (*)(const I*, const I*, T*, const I*, T*, T*, const I*, I*);
   EMBER_LAPACK_FN(fn, F, "geqrf");
@@ -200,6 +223,8 @@ template <class T> I gelsd(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, T* s, T r
   template I potrf<T>(char, I, T*, I);                                                       \
   template I potrs<T>(char, I, I, const T*, I, T*, I);                                       \
   template void trsm<T>(char, char, char, I, I, T, const T*, I, T*, I);                     \
+  template I sytrf<T>(char, I, T*, I, I*);                                                   \
+  template I sytrs<T>(char, I, I, const T*, I, const I*, T*, I);                             \
   template I geqrf<T>(I, I, T*, I, T*);                                                      \
   template I orgqr<T>(I, I, I, T*, I, const T*);                                             \
   template I gesdd<T>(char, I, I, T*, I, T*, T*, I, T*, I);                                  \

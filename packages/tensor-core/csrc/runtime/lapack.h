@@ -28,6 +28,13 @@ template <class T> lapack_int getri(lapack_int n, T* a, lapack_int lda, const la
 template <class T>
 lapack_int getrs(char trans, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda,
                  const lapack_int* ipiv, T* b, lapack_int ldb);
+// Symmetric indefinite (Bunch-Kaufman) factorization A = L D L^T (uplo 'L'); ipiv as LAPACK's
+// (negative entries mark 2 x 2 blocks of D).
+template <class T> lapack_int sytrf(char uplo, lapack_int n, T* a, lapack_int lda, lapack_int* ipiv);
+// Solves A X = B from sytrf's factors; B is n x nrhs, overwritten by X.
+template <class T>
+lapack_int sytrs(char uplo, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda,
+                 const lapack_int* ipiv, T* b, lapack_int ldb);
 // Cholesky: A = U^T U (uplo 'U') or L L^T ('L'); only that triangle is read and written.
 template <class T> lapack_int potrf(char uplo, lapack_int n, T* a, lapack_int lda);
 // Solves A X = B from potrf's factor.
