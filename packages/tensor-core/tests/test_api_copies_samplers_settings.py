@@ -625,3 +625,24 @@ def test_ldl_blocks_singularity_and_bad_pivots():
         ember.linalg.ldl_solve(LD, ember.tensor([1, -2], dtype=ember.int32), t([[1.0], [1.0]]))
     with pytest.raises(RuntimeError, match="square matrices"):
         ember.linalg.ldl_factor(ember.ones(2, 3))
+
+
+def test_set_flush_denormal_reaches_the_pools_workers():
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("FTZ/DAZ are x86's")
+    threads = ember.get_num_threads()
+    small = ember.tensor([1e-320], dtype=ember.float64)  # a subnormal double
+    big = ember.full((1 << 20,), 1e-320, dtype=ember.float64)  # split over the workers
+    try:
+        ember.set_num_threads(2)
+        assert ember.set_flush_denormal(True) is True
+        assert (small * 1.0).item() == 0.0
+        assert (big * 1.0).count_nonzero().item() == 0
+        assert ember.set_flush_denormal(False) is True
+        assert (small * 1.0).item() == 1e-320
+        assert (big * 1.0).count_nonzero().item() == big.numel()
+    finally:
+        ember.set_flush_denormal(False)
+        ember.set_num_threads(threads)

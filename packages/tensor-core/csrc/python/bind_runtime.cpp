@@ -78,6 +78,7 @@ void register_runtime(py::module_& m) {
     blas::set_num_threads(n);  // GEMM runs on OpenBLAS's own threads: keep both pools in step
   }, py::arg("num"));
   m.def("get_num_threads", &get_num_threads);
+  m.def("set_flush_denormal", &set_flush_denormal, py::arg("mode"));
   m.def("_set_blas_library", &blas::set_library_path);
   m.def("_blas_available", &blas::available);
   m.def("_blas_load_error", &blas::load_error);

@@ -35,6 +35,22 @@
 namespace ember {
 namespace {
 
+// set_flush_denormal's mode (-1: never set), applied by each worker before its next chunk.
+std::atomic<int> g_flush_denormal{-1};
+
+// FTZ (flush results) and DAZ (read inputs as zero) in this thread's MXCSR.
+bool apply_flush_denormal(bool on) {
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))
+  constexpr unsigned kBits = 0x8040;  // FTZ is bit 15, DAZ bit 6
+  const unsigned csr = _mm_getcsr();
+  _mm_setcsr(on ? (csr | kBits) : (csr & ~kBits));
+  return true;
+#else
+  (void)on;
+  return false;
+#endif
+}
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
@@ -180,10 +196,16 @@ void worker_main(Pool* pool, Worker* w, int index) {
 
   tls_in_parallel = true;  // a worker only ever runs chunks: nested parallel_for runs inline
   uint64_t seen = 0;
+  int denormal_mode = -1;
   for (;;) {
     spin_then_wait([&] { return w->epoch.load() != seen; },
                    pool->spin_ns.load(std::memory_order_relaxed), w->sleeping, w->mu, w->cv);
     seen = w->epoch.load();
+    const int want = g_flush_denormal.load(std::memory_order_relaxed);
+    if (want != denormal_mode) {  // set_flush_denormal was called since this worker's last chunk
+      apply_flush_denormal(want == 1);
+      denormal_mode = want;
+    }
     pool->job.run_chunk(index + 1);
     if (pool->remaining.fetch_sub(1) == 1)
       wake(pool->caller_sleeping, pool->done_mu, pool->done_cv);
@@ -232,6 +254,12 @@ struct RegionGuard {
 };
 
 }  // namespace
+
+bool set_flush_denormal(bool on) {
+  if (!apply_flush_denormal(on)) return false;
+  g_flush_denormal.store(on ? 1 : 0, std::memory_order_relaxed);
+  return true;
+}
 
 int get_num_threads() {
   int n = g_num_threads.load(std::memory_order_relaxed);
