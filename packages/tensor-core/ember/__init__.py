@@ -100,8 +100,8 @@ det, logdet, slogdet, inverse = linalg.det, linalg._logdet, linalg.slogdet, lina
 pinverse, svd, qr = linalg._pinverse, linalg._legacy_svd, linalg._legacy_qr
 cross = linalg._legacy_cross
 cholesky, cholesky_solve = linalg._legacy_cholesky, linalg._cholesky_solve
-geqrf, orgqr = linalg._geqrf, linalg.householder_product
 matrix_power, norm = linalg.matrix_power, linalg._legacy_norm
+geqrf, orgqr, ormqr = linalg._geqrf, linalg.householder_product, linalg._ormqr
 linalg._install(Tensor)
 
 
@@ -393,30 +393,30 @@ __all__ = [
     "native_layer_norm_backward", "ne", "ne_", "neg", "neg_", "negative", "negative_", "newaxis",
     "nll_loss", "nll_loss2d", "nll_loss_backward", "nll_loss_forward", "nll_loss_nd", "no_grad",
     "nonzero", "nonzero_static", "norm", "normal", "not_equal", "nuclear_norm", "numel", "ones",
-    "ones_like", "orgqr", "outer", "pairwise_distance", "pca_lowrank", "pdist", "permute", "pi",
-    "pinverse", "poisson", "polygamma", "positive", "pow", "pow_", "preserve_format", "prod",
-    "promote_types", "put", "qr", "quantile", "rad2deg", "rad2deg_", "rand", "rand_like",
-    "randint", "randint_like", "randn", "randn_like", "randperm", "ravel", "real", "reciprocal",
-    "reciprocal_", "relu", "relu_", "remainder", "remainder_", "renorm", "repeat_interleave",
-    "reshape", "resize_as_", "resolve_conj", "resolve_neg", "result_type", "roll", "rot90",
-    "round", "round_", "row_stack", "rsqrt", "rsqrt_", "rsub", "save", "scalar_tensor", "scatter",
-    "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
-    "searchsorted", "seed", "select", "select_scatter", "selu", "selu_", "set_anomaly_enabled",
-    "set_autocast_cache_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
-    "set_autocast_dtype", "set_autocast_enabled", "set_autocast_gpu_dtype", "set_default_dtype",
-    "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_flush_denormal",
-    "set_grad_enabled", "set_num_interop_threads", "set_num_threads", "set_printoptions",
-    "set_rng_state", "set_warn_always", "sgn", "short", "sigmoid", "sigmoid_", "sign", "sign_",
-    "signbit", "signbit_", "sin", "sin_", "sinc", "sinc_", "sinh", "sinh_", "slice_scatter",
-    "slogdet", "softmax", "sort", "special", "split", "split_with_sizes", "sqrt", "sqrt_",
-    "square", "square_", "squeeze", "stack", "std", "std_mean", "strided", "sub", "sub_",
-    "subtract", "sum", "svd", "svd_lowrank", "swapaxes", "swapdims", "t", "take",
-    "take_along_dim", "tan", "tan_", "tanh", "tanh_", "tensor", "tensor_split", "tensordot",
-    "threshold", "threshold_", "threshold_backward", "tile", "to_dlpack", "topk", "trace",
-    "transpose", "trapezoid", "trapz", "tril", "tril_", "tril_indices", "triu", "triu_",
-    "triu_indices", "true_divide", "trunc", "trunc_", "typename", "uint8", "unbind", "unflatten",
-    "unique", "unique_consecutive", "unravel_index", "unsqueeze", "use_deterministic_algorithms",
-    "vander", "var", "var_mean", "vdot", "vsplit", "vstack", "where", "xlogy", "xlogy_", "zero_",
-    "zeros", "zeros_like",
+    "ones_like", "orgqr", "ormqr", "outer", "pairwise_distance", "pca_lowrank", "pdist",
+    "permute", "pi", "pinverse", "poisson", "polygamma", "positive", "pow", "pow_",
+    "preserve_format", "prod", "promote_types", "put", "qr", "quantile", "rad2deg", "rad2deg_",
+    "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "ravel",
+    "real", "reciprocal", "reciprocal_", "relu", "relu_", "remainder", "remainder_", "renorm",
+    "repeat_interleave", "reshape", "resize_as_", "resolve_conj", "resolve_neg", "result_type",
+    "roll", "rot90", "round", "round_", "row_stack", "rsqrt", "rsqrt_", "rsub", "save",
+    "scalar_tensor", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+    "scatter_reduce_", "searchsorted", "seed", "select", "select_scatter", "selu", "selu_",
+    "set_anomaly_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled", "set_autocast_dtype", "set_autocast_enabled",
+    "set_autocast_gpu_dtype", "set_default_dtype", "set_deterministic_debug_mode",
+    "set_float32_matmul_precision", "set_flush_denormal", "set_grad_enabled",
+    "set_num_interop_threads", "set_num_threads", "set_printoptions", "set_rng_state",
+    "set_warn_always", "sgn", "short", "sigmoid", "sigmoid_", "sign", "sign_", "signbit",
+    "signbit_", "sin", "sin_", "sinc", "sinc_", "sinh", "sinh_", "slice_scatter", "slogdet",
+    "softmax", "sort", "special", "split", "split_with_sizes", "sqrt", "sqrt_", "square",
+    "square_", "squeeze", "stack", "std", "std_mean", "strided", "sub", "sub_", "subtract", "sum",
+    "svd", "svd_lowrank", "swapaxes", "swapdims", "t", "take", "take_along_dim", "tan", "tan_",
+    "tanh", "tanh_", "tensor", "tensor_split", "tensordot", "threshold", "threshold_",
+    "threshold_backward", "tile", "to_dlpack", "topk", "trace", "transpose", "trapezoid", "trapz",
+    "tril", "tril_", "tril_indices", "triu", "triu_", "triu_indices", "true_divide", "trunc",
+    "trunc_", "typename", "uint8", "unbind", "unflatten", "unique", "unique_consecutive",
+    "unravel_index", "unsqueeze", "use_deterministic_algorithms", "vander", "var", "var_mean",
+    "vdot", "vsplit", "vstack", "where", "xlogy", "xlogy_", "zero_", "zeros", "zeros_like",
 ]
 # --- end of generated __all__ ---

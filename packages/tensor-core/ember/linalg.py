@@ -383,6 +383,13 @@ def _geqrf(A, *, out=None):
     return _out("geqrf", _Geqrf(*_C._geqrf(A)), out)
 
 
+@tensor_args("input", "tau", "other", op="ormqr")
+def _ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """Q other (left) or other Q, Q (or Q^T with transpose) the product of geqrf's Householder
+    reflectors (torch.ormqr), without forming Q. No gradient yet."""
+    return _out("ormqr", _C._ormqr(input, tau, other, left=left, transpose=transpose), out)
+
+
 @tensor_args("A", "tau", op="linalg.householder_product")
 def householder_product(A, tau, *, out=None):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i the i-th column of
@@ -879,7 +886,8 @@ TOP_LEVEL = {
     "det": det, "logdet": _logdet, "slogdet": slogdet, "inverse": _inverse,
     "pinverse": _pinverse, "svd": _legacy_svd, "qr": _legacy_qr, "cross": _legacy_cross,
     "cholesky": _legacy_cholesky, "cholesky_solve": _cholesky_solve,
-    "matrix_power": matrix_power, "norm": _legacy_norm,
+    "matrix_power": matrix_power, "norm": _legacy_norm, "geqrf": _geqrf,
+    "orgqr": householder_product, "ormqr": _ormqr,
 }
 
 

@@ -553,6 +553,21 @@ def test_prelu_method_has_one_weight_per_channel_or_one_for_all():
 # ---- LAPACK's packed QR ---------------------------------------------------------------------------
 
 
+def _q_from_reflectors(packed, tau):
+    """Q = H_1 ... H_k (m x m), H_i = I - tau_i v_i v_i^T with v_i = (0, ..., 1, packed[i+1:, i])."""
+    *batch, m, _ = packed.shape
+    q = np.zeros((*batch, m, m))
+    for idx in np.ndindex(*batch):
+        h = np.eye(m)
+        for i in range(tau.shape[-1]):
+            v = np.zeros(m)
+            v[i] = 1.0
+            v[i + 1:] = packed[idx][i + 1:, i]
+            h = h @ (np.eye(m) - tau[idx][i] * np.outer(v, v))
+        q[idx] = h
+    return q
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (4, 4), (3, 6), (2, 5, 2)])
 def test_geqrf_packs_r_and_householder_product_rebuilds_q(shape):
     a = rand(*shape, seed=13)
@@ -561,17 +576,7 @@ def test_geqrf_packs_r_and_householder_product_rebuilds_q(shape):
     k = min(m, n)
     assert tuple(tau.shape) == (*batch, k)
     r = np.triu(packed.numpy())[..., :k, :]
-    # Q from the reflectors: H_1 ... H_k applied to the identity's first columns
-    reflectors = packed.numpy()[..., :, :k]
-    q = np.zeros((*batch, m, k))
-    for idx in np.ndindex(*batch):
-        h = np.eye(m)
-        for i in range(k):
-            v = np.zeros(m)
-            v[i] = 1.0
-            v[i + 1:] = reflectors[idx][i + 1:, i]
-            h = h @ (np.eye(m) - tau.numpy()[idx][i] * np.outer(v, v))
-        q[idx] = h[:, :k]
+    q = _q_from_reflectors(packed.numpy(), tau.numpy())[..., :, :k]
     np.testing.assert_allclose(q @ r, a, atol=1e-12)  # A = Q R
     if m >= n:
         got = ember.linalg.householder_product(packed, tau)
@@ -646,3 +651,17 @@ def test_set_flush_denormal_reaches_the_pools_workers():
     finally:
         ember.set_flush_denormal(False)
         ember.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_ormqr_applies_q_without_forming_it(left, transpose):
+    a = rand(2, 5, 3, seed=21)
+    packed, tau = ember.geqrf(t(a))
+    q = _q_from_reflectors(packed.numpy(), tau.numpy())  # the full 5 x 5 Q
+    other = rand(2, 5, 4, seed=22) if left else rand(2, 4, 5, seed=22)
+    op = np.swapaxes(q, -1, -2) if transpose else q
+    got = ember.ormqr(packed, tau, t(other), left=left, transpose=transpose)
+    np.testing.assert_allclose(got.numpy(), op @ other if left else other @ op, atol=1e-12)
+    with pytest.raises(RuntimeError, match="must be equal to input.shape\\[-2\\]"):
+        ember.ormqr(packed, tau, ember.ones(2, 4, 2, dtype=ember.float64))

@@ -70,6 +70,7 @@ def test_factorizations_of_square_matrices(shape, dtype):
     check(LA.qr, A, mode="complete")
     check(LA.qr, A, mode="r")
     check(ember.geqrf, A)
+    check(ember.ormqr, *ember.geqrf(A), A, transpose=True)
     check(LA.ldl_factor_ex, S)
     LD, pivots = LA.ldl_factor(S)
     check(LA.ldl_solve, LD, pivots, A)
@@ -362,7 +363,8 @@ def test_every_public_function_runs_on_the_device():
     assert set(calls) == set(LA.__all__) - {"LinAlgError"}
     top = {"det": (A,), "logdet": (S,), "slogdet": (A,), "inverse": (A,), "pinverse": (A,),
            "svd": (A,), "qr": (A,), "cross": (A, A), "cholesky": (S,), "cholesky_solve": (A, S),
-           "matrix_power": (A, 2), "norm": (A, "nuc")}
+           "matrix_power": (A, 2), "norm": (A, "nuc"), "geqrf": (A,),
+           "orgqr": tuple(ember.geqrf(A)), "ormqr": tuple(ember.geqrf(A)) + (A,)}
     assert set(top) == set(LA.TOP_LEVEL)
     for name, args in top.items():
         calls["ember." + name] = lambda name=name, args=args: getattr(ember, name)(*args)

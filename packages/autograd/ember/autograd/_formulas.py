@@ -936,4 +936,5 @@ grad("_geqrf")(_not_implemented("geqrf"))
 grad("_linalg_ldl_factor_ex")(_not_implemented("linalg_ldl_factor_ex"))
 grad("_linalg_ldl_solve")(_not_implemented("linalg_ldl_solve"))
 grad("_householder_product")(_not_implemented("linalg_householder_product"))
+grad("_ormqr")(_not_implemented("ormqr"))
 

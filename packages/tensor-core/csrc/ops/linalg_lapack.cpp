@@ -569,6 +569,41 @@ Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B)
   return colmajor_view(x);
 }
 
+Tensor ormqr(const Tensor& A, const Tensor& tau, const Tensor& C, bool left, bool transpose) {
+  const char* op = "torch.ormqr";
+  check_matrix(A, op);
+  check_matrix(C, op);
+  EMBER_CHECK(C->dtype == A->dtype && tau->dtype == A->dtype, std::runtime_error, op,
+              ": Expected input, tau and other to have the same dtype, but got ",
+              dtype_name(A->dtype), ", ", dtype_name(tau->dtype), " and ", dtype_name(C->dtype));
+  EMBER_CHECK(tau->dim() == A->dim() - 1, std::runtime_error, op,
+              ": input must have one more dimension than tau");
+  const Shape batch = batch_of(A);
+  EMBER_CHECK(batch_of(C) == batch && Shape(tau->sizes.begin(), tau->sizes.end() - 1) == batch,
+              std::runtime_error, op, ": Expected batch dimensions of other and tau to be equal to "
+              "input.shape[:-2], but got ", shape_str(C->sizes), " and ", shape_str(tau->sizes));
+  const int64_t ar = A->sizes[A->dim() - 2], ac = A->sizes.back(), k = tau->sizes.back();
+  const int64_t m = C->sizes[C->dim() - 2], n = C->sizes.back();
+  const int64_t q = left ? m : n;  // Q is q x q
+  EMBER_CHECK(ar == q, std::runtime_error, op, left ? ": other.shape[-2]" : ": other.shape[-1]",
+              " must be equal to input.shape[-2]");
+  EMBER_CHECK(k <= ac && k <= q, std::runtime_error, op,
+              ": tau.shape[-1] must be less than or equal to input.shape[-1] and to the size of Q");
+  const int64_t nb = count(batch);
+  Tensor a = colmajor_copy(A), c = colmajor_copy(C), t = contiguous(tau);
+  dispatch_lapack(A->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for_each_matrix(nb, m * n * std::max<int64_t>(k, 1), [&](int64_t b) {
+      if (m == 0 || n == 0 || k == 0) return;
+      check_argument_info(op, "ormqr", lapack::ormqr<T>(left ? 'L' : 'R', transpose ? 'T' : 'N',
+                                                        m, n, k, a->data_as<T>() + b * ar * ac,
+                                                        ld(ar), t->data_as<T>() + b * k,
+                                                        c->data_as<T>() + b * m * n, ld(m)));
+    });
+  });
+  return colmajor_view(c);
+}
+
 std::pair<Tensor, Tensor> geqrf(const Tensor& A) {
   const char* op = "geqrf";
   check_matrix(A, op);

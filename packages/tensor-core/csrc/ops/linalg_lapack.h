@@ -55,6 +55,8 @@ std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode);
 std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool check_errors);
 // X with A X = B from ldl_factor's (LD, pivots); B (*, n, k), batches equal (broadcast in Python).
 Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B);
+// op(Q) C (left) or C op(Q), Q from geqrf's (A, tau), op = transpose or not (torch.ormqr).
+Tensor ormqr(const Tensor& A, const Tensor& tau, const Tensor& C, bool left, bool transpose);
 // LAPACK's packed QR: (a, tau) with R in a's upper triangle and the Householder reflectors
 // below it (torch.geqrf).
 std::pair<Tensor, Tensor> geqrf(const Tensor& A);

@@ -139,6 +139,14 @@ void register_lapack(py::module_& m) {
                   const Tensor LD = a.tensor(0), piv = a.tensor(1), B = a.tensor(2);
                   return wrap(nogil([&] { return linalg_ldl_solve(LD, piv, B); }));
                 });
+  def_primitive(m, "_ormqr(Tensor A, Tensor tau, Tensor C, bool left=True, bool transpose=False)"
+                   " -> Tensor",
+                "Q C (or C Q, Q^T ...) with Q from geqrf's reflectors (torch.ormqr's kernel).",
+                [](const Args& a) {
+                  const Tensor A = a.tensor(0), tau = a.tensor(1), C = a.tensor(2);
+                  const bool left = a.flag(3), transpose = a.flag(4);
+                  return wrap(nogil([&] { return ormqr(A, tau, C, left, transpose); }));
+                });
   def_primitive(m, "_geqrf(Tensor A) -> (Tensor a, Tensor tau)",
                 "LAPACK's packed QR (torch.geqrf's kernel).", [](const Args& a) {
                   const Tensor A = a.tensor(0);

@@ -91,6 +91,21 @@ void trsm(char uplo, char trans, char diag, I n, I nrhs, T alpha, const T* a, I 
   fn(&side, &uplo, &trans, &diag, &n, &nrhs, &alpha, a, &lda, b, &ldb, 1, 1, 1, 1);
 }
 
+template <class T>
+I ormqr(char side, char trans, I m, I n, I k, const T* a, I lda, const T* tau, T* c, I ldc) {
+  using F = void (*)(const char*, const char*, const I*, const I*, const I*, const T*, const I*,
+                     const T*, T*, const I*, T*, const I*, I*, L, L);
+  EMBER_LAPACK_FN(fn, F, "ormqr");
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, &wq, &lwork, &info, 1, 1);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work.data(), &lwork, &info, 1, 1);
+  return info;
+}
+
 template <class T> I sytrf(char uplo, I n, T* a, I lda, I* ipiv) {
   using F = void (*)(const char*, const I*, T*, const I*, I*, T*, const I*, I*, L);
   EMBER_LAPACK_FN(fn, F, "sytrf");
@@ -223,6 +238,7 @@ template <class T> I gelsd(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, T* s, T r
   template I potrf<T>(char, I, T*, I);                                                       \
   template I potrs<T>(char, I, I, const T*, I, T*, I);                                       \
   template void trsm<T>(char, char, char, I, I, T, const T*, I, T*, I);                     \
+  template I ormqr<T>(char, char, I, I, I, const T*, I, const T*, T*, I);                    \
   template I sytrf<T>(char, I, T*, I, I*);                                                   \
   template I sytrs<T>(char, I, I, const T*, I, const I*, T*, I);                             \
   template I geqrf<T>(I, I, T*, I, T*);                                                      \

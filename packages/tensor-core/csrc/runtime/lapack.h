@@ -28,6 +28,11 @@ template <class T> lapack_int getri(lapack_int n, T* a, lapack_int lda, const la
 template <class T>
 lapack_int getrs(char trans, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda,
                  const lapack_int* ipiv, T* b, lapack_int ldb);
+// C (m x n) replaced by op(Q) C (side 'L') or C op(Q) ('R'), Q = H_1 ... H_k from geqrf's
+// reflectors in a (lda x k); trans 'N' or 'T'.
+template <class T>
+lapack_int ormqr(char side, char trans, lapack_int m, lapack_int n, lapack_int k, const T* a,
+                 lapack_int lda, const T* tau, T* c, lapack_int ldc);
 // Symmetric indefinite (Bunch-Kaufman) factorization A = L D L^T (uplo 'L'); ipiv as LAPACK's
 // (negative entries mark 2 x 2 blocks of D).
 template <class T> lapack_int sytrf(char uplo, lapack_int n, T* a, lapack_int lda, lapack_int* ipiv);
