@@ -374,16 +374,26 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu(const Tensor& A, bool pivot) {
   return {P, L, U};
 }
 
+namespace {
+
+// LAPACK's pivots of a factor (*, n, n): int32, shaped (*, n).
+void check_pivots(const Tensor& pivots, const Tensor& factor, int64_t n, const char* op,
+                  const char* factor_name) {
+  EMBER_CHECK(pivots->dtype == ScalarType::Int32, std::runtime_error, op,
+              ": pivots should be a Tensor of scalar type int32");
+  EMBER_CHECK(pivots->dim() == factor->dim() - 1 && pivots->sizes.back() == n &&
+                  Shape(pivots->sizes.begin(), pivots->sizes.end() - 1) == batch_of(factor),
+              std::runtime_error, op, ": Incompatible shapes of ", factor_name, " ",
+              shape_str(factor->sizes), " and pivots ", shape_str(pivots->sizes));
+}
+
+}  // namespace
+
 Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool adjoint) {
   const char* op = "linalg.lu_solve";
   int64_t n, k;
   std::tie(n, k) = check_linear_system(LU, B, op, "LU");
-  EMBER_CHECK(pivots->dtype == ScalarType::Int32, std::runtime_error, op,
-              ": pivots should be a Tensor of scalar type int32");
-  EMBER_CHECK(pivots->dim() == LU->dim() - 1 && pivots->sizes.back() == n &&
-                  Shape(pivots->sizes.begin(), pivots->sizes.end() - 1) == batch_of(LU),
-              std::runtime_error, op, ": Incompatible shapes of LU ", shape_str(LU->sizes),
-              " and pivots ", shape_str(pivots->sizes));
+  check_pivots(pivots, LU, n, op, "LU");
   const int64_t nb = count(batch_of(LU));
   Tensor lu = colmajor_copy(LU), x = colmajor_copy(B), piv = contiguous(pivots);
   const int32_t* pv = piv->data_as<int32_t>();
@@ -530,12 +540,7 @@ Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B)
   const char* op = "torch.linalg.ldl_solve";
   int64_t n, k;
   std::tie(n, k) = check_linear_system(LD, B, op, "LD");
-  EMBER_CHECK(pivots->dtype == ScalarType::Int32, std::runtime_error, op,
-              ": pivots should be a Tensor of scalar type int32");
-  EMBER_CHECK(pivots->dim() == LD->dim() - 1 && pivots->sizes.back() == n &&
-                  Shape(pivots->sizes.begin(), pivots->sizes.end() - 1) == batch_of(LD),
-              std::runtime_error, op, ": Incompatible shapes of LD ", shape_str(LD->sizes),
-              " and pivots ", shape_str(pivots->sizes));
+  check_pivots(pivots, LD, n, op, "LD");
   const int64_t nb = count(batch_of(LD));
   Tensor ld_ = colmajor_copy(LD), x = colmajor_copy(B), piv = contiguous(pivots);
   const int32_t* pv = piv->data_as<int32_t>();
