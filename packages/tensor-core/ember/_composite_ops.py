@@ -244,8 +244,11 @@ def polygamma(n, input, *, out=None):
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
         return _C.digamma(input, out=out)
-    # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x)
-    r = _C._special_zeta(float(n + 1), input) * ((-1.0) ** (n + 1) * math.factorial(n))
+    # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x); n! overflows a double beyond 170 (and computing
+    # it exactly for a huge n would take forever)
+    scale = float(math.factorial(n)) if n <= 170 else math.inf
+    sign = 1.0 if n % 2 else -1.0
+    r = _C._special_zeta(float(n + 1), input) * (sign * scale)
     return _finish(r, out)
 
 

@@ -665,3 +665,13 @@ def test_ormqr_applies_q_without_forming_it(left, transpose):
     np.testing.assert_allclose(got.numpy(), op @ other if left else other @ op, atol=1e-12)
     with pytest.raises(RuntimeError, match="must be equal to input.shape\\[-2\\]"):
         ember.ormqr(packed, tau, ember.ones(2, 4, 2, dtype=ember.float64))
+
+
+def test_polygamma_of_a_huge_order_returns_at_once():
+    # n! is not computed exactly for a huge n (that took forever: a hang the fuzzer found)
+    x = ember.tensor([0.5, 3.0], dtype=ember.float64)
+    assert ember.polygamma(2147483648, ember.arange(0.0)).numel() == 0
+    got = ember.polygamma(201, x)
+    assert np.all(np.isinf(got.numpy()))
+    np.testing.assert_allclose(ember.polygamma(3, x).numpy(), [97.40909103400242, 0.11893940226683],
+                               rtol=1e-9)
