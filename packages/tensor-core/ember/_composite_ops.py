@@ -816,6 +816,11 @@ def combinations(input, r=2, with_replacement=False):
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
+    if not _is_tensor(elements) and not _is_tensor(test_elements):
+        raise TypeError(f"isin() received an invalid combination of arguments - got "
+                        f"({type(elements).__name__}, {type(test_elements).__name__}), but "
+                        "expected one of: (Tensor elements, Tensor test_elements), (Number "
+                        "element, Tensor test_elements), (Tensor elements, Number test_element)")
     if not _is_tensor(elements):
         elements = _C.tensor(elements, device=test_elements.device)
     if not _is_tensor(test_elements):
@@ -1272,6 +1277,9 @@ def unravel_index(indices, shape):
 
 
 def numel(input) -> int:
+    if not _is_tensor(input):
+        raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     return input.numel()
 
 
@@ -1514,9 +1522,17 @@ def _svd_lowrank(A, q, niter, M):
     return (V, S, U) if wide else (U, S, V)
 
 
+def _check_matrix_arg(A, op):
+    if not _is_tensor(A):
+        raise TypeError(f"{op}(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError(f"{op}(): A must have at least 2 dimensions, but got {A.dim()}")
+
+
 def svd_lowrank(A, q=6, niter=2, M=None):
     """(U, S, V) with A - M ~= U diag(S) V^T of rank q, by a randomized SVD (the sketch is
     drawn from the default generator, as torch's)."""
+    _check_matrix_arg(A, "svd_lowrank")
     q = 6 if q is None else q
     m, n = A.shape[-2], A.shape[-1]
     if not 0 <= q <= _min(m, n):
@@ -1530,6 +1546,7 @@ def svd_lowrank(A, q=6, niter=2, M=None):
 def pca_lowrank(A, q=None, center=True, niter=2):
     """(U, S, V), the principal directions of A's rows (centered when `center`), by
     svd_lowrank: A's covariance ~= V diag(S^2 / (m - 1)) V^T."""
+    _check_matrix_arg(A, "pca_lowrank")
     m, n = A.shape[-2], A.shape[-1]
     q = _min(6, m, n) if q is None else q
     if not 0 <= q <= _min(m, n):

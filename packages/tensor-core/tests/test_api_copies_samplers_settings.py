@@ -502,6 +502,10 @@ def test_pca_lowrank_centres_the_rows():
     assert S0[0].item() > S[0].item()  # the mean is the leading direction without centering
     with pytest.raises(ValueError, match="q\\(=9\\) must be non-negative integer"):
         ember.pca_lowrank(t(x), q=9)
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        ember.svd_lowrank(-2)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        ember.pca_lowrank(ember.ones(3))
 
 
 # ---- histogramdd (NumPy's numpy.histogramdd is the oracle) and Tensor.prelu ----------------------
@@ -675,3 +679,12 @@ def test_polygamma_of_a_huge_order_returns_at_once():
     assert np.all(np.isinf(got.numpy()))
     np.testing.assert_allclose(ember.polygamma(3, x).numpy(), [97.40909103400242, 0.11893940226683],
                                rtol=1e-9)
+
+
+def test_isin_and_numel_refuse_non_tensors_with_a_type_error():
+    # found by the fuzzer: these raised AttributeError ('int' object has no attribute ...)
+    with pytest.raises(TypeError, match="isin\\(\\) received an invalid combination"):
+        ember.isin(float("nan"), 2, invert=True)
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        ember.numel(0)
+    assert ember.isin(2, ember.tensor([1, 2])).item() is True  # one number is fine, as torch
