@@ -7,9 +7,6 @@ that need it skip where no C++ compiler or Python headers are installed.
 
 from __future__ import annotations
 
-import os
-import sysconfig
-
 import numpy as np
 import pytest
 
@@ -18,19 +15,8 @@ from ember import library
 from ember.autograd import gradcheck, gradgradcheck
 from ember.utils import cpp_extension
 
-
-def _compiler_missing() -> str | None:
-    try:
-        cpp_extension._compiler()
-    except RuntimeError as e:
-        return str(e)
-    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
-        return "Python's headers (Python.h) are not installed"
-    return None
-
-
-needs_compiler = pytest.mark.skipif(_compiler_missing() is not None,
-                                    reason=str(_compiler_missing()))
+_NO_BUILD = cpp_extension._build_unavailable_reason()
+needs_compiler = pytest.mark.skipif(_NO_BUILD is not None, reason=str(_NO_BUILD))
 
 # y = tanh(alpha * x); dx = g * alpha * (1 - y^2), from the saved output
 TANH_SCALE = r"""

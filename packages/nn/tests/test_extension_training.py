@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -19,21 +18,11 @@ pytestmark = pytest.mark.skipif(not EXAMPLE.is_file(),
                                 reason="runs from a checkout of the repository only")
 
 
-def _compiler_missing() -> str | None:
-    from ember.utils import cpp_extension
-
-    try:
-        cpp_extension._compiler()
-    except RuntimeError as e:
-        return str(e)
-    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
-        return "Python's headers (Python.h) are not installed"
-    return None
-
-
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
-    reason = _compiler_missing()
+    from ember.utils import cpp_extension
+
+    reason = cpp_extension._build_unavailable_reason()
     if reason:
         pytest.skip(reason)
     spec = importlib.util.spec_from_file_location("_example_extension_op", EXAMPLE)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import sysconfig
 import textwrap
 
 import numpy as np
@@ -20,19 +19,8 @@ import ember
 from ember import library
 from ember.utils import cpp_extension
 
-
-def _compiler_missing() -> str | None:
-    try:
-        cpp_extension._compiler()
-    except RuntimeError as e:
-        return str(e)
-    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
-        return "Python's headers (Python.h) are not installed"
-    return None
-
-
-needs_compiler = pytest.mark.skipif(_compiler_missing() is not None,
-                                    reason=str(_compiler_missing()))
+_NO_BUILD = cpp_extension._build_unavailable_reason()
+needs_compiler = pytest.mark.skipif(_NO_BUILD is not None, reason=str(_NO_BUILD))
 
 OPS_SOURCE = r"""
 // out = x + alpha * y, over the core's thread pool

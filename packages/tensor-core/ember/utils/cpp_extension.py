@@ -83,6 +83,18 @@ def _compiler() -> list[str]:
     return shlex.split(cxx)
 
 
+def _build_unavailable_reason() -> str | None:
+    """Why an extension cannot be built here (no C++ compiler, no Python.h), or None. The tests
+    of every package skip their compiled ops with this reason."""
+    try:
+        _compiler()
+    except RuntimeError as e:
+        return str(e)
+    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        return "Python's headers (Python.h) are not installed"
+    return None
+
+
 def _python_include() -> list[str]:
     paths = sysconfig.get_paths()
     return list(dict.fromkeys(p for p in (paths["include"], paths["platinclude"]) if p))
