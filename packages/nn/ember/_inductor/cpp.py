@@ -274,23 +274,9 @@ def forward_source(group, layout: Layout, name: str) -> str:
             w("const int64_t o = 0;")
             _offsets(w, layout, names, "T")
             accumulators()
-            w("{")
+            w("{")  # one row: the sums' loop itself is split over the threads
             w.depth += 1
-            env: dict = {}
-            _loads(w, group, layout, env, inner=False)
-            accs = ",".join(f"acc{r}" for r in range(len(red_list)))
-            w(f"#pragma omp parallel for simd num_threads(nthreads) reduction(+:{accs}) "
-              f"if(N >= {GRAIN})")
-            w("for (int64_t j = 0; j < N; ++j) {")
-            w.depth += 1
-            _loads(w, group, layout, env, inner=True)
-            _forward_body(w, group, layout, env)
-            for m, o in full:
-                w(f"out{m}[j] = {env[o]};")
-            for r, (_, (_, operand, _)) in enumerate(red_list):
-                w(f"acc{r} += double({env[operand]});")
-            w.depth -= 1
-            w("}")
+            inner_loop(f"parallel for simd num_threads(nthreads) if(N >= {GRAIN})")
             w.depth -= 1
             w("}")
             store()
