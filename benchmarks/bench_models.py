@@ -199,33 +199,37 @@ def ncf(fw, users=6040, items=3706, factors=64, mlp=(256, 128, 64)):
     return NeuMF()
 
 
-def gpt(fw, vocab=65, block=64, layers=4, heads=4, width=128):
-    nn, F = fw.nn, fw.nn.functional
+def gpt_block(nn, F, width, heads):
+    """nanoGPT's Block, written once against a framework's nn / functional namespaces (also
+    timed alone by bench_nn_layers.py)."""
 
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
-            self.ln1 = nn.LayerNorm(width)
-            self.qkv = nn.Linear(width, 3 * width)
-            self.proj = nn.Linear(width, width)
-            self.ln2 = nn.LayerNorm(width)
-            self.fc = nn.Linear(width, 4 * width)
-            self.fc_out = nn.Linear(4 * width, width)
+            self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.c_attn, self.c_proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.c_fc, self.mlp_proj = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
 
         def forward(self, x):
-            b, t, c = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(width, dim=2)
-            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
+            B, T, C = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
-            return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+            x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+    return Block()
+
+
+def gpt(fw, vocab=65, block=64, layers=4, heads=4, width=128):
+    nn, F = fw.nn, fw.nn.functional
 
     class GPT(nn.Module):
         def __init__(self):
             super().__init__()
             self.tok = nn.Embedding(vocab, width)
             self.pos = nn.Embedding(block, width)
-            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
+            self.blocks = nn.Sequential(*[gpt_block(nn, F, width, heads) for _ in range(layers)])
             self.ln_f = nn.LayerNorm(width)
             self.head = nn.Linear(width, vocab, bias=False)
 

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness as H  # noqa: E402
 from bench_core import run_case  # noqa: E402
+from bench_models import gpt_block  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -128,27 +129,6 @@ def bench_layers(sz: dict[str, Any]) -> None:
                                 rtol=1e-4, atol=1e-4))
 
 
-def _gpt_block(nn, F, width, heads):
-    """nanoGPT's Block, written once against a framework's nn / functional namespaces."""
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
-            self.c_attn, self.c_proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
-            self.c_fc, self.mlp_proj = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
-            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
-
-    return Block()
-
-
 def bench_gpt_layers(sz: dict[str, Any], case) -> None:
     """The layers of nanoGPT's CPU configuration, each on its real shape."""
     torch = H.torch
@@ -174,8 +154,8 @@ def bench_gpt_layers(sz: dict[str, Any], case) -> None:
     rows += case(f"scaled_dot_product_attention(is_causal=True) fwd+bwd, {b}x{heads}x{t}x"
                  f"{d // heads}", Attention(nn.functional),
                  Attention(torch.nn.functional) if torch else None, (b, heads, t, d // heads))
-    e = _gpt_block(nn, nn.functional, d, heads)
-    tm = _gpt_block(tnn, torch.nn.functional, d, heads) if torch else None
+    e = gpt_block(nn, nn.functional, d, heads)
+    tm = gpt_block(tnn, torch.nn.functional, d, heads) if torch else None
     _pair(e, tm)
     rows += case(f"GPT block (LN, causal attention, LN, GELU MLP) fwd+bwd, {b}x{t}x{d}", e, tm,
                  (b, t, d))
