@@ -659,7 +659,8 @@ def poisson(input, generator=None):
     draw = _C.where(rate == 0, _C.zeros_like(hi), hi)
     draw = _C.where(infinite, _C.full([], math.inf, dtype=_C.float64), draw).to(input.dtype)
     if input.requires_grad and _C.is_grad_enabled():
-        draw = draw + input * 0.0  # torch's zero gradient
+        # torch's zero gradient: a zero that depends on the rates (inf * 0 is NaN: zeroed too)
+        draw = draw + (input * 0.0).nan_to_num(0.0)
     return draw
 
 
