@@ -162,6 +162,8 @@ def _preload_beside(path: str) -> None:
 
 
 def _load():
+    if _state["lib"] is not None:  # every op asks: no lock once loaded
+        return _state["lib"]
     with _lock:
         if _state["lib"] is not None or _state["reason"] is not None:
             return _state["lib"]
@@ -307,14 +309,14 @@ def _tensor_desc(dtype_name: str, shape):
     return d
 
 
+_ONE_ZERO = {ctypes.c_float: (ctypes.c_float(1.0), ctypes.c_float(0.0)),
+             ctypes.c_double: (ctypes.c_double(1.0), ctypes.c_double(0.0))}
+
+
 def _scalars(dtype_name: str):
     """(one, zero) as the host scalars cuDNN's alpha/beta point to: double for double data."""
-    kind = ctypes.c_double if dtype_name == "float64" else ctypes.c_float
-    key = "scalars_" + kind.__name__
-    pair = _tensor_descs.get(key)
-    if pair is None:
-        pair = _tensor_descs[key] = (kind(1.0), kind(0.0))
-    return ctypes.byref(pair[0]), ctypes.byref(pair[1])
+    one, zero = _ONE_ZERO[ctypes.c_double if dtype_name == "float64" else ctypes.c_float]
+    return ctypes.byref(one), ctypes.byref(zero)
 
 
 # ---- convolution -------------------------------------------------------------------------------
@@ -354,11 +356,12 @@ class _ConvPlan:
         return d
 
     def _operands(self, direction):
+        """The descriptors of direction's (a, b -> c)."""
         if direction == _FWD:
-            return (self.big, self.w, None, self.small)
+            return (self.big, self.w, self.small)
         if direction == _BWD_DATA:
-            return (self.w, self.small, None, self.big)
-        return (self.big, self.small, None, self.w)
+            return (self.w, self.small, self.big)
+        return (self.big, self.small, self.w)
 
     def choose(self, handle, direction: str, skip: int = 0):
         """The algorithm for `direction` (cached): cuDNN's heuristics or its timed search, the
@@ -367,7 +370,7 @@ class _ConvPlan:
         if got is not None and skip == 0:
             return got
         probe = self._conv_desc(self.math)
-        a, b, _, c = self._operands(direction)
+        a, b, c = self._operands(direction)
         count = 16
         results = (_AlgoPerf * count)()
         returned = _INT(0)
@@ -624,7 +627,7 @@ def _run(plan: _ConvPlan, device: int, direction: str, a, b, c) -> None:
         except _C.OutOfMemoryError:  # a workspace too big for what is free: the next algorithm
             skip += 1
             plan.algos.pop(direction, None)
-    ad, bd, _, cd = plan._operands(direction)
+    ad, bd, cd = plan._operands(direction)
     _call(f"cudnnConvolution{direction}", handle, one, ad, _VOIDP(a.data_ptr()), bd,
           _VOIDP(b.data_ptr()), desc, algo, _VOIDP(ws.data_ptr() if ws is not None else None),
           size, zero, cd, _VOIDP(c.data_ptr()))
