@@ -122,7 +122,8 @@ def _inputs(args):
 def record(name, entry, args, kwargs, out, node=None):
     """Attaches a node for `name` to the float outputs of `out` (none for an op whose entry says
     no output is differentiable: torch's output_differentiability [False])."""
-    if entry is not None and getattr(entry, "diff_outputs", None) == ():
+    diff = getattr(entry, "diff_outputs", None)  # None: every output (entry may be None)
+    if diff == ():
         return out
     if type(out) is tuple or isinstance(out, tuple):
         outs = out
@@ -141,7 +142,6 @@ def record(name, entry, args, kwargs, out, node=None):
     node.next_functions = tuple([e if e is not None else _NO_EDGE for e in edges])
     node._needs = tuple(needs)
     if len(outs) > 1:
-        diff = getattr(entry, "diff_outputs", None)
         node._out_meta = [(o.shape, o.dtype, o.device)
                           if isinstance(o, Tensor) and (diff is None or i in diff) else None
                           for i, o in enumerate(outs)]
