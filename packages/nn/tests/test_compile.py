@@ -514,6 +514,31 @@ def _cupy_group():
     return group, x, b, f
 
 
+def _run_cupy_body(src, columns, tmp_path):
+    """Runs the body of a CuPy ElementwiseKernel (its ``operation`` and ``preamble``), compiled
+    here as C++ (no GPU needed), once per row of ``columns`` (one float32 array per input
+    parameter); returns one array per output parameter."""
+    names = [p.split()[-1] for p in src.in_params.split(", ")]
+    outs = [p.split()[-1] for p in src.out_params.split(", ")]
+    harness = tmp_path / f"{src.name}.cpp"
+    harness.write_text(
+        "#include <cmath>\n#include <cstdio>\n#include <algorithm>\nusing namespace std;\n"
+        "#define __device__\ntemplate <typename T> T rsqrt(T x) { return T(1) / sqrt(x); }\n"
+        + src.preamble + "\nint main() { using T = float; float "
+        + ", ".join(names + outs) + "; while (scanf(\"" + " ".join(["%f"] * len(names))
+        + "\", " + ", ".join("&" + n for n in names) + f") == {len(names)}) {{ "
+        + src.operation + " printf(\"" + " ".join(["%.9g"] * len(outs)) + "\\n\", "
+        + ", ".join(outs) + "); } }\n")
+    exe = tmp_path / src.name
+    subprocess.run([cpp.compiler()[0], "-O1", str(harness), "-o", str(exe)], check=True)
+    flat = [np.asarray(c, dtype=np.float32).ravel().tolist() for c in columns]
+    text = "\n".join(" ".join(repr(v) for v in row) for row in zip(*flat))
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    values = np.array([[float(v) for v in line.split()] for line in out.stdout.splitlines()],
+                      dtype=np.float32)
+    return [values[:, m] for m in range(len(outs))]
+
+
 def test_cupy_elementwise_source_computes_the_same_values(tmp_path):
     """The CuPy kernel's body, compiled here as C++ (no GPU needed), gives eager's values."""
     from ember._inductor.cupy import cupy_source
@@ -523,19 +548,44 @@ def test_cupy_elementwise_source_computes_the_same_values(tmp_path):
     assert src.kind == "ElementwiseKernel"
     assert src.in_params == "T in0, T in1" and src.out_params == "T out0"
     assert "cupy.ElementwiseKernel('T in0, T in1', 'T out0'" in src.python()
-    harness = tmp_path / "h.cpp"
-    harness.write_text(
-        "#include <cmath>\n#include <cstdio>\nusing namespace std;\nusing T = float;\n"
-        "int main() { float in0, in1, out0; while (scanf(\"%f %f\", &in0, &in1) == 2) { "
-        + src.operation + " printf(\"%.9g\\n\", out0); } }\n")
-    exe = tmp_path / "h"
-    subprocess.run([cpp.compiler()[0], "-O1", str(harness), "-o", str(exe)], check=True)
-    xb = np.broadcast_arrays(x.numpy(), b.numpy())
-    text = "\n".join(f"{u!r} {v!r}" for u, v in zip(xb[0].ravel().tolist(),
-                                                      xb[1].ravel().tolist()))
-    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
-    got = np.array([float(v) for v in out.stdout.split()], dtype=np.float32).reshape(4, 6)
-    np.testing.assert_allclose(got, f(x, b).numpy(), rtol=2e-6)
+    (got,) = _run_cupy_body(src, np.broadcast_arrays(x.numpy(), b.numpy()), tmp_path)
+    np.testing.assert_allclose(got.reshape(4, 6), f(x, b).numpy(), rtol=2e-6)
+
+
+@pytest.mark.parametrize("reduce", [None, "sum", "mean"])
+def test_cupy_backward_source_gives_autograds_gradients(tmp_path, reduce):
+    """The CuPy backward kernel's body (run as C++ here) against autograd's gradients: every
+    op with a gradient in one group, then a sum or mean over the last dim (its gradient
+    broadcast from the keepdim shape)."""
+    from ember._dynamo import _CaptureTracer
+    from ember._inductor.cupy import cupy_backward_source
+    from ember._inductor.fusion import find_groups
+
+    def f(x, b):
+        y = ((x * b + 1.5).sin() * x).cos() + b
+        y = ((y / (y * y + 1)).tanh().exp() * x * 0.5).sigmoid() * b
+        y = (y.abs() + 1.0).sqrt().log() ** 2.0 - x
+        y = (y.square() + 2).rsqrt() * b
+        y = (y.neg().erf() * x + 1.0).reciprocal() * 0.1
+        y = (y.expm1() * y).log1p() + (y + x).relu()
+        y = y - (y * 3).floor()
+        return y if reduce is None else getattr(y, reduce)(-1)
+
+    x = ember.randn(4, 6, requires_grad=True)
+    b = ember.randn(6, requires_grad=True)
+    graph = _CaptureTracer({"x": x, "b": b}, True).trace(f)
+    (group,) = find_groups(graph, True)
+    assert [n.name for n in group.inputs] == ["x", "b"]
+    src = cupy_backward_source(group, f"bw_{reduce}", [True, True])
+    assert src.out_params == "T gin0, T gin1"
+    y = f(x, b)
+    gout = ember.randn(*y.shape)
+    y.backward(gout)
+    g = gout.numpy() if reduce is None else gout.numpy()[:, None]
+    columns = np.broadcast_arrays(x.detach().numpy(), b.detach().numpy(), g)
+    gx, gb = _run_cupy_body(src, columns, tmp_path)
+    np.testing.assert_allclose(gx.reshape(4, 6), x.grad.numpy(), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(gb.reshape(4, 6).sum(0), b.grad.numpy(), rtol=2e-5, atol=2e-5)
 
 
 def test_cupy_reduction_source():

@@ -146,6 +146,35 @@ def test_a_cuda_module_refuses_a_cpu_input():
         m(ember.randn(2, 3))
 
 
+def test_load_state_dict_into_a_cuda_module_from_either_device():
+    """copy_ into parameters (they require grad) outside autograd, from CUDA and CPU tensors;
+    the CPU module loads a CUDA state dict the same way."""
+    src = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).cuda()
+    src[1].running_mean.fill_(0.5)
+    for state in (src.state_dict(), {k: v.cpu() for k, v in src.state_dict().items()}):
+        dst = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).cuda()
+        dst.load_state_dict(state)
+        for (k, a), b in zip(dst.state_dict().items(), src.state_dict().values()):
+            assert a.device == CUDA0, k
+            np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    cpu = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    cpu.load_state_dict(src.state_dict())
+    np.testing.assert_array_equal(cpu[0].weight.detach().numpy(),
+                                  src[0].weight.detach().cpu().numpy())
+
+
+def test_initialisers_that_copy_into_a_cuda_parameter():
+    w = nn.Parameter(ember.empty(4, 6, device="cuda"))
+    nn.init.orthogonal_(w)
+    q = w.detach().cpu().numpy()
+    np.testing.assert_allclose(q @ q.T, np.eye(4), atol=1e-5)
+    nn.init.eye_(w)
+    np.testing.assert_array_equal(w.detach().cpu().numpy(), np.eye(4, 6))
+    with ember.no_grad():
+        w.copy_(ember.arange(6, dtype=ember.float64))  # broadcast and cast from the CPU
+    np.testing.assert_array_equal(w.detach().cpu().numpy(), np.tile(np.arange(6.0), (4, 1)))
+
+
 # ---- modules: the CUDA copy computes what the CPU module computes -------------------------------
 
 

@@ -12,7 +12,7 @@ from ember import fx
 from ember.autograd import Function
 
 from . import cpp
-from .cupy import cupy_source
+from .cupy import CudaRunner, cupy_usable
 from .fusion import Group, _is_barrier, find_groups, rewrite
 
 __all__ = ["CompiledGraph", "FusedKernel", "compile_fx"]
@@ -22,7 +22,7 @@ class FusedKernel:
     """One fused group as a callable of the rewritten graph: returns the group's outputs as a
     tuple. Under autograd it is a Function whose backward is the generated backward kernel."""
 
-    def __init__(self, group: Group, layout, forward, backward, needs: list, cupy=None):
+    def __init__(self, group: Group, layout, forward, backward, needs: list, cuda=None):
         self.__name__ = self.__qualname__ = f"fused_{group.index}"
         self.group = group
         self.layout = layout
@@ -33,8 +33,11 @@ class FusedKernel:
         self._forward = forward
         self._backward = backward
         self.needs = needs
-        self.rows = set(cpp.row_inputs(group, layout, needs))
-        self.cupy = cupy  # the CuPy source for CUDA tensors (CupySource) or None
+        self.rows = set(cpp.row_inputs(group, layout, needs)) if layout is not None else set()
+        self.cuda = cuda  # a CudaRunner for a group of CUDA tensors, else None (C++ kernels)
+        ndim, reduced = len(group.shape), group.reduced or 0
+        # the shape a reduction's gradient is broadcast from (its keepdim shape)
+        self.kept_shape = tuple(group.shape[:ndim - reduced]) + (1,) * reduced
 
     def __repr__(self) -> str:
         return f"<{self.group.describe()}>"
@@ -46,21 +49,32 @@ class FusedKernel:
         return self.forward(inputs)
 
     def forward(self, inputs) -> tuple:
+        if self.cuda is not None:  # CuPy reads any strides and broadcasts
+            outs = [ember.empty(s, dtype=self.dtype, device=inputs[0].device)
+                    for s in self.out_shapes]
+            self.cuda.forward(inputs, outs)
+            return tuple(outs)
         inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         outs = [ember.empty(s, dtype=self.dtype) for s in self.out_shapes]
         _call(self._forward, [*inputs, *outs])
         return tuple(outs)
 
     def backward(self, inputs, grads) -> list:
-        grads = [ember.zeros(s, dtype=self.dtype) if g is None else
+        device = inputs[0].device
+        grads = [ember.zeros(s, dtype=self.dtype, device=device) if g is None else
                  (g if g.is_contiguous() else g.contiguous())
                  for g, s in zip(grads, self.out_shapes)]
-        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         wanted = [k for k, need in enumerate(self.needs) if need]
         # a row input's gradient comes summed, in its own shape; the others in the full shape
         outs = [ember.empty(self.in_shapes[k] if k in self.rows else self.shape,
-                            dtype=self.dtype) for k in wanted]
-        _call(self._backward, [*inputs, *grads, *outs])
+                            dtype=self.dtype, device=device) for k in wanted]
+        if self.cuda is not None:
+            grads = [g.reshape(self.kept_shape) if o in self.group.reductions else g
+                     for g, o in zip(grads, self.group.outputs)]
+            self.cuda.backward(inputs, grads, outs)
+        else:
+            inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+            _call(self._backward, [*inputs, *grads, *outs])
         result: list = [None] * len(inputs)
         for k, g in zip(wanted, outs):
             shape = self.in_shapes[k]
@@ -160,12 +174,25 @@ def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None 
                 bwd.argtypes = fwd.argtypes
                 bwd.restype = None
             kernels[g.index] = FusedKernel(g, layouts[g.index], fwd, bwd, needs)
+    fused = list(cpu_groups)
+    # CUDA groups: CuPy kernels where CuPy runs them (the sources are made anyway, to be read);
+    # a group CuPy cannot fuse (two reductions) or of no elements stays eager ops
+    run_cuda = bool(cuda_groups) and cupy_usable()
     for g in cuda_groups:
+        needs = [bool(i.meta["val"].requires_grad) for i in g.inputs]
+        name = f"ember_fused_{g.index}"
         try:
-            cupy_sources.append(cupy_source(g, f"ember_fused_{g.index}"))
+            runner = CudaRunner(g, name, needs if g.requires_grad else None)
         except NotImplementedError:
-            pass
-    fused = list(cpu_groups)  # CUDA groups run eagerly until their CuPy kernels are wired
+            continue
+        cupy_sources.append(runner.forward_source)
+        if runner.backward_source is not None:
+            cupy_sources.append(runner.backward_source)
+        if run_cuda and 0 not in g.shape:
+            kernels[g.index] = FusedKernel(g, None, None, runner.backward_source, needs,
+                                           cuda=runner)
+            fused.append(g)
+    fused.sort(key=lambda g: g.index)
     for i, g in enumerate(fused):
         g.index = i
     kernels = [kernels[k] for k in sorted(kernels)]

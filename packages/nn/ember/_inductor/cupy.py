@@ -1,15 +1,18 @@
 """CuPy kernel source for a fused group on CUDA tensors: an ``ElementwiseKernel`` for an
-elementwise group, a ``ReductionKernel`` for one ended by a single sum/mean/amax/amin. CuPy
-broadcasts the inputs itself, so the source does not depend on the layout."""
+elementwise group, a ``ReductionKernel`` for one ended by a single sum/mean/amax/amin, and an
+``ElementwiseKernel`` for the backward of either. CuPy broadcasts the inputs itself, so the
+source does not depend on the layout; ``CudaRunner`` launches them on ember tensors."""
 
 from __future__ import annotations
 
 import math
+import re
+import threading
 from dataclasses import dataclass
 
 from ember import fx
 
-from .ops import CUDA_FORMULAS
+from .ops import CUDA_FORMULAS, GRADIENTS
 
 _CTYPE = {"float32": "float32", "float64": "float64"}
 
@@ -89,3 +92,135 @@ def cupy_source(group, name: str) -> CupySource:
     post = "y = a / _type_reduce(_in_ind.size() / _out_ind.size())" if op == "mean" else "y = a"
     return CupySource("ReductionKernel", in_params, "T y", map_expr, name, reduce_expr, post,
                       identity, preamble)
+
+
+_FX_CALL = re.compile(r"ember::fx_ops::(\w+)\(")
+
+
+def _cuda_spelling(expr: str, used: set) -> str:
+    """A gradient expression of ops.GRADIENTS (C++ spelling: ember::fx_ops::<op>) with each op
+    call renamed to the device function ``ember_fx_<op>`` the preamble defines."""
+    def rename(m):
+        used.add(m.group(1))
+        return f"ember_fx_{m.group(1)}("
+    return _FX_CALL.sub(rename, expr)
+
+
+def _fx_preamble(used: set) -> str:
+    lines = []
+    for op in sorted(used):
+        if op in ("pow", "maximum", "minimum", "add", "sub", "mul", "div"):
+            lines.append(f"template <typename T> __device__ T ember_fx_{op}(T a, T b) "
+                         f"{{ return {CUDA_FORMULAS[op].format('a', 'b')}; }}")
+        else:
+            lines.append(f"template <typename T> __device__ T ember_fx_{op}(T x) "
+                         f"{{ return {CUDA_FORMULAS[op].format('x')}; }}")
+    return "\n".join(lines)
+
+
+def cupy_backward_source(group, name: str, needs: list) -> CupySource:
+    """The backward kernel: params = the forward's inputs, then one gradient per output (a
+    reduction's in its keepdim shape, so that it broadcasts), then one full-shape gradient per
+    input with ``needs[k]``. The values are recomputed and the gradient formulas applied in
+    reverse, as the C++ backward does."""
+    env: dict = {n: f"in{k}" for k, n in enumerate(group.inputs)}
+    body = []
+    for node in group.members:
+        if node in group.ops:
+            op, operands = group.ops[node]
+            args = [env[a] if isinstance(a, fx.Node) else _const(a) for a in operands]
+            var = f"v{len(body)}"
+            body.append(f"T {var} = {CUDA_FORMULAS[op].format(*args)};")
+            env[node] = var
+    adjoint: dict = {}
+    count_reduced = math.prod(group.shape[len(group.shape) - (group.reduced or 0):])
+    for m, out in enumerate(group.outputs):
+        if out in group.reductions:
+            op, target, _ = group.reductions[out]
+            term = f"(gout{m} * T({1.0 / count_reduced!r}))" if op == "mean" else f"gout{m}"
+        else:
+            target, term = out, f"gout{m}"
+        adjoint.setdefault(target, []).append(term)
+    used: set = set()
+    count = 0
+    for node in reversed(group.members):
+        if node not in group.ops or node not in adjoint:
+            continue
+        a = f"a{count}"
+        count += 1
+        body.append(f"T {a} = {' + '.join(adjoint[node])};")
+        op, operands = group.ops[node]
+        operand_text = [env[x] if isinstance(x, fx.Node) else _const(x) for x in operands]
+        for x, gexpr in zip(operands, GRADIENTS[op](a, operand_text, env[node])):
+            if isinstance(x, fx.Node):
+                adjoint.setdefault(x, []).append(_cuda_spelling(gexpr, used))
+    wanted = [k for k in range(len(group.inputs)) if needs[k]]
+    for k in wanted:
+        terms = adjoint.get(group.inputs[k])
+        body.append(f"gin{k} = {' + '.join(terms) if terms else 'T(0)'};")
+    in_params = ", ".join([f"T in{k}" for k in range(len(group.inputs))]
+                          + [f"T gout{m}" for m in range(len(group.outputs))])
+    out_params = ", ".join(f"T gin{k}" for k in wanted)
+    return CupySource("ElementwiseKernel", in_params, out_params, " ".join(body), name,
+                      preamble=_fx_preamble(used))
+
+
+_kernels: dict = {}
+_kernels_lock = threading.Lock()
+
+
+def _built(source: CupySource):
+    """One CuPy kernel object per source (CuPy compiles it once per dtype and keeps the binary
+    in its own disk cache)."""
+    key = source.python()
+    with _kernels_lock:
+        kernel = _kernels.get(key)
+        if kernel is None:
+            kernel = _kernels[key] = source.build()
+    return kernel
+
+
+def cupy_usable() -> bool:
+    """Whether fused CUDA groups can run: CuPy on a real GPU (ember's simulated devices run
+    CUDA tensors through NumPy, where the groups stay eager ops)."""
+    from ember.cuda import _ops
+    try:
+        import cupy
+    except ImportError:
+        return False
+    return _ops.xp() is cupy
+
+
+class CudaRunner:
+    """Launches one group's CuPy kernels on ember CUDA tensors, on ember's current stream:
+    ``forward(inputs, outputs)`` and ``backward(inputs, grads, grads_in)`` (tensors already
+    allocated by the caller in the shapes FusedKernel gives)."""
+
+    def __init__(self, group, name: str, needs: list | None):
+        self.forward_source = cupy_source(group, name)
+        self.backward_source = (cupy_backward_source(group, name + "_backward", needs)
+                                if needs is not None else None)
+        self.reduction = None
+        if group.reductions:
+            (_, (op, _, keepdim)), = group.reductions.items()
+            ndim = len(group.shape)
+            self.reduction = (op, tuple(range(ndim - group.reduced, ndim)), keepdim)
+
+    def forward(self, inputs, outputs) -> None:
+        from ember.cuda import _ops
+        device = outputs[0].get_device()
+        kernel = _built(self.forward_source)
+        with _ops._on_current_stream(device):
+            views = [_ops.view(t) for t in inputs]
+            if self.reduction is None:
+                kernel(*views, *[_ops.view(t) for t in outputs])
+            else:
+                _, axes, keepdim = self.reduction
+                kernel(*views, out=_ops.view(outputs[0]), axis=axes, keepdims=keepdim)
+
+    def backward(self, inputs, grads, grads_in) -> None:
+        from ember.cuda import _ops
+        device = grads_in[0].get_device()
+        kernel = _built(self.backward_source)
+        with _ops._on_current_stream(device):
+            kernel(*[_ops.view(t) for t in (*inputs, *grads, *grads_in)])

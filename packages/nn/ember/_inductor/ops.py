@@ -93,7 +93,8 @@ def reduction_op(node) -> tuple[str, object, tuple | None, bool] | None:
 
 
 # Gradients, as C++ expressions: fn(g, operands, y) -> one expression per operand (None for a
-# constant operand is filled in by the caller). Names are those of ember::fx_ops.
+# constant operand is filled in by the caller). Functions are called as ember::fx_ops::<op>
+# (the op table's own expressions); the CuPy kernels rename those calls (cupy.py).
 def _pow_grads(g, ops, y):
     a, b = ops
     return (f"({g} * {b} * ember::fx_ops::pow({a}, {b} - T(1)))",
@@ -113,8 +114,8 @@ GRADIENTS = {
     "log1p": lambda g, o, y: (f"({g} / ({o[0]} + T(1)))",),
     "sqrt": lambda g, o, y: (f"({g} / (T(2) * {y}))",),
     "rsqrt": lambda g, o, y: (f"(T(-0.5) * {g} * {y} * {y} * {y})",),
-    "sin": lambda g, o, y: (f"({g} * std::cos({o[0]}))",),
-    "cos": lambda g, o, y: (f"(-{g} * std::sin({o[0]}))",),
+    "sin": lambda g, o, y: (f"({g} * ember::fx_ops::cos({o[0]}))",),
+    "cos": lambda g, o, y: (f"(-{g} * ember::fx_ops::sin({o[0]}))",),
     "tanh": lambda g, o, y: (f"({g} * (T(1) - {y} * {y}))",),
     "sigmoid": lambda g, o, y: (f"({g} * ((T(1) - {y}) * {y}))",),
     "erf": lambda g, o, y: (f"({g} * T(1.1283791670955126) * ember::fx_ops::exp(-{o[0]} * "

@@ -1208,6 +1208,9 @@ for _name in ELEMENTWISE:
     OPS[_name] = _elementwise
     OPS[_name + "_"] = _inplace(_elementwise)
 OPS["clamp_"] = _inplace(_clamp)
+# copy_ into a tensor that requires grad, outside autograd (load_state_dict, the initialisers):
+# the core's copy handles every device pair and dtype itself
+OPS["_copy_"] = lambda name, args, kwargs: _C._copy_(*args, **kwargs)
 
 
 def dispatch(name: str, args: tuple, kwargs: dict):
