@@ -132,3 +132,13 @@ def test_training_steps_match_eager_on_cuda():
             opt.step()
     for p, q in zip(model.parameters(), eager.parameters()):
         _close(p, q, 1e-4)
+
+
+def test_infinite_constants_in_a_cuda_group():
+    def f(x):
+        return (x + 1.0) * 2.0 + x / float("inf") + (x * 0.0 + float("-inf")).exp()
+
+    x = ember.randn(300, device="cuda")
+    compiled = ember.compile(f, fullgraph=True)
+    with ember.no_grad():
+        _close(compiled(x), f(x))

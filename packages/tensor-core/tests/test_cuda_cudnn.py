@@ -163,3 +163,25 @@ def test_a_convolution_cudnn_cannot_plan_falls_back_to_embers_kernels(fake_cudnn
     assert "cudnnGetConvolutionForwardAlgorithm_v7" in fake_cudnn
     assert len(_cudnn.graph_failures) == failures + 1
     assert "engine configurations" in _cudnn.graph_failures[-1][2]
+
+
+def test_variant_packs_are_kept_per_pointer_set(fake_cudnn):
+    # a pack built in Python costs about what the execute does: one per set of pointers, reused
+    # while the allocator hands back the same addresses, at most PACKS_PER_PLAN per plan
+    plan = _cudnn._GraphPlan.__new__(_cudnn._GraphPlan)
+    plan.plan, plan.workspace, plan.packs = None, 0, {}
+    plan.uids = _cudnn._int64s([1, 2, 3])
+    a, b = ember.randn(4).cuda(), ember.randn(4).cuda()
+    outs = [ember.empty(4).cuda() for _ in range(plan.PACKS_PER_PLAN + 2)]
+    handle = _cudnn._VOIDP()
+    for _ in range(3):
+        plan.execute(handle, 0, a, b, outs[0])
+    assert fake_cudnn.count("cudnnBackendExecute") == 3
+    assert fake_cudnn.count("cudnnBackendCreateDescriptor") == 1
+    for c in outs:
+        plan.execute(handle, 0, a, b, c)
+    assert fake_cudnn.count("cudnnBackendCreateDescriptor") == len(outs)
+    assert fake_cudnn.count("cudnnBackendDestroyDescriptor") == 2
+    assert len(plan.packs) == plan.PACKS_PER_PLAN
+    assert (a.data_ptr(), b.data_ptr(), outs[-1].data_ptr(), 0) in plan.packs
+    assert (a.data_ptr(), b.data_ptr(), outs[0].data_ptr(), 0) not in plan.packs

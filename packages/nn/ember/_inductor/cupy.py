@@ -53,7 +53,7 @@ def _const(v) -> str:
         if math.isnan(v):
             return "T(nan(\"\"))"
         if math.isinf(v):
-            return "T(" + ("" if v > 0 else "-") + "INFINITY)"
+            return "T(" + ("" if v > 0 else "-") + "__longlong_as_double(0x7ff0000000000000LL))"
     return f"T({v!r})"
 
 
@@ -86,9 +86,11 @@ def cupy_source(group, name: str) -> CupySource:
         preamble = (f"template <typename T> __device__ T {name}_map({args}) {{ "
                     + " ".join(body) + f" return {map_expr}; }}")
         map_expr = f"{name}_map(" + ", ".join(f"in{k}" for k in range(len(group.inputs))) + ")"
+    # CuPy's kernels have no INFINITY macro: the identity of amax/amin is built from its bits
+    inf = "__longlong_as_double(0x7ff0000000000000LL)"
     reduce_expr, identity = {"sum": ("a + b", "0"), "mean": ("a + b", "0"),
-                             "amax": ("(a != a || b != b) ? a + b : max(a, b)", "-INFINITY"),
-                             "amin": ("(a != a || b != b) ? a + b : min(a, b)", "INFINITY")}[op]
+                             "amax": ("(a != a || b != b) ? a + b : max(a, b)", f"-{inf}"),
+                             "amin": ("(a != a || b != b) ? a + b : min(a, b)", inf)}[op]
     post = "y = a / _type_reduce(_in_ind.size() / _out_ind.size())" if op == "mean" else "y = a"
     return CupySource("ReductionKernel", in_params, "T y", map_expr, name, reduce_expr, post,
                       identity, preamble)

@@ -61,7 +61,10 @@ class Adam(Optimizer):
         steps = [s["step"] for s in states]
         beta1, beta2 = group["betas"]
         decoupled = group.get("decoupled_weight_decay", self._decoupled)
-        if group["fused"] is not False and _fusable(params, grads, m1, m2, mx or []):
+        # the fused kernels read the step counters on the host (a capturable group keeps them
+        # on the device: the composed update below)
+        if group["fused"] is not False and _fusable(params, grads, m1, m2, mx or []) and \
+                all(s.get_device() < 0 for s in steps):
             _C._fused_adam_(params, grads, m1, m2, mx, steps, lr=group["lr"], beta1=beta1,
                             beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
                             amsgrad=amsgrad, maximize=group["maximize"], decoupled=decoupled)

@@ -347,20 +347,22 @@ def _grads_of(group):
 
 
 def _fusable(params, grads, *buffers) -> bool:
-    """True when the fused core kernels can take these tensors: CPU, float32/float64 of one
-    dtype, params and state buffers contiguous (gradients may be strided: autograd can leave a
-    Linear weight's gradient transposed, and the kernel gathers it block by block)."""
+    """True when the fused kernels can take these tensors: all on the CPU or all on one CUDA
+    device (one kernel launch per group there), float32/float64 of one dtype, params and state
+    buffers contiguous (gradients may be strided: autograd can leave a Linear weight's gradient
+    transposed, and the kernels gather it)."""
     if not params:
         return False
     dt = params[0].dtype
     if dt not in (ember.float32, ember.float64):
         return False
+    device = params[0].get_device()
     for t in chain(params, *buffers):
         if t is None:
             continue
-        if t.dtype != dt or t.device.type != "cpu" or not t.is_contiguous():
+        if t.dtype != dt or t.get_device() != device or not t.is_contiguous():
             return False
-    return all(g.dtype == dt and g.device.type == "cpu" for g in grads)
+    return all(g.dtype == dt and g.get_device() == device for g in grads)
 
 
 def _step_tensor(p: ember.Tensor, group: dict, value: float = 0.0) -> ember.Tensor:

@@ -1,8 +1,8 @@
 // bind_optim.cpp: the fused optimizer kernels (ops/optim_kernels.h) as private `_C` functions
 // that ember.optim calls once per parameter group and step, declared in the op registry
-// (python/registry.h). They update in place, are not differentiable (optimizers run under
-// no_grad) and run on the CPU only (ember.optim takes another path for CUDA tensors; the kernels
-// refuse them), so they never go to the autograd or device hooks.
+// (python/registry.h). They update in place and are not differentiable (optimizers run under
+// no_grad), so they never go to the autograd hook; CUDA tensors go to the device hook
+// (ember/cuda/_optim_ops.py: one kernel launch per group, the same arithmetic).
 //
 // These are ember's kernels, not torch's `_fused_sgd_` / `_fused_adam_` (which take one
 // is_first_step flag, a tensor or float lr, grad_scale/found_inf, and AdamW as its own op).
@@ -41,7 +41,7 @@ void register_optim(py::module_& m) {
              .signatures = {"_fused_sgd_(Tensor[] params, Tensor[] grads, Tensor[]? momentum_buffers, "
                             "Any first, *, float lr, float weight_decay, float momentum, "
                             "float dampening, bool nesterov, bool maximize) -> ()"},
-             .family = "optim", .variants = kFunction, .cuda = "none", .hand_off = false,
+             .family = "optim", .variants = kFunction, .cuda = "ember.cuda",
              .doc = "momentum_buffers: None without momentum; first: one bool per parameter "
                     "(its buffer starts from the gradient).",
              .impl = [](const Args& a) {
@@ -58,7 +58,7 @@ void register_optim(py::module_& m) {
                             "Tensor[] exp_avg_sqs, Tensor[]? max_exp_avg_sqs, Tensor[] steps, *, "
                             "float lr, float beta1, float beta2, float eps, float weight_decay, "
                             "bool amsgrad, bool maximize, bool decoupled) -> ()"},
-             .family = "optim", .variants = kFunction, .cuda = "none", .hand_off = false,
+             .family = "optim", .variants = kFunction, .cuda = "ember.cuda",
              .doc = "Adam, or AdamW with decoupled=True; max_exp_avg_sqs: None without amsgrad.",
              .impl = [](const Args& a) {
                const auto p = a.tensors(0), g = a.tensors(1), m1 = a.tensors(2), m2 = a.tensors(3),

@@ -28,7 +28,8 @@ from ember.cuda._ops import (
 )
 
 # Ops that read and write bf16 bits themselves, or only compose other ops.
-_NATIVE_BF16 = {"_copy_from", "_copy_", "fill_", "bernoulli", "normal"}
+_NATIVE_BF16 = {"_copy_from", "_copy_", "fill_", "bernoulli", "normal", "_fused_sgd_",
+                "_fused_adam_"}
 # Ops whose CPU kernels convert every operand to the compute dtype first (a bf16 result: bf16).
 _ROUNDED_OPERANDS = {*ELEMENTWISE, *(n + "_" for n in ELEMENTWISE), "where", "clamp", "clamp_"}
 _BF16_ONE = _C.ones([], dtype=_C.bfloat16)

@@ -1241,8 +1241,9 @@ from ember.cuda._index_ops import INDEX_OPS  # noqa: E402  (they use the helpers
 from ember.cuda._linalg_ops import LINALG_OPS  # noqa: E402
 from ember.cuda._misc_ops import MISC_OPS  # noqa: E402
 from ember.cuda._nn_ops import NN_OPS  # noqa: E402
+from ember.cuda._optim_ops import OPTIM_OPS  # noqa: E402
 from ember.cuda._shape_ops import SHAPE_OPS  # noqa: E402
 from ember.cuda._sort_ops import SORT_OPS  # noqa: E402
 
-for _table in (NN_OPS, INDEX_OPS, SHAPE_OPS, MISC_OPS, SORT_OPS, LINALG_OPS):
+for _table in (NN_OPS, INDEX_OPS, SHAPE_OPS, MISC_OPS, SORT_OPS, LINALG_OPS, OPTIM_OPS):
     OPS.update(_table)
