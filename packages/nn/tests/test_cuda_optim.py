@@ -20,7 +20,7 @@ def simulated_gpu():
 
 
 def traced_device_ops():
-    import ember.cuda._ops as ops
+    import ember.cuda._dispatch as ops
 
     seen, run = [], ops.dispatch
 
@@ -34,7 +34,7 @@ def traced_device_ops():
 
 @pytest.fixture
 def device_ops():
-    import ember.cuda._ops as ops
+    import ember.cuda._dispatch as ops
 
     yield traced_device_ops()
     ember._C._set_device_hook(ops.dispatch)
@@ -110,7 +110,8 @@ def test_the_fused_updates_refuse_what_the_cpu_kernels_refuse():
     p = ember.randn(3, device="cuda")
     kw = dict(lr=0.1, weight_decay=0.0, momentum=0.0, dampening=0.0, nesterov=False,
               maximize=False)
-    with pytest.raises(ValueError, match=r"grads\[0\] must be on cuda:0, got cpu"):
+    with pytest.raises(ValueError, match=r"grads\[0\] must be on the parameters' device "
+                                         r"\(cuda:0\), got cpu"):
         _C._fused_sgd_([p], [ember.randn(3)], None, [], **kw)
     with pytest.raises(ValueError, match="has shape"):
         _C._fused_sgd_([p], [ember.randn(4, device="cuda")], None, [], **kw)
@@ -133,10 +134,17 @@ def test_the_fused_updates_refuse_what_the_cpu_kernels_refuse():
 def test_the_address_table_is_copied_once_while_it_stays_the_same():
     from ember.cuda import _optim_ops
 
-    host = np.arange(10, dtype=np.int64).reshape(2, 5)
-    first = _optim_ops._device_table("test", 0, host)
-    assert _optim_ops._device_table("test", 0, host.copy()) is first
-    other = _optim_ops._device_table("test", 0, host + 1)
+    host = np.arange(10, dtype=np.int64)
+    first = _optim_ops._device_table("test", 0, host.tobytes())
+    assert _optim_ops._device_table("test", 0, host.copy().tobytes()) is first
+    other = _optim_ops._device_table("test", 0, (host + 1).tobytes())
     assert other is not first
     np.testing.assert_array_equal(ember.cuda._ops.xp().asnumpy(other) if REAL_GPU
                                   else other, host + 1)
+
+
+def test_the_cpu_kernels_refuse_a_mix_of_devices():
+    p = ember.randn(3)
+    with pytest.raises(ValueError, match=r"params\[1\] must be on cpu as params\[0\], got cuda:0"):
+        _C._fused_sgd_([p, p.cuda()], [p, p.cuda()], None, [], lr=0.1, weight_decay=0.0,
+                       momentum=0.0, dampening=0.0, nesterov=False, maximize=False)

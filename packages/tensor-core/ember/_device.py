@@ -59,8 +59,14 @@ class device:  # noqa: N801 - PyTorch's name
 _CPU = device("cpu")
 
 
+_DEVICES = {"cpu": _CPU}  # the core's device strings -> their objects (Tensor.device)
+
+
 def _make_device(spec: str) -> device:
-    return _CPU if spec == "cpu" else device(spec)
+    d = _DEVICES.get(spec)
+    if d is None:
+        d = _DEVICES[spec] = device(spec)
+    return d
 
 
 class Size(tuple):

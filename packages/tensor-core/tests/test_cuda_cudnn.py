@@ -120,7 +120,7 @@ def fake_cudnn(monkeypatch):
 
 def traced_device_ops():
     """The names of the ops the device hook runs, from now on (a list that grows)."""
-    import ember.cuda._ops as ops
+    import ember.cuda._dispatch as ops
 
     seen, run = [], ops.dispatch
 
@@ -143,7 +143,7 @@ def test_batch_norm_without_affine_parameters_copies_nothing_from_the_host(fake_
         ember.native_batch_norm_backward(out, x, None, None, None, mean, invstd, True, 1e-5,
                                          [True, False, False])
     finally:
-        import ember.cuda._ops as ops
+        import ember.cuda._dispatch as ops
 
         ember._C._set_device_hook(ops.dispatch)
     assert "_copy_from" not in seen

@@ -412,3 +412,8 @@ def test_threshold_and_hardtanh_backward_match_the_cpu_at_the_edges(dtype):
         x2, g2 = rand(3, 4, dtype=dtype), rand(4, 3, dtype=dtype, seed=1).t()
         np.testing.assert_array_equal(fn(g2.cuda(), x2.cuda(), *args).cpu().numpy(),
                                       fn(g2, x2, *args).numpy())
+    # more elements than the launch's threads (the kernel loops)
+    x3, g3 = rand(1 << 21, 3, dtype=dtype), rand(1 << 21, 3, dtype=dtype, seed=2)
+    np.testing.assert_array_equal(
+        ember._C.threshold_backward(g3.cuda(), x3.cuda(), 0.25).cpu().numpy(),
+        ember._C.threshold_backward(g3, x3, 0.25).numpy())

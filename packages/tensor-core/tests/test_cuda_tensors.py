@@ -379,7 +379,7 @@ def test_mixing_devices_raises_torchs_error():
 def test_ops_without_a_cuda_implementation_say_so():
     # every op the core hands to the device hook has an entry now (linear algebra included, see
     # test_cuda_linalg.py): the hook's refusal is seen by calling it with a name it lacks
-    from ember.cuda._ops import dispatch
+    from ember.cuda._dispatch import dispatch
 
     g = ember.ones(3, device="cuda")
     with pytest.raises(NotImplementedError, match="'no_such_op' has no CUDA implementation yet "

@@ -10,6 +10,8 @@ gradient goes to ``AccumulateGrad.accumulate``.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import sys
 import warnings
 
@@ -119,11 +121,9 @@ def _sweep(roots, grads, retain_graph, create_graph, capture, accumulate):
         target_nodes = {e[0] for e in capture}
         if not accumulate:
             needed = _needed(root_nodes, target_nodes)
-    ready = [n for n in root_nodes if deps.get(n, 0) == 0]
+    ready = _ReadyQueue(n for n in root_nodes if deps.get(n, 0) == 0)
     prof = STATE.profiler
     while ready:
-        if len(ready) > 1:
-            ready.sort(key=_seq_key)
         node = ready.pop()
         buf = buffers.pop(node, None)
         if buf is None:
@@ -140,8 +140,25 @@ def _sweep(roots, grads, retain_graph, create_graph, capture, accumulate):
     return captured
 
 
-def _seq_key(n):
-    return n._seq
+class _ReadyQueue:
+    """The nodes whose inputs are all in, the most recently created first (torch's order): a
+    heap (sorting the list at every pop was 27,000 key calls per ResNet-50 backward)."""
+
+    __slots__ = ("heap", "count")
+
+    def __init__(self, nodes=()):
+        self.count = itertools.count()
+        self.heap = [(-n._seq, next(self.count), n) for n in nodes]
+        heapq.heapify(self.heap)
+
+    def append(self, node) -> None:
+        heapq.heappush(self.heap, (-node._seq, next(self.count), node))
+
+    def pop(self):
+        return heapq.heappop(self.heap)[2]
+
+    def __bool__(self) -> bool:
+        return bool(self.heap)
 
 
 def _release_edges(node, deps, ready):

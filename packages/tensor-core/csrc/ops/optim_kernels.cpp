@@ -22,8 +22,9 @@ void check_list(const char* op, const char* what, const std::vector<Tensor>& par
     const Tensor& t = ts[i];
     const Tensor& p = params[i];
     EMBER_CHECK(t, ValueError, op, ": ", what, "[", i, "] is None");
-    EMBER_CHECK(t->device().is_cpu(), ValueError, op, ": ", what, "[", i,
-                "] must be a CPU tensor, got ", t->device().str());
+    EMBER_CHECK(t->device() == p->device(), ValueError, op, ": ", what, "[", i,
+                "] must be on the parameters' device (", p->device().str(), "), got ",
+                t->device().str());
     EMBER_CHECK(t->dtype == p->dtype, TypeError, op, ": ", what, "[", i, "] has dtype ",
                 torch_type_name(t->dtype), " but the parameter has ", torch_type_name(p->dtype));
     EMBER_CHECK(t->sizes == p->sizes, ValueError, op, ": ", what, "[", i, "] has shape ",
@@ -41,9 +42,16 @@ void check_params(const char* op, const std::vector<Tensor>& params) {
                 ": params[", i, "] must be float32 or float64, got ", torch_type_name(p->dtype));
     EMBER_CHECK(p->dtype == params[0]->dtype, TypeError, op,
                 ": all parameters of one call must share a dtype");
-    EMBER_CHECK(p->device().is_cpu(), ValueError, op, ": params[", i, "] must be a CPU tensor");
+    EMBER_CHECK(p->device() == params[0]->device(), ValueError, op, ": params[", i,
+                "] must be on ", params[0]->device().str(), " as params[0], got ",
+                p->device().str());
     EMBER_CHECK(p->is_contiguous(), ValueError, op, ": params[", i, "] must be contiguous");
   }
+}
+
+void bump_all(const std::vector<Tensor>& ts) {
+  for (const auto& t : ts)
+    if (t) t->bump_version();
 }
 
 // Runs f(i, begin, end) over every parameter's elements, in parallel over their total count.
@@ -186,17 +194,14 @@ void adam_dispatch(bool amsgrad, T* p, const T* g, T* ea, T* eas, T* mx, int64_t
 template <typename T>
 void adam_impl(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                const std::vector<Tensor>& m1, const std::vector<Tensor>& m2,
-               const std::vector<Tensor>& vmax, const std::vector<double>& step, double lr,
+               const std::vector<Tensor>& vmax, const std::vector<double>& scalars, double lr,
                double beta1, double beta2, double eps, double wd, bool amsgrad, bool maximize,
                bool decoupled) {
-  // per-parameter scalars, computed once in double as torch does with Python floats
   size_t n = params.size();
   std::vector<T> step_size(n), bc2_sqrt(n);
   for (size_t i = 0; i < n; ++i) {
-    double bc1 = 1.0 - std::pow(beta1, step[i]);
-    double bc2 = 1.0 - std::pow(beta2, step[i]);
-    step_size[i] = static_cast<T>(lr / bc1);
-    bc2_sqrt[i] = static_cast<T>(std::sqrt(bc2));
+    step_size[i] = static_cast<T>(scalars[2 * i]);
+    bc2_sqrt[i] = static_cast<T>(scalars[2 * i + 1]);
   }
   const T b1 = static_cast<T>(1.0 - beta1), b2 = static_cast<T>(beta2),
           one_b2 = static_cast<T>(1.0 - beta2), teps = static_cast<T>(eps),
@@ -226,17 +231,11 @@ void adam_impl(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
   });
 }
 
-void bump_all(const std::vector<Tensor>& ts) {
-  for (const auto& t : ts)
-    if (t) t->bump_version();
-}
-
 }  // namespace
 
-void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                const std::vector<Tensor>& bufs, const std::vector<bool>& first, double lr,
-                double weight_decay, double momentum, double dampening, bool nesterov,
-                bool maximize) {
+void check_fused_sgd(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                     const std::vector<Tensor>& bufs, const std::vector<bool>& first,
+                     double momentum) {
   const char* op = "_fused_sgd_";
   check_params(op, params);
   check_list(op, "grads", params, grads, true);
@@ -245,7 +244,52 @@ void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
     EMBER_CHECK(first.size() == params.size(), ValueError, op, ": expected ", params.size(),
                 " first-step flags, got ", first.size());
   }
+}
+
+void check_fused_adam(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                      const std::vector<Tensor>& exp_avgs,
+                      const std::vector<Tensor>& exp_avg_sqs,
+                      const std::vector<Tensor>& max_exp_avg_sqs,
+                      const std::vector<Tensor>& steps, bool amsgrad) {
+  const char* op = "_fused_adam_";
+  check_params(op, params);
+  check_list(op, "grads", params, grads, true);
+  check_list(op, "exp_avgs", params, exp_avgs);
+  check_list(op, "exp_avg_sqs", params, exp_avg_sqs);
+  if (amsgrad) check_list(op, "max_exp_avg_sqs", params, max_exp_avg_sqs);
+  EMBER_CHECK(steps.size() == params.size(), ValueError, op, ": expected ", params.size(),
+              " step tensors, got ", steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Tensor& s = steps[i];
+    EMBER_CHECK(s && s->numel() == 1 && s->device().is_cpu() &&
+                    (s->dtype == ScalarType::Float32 || s->dtype == ScalarType::Float64),
+                ValueError, op, ": steps[", i, "] must be a one-element float CPU tensor");
+  }
+}
+
+std::vector<double> adam_step_scalars(const std::vector<Tensor>& steps, double lr, double beta1,
+                                      double beta2) {
+  // computed once per parameter in double, as torch does with Python floats
+  std::vector<double> scalars(2 * steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Tensor& s = steps[i];
+    const double step = s->dtype == ScalarType::Float32 ? ++*s->data_as<float>()
+                                                        : ++*s->data_as<double>();
+    s->bump_version();
+    scalars[2 * i] = lr / (1.0 - std::pow(beta1, step));
+    scalars[2 * i + 1] = std::sqrt(1.0 - std::pow(beta2, step));
+  }
+  return scalars;
+}
+
+void fused_sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                const std::vector<Tensor>& bufs, const std::vector<bool>& first, double lr,
+                double weight_decay, double momentum, double dampening, bool nesterov,
+                bool maximize) {
+  check_fused_sgd(params, grads, bufs, first, momentum);
   if (params.empty()) return;
+  EMBER_CHECK(params[0]->device().is_cpu(), ValueError, "_fused_sgd_: params[0] must be a CPU "
+              "tensor, got ", params[0]->device().str());
   if (params[0]->dtype == ScalarType::Float32)
     sgd_impl<float>(params, dense_grads<float>(grads), bufs, first, float(lr),
                     float(weight_decay), float(momentum), float(dampening), nesterov, maximize);
@@ -261,35 +305,18 @@ void fused_adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& g
                  const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<Tensor>& steps,
                  double lr, double beta1, double beta2, double eps, double weight_decay,
                  bool amsgrad, bool maximize, bool decoupled) {
-  const char* op = "_fused_adam_";
-  check_params(op, params);
-  check_list(op, "grads", params, grads, true);
-  check_list(op, "exp_avgs", params, exp_avgs);
-  check_list(op, "exp_avg_sqs", params, exp_avg_sqs);
-  if (amsgrad) check_list(op, "max_exp_avg_sqs", params, max_exp_avg_sqs);
-  EMBER_CHECK(steps.size() == params.size(), ValueError, op, ": expected ", params.size(),
-              " step tensors, got ", steps.size());
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Tensor& s = steps[i];
-    EMBER_CHECK(s && s->numel() == 1 && s->device().is_cpu() &&
-                    (s->dtype == ScalarType::Float32 || s->dtype == ScalarType::Float64),
-                ValueError, op, ": steps[", i, "] must be a one-element float CPU tensor");
-  }
+  check_fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad);
+  EMBER_CHECK(params.empty() || params[0]->device().is_cpu(), ValueError,
+              "_fused_adam_: params[0] must be a CPU tensor, got ", params[0]->device().str());
   // every argument is checked before anything is written
-  std::vector<double> step(steps.size());
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Tensor& s = steps[i];
-    if (s->dtype == ScalarType::Float32) step[i] = ++*s->data_as<float>();
-    else step[i] = ++*s->data_as<double>();
-    s->bump_version();
-  }
+  const std::vector<double> scalars = adam_step_scalars(steps, lr, beta1, beta2);
   if (params.empty()) return;
   if (params[0]->dtype == ScalarType::Float32)
     adam_impl<float>(params, dense_grads<float>(grads), exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
-                     step, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled);
+                     scalars, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled);
   else
     adam_impl<double>(params, dense_grads<double>(grads), exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
-                      step, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled);
+                      scalars, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled);
   bump_all(params);
   bump_all(exp_avgs);
   bump_all(exp_avg_sqs);

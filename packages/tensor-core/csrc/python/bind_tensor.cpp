@@ -16,6 +16,21 @@ namespace ember::pyb {
 static py::module_* g_module = nullptr;
 static py::object core_fn(const char* name) { return g_module->attr(name); }
 
+// ember.Size of `sizes` (torch.Size's counterpart), made as tuple.__new__(Size, ...) does: the
+// Python constructor's per-item check is for sizes from users, not the core's ints (`.shape` is
+// read on every op of a model's Python code).
+py::object size_object(const Shape& sizes) {
+  static PyObject* size_type = [] {
+    return py::object(g_module->attr("Size")).release().ptr();  // kept for the process
+  }();
+  py::tuple items(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) items[i] = py::int_(sizes[i]);
+  py::tuple args = py::make_tuple(items);
+  PyObject* r = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(size_type), args.ptr(), nullptr);
+  if (!r) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
+}
+
 #define EMBER_AUTOGRAD(cond, name, ...)                                                 \
   if (cond) return redispatch(name, core_fn(name), py::make_tuple(__VA_ARGS__), py::dict())
 
@@ -333,9 +348,7 @@ void register_tensor(py::module_& m) {
   // tensor). It is what lets a Python subclass (nn.Parameter, a user's class) be instantiated:
   // each Python object owns its own TensorImpl, sharing the data.
   cls.def(py::init([](const Tensor& data) { return alias(data); }), py::arg("data"));
-  cls.def_property_readonly("shape", [](const Tensor& t) {
-        return g_module->attr("Size")(py::tuple(py::cast(t->sizes)));  // ember.Size, as torch.Size
-      })
+  cls.def_property_readonly("shape", [](const Tensor& t) { return size_object(t->sizes); })
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t->dtype); })
       .def_property_readonly("device", [](const Tensor& t) {
         return g_module->attr("_make_device")(t->device().str());
@@ -376,7 +389,7 @@ void register_tensor(py::module_& m) {
       .def("storage_offset", [](const Tensor& t) { return t->offset; })
       .def("get_device", [](const Tensor& t) { return t->device().is_cpu() ? -1 : int(t->device().index); })
       .def("size", [](const Tensor& t, py::object dim) -> py::object {
-        if (dim.is_none()) return g_module->attr("Size")(py::tuple(py::cast(t->sizes)));
+        if (dim.is_none()) return size_object(t->sizes);
         return py::int_(t->sizes[wrap_dim(dim.cast<int64_t>(), t->dim(), false)]);
       }, py::arg("dim") = py::none())
       .def("stride", [](const Tensor& t, py::object dim) -> py::object {

@@ -77,10 +77,10 @@ def _device_hook(name, args, kwargs):
     """Every op call with a CUDA tensor among its arguments comes here (CuPy kernels, see
     docs/cuda.md). The op module (and NumPy/CuPy with it) loads on the first such call, so
     `import ember` stays light."""
-    from ember.cuda import _ops
+    from ember.cuda._dispatch import dispatch
 
-    _C._set_device_hook(_ops.dispatch)
-    return _ops.dispatch(name, args, kwargs)
+    _C._set_device_hook(dispatch)
+    return dispatch(name, args, kwargs)
 
 
 _C._set_device_hook(_device_hook)

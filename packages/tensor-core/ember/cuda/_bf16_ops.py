@@ -1,6 +1,6 @@
 """bfloat16 CUDA ops: computed in float32, each bf16 result rounded once.
 
-NumPy and CuPy have no bfloat16. :func:`ember.cuda._ops.dispatch` hands a call with bf16 CUDA
+NumPy and CuPy have no bfloat16. :func:`ember.cuda._dispatch.dispatch` hands a call with bf16 CUDA
 tensors to :func:`_in_float32`, which runs the op's implementation on float32 widenings of them
 and narrows each bf16 result once, as the CPU kernels compute bf16 (in float32, one rounding per
 result). The dtype rules and errors are the CPU's for the original arguments (``_meta``), and the

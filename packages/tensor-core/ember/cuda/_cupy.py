@@ -19,9 +19,11 @@ class _Block:
     def __init__(self, ptr: int) -> None:
         self.ptr = ptr
 
-    def __del__(self) -> None:
+    # bound at definition: a block freed while the interpreter exits (an array a module cache
+    # held) runs after the module's globals are cleared
+    def __del__(self, _delete=caching_allocator_delete) -> None:
         if self.ptr:
-            caching_allocator_delete(self.ptr)
+            _delete(self.ptr)
             self.ptr = 0
 
 

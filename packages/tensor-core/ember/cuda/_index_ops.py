@@ -1,6 +1,6 @@
 """Ops driven by index tensors on CUDA tensors: advanced indexing (``x[idx]``, ``x[idx] = v``,
 ``index_put_``), ``index_select``, ``gather``, the scatter family, ``index_add``/``index_fill``,
-``masked_fill``/``masked_select`` and ``nonzero``, registered in ``_ops.OPS``.
+``masked_fill``/``masked_select`` and ``nonzero``, registered in ``_dispatch.OPS``.
 
 Index tensors may live on the CPU (as in PyTorch) and are moved to the device. Every index is
 checked against its dimension before anything is written, with the CPU kernels' messages: CuPy

@@ -12,7 +12,7 @@ ember's current stream) and costs two transfers, so a large batch of factorizati
 not GPU-speed. cuSOLVER kernels behind the same table entries are the next step on a GPU, with
 their ``info`` mapped to the CPU's messages.
 
-Each primitive is one entry of ``LINALG_OPS`` (merged into ``ember.cuda._ops.OPS``); autograd
+Each primitive is one entry of ``LINALG_OPS`` (merged into ``ember.cuda._dispatch.OPS``); autograd
 records the call as for the CPU (its formulas compose ops that run on CUDA), then the forward
 lands here with grad mode off.
 """

@@ -1,4 +1,4 @@
-"""More ops on CUDA tensors, registered in ``_ops.OPS``: the parametrised element-wise ops
+"""More ops on CUDA tensors, registered in ``_dispatch.OPS``: the parametrised element-wise ops
 (``lerp``, ``nan_to_num``, ``logit``, ``round(decimals=)``), the samplers that take tensors
 (``bernoulli``, ``normal``), the add-product family (``addmm``, ``addmv``,
 ``baddbmm``, ``addbmm``, in place too), ``inner``, ``vdot``, ``var_mean``/``std_mean`` and

@@ -1,8 +1,10 @@
-"""Ops on CUDA tensors: CuPy kernels over zero-copy views of ember's device storages.
+"""Ops on CUDA tensors: CuPy kernels over zero-copy views of ember's device storages; the helpers
+every op module of ember.cuda imports, and the element-wise ops' table ``OPS``.
 
-The core hands every op call that has a CUDA tensor among its arguments to :func:`dispatch` (the
-core's device hook), under the name and arguments the autograd package receives for the same
-call. Autograd therefore works on CUDA unchanged: a recorded op runs its forward through the core
+The core hands every op call that has a CUDA tensor among its arguments to
+:func:`ember.cuda._dispatch.dispatch` (the core's device hook, which merges this table with the
+op modules'), under the name and arguments the autograd package receives for the same call.
+Autograd therefore works on CUDA unchanged: a recorded op runs its forward through the core
 again, with grad mode off, and lands here.
 
 Each op here
@@ -17,9 +19,9 @@ The array module ``xp`` is CuPy on a GPU. Where ember.cuda runs over its host ba
 on machines without a GPU, ``ember.cuda._use_host_backend``), device memory is host memory and
 ``xp`` is NumPy: the same code runs, only the kernels differ.
 
-An op with no entry in ``OPS`` raises NotImplementedError naming it (docs/cuda.md lists the
-table); the CPU kernels themselves refuse device memory (TensorImpl::data), so nothing reads a
-device pointer from the host.
+An op with no entry in the merged table raises NotImplementedError naming it (docs/cuda.md
+lists the ops); the CPU kernels themselves refuse device memory (TensorImpl::data), so nothing
+reads a device pointer from the host.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy
 
 from ember import _C
 from ember._shape import _broadcast_with_core_message
+from ember.cuda import _vector_kernels
 
 # ---- the array module ------------------------------------------------------------------------
 
@@ -1212,38 +1215,3 @@ OPS["clamp_"] = _inplace(_clamp)
 # the core's copy handles every device pair and dtype itself
 OPS["_copy_"] = lambda name, args, kwargs: _C._copy_(*args, **kwargs)
 
-
-def dispatch(name: str, args: tuple, kwargs: dict):
-    """The core's device hook: runs op `name` on CUDA tensors."""
-    impl = OPS.get(name)
-    if impl is None:
-        device = device_of(name, args, kwargs)
-        raise NotImplementedError(
-            f"ember: '{name}' has no CUDA implementation yet (its tensors are on cuda:{device}). "
-            "Move them to the CPU with .cpu(), or see docs/cuda.md for the ops that run on CUDA."
-        )
-    if name not in _NATIVE_BF16 and _has_bf16(args, kwargs):
-        result = _in_float32(impl, name, args, kwargs)
-    else:
-        result = impl(name, args, kwargs)
-    if name[-1] == "_" and name[0] != "_":
-        # Writes through array views bypass the core's version counter, which autograd reads to
-        # refuse a backward through a saved tensor that was modified since.
-        args[0]._bump_version()
-    return result
-
-# The nn kernels (convolution, pooling, losses, norms, embedding), the ops driven by index
-# tensors, the shape ops that move elements (roll, repeat_interleave, ...), the sorting/searching/
-# scan ops and the rest (addmm & co., lerp, samplers, ...) live in their own modules.
-from ember.cuda import _vector_kernels  # noqa: E402
-from ember.cuda._bf16_ops import _NATIVE_BF16, _has_bf16, _in_float32  # noqa: E402
-from ember.cuda._index_ops import INDEX_OPS  # noqa: E402  (they use the helpers above)
-from ember.cuda._linalg_ops import LINALG_OPS  # noqa: E402
-from ember.cuda._misc_ops import MISC_OPS  # noqa: E402
-from ember.cuda._nn_ops import NN_OPS  # noqa: E402
-from ember.cuda._optim_ops import OPTIM_OPS  # noqa: E402
-from ember.cuda._shape_ops import SHAPE_OPS  # noqa: E402
-from ember.cuda._sort_ops import SORT_OPS  # noqa: E402
-
-for _table in (NN_OPS, INDEX_OPS, SHAPE_OPS, MISC_OPS, SORT_OPS, LINALG_OPS, OPTIM_OPS):
-    OPS.update(_table)

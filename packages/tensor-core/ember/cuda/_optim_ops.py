@@ -1,24 +1,22 @@
 """ember.optim's fused updates (``_C._fused_sgd_``, ``_C._fused_adam_``) on CUDA tensors,
-registered in ``_ops.OPS``.
+registered in ``_dispatch.OPS``.
 
 The composed update (``_sgd_foreach``) launches five kernels per parameter: 805 launches per
 ResNet-50 step, 4.5 ms of host time on an H200 against torch's 1 ms. Here one kernel launch
-updates a whole parameter group: a table of the tensors' addresses (one row per parameter,
-``blockIdx.y``) is copied to the device, and kept while the addresses stay the same (a training
-step allocates in the same order every step). The arithmetic is the CPU kernels'
-(ops/optim_kernels.cpp): the same expressions in the parameters' dtype, per-parameter Adam
-scalars computed in double on the host.
+updates a whole parameter group. The core checks the arguments (the CPU kernels' checks and
+errors), increments Adam's step counters, computes its per-parameter scalars in double, builds
+the table of the tensors' addresses (one row per parameter, ``blockIdx.y``) and bumps the
+versions (python/bind_optim.cpp); this hook copies the table to the device, keeping it while
+the addresses stay the same (a training step allocates in the same order every step), and
+launches. The arithmetic is the CPU kernels' (ops/optim_kernels.cpp), in the parameters' dtype.
 
-Over ember.cuda's simulated devices (host memory, NumPy) the CPU kernels run on the same memory.
+Over ember.cuda's simulated devices (host memory) NumPy runs the same expressions.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy
 
-from ember import _C
 from ember.cuda._ops import _on_current_stream, view, xp
 
 _BLOCK = 256
@@ -102,142 +100,122 @@ def _kernel(name: str, source: str, dtype_name: str):
     return k
 
 
-def _device_table(kind: str, device: int, host: numpy.ndarray):
-    """``host`` on the device, reusing the last copy while the addresses are the same."""
+def _device_table(kind: str, device: int, raw: bytes):
+    """The int64 table ``raw`` on the device (flat), reusing the last copy while it is the
+    same."""
     key = (kind, device)
-    raw = host.tobytes()
     cached = _tables.get(key)
     if cached is not None and cached[0] == raw:
         return cached[1]
-    table = xp().asarray(host)
+    table = xp().asarray(numpy.frombuffer(raw, dtype=numpy.int64))
     _tables[key] = (raw, table)
     return table
 
 
-def _check(op: str, params, named) -> int:
-    """The CPU kernels' checks, for one CUDA device: returns the device."""
-    device = None
-    for i, p in enumerate(params):
-        if p is None:
-            raise ValueError(f"{op}: params[{i}] is None")
-        if p.dtype not in (_C.float32, _C.float64):
-            raise TypeError(f"{op}: params[{i}] must be float32 or float64, got "
-                            f"{p.dtype._torch_name}")
-        if p.dtype != params[0].dtype:
-            raise TypeError(f"{op}: all parameters of one call must share a dtype")
-        if device is None:
-            device = p.get_device()
-        if p.get_device() != device or device < 0:
-            raise ValueError(f"{op}: params[{i}] must be on cuda:{max(device, 0)}, got "
-                             f"{p.device}")
-        if not p.is_contiguous():
-            raise ValueError(f"{op}: params[{i}] must be contiguous")
-    for what, ts, strided_ok in named:
-        if len(ts) != len(params):
-            raise ValueError(f"{op}: expected {len(params)} {what}, got {len(ts)}")
-        for i, (t, p) in enumerate(zip(ts, params)):
-            if t is None:
-                raise ValueError(f"{op}: {what}[{i}] is None")
-            if t.get_device() != device:
-                raise ValueError(f"{op}: {what}[{i}] must be on cuda:{device}, got {t.device}")
-            if t.dtype != p.dtype:
-                raise TypeError(f"{op}: {what}[{i}] has dtype {t.dtype._torch_name} but the "
-                                f"parameter has {p.dtype._torch_name}")
-            if tuple(t.shape) != tuple(p.shape):
-                raise ValueError(f"{op}: {what}[{i}] has shape {list(t.shape)} but the "
-                                 f"parameter has {list(p.shape)}")
-            if not strided_ok and not t.is_contiguous():
-                raise ValueError(f"{op}: {what}[{i}] must be contiguous")
-    return device if device is not None else -1
+def _table(raw, params, grads, columns, last=None) -> tuple:
+    """The address table (bytes from the core; None when a gradient is strided: the dense
+    copies are made here and kept alive with the table) and the gradients to read."""
+    if raw is not None:
+        return raw, grads
+    grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
+    rows = [[p.data_ptr(), g.data_ptr(), *[c[i].data_ptr() if c else 0 for c in columns],
+             p.numel(), *([int(bool(last[i]))] if last is not None else [])]
+            for i, (p, g) in enumerate(zip(params, grads))]
+    return numpy.array(rows, dtype=numpy.int64).tobytes(), grads
 
 
-def _on_host(t):
-    """A CPU tensor over a simulated device's memory (host memory): the CPU kernels write it."""
-    return _C.from_numpy(view(t))
-
-
-def _launch(kernel, device: int, count: int, sizes, args) -> None:
-    blocks = min(max(-(-max(sizes, default=1) // _BLOCK), 1), _MAX_BLOCKS_X)
+def _launch(kernel, device: int, count: int, max_numel: int, prepare) -> None:
+    """Runs ``prepare()`` (the uploads; returns args(start), the kernel's arguments for the
+    rows from ``start``) and the launches on ember's current stream of ``device``."""
+    blocks = min(max(-(-max_numel // _BLOCK), 1), _MAX_BLOCKS_X)
     with _on_current_stream(device):
+        args = prepare()
         for start in range(0, count, 65535):  # gridDim.y's limit
-            n = min(count - start, 65535)
-            kernel((blocks, n), (_BLOCK,), args(start))
+            kernel((blocks, min(count - start, 65535)), (_BLOCK,), args(start))
+
+
+def _host_arrays(*lists):
+    return [[view(t) for t in ts] for ts in lists]
 
 
 def _fused_sgd_(name, args, kwargs):
     params, grads, bufs = args
-    bufs = list(bufs) if bufs is not None else []
-    first = list(kwargs["first"])
-    lr, wd, mom = kwargs["lr"], kwargs["weight_decay"], kwargs["momentum"]
-    damp, nesterov, maximize = kwargs["dampening"], kwargs["nesterov"], kwargs["maximize"]
-    named = [("grads", grads, True)] + ([("momentum_buffers", bufs, False)] if mom != 0 else [])
-    device = _check(name, params, named)
-    if mom != 0 and len(first) != len(params):
-        raise ValueError(f"{name}: expected {len(params)} first-step flags, got {len(first)}")
     if not params:
         return None
-    grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
-    if xp() is numpy:  # simulated devices: the CPU kernel on the same memory
-        _C._fused_sgd_([_on_host(p) for p in params], [_on_host(g) for g in grads],
-                       [_on_host(b) for b in bufs] if mom != 0 else None, first, lr=lr,
-                       weight_decay=wd, momentum=mom, dampening=damp, nesterov=nesterov,
-                       maximize=maximize)
-    else:
-        host = numpy.array([[p.data_ptr(), g.data_ptr(), bufs[i].data_ptr() if mom != 0 else 0,
-                             p.numel(), int(bool(first[i])) if mom != 0 else 0]
-                            for i, (p, g) in enumerate(zip(params, grads))], dtype=numpy.int64)
-        table = _device_table("sgd", device, host)
-        kernel = _kernel("ember_fused_sgd", _SGD, params[0].dtype.name)
-        _launch(kernel, device, len(params), [p.numel() for p in params], lambda s: (
-            table[s:], numpy.float64(lr), numpy.float64(wd), numpy.float64(mom),
-            numpy.float64(damp), numpy.int32(nesterov), numpy.int32(maximize)))
-    for t in params + (bufs if mom != 0 else []):
-        t._bump_version()
+    lr, wd, mom = kwargs["lr"], kwargs["weight_decay"], kwargs["momentum"]
+    damp, nesterov, maximize = kwargs["dampening"], kwargs["nesterov"], kwargs["maximize"]
+    first = list(kwargs["first"]) if mom != 0 else [False] * len(params)
+    bufs = list(bufs) if mom != 0 else []
+    if xp() is numpy:  # simulated devices: the kernel's expressions, element-wise in NumPy
+        ps, gs, bs = _host_arrays(params, grads, bufs)
+        for i, (p, g) in enumerate(zip(ps, gs)):
+            t = p.dtype.type
+            d = -g if maximize else g.copy()
+            if wd != 0:
+                d += t(wd) * p
+            if mom != 0:
+                m = d.copy() if first[i] else t(mom) * bs[i] + (t(1) - t(damp)) * d
+                bs[i][...] = m
+                d = d + t(mom) * m if nesterov else m
+            p -= t(lr) * d
+        return None
+    raw, grads = _table(kwargs["table"], params, grads, [bufs], first)
+    device = params[0].get_device()
+    kernel = _kernel("ember_fused_sgd", _SGD, params[0].dtype.name)
+
+    def prepare():
+        table = _device_table("sgd", device, raw)
+        return lambda s: (table[5 * s:], numpy.float64(lr), numpy.float64(wd),
+                          numpy.float64(mom), numpy.float64(damp), numpy.int32(nesterov),
+                          numpy.int32(maximize))
+
+    _launch(kernel, device, len(params), kwargs["max_numel"], prepare)
     return None
 
 
 def _fused_adam_(name, args, kwargs):
-    params, grads, m1, m2, mx, steps = args
-    mx = list(mx) if mx is not None else []
+    params, grads, m1, m2, mx = args
+    if not params:
+        return None
     lr, beta1, beta2, eps = kwargs["lr"], kwargs["beta1"], kwargs["beta2"], kwargs["eps"]
     wd, amsgrad = kwargs["weight_decay"], kwargs["amsgrad"]
     maximize, decoupled = kwargs["maximize"], kwargs["decoupled"]
-    named = [("grads", grads, True), ("exp_avgs", m1, False), ("exp_avg_sqs", m2, False)]
-    if amsgrad:
-        named.append(("max_exp_avg_sqs", mx, False))
-    device = _check(name, params, named)
-    if len(steps) != len(params):
-        raise ValueError(f"{name}: expected {len(params)} step tensors, got {len(steps)}")
-    for i, s in enumerate(steps):
-        if not (s.numel() == 1 and s.get_device() < 0 and s.dtype in (_C.float32, _C.float64)):
-            raise ValueError(f"{name}: steps[{i}] must be a one-element float CPU tensor")
-    grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
-    if xp() is numpy:  # simulated devices: the CPU kernel on the same memory
-        _C._fused_adam_([_on_host(p) for p in params], [_on_host(g) for g in grads],
-                        [_on_host(t) for t in m1], [_on_host(t) for t in m2],
-                        [_on_host(t) for t in mx] if amsgrad else None, list(steps), lr=lr,
-                        beta1=beta1, beta2=beta2, eps=eps, weight_decay=wd, amsgrad=amsgrad,
-                        maximize=maximize, decoupled=decoupled)
-    else:
-        scalars = []
-        for s in steps:  # the CPU kernel's per-parameter scalars, in double
-            with_step = s.add_(1).item()
-            scalars.append((lr / (1.0 - beta1 ** with_step), math.sqrt(1.0 - beta2 ** with_step)))
-        if params:
-            host = numpy.array([[p.data_ptr(), g.data_ptr(), a.data_ptr(), b.data_ptr(),
-                                 mx[i].data_ptr() if amsgrad else 0, p.numel()]
-                                for i, (p, g, a, b) in enumerate(zip(params, grads, m1, m2))],
-                               dtype=numpy.int64)
-            table = _device_table("adam", device, host)
-            scal = xp().asarray(numpy.array(scalars, dtype=numpy.float64))
-            mode = 0 if wd == 0 else 2 if decoupled else 1
-            kernel = _kernel("ember_fused_adam", _ADAM, params[0].dtype.name)
-            _launch(kernel, device, len(params), [p.numel() for p in params], lambda s: (
-                table[s:], scal[s:], numpy.float64(beta1), numpy.float64(beta2),
-                numpy.float64(eps), numpy.float64(wd), numpy.float64(lr), numpy.int32(mode),
-                numpy.int32(amsgrad), numpy.int32(maximize)))
-    for t in params + list(m1) + list(m2) + (mx if amsgrad else []):
-        t._bump_version()
+    scalars = numpy.frombuffer(kwargs["scalars"], dtype=numpy.float64)
+    mx = list(mx) if amsgrad else []
+    mode = 0 if wd == 0 else 2 if decoupled else 1
+    if xp() is numpy:  # simulated devices: the kernel's expressions, element-wise in NumPy
+        ps, gs, a1, a2, ax = _host_arrays(params, grads, m1, m2, mx)
+        for i, (p, g) in enumerate(zip(ps, gs)):
+            t = p.dtype.type
+            ss, bc = t(scalars[2 * i]), t(scalars[2 * i + 1])
+            d = -g if maximize else g.copy()
+            pk = p.copy()
+            if mode == 1:
+                d += t(wd) * pk
+            if mode == 2:
+                pk *= t(1.0 - lr * wd)
+            a = a1[i] + t(1.0 - beta1) * (d - a1[i])
+            v = a2[i] * t(beta2) + t(1.0 - beta2) * d * d
+            a1[i][...] = a
+            a2[i][...] = v
+            if amsgrad:
+                v = numpy.maximum(ax[i], v)
+                ax[i][...] = v
+            p[...] = pk - ss * (a / (numpy.sqrt(v) / bc + t(eps)))
+        return None
+    raw, grads = _table(kwargs["table"], params, grads, [m1, m2, mx])
+    device = params[0].get_device()
+    kernel = _kernel("ember_fused_adam", _ADAM, params[0].dtype.name)
+
+    def prepare():
+        table = _device_table("adam", device, raw)
+        scal = xp().asarray(scalars)  # new values every step
+        return lambda s: (table[6 * s:], scal[2 * s:], numpy.float64(beta1),
+                          numpy.float64(beta2), numpy.float64(eps), numpy.float64(wd),
+                          numpy.float64(lr), numpy.int32(mode), numpy.int32(amsgrad),
+                          numpy.int32(maximize))
+
+    _launch(kernel, device, len(params), kwargs["max_numel"], prepare)
     return None
 
 

@@ -1,5 +1,5 @@
 """Shape ops that move elements on CUDA tensors: ``roll``, ``repeat_interleave``, ``diag_embed``
-(so ``diag``/``diagflat``) and in-place ``tril_``/``triu_``, registered in ``_ops.OPS``. Checks
+(so ``diag``/``diagflat``) and in-place ``tril_``/``triu_``, registered in ``_dispatch.OPS``. Checks
 and messages are the CPU kernels' (csrc/ops/shape_ops.cpp), in their order.
 """
 

@@ -1,7 +1,7 @@
 """Sorting, selection, searching, counting and scan ops on CUDA tensors: ``sort``/``argsort``,
 ``topk``, ``kthvalue``, ``median``/``nanmedian``, ``mode``, ``cummax``/``cummin``, ``quantile``/
 ``nanquantile``, ``unique``/``unique_consecutive``, ``searchsorted``/``bucketize``, ``histc``,
-``histogram``, ``bincount``, ``cumsum``/``cumprod``; registered in ``_ops.OPS``.
+``histogram``, ``bincount``, ``cumsum``/``cumprod``; registered in ``_dispatch.OPS``.
 
 Everything that orders values sorts the CPU kernels' *keys* (ops/sort.cpp): each element becomes
 an unsigned integer whose order is the CPU's order of the values (NaN largest, -0.0 equal to
