@@ -985,3 +985,17 @@ def test_profiler_refuses_what_it_cannot_record():
     with pytest.raises(RuntimeError, match="record_shapes=True"):
         prof.key_averages(group_by_input_shape=True)
     assert "Input Shapes" not in prof.key_averages().table()
+
+
+def test_as_subclass_stays_in_the_graph():
+    class Marked(ember.Tensor):
+        pass
+
+    x = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    y = (x * 2).as_subclass(Marked)
+    assert type(y) is Marked and y.requires_grad and y.grad_fn is not None
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 8 * x.detach().numpy())  # d/dx (2x)^2
+    with ember.no_grad():
+        assert not x.as_subclass(Marked).requires_grad
+    assert not ember.ones(2).as_subclass(Marked).requires_grad

@@ -17,7 +17,7 @@ import itertools
 import math
 import warnings
 
-from ember import _C, _shape
+from ember import _C, _grad_mode, _shape
 
 _Tensor = _C.Tensor
 _abs = builtins.abs
@@ -212,6 +212,36 @@ def heaviside(input, values, *, out=None):
 
 def heaviside_(self, values):
     return self.copy_(heaviside(self, values))
+
+
+# The float types' bits as the integer type of their width: nextafter steps those bits.
+_BITS_OF = {_C.float16: _C.int16, _C.bfloat16: _C.int16, _C.float32: _C.int32,
+            _C.float64: _C.int64}
+
+
+def nextafter(input, other, *, out=None):
+    """The next representable value after ``input`` towards ``other`` in their common float dtype
+    (its own ulp: a float16 steps by float16's): one step of the bits, which for a sign and
+    magnitude encoding moves away from zero by +1 whatever the sign. Zero steps to the smallest
+    subnormal with ``other``'s sign; equal inputs give ``other``; a NaN gives NaN. No gradient,
+    as torch's."""
+    dtype = _C.result_type(input, other)
+    if dtype not in _BITS_OF:
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{dtype._torch_name}'")
+    with _grad_mode.no_grad():
+        a, b = _shape.broadcast_tensors(input.to(dtype), other.to(dtype))
+        bits = a.contiguous().view(_BITS_OF[dtype])
+        away = (b > a) == (a > 0)  # the step grows the magnitude
+        stepped = _C.where(away, bits + 1, bits - 1).view(dtype)
+        tiny = _C.ones((), dtype=_BITS_OF[dtype], device=a.device).view(dtype)
+        r = _C.where(a == 0, _C.copysign(tiny, b), stepped)
+        r = _C.where(a == b, b, r)
+        r = _C.where(_C.isnan(a) | _C.isnan(b), a + b, r)
+    return _finish(r, out)
+
+
+def nextafter_(self, other):
+    return self.copy_(nextafter(self, other))
 
 
 def isneginf(input, *, out=None):

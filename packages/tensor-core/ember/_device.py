@@ -104,9 +104,13 @@ def _size_item(s, i: int) -> int:
                         f"'{type(s).__name__}')") from None
 
 
-class _Layout:
+class layout:  # noqa: N801 - PyTorch's name
+    """The memory layout of a tensor (torch.layout): ember's tensors are all ``ember.strided``."""
+
+    __slots__ = ()
+
     def __repr__(self) -> str:
         return "ember.strided"
 
 
-strided = _Layout()
+strided = layout()

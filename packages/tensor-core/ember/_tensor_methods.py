@@ -110,6 +110,17 @@ def _make_subclass(cls, data, require_grad=False):
     return obj
 
 
+def _as_subclass(self, cls):
+    """torch.Tensor.as_subclass: an instance of ``cls`` over this tensor's data (ember-autograd
+    keeps it in the autograd graph)."""
+    if not (isinstance(cls, type) and issubclass(cls, _C.Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not "
+                        f"{cls!r}")
+    obj = _C.Tensor.__new__(cls)
+    _C.Tensor.__init__(obj, self)
+    return obj
+
+
 def _imag(self):
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
@@ -145,6 +156,7 @@ def install(cls) -> None:
     cls.__reduce_ex__ = _reduce_ex
     cls.__array_priority__ = 1000  # NumPy defers to ember in mixed binary operators
     cls._make_subclass = staticmethod(_make_subclass)
+    cls.as_subclass = _as_subclass
     cls.__module__ = "ember"
     for name in NEVER:
         setattr(cls, name, property(_never, doc=f"{name}: always False for an ember tensor"))

@@ -292,7 +292,22 @@ def _requires_grad_(self, requires_grad=True):
     return _core_requires_grad_(self, requires_grad)
 
 
+def _as_subclass(self, cls):
+    """torch.Tensor.as_subclass: the core's alias of ``self`` as a ``cls``, attached to the
+    graph through a view of ``self`` (its gradient flows back to ``self``)."""
+    obj = _core_as_subclass(self, cls)
+    if self.requires_grad and _C.is_grad_enabled():
+        alias = self.view_as(self)
+        _engine._set_rg(obj, True)
+        obj._ag["_ag_edge"] = alias._ag["_ag_edge"]
+    return obj
+
+
+_core_as_subclass = Tensor.as_subclass
+
+
 def _install():
+    Tensor.as_subclass = _as_subclass
     Tensor.requires_grad = property(_core_requires_grad.fget, _set_requires_grad)
     Tensor.requires_grad_ = _requires_grad_
     Tensor.grad = property(_get_grad, _set_grad_attr)

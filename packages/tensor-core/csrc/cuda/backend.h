@@ -11,9 +11,16 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace ember::cuda {
+
+// An error the CUDA runtime or driver reported (a failed call: an illegal address, a launch
+// failure, ...): `ember.AcceleratorError` in Python, a RuntimeError, as torch.AcceleratorError.
+struct AcceleratorError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 using StreamHandle = uintptr_t;
 using EventHandle = void*;

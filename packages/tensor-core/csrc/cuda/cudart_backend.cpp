@@ -218,8 +218,8 @@ class CudartBackend final : public Backend {
   void check(cudaError_t err, const char* call) const {
     if (err == cudaSuccess) return;
     api_.GetLastError();
-    throw std::runtime_error(str_cat("CUDA error: ", api_.GetErrorString(err), " (", call,
-                                     " returned ", err, ")"));
+    throw AcceleratorError(str_cat("CUDA error: ", api_.GetErrorString(err), " (", call,
+                                   " returned ", err, ")"));
   }
   bool ready(cudaError_t err, const char* call) const {
     if (err == cudaErrorNotReady) {

@@ -162,7 +162,7 @@ void check_driver(const DriverApi& d, CUresult r, const char* what) {
   if (r == 0) return;
   const char* msg = nullptr;
   if (d.GetErrorString(r, &msg) != 0 || !msg) msg = "unknown error";
-  throw std::runtime_error(str_cat("CUDA error: ", msg, " (", what, ", CUresult ", r, ")"));
+  throw AcceleratorError(str_cat("CUDA error: ", msg, " (", what, ", CUresult ", r, ")"));
 }
 
 // Makes `device`'s primary context (the one the runtime, CuPy and torch use) current on this

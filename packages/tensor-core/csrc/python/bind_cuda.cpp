@@ -293,6 +293,7 @@ void register_cuda(py::module_& m) {
 
   // Registered after the core's translator, so it is tried first.
   py::register_exception<cu::CudaOutOfMemoryError>(m, "OutOfMemoryError", PyExc_RuntimeError);
+  py::register_exception<cu::AcceleratorError>(m, "AcceleratorError", PyExc_RuntimeError);
 
   m.def("_cuda_set_runtime_candidates", &cu::set_runtime_candidates);
   register_compiled_kernels(m);
