@@ -32,7 +32,8 @@ PACKAGES: dict[str, list[str]] = {
     "mp": ["tensor-core"],
     "nn": ["tensor-core", "autograd"],
 }
-# mpmath: the arbitrary-precision oracle of the special functions' references (tests/opdb.py)
+# mpmath: the arbitrary-precision oracle of the special functions' references
+# (ember/testing/opdb.py)
 TEST_DEPS = ["pytest", "hypothesis", "numpy", "mpmath"]
 # Optional extras installed with a package wherever it is installed, so that their tests run:
 # ember.distributed's mpi backend (mpi4py and the MPICH wheel).

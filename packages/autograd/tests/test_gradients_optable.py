@@ -1,5 +1,5 @@
 """gradcheck and gradgradcheck (float64) of every differentiable elementwise op, driven by the
-core's op table (``ember._C._op_table()``) and op database (opdb.py): a new table op with a
+core's op table (``ember._C._op_table()``) and op database (``ember.testing.opdb``): a new table op with a
 floating result and no gradient entry fails ``test_every_float_table_op_has_a_formula``."""
 
 from __future__ import annotations
@@ -17,12 +17,7 @@ from ember.autograd import (
     gradgradcheck,
 )
 from ember.autograd._engine import _FORMULAS
-
-try:  # the core's op database, beside this package in the repository
-    import opdb
-except ImportError:  # pragma: no cover - an installed copy without the repository
-    opdb = None
-needs_opdb = pytest.mark.skipif(opdb is None, reason="packages/tensor-core/tests/opdb.py not found")
+from ember.testing import opdb  # the core's op database, installed with ember-tensor
 
 FLOAT_KINDS = {"FLOAT", "FLOAT_ONLY", "SAME", "ARITH", "TRUEDIV", "FLOAT2", "FLOAT_ONLY2"}
 # Gradient 0 almost everywhere, with jumps: finite differences straddling a jump disagree, and
@@ -109,8 +104,6 @@ def _call(op, sample):
 
 
 def _smooth_ops():
-    if opdb is None:
-        return []
     ops = [op for name, op in sorted(opdb.OPS.items())
            if op.kind in FLOAT_KINDS and op.supports("float64") and name not in STEP_OPS
            and name not in KINKED and name not in SECOND_OPERAND_ONLY
@@ -184,7 +177,6 @@ def test_integer_results_are_not_differentiable():
         assert not r.requires_grad and r.grad_fn is None
 
 
-@needs_opdb
 @pytest.mark.parametrize("name", sorted(n for n in _float_table_ops()
                                         if n not in STEP_OPS and n not in SECOND_OPERAND_ONLY
                                         and n not in NO_GRADIENT))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from opdb import NP_DTYPE, make_tensor
+
+from ember.testing.opdb import NP_DTYPE, make_tensor
 
 LAYOUTS = ("contiguous", "transposed", "strided", "offset")
 

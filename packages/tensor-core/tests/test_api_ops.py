@@ -2,7 +2,7 @@
 addcmul/addcdiv/addr, aminmax, cdist, cov, renorm, ...) and torch.special's functions: values
 against NumPy or hand-computed formulas, errors with torch's classes, and against torch where it
 is installed. The table's special functions (lgamma, digamma, i0, special.i0e, ...) are also in
-the op database (opdb.py) and its generic tests."""
+the op database (ember.testing.opdb) and its generic tests."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 import pytest
-from opdb import ALL_DTYPES, FLOAT_DTYPES, edtype, is_float, round_to, to_numpy
 
 import ember
+from ember.testing.opdb import ALL_DTYPES, FLOAT_DTYPES, edtype, is_float, round_to, to_numpy
 
 SHAPES = [(), (0,), (3,), (2, 3), (2, 0, 4), (1, 1, 1)]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from index_helpers import LAYOUTS, T, sample
-from opdb import ALL_DTYPES, make_tensor, to_numpy
 
 import ember as E
+from ember.testing.opdb import ALL_DTYPES, make_tensor, to_numpy
 
 # ---------------------------------------------------------------------------------------------
 # index_select / gather / take / take_along_dim

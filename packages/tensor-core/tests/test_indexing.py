@@ -15,9 +15,9 @@ import warnings
 import numpy as np
 import pytest
 from index_helpers import LAYOUTS, T, sample
-from opdb import ALL_DTYPES, edtype, make_tensor, to_numpy
 
 import ember as E
+from ember.testing.opdb import ALL_DTYPES, edtype, make_tensor, to_numpy
 
 
 def to_ember_index(idx):

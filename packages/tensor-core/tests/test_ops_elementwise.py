@@ -1,4 +1,4 @@
-"""Generic tests of the elementwise ops, driven by the op database (opdb.py).
+"""Generic tests of the elementwise ops, driven by the op database (ember.testing.opdb).
 
 Every op of ``ember._C._op_table()`` runs for every dtype against its NumPy reference on
 broadcast, non-contiguous and zero-size samples, in each of its variants: function, method,
@@ -12,7 +12,9 @@ import operator
 
 import numpy as np
 import pytest
-from opdb import (
+
+import ember
+from ember.testing.opdb import (
     ALL_DTYPES,
     BINARY_OPS,
     EXPECTED_KINDS,
@@ -38,8 +40,6 @@ from opdb import (
     to_numpy,
     values,
 )
-
-import ember
 
 ALL_OPS = list(OPS.values())
 
@@ -70,7 +70,7 @@ def _expect_refusal(op: OpInfo, call, what: str) -> None:
 
 def test_every_table_op_has_an_entry():
     missing = [row["name"] for row in TABLE if row["name"] not in OPS]
-    assert not missing, f"ops declared in op_table.h without an entry in tests/opdb.py: {missing}"
+    assert not missing, f"ops declared in op_table.h without an entry in ember/testing/opdb.py: {missing}"
 
 
 def test_entries_match_the_table():

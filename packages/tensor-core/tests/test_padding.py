@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from opdb import ALL_DTYPES, NP_DTYPE, make_tensor, to_numpy
 
 import ember
 from ember._padding import pad
+from ember.testing.opdb import ALL_DTYPES, NP_DTYPE, make_tensor, to_numpy
 
 
 def mk(shape, dtype="float32", layout="contiguous", seed=0):

@@ -11,9 +11,17 @@ import itertools
 
 import numpy as np
 import pytest
-from opdb import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, PROMOTE_TABLE, category, edtype, is_float
 
 import ember
+from ember.testing.opdb import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    PROMOTE_TABLE,
+    category,
+    edtype,
+    is_float,
+)
 
 PAIRS = list(itertools.product(ALL_DTYPES, ALL_DTYPES))
 

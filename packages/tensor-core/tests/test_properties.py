@@ -14,9 +14,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from opdb import NP_DTYPE, edtype, result_type, to_numpy
 
 import ember
+from ember.testing.opdb import NP_DTYPE, edtype, result_type, to_numpy
 
 SETTINGS = settings(max_examples=int(os.environ.get("EMBER_HYPOTHESIS_EXAMPLES", "100")),
                     deadline=None, derandomize=os.environ.get("EMBER_HYPOTHESIS_RANDOM") is None,

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
-from opdb import ALL_DTYPES, NP_DTYPE, edtype, make_tensor, to_numpy
 
 import ember
 from ember._padding import pad
+from ember.testing.opdb import ALL_DTYPES, NP_DTYPE, edtype, make_tensor, to_numpy
 
 LAYOUTS = ("contiguous", "transposed", "strided", "offset")
 

@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 import pytest
-from opdb import erfinv_reference, make_tensor, to_numpy
 
 import ember
+from ember.testing.opdb import erfinv_reference, make_tensor, to_numpy
 
 NAN, INF = float("nan"), float("inf")
 

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 import pytest
-from opdb import to_numpy
 
 import ember
+from ember.testing.opdb import to_numpy
 
 N = 300_000  # several parallel chunks (the elementwise grain is 32768 elements)
 

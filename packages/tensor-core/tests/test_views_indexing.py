@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from opdb import ALL_DTYPES, FLOAT_DTYPES, NP_DTYPE, edtype, is_float, to_numpy
 
 import ember
+from ember.testing.opdb import ALL_DTYPES, FLOAT_DTYPES, NP_DTYPE, edtype, is_float, to_numpy
 
 
 def arange(shape, dtype="float32"):
@@ -457,7 +457,7 @@ def test_to_dtype_matches_numpy_astype(src, dst):
     r = t.to(edtype(dst))
     assert r.dtype == edtype(dst)
     if dst == "bfloat16":
-        from opdb import round_to
+        from ember.testing.opdb import round_to
 
         exp = round_to(held.astype(np.float64), "bfloat16")
     elif src == "bfloat16":

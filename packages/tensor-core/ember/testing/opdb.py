@@ -1,4 +1,5 @@
-"""The op database: one entry per elementwise op, read by the generic op tests.
+"""The op database: one entry per elementwise op, read by the generic op tests of every package
+(installed with the core: ``from ember.testing import opdb``).
 
 In the spirit of PyTorch's OpInfo (``torch/testing/_internal/opinfo/core.py``): each entry holds
 the op's name, its dtype rule (the ``kind`` of ``ember._C._op_table()``), a NumPy reference, the
@@ -895,14 +896,13 @@ _POLY_X = Domain(lo=-1.5, hi=1.5, int_lo=-1, int_hi=1)
 _POLY_N = Domain(lo=-1.0, hi=12.0, int_lo=-1, int_hi=12, integer_valued=True)
 _POLYNOMIALS = {
     f"special_{prefix}{name}": (kind, prefix == "shifted_")
-    for prefix, name, kind in [("", "chebyshev_polynomial_t", "t"), ("", "chebyshev_polynomial_u", "u"),
-                               ("", "chebyshev_polynomial_v", "v"), ("", "chebyshev_polynomial_w", "w"),
-                               ("shifted_", "chebyshev_polynomial_t", "t"),
-                               ("shifted_", "chebyshev_polynomial_u", "u"),
-                               ("shifted_", "chebyshev_polynomial_v", "v"),
-                               ("shifted_", "chebyshev_polynomial_w", "w"),
-                               ("", "hermite_polynomial_h", "h"), ("", "hermite_polynomial_he", "he"),
-                               ("", "laguerre_polynomial_l", "l"), ("", "legendre_polynomial_p", "p")]
+    for prefix, name, kind in [
+        ("", "chebyshev_polynomial_t", "t"), ("", "chebyshev_polynomial_u", "u"),
+        ("", "chebyshev_polynomial_v", "v"), ("", "chebyshev_polynomial_w", "w"),
+        ("shifted_", "chebyshev_polynomial_t", "t"), ("shifted_", "chebyshev_polynomial_u", "u"),
+        ("shifted_", "chebyshev_polynomial_v", "v"), ("shifted_", "chebyshev_polynomial_w", "w"),
+        ("", "hermite_polynomial_h", "h"), ("", "hermite_polynomial_he", "he"),
+        ("", "laguerre_polynomial_l", "l"), ("", "legendre_polynomial_p", "p")]
 }
 
 
@@ -945,7 +945,8 @@ UNARY_REFS: dict[str, dict] = {
     "special_i1": dict(ref=_vec(lambda x: _bessel_i_scalar(1, x, False)), fn_name="_special_i1"),
     "special_i1e": dict(ref=_vec(lambda x: _bessel_i_scalar(1, x, True)), fn_name="_special_i1e"),
     "special_ndtr": dict(ref=_vec(_ndtr_scalar), fn_name="_special_ndtr"),
-    "special_ndtri": dict(ref=_vec(_ndtri_scalar), domain=Domain(lo=0.01, hi=0.99, int_lo=0, int_hi=1),
+    "special_ndtri": dict(ref=_vec(_ndtri_scalar),
+                          domain=Domain(lo=0.01, hi=0.99, int_lo=0, int_hi=1),
                           fn_name="_special_ndtri"),
     "special_log_ndtr": dict(ref=_vec(_log_ndtr_scalar),
                              fn_name="_special_log_ndtr"),
