@@ -11,7 +11,7 @@ one module per family (the sections of torch.nn.functional's documentation):
 ``common``         shared helpers: ``_reduce``, ``_check_reduction``, ``_ntuple``, ``_size``
 ``activation``     relu ... glu, rrelu, softmax/log_softmax/softmin, gumbel_softmax
 ``dropout``        dropout, dropout1d/2d/3d, alpha_dropout
-``linear``         linear, bilinear
+``linear``         linear, bilinear, grouped_mm
 ``conv``           conv*, conv_transpose*, unfold, fold
 ``pooling``        max/avg/adaptive pooling, lp_pool1d/2d, max_unpool1d/2d/3d
 ``normalization``  batch/layer/rms/group/instance/local-response norm, normalize
@@ -102,7 +102,7 @@ from ._functional.dropout import (  # noqa: F401
     dropout3d,
     feature_alpha_dropout,
 )
-from ._functional.linear import bilinear, linear  # noqa: F401
+from ._functional.linear import bilinear, grouped_mm, linear  # noqa: F401
 from ._functional.loss import (  # noqa: F401
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
