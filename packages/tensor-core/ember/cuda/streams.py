@@ -78,6 +78,20 @@ class Stream:
         event.record(self)
         return event
 
+    # torch.Stream's attributes (ember.Stream): the device type's number, the handle
+    device_type = 1
+    stream_id = property(lambda self: self.cuda_stream)
+
+    def __enter__(self) -> Stream:
+        """``with stream:`` queues the block's work on it (torch.Stream's context manager)."""
+        ctx = StreamContext(self)
+        self.__dict__.setdefault("_contexts", []).append(ctx)
+        ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return self.__dict__["_contexts"].pop().__exit__(*exc)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stream):
             return NotImplemented
@@ -160,6 +174,23 @@ class Event:
             raise RuntimeError("Both events must be recorded before calculating elapsed time.")
         return float(_C._cuda_event_elapsed_time(self._device, self._handle, end_event._handle))
 
+    device_type = 1  # torch.Event's attributes (ember.Event)
+
+    @property
+    def device_index(self) -> int:
+        return self._device if self._device is not None else \
+            getattr(self, "_requested_device", None) or 0
+
+    @property
+    def device(self):
+        from ember._device import device
+
+        return device("cuda", self.device_index)
+
+    @property
+    def event_id(self) -> int:
+        return self.cuda_event
+
     @property
     def cuda_event(self) -> int:
         return 0 if self._handle is None else self._handle
@@ -224,3 +255,15 @@ class StreamContext:
 def stream(stream: Stream | None) -> StreamContext:
     """``with ember.cuda.stream(s):`` queues the block's work on `s`."""
     return StreamContext(stream)
+
+
+# torch.cuda.Stream and Event are torch.Stream and Event: registered as the generic classes (an
+# ember.Stream("cuda") returns one of these)
+def _register_generic() -> None:
+    from ember import _stream
+
+    _stream.Stream.register(Stream)
+    _stream.Event.register(Event)
+
+
+_register_generic()
