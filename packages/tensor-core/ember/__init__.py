@@ -269,6 +269,8 @@ _COMPONENTS = {
     "testing": ("ember.testing", "ember-tensor"),
     "fft": ("ember.fft", "ember-tensor"),
     "library": ("ember.library", "ember-tensor"),
+    "random": ("ember.random", "ember-tensor"),
+    "functional": ("ember.functional", "ember-tensor"),
     "profiler": ("ember.profiler", "ember-autograd"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),

@@ -1,0 +1,54 @@
+"""ember.random (torch.random: seeding names and fork_rng) and ember.functional
+(torch.functional's names)."""
+
+import pytest
+
+import ember
+from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
+
+
+def test_fork_rng_restores_the_cpu_stream_of_draws():
+    ember.manual_seed(3)
+    expected = ember.rand(4).tolist()
+    ember.manual_seed(3)
+    with ember.random.fork_rng():
+        inside = ember.rand(4).tolist()
+        ember.rand(10)
+    assert inside == expected  # the fork starts from the outer state
+    assert ember.rand(4).tolist() == expected  # and leaves it as it was
+    ember.manual_seed(3)
+    with ember.random.fork_rng(enabled=False):
+        ember.rand(4)
+    assert ember.rand(4).tolist() != expected
+    with pytest.raises(RuntimeError, match="no generators"):
+        with ember.random.fork_rng(device_type="xpu"):
+            pass
+
+
+def _cuda_fork():
+    ember.cuda.manual_seed(5)
+    expected = ember.rand(4, device="cuda").tolist()
+    ember.cuda.manual_seed(5)
+    with ember.random.fork_rng(devices=[0]):
+        ember.rand(100, device="cuda")
+    assert ember.rand(4, device="cuda").tolist() == expected
+
+
+@pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
+def test_fork_rng_restores_the_listed_cuda_devices():
+    with devices(16 << 20):
+        _cuda_fork()
+
+
+def test_the_modules_hold_torchs_names():
+    assert ember.random.manual_seed is ember.manual_seed
+    assert ember.random.default_generator is ember.default_generator
+    for name in ember.functional.__all__:
+        assert getattr(ember.functional, name) is getattr(ember, name)
+    functional = pytest.importorskip("torch.functional")
+    random = pytest.importorskip("torch.random")
+    left_out = {"lu", "stft", "istft"}  # deprecated in torch; complex tensors
+    assert set(functional.__all__) - left_out == set(ember.functional.__all__)
+    public = {n for n in dir(random) if not n.startswith("_")}
+    assert {"fork_rng", "manual_seed", "seed", "get_rng_state", "set_rng_state",
+            "initial_seed"} <= public & set(ember.random.__all__)
