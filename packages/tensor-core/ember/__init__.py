@@ -271,6 +271,7 @@ _COMPONENTS = {
     "library": ("ember.library", "ember-tensor"),
     "random": ("ember.random", "ember-tensor"),
     "functional": ("ember.functional", "ember-tensor"),
+    "signal": ("ember.signal", "ember-tensor"),
     "profiler": ("ember.profiler", "ember-autograd"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),

@@ -1,0 +1,5 @@
+"""ember.signal: torch.signal (its ``windows``)."""
+
+from ember.signal import windows
+
+__all__ = ["windows"]
