@@ -999,3 +999,31 @@ def test_as_subclass_stays_in_the_graph():
     with ember.no_grad():
         assert not x.as_subclass(Marked).requires_grad
     assert not ember.ones(2).as_subclass(Marked).requires_grad
+
+
+def test_grad_dtype_casts_accumulated_gradients_and_checks_assignments():
+    x = ember.ones(3, requires_grad=True)
+    assert x.grad_dtype == ember.float32  # the tensor's dtype by default
+    x.grad_dtype = ember.float64
+    (x * 2).sum().backward()
+    assert x.grad.dtype == ember.float64 and x.grad.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(RuntimeError, match="already a gradient with dtype 'double'"):
+        x.grad_dtype = ember.int64
+    with pytest.raises(RuntimeError, match="grad_dtype 'Double'"):
+        x.grad = ember.zeros(3)
+    x.grad = None
+    x.grad_dtype = None  # any dtype is kept
+    x.grad = ember.zeros(3, dtype=ember.float64)
+    assert x.grad.dtype == ember.float64
+    h = ember.ones(2, dtype=ember.float16, requires_grad=True)
+    h.grad_dtype = ember.float32  # a half parameter with a float32 gradient
+    (h.float() * 3).sum().backward()
+    assert h.grad.dtype == ember.float32 and h.grad.tolist() == [3.0, 3.0]
+    y = ember.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="grad_dtype 'Float'"):
+        y.grad = ember.zeros(2, dtype=ember.float64)
+    v = x * 2
+    with pytest.raises(RuntimeError, match="can only be set on leaf tensors"):
+        v.grad_dtype = ember.float64
+    with pytest.raises(RuntimeError, match="can only be accessed on leaf tensors"):
+        _ = v.grad_dtype

@@ -213,9 +213,39 @@ def _set_grad_attr(self, value):
                             f"{type(value).__name__}")
         if tuple(value.shape) != tuple(self.shape):
             raise RuntimeError("assigned grad has data of a different size")
-        if value.dtype != self.dtype:
-            raise RuntimeError("assigned grad has data of a different type")
+        wanted = self._ag.get("grad_dtype", self.dtype)
+        if wanted is not None and value.dtype != wanted:  # torch 2.13's message
+            raise RuntimeError(
+                f"attempting to assign a gradient with dtype '{value.dtype._cpp_name}' to a "
+                f"tensor with grad_dtype '{wanted._torch_name}'. The gradient must match the "
+                "tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
+                "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set "
+                "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may "
+                "break downstream systems that assume they match.")
     self._ag["_grad"] = value
+
+
+def _get_grad_dtype(self):
+    """The dtype gradients are cast to when accumulated into ``.grad`` (None: any dtype is
+    kept); the tensor's own dtype unless set. Leaf tensors only, as torch's."""
+    if self._ag.get("_ag_edge") is not None:
+        raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+    return self._ag.get("grad_dtype", self.dtype)
+
+
+def _set_grad_dtype(self, dtype):
+    if self._ag.get("_ag_edge") is not None:
+        raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+    if dtype is not None and not isinstance(dtype, ember.dtype):
+        raise TypeError(f"grad_dtype must be a dtype or None, not {type(dtype).__name__}")
+    old = self._ag.get("_grad")
+    if old is not None and dtype is not None and old.dtype != dtype:
+        raise RuntimeError(
+            f"Cannot set grad_dtype to '{dtype._torch_name}' because there is already a gradient "
+            f"with dtype '{old.dtype._cpp_name}'. Please clear the gradient (.grad = None) "
+            "before changing grad_dtype, or ensure the new grad_dtype matches the existing "
+            "gradient's dtype.")
+    self._ag["grad_dtype"] = dtype
 
 
 def _get_grad_fn(self):
@@ -311,6 +341,7 @@ def _install():
     Tensor.requires_grad = property(_core_requires_grad.fget, _set_requires_grad)
     Tensor.requires_grad_ = _requires_grad_
     Tensor.grad = property(_get_grad, _set_grad_attr)
+    Tensor.grad_dtype = property(_get_grad_dtype, _set_grad_dtype)
     Tensor.grad_fn = property(_get_grad_fn)
     Tensor.backward = _backward
     Tensor.retain_grad = _retain_grad

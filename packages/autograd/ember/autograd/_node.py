@@ -215,8 +215,9 @@ class AccumulateGrad(Node):
         if old is None:
             if g.shape != var.shape:
                 g = _sum_to(g, var.shape)
-            if g.dtype != var.dtype:
-                g = g.to(var.dtype)
+            wanted = d.get("grad_dtype", var.dtype)  # Tensor.grad_dtype: None takes any
+            if wanted is not None and g.dtype != wanted:
+                g = g.to(wanted)
             if not _obeys_layout(g, var):
                 g = _clone_like(g, var)  # a fresh tensor: nothing else holds it
             elif not create_graph:

@@ -115,7 +115,7 @@ bool matches(const Param& p, py::handle v) {
     case ArgType::Any: return true;
     case ArgType::TensorOrScalar: return is_tensor(v) || is_number(v);
     case ArgType::Generator: return type_of(v) == "Generator";
-    case ArgType::Layout: return type_of(v) == "_Layout";
+    case ArgType::Layout: return type_of(v) == "layout";  // ember.layout (ember.strided's type)
   }
   return false;
 }
