@@ -8,7 +8,7 @@ import pytest
 import ember
 import ember.nn as nn
 from ember import _C
-from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, devices
+from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, devices, traced_device_ops
 
 pytestmark = pytest.mark.skipif(GPU_WITHOUT_CUPY, reason="a GPU without CuPy")
 
@@ -19,25 +19,10 @@ def simulated_gpu():
         yield
 
 
-def traced_device_ops():
-    import ember.cuda._dispatch as ops
-
-    seen, run = [], ops.dispatch
-
-    def hook(name, args, kwargs):
-        seen.append(name)
-        return run(name, args, kwargs)
-
-    ember._C._set_device_hook(hook)
-    return seen
-
-
 @pytest.fixture
 def device_ops():
-    import ember.cuda._dispatch as ops
-
-    yield traced_device_ops()
-    ember._C._set_device_hook(ops.dispatch)
+    with traced_device_ops() as seen:
+        yield seen
 
 
 def _model():

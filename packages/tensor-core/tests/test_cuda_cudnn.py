@@ -12,6 +12,7 @@ import pytest
 
 import ember
 from ember.cuda import _cudnn
+from ember.cuda._testing import traced_device_ops
 
 on_cudnn = pytest.mark.skipif(not _cudnn.available(),
                               reason=f"cuDNN: {_cudnn.unavailable_reason()}")
@@ -118,34 +119,15 @@ def fake_cudnn(monkeypatch):
             cache.update(before)
 
 
-def traced_device_ops():
-    """The names of the ops the device hook runs, from now on (a list that grows)."""
-    import ember.cuda._dispatch as ops
-
-    seen, run = [], ops.dispatch
-
-    def hook(name, args, kwargs):
-        seen.append(name)
-        return run(name, args, kwargs)
-
-    ember._C._set_device_hook(hook)
-    return seen
-
-
 def test_batch_norm_without_affine_parameters_copies_nothing_from_the_host(fake_cudnn):
     # a copy from host memory waits for the stream: the GPU and the host would run in turn
     x = ember.randn(4, 3, 5, 5).cuda()
-    seen = traced_device_ops()
-    try:
+    with traced_device_ops() as seen:
         out, mean, invstd = ember.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
         ember.native_batch_norm_backward(out, x, None, None, None, mean, invstd, True, 1e-5,
                                          [True, True, True])
         ember.native_batch_norm_backward(out, x, None, None, None, mean, invstd, True, 1e-5,
                                          [True, False, False])
-    finally:
-        import ember.cuda._dispatch as ops
-
-        ember._C._set_device_hook(ops.dispatch)
     assert "_copy_from" not in seen
     assert seen.count("fill_") == 2  # the cached ones and zeros, made once on the device
     assert fake_cudnn.count("cudnnBatchNormalizationForwardTraining") == 1

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ember import fx
 
-from .ops import GRADIENTS
+from .ops import reverse_sweep
 
 BLOCK = 16384  # elements per parallel tile of an elementwise kernel
 GRAIN = 32768  # below this many elements a kernel runs on one thread (the core's grain)
@@ -368,18 +368,8 @@ def backward_source(group, layout: Layout, name: str, needs: list) -> str:
             adjoint.setdefault(group.reductions[out][1], []).append(f"gr{m}")
         else:
             adjoint.setdefault(out, []).append(f"gout{m}[o * N + j]")
-    count = 0
-    for node in reversed(group.members):
-        if node not in group.ops or node not in adjoint:
-            continue
-        a = f"a{count}"
-        count += 1
-        w(f"const T {a} = {' + '.join(adjoint[node])};")
-        name_, operands = group.ops[node]
-        formulas = GRADIENTS[name_](a, [_operand(x, env) for x in operands], env[node])
-        for x, gexpr in zip(operands, formulas):
-            if isinstance(x, fx.Node):
-                adjoint.setdefault(x, []).append(gexpr)
+    for a, expr in reverse_sweep(group, adjoint, lambda x: _operand(x, env), env.__getitem__):
+        w(f"const T {a} = {expr};")
     for k in grads:
         terms = adjoint.get(group.inputs[k])
         value = " + ".join(terms) if terms else "T(0)"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ember import fx
 
-from .ops import CUDA_FORMULAS, GRADIENTS
+from .ops import CUDA_FORMULAS, reverse_sweep
 
 _CTYPE = {"float32": "float32", "float64": "float64"}
 
@@ -57,20 +57,30 @@ def _const(v) -> str:
     return f"T({v!r})"
 
 
-def cupy_source(group, name: str) -> CupySource:
-    """The CuPy kernel of ``group``; a group with more than one reduction or with elementwise
-    outputs next to a reduction raises NotImplementedError (its ops run eagerly on CUDA)."""
-    env: dict = {}
-    for k, n in enumerate(group.inputs):
-        env[n] = f"in{k}"
+def _forward_body(group) -> tuple:
+    """``(env, body)``: each elementwise member's value as a statement (``T v0 = ...;``) in
+    graph order, and node -> its variable (the inputs are ``in0``, ``in1``, ...)."""
+    env: dict = {n: f"in{k}" for k, n in enumerate(group.inputs)}
     body = []
     for node in group.members:
         if node in group.ops:
             op, operands = group.ops[node]
-            args = [env[a] if isinstance(a, fx.Node) else _const(a) for a in operands]
             var = f"v{len(body)}"
+            args = map(_operand_spelling(env), operands)
             body.append(f"T {var} = {CUDA_FORMULAS[op].format(*args)};")
             env[node] = var
+    return env, body
+
+
+def _operand_spelling(env):
+    """How an operand is spelled: its variable, or a constant."""
+    return lambda a: env[a] if isinstance(a, fx.Node) else _const(a)
+
+
+def cupy_source(group, name: str) -> CupySource:
+    """The CuPy kernel of ``group``; a group with more than one reduction or with elementwise
+    outputs next to a reduction raises NotImplementedError (its ops run eagerly on CUDA)."""
+    env, body = _forward_body(group)
     in_params = ", ".join(f"T in{k}" for k in range(len(group.inputs)))
     if not group.reductions:
         outs = ", ".join(f"T out{m}" for m in range(len(group.outputs)))
@@ -125,15 +135,7 @@ def cupy_backward_source(group, name: str, needs: list) -> CupySource:
     reduction's in its keepdim shape, so that it broadcasts), then one full-shape gradient per
     input with ``needs[k]``. The values are recomputed and the gradient formulas applied in
     reverse, as the C++ backward does."""
-    env: dict = {n: f"in{k}" for k, n in enumerate(group.inputs)}
-    body = []
-    for node in group.members:
-        if node in group.ops:
-            op, operands = group.ops[node]
-            args = [env[a] if isinstance(a, fx.Node) else _const(a) for a in operands]
-            var = f"v{len(body)}"
-            body.append(f"T {var} = {CUDA_FORMULAS[op].format(*args)};")
-            env[node] = var
+    env, body = _forward_body(group)
     adjoint: dict = {}
     count_reduced = math.prod(group.shape[len(group.shape) - (group.reduced or 0):])
     for m, out in enumerate(group.outputs):
@@ -144,22 +146,13 @@ def cupy_backward_source(group, name: str, needs: list) -> CupySource:
             target, term = out, f"gout{m}"
         adjoint.setdefault(target, []).append(term)
     used: set = set()
-    count = 0
-    for node in reversed(group.members):
-        if node not in group.ops or node not in adjoint:
-            continue
-        a = f"a{count}"
-        count += 1
-        body.append(f"T {a} = {' + '.join(adjoint[node])};")
-        op, operands = group.ops[node]
-        operand_text = [env[x] if isinstance(x, fx.Node) else _const(x) for x in operands]
-        for x, gexpr in zip(operands, GRADIENTS[op](a, operand_text, env[node])):
-            if isinstance(x, fx.Node):
-                adjoint.setdefault(x, []).append(_cuda_spelling(gexpr, used))
+    for a, expr in reverse_sweep(group, adjoint, _operand_spelling(env), env.__getitem__):
+        body.append(f"T {a} = {_cuda_spelling(expr, used)};")
     wanted = [k for k in range(len(group.inputs)) if needs[k]]
     for k in wanted:
         terms = adjoint.get(group.inputs[k])
-        body.append(f"gin{k} = {' + '.join(terms) if terms else 'T(0)'};")
+        value = _cuda_spelling(" + ".join(terms), used) if terms else "T(0)"
+        body.append(f"gin{k} = {value};")
     in_params = ", ".join([f"T in{k}" for k in range(len(group.inputs))]
                           + [f"T gout{m}" for m in range(len(group.outputs))])
     out_params = ", ".join(f"T gin{k}" for k in wanted)

@@ -131,6 +131,29 @@ GRADIENTS = {
 }
 DIFFERENTIABLE_REDUCTIONS = {"sum", "mean"}
 
+def reverse_sweep(group, adjoint: dict, operand_text, value_of) -> list:
+    """The backward of a group's elementwise members, last first: ``(name, expression)`` of
+    each member's summed gradient (``a0``, ``a1``, ...), to declare in that order, while each
+    member's gradient formulas (GRADIENTS) add terms to its operands' entries of ``adjoint``
+    (node -> terms: the outputs' seeds on entry, the inputs' gradients on return). The C++ and
+    the CuPy backward kernels both spell their source from it; ``operand_text(x)`` spells an
+    operand, ``value_of(node)`` a member's value."""
+    from ember import fx
+
+    decls = []
+    for node in reversed(group.members):
+        if node not in group.ops or node not in adjoint:
+            continue
+        a = f"a{len(decls)}"
+        decls.append((a, " + ".join(adjoint[node])))
+        op, operands = group.ops[node]
+        formulas = GRADIENTS[op](a, [operand_text(x) for x in operands], value_of(node))
+        for x, gexpr in zip(operands, formulas):
+            if isinstance(x, fx.Node):
+                adjoint.setdefault(x, []).append(gexpr)
+    return decls
+
+
 # CUDA spellings for the CuPy kernels (CuPy's ElementwiseKernel compiles with NVRTC, which has
 # CUDA's math functions; the same names as the op table's expressions use)
 CUDA_FORMULAS = {

@@ -59,6 +59,14 @@ py::object address_table(const std::vector<Tensor>& params, const std::vector<Te
   return py::bytes(reinterpret_cast<const char*>(table.data()), table.size() * sizeof(int64_t));
 }
 
+// The call's arguments from `from` on, by name: what the device hook gets beside the lists.
+py::dict keywords_from(const Args& a, int from) {
+  py::dict kw;
+  const auto& params = a.schema().params;
+  for (int i = from; i < static_cast<int>(params.size()); ++i) kw[py::str(params[i].name)] = a[i];
+  return kw;
+}
+
 int64_t max_numel(const std::vector<Tensor>& ts) {
   int64_t n = 0;
   for (const Tensor& t : ts) n = std::max(n, t->numel());
@@ -91,14 +99,7 @@ void register_optim(py::module_& m) {
                if (!p.empty() && !p[0]->device().is_cpu()) {
                  const std::vector<Tensor> none;
                  const bool use_mom = mom != 0.0;
-                 py::dict kw;
-                 kw["first"] = a[3];
-                 kw["lr"] = lr;
-                 kw["weight_decay"] = wd;
-                 kw["momentum"] = mom;
-                 kw["dampening"] = damp;
-                 kw["nesterov"] = nesterov;
-                 kw["maximize"] = maximize;
+                 py::dict kw = keywords_from(a, 3);  // first, lr, ..., maximize
                  kw["table"] = address_table(p, g, {use_mom ? &b : &none},
                                              use_mom ? first : std::vector<bool>(p.size(), false));
                  kw["max_numel"] = max_numel(p);
@@ -128,15 +129,7 @@ void register_optim(py::module_& m) {
                  check_fused_adam(p, g, m1, m2, mx, st, amsgrad);
                  const std::vector<Tensor> none;
                  const std::vector<double> scalars = adam_step_scalars(st, lr, beta1, beta2);
-                 py::dict kw;
-                 kw["lr"] = lr;
-                 kw["beta1"] = beta1;
-                 kw["beta2"] = beta2;
-                 kw["eps"] = eps;
-                 kw["weight_decay"] = wd;
-                 kw["amsgrad"] = amsgrad;
-                 kw["maximize"] = maximize;
-                 kw["decoupled"] = decoupled;
+                 py::dict kw = keywords_from(a, 6);  // lr, ..., decoupled
                  kw["table"] = address_table(p, g, {&m1, &m2, amsgrad ? &mx : &none}, {});
                  kw["scalars"] = py::bytes(reinterpret_cast<const char*>(scalars.data()),
                                            scalars.size() * sizeof(double));

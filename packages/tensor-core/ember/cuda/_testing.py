@@ -101,3 +101,22 @@ def assert_same_error(fn, *args, **kwargs):
     with pytest.raises(type(cpu.value)) as gpu:
         fn(*on_gpu(args), **{k: on_gpu(v) for k, v in kwargs.items()})
     assert str(gpu.value) == str(cpu.value)
+
+
+@contextlib.contextmanager
+def traced_device_ops():
+    """``with traced_device_ops() as seen:``: the names of the ops the device hook runs inside
+    the block, in order (the hook is restored after)."""
+    from ember.cuda import _dispatch
+
+    seen, run = [], _dispatch.dispatch
+
+    def hook(name, args, kwargs):
+        seen.append(name)
+        return run(name, args, kwargs)
+
+    _C._set_device_hook(hook)
+    try:
+        yield seen
+    finally:
+        _C._set_device_hook(run)
