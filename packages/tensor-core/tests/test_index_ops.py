@@ -369,3 +369,19 @@ def test_nonzero_edge_cases():
     assert E.nonzero(E.tensor([0, 3]), out=out) is out and out.tolist() == [[1]]
     # where(c, x, y) still works beside where(c)
     assert E.where(E.tensor([True, False]), 1.0, 0.0).tolist() == [1.0, 0.0]
+
+
+def test_where_with_out():
+    c = E.tensor([True, False, True])
+    a, b = E.tensor([1.0, 2.0, 3.0]), E.tensor([4.0, 5.0, 6.0])
+    out = E.empty(3)
+    assert E.where(c, a, b, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), np.where(c.numpy(), a.numpy(), b.numpy()))
+    grown = E.empty(0)
+    E.where(c, a, 0.0, out=grown)  # resized to the result, as torch's out=
+    np.testing.assert_array_equal(grown.numpy(), [1.0, 0.0, 3.0])
+    with pytest.raises(RuntimeError, match="Expected out type to be Float but got Double"):
+        E.where(c, a, b, out=E.empty(3, dtype=E.float64))
+    x = E.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        E.where(c, x, b, out=E.empty(3))

@@ -355,13 +355,23 @@ void register_ops(py::module_& m) {
   defm("__hash__", py::cpp_function([](py::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); }, py::is_method(cls)));
 
   // ---- ternary / parametrised ----
-  m.def("where", [](py::handle cond, py::handle a, py::handle b) -> py::object {
+  m.def("where", [](py::handle cond, py::handle a, py::handle b, py::handle outh) -> py::object {
     Tensor c = expect_tensor(cond, "where", "condition");
     Operand oa = to_operand(a, "where", "input"), ob = to_operand(b, "where", "other");
-    if (needs_dispatch(c) || any_dispatch(oa, ob))
-      return redispatch("where", g_m->attr("where"), py::make_tuple(cond, a, b), py::dict());
-    return wrap(where(c, oa, ob));
-  }, py::arg("condition"), py::arg("input"), py::arg("other"));
+    Tensor out = opt_out(outh);
+    if (needs_dispatch(c) || any_dispatch(oa, ob)) {
+      if (out && any_grad(oa, ob) && grad_enabled()) out_with_grad("where");
+      return redispatch_out("where", g_m->attr("where"), py::make_tuple(cond, a, b), py::dict(),
+                            outh);
+    }
+    Tensor r = where(c, oa, ob);
+    if (!out) return wrap(std::move(r));
+    EMBER_CHECK(out->dtype == r->dtype, std::runtime_error, "Expected out type to be ",
+                torch_type_name(r->dtype), " but got ", torch_type_name(out->dtype));
+    write_out("where", r, out);  // resized to the result, as torch's out=
+    return py::reinterpret_borrow<py::object>(outh);
+  }, py::arg("condition"), py::arg("input"), py::arg("other"), py::kw_only(),
+     py::arg("out") = py::none());
   defm("where", py::cpp_function([](py::handle self, py::handle cond, py::handle other) {
     return g_m->attr("where")(cond, self, other);
   }, py::is_method(cls), py::arg("condition"), py::arg("other")));
