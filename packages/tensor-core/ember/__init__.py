@@ -272,6 +272,7 @@ _COMPONENTS = {
     "random": ("ember.random", "ember-tensor"),
     "functional": ("ember.functional", "ember-tensor"),
     "signal": ("ember.signal", "ember-tensor"),
+    "version": ("ember.version", "ember-tensor"),
     "profiler": ("ember.profiler", "ember-autograd"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),

@@ -1,10 +1,10 @@
-"""ember.random (torch.random: seeding names and fork_rng) and ember.functional
-(torch.functional's names)."""
+"""ember.random (torch.random: seeding names and fork_rng), ember.functional
+(torch.functional's names) and ember.version (torch.version's)."""
 
 import pytest
 
 import ember
-from ember.cuda._testing import GPU_WITHOUT_CUPY, devices
+from ember.cuda._testing import GPU_WITHOUT_CUPY, REAL_GPU, devices
 
 
 def test_fork_rng_restores_the_cpu_stream_of_draws():
@@ -52,3 +52,16 @@ def test_the_modules_hold_torchs_names():
     public = {n for n in dir(random) if not n.startswith("_")}
     assert {"fork_rng", "manual_seed", "seed", "get_rng_state", "set_rng_state",
             "initial_seed"} <= public & set(ember.random.__all__)
+
+
+def test_version():
+    assert ember.version.__version__ == ember.__version__
+    assert ember.version.hip is None and ember.version.rocm is None and ember.version.xpu is None
+    cuda = ember.version.cuda  # the runtime's, found at run time
+    if REAL_GPU:
+        major, minor = cuda.split(".")
+        assert int(major) >= 11 and minor.isdigit()
+    else:
+        assert cuda is None
+    with pytest.raises(AttributeError, match="has no attribute 'git'"):
+        _ = ember.version.git

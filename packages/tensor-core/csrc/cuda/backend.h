@@ -29,6 +29,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+  // The CUDA runtime's version ("13.0"); empty where there is none (the simulated devices).
+  virtual std::string runtime_version() { return ""; }
   virtual int device_count() = 0;
   virtual std::string device_name(int device) = 0;
   // The compute capability and multiprocessor count (get_device_properties).

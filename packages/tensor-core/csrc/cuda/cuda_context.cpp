@@ -85,6 +85,14 @@ int device_count() {
   return s.backend ? s.backend->device_count() : 0;
 }
 
+std::string runtime_version() {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (s.in_bad_fork) return "";
+  probe_locked(s);
+  return s.backend ? s.backend->runtime_version() : "";
+}
+
 std::string unavailable_reason() {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);

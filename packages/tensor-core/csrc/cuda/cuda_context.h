@@ -19,6 +19,7 @@ void set_runtime_candidates(std::vector<std::string> paths);
 bool is_available();              // probes once; never throws
 int device_count();               // 0 without a usable GPU
 std::string unavailable_reason();  // empty when available
+std::string runtime_version();     // the CUDA runtime's version ("13.0"); empty without a GPU
 std::string backend_name();       // "cudart", "host" (tests) or "none"
 
 // The message of the RuntimeError raised by CUDA calls where no GPU is usable.

@@ -60,10 +60,17 @@ template <class F> bool bind(void* lib, F*& fn, const char* name) {
   return fn != nullptr;
 }
 
+std::string cuda_version_str(int v);  // "12.4" from 12040 (below)
+
 class CudartBackend final : public Backend {
  public:
   explicit CudartBackend(const Api& api, int devices) : api_(api), devices_(devices) {}
   const char* name() const override { return "cudart"; }
+  std::string runtime_version() override {
+    int v = 0;
+    if (!api_.RuntimeGetVersion || api_.RuntimeGetVersion(&v) != cudaSuccess || v <= 0) return "";
+    return cuda_version_str(v);
+  }
   int device_count() override { return devices_; }
 
   std::string device_name(int device) override {

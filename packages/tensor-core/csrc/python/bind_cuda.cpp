@@ -300,6 +300,10 @@ void register_cuda(py::module_& m) {
   m.def("_cuda_is_available", &cu::is_available);
   m.def("_cuda_device_count", &cu::device_count);
   m.def("_cuda_unavailable_reason", &cu::unavailable_reason);
+  m.def("_cuda_runtime_version", []() -> py::object {
+    const std::string v = cu::runtime_version();
+    return v.empty() ? py::object(py::none()) : py::object(py::str(v));
+  });
   m.def("_cuda_backend_name", &cu::backend_name);
   m.def("_cuda_no_gpu_error", &cu::no_gpu_error, py::arg("what") = "");
   m.def("_cuda_use_host_backend", &cu::use_host_backend, py::arg("capacity"),
