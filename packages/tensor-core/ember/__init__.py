@@ -65,8 +65,10 @@ from ember._sorting import allclose, diff, equal, isclose, msort  # noqa: E402,F
 from ember._sorting import install as _install_sorting  # noqa: E402
 from ember._tensor_methods import install as _install_methods  # noqa: E402
 from ember._type_info import finfo, iinfo  # noqa: E402,F401
+from ember.torch_version import TorchVersion as _TorchVersion  # noqa: E402
 
-__version__ = "0.1.0"
+# a str that compares as a version: ember.__version__ >= (0, 1), as torch.__version__
+__version__ = _TorchVersion("0.1.0")
 
 # Python-level dtype aliases, as torch has them.
 float = float32  # noqa: A001,F405
@@ -273,6 +275,7 @@ _COMPONENTS = {
     "functional": ("ember.functional", "ember-tensor"),
     "signal": ("ember.signal", "ember-tensor"),
     "version": ("ember.version", "ember-tensor"),
+    "torch_version": ("ember.torch_version", "ember-tensor"),
     "profiler": ("ember.profiler", "ember-autograd"),
     "multiprocessing": ("ember.multiprocessing", "ember-mp"),
     "distributed": ("ember.distributed", "ember-mp"),
@@ -424,10 +427,11 @@ __all__ = [
     "square_", "squeeze", "stack", "std", "std_mean", "strided", "sub", "sub_", "subtract", "sum",
     "svd", "svd_lowrank", "swapaxes", "swapdims", "t", "take", "take_along_dim", "tan", "tan_",
     "tanh", "tanh_", "tensor", "tensor_split", "tensordot", "threshold", "threshold_",
-    "threshold_backward", "tile", "to_dlpack", "topk", "trace", "transpose", "trapezoid", "trapz",
-    "tril", "tril_", "tril_indices", "triu", "triu_", "triu_indices", "true_divide", "trunc",
-    "trunc_", "typename", "uint8", "unbind", "unflatten", "unique", "unique_consecutive",
-    "unravel_index", "unsqueeze", "use_deterministic_algorithms", "vander", "var", "var_mean",
-    "vdot", "vsplit", "vstack", "where", "xlogy", "xlogy_", "zero_", "zeros", "zeros_like",
+    "threshold_backward", "tile", "to_dlpack", "topk", "torch_version", "trace", "transpose",
+    "trapezoid", "trapz", "tril", "tril_", "tril_indices", "triu", "triu_", "triu_indices",
+    "true_divide", "trunc", "trunc_", "typename", "uint8", "unbind", "unflatten", "unique",
+    "unique_consecutive", "unravel_index", "unsqueeze", "use_deterministic_algorithms", "vander",
+    "var", "var_mean", "vdot", "vsplit", "vstack", "where", "xlogy", "xlogy_", "zero_", "zeros",
+    "zeros_like",
 ]
 # --- end of generated __all__ ---

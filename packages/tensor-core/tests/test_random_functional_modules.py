@@ -65,3 +65,32 @@ def test_version():
         assert cuda is None
     with pytest.raises(AttributeError, match="has no attribute 'git'"):
         _ = ember.version.git
+
+
+VERSIONS = ["2.13.0+cpu", "2.13", "2.13.0", "2.14.0a0", "2.13.0rc1", "2.13.0.post1",
+            "2.13.0.dev20250101", "2.13.0a1.dev2", "1!0.1", "parrot", "2.13.0+cpu.1",
+            "2.13.0+cu121", "0.1.0", "2.13.0+abc.5"]
+OTHERS = VERSIONS + [(2, 13), (2, 12, 9), [2, 13, 0], (0, 1)]
+
+
+def test_torch_version_orders_as_pep_440():
+    from ember.torch_version import TorchVersion as V
+
+    assert isinstance(ember.__version__, V) and ember.__version__ == "0.1.0"
+    assert ember.__version__ >= (0, 1) and ember.__version__ < "0.1.1"
+    assert ember.__version__ > "0.1rc1"
+    assert V("1.0.dev0") < V("1.0a0") < V("1.0b1") < V("1.0rc1") < V("1.0") < V("1.0.post1")
+    assert V("1.0") < V("1.0+local") and V("1!0.1") > V("9.9")
+    assert (V("parrot") > "abc") == ("parrot" > "abc")  # not a version: compared as strings
+    with pytest.raises(TypeError):
+        _ = V("1.0") > 3
+
+
+def test_torch_version_like_torchs_where_installed():
+    tv = pytest.importorskip("torch.torch_version")
+    from ember.torch_version import TorchVersion as V
+
+    for a in VERSIONS:
+        for b in OTHERS:
+            for op in ("__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__"):
+                assert getattr(V(a), op)(b) == getattr(tv.TorchVersion(a), op)(b), (a, op, b)
