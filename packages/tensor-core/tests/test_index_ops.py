@@ -382,6 +382,11 @@ def test_where_with_out():
     np.testing.assert_array_equal(grown.numpy(), [1.0, 0.0, 3.0])
     with pytest.raises(RuntimeError, match="Expected out type to be Float but got Double"):
         E.where(c, a, b, out=E.empty(3, dtype=E.float64))
+
+
+def test_where_with_out_refuses_autograd():
+    pytest.importorskip("ember.autograd")  # requires_grad needs it
+    c, b = E.tensor([True, False, True]), E.tensor([4.0, 5.0, 6.0])
     x = E.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         E.where(c, x, b, out=E.empty(3))
