@@ -1279,6 +1279,12 @@ def chain_matmul(*matrices, out=None):
                   "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
     from ember import linalg
 
+    for i, m in enumerate(matrices):
+        if not isinstance(m, _C.Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(m).__name__}")
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
     if len(matrices) == 1:
         return _finish(matrices[0].clone(), out)
     return linalg.multi_dot(list(matrices), out=out)
@@ -1322,11 +1328,19 @@ def is_storage(obj) -> bool:
     return type(obj).__name__ in ("UntypedStorage", "TypedStorage")
 
 
+def _expect_tensor(name: str, input) -> None:
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+
+
 def is_floating_point(input) -> bool:
+    _expect_tensor("is_floating_point", input)
     return input.is_floating_point()
 
 
 def is_signed(input) -> bool:
+    _expect_tensor("is_signed", input)
     return input.is_signed()
 
 

@@ -70,3 +70,19 @@ def test_as_subclass_shares_the_data():
     assert base.tolist() == [2.0, 2.0, 2.0]
     with pytest.raises(TypeError, match="must be a subclass of Tensor"):
         base.as_subclass(int)
+
+
+def test_plain_functions_refuse_non_tensors_as_torch():
+    # found by the fuzzer: they raised AttributeError
+    with pytest.raises(TypeError, match=r"is_signed\(\): argument 'input' \(position 1\) must be "
+                                        "Tensor, not float"):
+        ember.is_signed(0.5)
+    with pytest.raises(TypeError, match="is_floating_point.*must be Tensor, not int"):
+        ember.is_floating_point(3)
+    with pytest.warns(UserWarning, match="deprecated"):
+        with pytest.raises(TypeError, match="expected Tensor as element 0 in argument 0, but got "
+                                            "list"):
+            ember.chain_matmul([2, 3])
+    with pytest.warns(UserWarning, match="deprecated"):
+        with pytest.raises(RuntimeError, match="Expected one or more matrices"):
+            ember.chain_matmul()
