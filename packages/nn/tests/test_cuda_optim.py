@@ -133,3 +133,20 @@ def test_the_cpu_kernels_refuse_a_mix_of_devices():
     with pytest.raises(ValueError, match=r"params\[1\] must be on cpu as params\[0\], got cuda:0"):
         _C._fused_sgd_([p, p.cuda()], [p, p.cuda()], None, [], lr=0.1, weight_decay=0.0,
                        momentum=0.0, dampening=0.0, nesterov=False, maximize=False)
+
+
+def test_the_core_builds_the_address_table_with_dense_gradients(monkeypatch):
+    from ember.cuda import _dispatch
+
+    p = ember.randn(4, 3, device="cuda")
+    g = ember.randn(3, 4, device="cuda").t()  # strided: read through a dense copy
+    tables = []
+    run = _dispatch.OPS["_fused_sgd_"]
+    monkeypatch.setitem(_dispatch.OPS, "_fused_sgd_",
+                        lambda name, args, kwargs: tables.append(kwargs["table"])
+                        or run(name, args, kwargs))
+    _C._fused_sgd_([p], [g], None, [], lr=0.5, weight_decay=0.0, momentum=0.0, dampening=0.0,
+                   nesterov=False, maximize=False)
+    row = np.frombuffer(tables[0], dtype=np.int64)
+    assert row[0] == p.data_ptr() and row[1] not in (0, g.data_ptr())
+    assert row[2] == 0 and row[3] == 12 and row[4] == 0  # no buffer, 12 elements, not first

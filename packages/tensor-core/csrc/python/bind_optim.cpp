@@ -37,20 +37,21 @@ std::vector<bool> flags(const Args& a, int i) {
 }
 
 // The CUDA form's address table, one row per parameter: the addresses of `columns` (a null
-// list gives 0), then the element count and `last` (0 when empty). None when a gradient is
-// strided: the device hook copies it to a dense tensor and builds the table itself.
-py::object address_table(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                         const std::vector<const std::vector<Tensor>*>& columns,
-                         const std::vector<bool>& last) {
-  for (const Tensor& g : grads)
-    if (!g->is_contiguous()) return py::none();
+// list gives 0), then the element count and `last` (0 when empty). The kernels read gradients
+// densely: a strided one (autograd may leave a Linear weight's gradient transposed) is copied
+// into `dense`, which the caller keeps until the launch is queued.
+py::bytes address_table(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                        const std::vector<const std::vector<Tensor>*>& columns,
+                        const std::vector<bool>& last, std::vector<Tensor>& dense) {
+  dense.clear();
+  for (const Tensor& g : grads) dense.push_back(contiguous(g));  // g itself when dense already
   const size_t width = 2 + columns.size() + 1 + (last.empty() ? 0 : 1);
   std::vector<int64_t> table(params.size() * width, 0);
   for (size_t i = 0; i < params.size(); ++i) {
     int64_t* row = table.data() + i * width;
     size_t c = 0;
     row[c++] = reinterpret_cast<int64_t>(params[i]->device_data());
-    row[c++] = reinterpret_cast<int64_t>(grads[i]->device_data());
+    row[c++] = reinterpret_cast<int64_t>(dense[i]->device_data());
     for (const auto* col : columns)
       row[c++] = col->empty() ? 0 : reinterpret_cast<int64_t>((*col)[i]->device_data());
     row[c++] = params[i]->numel();
@@ -100,8 +101,10 @@ void register_optim(py::module_& m) {
                  const std::vector<Tensor> none;
                  const bool use_mom = mom != 0.0;
                  py::dict kw = keywords_from(a, 3);  // first, lr, ..., maximize
+                 std::vector<Tensor> dense;
                  kw["table"] = address_table(p, g, {use_mom ? &b : &none},
-                                             use_mom ? first : std::vector<bool>(p.size(), false));
+                                             use_mom ? first : std::vector<bool>(p.size(), false),
+                                             dense);
                  kw["max_numel"] = max_numel(p);
                  call_device("_fused_sgd_", py::make_tuple(a[0], a[1], a[2]), kw);
                  bump({&p});
@@ -130,7 +133,8 @@ void register_optim(py::module_& m) {
                  const std::vector<Tensor> none;
                  const std::vector<double> scalars = adam_step_scalars(st, lr, beta1, beta2);
                  py::dict kw = keywords_from(a, 6);  // lr, ..., decoupled
-                 kw["table"] = address_table(p, g, {&m1, &m2, amsgrad ? &mx : &none}, {});
+                 std::vector<Tensor> dense;
+                 kw["table"] = address_table(p, g, {&m1, &m2, amsgrad ? &mx : &none}, {}, dense);
                  kw["scalars"] = py::bytes(reinterpret_cast<const char*>(scalars.data()),
                                            scalars.size() * sizeof(double));
                  kw["max_numel"] = max_numel(p);

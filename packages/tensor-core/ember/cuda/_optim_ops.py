@@ -5,10 +5,11 @@ The composed update (``_sgd_foreach``) launches five kernels per parameter: 805 
 ResNet-50 step, 4.5 ms of host time on an H200 against torch's 1 ms. Here one kernel launch
 updates a whole parameter group. The core checks the arguments (the CPU kernels' checks and
 errors), increments Adam's step counters, computes its per-parameter scalars in double, builds
-the table of the tensors' addresses (one row per parameter, ``blockIdx.y``) and bumps the
-versions (python/bind_optim.cpp); this hook copies the table to the device, keeping it while
-the addresses stay the same (a training step allocates in the same order every step), and
-launches. The arithmetic is the CPU kernels' (ops/optim_kernels.cpp), in the parameters' dtype.
+the table of the tensors' addresses (one row per parameter, ``blockIdx.y``; a strided gradient
+copied dense first) and bumps the versions (python/bind_optim.cpp); this hook copies the table
+to the device, keeping it while the addresses stay the same (a training step allocates in the
+same order every step), and launches. The arithmetic is the CPU kernels'
+(ops/optim_kernels.cpp), in the parameters' dtype.
 
 Over ember.cuda's simulated devices (host memory) NumPy runs the same expressions.
 """
@@ -112,18 +113,6 @@ def _device_table(kind: str, device: int, raw: bytes):
     return table
 
 
-def _table(raw, params, grads, columns, last=None) -> tuple:
-    """The address table (bytes from the core; None when a gradient is strided: the dense
-    copies are made here and kept alive with the table) and the gradients to read."""
-    if raw is not None:
-        return raw, grads
-    grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
-    rows = [[p.data_ptr(), g.data_ptr(), *[c[i].data_ptr() if c else 0 for c in columns],
-             p.numel(), *([int(bool(last[i]))] if last is not None else [])]
-            for i, (p, g) in enumerate(zip(params, grads))]
-    return numpy.array(rows, dtype=numpy.int64).tobytes(), grads
-
-
 def _launch(kernel, device: int, count: int, max_numel: int, prepare) -> None:
     """Runs ``prepare()`` (the uploads; returns args(start), the kernel's arguments for the
     rows from ``start``) and the launches on ember's current stream of ``device``."""
@@ -159,7 +148,7 @@ def _fused_sgd_(name, args, kwargs):
                 d = d + t(mom) * m if nesterov else m
             p -= t(lr) * d
         return None
-    raw, grads = _table(kwargs["table"], params, grads, [bufs], first)
+    raw = kwargs["table"]
     device = params[0].get_device()
     kernel = _kernel("ember_fused_sgd", _SGD, params[0].dtype.name)
 
@@ -203,7 +192,7 @@ def _fused_adam_(name, args, kwargs):
                 ax[i][...] = v
             p[...] = pk - ss * (a / (numpy.sqrt(v) / bc + t(eps)))
         return None
-    raw, grads = _table(kwargs["table"], params, grads, [m1, m2, mx])
+    raw = kwargs["table"]
     device = params[0].get_device()
     kernel = _kernel("ember_fused_adam", _ADAM, params[0].dtype.name)
 
