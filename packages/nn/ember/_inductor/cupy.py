@@ -165,8 +165,8 @@ _kernels_lock = threading.Lock()
 
 
 def _built(source: CupySource):
-    """One CuPy kernel object per source (CuPy compiles it once per dtype and keeps the binary
-    in its own disk cache)."""
+    """One CuPy kernel object per source, shared by the runners of equal groups (CuPy compiles it
+    once per dtype and keeps the binary in its own disk cache)."""
     key = source.python()
     with _kernels_lock:
         kernel = _kernels.get(key)
@@ -195,6 +195,7 @@ class CudaRunner:
         self.forward_source = cupy_source(group, name)
         self.backward_source = (cupy_backward_source(group, name + "_backward", needs)
                                 if needs is not None else None)
+        self._forward_kernel = self._backward_kernel = None  # built on first launch
         self.reduction = None
         if group.reductions:
             (_, (op, _, keepdim)), = group.reductions.items()
@@ -204,7 +205,9 @@ class CudaRunner:
     def forward(self, inputs, outputs) -> None:
         from ember.cuda import _ops
         device = outputs[0].get_device()
-        kernel = _built(self.forward_source)
+        kernel = self._forward_kernel
+        if kernel is None:
+            kernel = self._forward_kernel = _built(self.forward_source)
         with _ops._on_current_stream(device):
             views = [_ops.view(t) for t in inputs]
             if self.reduction is None:
@@ -216,6 +219,8 @@ class CudaRunner:
     def backward(self, inputs, grads, grads_in) -> None:
         from ember.cuda import _ops
         device = grads_in[0].get_device()
-        kernel = _built(self.backward_source)
+        kernel = self._backward_kernel
+        if kernel is None:
+            kernel = self._backward_kernel = _built(self.backward_source)
         with _ops._on_current_stream(device):
             kernel(*[_ops.view(t) for t in (*inputs, *grads, *grads_in)])
