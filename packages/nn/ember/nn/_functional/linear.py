@@ -36,7 +36,7 @@ def bilinear(input1, input2, weight, bias=None):
 # ---------------------------------------------------------------------------------------------
 # grouped_mm (Mixture-of-Experts layers): one product per group, the groups cut by `offs`
 
-_GROUPED_MM_DTYPES = {"float32": "Float32", "bfloat16": "BFloat16", "float16": "Float16"}
+_GROUPED_MM_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def _group_bounds(offs, length: int, what: str) -> list:
@@ -44,9 +44,8 @@ def _group_bounds(offs, length: int, what: str) -> list:
     within the `length` of the jagged dim (torch reads past them; ember refuses)."""
     if offs.dim() != 1:
         raise RuntimeError("offs has to be 1D")
-    ends = [int(e) for e in offs.tolist()]
     bounds, start = [], 0
-    for g, end in enumerate(ends):
+    for g, end in enumerate(offs.tolist()):
         if end < start or end > length:
             raise RuntimeError(f"grouped_mm: offs[{g}] = {end} must be >= offs[{g - 1}] and <= "
                                f"{length}, the size of {what}" if g else
