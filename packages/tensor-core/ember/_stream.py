@@ -90,9 +90,7 @@ class Event(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register(): a co
         if d.type == "cuda":
             from ember.cuda.streams import Event as CudaEvent
 
-            event = CudaEvent(enable_timing, blocking, interprocess)
-            event._requested_device = d.index
-            return event
+            return CudaEvent(enable_timing, blocking, interprocess, device=d.index)
         return super().__new__(cls)
 
     def __init__(self, device: Any = None, *, enable_timing: bool = False,

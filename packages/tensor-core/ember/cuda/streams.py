@@ -126,11 +126,12 @@ class Event:
     """
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False) -> None:
+                 interprocess: bool = False, *, device: int | None = None) -> None:
         if interprocess:
             raise NotImplementedError("ember.cuda.Event: interprocess events are not supported")
         self.enable_timing = bool(enable_timing)
         self.blocking = bool(blocking)
+        self._requested_device = device  # ember.Event("cuda:1"): its device before a record
         self._device: int | None = None
         self._handle: int | None = None
 
@@ -178,8 +179,9 @@ class Event:
 
     @property
     def device_index(self) -> int:
-        return self._device if self._device is not None else \
-            getattr(self, "_requested_device", None) or 0
+        if self._device is not None:
+            return self._device
+        return self._requested_device if self._requested_device is not None else 0
 
     @property
     def device(self):
