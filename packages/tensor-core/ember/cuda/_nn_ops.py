@@ -903,13 +903,13 @@ extern "C" __global__ void NAME(const T* __restrict__ g, const T* __restrict__ x
 
 
 def _activation_backward(zero_where, condition: str, bounds):
-    """grad_output, or 0 where zero_where(x, lo, hi) holds (in C: `condition` over x[i], lo and
-    hi), x being self and (lo, hi) the bounds read from the keywords, as the CPU kernels:
-    threshold_backward zeroes x <= threshold, hardtanh_backward x <= min_val or x >= max_val,
-    and a NaN x keeps its gradient. On a GPU one kernel writes the result: for contiguous
-    operands of one shape (ReLU's backward in a network) a raw kernel over the pointers, which
-    skips CuPy's array and argument handling (a third of the op's host time); else CuPy's
-    elementwise kernel, which broadcasts."""
+    """grad_output, or 0 where zero_where(x, lo, hi) holds (in C: `condition`, a template
+    over {x}, lo and hi), x being self and (lo, hi) the bounds read from the keywords, as the
+    CPU kernels: threshold_backward zeroes x <= threshold, hardtanh_backward x <= min_val or
+    x >= max_val, and a NaN x keeps its gradient. On a GPU one kernel writes the result: for
+    contiguous operands of one shape (ReLU's backward in a network) a raw kernel over the
+    pointers, which skips CuPy's array and argument handling (a third of the op's host time);
+    else CuPy's elementwise kernel, which broadcasts."""
     kernels = {}
 
     def raw_kernel(dtype_name):
@@ -918,7 +918,7 @@ def _activation_backward(zero_where, condition: str, bounds):
             import cupy
             name = f"ember_activation_backward_{len(kernels)}"
             source = _ACTIVATION_BACKWARD_SOURCE.replace("NAME", name).replace(
-                "CONDITION", condition.replace("x", "x[i]"))
+                "CONDITION", condition.format(x="x[i]"))
             t = "float" if dtype_name == "float32" else "double"
             k = kernels[dtype_name] = cupy.RawKernel(f"typedef {t} T;\n" + source, name)
         return k
@@ -953,7 +953,7 @@ def _activation_backward(zero_where, condition: str, bounds):
             if kernel is None:
                 kernel = kernels["k"] = mod.ElementwiseKernel(
                     "T g, T x, float64 lo, float64 hi", "T out",
-                    f"out = ({condition}) ? T(0) : g", f"ember_{name}")
+                    f"out = ({condition.format(x='x')}) ? T(0) : g", f"ember_{name}")
             shape = base._broadcast_shapes(tuple(go.shape), tuple(x.shape))
             out = empty(shape, go.dtype, device)
             if out.numel():
@@ -981,9 +981,9 @@ NN_OPS = {
     "hardtanh": _hardtanh,
     "hardtanh_": base._inplace(_hardtanh),
     "threshold_backward": _activation_backward(
-        lambda x, lo, hi: x <= lo, "x <= lo", lambda kw: (kw["threshold"], kw["threshold"])),
+        lambda x, lo, hi: x <= lo, "{x} <= lo", lambda kw: (kw["threshold"], kw["threshold"])),
     "hardtanh_backward": _activation_backward(
-        lambda x, lo, hi: (x <= lo) | (x >= hi), "x <= lo || x >= hi",
+        lambda x, lo, hi: (x <= lo) | (x >= hi), "{x} <= lo || {x} >= hi",
         lambda kw: (kw["min_val"], kw["max_val"])),
 }
 for _k in (1, 2, 3):
