@@ -126,6 +126,9 @@ def test_the_address_table_is_copied_once_while_it_stays_the_same():
     assert other is not first
     np.testing.assert_array_equal(ember.cuda._ops.xp().asnumpy(other) if REAL_GPU
                                   else other, host + 1)
+    # two parameter groups alternating each step: both copies are kept
+    assert _optim_ops._device_table("test", 0, host.tobytes()) is first
+    assert _optim_ops._device_table("test", 0, (host + 1).tobytes()) is other
 
 
 def test_the_cpu_kernels_refuse_a_mix_of_devices():

@@ -87,7 +87,8 @@ extern "C" __global__ void ember_fused_adam(const long long* __restrict__ table,
 """
 _TYPES = {"float32": "float", "float64": "double"}
 _kernels: dict = {}
-_tables: dict = {}  # (kernel, device) -> (host table bytes, its device copy): the last one
+_tables: dict = {}  # (kernel, device, table bytes) -> the table's device copy, oldest first
+_TABLES_KEPT = 16
 
 
 def _kernel(name: str, source: str, dtype_name: str):
@@ -102,14 +103,15 @@ def _kernel(name: str, source: str, dtype_name: str):
 
 
 def _device_table(kind: str, device: int, raw: bytes):
-    """The int64 table ``raw`` on the device (flat), reusing the last copy while it is the
-    same."""
-    key = (kind, device)
-    cached = _tables.get(key)
-    if cached is not None and cached[0] == raw:
-        return cached[1]
-    table = xp().asarray(numpy.frombuffer(raw, dtype=numpy.int64))
-    _tables[key] = (raw, table)
+    """The int64 table ``raw`` on the device (flat). The copies of the last few tables are kept
+    (one per parameter group and optimizer of a training loop), so a step whose addresses
+    repeat copies nothing."""
+    key = (kind, device, raw)
+    table = _tables.get(key)
+    if table is None:
+        if len(_tables) >= _TABLES_KEPT:
+            _tables.pop(next(iter(_tables)))
+        table = _tables[key] = xp().asarray(numpy.frombuffer(raw, dtype=numpy.int64))
     return table
 
 
