@@ -112,7 +112,8 @@ def type_as(self, other):
 # ---- pointwise compositions ----
 
 def _check_addcdiv_integral(t1, t2):
-    if not t1.dtype.is_floating_point and not t2.dtype.is_floating_point:
+    if not (t1.dtype.is_floating_point or t1.dtype.is_complex or t2.dtype.is_floating_point
+            or t2.dtype.is_complex):
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future release "
             "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
@@ -176,23 +177,38 @@ def clamp_max_(self, max):  # noqa: A002
     return self.clamp_(max=max)
 
 
+def _double_or_cdouble(x):
+    """float_power's operand: float64, or complex128 where it is complex (torch's rule)."""
+    if _is_tensor(x):
+        return x.to(_C.complex128 if x.dtype.is_complex else _C.float64)
+    return builtins.complex(x) if isinstance(x, builtins.complex) else float(x)
+
+
 def float_power(input, exponent, *, out=None):
-    base = input.to(_C.float64) if _is_tensor(input) else float(input)
-    exp = exponent.to(_C.float64) if _is_tensor(exponent) else float(exponent)
-    return _C.pow(base, exp, out=out)
+    return _C.pow(_double_or_cdouble(input), _double_or_cdouble(exponent), out=out)
 
 
 def float_power_(self, exponent):
+    if self.dtype.is_complex or _is_tensor(exponent) and exponent.dtype.is_complex:
+        if self.dtype != _C.complex128:
+            raise RuntimeError(f"the base given to float_power_ has dtype "
+                               f"{_dtype_name(self.dtype)} but the operation's result requires "
+                               f"dtype ComplexDouble")
+        return self.pow_(_double_or_cdouble(exponent))
     if self.dtype != _C.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {_dtype_name(self.dtype)} "
                            "but the operation's result requires dtype Double")
     return self.pow_(exponent.to(_C.float64) if _is_tensor(exponent) else float(exponent))
 
 
+def _refuse_complex(name, input, error=RuntimeError, message=None):
+    """torch's refusal of a complex input, for the compositions that are real-only."""
+    if input.dtype.is_complex:
+        raise error(message or f"{name} does not support complex inputs.")
+
+
 def _dtype_name(dt) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool"}.get(dt.name, dt.name)
+    return dt._torch_name
 
 
 def ldexp(input, other, *, out=None):
@@ -245,11 +261,13 @@ def nextafter_(self, other):
 
 
 def isneginf(input, *, out=None):
+    _refuse_complex("isneginf", input)
     r = input == -math.inf if input.dtype.is_floating_point else _C.zeros_like(input, dtype=_C.bool)
     return _finish(r, out)
 
 
 def isposinf(input, *, out=None):
+    _refuse_complex("isposinf", input)
     r = input == math.inf if input.dtype.is_floating_point else _C.zeros_like(input, dtype=_C.bool)
     return _finish(r, out)
 
@@ -264,7 +282,7 @@ def adjoint(input):
     if input.dim() < 2:
         raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {input.dim()}-D tensor.")
-    return input.transpose(-2, -1)
+    return input.transpose(-2, -1).conj()
 
 
 # ---- special functions over the core's table ops ----
@@ -291,6 +309,8 @@ def polygamma_(self, n):
 
 
 def mvlgamma(input, p, *, out=None):
+    _refuse_complex("mvlgamma", input, NotImplementedError, '"mvlgamma" not implemented for '
+                    f"'{_dtype_name(input.dtype)}'")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     # torch no longer checks the domain (x > (p-1)/2): lgamma's poles give inf there
@@ -323,6 +343,8 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def logcumsumexp(input, dim, *, out=None):
+    _refuse_complex("logcumsumexp", input, NotImplementedError,
+                    "ember: logcumsumexp of complex tensors is not supported yet")
     d = _wrap_dim(dim, input.dim())
     x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
     if x.dim() == 0 or x.shape[d] <= 1:
@@ -369,7 +391,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
     x = input if input.dim() == 2 else input.reshape(1, -1)
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(_C.get_default_dtype())
     n = x.shape[1]
     w = None
@@ -406,7 +428,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm_factor = 0.0 if not _is_tensor(norm_factor) else norm_factor.clamp(min=0)
     centred = x - avg.unsqueeze(1)
     weighted = centred if w is None else centred * w
-    c = _C.mm(weighted, centred.t()) / norm_factor
+    c = _C.mm(weighted, centred.t().conj()) / norm_factor
     return c.squeeze() if input.dim() < 2 else c
 
 
@@ -415,9 +437,13 @@ def corrcoef(input):
     if c.dim() == 0:
         return c / c
     d = c.diagonal()
-    std = d.sqrt()
+    std = (d.real if d.dtype.is_complex else d).sqrt()
     c = c / std.unsqueeze(1)
     c = c / std.unsqueeze(0)
+    if c.dtype.is_complex:  # each part clipped, as torch's
+        c.real.clamp_(-1, 1)
+        c.imag.clamp_(-1, 1)
+        return c
     return c.clamp(-1, 1)
 
 
@@ -821,7 +847,7 @@ def vander(x, N=None, increasing=False):
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     dt = x.dtype if x.dtype != _C.bool else _C.int64
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         dt = _C.int64
     if n == 0:
         return _C.empty((x.shape[0], 0), dtype=dt, device=x.device)
@@ -871,7 +897,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
 
 def _check_integral(name, *tensors):
     for x in tensors:
-        if x.dtype.is_floating_point or x.dtype == _C.bool:
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _C.bool:
             raise RuntimeError(f"\"{name}_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
 
 
@@ -989,9 +1015,11 @@ def resolve_neg(input):
     return input
 
 
-# Complex-number functions on real tensors, as torch's: the tensor itself, or all True.
+# Complex numbers. real/imag are views (of view_as_real's (real, imaginary) pairs), so writes
+# through them reach the tensor, as torch's. conj writes the conjugate out: ember has no lazy
+# conjugate bit, so is_conj is always False and resolve_conj has nothing to resolve.
 def conj(input):
-    return input
+    return _C.conj_physical(input) if input.dtype.is_complex else input
 
 
 def resolve_conj(input):
@@ -999,15 +1027,78 @@ def resolve_conj(input):
 
 
 def real(input):
-    return input
+    return _C.view_as_real(input)[..., 0] if input.dtype.is_complex else input
+
+
+def imag(input):
+    if not input.dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return _C.view_as_real(input)[..., 1]
 
 
 def isreal(input):
+    if input.dtype.is_complex:
+        return _C.eq(imag(input), 0)
     return _C.ones_like(input, dtype=_C.bool)
 
 
 def is_complex(input) -> bool:
-    return False
+    return input.dtype.is_complex
+
+
+def _check_complex_parts(name, a, b, first, second):
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"Expected object of scalar type {a.dtype._torch_name} but got scalar "
+                           f"type {b.dtype._torch_name} for second argument")
+    if a.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{a.dtype._torch_name} and {b.dtype._torch_name}")
+
+
+def _complex_out(parts, out):
+    """The complex tensor of (real, imaginary) pairs stacked on a last dim, written to `out`."""
+    result = _C.view_as_complex(_shape.stack(parts, -1))
+    if out is None:
+        return result
+    if not out.dtype.is_complex:
+        raise RuntimeError(f"Expected object of scalar type {result.dtype._torch_name} but got "
+                           f"scalar type {out.dtype._torch_name} for argument 'out'")
+    out.resize_(result.shape).copy_(result)
+    return out
+
+
+def complex(real, imag, *, out=None):  # noqa: A001 - torch's name
+    """The complex tensor real + imag * 1j (torch.complex): both float32 or both float64."""
+    _check_complex_parts("complex", real, imag, "real", "imag")
+    real, imag = _shape.broadcast_tensors(real, imag)
+    return _complex_out([real, imag], out)
+
+
+def polar(abs, angle, *, out=None):  # noqa: A002 - torch's names
+    """abs * (cos(angle) + sin(angle) * 1j) (torch.polar)."""
+    _check_complex_parts("polar", abs, angle, "abs", "angle")
+    return _complex_out([abs * _C.cos(angle), abs * _C.sin(angle)], out)
+
+
+def sgn(input, *, out=None):
+    """sign for real tensors; x / |x| (0 at 0) for complex ones."""
+    if not input.dtype.is_complex:
+        return _C.sign(input, out=out)
+    magnitude = _C.abs(input)
+    result = _C.where(magnitude == 0, _C.zeros_like(input), input / magnitude)
+    if out is None:
+        return result
+    return out.resize_(result.shape).copy_(result)
+
+
+def sgn_(input):
+    if not input.dtype.is_complex:
+        return input.sign_()
+    return input.copy_(sgn(input))
+
+
+def conj_physical_(input):
+    return input.copy_(_C.conj_physical(input)) if input.dtype.is_complex else input
 
 
 def is_conj(input) -> bool:
@@ -1108,6 +1199,9 @@ def as_strided_(self, size, stride, storage_offset=None):
 
 
 def fill(input, value):
+    if _is_tensor(value) and value.dim() != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value.dim()} dimensions.")
     if _is_tensor(value):  # a 0-d tensor: its gradient flows through the copy
         return _C.full_like(input, 0).copy_(value.expand(input.shape))
     return _C.full_like(input, value)
@@ -1176,6 +1270,10 @@ def get_device(input) -> int:
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     from ember import linalg
 
+    for x in (x1, x2):
+        _refuse_complex("cosine_similarity", x, message="expected common dtype to be floating "
+                        f"point, yet common dtype is {_dtype_name(x.dtype)}")
+
     x1, x2 = _shape.broadcast_tensors(x1, x2)
     n1 = linalg.vector_norm(x1, dim=dim).clamp(min=eps)
     n2 = linalg.vector_norm(x2, dim=dim).clamp(min=eps)
@@ -1189,6 +1287,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def pdist(input, p=2.0):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:
@@ -1376,7 +1476,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least "
                                "edge_order+1")
-    f = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    inexact = input.dtype.is_floating_point or input.dtype.is_complex
+    f = input if inexact else input.to(_C.get_default_dtype())
     return tuple(_gradient_along(f, d, h, edge_order) for d, h in zip(dims, spacings))
 
 

@@ -98,7 +98,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     close = _C.eq(input, other)
-    floating = input.is_floating_point()
+    floating = input.is_floating_point() or input.is_complex()  # complex: |z - w| is real
     if equal_nan and floating:
         close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
     if rtol == 0 and atol == 0:

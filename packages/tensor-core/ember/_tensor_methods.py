@@ -23,7 +23,7 @@ def _repr(self, *, tensor_contents=None) -> str:
     return _tensor_str.format_tensor(
         arr,
         dtype_name=self.dtype.name,
-        is_default_float=self.dtype == _C.get_default_dtype(),
+        is_default_float=self.dtype in (_C.get_default_dtype(), _C._get_default_complex_dtype()),
         shape=tuple(self.shape),
         device=str(self.device),
         suffixes=tuple(suffixes),
@@ -121,31 +121,40 @@ def _as_subclass(self, cls):
     return obj
 
 
-def _imag(self):
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+def _set_part(part):
+    def setter(self, value):
+        target = part(self)
+        target.copy_(value if isinstance(value, _C.Tensor) else _C.full_like(target, value))
+    return setter
 
 
 def _mH(self):
-    """The conjugate transpose of the last two dimensions: the transpose (real dtypes only)."""
+    """The conjugate transpose of the last two dimensions (the transpose for real dtypes; a
+    copy for complex ones, as ember has no lazy conjugate)."""
     if self.dim() < 2:
         raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")
-    return self.transpose(-2, -1)
+    return self.transpose(-2, -1).conj()
 
 
 def _H(self):
     if self.dim() != 2:
         raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{self.dim()}-D tensor.")
-    return self.transpose(0, 1)
+    return self.transpose(0, 1).conj()
 
 
 def install(cls) -> None:
+    from ember import _composite_ops as _composite
+
     cls.mH = property(_mH)
-    # the real part of a real tensor is the tensor; it has no imaginary part (torch's message)
-    cls.real = property(lambda self: self)
-    cls.imag = property(_imag)
+    # views of a complex tensor's parts (the real part of a real tensor is the tensor; it has
+    # no imaginary part: torch's message); assigning to them writes the parts
+    cls.real = property(_composite.real, _set_part(_composite.real))
+    cls.imag = property(_composite.imag, _set_part(_composite.imag))
     cls.H = property(_H)
+    cls.cfloat = lambda self, memory_format=None: self.to(_C.complex64)
+    cls.cdouble = lambda self, memory_format=None: self.to(_C.complex128)
     cls.__array_namespace__ = _array_namespace
     cls.to_device = _to_device
     cls.__repr__ = _repr

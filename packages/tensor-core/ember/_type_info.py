@@ -28,6 +28,8 @@ class finfo:  # noqa: N801 - torch's name
 
     def __init__(self, type=None):  # noqa: A002
         dt = _dtype_arg("finfo", type)
+        if dt.is_complex:  # a complex dtype's limits are its parts' (torch.finfo(complex64): float32)
+            dt = dt.to_real()
         if dt.name not in _FLOAT_FORMATS:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
                             "to handle 'torch.finfo'")

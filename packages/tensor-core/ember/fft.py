@@ -1,22 +1,622 @@
-"""ember.fft: torch.fft's real-valued helpers (sample frequencies and shifts).
+"""ember.fft: torch.fft's discrete Fourier transforms and their helpers.
 
-The transforms themselves (fft, rfft, ifft, ...) give complex results, and ember has no complex
-dtypes yet: asking for one raises an AttributeError saying so (tools/api_absences.toml lists them).
+The transforms (as torch.fft, with its signatures, dtype rules, normalizations and error messages):
+
+- complex to complex: ``fft``, ``ifft``, ``fft2``, ``ifft2``, ``fftn``, ``ifftn`` (a real input is
+  transformed as a complex one with zero imaginary parts);
+- real to half-spectrum: ``rfft``, ``rfft2``, ``rfftn`` and the inverse of a Hermitian signal,
+  ``ihfft``, ``ihfft2``, ``ihfftn`` (complex results, the last dim cut to n // 2 + 1);
+- half-spectrum to real: ``irfft``, ``irfft2``, ``irfftn`` and ``hfft``, ``hfft2``, ``hfftn``
+  (real results of n points, n = 2 * (m - 1) by default).
+
+``n`` / ``s`` zero-pads or truncates the input along each transformed dim (``-1`` in ``s``: that
+dim's own size); ``dim`` picks the dims (``s`` alone: the last ``len(s)``); ``norm`` is ``None`` or
+``"backward"`` (no scale forward, 1/n backward), ``"ortho"`` (1/sqrt(n) both ways) or
+``"forward"`` (1/n forward). Types: float32 -> complex64, float64 -> complex128, integer and bool
+inputs are first promoted to the default float dtype; float16 and bfloat16 raise as torch's CPU
+build does. ``out=`` follows torch's rules (resized when its shape differs, cast when allowed).
+
+The helpers, real-valued: ``fftfreq``, ``rfftfreq``, ``fftshift``, ``ifftshift``.
+
+CPU tensors are transformed by NumPy's pocketfft on zero-copy ``Tensor.numpy()`` views, in the
+input's precision (complex64 stays complex64), straight into the memory that the result tensor
+wraps; CUDA tensors go through CuPy's cuFFT (``cupy.fft``) when CuPy is installed. Gradients of
+these complex-valued functions are not supported yet: an input that requires grad (with grad mode
+on) raises NotImplementedError.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Sequence
 
+import numpy as np
+
 import ember
+from ember import _C
 
-__all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+_from_numpy = _C.from_numpy  # (ember.from_numpy, without the module attribute lookup)
 
-_COMPLEX = {
-    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
-    "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
+__all__ = [
+    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn",
+    "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
+    "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
+    "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+]
+
+# NumPy (>= 2.0) implements numpy.fft's functions with these generalized ufuncs: called directly
+# they skip numpy.fft's per-call argument handling (half of the time of a small transform), and
+# with a float32 factor they compute complex64 in single precision (numpy.fft.fft's own default
+# factor, the int 1, takes complex64 through the complex128 loop). Where they are missing
+# (NumPy 1.x), the public numpy.fft functions are used instead (in double; cast back).
+try:
+    from numpy.fft import _pocketfft_umath as _pfu
+except ImportError:  # NumPy 1.x
+    _pfu = None
+if _pfu is not None and not all(
+        hasattr(_pfu, f) for f in ("fft", "ifft", "rfft_n_even", "rfft_n_odd", "irfft")):
+    _pfu = None
+
+# ---- dtypes ----
+
+_NP = {
+    ember.float32: np.dtype(np.float32),
+    ember.float64: np.dtype(np.float64),
+    ember.complex64: np.dtype(np.complex64),
+    ember.complex128: np.dtype(np.complex128),
+}
+_TO_COMPLEX = {ember.float32: ember.complex64, ember.float64: ember.complex128,
+               ember.complex64: ember.complex64, ember.complex128: ember.complex128}
+_TO_REAL = {ember.float32: ember.float32, ember.float64: ember.float64,
+            ember.complex64: ember.float32, ember.complex128: ember.float64}
+_NP_REAL = {np.dtype(np.complex64): np.float32, np.dtype(np.complex128): np.float64,
+            np.dtype(np.float32): np.float32, np.dtype(np.float64): np.float64}
+_NP_COMPLEX = {np.dtype(np.float32): np.dtype(np.complex64),
+               np.dtype(np.float64): np.dtype(np.complex128),
+               np.dtype(np.complex64): np.dtype(np.complex64),
+               np.dtype(np.complex128): np.dtype(np.complex128)}
+
+
+def _promote(dtype):
+    """torch's promote_type_fft on the CPU: integers and bool to the default float dtype; only
+    float32 / float64 / complex64 / complex128 are transformed."""
+    if dtype in _NP:
+        return dtype
+    if dtype.is_floating_point or dtype.is_complex:
+        raise RuntimeError(f"Unsupported dtype {dtype._torch_name}")
+    return ember.get_default_dtype()
+
+
+# ---- arguments ----
+
+def _check_input(name, input):
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"fft_{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.requires_grad and ember.is_grad_enabled():
+        raise NotImplementedError(
+            f"ember.fft.{name}: gradients of complex-valued functions are not supported yet")
+
+
+def _int_arg(name, arg, value):
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"fft_{name}(): argument '{arg}' must be int, not {type(value).__name__}")
+    return operator.index(value)
+
+
+def _ints_arg(name, arg, value):
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        if all(type(v) is int or (hasattr(v, "__index__") and not isinstance(v, bool))
+               for v in value):
+            return tuple(operator.index(v) for v in value)
+    raise TypeError(f"fft_{name}(): argument '{arg}' must be tuple of ints, not "
+                    f"{type(value).__name__}")
+
+
+def _check_norm(name, norm):
+    if norm is not None and not isinstance(norm, str):
+        raise TypeError(f"fft_{name}(): argument 'norm' must be str, not {type(norm).__name__}")
+
+
+def _args_1d(name, input, n, dim, norm):
+    """The checks of torch's argument parser for the 1-d transforms, then the grad check."""
+    if type(dim) is not int:
+        dim = _int_arg(name, "dim", dim)
+    if n is not None and type(n) is not int:
+        n = _int_arg(name, "n", n)
+    _check_norm(name, norm)
+    _check_input(name, input)
+    return n, dim
+
+
+# A step's scale: 0 none, 1 by 1/sqrt(n), 2 by 1/n. torch's norm_from_string, for a transform
+# that is "forward" (fft, rfft, hfft) or not (ifft, irfft, ihfft).
+_SCALE_FORWARD = {None: 0, "backward": 0, "ortho": 1, "forward": 2}
+_SCALE_BACKWARD = {None: 2, "backward": 2, "ortho": 1, "forward": 0}
+
+
+def _scale(norm, forward):
+    table = _SCALE_FORWARD if forward else _SCALE_BACKWARD
+    scale = table.get(norm)
+    if scale is None:
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
+    return scale
+
+
+def _wrap_dim(dim, ndim):
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, "
+                         f"{ndim - 1}], but got {dim})")
+    return dim % ndim
+
+
+def _check_points(n):
+    if n < 1:
+        raise RuntimeError(f"Invalid number of data points ({n}) specified")
+
+
+def _shape_and_dims(input, s, dim):
+    """torch's canonicalize_fft_shape_and_dim_args: the signal size along each transformed dim."""
+    ndim = input.dim()
+    sizes = tuple(input.shape)  # (ember.Size's indexing is slower)
+    dims = None
+    if dim is not None:
+        dims = [_wrap_dim(d, ndim) for d in dim]
+        if len(set(dims)) != len(dims):
+            raise RuntimeError("FFT dims must be unique")
+    if s is not None:
+        if dims is not None and len(dims) != len(s):
+            raise RuntimeError("When given, dim and shape arguments must have the same length")
+        if len(s) > ndim:
+            raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has "
+                               f"{ndim} dimensions.")
+        if dims is None:
+            dims = list(range(ndim - len(s), ndim))
+        shape = [sizes[d] if n == -1 else n for n, d in zip(s, dims)]
+    elif dims is None:
+        dims = list(range(ndim))
+        shape = list(sizes)
+    else:
+        shape = [sizes[d] for d in dims]
+    for n in shape:
+        _check_points(n)
+    return shape, dims
+
+
+def _c2r_shape_and_dims(fname, input, s, dim):
+    """torch's canonicalize_fft_c2r_shape_and_dim_args: also the size of the real output's last
+    transformed dim (2 * (m - 1) by default)."""
+    shape, dims = _shape_and_dims(input, s, dim)
+    if not shape:
+        raise RuntimeError(f"{fname} must transform at least one axis")
+    last = 2 * (input.size(dims[-1]) - 1) if s is None or s[-1] == -1 else shape[-1]
+    _check_points(last)
+    shape[-1] = last  # the c2r step pads / cuts its input to last // 2 + 1 itself
+    return shape, dims
+
+
+# ---- execution ----
+# A plan is a list of steps (op, axis, n, scale): op "fft" / "ifft" (complex -> complex, the
+# input padded or cut to n), "rfft" (real n -> complex n // 2 + 1), "irfft" (complex n // 2 + 1
+# -> real n) or "conj"; the scale is applied with n.
+
+_NUMPY_NORM = {
+    "fft": ("backward", "ortho", "forward"),
+    "rfft": ("backward", "ortho", "forward"),
+    "ifft": ("forward", "ortho", "backward"),
+    "irfft": ("forward", "ortho", "backward"),
 }
 
+
+def _out_shape(shape, op, axis, n):
+    shape = list(shape)
+    shape[axis] = n // 2 + 1 if op == "rfft" else n
+    return shape
+
+
+_FACTORS: dict = {}  # (real dtype, scale, n) -> the factor as a NumPy scalar of that dtype
+
+
+def _factor(real, scale, n):
+    key = (real, scale, n)
+    f = _FACTORS.get(key)
+    if f is None:
+        # In the real dtype of the data, so that the gufunc picks the loop of that precision
+        # (a float64 factor would take complex64 data through the complex128 loop).
+        f = real(1.0 if scale == 0 else 1.0 / math.sqrt(n) if scale == 1 else 1.0 / n)
+        if len(_FACTORS) < 1024:
+            _FACTORS[key] = f
+    return f
+
+
+def _ufunc_step(a, op, axis, n, scale, o):
+    """One transform with pocketfft's gufunc, into o (a new array if None), in a's precision."""
+    dtype = a.dtype
+    real = _NP_REAL[dtype]
+    if op == "fft":
+        ufunc, odt, m = _pfu.fft, dtype, n
+    elif op == "ifft":
+        ufunc, odt, m = _pfu.ifft, dtype, n
+    elif op == "rfft":
+        ufunc = _pfu.rfft_n_even if n % 2 == 0 else _pfu.rfft_n_odd
+        odt, m = _NP_COMPLEX[dtype], n // 2 + 1
+    else:
+        ufunc, odt, m = _pfu.irfft, real, n
+    shape = a.shape
+    if o is None:
+        o = np.empty(shape[:axis] + (m,) + shape[axis + 1:], odt)
+    if axis == len(shape) - 1:  # the gufunc's default core dims: the last
+        ufunc(a, _factor(real, scale, n), out=o)
+    else:
+        ufunc(a, _factor(real, scale, n), axes=[(axis,), (), (axis,)], out=o)
+    return o
+
+
+def _run_ufuncs(a, plan, dest, owned):
+    """The plan with pocketfft's gufuncs: every step writes into a new array (or dest, for the
+    last one). owned: a may be overwritten."""
+    last = len(plan) - 1
+    for i, (op, axis, n, scale) in enumerate(plan):
+        o = dest if i == last else None
+        if op == "conj":
+            a = np.conjugate(a, out=o if o is not None else a if owned else None)
+        else:
+            a = _ufunc_step(a, op, axis, n, scale, o)
+        owned = True
+    return a
+
+
+def _run_public(xp, a, plan, dest):
+    """The plan with numpy.fft's (or cupy.fft's) public functions."""
+    for op, axis, n, scale in plan:
+        dtype = a.dtype
+        if op == "conj":
+            a = xp.conj(a)
+            continue
+        a = getattr(xp.fft, op)(a, n, axis, _NUMPY_NORM[op][scale])
+        want = (_NP_REAL[np.dtype(dtype)] if op == "irfft" else _NP_COMPLEX[np.dtype(dtype)])
+        if a.dtype != want:  # NumPy 1.x computes in double
+            a = a.astype(want)
+    if dest is not None:
+        dest[...] = a
+        return dest
+    return a
+
+
+def _execute(name, input, work, plan, result_dtype, out):
+    """Runs plan on input (promoted to the ember dtype `work`) and returns the result tensor, or
+    out= filled with it."""
+    if input.is_cuda:
+        return _execute_cuda(name, input, work, plan, out)
+    a = (input.detach() if input.requires_grad else input).numpy()  # zero copy
+    want = _NP[work]
+    if not plan or plan[0][0] != "rfft":
+        want = _NP_COMPLEX[want]  # (a real input to a complex transform: as complex)
+    owned = a.dtype != want
+    if owned:
+        a = a.astype(want)
+    dest = None
+    if out is not None and (out.dtype == result_dtype and not out.is_cuda and not out.requires_grad
+                            and out.is_contiguous()
+                            and tuple(out.shape) == _result_shape(a.shape, plan)):
+        dest = out.numpy()  # the last step writes into out itself (NumPy copies an overlapping a)
+    if not plan:  # fftn / ifftn over no dims: a copy of the complex input
+        r = a if owned else a.copy()
+    elif len(plan) == 1 and _pfu is not None and plan[0][0] != "conj":
+        r = _ufunc_step(a, *plan[0], dest)  # (the common case, without _run_ufuncs's loop)
+    elif _pfu is not None:
+        r = _run_ufuncs(a, plan, dest, owned)
+    else:  # NumPy 1.x
+        r = _run_public(np, a, plan, dest)
+    if dest is not None and r is dest:
+        return out
+    result = _from_numpy(r)  # zero copy
+    return result if out is None else _write_out(result, out, name)
+
+
+def _result_shape(shape, plan):
+    shape = list(shape)
+    for op, axis, n, _ in plan:
+        if op != "conj":
+            shape = _out_shape(shape, op, axis, n)
+    return tuple(shape)
+
+
+def _execute_cuda(name, input, work, plan, out):  # pragma: no cover - needs a GPU and CuPy
+    try:
+        import cupy
+    except ImportError as e:
+        raise RuntimeError("ember.fft on CUDA tensors needs CuPy (its cupy.fft, which calls "
+                           "cuFFT); it is not installed") from e
+    x = input.detach() if input.requires_grad else input
+    with cupy.cuda.Device(x.device.index or 0):
+        a = cupy.asarray(x)  # zero copy, through __cuda_array_interface__
+        want = _NP[work]
+        if not plan or plan[0][0] != "rfft":
+            want = _NP_COMPLEX[want]
+        a = a.astype(want, copy=False)
+        r = a.copy() if not plan else _run_public(cupy, a, plan, None)
+        result = ember.from_dlpack(r)
+    return result if out is None else _write_out(result, out, name)
+
+
+def _write_out(result, out, name):
+    from ember._shape import _write_out as write_out
+
+    return write_out(result, out, name)
+
+
+# ---- the 1-d transforms ----
+
+def _fft_1d(name, forward, input, n, dim, norm, out):
+    """fft and ifft: torch's fft_c2c for a complex input, fft_r2c (two-sided) for a real one."""
+    n, dim = _args_1d(name, input, n, dim, norm)
+    dtype = input.dtype
+    is_complex = dtype.is_complex
+    if is_complex:  # torch's fft_c2c
+        work = dtype
+        if work not in _NP:
+            raise RuntimeError(f"Unsupported dtype {dtype._torch_name}")
+    else:  # torch's fft_r2c, two-sided
+        if out is not None and not out.dtype.is_complex:
+            raise RuntimeError(f"{name} expects a complex output tensor, but got "
+                               f"{out.dtype._torch_name}")
+        work = _promote(dtype)
+    d = _wrap_dim(dim, input.dim())
+    if n is None:
+        n = input.size(d)
+    _check_points(n)
+    scale = _scale(norm, forward)
+    result_dtype = _TO_COMPLEX[work]
+    if out is not None:
+        if not out.dtype.is_complex:
+            raise RuntimeError(f"{name} expects a complex output tensor, but got "
+                               f"{out.dtype._torch_name}")
+        if not forward and not is_complex and out.dtype != result_dtype:
+            raise RuntimeError(f"Found dtype {out.dtype._torch_name} but expected "
+                               f"{result_dtype._torch_name}")
+    return _execute(name, input, work, [("fft" if forward else "ifft", d, n, scale)],
+                    result_dtype, out)
+
+
+def _r2c_1d(name, forward, input, n, dim, norm, out):
+    """rfft (forward) and ihfft: torch's fft_r2c, one-sided."""
+    n, dim = _args_1d(name, input, n, dim, norm)
+    dtype = input.dtype
+    if dtype.is_complex:
+        raise RuntimeError(f"{name} expects a real input tensor, but got {dtype._torch_name}")
+    if out is not None and not out.dtype.is_complex:
+        raise RuntimeError(f"{name} expects a complex output tensor, but got "
+                           f"{out.dtype._torch_name}")
+    work = _promote(dtype)
+    d = _wrap_dim(dim, input.dim())
+    if n is None:
+        n = input.size(d)
+    _check_points(n)
+    scale = _scale(norm, forward)
+    result_dtype = _TO_COMPLEX[work]
+    plan = [("rfft", d, n, scale)]
+    if not forward:
+        plan.append(("conj", d, n, 0))
+        if out is not None and out.dtype != result_dtype:
+            raise RuntimeError(f"Found dtype {out.dtype._torch_name} but expected "
+                               f"{result_dtype._torch_name}")
+    return _execute(name, input, work, plan, result_dtype, out)
+
+
+def _c2r_1d(name, forward, input, n, dim, norm, out):
+    """irfft and hfft (forward): torch's fft_c2r."""
+    n, dim = _args_1d(name, input, n, dim, norm)
+    if out is not None and not out.dtype.is_floating_point:
+        raise RuntimeError(f"{name} expects a floating point output tensor, but got "
+                           f"{out.dtype._torch_name}")
+    work = _TO_COMPLEX[_promote(input.dtype)]
+    d = _wrap_dim(dim, input.dim())
+    if n is None:
+        n = 2 * (input.size(d) - 1)
+    _check_points(n)
+    scale = _scale(norm, forward)
+    plan = [("irfft", d, n, scale)]
+    if forward:
+        plan.insert(0, ("conj", d, n, 0))
+    return _execute(name, input, work, plan, _TO_REAL[work], out)
+
+
+def fft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The 1-d discrete Fourier transform of input along dim (torch.fft.fft)."""
+    return _fft_1d("fft", True, input, n, dim, norm, out)
+
+
+def ifft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The 1-d inverse discrete Fourier transform (torch.fft.ifft)."""
+    return _fft_1d("ifft", False, input, n, dim, norm, out)
+
+
+def rfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The 1-d FFT of a real input: the n // 2 + 1 non-negative frequencies (torch.fft.rfft)."""
+    return _r2c_1d("rfft", True, input, n, dim, norm, out)
+
+
+def irfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The inverse of rfft: n real points, n = 2 * (input.size(dim) - 1) by default."""
+    return _c2r_1d("irfft", False, input, n, dim, norm, out)
+
+
+def hfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The FFT of a Hermitian signal given by its one-sided half: n real points."""
+    return _c2r_1d("hfft", True, input, n, dim, norm, out)
+
+
+def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The inverse of hfft: the one-sided inverse FFT of a real input."""
+    return _r2c_1d("ihfft", False, input, n, dim, norm, out)
+
+
+# ---- the n-d transforms ----
+
+def _nd_args(name, input, s, dim, norm):
+    s = _ints_arg(name, "s", s)
+    if dim is None and name[-1] == "2":  # fft2 and co.: dims required (None is fftn's default)
+        raise TypeError(f"fft_{name}(): argument 'dim' must be tuple of ints, not NoneType")
+    dim = _ints_arg(name, "dim", dim)
+    _check_norm(name, norm)
+    _check_input(name, input)
+    return s, dim
+
+
+def _check_out_complex(fname, out):
+    if out is not None and not out.dtype.is_complex:
+        raise RuntimeError(f"{fname} expects a complex output tensor, but got "
+                           f"{out.dtype._torch_name}")
+
+
+def _check_out_real(fname, out):
+    if out is not None and not out.dtype.is_floating_point:
+        raise RuntimeError(f"{fname} expects a floating point output tensor, but got "
+                           f"{out.dtype._torch_name}")
+
+
+def _fftn(name, forward, input, s, dim, norm, out):
+    s, dim = _nd_args(name, input, s, dim, norm)
+    shape, dims = _shape_and_dims(input, s, dim)
+    work = _TO_COMPLEX[_promote(input.dtype)]
+    scale = _scale(norm, forward)
+    _check_out_complex("fftn", out)
+    op = "fft" if forward else "ifft"
+    # the last dims first: the inner (contiguous) loops of a row-major input come first
+    plan = [(op, d, n, scale) for n, d in sorted(zip(shape, dims), key=lambda p: -p[1])]
+    return _execute(name, input, work, plan, work, out)
+
+
+def _rfftn(name, input, s, dim, norm, out):
+    s, dim = _nd_args(name, input, s, dim, norm)
+    if input.dtype.is_complex:
+        raise RuntimeError(f"rfftn expects a real-valued input tensor, but got "
+                           f"{input.dtype._torch_name}")
+    shape, dims = _shape_and_dims(input, s, dim)
+    if not shape:
+        raise RuntimeError("rfftn must transform at least one axis")
+    work = _promote(input.dtype)
+    scale = _scale(norm, True)
+    _check_out_complex("rfftn", out)
+    plan = [("rfft", dims[-1], shape[-1], scale)]
+    plan += [("fft", d, n, scale) for n, d in zip(shape[:-1], dims[:-1])]
+    return _execute(name, input, work, plan, _TO_COMPLEX[work], out)
+
+
+def _irfftn(name, input, s, dim, norm, out):
+    s, dim = _nd_args(name, input, s, dim, norm)
+    shape, dims = _c2r_shape_and_dims("irfftn", input, s, dim)
+    work = _TO_COMPLEX[_promote(input.dtype)]
+    scale = _scale(norm, False)
+    _check_out_real("irfftn", out)
+    plan = [("ifft", d, n, scale) for n, d in zip(shape[:-1], dims[:-1])]
+    plan.append(("irfft", dims[-1], shape[-1], scale))
+    return _execute(name, input, work, plan, _TO_REAL[work], out)
+
+
+def _hfftn(name, input, s, dim, norm, out):
+    s, dim = _nd_args(name, input, s, dim, norm)
+    shape, dims = _c2r_shape_and_dims("hfftn", input, s, dim)
+    work = _TO_COMPLEX[_promote(input.dtype)]
+    scale = _scale(norm, True)
+    _check_out_real("hfftn", out)
+    plan = [("fft", d, n, scale) for n, d in zip(shape[:-1], dims[:-1])]
+    plan.append(("conj", dims[-1], shape[-1], 0))
+    plan.append(("irfft", dims[-1], shape[-1], scale))
+    return _execute(name, input, work, plan, _TO_REAL[work], out)
+
+
+def _ihfftn(name, input, s, dim, norm, out):
+    s, dim = _nd_args(name, input, s, dim, norm)
+    shape, dims = _shape_and_dims(input, s, dim)
+    if not shape:
+        raise RuntimeError("ihfftn must transform at least one axis")
+    work = _promote(input.dtype)
+    scale = _scale(norm, False)
+    if work.is_complex:
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: "
+                           f"{work._torch_name}")
+    result_dtype = _TO_COMPLEX[work]
+    # (torch 2.13's ihfftn over one dim with out= leaves out unwritten, and raises "Found dtype
+    # <result> but expected <out>" when their dtypes differ: here out= is cast and filled as
+    # for more dims.)
+    _check_out_complex("ihfftn", out)
+    plan = [("rfft", dims[-1], shape[-1], scale), ("conj", dims[-1], shape[-1], 0)]
+    plan += [("ifft", d, n, scale) for n, d in zip(shape[:-1], dims[:-1])]
+    return _execute(name, input, work, plan, result_dtype, out)
+
+
+def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The 2-d discrete Fourier transform over dim (the last two by default)."""
+    return _fftn("fft2", True, input, s, dim, norm, out)
+
+
+def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The 2-d inverse discrete Fourier transform."""
+    return _fftn("ifft2", False, input, s, dim, norm, out)
+
+
+def fftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The n-d discrete Fourier transform over dim (all dims, or the last len(s), by default)."""
+    return _fftn("fftn", True, input, s, dim, norm, out)
+
+
+def ifftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The n-d inverse discrete Fourier transform."""
+    return _fftn("ifftn", False, input, s, dim, norm, out)
+
+
+def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The 2-d FFT of a real input, one-sided in the last of dim."""
+    return _rfftn("rfft2", input, s, dim, norm, out)
+
+
+def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The inverse of rfft2."""
+    return _irfftn("irfft2", input, s, dim, norm, out)
+
+
+def rfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The n-d FFT of a real input, one-sided in the last of dim."""
+    return _rfftn("rfftn", input, s, dim, norm, out)
+
+
+def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The inverse of rfftn: real output, s[-1] = 2 * (m - 1) points by default in the last dim."""
+    return _irfftn("irfftn", input, s, dim, norm, out)
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The 2-d FFT of a Hermitian-symmetric input given by its one-sided half: real output."""
+    return _hfftn("hfft2", input, s, dim, norm, out)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The inverse of hfft2: the one-sided 2-d inverse FFT of a real input."""
+    return _ihfftn("ihfft2", input, s, dim, norm, out)
+
+
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The n-d FFT of a Hermitian-symmetric input given by its one-sided half: real output."""
+    return _hfftn("hfftn", input, s, dim, norm, out)
+
+
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The inverse of hfftn: the one-sided n-d inverse FFT of a real input."""
+    return _ihfftn("ihfftn", input, s, dim, norm, out)
+
+
+# ---- the helpers ----
 
 def _frequencies(name, n, d, dtype, device, requires_grad, out, count):
     if isinstance(n, bool) or not isinstance(n, int):
@@ -70,10 +670,3 @@ def fftshift(input, dim=None):
 def ifftshift(input, dim=None):
     """The inverse of fftshift."""
     return _shift(input, dim, -1)
-
-
-def __getattr__(name: str):
-    if name in _COMPLEX:  # an AttributeError, so that hasattr() stays False
-        raise AttributeError(
-            f"ember.fft.{name} returns complex tensors, and ember has no complex dtypes yet")
-    raise AttributeError(f"module 'ember.fft' has no attribute {name!r}")

@@ -80,6 +80,9 @@ def _check_float(A, op: str, low_precision: bool = False) -> None:
             raise NotImplementedError(
                 f'"{_LOW_PRECISION_KERNEL[op]}" not implemented for \'{A.dtype._torch_name}\'')
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype._torch_name}")
+    if A.dtype.is_complex:  # torch's ops take them; ember's LAPACK bindings are real-only
+        raise NotImplementedError(f"{op}: complex inputs are not supported yet (got "
+                                  f"{A.dtype._torch_name})")
     if not A.dtype.is_floating_point:
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. "
@@ -676,7 +679,7 @@ def vecdot(x, y, *, dim=-1, out=None):
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
                            f"of type {x.dtype._torch_name} and y of type "
                            f"{y.dtype._torch_name} instead")
-    return _out("linalg.vecdot", (x * y).sum(dim), out)
+    return _out("linalg.vecdot", (x.conj() * y).sum(dim), out)  # x conjugated, as torch's
 
 
 def cond(A, p=None, *, out=None):

@@ -62,10 +62,12 @@ _STORAGE_NAMES = {
     "int8": "CharStorage",
     "uint8": "ByteStorage",
     "bool": "BoolStorage",
+    "complex64": "ComplexFloatStorage",
+    "complex128": "ComplexDoubleStorage",
 }
 _DTYPE_NAMES = tuple(_STORAGE_NAMES)
 # torch storage types whose dtypes ember does not have: refused with a message naming them
-_UNSUPPORTED_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "ComplexHalfStorage",
+_UNSUPPORTED_STORAGES = ("ComplexHalfStorage",
                          "UInt16Storage", "UInt32Storage", "UInt64Storage", "QInt8Storage",
                          "QUInt8Storage", "QInt32Storage", "Float8_e4m3fnStorage",
                          "Float8_e5m2Storage")

@@ -63,7 +63,7 @@ RANDOM_WORDS = ("rand", "bernoulli", "normal", "multinomial", "dropout", "unifor
                 "rrelu")
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-          "float64")
+          "float64", "complex64", "complex128")
 SHAPES = ((), (0,), (1,), (3,), (2, 3), (3, 1), (1, 4, 1), (2, 0, 3), (4, 4), (2, 3, 4))
 INTS = (0, 1, -1, 2, 3, -2, 5, 2**31, -(2**31) - 1, 2**62, -(2**62), 2**63 - 1, -(2**63))
 FLOATS = ("0.5", "-2.5", "1e-30", "1e300", "nan", "inf", "-inf", "-0.0")
@@ -90,6 +90,8 @@ def tensor_src(rng: random.Random, shape=None, dtype=None) -> str:
     else:
         scale = rng.choice(("1", "0.5", "-0.75", "1.25"))
         base = f"((m.arange({n}) % 11 - 5) * {scale})"
+    if dtype.startswith("complex"):  # an imaginary part too
+        base = f"({base} * (1 - 0.5j))"
     src = f"{base}.reshape({list(shape)}).to(m.{dtype})"
     nd = len(shape)
     layout = rng.random()

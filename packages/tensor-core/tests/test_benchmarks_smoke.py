@@ -145,3 +145,19 @@ def test_bench_cpp_extension_smoke(tmp_path):
     assert "first build (compile+link)" in stdout and "cached load" in stdout
     rows = doc["load_inline"]
     assert all(row["ember_s"] > 0 and row["torch_s"] is None for row in rows.values())
+
+
+@pytest.mark.parametrize("peers", [[], ["--no-torch"]], ids=["all-peers", "no-torch"])
+def test_bench_complex_smoke(peers, tmp_path):
+    stdout, doc = run_script("bench_complex.py", "--smoke", *peers, tmp_path=tmp_path)
+    for case in ("a * b", "exp(a)", "a.sum()", "a @ b"):
+        assert case in stdout, f"row {case!r} missing from:\n{stdout}"
+    assert all(row["status"] != "n/a" for row in doc["rows"])
+
+
+@pytest.mark.parametrize("peers", [[], ["--no-torch"]], ids=["all-peers", "no-torch"])
+def test_bench_fft_smoke(peers, tmp_path):
+    stdout, doc = run_script("bench_fft.py", "--smoke", *peers, tmp_path=tmp_path)
+    for case in ("fft", "rfft", "fft2"):
+        assert case in stdout, f"row {case!r} missing from:\n{stdout}"
+    assert all(row["status"] != "n/a" for row in doc["rows"])

@@ -119,6 +119,14 @@ def _inputs(args):
     return edges, needs, any_need
 
 
+def _refuse_complex(name):
+    # The formulas are written for real tensors (torch's complex gradients are conjugate
+    # Wirtinger derivatives): refused rather than recorded with a wrong or missing gradient.
+    raise NotImplementedError(f"ember: gradients through complex tensors are not supported yet "
+                              f"('{name}' gives a complex result from an input that requires "
+                              f"grad)")
+
+
 def record(name, entry, args, kwargs, out, node=None):
     """Attaches a node for `name` to the float outputs of `out` (none for an op whose entry says
     no output is differentiable: torch's output_differentiability [False])."""
@@ -127,10 +135,14 @@ def record(name, entry, args, kwargs, out, node=None):
         return out
     if type(out) is tuple or isinstance(out, tuple):
         outs = out
+        if any(isinstance(o, Tensor) and o.dtype.is_complex for o in outs):
+            _refuse_complex(name)
         if not any(isinstance(o, Tensor) and o.dtype.is_floating_point for o in outs):
             return out
     else:
         if not out.dtype.is_floating_point:
+            if out.dtype.is_complex:
+                _refuse_complex(name)
             return out
         outs = (out,)
     edges, needs, any_need = _inputs(args)

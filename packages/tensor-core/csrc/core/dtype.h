@@ -1,6 +1,7 @@
-// dtype.h: the ten scalar types, their properties, PyTorch's promotion lattice, and the
+// dtype.h: the twelve scalar types, their properties, PyTorch's promotion lattice, and the
 // compile-time dispatch that turns a runtime ScalarType into a C++ type for a kernel.
 #pragma once
+#include <complex>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -11,32 +12,53 @@
 
 namespace ember {
 
+// Complex types come after the real ones, so that a real type's number is the same as before
+// they existed (extensions' ABI) and `t < Complex64` tells a real type.
 enum class ScalarType : int8_t {
-  Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, Undefined
+  Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64,
+  Complex64, Complex128, Undefined
 };
-constexpr int kNumScalarTypes = 10;
+constexpr int kNumScalarTypes = 12;
 
 inline size_t itemsize(ScalarType t) {
-  static constexpr size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 0};
+  static constexpr size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16, 0};
   return sizes[static_cast<int>(t)];
 }
-// PyTorch's name of a dtype in messages ("Float", "Long", ...).
-inline const char* torch_type_name(ScalarType t) {
-  static const char* names[] = {"Bool", "Byte",     "Char",  "Short",  "Int",      "Long",
-                                "Half", "BFloat16", "Float", "Double", "Undefined"};
+// PyTorch's ScalarType name of each type ("Float", "Long", ...): its error messages quote these,
+// and Tensor.type() builds "ember.FloatTensor" from them.
+inline const char* type_name(ScalarType t) {
+  static const char* names[] = {"Bool",   "Byte",         "Char",          "Short", "Int",
+                                "Long",   "Half",         "BFloat16",      "Float", "Double",
+                                "ComplexFloat", "ComplexDouble", "Undefined"};
+  return names[static_cast<int>(t)];
+}
+inline const char* torch_type_name(ScalarType t) { return type_name(t); }
+// The C++ type name torch's messages quote for some checks ("float", "c10::Half").
+inline const char* cpp_type_name(ScalarType t) {
+  static const char* names[] = {"bool",      "unsigned char", "signed char",   "short int",
+                                "int",       "long int",      "c10::Half",     "c10::BFloat16",
+                                "float",     "double",        "c10::complex<float>",
+                                "c10::complex<double>",       "undefined"};
   return names[static_cast<int>(t)];
 }
 inline const char* dtype_name(ScalarType t) {
-  static const char* names[] = {"bool",    "uint8",    "int8",    "int16",   "int32",  "int64",
-                                "float16", "bfloat16", "float32", "float64", "undefined"};
+  static const char* names[] = {"bool",    "uint8",    "int8",    "int16",     "int32",
+                                "int64",   "float16",  "bfloat16", "float32",  "float64",
+                                "complex64", "complex128", "undefined"};
   return names[static_cast<int>(t)];
 }
-// PyTorch's C++ name of each type ("Float", "Long", ...): its error messages quote these, and
-// Tensor.type() builds "ember.FloatTensor" from them.
-inline const char* type_name(ScalarType t) {
-  static const char* names[] = {"Bool", "Byte",     "Char",  "Short",  "Int", "Long",
-                                "Half", "BFloat16", "Float", "Double", "Undefined"};
-  return names[static_cast<int>(t)];
+inline bool is_complex(ScalarType t) {
+  return t == ScalarType::Complex64 || t == ScalarType::Complex128;
+}
+// complex64 <-> float32, complex128 <-> float64 (a real type's complex counterpart; the 16-bit
+// floats map to complex64, as ember has no complex32).
+inline ScalarType to_real_type(ScalarType t) {
+  return t == ScalarType::Complex64 ? ScalarType::Float32
+         : t == ScalarType::Complex128 ? ScalarType::Float64 : t;
+}
+inline ScalarType to_complex_type(ScalarType t) {
+  return t == ScalarType::Float64 || t == ScalarType::Complex128 ? ScalarType::Complex128
+                                                                  : ScalarType::Complex64;
 }
 inline bool is_floating(ScalarType t) {
   return t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::Float32 ||
@@ -49,8 +71,10 @@ inline bool is_integral(ScalarType t, bool include_bool) {
 inline bool is_reduced_float(ScalarType t) {
   return t == ScalarType::Float16 || t == ScalarType::BFloat16;
 }
-// Category used by promotion: 0 bool, 1 integer, 2 floating.
-inline int category(ScalarType t) { return t == ScalarType::Bool ? 0 : is_floating(t) ? 2 : 1; }
+// Category used by promotion: 0 bool, 1 integer, 2 floating, 3 complex.
+inline int category(ScalarType t) {
+  return t == ScalarType::Bool ? 0 : is_complex(t) ? 3 : is_floating(t) ? 2 : 1;
+}
 
 // PyTorch's promote_types table (torch/csrc c10/core/ScalarType.cpp), restricted to our types.
 inline ScalarType promote_types(ScalarType a, ScalarType b) {
@@ -59,24 +83,27 @@ inline ScalarType promote_types(ScalarType a, ScalarType b) {
   constexpr auto b1 = ScalarType::Bool, u1 = ScalarType::UInt8, i1 = ScalarType::Int8,
                  i2 = ScalarType::Int16, i4 = ScalarType::Int32, i8 = ScalarType::Int64,
                  f2 = ScalarType::Float16, bf = ScalarType::BFloat16, f4 = ScalarType::Float32,
-                 f8 = ScalarType::Float64;
+                 f8 = ScalarType::Float64, c4 = ScalarType::Complex64, c8 = ScalarType::Complex128;
   static constexpr ScalarType table[kNumScalarTypes][kNumScalarTypes] = {
-      /*        b1  u1  i1  i2  i4  i8  f2  bf  f4  f8 */
-      /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8},
-      /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8},
-      /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8},
-      /* i2 */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8},
-      /* i4 */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8},
-      /* i8 */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8},
-      /* f2 */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8},
-      /* bf */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8},
-      /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8},
-      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
+      /*        b1  u1  i1  i2  i4  i8  f2  bf  f4  f8  c4  c8 */
+      /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i2 */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i4 */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8, c4, c8},
+      /* i8 */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8, c4, c8},
+      /* f2 */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8, c4, c8},
+      /* bf */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8, c4, c8},
+      /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8, c4, c8},
+      /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c8, c8},
+      /* c4 */ {c4, c4, c4, c4, c4, c4, c4, c4, c4, c8, c4, c8},
+      /* c8 */ {c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8},
   };
   return table[static_cast<int>(a)][static_cast<int>(b)];
 }
 
-// torch.can_cast: casting is allowed unless it lowers the category (float->int, int->bool).
+// torch.can_cast: casting is allowed unless it lowers the category (complex->float, float->int,
+// int->bool).
 inline bool can_cast(ScalarType from, ScalarType to) { return category(from) <= category(to); }
 
 // The C++ type that stores each dtype, and the type kernels compute in ("opmath": float for
@@ -93,6 +120,10 @@ template <> struct CppType<ScalarType::Float16> { using type = Half; };
 template <> struct CppType<ScalarType::BFloat16> { using type = BFloat16; };
 template <> struct CppType<ScalarType::Float32> { using type = float; };
 template <> struct CppType<ScalarType::Float64> { using type = double; };
+// std::complex has the layout of float[2] / double[2] (C++ [complex.numbers]), which NumPy,
+// DLPack and BLAS's complex GEMM share.
+template <> struct CppType<ScalarType::Complex64> { using type = std::complex<float>; };
+template <> struct CppType<ScalarType::Complex128> { using type = std::complex<double>; };
 
 template <typename T> struct OpMath { using type = T; };
 template <> struct OpMath<Half> { using type = float; };
@@ -110,6 +141,18 @@ template <> constexpr ScalarType scalar_type_of<Half>() { return ScalarType::Flo
 template <> constexpr ScalarType scalar_type_of<BFloat16>() { return ScalarType::BFloat16; }
 template <> constexpr ScalarType scalar_type_of<float>() { return ScalarType::Float32; }
 template <> constexpr ScalarType scalar_type_of<double>() { return ScalarType::Float64; }
+template <> constexpr ScalarType scalar_type_of<std::complex<float>>() { return ScalarType::Complex64; }
+template <> constexpr ScalarType scalar_type_of<std::complex<double>>() { return ScalarType::Complex128; }
+
+// Kernels that move elements by size (copies, flips, index plans, masked fills) take the widest
+// element, complex128, as this.
+struct alignas(8) Bytes16 {
+  uint64_t lo, hi;
+};
+
+template <typename T> struct IsComplex : std::false_type {};
+template <typename T> struct IsComplex<std::complex<T>> : std::true_type {};
+template <typename T> constexpr bool is_complex_v = IsComplex<T>::value;
 
 template <typename T> struct TypeTag { using type = T; };
 
@@ -141,6 +184,19 @@ template <typename F> decltype(auto) dispatch_all(ScalarType t, const char* op, 
     default: break;
   }
   throw NotImplementedError(str_cat("\"", op, "\" not implemented for '", type_name(t), "'"));
+}
+// The complex types (std::complex<float>/<double>): only the ops that have complex kernels
+// dispatch here, so that dispatch_all's kernels need not compile for them.
+template <typename F> decltype(auto) dispatch_complex(ScalarType t, const char* op, F&& f) {
+  switch (t) {
+    EMBER_CASE(Complex64) EMBER_CASE(Complex128)
+    default: break;
+  }
+  throw NotImplementedError(str_cat("\"", op, "\" not implemented for '", type_name(t), "'"));
+}
+template <typename F> decltype(auto) dispatch_all_and_complex(ScalarType t, const char* op, F&& f) {
+  if (is_complex(t)) return dispatch_complex(t, op, std::forward<F>(f));
+  return dispatch_all(t, op, std::forward<F>(f));
 }
 template <typename F> decltype(auto) dispatch_numeric(ScalarType t, const char* op, F&& f) {
   if (t == ScalarType::Bool)

@@ -1,4 +1,4 @@
-// scalar.h: a Python number carried into C++ with its category (bool/int/float), which type
+// scalar.h: a Python number carried into C++ with its category (bool/int/float/complex), which type
 // promotion needs: a Python scalar takes part in promotion by category only.
 #pragma once
 #include <cmath>
@@ -12,26 +12,41 @@
 namespace ember {
 
 struct Scalar {
-  enum class Kind : uint8_t { Bool, Int, Float } kind = Kind::Int;
+  enum class Kind : uint8_t { Bool, Int, Float, Complex } kind = Kind::Int;
   union {
     bool b;
     int64_t i;
-    double d;
+    double d;  // a complex number's real part too
   } v{};
+  double imag = 0;  // Complex only
   Scalar() { v.i = 0; }
   static Scalar from_bool(bool b) { Scalar s; s.kind = Kind::Bool; s.v.b = b; return s; }
   static Scalar from_int(int64_t i) { Scalar s; s.kind = Kind::Int; s.v.i = i; return s; }
   static Scalar from_double(double d) { Scalar s; s.kind = Kind::Float; s.v.d = d; return s; }
+  static Scalar from_complex(double re, double im) {
+    Scalar s; s.kind = Kind::Complex; s.v.d = re; s.imag = im; return s;
+  }
 
   bool is_float() const { return kind == Kind::Float; }
+  bool is_complex() const { return kind == Kind::Complex; }
   bool is_int() const { return kind == Kind::Int; }
   bool is_bool() const { return kind == Kind::Bool; }
-  double to_double() const { return kind == Kind::Float ? v.d : kind == Kind::Int ? double(v.i) : double(v.b); }
-  int64_t to_int() const { return kind == Kind::Float ? int64_t(v.d) : kind == Kind::Int ? v.i : int64_t(v.b); }
-  bool to_bool() const { return kind == Kind::Float ? v.d != 0 : kind == Kind::Int ? v.i != 0 : v.b; }
+  // A complex number gives its real part to a real type (its imaginary part is checked where
+  // data is created: to_checked).
+  bool is_floating_kind() const { return kind == Kind::Float || kind == Kind::Complex; }
+  double to_double() const { return is_floating_kind() ? v.d : kind == Kind::Int ? double(v.i) : double(v.b); }
+  int64_t to_int() const { return is_floating_kind() ? int64_t(v.d) : kind == Kind::Int ? v.i : int64_t(v.b); }
+  bool to_bool() const {
+    return kind == Kind::Complex ? (v.d != 0 || imag != 0)
+           : kind == Kind::Float ? v.d != 0 : kind == Kind::Int ? v.i != 0 : v.b;
+  }
   template <typename T> T to() const {
-    if constexpr (std::is_same_v<T, bool>) return to_bool();
-    else if constexpr (std::is_integral_v<T>) return kind == Kind::Float ? static_cast<T>(static_cast<int64_t>(v.d)) : static_cast<T>(to_int());
+    if constexpr (is_complex_v<T>) {
+      using R = typename T::value_type;
+      return T(static_cast<R>(to_double()), static_cast<R>(kind == Kind::Complex ? imag : 0.0));
+    }
+    else if constexpr (std::is_same_v<T, bool>) return to_bool();
+    else if constexpr (std::is_integral_v<T>) return is_floating_kind() ? static_cast<T>(static_cast<int64_t>(v.d)) : static_cast<T>(to_int());
     else return static_cast<T>(to_double());
   }
   // Conversion for creating data (ember.tensor, full, fill_): refuses values the target type
@@ -40,7 +55,16 @@ struct Scalar {
   // values beyond a float type's largest, as PyTorch's fill_, full, masked_fill, index_fill and
   // scatter do (its tensor() from a list rounds them to inf instead); inf and NaN pass.
   template <typename T> T to_checked(bool float_range = false) const {
-    if constexpr (!std::is_integral_v<T>) {
+    // torch refuses a complex number with an imaginary part for a real type ("value cannot be
+    // converted to type float without overflow")
+    if constexpr (!is_complex_v<T>) {
+      if (kind == Kind::Complex && imag != 0)
+        throw std::runtime_error(std::string("value cannot be converted to type ") +
+                                 dtype_name(scalar_type_of<T>()) + " without overflow");
+    }
+    if constexpr (is_complex_v<T>) {
+      return to<T>();
+    } else if constexpr (!std::is_integral_v<T>) {
       const double d = to_double();
       if (float_range && std::isfinite(d) && std::fabs(d) > largest_finite(scalar_type_of<T>()))
         throw std::runtime_error(std::string("value cannot be converted to type ") +
@@ -51,7 +75,7 @@ struct Scalar {
       // integers must fit, except that negative ones may wrap into unsigned types.
       using L = std::numeric_limits<T>;
       bool ok;
-      if (kind == Kind::Float) {
+      if (is_floating_kind()) {
         ok = v.d >= static_cast<double>(L::lowest()) && v.d <= static_cast<double>(L::max());
       } else {
         const int64_t i = to_int();
@@ -73,9 +97,11 @@ struct Scalar {
       default: return std::numeric_limits<double>::max();
     }
   }
-  // The dtype a Python scalar of this kind becomes as a tensor (float -> default dtype).
+  // The dtype a Python scalar of this kind becomes as a tensor (float -> default dtype, complex
+  // -> its complex counterpart, as torch's default complex dtype follows the default dtype).
   ScalarType natural_dtype(ScalarType default_float) const {
-    return kind == Kind::Bool ? ScalarType::Bool : kind == Kind::Int ? ScalarType::Int64 : default_float;
+    return kind == Kind::Bool ? ScalarType::Bool : kind == Kind::Int ? ScalarType::Int64
+           : kind == Kind::Complex ? to_complex_type(default_float) : default_float;
   }
 };
 

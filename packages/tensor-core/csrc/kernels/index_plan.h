@@ -232,7 +232,9 @@ template <bool OnDst> void run_copy(const Plan& p) {
     case 1: return run_plan<OnDst>(p, CopyElem<uint8_t>{}, true);
     case 2: return run_plan<OnDst>(p, CopyElem<uint16_t>{}, true);
     case 4: return run_plan<OnDst>(p, CopyElem<uint32_t>{}, true);
-    default: return run_plan<OnDst>(p, CopyElem<uint64_t>{}, true);
+    case 8: return run_plan<OnDst>(p, CopyElem<uint64_t>{}, true);
+    case 16: return run_plan<OnDst>(p, CopyElem<Bytes16>{}, true);
+    default: throw std::logic_error("index copy: unexpected element size");
   }
 }
 

@@ -13,6 +13,14 @@ namespace ember {
 
 template <typename To, typename From> inline To cast_to(From v) {
   if constexpr (std::is_same_v<To, From>) return v;
+  // complex -> real keeps the real part (torch warns about that in copy_); complex -> bool is
+  // true when either part is nonzero; real -> complex has a zero imaginary part.
+  else if constexpr (is_complex_v<From> && is_complex_v<To>) return To(v);
+  else if constexpr (is_complex_v<From> && std::is_same_v<To, bool>)
+    return v.real() != 0 || v.imag() != 0;
+  else if constexpr (is_complex_v<From>) return cast_to<To>(v.real());
+  else if constexpr (is_complex_v<To>)
+    return To(static_cast<typename To::value_type>(cast_to<double>(v)), 0);
   else if constexpr (std::is_same_v<To, bool>) return static_cast<double>(v) != 0;
   else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
     return To(static_cast<float>(v));

@@ -19,13 +19,6 @@
 namespace ember {
 namespace {
 
-const char* cpp_name(ScalarType t) {
-  static const char* names[] = {"bool",  "unsigned char", "signed char", "short int",
-                                "int",   "long int",      "c10::Half",   "c10::BFloat16",
-                                "float", "double",        "undefined"};
-  return names[static_cast<int>(t)];
-}
-
 using Geo = ConvGeometry;
 
 Geo make_geo(const Shape& big, const Shape& small, const Shape& kernel, const Shape& stride,
@@ -474,11 +467,11 @@ Params check_conv(const Tensor& input, const Tensor& weight, const Tensor& bias,
                 shape_str(dilation));
   EMBER_CHECK(groups > 0, std::runtime_error, "non-positive groups is not supported");
   EMBER_CHECK(input->dtype == weight->dtype, std::runtime_error, "Input type (",
-              cpp_name(input->dtype), ") and weight type (", cpp_name(weight->dtype),
+              cpp_type_name(input->dtype), ") and weight type (", cpp_type_name(weight->dtype),
               ") should be the same");
   if (bias)
     EMBER_CHECK(input->dtype == bias->dtype, std::runtime_error, "Input type (",
-                cpp_name(input->dtype), ") and bias type (", cpp_name(bias->dtype),
+                cpp_type_name(input->dtype), ") and bias type (", cpp_type_name(bias->dtype),
                 ") should be the same");
   EMBER_CHECK(is_floating(input->dtype), NotImplementedError, "\"conv", k,
               "d\" not implemented for '", torch_type_name(input->dtype), "'");
@@ -657,8 +650,8 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(
     std::array<bool, 3> output_mask) {
   Params P = check_conv(input, weight, nullptr, stride, padding, dilation, transposed, output_padding, groups);
   EMBER_CHECK(grad_output->dtype == input->dtype, std::runtime_error,
-              "convolution_backward: expected grad_output of type ", cpp_name(input->dtype),
-              ", but got ", cpp_name(grad_output->dtype));
+              "convolution_backward: expected grad_output of type ", cpp_type_name(input->dtype),
+              ", but got ", cpp_type_name(grad_output->dtype));
   Shape in = input->sizes;
   if (!P.batched) in.insert(in.begin(), 1);
   Shape osh = conv_out_shape(in, weight->sizes, P);

@@ -45,12 +45,13 @@ void run_copy_kernel(const ElementwiseIter& it, ScalarType dst, ScalarType src) 
         case 2: return transpose_tiles<uint16_t>(it);
         case 4: return transpose_tiles<uint32_t>(it);
         case 8: return transpose_tiles<uint64_t>(it);
+        case 16: return transpose_tiles<Bytes16>(it);
       }
     }
   }
-  dispatch_all(dst, "copy_", [&](auto dtag) {
+  dispatch_all_and_complex(dst, "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
-    dispatch_all(src, "copy_", [&](auto stag) {
+    dispatch_all_and_complex(src, "copy_", [&](auto stag) {
       using S = typename decltype(stag)::type;
       // cast_to converts each loaded value (loaded in S's compute type) to D.
       run_elementwise<D, S>(it, [](auto x) { return x; });

@@ -12,6 +12,7 @@
 #include "kernels/math.h"
 #include "kernels/vexp.h"
 #include "ops/cpu_kernels.h"
+#include "ops/shape_ops.h"
 
 namespace ember {
 
@@ -26,9 +27,13 @@ void set_default_dtype(ScalarType t) {
 }
 
 // PyTorch's ResultTypeState: tensors with dims decide first, then zero-dim tensors, then
-// Python numbers, each lower tier only able to raise the category (bool < int < float).
+// Python numbers, each lower tier only able to raise the category (bool < int < float <
+// complex). A lower tier's complex keeps a floating higher tier's precision (float64 tensor * 1j
+// is complex128, float32's is complex64).
 static ScalarType combine_categories(ScalarType higher, ScalarType lower) {
   if (higher == ScalarType::Undefined) return lower;
+  if (is_complex(higher)) return higher;
+  if (is_complex(lower)) return is_floating(higher) ? to_complex_type(higher) : lower;
   if (is_floating(higher)) return higher;
   if (higher == ScalarType::Bool || is_floating(lower)) return promote_types(higher, lower);
   return higher;
@@ -41,7 +46,8 @@ ScalarType result_type(const std::vector<Operand>& operands) {
     if (o.is_scalar) {
       wrapped_r = promote_types(wrapped_r, o.s.natural_dtype(get_default_dtype()));
     } else if (o.t->is_wrapped_number) {
-      ScalarType cur = is_floating(o.t->dtype) ? get_default_dtype() : o.t->dtype;
+      ScalarType cur = is_complex(o.t->dtype) ? to_complex_type(get_default_dtype())
+                       : is_floating(o.t->dtype) ? get_default_dtype() : o.t->dtype;
       wrapped_r = promote_types(wrapped_r, cur);
     } else if (o.t->dim() == 0) {
       zero_r = promote_types(zero_r, o.t->dtype);
@@ -193,9 +199,31 @@ static Tensor finish_from_float32(const char* op, const Tensor& r, ScalarType re
   });
 }
 
+// torch's refusals of complex inputs for the ops without a complex kernel.
+[[noreturn]] static void refuse_complex(const char* name, ScalarType t, bool binary) {
+  const std::string op = name;
+  if (op == "sign")
+    throw std::runtime_error("Unlike NumPy, torch.sign is not intended to support complex "
+                             "numbers. Please use torch.sgn instead.");
+  if (op == "floor" || op == "ceil" || op == "trunc" || op == "frac")
+    throw std::runtime_error(str_cat(op, " is not supported for complex inputs"));
+  if (op == "maximum" || op == "minimum" || op == "fmax" || op == "fmin")
+    throw std::runtime_error(str_cat(op, " not implemented for complex tensors."));
+  throw NotImplementedError(str_cat("\"", op, binary ? "_cpu" : "", "\" not implemented for '",
+                                    type_name(t), "'"));
+}
+
 ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input) {
   const OpInfoEntry& info = unary_info(op);
   ScalarType compute = input, result = input;
+  if (is_complex(input)) {
+    switch (complex_unary_result(op)) {
+      case ComplexResult::None: refuse_complex(info.name, input, false);
+      case ComplexResult::Real: return {input, to_real_type(input)};
+      case ComplexResult::Bool: return {input, ScalarType::Bool};
+      case ComplexResult::Complex: return {input, input};
+    }
+  }
   switch (info.kind) {
     case OpKind::FLOAT:
       if (!is_floating(compute)) compute = result = get_default_dtype();
@@ -232,12 +260,25 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   const OpInfoEntry& info = unary_info(op);
   const auto [compute, result] = unary_dtypes(op, x->dtype);
   Tensor in = to_dtype(x, compute);
-  if (out && out == x && result != x->dtype)  // in-place needs a castable result
+  if (out && out == x && result != x->dtype) {  // in-place needs a castable result
+    EMBER_CHECK(!is_complex(x->dtype) || is_complex(result), std::runtime_error, "In-place ",
+                info.name, " is not supported for complex tensors.");
     check_out_dtype(info.name, result, out);
-  // The kernel computes in `compute`; a bool-returning kernel writes bool.
-  ScalarType kernel_out = info.kind == OpKind::PRED ? ScalarType::Bool : compute;
+  }
+  // The kernel computes in `compute`; a bool-returning kernel writes bool, a complex kernel
+  // its result type (abs of complex64 writes float32).
+  ScalarType kernel_out = is_complex(compute)          ? result
+                          : info.kind == OpKind::PRED ? ScalarType::Bool
+                                                      : compute;
   return run_into(info.name, out, kernel_out, {in},
                   [&](const ElementwiseIter& it) { run_unary_kernel(op, it, compute); });
+}
+
+Tensor conj_physical(const Tensor& x) {
+  if (!is_complex(x->dtype)) return clone(x);
+  ElementwiseIter it(nullptr, x->dtype, {x}, "conj_physical");
+  run_conj_kernel(it, x->dtype);
+  return it.output();
 }
 
 bool is_integer_division(BinaryOp op) {
@@ -270,6 +311,13 @@ static void check_sub_operands(const Operand& a, const Operand& b) {
 ElementwiseDtypes binary_dtypes(BinaryOp op, const Operand& other, ScalarType common) {
   const OpInfoEntry& info = binary_info(op);
   ScalarType compute = common, result = common;
+  if (is_complex(common)) {
+    switch (complex_binary_result(op)) {
+      case ComplexResult::Complex: return {common, common};
+      case ComplexResult::Bool: return {common, ScalarType::Bool};
+      default: refuse_complex(info.name, common, true);
+    }
+  }
   switch (info.kind) {
     case OpKind::TRUEDIV:
     case OpKind::FLOAT2:
@@ -363,12 +411,14 @@ Tensor add_alpha(BinaryOp op, const Operand& a, const Operand& b, Scalar alpha,
 bool fused_multiply_add() { return cpu_kernels().fused_multiply_add(); }
 
 void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType compute) {
+  if (is_complex(compute) && it.device().is_cpu()) return run_complex_unary_kernel(op, it, compute);
   if (!it.device().is_cpu())
     return cuda::run_elementwise(cuda::KernelFamily::Unary, static_cast<int>(op), it, compute);
   cpu_kernels().unary(op, it, compute);
 }
 
 void run_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType compute) {
+  if (is_complex(compute) && it.device().is_cpu()) return run_complex_binary_kernel(op, it, compute);
   if (!it.device().is_cpu())
     return cuda::run_elementwise(cuda::KernelFamily::Binary, static_cast<int>(op), it, compute);
   cpu_kernels().binary(op, it, compute);
@@ -389,6 +439,13 @@ Tensor where(const Tensor& cond, const Operand& a, const Operand& b) {
   Tensor c = to_dtype(cond, ScalarType::Bool);
   Tensor ta = as_tensor_operand(a, dt), tb = as_tensor_operand(b, dt);
   ElementwiseIter it(nullptr, dt, {c, ta, tb}, "where");
+  if (is_complex(dt)) {  // a select (blend's bit masks are for the real types)
+    dispatch_complex(dt, "where", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      run_elementwise<T, bool, T, T>(it, [](bool m, T x, T y) { return m ? x : y; });
+    });
+    return it.output();
+  }
   dispatch_all(dt, "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
     run_elementwise<T, bool, T, T>(it, [](bool m, auto x, auto y) { return math::blend(m, x, y); });
@@ -430,6 +487,7 @@ Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor
   ScalarType dt = result_type(ops);
   EMBER_CHECK(dt != ScalarType::Bool, NotImplementedError,
               "\"clamp_cpu\" not implemented for 'Bool'");
+  EMBER_CHECK(!is_complex(dt), std::runtime_error, "clamp is not supported for complex types");
   // Floating input, number bounds (ReLU6, hardtanh): one pass, and in place when out is x.
   if (is_floating(dt) && dt == x->dtype && (!lo || lo->is_scalar) && (!hi || hi->is_scalar) &&
       (!out || out->dtype == dt)) {
@@ -484,6 +542,11 @@ template <typename T> static double finite_max() {
 Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const double* neginf,
                   const Tensor& out) {
   ScalarType dt = x->dtype;
+  if (is_complex(dt)) {  // each part, as torch's
+    Tensor r = nan_to_num(view_as_real(x), nan, posinf, neginf,
+                          out ? view_as_real(out) : Tensor());
+    return out ? out : view_as_complex(r);
+  }
   if (!is_floating(dt)) {  // integers have no nan/inf: a copy
     if (out) {
       copy_(out, x);
@@ -509,6 +572,8 @@ Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const doubl
 // torch.round(x, decimals=d): round half to even at 10^-d.
 Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
   ScalarType dt = x->dtype;
+  EMBER_CHECK(!is_complex(dt), NotImplementedError, "\"round_vml_cpu\" not implemented for '",
+              type_name(dt), "'");
   if (!is_floating(dt)) {
     EMBER_CHECK(decimals == 0, NotImplementedError,
                 "\"round_cpu\" not implemented for '", type_name(dt), "'");
@@ -537,6 +602,8 @@ Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
 
 // torch.logit: integers promote to the default float dtype, as the table's FLOAT ops.
 Tensor logit(const Tensor& x, const double* eps, const Tensor& out) {
+  EMBER_CHECK(!is_complex(x->dtype), NotImplementedError, "\"logit_cpu\" not implemented for '",
+              type_name(x->dtype), "'");
   const ScalarType dt = is_floating(x->dtype) ? x->dtype : get_default_dtype();
   if (out && out == x && dt != x->dtype) check_out_dtype("logit", dt, out);
   Tensor in = to_dtype(x, dt);

@@ -52,6 +52,12 @@ bool fused_multiply_add();
 // The op table's kernels, at the CPU capability in use (ops/cpu_kernels.h, ops/cpu/).
 class ElementwiseIter;
 void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType compute);
+// The complex kernels (ops/complex_kernels.cpp), for the ops of EMBER_COMPLEX_*_OPS.
+void run_complex_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType dt);
+void run_complex_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType dt);
+void run_conj_kernel(const ElementwiseIter& it, ScalarType dt);
+// The complex conjugate, written out; a copy of a real tensor.
+Tensor conj_physical(const Tensor& x);
 void run_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType compute);
 
 // Copy with dtype conversion (copy_kernels.cpp).

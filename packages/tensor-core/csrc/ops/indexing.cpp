@@ -613,7 +613,8 @@ void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
     case 1: run(TypeTag<uint8_t>{}); break;
     case 2: run(TypeTag<uint16_t>{}); break;
     case 4: run(TypeTag<uint32_t>{}); break;
-    default: run(TypeTag<uint64_t>{}); break;
+    case 8: run(TypeTag<uint64_t>{}); break;
+    default: run(TypeTag<Bytes16>{}); break;  // complex128
   }
   self->bump_version();
 }
@@ -684,6 +685,8 @@ Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<i
 }
 
 Tensor nonzero(const Tensor& self) {
+  if (is_complex(self->dtype))  // either part nonzero
+    return nonzero(binary(BinaryOp::ne, Operand(self), Operand(Scalar::from_int(0))));
   GilRelease nogil(self->numel() > kGrainSize);
   Tensor x = contiguous(self);
   const int64_t n = x->numel(), nd = x->dim();

@@ -20,17 +20,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Names PyTorch uses in these messages: ScalarType names ("Float") and C++ type names ("float").
 
-const char* scalar_name(ScalarType t) {
-  static const char* names[] = {"Bool", "Byte", "Char", "Short", "Int", "Long",
-                                "Half", "BFloat16", "Float", "Double", "Undefined"};
-  return names[static_cast<int>(t)];
-}
-const char* cpp_name(ScalarType t) {
-  static const char* names[] = {"bool",      "unsigned char", "signed char",   "short int",
-                                "int",       "long int",      "c10::Half",     "c10::BFloat16",
-                                "float",     "double",        "undefined"};
-  return names[static_cast<int>(t)];
-}
 
 int64_t prod(const Shape& s) {
   int64_t n = 1;
@@ -46,7 +35,7 @@ int64_t prod(const Shape& s) {
 Tensor make_out(const Tensor& out, const Shape& shape, ScalarType dt, const char* op) {
   if (!out) return empty(shape, dt);
   EMBER_CHECK(out->dtype == dt, std::runtime_error, "Expected out tensor to have dtype ",
-              cpp_name(dt), ", but got ", cpp_name(out->dtype), " instead");
+              cpp_type_name(dt), ", but got ", cpp_type_name(out->dtype), " instead");
   EMBER_CHECK(out->device().is_cpu(), std::runtime_error, op,
               "(): expected out tensor on cpu, but got ", out->device().str());
   resize_output(out, shape);
@@ -55,6 +44,7 @@ Tensor make_out(const Tensor& out, const Shape& shape, ScalarType dt, const char
 }
 
 bool is_zero(Scalar s, ScalarType dt) {
+  if (is_complex(dt)) return !s.to_bool();
   return is_floating(dt) ? s.to_double() == 0.0 : s.to_int() == 0;
 }
 
@@ -123,6 +113,17 @@ void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
                int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
   blas::dgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, std::complex<float> alpha,
+               const std::complex<float>* A, int64_t lda, const std::complex<float>* B,
+               int64_t ldb, std::complex<float> beta, std::complex<float>* C, int64_t ldc) {
+  blas::cgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, std::complex<double> alpha,
+               const std::complex<double>* A, int64_t lda, const std::complex<double>* B,
+               int64_t ldb, std::complex<double> beta, std::complex<double>* C, int64_t ldc) {
+  blas::zgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 struct Batches {
@@ -289,9 +290,10 @@ void gemm_out(const Tensor& c, Tensor a, Tensor b, Scalar alpha, Scalar beta, co
 
   if (K == 0 || nbatch == 0 || is_zero(alpha, dt)) {  // nothing to multiply: c = beta * c
     if (beta_zero) fill_(c, Scalar::from_int(0));
-    else if (is_floating(dt) ? beta.to_double() != 1.0 : beta.to_int() != 1)
+    else if (is_complex(dt) ? (beta.is_complex() || beta.to_double() != 1.0)
+             : is_floating(dt) ? beta.to_double() != 1.0 : beta.to_int() != 1)
       binary(BinaryOp::mul, Operand(c),
-             Operand(is_floating(dt) ? beta : Scalar::from_int(beta.to_int())), c);
+             Operand(is_floating(dt) || is_complex(dt) ? beta : Scalar::from_int(beta.to_int())), c);
     return;
   }
 
@@ -304,7 +306,7 @@ void gemm_out(const Tensor& c, Tensor a, Tensor b, Scalar alpha, Scalar beta, co
     return;
   }
 
-  const bool is_float = is_floating(dt);
+  const bool is_float = is_floating(dt) || is_complex(dt);  // BLAS reads transposed layouts
   Layout lc = matrix_layout(*c);
   const bool c_usable = lc.ok && (is_float || !lc.trans);
   if (!c_usable || c->storage == a->storage || c->storage == b->storage) {
@@ -333,6 +335,12 @@ void gemm_out(const Tensor& c, Tensor a, Tensor b, Scalar alpha, Scalar beta, co
     float_gemm<double>(bt, M, N, K, alpha.to<double>(), beta_zero ? 0.0 : beta.to<double>(),
                        a->data_as<double>(), la, b->data_as<double>(), lb, c->data_as<double>(),
                        lc);
+  } else if (is_complex(dt)) {
+    dispatch_complex(dt, kernel, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      float_gemm<T>(bt, M, N, K, alpha.to<T>(), beta_zero ? T(0) : beta.to<T>(), a->data_as<T>(),
+                    la, b->data_as<T>(), lb, c->data_as<T>(), lc);
+    });
   } else {
     dispatch_integral(dt, kernel, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -359,8 +367,8 @@ void check_mm_shapes(const Tensor& m1, const Tensor& m2) {
 }
 void check_m1_m2_dtype(const Tensor& m1, const Tensor& m2) {
   EMBER_CHECK(m1->dtype == m2->dtype, std::runtime_error,
-              "expected m1 and m2 to have the same dtype, but got: ", cpp_name(m1->dtype), " != ",
-              cpp_name(m2->dtype));
+              "expected m1 and m2 to have the same dtype, but got: ", cpp_type_name(m1->dtype), " != ",
+              cpp_type_name(m2->dtype));
 }
 void check_cpu(const Tensor& t, const char* op) {
   EMBER_CHECK(t->device().is_cpu(), std::runtime_error, op,
@@ -385,8 +393,8 @@ Shape addmm_shape(const Tensor& input, const Tensor& m1, const Tensor& m2) {
   check_mm_shapes(m1, m2);
   check_m1_m2_dtype(m1, m2);
   EMBER_CHECK(input->dtype == m1->dtype, std::runtime_error,
-              "self and mat2 must have the same dtype, but got ", scalar_name(input->dtype),
-              " and ", scalar_name(m1->dtype));
+              "self and mat2 must have the same dtype, but got ", type_name(input->dtype),
+              " and ", type_name(m1->dtype));
   return {m1->sizes[0], m2->sizes[1]};
 }
 
@@ -400,8 +408,8 @@ Shape addmv_shape(const Tensor& input, const Tensor& mat, const Tensor& vec) {
               std::runtime_error, "size mismatch, got input (", in_n, "), mat (", mat->sizes[0],
               "x", mat->sizes[1], "), vec (", vec->sizes[0], ")");
   EMBER_CHECK(input->dtype == mat->dtype && mat->dtype == vec->dtype, std::runtime_error,
-              "addmv input tensors must have the same dtype, but got ", scalar_name(input->dtype),
-              ", ", scalar_name(mat->dtype), ", and ", scalar_name(vec->dtype));
+              "addmv input tensors must have the same dtype, but got ", type_name(input->dtype),
+              ", ", type_name(mat->dtype), ", and ", type_name(vec->dtype));
   return {mat->sizes[0]};
 }
 
@@ -409,8 +417,8 @@ Shape baddbmm_shape(const Tensor& input, const Tensor& b1, const Tensor& b2) {
   for (auto* t : {&input, &b1, &b2}) check_cpu(*t, "baddbmm");
   check_bmm_shapes(b1, b2);
   EMBER_CHECK(input->dtype == b1->dtype && b1->dtype == b2->dtype, std::runtime_error,
-              "Input dtypes must be the same, got: input ", cpp_name(input->dtype), ", batch1: ",
-              cpp_name(b1->dtype), ", batch2: ", cpp_name(b2->dtype));
+              "Input dtypes must be the same, got: input ", cpp_type_name(input->dtype), ", batch1: ",
+              cpp_type_name(b1->dtype), ", batch2: ", cpp_type_name(b2->dtype));
   return {b1->sizes[0], b1->sizes[1], b2->sizes[2]};
 }
 
@@ -425,8 +433,8 @@ Shape addbmm_shape(const Tensor& input, const Tensor& b1, const Tensor& b2) {
               "Incompatible matrix sizes for bmm (", b1->sizes[1], "x", b1->sizes[2], " and ",
               b2->sizes[1], "x", b2->sizes[2], ")");
   EMBER_CHECK(input->dtype == b1->dtype && b1->dtype == b2->dtype, std::runtime_error,
-              "Input dtypes must be the same, got: input ", cpp_name(input->dtype), ", batch1: ",
-              cpp_name(b1->dtype), ", batch2: ", cpp_name(b2->dtype));
+              "Input dtypes must be the same, got: input ", cpp_type_name(input->dtype), ", batch1: ",
+              cpp_type_name(b1->dtype), ", batch2: ", cpp_type_name(b2->dtype));
   return {b1->sizes[1], b2->sizes[2]};
 }
 
@@ -460,8 +468,8 @@ Tensor dot_impl(const Tensor& a, const Tensor& b, const Tensor& out, const char*
   EMBER_CHECK(a->dim() == 1 && b->dim() == 1, std::runtime_error, "1D tensors expected, but got ",
               a->dim(), "D and ", b->dim(), "D tensors");
   EMBER_CHECK(a->dtype == b->dtype, std::runtime_error,
-              "dot : expected both vectors to have same dtype, but found ", scalar_name(a->dtype),
-              " and ", scalar_name(b->dtype));
+              "dot : expected both vectors to have same dtype, but found ", type_name(a->dtype),
+              " and ", type_name(b->dtype));
   EMBER_CHECK(a->numel() == b->numel(), std::runtime_error,
               "inconsistent tensor size, expected tensor [", a->numel(), "] and src [", b->numel(),
               "] to have the same number of elements, but got ", a->numel(), " and ", b->numel(),
@@ -492,7 +500,7 @@ Tensor bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
   check_cpu(a, "bmm"), check_cpu(b, "bmm");
   check_bmm_shapes(a, b);
   EMBER_CHECK(a->dtype == b->dtype, std::runtime_error, "expected scalar type ",
-              scalar_name(a->dtype), " but found ", scalar_name(b->dtype));
+              type_name(a->dtype), " but found ", type_name(b->dtype));
   Tensor c = make_out(out, {a->sizes[0], a->sizes[1], b->sizes[2]}, a->dtype, "bmm");
   gemm_out(c, a, b, Scalar::from_int(1), Scalar::from_int(0), "bmm");
   return c;
@@ -506,8 +514,8 @@ Tensor mv(const Tensor& mat, const Tensor& vec, const Tensor& out) {
               mat->sizes[0], "), mat (", mat->sizes[0], "x", mat->sizes[1], "), vec (",
               vec->sizes[0], ")");
   EMBER_CHECK(mat->dtype == vec->dtype, std::runtime_error,
-              "addmv input tensors must have the same dtype, but got ", scalar_name(vec->dtype),
-              ", ", scalar_name(mat->dtype), ", and ", scalar_name(vec->dtype));
+              "addmv input tensors must have the same dtype, but got ", type_name(vec->dtype),
+              ", ", type_name(mat->dtype), ", and ", type_name(vec->dtype));
   Tensor c = make_out(out, {mat->sizes[0]}, mat->dtype, "mv");
   gemm_out(unsqueeze(c, 1), mat, unsqueeze(vec, 1), Scalar::from_int(1), Scalar::from_int(0),
            "addmv_impl_cpu");
@@ -515,7 +523,10 @@ Tensor mv(const Tensor& mat, const Tensor& vec, const Tensor& out) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b, const Tensor& out) { return dot_impl(a, b, out, "dot"); }
-Tensor vdot(const Tensor& a, const Tensor& b, const Tensor& out) { return dot_impl(a, b, out, "vdot"); }
+// vdot conjugates its first argument (a copy here: ember has no lazy conjugate)
+Tensor vdot(const Tensor& a, const Tensor& b, const Tensor& out) {
+  return dot_impl(is_complex(a->dtype) ? conj_physical(a) : a, b, out, "vdot");
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   check_cpu(a, "matmul"), check_cpu(b, "matmul");
@@ -545,8 +556,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
       EMBER_CHECK(K == b->sizes[0], std::runtime_error, "size mismatch, got input (", rows,
                   "), mat (", rows, "x", K, "), vec (", b->sizes[0], ")");
       EMBER_CHECK(a->dtype == b->dtype, std::runtime_error,
-                  "addmv input tensors must have the same dtype, but got ", scalar_name(b->dtype),
-                  ", ", scalar_name(a->dtype), ", and ", scalar_name(b->dtype));
+                  "addmv input tensors must have the same dtype, but got ", type_name(b->dtype),
+                  ", ", type_name(a->dtype), ", and ", type_name(b->dtype));
     } else {
       check_mm_shapes(a2, b);
       check_m1_m2_dtype(a2, b);
@@ -569,7 +580,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
               "Expected size for first two dimensions of batch2 tensor to be: [", prod(bshape),
               ", ", K, "] but got: [", prod(bshape), ", ", K2, "].");
   EMBER_CHECK(a->dtype == b->dtype, std::runtime_error, "expected scalar type ",
-              scalar_name(a->dtype), " but found ", scalar_name(b->dtype));
+              type_name(a->dtype), " but found ", type_name(b->dtype));
   Shape rshape = bshape;
   if (da > 1) rshape.push_back(M);
   if (db > 1) rshape.push_back(N);

@@ -20,4 +20,33 @@ static const OpInfoEntry kBinaryInfo[] = {
 const OpInfoEntry& binary_info(BinaryOp op) { return kBinaryInfo[static_cast<int>(op)]; }
 int num_binary_ops() { return static_cast<int>(sizeof(kBinaryInfo) / sizeof(kBinaryInfo[0])); }
 
+namespace {
+constexpr ComplexResult complex_result_of(const char* kind) {
+  // COMPLEX, REAL, PRED / CMP / LOGICAL
+  return kind[0] == 'C' && kind[1] == 'O' ? ComplexResult::Complex
+         : kind[0] == 'R'                 ? ComplexResult::Real
+                                          : ComplexResult::Bool;
+}
+}  // namespace
+
+ComplexResult complex_unary_result(UnaryOp op) {
+  switch (op) {
+#define EMBER_CASE_(name, kind, expr) \
+  case UnaryOp::name: return complex_result_of(#kind);
+    EMBER_COMPLEX_UNARY_OPS(EMBER_CASE_)
+#undef EMBER_CASE_
+    default: return ComplexResult::None;
+  }
+}
+
+ComplexResult complex_binary_result(BinaryOp op) {
+  switch (op) {
+#define EMBER_CASE_(name, kind, expr) \
+  case BinaryOp::name: return complex_result_of(#kind);
+    EMBER_COMPLEX_BINARY_OPS(EMBER_CASE_)
+#undef EMBER_CASE_
+    default: return ComplexResult::None;
+  }
+}
+
 }  // namespace ember

@@ -147,6 +147,56 @@
   X(bitwise_left_shift, SHIFT, math::shift_left(a, b))             \
   X(bitwise_right_shift, SHIFT, math::shift_right(a, b))
 
+// The ops that take complex inputs (complex64/complex128), with their complex formula over
+// std::complex values (ops/complex_kernels.cpp). An op of the lists above that is not here refuses
+// complex tensors with torch's NotImplementedError. Results are complex, except where the
+// kind says otherwise: REAL (abs, angle: the real type), PRED/CMP/LOGICAL (bool).
+// X(name, kind, expression over x / a, b)
+#define EMBER_COMPLEX_UNARY_OPS(X)                        \
+  X(exp, COMPLEX, std::exp(x))                            \
+  X(exp2, COMPLEX, std::exp(x * decltype(x)(0.693147180559945309417))) \
+  X(expm1, COMPLEX, math::complex_expm1(x))               \
+  X(log, COMPLEX, std::log(x))                            \
+  X(log1p, COMPLEX, math::complex_log1p(x))               \
+  X(log2, COMPLEX, std::log(x) / decltype(x)(0.693147180559945309417)) \
+  X(log10, COMPLEX, std::log10(x))                        \
+  X(sqrt, COMPLEX, std::sqrt(x))                          \
+  X(rsqrt, COMPLEX, decltype(x)(1) / std::sqrt(x))        \
+  X(sin, COMPLEX, std::sin(x))                            \
+  X(cos, COMPLEX, std::cos(x))                            \
+  X(tan, COMPLEX, std::tan(x))                            \
+  X(asin, COMPLEX, std::asin(x))                          \
+  X(acos, COMPLEX, std::acos(x))                          \
+  X(atan, COMPLEX, std::atan(x))                          \
+  X(sinh, COMPLEX, std::sinh(x))                          \
+  X(cosh, COMPLEX, std::cosh(x))                          \
+  X(tanh, COMPLEX, std::tanh(x))                          \
+  X(asinh, COMPLEX, std::asinh(x))                        \
+  X(acosh, COMPLEX, std::acosh(x))                        \
+  X(atanh, COMPLEX, std::atanh(x))                        \
+  X(sigmoid, COMPLEX, decltype(x)(1) / (decltype(x)(1) + std::exp(-x))) \
+  X(reciprocal, COMPLEX, decltype(x)(1) / x)              \
+  X(neg, COMPLEX, -x)                                     \
+  X(square, COMPLEX, x * x)                               \
+  X(abs, REAL, std::abs(x))                               \
+  X(angle, REAL, std::arg(x))                             \
+  X(isnan, PRED, std::isnan(x.real()) || std::isnan(x.imag())) \
+  X(isinf, PRED, std::isinf(x.real()) || std::isinf(x.imag())) \
+  X(isfinite, PRED, std::isfinite(x.real()) && std::isfinite(x.imag())) \
+  X(logical_not, PRED, x == decltype(x)(0))
+
+#define EMBER_COMPLEX_BINARY_OPS(X)                               \
+  X(add, COMPLEX, a + b)                                          \
+  X(sub, COMPLEX, a - b)                                          \
+  X(mul, COMPLEX, a * b)                                          \
+  X(div, COMPLEX, a / b)                                          \
+  X(pow, COMPLEX, math::complex_pow(a, b))                        \
+  X(eq, CMP, a == b)                                              \
+  X(ne, CMP, a != b)                                              \
+  X(logical_and, LOGICAL, a != decltype(a)(0) && b != decltype(b)(0)) \
+  X(logical_or, LOGICAL, a != decltype(a)(0) || b != decltype(b)(0))  \
+  X(logical_xor, LOGICAL, (a != decltype(a)(0)) != (b != decltype(b)(0)))
+
 // NVRTC reads this file for the expressions alone (cuda/elementwise_source.cpp).
 #ifndef __CUDACC_RTC__
 namespace ember {
@@ -175,6 +225,11 @@ struct OpInfoEntry {
 
 // name/kind per op, in enum order (read by dispatch and by the Python op table).
 const OpInfoEntry& unary_info(UnaryOp op);
+// Whether the op has a complex kernel (EMBER_COMPLEX_*_OPS), and whether its complex result is
+// real (abs, angle) / bool.
+enum class ComplexResult { None, Complex, Real, Bool };
+ComplexResult complex_unary_result(UnaryOp op);
+ComplexResult complex_binary_result(BinaryOp op);
 const OpInfoEntry& binary_info(BinaryOp op);
 int num_unary_ops();
 int num_binary_ops();

@@ -10,6 +10,7 @@
 
 #include "kernels/loops.h"
 #include "ops/elementwise.h"
+#include "ops/shape_ops.h"
 #include "runtime/gil.h"
 
 namespace ember {
@@ -17,14 +18,8 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-const char* scalar_name(ScalarType t) {
-  static const char* names[] = {"Bool", "Byte", "Char", "Short", "Int", "Long",
-                                "Half", "BFloat16", "Float", "Double", "Undefined"};
-  return names[static_cast<int>(t)];
-}
-
 [[noreturn]] void not_implemented(const char* kernel, ScalarType t) {
-  throw NotImplementedError(str_cat("\"", kernel, "\" not implemented for '", scalar_name(t), "'"));
+  throw NotImplementedError(str_cat("\"", kernel, "\" not implemented for '", type_name(t), "'"));
 }
 
 Generator& pick(Generator* gen) { return gen ? *gen : default_generator(); }
@@ -173,6 +168,8 @@ void check_int_range(ScalarType dt, int64_t from, std::optional<int64_t> to_inc)
 void uniform_(const Tensor& self, double from, double to, Generator* gen) {
   if (drawn_on_cpu_twin(self, [&](const Tensor& t) { uniform_(t, from, to, for_device(gen, self)); })) return;
   check_writable(self, "uniform_");
+  // complex: both parts drawn from [from, to), as torch's
+  if (is_complex(self->dtype)) return uniform_(view_as_real(self), from, to, gen);
   if (!is_floating(self->dtype)) not_implemented("check_uniform_bounds", self->dtype);
   EMBER_CHECK(from <= to, std::runtime_error,
               "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
@@ -211,6 +208,8 @@ void normal_(const Tensor& self, double mean, double std, Generator* gen) {
   // torch checks std first and the dtype only when there is something to draw
   EMBER_CHECK(std >= 0.0, std::runtime_error, "normal expects std >= 0.0, but found std ", std);
   if (self->numel() == 0) return;
+  // complex: each part normal with half the variance, as torch's (E|z - mean|^2 = std^2)
+  if (is_complex(self->dtype)) return normal_(view_as_real(self), mean, std / std::sqrt(2.0), gen);
   if (!is_floating(self->dtype)) not_implemented("normal_kernel_cpu", self->dtype);
   Generator& g = pick(gen);
   const int64_t n = self->numel();
@@ -348,7 +347,7 @@ void exponential_(const Tensor& self, double lambd, Generator* gen) {
   if (self->numel() == 0) return;  // torch checks the dtype only when there is something to draw
   EMBER_CHECK(is_floating(self->dtype), std::runtime_error,
               "Exponential distribution is a continuous probability distribution. dtype must be a "
-              "floating point but you specified ", scalar_name(self->dtype));
+              "floating point but you specified ", type_name(self->dtype));
   Generator& g = pick(gen);
   DrawLock lock(g, self->numel());
   dispatch_floating(self->dtype, "exponential_", [&](auto tag) {
@@ -412,7 +411,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
   EMBER_CHECK(nd == 1 || nd == 2, std::runtime_error, "prob_dist must be 1 or 2 dim");
   EMBER_CHECK(is_floating(probs->dtype), std::runtime_error,
               "multinomial only supports floating-point dtypes for input, got: ",
-              scalar_name(probs->dtype));
+              type_name(probs->dtype));
   EMBER_CHECK(num_samples > 0, std::runtime_error, "cannot sample n_sample <= 0 samples");
   const int64_t ncat = probs->sizes[nd - 1];
   const int64_t rows = nd == 1 ? 1 : probs->sizes[0];

@@ -8,6 +8,7 @@
 
 #include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
+#include "ops/shape_ops.h"
 
 namespace ember {
 
@@ -175,6 +176,18 @@ Tensor count_impl(const Tensor& x, const std::vector<bool>& mask, bool keepdim, 
   });
 }
 
+// sum / nansum / mean of a complex tensor (or into a complex dtype): the same reduction of its
+// (real, imaginary) pairs, since these add the parts separately; the pairs' dim is not reduced.
+Tensor complex_additive(const Tensor& x, std::vector<bool> mask, bool keepdim, ScalarType dtype,
+                        SumKind kind, const char* op) {
+  const ScalarType dt = dtype == ScalarType::Undefined ? x->dtype : dtype;
+  EMBER_CHECK(is_complex(dt), std::runtime_error, op, "(): the dtype of a complex input's result "
+              "must be complex, got ", type_name(dt));
+  mask.push_back(false);
+  Tensor r = additive(view_as_real(to_dtype(x, dt)), mask, keepdim, to_real_type(dt), kind);
+  return view_as_complex(contiguous(r));
+}
+
 Tensor squeeze_to(const Tensor& t, const Tensor& x, const std::vector<bool>& mask, bool keepdim) {
   return keepdim ? t : reshape(t, reduced_shape(x, mask, false));
 }
@@ -183,6 +196,8 @@ Tensor squeeze_to(const Tensor& t, const Tensor& x, const std::vector<bool>& mas
 
 Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
   auto mask = reduction_mask(x, dim);
+  if (is_complex(x->dtype) || is_complex(dtype))
+    return complex_additive(x, mask, keepdim, dtype, SumKind::Sum, "sum");
   const ScalarType out = sum_dtype(x, dtype);
   return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::Sum);
@@ -190,6 +205,8 @@ Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) 
 
 Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
   auto mask = reduction_mask(x, dim);
+  EMBER_CHECK(!is_complex(x->dtype), NotImplementedError,
+              "nansum does not support complex inputs");
   const ScalarType out = sum_dtype(x, dtype);
   return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::NanSum);
@@ -206,15 +223,16 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim, ScalarTyp
 
 Tensor mean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
   if (dtype != ScalarType::Undefined)
-    EMBER_CHECK(is_floating(dtype), std::runtime_error,
+    EMBER_CHECK(is_floating(dtype) || is_complex(dtype), std::runtime_error,
                 "mean(): could not infer output dtype. Optional dtype must be either a floating "
                 "point or complex dtype. Got: ", torch_type_name(dtype));
   else
-    EMBER_CHECK(is_floating(x->dtype), std::runtime_error,
+    EMBER_CHECK(is_floating(x->dtype) || is_complex(x->dtype), std::runtime_error,
                 "mean(): could not infer output dtype. Input dtype must be either a floating point "
                 "or complex dtype. Got: ", torch_type_name(x->dtype));
   const ScalarType dt = dtype == ScalarType::Undefined ? x->dtype : dtype;
   auto mask = reduction_mask(x, dim);
+  if (is_complex(dt)) return complex_additive(x, mask, keepdim, dt, SumKind::Mean, "mean");
   return additive(to_dtype(x, dt), mask, keepdim, dt, SumKind::Mean);
 }
 
@@ -228,11 +246,18 @@ Tensor nanmean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dty
   return binary(BinaryOp::div, Operand(s), Operand(n));
 }
 
+// The truth of a complex value is either part being nonzero.
+static Tensor nonzero_mask(const Tensor& x) {
+  return binary(BinaryOp::ne, Operand(x), Operand(Scalar::from_int(0)));
+}
+
 Tensor count_nonzero(const Tensor& x, const OptDims& dim) {
+  if (is_complex(x->dtype)) return count_nonzero(nonzero_mask(x), dim);
   return count_impl(x, reduction_mask(x, dim), false, false);
 }
 
 static Tensor all_any(const Tensor& x, const OptDims& dim, bool keepdim, bool is_all) {
+  if (is_complex(x->dtype)) return all_any(nonzero_mask(x), dim, keepdim, is_all);
   std::vector<bool> mask;
   if (dim && dim->empty()) mask.assign(x->dim(), false);  // dim=(): no reduction
   else mask = reduction_mask(x, dim);
@@ -252,6 +277,13 @@ Tensor any(const Tensor& x, const OptDims& dim, bool keepdim) { return all_any(x
 static std::string norm_order_str(double p) { return str_cat(p); }
 
 Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  if (is_complex(x->dtype)) {  // every vector norm is the norm of the magnitudes
+    EMBER_CHECK(dtype == ScalarType::Undefined || is_complex(dtype), std::runtime_error,
+                "linalg.vector_norm: dtype should be complex for a complex input, but got ",
+                torch_type_name(dtype));
+    Tensor in = dtype == ScalarType::Undefined ? x : to_dtype(x, dtype);
+    return norm(unary(UnaryOp::abs, in), p, dim, keepdim, ScalarType::Undefined);
+  }
   EMBER_CHECK(is_floating(x->dtype), std::runtime_error,
               "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
               torch_type_name(x->dtype));
@@ -293,6 +325,14 @@ Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarT
 
 std::pair<Tensor, Tensor> var_mean(const Tensor& x, const OptDims& dim, double correction,
                                    bool keepdim, bool take_sqrt) {
+  if (is_complex(x->dtype)) {  // the variance of z is var(re z) + var(im z), a real number
+    Tensor parts = view_as_real(x);
+    Tensor v = binary(BinaryOp::add,
+                      Operand(var_mean(select(parts, -1, 0), dim, correction, keepdim, false).first),
+                      Operand(var_mean(select(parts, -1, 1), dim, correction, keepdim, false).first));
+    if (take_sqrt) v = unary(UnaryOp::sqrt, v);
+    return {v, mean(x, dim, keepdim)};
+  }
   EMBER_CHECK(is_floating(x->dtype), std::runtime_error,
               "std and var only support floating point and complex dtypes");
   auto mask = reduction_mask(x, dim);

@@ -13,6 +13,7 @@
 #include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "ops/shape_ops.h"
 #include "runtime/gil.h"
 
 namespace ember {
@@ -82,6 +83,10 @@ Tensor scan(const char* name, const Tensor& x, int64_t dim, ScalarType dtype, bo
   const int64_t d = wrap_dim(dim, x->dim());
   ScalarType out_dt = dtype != ScalarType::Undefined ? dtype
                       : is_integral(x->dtype, true) ? ScalarType::Int64 : x->dtype;
+  if (is_complex(out_dt) && !is_prod) {  // a running sum adds the parts separately
+    Tensor parts = view_as_real(contiguous_copy(to_dtype(x, out_dt)));
+    return view_as_complex(scan(name, parts, d, to_real_type(out_dt), false));
+  }
   Tensor in = contiguous_copy(to_dtype(x, out_dt));
   Tensor out = empty(x->sizes, out_dt, x->device());
   if (x->numel() == 0) return out;
@@ -124,6 +129,8 @@ Tensor logsumexp(const Tensor& x, const OptDims& dim, bool keepdim) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "logsumexp");
   auto mask = reduction_mask(x, dim);
+  EMBER_CHECK(!is_complex(x->dtype), NotImplementedError,
+              "ember: logsumexp of complex tensors is not supported yet");
   const ScalarType out_dt = is_floating(x->dtype) ? x->dtype : get_default_dtype();
   const ScalarType dt = is_reduced_float(out_dt) ? ScalarType::Float32 : out_dt;
   const Shape shape = reduced_shape(x, mask, keepdim);

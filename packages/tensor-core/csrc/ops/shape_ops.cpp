@@ -176,7 +176,8 @@ static void flip_rows(const Tensor& x, const std::vector<bool>& flipped, const T
     case 1: return reverse_rows<uint8_t>(x, flipped, out);
     case 2: return reverse_rows<uint16_t>(x, flipped, out);
     case 4: return reverse_rows<uint32_t>(x, flipped, out);
-    default: return reverse_rows<uint64_t>(x, flipped, out);
+    case 8: return reverse_rows<uint64_t>(x, flipped, out);
+    default: return reverse_rows<Bytes16>(x, flipped, out);  // complex128
   }
 }
 
@@ -422,6 +423,41 @@ Tensor repeat_interleave_counts(const Tensor& repeats, int64_t output_size) {
       for (int64_t r = 0; r < counts[i]; ++r) p[pos++] = static_cast<T>(i);
   });
   return out;
+}
+
+Tensor view_as_real(const Tensor& x) {
+  EMBER_CHECK(is_complex(x->dtype), std::runtime_error,
+              "view_as_real is only supported for complex tensors");
+  Shape sizes = x->sizes, strides = x->strides;
+  for (auto& st : strides) st *= 2;
+  sizes.push_back(2);
+  strides.push_back(1);
+  Tensor v = make_view(x, sizes, strides, x->offset * 2);
+  v->dtype = to_real_type(x->dtype);
+  return v;
+}
+
+Tensor view_as_complex(const Tensor& x) {
+  EMBER_CHECK(x->dtype == ScalarType::Float32 || x->dtype == ScalarType::Float64,
+              std::runtime_error,
+              "view_as_complex is only supported for float and double tensors, but got a tensor "
+              "of scalar type: ", type_name(x->dtype));
+  EMBER_CHECK(x->dim() != 0, std::runtime_error, "Input tensor must have one or more dimensions");
+  EMBER_CHECK(x->sizes.back() == 2, std::runtime_error,
+              "Tensor must have a last dimension of size 2");
+  EMBER_CHECK(x->strides.back() == 1, std::runtime_error,
+              "Tensor must have a last dimension with stride 1");
+  Shape sizes(x->sizes.begin(), x->sizes.end() - 1), strides(x->strides.begin(), x->strides.end() - 1);
+  for (auto& st : strides) {
+    EMBER_CHECK(st % 2 == 0, std::runtime_error,
+                "Tensor must have a stride divisible by 2 for all but last dimension");
+    st /= 2;
+  }
+  EMBER_CHECK(x->offset % 2 == 0, std::runtime_error,
+              "Tensor must have a storage_offset divisible by 2");
+  Tensor v = make_view(x, sizes, strides, x->offset / 2);
+  v->dtype = to_complex_type(x->dtype);
+  return v;
 }
 
 Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {

@@ -34,6 +34,10 @@ Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
 Tensor tri_indices(int64_t row, int64_t col, int64_t offset, bool upper, ScalarType dtype);
 
 // ---- views ----
+// complex64/complex128 <-> float32/float64 with a last dim of 2 (real, imaginary): views of the
+// same memory, with torch's checks on the layout.
+Tensor view_as_real(const Tensor& x);
+Tensor view_as_complex(const Tensor& x);
 Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
 Tensor unfold(const Tensor& x, int64_t dimension, int64_t size, int64_t step);
 

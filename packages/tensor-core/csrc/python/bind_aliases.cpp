@@ -39,7 +39,6 @@ const Alias kAliases[] = {
     {"arctan2", "atan2", kBoth},          {"arctan2_", "atan2_", kMethod},
     {"negative", "neg", kBoth},           {"negative_", "neg_", kBoth},
     {"fix", "trunc", kBoth},              {"fix_", "trunc_", kBoth},
-    {"sgn", "sign", kBoth},               {"sgn_", "sign_", kMethod},
     {"subtract", "sub", kBoth},           {"subtract_", "sub_", kMethod},
     {"multiply", "mul", kBoth},           {"multiply_", "mul_", kMethod},
     {"divide", "div", kBoth},             {"divide_", "div_", kMethod},
@@ -175,12 +174,20 @@ std::vector<Composite> composites() {
       {"ravel", {"ravel(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"resolve_neg", {"resolve_neg(Tensor input) -> Tensor"}, kBoth, "shape"},
       // torch's complex-number functions on real tensors (ember has no complex dtypes yet):
-      // conj/resolve_conj/real are the tensor itself, isreal is all True
+      // complex numbers (ember/_composite_ops.py): real/imag are views of view_as_real's
+      // pairs; conj writes the conjugate out (ember has no lazy conjugate bit); sgn is sign for
+      // real tensors and x / |x| for complex ones
       {"conj", {"conj(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"resolve_conj", {"resolve_conj(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"real", {"real(Tensor input) -> Tensor"}, kFunction, "shape"},
+      {"imag", {"imag(Tensor input) -> Tensor"}, kFunction, "shape"},
       {"isreal", {"isreal(Tensor input) -> Tensor"}, kBoth, E},
-      {"is_complex", {"is_complex(Tensor input) -> bool"}, kFunction, "creation"},
+      {"is_complex", {"is_complex(Tensor input) -> bool"}, kBoth, "creation"},
+      {"complex", {"complex(Tensor real, Tensor imag, *, Tensor? out=None) -> Tensor"}, kFunction, E},
+      {"polar", {"polar(Tensor abs, Tensor angle, *, Tensor? out=None) -> Tensor"}, kFunction, E},
+      {"sgn", {"sgn(Tensor input, *, Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"sgn_", {"sgn_(Tensor input) -> Tensor"}, kMethod, E},
+      {"conj_physical_", {"conj_physical_(Tensor input) -> Tensor"}, kBoth, E},
       {"is_conj", {"is_conj(Tensor input) -> bool"}, kFunction, "creation"},
       {"is_neg", {"is_neg(Tensor input) -> bool"}, kBoth, "creation"},
       {"is_inference", {"is_inference(Tensor input) -> bool"}, kBoth, "creation"},

@@ -72,8 +72,8 @@ void warn(PyObject* category, const std::string& msg) {
 // NumPy
 
 const char* kUnsupportedNumpyTypes =
-    ". The only supported types are: float64, float32, float16, int64, int32, int16, int8, "
-    "uint8, and bool.";
+    ". The only supported types are: float64, float32, float16, complex64, complex128, int64, "
+    "int32, int16, int8, uint8, and bool.";
 
 ScalarType scalar_type_from_numpy(const py::dtype& dt) {
   const char kind = dt.kind();
@@ -88,6 +88,8 @@ ScalarType scalar_type_from_numpy(const py::dtype& dt) {
   else if (kind == 'f' && size == 2) st = ScalarType::Float16;
   else if (kind == 'f' && size == 4) st = ScalarType::Float32;
   else if (kind == 'f' && size == 8) st = ScalarType::Float64;
+  else if (kind == 'c' && size == 8) st = ScalarType::Complex64;
+  else if (kind == 'c' && size == 16) st = ScalarType::Complex128;
   // Structured dtypes with fields have kind 'V' and never match above.
   if (st == ScalarType::Undefined) {
     py::object scalar_type = dt.attr("type");
@@ -222,6 +224,8 @@ const char* buffer_format(ScalarType t) {
     case ScalarType::Float16: return "e";
     case ScalarType::Float32: return "f";
     case ScalarType::Float64: return "d";
+    case ScalarType::Complex64: return "Zf";
+    case ScalarType::Complex128: return "Zd";
     default: return nullptr;
   }
 }
@@ -353,6 +357,8 @@ DLDataType to_dl_dtype(ScalarType t) {
     case ScalarType::Int32:
     case ScalarType::Int64: d.code = kDLInt; break;
     case ScalarType::BFloat16: d.code = kDLBfloat; break;
+    case ScalarType::Complex64:
+    case ScalarType::Complex128: d.code = kDLComplex; break;
     default: d.code = kDLFloat; break;
   }
   return d;
@@ -380,6 +386,10 @@ ScalarType from_dl_dtype(DLDataType d) {
         break;
       case kDLBfloat:
         if (d.bits == 16) return ScalarType::BFloat16;
+        break;
+      case kDLComplex:
+        if (d.bits == 64) return ScalarType::Complex64;
+        if (d.bits == 128) return ScalarType::Complex128;
         break;
       default: break;
     }

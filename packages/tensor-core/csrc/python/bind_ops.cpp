@@ -126,8 +126,10 @@ py::object unary_inplace(UnaryOp op, py::handle selfh) {
 void check_alpha(ScalarType common, const Scalar& alpha) {
   EMBER_CHECK(!alpha.is_bool() || common == ScalarType::Bool, std::runtime_error,
               "Boolean alpha only supported for Boolean results.");
-  EMBER_CHECK(!alpha.is_float() || is_floating(common), std::runtime_error,
+  EMBER_CHECK(!alpha.is_float() || is_floating(common) || is_complex(common), std::runtime_error,
               "For integral input tensors, argument alpha must not be a floating point number.");
+  EMBER_CHECK(!alpha.is_complex() || is_complex(common), std::runtime_error,
+              "For non-complex input tensors, argument alpha must not be a complex number.");
 }
 
 // add/sub's alpha on integral and bool dtypes (floating ones take add_alpha): folded into `other`
@@ -135,8 +137,12 @@ void check_alpha(ScalarType common, const Scalar& alpha) {
 Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha) {
   if (!alpha || alpha.is_none()) return other;
   Scalar a = to_scalar(alpha);
-  if (a.to_double() == 1.0) return other;
+  if (!a.is_complex() && a.to_double() == 1.0) return other;
   const ScalarType common = result_type({input, other});
+  if (is_complex(common))  // other * alpha in complex arithmetic
+    return Operand(binary(BinaryOp::mul,
+                          Operand(other.is_scalar ? wrapped_scalar(other.s, common) : other.t),
+                          Operand(a)));
   if (common == ScalarType::Bool) a = Scalar::from_bool(a.to_double() != 0);  // stays bool
   if (other.is_scalar)
     return Operand(common == ScalarType::Bool ? Scalar::from_bool(other.s.to_int() && a.to_int())
@@ -153,7 +159,7 @@ Tensor fused_alpha(BinaryOp op, const Operand& a, const Operand& b, py::handle a
   if (!alpha || alpha.is_none()) return nullptr;
   Scalar s = to_scalar(alpha);
   check_alpha(result_type({a, b}), s);
-  if (s.to_double() == 1.0) return nullptr;
+  if (s.is_complex() || s.to_double() == 1.0) return nullptr;
   return add_alpha(op, a, b, s, out);
 }
 
@@ -241,6 +247,13 @@ void register_ops(py::module_& m) {
                .family = E, .hooked = grad, .hand_off = false,
                .impl = [op](const Args& a) { return unary_inplace(op, a[0]); }});
   }
+  // conj_physical: the conjugate written out (a copy for real tensors, as torch's)
+  def_op(m, {.name = "conj_physical",
+             .signatures = {"conj_physical(Tensor input, *, Tensor? out=None) -> Tensor"},
+             .family = E, .hooked = true,
+             .impl = [](const Args& a) {
+               return finish("conj_physical", conj_physical(a.tensor(0)), a.out());
+             }});
   // add/sub take alpha; div takes rounding_mode (div_trunc is div(rounding_mode='trunc'), and
   // _div_trunc its private form for the hooks). Whether a + alpha * b rounds once (add_alpha):
   m.attr("_FUSED_MULTIPLY_ADD") = fused_multiply_add();
@@ -519,13 +532,25 @@ void register_ops(py::module_& m) {
   // op table for docs and the op-database tests
   m.def("_op_table", []() {
     py::list rows;
+    // "complex": the result of complex inputs ("complex", "real", "bool"), None where the op
+    // refuses them (EMBER_COMPLEX_*_OPS)
+    auto complex_name = [](ComplexResult r) -> py::object {
+      switch (r) {
+        case ComplexResult::Complex: return py::str("complex");
+        case ComplexResult::Real: return py::str("real");
+        case ComplexResult::Bool: return py::str("bool");
+        default: return py::none();
+      }
+    };
     for (int i = 0; i < num_unary_ops(); ++i) {
       auto& e = unary_info(static_cast<UnaryOp>(i));
-      rows.append(py::dict("name"_a = e.name, "arity"_a = 1, "kind"_a = e.kind_name));
+      rows.append(py::dict("name"_a = e.name, "arity"_a = 1, "kind"_a = e.kind_name,
+                           "complex"_a = complex_name(complex_unary_result(static_cast<UnaryOp>(i)))));
     }
     for (int i = 0; i < num_binary_ops(); ++i) {
       auto& e = binary_info(static_cast<BinaryOp>(i));
-      rows.append(py::dict("name"_a = e.name, "arity"_a = 2, "kind"_a = e.kind_name));
+      rows.append(py::dict("name"_a = e.name, "arity"_a = 2, "kind"_a = e.kind_name,
+                           "complex"_a = complex_name(complex_binary_result(static_cast<BinaryOp>(i)))));
     }
     return rows;
   });

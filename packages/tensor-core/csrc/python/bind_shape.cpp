@@ -168,6 +168,11 @@ void register_views(py::module_& m) {
     cls.attr(alias) = cls.attr("transpose");
   }
   view_row("t", {"t(Tensor input) -> Tensor"}, [](const Args& a) { return wrap(t_(a.tensor(0))); });
+  // complex <-> (real, imaginary) pairs: views of the same memory (torch.view_as_real/complex)
+  view_row("view_as_real", {"view_as_real(Tensor input) -> Tensor"},
+           [](const Args& a) { return wrap(view_as_real(a.tensor(0))); }, kFunction);
+  view_row("view_as_complex", {"view_as_complex(Tensor input) -> Tensor"},
+           [](const Args& a) { return wrap(view_as_complex(a.tensor(0))); }, kFunction);
   view_row("squeeze",
            {"squeeze(Tensor input) -> Tensor", "squeeze(Tensor input, int dim) -> Tensor",
             "squeeze(Tensor input, int[] dim) -> Tensor"},

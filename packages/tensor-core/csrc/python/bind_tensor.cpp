@@ -82,7 +82,7 @@ void infer_data(py::handle obj, size_t depth, DataInfo& info) {
   }
   if (is_number(obj)) {
     Scalar s = to_scalar(obj);
-    info.category = std::max(info.category, s.is_bool() ? 0 : s.is_int() ? 1 : 2);
+    info.category = std::max(info.category, s.is_bool() ? 0 : s.is_int() ? 1 : s.is_complex() ? 3 : 2);
     check_leaf_depth(obj, depth, info);
     return;
   }
@@ -148,10 +148,11 @@ Tensor tensor_from_data(py::handle data, ScalarType dtype) {
     else
       dt = info.category == 0 ? ScalarType::Bool
            : info.category == 1 ? ScalarType::Int64
+           : info.category == 3 ? to_complex_type(get_default_dtype())
                                 : get_default_dtype();
   }
   Tensor t = empty(info.shape, dt);
-  dispatch_all(dt, "tensor", [&](auto tag) {
+  dispatch_all_and_complex(dt, "tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t->data_as<T>();
     fill_data<T>(data, p);
@@ -233,11 +234,13 @@ static void setitem(const Tensor& self, py::object index, py::object value) {
 // Conversions to Python
 
 static py::object scalar_to_py(const char* data, ScalarType dt) {
-  return dispatch_all(dt, "item", [&](auto tag) -> py::object {
+  return dispatch_all_and_complex(dt, "item", [&](auto tag) -> py::object {
     using T = typename decltype(tag)::type;
     T v;
     std::memcpy(&v, data, sizeof(T));
-    if constexpr (std::is_same_v<T, bool>) return py::bool_(v);
+    if constexpr (is_complex_v<T>)
+      return py::reinterpret_steal<py::object>(PyComplex_FromDoubles(v.real(), v.imag()));
+    else if constexpr (std::is_same_v<T, bool>) return py::bool_(v);
     else if constexpr (std::is_integral_v<T>) return py::int_(static_cast<int64_t>(v));
     else return py::float_(static_cast<double>(static_cast<opmath_t<T>>(v)));
   });
@@ -270,6 +273,8 @@ static py::object tolist_rec(const Tensor& t, int64_t d, const char* p) {
 
 static void set_requires_grad(const Tensor& t, bool value) {
   if (value) {
+    if (is_complex(t->dtype))  // the autograd formulas are written for real tensors
+      throw NotImplementedError("ember: complex tensors cannot require gradients yet");
     if (!is_floating(t->dtype))
       throw std::runtime_error("only Tensors of floating point and complex dtype can require gradients");
     ensure_autograd_available();
@@ -291,6 +296,12 @@ static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs
   py::object out = to_dtype_device(self, args, kwargs, memory_format);
   if (memory_format.is_none()) return out;
   return py::module_::import("ember._memory_format").attr("_to")(out, memory_format);
+}
+
+// torch's warning when a conversion keeps only the real part of complex values.
+static void warn_if_discarding_imag(ScalarType from, ScalarType to) {
+  if (is_complex(from) && !is_complex(to))
+    warn("Casting complex values to real discards the imaginary part");
 }
 
 static py::object to_dtype_device(const Tensor& self, py::args args, py::kwargs kwargs,
@@ -321,6 +332,7 @@ static py::object to_dtype_device(const Tensor& self, py::args args, py::kwargs 
     else throw py::type_error("to() got an unexpected keyword argument '" + k + "'");
   }
   if (dt == ScalarType::Undefined) dt = self->dtype;
+  warn_if_discarding_imag(self->dtype, dt);
   dev = resolve_device(dev, "Tensor.to('" + dev.str() + "')");
   if (dev != self->device()) {
     EMBER_AUTOGRAD(needs_grad(self), "_to_device", self, py::str(dev.str()),
@@ -426,11 +438,21 @@ void register_tensor(py::module_& m) {
           throw std::runtime_error(str_cat("Boolean value of Tensor with ",
                                            t->numel() == 0 ? "no values" : "more than one value",
                                            " is ambiguous"));
-        return item(t).cast<bool>();
+        return py::bool_(item(t)).cast<bool>();  // truth of the value (complex: either part)
       })
-      .def("__float__", [](const Tensor& t) { return item(one_element(t)).cast<double>(); })
+      // a complex value converts when its imaginary part is 0 (torch's overflow error else)
+      .def("__float__", [](const Tensor& t) {
+        py::object v = item(one_element(t));  // read through item(): t may be on a device
+        return PyComplex_Check(v.ptr()) ? to_scalar(v).to_checked<double>() : v.cast<double>();
+      })
       .def("__int__", [](const Tensor& t) {
-        return py::int_(item(one_element(t)).attr("__int__")());
+        py::object v = item(one_element(t));
+        if (PyComplex_Check(v.ptr())) {
+          PyObject* r = PyLong_FromDouble(to_scalar(v).to_checked<double>());
+          if (!r) throw py::error_already_set();
+          return py::reinterpret_steal<py::object>(r);
+        }
+        return py::object(v.attr("__int__")());
       })
       .def("__index__", [](const Tensor& t) {
         if (!is_integral(t->dtype, true) || t->numel() != 1)
@@ -485,6 +507,7 @@ void register_tensor(py::module_& m) {
       })
       .def("copy_", [](py::object self, const Tensor& src, bool) {
         Tensor t = self.cast<Tensor>();
+        warn_if_discarding_imag(src->dtype, t->dtype);
         if (needs_grad(src) || t->requires_grad)
           return redispatch("_copy_", core_fn("_copy_"), py::make_tuple(self, src), py::dict());
         copy_(t, src);

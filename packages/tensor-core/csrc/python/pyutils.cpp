@@ -51,7 +51,7 @@ Tensor expect_tensor(py::handle h, const char* op, const char* arg) {
 
 bool is_number(py::handle h) {
   PyObject* p = h.ptr();
-  if (PyBool_Check(p) || PyLong_Check(p) || PyFloat_Check(p)) return true;
+  if (PyBool_Check(p) || PyLong_Check(p) || PyFloat_Check(p) || PyComplex_Check(p)) return true;
   if (is_tensor(h)) return false;
   // NumPy scalars (np.float32(1), np.int64(2), np.bool_(True)).
   return py::hasattr(h, "dtype") && py::hasattr(h, "item") && !py::hasattr(h, "__len__");
@@ -71,14 +71,17 @@ Scalar to_scalar(py::handle h) {
     return Scalar::from_int(v);
   }
   if (PyFloat_Check(p)) return Scalar::from_double(PyFloat_AS_DOUBLE(p));
+  if (PyComplex_Check(p))
+    return Scalar::from_complex(PyComplex_RealAsDouble(p), PyComplex_ImagAsDouble(p));
   if (is_tensor(h)) {
     Tensor t = to_tensor(h);
     EMBER_CHECK(t->numel() == 1, std::runtime_error, "a Tensor with ", t->numel(),
                 " elements cannot be converted to Scalar");
-    return dispatch_all(t->dtype, "item", [&](auto tag) {
+    return dispatch_all_and_complex(t->dtype, "item", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T v = *t->data_as<T>();
-      if constexpr (std::is_same_v<T, bool>) return Scalar::from_bool(v);
+      if constexpr (is_complex_v<T>) return Scalar::from_complex(v.real(), v.imag());
+      else if constexpr (std::is_same_v<T, bool>) return Scalar::from_bool(v);
       else if constexpr (std::is_integral_v<T>) return Scalar::from_int(v);
       else return Scalar::from_double(static_cast<double>(v));
     });
@@ -433,13 +436,6 @@ Tensor opt_out(py::handle h, const char* op) {
 
 // ---- out= ----
 
-const char* cpp_type_name(ScalarType t) {
-  static const char* names[] = {"bool",     "unsigned char", "signed char",   "short int",
-                                "int",      "long int",      "c10::Half",     "c10::BFloat16",
-                                "float",    "double",        "undefined"};
-  return names[static_cast<int>(t)];
-}
-
 void warn(const std::string& msg) {
   if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) throw py::error_already_set();
 }
@@ -530,13 +526,21 @@ void register_dtypes(py::module_& m) {
       .def_property_readonly("is_signed", [](const DType& d) {
         return d.type != ScalarType::Bool && d.type != ScalarType::UInt8;
       })
-      .def_property_readonly("is_complex", [](const DType&) { return false; })
+      .def_property_readonly("is_complex", [](const DType& d) { return is_complex(d.type); })
       .def_property_readonly("itemsize", [](const DType& d) { return itemsize(d.type); })
       .def_property_readonly("name", [](const DType& d) { return dtype_name(d.type); })
       // the names in torch's messages ("Float", "c10::BFloat16"): Python code's errors use these
       .def_property_readonly("_torch_name", [](const DType& d) { return torch_type_name(d.type); })
       .def_property_readonly("_cpp_name", [](const DType& d) { return cpp_type_name(d.type); })
-      .def("to_real", [](py::object self) { return self; })
+      // complex64 <-> float32, complex128 <-> float64 (torch's dtype.to_real / to_complex)
+      .def("to_real", [](const DType& d) { return dtype_object(to_real_type(d.type)); })
+      .def("to_complex", [](const DType& d) {
+        // float16's is complex32, which ember does not have
+        EMBER_CHECK(d.type == ScalarType::Float32 || d.type == ScalarType::Float64 ||
+                        is_complex(d.type),
+                    std::runtime_error, "Unknown Complex ScalarType for ", type_name(d.type));
+        return dtype_object(to_complex_type(d.type));
+      })
       .def("__repr__", [](const DType& d) { return std::string("ember.") + dtype_name(d.type); })
       // A dtype pickles as a reference to the module global of its name (ember._C.float32), so
       // unpickling returns the one object per dtype (as torch.float32 pickles).
@@ -567,6 +571,9 @@ void register_dtypes(py::module_& m) {
   m.def("is_grad_enabled", &grad_enabled);
   m.def("_set_grad_enabled", &set_grad_enabled);
   m.def("get_default_dtype", []() { return dtype_object(get_default_dtype()); });
+  m.def("_get_default_complex_dtype", []() {
+    return dtype_object(to_complex_type(get_default_dtype()));
+  });
   m.def("set_default_dtype", [](py::handle d) { set_default_dtype(to_dtype(d)); });
   m.def("promote_types", [](py::handle a, py::handle b) {
     return dtype_object(promote_types(to_dtype(a), to_dtype(b)));

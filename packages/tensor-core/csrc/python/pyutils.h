@@ -119,8 +119,6 @@ int buffer_error_from_current_exception();
 
 // ---- argument parsing shared by the bindings ----
 std::string type_of(py::handle h);  // the Python type name of h, for messages
-// The C++ type name PyTorch prints for a dtype in some messages ("float", "long int", ...).
-const char* cpp_type_name(ScalarType t);
 // An int (not bool), a NumPy integer, or a 0-d integral tensor.
 bool is_int_like(py::handle h);
 int64_t as_int(py::handle h);

@@ -195,6 +195,35 @@ void dgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alp
           static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
 
+// cblas_?gemm of the complex types: alpha and beta by address; looked up once, at first use.
+using complex_gemm_fn = void (*)(int, int, int, int, int, int, const void*, const void*, int,
+                                 const void*, int, const void*, void*, int);
+template <typename C>
+void complex_gemm(const char* op, const char* name, bool transA, bool transB, int64_t M, int64_t N,
+                  int64_t K, C alpha, const C* A, int64_t lda, const C* B, int64_t ldb, C beta,
+                  C* Cm, int64_t ldc) {
+  if (!prepare(op, transA, transB, M, N, K, alpha, lda, ldb, beta, Cm, ldc)) return;
+  require_loaded();
+  static const auto fn = reinterpret_cast<complex_gemm_fn>(lookup(st().handle, name));
+  if (!fn) throw std::runtime_error(std::string(op) + ": the BLAS library exports no " + name);
+  fn(kRowMajor, transA ? kTrans : kNoTrans, transB ? kTrans : kNoTrans, static_cast<int>(M),
+     static_cast<int>(N), static_cast<int>(K), &alpha, A, static_cast<int>(lda), B,
+     static_cast<int>(ldb), &beta, Cm, static_cast<int>(ldc));
+}
+
+void cgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, std::complex<float> alpha,
+           const std::complex<float>* A, int64_t lda, const std::complex<float>* B, int64_t ldb,
+           std::complex<float> beta, std::complex<float>* C, int64_t ldc) {
+  complex_gemm("ember.blas.cgemm", "cblas_cgemm", transA, transB, M, N, K, alpha, A, lda, B, ldb,
+               beta, C, ldc);
+}
+void zgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, std::complex<double> alpha,
+           const std::complex<double>* A, int64_t lda, const std::complex<double>* B, int64_t ldb,
+           std::complex<double> beta, std::complex<double>* C, int64_t ldc) {
+  complex_gemm("ember.blas.zgemm", "cblas_zgemm", transA, transB, M, N, K, alpha, A, lda, B, ldb,
+               beta, C, ldc);
+}
+
 void* symbol(const char* name) {
   require_loaded();
   return lookup(st().handle, name);

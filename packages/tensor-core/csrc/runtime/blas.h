@@ -6,6 +6,7 @@
 // cause, only by the ops that need it. The path is supplied by the Python layer at import time.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,13 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
 void dgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
            const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
            int64_t ldc);
+// complex64 / complex128 (cblas_cgemm / cblas_zgemm; op is the transpose, not the conjugate one)
+void cgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, std::complex<float> alpha,
+           const std::complex<float>* A, int64_t lda, const std::complex<float>* B, int64_t ldb,
+           std::complex<float> beta, std::complex<float>* C, int64_t ldc);
+void zgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, std::complex<double> alpha,
+           const std::complex<double>* A, int64_t lda, const std::complex<double>* B, int64_t ldb,
+           std::complex<double> beta, std::complex<double>* C, int64_t ldc);
 
 // Looks up `name`, then "scipy_" + name, in the loaded library (for LAPACK and other routines);
 // nullptr if neither exists. Loads the library if needed; std::runtime_error if it cannot.

@@ -123,6 +123,8 @@ _TYPESTR = {
     "float16": "<f2",
     "float32": "<f4",
     "float64": "<f8",
+    "complex64": "<c8",
+    "complex128": "<c16",
 }
 
 

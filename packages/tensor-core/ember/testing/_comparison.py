@@ -145,9 +145,9 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
     mismatches = n - int(matches.sum())
     extra = f"Mismatched elements: {mismatches} / {n} ({mismatches / n:.1%})"
     a, e, m = actual.flatten(), expected.flatten(), matches.flatten()
-    if not a.dtype.is_floating_point:
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
         a, e = a.to(ember.int64), e.to(ember.int64)
-    abs_diff = (a - e).abs()
+    abs_diff = (a - e).abs()  # real for complex tensors too
     abs_diff[m] = 0
     max_abs, max_abs_idx = ember.max(abs_diff, 0)
     rel_diff = abs_diff / e.abs()

@@ -33,6 +33,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_same_size(input, target, "mse")
+    for t in (input, target):  # torch's kernel is real-only (d * d is not |d|^2 for complex d)
+        if t.dtype.is_complex:
+            raise NotImplementedError(f"\"mse_cpu\" not implemented for '{t.dtype._torch_name}'")
     d = input - target
     loss = d * d
     if weight is not None:

@@ -1,0 +1,89 @@
+// complex_kernels.cpp - the complex64/complex128 kernels of the op table's ops that take complex
+// inputs (EMBER_COMPLEX_UNARY_OPS / EMBER_COMPLEX_BINARY_OPS in op_table.h). Compiled once, not
+// per CPU capability: std::complex arithmetic does not gain from the wider copies the way the
+// real kernels do, and it keeps the build small. The dtype rules are elementwise.cpp's.
+#include <complex>
+
+#include "kernels/loops.h"
+#include "ops/elementwise.h"
+
+namespace ember {
+namespace math {
+
+// a ** b as NumPy and torch give it at the edges: x ** 0 is 1 (0 ** 0 too, where exp(0 * log 0)
+// is NaN), 0 ** b with a positive real part is 0; x ** 1 and x ** 2 are exact.
+template <typename C> C complex_pow(C a, C b) {
+  using R = typename C::value_type;
+  if (b == C(0)) return C(1);
+  if (b == C(1)) return a;
+  if (b == C(2)) return a * a;
+  if (a == C(0) && b.imag() == R(0) && b.real() > R(0)) return C(0);
+  return std::pow(a, b);
+}
+
+// exp(z) - 1 and log(1 + z) without the cancellation near 0 of the plain formulas:
+// Re(e^z - 1) = expm1(x) cos y - 2 sin^2(y/2); Re log(1 + z) = log1p(2x + x^2 + y^2) / 2.
+template <typename C> C complex_expm1(C z) {
+  using R = typename C::value_type;
+  const R x = z.real(), y = z.imag(), s = std::sin(y / 2);
+  return C(std::expm1(x) * std::cos(y) - 2 * s * s, std::exp(x) * std::sin(y));
+}
+template <typename C> C complex_log1p(C z) {
+  using R = typename C::value_type;
+  const R x = z.real(), y = z.imag();
+  if (std::abs(x) > R(0.5) || std::abs(y) > R(0.5)) return std::log(C(1) + z);
+  return C(std::log1p(x * (2 + x) + y * y) / 2, std::atan2(y, 1 + x));
+}
+
+}  // namespace math
+
+void run_complex_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType dt) {
+  dispatch_complex(dt, unary_info(op).name, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    using R = typename C::value_type;
+    switch (op) {
+#define EMBER_COMPLEX_CASE(name, kind, expr)                                     \
+  case UnaryOp::name:                                                           \
+    if constexpr (std::string_view(#kind) == "REAL")                            \
+      return run_elementwise<R, C>(it, [](C x) { return expr; });               \
+    else if constexpr (std::string_view(#kind) == "PRED")                       \
+      return run_elementwise<bool, C>(it, [](C x) { return expr; });            \
+    else                                                                        \
+      return run_elementwise<C, C>(it, [](C x) { return expr; });
+      EMBER_COMPLEX_UNARY_OPS(EMBER_COMPLEX_CASE)
+#undef EMBER_COMPLEX_CASE
+      default:
+        throw NotImplementedError(str_cat("\"", unary_info(op).name, "\" not implemented for '",
+                                          type_name(dt), "'"));
+    }
+  });
+}
+
+void run_complex_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType dt) {
+  dispatch_complex(dt, binary_info(op).name, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    switch (op) {
+#define EMBER_COMPLEX_CASE(name, kind, expr)                                     \
+  case BinaryOp::name:                                                          \
+    if constexpr (std::string_view(#kind) == "COMPLEX")                         \
+      return run_elementwise<C, C, C>(it, [](C a, C b) { return expr; });       \
+    else                                                                        \
+      return run_elementwise<bool, C, C>(it, [](C a, C b) { return expr; });
+      EMBER_COMPLEX_BINARY_OPS(EMBER_COMPLEX_CASE)
+#undef EMBER_COMPLEX_CASE
+      default:
+        throw NotImplementedError(str_cat("\"", binary_info(op).name, "_cpu\" not implemented for '",
+                                          type_name(dt), "'"));
+    }
+  });
+}
+
+// conj_physical: the conjugate, written out (ember has no lazy conjugate bit).
+void run_conj_kernel(const ElementwiseIter& it, ScalarType dt) {
+  dispatch_complex(dt, "conj_physical", [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    run_elementwise<C, C>(it, [](C x) { return std::conj(x); });
+  });
+}
+
+}  // namespace ember
