@@ -20,9 +20,9 @@ The helpers, real-valued: ``fftfreq``, ``rfftfreq``, ``fftshift``, ``ifftshift``
 
 CPU tensors are transformed by NumPy's pocketfft on zero-copy ``Tensor.numpy()`` views, in the
 input's precision (complex64 stays complex64), straight into the memory that the result tensor
-wraps; CUDA tensors go through CuPy's cuFFT (``cupy.fft``) when CuPy is installed. Gradients of
-these complex-valued functions are not supported yet: an input that requires grad (with grad mode
-on) raises NotImplementedError.
+wraps; CUDA tensors go through CuPy's cuFFT (``cupy.fft``) when CuPy is installed. Every
+transform is differentiable (torch's convention for complex gradients; double backward too):
+a transform is a plan of steps, and its gradient is the adjoint plan (``_adjoint``).
 """
 
 from __future__ import annotations
@@ -94,9 +94,6 @@ def _check_input(name, input):
     if not isinstance(input, _C.Tensor):
         raise TypeError(f"fft_{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    if input.requires_grad and ember.is_grad_enabled():
-        raise NotImplementedError(
-            f"ember.fft.{name}: gradients of complex-valued functions are not supported yet")
 
 
 def _int_arg(name, arg, value):
@@ -295,6 +292,12 @@ def _run_public(xp, a, plan, dest):
 def _execute(name, input, work, plan, result_dtype, out):
     """Runs plan on input (promoted to the ember dtype `work`) and returns the result tensor, or
     out= filled with it."""
+    if input.requires_grad and ember.is_grad_enabled():
+        if out is not None:
+            raise RuntimeError(f"fft_{name}(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+        return _transform_function().apply(input, name, work, tuple(plan), result_dtype)
     if input.is_cuda:
         return _execute_cuda(name, input, work, plan, out)
     a = (input.detach() if input.requires_grad else input).numpy()  # zero copy
@@ -321,6 +324,82 @@ def _execute(name, input, work, plan, result_dtype, out):
         return out
     result = _from_numpy(r)  # zero copy
     return result if out is None else _write_out(result, out, name)
+
+
+# ---- gradients ----
+# A plan is linear in its input, so its vector-Jacobian product is its adjoint: the steps in
+# reverse order, each replaced by its adjoint (torch's fft_c2c/r2c/c2r backward formulas):
+#   fft / ifft of n points (a pad or cut of the input to n, a DFT, a scale): the other DFT
+#     with the same scale, cut or padded back to the input's length;
+#   rfft: the one-sided half padded with zeros to n points, an inverse DFT, the real part;
+#   irfft: a one-sided forward DFT of the real gradient, the entries that stand for two
+#     frequencies of the Hermitian signal doubled;
+#   conj: conj.
+# The adjoint runs through the same differentiable transforms, so double backward works.
+
+_TRANSFORM = []  # the autograd Function, made on first use (ember.autograd is imported then)
+
+
+def _transform_function():
+    if not _TRANSFORM:
+        from ember.autograd import Function
+
+        class _Transform(Function):
+            @staticmethod
+            def forward(ctx, x, name, work, plan, result_dtype):
+                ctx.shape, ctx.name, ctx.plan = tuple(x.shape), name, plan
+                return _execute(name, x.detach(), work, plan, result_dtype, None)
+
+            @staticmethod
+            def backward(ctx, grad):
+                return (_adjoint(ctx.name, grad, ctx.shape, ctx.plan), None, None, None, None)
+
+        _TRANSFORM.append(_Transform)
+    return _TRANSFORM[0]
+
+
+def _step(name, x, op, axis, n, scale):
+    """One transform step on x (complex; real for rfft), differentiable."""
+    result = x.dtype if op != "rfft" else _TO_COMPLEX[x.dtype]
+    return _execute(name, x, x.dtype, [(op, axis, n, scale)], result, None)
+
+
+def _resize(x, axis, m):
+    """x cut or zero-padded to m entries along axis."""
+    k = x.size(axis)
+    if k == m:
+        return x
+    if k > m:
+        return x.narrow(axis, 0, m)
+    shape = list(x.shape)
+    shape[axis] = m - k
+    return ember.cat([x, ember.zeros(shape, dtype=x.dtype, device=x.device)], axis)
+
+
+def _adjoint(name, g, shape, plan):
+    shapes = [tuple(shape)]
+    for op, axis, n, _ in plan:
+        shapes.append(shapes[-1] if op == "conj" else tuple(_out_shape(shapes[-1], op, axis, n)))
+    for (op, axis, n, scale), before in zip(reversed(plan), reversed(shapes[:-1])):
+        m = before[axis]
+        if op == "conj":
+            g = ember.conj_physical(g)
+        elif op in ("fft", "ifft"):
+            g = _resize(_step(name, g, "ifft" if op == "fft" else "fft", axis, n, scale), axis, m)
+        elif op == "rfft":
+            g = ember.real(_step(name, _resize(g, axis, n), "ifft", axis, n, scale))
+            g = _resize(g, axis, m)
+        else:  # irfft
+            h = _step(name, g, "rfft", axis, n, scale)
+            double = n - (n // 2 + 1)  # the frequencies that stand for two of the full signal
+            if double > 0:
+                w = [1.0] * (n // 2 + 1)
+                w[1:1 + double] = [2.0] * double
+                view = [1] * h.dim()
+                view[axis] = len(w)
+                h = h * ember.tensor(w, dtype=g.dtype, device=g.device).reshape(view)
+            g = _resize(h, axis, m)
+    return g
 
 
 def _result_shape(shape, plan):

@@ -444,14 +444,23 @@ def test_int_like_arguments():
     assert_close(F.ifftn(x, s=ember.Size([5, 4])), np.fft.ifftn(a, (5, 4), (0, 1)))
 
 
-def test_gradients_are_not_supported_yet():
-    x = ember.ones(8, requires_grad=True)
+def test_an_input_requiring_grad_gives_the_same_values_and_refuses_out():
+    # (the gradients themselves are gradchecked in packages/autograd/tests/test_complex_autograd.py)
+    pytest.importorskip("ember.autograd")
+    x = ember.from_numpy(random((2, 4), np.float32)).requires_grad_()
+    half = F.rfft(x.detach()).requires_grad_()  # a one-sided spectrum for the c2r transforms
     for name in ONE_D + N_D:
-        with pytest.raises(NotImplementedError, match=f"ember.fft.{name}: gradients of "
-                           "complex-valued functions are not supported yet"):
-            getattr(F, name)(x)
-    with ember.no_grad():  # nothing is recorded: the transform runs
-        assert_close(F.rfft(x), np.fft.rfft(np.ones(8, np.float32)))
+        fn = getattr(F, name)
+        src = half if name.startswith(("irfft", "hfft")) else x
+        got = fn(src)
+        with ember.no_grad():
+            expected = fn(src)
+        assert got.requires_grad and got.grad_fn is not None
+        np.testing.assert_array_equal(got.detach().numpy(), expected.numpy())
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            fn(src, out=expected.clone())
+    with ember.no_grad():  # nothing is recorded
+        assert F.rfft(x).grad_fn is None
 
 
 def test_empty_batches():

@@ -18,6 +18,7 @@ from ember._grad_mode import (  # noqa: F401
 )
 
 from . import _engine, _formulas, _formulas_nn, _formulas_tensor  # noqa: F401  (they fill the gradient table)
+from . import _formulas_complex  # noqa: F401,E402  (after the tables it reads)
 from ._engine import STATE, AccumulateGrad, Node, edge_of, run_backward  # noqa: F401
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from .function import (  # noqa: F401

@@ -51,6 +51,16 @@ def edge_of(t):
 
 
 _FORMULAS: dict = {}  # filled by _formulas
+# name -> the entry used where complex values take part (filled by _formulas_complex); an op not
+# in it is refused for complex tensors
+_COMPLEX_FORMULAS: dict = {}
+
+
+def complex_entry(name, entry):
+    c = _COMPLEX_FORMULAS.get(name)
+    if c is None:
+        _refuse_complex(name)
+    return c
 MULTI_OUTPUT_SAVE: dict = {  # which output a multi-output op saves (the indices)
     n: 1 for n in ("max", "min", "sort", "topk", "kthvalue", "mode", "median_dim", "cummax",
                    "cummin")}
@@ -96,7 +106,8 @@ _NO_EDGE = (None, 0)
 
 
 def _inputs(args):
-    """(index, tensor) of each tensor argument requiring grad; lists of tensors are flattened."""
+    """(index, tensor) of each tensor argument requiring grad; lists of tensors are flattened.
+    any_need is 2 (truthy) when one of them is complex."""
     edges = []
     needs = []
     any_need = False
@@ -106,13 +117,15 @@ def _inputs(args):
                 e = edge_of(a)
                 edges.append(e)
                 needs.append(True)
-                any_need = True
+                any_need = 2 if a.dtype.is_complex else any_need or True
                 continue
         elif isinstance(a, (list, tuple)) and a and all(isinstance(e, Tensor) for e in a):
             sub = [edge_of(x) if x.requires_grad else None for x in a]
             edges.extend(sub)
             needs.append(tuple(e is not None for e in sub))
-            any_need = any_need or any(e is not None for e in sub)
+            if any(e is not None for e in sub):
+                any_need = 2 if any(x.requires_grad and x.dtype.is_complex for x in a) \
+                    else any_need or True
             continue
         edges.append(None)
         needs.append(False)
@@ -120,11 +133,14 @@ def _inputs(args):
 
 
 def _refuse_complex(name):
-    # The formulas are written for real tensors (torch's complex gradients are conjugate
-    # Wirtinger derivatives): refused rather than recorded with a wrong or missing gradient.
-    raise NotImplementedError(f"ember: gradients through complex tensors are not supported yet "
-                              f"('{name}' gives a complex result from an input that requires "
-                              f"grad)")
+    # An op with no formula checked for complex values (_formulas_complex.py) is refused rather
+    # than recorded with a wrong or missing gradient.
+    raise NotImplementedError(f"ember: the derivative of '{name}' for complex tensors is not "
+                              f"implemented")
+
+
+def _differentiable(dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
 
 
 def record(name, entry, args, kwargs, out, node=None):
@@ -133,21 +149,24 @@ def record(name, entry, args, kwargs, out, node=None):
     diff = getattr(entry, "diff_outputs", None)  # None: every output (entry may be None)
     if diff == ():
         return out
+    complex_out = False
     if type(out) is tuple or isinstance(out, tuple):
         outs = out
-        if any(isinstance(o, Tensor) and o.dtype.is_complex for o in outs):
-            _refuse_complex(name)
-        if not any(isinstance(o, Tensor) and o.dtype.is_floating_point for o in outs):
+        complex_out = any(isinstance(o, Tensor) and o.dtype.is_complex for o in outs)
+        if not complex_out and not any(isinstance(o, Tensor) and o.dtype.is_floating_point
+                                       for o in outs):
             return out
     else:
         if not out.dtype.is_floating_point:
-            if out.dtype.is_complex:
-                _refuse_complex(name)
-            return out
+            if not out.dtype.is_complex:
+                return out
+            complex_out = True
         outs = (out,)
     edges, needs, any_need = _inputs(args)
     if not any_need:
         return out
+    if complex_out or any_need == 2:  # complex values: the formulas checked for them only
+        entry = complex_entry(name, entry)
     if node is None:
         node = node_class(name)(name, entry.vjp if entry is not None else None, len(outs))
         _save(node, entry, args, kwargs, outs, needs)
@@ -158,7 +177,7 @@ def record(name, entry, args, kwargs, out, node=None):
                           if isinstance(o, Tensor) and (diff is None or i in diff) else None
                           for i, o in enumerate(outs)]
     for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and o.dtype.is_floating_point:
+        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex):
             _set_rg(o, True)
             o._ag["_ag_edge"] = (node, i)
             if _REBASES[0]:
@@ -299,6 +318,8 @@ def _record_inplace(name, entry, fn, args, kwargs):
             "a view of a leaf Variable that requires grad is being used in an in-place "
             "operation.")
     edges, needs, any_need = _inputs(args)
+    if any_need == 2 or self.dtype.is_complex:
+        entry = complex_entry(name, entry)
     old_self = None
     if any_need and saves_input(entry, 0, needs):
         # the formula reads self's value from before the op: keep a copy (also when self needs
@@ -313,7 +334,7 @@ def _record_inplace(name, entry, fn, args, kwargs):
         fn(*args, **kwargs)
     finally:
         _set_grad(True)
-    if not any_need or not self.dtype.is_floating_point:
+    if not any_need or not _differentiable(self.dtype):
         return self
     node = node_class(name)(name, entry.vjp)
     sargs = list(args)

@@ -217,6 +217,8 @@ class AccumulateGrad(Node):
                 g = _sum_to(g, var.shape)
             wanted = d.get("grad_dtype", var.dtype)  # Tensor.grad_dtype: None takes any
             if wanted is not None and g.dtype != wanted:
+                if g.dtype.is_complex and not wanted.is_complex:
+                    g = ember.real(g)  # a real leaf of a complex computation: the real part
                 g = g.to(wanted)
             if not _obeys_layout(g, var):
                 g = _clone_like(g, var)  # a fresh tensor: nothing else holds it

@@ -75,7 +75,7 @@ class SavedTensor:
                     f"{t._version}; expected version {self.version} instead. Hint: enable anomaly "
                     "detection to find the operation that failed to compute its gradient, with "
                     "ember.autograd.set_detect_anomaly(True).")
-        if self.is_output and _grad_on() and t.dtype.is_floating_point:
+        if self.is_output and _grad_on() and (t.dtype.is_floating_point or t.dtype.is_complex):
             t = t.detach()
             t.requires_grad = True
             t._ag["_ag_edge"] = (node, output_nr)

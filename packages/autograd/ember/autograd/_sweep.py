@@ -260,6 +260,14 @@ def _zeros_for(node, i):
     return ember.zeros(shape, dtype=dtype, device=device)
 
 
+def _cast_grad(g, dtype):
+    """A gradient in its input's dtype: a real input of a complex computation gets the real
+    part (the derivative along the real axis), as torch's."""
+    if g.dtype.is_complex and not dtype.is_complex:
+        g = ember.real(g)
+    return g.to(dtype)
+
+
 def _fix_grads(node, grads):
     """One gradient per next_functions edge: list arguments are flattened, broadcast gradients
     summed back to their input's shape and cast to its dtype."""
@@ -278,7 +286,7 @@ def _fix_grads(node, grads):
         if g.shape != m.shape:
             g = _sum_to(g, m.shape)
         if g.dtype != m.dtype:
-            g = g.to(m.dtype)
+            g = _cast_grad(g, m.dtype)
         out[i] = g
     if flat:
         flat_out = []

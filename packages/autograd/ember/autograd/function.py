@@ -115,7 +115,7 @@ def once_differentiable(fn):
 
 
 def _fake_requires_grad(t):
-    if isinstance(t, Tensor) and t.dtype.is_floating_point:
+    if isinstance(t, Tensor) and (t.dtype.is_floating_point or t.dtype.is_complex):
         t = t.detach()
         t.requires_grad = True
     return t
@@ -203,7 +203,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                                        "in-place operation.")
             elif id(o) in arg_ids:
                 o = o.detach()  # an input returned as is: the output is a new alias of it
-            if id(o) in nondiff or not o.dtype.is_floating_point:
+            if id(o) in nondiff or not (o.dtype.is_floating_point or o.dtype.is_complex):
                 new_outs.append(o)
                 continue
             o.requires_grad = True

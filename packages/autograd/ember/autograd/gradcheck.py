@@ -83,6 +83,30 @@ def _analytical(fn, inputs, idx, check_grad_dtypes=False):
     return jac
 
 
+def _as_real(func, inputs, idx):
+    """A complex check as a real one, as torch's gradcheck does: each complex input that
+    requires grad becomes its (real, imaginary) pairs (view_as_real, a float64 leaf) and each
+    complex output its pairs too, so the Jacobians compared are those of a real function. With
+    torch's convention (a gradient dL/dx + i dL/dy), backward through view_as_complex /
+    view_as_real gives exactly that real function's vector-Jacobian products."""
+    complex_in = [i for i in idx if inputs[i].dtype.is_complex]
+    args = list(inputs)
+    for i in complex_in:
+        args[i] = ember.view_as_real(inputs[i].detach()).clone().requires_grad_(True)
+
+    def real_func(*a):
+        a = list(a)
+        for i in complex_in:
+            a[i] = ember.view_as_complex(a[i])
+        out = func(*a)
+        single = isinstance(out, Tensor)
+        outs = tuple(ember.view_as_real(o) if isinstance(o, Tensor) and o.dtype.is_complex
+                     else o for o in _as_tuple(out))
+        return outs[0] if single else outs
+
+    return real_func, tuple(args)
+
+
 def _refuse(fn_name: str, **flags) -> None:
     """What ember cannot check is refused rather than skipped: a check that silently did not
     run would pass code torch's would fail."""
@@ -120,12 +144,13 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
                          "none of the them have requires_grad=True.")
     for i in idx:
-        if inputs[i].dtype != ember.float64:
+        if inputs[i].dtype not in (ember.float64, ember.complex128):
             import warnings
 
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
                           "point. This check will likely fail if all the inputs are not of double "
                           "precision floating point. ", stacklevel=2)
+    func, inputs = _as_real(func, inputs, idx)
     try:
         if fast_mode:
             _check_fast(func, inputs, idx, eps, atol, rtol, check_forward_ad, check_backward_ad)
@@ -285,6 +310,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                          "be True")
     inputs = _as_tuple(inputs)
     idx = _diff_inputs(inputs)
+    func, inputs = _as_real(func, inputs, idx)  # complex inputs/outputs as real pairs
     outs = _flat_outputs(func, inputs)
     if grad_outputs is None:
         gen = ember.Generator().manual_seed(0) if hasattr(ember, "Generator") else None

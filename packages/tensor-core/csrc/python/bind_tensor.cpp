@@ -273,9 +273,7 @@ static py::object tolist_rec(const Tensor& t, int64_t d, const char* p) {
 
 static void set_requires_grad(const Tensor& t, bool value) {
   if (value) {
-    if (is_complex(t->dtype))  // the autograd formulas are written for real tensors
-      throw NotImplementedError("ember: complex tensors cannot require gradients yet");
-    if (!is_floating(t->dtype))
+    if (!is_floating(t->dtype) && !is_complex(t->dtype))
       throw std::runtime_error("only Tensors of floating point and complex dtype can require gradients");
     ensure_autograd_available();
   }

@@ -1,0 +1,145 @@
+"""Gradients through complex tensors, with PyTorch's convention: a tensor's gradient is the
+conjugate Wirtinger derivative 2 dL/dconj(z) of a real loss L, so that for z = x + iy it is
+dL/dx + i dL/dy, and a step against it descends (``z -= lr * z.grad``).
+
+For a function that is holomorphic with real Taylor coefficients (exp, log, sin, products,
+matmul, ...) the vector-Jacobian product is ``grad * conj(f'(z))``, and conj(f'(z)) = f'(conj(z)):
+so the real formula of _formulas.py holds when it is handed the conjugates of the saved values
+(``CONJUGATED``: one wrapper, no second copy of those formulas). Linear maps with real
+coefficients (views, sums, copies, casts) keep their real formula unchanged (``AS_REAL``). The
+rest are written here (abs, angle, vdot, conj, view_as_real/view_as_complex). An op in none of
+these is refused for complex tensors (_engine.complex_entry) rather than recorded with a
+derivative nobody checked; tests/test_complex_autograd.py gradchecks every one listed.
+"""
+
+from __future__ import annotations
+
+from ember import _C
+
+from ._engine import _COMPLEX_FORMULAS, _FORMULAS
+from ._formulas import Entry, grad
+
+Tensor = _C.Tensor
+
+# linear in their tensor inputs with real coefficients, or moving elements only
+AS_REAL = (
+    "_expand", "_getitem", "_to_dtype", "_view", "cat", "clone", "constant_pad_nd", "diag_embed",
+    "diagonal", "flatten", "flip", "narrow", "neg", "neg_", "permute", "reshape", "roll",
+    "select", "split_with_sizes", "squeeze", "stack", "sum", "mean", "t", "transpose", "tril",
+    "tril_", "triu", "triu_", "unbind", "unflatten", "unsqueeze", "cumsum", "where",
+    "masked_fill", "masked_fill_", "_setitem", "_copy_", "_fill_",
+)
+# holomorphic with real coefficients: the real formula over conjugated values
+CONJUGATED = (
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "matmul", "mm", "bmm", "mv",
+    "dot", "outer", "inner", "ger", "addmm", "addmm_", "addmv", "addmv_", "baddbmm", "baddbmm_",
+    "addbmm", "addbmm_", "exp", "exp_", "expm1", "expm1_", "log", "log_", "log2", "log2_",
+    "log10", "log10_", "log1p", "log1p_", "sqrt", "sqrt_", "rsqrt", "rsqrt_", "reciprocal",
+    "reciprocal_", "square", "square_", "sin", "sin_", "cos", "cos_", "tan",
+    "tan_", "sinh", "sinh_", "cosh", "cosh_", "tanh", "tanh_", "asin", "asin_", "acos", "acos_",
+    "atan", "atan_", "asinh", "asinh_", "atanh", "atanh_", "sigmoid", "sigmoid_",
+)
+
+
+def _conj(v):
+    if isinstance(v, Tensor):
+        return _C.conj_physical(v) if v.dtype.is_complex else v
+    return v.conjugate() if isinstance(v, complex) else v
+
+
+def _conjugated(entry):
+    real_vjp = entry.vjp
+
+    def vjp(g, needs, out, *args, **kwargs):
+        return real_vjp(g, needs, _conj(out), *[_conj(a) for a in args],
+                        **{k: _conj(v) for k, v in kwargs.items()})
+
+    return Entry(entry.name, vjp, entry.save_inputs, entry.save_output, entry.inplace,
+                 entry.save_if, entry.diff_outputs)
+
+
+def _complex_grad(*names, **options):
+    """Registers a formula for complex values only (the real one stays in _FORMULAS)."""
+    def deco(fn):
+        saved = dict(_FORMULAS)
+        grad(*names, **options)(fn)
+        for n in list(_FORMULAS):
+            if n not in saved or _FORMULAS[n] is not saved[n]:
+                _COMPLEX_FORMULAS[n] = _FORMULAS[n]
+                if n in saved:
+                    _FORMULAS[n] = saved[n]
+                else:
+                    del _FORMULAS[n]
+        return fn
+    return deco
+
+
+@_complex_grad("abs", save=(0,))
+def _abs(g, needs, out, z):
+    return (g * _C.sgn(z),)  # |z|' = z / |z| (0 at 0), as torch's sgn
+
+
+@_complex_grad("angle", save=(0,))
+def _angle(g, needs, out, z):
+    # d angle = (x dy - y dx) / |z|^2: the gradient i z / |z|^2 (0 at 0)
+    if not z.dtype.is_complex:
+        return (g * 0,)
+    r2 = z.abs() ** 2
+    return (_C.where(r2 == 0, 0, g * z * 1j / _C.where(r2 == 0, 1, r2)),)
+
+
+@_complex_grad("pow", save="all", inplace_too=True)
+def _pow(g, needs, out, a, b):
+    # the real formula over conjugates, with the exponent's gradient at a == 0 taken as 0 where
+    # Re(b) >= 0 (torch's rule; the real formula's b >= 0 has no order for complex b)
+    ca, cb = _conj(a), _conj(b)
+    ga = gb = None
+    if needs[0]:
+        if isinstance(b, Tensor):
+            ga = _C.where(cb == 0, 0.0, g * cb * ca ** (cb - 1))
+        else:
+            ga = g * 0 if cb == 0 else g * cb * ca ** (cb - 1)
+    if needs[1]:
+        if isinstance(a, Tensor):
+            real_b = cb.real if isinstance(cb, Tensor) and cb.dtype.is_complex else cb
+            gb = _C.where((ca == 0) & (real_b >= 0), 0.0, g * ca ** cb * _C.log(ca))
+        else:
+            gb = g * ca ** cb * _C.log(_C.tensor(ca, dtype=g.dtype)) if ca != 0 else g * 0
+    return (ga, gb)
+
+
+@_complex_grad("acosh", save=(0,), inplace_too=True)
+def _acosh(g, needs, out, z):
+    # 1 / (sqrt(z - 1) sqrt(z + 1)): the principal branch's derivative (the real formula's
+    # 1 / sqrt(z^2 - 1) is the other branch on half of the plane)
+    return (g / _conj(_C.sqrt(z - 1) * _C.sqrt(z + 1)),)
+
+
+@_complex_grad("vdot", save="all")
+def _vdot(g, needs, out, a, b):
+    # sum(conj(a) * b): holomorphic in b, anti-holomorphic in a
+    return (_C.conj_physical(g) * b if needs[0] else None, g * a if needs[1] else None)
+
+
+@_complex_grad("conj_physical")
+def _conj_physical(g, needs, out, z):
+    return (_C.conj_physical(g),)
+
+
+@_complex_grad("view_as_real")
+def _view_as_real(g, needs, out, z):
+    return (_C.view_as_complex(g.contiguous()),)
+
+
+@_complex_grad("view_as_complex")
+def _view_as_complex(g, needs, out, x):
+    return (_C.view_as_real(g),)
+
+
+for _name in AS_REAL:
+    _COMPLEX_FORMULAS[_name] = _FORMULAS[_name]
+for _name in CONJUGATED:
+    _COMPLEX_FORMULAS[_name] = _conjugated(_FORMULAS[_name])
+# the views' own real formulas: the same as the complex ones (they are linear)
+for _name in ("conj_physical", "view_as_real", "view_as_complex"):
+    _FORMULAS.setdefault(_name, _COMPLEX_FORMULAS[_name])
