@@ -552,3 +552,17 @@ def test_property_mul_conj_is_abs_squared(shape, dtype, seed):
     np.testing.assert_allclose(got, np.abs(a) ** 2, rtol=1e-5 if dtype is C64 else 1e-12,
                                atol=1e-6)
     assert to_np(x + 0).shape == a.shape
+
+
+def test_isclose_and_assert_close_see_the_imaginary_part():
+    a = ember.tensor([1 + 1j, 2 - 1j])
+    b = a + 1e-3j
+    np.testing.assert_array_equal(to_np(ember.isclose(a, b)), np.isclose(to_np(a), to_np(b)))
+    assert not ember.allclose(a, b) and ember.allclose(a, b, atol=1e-2)
+    with pytest.raises(AssertionError, match="Mismatched elements: 2 / 2"):
+        ember.testing.assert_close(a, b)
+    ember.testing.assert_close(a, a.clone())
+    # vecdot conjugates its first argument, as torch's
+    x, y = rand_complex((2, 3), C128, seed=20), rand_complex((2, 3), C128, seed=21)
+    np.testing.assert_allclose(to_np(ember.linalg.vecdot(ember.from_numpy(x), ember.from_numpy(y))),
+                               (x.conj() * y).sum(-1), rtol=1e-12)
