@@ -43,6 +43,8 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
     const Tensor& out)                                                                            \
   X(sum_squares, void, double denom, bool take_sqrt, const reduce_detail::ReducePlan& plan,       \
     const Tensor& in, const Tensor& out)                                                          \
+  /* the (real, imaginary) sums of n contiguous complex values of the real dtype's parts */       \
+  X(pair_sum, void, ScalarType real_dtype, const void* data, int64_t n, double* re_im)            \
   /* ops/cpu/softmax.cpp: contiguous float32/float64 viewed as [outer, D, inner] around dim */    \
   X(softmax, void, const Tensor& in, const Tensor& out, int64_t outer, int64_t D, int64_t inner,  \
     bool log)                                                                                     \

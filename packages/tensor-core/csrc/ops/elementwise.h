@@ -56,6 +56,8 @@ void run_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType compute)
 void run_complex_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType dt);
 void run_complex_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType dt);
 void run_conj_kernel(const ElementwiseIter& it, ScalarType dt);
+// The sum of a contiguous complex tensor's values, in double (ops/complex_kernels.cpp).
+std::complex<double> complex_sum_contiguous(const Tensor& x);
 // The complex conjugate, written out; a copy of a real tensor.
 Tensor conj_physical(const Tensor& x);
 void run_binary_kernel(BinaryOp op, const ElementwiseIter& it, ScalarType compute);

@@ -175,9 +175,9 @@
   X(acosh, COMPLEX, std::acosh(x))                        \
   X(atanh, COMPLEX, std::atanh(x))                        \
   X(sigmoid, COMPLEX, decltype(x)(1) / (decltype(x)(1) + std::exp(-x))) \
-  X(reciprocal, COMPLEX, decltype(x)(1) / x)              \
+  X(reciprocal, COMPLEX, math::complex_div(decltype(x)(1), x)) \
   X(neg, COMPLEX, -x)                                     \
-  X(square, COMPLEX, x * x)                               \
+  X(square, COMPLEX, math::complex_mul(x, x))             \
   X(abs, REAL, std::abs(x))                               \
   X(angle, REAL, std::arg(x))                             \
   X(isnan, PRED, std::isnan(x.real()) || std::isnan(x.imag())) \
@@ -188,8 +188,8 @@
 #define EMBER_COMPLEX_BINARY_OPS(X)                               \
   X(add, COMPLEX, a + b)                                          \
   X(sub, COMPLEX, a - b)                                          \
-  X(mul, COMPLEX, a * b)                                          \
-  X(div, COMPLEX, a / b)                                          \
+  X(mul, COMPLEX, math::complex_mul(a, b))                        \
+  X(div, COMPLEX, math::complex_div(a, b))                        \
   X(pow, COMPLEX, math::complex_pow(a, b))                        \
   X(eq, CMP, a == b)                                              \
   X(ne, CMP, a != b)                                              \

@@ -3,12 +3,15 @@
 // reduce_minmax.cpp; scans, softmax and logsumexp in reduce_scan.cpp.
 #include "ops/reduce.h"
 
+#include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 
 #include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
+#include "runtime/gil.h"
 
 namespace ember {
 
@@ -176,16 +179,34 @@ Tensor count_impl(const Tensor& x, const std::vector<bool>& mask, bool keepdim, 
   });
 }
 
-// sum / nansum / mean of a complex tensor (or into a complex dtype): the same reduction of its
-// (real, imaginary) pairs, since these add the parts separately; the pairs' dim is not reduced.
+// sum / mean of a complex tensor (or into a complex dtype): the same reduction of its real and
+// imaginary parts, since these add the parts separately.
 Tensor complex_additive(const Tensor& x, std::vector<bool> mask, bool keepdim, ScalarType dtype,
                         SumKind kind, const char* op) {
   const ScalarType dt = dtype == ScalarType::Undefined ? x->dtype : dtype;
   EMBER_CHECK(is_complex(dt), std::runtime_error, op, "(): the dtype of a complex input's result "
               "must be complex, got ", type_name(dt));
-  mask.push_back(false);
-  Tensor r = additive(view_as_real(to_dtype(x, dt)), mask, keepdim, to_real_type(dt), kind);
-  return view_as_complex(contiguous(r));
+  // each part reduced on its own (a strided view): one reduction over pairs with the pair dim
+  // kept ran 10x slower
+  const Tensor xc = to_dtype(x, dt);
+  const bool all = std::all_of(mask.begin(), mask.end(), [](bool m) { return m; });
+  if (all && xc->is_contiguous() && xc->device().is_cpu() &&
+      (kind == SumKind::Sum || kind == SumKind::Mean)) {
+    GilRelease nogil(xc->numel() > kGrainSize);
+    std::complex<double> s = complex_sum_contiguous(xc);
+    if (kind == SumKind::Mean) s /= static_cast<double>(xc->numel());  // (0 / 0: NaN, as torch)
+    Tensor r = scalar_tensor(Scalar::from_complex(s.real(), s.imag()), dt);
+    return keepdim ? reshape(r, reduced_shape(x, mask, true)) : r;
+  }
+  const Tensor parts = view_as_real(xc);
+  const ScalarType real = to_real_type(dt);
+  Tensor re = additive(select(parts, -1, 0), mask, keepdim, real, kind);
+  Tensor im = additive(select(parts, -1, 1), mask, keepdim, real, kind);
+  Tensor out = empty(re->sizes, dt, x->device());
+  const Tensor out_parts = view_as_real(out);
+  copy_(select(out_parts, -1, 0), re);
+  copy_(select(out_parts, -1, 1), im);
+  return out;
 }
 
 Tensor squeeze_to(const Tensor& t, const Tensor& x, const std::vector<bool>& mask, bool keepdim) {

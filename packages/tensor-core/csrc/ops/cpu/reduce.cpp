@@ -3,8 +3,10 @@
 // are in ops/reduce.cpp.
 #include "ops/cpu/kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ops/reduce.h"
 
@@ -156,6 +158,42 @@ void sum_squares(double denom, bool take_sqrt, const ReducePlan& plan, const Ten
                    plan, src);
     }
   });
+}
+
+namespace {
+// The sum of n contiguous complex values: one pass over the interleaved (real, imaginary)
+// floats, in lanes of 16 (even lanes real parts, odd ones imaginary) that the compiler
+// vectorises, each block of 256 values added into double, the chunks split over the pool.
+// (Reducing the two parts as strided views took two passes, 6x torch's time.)
+template <typename R> void sum_pairs(const R* p, int64_t n, double* re_im) {
+  constexpr int64_t kChunk = int64_t(1) << 15, kBlock = 256, kLanes = 16;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> partial(2 * static_cast<size_t>(std::max<int64_t>(chunks, 1)), 0.0);
+  parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const int64_t b = c * kChunk, m = std::min(n, b + kChunk) - b;
+      const R* q = p + 2 * b;
+      double re = 0, im = 0;
+      int64_t i = 0;
+      for (; i + kBlock <= m; i += kBlock) {
+        R lane[kLanes] = {};
+        const R* blk = q + 2 * i;
+        for (int64_t j = 0; j < 2 * kBlock; j += kLanes)
+          for (int64_t k = 0; k < kLanes; ++k) lane[k] += blk[j + k];
+        for (int64_t k = 0; k < kLanes; k += 2) re += lane[k], im += lane[k + 1];
+      }
+      for (; i < m; ++i) re += q[2 * i], im += q[2 * i + 1];
+      partial[2 * c] = re, partial[2 * c + 1] = im;
+    }
+  });
+  re_im[0] = re_im[1] = 0;
+  for (size_t c = 0; c < partial.size(); c += 2) re_im[0] += partial[c], re_im[1] += partial[c + 1];
+}
+}  // namespace
+
+void pair_sum(ScalarType real_dtype, const void* data, int64_t n, double* re_im) {
+  if (real_dtype == ScalarType::Float32) sum_pairs(static_cast<const float*>(data), n, re_im);
+  else sum_pairs(static_cast<const double*>(data), n, re_im);
 }
 
 }  // namespace ember::EMBER_CPU_NS
