@@ -502,6 +502,33 @@ def test_matmul_against_numpy(dtype, shapes):
                                rtol=1e-5 if dtype is C64 else 1e-12)
 
 
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_lu_family_against_numpy(dtype):
+    rtol = 1e-4 if dtype is C64 else 1e-10
+    A = rand_complex((2, 4, 4), dtype, seed=30) + 2 * np.eye(4, dtype=NP[dtype])
+    B = rand_complex((2, 4, 3), dtype, seed=31)
+    a, b = ember.from_numpy(A), ember.from_numpy(B)
+    np.testing.assert_allclose(to_np(ember.linalg.inv(a)), np.linalg.inv(A), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(to_np(ember.linalg.det(a)), np.linalg.det(A), rtol=rtol)
+    np.testing.assert_allclose(to_np(ember.linalg.solve(a, b)), np.linalg.solve(A, B), rtol=rtol,
+                               atol=rtol)
+    sign, logabs = ember.linalg.slogdet(a)
+    ns, nl = np.linalg.slogdet(A)
+    assert logabs.dtype is dtype.to_real()
+    np.testing.assert_allclose(to_np(sign), ns, rtol=rtol)
+    np.testing.assert_allclose(to_np(logabs), nl, rtol=rtol)
+    LU, piv = ember.linalg.lu_factor(a)
+    np.testing.assert_allclose(to_np(ember.linalg.lu_solve(LU, piv, b)), np.linalg.solve(A, B),
+                               rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(  # the adjoint is the conjugate transpose
+        to_np(ember.linalg.lu_solve(LU, piv, b, adjoint=True)),
+        np.linalg.solve(A.conj().transpose(0, 2, 1), B), rtol=rtol, atol=rtol)
+    P, L, U = ember.linalg.lu(a)
+    np.testing.assert_allclose(to_np(P @ L @ U), A, rtol=rtol, atol=rtol)
+    with pytest.raises(NotImplementedError, match="linalg.eigh: complex inputs are not supported"):
+        ember.linalg.eigh(a)
+
+
 def test_matmul_transposed_operands_and_vdot():
     a = rand_complex((4, 3), C128, seed=11)
     b = rand_complex((5, 4), C128, seed=12)

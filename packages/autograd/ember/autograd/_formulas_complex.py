@@ -38,12 +38,17 @@ CONJUGATED = (
     "reciprocal_", "square", "square_", "sin", "sin_", "cos", "cos_", "tan",
     "tan_", "sinh", "sinh_", "cosh", "cosh_", "tanh", "tanh_", "asin", "asin_", "acos", "acos_",
     "atan", "atan_", "asinh", "asinh_", "atanh", "atanh_", "sigmoid", "sigmoid_",
+    # (not lu_solve: its formula's adjoint=True solve means a transpose, which for complex
+    # factors is the conjugate transpose)
+    "_linalg_inv_ex", "_linalg_det", "_linalg_solve_ex",
 )
 
 
 def _conj(v):
     if isinstance(v, Tensor):
         return _C.conj_physical(v) if v.dtype.is_complex else v
+    if isinstance(v, tuple):  # the outputs of a multi-output op
+        return tuple(_conj(x) for x in v)
     return v.conjugate() if isinstance(v, complex) else v
 
 

@@ -24,6 +24,20 @@ template <class F> decltype(auto) dispatch_lapack(ScalarType t, F&& f) {
   if (t == ScalarType::Float32) return f(float{});
   return f(double{});
 }
+// The LU family also runs on complex matrices (cgetrf, zgetrs, ...).
+template <class F> decltype(auto) dispatch_lapack_lu(ScalarType t, F&& f) {
+  if (t == ScalarType::Complex64) return f(std::complex<float>{});
+  if (t == ScalarType::Complex128) return f(std::complex<double>{});
+  return dispatch_lapack(t, std::forward<F>(f));
+}
+
+// The ops whose kernels take complex matrices; the others refuse them (not built yet).
+bool complex_ok(const char* op) {
+  for (const char* name : {"linalg.inv", "linalg.det", "linalg.slogdet", "linalg.solve",
+                           "linalg.lu_factor", "linalg.lu", "linalg.lu_solve"})
+    if (std::strcmp(name, op) == 0) return true;
+  return false;
+}
 
 // The primitives whose float16/bfloat16 refusal is torch's NotImplementedError naming its
 // kernel; the others (inv, slogdet, lstsq, ...) raise RuntimeError, as torch's do.
@@ -47,6 +61,9 @@ void check_dtype(const Tensor& A, const char* op) {
     throw std::runtime_error(
         str_cat(op, ": Low precision dtypes not supported. Got ", torch_type_name(A->dtype)));
   }
+  if (is_complex(A->dtype) && complex_ok(op)) return;
+  EMBER_CHECK(!is_complex(A->dtype), NotImplementedError, op,
+              ": complex inputs are not supported yet (got ", torch_type_name(A->dtype), ")");
   EMBER_CHECK(is_floating(A->dtype), std::runtime_error, op,
               ": Expected a floating point or complex tensor as input. Got ",
               torch_type_name(A->dtype));
@@ -179,7 +196,7 @@ std::pair<Tensor, Tensor> linalg_inv_ex(const Tensor& A, bool check_errors) {
   Tensor buf = colmajor_copy(A);
   std::vector<lapack_int> info(nb, 0);
   if (n > 0) {
-    dispatch_lapack(A->dtype, [&](auto tag) {
+    dispatch_lapack_lu(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, cube(n, n), [&](int64_t b) {
         std::vector<lapack_int> ipiv(n);
@@ -217,7 +234,7 @@ Tensor linalg_det(const Tensor& A) {
   const char* op = "linalg.det";
   check_square(A, op);
   Tensor out = empty(batch_of(A), A->dtype);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_lu(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = out->data_as<T>();
     lu_each<T>(A, op, [&](int64_t b, const T* lu, const lapack_int* ipiv, int64_t n) {
@@ -235,6 +252,32 @@ Tensor linalg_det(const Tensor& A) {
 std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
   const char* op = "linalg.slogdet";
   check_square(A, op);
+  if (is_complex(A->dtype)) {  // sign: the product of the pivots' phases; logabsdet real
+    Tensor sign = empty(batch_of(A), A->dtype),
+           logabs = empty(batch_of(A), to_real_type(A->dtype));
+    dispatch_lapack_lu(A->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_complex_v<T>) {
+        using R = typename T::value_type;
+        T* s = sign->data_as<T>();
+        R* l = logabs->data_as<R>();
+        lu_each<T>(A, op, [&](int64_t b, const T* lu, const lapack_int* ipiv, int64_t n) {
+          std::complex<double> sg = 1;
+          double acc = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const std::complex<double> d(lu[i * n + i]);
+            const double r = std::abs(d);
+            sg = r == 0 ? 0 : sg * (d / r);
+            if (ipiv[i] != i + 1) sg = -sg;
+            acc += std::log(r);
+          }
+          s[b] = T(sg);
+          l[b] = static_cast<R>(acc);
+        });
+      }
+    });
+    return {sign, logabs};
+  }
   Tensor sign = empty(batch_of(A), A->dtype), logabs = empty(batch_of(A), A->dtype);
   dispatch_lapack(A->dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -266,7 +309,7 @@ std::pair<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool
   Tensor a = colmajor_copy(A), x = colmajor_copy(B);
   std::vector<lapack_int> info(nb, 0);
   if (n > 0) {
-    dispatch_lapack(A->dtype, [&](auto tag) {
+    dispatch_lapack_lu(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, cube(n, n) + n * n * k, [&](int64_t b) {
         std::vector<lapack_int> ipiv(n);
@@ -316,7 +359,7 @@ std::tuple<Tensor, Tensor, std::vector<lapack_int>> lu_factor_impl(const Tensor&
   Tensor piv = empty(with(batch_of(A), {k}), ScalarType::Int32);
   std::vector<lapack_int> info(nb, 0);
   if (k > 0) {
-    dispatch_lapack(A->dtype, [&](auto tag) {
+    dispatch_lapack_lu(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, cube(m, n), [&](int64_t b) {
         info[b] = lapack::getrf<T>(m, n, lu->data_as<T>() + b * m * n, ld(m),
@@ -350,7 +393,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu(const Tensor& A, bool pivot) {
   const int64_t nb = count(batch);
   Tensor P = empty(with(batch, {m, m}), A->dtype), L = empty(with(batch, {m, k}), A->dtype),
          U = empty(with(batch, {k, n}), A->dtype);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_lu(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for (int64_t b = 0; b < nb; ++b) {
       const T* f = lu->data_as<T>() + b * m * n;  // column-major m x n
@@ -401,10 +444,12 @@ Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, 
     EMBER_CHECK(pv[i] >= 1 && pv[i] <= n, std::runtime_error, op, ": pivots must lie in [1, ", n,
                 "], got ", pv[i]);
   if (n > 0 && k > 0) {
-    dispatch_lapack(LU->dtype, [&](auto tag) {
+    dispatch_lapack_lu(LU->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, n * n * k, [&](int64_t b) {
-        check_argument_info(op, "getrs", lapack::getrs<T>(adjoint ? 'T' : 'N', n, k,
+        // the adjoint of a complex factor is its conjugate transpose
+        const char trans = !adjoint ? 'N' : is_complex_v<T> ? 'C' : 'T';
+        check_argument_info(op, "getrs", lapack::getrs<T>(trans, n, k,
                                                           lu->data_as<T>() + b * n * n, ld(n),
                                                           pv + b * n,
                                                           x->data_as<T>() + b * n * k, ld(n)));

@@ -3,6 +3,7 @@
 #include "runtime/lapack.h"
 
 #include <algorithm>
+#include <complex>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -26,13 +27,23 @@ template <class F> F resolve(const char* name) {
   return reinterpret_cast<F>(p);
 }
 
-// The routine `s<name>_` or `d<name>_` for T = float / double, resolved on first use.
-#define EMBER_LAPACK_FN(var, type, name)                                              \
-  static const auto var = std::is_same_v<T, float>                                   \
-                              ? reinterpret_cast<type>(resolve<void*>("s" name "_")) \
-                              : reinterpret_cast<type>(resolve<void*>("d" name "_"))
+// LAPACK's type letter: s, d, c (complex<float>), z (complex<double>).
+template <class T> constexpr const char* type_letter() {
+  if constexpr (std::is_same_v<T, float>) return "s";
+  else if constexpr (std::is_same_v<T, double>) return "d";
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return "c";
+  else return "z";
+}
 
-template <class T> I query_size(T w) { return static_cast<I>(std::max<T>(w, T(1))) + 1; }
+// The routine `<letter><name>_` for T, resolved on first use.
+#define EMBER_LAPACK_FN(var, type, name) \
+  static const auto var =                \
+      reinterpret_cast<type>(resolve<void*>((std::string(type_letter<T>()) + name "_").c_str()))
+
+// A workspace query's answer (a complex routine answers in the real part).
+template <class T> I query_size(T w) {
+  return static_cast<I>(std::max<double>(std::real(w), 1.0)) + 1;
+}
 
 }  // namespace
 
@@ -250,6 +261,15 @@ template <class T> I gelsd(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, T* s, T r
   template I gelsd<T>(I, I, I, T*, I, T*, I, T*, T, I*);
 EMBER_LAPACK_INSTANTIATE(float)
 EMBER_LAPACK_INSTANTIATE(double)
+// complex: the LU family (trans 'C' in getrs: the conjugate transpose)
+template I getrf<std::complex<float>>(I, I, std::complex<float>*, I, I*);
+template I getri<std::complex<float>>(I, std::complex<float>*, I, const I*);
+template I getrs<std::complex<float>>(char, I, I, const std::complex<float>*, I, const I*,
+                                      std::complex<float>*, I);
+template I getrf<std::complex<double>>(I, I, std::complex<double>*, I, I*);
+template I getri<std::complex<double>>(I, std::complex<double>*, I, const I*);
+template I getrs<std::complex<double>>(char, I, I, const std::complex<double>*, I, const I*,
+                                       std::complex<double>*, I);
 
 }  // namespace lapack
 }  // namespace ember

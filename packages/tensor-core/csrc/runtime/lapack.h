@@ -8,7 +8,8 @@
 // 32-bit (the scipy-openblas32 build), every argument is passed by pointer, and each CHARACTER
 // argument has a hidden length argument (passed here; harmless for routines written in C).
 // The wrappers below take values, return LAPACK's `info` (0 = success, < 0 = bad argument,
-// > 0 = the routine's numerical failure code), and are templated on float / double.
+// > 0 = the routine's numerical failure code), and are templated on float / double (getrf,
+// getri and getrs also on std::complex<float> / <double>: cgetrf, zgetrs, ...).
 // Workspace queries (lwork = -1) are done by the wrappers: callers never size workspaces.
 // Throws std::runtime_error when the library or a routine is missing.
 #pragma once
@@ -24,7 +25,8 @@ using lapack_int = int32_t;
 template <class T> lapack_int getrf(lapack_int m, lapack_int n, T* a, lapack_int lda, lapack_int* ipiv);
 // Inverse from getrf's factors (n x n, in place).
 template <class T> lapack_int getri(lapack_int n, T* a, lapack_int lda, const lapack_int* ipiv);
-// Solves op(A) X = B from getrf's factors; B is n x nrhs, overwritten by X. trans: 'N' or 'T'.
+// Solves op(A) X = B from getrf's factors; B is n x nrhs, overwritten by X. trans: 'N', 'T' or
+// (complex) 'C'.
 template <class T>
 lapack_int getrs(char trans, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda,
                  const lapack_int* ipiv, T* b, lapack_int ldb);
