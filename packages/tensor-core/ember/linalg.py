@@ -29,7 +29,7 @@ from ember._shape import _broadcast_with_core_message
 __all__ = [
     "LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "det", "slogdet",
     "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex", "qr", "svd",
-    "svdvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross",
+    "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross",
     "vecdot", "matmul", "diagonal", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "cond",
     "tensorinv", "tensorsolve", "vander", "matrix_exp", "householder_product", "ldl_factor",
     "ldl_factor_ex", "ldl_solve",
@@ -51,6 +51,7 @@ _Slogdet = _result_type("linalg_slogdet", ("sign", "logabsdet"))
 _QR = _result_type("linalg_qr", ("Q", "R"))
 _SVD = _result_type("linalg_svd", ("U", "S", "Vh"))
 _Eigh = _result_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+_Eig = _result_type("linalg_eig", ("eigenvalues", "eigenvectors"))
 _Lstsq = _result_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _LUFactor = _result_type("linalg_lu_factor", ("LU", "pivots"))
 _LUFactorEx = _result_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
@@ -457,6 +458,19 @@ def svdvals(A, *, driver=None, out=None):
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and eigenvectors (columns) of symmetric A, from its UPLO triangle."""
     return _out("linalg.eigh", _Eigh(*_C._linalg_eigh(A, UPLO=UPLO)), out)
+
+
+@tensor_args("A", op="linalg.eig")
+def eig(A, *, out=None):
+    """(eigenvalues, eigenvectors) of general square matrices, complex (LAPACK's geev): A V =
+    V diag(L), each eigenvector of unit norm with its largest component real."""
+    return _out("linalg.eig", _Eig(*_C._linalg_eig(A)), out)
+
+
+@tensor_args("A", op="linalg.eigvals")
+def eigvals(A, *, out=None):
+    """The eigenvalues of general square matrices (complex)."""
+    return _out("linalg.eigvals", _C._linalg_eig(A, compute_v=False)[0], out)
 
 
 @tensor_args("A", op="linalg.eigvalsh")

@@ -529,6 +529,42 @@ def test_lu_family_against_numpy(dtype):
         ember.linalg.eigh(a)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_eig_against_numpy(dtype):
+    rng = np.random.default_rng(40)
+    A = rng.standard_normal((3, 5, 5))
+    if dtype.startswith("complex"):
+        A = A + 1j * rng.standard_normal((3, 5, 5))
+    A = A.astype(dtype)
+    tol = 1e-4 if dtype in ("float32", "complex64") else 1e-11
+    w, v = ember.linalg.eig(ember.from_numpy(A))
+    assert w.dtype is getattr(ember, dtype).to_complex() and v.dtype is w.dtype
+    w, v = to_np(w), to_np(v)
+    np.testing.assert_allclose(A @ v, v * w[:, None, :], atol=tol * 10)  # A V = V diag(w)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1, rtol=tol)  # unit eigenvectors
+    np.testing.assert_allclose(np.sort_complex(w), np.sort_complex(np.linalg.eigvals(A)),
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(to_np(ember.linalg.eigvals(ember.from_numpy(A))), w, rtol=tol,
+                               atol=tol)
+    if dtype.startswith("float"):  # a real matrix: real eigenvalues exactly real, pairs conjugate
+        r = ember.linalg.eigvals(ember.tensor([[0.0, -1.0], [1.0, 0.0]]))
+        assert r.tolist() == [1j, -1j]
+
+
+def test_eig_errors_and_parity():
+    with pytest.raises(RuntimeError, match="linalg.eig: input tensor should not contain infs or NaNs"):
+        ember.linalg.eig(ember.tensor([[math.nan, 0.0], [0.0, 1.0]]))
+    with pytest.raises(RuntimeError, match="must be batches of square matrices"):
+        ember.linalg.eig(ember.zeros(2, 3))
+    assert ember.linalg.eig(ember.zeros(0, 0)).eigenvalues.shape == (0,)
+    torch = pytest.importorskip("torch")
+    A = np.random.default_rng(41).standard_normal((4, 4))
+    e, t = ember.linalg.eig(ember.from_numpy(A)), torch.linalg.eig(torch.from_numpy(A))
+    np.testing.assert_allclose(to_np(e.eigenvalues), t.eigenvalues.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_np(e.eigenvectors), t.eigenvectors.numpy(), rtol=1e-10,
+                               atol=1e-12)
+
+
 def test_matmul_transposed_operands_and_vdot():
     a = rand_complex((4, 3), C128, seed=11)
     b = rand_complex((5, 4), C128, seed=12)

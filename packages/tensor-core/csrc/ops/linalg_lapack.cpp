@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "runtime/blas.h"
 #include "runtime/lapack.h"
 #include "runtime/parallel.h"
@@ -34,7 +36,7 @@ template <class F> decltype(auto) dispatch_lapack_lu(ScalarType t, F&& f) {
 // The ops whose kernels take complex matrices; the others refuse them (not built yet).
 bool complex_ok(const char* op) {
   for (const char* name : {"linalg.inv", "linalg.det", "linalg.slogdet", "linalg.solve",
-                           "linalg.lu_factor", "linalg.lu", "linalg.lu_solve"})
+                           "linalg.lu_factor", "linalg.lu", "linalg.lu_solve", "linalg.eig"})
     if (std::strcmp(name, op) == 0) return true;
   return false;
 }
@@ -785,6 +787,61 @@ std::pair<Tensor, Tensor> linalg_eigh(const Tensor& A, const std::string& uplo, 
                    "or has too many repeated eigenvalues (error code: ", i, ").");
   });
   return {w, compute_v ? colmajor_view(a) : empty({0}, A->dtype)};
+}
+
+std::pair<Tensor, Tensor> linalg_eig(const Tensor& A, bool compute_v) {
+  const char* op = "linalg.eig";
+  check_square(A, op);
+  const Shape batch = batch_of(A);
+  const int64_t n = A->sizes.back(), nb = count(batch);
+  const ScalarType ct = to_complex_type(A->dtype);
+  Tensor a = colmajor_copy(A);
+  const Tensor finite = all(unary(UnaryOp::isfinite, a), OptDims{}, false);
+  EMBER_CHECK(*finite->data_as<bool>(), std::runtime_error, op,
+              ": input tensor should not contain infs or NaNs.");
+  Tensor w = empty(with(batch, {n}), ct);
+  Tensor v = compute_v ? colmajor_zeros(batch, n, n, ct) : empty({0}, ct);
+  std::vector<lapack_int> info(nb, 0);
+  if (n > 0) {
+    dispatch_lapack_lu(A->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for_each_matrix(nb, cube(n, n), [&](int64_t b) {
+        T* ab = a->data_as<T>() + b * n * n;
+        if constexpr (is_complex_v<T>) {  // cgeev / zgeev straight into the results
+          T dummy = 0;
+          info[b] = lapack::geev<T>(compute_v ? 'V' : 'N', n, ab, ld(n), w->data_as<T>() + b * n,
+                                    compute_v ? v->data_as<T>() + b * n * n : &dummy, ld(n));
+        } else {  // sgeev / dgeev: real eigenvalues exactly real, pairs exactly conjugate
+          using C = std::complex<T>;
+          std::vector<T> wr(n), wi(n), vr(compute_v ? n * n : 1);
+          info[b] = lapack::geev_real<T>(compute_v ? 'V' : 'N', n, ab, ld(n), wr.data(),
+                                         wi.data(), vr.data(), ld(n));
+          C* wo = reinterpret_cast<C*>(w->data_as<C>()) + b * n;
+          for (int64_t j = 0; j < n; ++j) wo[j] = C(wr[j], wi[j]);
+          if (compute_v && info[b] == 0) {
+            C* vo = v->data_as<C>() + b * n * n;  // column-major
+            for (int64_t j = 0; j < n; ++j) {
+              if (wi[j] != 0 && j + 1 < n) {  // a pair: columns j and j + 1
+                for (int64_t i = 0; i < n; ++i) {
+                  vo[j * n + i] = C(vr[j * n + i], vr[(j + 1) * n + i]);
+                  vo[(j + 1) * n + i] = C(vr[j * n + i], -vr[(j + 1) * n + i]);
+                }
+                ++j;
+              } else {
+                for (int64_t i = 0; i < n; ++i) vo[j * n + i] = C(vr[j * n + i], 0);
+              }
+            }
+          }
+        }
+        check_argument_info(op, "geev", info[b]);
+      });
+    });
+  }
+  raise_first(op, info, !batch.empty(), [](lapack_int i) {
+    return str_cat("The algorithm failed to converge because the input matrix is "
+                   "ill-conditioned or has too many repeated eigenvalues (error code: ", i, ").");
+  });
+  return {w, compute_v ? colmajor_view(v) : v};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& A, const Tensor& B,

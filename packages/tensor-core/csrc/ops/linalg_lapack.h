@@ -67,6 +67,9 @@ Tensor householder_product(const Tensor& A, const Tensor& tau);
 std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices, bool compute_uv);
 // (eigenvalues ascending, eigenvectors as columns); uplo "L" or "U".
 std::pair<Tensor, Tensor> linalg_eigh(const Tensor& A, const std::string& uplo, bool compute_v);
+// Eigenvalues and (compute_v) right eigenvectors of general square matrices, complex results
+// (a real A is taken as complex: LAPACK's cgeev / zgeev).
+std::pair<Tensor, Tensor> linalg_eig(const Tensor& A, bool compute_v);
 // (solution, residuals, rank, singular_values); driver "gels", "gelsy", "gelsd" or "gelss".
 std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& A, const Tensor& B,
                                                         std::optional<double> rcond,

@@ -173,6 +173,14 @@ void register_lapack(py::module_& m) {
                   const bool v = a.flag(2);
                   return tup(nogil([&] { return linalg_eigh(A, uplo, v); }));
                 });
+  def_primitive(m, "_linalg_eig(Tensor A, bool compute_v=True) -> "
+                   "(Tensor eigenvalues, Tensor eigenvectors)",
+                "Complex results; eigenvectors is empty when compute_v is False.",
+                [](const Args& a) {
+                  const Tensor A = a.tensor(0);
+                  const bool v = a.flag(1);
+                  return tup(nogil([&] { return linalg_eig(A, v); }));
+                });
   def_primitive(m, "_linalg_lstsq(Tensor A, Tensor B, *, float? rcond=None, str driver='gelsy') -> "
                    "(Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)",
                 "", [](const Args& a) {

@@ -242,6 +242,41 @@ template <class T> I gelsd(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, T* s, T r
   return info;
 }
 
+template <class T> I geev(char jobvr, I n, T* a, I lda, T* w, T* vr, I ldvr) {
+  using R = typename T::value_type;
+  using F = void (*)(const char*, const char*, const I*, T*, const I*, T*, T*, const I*, T*,
+                     const I*, T*, const I*, R*, I*, L, L);
+  EMBER_LAPACK_FN(fn, F, "geev");
+  const char jobvl = 'N';
+  I info = 0, lwork = -1, one = 1;
+  T wq = 0, vl_dummy = 0;
+  std::vector<R> rwork(2 * static_cast<std::size_t>(std::max<I>(n, 1)));
+  fn(&jobvl, &jobvr, &n, a, &lda, w, &vl_dummy, &one, vr, &ldvr, &wq, &lwork, rwork.data(), &info,
+     1, 1);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&jobvl, &jobvr, &n, a, &lda, w, &vl_dummy, &one, vr, &ldvr, work.data(), &lwork,
+     rwork.data(), &info, 1, 1);
+  return info;
+}
+
+template <class T> I geev_real(char jobvr, I n, T* a, I lda, T* wr, T* wi, T* vr, I ldvr) {
+  using F = void (*)(const char*, const char*, const I*, T*, const I*, T*, T*, T*, const I*, T*,
+                     const I*, T*, const I*, I*, L, L);
+  EMBER_LAPACK_FN(fn, F, "geev");
+  const char jobvl = 'N';
+  I info = 0, lwork = -1, one = 1;
+  T wq = 0, vl_dummy = 0;
+  fn(&jobvl, &jobvr, &n, a, &lda, wr, wi, &vl_dummy, &one, vr, &ldvr, &wq, &lwork, &info, 1, 1);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&jobvl, &jobvr, &n, a, &lda, wr, wi, &vl_dummy, &one, vr, &ldvr, work.data(), &lwork, &info,
+     1, 1);
+  return info;
+}
+
 #define EMBER_LAPACK_INSTANTIATE(T)                                                          \
   template I getrf<T>(I, I, T*, I, I*);                                                      \
   template I getri<T>(I, T*, I, const I*);                                                   \
@@ -258,7 +293,8 @@ template <class T> I gelsd(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, T* s, T r
   template I syevd<T>(char, char, I, T*, I, T*);                                             \
   template I gels<T>(I, I, I, T*, I, T*, I);                                                 \
   template I gelsy<T>(I, I, I, T*, I, T*, I, T, I*);                                         \
-  template I gelsd<T>(I, I, I, T*, I, T*, I, T*, T, I*);
+  template I gelsd<T>(I, I, I, T*, I, T*, I, T*, T, I*);                                     \
+  template I geev_real<T>(char, I, T*, I, T*, T*, T*, I);
 EMBER_LAPACK_INSTANTIATE(float)
 EMBER_LAPACK_INSTANTIATE(double)
 // complex: the LU family (trans 'C' in getrs: the conjugate transpose)
@@ -270,6 +306,10 @@ template I getrf<std::complex<double>>(I, I, std::complex<double>*, I, I*);
 template I getri<std::complex<double>>(I, std::complex<double>*, I, const I*);
 template I getrs<std::complex<double>>(char, I, I, const std::complex<double>*, I, const I*,
                                        std::complex<double>*, I);
+template I geev<std::complex<float>>(char, I, std::complex<float>*, I, std::complex<float>*,
+                                     std::complex<float>*, I);
+template I geev<std::complex<double>>(char, I, std::complex<double>*, I, std::complex<double>*,
+                                      std::complex<double>*, I);
 
 }  // namespace lapack
 }  // namespace ember

@@ -67,6 +67,15 @@ lapack_int gesdd(char jobz, lapack_int m, lapack_int n, T* a, lapack_int lda, T*
 // the eigenvectors replace A's columns.
 template <class T>
 lapack_int syevd(char jobz, char uplo, lapack_int n, T* a, lapack_int lda, T* w);
+// General eigendecomposition, complex T only (cgeev / zgeev): eigenvalues in w, with jobvr 'V'
+// the right eigenvectors (unit norm, largest component real) in vr's columns. A is destroyed.
+template <class T>
+lapack_int geev(char jobvr, lapack_int n, T* a, lapack_int lda, T* w, T* vr, lapack_int ldvr);
+// The same for real T (sgeev / dgeev): eigenvalues wr + i wi, conjugate pairs adjacent (positive
+// imaginary part first); a pair's eigenvectors are vr[:, j] +- i vr[:, j + 1].
+template <class T>
+lapack_int geev_real(char jobvr, lapack_int n, T* a, lapack_int lda, T* wr, T* wi, T* vr,
+                     lapack_int ldvr);
 // Least squares. gels: QR, A of full rank; gelsy: complete orthogonal factorization with column
 // pivoting (rank in *rank); gelsd: SVD (rank and singular values s, min(m, n) entries).
 // B is max(m, n) x nrhs on entry (ldb >= max(1, m, n)) and holds the n x nrhs solution on exit.
