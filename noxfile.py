@@ -170,6 +170,40 @@ for _name in PACKAGES:
     package_tests(_name)
 
 
+# The array API standard's conformance suite (data-apis/array-api-tests) is not vendored: the
+# session runs a checkout of it named by ARRAY_API_TESTS_DIR (with its array-api submodule, the
+# spec), over ember.array_api, with the xfails file of the known gaps of the core.
+ARRAY_API_XFAILS = ROOT / "packages" / "tensor-core" / "tests" / "array_api_xfails.txt"
+# Defaults that `-- ARGS` can override (pytest keeps an option's last value): 20 examples a test
+# (the suite's default is 100), and no Hypothesis deadline on shared machines.
+ARRAY_API_ARGS = ["--max-examples", "20", "--disable-deadline"]
+
+
+@nox.session(name="array_api_tests")
+def array_api_tests(session: nox.Session) -> None:
+    """The array API conformance suite over ember.array_api, where ARRAY_API_TESTS_DIR names a
+    checkout of data-apis/array-api-tests (`git clone --recurse-submodules ...`); skipped without
+    it. Not a default session. `-- ARGS` go to pytest (`-- --max-examples 200 -k fft`)."""
+    location = os.environ.get("ARRAY_API_TESTS_DIR")
+    if not location:
+        session.skip("ARRAY_API_TESTS_DIR is not set: point it at a checkout of "
+                     "https://github.com/data-apis/array-api-tests (with its submodules) to run "
+                     "the array API conformance suite")
+    suite = Path(location).expanduser().resolve()
+    if not (suite / "array_api_tests").is_dir():
+        session.error(f"ARRAY_API_TESTS_DIR={location}: no array_api_tests/ folder there")
+    if not any((suite / "array-api").glob("src/array_api_stubs")):
+        session.error(f"{suite}/array-api (the spec, a submodule of the suite) is empty: run "
+                      "`git submodule update --init` there")
+    # the suite's requirements (pytest, pytest-json-report, hypothesis, ndindex), and NumPy,
+    # which ember.array_api's finfo/iinfo and ember.fft use
+    install(session, ["tensor-core"], "-r", str(suite / "requirements.txt"), "numpy")
+    with session.chdir(suite):
+        session.run("pytest", "array_api_tests", "-p", "no:cacheprovider", "-rfEX",
+                    "--xfails-file", str(ARRAY_API_XFAILS), *ARRAY_API_ARGS, *session.posargs,
+                    env={"ARRAY_API_TESTS_MODULE": "ember.array_api"})
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Every benchmarks/bench_*.py in turn; `-- NAME...` runs only those whose name has NAME."""

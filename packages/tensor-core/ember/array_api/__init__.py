@@ -7,10 +7,16 @@ standard's names and keywords (``axis=``, ``keepdims=``, ``copy=``, ``correction
 ember's PyTorch-style ops, or composes them where ember has no op of its own (``tensordot``,
 ``tile``, ``meshgrid``, ``tril``, ...).
 
-What differs from the standard: no unsigned types wider than 8 bits and no complex dtypes
-(``float16`` and ``bfloat16`` are extra); ``x.size`` is a method, as in PyTorch (use ``size(x)``
-in portable code, as array-api-compat does). Functions whose core op is missing from the build
-raise ``NotImplementedError`` naming that op.
+The dtypes are the standard's (``complex64`` and ``complex128`` included) except the unsigned
+types wider than 8 bits; ``float16`` and ``bfloat16`` are extra (real floating, but not listed by
+``__array_namespace_info__().dtypes()``, which lists the standard's only). ``x.size`` is a method,
+as in PyTorch (use ``size(x)`` in portable code, as array-api-compat does). Functions whose core op
+is missing from the build raise ``NotImplementedError`` naming that op, and so do the complex
+cases of the ops that have no complex kernel in the core yet (``prod``, ``unique_*``,
+``linalg.solve``/``inv``/``det``/..., whose core ops raise for complex input): nothing is
+computed on another dtype behind the caller's back.
+
+Extensions: ``linalg`` (ember.array_api.linalg) and ``fft`` (ember.array_api.fft, over ember.fft).
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ def _core(name: str):
 
 def _is_tensor(x) -> builtins.bool:
     return isinstance(x, ember.Tensor)
+
+
+# the Python scalars that take part in the standard's operations (the module defines bool, ...)
+_PY_NUMBERS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
 
 
 def _check_device(device) -> None:
@@ -73,11 +83,18 @@ bool = ember.bool  # noqa: A001
 int8, int16, int32, int64 = ember.int8, ember.int16, ember.int32, ember.int64
 uint8 = ember.uint8
 float16, bfloat16, float32, float64 = ember.float16, ember.bfloat16, ember.float32, ember.float64
+complex64, complex128 = ember.complex64, ember.complex128
 
 _SIGNED = (int8, int16, int32, int64)
 _UNSIGNED = (uint8,)
 _FLOATS = (float16, bfloat16, float32, float64)
-_ALL = (bool, *_SIGNED, *_UNSIGNED, *_FLOATS)
+_COMPLEX = (complex64, complex128)
+_ALL = (bool, *_SIGNED, *_UNSIGNED, *_FLOATS, *_COMPLEX)
+# what __array_namespace_info__().dtypes() lists: the standard's dtypes that ember has
+_STANDARD = (bool, *_SIGNED, *_UNSIGNED, float32, float64, *_COMPLEX)
+# a complex dtype -> the real dtype of its components, and back
+_COMPONENT = {complex64: float32, complex128: float64}
+_COMPLEX_OF = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128}
 
 _KINDS = {
     "bool": (bool,),
@@ -85,9 +102,13 @@ _KINDS = {
     "unsigned integer": _UNSIGNED,
     "integral": _SIGNED + _UNSIGNED,
     "real floating": _FLOATS,
-    "complex floating": (),
-    "numeric": _SIGNED + _UNSIGNED + _FLOATS,
+    "complex floating": _COMPLEX,
+    "numeric": _SIGNED + _UNSIGNED + _FLOATS + _COMPLEX,
 }
+
+
+def _is_complex(x) -> builtins.bool:
+    return _dtype_of(x) in _COMPLEX
 
 
 def isdtype(dtype, kind) -> builtins.bool:
@@ -115,8 +136,7 @@ def result_type(*arrays_and_dtypes):
         raise ValueError("at least one array or dtype is required")
     typed = [_dtype_of(a) for a in arrays_and_dtypes if _is_tensor(a) or
              isinstance(a, ember.dtype)]
-    scalars = [a for a in arrays_and_dtypes if isinstance(a, (builtins.bool, builtins.int,
-                                                              builtins.float))]
+    scalars = [a for a in arrays_and_dtypes if isinstance(a, _PY_NUMBERS)]
     if len(typed) + len(scalars) != len(arrays_and_dtypes):
         raise TypeError("result_type() takes arrays, dtypes and Python scalars")
     if not typed:
@@ -135,6 +155,8 @@ def can_cast(from_, to, /) -> builtins.bool:
 
 
 _finfo = namedtuple("finfo", "bits eps max min smallest_normal dtype")
+_finfo.__doc__ = ("finfo(dtype): the standard's floating-point limits; for a complex dtype, "
+                  "those of its real components (finfo(complex64).dtype is float32)")
 _iinfo = namedtuple("iinfo", "bits max min dtype")
 
 
@@ -142,6 +164,7 @@ def finfo(type, /):  # noqa: A002 - the standard's name
     import numpy as np
 
     dt = _dtype_of(type)
+    dt = _COMPONENT.get(dt, dt)  # complex: the limits of the components, as the standard says
     if dt == bfloat16:
         return _finfo(16, 2.0 ** -7, 3.3895313892515355e38, -3.3895313892515355e38,
                       1.1754943508222875e-38, dt)
@@ -164,6 +187,12 @@ def iinfo(type, /):  # noqa: A002 - the standard's name
 
 def astype(x, dtype, /, *, copy: builtins.bool = True, device=None):
     _check_device(device)
+    if _is_complex(x) and dtype not in _COMPLEX and dtype != bool:
+        # the standard: complex to real "should not be permitted" (use real, imag or abs)
+        raise TypeError(f"astype: casting {x.dtype} to {dtype} would discard the imaginary "
+                        "part; take real(x), imag(x) or abs(x) first")
+    if _is_complex(x) and dtype == bool:
+        return x != 0  # (the same values as the core's cast, without its real-cast warning)
     if not copy and x.dtype == dtype:
         return x
     return x.to(dtype, copy=True) if x.dtype == dtype else x.to(dtype)
@@ -211,6 +240,11 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     _check_device(device)
     if stop is None:
         start, stop = 0, start
+    if dtype is None and builtins.any(isinstance(v, builtins.float) for v in (start, stop, step)):
+        dtype = ember.get_default_dtype()  # (a float anywhere, not only in start)
+    if step != 0 and math.ceil((stop - start) / step) <= 0:
+        # the standard: an empty array where the core's arange rejects the step's sign
+        return ember.arange(start, start, step, dtype=dtype)
     return ember.arange(start, stop, step, dtype=dtype)
 
 
@@ -269,6 +303,17 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     _check_device(device)
+    if dtype in _COMPLEX or (dtype is None and (isinstance(start, builtins.complex) or
+                                                 isinstance(stop, builtins.complex))):
+        # The core's linspace has no complex kernel: the real and imaginary parts are two real
+        # linspaces (the same points, a straight line in the complex plane).
+        start, stop = builtins.complex(start), builtins.complex(stop)
+        if dtype is None:
+            dtype = _COMPLEX_OF[ember.get_default_dtype()]
+        part = _COMPONENT[dtype]
+        re = linspace(start.real, stop.real, num, dtype=part, endpoint=endpoint)
+        im = linspace(start.imag, stop.imag, num, dtype=part, endpoint=endpoint)
+        return ember.complex(re, im)
     if endpoint:
         return ember.linspace(start, stop, num, dtype=dtype)
     return ember.linspace(start, stop, num + 1, dtype=dtype)[:num]
@@ -293,7 +338,7 @@ def meshgrid(*arrays, indexing: str = "xy"):
             axis = 1 - i
         shape = [1] * len(arrays)
         shape[axis] = a.numel()
-        out.append(a.reshape(shape).expand(*sizes))
+        out.append(a.reshape(shape).expand(tuple(sizes)))
     return out
 
 
@@ -324,9 +369,6 @@ def _unary(api: str, core: str):
     return fn
 
 
-_PY_NUMBERS = (builtins.bool, builtins.int, builtins.float)  # the module defines bool, int, ...
-
-
 def _tensor_positions(core: str, signatures: dict[str, str]) -> tuple[bool, bool]:
     """Which operands ember.<core> takes as a Tensor only (torch's signature: hypot, maximum,
     logical_and, ... take no Python number), from its registry signature."""
@@ -337,11 +379,24 @@ def _tensor_positions(core: str, signatures: dict[str, str]) -> tuple[bool, bool
     return types[0] == "Tensor", types[1] == "Tensor"
 
 
+def _promote_0d(x1, x2):
+    """x1 and x2 (tensors) in their common dtype where one is 0-d and the dtypes differ: the
+    core promotes a 0-d tensor by category only (as torch does: an int16 0-d tensor and an int8
+    array give int8, and -1 <= uint8 0 compares in uint8); the standard promotes 0-d arrays as
+    any other."""
+    if x1.dtype != x2.dtype and (x1.ndim == 0 or x2.ndim == 0):
+        dtype = ember.promote_types(x1.dtype, x2.dtype)
+        return x1.to(dtype), x2.to(dtype)
+    return x1, x2
+
+
 def _binary(api: str, core: str, signatures: dict[str, str]):
     op = getattr(ember, core)
     first_tensor, second_tensor = _tensor_positions(core, signatures)
 
     def fn(x1, x2, /):
+        if _is_tensor(x1) and _is_tensor(x2):
+            return op(*_promote_0d(x1, x2))
         # The standard takes a Python scalar on either side; a 0-d tensor promotes the same way
         # (by category only), so it stands in where the core takes a Tensor only.
         if first_tensor and isinstance(x1, _PY_NUMBERS):
@@ -361,7 +416,7 @@ _UNARY = {
     "cos": "cos", "cosh": "cosh", "exp": "exp", "expm1": "expm1", "floor": "floor",
     "isfinite": "isfinite", "isinf": "isinf", "isnan": "isnan", "log": "log", "log1p": "log1p",
     "log2": "log2", "log10": "log10", "logical_not": "logical_not", "negative": "neg",
-    "reciprocal": "reciprocal", "sign": "sign", "signbit": "signbit", "sin": "sin",
+    "reciprocal": "reciprocal", "signbit": "signbit", "sin": "sin",
     "sinh": "sinh", "square": "square", "sqrt": "sqrt", "tan": "tan", "tanh": "tanh",
     "trunc": "trunc",
 }
@@ -389,20 +444,37 @@ def positive(x, /):
     return ember.clone(x)
 
 
+def sign(x, /):
+    """The standard's sign: -1, 0 or 1 for real numbers, NaN for NaN; x / |x| (0 at 0) for
+    complex ones."""
+    if _is_complex(x):
+        return ember.sgn(x)
+    out = ember.sign(x)
+    if x.dtype in _FLOATS:  # the core's sign, as torch's, gives 0 for NaN
+        out = ember.where(ember.isnan(x), x, out)
+    return out
+
+
 def round(x, /):  # noqa: A001 - the standard's name
+    if _is_complex(x):
+        # the standard rounds the real and imaginary components independently
+        return ember.complex(ember.round(x.real), ember.round(x.imag))
     return ember.round(x)
 
 
 def real(x, /):
-    return x  # no complex dtypes: the real part is the array
+    """The real part (a new array; real(x) of a real array is a copy of x)."""
+    return x.real.clone() if _is_complex(x) else ember.clone(x)
 
 
 def imag(x, /):
-    return ember.zeros_like(x)
+    """The imaginary part (a new array; zeros for a real array)."""
+    return x.imag.clone() if _is_complex(x) else ember.zeros_like(x)
 
 
 def conj(x, /):
-    return x
+    """The complex conjugate (a copy of x for a real array)."""
+    return ember.conj(x) if _is_complex(x) else ember.clone(x)  # (the core's conj copies)
 
 
 def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
@@ -413,7 +485,7 @@ def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
 
 
 def logaddexp(x1, x2, /):
-    return ember.logaddexp(asarray(x1), asarray(x2))
+    return ember.logaddexp(*_promote_0d(asarray(x1), asarray(x2)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -438,9 +510,9 @@ def prod(x, /, *, axis=None, dtype=None, keepdims: builtins.bool = False):
     if x.ndim == 0 or not axes:
         return out.clone()
     if len(axes) == x.ndim and not keepdims:
-        return ember.prod(out)
+        return ember.prod(out, dtype=out.dtype)
     for a in sorted(axes, reverse=True):
-        out = ember.prod(out, a, keepdim=True)
+        out = ember.prod(out, a, keepdim=True, dtype=out.dtype)
     return out if keepdims else out.reshape([s for i, s in enumerate(out.shape) if i not in axes])
 
 
@@ -462,11 +534,22 @@ def mean(x, /, *, axis=None, keepdims: builtins.bool = False):
     return ember.mean(x, dim=axis, keepdim=keepdims)
 
 
+def _var_of_one(x, correction):
+    """The variance of each element alone (axis=()): 0 / max(1 - correction, 0) (so NaN from a
+    correction of 1 on), NaN for NaN or an infinity, as a reduction over one element gives."""
+    d = x - x
+    return (d * d) / builtins.max(1 - correction, 0)
+
+
 def var(x, /, *, axis=None, correction=0.0, keepdims: builtins.bool = False):
+    if _no_reduction(axis):
+        return _var_of_one(x, correction)
     return ember.var(x, dim=axis, correction=correction, keepdim=keepdims)
 
 
 def std(x, /, *, axis=None, correction=0.0, keepdims: builtins.bool = False):
+    if _no_reduction(axis):
+        return ember.sqrt(_var_of_one(x, correction))
     return ember.std(x, dim=axis, correction=correction, keepdim=keepdims)
 
 
@@ -485,14 +568,16 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: builtins.boo
 
 def all(x, /, *, axis=None, keepdims: builtins.bool = False):  # noqa: A001
     if _no_reduction(axis):
-        return x.to(bool)
-    return ember.all(x, dim=axis, keepdim=keepdims)
+        return x != 0
+    out = ember.all(x, dim=axis, keepdim=keepdims)
+    return out if out.dtype == bool else out.to(bool)  # (the core's all of uint8 is uint8)
 
 
 def any(x, /, *, axis=None, keepdims: builtins.bool = False):  # noqa: A001
     if _no_reduction(axis):
-        return x.to(bool)
-    return ember.any(x, dim=axis, keepdim=keepdims)
+        return x != 0
+    out = ember.any(x, dim=axis, keepdim=keepdims)
+    return out if out.dtype == bool else out.to(bool)  # (the core's any of uint8 is uint8)
 
 
 def count_nonzero(x, /, *, axis=None, keepdims: builtins.bool = False):
@@ -520,6 +605,8 @@ def nonzero(x, /):
 
 
 def where(condition, x1, x2, /):
+    if _is_tensor(x1) and _is_tensor(x2):
+        x1, x2 = _promote_0d(x1, x2)
     return ember.where(condition, x1, x2)
 
 
@@ -608,12 +695,12 @@ def broadcast_shapes(*shapes) -> tuple:
 def broadcast_to(x, /, shape):
     if broadcast_shapes(tuple(x.shape), tuple(shape)) != tuple(shape):
         raise ValueError(f"cannot broadcast an array of shape {tuple(x.shape)} to {tuple(shape)}")
-    return x.expand(*shape)
+    return x.expand(tuple(shape))
 
 
 def broadcast_arrays(*arrays):
     shape = broadcast_shapes(*(tuple(a.shape) for a in arrays))
-    return [a.expand(*shape) for a in arrays]
+    return [a.expand(shape) for a in arrays]
 
 
 def concat(arrays, /, *, axis=0):
@@ -653,7 +740,7 @@ def unstack(x, /, *, axis: int = 0):
     return tuple(x.select(axis, i) for i in range(x.shape[axis]))
 
 
-def expand_dims(x, /, *, axis: int = 0):
+def expand_dims(x, /, axis: int = 0):
     if not -x.ndim - 1 <= axis <= x.ndim:
         raise IndexError(f"axis {axis} is out of bounds for an array of dimension {x.ndim}")
     return x.unsqueeze(axis)
@@ -668,7 +755,7 @@ def squeeze(x, /, axis):
 
 
 def permute_dims(x, /, axes):
-    return x.permute(*axes)
+    return x.permute(tuple(axes))
 
 
 def moveaxis(x, source, destination, /):
@@ -679,7 +766,7 @@ def moveaxis(x, source, destination, /):
     order = [a for a in range(x.ndim) if a not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return x.permute(*order)
+    return x.permute(tuple(order))
 
 
 def matrix_transpose(x, /):
@@ -693,7 +780,7 @@ def reshape(x, /, shape, *, copy=None):
         return x.clone().reshape(shape)
     if copy is False:
         try:
-            return x.view(*shape)
+            return x.view(tuple(shape))
         except RuntimeError as e:
             raise ValueError(f"reshape(copy=False): {e}") from None
     return x.reshape(shape)
@@ -710,6 +797,14 @@ def roll(x, /, shift, *, axis=None):
 
 
 def repeat(x, repeats, /, *, axis=None):
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    if _is_tensor(repeats):
+        # the core takes int64 counts, one per element along the axis: a one-element array
+        # broadcasts, as the standard says
+        repeats = repeats.to(int64)
+        if repeats.numel() == 1 and x.shape[axis] != 1:
+            repeats = repeats.reshape(1).expand((x.shape[axis],))
     return _core("repeat_interleave")(x, repeats, dim=axis)
 
 
@@ -720,7 +815,7 @@ def tile(x, repetitions, /):
     shape = (1,) * (ndim - x.ndim) + tuple(x.shape)
     # Interleave a broadcast axis before each axis, then fold it in: no per-element Python.
     inter = x.reshape([d for s in shape for d in (1, s)])
-    expanded = inter.expand(*[d for r, s in zip(reps, shape) for d in (r, s)])
+    expanded = inter.expand(tuple(d for r, s in zip(reps, shape) for d in (r, s)))
     return expanded.reshape([r * s for r, s in zip(reps, shape)])
 
 
@@ -729,6 +824,9 @@ def tile(x, repetitions, /):
 
 
 def matmul(x1, x2, /):
+    if x1.dtype != x2.dtype:  # the core's products take one dtype; the standard promotes
+        dtype = ember.promote_types(x1.dtype, x2.dtype)
+        x1, x2 = x1.to(dtype), x2.to(dtype)
     return ember.matmul(x1, x2)
 
 
@@ -748,16 +846,25 @@ def tensordot(x1, x2, /, *, axes=2):
     free1 = [a for a in range(x1.ndim) if a not in a1]
     free2 = [a for a in range(x2.ndim) if a not in a2]
     k = math.prod(x1.shape[a] for a in a1)
-    lhs = x1.permute(*free1, *a1).reshape(-1, k)
-    rhs = x2.permute(*a2, *free2).reshape(k, -1)
+    m = math.prod(x1.shape[a] for a in free1)
+    n = math.prod(x2.shape[a] for a in free2)
+    lhs = x1.permute((*free1, *a1)).reshape(m, k)
+    rhs = x2.permute((*a2, *free2)).reshape(k, n)
     dtype = result_type(x1, x2)
     out = ember.matmul(lhs.to(dtype), rhs.to(dtype))
     return out.reshape([x1.shape[a] for a in free1] + [x2.shape[a] for a in free2])
 
 
 def vecdot(x1, x2, /, *, axis: int = -1):
+    """sum(conj(x1) * x2) along `axis` (the standard conjugates the first operand)."""
+    if x1.shape[axis] != x2.shape[axis]:  # the contracted axis does not broadcast
+        raise ValueError(f"vecdot: axis {axis} differs in size ({x1.shape[axis]} vs "
+                         f"{x2.shape[axis]})")
     x1, x2 = broadcast_arrays(x1, x2)
-    return ember.sum(x1 * x2, dim=axis)
+    if _is_complex(x1):
+        x1 = ember.conj(x1)
+    prod = x1 * x2
+    return ember.sum(prod, dim=axis, dtype=prod.dtype)  # (no widening of small integers)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -779,16 +886,19 @@ class _Info:
 
     def default_dtypes(self, *, device=None) -> dict:
         _check_device(device)
-        return {"real floating": ember.get_default_dtype(), "complex floating": None,
+        real = ember.get_default_dtype()
+        return {"real floating": real, "complex floating": _COMPLEX_OF[real],
                 "integral": int64, "indexing": int64}
 
     def dtypes(self, *, device=None, kind=None) -> dict:
+        """The standard's dtypes ember has (float16 and bfloat16, extra, are not listed)."""
         _check_device(device)
-        return {d.name: d for d in _ALL if kind is None or isdtype(d, kind)}
+        return {d.name: d for d in _STANDARD if kind is None or isdtype(d, kind)}
 
 
 def __array_namespace_info__():
     return _Info()
 
 
-from ember.array_api import linalg  # noqa: E402,F401  (the extension, after the names it uses)
+# the extensions, after the names they use
+from ember.array_api import fft, linalg  # noqa: E402,F401

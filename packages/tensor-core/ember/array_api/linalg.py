@@ -1,8 +1,11 @@
 """ember.array_api.linalg: the standard's linear-algebra extension.
 
-Products, norms, diagonals and traces are composed here from core ops; the factorisations and
-solvers (``inv``, ``solve``, ``cholesky``, ``qr``, ``svd``, ``eigh``, ``det``, ...) forward to
-``ember.linalg`` and raise ``NotImplementedError`` naming the op while the core lacks it.
+Products, norms, diagonals and traces are composed here from core ops (complex inputs
+included: norms are of ``abs(x)``, ``vecdot`` conjugates its first operand); the factorisations
+and solvers (``inv``, ``solve``, ``cholesky``, ``qr``, ``svd``, ``eigh``, ``det``, ...) forward to
+``ember.linalg`` with the standard's signatures, and raise ``NotImplementedError`` naming the op
+while the core lacks it (and the core's error for a complex input while it has no complex
+kernel for them).
 """
 
 from __future__ import annotations
@@ -64,13 +67,15 @@ def trace(x, /, *, offset: int = 0, dtype=None):
 
 
 def vector_norm(x, /, *, axis=None, keepdims: builtins.bool = False, ord=2):  # noqa: A002
+    """The vector norm over `axis` (all by default), of |x|: real, in the precision of x for a
+    complex x (complex64 -> float32)."""
     a = ember.abs(x)
     if ord == math.inf:
         return _xp.max(a, axis=axis, keepdims=keepdims)
     if ord == -math.inf:
         return _xp.min(a, axis=axis, keepdims=keepdims)
     if ord == 0:
-        return _xp.sum((a != 0).to(x.dtype), axis=axis, keepdims=keepdims)
+        return _xp.sum((a != 0).to(a.dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return _xp.sum(a, axis=axis, keepdims=keepdims)
     if ord == 2:
@@ -105,6 +110,8 @@ def matrix_power(x, n: int, /):
 
 
 def cross(x1, x2, /, *, axis: int = -1):
+    dtype = _xp.result_type(x1, x2)  # (the products of 0-d components promote by category)
+    x1, x2 = x1.to(dtype), x2.to(dtype)
     a = _xp.moveaxis(x1, axis, -1)
     b = _xp.moveaxis(x2, axis, -1)
     a0, a1, a2 = (a[..., i] for i in range(3))
@@ -113,27 +120,69 @@ def cross(x1, x2, /, *, axis: int = -1):
     return _xp.moveaxis(out, -1, axis)
 
 
-def _forward(name: str, **renames):
-    def fn(x, /, *args, **kwargs):
-        for k, v in renames.items():
-            if k in kwargs:
-                kwargs[v] = kwargs.pop(k)
-        return _la(name)(x, *args, **kwargs)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"The array API's linalg.{name}: ember.linalg.{name}."
-    return fn
+# The factorisations and solvers: ember.linalg's, with the standard's signatures (the options
+# are keyword-only, named as the standard names them). Their complex cases raise where the core
+# has no complex kernel for them yet.
 
 
-cholesky = _forward("cholesky")
-det = _forward("det")
-eigh = _forward("eigh")
-eigvalsh = _forward("eigvalsh")
-inv = _forward("inv")
-matrix_rank = _forward("matrix_rank")
-pinv = _forward("pinv")
-qr = _forward("qr")
-slogdet = _forward("slogdet")
-solve = _forward("solve")
-svd = _forward("svd")
-svdvals = _forward("svdvals")
+def cholesky(x, /, *, upper: builtins.bool = False):
+    return _la("cholesky")(x, upper=upper)
+
+
+def det(x, /):
+    return _la("det")(x)
+
+
+def eigh(x, /):
+    return _la("eigh")(x)
+
+
+def eigvalsh(x, /):
+    return _la("eigvalsh")(x)
+
+
+def inv(x, /):
+    return _la("inv")(x)
+
+
+def _rtol(rtol):
+    """The standard's rtol array is one per matrix (shape: the batch); the core's, as torch's, is
+    compared with the singular values (shape: the batch, then k): a trailing unit axis."""
+    return rtol.unsqueeze(-1) if isinstance(rtol, ember.Tensor) else rtol
+
+
+def matrix_rank(x, /, *, rtol=None):
+    return _la("matrix_rank")(x, rtol=_rtol(rtol))
+
+
+def pinv(x, /, *, rtol=None):
+    return _la("pinv")(x, rtol=_rtol(rtol))
+
+
+def qr(x, /, *, mode: str = "reduced"):
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
+    return _la("qr")(x, mode=mode)
+
+
+def slogdet(x, /):
+    return _la("slogdet")(x)
+
+
+def solve(x1, x2, /):
+    """The solution X of x1 X = x2; a 1-d x2 is one vector (shape (M,)), any other x2 a stack of
+    matrices (the standard's rule, which torch's shape heuristic can read otherwise)."""
+    if x2.ndim >= 2 and x2.ndim == x1.ndim - 1 and tuple(x2.shape) == tuple(x1.shape[:-1]):
+        # torch's rule would take x2 for a batch of vectors here: a leading unit batch dim
+        # makes it a stack of matrices, with the same broadcast batch
+        x2 = x2.unsqueeze(0)
+    dtype = _xp.result_type(x1, x2)  # the core wants one dtype; the standard promotes
+    return _la("solve")(x1.to(dtype), x2.to(dtype))
+
+
+def svd(x, /, *, full_matrices: builtins.bool = True):
+    return _la("svd")(x, full_matrices=full_matrices)
+
+
+def svdvals(x, /):
+    return _la("svdvals")(x)
