@@ -74,8 +74,15 @@ def _check_matrix(A, op: str, arg: str = "A") -> None:
 _LOW_PRECISION_KERNEL = {"linalg.svd": "linalg_svd_cpu"}
 
 
+# the ops whose LAPACK routines take complex matrices here
+_COMPLEX_OK = {"linalg.svd", "linalg.matrix_norm", "linalg.pinv", "linalg.matrix_rank",
+               "linalg.cond"}
+
+
 def _check_float(A, op: str, low_precision: bool = False) -> None:
     """A is a float (or, with `low_precision`, also a float16/bfloat16) tensor, as torch's op."""
+    if A.dtype.is_complex and op in _COMPLEX_OK:
+        return
     if A.dtype.name in ("float16", "bfloat16") and not low_precision:
         if op in _LOW_PRECISION_KERNEL:
             raise NotImplementedError(
@@ -496,7 +503,8 @@ def _tolerance(S_max, atol, rtol, A):
     if atol is not None:
         from ember import maximum, tensor
 
-        a = atol if isinstance(atol, _C.Tensor) else tensor(builtins.float(atol), dtype=A.dtype)
+        a = atol if isinstance(atol, _C.Tensor) else tensor(builtins.float(atol),
+                                                            dtype=A.dtype.to_real())
         if isinstance(atol, _C.Tensor) and a.dim() > 0:
             a = a.unsqueeze(-1)
         tol = maximum(tol, a)
@@ -504,7 +512,8 @@ def _tolerance(S_max, atol, rtol, A):
 
 
 def _check_pinv_input(A, op):
-    if not isinstance(A, _C.Tensor) or A.dim() < 2 or not A.dtype.is_floating_point or \
+    if not isinstance(A, _C.Tensor) or A.dim() < 2 or \
+            not (A.dtype.is_floating_point or A.dtype.is_complex) or \
             A.dtype.name in ("float16", "bfloat16"):
         shape = list(A.shape) if isinstance(A, _C.Tensor) else "?"
         tn = A.dtype._torch_name if isinstance(A, _C.Tensor) else type(A).__name__
@@ -529,12 +538,12 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
         absL = L.abs()
         tol = _tolerance(absL.amax(-1, keepdim=True), atol, rtol, A)
         Linv = where(absL > tol, L.reciprocal(), 0.0)
-        r = (Q * Linv.unsqueeze(-2)).matmul(Q.mT)
+        r = (Q * Linv.unsqueeze(-2)).matmul(Q.mH)
     else:
         U, S, Vh = _C._linalg_svd(A, full_matrices=False)
         tol = _tolerance(S.amax(-1, keepdim=True), atol, rtol, A)
         Sinv = where(S > tol, S.reciprocal(), 0.0)
-        r = (Vh.mT * Sinv.unsqueeze(-2)).matmul(U.mT)
+        r = (Vh.mH * Sinv.unsqueeze(-2)).matmul(U.mH)  # V S^+ U^H
     return _out("linalg.pinv", r, out)
 
 

@@ -565,6 +565,39 @@ def test_eig_errors_and_parity():
                                atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_svd_family_against_numpy(dtype):
+    tol = 1e-4 if dtype is C64 else 1e-10
+    A = rand_complex((2, 5, 3), dtype, seed=50)
+    a = ember.from_numpy(A)
+    U, S, Vh = ember.linalg.svd(a, full_matrices=False)
+    assert S.dtype is dtype.to_real() and U.dtype is dtype and Vh.shape == (2, 3, 3)
+    np.testing.assert_allclose(to_np(U * S.unsqueeze(-2)) @ to_np(Vh), A, atol=tol)
+    np.testing.assert_allclose(to_np(ember.linalg.svdvals(a)), np.linalg.svd(A, compute_uv=False),
+                               rtol=tol)
+    assert ember.linalg.svd(a).U.shape == (2, 5, 5)  # full matrices
+    np.testing.assert_allclose(to_np(ember.linalg.pinv(a)), np.linalg.pinv(A), atol=tol * 10)
+    assert ember.linalg.matrix_rank(a).tolist() == np.linalg.matrix_rank(A).tolist()
+    for ord in ("fro", "nuc", 2, -2, 1, -1, math.inf):
+        np.testing.assert_allclose(to_np(ember.linalg.matrix_norm(a, ord)),
+                                   np.linalg.norm(A, ord, axis=(-2, -1)), rtol=tol)
+
+
+def test_linspace_and_prod():
+    np.testing.assert_allclose(to_np(ember.linspace(0, 1j, 3)), np.linspace(0, 1j, 3))
+    z = ember.linspace(1 + 1j, 2, 4, dtype=C128)
+    assert z.dtype is C128
+    np.testing.assert_allclose(to_np(z), np.linspace(1 + 1j, 2, 4), rtol=1e-15)
+    with pytest.raises(RuntimeError, match="needs a complex dtype"):
+        ember.linspace(0, 1j, 3, dtype=ember.float32)
+    a = rand_complex((3, 4), C128, seed=51)
+    x = ember.from_numpy(a)
+    np.testing.assert_allclose(x.prod().item(), np.prod(a), rtol=1e-12)
+    np.testing.assert_allclose(to_np(x.prod(1)), np.prod(a, 1), rtol=1e-12)
+    assert x.prod(0, keepdim=True).shape == (1, 4)
+    assert ember.tensor([1j, 0]).to(ember.bool).tolist() == [True, False]  # (no warning)
+
+
 def test_matmul_transposed_operands_and_vdot():
     a = rand_complex((4, 3), C128, seed=11)
     b = rand_complex((5, 4), C128, seed=12)

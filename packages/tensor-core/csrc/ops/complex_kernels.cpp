@@ -3,6 +3,7 @@
 // per CPU capability: std::complex arithmetic does not gain from the wider copies the way the
 // real kernels do, and it keeps the build small. The dtype rules are elementwise.cpp's.
 #include <complex>
+#include <limits>
 
 #include "kernels/loops.h"
 #include "ops/elementwise.h"
@@ -43,9 +44,16 @@ template <typename C> C complex_pow(C a, C b) {
 
 // exp(z) - 1 and log(1 + z) without the cancellation near 0 of the plain formulas:
 // Re(e^z - 1) = expm1(x) cos y - 2 sin^2(y/2); Re log(1 + z) = log1p(2x + x^2 + y^2) / 2.
+// The edges as C99's cexp - 1 and the array API standard give them: a real z stays real,
+// Re z = -inf gives -1 + 0j, Re z = +inf with a non-finite Im z gives inf + NaN j.
 template <typename C> C complex_expm1(C z) {
   using R = typename C::value_type;
-  const R x = z.real(), y = z.imag(), s = std::sin(y / 2);
+  const R x = z.real(), y = z.imag();
+  if (y == R(0)) return C(std::expm1(x), y);
+  if (std::isinf(x) && x < 0) return C(R(-1), R(0));
+  if (std::isinf(x) && !std::isfinite(y))
+    return C(x, std::numeric_limits<R>::quiet_NaN());
+  const R s = std::sin(y / 2);
   return C(std::expm1(x) * std::cos(y) - 2 * s * s, std::exp(x) * std::sin(y));
 }
 template <typename C> C complex_log1p(C z) {

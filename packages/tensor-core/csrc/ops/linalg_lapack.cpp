@@ -36,7 +36,8 @@ template <class F> decltype(auto) dispatch_lapack_lu(ScalarType t, F&& f) {
 // The ops whose kernels take complex matrices; the others refuse them (not built yet).
 bool complex_ok(const char* op) {
   for (const char* name : {"linalg.inv", "linalg.det", "linalg.slogdet", "linalg.solve",
-                           "linalg.lu_factor", "linalg.lu", "linalg.lu_solve", "linalg.eig"})
+                           "linalg.lu_factor", "linalg.lu", "linalg.lu_solve", "linalg.eig",
+                           "linalg.svd"})
     if (std::strcmp(name, op) == 0) return true;
   return false;
 }
@@ -717,13 +718,13 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrice
   const bool full = full_matrices && compute_uv;
   const int64_t ucols = full ? m : k, vrows = full ? n : k;
   Tensor a = colmajor_copy(A);
-  Tensor s = empty(with(batch, {k}), A->dtype);
+  Tensor s = empty(with(batch, {k}), to_real_type(A->dtype));  // real for complex A too
   Tensor u = compute_uv ? colmajor_zeros(batch, m, ucols, A->dtype) : empty({0}, A->dtype);
   Tensor vt = compute_uv ? colmajor_zeros(batch, vrows, n, A->dtype) : empty({0}, A->dtype);
   const char jobz = !compute_uv ? 'N' : full ? 'A' : 'S';
   std::vector<lapack_int> info(nb, 0);  // kNonFinite: gesdd refused NaN/inf input
   constexpr lapack_int kNonFinite = std::numeric_limits<lapack_int>::min();
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_lu(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for_each_matrix(nb, cube(m, n), [&](int64_t b) {
       T dummy[1] = {T(0)};
@@ -737,11 +738,18 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrice
         return;
       }
       const T* src = a->data_as<T>() + b * m * n;
-      info[b] = lapack::gesdd<T>(jobz, m, n, a->data_as<T>() + b * m * n, ld(m),
-                                 s->data_as<T>() + b * k, up, ld(m), vp, ld(vrows));
+      if constexpr (is_complex_v<T>) {
+        using R = typename T::value_type;
+        info[b] = lapack::gesdd_complex<T, R>(jobz, m, n, a->data_as<T>() + b * m * n, ld(m),
+                                              s->data_as<R>() + b * k, up, ld(m), vp, ld(vrows));
+      } else {
+        info[b] = lapack::gesdd<T>(jobz, m, n, a->data_as<T>() + b * m * n, ld(m),
+                                   s->data_as<T>() + b * k, up, ld(m), vp, ld(vrows));
+      }
       if (info[b] < 0) {  // newer LAPACKs refuse non-finite input (A is then untouched)
         bool finite = true;
-        for (int64_t i = 0; i < m * n && finite; ++i) finite = std::isfinite(src[i]);
+        for (int64_t i = 0; i < m * n && finite; ++i)
+          finite = std::isfinite(std::real(src[i])) && std::isfinite(std::imag(src[i]));
         check_argument_info(op, "gesdd", finite ? info[b] : 0);
         info[b] = kNonFinite;
       }

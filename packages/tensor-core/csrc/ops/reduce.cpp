@@ -233,10 +233,40 @@ Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtyp
                   keepdim, out, SumKind::NanSum);
 }
 
+// The product of complex values along the reduced dims: rows of a copy with the reduced dims
+// last, multiplied in complex<double> (the additive kernels have no complex product).
+static Tensor complex_prod(const Tensor& x, const std::vector<bool>& mask, bool keepdim,
+                           ScalarType dt) {
+  EMBER_CHECK(is_complex(dt), std::runtime_error,
+              "prod(): the dtype of a complex input's result must be complex, got ", type_name(dt));
+  Shape perm;
+  for (int64_t d = 0; d < x->dim(); ++d)
+    if (!mask[d]) perm.push_back(d);
+  for (int64_t d = 0; d < x->dim(); ++d)
+    if (mask[d]) perm.push_back(d);
+  const Tensor rows = contiguous(permute(to_dtype(x, ScalarType::Complex128), perm));
+  const int64_t R = reduced_numel(x, mask);
+  Tensor out = empty(reduced_shape(x, mask, false), ScalarType::Complex128);
+  const auto* in = rows->data_as<std::complex<double>>();
+  auto* o = out->data_as<std::complex<double>>();
+  for (int64_t r = 0, N = out->numel(); r < N; ++r) {
+    std::complex<double> p = 1;
+    for (int64_t i = 0; i < R; ++i) {
+      const std::complex<double> v = in[r * R + i];
+      p = {p.real() * v.real() - p.imag() * v.imag(), p.real() * v.imag() + p.imag() * v.real()};
+    }
+    o[r] = p;
+  }
+  const Tensor result = to_dtype(out, dt);
+  return keepdim ? reshape(result, reduced_shape(x, mask, true)) : result;
+}
+
 Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim, ScalarType dtype) {
   OptDims dims;
   if (dim) dims = std::vector<int64_t>{*dim};
   auto mask = reduction_mask(x, dims);
+  if (is_complex(x->dtype) || is_complex(dtype))
+    return complex_prod(x, mask, keepdim, dtype == ScalarType::Undefined ? x->dtype : dtype);
   const ScalarType out = sum_dtype(x, dtype);
   return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::Prod);

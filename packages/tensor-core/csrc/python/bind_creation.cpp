@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "kernels/loops.h"
+#include "ops/elementwise.h"
+#include "ops/shape_ops.h"
 #include "python/pyutils.h"
 #include "python/registry.h"
 
@@ -56,15 +58,33 @@ template <typename Fill> Tensor make_range(int64_t n, ScalarType dt, Fill fill) 
 
 // linspace / logspace: PyTorch fills the second half backwards from `end` for symmetry (one
 // step: `start`); `f` maps each point (logspace: base**point).
-template <typename F> Tensor spaced(const Args& a, ScalarType dt, F f) {
-  const int64_t steps = a.integer(2);
+template <typename F> Tensor spaced_range(double start, double end, int64_t steps, ScalarType dt,
+                                         F f) {
   EMBER_CHECK(steps >= 0, std::runtime_error, "number of steps must be non-negative");
-  const double start = a.real(0), end = a.real(1);
   const double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
   const int64_t half = steps / 2;
   return make_range(steps, dt, [=](int64_t i) {
     return f(i < half || steps == 1 ? start + step * double(i) : end - step * double(steps - i - 1));
   });
+}
+template <typename F> Tensor spaced(const Args& a, ScalarType dt, F f) {
+  return spaced_range(a.real(0), a.real(1), a.integer(2), dt, f);
+}
+
+// linspace with a complex end point or dtype: the real and imaginary parts spaced on their own.
+Tensor complex_linspace(const Scalar& start, const Scalar& end, int64_t steps, ScalarType dt) {
+  EMBER_CHECK(is_complex(dt), std::runtime_error, "linspace(): a complex end point needs a "
+              "complex dtype, got ", type_name(dt));
+  const ScalarType real = to_real_type(dt);
+  auto id = [](double p) { return p; };
+  Tensor re = spaced_range(start.to_double(), end.to_double(), steps, real, id);
+  Tensor im = spaced_range(start.is_complex() ? start.imag : 0.0,
+                           end.is_complex() ? end.imag : 0.0, steps, real, id);
+  Tensor out = empty({steps}, dt);
+  const Tensor parts = view_as_real(out);
+  copy_(select(parts, -1, 0), re);
+  copy_(select(parts, -1, 1), im);
+  return out;
 }
 
 }  // namespace
@@ -213,6 +233,12 @@ void register_creation(py::module_& m) {
              .family = C, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {
                const FactoryKeywords f = factory_keywords(a, "linspace");
+               const Scalar s0 = a.scalar(0), s1 = a.scalar(1);
+               if (s0.is_complex() || s1.is_complex() || is_complex(f.dtype)) {
+                 const ScalarType dt = f.dtype != ScalarType::Undefined
+                                           ? f.dtype : to_complex_type(get_default_dtype());
+                 return finish_factory(complex_linspace(s0, s1, a.integer(2), dt), f);
+               }
                return finish_factory(spaced(a, or_default(f.dtype), [](double p) { return p; }), f);
              }});
   def_op(m, {.name = "logspace",

@@ -296,9 +296,10 @@ static py::object to_method(const Tensor& self, py::args args, py::kwargs kwargs
   return py::module_::import("ember._memory_format").attr("_to")(out, memory_format);
 }
 
-// torch's warning when a conversion keeps only the real part of complex values.
+// torch's warning when a conversion keeps only the real part of complex values (not to bool,
+// which reads both parts).
 static void warn_if_discarding_imag(ScalarType from, ScalarType to) {
-  if (is_complex(from) && !is_complex(to))
+  if (is_complex(from) && !is_complex(to) && to != ScalarType::Bool)
     warn("Casting complex values to real discards the imaginary part");
 }
 

@@ -261,6 +261,29 @@ template <class T> I geev(char jobvr, I n, T* a, I lda, T* w, T* vr, I ldvr) {
   return info;
 }
 
+template <class T, class R>
+I gesdd_complex(char jobz, I m, I n, T* a, I lda, R* s, T* u, I ldu, T* vt, I ldvt) {
+  using F = void (*)(const char*, const I*, const I*, T*, const I*, R*, T*, const I*, T*,
+                     const I*, T*, const I*, R*, I*, I*, L);
+  EMBER_LAPACK_FN(fn, F, "gesdd");
+  const std::size_t mn = static_cast<std::size_t>(std::max<I>(1, std::min(m, n)));
+  const std::size_t mx = static_cast<std::size_t>(std::max<I>(1, std::max(m, n)));
+  // LAPACK's rwork size: 7 mn values only (5 mn + 7 for some releases), else the larger formula
+  const std::size_t lrwork = jobz == 'N' ? 7 * mn + 7 : mn * std::max(5 * mn + 7, 2 * mx + 2 * mn + 1);
+  std::vector<R> rwork(lrwork);
+  std::vector<I> iwork(8 * mn);
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, &wq, &lwork, rwork.data(), iwork.data(),
+     &info, 1);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work.data(), &lwork, rwork.data(),
+     iwork.data(), &info, 1);
+  return info;
+}
+
 template <class T> I geev_real(char jobvr, I n, T* a, I lda, T* wr, T* wi, T* vr, I ldvr) {
   using F = void (*)(const char*, const char*, const I*, T*, const I*, T*, T*, T*, const I*, T*,
                      const I*, T*, const I*, I*, L, L);
@@ -306,6 +329,12 @@ template I getrf<std::complex<double>>(I, I, std::complex<double>*, I, I*);
 template I getri<std::complex<double>>(I, std::complex<double>*, I, const I*);
 template I getrs<std::complex<double>>(char, I, I, const std::complex<double>*, I, const I*,
                                        std::complex<double>*, I);
+template I gesdd_complex<std::complex<float>, float>(char, I, I, std::complex<float>*, I, float*,
+                                                     std::complex<float>*, I, std::complex<float>*,
+                                                     I);
+template I gesdd_complex<std::complex<double>, double>(char, I, I, std::complex<double>*, I,
+                                                       double*, std::complex<double>*, I,
+                                                       std::complex<double>*, I);
 template I geev<std::complex<float>>(char, I, std::complex<float>*, I, std::complex<float>*,
                                      std::complex<float>*, I);
 template I geev<std::complex<double>>(char, I, std::complex<double>*, I, std::complex<double>*,

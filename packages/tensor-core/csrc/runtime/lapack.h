@@ -67,6 +67,10 @@ lapack_int gesdd(char jobz, lapack_int m, lapack_int n, T* a, lapack_int lda, T*
 // the eigenvectors replace A's columns.
 template <class T>
 lapack_int syevd(char jobz, char uplo, lapack_int n, T* a, lapack_int lda, T* w);
+// gesdd for complex T (cgesdd / zgesdd): real singular values s (R, T's real type); vt is V^H.
+template <class T, class R>
+lapack_int gesdd_complex(char jobz, lapack_int m, lapack_int n, T* a, lapack_int lda, R* s, T* u,
+                         lapack_int ldu, T* vt, lapack_int ldvt);
 // General eigendecomposition, complex T only (cgeev / zgeev): eigenvalues in w, with jobvr 'V'
 // the right eigenvectors (unit norm, largest component real) in vr's columns. A is destroyed.
 template <class T>
