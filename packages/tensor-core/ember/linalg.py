@@ -170,7 +170,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if A.numel() == 0:
         from ember import zeros
 
-        return _out(op, zeros(final, dtype=A.dtype, device=A.device), out)
+        return _out(op, zeros(final, dtype=A.dtype.to_real(), device=A.device), out)
     if ord == "nuc" or ord in (2, -2):
         s = svdvals(_to_last_two(A, d0, d1))
         if ord == "nuc":
