@@ -64,7 +64,7 @@ REASONS = {
     "deprecated": "deprecated in torch (its replacement is what ember implements)",
     "internal": "an implementation detail torch exposes without documenting it",
     "torchscript": "TorchScript / JIT / FX / export machinery",
-    "complex": "complex parts not built yet (complex32, stft, linalg.eig)",
+    "complex": "complex parts not built yet (complex32, some complex linear algebra)",
     "quantization": "quantized tensors and their ops",
     "sparse": "sparse layouts",
     "named-tensor": "named tensors (torch's prototype)",

@@ -63,6 +63,7 @@ from ember._shape import *  # noqa: E402,F401,F403
 from ember._shape import install as _install_shape_methods  # noqa: E402
 from ember._sorting import allclose, diff, equal, isclose, msort  # noqa: E402,F401
 from ember._sorting import install as _install_sorting  # noqa: E402
+from ember._spectral import istft, stft  # noqa: E402,F401  (torch.stft / torch.istft)
 from ember._tensor_methods import install as _install_methods  # noqa: E402
 from ember._type_info import finfo, iinfo  # noqa: E402,F401
 from ember.torch_version import TorchVersion as _TorchVersion  # noqa: E402
@@ -392,13 +393,13 @@ __all__ = [
     "is_grad_enabled", "is_inference", "is_inference_mode_enabled", "is_neg", "is_nonzero",
     "is_same_size", "is_signed", "is_storage", "is_tensor", "is_warn_always_enabled", "isclose",
     "isfinite", "isfinite_", "isin", "isinf", "isinf_", "isnan", "isnan_", "isneginf", "isposinf",
-    "isreal", "kaiser_window", "kron", "kthvalue", "layout", "lcm", "lcm_", "ldexp", "ldexp_",
-    "le", "le_", "legacy_contiguous_format", "lerp", "less", "less_equal", "lgamma", "lgamma_",
-    "linalg", "linspace", "load", "log", "log10", "log10_", "log1p", "log1p_", "log2", "log2_",
-    "log_", "log_softmax", "logaddexp", "logaddexp2", "logaddexp2_", "logaddexp_", "logcumsumexp",
-    "logdet", "logical_and", "logical_and_", "logical_not", "logical_not_", "logical_or",
-    "logical_or_", "logical_xor", "logical_xor_", "logit", "logit_", "logspace", "logsumexp",
-    "long", "lt", "lt_", "lu_unpack", "manual_seed", "masked_fill", "masked_fill_",
+    "isreal", "istft", "kaiser_window", "kron", "kthvalue", "layout", "lcm", "lcm_", "ldexp",
+    "ldexp_", "le", "le_", "legacy_contiguous_format", "lerp", "less", "less_equal", "lgamma",
+    "lgamma_", "linalg", "linspace", "load", "log", "log10", "log10_", "log1p", "log1p_", "log2",
+    "log2_", "log_", "log_softmax", "logaddexp", "logaddexp2", "logaddexp2_", "logaddexp_",
+    "logcumsumexp", "logdet", "logical_and", "logical_and_", "logical_not", "logical_not_",
+    "logical_or", "logical_or_", "logical_xor", "logical_xor_", "logit", "logit_", "logspace",
+    "logsumexp", "long", "lt", "lt_", "lu_unpack", "manual_seed", "masked_fill", "masked_fill_",
     "masked_scatter", "masked_scatter_", "masked_select", "matmul", "matrix_exp", "matrix_power",
     "max", "max_pool1d", "max_pool1d_with_indices", "max_pool1d_with_indices_backward",
     "max_pool2d", "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "max_pool3d",
@@ -427,7 +428,7 @@ __all__ = [
     "set_rng_state", "set_warn_always", "sgn", "short", "sigmoid", "sigmoid_", "sign", "sign_",
     "signbit", "signbit_", "sin", "sin_", "sinc", "sinc_", "sinh", "sinh_", "slice_scatter",
     "slogdet", "softmax", "sort", "special", "split", "split_with_sizes", "sqrt", "sqrt_",
-    "square", "square_", "squeeze", "stack", "std", "std_mean", "strided", "sub", "sub_",
+    "square", "square_", "squeeze", "stack", "std", "std_mean", "stft", "strided", "sub", "sub_",
     "subtract", "sum", "svd", "svd_lowrank", "swapaxes", "swapdims", "t", "take",
     "take_along_dim", "tan", "tan_", "tanh", "tanh_", "tensor", "tensor_split", "tensordot",
     "threshold", "threshold_", "threshold_backward", "tile", "to_dlpack", "topk", "torch_version",

@@ -146,6 +146,7 @@ def _H(self):
 
 def install(cls) -> None:
     from ember import _composite_ops as _composite
+    from ember import _spectral
 
     cls.mH = property(_mH)
     # views of a complex tensor's parts (the real part of a real tensor is the tensor; it has
@@ -166,6 +167,8 @@ def install(cls) -> None:
     cls.__array_priority__ = 1000  # NumPy defers to ember in mixed binary operators
     cls._make_subclass = staticmethod(_make_subclass)
     cls.as_subclass = _as_subclass
+    cls.stft = _spectral.stft  # torch.Tensor.stft / istft: the functions, self as input
+    cls.istft = _spectral.istft
     cls.__module__ = "ember"
     for name in NEVER:
         setattr(cls, name, property(_never, doc=f"{name}: always False for an ember tensor"))

@@ -1,6 +1,5 @@
 """ember.functional: torch.functional's names, the same functions as ember's top-level ones
-(``torch.functional.einsum`` is ``torch.einsum``). stft/istft need complex tensors and lu is
-deprecated in torch: not here."""
+(``torch.functional.einsum`` is ``torch.einsum``). lu is deprecated in torch: not here."""
 
 from __future__ import annotations
 
@@ -15,10 +14,12 @@ from ember import (
     cdist,
     chain_matmul,
     einsum,
+    istft,
     meshgrid,
     norm,
     pca_lowrank,
     split,
+    stft,
     svd_lowrank,
     tensordot,
     unique,
@@ -27,6 +28,6 @@ from ember import (
 )
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
-           "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "einsum", "meshgrid",
-           "norm", "pca_lowrank", "split", "svd_lowrank", "tensordot", "unique",
-           "unique_consecutive", "unravel_index"]
+           "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "einsum", "istft",
+           "meshgrid", "norm", "pca_lowrank", "split", "stft", "svd_lowrank", "tensordot",
+           "unique", "unique_consecutive", "unravel_index"]

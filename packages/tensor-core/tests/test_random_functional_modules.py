@@ -47,7 +47,7 @@ def test_the_modules_hold_torchs_names():
         assert getattr(ember.functional, name) is getattr(ember, name)
     functional = pytest.importorskip("torch.functional")
     random = pytest.importorskip("torch.random")
-    left_out = {"lu", "stft", "istft"}  # deprecated in torch; complex tensors
+    left_out = {"lu"}  # deprecated in torch
     assert set(functional.__all__) - left_out == set(ember.functional.__all__)
     public = {n for n in dir(random) if not n.startswith("_")}
     assert {"fork_rng", "manual_seed", "seed", "get_rng_state", "set_rng_state",
