@@ -346,6 +346,7 @@ def test_every_public_function_runs_on_the_device():
         "lstsq": lambda: LA.lstsq(A, A, driver="gelsd"), "cholesky": lambda: LA.cholesky(S),
         "cholesky_ex": lambda: LA.cholesky_ex(S), "qr": lambda: LA.qr(A), "svd": lambda: LA.svd(A),
         "svdvals": lambda: LA.svdvals(A), "eigh": lambda: LA.eigh(S),
+        "eig": lambda: LA.eig(A), "eigvals": lambda: LA.eigvals(A),
         "eigvalsh": lambda: LA.eigvalsh(S), "pinv": lambda: LA.pinv(A),
         "matrix_rank": lambda: LA.matrix_rank(A), "matrix_power": lambda: LA.matrix_power(A, -1),
         "multi_dot": lambda: LA.multi_dot([v, A[0], v]), "cross": lambda: LA.cross(A, A),

@@ -29,6 +29,7 @@ _PRIMITIVES = (
     "_linalg_inv_ex", "_linalg_det", "_linalg_slogdet", "_linalg_solve_ex",
     "_linalg_solve_triangular", "_linalg_lu_factor_ex", "_linalg_lu", "_linalg_lu_solve",
     "_linalg_cholesky_ex", "_cholesky_solve", "_linalg_qr", "_linalg_svd", "_linalg_eigh",
+    "_linalg_eig",
     "_linalg_lstsq", "_geqrf", "_householder_product", "_ormqr", "_linalg_ldl_factor_ex",
     "_linalg_ldl_solve",
 )
