@@ -28,7 +28,7 @@ class finfo:  # noqa: N801 - torch's name
 
     def __init__(self, type=None):  # noqa: A002
         dt = _dtype_arg("finfo", type)
-        if dt.is_complex:  # a complex dtype's limits are its parts' (torch.finfo(complex64): float32)
+        if dt.is_complex:  # a complex dtype's limits are its parts' (complex64's: float32's)
             dt = dt.to_real()
         if dt.name not in _FLOAT_FORMATS:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "

@@ -29,8 +29,9 @@ from ember._shape import _broadcast_with_core_message
 __all__ = [
     "LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "det", "slogdet",
     "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex", "qr", "svd",
-    "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross",
-    "vecdot", "matmul", "diagonal", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "cond",
+    "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "matrix_power",
+    "multi_dot", "cross", "vecdot", "matmul", "diagonal", "lu_factor", "lu_factor_ex", "lu",
+    "lu_solve", "cond",
     "tensorinv", "tensorsolve", "vander", "matrix_exp", "householder_product", "ldl_factor",
     "ldl_factor_ex", "ldl_solve",
 ]

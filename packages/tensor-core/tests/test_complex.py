@@ -350,7 +350,7 @@ def test_refusals_use_torchs_messages():
     with pytest.raises(RuntimeError, match="floor is not supported for complex inputs"):
         x.floor()
     with pytest.raises(NotImplementedError, match="\"lt_cpu\" not implemented for 'ComplexFloat'"):
-        x < x
+        x < x  # noqa: B015
     with pytest.raises(RuntimeError, match="maximum not implemented for complex tensors"):
         ember.maximum(x, x)
     with pytest.raises(RuntimeError, match="clamp is not supported for complex types"):
@@ -420,7 +420,7 @@ def test_real_imag_conj():
     assert ember.is_complex(y) and y.is_complex() and not ember.ones(1).is_complex()
     np.testing.assert_array_equal(to_np(ember.isreal(ember.tensor([1 + 0j, 1j]))), [True, False])
     with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex"):
-        ember.ones(2).imag
+        ember.ones(2).imag  # noqa: B018
 
 
 def test_complex_polar_sgn():

@@ -17,8 +17,13 @@ from ember._grad_mode import (  # noqa: F401
     set_grad_enabled,
 )
 
-from . import _engine, _formulas, _formulas_nn, _formulas_tensor  # noqa: F401  (they fill the gradient table)
-from . import _formulas_complex  # noqa: F401,E402  (after the tables it reads)
+from . import (  # noqa: F401  (they fill the gradient table)
+    _engine,
+    _formulas,
+    _formulas_complex,
+    _formulas_nn,
+    _formulas_tensor,
+)
 from ._engine import STATE, AccumulateGrad, Node, edge_of, run_backward  # noqa: F401
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from .function import (  # noqa: F401
