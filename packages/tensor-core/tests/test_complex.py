@@ -345,10 +345,14 @@ def test_ops_without_complex_kernels_refuse(name):
 
 def test_refusals_use_torchs_messages():
     x = ember.tensor([1 + 1j])
-    with pytest.raises(RuntimeError, match="Please use torch.sgn instead"):
+    with pytest.raises(NotImplementedError, match="Please use torch.sgn instead"):
         x.sign()
-    with pytest.raises(RuntimeError, match="floor is not supported for complex inputs"):
+    with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
         x.floor()
+    with pytest.raises(RuntimeError, match="deg2rad is not supported for complex tensors"):
+        x.deg2rad()
+    with pytest.raises(NotImplementedError, match="\"frac_cpu\" not implemented for 'ComplexFloat'"):
+        x.frac()
     with pytest.raises(NotImplementedError, match="\"lt_cpu\" not implemented for 'ComplexFloat'"):
         x < x  # noqa: B015
     with pytest.raises(RuntimeError, match="maximum not implemented for complex tensors"):

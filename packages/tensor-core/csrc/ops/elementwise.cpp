@@ -203,10 +203,16 @@ static Tensor finish_from_float32(const char* op, const Tensor& r, ScalarType re
 [[noreturn]] static void refuse_complex(const char* name, ScalarType t, bool binary) {
   const std::string op = name;
   if (op == "sign")
-    throw std::runtime_error("Unlike NumPy, torch.sign is not intended to support complex "
-                             "numbers. Please use torch.sgn instead.");
-  if (op == "floor" || op == "ceil" || op == "trunc" || op == "frac")
-    throw std::runtime_error(str_cat(op, " is not supported for complex inputs"));
+    throw NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
+                              "numbers. Please use torch.sgn instead.");
+  if (op == "floor" || op == "ceil" || op == "trunc")
+    throw NotImplementedError(str_cat(op, " is not supported for complex inputs"));
+  if (op == "deg2rad" || op == "rad2deg")
+    throw std::runtime_error(str_cat(op, " is not supported for complex tensors."));
+  if (op == "signbit")
+    throw NotImplementedError("signbit is not implemented for complex tensors.");
+  if (op == "relu") throw NotImplementedError("clamp is not supported for complex types");
+  if (op == "frac") binary = true;  // torch names its kernel "frac_cpu"
   if (op == "maximum" || op == "minimum" || op == "fmax" || op == "fmin")
     throw std::runtime_error(str_cat(op, " not implemented for complex tensors."));
   throw NotImplementedError(str_cat("\"", op, binary ? "_cpu" : "", "\" not implemented for '",
