@@ -40,20 +40,23 @@ class Entry:
         self.save_if = save_if
 
 
-def grad(*names, save=(), out=False, inplace_too=False, save_if=None, diff_outputs=None):
+def grad(*names, save=(), out=False, inplace_too=False, save_if=None, diff_outputs=None,
+         table=None):
     """Registers a vjp for `names`; ``inplace_too`` also registers ``<name>_``. ``save``: the
     positions of the tensor arguments the formula reads ("all": every one); ``save_if`` and
     ``diff_outputs``: see Entry; ``out``: the formula reads the result (a tuple of output
-    numbers: those outputs)."""
+    numbers: those outputs). ``table``: the table to fill (_FORMULAS by default; the complex
+    one for formulas of complex values)."""
     save_inputs = True if save == "all" else tuple(save)
+    target = _FORMULAS if table is None else table
 
     def deco(fn):
         for n in names:
-            _FORMULAS[n] = Entry(n, fn, save_inputs, out, save_if=save_if,
-                                 diff_outputs=diff_outputs)
+            target[n] = Entry(n, fn, save_inputs, out, save_if=save_if,
+                              diff_outputs=diff_outputs)
             if inplace_too:
-                _FORMULAS[n + "_"] = Entry(n + "_", fn, save_inputs, out, inplace=True,
-                                           save_if=save_if)
+                target[n + "_"] = Entry(n + "_", fn, save_inputs, out, inplace=True,
+                                        save_if=save_if)
         return fn
 
     return deco

@@ -67,18 +67,7 @@ def _conjugated(entry):
 
 def _complex_grad(*names, **options):
     """Registers a formula for complex values only (the real one stays in _FORMULAS)."""
-    def deco(fn):
-        saved = dict(_FORMULAS)
-        grad(*names, **options)(fn)
-        for n in list(_FORMULAS):
-            if n not in saved or _FORMULAS[n] is not saved[n]:
-                _COMPLEX_FORMULAS[n] = _FORMULAS[n]
-                if n in saved:
-                    _FORMULAS[n] = saved[n]
-                else:
-                    del _FORMULAS[n]
-        return fn
-    return deco
+    return grad(*names, table=_COMPLEX_FORMULAS, **options)
 
 
 @_complex_grad("abs", save=(0,))
