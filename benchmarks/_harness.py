@@ -153,6 +153,11 @@ def versions() -> str:
         forced = os.environ.get("OPENBLAS_CORETYPE")
         note = f" (OPENBLAS_CORETYPE={forced})" if forced else ""
         parts.append(f"OpenBLAS kernels {core()}{note}")
+    if getattr(ember._C, "_onednn_available", None) is not None:
+        # oneDNN runs float32 convolutions when installed (and enabled): say whether it did.
+        dnnl = (f"oneDNN {ember._C._onednn_version().split()[0]}" if ember._C._onednn_available()
+                else "no oneDNN")
+        parts.append(dnnl if ember._C._onednn_enabled() else f"{dnnl} (disabled)")
     if torch is not None:
         parts.append(f"torch {torch.__version__}")
     if np is not None:

@@ -227,6 +227,24 @@ def _locate_openblas() -> str:
 _C._set_blas_library(_locate_openblas())  # loaded lazily, on the first matrix product
 
 
+def _locate_onednn() -> str:
+    """Where oneDNN may be, tried in order (colon-separated): $EMBER_ONEDNN_LIBRARY, then the
+    lib/ folder of this environment and of the user's base, where the onednn-cpu-gomp wheel puts
+    libdnnl.so.3, then the system's search. Nothing is opened here."""
+    import sys
+
+    candidates = [os.environ.get("EMBER_ONEDNN_LIBRARY", "")]
+    user_base = getattr(sys.modules.get("site"), "USER_BASE", None)
+    for prefix in (sys.prefix, user_base):
+        if prefix:
+            candidates.append(os.path.join(prefix, "lib", "libdnnl.so.3"))
+    candidates.append("libdnnl.so.3")
+    return ":".join(c for c in candidates if c and ":" not in c)
+
+
+_C._set_onednn_library(_locate_onednn())  # loaded lazily, on the first float32 convolution
+
+
 def _locate_cuda_libraries() -> dict[str, list[str]]:
     """CUDA libraries to try before the system's, per library: $EMBER_CUDA_RUNTIME /
     $EMBER_NVRTC, then those of the nvidia-* wheels (nvidia/<name>/lib/libcudart.so.N and

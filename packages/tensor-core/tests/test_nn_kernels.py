@@ -576,6 +576,135 @@ def test_conv_errors():
 
 
 # ------------------------------------------------------------------------------------------------
+# oneDNN: float32 convolutions go to the optional library where it is installed and faster
+# (csrc/ops/conv.cpp, on_onednn); each pass is checked against the NumPy references and against
+# ember's own kernels (the switch off), whichever kernel the shape selects.
+
+needs_onednn = pytest.mark.skipif(not ember._C._onednn_available(),
+                                  reason="oneDNN (onednn-cpu-gomp) is not installed")
+
+ONEDNN_CASES = [
+    ("3x3 padded", (3, 16, 9, 9), (32, 16, 3, 3), dict(stride=1, padding=1, dilation=1, groups=1)),
+    ("strided, input rows past the last window", (2, 16, 12, 11), (8, 16, 3, 3),
+     dict(stride=2, padding=0, dilation=1, groups=1)),
+    ("image channels, 11x11/4", (2, 3, 40, 37), (16, 3, 11, 11),
+     dict(stride=4, padding=2, dilation=1, groups=1)),
+    ("grouped, dilated, asymmetric", (2, 32, 11, 9), (16, 8, 3, 2),
+     dict(stride=(1, 2), padding=(2, 1), dilation=(2, 1), groups=4)),
+    ("1-d", (3, 20, 30), (24, 20, 5), dict(stride=2, padding=2, dilation=1, groups=1)),
+    ("3-d", (2, 16, 5, 6, 7), (16, 16, 3, 3, 3), dict(stride=1, padding=1, dilation=1, groups=1)),
+    ("1x1 folded", (4, 64, 2, 2), (32, 64, 1, 1), dict(stride=1, padding=0, dilation=1, groups=1)),
+    ("1x1 strided", (2, 32, 8, 8), (16, 32, 1, 1), dict(stride=2, padding=0, dilation=1, groups=1)),
+    ("batch of one", (1, 16, 7, 7), (16, 16, 3, 3), dict(stride=1, padding=1, dilation=1, groups=1)),
+]
+
+
+@needs_onednn
+@pytest.mark.parametrize("name,xs,ws,kw", ONEDNN_CASES, ids=[c[0] for c in ONEDNN_CASES])
+def test_onednn_convolution_matches_references(name, xs, ws, kw):
+    x, w, b = randn(*xs), randn(*ws), randn(ws[0])
+    k = len(ws) - 2
+    full = lambda v: list(tup(kw[v], k))  # noqa: E731
+    args = (full("stride"), full("padding"), full("dilation"), False, [0] * k, kw["groups"])
+    ref = conv_ref(x, w, b, kw["stride"], kw["padding"], kw["dilation"], kw["groups"])
+    go = randn(*ref.shape)
+    gi_ref, gw_ref = conv_backward_ref(x, w, go, kw["stride"], kw["padding"], kw["dilation"],
+                                       kw["groups"])
+    f32 = lambda a: T(a.astype(np.float32))  # noqa: E731
+    results = {}
+    for on in (True, False):
+        with ember.backends.mkldnn.flags(enabled=on):
+            y = ember.convolution(f32(x), f32(w), f32(b), *args).numpy()
+            grads = ember.convolution_backward(f32(go), f32(x), f32(w), [ws[0]], *args,
+                                               [True, True, True])
+        results[on] = (y, *(g.numpy() for g in grads))
+        scale = lambda r: 1e-4 * max(1.0, np.abs(r).max())  # noqa: E731
+        for got, want in zip(results[on], (ref, gi_ref, gw_ref, go.sum(axis=(0, *range(2, go.ndim))))):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=scale(want))
+    for a, b_ in zip(results[True], results[False]):
+        np.testing.assert_allclose(a, b_, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(b_).max()))
+
+
+@needs_onednn
+def test_onednn_transposed_and_same_padding():
+    x, w = randn(2, 16, 6, 5), randn(16, 8, 3, 3)
+    for on in (True, False):
+        with ember.backends.mkldnn.flags(enabled=on):
+            y = ember.conv_transpose2d(T(x.astype(np.float32)), T(w.astype(np.float32)), stride=2,
+                                       padding=1, output_padding=1).numpy()
+            z = ember.conv2d(T(x.astype(np.float32)), T(randn(4, 16, 4, 4).astype(np.float32)),
+                             padding="same")
+        if on:
+            first = (y, z.numpy())
+    np.testing.assert_allclose(first[0], y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(first[1].shape, z.shape)
+    ref = conv_transpose_ref(x, w, None, 2, 1, 1)
+    np.testing.assert_allclose(first[0], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_onednn_switch_and_reason():
+    m = ember.backends.mkldnn
+    assert m.enabled is True
+    with m.flags(enabled=False):
+        assert m.enabled is False and ember._C._onednn_enabled() is False
+    assert m.enabled is True
+    if m.is_available():
+        assert m._unavailable_reason() == "" and m.version().startswith("3.")
+    else:
+        assert "oneDNN is not used" in m._unavailable_reason() and m.version() is None
+
+
+def _run(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+
+
+def test_onednn_missing_library_falls_back_with_a_reason():
+    code = """if True:
+        import numpy as np, ember
+        ember._C._set_onednn_library("/nonexistent/libdnnl.so.3")
+        x = ember.tensor(np.ones((1, 16, 5, 5), np.float32))
+        w = ember.tensor(np.ones((4, 16, 3, 3), np.float32))
+        y = ember.conv2d(x, w, padding=1)
+        assert float(y[0, 0, 2, 2]) == 144.0 and float(y[0, 0, 0, 0]) == 64.0
+        assert not ember.backends.mkldnn.is_available()
+        print(ember.backends.mkldnn._unavailable_reason())
+    """
+    r = _run(code)
+    assert r.returncode == 0, r.stderr
+    assert "/nonexistent/libdnnl.so.3" in r.stdout and "own kernels" in r.stdout
+
+
+def test_onednn_environment_switch():
+    r = _run("import ember; print(ember.backends.mkldnn.enabled)", EMBER_ONEDNN="0")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
+@needs_onednn
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_onednn_child_after_threaded_parent_does_not_hang():
+    """GNU OpenMP's workers do not survive fork(): a child of a parent that ran a convolution on
+    two threads uses ember's own kernels (and finishes) rather than hanging in oneDNN."""
+    code = """if True:
+        import os, numpy as np, ember
+        ember.set_num_threads(2)
+        x = ember.tensor(np.random.default_rng(0).standard_normal((4, 16, 12, 12)).astype(np.float32))
+        w = ember.tensor(np.random.default_rng(1).standard_normal((16, 16, 3, 3)).astype(np.float32))
+        y = ember.conv2d(x, w, padding=1)
+        pid = os.fork()
+        if pid == 0:
+            z = ember.conv2d(x, w, padding=1)
+            os._exit(0 if np.allclose(z.numpy(), y.numpy(), rtol=1e-4, atol=1e-4) else 3)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """
+    r = _run(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "0"
+
+
+# ------------------------------------------------------------------------------------------------
 # pooling
 
 MAXPOOL_CASES = [

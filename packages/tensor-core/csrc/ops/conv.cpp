@@ -14,6 +14,7 @@
 #include "ops/elementwise.h"
 #include "runtime/blas.h"
 #include "runtime/gil.h"
+#include "runtime/onednn.h"
 #include "runtime/parallel.h"
 
 namespace ember {
@@ -307,8 +308,33 @@ void folded_weight(const T* small, const T* big, T* gW, const Dims& m, const Geo
   });
 }
 
+// float32 passes go to oneDNN when it is installed (runtime/onednn.h), except where the kernels
+// here were measured to be as fast or faster (benchmarks/bench_nn_kernels.py's convolution rows,
+// one thread, batch 16; own / oneDNN ms):
+// - depthwise: the direct kernels above (equal);
+// - 1x1 stride-1 unpadded convolutions that do not fold: one GEMM over the input in place, no
+//   copy (64->256 at 16x16 0.60 / 0.65, 16->96 at 32x32 0.36 / 0.61);
+// - input gradients into a few channels (an image's 3, which oneDNN's blocked layouts pad to 16:
+//   11x11/4 3->64 at 128x128 6.1 / 19.3) or through a strided 1x1 kernel (1.6 / 2.0);
+// - weight gradients of wide layers at <= 4 output positions (1x1 2048->512 at 2x2 1.1 / 2.9,
+//   3x3 512->512 2.6 / 3.5).
+// float64 (gradcheck) and every shape oneDNN declines run the kernels below as well.
+template <typename T>
+bool on_onednn(onednn::Pass pass, const Dims& m, const Geo& g, const T* a, const T* b, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (is_depthwise(m)) return false;
+    if (g.direct() && !folds(m, g)) return false;
+    if (pass == onednn::Pass::Adjoint && (m.B < 16 || (g.kvol() == 1 && !g.direct()))) return false;
+    if (pass == onednn::Pass::Weight && g.ovol() <= 4 && m.S >= 256) return false;
+    return onednn::convolution(pass, g, m.N, m.S, m.B, m.G, a, b, out);
+  } else {
+    return false;
+  }
+}
+
 // small (N, S, ovol) = W_g @ col(big (N, B, ivol)) per sample and group.
 template <typename T> void forward_core(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
+  if (on_onednn(onednn::Pass::Forward, m, g, big, W, small)) return;
   if (is_depthwise(m)) return depthwise_forward(big, W, small, m, g);
   if (folds(m, g)) return folded_forward(big, W, small, m, g);
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
@@ -336,6 +362,7 @@ template <typename T> void forward_core(const T* big, const T* W, T* small, cons
 
 // big (N, B, ivol) = col2im(W_g^T @ small (N, S, ovol)).
 template <typename T> void adjoint_core(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
+  if (on_onednn(onednn::Pass::Adjoint, m, g, small, W, big)) return;
   if (is_depthwise(m)) return depthwise_adjoint(small, W, big, m, g);
   if (folds(m, g)) return folded_adjoint(small, W, big, m, g);
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
@@ -355,6 +382,7 @@ template <typename T> void adjoint_core(const T* small, const T* W, T* big, cons
 
 // gW (S, Bg*kvol) = sum_n small[n, g] @ col(big[n, g])^T; one accumulator per chunk, summed after.
 template <typename T> void weight_core(const T* small, const T* big, T* gW, const Dims& m, const Geo& g) {
+  if (on_onednn(onednn::Pass::Weight, m, g, small, big, gW)) return;
   if (is_depthwise(m)) return depthwise_weight(small, big, gW, m, g);
   if (folds(m, g)) return folded_weight(small, big, gW, m, g);
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();

@@ -10,6 +10,7 @@
 #include "core/allocator.h"
 #include "python/pyutils.h"
 #include "runtime/blas.h"
+#include "runtime/onednn.h"
 #include "runtime/cpu_capability.h"
 #include "runtime/gil.h"
 #include "runtime/parallel.h"
@@ -81,6 +82,13 @@ void register_runtime(py::module_& m) {
   m.def("set_flush_denormal", &set_flush_denormal, py::arg("mode"));
   m.def("_set_blas_library", &blas::set_library_path);
   m.def("_blas_available", &blas::available);
+  // oneDNN, the optional convolution library (runtime/onednn.h): paths set at import, loaded lazily.
+  m.def("_set_onednn_library", &onednn::set_library_paths, py::arg("paths"));
+  m.def("_onednn_available", &onednn::available);
+  m.def("_onednn_load_error", &onednn::load_error);
+  m.def("_onednn_version", &onednn::version);
+  m.def("_set_onednn_enabled", &onednn::set_enabled, py::arg("enabled"));
+  m.def("_onednn_enabled", &onednn::enabled);
   m.def("_blas_load_error", &blas::load_error);
   // The kernel set OpenBLAS runs ("Haswell", "SkylakeX", ...): benchmarks print it, and the tests
   // check the AVX-512 choice on AMD CPUs (runtime/blas.cpp).
