@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/iterator.h"
@@ -310,19 +311,28 @@ void folded_weight(const T* small, const T* big, T* gW, const Dims& m, const Geo
 
 // float32 passes go to oneDNN when it is installed (runtime/onednn.h), except where the kernels
 // here were measured to be as fast or faster (benchmarks/bench_nn_kernels.py's convolution rows,
-// one thread, batch 16; own / oneDNN ms):
-// - depthwise: the direct kernels above (equal);
+// one thread, batch 16; own / oneDNN ms; depthwise passes are 3-10x faster in oneDNN, 3x3 144
+// channels at 16x16: forward 0.67 / 0.19, input gradient 2.0 / 0.22, weight gradient 1.8 / 0.16):
 // - 1x1 stride-1 unpadded convolutions that do not fold: one GEMM over the input in place, no
 //   copy (64->256 at 16x16 0.60 / 0.65, 16->96 at 32x32 0.36 / 0.61);
 // - input gradients into a few channels (an image's 3, which oneDNN's blocked layouts pad to 16:
 //   11x11/4 3->64 at 128x128 6.1 / 19.3) or through a strided 1x1 kernel (1.6 / 2.0);
 // - weight gradients of wide layers at <= 4 output positions (1x1 2048->512 at 2x2 1.1 / 2.9,
-//   3x3 512->512 2.6 / 3.5).
+//   3x3 512->512 2.6 / 3.5, depthwise 960 channels 0.19 / 2.4).
 // float64 (gradcheck) and every shape oneDNN declines run the kernels below as well.
+// EMBER_ONEDNN=all sends every float32 pass to oneDNN, for measuring these choices.
+bool onednn_everywhere() {
+  static const bool all = [] {
+    const char* e = std::getenv("EMBER_ONEDNN");
+    return e && std::string(e) == "all";
+  }();
+  return all;
+}
+
 template <typename T>
 bool on_onednn(onednn::Pass pass, const Dims& m, const Geo& g, const T* a, const T* b, T* out) {
   if constexpr (std::is_same_v<T, float>) {
-    if (is_depthwise(m)) return false;
+    if (onednn_everywhere()) return onednn::convolution(pass, g, m.N, m.S, m.B, m.G, a, b, out);
     if (g.direct() && !folds(m, g)) return false;
     if (pass == onednn::Pass::Adjoint && (m.B < 16 || (g.kvol() == 1 && !g.direct()))) return false;
     if (pass == onednn::Pass::Weight && g.ovol() <= 4 && m.S >= 256) return false;
