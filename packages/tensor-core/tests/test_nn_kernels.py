@@ -745,6 +745,34 @@ def test_max_pool(xs, ks, kw):
     np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-6)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    hw=st.tuples(st.integers(1, 11), st.integers(1, 11)),
+    k=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    pad=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    ceil_mode=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**16),
+)
+def test_max_pool2d_vectorised_kernel_ties_nan_inf(hw, k, stride, pad, ceil_mode, dtype, seed):
+    """The float32/float64 2-d kernel (ops/cpu/max_pool.cpp) on small integers (many ties), NaNs
+    and -infs: the first maximum in scan order, the last NaN, torch's index for an all -inf
+    window, with and without indices, padded, strided and ceil-mode windows."""
+    pad = (min(pad[0], k[0] // 2), min(pad[1], k[1] // 2))
+    if any(hw[i] + 2 * pad[i] < k[i] for i in range(2)):
+        return
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 3, (2, 3, *hw)).astype(dtype)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    x[rng.random(x.shape) < 0.1] = -np.inf
+    ref, ridx = max_pool_ref(x, k, stride, pad, 1, ceil_mode)
+    v, i = ember.max_pool2d_with_indices(T(x), k, stride, pad, 1, ceil_mode)
+    np.testing.assert_array_equal(v.numpy(), ref)
+    np.testing.assert_array_equal(i.numpy(), ridx)
+    np.testing.assert_array_equal(ember.max_pool2d(T(x), k, stride, pad, 1, ceil_mode).numpy(), ref)
+
+
 def test_max_pool_nan_int_and_float32():
     x = randn(1, 1, 4, 4)
     x[0, 0, 1, 1] = np.nan

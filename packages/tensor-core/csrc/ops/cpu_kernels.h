@@ -58,6 +58,10 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
     const void* small, const void* weight, void* big)                                             \
   X(depthwise_weight, void, const ConvGeometry& g, int64_t N, int64_t C, ScalarType dtype,        \
     const void* small, const void* big, void* grad_weight)                                        \
+  /* ops/cpu/max_pool.cpp: float32/float64 planes, dilation 1; geometry = IH, IW, OH, OW, KH, KW, \
+     SH, SW, PH, PW; indices may be null (not written) */                                         \
+  X(max_pool2d, void, ScalarType dtype, const void* input, void* output, int64_t* indices,        \
+    int64_t planes, const int64_t* geometry)                                                      \
   /* ops/cpu/batch_norm.cpp: per-channel passes over a contiguous (N, C, inner) tensor */          \
   X(batch_norm_stats, void, ScalarType dtype, const void* input, int64_t N, int64_t C,             \
     int64_t inner, double* mean, double* m2)                                                      \

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/iterator.h"
+#include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
 #include "kernels/vexp.h"
 #include "runtime/gil.h"
@@ -209,6 +210,15 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape
     int64_t* ip = ind ? ind->data_as<int64_t>() : nullptr;
     const int64_t ivol = g.ivol(), ovol = g.ovol();
     const int64_t kvol = g.K[0] * g.K[1] * g.K[2];
+    // float32/float64 1-d/2-d windows without dilation: the vectorised kernel (ops/cpu/max_pool.cpp)
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (g.k <= 2 && g.d[1] == 1 && g.d[2] == 1) {
+        const int64_t geometry[10] = {g.I[1], g.I[2], g.O[1], g.O[2], g.K[1],
+                                      g.K[2], g.s[1], g.s[2], g.p[1], g.p[2]};
+        cpu_kernels().max_pool2d(x->dtype, xp, op, ip, g.planes(), geometry);
+        return;
+      }
+    }
     // 1-d/2-d windows that never leave the input (no padding or dilation): the common
     // nn.MaxPool2d case, without bounds checks, and branch-free (a select, not a jump, keeps the
     // running max: on random data the jump mispredicted every other tap).
