@@ -90,6 +90,15 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
   X(layer_norm_backward_rows, void, const Tensor& grad_out, const Tensor& in, const Tensor& mean, \
     const Tensor& rstd, const Tensor& weight, const Tensor& grad_in, const Tensor& grad_weight,   \
     const Tensor& grad_bias, int64_t M, int64_t D)                                               \
+  /* ops/cpu/packed_gemm.cpp: C (M x N) = A (M x K) @ B with B packed once into panels of      \
+     packed_panel_width(dtype) columns (0: this copy has no such kernel; use a GEMM); the       \
+     panels hold K x width floats each, ceil(N / width) of them; B[k][n] at                     \
+     B + k * row_stride + n * col_stride */                                                      \
+  X(packed_panel_width, int64_t, ScalarType dtype)                                                \
+  X(pack_panels, void, const float* B, int64_t row_stride, int64_t col_stride, int64_t K,         \
+    int64_t N, float* panels)                                                                     \
+  X(packed_gemm, void, const float* A, int64_t lda, const float* panels, int64_t M, int64_t N,    \
+    int64_t K, float* C, int64_t ldc)                                                             \
   /* ops/cpu/rnn_rows.cpp: one step of ops/rnn_layer.cpp's LSTM/GRU, (N, *) row views */         \
   X(rnn_step_forward, void, bool lstm, const Tensor& xg, const Tensor& hg, const Tensor& b_ih,    \
     const Tensor& b_hh, const Tensor& h_prev, const Tensor& c_prev, const Tensor& ws,            \

@@ -1,5 +1,6 @@
 // rnn_layer.cpp: the whole-layer LSTM/GRU kernels (see rnn_layer.h). The products go through
-// ops/linalg.h (OpenBLAS, parallel over panels); each step's gate pass is a kernel of
+// ops/linalg.h (OpenBLAS, parallel over panels), the recurrent one through a packed kernel where
+// the CPU has it (RecurrentProduct); each step's gate pass is a kernel of
 // ops/cpu/rnn_rows.cpp (compiled per CPU capability, parallel over the batch). Time step t of the workspace, the output and the gate buffers is always the
 // sequence's position t, whichever way the layer runs.
 #include "ops/rnn_layer.h"
@@ -68,6 +69,38 @@ Tensor zeros(const Shape& sizes, ScalarType dt) {
   return t;
 }
 
+// a (rows x K) @ b (K x N) for every time step of one layer call, b the same each time: packed
+// once into panels where this CPU's kernels have the packed product (ops/cpu/packed_gemm.cpp:
+// about 2.5x OpenBLAS's speed on these few-row products, which repack b on every call), else
+// one OpenBLAS product per step.
+class RecurrentProduct {
+ public:
+  RecurrentProduct(const Tensor& b, int64_t rows) : b_(b) {
+    const int64_t width =
+        rows <= kMaxRows ? cpu_kernels().packed_panel_width(b->dtype) : int64_t{0};
+    if (width == 0) return;
+    K_ = b->sizes[0];
+    N_ = b->sizes[1];
+    panels_ = empty({(N_ + width - 1) / width * K_ * width}, ScalarType::Float32);
+    cpu_kernels().pack_panels(b->data_as<float>(), b->strides[0], b->strides[1], K_, N_,
+                              panels_->data_as<float>());
+  }
+  // c (rows x N, rows contiguous) = a (rows x K, rows contiguous)
+  void run(const Tensor& a, const Tensor& c) const {
+    if (!panels_ || a->strides[1] != 1 || c->strides[1] != 1) {
+      mm(a, b_, c);
+      return;
+    }
+    cpu_kernels().packed_gemm(a->data_as<float>(), a->strides[0], panels_->data_as<float>(),
+                              a->sizes[0], N_, K_, c->data_as<float>(), c->strides[0]);
+  }
+
+ private:
+  static constexpr int64_t kMaxRows = 128;  // the batch: larger ones are OpenBLAS's ground
+  Tensor b_, panels_;
+  int64_t K_ = 0, N_ = 0;
+};
+
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer(const std::string& mode, const Tensor& input,
@@ -85,11 +118,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer(const std::string& mode, co
   // no bias: zeros, so that the gate loops have no branch
   Tensor b_ih = bias_ih ? contiguous(bias_ih) : zeros({GH}, dt);
   Tensor b_hh = bias_hh ? contiguous(bias_hh) : zeros({GH}, dt);
-  Tensor w_hh_t = transpose(weight_hh, 0, 1);
+  const RecurrentProduct hidden_gates(transpose(weight_hh, 0, 1), N);  // h @ W_hh^T
   Tensor h_prev = h0, c_prev = c0;
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = reverse ? T - 1 - s : s;
-    mm(h_prev, w_hh_t, hg);
+    hidden_gates.run(h_prev, hg);
     Tensor ws_t = select(ws, 0, t), out_t = select(out, 0, t);
     cpu_kernels().rnn_step_forward(g.lstm, narrow(xg, 0, t * N, N), hg, b_ih, b_hh, h_prev, c_prev,
                                    ws_t, out_t);
@@ -130,6 +163,7 @@ RnnLayerGrads rnn_layer_backward(const std::string& mode, const Tensor& grad_out
   Tensor carry = grad_hy ? contiguous(clone(to_dtype(grad_hy, dt))) : zeros({N, H}, dt);
   Tensor direct = zeros({N, H}, dt);
   Tensor dc = g.lstm ? (grad_cy ? contiguous(clone(to_dtype(grad_cy, dt))) : zeros({N, H}, dt)) : Tensor();
+  const RecurrentProduct through_hidden(weight_hh, N);  // d(hidden gates) @ W_hh
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = reverse ? s : T - 1 - s;  // the forward's order, backwards
     const bool first = reverse ? t == T - 1 : t == 0;  // the step that read hx / cx
@@ -140,7 +174,7 @@ RnnLayerGrads rnn_layer_backward(const std::string& mode, const Tensor& grad_out
     cpu_kernels().rnn_step_backward(g.lstm, go ? select(go, 0, t) : Tensor(), select(ws, 0, t), h_prev,
                                     c_prev, carry, direct, dc, narrow(d_in, 0, t * N, N), d_hid_t);
     // dh_prev through the recurrent product: d(hidden gates) @ W_hh
-    mm(d_hid_t, weight_hh, carry);
+    through_hidden.run(d_hid_t, carry);
   }
   RnnLayerGrads r;
   if (!g.lstm)
