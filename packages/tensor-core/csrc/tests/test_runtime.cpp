@@ -23,6 +23,7 @@
 #include "core/half.h"
 #include "runtime/blas.h"
 #include "runtime/gil.h"
+#include "runtime/onednn.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 
@@ -826,6 +827,27 @@ static void test_blas(const char* path) {
   CHECK(ok.load() == 4);
 }
 
+// oneDNN's loader without the library: every pass declines (the caller runs its own kernels)
+// and the reason names the paths tried; a disabled switch declines before loading anything.
+static void test_onednn_missing() {
+  using namespace ember;
+  onednn::set_library_paths("/nonexistent/libdnnl.so.3:/also/missing/libdnnl.so.3");
+  ConvGeometry g{};
+  for (int i = 0; i < 3; ++i) g.I[i] = g.O[i] = g.K[i] = g.s[i] = g.d[i] = 1, g.p[i] = 0;
+  float a = 1, b = 2, c = 0;
+  CHECK(!onednn::convolution(onednn::Pass::Forward, g, 1, 1, 1, 1, &a, &b, &c));
+  CHECK(c == 0);
+  CHECK(!onednn::available());
+  const std::string err = onednn::load_error();
+  CHECK(err.find("/nonexistent/libdnnl.so.3") != std::string::npos);
+  CHECK(err.find("/also/missing/libdnnl.so.3") != std::string::npos);
+  CHECK(onednn::version().empty());
+  onednn::set_enabled(false);
+  CHECK(!onednn::enabled());
+  CHECK(!onednn::convolution(onednn::Pass::Weight, g, 1, 1, 1, 1, &a, &b, &c));
+  onednn::set_enabled(true);
+}
+
 int main(int argc, char** argv) {
   std::printf("parallel\n");
   test_parallel_basic();
@@ -844,6 +866,8 @@ int main(int argc, char** argv) {
   test_bfloat16();
   std::printf("generator\n");
   test_generator();
+  std::printf("onednn (missing)\n");
+  test_onednn_missing();
   std::printf("blas\n");
   test_blas(argc > 1 ? argv[1] : nullptr);
   std::printf("all runtime tests passed\n");
