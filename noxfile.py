@@ -36,9 +36,9 @@ PACKAGES: dict[str, list[str]] = {
 # (ember/testing/opdb.py)
 TEST_DEPS = ["pytest", "hypothesis", "numpy", "mpmath"]
 # Optional extras installed with a package wherever it is installed, so that their tests run:
-# oneDNN's convolutions (onednn-cpu-gomp), ember.distributed's mpi backend (mpi4py and the MPICH
-# wheel).
-EXTRAS = {"tensor-core": "[onednn]", "mp": "[mpi]"}
+# oneDNN's convolutions (onednn-cpu-gomp), SciPy's FFT, ember.distributed's mpi backend (mpi4py
+# and the MPICH wheel).
+EXTRAS = {"tensor-core": "[onednn,fft]", "mp": "[mpi]"}
 # What the examples need (the README's main job): installed with ember-nn and ember-data so
 # that the tests that run the examples on a few steps run rather than skip.
 EXAMPLE_DEPS = ["scikit-learn", "matplotlib", "tqdm"]

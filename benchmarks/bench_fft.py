@@ -2,9 +2,10 @@
 Ratios are peer_time / ember_time (> 1: ember is faster); the rows with a target are the
 figures ember commits to.
 
-ember computes on the CPU with NumPy's pocketfft gufuncs (single precision for complex64 / float32,
-on zero-copy views), so the rows measure its per-call overhead at small sizes and pocketfft
-against torch's FFT library (MKL in the x86 wheels, else pocketfft) at large ones. numpy.fft.fft
+ember computes on the CPU with pocketfft (single precision for complex64 / float32, on zero-copy
+views): SciPy's C++ pocketfft when SciPy is installed (the header says which), else NumPy's
+gufuncs, so the rows measure its per-call overhead at small sizes and pocketfft against torch's
+FFT library (MKL in the x86 wheels, else pocketfft) at large ones. numpy.fft.fft
 and fft2, with the default norm, compute complex64 in double precision (its factor is the int 1):
 its rows are shown for context only.
 
@@ -117,6 +118,8 @@ def bench_fft_2d(sz: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     H.setup("bench_fft: ember.fft vs torch.fft (CPU) and numpy.fft", argv)
+    engine = "SciPy's pocketfft" if ember.fft._pocketfft() is not None else "NumPy's pocketfft"
+    print(f"ember's FFT engine: {engine}")
     sz = sizes()
     bench_fft_1d(sz)
     bench_fft_2d(sz)

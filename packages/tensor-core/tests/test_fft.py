@@ -37,6 +37,23 @@ REAL_INPUT = {"rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn"}  # complex 
 REAL_OUTPUT = {"irfft", "hfft", "irfft2", "hfft2", "irfftn", "hfftn"}
 
 
+# ---- the engines ----
+# SciPy's pocketfft where SciPy is installed, NumPy's otherwise (ember/fft.py): every test runs
+# on each engine present.
+
+ENGINES = ["numpy"] + (["scipy"] if F._pocketfft() is not None else [])
+
+
+@pytest.fixture(autouse=True, params=ENGINES)
+def engine(request):
+    saved = list(F._POCKETFFT)
+    F._POCKETFFT[:] = [None] if request.param == "numpy" else saved
+    try:
+        yield request.param
+    finally:
+        F._POCKETFFT[:] = saved
+
+
 # ---- the oracle ----
 
 def oracle(name, a, n_or_s, dim, norm):
