@@ -642,6 +642,38 @@ def test_onednn_transposed_and_same_padding():
     np.testing.assert_allclose(first[0], ref, rtol=1e-4, atol=1e-4)
 
 
+@needs_onednn
+def test_onednn_takes_the_passes_chosen_for_it():
+    """The kernel choice (csrc/ops/conv.cpp, on_onednn): which passes oneDNN runs, counted."""
+    calls = ember._C._onednn_calls
+
+    def passes(xs, ws, dtype=np.float32, **kw):
+        x, w = T(randn(*xs).astype(dtype)), T(randn(*ws).astype(dtype))
+        k = len(ws) - 2
+        args = ([kw.get("stride", 1)] * k, [kw.get("padding", 0)] * k, [1] * k, False, [0] * k,
+                kw.get("groups", 1))
+        y = ember.convolution(x, w, None, *args)
+        before = calls()
+        ember.convolution(x, w, None, *args)
+        fwd = calls() - before
+        before = calls()
+        ember.convolution_backward(ember.ones_like(y), x, w, None, *args, [True, False, False])
+        adj = calls() - before
+        before = calls()
+        ember.convolution_backward(ember.ones_like(y), x, w, None, *args, [False, True, False])
+        return fwd, adj, calls() - before
+
+    assert passes((2, 16, 8, 8), (16, 16, 3, 3), padding=1) == (1, 1, 1)
+    assert passes((2, 16, 8, 8), (16, 1, 3, 3), padding=1, groups=16) == (1, 1, 1)  # depthwise
+    assert passes((2, 16, 8, 8), (16, 16, 3, 3), np.float64, padding=1) == (0, 0, 0)
+    assert passes((2, 16, 12, 12), (32, 16, 1, 1)) == (0, 0, 0)  # 1x1 over 144 positions
+    assert passes((2, 3, 16, 16), (16, 3, 3, 3), padding=1) == (1, 0, 1)  # into 3 channels
+    assert passes((2, 32, 8, 8), (16, 32, 1, 1), stride=2) == (1, 0, 1)  # strided 1x1
+    assert passes((4, 512, 2, 2), (256, 512, 1, 1)) == (1, 1, 0)  # wide, 4 positions
+    with ember.backends.mkldnn.flags(enabled=False):
+        assert passes((2, 16, 8, 8), (16, 16, 3, 3), padding=1) == (0, 0, 0)
+
+
 def test_onednn_switch_and_reason():
     m = ember.backends.mkldnn
     assert m.enabled is True

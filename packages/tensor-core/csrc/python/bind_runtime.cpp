@@ -89,6 +89,7 @@ void register_runtime(py::module_& m) {
   m.def("_onednn_version", &onednn::version);
   m.def("_set_onednn_enabled", &onednn::set_enabled, py::arg("enabled"));
   m.def("_onednn_enabled", &onednn::enabled);
+  m.def("_onednn_calls", &onednn::calls);
   m.def("_blas_load_error", &blas::load_error);
   // The kernel set OpenBLAS runs ("Haswell", "SkylakeX", ...): benchmarks print it, and the tests
   // check the AVX-512 choice on AMD CPUs (runtime/blas.cpp).

@@ -45,10 +45,8 @@ enum class Pass { Forward, Adjoint, Weight };
 bool convolution(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, int64_t G,
                  const float* a, const float* b, float* out);
 
-// The implementation oneDNN chose for the last plan built for this pass and geometry ("" if none):
-// for tests and benchmarks ("jit:avx512_core", "gemm:jit", ...).
-std::string implementation(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B,
-                           int64_t G);
+// Passes oneDNN has run in this process: tests check which kernels a shape took.
+int64_t calls();
 
 }  // namespace onednn
 }  // namespace ember

@@ -38,7 +38,6 @@ constexpr int kForwardTraining = 64;
 constexpr int kConvolutionDirect = 1;
 
 // queries
-constexpr int kQueryImplInfoStr = 8;
 constexpr int kQuerySrcMd = 129, kQueryDiffSrcMd = 130, kQueryWeightsMd = 131,
               kQueryDiffWeightsMd = 132, kQueryDstMd = 133, kQueryDiffDstMd = 134;
 
@@ -96,7 +95,6 @@ using conv_backward_weights_pd_create_fn = status_t (*)(PrimitiveDesc**, Engine*
 using reorder_pd_create_fn = status_t (*)(PrimitiveDesc**, const MemoryDesc* src, Engine*,
                                           const MemoryDesc* dst, Engine*, const PrimitiveAttr*);
 using primitive_desc_query_md_fn = const MemoryDesc* (*)(const PrimitiveDesc*, int what, int index);
-using primitive_desc_query_fn = status_t (*)(const PrimitiveDesc*, int what, int index, void* result);
 using primitive_desc_destroy_fn = status_t (*)(PrimitiveDesc*);
 using primitive_create_fn = status_t (*)(Primitive**, const PrimitiveDesc*);
 using primitive_execute_fn = status_t (*)(const Primitive*, Stream*, int nargs, const ExecArg* args);
