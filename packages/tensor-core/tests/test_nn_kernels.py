@@ -674,6 +674,49 @@ def test_onednn_takes_the_passes_chosen_for_it():
         assert passes((2, 16, 8, 8), (16, 16, 3, 3), padding=1) == (0, 0, 0)
 
 
+@needs_onednn
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_onednn_random_geometries_match_own_kernels(data):
+    """Random 1-d/2-d/3-d float32 convolutions (strides, padding, dilation, groups, batch, odd
+    sizes, input rows past the last window): every pass with oneDNN on equals ember's own."""
+    k = data.draw(st.integers(1, 3))
+    groups = data.draw(st.sampled_from([1, 1, 2, 4]))
+    cin = groups * data.draw(st.integers(1, 8))
+    cout = groups * data.draw(st.integers(1, 8))
+    n = data.draw(st.integers(1, 3))
+    ks = [data.draw(st.integers(1, 3)) for _ in range(k)]
+    st_ = [data.draw(st.integers(1, 3)) for _ in range(k)]
+    d = [data.draw(st.integers(1, 2)) for _ in range(k)]
+    p = [data.draw(st.integers(0, 2)) for _ in range(k)]
+    size = [data.draw(st.integers(max(1, d[i] * (ks[i] - 1) + 1 - 2 * p[i]), 7 if k == 3 else 12))
+            for i in range(k)]
+    x = T(randn(n, cin, *size).astype(np.float32))
+    w = T(randn(cout, cin // groups, *ks).astype(np.float32))
+    args = (st_, p, d, False, [0] * k, groups)
+    got = {}
+    for on in (True, False):
+        with ember.backends.mkldnn.flags(enabled=on):
+            y = ember.convolution(x, w, None, *args)
+            g = T(randn(*y.shape).astype(np.float32))
+            gi, gw, _ = ember.convolution_backward(g if on else got[True][3], x, w, None, *args,
+                                                   [True, True, False])
+            got[on] = (y.numpy(), gi.numpy(), gw.numpy(), g)
+    for a, b in zip(got[True][:3], got[False][:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(b).max())))
+
+
+@needs_onednn
+def test_onednn_everywhere_passes_the_convolution_tests():
+    """EMBER_ONEDNN=all sends every float32 pass to oneDNN (the shapes the choice keeps for
+    ember's kernels included): the reference and random-geometry tests pass that way too."""
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+         "onednn_random or onednn_convolution_matches or onednn_transposed or conv_paths"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "EMBER_ONEDNN": "all"})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
 def test_onednn_switch_and_reason():
     m = ember.backends.mkldnn
     assert m.enabled is True
