@@ -172,9 +172,12 @@ def install(cls) -> None:
     cls.__module__ = "ember"
     for name in NEVER:
         setattr(cls, name, property(_never, doc=f"{name}: always False for an ember tensor"))
-    # methods: no conjugate or negative views (no complex dtypes), no legacy distributed tensors
+    # methods: no conjugate or negative views (conj writes the conjugate out), no legacy
+    # distributed tensors
     cls.is_conj = cls.is_neg = cls.is_distributed = _never
     cls.const_data_ptr = _const_data_ptr
+    # torch's read-only Tensor.name: a legacy variable name, None for every tensor a program makes
+    cls.name = property(_no_name, doc="name: None (torch's legacy variable name; read-only)")
 
 
 # Tensor.is_<device or layout> of torch for what an ember tensor never is: ember has CPU and CUDA
@@ -186,6 +189,10 @@ NEVER = ("is_xpu", "is_ipu", "is_maia", "is_mkldnn", "is_mps", "is_mtia", "is_vu
 
 def _never(self) -> bool:
     return False
+
+
+def _no_name(self) -> None:
+    return None
 
 
 def _const_data_ptr(self) -> int:

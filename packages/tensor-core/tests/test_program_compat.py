@@ -88,6 +88,13 @@ def test_conj_neg_distributed_predicates_and_const_data_ptr():
     assert t.const_data_ptr() == t.data_ptr()
 
 
+def test_name_is_a_read_only_none():
+    t = ember.ones(2)
+    assert t.name is None and t.detach().name is None
+    with pytest.raises(AttributeError):
+        t.name = "x"
+
+
 @pytest.mark.parametrize("name", NEVER_TRUE + ["is_conj", "is_neg", "is_distributed"])
 def test_predicates_match_torch_on_a_cpu_tensor(torch, name):
     ours, theirs = getattr(ember.ones(2), name), getattr(torch.ones(2), name)
