@@ -370,8 +370,11 @@ struct MemoryHandle {
 // The blocked copies of one call's operands, kept per thread from call to call: freeing them made
 // glibc give the pages back to the kernel and fault them in again on the next call, which cost
 // as much as the convolution (a 8 MiB output: 3.3 ms of page faults around a 0.5 ms kernel). A
-// slot grows to the largest operand seen and is released with its thread.
+// slot keeps the largest operand seen up to kKeepBytes (a layer's activations at training
+// sizes); a larger copy is made for its call alone (`release` after it), so that a model run
+// once at a large size does not leave gigabytes held. Released with its thread.
 struct Scratch {
+  static constexpr size_t kKeepBytes = size_t(64) << 20;
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
@@ -388,6 +391,14 @@ struct Scratch {
       capacity[i] = rounded;
     }
     return slot[i].get();
+  }
+  // Frees the slots grown past kKeepBytes (after the call that needed them).
+  void release_large() {
+    for (int i = 0; i < 3; ++i)
+      if (capacity[i] > kKeepBytes) {
+        slot[i].reset();
+        capacity[i] = 0;
+      }
   }
 };
 
@@ -406,6 +417,10 @@ void execute(const Plan& plan, const float* a, const float* b, float* out) {
   dnnl::Stream* stream = thread_stream();
   const void* data[3] = {a, b, out};
   thread_local Scratch scratch;
+  struct ReleaseLarge {  // also when a step throws
+    Scratch& s;
+    ~ReleaseLarge() { s.release_large(); }
+  } release{scratch};
   std::unique_ptr<MemoryHandle> plain[3], blocked[3];
   dnnl::ExecArg args[3];
   for (int i = 0; i < 3; ++i) {
