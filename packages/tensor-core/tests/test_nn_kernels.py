@@ -717,6 +717,71 @@ def test_onednn_everywhere_passes_the_convolution_tests():
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
+CL = ember.channels_last
+
+
+@pytest.mark.parametrize("onednn", [True, False])
+@pytest.mark.parametrize("groups,cin,cout,stride,bias", [
+    (1, 16, 32, 1, True), (1, 3, 16, 2, False), (16, 16, 16, 1, True), (4, 16, 8, 2, True),
+    (1, 32, 64, 1, False)])
+def test_conv_channels_last_matches_contiguous(onednn, groups, cin, cout, stride, bias):
+    """A channels_last input (torch's memory format) gives a channels_last result and gradient,
+    the same values as the contiguous layout; through oneDNN in place where it is installed,
+    else by ember's kernels on a copy."""
+    x = randn(3, cin, 9, 7).astype(np.float32)
+    w = randn(cout, cin // groups, 3, 3).astype(np.float32)
+    b = randn(cout).astype(np.float32) if bias else None
+    g = randn(3, cout, (9 + 2 - 3) // stride + 1, (7 + 2 - 3) // stride + 1).astype(np.float32)
+    args = ([stride] * 2, [1, 1], [1, 1], False, [0, 0], groups)
+    want = ember.convolution(T(x), T(w), None if b is None else T(b), *args).numpy()
+    want_grads = ember.convolution_backward(T(g), T(x), T(w), [cout] if bias else None, *args,
+                                            [True, True, bias])
+    xc = T(x).contiguous(memory_format=CL)
+    with ember.backends.mkldnn.flags(enabled=onednn):
+        y = ember.convolution(xc, T(w), None if b is None else T(b), *args)
+        grads = ember.convolution_backward(T(g).contiguous(memory_format=CL), xc, T(w),
+                                           [cout] if bias else None, *args, [True, True, bias])
+    assert y.is_contiguous(memory_format=CL) and not y.is_contiguous()
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+    assert grads[0].is_contiguous(memory_format=CL)
+    for got, ref in zip(grads, want_grads):
+        if ref is None:
+            assert got is None
+        else:
+            np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_channels_last_matches_contiguous(dtype, training):
+    """Batch norm reads and writes a channels_last input in place (ops/cpu/batch_norm.cpp's
+    channels-last passes): the same values, running statistics and gradients as contiguous."""
+    x = (randn(4, 24, 5, 7) * 3 + 1).astype(dtype)
+    w, b = randn(24).astype(dtype), randn(24).astype(dtype)
+    go = randn(4, 24, 5, 7).astype(dtype)
+    rm, rv = randn(24).astype(dtype), np.abs(randn(24)).astype(dtype) + 0.5
+    results = []
+    for layout in (ember.contiguous_format, CL):
+        m, v = T(rm.copy()), T(rv.copy())
+        xi = T(x).contiguous(memory_format=layout)
+        out, mean, invstd = ember.native_batch_norm(xi, T(w), T(b), m, v, training, 0.1, 1e-5)
+        grads = ember.native_batch_norm_backward(
+            T(go).contiguous(memory_format=layout), xi, T(w), m, v, mean if training else None,
+            invstd if training else None, training, 1e-5, [True, True, True])
+        assert out.is_contiguous(memory_format=layout)
+        assert grads[0].is_contiguous(memory_format=layout)
+        results.append([out.numpy(), m.numpy(), v.numpy(), *(t.numpy() for t in grads)])
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a, c in zip(*results):
+        np.testing.assert_allclose(a, c, rtol=tol, atol=tol)
+    # the contiguous results against the formula, in double
+    mean = x.mean(axis=(0, 2, 3)) if training else rm
+    var = x.var(axis=(0, 2, 3)) if training else rv
+    ref = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
+    ref = ref * w[None, :, None, None] + b[None, :, None, None]
+    np.testing.assert_allclose(results[1][0], ref, rtol=10 * tol, atol=10 * tol)
+
+
 def test_onednn_switch_and_reason():
     m = ember.backends.mkldnn
     assert m.enabled is True

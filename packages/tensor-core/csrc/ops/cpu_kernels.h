@@ -73,6 +73,16 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
   X(batch_norm_grad_input, void, ScalarType dtype, const void* grad_out, const void* input,       \
     void* grad_input, int64_t N, int64_t C, int64_t inner, const double* mean,                    \
     const double* k_grad, const double* k_centered, const double* k_const)                       \
+  /* the same passes over a channels_last tensor seen as (rows = N*H*W, C), C innermost */       \
+  X(batch_norm_stats_cl, void, ScalarType dtype, const void* input, int64_t rows, int64_t C,       \
+    double* mean, double* m2)                                                                     \
+  X(channel_affine_cl, void, ScalarType dtype, const void* input, void* output, int64_t rows,      \
+    int64_t C, const double* scale, const double* shift)                                          \
+  X(batch_norm_grad_sums_cl, void, ScalarType dtype, const void* grad_out, const void* input,     \
+    int64_t rows, int64_t C, const double* mean, double* sum_g, double* sum_g_centered)           \
+  X(batch_norm_grad_input_cl, void, ScalarType dtype, const void* grad_out, const void* input,    \
+    void* grad_input, int64_t rows, int64_t C, const double* mean, const double* k_grad,          \
+    const double* k_centered, const double* k_const)                                             \
   /* ops/cpu/activation.cpp: clamp with number bounds; ReLU's and hardtanh's gradients */         \
   X(clamp_scalar, void, const ElementwiseIter& it, ScalarType dtype, bool has_min,                \
     double min_value, bool has_max, double max_value)                                             \

@@ -3,6 +3,7 @@
 // (targets, embedding indices) is checked before any output is written.
 #include "ops/nn_kernels.h"
 
+#include "ops/channels_last.h"
 #include "ops/cpu_kernels.h"
 
 #include <algorithm>
@@ -212,13 +213,18 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
               "batch_norm: running_mean and running_var must be defined in evaluation mode");
   std::vector<double> w = as_doubles(weight), b = as_doubles(bias);
   std::vector<double> mean(g.C), invstd(g.C), varu(g.C);
-  Tensor x = contiguous(input);
-  Tensor out = empty(x->sizes, x->dtype);
+  // A channels_last input is normalised in place and gives a channels_last result, as torch.
+  const bool cl = is_channels_last(input);
+  Tensor x = cl ? input : contiguous(input);
+  Tensor out = cl ? empty_channels_last(x->sizes, x->dtype) : empty(x->sizes, x->dtype);
   const int64_t M = g.N * g.inner;
   // Two vectorised passes for the statistics (ops/cpu/batch_norm.cpp), then one for the output.
   if (training) {
     std::vector<double> m2(g.C);
-    cpu_kernels().batch_norm_stats(x->dtype, x->data(), g.N, g.C, g.inner, mean.data(), m2.data());
+    if (cl)
+      cpu_kernels().batch_norm_stats_cl(x->dtype, x->data(), M, g.C, mean.data(), m2.data());
+    else
+      cpu_kernels().batch_norm_stats(x->dtype, x->data(), g.N, g.C, g.inner, mean.data(), m2.data());
     for (int64_t c = 0; c < g.C; ++c) {
       invstd[c] = 1.0 / std::sqrt((M ? m2[c] / M : 0.0) + eps);
       varu[c] = M > 1 ? m2[c] / (M - 1) : NAN;
@@ -232,8 +238,12 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
     scale[c] = invstd[c] * (w.empty() ? 1.0 : w[c]);
     shift[c] = (b.empty() ? 0.0 : b[c]) - mean[c] * scale[c];
   }
-  cpu_kernels().channel_affine(x->dtype, x->data(), out->data(), g.N, g.C, g.inner,
-                               scale.data(), shift.data());
+  if (cl)
+    cpu_kernels().channel_affine_cl(x->dtype, x->data(), out->data(), M, g.C, scale.data(),
+                                    shift.data());
+  else
+    cpu_kernels().channel_affine(x->dtype, x->data(), out->data(), g.N, g.C, g.inner,
+                                 scale.data(), shift.data());
   const ScalarType sdt = is_reduced_float(x->dtype) ? ScalarType::Float32 : x->dtype;
   if (!training) return {out, empty({0}, sdt), empty({0}, sdt)};
   if (running_mean) {
@@ -274,14 +284,22 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
     for (auto& v : invstd) v = 1.0 / std::sqrt(v + eps);
   }
   std::vector<double> w = as_doubles(weight), gw(g.C), gb(g.C);
-  Tensor x = contiguous(input), go = contiguous(to_dtype(grad_out, input->dtype));
-  Tensor gi = output_mask[0] ? empty(x->sizes, x->dtype) : nullptr;
+  const bool cl = is_channels_last(input);  // as the forward: in place, gradient channels_last
+  Tensor x = cl ? input : contiguous(input);
+  Tensor go = to_dtype(grad_out, input->dtype);
+  go = cl ? to_channels_last(go) : contiguous(go);
+  Tensor gi = !output_mask[0] ? nullptr
+              : cl         ? empty_channels_last(x->sizes, x->dtype)
+                           : empty(x->sizes, x->dtype);
   const int64_t M = g.N * g.inner;
   // One vectorised pass for sum(g) and sum(g * (x - mean)) per channel, one for the input's
   // gradient (ops/cpu/batch_norm.cpp): gi = k*(g - mean(g) - xhat * mean(g * xhat)) in training,
   // k*g in evaluation mode, with k = weight * invstd and xhat = (x - mean) * invstd.
   std::vector<double> sum_g(g.C), sum_gc(g.C);
-  if (train || output_mask[1] || output_mask[2])
+  if ((train || output_mask[1] || output_mask[2]) && cl)
+    cpu_kernels().batch_norm_grad_sums_cl(x->dtype, go->data(), x->data(), M, g.C, mean.data(),
+                                          sum_g.data(), sum_gc.data());
+  else if (train || output_mask[1] || output_mask[2])
     cpu_kernels().batch_norm_grad_sums(x->dtype, go->data(), x->data(), g.N, g.C, g.inner,
                                        mean.data(), sum_g.data(), sum_gc.data());
   for (int64_t c = 0; c < g.C; ++c) gb[c] = sum_g[c], gw[c] = sum_gc[c] * invstd[c];
@@ -295,9 +313,14 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
         k_const[c] = -k * (sum_g[c] / M);
       }
     }
-    cpu_kernels().batch_norm_grad_input(x->dtype, go->data(), x->data(), gi->data(),
-                                        g.N, g.C, g.inner, mean.data(), k_grad.data(),
-                                        k_centered.data(), k_const.data());
+    if (cl)
+      cpu_kernels().batch_norm_grad_input_cl(x->dtype, go->data(), x->data(), gi->data(), M,
+                                             g.C, mean.data(), k_grad.data(), k_centered.data(),
+                                             k_const.data());
+    else
+      cpu_kernels().batch_norm_grad_input(x->dtype, go->data(), x->data(), gi->data(),
+                                          g.N, g.C, g.inner, mean.data(), k_grad.data(),
+                                          k_centered.data(), k_const.data());
   }
   const ScalarType wdt = weight ? weight->dtype : x->dtype;
   Tensor tw = output_mask[1] ? from_doubles(gw, {g.C}, wdt) : nullptr;

@@ -44,6 +44,9 @@ struct Api {
   dnnl::reorder_pd_create_fn reorder_pd_create;
   dnnl::primitive_desc_query_md_fn primitive_desc_query_md;
   dnnl::primitive_desc_destroy_fn primitive_desc_destroy;
+  dnnl::primitive_attr_create_fn primitive_attr_create;
+  dnnl::primitive_attr_destroy_fn primitive_attr_destroy;
+  dnnl::primitive_attr_set_scratchpad_mode_fn primitive_attr_set_scratchpad_mode;
   dnnl::primitive_create_fn primitive_create;
   dnnl::primitive_execute_fn primitive_execute;
   dnnl::primitive_destroy_fn primitive_destroy;
@@ -127,6 +130,9 @@ void load_locked() {
       bind(h, "dnnl_reorder_primitive_desc_create", a.reorder_pd_create) &&
       bind(h, "dnnl_primitive_desc_query_md", a.primitive_desc_query_md) &&
       bind(h, "dnnl_primitive_desc_destroy", a.primitive_desc_destroy) &&
+      bind(h, "dnnl_primitive_attr_create", a.primitive_attr_create) &&
+      bind(h, "dnnl_primitive_attr_destroy", a.primitive_attr_destroy) &&
+      bind(h, "dnnl_primitive_attr_set_scratchpad_mode", a.primitive_attr_set_scratchpad_mode) &&
       bind(h, "dnnl_primitive_create", a.primitive_create) &&
       bind(h, "dnnl_primitive_execute", a.primitive_execute) &&
       bind(h, "dnnl_primitive_destroy", a.primitive_destroy);
@@ -192,13 +198,15 @@ struct Plan {
   PdPtr pd;
   PrimPtr prim;
   Operand ops[3];  // inputs a, b, then out
+  const dnnl::MemoryDesc* scratchpad = nullptr;  // owned by pd; null when none is needed
+  size_t scratchpad_bytes = 0;
 };
 
 // The plan's key: pass, batch, channels, groups and the geometry. `nsp` spatial dims are kept: a
 // 2-d convolution stays 2-d in oneDNN (its 2-d kernels are the tuned ones), the leading size-1
 // dims that ConvGeometry pads with are dropped.
 struct Key {
-  std::array<int64_t, 25> v;  // pass, nsp, N, S, B, G, then I, O, K, s, p, d (3 each)
+  std::array<int64_t, 26> v;  // pass, nsp, N, S, B, G, I, O, K, s, p, d (3 each), channels_last
   int pass() const { return static_cast<int>(v[0]); }
   int nsp() const { return static_cast<int>(v[1]); }
   int64_t N() const { return v[2]; }
@@ -207,10 +215,12 @@ struct Key {
   int64_t G() const { return v[5]; }
   // field f (0: I, 1: O, 2: K, 3: s, 4: p, 5: d) of spatial dim i
   int64_t at(int f, int i) const { return v[6 + 3 * f + i]; }
+  bool channels_last() const { return v[24] != 0; }
   bool operator<(const Key& o) const { return v < o.v; }
 };
 
-Key make_key(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, int64_t G) {
+Key make_key(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, int64_t G,
+             bool channels_last) {
   Key k{};
   int lead = 0;  // leading dims of size 1 with a trivial kernel, at most two (1-d stays 1-d)
   while (lead < 2 && g.I[lead] == 1 && g.O[lead] == 1 && g.K[lead] == 1 && g.p[lead] == 0) ++lead;
@@ -220,15 +230,19 @@ Key make_key(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, 
   const int64_t* fields[6] = {g.I, g.O, g.K, g.s, g.p, g.d};
   for (int f = 0; f < 6; ++f)
     for (int i = 0; i < 3; ++i) k.v[6 + 3 * f + i] = fields[f][i];
+  k.v[24] = channels_last;
   return k;
 }
 
-MdPtr plain_md(const std::vector<int64_t>& dims) {
+// ember's layout of an operand: row-major, or channels last (N, spatial..., C) for activations.
+MdPtr plain_md(const std::vector<int64_t>& dims, bool channels_last = false) {
   dnnl::dims_t d{};
   std::copy(dims.begin(), dims.end(), d);
   dnnl::MemoryDesc* m = nullptr;
-  check(api().memory_desc_create_with_tag(&m, static_cast<int>(dims.size()), d, dnnl::kF32,
-                                          dnnl::plain_tag(static_cast<int>(dims.size()))),
+  const int nd = static_cast<int>(dims.size());
+  check(api().memory_desc_create_with_tag(
+            &m, nd, d, dnnl::kF32,
+            channels_last ? dnnl::channels_last_tag(nd) : dnnl::plain_tag(nd)),
         "memory_desc_create_with_tag");
   return MdPtr(m);
 }
@@ -269,12 +283,25 @@ std::unique_ptr<Plan> build_plan(const Key& k) {
     const int64_t r = (O - 1) * s + (K - 1) * d + 1 - I - p;
     pad_r[j] = (r < 0 && r + s - 1 >= 0) ? 0 : r;
   }
-  MdPtr big_any = any_md(big), small_any = any_md(small), w_any = any_md(w);
+  // The activations in a layout of oneDNN's choice (blocked), reordered from and to ember's
+  // plain NCHW; channels_last activations are given as they are (nhwc), so that oneDNN picks
+  // a kernel for them and no activation is reordered (with "any" it chose blocked ones again).
+  MdPtr big_any = k.channels_last() ? plain_md(big, true) : any_md(big);
+  MdPtr small_any = k.channels_last() ? plain_md(small, true) : any_md(small);
+  MdPtr w_any = any_md(w);
   auto plan = std::make_unique<Plan>();
+  // The primitives' scratchpads come from ember's per-thread buffers (execute): left to the
+  // library, each call allocated its own and faulted its pages in (4-5 ms outliers per call).
+  dnnl::PrimitiveAttr* attr_raw = nullptr;
+  check(A.primitive_attr_create(&attr_raw), "primitive_attr_create");
+  std::unique_ptr<dnnl::PrimitiveAttr, dnnl::primitive_attr_destroy_fn> attr(
+      attr_raw, A.primitive_attr_destroy);
+  check(A.primitive_attr_set_scratchpad_mode(attr.get(), dnnl::kScratchpadModeUser),
+        "primitive_attr_set_scratchpad_mode");
   dnnl::PrimitiveDesc* fwd = nullptr;
   if (A.conv_forward_pd_create(&fwd, eng, dnnl::kForwardTraining, dnnl::kConvolutionDirect,
                                big_any.get(), w_any.get(), nullptr, small_any.get(), strides,
-                               dilates, pad_l, pad_r, nullptr) != dnnl::kSuccess)
+                               dilates, pad_l, pad_r, attr.get()) != dnnl::kSuccess)
     return nullptr;
   PdPtr fwd_pd(fwd);
   const Pass pass = static_cast<Pass>(k.pass());
@@ -289,7 +316,7 @@ std::unique_ptr<Plan> build_plan(const Key& k) {
     dnnl::PrimitiveDesc* pd = nullptr;
     if (A.conv_backward_data_pd_create(&pd, eng, dnnl::kConvolutionDirect, big_any.get(),
                                        w_any.get(), small_any.get(), strides, dilates, pad_l, pad_r,
-                                       fwd_pd.get(), nullptr) != dnnl::kSuccess)
+                                       fwd_pd.get(), attr.get()) != dnnl::kSuccess)
       return nullptr;
     plan->pd.reset(pd);
     qa = dnnl::kQueryDiffDstMd; qb = dnnl::kQueryWeightsMd; qout = dnnl::kQueryDiffSrcMd;
@@ -299,13 +326,15 @@ std::unique_ptr<Plan> build_plan(const Key& k) {
     dnnl::PrimitiveDesc* pd = nullptr;
     if (A.conv_backward_weights_pd_create(&pd, eng, dnnl::kConvolutionDirect, big_any.get(),
                                           w_any.get(), nullptr, small_any.get(), strides, dilates,
-                                          pad_l, pad_r, fwd_pd.get(), nullptr) != dnnl::kSuccess)
+                                          pad_l, pad_r, fwd_pd.get(), attr.get()) != dnnl::kSuccess)
       return nullptr;
     plan->pd.reset(pd);
     qa = dnnl::kQueryDiffDstMd; qb = dnnl::kQuerySrcMd; qout = dnnl::kQueryDiffWeightsMd;
     arg_a = dnnl::kArgDiffDst; arg_b = dnnl::kArgSrc; arg_out = dnnl::kArgDiffWeights;
     da = small; db = big; dout = w;
   }
+  plan->scratchpad = A.primitive_desc_query_md(plan->pd.get(), dnnl::kQueryScratchpadMd, 0);
+  plan->scratchpad_bytes = plan->scratchpad ? A.memory_desc_get_size(plan->scratchpad) : 0;
   dnnl::Primitive* prim = nullptr;
   check(A.primitive_create(&prim, plan->pd.get()), "primitive_create");
   plan->prim.reset(prim);
@@ -315,7 +344,8 @@ std::unique_ptr<Plan> build_plan(const Key& k) {
     Operand& op = plan->ops[i];
     op.arg = std::get<1>(args[i]);
     op.output = std::get<3>(args[i]);
-    op.plain = plain_md(*std::get<2>(args[i]));
+    const bool weights = pass == Pass::Weight ? i == 2 : i == 1;  // W: b, or the weight gradient
+    op.plain = plain_md(*std::get<2>(args[i]), k.channels_last() && !weights);
     op.wanted = A.primitive_desc_query_md(plan->pd.get(), std::get<0>(args[i]), 0);
     if (!op.wanted) return nullptr;
     if (A.memory_desc_equal(op.plain.get(), op.wanted)) continue;
@@ -378,8 +408,8 @@ struct Scratch {
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
-  std::unique_ptr<void, Free> slot[3];
-  size_t capacity[3] = {0, 0, 0};
+  std::unique_ptr<void, Free> slot[4];  // the three operands' blocked copies, the scratchpad
+  size_t capacity[4] = {0, 0, 0, 0};
   void* get(int i, size_t bytes) {
     if (bytes > capacity[i]) {
       slot[i].reset();
@@ -394,7 +424,7 @@ struct Scratch {
   }
   // Frees the slots grown past kKeepBytes (after the call that needed them).
   void release_large() {
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 4; ++i)
       if (capacity[i] > kKeepBytes) {
         slot[i].reset();
         capacity[i] = 0;
@@ -437,7 +467,15 @@ void execute(const Plan& plan, const float* a, const float* b, float* out) {
     }
     args[i] = {op.arg, used};
   }
-  check(A.primitive_execute(plan.prim.get(), stream, 3, args), "convolution");
+  dnnl::ExecArg all[4] = {args[0], args[1], args[2], {dnnl::kArgScratchpad, nullptr}};
+  std::unique_ptr<MemoryHandle> scratchpad;
+  int nargs = 3;
+  if (plan.scratchpad && plan.scratchpad_bytes) {
+    scratchpad = std::make_unique<MemoryHandle>(plan.scratchpad, scratch.get(3, plan.scratchpad_bytes));
+    all[3].memory = scratchpad->m;
+    nargs = 4;
+  }
+  check(A.primitive_execute(plan.prim.get(), stream, nargs, all), "convolution");
   const Operand& o = plan.ops[2];
   if (o.reorder) {
     const dnnl::ExecArg r[2] = {{dnnl::kArgFrom, blocked[2]->m}, {dnnl::kArgTo, plain[2]->m}};
@@ -475,7 +513,7 @@ std::string version() {
 }
 
 bool convolution(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, int64_t G,
-                 const float* a, const float* b, float* out) {
+                 const float* a, const float* b, float* out, bool channels_last) {
   if (!g_enabled.load(std::memory_order_relaxed) ||
       g_forked_after_workers.load(std::memory_order_relaxed) || !ensure_loaded())
     return false;
@@ -485,7 +523,7 @@ bool convolution(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t
   }();
   (void)registered;
   bool known = false;
-  std::shared_ptr<Plan> plan = plan_for(make_key(pass, g, N, S, B, G), &known);
+  std::shared_ptr<Plan> plan = plan_for(make_key(pass, g, N, S, B, G, channels_last), &known);
   if (!plan) return false;
   // The library's threads follow ember's count; inside one of ember's parallel regions it runs on
   // the calling thread only (no nested parallelism, as parallel_for).

@@ -32,16 +32,24 @@ constexpr int kTag_x = 2;
 constexpr int kTag_a3 = 4, kTag_a4 = 5, kTag_a5 = 6, kTag_a6 = 7;  // abc, abcd, abcde, abcdef
 // ncw/oiw, nchw/oihw/goiw, ncdhw/oidhw/goihw, goidhw: the plain row-major tags by rank
 inline int plain_tag(int ndims) { return ndims == 3 ? kTag_a3 : ndims == 4 ? kTag_a4 : ndims == 5 ? kTag_a5 : kTag_a6; }
+// nwc, nhwc, ndhwc: channels last (acb, acdb, acdeb)
+constexpr int kTag_acb = 15, kTag_acdb = 22, kTag_acdeb = 33;
+inline int channels_last_tag(int ndims) { return ndims == 3 ? kTag_acb : ndims == 4 ? kTag_acdb : kTag_acdeb; }
 
 // propagation and algorithm kinds
 constexpr int kForwardTraining = 64;
 constexpr int kConvolutionDirect = 1;
 
+// attributes: the scratchpad handed in by the caller (dnnl_scratchpad_mode_user)
+constexpr int kScratchpadModeUser = 1;
+
 // queries
+constexpr int kQueryScratchpadMd = 136;
 constexpr int kQuerySrcMd = 129, kQueryDiffSrcMd = 130, kQueryWeightsMd = 131,
               kQueryDiffWeightsMd = 132, kQueryDstMd = 133, kQueryDiffDstMd = 134;
 
 // execution argument indices
+constexpr int kArgScratchpad = 80;
 constexpr int kArgSrc = 1, kArgDst = 17, kArgWeights = 33, kArgDiffSrc = 129, kArgDiffDst = 145,
               kArgDiffWeights = 161, kArgFrom = 1, kArgTo = 17;
 
@@ -95,6 +103,9 @@ using conv_backward_weights_pd_create_fn = status_t (*)(PrimitiveDesc**, Engine*
 using reorder_pd_create_fn = status_t (*)(PrimitiveDesc**, const MemoryDesc* src, Engine*,
                                           const MemoryDesc* dst, Engine*, const PrimitiveAttr*);
 using primitive_desc_query_md_fn = const MemoryDesc* (*)(const PrimitiveDesc*, int what, int index);
+using primitive_attr_create_fn = status_t (*)(PrimitiveAttr**);
+using primitive_attr_destroy_fn = status_t (*)(PrimitiveAttr*);
+using primitive_attr_set_scratchpad_mode_fn = status_t (*)(PrimitiveAttr*, int mode);
 using primitive_desc_destroy_fn = status_t (*)(PrimitiveDesc*);
 using primitive_create_fn = status_t (*)(Primitive**, const PrimitiveDesc*);
 using primitive_execute_fn = status_t (*)(const Primitive*, Stream*, int nargs, const ExecArg* args);

@@ -7,6 +7,7 @@
 #include "ops/cpu/kernel.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "runtime/parallel.h"
 
@@ -154,6 +155,142 @@ void batch_norm_grad_input(ScalarType dtype, const void* grad_out, const void* i
                      T* out = gi + r * inner;
                      for (int64_t j = 0; j < inner; ++j)
                        out[j] = static_cast<T>(a * static_cast<A>(gp[j]) + b * (static_cast<A>(xp[j]) - mu) + k);
+                   }
+                 });
+  });
+}
+
+}  // namespace ember::EMBER_CPU_NS
+
+// ---- channels_last: (rows, C) with C innermost (torch's channels_last, rows = N*H*W) ----
+// Each pass runs along the rows with the channels as the inner, vectorised loop; the sums keep a
+// float (double for float64) accumulator per channel over blocks of kFlush rows, flushed into a
+// double per channel and thread (parallel_for's static chunks: the same bits for a thread count).
+
+namespace ember::EMBER_CPU_NS {
+namespace {
+
+// out[c] = sum over rows of f(r, c) for every channel, f returning Acc<T>.
+template <typename A, typename F>
+void column_sums(int64_t rows, int64_t C, double* out, const F& f) {
+  const int nt = std::max(get_num_threads(), 1);
+  std::vector<double> partial(static_cast<size_t>(C) * nt, 0.0);
+  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)),
+               [&](int64_t r0, int64_t r1) {
+                 double* acc = partial.data() + static_cast<size_t>(get_thread_num()) * C;
+                 std::vector<A> block(static_cast<size_t>(C));
+                 A* __restrict b = block.data();
+                 for (int64_t start = r0; start < r1; start += kFlush) {
+                   std::fill(block.begin(), block.end(), A(0));
+                   const int64_t end = std::min(r1, start + kFlush);
+                   for (int64_t r = start; r < end; ++r)
+                     for (int64_t c = 0; c < C; ++c) b[c] += f(r, c);
+                   for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<double>(b[c]);
+                 }
+               });
+  for (int64_t c = 0; c < C; ++c) {
+    double total = 0;
+    for (int t = 0; t < nt; ++t) total += partial[static_cast<size_t>(t) * C + c];
+    out[c] = total;
+  }
+}
+
+template <typename A> std::vector<A> as_acc(const double* v, int64_t C) {
+  return std::vector<A>(v, v + C);
+}
+
+}  // namespace
+
+void batch_norm_stats_cl(ScalarType dtype, const void* input, int64_t rows, int64_t C,
+                         double* mean, double* m2) {
+  if (!compiled(dtype)) return cpu_default::batch_norm_stats_cl(dtype, input, rows, C, mean, m2);
+  on_floating(dtype, "batch_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = Acc<T>;
+    const T* x = static_cast<const T*>(input);
+    column_sums<A>(rows, C, mean, [&](int64_t r, int64_t c) { return static_cast<A>(x[r * C + c]); });
+    for (int64_t c = 0; c < C; ++c) mean[c] = rows ? mean[c] / rows : 0.0;
+    const std::vector<A> mu = as_acc<A>(mean, C);
+    const A* m = mu.data();
+    column_sums<A>(rows, C, m2, [&](int64_t r, int64_t c) {
+      const A d = static_cast<A>(x[r * C + c]) - m[c];
+      return d * d;
+    });
+  });
+}
+
+void channel_affine_cl(ScalarType dtype, const void* input, void* output, int64_t rows, int64_t C,
+                       const double* scale, const double* shift) {
+  if (!compiled(dtype))
+    return cpu_default::channel_affine_cl(dtype, input, output, rows, C, scale, shift);
+  on_floating(dtype, "batch_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = Acc<T>;
+    const T* x = static_cast<const T*>(input);
+    T* y = static_cast<T*>(output);
+    const std::vector<A> a = as_acc<A>(scale, C), b = as_acc<A>(shift, C);
+    parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   const A* __restrict pa = a.data();
+                   const A* __restrict pb = b.data();
+                   for (int64_t r = r0; r < r1; ++r) {
+                     const T* __restrict p = x + r * C;
+                     T* __restrict q = y + r * C;
+                     for (int64_t c = 0; c < C; ++c)
+                       q[c] = static_cast<T>(static_cast<A>(p[c]) * pa[c] + pb[c]);
+                   }
+                 });
+  });
+}
+
+void batch_norm_grad_sums_cl(ScalarType dtype, const void* grad_out, const void* input,
+                             int64_t rows, int64_t C, const double* mean, double* sum_g,
+                             double* sum_g_centered) {
+  if (!compiled(dtype))
+    return cpu_default::batch_norm_grad_sums_cl(dtype, grad_out, input, rows, C, mean, sum_g,
+                                                sum_g_centered);
+  on_floating(dtype, "batch_norm_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = Acc<T>;
+    const T* g = static_cast<const T*>(grad_out);
+    const T* x = static_cast<const T*>(input);
+    const std::vector<A> mu = as_acc<A>(mean, C);
+    const A* m = mu.data();
+    column_sums<A>(rows, C, sum_g, [&](int64_t r, int64_t c) { return static_cast<A>(g[r * C + c]); });
+    column_sums<A>(rows, C, sum_g_centered, [&](int64_t r, int64_t c) {
+      return static_cast<A>(g[r * C + c]) * (static_cast<A>(x[r * C + c]) - m[c]);
+    });
+  });
+}
+
+void batch_norm_grad_input_cl(ScalarType dtype, const void* grad_out, const void* input,
+                              void* grad_input, int64_t rows, int64_t C, const double* mean,
+                              const double* k_grad, const double* k_centered,
+                              const double* k_const) {
+  if (!compiled(dtype))
+    return cpu_default::batch_norm_grad_input_cl(dtype, grad_out, input, grad_input, rows, C, mean,
+                                                 k_grad, k_centered, k_const);
+  on_floating(dtype, "batch_norm_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = Acc<T>;
+    const T* g = static_cast<const T*>(grad_out);
+    const T* x = static_cast<const T*>(input);
+    T* gi = static_cast<T*>(grad_input);
+    const std::vector<A> a = as_acc<A>(k_grad, C), b = as_acc<A>(k_centered, C),
+                         k = as_acc<A>(k_const, C), mu = as_acc<A>(mean, C);
+    parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   const A* __restrict pa = a.data();
+                   const A* __restrict pb = b.data();
+                   const A* __restrict pk = k.data();
+                   const A* __restrict pm = mu.data();
+                   for (int64_t r = r0; r < r1; ++r) {
+                     const T* __restrict gp = g + r * C;
+                     const T* __restrict xp = x + r * C;
+                     T* __restrict out = gi + r * C;
+                     for (int64_t c = 0; c < C; ++c)
+                       out[c] = static_cast<T>(pa[c] * static_cast<A>(gp[c]) +
+                                               pb[c] * (static_cast<A>(xp[c]) - pm[c]) + pk[c]);
                    }
                  });
   });
