@@ -16,7 +16,8 @@ import types
 
 from ember import _C
 
-__all__ = ["is_available", "enabled", "deterministic", "flags", "version"]
+# `enabled` is a property of the module's class (below), not a global: hence the noqa
+__all__ = ["is_available", "enabled", "deterministic", "flags", "version"]  # noqa: F822
 
 deterministic = False
 
