@@ -295,6 +295,7 @@ GPU_INPUTS = {
 }
 
 DEVICE = "cpu"  # --device
+CHANNELS_LAST = False  # --channels-last
 # ratio torch / ember to reach: faster than torch on the CPU, within 1.1x of its time on a GPU
 TARGET = {"cpu": 1.0, "cuda": 1 / 1.1}
 
@@ -325,7 +326,16 @@ def _pair(name: str, smoke: bool):
         t_model.load_state_dict(
             {k: _to(torch, v.cpu().numpy()) for k, v in e_model.state_dict().items()})
         t = (t_model, tuple(_to(torch, a) for a in xs), _to(torch, target))
+    if CHANNELS_LAST:  # the models and their image inputs in both frameworks' channels_last
+        e, t = _channels_last(ember, e), t and _channels_last(H.torch, t)
     return loss_fn, e, t
+
+
+def _channels_last(fw, pair):
+    model, xs, target = pair
+    fmt = fw.channels_last
+    xs = tuple(x.contiguous(memory_format=fmt) if x.dim() == 4 else x for x in xs)
+    return model.to(memory_format=fmt), xs, target
 
 
 def _train_step(fw, loss_fn, model, xs, target, opt):
@@ -421,7 +431,7 @@ def step_memory(name: str) -> list[H.Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global DEVICE
+    global DEVICE, CHANNELS_LAST
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--device" in argv:
         i = argv.index("--device")
@@ -429,6 +439,9 @@ def main(argv: list[str] | None = None) -> int:
         del argv[i:i + 2]
         if DEVICE not in ("cpu", "cuda"):
             raise SystemExit(f"--device: cpu or cuda, not {DEVICE!r}")
+    if "--channels-last" in argv:
+        argv.remove("--channels-last")
+        CHANNELS_LAST = True
     chosen = list(MODELS)
     if "--models" in argv:
         i = argv.index("--models")
@@ -442,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     if DEVICE == "cuda":
         print(f"GPU: {ember.cuda.get_device_name()}")
     print(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+    if CHANNELS_LAST:
+        print("memory format: channels_last (models and image inputs, both frameworks)")
     rows = []
     for name in chosen:
         rows += bench_model(name)

@@ -720,11 +720,13 @@ def test_onednn_everywhere_passes_the_convolution_tests():
 CL = ember.channels_last
 
 
+@pytest.mark.parametrize("weight_cl", [False, True])
 @pytest.mark.parametrize("onednn", [True, False])
 @pytest.mark.parametrize("groups,cin,cout,stride,bias", [
     (1, 16, 32, 1, True), (1, 3, 16, 2, False), (16, 16, 16, 1, True), (4, 16, 8, 2, True),
     (1, 32, 64, 1, False)])
-def test_conv_channels_last_matches_contiguous(onednn, groups, cin, cout, stride, bias):
+def test_conv_channels_last_matches_contiguous(onednn, groups, cin, cout, stride, bias,
+                                               weight_cl):
     """A channels_last input (torch's memory format) gives a channels_last result and gradient,
     the same values as the contiguous layout; through oneDNN in place where it is installed,
     else by ember's kernels on a copy."""
@@ -737,11 +739,14 @@ def test_conv_channels_last_matches_contiguous(onednn, groups, cin, cout, stride
     want_grads = ember.convolution_backward(T(g), T(x), T(w), [cout] if bias else None, *args,
                                             [True, True, bias])
     xc = T(x).contiguous(memory_format=CL)
+    wl = T(w).contiguous(memory_format=CL) if weight_cl else T(w)
     with ember.backends.mkldnn.flags(enabled=onednn):
-        y = ember.convolution(xc, T(w), None if b is None else T(b), *args)
-        grads = ember.convolution_backward(T(g).contiguous(memory_format=CL), xc, T(w),
+        y = ember.convolution(xc, wl, None if b is None else T(b), *args)
+        grads = ember.convolution_backward(T(g).contiguous(memory_format=CL), xc, wl,
                                            [cout] if bias else None, *args, [True, True, bias])
     assert y.is_contiguous(memory_format=CL) and not y.is_contiguous()
+    if weight_cl:  # the weight gradient in the weight's layout, as torch's
+        assert grads[1].is_contiguous(memory_format=CL)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
     assert grads[0].is_contiguous(memory_format=CL)
     for got, ref in zip(grads, want_grads):
@@ -911,6 +916,33 @@ def test_max_pool2d_vectorised_kernel_ties_nan_inf(hw, k, stride, pad, ceil_mode
     np.testing.assert_array_equal(v.numpy(), ref)
     np.testing.assert_array_equal(i.numpy(), ridx)
     np.testing.assert_array_equal(ember.max_pool2d(T(x), k, stride, pad, 1, ceil_mode).numpy(), ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("k,stride,pad,ceil_mode", [(3, 2, 1, False), (2, 2, 0, False),
+                                                     (3, 2, 0, True), (3, 1, 1, False)])
+def test_max_pool2d_channels_last(dtype, k, stride, pad, ceil_mode):
+    """A channels_last input (ops/cpu/max_pool.cpp's channels-innermost kernel for floats) gives
+    channels_last values and indices equal to the reference, and a channels_last gradient."""
+    x = RNG.integers(-3, 3, (2, 20, 9, 11)).astype(dtype)  # ties everywhere
+    if dtype != np.int32:
+        x[0, 3, 2, 2] = np.nan
+        x[1, 5, 4:7, 4:7] = -np.inf
+    ref, ridx = max_pool_ref(x, (k, k), stride, pad, 1, ceil_mode)
+    xc = T(x).contiguous(memory_format=CL)
+    v, i = ember.max_pool2d_with_indices(xc, k, stride, pad, 1, ceil_mode)
+    assert v.is_contiguous(memory_format=CL) and i.is_contiguous(memory_format=CL)
+    np.testing.assert_array_equal(v.numpy(), ref)
+    np.testing.assert_array_equal(i.numpy(), ridx)
+    np.testing.assert_array_equal(ember.max_pool2d(xc, k, stride, pad, 1, ceil_mode).numpy(), ref)
+    if dtype == np.int32:
+        return
+    go = randn(*ref.shape).astype(dtype)
+    args = ([k, k], [stride] * 2, [pad] * 2, [1, 1], ceil_mode)
+    gi = ember.max_pool2d_with_indices_backward(T(go).contiguous(memory_format=CL), xc, *args, i)
+    want = ember.max_pool2d_with_indices_backward(T(go), T(x), *args, T(ridx))
+    assert gi.is_contiguous(memory_format=CL)
+    np.testing.assert_array_equal(gi.numpy(), want.numpy())
 
 
 def test_max_pool_nan_int_and_float32():

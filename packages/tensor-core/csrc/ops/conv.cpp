@@ -643,6 +643,10 @@ Tensor conv_run(const Tensor& x /*batched, compute dtype, contiguous*/, const Te
 // result, as torch. Without oneDNN, or for a shape it declines, the NCHW kernels run on a
 // contiguous copy and the result is laid out channels_last again (torch's output format).
 
+bool weights_in_place(const Tensor& weight, const Params& P) {
+  return P.groups == 1 && weight->dtype == ScalarType::Float32 && is_channels_last(weight);
+}
+
 bool channels_last_case(const Tensor& input, const Params& P) {
   return P.batched && !P.transposed && P.k == 2 && input->dtype == ScalarType::Float32 &&
          is_channels_last(input);
@@ -660,7 +664,10 @@ void add_bias_channels_last(float* y, const float* bias, int64_t rows, int64_t C
 // The forward through oneDNN, or null when it cannot run there.
 Tensor conv_channels_last(const Tensor& x, const Tensor& weight, const Tensor& bias,
                           const Params& P, const Shape& pad_lo, const Shape& out_sp) {
-  Tensor w = contiguous(to_dtype(weight, ScalarType::Float32));
+  // channels_last weights (a model converted with .to(memory_format=channels_last)) are read as
+  // they are by oneDNN (groups 1), not copied
+  const bool w_cl = weights_in_place(weight, P);
+  Tensor w = w_cl ? weight : contiguous(to_dtype(weight, ScalarType::Float32));
   Tensor b = bias ? contiguous(to_dtype(bias, ScalarType::Float32)) : Tensor();
   const int64_t N = x->sizes[0], S = w->sizes[0], B = x->sizes[1];
   Shape out{N, S};
@@ -671,7 +678,7 @@ Tensor conv_channels_last(const Tensor& x, const Tensor& weight, const Tensor& b
   Geo g = make_geo(spatial(x), out_sp, Shape(w->sizes.begin() + 2, w->sizes.end()), P.stride,
                    pad_lo, P.dilation);
   if (!onednn::convolution(onednn::Pass::Forward, g, N, S, B, P.groups, x->data_as<float>(),
-                           w->data_as<float>(), y->data_as<float>(), /*channels_last=*/true))
+                           w->data_as<float>(), y->data_as<float>(), /*channels_last=*/true, w_cl))
     return nullptr;
   if (b) add_bias_channels_last(y->data_as<float>(), b->data_as<float>(), y->numel() / S, S);
   return y;
@@ -700,11 +707,12 @@ void bias_grad_channels_last(const float* g, float* gb, int64_t rows, int64_t C)
 }
 
 // convolution_backward of a channels_last float32 input through oneDNN (grad_input channels_last,
-// grad_weight in the weight's plain layout), or nullopt when it cannot run there.
+// grad_weight in the weight's layout), or nullopt when it cannot run there.
 std::optional<std::tuple<Tensor, Tensor, Tensor>> conv_backward_channels_last(
     const Tensor& grad_output, const Tensor& x, const Tensor& weight, const Params& P,
     std::array<bool, 3> mask) {
-  Tensor w = contiguous(weight), go = to_channels_last(grad_output);
+  const bool w_cl = weights_in_place(weight, P);
+  Tensor w = w_cl ? weight : contiguous(weight), go = to_channels_last(grad_output);
   const int64_t N = x->sizes[0], S = w->sizes[0], B = x->sizes[1];
   if (N == 0 || S == 0 || B == 0 || go->numel() == 0 || x->numel() == 0) return std::nullopt;
   GilRelease nogil(double(x->numel()) * double(w->numel()) > double(kGrainSize));
@@ -714,19 +722,22 @@ std::optional<std::tuple<Tensor, Tensor, Tensor>> conv_backward_channels_last(
   if (mask[0]) {
     gi = empty_channels_last(x->sizes, ScalarType::Float32);
     if (!onednn::convolution(onednn::Pass::Adjoint, g, N, S, B, P.groups, go->data_as<float>(),
-                             w->data_as<float>(), gi->data_as<float>(), true))
+                             w->data_as<float>(), gi->data_as<float>(), true, w_cl))
       return std::nullopt;
   }
   if (mask[1]) {
-    gw = empty(w->sizes, ScalarType::Float32);
+    // the gradient in the weight's layout, as torch's (and the optimizer's updates stay dense)
+    gw = w_cl ? empty_channels_last(w->sizes, ScalarType::Float32)
+              : empty(w->sizes, ScalarType::Float32);
     if (!onednn::convolution(onednn::Pass::Weight, g, N, S, B, P.groups, go->data_as<float>(),
-                             x->data_as<float>(), gw->data_as<float>(), true))
+                             x->data_as<float>(), gw->data_as<float>(), true, w_cl))
       return std::nullopt;
   }
   if (mask[2]) {
     gb = empty({S}, ScalarType::Float32);
     bias_grad_channels_last(go->data_as<float>(), gb->data_as<float>(), go->numel() / S, S);
   }
+  if (gw && !w_cl && is_channels_last(weight)) gw = to_channels_last(gw);  // grouped
   return std::make_tuple(gi, gw, gb);
 }
 
@@ -847,6 +858,7 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(
   auto back = [&](Tensor t) { return t && t->dtype != dt ? to_dtype(t, dt) : t; };
   if (gi && !P.batched) gi = squeeze_dims(gi, {0});
   if (gi && channels_last) gi = to_channels_last(gi);  // the input's format, as torch
+  if (gw && is_channels_last(weight)) gw = to_channels_last(gw);  // the weight's
   return {back(gi), back(gw), back(gb)};
 }
 

@@ -62,6 +62,9 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
      SH, SW, PH, PW; indices may be null (not written) */                                         \
   X(max_pool2d, void, ScalarType dtype, const void* input, void* output, int64_t* indices,        \
     int64_t planes, const int64_t* geometry)                                                      \
+  /* the same over channels_last (N, H, W, C) input, output and indices */                        \
+  X(max_pool2d_channels_last, void, ScalarType dtype, const void* input, void* output,             \
+    int64_t* indices, int64_t N, int64_t C, const int64_t* geometry)                              \
   /* ops/cpu/batch_norm.cpp: per-channel passes over a contiguous (N, C, inner) tensor */          \
   X(batch_norm_stats, void, ScalarType dtype, const void* input, int64_t N, int64_t C,             \
     int64_t inner, double* mean, double* m2)                                                      \

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/iterator.h"
+#include "ops/channels_last.h"
 #include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
 #include "kernels/vexp.h"
@@ -192,6 +193,37 @@ Tensor scatter_max_grad(const Tensor& go_in, const Tensor& x, const Tensor& idx_
 
 }  // namespace
 
+// scatter_max_grad for a channels_last input: gradient channels_last, as torch.
+Tensor scatter_max_grad_channels_last(const Tensor& go_in, const Tensor& x, const Tensor& idx_in,
+                                      const Geo& g) {
+  Tensor go = to_channels_last(go_in), idx = to_channels_last(idx_in);
+  Tensor gi = empty_channels_last(x->sizes, x->dtype);
+  const int64_t ivol = g.ivol(), ovol = g.ovol(), C = g.C;
+  const int64_t* ip = idx->data_as<int64_t>();
+  for (int64_t i = 0, n = idx->numel(); i < n; ++i)
+    EMBER_CHECK(ip[i] >= 0 && ip[i] < ivol, std::runtime_error, "Found an invalid max index: ",
+                ip[i], " (output volumes are of size ", join(Shape(g.I + 3 - g.k, g.I + 3), "x"), ")");
+  dispatch_floating(x->dtype, "max_pool_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = opmath_t<T>;
+    const T* gp = go->data_as<T>();
+    T* out = gi->data_as<T>();
+    parallel_for(0, g.N, 1, [&](int64_t a, int64_t b) {
+      for (int64_t n = a; n < b; ++n) {
+        T* dst = out + n * ivol * C;
+        std::fill(dst, dst + ivol * C, T(0));
+        const T* src = gp + n * ovol * C;
+        const int64_t* ix = ip + n * ovol * C;
+        for (int64_t o = 0; o < ovol * C; ++o) {
+          T& d = dst[ix[o] * C + o % C];
+          d = T(A(d) + A(src[o]));
+        }
+      }
+    });
+  });
+  return gi;
+}
+
 std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape& kernel_size,
                                                 const Shape& stride, const Shape& padding,
                                                 const Shape& dilation, bool ceil_mode,
@@ -199,9 +231,23 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = window_geo(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool");
   const std::string name = str_cat("max_pool", g.k, "d");
+  if (is_channels_last(input) && g.k == 2 && g.d[1] == 1 && g.d[2] == 1 &&
+      (input->dtype == ScalarType::Float32 || input->dtype == ScalarType::Float64)) {
+    // channels_last in, channels_last out (as torch), pooled in place (ops/cpu/max_pool.cpp)
+    Tensor out = empty_channels_last(g.out_shape(), input->dtype);
+    Tensor ind = want_indices ? empty_channels_last(g.out_shape(), ScalarType::Int64) : nullptr;
+    const int64_t geometry[10] = {g.I[1], g.I[2], g.O[1], g.O[2], g.K[1],
+                                  g.K[2], g.s[1], g.s[2], g.p[1], g.p[2]};
+    if (out->numel())
+      cpu_kernels().max_pool2d_channels_last(input->dtype, input->data(), out->data(),
+                                             ind ? ind->data_as<int64_t>() : nullptr, g.N, g.C,
+                                             geometry);
+    return {out, ind};
+  }
   Tensor x = contiguous(input);
   Tensor out = empty(g.out_shape(), x->dtype);
   Tensor ind = want_indices ? empty(g.out_shape(), ScalarType::Int64) : nullptr;
+
   dispatch_numeric(x->dtype, name.c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;
@@ -291,6 +337,11 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape
       }
     });
   });
+  // other channels_last inputs (dilated, other dtypes): channels_last results too, as torch
+  if (is_channels_last(input)) {
+    out = to_channels_last(out);
+    if (ind) ind = to_channels_last(ind);
+  }
   return {out, ind};
 }
 
@@ -303,6 +354,8 @@ Tensor max_pool_with_indices_backward(const Tensor& grad_output, const Tensor& i
   const std::string name = str_cat("max_pool", g.k, "d_with_indices_backward");
   check_grad(grad_output, g, input, name);
   check_indices(indices, grad_output, name);
+  if (is_channels_last(input) && g.k == 2)  // the input's layout, as torch
+    return scatter_max_grad_channels_last(grad_output, input, indices, g);
   return scatter_max_grad(grad_output, input, indices, g);
 }
 

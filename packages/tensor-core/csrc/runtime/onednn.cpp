@@ -206,7 +206,8 @@ struct Plan {
 // 2-d convolution stays 2-d in oneDNN (its 2-d kernels are the tuned ones), the leading size-1
 // dims that ConvGeometry pads with are dropped.
 struct Key {
-  std::array<int64_t, 26> v;  // pass, nsp, N, S, B, G, I, O, K, s, p, d (3 each), channels_last
+  // pass, nsp, N, S, B, G, I, O, K, s, p, d (3 each), channels_last, weights_channels_last
+  std::array<int64_t, 26> v;
   int pass() const { return static_cast<int>(v[0]); }
   int nsp() const { return static_cast<int>(v[1]); }
   int64_t N() const { return v[2]; }
@@ -216,11 +217,12 @@ struct Key {
   // field f (0: I, 1: O, 2: K, 3: s, 4: p, 5: d) of spatial dim i
   int64_t at(int f, int i) const { return v[6 + 3 * f + i]; }
   bool channels_last() const { return v[24] != 0; }
+  bool weights_channels_last() const { return v[25] != 0; }
   bool operator<(const Key& o) const { return v < o.v; }
 };
 
 Key make_key(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, int64_t G,
-             bool channels_last) {
+             bool channels_last, bool weights_channels_last) {
   Key k{};
   int lead = 0;  // leading dims of size 1 with a trivial kernel, at most two (1-d stays 1-d)
   while (lead < 2 && g.I[lead] == 1 && g.O[lead] == 1 && g.K[lead] == 1 && g.p[lead] == 0) ++lead;
@@ -231,6 +233,7 @@ Key make_key(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, 
   for (int f = 0; f < 6; ++f)
     for (int i = 0; i < 3; ++i) k.v[6 + 3 * f + i] = fields[f][i];
   k.v[24] = channels_last;
+  k.v[25] = weights_channels_last;
   return k;
 }
 
@@ -345,7 +348,8 @@ std::unique_ptr<Plan> build_plan(const Key& k) {
     op.arg = std::get<1>(args[i]);
     op.output = std::get<3>(args[i]);
     const bool weights = pass == Pass::Weight ? i == 2 : i == 1;  // W: b, or the weight gradient
-    op.plain = plain_md(*std::get<2>(args[i]), k.channels_last() && !weights);
+    op.plain = plain_md(*std::get<2>(args[i]),
+                        weights ? k.weights_channels_last() : k.channels_last());
     op.wanted = A.primitive_desc_query_md(plan->pd.get(), std::get<0>(args[i]), 0);
     if (!op.wanted) return nullptr;
     if (A.memory_desc_equal(op.plain.get(), op.wanted)) continue;
@@ -513,7 +517,8 @@ std::string version() {
 }
 
 bool convolution(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, int64_t G,
-                 const float* a, const float* b, float* out, bool channels_last) {
+                 const float* a, const float* b, float* out, bool channels_last,
+                 bool weights_channels_last) {
   if (!g_enabled.load(std::memory_order_relaxed) ||
       g_forked_after_workers.load(std::memory_order_relaxed) || !ensure_loaded())
     return false;
@@ -523,7 +528,7 @@ bool convolution(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t
   }();
   (void)registered;
   bool known = false;
-  std::shared_ptr<Plan> plan = plan_for(make_key(pass, g, N, S, B, G, channels_last), &known);
+  std::shared_ptr<Plan> plan = plan_for(make_key(pass, g, N, S, B, G, channels_last, weights_channels_last), &known);
   if (!plan) return false;
   // The library's threads follow ember's count; inside one of ember's parallel regions it runs on
   // the calling thread only (no nested parallelism, as parallel_for).

@@ -40,12 +40,14 @@ std::string version();
 //   Adjoint:  big   = conv^T(small, W)        a = small, b = W,   out = big
 //   Weight:   W     = grad_W(small, big)      a = small, b = big, out = W (overwritten)
 // channels_last: the big and small sides are laid out (N, spatial..., C) (torch's channels_last
-// memory format, no reorder needed), W stays (S, B/G, k...).
+// memory format, no reorder needed); weights_channels_last (groups 1): W (and its gradient) is
+// laid out (S, k..., B), as torch's channels_last weights, else (S, B/G, k...).
 // Returns false, having written nothing, when oneDNN is disabled, unavailable or has no
 // implementation for this geometry; the caller then runs its own kernels.
 enum class Pass { Forward, Adjoint, Weight };
 bool convolution(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t B, int64_t G,
-                 const float* a, const float* b, float* out, bool channels_last = false);
+                 const float* a, const float* b, float* out, bool channels_last = false,
+                 bool weights_channels_last = false);
 
 // Passes oneDNN has run in this process: tests check which kernels a shape took.
 int64_t calls();

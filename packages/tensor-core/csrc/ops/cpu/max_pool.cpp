@@ -109,3 +109,74 @@ void max_pool2d(ScalarType dtype, const void* input, void* output, int64_t* indi
 }
 
 }  // namespace ember::EMBER_CPU_NS
+
+// ---- channels_last: (N, H, W, C) with C innermost ----
+// Every tap of an output position updates that position's C running maxima (and indices) in one
+// loop over the channels, contiguous in memory: vectorised like the rows above.
+
+namespace ember::EMBER_CPU_NS {
+namespace {
+
+template <typename T, bool kIndices>
+void pool_position(const Window& w, const T* x, int64_t C, int64_t oh, int64_t ow, T* best,
+                   int64_t* where) {
+  const int64_t h0 = oh * w.SH - w.PH, w0 = ow * w.SW - w.PW;
+  const int64_t first = std::max<int64_t>(h0, 0) * w.IW + std::max<int64_t>(w0, 0);
+  for (int64_t c = 0; c < C; ++c) {
+    best[c] = -std::numeric_limits<T>::infinity();
+    if constexpr (kIndices) where[c] = first;
+  }
+  for (int64_t kh = std::max<int64_t>(0, -h0); kh < std::min(w.KH, w.IH - h0); ++kh)
+    for (int64_t kw = std::max<int64_t>(0, -w0); kw < std::min(w.KW, w.IW - w0); ++kw) {
+      const int64_t at_plane = (h0 + kh) * w.IW + (w0 + kw);
+      const T* __restrict src = x + at_plane * C;
+      T* __restrict b = best;
+      if constexpr (kIndices) {
+        int64_t* __restrict at = where;
+        for (int64_t c = 0; c < C; ++c) {
+          const T v = src[c], m = b[c];
+          const bool take = (v > m) | (v != v);
+          b[c] = math::blend(take, v, m);
+          at[c] = math::blend(take, at_plane, at[c]);
+        }
+      } else {
+        for (int64_t c = 0; c < C; ++c) {
+          const T v = src[c], m = b[c];
+          b[c] = math::blend((v > m) | (v != v), v, m);
+        }
+      }
+    }
+}
+
+template <typename T>
+void run_channels_last(const Window& w, const void* input, void* output, int64_t* indices,
+                       int64_t N, int64_t C) {
+  const T* x = static_cast<const T*>(input);
+  T* y = static_cast<T*>(output);
+  const int64_t positions = w.OH * w.OW;
+  parallel_for(0, N * positions,
+               std::max<int64_t>(1, 32768 / std::max<int64_t>(C * w.KH * w.KW, 1)),
+               [&](int64_t a, int64_t b) {
+                 for (int64_t i = a; i < b; ++i) {
+                   const int64_t n = i / positions, o = i % positions;
+                   const T* xn = x + n * w.IH * w.IW * C;
+                   if (indices)
+                     pool_position<T, true>(w, xn, C, o / w.OW, o % w.OW, y + i * C,
+                                            indices + i * C);
+                   else
+                     pool_position<T, false>(w, xn, C, o / w.OW, o % w.OW, y + i * C, nullptr);
+                 }
+               });
+}
+
+}  // namespace
+
+void max_pool2d_channels_last(ScalarType dtype, const void* input, void* output,
+                              int64_t* indices, int64_t N, int64_t C, const int64_t* geometry) {
+  const Window w{geometry[0], geometry[1], geometry[2], geometry[3], geometry[4],
+                 geometry[5], geometry[6], geometry[7], geometry[8], geometry[9]};
+  if (dtype == ScalarType::Float32) run_channels_last<float>(w, input, output, indices, N, C);
+  else if (dtype == ScalarType::Float64) run_channels_last<double>(w, input, output, indices, N, C);
+}
+
+}  // namespace ember::EMBER_CPU_NS
