@@ -164,15 +164,22 @@ void check_indices(const Tensor& idx, const Tensor& go, const std::string& name)
               shape_str(go->sizes), ", but got ", shape_str(idx->sizes));
 }
 
+// idx's data, after checking that every index lies inside an input plane.
+const int64_t* checked_max_indices(const Tensor& idx, const Geo& g) {
+  const int64_t ivol = g.ivol();
+  const int64_t* ip = idx->data_as<int64_t>();
+  for (int64_t i = 0, n = idx->numel(); i < n; ++i)
+    EMBER_CHECK(ip[i] >= 0 && ip[i] < ivol, std::runtime_error, "Found an invalid max index: ",
+                ip[i], " (output volumes are of size ", join(Shape(g.I + 3 - g.k, g.I + 3), "x"), ")");
+  return ip;
+}
+
 // grad_input[plane, idx[o]] += grad_output[plane, o], with the indices checked.
 Tensor scatter_max_grad(const Tensor& go_in, const Tensor& x, const Tensor& idx_in, const Geo& g) {
   Tensor go = contiguous(go_in), idx = contiguous(idx_in);
   Tensor gi = empty(x->sizes, x->dtype);
   const int64_t ivol = g.ivol(), ovol = g.ovol();
-  const int64_t* ip = idx->data_as<int64_t>();
-  for (int64_t i = 0, n = idx->numel(); i < n; ++i)
-    EMBER_CHECK(ip[i] >= 0 && ip[i] < ivol, std::runtime_error, "Found an invalid max index: ",
-                ip[i], " (output volumes are of size ", join(Shape(g.I + 3 - g.k, g.I + 3), "x"), ")");
+  const int64_t* ip = checked_max_indices(idx, g);
   dispatch_floating(x->dtype, "max_pool_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;
@@ -199,10 +206,7 @@ Tensor scatter_max_grad_channels_last(const Tensor& go_in, const Tensor& x, cons
   Tensor go = to_channels_last(go_in), idx = to_channels_last(idx_in);
   Tensor gi = empty_channels_last(x->sizes, x->dtype);
   const int64_t ivol = g.ivol(), ovol = g.ovol(), C = g.C;
-  const int64_t* ip = idx->data_as<int64_t>();
-  for (int64_t i = 0, n = idx->numel(); i < n; ++i)
-    EMBER_CHECK(ip[i] >= 0 && ip[i] < ivol, std::runtime_error, "Found an invalid max index: ",
-                ip[i], " (output volumes are of size ", join(Shape(g.I + 3 - g.k, g.I + 3), "x"), ")");
+  const int64_t* ip = checked_max_indices(idx, g);
   dispatch_floating(x->dtype, "max_pool_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;
