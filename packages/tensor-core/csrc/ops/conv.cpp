@@ -311,8 +311,9 @@ void folded_weight(const T* small, const T* big, T* gW, const Dims& m, const Geo
 }
 
 // float32 passes go to oneDNN when it is installed (runtime/onednn.h), except where the kernels
-// here were measured to be as fast or faster (benchmarks/bench_nn_kernels.py's convolution rows,
-// one thread, batch 16; own / oneDNN ms; depthwise passes are 3-10x faster in oneDNN, 3x3 144
+// here were measured to be as fast or faster (each pass timed alone on the paper models' layer
+// shapes with EMBER_ONEDNN=all and with oneDNN disabled, one thread, batch 16; own / oneDNN ms;
+// depthwise passes are 3-10x faster in oneDNN, 3x3 144
 // channels at 16x16: forward 0.67 / 0.19, input gradient 2.0 / 0.22, weight gradient 1.8 / 0.16):
 // - 1x1 stride-1 unpadded convolutions that do not fold: one GEMM over the input in place, no
 //   copy (64->256 at 16x16 0.60 / 0.65, 16->96 at 32x32 0.36 / 0.61);
