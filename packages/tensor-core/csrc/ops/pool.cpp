@@ -174,11 +174,17 @@ const int64_t* checked_max_indices(const Tensor& idx, const Geo& g) {
   return ip;
 }
 
-// grad_input[plane, idx[o]] += grad_output[plane, o], with the indices checked.
+// grad_input[plane, idx[o]] += grad_output[plane, o], with the indices checked; each (n, c)
+// plane is scattered into its own plane, so no two threads write one element. A channels_last
+// input (4-d) gives a channels_last gradient, as torch: its planes' elements lie C apart.
 Tensor scatter_max_grad(const Tensor& go_in, const Tensor& x, const Tensor& idx_in, const Geo& g) {
-  Tensor go = contiguous(go_in), idx = contiguous(idx_in);
-  Tensor gi = empty(x->sizes, x->dtype);
-  const int64_t ivol = g.ivol(), ovol = g.ovol();
+  const bool cl = is_channels_last(x);
+  Tensor go = cl ? to_channels_last(go_in) : contiguous(go_in);
+  Tensor idx = cl ? to_channels_last(idx_in) : contiguous(idx_in);
+  Tensor gi = cl ? empty_channels_last(x->sizes, x->dtype) : empty(x->sizes, x->dtype);
+  const int64_t ivol = g.ivol(), ovol = g.ovol(), C = g.C;
+  // element e of plane (n, c): n * C * vol + c * plane_step + e * step
+  const int64_t step = cl ? C : 1, in_plane = cl ? 1 : ivol, out_plane = cl ? 1 : ovol;
   const int64_t* ip = checked_max_indices(idx, g);
   dispatch_floating(x->dtype, "max_pool_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -187,11 +193,16 @@ Tensor scatter_max_grad(const Tensor& go_in, const Tensor& x, const Tensor& idx_
     T* out = gi->data_as<T>();
     parallel_for(0, g.planes(), plane_grain(g, 1), [&](int64_t a, int64_t b) {
       for (int64_t pl = a; pl < b; ++pl) {
-        T* dst = out + pl * ivol;
-        std::fill(dst, dst + ivol, T(0));
-        const T* src = gp + pl * ovol;
-        const int64_t* ix = ip + pl * ovol;
-        for (int64_t o = 0; o < ovol; ++o) dst[ix[o]] = T(A(dst[ix[o]]) + A(src[o]));
+        const int64_t n = pl / C, c = pl % C;
+        T* dst = out + n * C * ivol + c * in_plane;
+        for (int64_t e = 0; e < ivol; ++e) dst[e * step] = T(0);
+        const int64_t first = n * C * ovol + c * out_plane;
+        const T* src = gp + first;
+        const int64_t* ix = ip + first;
+        for (int64_t o = 0; o < ovol; ++o) {
+          T& d = dst[ix[o * step] * step];
+          d = T(A(d) + A(src[o * step]));
+        }
       }
     });
   });
@@ -199,34 +210,6 @@ Tensor scatter_max_grad(const Tensor& go_in, const Tensor& x, const Tensor& idx_
 }
 
 }  // namespace
-
-// scatter_max_grad for a channels_last input: gradient channels_last, as torch.
-Tensor scatter_max_grad_channels_last(const Tensor& go_in, const Tensor& x, const Tensor& idx_in,
-                                      const Geo& g) {
-  Tensor go = to_channels_last(go_in), idx = to_channels_last(idx_in);
-  Tensor gi = empty_channels_last(x->sizes, x->dtype);
-  const int64_t ivol = g.ivol(), ovol = g.ovol(), C = g.C;
-  const int64_t* ip = checked_max_indices(idx, g);
-  dispatch_floating(x->dtype, "max_pool_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using A = opmath_t<T>;
-    const T* gp = go->data_as<T>();
-    T* out = gi->data_as<T>();
-    parallel_for(0, g.N, 1, [&](int64_t a, int64_t b) {
-      for (int64_t n = a; n < b; ++n) {
-        T* dst = out + n * ivol * C;
-        std::fill(dst, dst + ivol * C, T(0));
-        const T* src = gp + n * ovol * C;
-        const int64_t* ix = ip + n * ovol * C;
-        for (int64_t o = 0; o < ovol * C; ++o) {
-          T& d = dst[ix[o] * C + o % C];
-          d = T(A(d) + A(src[o]));
-        }
-      }
-    });
-  });
-  return gi;
-}
 
 std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape& kernel_size,
                                                 const Shape& stride, const Shape& padding,
@@ -358,8 +341,6 @@ Tensor max_pool_with_indices_backward(const Tensor& grad_output, const Tensor& i
   const std::string name = str_cat("max_pool", g.k, "d_with_indices_backward");
   check_grad(grad_output, g, input, name);
   check_indices(indices, grad_output, name);
-  if (is_channels_last(input) && g.k == 2)  // the input's layout, as torch
-    return scatter_max_grad_channels_last(grad_output, input, indices, g);
   return scatter_max_grad(grad_output, input, indices, g);
 }
 
