@@ -14,6 +14,7 @@
 #include "ops/conv_geometry.h"
 #include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "runtime/blas.h"
 #include "runtime/gil.h"
 #include "runtime/onednn.h"
@@ -685,28 +686,6 @@ Tensor conv_channels_last(const Tensor& x, const Tensor& weight, const Tensor& b
   return y;
 }
 
-// gb[c] = sum over the rows of g (rows, C), channels_last, accumulated in double.
-void bias_grad_channels_last(const float* g, float* gb, int64_t rows, int64_t C) {
-  const int nt = std::max(get_num_threads(), 1);
-  std::vector<double> acc(static_cast<size_t>(C) * nt, 0.0);
-  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)),
-               [&](int64_t r0, int64_t r1) {
-                 double* a = acc.data() + static_cast<size_t>(get_thread_num()) * C;
-                 std::vector<float> block(static_cast<size_t>(C));
-                 for (int64_t start = r0; start < r1; start += 256) {  // float sums of 256 rows
-                   std::fill(block.begin(), block.end(), 0.0f);
-                   for (int64_t r = start; r < std::min(r1, start + 256); ++r)
-                     for (int64_t c = 0; c < C; ++c) block[c] += g[r * C + c];
-                   for (int64_t c = 0; c < C; ++c) a[c] += block[c];
-                 }
-               });
-  for (int64_t c = 0; c < C; ++c) {
-    double total = 0;
-    for (int t = 0; t < nt; ++t) total += acc[static_cast<size_t>(t) * C + c];
-    gb[c] = static_cast<float>(total);
-  }
-}
-
 // convolution_backward of a channels_last float32 input through oneDNN (grad_input channels_last,
 // grad_weight in the weight's layout), or nullopt when it cannot run there.
 std::optional<std::tuple<Tensor, Tensor, Tensor>> conv_backward_channels_last(
@@ -734,10 +713,7 @@ std::optional<std::tuple<Tensor, Tensor, Tensor>> conv_backward_channels_last(
                              x->data_as<float>(), gw->data_as<float>(), true, w_cl))
       return std::nullopt;
   }
-  if (mask[2]) {
-    gb = empty({S}, ScalarType::Float32);
-    bias_grad_channels_last(go->data_as<float>(), gb->data_as<float>(), go->numel() / S, S);
-  }
+  if (mask[2]) gb = sum(go, OptDims{std::vector<int64_t>{0, 2, 3}}, false);
   if (gw && !w_cl && is_channels_last(weight)) gw = to_channels_last(gw);  // grouped
   return std::make_tuple(gi, gw, gb);
 }
