@@ -376,15 +376,11 @@ PlanCache& cache() {
   return *c;
 }
 
-std::shared_ptr<Plan> plan_for(const Key& k, bool* known) {
+std::shared_ptr<Plan> plan_for(const Key& k) {
   PlanCache& C = cache();
   std::lock_guard<std::mutex> lock(C.mu);
   auto it = C.plans.find(k);
-  if (it != C.plans.end()) {
-    *known = true;
-    return it->second;
-  }
-  *known = false;
+  if (it != C.plans.end()) return it->second;
   if (C.plans.size() >= 512) C.plans.clear();  // shapes that keep changing: start over
   std::shared_ptr<Plan> p = build_plan(k);
   C.plans.emplace(k, p);
@@ -527,8 +523,8 @@ bool convolution(Pass pass, const ConvGeometry& g, int64_t N, int64_t S, int64_t
     return true;
   }();
   (void)registered;
-  bool known = false;
-  std::shared_ptr<Plan> plan = plan_for(make_key(pass, g, N, S, B, G, channels_last, weights_channels_last), &known);
+  std::shared_ptr<Plan> plan =
+      plan_for(make_key(pass, g, N, S, B, G, channels_last, weights_channels_last));
   if (!plan) return false;
   // The library's threads follow ember's count; inside one of ember's parallel regions it runs on
   // the calling thread only (no nested parallelism, as parallel_for).

@@ -28,7 +28,6 @@ constexpr int kF32 = 3;
 
 // memory format tags
 constexpr int kFormatAny = 1;
-constexpr int kTag_x = 2;
 constexpr int kTag_a3 = 4, kTag_a4 = 5, kTag_a5 = 6, kTag_a6 = 7;  // abc, abcd, abcde, abcdef
 // ncw/oiw, nchw/oihw/goiw, ncdhw/oidhw/goihw, goidhw: the plain row-major tags by rank
 inline int plain_tag(int ndims) { return ndims == 3 ? kTag_a3 : ndims == 4 ? kTag_a4 : ndims == 5 ? kTag_a5 : kTag_a6; }
