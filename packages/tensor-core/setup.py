@@ -268,7 +268,7 @@ class BuildCore(build_ext):
 
         # Longest first (the kernel files, then the larger files), so no long file starts last.
         def weight(unit: Unit) -> int:
-            size = os.path.getsize(os.path.join(HERE, unit.source))
+            size = source_bytes(unit.source)
             return size * (4 if os.path.dirname(unit.source) == KERNEL_DIR else 1)
 
         failed = []
@@ -381,10 +381,43 @@ class BuildCore(build_ext):
             return os.cpu_count() or 2
 
 
+def unity_members() -> set[str]:
+    """The binding files that csrc/python/unity_*.cpp include (compiled through those units, not
+    on their own: see the units' header comment); each file of csrc/python/ must be in one."""
+    members: dict[str, str] = {}
+    folder = os.path.join(CSRC, "python")
+    for unit in sorted(glob(os.path.join(folder, "unity_*.cpp"))):
+        with open(unit, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith('#include "python/') and line.rstrip().endswith('.cpp"'):
+                    name = line.split('"')[1].split("/", 1)[1]
+                    if name in members:
+                        raise SystemExit(f"csrc/python/{name} is in both {members[name]} and "
+                                         f"{os.path.basename(unit)}")
+                    members[name] = os.path.basename(unit)
+    loose = [os.path.basename(p) for p in glob(os.path.join(folder, "*.cpp"))
+             if not os.path.basename(p).startswith("unity_") and os.path.basename(p) not in members]
+    if loose:
+        raise SystemExit(f"csrc/python/{', '.join(sorted(loose))}: not in a unity_*.cpp list; add "
+                         "each to one (csrc/python/unity_ops.cpp says why)")
+    return {os.path.join("csrc", "python", name) for name in members}
+
+
+_in_unity = unity_members()
+
+
+def source_bytes(rel: str) -> int:
+    """A source file's size, a unity unit's being its members' (the build's scheduling weight)."""
+    if os.path.basename(rel).startswith("unity_"):
+        with open(os.path.join(HERE, rel), encoding="utf-8") as f:
+            return sum(os.path.getsize(os.path.join(CSRC, line.split('"')[1]))
+                       for line in f if line.startswith('#include "python/'))
+    return os.path.getsize(os.path.join(HERE, rel))
 sources = sorted(
-    os.path.relpath(p, HERE)
-    for p in glob(os.path.join(CSRC, "**", "*.cpp"), recursive=True)
-    if os.sep + "tests" + os.sep not in p
+    rel
+    for rel in (os.path.relpath(p, HERE)
+                for p in glob(os.path.join(CSRC, "**", "*.cpp"), recursive=True))
+    if os.sep + "tests" + os.sep not in rel and rel not in _in_unity
 )
 
 # The public headers of compiled extensions (installed as package data, ember/include/ember/):

@@ -150,3 +150,74 @@ def test_wider_copies_compute_the_default_copys_values(capability):
         dt = key.split("/")[0]
         np.testing.assert_allclose(np.array(wide[key]), np.array(ref), rtol=RTOL[dt], atol=0,
                                    err_msg=f"{capability} vs DEFAULT: {key}")
+
+
+# float16/bfloat16: every copy runs their elementwise kernels through its float32 loops in
+# blocks (ops/cpu/widen.h) and converts with its own instructions (F16C where it has them); the
+# values must be NumPy's: the float32 result of the float32 operands, rounded once to nearest even.
+REDUCED_FLOAT_RESULTS = """
+import json
+import numpy as np
+import ember
+
+def bf16_bits(f32):  # float32 -> bfloat16 bits, nearest even (no NaN among the inputs)
+    u = f32.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+def bits(t):
+    return t.view(ember.int16).numpy().view(np.uint16)
+
+rng = np.random.default_rng(3)
+a32 = (rng.standard_normal((33, 301)) * 4).astype(np.float32)
+b32 = (rng.standard_normal((33, 301)) * 4 + 0.5).astype(np.float32)
+a32.flat[:6] = [0.0, -0.0, 65504.0, 1e-7, np.inf, -np.inf]
+bad = []
+for name in ("float16", "bfloat16"):
+    dt = getattr(ember, name)
+    if name == "float16":
+        to16 = lambda v: v.astype(np.float32).astype(np.float16).view(np.uint16)
+        from16 = lambda u: u.view(np.float16).astype(np.float32)
+    else:
+        to16 = bf16_bits
+        from16 = lambda u: (u.astype(np.uint32) << 16).view(np.float32)
+    a = from16(to16(a32)); b = from16(to16(b32))  # the 16-bit operands, as float32
+    x, y = ember.from_numpy(a32).to(dt), ember.from_numpy(b32).to(dt)
+    checks = {
+        "narrow": (bits(x), to16(a32)),
+        "widen": (x.float().numpy().view(np.uint32), a.view(np.uint32)),
+        "narrow strided": (bits(ember.from_numpy(a32).t().to(dt)), to16(a32.T)),
+        "add": (bits(x + y), to16(a + b)),
+        "mul": (bits(x * y), to16(a * b)),
+        "div": (bits(x / y), to16(a / b)),
+        "sub transposed": (bits(x.t() - y.t()), to16(a.T - b.T)),
+        "add 0-d": (bits(x + ember.tensor(1.5, dtype=dt)), to16(a + np.float32(1.5))),
+        "rsub 0-d": (bits(ember.tensor(1.5, dtype=dt) - x), to16(np.float32(1.5) - a)),
+        "mul number": (bits(x * 0.3), to16(a * np.float32(0.3))),
+        "neg": (bits(-x), to16(-a)),
+        "abs in place": (bits(x.clone().abs_()), to16(np.abs(a))),
+        "sqrt": (bits(ember.sqrt(y.abs())), to16(np.sqrt(np.abs(b)))),
+    }
+    for key, (got, want) in checks.items():
+        if not np.array_equal(got, want):
+            bad.append(f"{name} {key}: {int((got != want).sum())} of {got.size} differ")
+    # transcendental functions: ember's float32 formulas, within one 16-bit ulp of the exact
+    # value rounded (the distance of the bit patterns: all results here are non-negative)
+    finite = np.isfinite(a)
+    for fn, ref in (("exp", np.exp), ("sigmoid", lambda v: 1 / (1 + np.exp(-v)))):
+        got = bits(getattr(ember, fn)(x))[finite].astype(np.int64)
+        with np.errstate(over="ignore"):
+            want = to16(ref(a[finite].astype(np.float64)).astype(np.float32)).astype(np.int64)
+        if np.abs(got - want).max() > 1:
+            bad.append(f"{name} {fn}: {int((np.abs(got - want) > 1).sum())} beyond one ulp")
+    s = float(x[:, 6:].sum()); want_s = float(a[:, 6:].astype(np.float64).sum())
+    if abs(s - want_s) > 1e-2 * max(1.0, abs(want_s)):
+        bad.append(f"{name} sum {s} vs {want_s}")
+print(json.dumps(bad))
+"""
+
+
+@pytest.mark.parametrize("capability", AVAILABLE)
+def test_16bit_float_kernels_match_numpy_at_every_level(capability):
+    r = run_at(capability.lower(), REDUCED_FLOAT_RESULTS)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == []

@@ -114,6 +114,11 @@ ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
   }
 }
 
+void ElementwiseIter::for_each_fn(LoopFn loop, const void* ctx, int64_t grain) const {
+  for_each([&](char** data, const int64_t* strides, int64_t n) { loop(ctx, data, strides, n); },
+           grain);
+}
+
 void ElementwiseIter::throw_device_memory() const {
   throw std::runtime_error(str_cat("ember: a CPU kernel was handed tensors on ", device_.str(),
                                    " (an op without a CUDA path reached the CPU kernels)"));

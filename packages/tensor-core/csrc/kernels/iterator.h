@@ -45,6 +45,13 @@ class ElementwiseIter {
   // CPU kernels may then run over it.
   void allow_host_access() { host_access_ = true; }
 
+  // for_each with the loop as a plain function and its context, compiled once (iterator.cpp):
+  // run_elementwise goes through it, so that each (op, dtype) kernel instantiates its inner loop
+  // only, not for_each's parallel split and odometer (half of the kernels' code, and of their
+  // compile time, when each had its own copy).
+  using LoopFn = void (*)(const void* ctx, char** data, const int64_t* strides, int64_t n);
+  void for_each_fn(LoopFn loop, const void* ctx, int64_t grain = kGrainSize) const;
+
   // Runs loop over every element, in parallel chunks of at least `grain` elements.
   template <typename Loop> void for_each(Loop&& loop, int64_t grain = kGrainSize) const {
     if (numel_ == 0) return;

@@ -89,13 +89,16 @@ __attribute__((flatten, noinline)) void nary_loop_impl(char** data, const int64_
   }
 }
 
+// nary_loop_impl as an ElementwiseIter::LoopFn (ctx: the functor).
+template <typename F, typename Out, typename... In>
+void nary_loop_fn(const void* f, char** data, const int64_t* strides, int64_t n) {
+  nary_loop_impl<Out, In...>(data, strides, n, *const_cast<F*>(static_cast<const F*>(f)),
+                             std::index_sequence_for<In...>{});
+}
+
 template <typename Out, typename... In, typename F>
 void run_elementwise(const ElementwiseIter& it, F f, int64_t grain = kGrainSize) {
-  it.for_each(
-      [&](char** data, const int64_t* strides, int64_t n) {
-        nary_loop_impl<Out, In...>(data, strides, n, f, std::index_sequence_for<In...>{});
-      },
-      grain);
+  it.for_each_fn(&nary_loop_fn<F, Out, In...>, &f, grain);
 }
 
 }  // namespace ember

@@ -1,9 +1,11 @@
-// Copy with dtype conversion: one loop instantiated for every (dst, src) dtype pair, plus a
-// tiled path for same-dtype 2-d transposes (x.t().contiguous()), where one side would otherwise
-// be walked with a large stride and miss the cache on every element.
+// Copy with dtype conversion: one loop instantiated for every (dst, src) dtype pair but float32
+// <-> float16/bfloat16 (a kernel per CPU capability, cpu_kernels.h), plus a tiled path for
+// same-dtype 2-d transposes (x.t().contiguous()), where one side would otherwise be walked with a
+// large stride and miss the cache on every element.
 #include <cstring>
 
 #include "kernels/loops.h"
+#include "ops/cpu_kernels.h"
 #include "ops/elementwise.h"
 
 namespace ember {
@@ -49,12 +51,19 @@ void run_copy_kernel(const ElementwiseIter& it, ScalarType dst, ScalarType src) 
       }
     }
   }
+  // float32 <-> float16/bfloat16: the CPU's widest copy converts (F16C, AVX-512).
+  if ((dst == ScalarType::Float32 && is_reduced_float(src)) ||
+      (src == ScalarType::Float32 && is_reduced_float(dst)))
+    return cpu_kernels().convert_reduced_float(it, dst, src);
   dispatch_all_and_complex(dst, "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
     dispatch_all_and_complex(src, "copy_", [&](auto stag) {
       using S = typename decltype(stag)::type;
+      constexpr bool reduced = std::is_same_v<D, Half> || std::is_same_v<D, BFloat16> ||
+                               std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
+      constexpr bool with_float = std::is_same_v<D, float> || std::is_same_v<S, float>;
       // cast_to converts each loaded value (loaded in S's compute type) to D.
-      run_elementwise<D, S>(it, [](auto x) { return x; });
+      if constexpr (!(reduced && with_float)) run_elementwise<D, S>(it, [](auto x) { return x; });
     });
   });
 }

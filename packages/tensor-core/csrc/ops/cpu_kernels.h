@@ -32,6 +32,8 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
   X(binary, void, BinaryOp op, const ElementwiseIter& it, ScalarType compute)                     \
   X(add_alpha, void, const ElementwiseIter& it, ScalarType dtype, double alpha, bool subtract)    \
   X(fused_multiply_add, bool, void) /* whether add_alpha rounds once (this copy has FMA) */       \
+  /* float32 <-> float16/bfloat16 copies (dst, src: one of them Float32); binary.cpp */          \
+  X(convert_reduced_float, void, const ElementwiseIter& it, ScalarType dst, ScalarType src)      \
   /* ops/cpu/reduce.cpp: the arithmetic reductions over a plan (ops/reduce.h) */                  \
   X(sum, void, reduce_detail::SumKind kind, const reduce_detail::ReducePlan& plan,                \
     const Tensor& in, const Tensor& out, int64_t reduced)                                         \

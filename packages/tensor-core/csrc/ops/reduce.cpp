@@ -158,6 +158,13 @@ Tensor additive(const Tensor& x, const std::vector<bool>& mask, bool keepdim,
   // so the kernels have one integer output type.
   if (is_integral(out_dtype, true) && out_dtype != ScalarType::Int64)
     return to_dtype(additive(x, mask, keepdim, ScalarType::Int64, kind), out_dtype);
+  // float16/bfloat16 accumulate in float32 and round once: the float32 kernels on a float32 copy
+  // (the kernels have no 16-bit copies: see ops/cpu/reduce.cpp).
+  if (is_reduced_float(x->dtype)) {
+    const ScalarType acc = is_reduced_float(out_dtype) ? ScalarType::Float32 : out_dtype;
+    Tensor r = additive(to_dtype(x, ScalarType::Float32), mask, keepdim, acc, kind);
+    return acc == out_dtype ? r : to_dtype(r, out_dtype);
+  }
   const int64_t R = reduced_numel(x, mask);
   return reduce_planned(x, mask, keepdim, out_dtype,
                         [&](const ReducePlan& plan, const Tensor& in, const Tensor& result) {
@@ -173,6 +180,8 @@ ScalarType sum_dtype(const Tensor& x, ScalarType dtype) {
 
 // Counts elements that are nonzero (or, with not_nan, that are not NaN) into int64.
 Tensor count_impl(const Tensor& x, const std::vector<bool>& mask, bool keepdim, bool not_nan) {
+  if (is_reduced_float(x->dtype))  // exact in float32 (zeros and NaNs stay what they were)
+    return count_impl(to_dtype(x, ScalarType::Float32), mask, keepdim, not_nan);
   return reduce_planned(x, mask, keepdim, ScalarType::Int64,
                         [&](const ReducePlan& plan, const Tensor& in, const Tensor& result) {
     cpu_kernels().count(not_nan, plan, in, result);
@@ -309,6 +318,8 @@ Tensor count_nonzero(const Tensor& x, const OptDims& dim) {
 
 static Tensor all_any(const Tensor& x, const OptDims& dim, bool keepdim, bool is_all) {
   if (is_complex(x->dtype)) return all_any(nonzero_mask(x), dim, keepdim, is_all);
+  if (is_reduced_float(x->dtype))  // exact in float32
+    return all_any(to_dtype(x, ScalarType::Float32), dim, keepdim, is_all);
   std::vector<bool> mask;
   if (dim && dim->empty()) mask.assign(x->dim(), false);  // dim=(): no reduction
   else mask = reduction_mask(x, dim);
@@ -365,10 +376,13 @@ Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarT
     }
   }
   auto mask = reduction_mask(x, dim);
-  return reduce_planned(in, mask, keepdim, in->dtype,
-                        [&](const ReducePlan& plan, const Tensor& src, const Tensor& result) {
+  const bool low = is_reduced_float(in->dtype);  // computed in float32, rounded once
+  Tensor r = reduce_planned(low ? to_dtype(in, ScalarType::Float32) : in, mask, keepdim,
+                            low ? ScalarType::Float32 : in->dtype,
+                            [&](const ReducePlan& plan, const Tensor& src, const Tensor& result) {
     cpu_kernels().norm(p, plan, src, result);
   });
+  return low ? to_dtype(r, in->dtype) : r;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
 
 struct Alias {
   const char* name;
@@ -309,7 +308,6 @@ std::string renamed(const std::string& signature, const std::string& from, const
 }  // namespace
 
 void register_aliases(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
   for (const Alias& alias : kAliases) {
     const OpDef& target = canonical_row(alias.canonical);
     std::vector<std::string> signatures;
@@ -323,7 +321,7 @@ void register_aliases(py::module_& m) {
                .variants = alias.variants, .cuda = target.cuda, .hand_off = false,
                .doc = str_cat("Alias of ", canonical, "."),
                .impl = [canonical, as_function](const Args& a) {
-                 return forward(as_function ? g_m->attr(canonical.c_str())
+                 return forward(as_function ? core_fn(canonical.c_str())
                                             : py::reinterpret_borrow<py::object>(
                                                   reinterpret_cast<PyObject*>(tensor_type()))
                                                   .attr(canonical.c_str()),
@@ -336,7 +334,7 @@ void register_aliases(py::module_& m) {
                .variants = c.variants, .hand_off = false,
                .doc = "A composition of ember's ops (ember/_composite_ops.py).",
                .impl = [function](const Args& a) {
-                 static py::object* module = new py::object(  // leaked, as g_m
+                 static py::object* module = new py::object(  // leaked: outlives interpreter teardown
                      py::module_::import("ember._composite_ops"));
                  return forward(module->attr(function.c_str()), a);
                }});

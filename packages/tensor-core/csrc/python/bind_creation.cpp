@@ -13,7 +13,6 @@
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
 
 // The result of a factory: `t` moved to the device asked for (it may have been built on the
 // CPU), pinned, written into out= or marked as requiring grad.
@@ -33,7 +32,7 @@ py::object finish_factory(Tensor t, const FactoryKeywords& f) {
   }
   t->version->value.store(0);  // a new tensor starts at version 0 (filling it is no user write)
   py::object r = py::cast(t);
-  if (f.pin_memory) r = g_m->attr("_pin_memory")(r);  // needs CUDA, as torch's
+  if (f.pin_memory) r = core_fn("_pin_memory")(r);  // needs CUDA, as torch's
   if (f.requires_grad) r.attr("requires_grad_")(true);
   return r;
 }
@@ -90,7 +89,6 @@ Tensor complex_linspace(const Scalar& start, const Scalar& end, int64_t steps, S
 }  // namespace
 
 void register_creation(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: outlives interpreter teardown
   const char* C = "creation";
   const std::string factory = kFactoryParams;
 

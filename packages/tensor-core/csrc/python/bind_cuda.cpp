@@ -83,7 +83,7 @@ py::list snapshot_list(cu::CachingAllocator& a) {
 }
 
 void* as_ptr(uintptr_t p) { return reinterpret_cast<void*>(p); }
-uintptr_t as_int(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+uintptr_t address_int(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
 // One allocator over a private host backend (destroyed before it: declaration order).
 struct HostAllocatorTesting {
@@ -155,7 +155,7 @@ py::dict array_interface(const Tensor& t, const char* typestr) {
   py::dict d;
   d["shape"] = py::tuple(py::cast(t->sizes));
   d["typestr"] = typestr;
-  d["data"] = py::make_tuple(as_int(t->numel() ? t->device_data() : nullptr), false);
+  d["data"] = py::make_tuple(address_int(t->numel() ? t->device_data() : nullptr), false);
   if (t->is_contiguous()) {
     d["strides"] = py::none();
   } else {
@@ -352,7 +352,7 @@ void register_cuda(py::module_& m) {
     return out;
   });
   m.def("_cuda_caching_allocator_alloc", [](size_t size, int d, uintptr_t stream) {
-    return as_int(device_alloc(d).malloc(size, stream));
+    return address_int(device_alloc(d).malloc(size, stream));
   });
   m.def("_cuda_caching_allocator_delete", [](uintptr_t ptr) {
     for (int d = 0, n = cu::backend().device_count(); d < n; ++d)
@@ -398,7 +398,7 @@ void register_cuda(py::module_& m) {
     cu::backend().stream_wait_event(d, s, as_ptr(e));
   });
   m.def("_cuda_event_create", [](int d, bool timing) {
-    return as_int(cu::backend().event_create(cu::check_device_index(d), timing));
+    return address_int(cu::backend().event_create(cu::check_device_index(d), timing));
   });
   m.def("_cuda_event_destroy",
         [](int d, uintptr_t e) { cu::backend().event_destroy(d, as_ptr(e)); });
@@ -420,7 +420,7 @@ void register_cuda(py::module_& m) {
       .def(py::init<size_t, const std::string&>(), py::arg("capacity") = size_t(1) << 30,
            py::arg("conf") = "")
       .def("malloc", [](HostAllocatorTesting& t, size_t size, uintptr_t stream) {
-        return as_int(t.alloc->malloc(size, stream));
+        return address_int(t.alloc->malloc(size, stream));
       }, py::arg("size"), py::arg("stream") = 0)
       .def("free", [](HostAllocatorTesting& t, uintptr_t p) { t.alloc->free(as_ptr(p)); })
       .def("record_stream", [](HostAllocatorTesting& t, uintptr_t p, uintptr_t s) {

@@ -17,8 +17,6 @@ using namespace pybind11::literals;
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
-py::object core_fn(const char* name) { return g_m->attr(name); }
 
 // True when an in-place op must leave the CPU kernels: to be recorded, or to run on a device.
 bool inplace_needs_grad(const Tensor& self, std::initializer_list<Tensor> others = {}) {
@@ -579,7 +577,6 @@ py::object nonzero_impl(py::handle selfh, py::handle outh, bool as_tuple) {
 }  // namespace
 
 void register_indexing(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: outlives interpreter teardown
   const char* I = "indexing";
 
   // The getitem backward: self[index] += values, duplicates summed. By hand: `index` is any

@@ -29,14 +29,6 @@ namespace {
 // Releasing foreign memory. Storages can die on any thread, with or without the GIL, and also
 // while the interpreter shuts down: in that last case the reference is leaked on purpose.
 
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
-}
-
 template <typename F> void with_gil(F&& f) {
   if (!Py_IsInitialized()) return;
   if (PyGILState_Check()) {
@@ -62,10 +54,6 @@ size_t storage_extent(const Shape& sizes, const Shape& strides, size_t itemsize)
     last += (sizes[d] - 1) * strides[d];
   }
   return static_cast<size_t>(last + 1) * itemsize;
-}
-
-void warn(PyObject* category, const std::string& msg) {
-  if (PyErr_WarnEx(category, msg.c_str(), 1) < 0) throw py::error_already_set();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -150,8 +138,7 @@ Tensor tensor_from_numpy(py::handle obj, bool warn_not_writable) {
         "from_numpy: the array's data is not aligned to its element size; make an aligned copy "
         "first, e.g. np.require(arr, requirements='A') or arr.copy()");
   if (warn_not_writable && !arr.writeable())
-    warn(PyExc_UserWarning,
-         "The given NumPy array is not writable, and ember does not support non-writable "
+    warn("The given NumPy array is not writable, and ember does not support non-writable "
          "tensors. This means writing to this tensor will result in undefined behavior. You may "
          "want to copy the array to protect its data or make it writable before converting it to "
          "a tensor.");
@@ -599,8 +586,7 @@ Tensor tensor_from_capsule(py::handle capsule) {
     expected *= std::max<int64_t>(sizes[d], 1);
   }
   if (read_only)
-    warn(PyExc_UserWarning,
-         "The given DLPack tensor is read-only, and ember does not support read-only tensors. "
+    warn("The given DLPack tensor is read-only, and ember does not support read-only tensors. "
          "This means writing to this tensor will result in undefined behavior. You may want to "
          "copy the data to protect it before writing to it.");
   char* data = static_cast<char*>(dl->data) + dl->byte_offset;

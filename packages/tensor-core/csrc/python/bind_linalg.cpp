@@ -9,7 +9,6 @@
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
 
 using ProductFn = Tensor (*)(const Tensor&, const Tensor&, const Tensor&);
 using AddFn = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar, const Tensor&);
@@ -57,7 +56,7 @@ py::object matmul_operator(py::handle a, py::handle b) {
   if (!is_tensor(a) || !is_tensor(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   Tensor ta = to_tensor(a), tb = to_tensor(b);
   if (needs_dispatch(ta) || needs_dispatch(tb))
-    return redispatch("matmul", g_m->attr("matmul"),
+    return redispatch("matmul", core_fn("matmul"),
                       py::make_tuple(a, b), py::dict());
   return wrap(matmul(ta, tb, nullptr));
 }
@@ -65,7 +64,6 @@ py::object matmul_operator(py::handle a, py::handle b) {
 }  // namespace
 
 void register_linalg(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
   for (const Product& p : kProducts) {
     const Product* pp = &p;
     def_op(m, {.name = p.name,

@@ -32,11 +32,10 @@ using namespace pybind11::literals;
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
 
 // To the autograd hook (an input requires grad) or the device hook, under `name`.
 py::object hand_off(const char* name, py::tuple args, py::dict kwargs) {
-  return redispatch(name, g_m->attr(name), std::move(args), std::move(kwargs));
+  return redispatch(name, core_fn(name), std::move(args), std::move(kwargs));
 }
 
 // True when the call leaves the CPU kernels: a tensor argument requires grad (grad mode on) or
@@ -287,7 +286,6 @@ py::object nll_loss_impl(const Args& a) {
 }  // namespace
 
 void register_nn_kernels(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: outlives interpreter teardown
   const char* CONV = "convolution";
   const char* POOL = "pooling";
   const char* LOSS = "loss";

@@ -13,9 +13,7 @@ using namespace pybind11::literals;
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
 
-Tensor opt_out(py::handle out) { return out.is_none() ? nullptr : expect_tensor(out, "op", "out"); }
 
 // Whether an out= tensor has another shape than the broadcast inputs and is not one of them.
 // The in-place forms (lerp_, nan_to_num_) pass self as out and keep torch's in-place shape error.
@@ -98,11 +96,11 @@ py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
   const std::string bound = bound_name(unary_info(op).name);
   const char* name = bound.c_str();
   Tensor x = expect_tensor(xh, name, "input");
-  Tensor out = opt_out(outh);
+  Tensor out = opt_out(outh, name);
   const Operand in(x);
   if (needs_dispatch(x) && !native_on_device({&in}, out, [&] { return unary_dtypes(op, x->dtype).compute; })) {
     if (out) check_out_no_grad(x, name);
-    return redispatch_out(name, g_m->attr(name), py::make_tuple(xh), py::dict(), outh);
+    return redispatch_out(name, core_fn(name), py::make_tuple(xh), py::dict(), outh);
   }
   if (out) check_out_no_grad(out, name);
   return with_out(name, outh, out, {&in}, [&](const Tensor& o) { return unary(op, x, o); });
@@ -116,7 +114,7 @@ py::object unary_inplace(UnaryOp op, py::handle selfh) {
   if ((x->requires_grad && grad_enabled()) ||
       (on_device(x) && !native_on_device({&in}, x, [&] { return unary_dtypes(op, x->dtype).compute; }))) {
     std::string n = std::string(name) + "_";
-    return redispatch(n.c_str(), g_m->attr(n.c_str()), py::make_tuple(selfh), py::dict());
+    return redispatch(n.c_str(), core_fn(n.c_str()), py::make_tuple(selfh), py::dict());
   }
   unary(op, x, x);
   return py::reinterpret_borrow<py::object>(selfh);
@@ -178,17 +176,17 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
   Operand a = to_operand(ah, name, "input"), b = to_operand(bh, name, "other");
   EMBER_CHECK(!(a.is_scalar && b.is_scalar), py::type_error, name,
               "(): expected at least one Tensor argument");
-  Tensor out = opt_out(outh);
+  Tensor out = opt_out(outh, name);
   if (any_dispatch(a, b) &&
       !(unit_alpha(alpha) && native_on_device({&a, &b}, out, [&] { return binary_compute(op, a, b); }))) {
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
     const char* fn = op == BinaryOp::div_trunc ? "_div_trunc" : name;
     if (out && !any_grad(a, b))
-      return redispatch_out(name, g_m->attr(fn), py::make_tuple(ah, bh), kw, outh);
+      return redispatch_out(name, core_fn(fn), py::make_tuple(ah, bh), kw, outh);
     if (out) throw std::runtime_error(str_cat(name, "(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."));
     // div(rounding_mode="trunc") is the private _C._div_trunc
-    return redispatch(name, g_m->attr(fn), py::make_tuple(ah, bh), kw);
+    return redispatch(name, core_fn(fn), py::make_tuple(ah, bh), kw);
   }
   if (out) check_out_no_grad(out, name);
   return with_out(name, outh, out, {&a, &b}, [&](const Tensor& o) {
@@ -211,7 +209,7 @@ py::object binary_inplace_call(BinaryOp op, py::handle selfh, py::handle bh,
     py::dict kw;
     if (alpha && !alpha.is_none()) kw["alpha"] = alpha;
     const std::string fn = op == BinaryOp::div_trunc ? "_div_trunc_" : n;
-    return redispatch(n.c_str(), g_m->attr(fn.c_str()), py::make_tuple(selfh, bh), kw);
+    return redispatch(n.c_str(), core_fn(fn.c_str()), py::make_tuple(selfh, bh), kw);
   }
   if (!fused_alpha(op, Operand(self), b, alpha, self))
     binary(op, Operand(self), scale_alpha(Operand(self), b, alpha), self);
@@ -225,7 +223,6 @@ py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotI
 }  // namespace
 
 void register_ops(py::module_& m) {
-  g_m = new py::module_(m);
   auto cls = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(tensor_type()));
   auto defm = [&](const char* name, py::cpp_function f) { py::setattr(cls, name, f); };
 
@@ -371,10 +368,10 @@ void register_ops(py::module_& m) {
   m.def("where", [](py::handle cond, py::handle a, py::handle b, py::handle outh) -> py::object {
     Tensor c = expect_tensor(cond, "where", "condition");
     Operand oa = to_operand(a, "where", "input"), ob = to_operand(b, "where", "other");
-    Tensor out = opt_out(outh);
+    Tensor out = opt_out(outh, "where");
     if (needs_dispatch(c) || any_dispatch(oa, ob)) {
       if (out && any_grad(oa, ob) && grad_enabled()) out_with_grad("where");
-      return redispatch_out("where", g_m->attr("where"), py::make_tuple(cond, a, b), py::dict(),
+      return redispatch_out("where", core_fn("where"), py::make_tuple(cond, a, b), py::dict(),
                             outh);
     }
     Tensor r = where(c, oa, ob);
@@ -386,19 +383,19 @@ void register_ops(py::module_& m) {
   }, py::arg("condition"), py::arg("input"), py::arg("other"), py::kw_only(),
      py::arg("out") = py::none());
   defm("where", py::cpp_function([](py::handle self, py::handle cond, py::handle other) {
-    return g_m->attr("where")(cond, self, other);
+    return core_fn("where")(cond, self, other);
   }, py::is_method(cls), py::arg("condition"), py::arg("other")));
 
   auto clamp_fn = [](py::handle x, py::handle lo, py::handle hi, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "clamp", "input");
     if (needs_dispatch(t) || (is_tensor(lo) && needs_dispatch(to_tensor(lo))) ||
         (is_tensor(hi) && needs_dispatch(to_tensor(hi))))
-      return redispatch_out("clamp", g_m->attr("clamp"), py::make_tuple(x, lo, hi), py::dict(), out);
+      return redispatch_out("clamp", core_fn("clamp"), py::make_tuple(x, lo, hi), py::dict(), out);
     std::unique_ptr<Operand> l, h;
     if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
     if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
     const Operand in(t);
-    return with_out("clamp", out, opt_out(out), {&in, l.get(), h.get()},
+    return with_out("clamp", out, opt_out(out, "clamp"), {&in, l.get(), h.get()},
                     [&](const Tensor& o) { return clamp(t, l.get(), h.get(), o); });
   };
   m.def("clamp", clamp_fn, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(),
@@ -411,7 +408,7 @@ void register_ops(py::module_& m) {
   auto clamp_inplace = py::cpp_function([](py::handle self, py::handle lo, py::handle hi) -> py::object {
     Tensor t = to_tensor(self);
     if ((t->requires_grad && grad_enabled()) || on_device(t))
-      return redispatch("clamp_", g_m->attr("clamp_"), py::make_tuple(self, lo, hi), py::dict());
+      return redispatch("clamp_", core_fn("clamp_"), py::make_tuple(self, lo, hi), py::dict());
     std::unique_ptr<Operand> l, h;
     if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
     if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
@@ -432,47 +429,47 @@ void register_ops(py::module_& m) {
     const bool grad = needs_grad(ts) || needs_grad(te) || (!ow.is_scalar && needs_grad(ow.t));
     if (grad || on_device(ts) || on_device(te) || (!ow.is_scalar && on_device(ow.t))) {
       if (grad && !out.is_none()) out_with_grad("lerp");
-      return redispatch_out("lerp", g_m->attr("lerp"), py::make_tuple(s, e, w), py::dict(), out);
+      return redispatch_out("lerp", core_fn("lerp"), py::make_tuple(s, e, w), py::dict(), out);
     }
     const Operand start(ts), end(te);
-    return with_out("lerp", out, opt_out(out), {&start, &end, &ow},
+    return with_out("lerp", out, opt_out(out, "lerp"), {&start, &end, &ow},
                     [&](const Tensor& o) { return lerp(ts, te, ow, o); });
   }, py::arg("input"), py::arg("end"), py::arg("weight"), py::kw_only(), py::arg("out") = py::none());
   defm("lerp", py::cpp_function([](py::handle self, py::handle e, py::handle w) {
-    return g_m->attr("lerp")(self, e, w);
+    return core_fn("lerp")(self, e, w);
   }, py::is_method(cls), py::arg("end"), py::arg("weight")));
   defm("lerp_", py::cpp_function([](py::handle self, py::handle e, py::handle w) -> py::object {
     const bool grad = needs_grad(to_tensor(self)) || (is_tensor(e) && needs_grad(to_tensor(e))) ||
                       (is_tensor(w) && needs_grad(to_tensor(w)));
     if (grad)  // recorded; the hook runs this again with grad mode off
-      return redispatch("lerp_", g_m->attr("Tensor").attr("lerp_"), py::make_tuple(self, e, w),
+      return redispatch("lerp_", core_fn("Tensor").attr("lerp_"), py::make_tuple(self, e, w),
                         py::dict());
-    return g_m->attr("lerp")(self, e, w, "out"_a = self);
+    return core_fn("lerp")(self, e, w, "out"_a = self);
   }, py::is_method(cls), py::arg("end"), py::arg("weight")));
 
   m.def("nan_to_num", [](py::handle x, double nan, py::object posinf, py::object neginf, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "nan_to_num", "input");
     if (needs_dispatch(t)) {
       if (needs_grad(t) && !out.is_none()) out_with_grad("nan_to_num");
-      return redispatch_out("nan_to_num", g_m->attr("nan_to_num"),
+      return redispatch_out("nan_to_num", core_fn("nan_to_num"),
                             py::make_tuple(x, nan, posinf, neginf), py::dict(), out);
     }
     double p = posinf.is_none() ? 0 : posinf.cast<double>(), n = neginf.is_none() ? 0 : neginf.cast<double>();
     const double* pp = posinf.is_none() ? nullptr : &p;
     const double* np = neginf.is_none() ? nullptr : &n;
     const Operand in(t);
-    return with_out("nan_to_num", out, opt_out(out), {&in},
+    return with_out("nan_to_num", out, opt_out(out, "nan_to_num"), {&in},
                     [&](const Tensor& o) { return nan_to_num(t, nan, pp, np, o); });
   }, py::arg("input"), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none(),
      py::kw_only(), py::arg("out") = py::none());
   defm("nan_to_num", py::cpp_function([](py::handle self, double nan, py::object posinf, py::object neginf) {
-    return g_m->attr("nan_to_num")(self, nan, posinf, neginf);
+    return core_fn("nan_to_num")(self, nan, posinf, neginf);
   }, py::is_method(cls), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none()));
   auto nan_to_num_inplace = [](py::handle self, double nan, py::object posinf, py::object neginf) {
     if (to_tensor(self)->requires_grad && grad_enabled())  // the hook runs this again, grad off
-      return redispatch("nan_to_num_", g_m->attr("nan_to_num_"),
+      return redispatch("nan_to_num_", core_fn("nan_to_num_"),
                            py::make_tuple(self, nan, posinf, neginf), py::dict());
-    return g_m->attr("nan_to_num")(self, nan, posinf, neginf, "out"_a = self);
+    return core_fn("nan_to_num")(self, nan, posinf, neginf, "out"_a = self);
   };
   m.def("nan_to_num_", nan_to_num_inplace, py::arg("input"), py::arg("nan") = 0.0,
         py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
@@ -485,20 +482,20 @@ void register_ops(py::module_& m) {
     Tensor t = expect_tensor(x, "logit", "input");
     if (needs_dispatch(t)) {
       if (needs_grad(t) && !out.is_none()) out_with_grad("logit");
-      return redispatch_out("logit", g_m->attr("logit"), py::make_tuple(x, eps), py::dict(), out);
+      return redispatch_out("logit", core_fn("logit"), py::make_tuple(x, eps), py::dict(), out);
     }
     const double e = eps.is_none() ? -1.0 : eps.cast<double>();
     const Operand in(t);
-    return with_out("logit", out, opt_out(out), {&in},
+    return with_out("logit", out, opt_out(out, "logit"), {&in},
                     [&](const Tensor& o) { return logit(t, eps.is_none() ? nullptr : &e, o); });
   }, py::arg("input"), py::arg("eps") = py::none(), py::kw_only(), py::arg("out") = py::none());
   defm("logit", py::cpp_function([](py::handle self, py::object eps) {
-    return g_m->attr("logit")(self, eps);
+    return core_fn("logit")(self, eps);
   }, py::is_method(cls), py::arg("eps") = py::none()));
   auto logit_inplace = [](py::handle self, py::object eps) -> py::object {
     Tensor t = expect_tensor(self, "logit_", "self");
     if (needs_dispatch(t))  // the autograd hook runs this again, grad off
-      return redispatch("logit_", g_m->attr("logit_"), py::make_tuple(self, eps), py::dict());
+      return redispatch("logit_", core_fn("logit_"), py::make_tuple(self, eps), py::dict());
     const double e = eps.is_none() ? -1.0 : eps.cast<double>();
     logit(t, eps.is_none() ? nullptr : &e, t);
     return py::reinterpret_borrow<py::object>(self);
@@ -510,15 +507,15 @@ void register_ops(py::module_& m) {
     Tensor t = expect_tensor(x, "round", "input");
     if (needs_dispatch(t)) {
       if (needs_grad(t) && !out.is_none()) out_with_grad("round");
-      return redispatch_out("round", g_m->attr("round"), py::make_tuple(x),
+      return redispatch_out("round", core_fn("round"), py::make_tuple(x),
                             py::dict("decimals"_a = decimals), out);
     }
-    Tensor o = opt_out(out);
+    Tensor o = opt_out(out, "round");
     Tensor r = round_decimals(t, decimals, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
   }, py::arg("input"), py::kw_only(), py::arg("decimals") = 0, py::arg("out") = py::none());
   defm("round", py::cpp_function([](py::handle self, int64_t decimals) {
-    return g_m->attr("round")(self, "decimals"_a = decimals);
+    return core_fn("round")(self, "decimals"_a = decimals);
   }, py::is_method(cls), py::kw_only(), py::arg("decimals") = 0));
   defm("round_", py::cpp_function([](py::handle self, int64_t decimals) -> py::object {
     Tensor t = to_tensor(self);

@@ -19,7 +19,6 @@ using namespace pybind11::literals;
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
 using GenPtr = std::shared_ptr<Generator>;
 
 
@@ -138,7 +137,7 @@ Tensor factory_target(const Factory& f, const Shape& shape, ScalarType default_d
 py::object factory_result(const Factory& f, const Tensor& t) {
   if (!f.out.is_none()) return py::reinterpret_borrow<py::object>(f.out);
   py::object r = py::cast(f.device.is_cpu() ? t : to_device_copy(t, f.device, false));
-  if (f.pin_memory) r = g_m->attr("_pin_memory")(r);  // needs CUDA, as torch's
+  if (f.pin_memory) r = core_fn("_pin_memory")(r);  // needs CUDA, as torch's
   if (f.requires_grad) r.attr("requires_grad_")(true);
   return r;
 }
@@ -157,7 +156,7 @@ py::object inplace(const char* name, py::handle self, py::tuple args, py::dict k
   generator_for(to_generator(kw["generator"], name), t->device());  // torch's device check
   if (t->requires_grad && grad_enabled()) {
     std::string core = std::string("_") + name;
-    return redispatch(name, g_m->attr(core.c_str()), args, kw);
+    return redispatch(name, core_fn(core.c_str()), args, kw);
   }
   run(t);
   return py::reinterpret_borrow<py::object>(self);
@@ -223,7 +222,7 @@ py::object bernoulli_call(py::handle input, py::handle p, py::handle gen, py::ha
     if (!outh.is_none() && (needs_grad(x) || (is_tensor(p) && needs_grad(to_tensor(p)))))
       throw std::runtime_error("bernoulli(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
-    py::object r = redispatch("bernoulli", g_m->attr("bernoulli"),
+    py::object r = redispatch("bernoulli", core_fn("bernoulli"),
                               p.is_none() ? py::tuple(py::make_tuple(input)) : py::tuple(py::make_tuple(input, p)),
                               py::dict("generator"_a = generator_arg(gen, g)));
     return outh.is_none() ? r : sampled_out("bernoulli", to_tensor(r), outh);
@@ -286,7 +285,7 @@ py::object normal_sample(const Args& a) {
     if (!f.out.is_none() && ((mt && needs_grad(to_tensor(mean))) || (st && needs_grad(to_tensor(std)))))
       throw std::runtime_error("normal(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires grad.");
-    py::object r = redispatch("normal", g_m->attr("normal"), py::make_tuple(mean, std),
+    py::object r = redispatch("normal", core_fn("normal"), py::make_tuple(mean, std),
                               py::dict("generator"_a = generator_arg(f.generator, f.gen)));
     return f.out.is_none() ? r : sampled_out("normal", to_tensor(r), f.out);
   }
@@ -307,7 +306,6 @@ py::object normal_sample(const Args& a) {
 }  // namespace
 
 void register_random(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: the bindings outlive interpreter teardown
 
   // ---- Generator ----
   py::class_<Generator, GenPtr>(m, "Generator", R"doc(

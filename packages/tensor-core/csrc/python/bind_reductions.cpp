@@ -16,8 +16,6 @@ using namespace pybind11::literals;
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
-py::object core_fn(const char* name) { return g_m->attr(name); }
 
 // ---- sum / nansum / mean / nanmean / prod ----
 
@@ -200,7 +198,6 @@ py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::han
 }  // namespace
 
 void register_reductions(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: outlives interpreter teardown
   const char* R = "reduction";
 
   // sum / nansum / mean / nanmean

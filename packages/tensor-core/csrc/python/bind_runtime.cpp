@@ -20,14 +20,6 @@ namespace {
 
 unsigned long g_main_thread = 0;  // the thread that finalizes the interpreter
 
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
-}
-
 // runtime/gil.h's hooks. Only a thread that holds the GIL gives it up: pool workers, and threads
 // already inside a scope, get nullptr (before Python 3.12 the "current" thread state is the GIL
 // holder's whichever thread asks, so it is compared with this thread's own).

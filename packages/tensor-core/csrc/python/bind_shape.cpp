@@ -15,8 +15,6 @@ using namespace pybind11::literals;
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
-py::object core_fn(const char* name) { return g_m->attr(name); }
 
 // A tuple/list of tensors, with PyTorch's TypeErrors.
 std::vector<Tensor> to_tensor_list(py::handle h, const char* op) {
@@ -201,7 +199,7 @@ void register_views(py::module_& m) {
                const Shape size = a.ints(1), stride = a.ints(2);
                const int64_t offset = a.is_none(3) ? x->offset : a.integer(3);
                if (needs_grad(x))
-                 return redispatch("as_strided", g_m->attr("as_strided"),
+                 return redispatch("as_strided", core_fn("as_strided"),
                                    py::make_tuple(a[0], py::cast(size), py::cast(stride), offset),
                                    py::dict());
                return wrap(as_strided(x, size, stride, offset));
@@ -215,7 +213,7 @@ void register_views(py::module_& m) {
                .impl = std::move(impl)});
   };
   auto to_hook = [](const char* name, const char* fn, const Args& a, const Shape& shape) {
-    return redispatch(name, g_m->attr(fn), py::make_tuple(a[0], py::cast(shape)), py::dict());
+    return redispatch(name, core_fn(fn), py::make_tuple(a[0], py::cast(shape)), py::dict());
   };
   // view(dtype): the same bytes read as another dtype of the same size (not recorded)
   method_row("view", {"view(Tensor input, int[] size) -> Tensor",
@@ -271,7 +269,7 @@ void register_views(py::module_& m) {
                Tensor x = a.tensor(0);
                if (x->is_contiguous()) return py::reinterpret_borrow<py::object>(a[0]);
                if (needs_grad(x))
-                 return redispatch("clone", g_m->attr("_contiguous"), py::make_tuple(a[0]), py::dict());
+                 return redispatch("clone", core_fn("_contiguous"), py::make_tuple(a[0]), py::dict());
                return wrap(contiguous(x));
              });
   def_op(m, {.name = "detach", .signatures = {"detach(Tensor input) -> Tensor"}, .family = V,
@@ -286,13 +284,12 @@ void register_views(py::module_& m) {
                  return py::module_::import("ember._memory_format").attr("_clone")(a[0], a[1]);
                Tensor x = a.tensor(0);
                if (needs_grad(x))
-                 return redispatch("clone", g_m->attr("clone"), py::make_tuple(a[0]), py::dict());
+                 return redispatch("clone", core_fn("clone"), py::make_tuple(a[0]), py::dict());
                return wrap(clone(x));
              }});
 }
 
 void register_shape(py::module_& m) {
-  g_m = new py::module_(m);
   register_views(m);
   const char* S = "shape";
 

@@ -17,8 +17,6 @@ using namespace pybind11::literals;
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
-py::object core_fn(const char* name) { return g_m->attr(name); }
 
 // A (values, indices) result as ember.return_types.<name>, written into out=(v, i) if given
 // (which must then be on the result's device when `same_device`).
@@ -305,7 +303,6 @@ py::object quantile_call(bool ignore_nan, py::handle xh, py::handle qh, py::hand
 }  // namespace
 
 void register_sort(py::module_& m) {
-  g_m = new py::module_(m);  // leaked: outlives interpreter teardown
   const char* S = "sort";
   const char* pair = "(Tensor values, Tensor indices)";
 

@@ -13,15 +13,13 @@ using namespace pybind11::literals;
 
 namespace ember::pyb {
 
-static py::module_* g_module = nullptr;
-static py::object core_fn(const char* name) { return g_module->attr(name); }
 
 // ember.Size of `sizes` (torch.Size's counterpart), made as tuple.__new__(Size, ...) does: the
 // Python constructor's per-item check is for sizes from users, not the core's ints (`.shape` is
 // read on every op of a model's Python code).
 py::object size_object(const Shape& sizes) {
   static PyObject* size_type = [] {
-    return py::object(g_module->attr("Size")).release().ptr();  // kept for the process
+    return py::object(core_fn("Size")).release().ptr();  // kept for the process
   }();
   py::tuple items(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) items[i] = py::int_(sizes[i]);
@@ -136,7 +134,7 @@ Tensor tensor_from_data(py::handle data, ScalarType dtype) {
         py::module_::import("numpy").attr("asarray")(data), py::none(), "CA");
     if (!arr.attr("dtype").attr("isnative").cast<bool>())
       arr = arr.attr("astype")(arr.attr("dtype").attr("newbyteorder")("="));
-    Tensor src = g_module->attr("_from_numpy")(arr).cast<Tensor>();
+    Tensor src = core_fn("_from_numpy")(arr).cast<Tensor>();
     return to_dtype(src, dtype == ScalarType::Undefined ? src->dtype : dtype, true);
   }
   DataInfo info;
@@ -348,7 +346,6 @@ static py::object to_dtype_device(const Tensor& self, py::args args, py::kwargs 
 }
 
 void register_tensor(py::module_& m) {
-  g_module = new py::module_(m);
   // x.to(device) as the autograd hook records it (_to_device in the gradient table).
   m.def("_to_device", [](py::object x, py::object device, py::object dtype, bool non_blocking) {
     return x.attr("to")(device, dtype, "non_blocking"_a = non_blocking);
@@ -362,7 +359,7 @@ void register_tensor(py::module_& m) {
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_object(t->sizes); })
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t->dtype); })
       .def_property_readonly("device", [](const Tensor& t) {
-        return g_module->attr("_make_device")(t->device().str());
+        return core_fn("_make_device")(t->device().str());
       })
       .def_property_readonly("ndim", &TensorImpl::dim)
       .def_property_readonly("is_cuda", [](const Tensor& t) { return !t->device().is_cpu(); })
@@ -370,7 +367,7 @@ void register_tensor(py::module_& m) {
       .def_property_readonly("is_sparse", [](const Tensor&) { return false; })
       .def_property_readonly("is_quantized", [](const Tensor&) { return false; })
       .def_property_readonly("is_meta", [](const Tensor&) { return false; })
-      .def_property_readonly("layout", [](const Tensor&) { return g_module->attr("strided"); })
+      .def_property_readonly("layout", [](const Tensor&) { return core_fn("strided"); })
       .def_property_readonly("itemsize", [](const Tensor& t) { return t->element_size(); })
       .def_property_readonly("nbytes", [](const Tensor& t) { return t->numel() * t->element_size(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t->version->value.load(); })
@@ -464,12 +461,12 @@ void register_tensor(py::module_& m) {
         EMBER_CHECK(py::hasattr(stream, "cuda_stream"), py::type_error,
                     "record_stream(): argument 'stream' must be a Stream, not ",
                     Py_TYPE(stream.ptr())->tp_name);
-        g_module->attr("_tensor_record_stream")(t, stream.attr("cuda_stream"));
+        core_fn("_tensor_record_stream")(t, stream.attr("cuda_stream"));
       })
       .def("pin_memory", [](const Tensor& t) {
-        return g_module->attr("_pin_memory")(t);
+        return core_fn("_pin_memory")(t);
       })
-      .def("is_pinned", [](const Tensor& t) { return g_module->attr("_cuda_is_pinned")(t); })
+      .def("is_pinned", [](const Tensor& t) { return core_fn("_cuda_is_pinned")(t); })
       .def("type", [](const Tensor& self, py::object dtype) -> py::object {
         if (dtype.is_none())
           return py::str(std::string("ember.") + type_name(self->dtype) + "Tensor");

@@ -5,6 +5,7 @@
 PYBIND11_MODULE(_C, m) {
   using namespace ember::pyb;
   m.doc() = "ember's C++ tensor core";
+  set_core_module(m);
   register_dtypes(m);
   register_tensor(m);
   register_registry(m);  // before the groups that declare their ops in it

@@ -9,6 +9,19 @@ using namespace pybind11::literals;
 namespace ember::pyb {
 
 // Leaked on purpose: these must outlive interpreter teardown.
+static py::module_* g_core_module = nullptr;
+
+void set_core_module(py::module_& m) { g_core_module = new py::module_(m); }
+py::object core_fn(const char* name) { return g_core_module->attr(name); }
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 static py::object* g_dtype_objects = new py::object[kNumScalarTypes];
 
 py::object dtype_object(ScalarType t) {

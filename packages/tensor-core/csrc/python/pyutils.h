@@ -15,6 +15,14 @@ namespace py = pybind11;
 
 namespace ember::pyb {
 
+// ---- the module ----
+// Keeps `m` (the `_C` module) for core_fn; module.cpp calls it before any group registers.
+void set_core_module(py::module_& m);
+// The `_C` module's attribute `name`: its bound function, so a call from C++ goes through the
+// same hooks (autograd, devices) as a call from Python.
+py::object core_fn(const char* name);
+bool interpreter_finalizing();  // true while the interpreter shuts down (leak, do not release)
+
 // ---- dtypes: one Python object per ScalarType (ember.float32, ...) ----
 struct DType {
   ScalarType type;

@@ -14,7 +14,6 @@
 namespace ember::pyb {
 namespace {
 
-py::module_* g_m = nullptr;
 std::deque<OpDef>& table() {
   // A deque: rows never move, the bindings hold pointers. Leaked: the rows hold Python objects
   // (their defaults), which must not be released after the interpreter has gone.
@@ -314,7 +313,7 @@ py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
   }
   py::handle out = a.out();
   const char* name = op.name.c_str();
-  py::object fn = g_m->attr(name);
+  py::object fn = core_fn(name);
   if (s.returns.rfind('(', 0) == 0) return redispatch_pair_out(name, fn, pargs, kw, out);
   if (grad && !out.is_none()) out_with_grad(name);
   return redispatch_out(name, fn, pargs, kw, out);
@@ -475,8 +474,6 @@ void def_op(py::module_& m, OpDef op) {
 const std::vector<const OpDef*>& all_ops() { return rows(); }
 
 void register_registry(py::module_& m) {
-  static py::module_ mod = m;
-  g_m = &mod;
   m.def("_ops", []() {
     py::list out;
     for (const OpDef* op : rows()) {

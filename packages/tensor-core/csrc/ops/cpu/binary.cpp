@@ -2,25 +2,41 @@
 // copy compiles: ops/cpu/kernel.h), and add/sub with alpha in one pass.
 #include "ops/cpu/kernel.h"
 
+#include <algorithm>
 #include <cmath>
+
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 #include "kernels/loops.h"
 #include "kernels/math.h"
+#include "ops/cpu/widen.h"
 #include "ops/elementwise.h"
 
 namespace ember::EMBER_CPU_NS {
 namespace {
 
-template <OpKind K, typename F> void dispatch_binary(const char* name, const ElementwiseIter& it, ScalarType dt, F f) {
+template <OpKind K, typename F>
+void dispatch_binary(BinaryOp op, const char* name, const ElementwiseIter& it, ScalarType dt, F f) {
+  // Kinds whose output has the inputs' dtype: every copy runs their 16-bit floats through its
+  // float loops (widen.h).
+  constexpr bool widened = kWidens<K == OpKind::FLOAT2 || K == OpKind::TRUEDIV ||
+                                        K == OpKind::FLOAT_ONLY2 || K == OpKind::ARITH, F, 2>;
+  if constexpr (widened) {
+    if (dt == ScalarType::Float16 || dt == ScalarType::BFloat16)
+      return run_elementwise_widened<2>(it, dt, f);
+  }
+  if (!compiled(dt)) return cpu_default::binary(op, it, dt);
   if constexpr (K == OpKind::FLOAT2 || K == OpKind::TRUEDIV || K == OpKind::FLOAT_ONLY2) {
     dispatch_floating(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kCompiled<T>) run_elementwise<T, T, T>(it, f);
+      if constexpr (kCompiled<T> && !(widened && kIs16BitFloat<T>)) run_elementwise<T, T, T>(it, f);
     });
   } else if constexpr (K == OpKind::ARITH) {
     dispatch_numeric(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kCompiled<T>) run_elementwise<T, T, T>(it, f);
+      if constexpr (kCompiled<T> && !(widened && kIs16BitFloat<T>)) run_elementwise<T, T, T>(it, f);
     });
   } else if constexpr (K == OpKind::CMP || K == OpKind::LOGICAL) {
     // float16/bfloat16 arrive converted to float32 (see binary()).
@@ -62,11 +78,10 @@ template <typename M> inline M fused_multiply_add(M a, M b, M c) {
 }  // namespace
 
 void binary(BinaryOp op, const ElementwiseIter& it, ScalarType dt) {
-  if (!compiled(dt)) return cpu_default::binary(op, it, dt);
   switch (op) {
-#define EMBER_BINARY_CASE(name, kind, expr)                                           \
-  case BinaryOp::name:                                                                \
-    return dispatch_binary<OpKind::kind>(#name, it, dt, [](auto a, auto b) { return expr; });
+#define EMBER_BINARY_CASE(name, kind, expr)                                                 \
+  case BinaryOp::name:                                                                      \
+    return dispatch_binary<OpKind::kind>(op, #name, it, dt, [](auto a, auto b) { return expr; });
     EMBER_BINARY_OPS(EMBER_BINARY_CASE)
 #undef EMBER_BINARY_CASE
   }
@@ -85,6 +100,110 @@ void add_alpha(const ElementwiseIter& it, ScalarType dtype, double alpha, bool s
     if (subtract) w = -w;
     run_elementwise<T, T, T>(it, [w](M x, M y) { return fused_multiply_add(y, w, x); });
   });
+}
+
+// ---- 16-bit floats through the float loops (widen.h) ----
+
+namespace {
+
+constexpr int64_t kWidenBlock = 256;  // floats per operand buffer: all of them stay in L1
+
+template <typename T16>
+__attribute__((noinline)) void widen_block(const char* src, int64_t stride, float* dst, int64_t n) {
+  if (stride == int64_t(sizeof(T16))) {
+    const T16* p = reinterpret_cast<const T16*>(src);
+    int64_t i = 0;
+#ifdef __F16C__
+    // GCC does not vectorise the scalar F16C conversion of each element (Half's operator float)
+    if constexpr (std::is_same_v<T16, Half>)
+      for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+#endif
+    for (; i < n; ++i) dst[i] = static_cast<float>(p[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(*reinterpret_cast<const T16*>(src + i * stride));
+  }
+}
+
+template <typename T16>
+__attribute__((noinline)) void narrow_block(const float* src, char* dst, int64_t stride, int64_t n) {
+  if (stride == int64_t(sizeof(T16))) {
+    T16* p = reinterpret_cast<T16*>(dst);
+    int64_t i = 0;
+#ifdef __F16C__
+    if constexpr (std::is_same_v<T16, Half>)  // rounded to nearest even, as Half(float)
+      for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < n; ++i) p[i] = T16(src[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T16*>(dst + i * stride) = T16(src[i]);
+  }
+}
+
+template <typename T16>
+void run_widened_as(const ElementwiseIter& it, int n_inputs, const void* f, FloatLoop loop) {
+  it.for_each([&](char** data, const int64_t* s, int64_t n) {
+    alignas(64) float buf[kMaxOperands][kWidenBlock];
+    char* ptrs[kMaxOperands];
+    int64_t fs[kMaxOperands];
+    for (int k = 0; k <= n_inputs; ++k) ptrs[k] = reinterpret_cast<char*>(buf[k]);
+    fs[0] = sizeof(float);
+    for (int64_t b = 0; b < n; b += kWidenBlock) {
+      const int64_t m = std::min(kWidenBlock, n - b);
+      for (int k = 1; k <= n_inputs; ++k) {
+        const char* src = data[k] + b * s[k];
+        if (s[k] == 0) {  // a broadcast operand stays one value (the float loop's scalar path)
+          buf[k][0] = static_cast<float>(*reinterpret_cast<const T16*>(src));
+          fs[k] = 0;
+        } else {
+          widen_block<T16>(src, s[k], buf[k], m);
+          fs[k] = sizeof(float);
+        }
+      }
+      loop(f, ptrs, fs, m);
+      narrow_block<T16>(buf[0], data[0] + b * s[0], s[0], m);
+    }
+  });
+}
+
+}  // namespace
+
+void run_widened(const ElementwiseIter& it, ScalarType dtype, int n_inputs, const void* f, FloatLoop loop) {
+  if (dtype == ScalarType::Float16) run_widened_as<Half>(it, n_inputs, f, loop);
+  else run_widened_as<BFloat16>(it, n_inputs, f, loop);
+}
+
+namespace {
+
+// float32 <- T16 (widen) or T16 <- float32 copies; a strided side goes through a block buffer.
+template <typename T16> void convert_as(const ElementwiseIter& it, bool widen) {
+  it.for_each([&](char** data, const int64_t* s, int64_t n) {
+    constexpr int64_t kFloat = sizeof(float);
+    if (widen && s[0] == kFloat) return widen_block<T16>(data[1], s[1], reinterpret_cast<float*>(data[0]), n);
+    if (!widen && s[1] == kFloat) return narrow_block<T16>(reinterpret_cast<const float*>(data[1]), data[0], s[0], n);
+    alignas(64) float buf[kWidenBlock];
+    for (int64_t b = 0; b < n; b += kWidenBlock) {
+      const int64_t m = std::min(kWidenBlock, n - b);
+      if (widen) {
+        widen_block<T16>(data[1] + b * s[1], s[1], buf, m);
+        for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(data[0] + (b + i) * s[0]) = buf[i];
+      } else {
+        for (int64_t i = 0; i < m; ++i) buf[i] = *reinterpret_cast<const float*>(data[1] + (b + i) * s[1]);
+        narrow_block<T16>(buf, data[0] + b * s[0], s[0], m);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void convert_reduced_float(const ElementwiseIter& it, ScalarType dst, ScalarType src) {
+  const bool widen = dst == ScalarType::Float32;
+  const ScalarType t16 = widen ? src : dst;
+  if (t16 == ScalarType::Float16) convert_as<Half>(it, widen);
+  else convert_as<BFloat16>(it, widen);
 }
 
 }  // namespace ember::EMBER_CPU_NS

@@ -32,4 +32,9 @@ inline bool compiled(ScalarType t) {
   return kDefaultCopy || t == ScalarType::Float32 || t == ScalarType::Float64;
 }
 
+// float16/bfloat16: the elementwise kernels run them through the float loops (widen.h), and the
+// reductions are handed them as float32 (ops/reduce.cpp); no loop is compiled for them.
+template <typename T>
+constexpr bool kIs16BitFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
 }  // namespace ember::EMBER_CPU_NS

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "ops/reduce.h"
@@ -15,6 +16,12 @@ namespace ember::EMBER_CPU_NS {
 using namespace reduce_detail;
 
 namespace {
+
+// float16/bfloat16 arrive as float32 (ops/reduce.cpp converts them): no loop here has them.
+void refuse_16bit(ScalarType t, const char* op) {
+  if (is_reduced_float(t))
+    throw std::logic_error(str_cat(op, ": a float16/bfloat16 input reached the float kernels"));
+}
 
 // Accumulator of sum/prod: opmath (float for the 16-bit floats) for floating types, int64 for
 // bool and the integers (which wrap exactly like PyTorch's).
@@ -26,9 +33,10 @@ using sum_acc_t = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, opma
 // out's dtype is in's (floating) or int64 (bool and integer input: ops/reduce.cpp narrows it).
 void sum(SumKind kind, const ReducePlan& plan, const Tensor& x, const Tensor& result, int64_t R) {
   if (!compiled(x->dtype)) return cpu_default::sum(kind, plan, x, result, R);
+  refuse_16bit(x->dtype, "sum");
   dispatch_all(x->dtype, "sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kCompiled<T>) {
+    if constexpr (kCompiled<T> && !kIs16BitFloat<T>) {
       using A = sum_acc_t<T>;
       const T* in = x->data_as<T>();
       auto go = [&](auto otag) {
@@ -63,9 +71,10 @@ void sum(SumKind kind, const ReducePlan& plan, const Tensor& x, const Tensor& re
 // int64.
 void count(bool not_nan, const ReducePlan& plan, const Tensor& x, const Tensor& result) {
   if (!compiled(x->dtype)) return cpu_default::count(not_nan, plan, x, result);
+  refuse_16bit(x->dtype, "count_nonzero");
   dispatch_all(x->dtype, "count_nonzero", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kCompiled<T>) {
+    if constexpr (kCompiled<T> && !kIs16BitFloat<T>) {
       using C = opmath_t<T>;
       const T* in = x->data_as<T>();
       int64_t* out = result->data_as<int64_t>();
@@ -86,9 +95,10 @@ void count(bool not_nan, const ReducePlan& plan, const Tensor& x, const Tensor& 
 // Into a bool or uint8 result (one byte, 0 or 1, either way).
 void all_any(bool is_all, const ReducePlan& plan, const Tensor& x, const Tensor& result) {
   if (!compiled(x->dtype)) return cpu_default::all_any(is_all, plan, x, result);
+  refuse_16bit(x->dtype, "all/any");
   dispatch_all(x->dtype, is_all ? "all" : "any", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kCompiled<T>) {
+    if constexpr (kCompiled<T> && !kIs16BitFloat<T>) {
       using C = opmath_t<T>;
       const T* in = x->data_as<T>();
       uint8_t* out = result->data_as<uint8_t>();
@@ -105,9 +115,10 @@ void all_any(bool is_all, const ReducePlan& plan, const Tensor& x, const Tensor&
 // Vector p-norm into a result of x's (floating) dtype.
 void norm(double p, const ReducePlan& plan, const Tensor& x, const Tensor& result) {
   if (!compiled(x->dtype)) return cpu_default::norm(p, plan, x, result);
+  refuse_16bit(x->dtype, "linalg.vector_norm");
   dispatch_floating(x->dtype, "linalg.vector_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kCompiled<T>) {
+    if constexpr (kCompiled<T> && !kIs16BitFloat<T>) {
       using A = opmath_t<T>;
       const T* src = x->data_as<T>();
       T* out = result->data_as<T>();
