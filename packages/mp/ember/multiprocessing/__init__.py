@@ -25,7 +25,6 @@ import multiprocessing
 from multiprocessing import *  # noqa: F401,F403
 
 from . import reductions
-from ._dataloader import _dataloader_transport  # noqa: F401 - ember.utils.data's seam
 from .reductions import (
     get_all_sharing_strategies,
     get_sharing_strategy,
@@ -41,3 +40,10 @@ __all__ = list(multiprocessing.__all__) + [
 
 init_reductions()
 del reductions
+
+
+def _dataloader_transport(prefix: str):
+    """ember.utils.data's seam: the DataLoader's transport for one iterator (_dataloader.py)."""
+    from ._dataloader import SharedTransport  # imports ember.utils.data, which is calling
+
+    return SharedTransport(prefix)
