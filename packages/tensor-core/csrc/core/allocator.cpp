@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 namespace ember {
@@ -67,6 +68,7 @@ class CPUAllocator final : public Allocator {
 };
 
 CPUAllocator g_cpu_allocator;
+std::atomic<DeviceAllocatorLookup> g_device_allocators{nullptr};  // constant-initialised
 std::atomic<Allocator*> g_current{&g_cpu_allocator};
 
 }  // namespace
@@ -75,6 +77,19 @@ void Allocator::copy_data(void* dst, const void* src, size_t n) const { std::mem
 
 Allocator* cpu_allocator() { return g_current.load(std::memory_order_relaxed); }
 Allocator* default_cpu_allocator() { return &g_cpu_allocator; }
+
+Allocator* allocator_for(Device device) {
+  if (device.is_cpu()) return cpu_allocator();
+  DeviceAllocatorLookup lookup = g_device_allocators.load(std::memory_order_acquire);
+  if (!lookup)
+    throw std::runtime_error("no allocator for device " + device.str() +
+                             ": this build of ember has no device backend");
+  return lookup(device);
+}
+
+void register_device_allocators(DeviceAllocatorLookup lookup) {
+  g_device_allocators.store(lookup, std::memory_order_release);
+}
 void set_cpu_allocator(Allocator* a) { g_current.store(a ? a : &g_cpu_allocator); }
 
 int64_t cpu_live_bytes() { return g_live_bytes.load(std::memory_order_relaxed); }

@@ -85,8 +85,11 @@ Allocator* default_cpu_allocator();
 int64_t cpu_live_bytes();
 int64_t cpu_peak_bytes();
 void cpu_reset_peak_bytes();
-// The allocator of new storages on `device`: cpu_allocator(), or a CUDA device's caching
-// allocator (cuda/device_storage.cpp; raises where no GPU is usable).
+// The allocator of new storages on `device`: cpu_allocator(), or the one the device backend
+// registered (cuda/device_storage.cpp registers CUDA's caching allocators, which raise where no
+// GPU is usable); raises where no backend is registered.
 Allocator* allocator_for(Device device);
+using DeviceAllocatorLookup = Allocator* (*)(Device device);
+void register_device_allocators(DeviceAllocatorLookup lookup);
 
 }  // namespace ember

@@ -6,12 +6,16 @@
 #include "cuda/cuda_context.h"
 
 namespace ember {
+namespace {
 
-Allocator* allocator_for(Device device) {
-  if (device.is_cpu()) return cpu_allocator();
+Allocator* cuda_allocator_for(Device device) {
   return cuda::device_allocator(cuda::check_device_index(device.index));
 }
 
+// core/allocator.cpp's slot for device allocators, filled when the library loads.
+const bool g_registered = (register_device_allocators(&cuda_allocator_for), true);
+
+}  // namespace
 }  // namespace ember
 
 namespace ember::cuda {
