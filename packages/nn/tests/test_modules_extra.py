@@ -545,3 +545,44 @@ def test_multi_head_attention_forward_matches_module_and_torch():
             *t_args, training=False, key_padding_mask=torch.tensor(kpm.numpy()))
     np.testing.assert_allclose(out.detach().numpy(), to.numpy(), rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(w.detach().numpy(), tw.numpy(), rtol=1e-10, atol=1e-14)
+
+
+# torch's refusals of the floating-only activation kernels (messages as torch 2.13's CPU ones)
+_FLOAT_ONLY = [
+    ("elu", lambda x: F.elu(x), "elu_cpu"), ("elu_", lambda x: F.elu_(x), "elu_cpu"),
+    ("selu", lambda x: F.selu(x), "elu_cpu"), ("celu", lambda x: F.celu(x), "elu_cpu"),
+    ("ember.selu", lambda x: ember.selu(x), "elu_cpu"),
+    ("ember.celu_", lambda x: ember.celu_(x), "elu_cpu"),
+    ("hardshrink", lambda x: F.hardshrink(x), "hardshrink_cpu"),
+    ("Tensor.hardshrink", lambda x: x.hardshrink(), "hardshrink_cpu"),
+    ("softshrink", lambda x: F.softshrink(x), "softshrink_check"),
+    ("leaky_relu", lambda x: F.leaky_relu(x), "leaky_relu_cpu"),
+]
+
+
+@pytest.mark.parametrize("name,fn,kernel", _FLOAT_ONLY, ids=[c[0] for c in _FLOAT_ONLY])
+@pytest.mark.parametrize("dtype,torch_name", [("int8", "Char"), ("int64", "Long"),
+                                              ("bool", "Bool"), ("complex64", "ComplexFloat")])
+def test_floating_only_activations_refuse_other_dtypes(name, fn, kernel, dtype, torch_name):
+    x = ember.ones(3, dtype=getattr(ember, dtype))
+    with pytest.raises(NotImplementedError, match=f"^\"{kernel}\" not implemented for "
+                                                  f"'{torch_name}'$"):
+        fn(x)
+    assert fn(ember.ones(3, dtype=ember.float16)).dtype == ember.float16  # floats are served
+
+
+def test_threshold_keeps_nan_and_refuses_bool_and_complex():
+    x = ember.tensor([1.0, math.nan, 0.2, 0.5])
+    for fn in (F.threshold, ember.threshold):  # torch: x <= threshold ? value : x
+        out = fn(x, 0.5, 9.0)
+        assert out[0] == 1.0 and math.isnan(out[1]) and out[2] == 9.0 and out[3] == 9.0
+    y = ember.tensor([1.0, 0.1])
+    ember.threshold_(y, 0.5, 7.0)
+    assert y.tolist() == [1.0, 7.0]
+    assert F.threshold(ember.tensor([1, 5]), 2, 0).tolist() == [0, 5]  # integers are served
+    for dtype, torch_name in (("bool", "Bool"), ("complex64", "ComplexFloat")):
+        with pytest.raises(NotImplementedError,
+                           match=f"\"threshold_cpu\" not implemented for '{torch_name}'"):
+            ember.threshold(ember.ones(2, dtype=getattr(ember, dtype)), 0.5, 0.0)
+    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+        ember.relu(ember.ones(2, dtype=ember.bool))

@@ -211,6 +211,15 @@ def _dtype_name(dt) -> str:
     return dt._torch_name
 
 
+def _floating_kernel(kernel, input, device_suffix=True):
+    """torch's refusal of an integer, bool or complex input by a floating-only kernel:
+    NotImplementedError('"elu_cpu" not implemented for 'Long'')."""
+    if not input.dtype.is_floating_point:
+        if device_suffix:
+            kernel = f"{kernel}_{'cuda' if input.is_cuda else 'cpu'}"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input.dtype)}'")
+
+
 def ldexp(input, other, *, out=None):
     return _C.mul(input, _C.pow(2.0, other), out=out)
 
@@ -304,13 +313,24 @@ def polygamma_method(self, n):
     return polygamma(n, self)
 
 
+def _write_inplace(self, result, prefix=""):
+    """self.copy_(result) for an in-place composition, refusing a result self's dtype cannot
+    hold (float into an integer tensor, ...) as torch's in-place ops do."""
+    if not _C.can_cast(result.dtype, self.dtype):
+        raise RuntimeError(f"{prefix}result type {_dtype_name(result.dtype)} can't be cast to the "
+                           f"desired output type {_dtype_name(self.dtype)}")
+    return self.copy_(result)
+
+
 def polygamma_(self, n):
-    return self.copy_(polygamma(n, self))
+    return _write_inplace(self, polygamma(n, self))
 
 
 def mvlgamma(input, p, *, out=None):
     _refuse_complex("mvlgamma", input, NotImplementedError, '"mvlgamma" not implemented for '
                     f"'{_dtype_name(input.dtype)}'")
+    if input.dtype == _C.bool:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     # torch no longer checks the domain (x > (p-1)/2): lgamma's poles give inf there
@@ -321,7 +341,11 @@ def mvlgamma(input, p, *, out=None):
 
 
 def mvlgamma_(self, p):
-    return self.copy_(mvlgamma(self, p))
+    if not self.dtype.is_floating_point and self.dtype != _C.bool:
+        # torch's message, which names the input's dtype as the result's
+        raise RuntimeError(f"mvlgamma: result type {_dtype_name(self.dtype)} can't be cast to the "
+                           f"desired output type {_dtype_name(_C.get_default_dtype())}")
+    return _write_inplace(self, mvlgamma(self, p))
 
 
 # ---- reductions and scans ----
@@ -345,8 +369,9 @@ def aminmax(input, *, dim=None, keepdim=False):
 def logcumsumexp(input, dim, *, out=None):
     _refuse_complex("logcumsumexp", input, NotImplementedError,
                     "ember: logcumsumexp of complex tensors is not supported yet")
+    _floating_kernel("logcumsumexp_out", input)
     d = _wrap_dim(dim, input.dim())
-    x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    x = input
     if x.dim() == 0 or x.shape[d] <= 1:
         return _finish(x.clone(), out)
     # the running log-sum-exp: each step one logaddexp, exact in the tails (a shift by the
@@ -1222,6 +1247,7 @@ def rsub(input, other, *, alpha=1):
 
 
 def hardshrink(input, lambd=0.5):
+    _floating_kernel("hardshrink", input)
     return _C.where((input > lambd) | (input < -lambd), input, 0).to(input.dtype)
 
 
@@ -1230,6 +1256,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input):
+    _floating_kernel("elu", input)
     return _SELU_SCALE * _C.where(input > 0, input, _SELU_ALPHA * _C.expm1(input))
 
 
@@ -1238,6 +1265,7 @@ def selu_(self):
 
 
 def celu(input, alpha=1.0):
+    _floating_kernel("elu", input)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _C.where(input > 0, input, alpha * _C.expm1(input / alpha))
@@ -1247,12 +1275,19 @@ def celu_(self, alpha=1.0):
     return self.copy_(celu(self, alpha))
 
 
+def _threshold(input, threshold, value):
+    if input.dtype == _C.bool or input.dtype.is_complex:
+        _floating_kernel("threshold", input)
+    # torch's kernel: x <= threshold ? value : x, so NaN inputs and a NaN threshold keep x
+    return _C.where(input <= threshold, value, input).to(input.dtype)
+
+
 def threshold(input, threshold, value):
-    return _C.where(input > threshold, input, value).to(input.dtype)
+    return _threshold(input, threshold, value)
 
 
 def threshold_(self, threshold, value):
-    return self.copy_(_C.where(self > threshold, self, value).to(self.dtype))
+    return self.copy_(_threshold(self, threshold, value))
 
 
 def fill_function_(input, value):

@@ -303,10 +303,9 @@ _core_detach_ = Tensor.detach_
 
 
 def _detach_(self):
-    if self._base is not None and self._base.requires_grad:
-        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    out = _core_detach_(self)  # refuses views, with torch's message
     self._ag.pop("_ag_edge", None)
-    return _core_detach_(self)
+    return out
 
 
 _core_requires_grad = Tensor.requires_grad  # the core's property (a C++ flag)

@@ -241,6 +241,7 @@ ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input) {
           throw std::runtime_error(
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
               "to invert a mask, use the `~` or `logical_not()` operator instead.");
+        if (op == UnaryOp::relu) throw std::runtime_error("Boolean inputs not supported for relu");
         throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
       }
       if (info.kind == OpKind::FLOAT_ONLY && !is_floating(compute))

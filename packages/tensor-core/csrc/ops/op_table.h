@@ -105,7 +105,7 @@
   X(maximum, ARITH, math::maximum(a, b))                           \
   X(minimum, ARITH, math::minimum(a, b))                           \
   X(atan2, FLOAT2, std::atan2(a, b))                               \
-  X(hypot, FLOAT2, std::hypot(a, b))                               \
+  X(hypot, FLOAT_ONLY2, std::hypot(a, b))                          \
   X(copysign, FLOAT2, std::copysign(a, b))                         \
   X(xlogy, FLOAT2, math::xlogy(a, b))                              \
   X(special_xlog1py, FLOAT2, math::special2(a, b, math::special::xlog1py)) \

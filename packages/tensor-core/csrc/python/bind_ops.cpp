@@ -233,13 +233,22 @@ void register_ops(py::module_& m) {
            k != OpKind::LOGICAL && k != OpKind::BITWISE && k != OpKind::SHIFT;
   };
   const char* E = "elementwise";
+  // torch's predicates have no in-place form (a bool result), and isnan/isinf/isfinite no out=.
+  static const std::set<std::string> no_inplace = {"isnan", "isinf", "isfinite", "signbit"};
+  static const std::set<std::string> no_out = {"isnan", "isinf", "isfinite"};
   for (int i = 0; i < num_unary_ops(); ++i) {
     auto op = static_cast<UnaryOp>(i);
     const std::string name = bound_name(unary_info(op).name);
     const bool grad = differentiable(unary_info(op).kind);
-    def_op(m, {.name = name, .signatures = {name + "(Tensor input, *, Tensor? out=None) -> Tensor"},
+    const bool out = !no_out.count(name);
+    def_op(m, {.name = name,
+               .signatures = {name + (out ? "(Tensor input, *, Tensor? out=None) -> Tensor"
+                                          : "(Tensor input) -> Tensor")},
                .family = E, .hooked = grad, .hand_off = false,
-               .impl = [op](const Args& a) { return unary_call(op, a[0], a.out()); }});
+               .impl = [op, out](const Args& a) {
+                 return unary_call(op, a[0], out ? a.out() : py::handle(Py_None));
+               }});
+    if (no_inplace.count(name)) continue;
     def_op(m, {.name = name + "_", .signatures = {name + "_(Tensor input) -> Tensor"},
                .family = E, .hooked = grad, .hand_off = false,
                .impl = [op](const Args& a) { return unary_inplace(op, a[0]); }});

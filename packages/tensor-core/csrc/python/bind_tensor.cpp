@@ -589,7 +589,14 @@ void register_tensor(py::module_& m) {
     return wrap(transpose(x, -2, -1));
   });
   cls.def("detach_", [](py::object self) {
-    self.cast<Tensor>()->requires_grad = false;
+    Tensor t = self.cast<Tensor>();
+    EMBER_CHECK(!t->base, std::runtime_error,
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
+                "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
+                "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                "function in ember/optim/optimizer.py as the solution.");
+    t->requires_grad = false;
     return self;
   });
 

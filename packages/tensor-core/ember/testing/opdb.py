@@ -420,6 +420,8 @@ class OpInfo:
     operator: str | None = None  # Python operator, e.g. "+" ("-x" style for unary)
     scalar_rhs: tuple = (2, 1.5, True)  # Python numbers tried as the other operand
     in_table: bool = True
+    inplace: bool = True  # has op_ / Tensor.op_ (torch's predicates do not)
+    out: bool = True  # takes out=
     sample_fn: Callable | None = None  # custom generator (parametrised ops)
     call: Callable | None = None  # custom call(args, kwargs) for parametrised ops
 
@@ -972,10 +974,11 @@ UNARY_REFS: dict[str, dict] = {
     "floor": dict(ref=_float_only(np.floor), dtypes=NUMERIC_DTYPES),
     "ceil": dict(ref=_float_only(np.ceil), dtypes=NUMERIC_DTYPES),
     "trunc": dict(ref=_float_only(np.trunc), dtypes=NUMERIC_DTYPES),
-    "isnan": dict(ref=np.isnan),
-    "isinf": dict(ref=np.isinf),
-    "isfinite": dict(ref=np.isfinite),
-    "signbit": dict(ref=np.signbit),
+    # torch's predicates have no in-place form; isnan/isinf/isfinite no out= either
+    "isnan": dict(ref=np.isnan, inplace=False, out=False),
+    "isinf": dict(ref=np.isinf, inplace=False, out=False),
+    "isfinite": dict(ref=np.isfinite, inplace=False, out=False),
+    "signbit": dict(ref=np.signbit, inplace=False),
     "logical_not": dict(ref=np.logical_not),
     "bitwise_not": dict(ref=np.invert, dtypes=INTEGRAL_DTYPES, operator="~x"),
 }
@@ -1000,7 +1003,7 @@ BINARY_REFS: dict[str, dict] = {
     "maximum": dict(ref=_maximum),
     "minimum": dict(ref=_minimum),
     "atan2": dict(ref=np.arctan2),
-    "hypot": dict(ref=np.hypot),
+    "hypot": dict(ref=np.hypot, dtypes=FLOAT_DTYPES),
     "copysign": dict(ref=np.copysign),
     "xlogy": dict(ref=_xlogy, rhs_domain=POSITIVE),
     "special_xlog1py": dict(ref=_xlog1py, rhs_domain=POSITIVE, fn_name="_special_xlog1py"),
@@ -1054,8 +1057,6 @@ SKIPS: dict[str, list[Skip]] = {
                 "would take minutes; the chunked loop is the FLOAT kind's, which the other FLOAT "
                 "ops test", FLOAT_DTYPES, ("large",))]
        for n in _BESSEL},
-    "hypot": [Skip("PyTorch refuses integer hypot; ember computes it in the default float dtype, "
-                   "as NumPy does", INTEGRAL_DTYPES, ("torch",))],
     "sign": [
         Skip("sign(nan) is nan here (as NumPy), 0 in PyTorch", FLOAT_DTYPES, ("torch",)),
         Skip("PyTorch's sign takes bool (identity); ember's SAME kind refuses bool", ("bool",),
@@ -1364,9 +1365,9 @@ EXPECTED_KINDS = {
     **{n: "ARITH" for n in (
         "add sub mul floor_divide div_trunc remainder fmod pow maximum minimum fmax fmin").split()},
     "div": "TRUEDIV",
-    **{n: "FLOAT2" for n in "atan2 hypot copysign xlogy special_xlog1py special_zeta".split()},
+    **{n: "FLOAT2" for n in "atan2 copysign xlogy special_xlog1py special_zeta".split()},
     **{n: "FLOAT2" for n in _POLYNOMIALS},
-    **{n: "FLOAT_ONLY2" for n in "logaddexp logaddexp2 igamma igammac".split()},
+    **{n: "FLOAT_ONLY2" for n in "hypot logaddexp logaddexp2 igamma igammac".split()},
     **{n: "CMP" for n in "eq ne lt le gt ge".split()},
     **{n: "LOGICAL" for n in "logical_and logical_or logical_xor".split()},
     **{n: "BITWISE" for n in "bitwise_and bitwise_or bitwise_xor".split()},

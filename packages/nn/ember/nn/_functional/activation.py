@@ -9,6 +9,7 @@ import math
 
 import ember
 from ember import _C
+from ember._composite_ops import _floating_kernel
 from ember._shape import _one_node
 
 # ---------------------------------------------------------------------------------------------
@@ -23,6 +24,8 @@ def relu_(input):
 
 
 def threshold(input, threshold, value, inplace=False):
+    if input.dtype == ember.bool or input.dtype.is_complex:
+        _floating_kernel("threshold", input)
     # torch's kernel: x <= threshold ? value : x, so NaN inputs and a NaN threshold keep x
     out = ember.where(input <= threshold, value, input)
     return input.copy_(out) if inplace else out
@@ -43,6 +46,7 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _floating_kernel("leaky_relu", input)
     out = ember.where(input > 0, input, input * negative_slope)
     return input.copy_(out) if inplace else out
 
@@ -60,6 +64,7 @@ def _elu(input, alpha, scale, input_scale, name="elu"):
     """torch's elu kernel (selu and celu are elus): x * scale for x > 0, else
     expm1(x * input_scale) * alpha * scale; one graph node (EluBackward0, CeluBackward0 for celu)
     saving the input."""
+    _floating_kernel("elu", input)  # torch's one kernel for the three
     return _one_node(name, _elu_values, input.requires_grad, input, alpha, scale, input_scale)
 
 
@@ -81,6 +86,7 @@ def selu(input, inplace=False):
 
 
 def celu(input, alpha=1.0, inplace=False):
+    _floating_kernel("elu", input)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     out = _elu(input, alpha, 1.0, 1.0 / alpha, "celu")
@@ -176,12 +182,13 @@ def tanhshrink(input):
 
 
 def softshrink(input, lambd=0.5):
+    _floating_kernel("softshrink_check", input, device_suffix=False)
     return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd,
                                                                  0.0))
 
 
 def hardshrink(input, lambd=0.5):
-    return ember.where(input.abs() > lambd, input, 0.0)
+    return ember.hardshrink(input, lambd)  # the core's (torch.hardshrink)
 
 
 def sigmoid(input):
