@@ -3,6 +3,7 @@ dtypes involved, and never crashes the process."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -318,3 +319,33 @@ def test_errors_name_the_op():
 def test_numpy_inputs_to_ops_are_refused_with_a_type_error():
     with pytest.raises(TypeError, match="must be Tensor"):
         E.exp(np.ones(2))
+
+
+def test_detach_in_place_refuses_views_as_torch():
+    base = ember.ones(4)
+    assert base.detach_() is base  # not a view
+    assert base.detach().detach_() is not None  # detach() makes a new tensor, not a view
+    for view in (base.view(2, 2), base[1:], base.view(2, 2).t()):
+        with pytest.raises(RuntimeError, match="^Can't detach views in-place. Use detach"):
+            view.detach_()
+
+
+def test_in_place_special_functions_refuse_results_the_tensor_cannot_hold():
+    with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired "
+                                           "output type Byte$"):
+        ember.ones(2, dtype=ember.uint8).polygamma_(2)
+    with pytest.raises(RuntimeError, match="^mvlgamma: result type Int can't be cast to the "
+                                           "desired output type Float$"):
+        ember.ones(2, dtype=ember.int32).mvlgamma_(2)
+    with pytest.raises(RuntimeError, match="^The input tensor may not be a boolean tensor.$"):
+        ember.mvlgamma(ember.ones(2, dtype=ember.bool), 1)
+    x = ember.full((2,), 3.0)
+    assert x.mvlgamma_(1) is x and abs(float(x[0]) - math.lgamma(3.0)) < 1e-6
+    assert ember.mvlgamma(ember.full((2,), 3, dtype=ember.int64), 1).dtype == ember.float32
+
+
+@pytest.mark.parametrize("dtype,name", [("int64", "Long"), ("bool", "Bool")])
+def test_logcumsumexp_refuses_non_floating_input(dtype, name):
+    with pytest.raises(NotImplementedError,
+                       match=f"^\"logcumsumexp_out_cpu\" not implemented for '{name}'$"):
+        ember.logcumsumexp(ember.ones(3, dtype=getattr(ember, dtype)), 0)
