@@ -13,16 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ember import _C
+from ember.cuda._core_ops import _KIND, ELEMENTWISE, _scalar_at_own_value
 from ember.cuda._ops import (
-    _KIND,
-    ELEMENTWISE,
     _assign,
     _converted,
     _is_bf16,
     _is_tensor,
     _meta,
     _on_current_stream,
-    _scalar_at_own_value,
     _stand_in,
     _tensors,
 )

@@ -1,25 +1,25 @@
 """The core's device hook: every op's CUDA form in one table, and :func:`dispatch`.
 
-The op modules import their helpers from ``_ops`` and export a table each; only this module
-imports them all, so ember.cuda has no import cycle (``_ops`` used to import the modules that
-import it). The element-wise ops' table comes from ``_ops`` itself.
+The op modules import their helpers from ``_ops`` and export a table each (the core ops':
+``_core_ops``); only this module imports them all, so ember.cuda has no import cycle (``_ops``
+used to import the modules that import it).
 """
 
 from __future__ import annotations
 
 from ember.cuda._bf16_ops import _NATIVE_BF16, _has_bf16, _in_float32
+from ember.cuda._core_ops import OPS as CORE_OPS
 from ember.cuda._index_ops import INDEX_OPS
 from ember.cuda._linalg_ops import LINALG_OPS
 from ember.cuda._misc_ops import MISC_OPS
 from ember.cuda._nn_ops import NN_OPS
-from ember.cuda._ops import OPS as ELEMENTWISE_OPS
 from ember.cuda._ops import device_of
 from ember.cuda._optim_ops import OPTIM_OPS
 from ember.cuda._shape_ops import SHAPE_OPS
 from ember.cuda._sort_ops import SORT_OPS
 
 OPS: dict = {}
-for _table in (ELEMENTWISE_OPS, NN_OPS, INDEX_OPS, SHAPE_OPS, MISC_OPS, SORT_OPS, LINALG_OPS,
+for _table in (CORE_OPS, NN_OPS, INDEX_OPS, SHAPE_OPS, MISC_OPS, SORT_OPS, LINALG_OPS,
                OPTIM_OPS):
     OPS.update(_table)
 

@@ -14,17 +14,19 @@ from __future__ import annotations
 import numpy
 
 from ember import _C
-from ember.cuda._ops import (
+from ember.cuda._core_ops import (
     _axes,
-    _broadcast_shapes,
     _copy_from,
     _inplace,
+    _reduced_shape,
+)
+from ember.cuda._ops import (
+    _broadcast_shapes,
     _is_tensor,
     _meta,
     _np_dtype,
     _on_current_stream,
     _operand,
-    _reduced_shape,
     _result,
     _shape,
     device_of,

@@ -23,7 +23,7 @@ import math
 import numpy
 
 from ember import _C
-from ember.cuda import _cudnn
+from ember.cuda import _core_ops, _cudnn
 from ember.cuda import _ops as base
 from ember.cuda._ops import (
     _on_current_stream,
@@ -888,7 +888,7 @@ def _embedding_dense_backward(name, args, kwargs):
 
 def _hardtanh(name, args, kwargs):
     x = args[0]
-    return base._clamp(name, (x, kwargs.get("min_val", -1.0), kwargs.get("max_val", 1.0)), {})
+    return _core_ops._clamp(name, (x, kwargs.get("min_val", -1.0), kwargs.get("max_val", 1.0)), {})
 
 
 _ACTIVATION_BACKWARD_SOURCE = r"""
@@ -979,7 +979,7 @@ NN_OPS = {
     "embedding": _embedding,
     "embedding_dense_backward": _embedding_dense_backward,
     "hardtanh": _hardtanh,
-    "hardtanh_": base._inplace(_hardtanh),
+    "hardtanh_": _core_ops._inplace(_hardtanh),
     "threshold_backward": _activation_backward(
         lambda x, lo, hi: x <= lo, "{x} <= lo", lambda kw: (kw["threshold"], kw["threshold"])),
     "hardtanh_backward": _activation_backward(

@@ -24,13 +24,13 @@ from __future__ import annotations
 import numpy
 
 from ember import _C
+from ember.cuda._core_ops import _reduced_shape
 from ember.cuda._ops import (
     _is_tensor,
     _meta,
     _np_dtype,
     _on_current_stream,
     _operand,
-    _reduced_shape,
     _result,
     device_of,
     view,
