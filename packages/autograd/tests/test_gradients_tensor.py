@@ -1,5 +1,5 @@
-"""gradcheck and gradgradcheck (float64) of the core's tensor-API ops (_formulas_tensor.py):
-shape ops, sorting and order statistics, the LAPACK primitives of ember.linalg; gradients against
+"""gradcheck and gradgradcheck (float64) of the core's tensor-API ops (_formulas_tensor.py,
+_formulas_linalg.py): shape ops, sorting and order statistics, the LAPACK primitives of ember.linalg; gradients against
 PyTorch's; and a check that every op the core routes through the autograd hook has a formula."""
 
 from __future__ import annotations
@@ -391,12 +391,13 @@ def test_nn_kernel_ops_have_formulas():
 
 
 def test_every_tensor_formula_has_a_case():
-    from ember.autograd import _formulas_tensor as ft
+    from ember.autograd import _formulas_linalg, _formulas_tensor
 
-    mine = {n for n, e in _FORMULAS.items() if e.vjp.__module__ == ft.__name__}
+    modules = {_formulas_tensor.__name__, _formulas_linalg.__name__}
+    mine = {n for n, e in _FORMULAS.items() if e.vjp.__module__ in modules}
     inplace_covered = {n for n in mine if n.endswith("_") and n[:-1] in CASES}
     assert not sorted(mine - set(CASES) - inplace_covered), \
-        "formulas of _formulas_tensor.py without a case"
+        "formulas of _formulas_tensor.py or _formulas_linalg.py without a case"
 
 
 # ---------------------------------------------------------------------------------------------

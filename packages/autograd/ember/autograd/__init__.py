@@ -21,6 +21,7 @@ from . import (  # noqa: F401  (they fill the gradient table)
     _engine,
     _formulas,
     _formulas_complex,
+    _formulas_linalg,
     _formulas_nn,
     _formulas_tensor,
 )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ember import _C
 
 # the real tables this one reads: every module that fills _FORMULAS
-from . import _formulas_nn, _formulas_tensor  # noqa: F401
+from . import _formulas_linalg, _formulas_nn, _formulas_tensor  # noqa: F401
 from ._engine import _COMPLEX_FORMULAS, _FORMULAS
 from ._formulas import Entry, grad
 

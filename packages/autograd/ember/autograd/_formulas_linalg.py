@@ -1,0 +1,330 @@
+"""Gradient formulas of ember.linalg's LAPACK primitives (``_linalg_*``, bind_lapack.cpp):
+batched matrices with equal batch dims, real dtypes. Same conventions as _formulas.py: one
+``@grad`` entry per op name as the core hands it to the hook, written with ember ops so that
+double backward works. The op names are in _formulas_tensor.py's ``HOOKED_OPS``.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember import _C
+
+from ._formulas import grad
+
+
+def _mt(t):
+    return t.transpose(-2, -1)
+
+
+def _eye_like(n, t):
+    return ember.eye(n, dtype=t.dtype, device=t.device)
+
+
+# ---------------------------------------------------------------------------------------------
+# linear algebra (bind_lapack.cpp): batched matrices with equal batch dims, real dtypes
+
+
+def _tri_solve(A, B, upper, unit=False):
+    return _C._linalg_solve_triangular(A, B, upper=upper, unitriangular=unit)
+
+
+def _solve(A, B):
+    return _C._linalg_solve_ex(A, B, check_errors=False)[0]
+
+
+def _inv(A):
+    return _C._linalg_inv_ex(A, check_errors=False)[0]
+
+
+def _diag(v):
+    return ember.diag_embed(v)
+
+
+@grad("_linalg_inv_ex", out=(0,))
+def _inv_ex(g, needs, out, A, check_errors=False):
+    Ai = _mt(out[0])
+    return (-(Ai.matmul(g[0]).matmul(Ai)),)
+
+
+def _cofactor_svd(A):
+    """d det(A) / dA for any square A (singular ones included): det(U) det(V) U diag(product of
+    the other singular values) V^T."""
+    U, S, Vh = _C._linalg_svd(A, full_matrices=False)
+    n = S.shape[-1]
+    others = ember.where(_eye_like(n, S) != 0, 1.0, S.unsqueeze(-2).expand(
+        tuple(S.shape[:-1]) + (n, n))).prod(-1)
+    sign = _C._linalg_det(U.detach()) * _C._linalg_det(Vh.detach())
+    return (U * others.unsqueeze(-2)).matmul(Vh) * sign.unsqueeze(-1).unsqueeze(-1)
+
+
+@grad("_linalg_det", save=(0,), out=True)
+def _det(g, needs, out, A):
+    n = A.shape[-1]
+    if n == 0:
+        return (ember.zeros(tuple(A.shape), dtype=g.dtype, device=g.device),)
+    # (numerically) singular: |det| below 1e-12 of max|a_ij|^n, compared in logs (no overflow)
+    Ad = A.detach()
+    amax = Ad.abs().amax(dim=(-2, -1))
+    rel = _C._linalg_slogdet(Ad)[1] - amax.log() * n
+    singular = bool(((rel < -27.6) | (amax == 0)).any())
+    if singular:
+        return (g.unsqueeze(-1).unsqueeze(-1) * _cofactor_svd(A),)
+    return ((g * out).unsqueeze(-1).unsqueeze(-1) * _mt(_inv(A)),)
+
+
+@grad("_linalg_slogdet", save=(0,))
+def _slogdet(g, needs, out, A):
+    return (g[1].unsqueeze(-1).unsqueeze(-1) * _mt(_inv(A)),)
+
+
+@grad("_linalg_solve_ex", save=(0,), out=(0,))
+def _solve_ex(g, needs, out, A, B, check_errors=False):
+    gB = _solve(_mt(A), g[0])
+    return (-gB.matmul(_mt(out[0])) if needs[0] else None, gB if needs[1] else None)
+
+
+@grad("_linalg_solve_triangular", save=(0,), out=True)
+def _solve_triangular(g, needs, out, A, B, upper, unitriangular=False):
+    gB = _tri_solve(_mt(A), g, not upper, unitriangular)
+    gA = None
+    if needs[0]:
+        gA = -gB.matmul(_mt(out))
+        k = 1 if unitriangular else 0
+        gA = gA.triu(k) if upper else gA.tril(-k)
+    return (gA, gB if needs[1] else None)
+
+
+def _cholesky_grad(gL, L):
+    """A = L L^T: gA = sym(L^-T phi L^-1), phi = L^T gL with its lower triangle kept and its
+    diagonal halved (torch's cholesky_backward)."""
+    phi = _mt(L).matmul(gL).tril()
+    phi = phi - _diag(phi.diagonal(0, -2, -1) * 0.5)
+    X = _mt(_tri_solve(_mt(L), _mt(phi), upper=True))  # phi L^-1 = (L^-T phi^T)^T
+    X = _tri_solve(_mt(L), X, upper=True)  # L^-T phi L^-1
+    return (X + _mt(X)) * 0.5
+
+
+@grad("_linalg_cholesky_ex", out=(0,))
+def _cholesky_ex(g, needs, out, A, upper=False, check_errors=False):
+    L, gL = out[0], g[0]
+    if upper:
+        L, gL = _mt(L), _mt(gL)
+    return (_cholesky_grad(gL, L),)
+
+
+@grad("_cholesky_solve", save=(1,), out=True)
+def _cholesky_solve(g, needs, out, B, L, upper=False):
+    gB = _C._cholesky_solve(g, L, upper=upper)
+    gL = None
+    if needs[1]:
+        c = gB.matmul(_mt(out))
+        c = c + _mt(c)
+        # the forward reads one triangle of L only: the other gets no gradient
+        gL = -(L.matmul(c)).triu() if upper else -(c.matmul(L)).tril()
+    return (gB if needs[0] else None, gL)
+
+
+def _perm_matrix(pivots, n, dtype):  # n: the number of rows of A
+    """P with A = P L U from LAPACK's 1-based row interchanges (constant, not differentiable)."""
+    import numpy as np
+
+    piv = pivots.cpu().numpy()  # small, and read row by row: on the host also for CUDA pivots
+    piv = piv.reshape(-1, pivots.shape[-1]) if pivots.ndim else piv
+    mats = []
+    for row in piv:
+        perm = list(range(n))
+        for i, p in enumerate(row):
+            p = int(p) - 1
+            perm[i], perm[p] = perm[p], perm[i]
+        m = np.zeros((n, n))
+        m[perm, range(n)] = 1.0  # row perm[j] of A is row j of L U
+        mats.append(m)
+    out = np.stack(mats).reshape(tuple(pivots.shape[:-1]) + (n, n))
+    return ember.tensor(out, dtype=dtype, device=pivots.device)
+
+
+def _lu_grad(gL, gU, P, L, U):
+    """A = P L U with L (m, k) unit lower and U (k, n) upper, k = min(m, n).
+
+    Square: gA = P L^-T phi U^-T, phi = tril(L^T gL, -1) + triu(gU U^T). Wide (m < n, U = [U1 U2]):
+    gA = P L^-T [phi U1^-T | gU2] with phi = tril(L^T gL, -1) + triu(gU U^T) - gU2 U2^T. Tall
+    (m > n, L = [L1; L2]): gA = P [L1^-T phi U^-T; gL2 U^-T], phi = tril(L^T gL, -1) + triu(gU U^T)
+    - L2^T gL2 (torch's linalg_lu_backward)."""
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    if gL is None:
+        gL = ember.zeros_like(L)
+    if gU is None:
+        gU = ember.zeros_like(U)
+    phi = _mt(L).matmul(gL).tril(-1) + gU.matmul(_mt(U)).triu()
+    if m == n:
+        X = _mt(_tri_solve(U, _mt(phi), upper=True))  # phi U^-T
+        return P.matmul(_tri_solve(_mt(L), X, upper=True, unit=True))  # L^-T phi U^-T
+    if m < n:
+        U1, U2, gU2 = U.narrow(-1, 0, k), U.narrow(-1, k, n - k), gU.narrow(-1, k, n - k)
+        phi = phi - gU2.matmul(_mt(U2))
+        X = _mt(_tri_solve(U1, _mt(phi), upper=True))  # phi U1^-T
+        G = ember.cat([X, gU2], -1)
+        return P.matmul(_tri_solve(_mt(L), G, upper=True, unit=True))
+    L1, L2, gL2 = L.narrow(-2, 0, k), L.narrow(-2, k, m - k), gL.narrow(-2, k, m - k)
+    phi = phi - _mt(L2).matmul(gL2)
+    X = _mt(_tri_solve(U, _mt(phi), upper=True))  # phi U^-T
+    top = _tri_solve(_mt(L1), X, upper=True, unit=True)  # L1^-T phi U^-T
+    bottom = _mt(_tri_solve(U, _mt(gL2), upper=True))  # gL2 U^-T
+    return P.matmul(ember.cat([top, bottom], -2))
+
+
+def _unpack_lu(LU):
+    m, n = LU.shape[-2], LU.shape[-1]
+    k = min(m, n)
+    L = LU.tril(-1).narrow(-1, 0, k) + ember.eye(m, k, dtype=LU.dtype, device=LU.device)
+    U = LU.triu().narrow(-2, 0, k)
+    return L, U
+
+
+@grad("_linalg_lu_factor_ex", out=(0, 1))
+def _lu_factor_ex(g, needs, out, A, pivot=True, check_errors=False):
+    LU, piv = out
+    m, n = LU.shape[-2], LU.shape[-1]
+    k = min(m, n)
+    L, U = _unpack_lu(LU)
+    gLU = g[0]
+    P = _perm_matrix(piv, m, LU.dtype)
+    return (_lu_grad(gLU.tril(-1).narrow(-1, 0, k), gLU.triu().narrow(-2, 0, k), P, L, U),)
+
+
+@grad("_linalg_lu", out=(0, 1, 2))
+def _lu(g, needs, out, A, pivot=True):
+    P, L, U = out
+    return (_lu_grad(g[1], g[2], P.detach(), L, U),)
+
+
+@grad("_linalg_lu_solve", save=(0, 1), out=True)
+def _lu_solve(g, needs, out, LU, pivots, B, adjoint=False):
+    gB = _C._linalg_lu_solve(LU, pivots, g, adjoint=not adjoint)
+    gLU = None
+    if needs[0]:
+        gA = -(gB.matmul(_mt(out))) if not adjoint else -(out.matmul(_mt(gB)))
+        L, U = _unpack_lu(LU)
+        PtgA = _mt(_perm_matrix(pivots, LU.shape[-2], LU.dtype)).matmul(gA)
+        gLU = PtgA.matmul(_mt(U)).tril(-1) + _mt(L).matmul(PtgA).triu()
+    return (gLU, None, gB if needs[2] else None)
+
+
+def _qr_tall_grad(gQ, gR, Q, R):
+    """m >= n: gA = [gQ + Q copyltu(triu(gR R^T - Q^T gQ))] R^-T (torch's linalg_qr_backward)."""
+    M = gR.matmul(_mt(R)) - _mt(Q).matmul(gQ)
+    Mt = M.triu()
+    sym = Mt + _mt(Mt) - _diag(Mt.diagonal(0, -2, -1))
+    gA = Q.matmul(sym) + gQ
+    return _mt(_tri_solve(R, _mt(gA), upper=True))  # gA R^-T
+
+
+@grad("_linalg_qr", save=(0,), out=(0, 1))
+def _qr(g, needs, out, A, mode="reduced"):
+    Q, R = out
+    gQ, gR = g
+    m, n = A.shape[-2], A.shape[-1]
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
+                           "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going "
+                           "to differentiate through linalg.qr.")
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
+                           "nrows > ncols.")
+    if m >= n:
+        return (_qr_tall_grad(gQ, gR, Q, R),)
+    # wide: A = [X | Y] with X = Q R1 (square) and R2 = Q^T Y
+    R1, gR1, gR2 = R.narrow(-1, 0, m), gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
+    Y = A.narrow(-1, m, n - m)
+    gX = _qr_tall_grad(gQ + Y.matmul(_mt(gR2)), gR1, Q, R1)
+    return (ember.cat([gX, Q.matmul(gR2)], -1),)
+
+
+def _skew(X):
+    return X - _mt(X)
+
+
+@grad("_linalg_svd", save=(0,), out=(0, 1, 2))
+def _svd(g, needs, out, A, full_matrices=True, compute_uv=True):
+    U, S, Vh = out
+    gU, gS, gVh = g
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    if not compute_uv:  # singular values only: the vectors are recomputed
+        U, _, Vh = _C._linalg_svd(A, full_matrices=False)
+        gU = gVh = None
+    elif full_matrices and m != n:
+        U, Vh = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)
+        gU, gVh = gU.narrow(-1, 0, k), gVh.narrow(-2, 0, k)
+    if gU is not None and not bool((gU != 0).any()):
+        gU = None
+    if gVh is not None and not bool((gVh != 0).any()):
+        gVh = None
+    if gU is None and gVh is None:
+        return (U.matmul(gS.unsqueeze(-1) * Vh),)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    E = E + _eye_like(k, E)
+    if gU is not None and gVh is not None:
+        ret = (_skew(_mt(U).matmul(gU)) * S.unsqueeze(-2)
+               + S.unsqueeze(-1) * _skew(Vh.matmul(_mt(gVh)))) / E
+    elif gU is not None:
+        ret = _skew(_mt(U).matmul(gU)) / E * S.unsqueeze(-2)
+    else:
+        ret = S.unsqueeze(-1) * (_skew(Vh.matmul(_mt(gVh))) / E)
+    ret = ret + _diag(gS)
+    if m > n and gU is not None:
+        gA = U.matmul(ret)
+        gUS = gU / S.unsqueeze(-2)
+        gA = gA + gUS - U.matmul(_mt(U).matmul(gUS))
+        return (gA.matmul(Vh),)
+    if m < n and gVh is not None:
+        gA = ret.matmul(Vh)
+        gVS = gVh / S.unsqueeze(-1)
+        gA = gA + gVS - gVS.matmul(_mt(Vh)).matmul(Vh)
+        return (U.matmul(gA),)
+    return (U.matmul(ret).matmul(Vh),)
+
+
+@grad("_linalg_eigh", save=(0,), out=(0, 1))
+def _eigh(g, needs, out, A, UPLO="L", compute_v=True):
+    Lam, V = out
+    gL, gV = g
+    if not compute_v:
+        _, V = _C._linalg_eigh(A, UPLO=UPLO)
+        gV = None
+    if gV is not None and not bool((gV != 0).any()):
+        gV = None
+    if gV is None:
+        return (V.matmul(gL.unsqueeze(-1) * _mt(V)),)
+    n = Lam.shape[-1]
+    VgV = _mt(V).matmul(gV)
+    VgV = (VgV - _mt(VgV)) * 0.5
+    E = Lam.unsqueeze(-2) - Lam.unsqueeze(-1)
+    E = E + _eye_like(n, E)
+    ret = VgV / E + _diag(gL)
+    return (V.matmul(ret).matmul(_mt(V)),)
+
+
+def _pinv_backward(g, pinvA, A):
+    m, n = A.shape[-2], A.shape[-1]
+    pinvAh, gh = _mt(pinvA), _mt(g)
+    if m <= n:
+        K = gh.matmul(pinvA)
+        KpinvAh = K.matmul(pinvAh)
+        return (-_mt(pinvA.matmul(K)) + KpinvAh - A.matmul(pinvA).matmul(KpinvAh)
+                + pinvAh.matmul(pinvA).matmul(gh - K.matmul(A)))
+    K = pinvA.matmul(gh)
+    pinvAhK = pinvAh.matmul(K)
+    return (-_mt(K.matmul(pinvA)) + (gh - A.matmul(K)).matmul(pinvA).matmul(pinvAh) + pinvAhK
+            - pinvAhK.matmul(pinvA).matmul(A))
+
+
+@grad("_linalg_lstsq", save=(0, 1))
+def _lstsq(g, needs, out, A, B, rcond=None, driver=None):
+    gX = g[0]
+    pinvA = ember.linalg.pinv(A)
+    gA = _pinv_backward(gX.matmul(_mt(B)), pinvA, A) if needs[0] else None
+    gB = _mt(pinvA).matmul(gX) if needs[1] else None
+    return (gA, gB)
