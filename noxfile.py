@@ -58,8 +58,9 @@ def present_packages() -> list[str]:
     return [name for name in PACKAGES if present(name)]
 
 
-# What the wheels are built with: the core's build-system requirements (pyproject.toml).
-BUILD_REQUIRES = ["setuptools>=68", "pybind11>=2.12", "wheel"]
+# What the wheels are built with: the build-system requirements of the packages' pyproject.toml
+# (setuptools and pybind11 for the core, hatchling for the pure-Python packages).
+BUILD_REQUIRES = ["setuptools>=68", "pybind11>=2.12", "wheel", "hatchling>=1.21"]
 _wheels: dict[str, Path] = {}  # package folder name -> its wheel, built once per run
 
 
