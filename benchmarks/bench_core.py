@@ -137,6 +137,38 @@ def bench_elementwise(sz: dict[str, Any]) -> None:
     H.report("elementwise", rows)
 
 
+def bench_reduced_float(sz: dict[str, Any]) -> None:
+    """float16/bfloat16: elementwise ops through the float32 loops, conversions, sums (context
+    rows, no target). NumPy has no bfloat16, and its float16 ops are not vectorised."""
+    rows: list[H.Row] = []
+    n = min(sz["n"], 1 << 20)
+    for name in ("float16", "bfloat16"):
+        rows += _reduced_float_rows(name, n)
+    H.report("float16 / bfloat16", rows)
+
+
+def _reduced_float_rows(name: str, n: int) -> list[H.Row]:
+    torch = H.torch
+    e32 = H.inputs((n,), seed=0)["ember"]
+    a, b = e32.to(getattr(ember, name)), (e32 + 0.5).to(getattr(ember, name))
+    ta = tb = None
+    if torch is not None:
+        t32 = torch.from_numpy(e32.numpy())
+        ta, tb = t32.to(getattr(torch, name)), (t32 + 0.5).to(getattr(torch, name))
+    cases = {
+        "a + b": (lambda: a + b, lambda: ta + tb),
+        "a.exp()": (lambda: a.exp(), lambda: ta.exp()),
+        "a.sigmoid()": (lambda: a.sigmoid(), lambda: ta.sigmoid()),
+        "a.sum()": (lambda: a.sum(), lambda: ta.sum()),
+        "a.float()": (lambda: a.float(), lambda: ta.float()),
+    }
+    rows: list[H.Row] = []
+    for case, (ef, tf) in cases.items():
+        rows += run_case(f"{case}, {_m(n)} x {name}",
+                         {"ember": ef, "torch": tf if torch is not None else None},
+                         {}, rtol=1e-2, atol=1e-2)
+    return rows
+
 def bench_call_overhead(sz: dict[str, Any]) -> None:
     """The cost of a call through the op registry's argument parsing, on 4 elements: index ops
     (a method and functions) and factories with their keywords. Context rows, no target."""
@@ -259,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     H.setup("bench_core: ember's tensor core vs PyTorch (CPU) and NumPy", argv)
     sz = sizes()
     bench_elementwise(sz)
+    bench_reduced_float(sz)
     bench_call_overhead(sz)
     bench_reductions(sz)
     bench_layout(sz)
