@@ -436,7 +436,10 @@ def test_detach():
     d[0, 0] = 100.0
     assert t[0, 0].item() == 100.0
     assert ember.detach(t)._shares_storage(t)
-    assert t.detach_() is t
+    base = ember.zeros(3)
+    assert base.detach_() is base
+    with pytest.raises(RuntimeError, match="Can't detach views in-place"):  # t is a view, as torch
+        t.detach_()
 
 
 # ---------------------------------------------------------------------------------------------
