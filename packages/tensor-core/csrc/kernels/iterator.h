@@ -21,7 +21,6 @@
 namespace ember {
 
 constexpr int kMaxOperands = 5;
-constexpr int64_t kGrainSize = 32768;
 
 class ElementwiseIter {
  public:

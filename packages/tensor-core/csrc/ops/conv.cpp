@@ -59,7 +59,7 @@ void im2col(const T* big, int64_t C, const Geo& g, int64_t row0, int64_t row1, T
             int64_t ld = 0) {
   const int64_t kvol = g.kvol(), ovol = (row1 - row0) * g.O[2], ivol = g.ivol();
   if (ld == 0) ld = ovol;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(ovol, 1));
+  const int64_t grain = grain_for(ovol);
   parallel_for(0, C * kvol, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t c = r / kvol, kk = r % kvol;
@@ -97,7 +97,7 @@ void im2col(const T* big, int64_t C, const Geo& g, int64_t row0, int64_t row1, T
 template <typename T> void col2im(const T* col, int64_t C, const Geo& g, T* big, int64_t ld = 0) {
   const int64_t kvol = g.kvol(), ovol = g.ovol(), ivol = g.ivol();
   if (ld == 0) ld = ovol;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(kvol * ovol, 1));
+  const int64_t grain = grain_for(kvol * ovol);
   parallel_for(0, C, grain, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       T* dstc = big + c * ivol;
@@ -228,7 +228,7 @@ template <typename T> int64_t fold_chunk(int64_t R, const Dims& m, const Geo& g)
 // dst (S, nb*ovol) <- src (nb, S, ovol), or back with to_batch.
 template <typename T>
 void fold_planes(const T* src, T* dst, int64_t nb, int64_t S, int64_t ovol, bool to_batch) {
-  parallel_for(0, nb * S, std::max<int64_t>(1, 32768 / std::max<int64_t>(ovol, 1)),
+  parallel_for(0, nb * S, grain_for(ovol),
                [&](int64_t a, int64_t b) {
                  for (int64_t i = a; i < b; ++i) {
                    const int64_t n = i / S, s = i % S;
@@ -432,7 +432,7 @@ template <typename T> void weight_core(const T* small, const T* big, T* gW, cons
 
 // out (N, C, vol) += bias[c]
 template <typename T> void add_bias(T* out, const T* bias, int64_t N, int64_t C, int64_t vol) {
-  parallel_for(0, N * C, std::max<int64_t>(1, 32768 / std::max<int64_t>(vol, 1)), [&](int64_t a, int64_t b) {
+  parallel_for(0, N * C, grain_for(vol), [&](int64_t a, int64_t b) {
     for (int64_t i = a; i < b; ++i) {
       const T v = bias[i % C];
       T* p = out + i * vol;
@@ -656,7 +656,7 @@ bool channels_last_case(const Tensor& input, const Params& P) {
 
 // y[n, h, w, c] += bias[c] over a (rows, C) channels_last block.
 void add_bias_channels_last(float* y, const float* bias, int64_t rows, int64_t C) {
-  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)),
+  parallel_for(0, rows, grain_for(C),
                [&](int64_t r0, int64_t r1) {
                  for (int64_t r = r0; r < r1; ++r)
                    for (int64_t c = 0; c < C; ++c) y[r * C + c] += bias[c];

@@ -296,12 +296,14 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
   // gradient (ops/cpu/batch_norm.cpp): gi = k*(g - mean(g) - xhat * mean(g * xhat)) in training,
   // k*g in evaluation mode, with k = weight * invstd and xhat = (x - mean) * invstd.
   std::vector<double> sum_g(g.C), sum_gc(g.C);
-  if ((train || output_mask[1] || output_mask[2]) && cl)
-    cpu_kernels().batch_norm_grad_sums_cl(x->dtype, go->data(), x->data(), M, g.C, mean.data(),
-                                          sum_g.data(), sum_gc.data());
-  else if (train || output_mask[1] || output_mask[2])
-    cpu_kernels().batch_norm_grad_sums(x->dtype, go->data(), x->data(), g.N, g.C, g.inner,
-                                       mean.data(), sum_g.data(), sum_gc.data());
+  if (train || output_mask[1] || output_mask[2]) {
+    if (cl)
+      cpu_kernels().batch_norm_grad_sums_cl(x->dtype, go->data(), x->data(), M, g.C, mean.data(),
+                                            sum_g.data(), sum_gc.data());
+    else
+      cpu_kernels().batch_norm_grad_sums(x->dtype, go->data(), x->data(), g.N, g.C, g.inner,
+                                         mean.data(), sum_g.data(), sum_gc.data());
+  }
   for (int64_t c = 0; c < g.C; ++c) gb[c] = sum_g[c], gw[c] = sum_gc[c] * invstd[c];
   if (gi) {
     std::vector<double> k_grad(g.C), k_centered(g.C, 0.0), k_const(g.C, 0.0);

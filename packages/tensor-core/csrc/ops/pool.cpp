@@ -145,7 +145,7 @@ template <typename A> inline bool is_nan_v(A v) {
 }
 
 int64_t plane_grain(const Geo& g, int64_t per_out) {
-  return std::max<int64_t>(1, 32768 / std::max<int64_t>(g.ovol() * per_out, 1));
+  return grain_for(g.ovol() * per_out);
 }
 
 // Checks a backward call's grad_output (and indices) against the forward's output shape.
@@ -234,7 +234,6 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape
   Tensor x = contiguous(input);
   Tensor out = empty(g.out_shape(), x->dtype);
   Tensor ind = want_indices ? empty(g.out_shape(), ScalarType::Int64) : nullptr;
-
   dispatch_numeric(x->dtype, name.c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;

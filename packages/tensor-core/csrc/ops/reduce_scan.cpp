@@ -41,7 +41,7 @@ template <typename T, bool Prod> void scan_kernel(const T* in, T* out, const Lay
   using A = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, opmath_t<T>, int64_t>;
   const A init = Prod ? A(1) : A(0);
   if (l.inner == 1) {
-    parallel_for(0, l.outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(l.D, 1)),
+    parallel_for(0, l.outer, grain_for(l.D),
                  [&](int64_t b, int64_t e) {
       for (int64_t o = b; o < e; ++o) {
         const T* src = in + o * l.D;
@@ -58,7 +58,7 @@ template <typename T, bool Prod> void scan_kernel(const T* in, T* out, const Lay
   }
   const int64_t ntiles = (l.inner + kTile - 1) / kTile;
   const int64_t work = l.D * std::min(l.inner, kTile);
-  parallel_for(0, l.outer * ntiles, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1)),
+  parallel_for(0, l.outer * ntiles, grain_for(work),
                [&](int64_t b, int64_t e) {
     A acc[kTile];
     for (int64_t t = b; t < e; ++t) {

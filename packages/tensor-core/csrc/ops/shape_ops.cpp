@@ -155,7 +155,7 @@ static void reverse_rows(const Tensor& x, const std::vector<bool>& flipped, cons
   const int64_t nd = x->dim(), n = x->sizes[nd - 1], rows = x->numel() / n;
   const U* src = reinterpret_cast<const U*>(x->data());
   U* dst = reinterpret_cast<U*>(out->data());
-  parallel_for(0, rows, std::max<int64_t>(1, 32768 / n), [&](int64_t b, int64_t e) {
+  parallel_for(0, rows, grain_for(n), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       int64_t rem = r, sr = 0, mul = 1;
       for (int64_t d = nd - 2; d >= 0; --d) {
@@ -276,7 +276,7 @@ Tensor tril_triu(const Tensor& x, int64_t k, bool upper, bool inplace) {
   Shape bsizes(r->sizes.begin(), r->sizes.end() - 2), bstrides(r->strides.begin(), r->strides.end() - 2);
   char* base = r->data();
   // Every dtype's zero is all-zero bytes, so zeroing is a memset of the masked part of each row.
-  parallel_for(0, batch * rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1)),
+  parallel_for(0, batch * rows, grain_for(cols),
                [&](int64_t b, int64_t e) {
     for (int64_t idx = b; idx < e; ++idx) {
       int64_t bi = idx / rows, i = idx % rows;

@@ -57,7 +57,6 @@ inline Shape reduced(const Tensor& x, int64_t dim, bool keepdim) {
   return s;
 }
 
-inline int64_t grain_for(int64_t per_row) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(per_row, 1)); }
 
 // Runs body(r_begin, r_end) over the rows on the pool.
 template <typename F> void over_rows(const Rows& L, int64_t per_row, const F& body) {

@@ -10,10 +10,21 @@
 // The pool is heap-allocated and never destroyed, so process exit cannot deadlock on it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
 namespace ember {
+
+// The work worth a chunk of parallel_for: about this many elements (fewer and the hand-off to a
+// worker costs more than the chunk).
+constexpr int64_t kGrainSize = 32768;
+
+// parallel_for's grain for items (rows, planes, positions) of `per_item` elements each: chunks of
+// about kGrainSize elements, at least one item.
+inline int64_t grain_for(int64_t per_item) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(per_item, 1));
+}
 
 // Number of threads parallel_for may use (the caller included). Defaults to EMBER_NUM_THREADS, else
 // OMP_NUM_THREADS, else the CPUs this process may run on; always >= 1.

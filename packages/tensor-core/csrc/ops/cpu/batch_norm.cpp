@@ -45,7 +45,7 @@ template <typename F> void on_floating(ScalarType dtype, const char* name, const
 }
 
 int64_t channel_grain(int64_t N, int64_t inner) {
-  return std::max<int64_t>(1, 32768 / std::max<int64_t>(N * inner, 1));
+  return grain_for(N * inner);
 }
 
 }  // namespace
@@ -90,7 +90,7 @@ void channel_affine(ScalarType dtype, const void* input, void* output, int64_t N
     using A = Acc<T>;
     const T* x = static_cast<const T*>(input);
     T* y = static_cast<T*>(output);
-    parallel_for(0, N * C, std::max<int64_t>(1, 32768 / std::max<int64_t>(inner, 1)),
+    parallel_for(0, N * C, grain_for(inner),
                  [&](int64_t r0, int64_t r1) {
                    for (int64_t r = r0; r < r1; ++r) {
                      const A a = static_cast<A>(scale[r % C]), b = static_cast<A>(shift[r % C]);
@@ -144,7 +144,7 @@ void batch_norm_grad_input(ScalarType dtype, const void* grad_out, const void* i
     const T* g = static_cast<const T*>(grad_out);
     const T* x = static_cast<const T*>(input);
     T* gi = static_cast<T*>(grad_input);
-    parallel_for(0, N * C, std::max<int64_t>(1, 32768 / std::max<int64_t>(inner, 1)),
+    parallel_for(0, N * C, grain_for(inner),
                  [&](int64_t r0, int64_t r1) {
                    for (int64_t r = r0; r < r1; ++r) {
                      const int64_t c = r % C;
@@ -175,7 +175,7 @@ template <typename A, typename F>
 void column_sums(int64_t rows, int64_t C, double* out, const F& f) {
   const int nt = std::max(get_num_threads(), 1);
   std::vector<double> partial(static_cast<size_t>(C) * nt, 0.0);
-  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)),
+  parallel_for(0, rows, grain_for(C),
                [&](int64_t r0, int64_t r1) {
                  double* acc = partial.data() + static_cast<size_t>(get_thread_num()) * C;
                  std::vector<A> block(static_cast<size_t>(C));
@@ -229,7 +229,7 @@ void channel_affine_cl(ScalarType dtype, const void* input, void* output, int64_
     const T* x = static_cast<const T*>(input);
     T* y = static_cast<T*>(output);
     const std::vector<A> a = as_acc<A>(scale, C), b = as_acc<A>(shift, C);
-    parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)),
+    parallel_for(0, rows, grain_for(C),
                  [&](int64_t r0, int64_t r1) {
                    const A* __restrict pa = a.data();
                    const A* __restrict pb = b.data();
@@ -278,7 +278,7 @@ void batch_norm_grad_input_cl(ScalarType dtype, const void* grad_out, const void
     T* gi = static_cast<T*>(grad_input);
     const std::vector<A> a = as_acc<A>(k_grad, C), b = as_acc<A>(k_centered, C),
                          k = as_acc<A>(k_const, C), mu = as_acc<A>(mean, C);
-    parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)),
+    parallel_for(0, rows, grain_for(C),
                  [&](int64_t r0, int64_t r1) {
                    const A* __restrict pa = a.data();
                    const A* __restrict pb = b.data();

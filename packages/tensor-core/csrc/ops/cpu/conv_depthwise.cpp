@@ -132,7 +132,7 @@ template <typename T> struct Plan {
   // body(n, c0, P, Wb, Y) for every (sample, block of channels from c0), over the pool, with the
   // chunk's buffers: P the packed input positions, Wb the block's weights, Y the outputs.
   template <typename F> void over_sample_blocks(int64_t N, const F& body) const {
-    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(L * ovol * kvol, 1));
+    const int64_t grain = grain_for(L * ovol * kvol);
     parallel_for(0, N * blocks, grain, [&](int64_t w0, int64_t w1) {
       std::vector<T> P(static_cast<size_t>(b.positions() * L)), Wb(static_cast<size_t>(kvol * L));
       std::vector<T> Y(static_cast<size_t>(ovol * L));

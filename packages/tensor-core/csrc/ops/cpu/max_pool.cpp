@@ -80,7 +80,7 @@ void pool_plane(const Window& w, const T* x, T* y, int64_t* ind) {
 template <typename T, int kStride>
 void pool_planes(const Window& w, const T* x, T* y, int64_t* ind, int64_t planes) {
   const int64_t ivol = w.IH * w.IW, ovol = w.OH * w.OW;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(ovol * w.KH * w.KW, 1));
+  const int64_t grain = grain_for(ovol * w.KH * w.KW);
   parallel_for(0, planes, grain, [&](int64_t a, int64_t b) {
     for (int64_t p = a; p < b; ++p) {
       if (ind) pool_plane<T, kStride, true>(w, x + p * ivol, y + p * ovol, ind + p * ovol);
@@ -155,7 +155,7 @@ void run_channels_last(const Window& w, const void* input, void* output, int64_t
   T* y = static_cast<T*>(output);
   const int64_t positions = w.OH * w.OW;
   parallel_for(0, N * positions,
-               std::max<int64_t>(1, 32768 / std::max<int64_t>(C * w.KH * w.KW, 1)),
+               grain_for(C * w.KH * w.KW),
                [&](int64_t a, int64_t b) {
                  for (int64_t i = a; i < b; ++i) {
                    const int64_t n = i / positions, o = i % positions;

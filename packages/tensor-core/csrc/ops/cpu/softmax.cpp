@@ -75,7 +75,7 @@ template <typename T> T exp_sum_only(const T* __restrict__ x, int64_t n, T m) {
 
 // Rows of length D (the last dim), T float or double.
 template <typename T> void softmax_lastdim(const T* in, T* out, int64_t rows, int64_t D, bool log) {
-  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(D, 1)),
+  parallel_for(0, rows, grain_for(D),
                [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* __restrict__ x = in + r * D;
@@ -96,7 +96,7 @@ template <typename T> void softmax_lastdim(const T* in, T* out, int64_t rows, in
 template <typename T> void softmax_inner(const T* in, T* out, const Layout& l, bool log) {
   const int64_t ntiles = (l.inner + kTile - 1) / kTile;
   const int64_t work = l.D * std::min(l.inner, kTile);
-  parallel_for(0, l.outer * ntiles, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1)),
+  parallel_for(0, l.outer * ntiles, grain_for(work),
                [&](int64_t b, int64_t e) {
     T mx[kTile], sm[kTile];
     for (int64_t t = b; t < e; ++t) {
@@ -145,7 +145,7 @@ template <typename T> void softmax_inner(const T* in, T* out, const Layout& l, b
 template <typename T>
 void softmax_backward_rows(const T* go, const T* out, T* gi, const Layout& l, bool log) {
   const int64_t row = l.D * l.inner;
-  parallel_for(0, l.outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row, 1)),
+  parallel_for(0, l.outer, grain_for(row),
                [&](int64_t b, int64_t e) {
     std::vector<double> sums(l.inner);
     for (int64_t o = b; o < e; ++o) {
@@ -184,7 +184,7 @@ void softmax_backward_rows(const T* go, const T* out, T* gi, const Layout& l, bo
 
 // log(sum(exp(x - m))) + m per row of length D, m the row max (0 when infinite, as PyTorch).
 template <typename T> void logsumexp_typed(const T* in, T* out, int64_t rows, int64_t D) {
-  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(D, 1)),
+  parallel_for(0, rows, grain_for(D),
                [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* x = in + r * D;
