@@ -153,6 +153,9 @@ struct alignas(8) Bytes16 {
 template <typename T> struct IsComplex : std::false_type {};
 template <typename T> struct IsComplex<std::complex<T>> : std::true_type {};
 template <typename T> constexpr bool is_complex_v = IsComplex<T>::value;
+// float16/bfloat16 (is_reduced_float of the C++ type)
+template <typename T>
+constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 template <typename T> struct TypeTag { using type = T; };
 

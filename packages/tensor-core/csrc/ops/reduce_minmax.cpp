@@ -85,8 +85,6 @@ template <typename In, bool IsMax> struct ExtremeOp {
 
 // float16/bfloat16 are reduced as float32, which holds each of their values exactly (so the
 // extremes and their first positions are the same): one loop fewer per 16-bit dtype to compile.
-template <typename T> constexpr bool kReducedFloat =
-    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 Tensor extreme_values(const char* name, const Tensor& x, const std::vector<bool>& mask,
                       bool keepdim, bool is_max) {
@@ -96,7 +94,7 @@ Tensor extreme_values(const char* name, const Tensor& x, const std::vector<bool>
   return reduce_with(name, x, mask, keepdim, x->dtype,
                      [&](auto tag, const ReducePlan& plan, const auto* in, const Tensor& result) {
     using T = typename decltype(tag)::type;
-    if constexpr (!kReducedFloat<T>) {
+    if constexpr (!is_reduced_float_v<T>) {
       T* out = result->data_as<T>();
       if (is_max) run_reduce(ExtremeOp<T, true>{out}, plan, in);
       else run_reduce(ExtremeOp<T, false>{out}, plan, in);
@@ -183,7 +181,7 @@ std::pair<Tensor, Tensor> arg_reduce(const char* name, const Tensor& x, const st
   Tensor in = plan_input(x, mask, /*keep_order=*/true, plan);
   dispatch_all(in->dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!kReducedFloat<T>) {
+    if constexpr (!is_reduced_float_v<T>) {
       T* v = values ? values->data_as<T>() : nullptr;
       int64_t* i = indices->data_as<int64_t>();
       if (is_max) run_reduce(ArgOp<T, true>{v, i}, plan, in->data_as<T>());

@@ -31,12 +31,12 @@ void dispatch_binary(BinaryOp op, const char* name, const ElementwiseIter& it, S
   if constexpr (K == OpKind::FLOAT2 || K == OpKind::TRUEDIV || K == OpKind::FLOAT_ONLY2) {
     dispatch_floating(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kCompiled<T> && !(widened && kIs16BitFloat<T>)) run_elementwise<T, T, T>(it, f);
+      if constexpr (kCompiled<T> && !(widened && is_reduced_float_v<T>)) run_elementwise<T, T, T>(it, f);
     });
   } else if constexpr (K == OpKind::ARITH) {
     dispatch_numeric(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kCompiled<T> && !(widened && kIs16BitFloat<T>)) run_elementwise<T, T, T>(it, f);
+      if constexpr (kCompiled<T> && !(widened && is_reduced_float_v<T>)) run_elementwise<T, T, T>(it, f);
     });
   } else if constexpr (K == OpKind::CMP || K == OpKind::LOGICAL) {
     // float16/bfloat16 arrive converted to float32 (see binary()).

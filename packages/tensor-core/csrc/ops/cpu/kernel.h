@@ -7,7 +7,8 @@
 // - no static objects with constructors or destructors (they would run, with the wide
 //   instructions, on every CPU when the library loads; setup.py checks the objects for them);
 // - only the default copy compiles every dtype: the wider ones compile float32 and float64
-//   (kCompiled<T>, compiled(dtype)) and hand the others to cpu_default.
+//   (kCompiled<T>, compiled(dtype)) and hand the others to cpu_default; float16/bfloat16 have
+//   no loops of their own (every copy widens them into its float32 loops: widen.h).
 // setup.py links the default copy and the rest of the core before the wider copies, so an inline
 // function that several copies emit (a std:: or header template) resolves to the default code.
 #pragma once
@@ -31,10 +32,5 @@ constexpr bool kCompiled = kDefaultCopy || std::is_same_v<T, float> || std::is_s
 inline bool compiled(ScalarType t) {
   return kDefaultCopy || t == ScalarType::Float32 || t == ScalarType::Float64;
 }
-
-// float16/bfloat16: the elementwise kernels run them through the float loops (widen.h), and the
-// reductions are handed them as float32 (ops/reduce.cpp); no loop is compiled for them.
-template <typename T>
-constexpr bool kIs16BitFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 }  // namespace ember::EMBER_CPU_NS

@@ -36,7 +36,7 @@ void sum(SumKind kind, const ReducePlan& plan, const Tensor& x, const Tensor& re
   refuse_16bit(x->dtype, "sum");
   dispatch_all(x->dtype, "sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kCompiled<T> && !kIs16BitFloat<T>) {
+    if constexpr (kCompiled<T> && !is_reduced_float_v<T>) {
       using A = sum_acc_t<T>;
       const T* in = x->data_as<T>();
       auto go = [&](auto otag) {
@@ -74,7 +74,7 @@ void count(bool not_nan, const ReducePlan& plan, const Tensor& x, const Tensor& 
   refuse_16bit(x->dtype, "count_nonzero");
   dispatch_all(x->dtype, "count_nonzero", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kCompiled<T> && !kIs16BitFloat<T>) {
+    if constexpr (kCompiled<T> && !is_reduced_float_v<T>) {
       using C = opmath_t<T>;
       const T* in = x->data_as<T>();
       int64_t* out = result->data_as<int64_t>();
@@ -98,7 +98,7 @@ void all_any(bool is_all, const ReducePlan& plan, const Tensor& x, const Tensor&
   refuse_16bit(x->dtype, "all/any");
   dispatch_all(x->dtype, is_all ? "all" : "any", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kCompiled<T> && !kIs16BitFloat<T>) {
+    if constexpr (kCompiled<T> && !is_reduced_float_v<T>) {
       using C = opmath_t<T>;
       const T* in = x->data_as<T>();
       uint8_t* out = result->data_as<uint8_t>();
@@ -118,7 +118,7 @@ void norm(double p, const ReducePlan& plan, const Tensor& x, const Tensor& resul
   refuse_16bit(x->dtype, "linalg.vector_norm");
   dispatch_floating(x->dtype, "linalg.vector_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kCompiled<T> && !kIs16BitFloat<T>) {
+    if constexpr (kCompiled<T> && !is_reduced_float_v<T>) {
       using A = opmath_t<T>;
       const T* src = x->data_as<T>();
       T* out = result->data_as<T>();

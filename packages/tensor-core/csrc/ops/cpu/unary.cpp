@@ -24,12 +24,12 @@ void dispatch_unary(UnaryOp op, const char* name, const ElementwiseIter& it, Sca
   if constexpr (K == OpKind::FLOAT || K == OpKind::FLOAT_ONLY) {
     dispatch_floating(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kCompiled<T> && !(widened && kIs16BitFloat<T>)) run_elementwise<T, T>(it, f);
+      if constexpr (kCompiled<T> && !(widened && is_reduced_float_v<T>)) run_elementwise<T, T>(it, f);
     });
   } else if constexpr (K == OpKind::SAME) {
     dispatch_numeric(dt, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kCompiled<T> && !(widened && kIs16BitFloat<T>)) run_elementwise<T, T>(it, f);
+      if constexpr (kCompiled<T> && !(widened && is_reduced_float_v<T>)) run_elementwise<T, T>(it, f);
     });
   } else if constexpr (K == OpKind::PRED) {
     // float16/bfloat16 arrive converted to float32 (see unary()): GCC 12 miscompiles
