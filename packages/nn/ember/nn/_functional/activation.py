@@ -24,11 +24,9 @@ def relu_(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    if input.dtype == ember.bool or input.dtype.is_complex:
-        _floating_kernel("threshold", input)
-    # torch's kernel: x <= threshold ? value : x, so NaN inputs and a NaN threshold keep x
-    out = ember.where(input <= threshold, value, input)
-    return input.copy_(out) if inplace else out
+    if inplace:
+        return ember.threshold_(input, threshold, value)
+    return ember.threshold(input, threshold, value)  # the core's (torch.threshold)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
