@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 
 from ember import _C
 
@@ -20,9 +21,31 @@ def _type_name(x) -> str:
     return "NoneType" if x is None else type(x).__name__
 
 
+def _is_int_arg(x) -> bool:
+    """What torch's parser takes for an `int` parameter: an int (not a bool), a NumPy integer,
+    or a 0-d integer tensor."""
+    if isinstance(x, _Tensor):
+        return x.dim() == 0 and x.dtype != _C.bool and not x.dtype.is_floating_point \
+            and not x.dtype.is_complex
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _is_float_arg(x) -> bool:
+    """A real number (bools and ints too) or a 0-d real tensor."""
+    if isinstance(x, _Tensor):
+        return x.dim() == 0 and not x.dtype.is_complex
+    return isinstance(x, numbers.Real)
+
+
+_SCALAR_CHECKS = {"int": _is_int_arg, "bool": lambda x: isinstance(x, bool),
+                  "float": _is_float_arg}
+_PYTHON_TYPE = {"int": int, "bool": bool, "float": float}
+
+
 def tensor_args(*names: str, op: str | None = None):
     """Decorator: the parameters `names` must be Tensors (None passes where the default is None).
     A variadic parameter (``*tensors``) must hold Tensors, or be one list or tuple of them.
+    Parameters annotated ``int`` or ``bool`` must hold what torch's parser takes for that type.
     Messages name the op `op` (default: the function's name)."""
 
     def decorate(fn):
@@ -34,6 +57,14 @@ def tensor_args(*names: str, op: str | None = None):
             pos = params.index(p) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
                                                  p.VAR_POSITIONAL) else None
             checks.append((name, pos, p.default is None, p.kind == p.VAR_POSITIONAL))
+        typed = []  # (name, position or None, type name, accepts)
+        for p in params:
+            ann = p.annotation if isinstance(p.annotation, str) else getattr(
+                p.annotation, "__name__", None)
+            if ann in _SCALAR_CHECKS:
+                pos = params.index(p) if p.kind in (p.POSITIONAL_ONLY,
+                                                    p.POSITIONAL_OR_KEYWORD) else None
+                typed.append((p.name, pos, ann, _SCALAR_CHECKS[ann]))
         name_in_messages = op or fn.__name__
 
         @functools.wraps(fn)
@@ -56,6 +87,23 @@ def tensor_args(*names: str, op: str | None = None):
                     where = f" (position {pos + 1})" if pos is not None else ""
                     raise TypeError(f"{name_in_messages}(): argument '{name}'{where} must be "
                                     f"Tensor, not {_type_name(x)}")
+            for name, pos, type_name, accepts in typed:
+                if pos is not None and pos < len(args):
+                    x = args[pos]
+                elif name in kwargs:
+                    x = kwargs[name]
+                else:
+                    continue  # the default
+                if not accepts(x):
+                    where = f" (position {pos + 1})" if pos is not None else ""
+                    raise TypeError(f"{name_in_messages}(): argument '{name}'{where} must be "
+                                    f"{type_name}, not {_type_name(x)}")
+                if type(x) is not _PYTHON_TYPE[type_name]:  # a NumPy number, a 0-d tensor
+                    x = _PYTHON_TYPE[type_name](x)
+                    if pos is not None and pos < len(args):
+                        args = args[:pos] + (x,) + args[pos + 1:]
+                    else:
+                        kwargs[name] = x
             return fn(*args, **kwargs)
 
         return checked

@@ -271,12 +271,16 @@ def nextafter_(self, other):
 
 def isneginf(input, *, out=None):
     _refuse_complex("isneginf", input)
+    if out is not None and out.dtype != _C.bool:
+        raise RuntimeError("isneginf does not support non-boolean outputs.")
     r = input == -math.inf if input.dtype.is_floating_point else _C.zeros_like(input, dtype=_C.bool)
     return _finish(r, out)
 
 
 def isposinf(input, *, out=None):
     _refuse_complex("isposinf", input)
+    if out is not None and out.dtype != _C.bool:
+        raise RuntimeError("isposinf does not support non-boolean outputs.")
     r = input == math.inf if input.dtype.is_floating_point else _C.zeros_like(input, dtype=_C.bool)
     return _finish(r, out)
 
@@ -715,7 +719,8 @@ def poisson(input, generator=None):
     tensor (and so on CUDA too), and reproducible from the generator's uniform stream. The result
     has the rates' dtype; it carries a zero gradient, as torch's."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"poisson_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+        raise NotImplementedError(
+            f"\"poisson_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
     rate = input.detach().to(_C.float64)
     if bool((rate < 0).any()) or bool(rate.isnan().any()):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
@@ -908,6 +913,8 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
     if not _is_tensor(test_elements):
         test_elements = _C.tensor(test_elements, device=elements.device)
     dt = _C.promote_types(elements.dtype, test_elements.dtype)
+    if dt.is_complex:
+        raise RuntimeError(f"Unsupported input type encountered for isin(): {_dtype_name(dt)}")
     values = test_elements.reshape(-1).to(dt).sort().values
     probe = elements.to(dt)
     if values.numel() == 0:
@@ -920,10 +927,20 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
 
 # ---- integer functions, frexp, put, the scatters, window functions ----
 
-def _check_integral(name, *tensors):
-    for x in tensors:
+def _check_integral(name, input, other, inplace=False):
+    """torch's order: the written-to tensor's overlap, the shapes, then the dtypes."""
+    if inplace and _C._has_internal_overlap(input):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
+    shape = _shape._broadcast_with_core_message(tuple(input.shape), tuple(other.shape))
+    if inplace and tuple(shape) != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
+    for x in (input, other):
         if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _C.bool:
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+            raise NotImplementedError(
+                f"\"{name}_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
 
 
 def gcd(input, other, *, out=None):
@@ -939,6 +956,7 @@ def gcd(input, other, *, out=None):
 
 
 def gcd_(self, other):
+    _check_integral("gcd", self, other, inplace=True)
     return self.copy_(gcd(self, other))
 
 
@@ -951,6 +969,7 @@ def lcm(input, other, *, out=None):
 
 
 def lcm_(self, other):
+    _check_integral("lcm", self, other, inplace=True)
     return self.copy_(lcm(self, other))
 
 

@@ -43,17 +43,26 @@ class _GradModeContext:
         return self._fresh(self)
 
 
-class no_grad(_GradModeContext):  # noqa: N801
+class _NoParamDecorator(_GradModeContext):
+    """Also a decorator without parentheses, as torch's: ``@ember.no_grad``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecorator):  # noqa: N801
     """Disables gradient recording inside the block (or the decorated function)."""
 
-    def __init__(self) -> None:
+    def __init__(self, orig_func=None) -> None:
         self._enabled = False
 
 
-class enable_grad(_GradModeContext):  # noqa: N801
+class enable_grad(_NoParamDecorator):  # noqa: N801
     """Enables gradient recording inside the block, e.g. within ``no_grad``."""
 
-    def __init__(self) -> None:
+    def __init__(self, orig_func=None) -> None:
         self._enabled = True
 
 
@@ -78,6 +87,11 @@ _state = threading.local()  # inference mode is per thread, as grad mode is
 
 class inference_mode(_GradModeContext):  # noqa: N801
     """Like ``no_grad`` (ember keeps no extra per-tensor state that inference mode could skip)."""
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # @ember.inference_mode without parentheses, as torch's
 
     def __init__(self, mode: bool = True) -> None:
         self._enabled = not mode

@@ -40,7 +40,7 @@ def _cat(tensors, dim):
 
 
 @tensor_args("input")
-def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
+def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None, *, out=None):
     """The n-th forward difference along ``dim`` (``ne`` for bool), as torch.diff."""
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -89,7 +89,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
 
 
 @tensor_args("input", "other")
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """|input - other| <= atol + rtol * |other| elementwise (exact equality always counts)."""
     if input.dtype != other.dtype:
         raise RuntimeError(f"{input.dtype._torch_name} did not match {other.dtype._torch_name}")
@@ -111,7 +111,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 @tensor_args("input", "other")
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
     """True when every element of ``input`` is close to ``other`` (see isclose)."""
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 

@@ -857,11 +857,13 @@ def _inverse(A, *, out=None):
     return _out("inverse", _C._linalg_inv_ex(A, check_errors=True)[0], out)
 
 
-def _pinverse(A, rcond=1e-15):
+@tensor_args("A", op="pinverse")
+def _pinverse(A, rcond: float = 1e-15):
     return pinv(A, rtol=rcond)
 
 
-def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
+@tensor_args("A", op="svd")
+def _legacy_svd(A, some: bool = True, compute_uv: bool = True, *, out=None):
     """torch.svd: (U, S, V) with V = Vh^T; reduced unless some=False; zeros without compute_uv."""
     from ember import zeros
 
@@ -880,7 +882,7 @@ def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
 
 
 @tensor_args("A", op="qr")
-def _legacy_qr(A, some=True, *, out=None):
+def _legacy_qr(A, some: bool = True, *, out=None):
     return _out("qr", _LegacyQR(*_C._linalg_qr(A, mode="reduced" if some else "complete")), out)
 
 
@@ -895,11 +897,12 @@ def _legacy_cross(input, other, dim=None, *, out=None):
 
 
 @tensor_args("A", op="cholesky")
-def _legacy_cholesky(A, upper=False, *, out=None):
+def _legacy_cholesky(A, upper: bool = False, *, out=None):
     return _out("cholesky", _C._linalg_cholesky_ex(A, upper=upper, check_errors=True)[0], out)
 
 
-def _cholesky_solve(B, L, upper=False, *, out=None):
+@tensor_args("B", "L", op="cholesky_solve")
+def _cholesky_solve(B, L, upper: bool = False, *, out=None):
     """X with A X = B given A's Cholesky factor L (or U with upper=True); batches broadcast."""
     _check_matrix(B, "cholesky_solve", "b")
     _check_matrix(L, "cholesky_solve", "A")

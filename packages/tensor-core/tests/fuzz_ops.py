@@ -33,6 +33,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
+import fuzz_torch_differences
+
 # ---------------------------------------------------------------------------------------------
 # what is not fuzzed, and why
 
@@ -305,6 +307,8 @@ def _to_numpy(x, module):
 
     if x.dtype == module.bfloat16:
         x = x.float()
+    if hasattr(x, "resolve_conj"):  # torch's lazy conjugate and negative bits, written out
+        x = x.resolve_conj().resolve_neg()
     return np.array(x.detach().cpu().numpy() if hasattr(x, "detach") else x.numpy(), copy=True)
 
 
@@ -421,19 +425,25 @@ class Report:
     torch_crashes: list = None
     ember_raised: collections.Counter = None
     kinds: collections.Counter = None
-    examples: dict = None
+    listed: collections.Counter = None  # deliberate disagreements, by reason
+    unlisted: collections.Counter = None  # the others, by kind
+    examples: dict = None  # the unlisted disagreements, by kind
     seconds: float = 0.0
 
     def __post_init__(self):
         self.crashes, self.hangs, self.torch_crashes = [], [], []
         self.ember_raised = collections.Counter()
         self.kinds = collections.Counter()
+        self.listed = collections.Counter()
+        self.unlisted = collections.Counter()
         self.examples = collections.defaultdict(list)
 
 
 def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
-        timeout: float = 20.0, memory: int = 6 << 30, progress: bool = False) -> Report:
-    """Runs `calls` generated calls over `workers` worker processes."""
+        timeout: float = 20.0, memory: int = 6 << 30, progress: bool = False,
+        keep: int = 2000) -> Report:
+    """Runs `calls` generated calls over `workers` worker processes; keeps up to `keep`
+    disagreements with torch of each kind."""
     import ember
 
     functions, methods = surface(ember)
@@ -506,7 +516,13 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
                     else:
                         kind = compare(call.name, slot["ours"], outcome)
                         report.kinds[kind] += 1
-                        if kind != "agree" and len(report.examples[kind]) < 2000:
+                        reason = None if kind == "agree" else fuzz_torch_differences.reason_for(
+                            call.name, kind, slot["ours"], outcome)
+                        if reason is not None:
+                            report.listed[reason] += 1
+                        elif kind != "agree":
+                            report.unlisted[kind] += 1
+                        if reason is None and kind != "agree" and len(report.examples[kind]) < keep:
                             report.examples[kind].append((call.name, call.src, slot["ours"],
                                                           outcome))
                 if progress and report.calls % 1000 == 0 and who == "ember":
@@ -544,6 +560,10 @@ def print_report(report: Report, examples: int = 5) -> None:
     print("ember raised:", dict(report.ember_raised.most_common()))
     if report.kinds:
         print("against torch:", dict(report.kinds.most_common()))
+        print(f"deliberate (tests/fuzz_torch_differences.py): {sum(report.listed.values())}")
+        for reason, n in report.listed.most_common():
+            print(f"  {n:6d}  {reason[:110]}")
+        print(f"not listed: {sum(report.unlisted.values())} {dict(report.unlisted.most_common())}")
         for kind, items in report.examples.items():
             by_name = collections.Counter(name for name, *_ in items)
             print(f"\n== {kind}: {len(items)} calls; by op: {dict(by_name.most_common(25))}")
@@ -558,14 +578,27 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--torch", action="store_true", help="compare every call with torch")
+    parser.add_argument("--dump", metavar="PATH",
+                        help="write every disagreement with torch to PATH, one JSON line each")
     parser.add_argument("--examples", type=int, default=5,
                         help="examples printed per kind of disagreement")
     args = parser.parse_args(argv)
     try:
-        report = run(args.calls, args.seed, args.workers, args.torch, progress=True)
+        report = run(args.calls, args.seed, args.workers, args.torch, progress=True,
+                     keep=args.calls if args.dump else 2000)
     except Exception:
         traceback.print_exc()
         return 2
+    if args.dump:
+        import json
+
+        with open(args.dump, "w") as f:
+            for kind, items in report.examples.items():
+                for name, src, ours, theirs in items:
+                    f.write(json.dumps({"kind": kind, "name": name, "src": src,
+                                        "ember": list(ours[:3]) if ours[0] == "raise" else "ok",
+                                        "torch": list(theirs[:3]) if theirs[0] == "raise"
+                                        else "ok"}, default=str) + "\n")
     print_report(report, args.examples)
     return 1 if report.crashes or report.hangs else 0
 

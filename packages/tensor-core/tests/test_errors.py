@@ -204,7 +204,10 @@ CASES = [
     ("view-dtype-size", lambda: E.ones(2).view(E.int8), RuntimeError,
      "view(dtype) between dtypes of different sizes is not supported"),
     # ---- arguments ----
-    ("add-two-numbers", lambda: E.add(1, 2), TypeError, "add(): expected at least one Tensor"),
+    ("atan2-two-numbers", lambda: E.atan2(1, 2), TypeError,
+     "atan2(): argument 'input' (position 1) must be Tensor, not int"),
+    ("sub-two-numbers-bool", lambda: E.sub(True, 2), RuntimeError,
+     "Subtraction, the `-` operator, with a bool tensor is not supported"),
     ("add-str", lambda: E.add(E.ones(2), "a"), TypeError,
      "add(): argument 'other' (position 2) must be Tensor or Number, not str"),
     ("exp-list", lambda: E.exp([1.0]), TypeError,
@@ -221,8 +224,9 @@ CASES = [
     ("size-float", lambda: E.zeros((2, 1.5)), TypeError,
      "zeros(): argument 'size' (position 1) must be tuple of ints, but found element of type "
      "float at pos 1"),
-    ("big-int", lambda: E.tensor([1]) + 2**70, RuntimeError,
-     "value cannot be converted to type int64 without overflow"),
+    ("big-int", lambda: E.tensor([1]) + 2**70, OverflowError, "int too big to convert"),
+    ("big-int-alpha", lambda: E.ones(2).add(1, alpha=2**70), OverflowError,
+     "int too big to convert"),
     ("device", lambda: E.ones(2).to("cuda"), RuntimeError, "cuda"),
     ("device-bad", lambda: E.ones(2, device="tpu"), RuntimeError,
      "Expected one of cpu, cuda device type at start of device string: tpu"),
@@ -272,6 +276,65 @@ CASES = [
      "fill_ only supports 0-dimension value tensor but got tensor with 2 dimensions."),
     ("requires-grad-int", lambda: E.ones(2, dtype=E.int64).requires_grad_(), RuntimeError,
      "only Tensors of floating point"),
+    # ---- a call with several mistakes: torch's (TensorIterator's) order of checks, the
+    # written-to tensor's overlap, the shapes, the output dtype, then the dtype's kernel ----
+    ("order-shape-before-kernel", lambda: E.ones(2, 3).bitwise_and(E.ones(2, dtype=E.int32)),
+     RuntimeError, "The size of tensor a (3) must match the size of tensor b (2)"),
+    ("order-out-dtype-before-kernel", lambda: E.ones(3, dtype=E.bool).bitwise_or_(E.ones(3)),
+     RuntimeError, "result type Float can't be cast to the desired output type Bool"),
+    ("order-overlap-before-kernel", lambda: E.ones(3).expand(2, 3).atan2_(E.ones(3) * 1j),
+     RuntimeError, "more than one element of the written-to tensor"),
+    ("nan-to-num-int-out-other-dtype", lambda: E.nan_to_num(E.ones(2, dtype=E.int8),
+                                                           out=E.empty(2)),
+     RuntimeError, "nan_to_num: dtype of out: Float should be same as input: Char"),
+    ("order-python-op-shape", lambda: E.ones(3).lcm(E.ones(2, dtype=E.int32)), RuntimeError,
+     "The size of tensor a (3) must match the size of tensor b (2)"),
+    ("order-python-op-overlap", lambda: E.ones(3, dtype=E.int32).expand(2, 3).gcd_(
+        E.ones(3, dtype=E.int32)), RuntimeError, "more than one element of the written-to"),
+    # ---- torch's exception classes ----
+    ("gcd-float", lambda: E.ones(2).gcd(E.ones(2)), NotImplementedError,
+     "\"gcd_cpu\" not implemented for 'Float'"),
+    ("poisson-int", lambda: E.poisson(E.ones(2, dtype=E.int32)), NotImplementedError,
+     "\"poisson_cpu\" not implemented for 'Int'"),
+    ("clamp-complex", lambda: E.ones(2, dtype=E.complex64).clamp(0), NotImplementedError,
+     "clamp is not supported for complex types"),
+    ("sort-complex", lambda: E.ones(2, dtype=E.complex64).sort(), RuntimeError,
+     "Sort does not support complex dtypes on CPU"),
+    ("topk-complex", lambda: E.ones(2, dtype=E.complex64).topk(1), RuntimeError,
+     "topk does not support complex dtypes on CPU"),
+    ("argmax-complex", lambda: E.ones(2, dtype=E.complex64).argmax(), RuntimeError,
+     "argmax(): does not support complex input"),
+    ("max-dim-complex", lambda: E.ones(2, dtype=E.complex64).max(0), RuntimeError,
+     "max(): does not support complex input"),
+    ("nansum-complex", lambda: E.ones(2, dtype=E.complex64).nansum(), RuntimeError,
+     "nansum on CPU does not support complex inputs"),
+    ("isin-complex", lambda: E.isin(E.ones(2, dtype=E.complex64), E.ones(2)), RuntimeError,
+     "Unsupported input type encountered for isin(): ComplexFloat"),
+    ("big-int-fill", lambda: E.ones(2).fill_(2**70), OverflowError, "int too big to convert"),
+    ("cast-error-is-type-error", lambda: E.ones(2).size(E.ones(2)), TypeError, ""),
+    # ---- out= rules of their own ----
+    ("signbit-out-not-bool", lambda: E.signbit(E.ones(2), out=E.empty(2)), RuntimeError,
+     "signbit does not support non-boolean outputs."),
+    ("isposinf-out-not-bool", lambda: E.isposinf(E.ones(2), out=E.empty(2)), RuntimeError,
+     "isposinf does not support non-boolean outputs."),
+    ("floor-int-out-other-dtype", lambda: E.floor(E.ones(2, dtype=E.int8), out=E.empty(2)),
+     RuntimeError, "Found dtype Float but expected Char"),
+    ("round-int-out-other-dtype", lambda: E.round(E.ones(2, dtype=E.int8),
+                                                 out=E.empty(2, dtype=E.int16)),
+     RuntimeError, "Found dtype Short but expected Char"),
+    ("sum-keepdim-without-dim", lambda: E.ones(2).sum(keepdim=True), TypeError,
+     "sum() received an invalid combination of arguments"),
+    ("prod-out-without-dim", lambda: E.prod(E.ones(2), out=E.empty(())), TypeError,
+     "prod() received an invalid combination of arguments"),
+    # ---- Python-level ops' int/bool/float parameters, as torch's parser ----
+    ("diff-n-tensor", lambda: E.ones(3).diff(E.ones(2)), TypeError,
+     "diff(): argument 'n' (position 2) must be int, not Tensor"),
+    ("chunk-bool", lambda: E.ones(3).chunk(True), TypeError,
+     "chunk(): argument 'chunks' (position 2) must be int, not bool"),
+    ("svd-some-int", lambda: E.svd(E.ones(2, 2), some=1), TypeError,
+     "svd(): argument 'some' (position 2) must be bool, not int"),
+    ("isclose-rtol-complex", lambda: E.isclose(E.ones(2), E.ones(2), rtol=1j), TypeError,
+     "isclose(): argument 'rtol' (position 3) must be float, not complex"),
 ]
 
 
@@ -283,6 +346,14 @@ def test_error(fn, exc, message):
         f"raised {type(info.value).__name__}, expected exactly {exc.__name__}"
     )
     assert re.search(re.escape(message), str(info.value)), str(info.value)
+
+
+def test_int_parameters_take_what_torchs_parser_takes():
+    x = E.arange(6.0)
+    assert [t.tolist() for t in x.chunk(E.tensor(2))] == [[0, 1, 2], [3, 4, 5]]  # a 0-d tensor
+    assert len(x.chunk(np.int64(3))) == 3
+    assert E.isclose(E.ones(2), E.ones(2), rtol=True).all()  # torch takes a bool as a float
+    assert E.ones(2).sum(None, True).shape == (1,)  # dim=None given: the second form
 
 
 def test_case_ids_are_unique():

@@ -564,6 +564,7 @@ bool is_non_overlapping_and_dense(const TensorImpl& t) {
 }
 
 bool has_internal_overlap(const TensorImpl& t) {
+  if (t.numel() == 0) return false;  // nothing is written
   for (int64_t d = 0; d < t.dim(); ++d)
     if (t.sizes[d] > 1 && t.strides[d] == 0) return true;
   return false;

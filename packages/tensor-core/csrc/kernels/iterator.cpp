@@ -5,6 +5,16 @@
 
 namespace ember {
 
+bool check_output_shape(const Tensor& out, const Shape& shape, const char* op_name) {
+  if (out->sizes == shape) return false;
+  if (out->numel() == 0 && out->sizes.size() <= 1) return true;
+  Shape b = broadcast_shapes(out->sizes, shape);  // raises on incompatible shapes
+  if (b != out->sizes)
+    throw std::runtime_error(str_cat(op_name, ": output with shape ", shape_str(out->sizes),
+                                     " doesn't match the broadcast shape ", shape_str(b)));
+  return false;
+}
+
 ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
                                  const std::vector<Tensor>& inputs, const char* op_name) {
   ntensors_ = static_cast<int>(inputs.size()) + 1;
@@ -13,18 +23,13 @@ ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
   Shape shape;
   for (auto& t : inputs) shape = broadcast_shapes(shape, t->sizes);
   if (out && out->sizes != shape) {
-    if (out->numel() == 0 && out->sizes.size() <= 1) {
-      // PyTorch resizes an empty out= tensor to the result's shape.
+    if (check_output_shape(out, shape, op_name)) {
       auto fresh = empty(shape, out->dtype, out->device());
       out->storage = fresh->storage;
       out->sizes = fresh->sizes;
       out->strides = fresh->strides;
       out->offset = 0;
     } else {
-      Shape b = broadcast_shapes(out->sizes, shape);  // raises on incompatible shapes
-      if (b != out->sizes)
-        throw std::runtime_error(str_cat(op_name, ": output with shape ", shape_str(out->sizes),
-                                         " doesn't match the broadcast shape ", shape_str(b)));
       shape = out->sizes;  // in-place op whose input broadcasts to the output
     }
   }

@@ -22,6 +22,10 @@ namespace ember {
 
 constexpr int kMaxOperands = 5;
 
+// Checks an out= (or in-place) tensor against the inputs' broadcast `shape` with torch's errors;
+// true when out is an empty 0-d/1-d tensor that PyTorch resizes to the result's shape.
+bool check_output_shape(const Tensor& out, const Shape& shape, const char* op_name);
+
 class ElementwiseIter {
  public:
   // `out` may be null: it is then allocated with dtype `out_dtype`. Inputs keep their dtypes

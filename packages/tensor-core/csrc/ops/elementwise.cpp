@@ -125,22 +125,30 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
   return fill_new(empty_like(t, dtype), t, "to");
 }
 
-void fill_(const Tensor& dst, Scalar value) {
-  check_inplace_writable(dst, "fill_");
+void fill_(const Tensor& dst_in, Scalar value) {
+  // Writing one value is defined on an expanded tensor too (torch allows it): fill the memory it
+  // covers once, through a view without its stride-0 dims.
+  Tensor dst = dst_in;
+  if (has_internal_overlap(*dst_in)) {
+    Shape sizes = dst_in->sizes;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (dst_in->strides[d] == 0) sizes[d] = 1;
+    dst = make_view(dst_in, sizes, dst_in->strides, dst_in->offset);
+  }
   if (dst->numel() == 0) {  // else the iterator would resize it to the value's 0-d shape
-    dst->bump_version();
+    dst_in->bump_version();
     return;
   }
   if (!dst->device().is_cpu()) {
     if (!g_device_fill) no_device_functions(dst);
     g_device_fill(dst, value);
-    dst->bump_version();
+    dst_in->bump_version();
     return;
   }
   Tensor v = scalar_tensor(value, dst->dtype, /*checked=*/true);
   ElementwiseIter it(dst, dst->dtype, {v}, "fill_");
   run_copy_kernel(it, dst->dtype, dst->dtype);
-  dst->bump_version();
+  dst_in->bump_version();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,6 +205,48 @@ static Tensor finish_from_float32(const char* op, const Tensor& r, ScalarType re
   return run_into(op, out, ScalarType::Float32, {r}, [](const ElementwiseIter& it) {
     run_elementwise<float, float>(it, [](float x) { return x; });  // copied into out
   });
+}
+
+// torch checks an op's operands in TensorIterator's order: the output's internal overlap, the
+// shapes, whether the result type casts to the output's dtype, and only then whether a kernel
+// exists for the dtype. A call with several mistakes then gets torch's error for the first one.
+// `nominal` is the op's result type by its kind, before any refusal of the dtype.
+static void check_operands_first(const char* op, const Shape& shape, const Tensor& out,
+                                 ScalarType nominal) {
+  if (!out) return;
+  check_inplace_writable(out, op);
+  check_output_shape(out, shape, op);
+  check_out_dtype(op, nominal, out);
+}
+
+static ScalarType nominal_unary_result(UnaryOp op, ScalarType input) {
+  if (is_complex(input)) {
+    switch (complex_unary_result(op)) {
+      case ComplexResult::Real: return to_real_type(input);
+      case ComplexResult::Bool: return ScalarType::Bool;
+      default: return input;
+    }
+  }
+  switch (unary_info(op).kind) {
+    case OpKind::FLOAT: return is_floating(input) ? input : get_default_dtype();
+    case OpKind::PRED: return ScalarType::Bool;
+    default: return input;
+  }
+}
+
+static ScalarType nominal_binary_result(BinaryOp op, ScalarType common) {
+  const OpKind kind = binary_info(op).kind;
+  if (kind == OpKind::CMP || kind == OpKind::LOGICAL) return ScalarType::Bool;
+  if (is_complex(common))
+    return complex_binary_result(op) == ComplexResult::Bool ? ScalarType::Bool : common;
+  if ((kind == OpKind::TRUEDIV || kind == OpKind::FLOAT2) && !is_floating(common))
+    return get_default_dtype();
+  return common;
+}
+
+static const Shape& operand_sizes(const Operand& o) {
+  static const Shape kScalar;
+  return o.is_scalar ? kScalar : o.t->sizes;
 }
 
 // torch's refusals of complex inputs for the ops without a complex kernel.
@@ -265,6 +315,29 @@ ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input) {
 
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   const OpInfoEntry& info = unary_info(op);
+  if (x->dtype == ScalarType::Bool) {  // torch's results for bool inputs
+    if (op == UnaryOp::square)  // pow(x, 2): bool promotes to int64
+      return unary(op, to_dtype(x, ScalarType::Int64), out);
+    if (op == UnaryOp::sign) {  // the bool itself
+      check_operands_first(info.name, x->sizes, out, ScalarType::Bool);
+      if (!out) return clone(x);
+      if (out != x) copy_(out, x);
+      return out;
+    }
+  }
+  const ScalarType nominal = nominal_unary_result(op, x->dtype);
+  if (out && out != x) {  // torch's out= rules of its own for these ops
+    if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
+      throw std::runtime_error("signbit does not support non-boolean outputs.");
+    // floor/ceil/trunc of an integer tensor are a copy, into an out= of the same dtype only
+    if ((op == UnaryOp::floor || op == UnaryOp::ceil || op == UnaryOp::trunc) &&
+        is_integral(x->dtype, false) && out->dtype != x->dtype)
+      throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",
+                                       type_name(x->dtype)));
+  }
+  // (in-place abs/angle of a complex tensor gets torch's own message below)
+  if (out != x || !is_complex(x->dtype) || is_complex(nominal))
+    check_operands_first(info.name, x->sizes, out, nominal);
   const auto [compute, result] = unary_dtypes(op, x->dtype);
   Tensor in = to_dtype(x, compute);
   if (out && out == x && result != x->dtype) {  // in-place needs a castable result
@@ -368,6 +441,8 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   const OpInfoEntry& info = binary_info(op);
   if (op == BinaryOp::sub) check_sub_operands(a, b);
   const ScalarType common = result_type({a, b});
+  check_operands_first(info.name, broadcast_shapes(operand_sizes(a), operand_sizes(b)), out,
+                       nominal_binary_result(op, common));
   if (info.kind == OpKind::ARITH && common == ScalarType::Bool) {
     // PyTorch computes these on bool as their logical counterparts.
     switch (op) {
@@ -494,7 +569,7 @@ Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor
   ScalarType dt = result_type(ops);
   EMBER_CHECK(dt != ScalarType::Bool, NotImplementedError,
               "\"clamp_cpu\" not implemented for 'Bool'");
-  EMBER_CHECK(!is_complex(dt), std::runtime_error, "clamp is not supported for complex types");
+  EMBER_CHECK(!is_complex(dt), NotImplementedError, "clamp is not supported for complex types");
   // Floating input, number bounds (ReLU6, hardtanh): one pass, and in place when out is x.
   if (is_floating(dt) && dt == x->dtype && (!lo || lo->is_scalar) && (!hi || hi->is_scalar) &&
       (!out || out->dtype == dt)) {
@@ -555,7 +630,9 @@ Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const doubl
     return out ? out : view_as_complex(r);
   }
   if (!is_floating(dt)) {  // integers have no nan/inf: a copy
-    if (out) {
+    if (out) {  // a copy, into an out= of the same dtype only (as torch)
+      EMBER_CHECK(out->dtype == dt, std::runtime_error, "nan_to_num: dtype of out: ",
+                  type_name(out->dtype), " should be same as input: ", type_name(dt));
       copy_(out, x);
       return out;
     }
@@ -584,7 +661,9 @@ Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
   if (!is_floating(dt)) {
     EMBER_CHECK(decimals == 0, NotImplementedError,
                 "\"round_cpu\" not implemented for '", type_name(dt), "'");
-    if (out) {
+    if (out) {  // a copy, into an out= of the same dtype only (as torch)
+      EMBER_CHECK(out->dtype == dt, std::runtime_error, "Found dtype ", type_name(out->dtype),
+                  " but expected ", type_name(dt));
       copy_(out, x);
       return out;
     }

@@ -267,7 +267,10 @@ void index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Te
 // ---------------------------------------------------------------------------------------------
 // dim-wise ops
 
+// torch wraps `dim` before it checks the index (a bad dim is the IndexError it reports first).
+
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  dim = wrap_dim(dim, self->dim());
   EMBER_CHECK(index->dim() <= 1, IndexError, "index_select(): Index is supposed to be a vector");
   check_index_dtype_int(index, "index_select(): Expected dtype int32 or int64 for index");
   const Tensor s = as_1d(self);
@@ -353,6 +356,7 @@ Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool wr
 }  // namespace
 
 Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
+  dim = wrap_dim(dim, self->dim());
   check_index_dtype_int(index, "gather(): Expected dtype int32/int64 for index");
   return gather_impl(self, dim, index, false);
 }
@@ -360,6 +364,7 @@ Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
 void scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src_in,
               Scalar value, IndexReduce reduce, const char* op) {
   GilRelease nogil(index->numel() > kGrainSize);
+  dim = wrap_dim(dim, self->dim());
   check_index_dtype_int(index, str_cat(op, "(): Expected dtype int32/int64 for index").c_str());
   if (src_in)
     EMBER_CHECK(src_in->dtype == self->dtype, std::runtime_error, op,
@@ -392,6 +397,7 @@ void scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor
 void scatter_reduce_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                      IndexReduce reduce, bool include_self) {
   GilRelease nogil(index->numel() > kGrainSize);
+  dim = wrap_dim(dim, self->dim());
   if (reduce == IndexReduce::Mean && self->dtype == ScalarType::Bool)
     throw NotImplementedError(
         "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
@@ -555,9 +561,9 @@ void index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Ten
 void index_fill_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value) {
   GilRelease nogil(self->numel() > kGrainSize);
   dim = wrap_dim(dim, self->dim());
-  EMBER_CHECK(index->dim() <= 1, std::runtime_error, "Index has to be a vector/scalar");
   EMBER_CHECK(index->dtype == ScalarType::Int64, IndexError,
               "index_fill_(): Expected dtype int64 for index.");
+  EMBER_CHECK(index->dim() <= 1, std::runtime_error, "Index has to be a vector/scalar");
   check_inplace_writable(self, "index_fill_");
   const Tensor s = as_1d(self);
   Tensor idx = unalias(as_1d(index), self);

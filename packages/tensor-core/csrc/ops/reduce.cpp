@@ -235,8 +235,8 @@ Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) 
 
 Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
   auto mask = reduction_mask(x, dim);
-  EMBER_CHECK(!is_complex(x->dtype), NotImplementedError,
-              "nansum does not support complex inputs");
+  EMBER_CHECK(!is_complex(x->dtype), std::runtime_error,
+              "nansum on CPU does not support complex inputs");
   const ScalarType out = sum_dtype(x, dtype);
   return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::NanSum);

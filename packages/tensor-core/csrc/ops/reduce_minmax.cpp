@@ -228,6 +228,8 @@ Tensor arg_extreme(const char* name, const Tensor& x, std::optional<int64_t> dim
                    bool is_max) {
   EMBER_CHECK(x->dtype != ScalarType::Bool, std::runtime_error, name,
               "(): does not support bool input");
+  EMBER_CHECK(!is_complex(x->dtype), std::runtime_error, name,
+              "(): does not support complex input");
   if (!dim) {
     EMBER_CHECK(x->numel() != 0, IndexError, name,
                 "(): Expected reduction dim to be specified for input.numel() == 0.");
@@ -246,11 +248,13 @@ Tensor max_all(const Tensor& x) { return extreme_all("max", x, true); }
 Tensor min_all(const Tensor& x) { return extreme_all("min", x, false); }
 
 std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim) {
+  EMBER_CHECK(!is_complex(x->dtype), std::runtime_error, "max(): does not support complex input");
   int64_t w;
   auto mask = single_dim_mask(x, dim, "max", w);
   return arg_reduce("max", x, mask, keepdim, true, true);
 }
 std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim) {
+  EMBER_CHECK(!is_complex(x->dtype), std::runtime_error, "min(): does not support complex input");
   int64_t w;
   auto mask = single_dim_mask(x, dim, "min", w);
   return arg_reduce("min", x, mask, keepdim, false, true);

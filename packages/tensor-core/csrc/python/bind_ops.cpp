@@ -174,8 +174,20 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
   const std::string bound = bound_name(binary_info(op).name);
   const char* name = public_name ? public_name : bound.c_str();
   Operand a = to_operand(ah, name, "input"), b = to_operand(bh, name, "other");
-  EMBER_CHECK(!(a.is_scalar && b.is_scalar), py::type_error, name,
-              "(): expected at least one Tensor argument");
+  if (a.is_scalar && b.is_scalar) {
+    // torch's parser takes two numbers for its arithmetic ops (allow_numbers_as_tensors): the
+    // first becomes a 0-d tensor of its default dtype.
+    static const std::set<std::string> numbers_as_tensors = {
+        "add", "sub", "mul", "div", "true_divide", "floor_divide", "multiply", "subtract",
+        "divide"};
+    EMBER_CHECK(numbers_as_tensors.count(name), py::type_error, name,
+                "(): expected at least one Tensor argument");
+    const Scalar& s = a.s;
+    a = Operand(scalar_tensor(s, s.is_bool()      ? ScalarType::Bool
+                                 : s.is_int()     ? ScalarType::Int64
+                                 : s.is_complex() ? to_complex_type(get_default_dtype())
+                                                  : get_default_dtype()));
+  }
   Tensor out = opt_out(outh, name);
   if (any_dispatch(a, b) &&
       !(unit_alpha(alpha) && native_on_device({&a, &b}, out, [&] { return binary_compute(op, a, b); }))) {

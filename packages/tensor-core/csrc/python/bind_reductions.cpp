@@ -195,6 +195,17 @@ py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::han
   return py::reinterpret_borrow<py::object>(selfh);
 }
 
+// torch's sum/mean/prod have two forms: (input, *, dtype) over every element, and (input, dim,
+// keepdim=False, *, dtype, out) where dim must be given: keepdim or out= without dim matches
+// neither.
+void refuse_keepdim_without_dim(const Args& a, const char* name) {
+  if (a.given(1) || (!a.given(2) && a.out().is_none())) return;
+  throw TypeError(str_cat(name, "() received an invalid combination of arguments - got ",
+                          a.given(2) ? "keepdim" : "out", " without dim, but expected one of: (Tensor "
+                          "input, *, torch.dtype dtype = None) or (Tensor input, tuple of ints dim, "
+                          "bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)"));
+}
+
 }  // namespace
 
 void register_reductions(py::module_& m) {
@@ -210,6 +221,7 @@ void register_reductions(py::module_& m) {
                                             "*, ScalarType? dtype=None, Tensor? out=None) -> Tensor")},
                .family = R, .hooked = true,
                .impl = [op, name](const Args& a) {
+                 if (op == SumOp::Sum || op == SumOp::Mean) refuse_keepdim_without_dim(a, name);
                  Tensor x = a.tensor(0), out = opt_out(a.out(), name);
                  ScalarType dt = a.dtype(3);
                  if (out && dt == ScalarType::Undefined && op != SumOp::NanMean) dt = out->dtype;
@@ -227,6 +239,7 @@ void register_reductions(py::module_& m) {
                             "ScalarType? dtype=None, Tensor? out=None) -> Tensor"},
              .family = R, .hooked = true,
              .impl = [](const Args& a) {
+               refuse_keepdim_without_dim(a, "prod");
                Tensor out = opt_out(a.out(), "prod");
                ScalarType dt = a.dtype(3);
                if (out && dt == ScalarType::Undefined) dt = out->dtype;

@@ -77,9 +77,10 @@ Scalar to_scalar(py::handle h) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
     if (overflow) {
-      // Large unsigned values fit uint64 like PyTorch accepts for bitwise ops; else refuse.
-      throw std::runtime_error(str_cat("value cannot be converted to type int64 without overflow: ",
-                                       std::string(py::str(h))));
+      // torch's class and text for a number beyond int64
+      PyErr_SetString(PyExc_OverflowError, overflow > 0 ? "int too big to convert"
+                                                        : "int too small to convert");
+      throw py::error_already_set();
     }
     return Scalar::from_int(v);
   }
@@ -158,9 +159,19 @@ std::vector<int64_t> to_dims(py::handle h) {
 Device to_device(py::handle h) {
   if (!h || h.is_none()) return Device{};
   std::string s;
-  if (py::isinstance<py::str>(h)) s = h.cast<std::string>();
-  else if (PyLong_Check(h.ptr())) s = "cuda:" + std::to_string(h.cast<int>());
-  else s = py::str(h);  // ember.device objects print as their spec
+  if (py::isinstance<py::str>(h)) {
+    s = h.cast<std::string>();
+  } else if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) {
+    const long long index = PyLong_AsLongLong(h.ptr());
+    if (index == -1 && PyErr_Occurred()) throw py::error_already_set();
+    if (index < 0) throw std::runtime_error("Device index must not be negative");
+    s = "cuda:" + std::to_string(index);
+  } else if (py::hasattr(h, "type") && py::hasattr(h, "index") && !is_tensor(h)) {
+    s = py::str(h);  // ember.device objects print as their spec
+  } else {
+    throw py::type_error(str_cat("expected a device (torch.device, str or int), not ",
+                                 std::string(py::str(py::type::of(h).attr("__name__")))));
+  }
   if (s == "cpu") return Device{};
   if (s.rfind("cuda", 0) == 0) {
     Device d;
@@ -532,6 +543,8 @@ void register_dtypes(py::module_& m) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     } catch (const OutOfMemoryError& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const py::cast_error& e) {  // an argument of the wrong Python type, as torch's
+      PyErr_SetString(PyExc_TypeError, e.what());
     }
   });
   py::class_<DType>(m, "dtype")

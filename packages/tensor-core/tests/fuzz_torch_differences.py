@@ -1,0 +1,95 @@
+"""The fuzzer's disagreements with torch that are deliberate, each with its reason.
+
+``fuzz_ops.py --torch`` compares every call with torch 2.13's and reports a disagreement as
+*listed* when an entry here matches it (the op, the kind of disagreement, the two exception
+classes, and patterns of the two messages), else as *unlisted*. An unlisted disagreement is a
+defect to fix, or a deliberate difference not yet written down here with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+REFUSES = "ember refuses what torch accepts"
+ACCEPTS = "ember accepts what torch refuses"
+CLASS = "exception class differs"
+RESULT = "result differs"
+
+
+@dataclass(frozen=True)
+class Difference:
+    reason: str
+    kind: str
+    ops: tuple[str, ...] = ()  # op names without "Tensor." and a trailing "_"; () is any op
+    ember: str = "*"  # ember's exception class, "ok" when it returned, "*" for any
+    torch: str = "*"
+    ember_message: str = ""  # regular expressions searched in the messages
+    torch_message: str = ""
+
+    def matches(self, name: str, kind: str, ours, theirs) -> bool:
+        if kind != self.kind:
+            return False
+        if self.ops and op_key(name) not in self.ops:
+            return False
+        return _side(self.ember, self.ember_message, ours) and _side(
+            self.torch, self.torch_message, theirs)
+
+
+def op_key(name: str) -> str:
+    name = name.removeprefix("Tensor.")
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+
+
+def _side(cls: str, message: str, outcome) -> bool:
+    raised = outcome[0] == "raise"
+    if cls != "*" and cls != (outcome[1] if raised else "ok"):
+        return False
+    return not message or (raised and re.search(message, outcome[2]) is not None)
+
+
+DIFFERENCES = [
+    Difference(
+        "torch reads a size of an operand of the wrong rank before it checks the rank (an "
+        "IndexError from inside); ember reports the rank, with torch's own message for that check",
+        CLASS, ("baddbmm", "addbmm", "mv", "addmv", "addr", "addmm"), ember="RuntimeError",
+        torch="IndexError", ember_message=r"must be a \dD tensor|expected|must be a matrix",
+        torch_message=r"^Dimension (out of range|specified as)"),
+    Difference(
+        "ember is built with CUDA support and there is no GPU here: torch's CUDA builds raise a "
+        "RuntimeError there too; the torch compared with is a CPU-only build",
+        CLASS, ("cuda", "to", "pin_memory", "is_pinned", "Generator", "record_stream"),
+        ember="RuntimeError", torch="AssertionError",
+        torch_message="Torch not compiled with CUDA enabled"),
+    Difference(
+        "torch's CPU-only build refuses any accelerator argument as a RuntimeError before it "
+        "reads the argument's type",
+        CLASS, ("is_pinned", "pin_memory"), torch="RuntimeError",
+        torch_message="Cannot access accelerator device when none is available"),
+    Difference(
+        "torch's slice_scatter says 'slice step must be positive' (RuntimeError) where its own "
+        "slicing and ember say ValueError for a step of 0 or less, as Python's slices do",
+        CLASS, ("slice_scatter",), ember="ValueError", torch="RuntimeError",
+        torch_message="slice step must be positive"),
+    Difference(
+        "torch returns a lazily conjugated view whose numpy() fails; ember's conj writes the "
+        "conjugate out (no conjugate bit, docs/architecture.md, 'Complex numbers')",
+        ACCEPTS, ("conj", "adjoint", "mH", "H"), torch="RuntimeError",
+        torch_message="conjugate bit set"),
+    Difference(
+        "addresses: two processes never agree on a data pointer",
+        RESULT, ("data_ptr", "const_data_ptr", "untyped_storage")),
+    Difference(
+        "process state the two frameworks hold separately (random generator state, anomaly "
+        "and warning switches set by other calls in the same worker)",
+        RESULT, ("get_rng_state", "is_anomaly_enabled", "is_warn_always_enabled",
+                 "is_anomaly_check_nan_enabled", "initial_seed", "seed")),
+]
+
+
+def reason_for(name: str, kind: str, ours, theirs) -> str | None:
+    """The reason a disagreement is deliberate, or None when it is not listed."""
+    for d in DIFFERENCES:
+        if d.matches(name, kind, ours, theirs):
+            return d.reason
+    return None

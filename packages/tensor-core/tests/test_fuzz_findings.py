@@ -1,0 +1,86 @@
+"""Behaviours the op fuzzer found different from torch's (fuzz_ops.py --torch), each fixed and
+checked here against torch 2.13's documented result, written out by hand."""
+
+from __future__ import annotations
+
+import fuzz_torch_differences as differences
+import pytest
+
+import ember as E
+
+
+@pytest.mark.parametrize("call,expected,dtype", [
+    (lambda: E.add(0.5, other=0.5), 1.0, E.float32),
+    (lambda: E.mul(2, 3), 6, E.int64),
+    (lambda: E.div(0.5, True), 0.5, E.float32),
+    (lambda: E.floor_divide(2, -1), -2, E.int64),
+    (lambda: E.sub(5, 2), 3, E.int64),
+])
+def test_arithmetic_takes_two_numbers_as_torch(call, expected, dtype):
+    """torch's parser lets add/sub/mul/div/floor_divide take a number as their tensor."""
+    r = call()
+    assert isinstance(r, E.Tensor) and r.dim() == 0 and r.dtype == dtype
+    assert r.item() == expected
+
+
+def test_other_ops_still_want_a_tensor():
+    with pytest.raises(TypeError, match="atan2"):
+        E.atan2(1, 2)
+
+
+def test_grad_mode_switches_decorate_without_parentheses():
+    @E.no_grad
+    def doubled(x):
+        return x * 2
+
+    @E.inference_mode
+    def tripled(x):
+        return x * 3
+
+    x = E.ones(2, requires_grad=True)
+    with E.no_grad():
+        @E.enable_grad
+        def recorded(x):
+            return x * 4
+
+        assert recorded(x).requires_grad
+    assert not doubled(x).requires_grad and not tripled(x).requires_grad
+    assert E.is_grad_enabled()
+
+
+def test_bool_inputs_of_sign_and_square():
+    b = E.tensor([True, False])
+    assert E.sign(b).dtype == E.bool and E.sign(b).tolist() == [True, False]
+    assert E.sgn(b).tolist() == [True, False]
+    sq = E.square(b)  # pow(x, 2): bool promotes to int64
+    assert sq.dtype == E.int64 and sq.tolist() == [1, 0]
+    with pytest.raises(RuntimeError, match="result type Long can't be cast to the desired output "
+                                           "type Bool"):
+        b.clone().square_()
+
+
+def test_fill_and_zero_of_an_expanded_tensor_write_each_location_once():
+    base = E.arange(3.0)
+    view = base.expand(2, 3)
+    view.fill_(7)
+    assert base.tolist() == [7, 7, 7]
+    base.expand(4, 3).zero_()
+    assert base.tolist() == [0, 0, 0]
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        base.expand(2, 3).exp_()  # a computed in-place op is still refused
+
+
+def test_in_place_ops_on_an_empty_expanded_tensor_are_no_ops():
+    t = E.ones(0).expand(2, 0)
+    assert t.exp_().shape == (2, 0)
+    assert E.ones(2, 0, dtype=E.int32).expand(3, 2, 0).ceil_().shape == (3, 2, 0)
+
+
+def test_a_listed_difference_matches_only_its_own_disagreement():
+    ours = ("raise", "RuntimeError", "batch1 must be a 3D tensor")
+    theirs = ("raise", "IndexError", "Dimension out of range (expected to be in range of [-1, 0])")
+    assert differences.reason_for("Tensor.baddbmm_", differences.CLASS, ours, theirs)
+    assert differences.reason_for("Tensor.baddbmm_", differences.ACCEPTS, ours, theirs) is None
+    assert differences.reason_for("exp", differences.CLASS, ours, theirs) is None
+    other = ("raise", "IndexError", "index 3 is out of bounds")
+    assert differences.reason_for("baddbmm", differences.CLASS, ours, other) is None
