@@ -221,7 +221,13 @@ def _floating_kernel(kernel, input, device_suffix=True):
 
 
 def ldexp(input, other, *, out=None):
-    return _C.mul(input, _C.pow(2.0, other), out=out)
+    """input * 2**other, in the operands' floating dtype (bfloat16 * 2**int16 is bfloat16, as
+    torch's), else the default one; powers of two make the product exact."""
+    r = _C.mul(input, _C.pow(2.0, other))
+    dt = _C.result_type(input, other)
+    if (dt.is_floating_point or dt.is_complex) and r.dtype != dt:
+        r = r.to(dt)
+    return _finish(r, out)
 
 
 def ldexp_(self, other):
@@ -287,7 +293,7 @@ def isposinf(input, *, out=None):
 
 def positive(input):
     if input.dtype == _C.bool:
-        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -843,8 +849,11 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[d]
     if n == 0:
         return y.sum(d)
-    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) / 2
-    return (avg * _spacing(y, x, dx, d)).sum(d)
+    # torch's formulas (Integration.cpp), so the dtypes and roundings are its own
+    spacing = _spacing(y, x, dx, d)
+    if not isinstance(spacing, _C.Tensor):
+        return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * spacing
+    return (spacing * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))).sum(d) / 2.0
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -852,8 +861,11 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[d]
     if n == 0:
         return y.narrow(d, 0, 0)
-    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) / 2
-    return (avg * _spacing(y, x, dx, d)).cumsum(d)
+    spacing = _spacing(y, x, dx, d)  # torch's formulas, as trapezoid's
+    pairs = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    if not isinstance(spacing, _C.Tensor):
+        return (spacing / 2.0 * pairs).cumsum(d)
+    return (spacing * pairs).cumsum(d) / 2.0
 
 
 def _spacing(y, x, dx, d):
@@ -1267,7 +1279,8 @@ def rsub(input, other, *, alpha=1):
 
 def hardshrink(input, lambd=0.5):
     _floating_kernel("hardshrink", input)
-    return _C.where((input > lambd) | (input < -lambd), input, 0).to(input.dtype)
+    # x outside [-lambd, lambd] and NaN stay, as torch's
+    return _C.where((input >= -lambd) & (input <= lambd), 0, input).to(input.dtype)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -1410,7 +1423,7 @@ def block_diag(*tensors):
                                f"Input {i} has {t.dim()} dimensions")
         mats.append(t.reshape(1, -1) if t.dim() < 2 else t)
     if not mats:
-        return _C.empty((0, 0))
+        return _C.empty((1, 0))  # torch's
     dt = mats[0].dtype
     for m in mats[1:]:
         dt = _C.promote_types(dt, m.dtype)

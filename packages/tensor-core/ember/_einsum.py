@@ -269,8 +269,9 @@ def einsum(equation, *operands):
         equation, operands = _from_sublists((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    if not operands:
-        raise _err("must provide at least one operand")
+    if not operands:  # torch's Python wrapper's ValueError
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
     for i, op in enumerate(operands):
         if not isinstance(op, _C.Tensor):
             raise TypeError(f"einsum(): argument 'operands' must be tuple of Tensors, but found "

@@ -78,6 +78,9 @@ def set_float32_matmul_precision(precision: str) -> None:
     """``"highest"`` (default), ``"high"`` or ``"medium"``; ember computes float32 products in
     float32 at every setting. An unknown value warns and changes nothing, as torch."""
     global _matmul_precision
+    if not isinstance(precision, str):
+        raise RuntimeError("set_float32_matmul_precision expects a str, but got "
+                           f"{type(precision).__name__}")
     if precision not in ("highest", "high", "medium"):
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
                       "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)

@@ -154,8 +154,8 @@ def install(cls) -> None:
     cls.real = property(_composite.real, _set_part(_composite.real))
     cls.imag = property(_composite.imag, _set_part(_composite.imag))
     cls.H = property(_H)
-    cls.cfloat = lambda self, memory_format=None: self.to(_C.complex64)
-    cls.cdouble = lambda self, memory_format=None: self.to(_C.complex128)
+    cls.cfloat = lambda self, *, memory_format=None: self.to(_C.complex64)
+    cls.cdouble = lambda self, *, memory_format=None: self.to(_C.complex128)
     cls.__array_namespace__ = _array_namespace
     cls.to_device = _to_device
     cls.__repr__ = _repr

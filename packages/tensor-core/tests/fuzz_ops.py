@@ -62,7 +62,7 @@ SKIPPED = {
 # Ops whose results are random: compared by shape and dtype only.
 RANDOM_WORDS = ("rand", "bernoulli", "normal", "multinomial", "dropout", "uniform", "exponential",
                 "geometric", "cauchy", "log_normal", "random", "poisson", "empty", "seed",
-                "rrelu")
+                "rrelu", "lowrank")
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
           "float64", "complex64", "complex128")

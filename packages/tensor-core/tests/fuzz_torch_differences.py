@@ -77,6 +77,41 @@ DIFFERENCES = [
         ACCEPTS, ("conj", "adjoint", "mH", "H"), torch="RuntimeError",
         torch_message="conjugate bit set"),
     Difference(
+        "torch fails inside its Python code (tuple unpacking, an attribute of an int) before it "
+        "checks the argument; ember checks it and names the op and the argument",
+        CLASS, ("pca_lowrank", "svd_lowrank", "tensordot"),
+        torch_message=r"not enough values to unpack|object has no attribute"),
+    Difference(
+        "a dim out of range is an IndexError in ember as in torch's other ops; torch's "
+        "narrow_copy reports it from an internal assertion (RuntimeError)",
+        CLASS, ("narrow_copy",), ember="IndexError", torch="RuntimeError",
+        torch_message=r"Expected dim < static_cast"),
+    Difference(
+        "torch's CPU-only build has no Stream type to check against ('unknown parameter type'); "
+        "ember's record_stream checks the argument's type (TypeError)",
+        CLASS, ("record_stream",), ember="TypeError", torch="RuntimeError",
+        torch_message="unknown parameter type"),
+    Difference(
+        "the median of an empty integer tensor: torch returns an unspecified value (0), ember "
+        "refuses (there is no value to return; a floating tensor gives NaN in both)",
+        REFUSES, ("median", "nanmedian"), ember="RuntimeError",
+        ember_message="cannot compute the median of an empty tensor of an integral dtype"),
+    Difference(
+        "adjoint() of a 0-d tensor is deprecated in torch (it warns); ember refuses it",
+        REFUSES, ("adjoint",), ember="RuntimeError", ember_message="only supported on matrices"),
+    Difference(
+        "torch's unique_consecutive with return_inverse given by position returns an empty "
+        "inverse (by keyword, the inverse): a torch bug; ember returns the inverse both ways",
+        RESULT, ("unique_consecutive",)),
+    Difference(
+        "i0 of +-inf in float16/bfloat16: torch gives NaN (its half-precision kernel overflows); "
+        "ember gives the limit, inf, as torch's float32 and float64 do",
+        RESULT, ("i0",)),
+    Difference(
+        "polygamma of an order beyond 170 (n! overflows every float): torch gives NaN, ember "
+        "inf or NaN; neither is a value",
+        RESULT, ("polygamma",)),
+    Difference(
         "addresses: two processes never agree on a data pointer",
         RESULT, ("data_ptr", "const_data_ptr", "untyped_storage")),
     Difference(

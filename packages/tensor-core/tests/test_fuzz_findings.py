@@ -84,3 +84,41 @@ def test_a_listed_difference_matches_only_its_own_disagreement():
     assert differences.reason_for("exp", differences.CLASS, ours, theirs) is None
     other = ("raise", "IndexError", "index 3 is out of bounds")
     assert differences.reason_for("baddbmm", differences.CLASS, ours, other) is None
+
+
+def test_hardshrink_keeps_nan():
+    v = E.hardshrink(E.tensor([float("nan"), 0.3, -0.7, 2.0])).tolist()
+    assert v[0] != v[0] and v[1:] == [0.0, -0.699999988079071, 2.0]
+
+
+def test_complex_log2_and_exp2_at_zero_and_infinity():
+    z = E.tensor([0j, complex(float("inf"), 0.0)], dtype=E.complex128)
+    log2 = E.log2(z[:1]).tolist()[0]
+    assert log2.real == float("-inf") and log2.imag == 0.0  # log(0) = -inf + 0j, as torch
+    exp2 = E.exp2(z[1:]).tolist()[0]
+    assert exp2.real == float("inf") and exp2.imag == 0.0
+
+
+@pytest.mark.parametrize("y_dtype,x_dtype,expected", [
+    (E.int16, E.float16, E.float16), (E.int64, None, E.float32), (E.float64, None, E.float64)])
+def test_trapezoid_result_dtype_as_torch(y_dtype, x_dtype, expected):
+    y = E.tensor([1, 4, 9, 16], dtype=y_dtype)
+    r = E.trapezoid(y) if x_dtype is None else E.trapezoid(y, E.tensor([0, 1, 3, 4],
+                                                                       dtype=x_dtype))
+    assert r.dtype == expected
+    # by hand: (1+4)/2*1 + (4+9)/2*2 + (9+16)/2*1 with those spacings; 5/2+13/2+25/2 without
+    assert r.item() == (2.5 + 13 + 12.5 if x_dtype is not None else 2.5 + 6.5 + 12.5)
+
+
+def test_cumulative_trapezoid_with_a_number_spacing():
+    assert E.cumulative_trapezoid(E.tensor([0, 1, 4, 9]), dx=2).tolist() == [1.0, 6.0, 19.0]
+
+
+def test_ldexp_keeps_the_operands_floating_dtype():
+    r = E.ldexp(E.tensor([-2.5], dtype=E.bfloat16), E.tensor([-5], dtype=E.int16))
+    assert r.dtype == E.bfloat16 and r.item() == -2.5 / 32
+    assert E.ldexp(E.tensor([3]), E.tensor([2])).dtype == E.float32
+
+
+def test_block_diag_of_nothing_is_one_empty_row():
+    assert E.block_diag().shape == (1, 0)

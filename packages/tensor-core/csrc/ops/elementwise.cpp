@@ -322,6 +322,7 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
       check_operands_first(info.name, x->sizes, out, ScalarType::Bool);
       if (!out) return clone(x);
       if (out != x) copy_(out, x);
+      else out->bump_version();  // an in-place op writes, as far as views and autograd know
       return out;
     }
   }
@@ -662,6 +663,7 @@ Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
     EMBER_CHECK(decimals == 0, NotImplementedError,
                 "\"round_cpu\" not implemented for '", type_name(dt), "'");
     if (out) {  // a copy, into an out= of the same dtype only (as torch)
+      check_inplace_writable(out, "round");
       EMBER_CHECK(out->dtype == dt, std::runtime_error, "Found dtype ", type_name(out->dtype),
                   " but expected ", type_name(dt));
       copy_(out, x);

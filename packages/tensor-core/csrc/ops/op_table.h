@@ -154,11 +154,11 @@
 // X(name, kind, expression over x / a, b)
 #define EMBER_COMPLEX_UNARY_OPS(X)                        \
   X(exp, COMPLEX, std::exp(x))                            \
-  X(exp2, COMPLEX, std::exp(x * decltype(x)(0.693147180559945309417))) \
+  X(exp2, COMPLEX, std::exp(x * typename decltype(x)::value_type(0.693147180559945309417))) \
   X(expm1, COMPLEX, math::complex_expm1(x))               \
   X(log, COMPLEX, std::log(x))                            \
   X(log1p, COMPLEX, math::complex_log1p(x))               \
-  X(log2, COMPLEX, std::log(x) / decltype(x)(0.693147180559945309417)) \
+  X(log2, COMPLEX, std::log(x) / typename decltype(x)::value_type(0.693147180559945309417)) \
   X(log10, COMPLEX, std::log10(x))                        \
   X(sqrt, COMPLEX, std::sqrt(x))                          \
   X(rsqrt, COMPLEX, decltype(x)(1) / std::sqrt(x))        \

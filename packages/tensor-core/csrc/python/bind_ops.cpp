@@ -92,13 +92,19 @@ bool unit_alpha(py::handle alpha) {
   return !alpha || alpha.is_none() || (!PyBool_Check(alpha.ptr()) && to_scalar(alpha).to_double() == 1.0);
 }
 
+// sign and square of a bool tensor are another op in disguise (a copy; square in int64), which
+// unary() does on any device: no kernel of their own to dispatch to.
+static bool bool_in_disguise(UnaryOp op, const Tensor& x) {
+  return x->dtype == ScalarType::Bool && (op == UnaryOp::sign || op == UnaryOp::square);
+}
+
 py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
   const std::string bound = bound_name(unary_info(op).name);
   const char* name = bound.c_str();
   Tensor x = expect_tensor(xh, name, "input");
   Tensor out = opt_out(outh, name);
   const Operand in(x);
-  if (needs_dispatch(x) && !native_on_device({&in}, out, [&] { return unary_dtypes(op, x->dtype).compute; })) {
+  if (needs_dispatch(x) && !bool_in_disguise(op, x) && !native_on_device({&in}, out, [&] { return unary_dtypes(op, x->dtype).compute; })) {
     if (out) check_out_no_grad(x, name);
     return redispatch_out(name, core_fn(name), py::make_tuple(xh), py::dict(), outh);
   }
@@ -112,7 +118,8 @@ py::object unary_inplace(UnaryOp op, py::handle selfh) {
   Tensor x = expect_tensor(selfh, name, "self");
   const Operand in(x);
   if ((x->requires_grad && grad_enabled()) ||
-      (on_device(x) && !native_on_device({&in}, x, [&] { return unary_dtypes(op, x->dtype).compute; }))) {
+      (on_device(x) && !bool_in_disguise(op, x) &&
+       !native_on_device({&in}, x, [&] { return unary_dtypes(op, x->dtype).compute; }))) {
     std::string n = std::string(name) + "_";
     return redispatch(n.c_str(), core_fn(n.c_str()), py::make_tuple(selfh), py::dict());
   }
@@ -245,9 +252,10 @@ void register_ops(py::module_& m) {
            k != OpKind::LOGICAL && k != OpKind::BITWISE && k != OpKind::SHIFT;
   };
   const char* E = "elementwise";
-  // torch's predicates have no in-place form (a bool result), and isnan/isinf/isfinite no out=.
+  // torch's predicates have no in-place form (a bool result), and isnan/isinf/isfinite/relu no
+  // out=.
   static const std::set<std::string> no_inplace = {"isnan", "isinf", "isfinite", "signbit"};
-  static const std::set<std::string> no_out = {"isnan", "isinf", "isfinite"};
+  static const std::set<std::string> no_out = {"isnan", "isinf", "isfinite", "relu"};
   for (int i = 0; i < num_unary_ops(); ++i) {
     auto op = static_cast<UnaryOp>(i);
     const std::string name = bound_name(unary_info(op).name);
@@ -300,7 +308,7 @@ void register_ops(py::module_& m) {
                  }});
       continue;
     }
-    const std::string extra = alpha ? ", *, Scalar? alpha=None" : "";
+    const std::string extra = alpha ? ", *, Scalar alpha=1" : "";
     // torch's signatures: a Python number as `input` only where torch has that overload, and
     // as `other` except for the ops whose schema takes a Tensor there.
     static const std::set<std::string> number_input = {

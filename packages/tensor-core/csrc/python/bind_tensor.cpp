@@ -414,7 +414,7 @@ void register_tensor(py::module_& m) {
       .def("requires_grad_", [](py::object self, bool v) {
         set_requires_grad(self.cast<Tensor>(), v);
         return self;
-      }, py::arg("requires_grad") = true)
+      }, py::arg("requires_grad").noconvert() = true)  // a bool, not 0 or a tensor (torch)
       .def_property_readonly("is_leaf", [](py::object self) {
         // A tensor is a leaf unless the autograd package recorded a grad_fn for it.
         py::object fn = py::getattr(self, "grad_fn", py::none());

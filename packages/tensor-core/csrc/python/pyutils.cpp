@@ -35,8 +35,9 @@ ScalarType to_dtype(py::handle h) {
   if (h.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return ScalarType::Float64;
   if (h.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return ScalarType::Int64;
   if (h.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return ScalarType::Bool;
-  // NumPy dtypes and scalar types: match by name.
-  if (py::hasattr(h, "dtype") || py::hasattr(h, "kind")) {
+  // NumPy dtypes and scalar types: match by name (not a tensor, whose dtype torch never reads
+  // where a dtype is asked for).
+  if (!is_tensor(h) && (py::hasattr(h, "dtype") || py::hasattr(h, "kind"))) {
     // a scalar type (np.float32) is a class whose `dtype` is a descriptor: ask NumPy
     py::object np_dtype = PyType_Check(h.ptr()) ? py::module_::import("numpy").attr("dtype")(h)
                           : py::hasattr(h, "kind") ? py::reinterpret_borrow<py::object>(h)
@@ -117,6 +118,8 @@ static int64_t to_int_strict(py::handle h, const char* what) {
   if (is_tensor(h)) {
     Tensor t = to_tensor(h);
     if (t->numel() == 1 && is_integral(t->dtype, false)) return to_scalar(h).to_int();
+    throw py::type_error(str_cat(what, " must be a sequence of ints, but got a Tensor of ",
+                                 t->numel(), " elements of dtype ", dtype_name(t->dtype)));
   }
   if (py::hasattr(h, "__index__")) return py::int_(h.attr("__index__")()).cast<int64_t>();
   throw py::type_error(str_cat(what, " must be a sequence of ints, but got an element of type ",

@@ -79,8 +79,12 @@ def _check_legacy_dtype(value):
     return value
 
 
-def _check_device_type(device_type) -> str:
+def _check_device_type(device_type, op: str | None = None) -> str:
+    """autocast's ValueError; the state functions' (`op`) TypeError of torch's parser."""
     if not isinstance(device_type, str):
+        if op is not None:
+            raise TypeError(f"{op}(): argument 'device_type' (position 1) must be str, not "
+                            f"{type(device_type).__name__}")
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
     if device_type not in _DEVICE_TYPES:
         raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
@@ -96,7 +100,8 @@ def is_autocast_available(device_type: str) -> bool:
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """Whether autocast is on for ``device_type`` (torch: no argument means CUDA)."""
-    return _state.enabled[_check_device_type("cuda" if device_type is None else device_type)]
+    return _state.enabled[_check_device_type("cuda" if device_type is None else device_type,
+                                             "is_autocast_enabled")]
 
 
 def set_autocast_enabled(device_type, enabled=None) -> None:
@@ -105,16 +110,17 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
     if enabled is None:
         device_type, enabled = "cuda", device_type
     _check_bool("set_autocast_enabled", "enabled", 2, enabled)
-    _state.enabled[_check_device_type(device_type)] = enabled
+    _state.enabled[_check_device_type(device_type, "set_autocast_enabled")] = enabled
     _sync_core()
 
 
 def get_autocast_dtype(device_type: str):
-    return _state.dtype[_check_device_type(device_type)]
+    return _state.dtype[_check_device_type(device_type, "get_autocast_dtype")]
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
-    _state.dtype[_check_device_type(device_type)] = _check_dtype("set_autocast_dtype", 2, dtype)
+    _state.dtype[_check_device_type(device_type, "set_autocast_dtype")] = _check_dtype(
+        "set_autocast_dtype", 2, dtype)
 
 
 def is_autocast_cpu_enabled() -> bool:

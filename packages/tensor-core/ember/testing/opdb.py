@@ -422,6 +422,10 @@ class OpInfo:
     in_table: bool = True
     inplace: bool = True  # has op_ / Tensor.op_ (torch's predicates do not)
     out: bool = True  # takes out=
+    # input dtypes for which out= must have the result dtype itself (torch's "Found dtype Float
+    # but expected Char" for floor of an int8 tensor; signbit's bool-only out=)
+    exact_out: tuple = ()
+    bool_result: str | None = None  # a SAME-kind op that takes bool: its result dtype then
     sample_fn: Callable | None = None  # custom generator (parametrised ops)
     call: Callable | None = None  # custom call(args, kwargs) for parametrised ops
 
@@ -510,7 +514,10 @@ class OpInfo:
         Raises Unsupported when the op must refuse these dtypes."""
         if self.arity == 1:
             (x,) = args
-            compute, result = unary_dtypes(self.kind, x.dtype.name)
+            if self.bool_result and x.dtype.name == "bool":
+                compute, result = "int64", self.bool_result
+            else:
+                compute, result = unary_dtypes(self.kind, x.dtype.name)
             with np.errstate(all="ignore"):
                 out = self.ref(np_compute(values(x), compute))
             return cast_result(out, result), result
@@ -965,20 +972,21 @@ UNARY_REFS: dict[str, dict] = {
     "neg": dict(ref=np.negative, dtypes=NUMERIC_DTYPES, operator="-x"),
     "abs": dict(ref=np.abs, dtypes=NUMERIC_DTYPES, operator="abs(x)",
                 domain=Domain(int_lo=-9, int_hi=9)),
-    "square": dict(ref=np.square, dtypes=NUMERIC_DTYPES),
+    # bool: pow(x, 2) in int64, as torch's square; sign of a bool is itself
+    "square": dict(ref=np.square, bool_result="int64"),
     "sign": dict(ref=lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype),
-                 dtypes=NUMERIC_DTYPES),  # torch's sign(NaN) is 0, NumPy's NaN
+                 bool_result="bool"),  # torch's sign(NaN) is 0, NumPy's NaN
     # NumPy's angle(-0.0) is pi, torch's 0
     "angle": dict(ref=lambda x: np.where(np.isnan(x), x, np.where(x < 0, np.pi, 0.0))),
-    "relu": dict(ref=_relu, dtypes=NUMERIC_DTYPES),
-    "floor": dict(ref=_float_only(np.floor), dtypes=NUMERIC_DTYPES),
-    "ceil": dict(ref=_float_only(np.ceil), dtypes=NUMERIC_DTYPES),
-    "trunc": dict(ref=_float_only(np.trunc), dtypes=NUMERIC_DTYPES),
+    "relu": dict(ref=_relu, dtypes=NUMERIC_DTYPES, out=False),  # torch has no out= for relu
+    "floor": dict(ref=_float_only(np.floor), dtypes=NUMERIC_DTYPES, exact_out=INT_DTYPES),
+    "ceil": dict(ref=_float_only(np.ceil), dtypes=NUMERIC_DTYPES, exact_out=INT_DTYPES),
+    "trunc": dict(ref=_float_only(np.trunc), dtypes=NUMERIC_DTYPES, exact_out=INT_DTYPES),
     # torch's predicates have no in-place form; isnan/isinf/isfinite no out= either
     "isnan": dict(ref=np.isnan, inplace=False, out=False),
     "isinf": dict(ref=np.isinf, inplace=False, out=False),
     "isfinite": dict(ref=np.isfinite, inplace=False, out=False),
-    "signbit": dict(ref=np.signbit, inplace=False),
+    "signbit": dict(ref=np.signbit, inplace=False, exact_out=ALL_DTYPES),
     "logical_not": dict(ref=np.logical_not),
     "bitwise_not": dict(ref=np.invert, dtypes=INTEGRAL_DTYPES, operator="~x"),
 }
@@ -1059,8 +1067,6 @@ SKIPS: dict[str, list[Skip]] = {
        for n in _BESSEL},
     "sign": [
         Skip("sign(nan) is nan here (as NumPy), 0 in PyTorch", FLOAT_DTYPES, ("torch",)),
-        Skip("PyTorch's sign takes bool (identity); ember's SAME kind refuses bool", ("bool",),
-             ("torch",)),
     ],
     "i0": [Skip("PyTorch's i0 is NaN at +-inf (its Chebyshev form gives inf * 0); ember's is inf, "
                 "as SciPy's and the function's limit", FLOAT_DTYPES, ("torch",))],
@@ -1076,8 +1082,6 @@ SKIPS: dict[str, list[Skip]] = {
                           ("float32", "float64"), ("special",))],
     "sinc": [Skip("float32's pi is not pi: sinc at a nonzero integer is about 3e-8 / n, not "
                   "1e-17 (as in PyTorch)", ("float32",), ("special",))],
-    "square": [Skip("PyTorch's square takes bool (as pow(x, 2): int64); ember's SAME kind refuses "
-                    "bool", ("bool",), ("torch",))],
 }
 
 # Tolerance overrides: ops whose float32 kernels are not correctly rounded everywhere.
