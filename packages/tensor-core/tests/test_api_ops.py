@@ -268,7 +268,7 @@ def test_clamp_min_max_float_power_ldexp_heaviside():
     assert inf.isneginf().tolist() == [False, True, False]
     assert ember.isneginf(ember.tensor([1])).tolist() == [False]
     assert ember.positive(x) is x
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError, match="The `\\+` operator, on a bool tensor"):  # torch's
         ember.positive(ember.tensor([True]))
 
 

@@ -315,6 +315,18 @@ ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input) {
 
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   const OpInfoEntry& info = unary_info(op);
+  const ScalarType nominal = nominal_unary_result(op, x->dtype);
+  if (out && out != x) {  // torch's out= rules of its own for these ops
+    if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
+      throw std::runtime_error("signbit does not support non-boolean outputs.");
+    // torch's structured kernels of these ops write an out= of the result dtype only
+    const bool exact_out = op == UnaryOp::floor || op == UnaryOp::ceil || op == UnaryOp::trunc ||
+                           op == UnaryOp::frac || op == UnaryOp::neg || op == UnaryOp::abs ||
+                           op == UnaryOp::sign || op == UnaryOp::bitwise_not;
+    if (exact_out && out->dtype != nominal)
+      throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",
+                                       type_name(nominal)));
+  }
   if (x->dtype == ScalarType::Bool) {  // torch's results for bool inputs
     if (op == UnaryOp::square)  // pow(x, 2): bool promotes to int64
       return unary(op, to_dtype(x, ScalarType::Int64), out);
@@ -325,16 +337,6 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
       else out->bump_version();  // an in-place op writes, as far as views and autograd know
       return out;
     }
-  }
-  const ScalarType nominal = nominal_unary_result(op, x->dtype);
-  if (out && out != x) {  // torch's out= rules of its own for these ops
-    if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
-      throw std::runtime_error("signbit does not support non-boolean outputs.");
-    // floor/ceil/trunc of an integer tensor are a copy, into an out= of the same dtype only
-    if ((op == UnaryOp::floor || op == UnaryOp::ceil || op == UnaryOp::trunc) &&
-        is_integral(x->dtype, false) && out->dtype != x->dtype)
-      throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",
-                                       type_name(x->dtype)));
   }
   // (in-place abs/angle of a complex tensor gets torch's own message below)
   if (out != x || !is_complex(x->dtype) || is_complex(nominal))

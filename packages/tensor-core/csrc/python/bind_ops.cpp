@@ -319,8 +319,10 @@ void register_ops(py::module_& m) {
         "logical_and", "logical_or", "logical_xor", "igamma", "igammac"};
     const std::string input_type = number_input.count(name) ? "Tensor|Scalar" : "Tensor";
     const std::string other_type = tensor_other.count(name) ? "Tensor" : "Tensor|Scalar";
+    // torch's keyword for the second operand: pow(x, exponent=2)
+    const std::string other_name = op == BinaryOp::pow ? " exponent" : " other";
     def_op(m, {.name = name,
-               .signatures = {name + "(" + input_type + " input, " + other_type + " other" +
+               .signatures = {name + "(" + input_type + " input, " + other_type + other_name +
                               (alpha ? extra + ", Tensor? out=None" : ", *, Tensor? out=None") +
                               ") -> Tensor"},
                .family = E,
@@ -329,7 +331,7 @@ void register_ops(py::module_& m) {
                  return binary_call(op, a[0], a[1], a.out(), alpha ? a[2] : py::handle());
                }});
     def_op(m, {.name = name + "_",
-               .signatures = {name + "_(Tensor input, " + other_type + " other" + extra +
+               .signatures = {name + "_(Tensor input, " + other_type + other_name + extra +
                               ") -> Tensor"},
                .family = E,
                .hooked = grad, .hand_off = false,

@@ -968,27 +968,29 @@ UNARY_REFS: dict[str, dict] = {
     "deg2rad": dict(ref=np.deg2rad),
     "rad2deg": dict(ref=np.rad2deg),
     "reciprocal": dict(ref=lambda x: 1.0 / x, domain=NONZERO),
-    "frac": dict(ref=lambda x: x - np.trunc(x), dtypes=FLOAT_DTYPES),
-    "neg": dict(ref=np.negative, dtypes=NUMERIC_DTYPES, operator="-x"),
-    "abs": dict(ref=np.abs, dtypes=NUMERIC_DTYPES, operator="abs(x)",
+    # (exact_out: torch's structured kernels of these write an out= of the result dtype only)
+    "frac": dict(ref=lambda x: x - np.trunc(x), dtypes=FLOAT_DTYPES, exact_out=ALL_DTYPES),
+    "neg": dict(ref=np.negative, dtypes=NUMERIC_DTYPES, operator="-x", exact_out=ALL_DTYPES),
+    "abs": dict(ref=np.abs, dtypes=NUMERIC_DTYPES, operator="abs(x)", exact_out=ALL_DTYPES,
                 domain=Domain(int_lo=-9, int_hi=9)),
     # bool: pow(x, 2) in int64, as torch's square; sign of a bool is itself
     "square": dict(ref=np.square, bool_result="int64"),
     "sign": dict(ref=lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype),
-                 bool_result="bool"),  # torch's sign(NaN) is 0, NumPy's NaN
+                 bool_result="bool", exact_out=ALL_DTYPES),  # torch's sign(NaN) is 0, NumPy's NaN
     # NumPy's angle(-0.0) is pi, torch's 0
     "angle": dict(ref=lambda x: np.where(np.isnan(x), x, np.where(x < 0, np.pi, 0.0))),
     "relu": dict(ref=_relu, dtypes=NUMERIC_DTYPES, out=False),  # torch has no out= for relu
-    "floor": dict(ref=_float_only(np.floor), dtypes=NUMERIC_DTYPES, exact_out=INT_DTYPES),
-    "ceil": dict(ref=_float_only(np.ceil), dtypes=NUMERIC_DTYPES, exact_out=INT_DTYPES),
-    "trunc": dict(ref=_float_only(np.trunc), dtypes=NUMERIC_DTYPES, exact_out=INT_DTYPES),
+    "floor": dict(ref=_float_only(np.floor), dtypes=NUMERIC_DTYPES, exact_out=ALL_DTYPES),
+    "ceil": dict(ref=_float_only(np.ceil), dtypes=NUMERIC_DTYPES, exact_out=ALL_DTYPES),
+    "trunc": dict(ref=_float_only(np.trunc), dtypes=NUMERIC_DTYPES, exact_out=ALL_DTYPES),
     # torch's predicates have no in-place form; isnan/isinf/isfinite no out= either
     "isnan": dict(ref=np.isnan, inplace=False, out=False),
     "isinf": dict(ref=np.isinf, inplace=False, out=False),
     "isfinite": dict(ref=np.isfinite, inplace=False, out=False),
     "signbit": dict(ref=np.signbit, inplace=False, exact_out=ALL_DTYPES),
     "logical_not": dict(ref=np.logical_not),
-    "bitwise_not": dict(ref=np.invert, dtypes=INTEGRAL_DTYPES, operator="~x"),
+    "bitwise_not": dict(ref=np.invert, dtypes=INTEGRAL_DTYPES, operator="~x",
+                        exact_out=ALL_DTYPES),
 }
 
 _SHIFT_DOMAIN = Domain(int_lo=0, int_hi=6)
