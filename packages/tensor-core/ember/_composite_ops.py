@@ -377,10 +377,10 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def logcumsumexp(input, dim, *, out=None):
+    d = _wrap_dim(dim, input.dim())  # a bad dim first, as torch
     _refuse_complex("logcumsumexp", input, NotImplementedError,
                     "ember: logcumsumexp of complex tensors is not supported yet")
     _floating_kernel("logcumsumexp_out", input)
-    d = _wrap_dim(dim, input.dim())
     x = input
     if x.dim() == 0 or x.shape[d] <= 1:
         return _finish(x.clone(), out)

@@ -287,6 +287,8 @@ CASES = [
     ("nan-to-num-int-out-other-dtype", lambda: E.nan_to_num(E.ones(2, dtype=E.int8),
                                                            out=E.empty(2)),
      RuntimeError, "nan_to_num: dtype of out: Float should be same as input: Char"),
+    ("inplace-empty-self-not-resized", lambda: E.ones(0).add_(E.ones(2, 0)), RuntimeError,
+     "output with shape [0] doesn't match the broadcast shape [2, 0]"),
     ("order-python-op-shape", lambda: E.ones(3).lcm(E.ones(2, dtype=E.int32)), RuntimeError,
      "The size of tensor a (3) must match the size of tensor b (2)"),
     ("order-python-op-overlap", lambda: E.ones(3, dtype=E.int32).expand(2, 3).gcd_(

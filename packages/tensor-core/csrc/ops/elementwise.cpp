@@ -212,10 +212,13 @@ static Tensor finish_from_float32(const char* op, const Tensor& r, ScalarType re
 // exists for the dtype. A call with several mistakes then gets torch's error for the first one.
 // `nominal` is the op's result type by its kind, before any refusal of the dtype.
 static void check_operands_first(const char* op, const Shape& shape, const Tensor& out,
-                                 ScalarType nominal) {
+                                 ScalarType nominal, bool inplace = false) {
   if (!out) return;
   check_inplace_writable(out, op);
-  check_output_shape(out, shape, op);
+  // an empty out= is resized to the result's shape; an in-place op's self never is
+  if (check_output_shape(out, shape, op) && inplace && out->sizes != shape)
+    throw std::runtime_error(str_cat(op, ": output with shape ", shape_str(out->sizes),
+                                     " doesn't match the broadcast shape ", shape_str(shape)));
   check_out_dtype(op, nominal, out);
 }
 
@@ -445,7 +448,7 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   if (op == BinaryOp::sub) check_sub_operands(a, b);
   const ScalarType common = result_type({a, b});
   check_operands_first(info.name, broadcast_shapes(operand_sizes(a), operand_sizes(b)), out,
-                       nominal_binary_result(op, common));
+                       nominal_binary_result(op, common), out && !a.is_scalar && a.t == out);
   if (info.kind == OpKind::ARITH && common == ScalarType::Bool) {
     // PyTorch computes these on bool as their logical counterparts.
     switch (op) {

@@ -248,15 +248,15 @@ Tensor max_all(const Tensor& x) { return extreme_all("max", x, true); }
 Tensor min_all(const Tensor& x) { return extreme_all("min", x, false); }
 
 std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim) {
-  EMBER_CHECK(!is_complex(x->dtype), std::runtime_error, "max(): does not support complex input");
   int64_t w;
-  auto mask = single_dim_mask(x, dim, "max", w);
+  auto mask = single_dim_mask(x, dim, "max", w);  // (a bad dim first, as torch)
+  EMBER_CHECK(!is_complex(x->dtype), std::runtime_error, "max(): does not support complex input");
   return arg_reduce("max", x, mask, keepdim, true, true);
 }
 std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim) {
-  EMBER_CHECK(!is_complex(x->dtype), std::runtime_error, "min(): does not support complex input");
   int64_t w;
-  auto mask = single_dim_mask(x, dim, "min", w);
+  auto mask = single_dim_mask(x, dim, "min", w);  // (a bad dim first, as torch)
+  EMBER_CHECK(!is_complex(x->dtype), std::runtime_error, "min(): does not support complex input");
   return arg_reduce("min", x, mask, keepdim, false, true);
 }
 

@@ -202,9 +202,9 @@ void load_recs(const T* base, const Rows& L, int64_t r, bool flip, std::vector<r
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool /*stable*/) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "sort");
+  dim = wrap_dim(dim, x->dim());  // (a bad dim first, as torch)
   EMBER_CHECK(!is_complex(x->dtype), std::runtime_error,
               " Sort does not support complex dtypes on CPU");  // (torch's text)
-  dim = wrap_dim(dim, x->dim());
   Tensor values = empty(x->sizes, x->dtype), indices = empty(x->sizes, ScalarType::Int64);
   if (x->numel() == 0) return {values, indices};
   const Rows L = rows_of(x, dim);
@@ -274,9 +274,10 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "topk");
-  EMBER_CHECK(x->dtype != ScalarType::Bool && !is_complex(x->dtype), std::runtime_error, " topk does not support ",
-              x->dtype == ScalarType::Bool ? "bool" : "complex", " dtypes on CPU");
-  dim = wrap_dim(dim, x->dim());
+  dim = wrap_dim(dim, x->dim());  // (a bad dim first, as torch)
+  EMBER_CHECK(x->dtype != ScalarType::Bool && !is_complex(x->dtype), std::runtime_error,
+              " topk does not support ", x->dtype == ScalarType::Bool ? "bool" : "complex",
+              " dtypes on CPU");
   const int64_t n = x->dim() ? x->sizes[dim] : 1;
   EMBER_CHECK(k >= 0 && k <= n, std::runtime_error, "selected index k out of range");
   const Shape shape = with_dim_size(x, dim, k);

@@ -365,6 +365,7 @@ py::object scatter_impl(py::handle selfh, py::handle dimh, py::handle indexh, py
                         reduceh.is_none() ? py::dict() : py::dict("reduce"_a = reduceh), outh);
   IndexReduce red = IndexReduce::None;
   if (!reduceh.is_none()) {
+    (void)wrap_dim(w.dim, w.self->dim());  // torch checks dim before the reduce name
     red = parse_index_reduce(py::cast<std::string>(reduceh), true);
     if (w.src)
       warn("The reduce argument of ember.scatter with Tensor src is deprecated and will be "
@@ -394,6 +395,7 @@ py::object scatter_reduce_impl(py::handle selfh, py::handle dimh, py::handle ind
   if (w.hooked())
     return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch, reduce),
                         py::dict("include_self"_a = include_self), outh);
+  (void)wrap_dim(w.dim, w.self->dim());  // torch checks dim before the reduce name
   IndexReduce red = parse_index_reduce(reduce, false);
   return w.run(selfh, outh, [&](const Tensor& t) {
     scatter_reduce_(t, w.dim, w.index, w.src, red, include_self);
