@@ -447,8 +447,13 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   const OpInfoEntry& info = binary_info(op);
   if (op == BinaryOp::sub) check_sub_operands(a, b);
   const ScalarType common = result_type({a, b});
-  check_operands_first(info.name, broadcast_shapes(operand_sizes(a), operand_sizes(b)), out,
-                       nominal_binary_result(op, common), out && !a.is_scalar && a.t == out);
+  if (out) {  // (no shape to build for the common case of equal shapes)
+    const Shape &sa = operand_sizes(a), &sb = operand_sizes(b);
+    const bool inplace = !a.is_scalar && a.t == out;
+    const ScalarType nominal = nominal_binary_result(op, common);
+    if (sa == sb) check_operands_first(info.name, sa, out, nominal, inplace);
+    else check_operands_first(info.name, broadcast_shapes(sa, sb), out, nominal, inplace);
+  }
   if (info.kind == OpKind::ARITH && common == ScalarType::Bool) {
     // PyTorch computes these on bool as their logical counterparts.
     switch (op) {

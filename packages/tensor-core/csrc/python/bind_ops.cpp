@@ -328,7 +328,7 @@ void register_ops(py::module_& m) {
                .family = E,
                .hooked = grad, .hand_off = false,
                .impl = [op, alpha](const Args& a) {
-                 return binary_call(op, a[0], a[1], a.out(), alpha ? a[2] : py::handle());
+                 return binary_call(op, a[0], a[1], a.out(), alpha && a.given(2) ? a[2] : py::handle());
                }});
     def_op(m, {.name = name + "_",
                .signatures = {name + "_(Tensor input, " + other_type + other_name + extra +
@@ -336,7 +336,7 @@ void register_ops(py::module_& m) {
                .family = E,
                .hooked = grad, .hand_off = false,
                .impl = [op, alpha](const Args& a) {
-                 return binary_inplace_call(op, a[0], a[1], alpha ? a[2] : py::handle());
+                 return binary_inplace_call(op, a[0], a[1], alpha && a.given(2) ? a[2] : py::handle());
                }});
   }
 
