@@ -466,10 +466,18 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
       case BinaryOp::fmin:
         return binary(BinaryOp::logical_and, a, b, out);
       default:
+        (void)broadcast_shapes(operand_sizes(a), operand_sizes(b));  // a shape error first
         throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
     }
   }
-  const auto [compute, result] = binary_dtypes(op, b, common);
+  const auto [compute, result] = [&] {
+    try {
+      return binary_dtypes(op, b, common);
+    } catch (const std::runtime_error&) {  // a refused dtype: a shape error first, as torch
+      (void)broadcast_shapes(operand_sizes(a), operand_sizes(b));
+      throw;
+    }
+  }();
   // An integer base to a negative integer Python-number exponent has no integer result.
   if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
       b.s.to_int() < 0)
