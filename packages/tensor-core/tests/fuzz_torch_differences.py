@@ -72,11 +72,6 @@ DIFFERENCES = [
         CLASS, ("slice_scatter",), ember="ValueError", torch="RuntimeError",
         torch_message="slice step must be positive"),
     Difference(
-        "torch returns a lazily conjugated view whose numpy() fails; ember's conj writes the "
-        "conjugate out (no conjugate bit, docs/architecture.md, 'Complex numbers')",
-        ACCEPTS, ("conj", "adjoint", "mH", "H"), torch="RuntimeError",
-        torch_message="conjugate bit set"),
-    Difference(
         "torch fails inside its Python code (tuple unpacking, an attribute of an int) before it "
         "checks the argument; ember checks it and names the op and the argument",
         CLASS, ("pca_lowrank", "svd_lowrank", "tensordot"),
