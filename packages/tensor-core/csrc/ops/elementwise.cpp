@@ -677,13 +677,14 @@ Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
   ScalarType dt = x->dtype;
   EMBER_CHECK(!is_complex(dt), NotImplementedError, "\"round_vml_cpu\" not implemented for '",
               type_name(dt), "'");
+  // an out= of the input's dtype only, for every dtype (torch's structured kernel)
+  EMBER_CHECK(!out || out->dtype == dt, std::runtime_error, "Found dtype ",
+              type_name(out->dtype), " but expected ", type_name(dt));
   if (!is_floating(dt)) {
     EMBER_CHECK(decimals == 0, NotImplementedError,
                 "\"round_cpu\" not implemented for '", type_name(dt), "'");
-    if (out) {  // a copy, into an out= of the same dtype only (as torch)
+    if (out) {  // a copy
       check_inplace_writable(out, "round");
-      EMBER_CHECK(out->dtype == dt, std::runtime_error, "Found dtype ", type_name(out->dtype),
-                  " but expected ", type_name(dt));
       copy_(out, x);
       return out;
     }

@@ -1326,7 +1326,7 @@ PARAM_OPS: dict[str, ParamOpInfo] = {
                          call=_logit_call, param_ref=_logit_ref, in_table=False),
     "round": ParamOpInfo("round", 1, "PARAM", ref=None, sample_fn=_round_samples,
                          call=_round_call, param_ref=_round_ref, in_table=False,
-                         dtypes=NUMERIC_DTYPES,
+                         dtypes=NUMERIC_DTYPES, exact_out=ALL_DTYPES,
                          tol={"float32": (1e-6, 1e-5), "bfloat16": (1.6e-2, 1e-1)}),
 }
 
