@@ -45,7 +45,8 @@ _PYTHON_TYPE = {"int": int, "bool": bool, "float": float}
 def tensor_args(*names: str, op: str | None = None):
     """Decorator: the parameters `names` must be Tensors (None passes where the default is None).
     A variadic parameter (``*tensors``) must hold Tensors, or be one list or tuple of them.
-    Parameters annotated ``int`` or ``bool`` must hold what torch's parser takes for that type.
+    Parameters annotated ``int``, ``bool`` or ``float`` must hold what torch's parser takes for
+    that type (NumPy numbers and 0-d tensors reach the function as Python numbers).
     Messages name the op `op` (default: the function's name)."""
 
     def decorate(fn):

@@ -941,10 +941,8 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
 
 def _check_integral(name, input, other, inplace=False):
     """torch's order: the written-to tensor's overlap, the shapes, then the dtypes."""
-    if inplace and _C._has_internal_overlap(input):
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the "
-                           "tensor before performing the operation.")
+    if inplace:
+        _C._check_inplace_writable(input, name + "_")
     shape = _shape._broadcast_with_core_message(tuple(input.shape), tuple(other.shape))
     if inplace and tuple(shape) != tuple(input.shape):
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "

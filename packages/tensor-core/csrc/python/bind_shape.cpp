@@ -145,9 +145,10 @@ py::object tri_indices_call(bool upper, int64_t row, int64_t col, int64_t offset
 // The views (core/view ops): metadata only, so they run on every device (cuda = "view") and go
 // to the autograd hook with every argument by position, as its formulas read them.
 void register_views(py::module_& m) {
-  // whether some elements of a tensor share memory (an expanded view): the Python ops' check of
-  // a written-to tensor, as the core's in-place ops do it
-  m.def("_has_internal_overlap", [](const Tensor& t) { return has_internal_overlap(*t); });
+  // the core's check of a written-to tensor (no element shared with another, as in an expanded
+  // view), for the in-place ops written in Python
+  m.def("_check_inplace_writable",
+        [](const Tensor& t, const std::string& op) { check_inplace_writable(t, op.c_str()); });
   const char* V = "view";
   auto view_row = [&](const std::string& name, std::vector<std::string> signatures,
                       std::function<py::object(const Args&)> impl, unsigned variants = kFunction | kMethod) {
