@@ -5,9 +5,10 @@
 
 namespace ember {
 
-bool check_output_shape(const Tensor& out, const Shape& shape, const char* op_name) {
+bool check_output_shape(const Tensor& out, const Shape& shape, const char* op_name,
+                        bool resizable) {
   if (out->sizes == shape) return false;
-  if (out->numel() == 0 && out->sizes.size() <= 1) return true;
+  if (resizable && out->numel() == 0 && out->sizes.size() <= 1) return true;
   Shape b = broadcast_shapes(out->sizes, shape);  // raises on incompatible shapes
   if (b != out->sizes)
     throw std::runtime_error(str_cat(op_name, ": output with shape ", shape_str(out->sizes),

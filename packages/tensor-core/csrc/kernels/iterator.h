@@ -23,8 +23,10 @@ namespace ember {
 constexpr int kMaxOperands = 5;
 
 // Checks an out= (or in-place) tensor against the inputs' broadcast `shape` with torch's errors;
-// true when out is an empty 0-d/1-d tensor that PyTorch resizes to the result's shape.
-bool check_output_shape(const Tensor& out, const Shape& shape, const char* op_name);
+// true when out is an empty 0-d/1-d tensor that PyTorch resizes to the result's shape (an out=
+// is `resizable`, an in-place op's self is not).
+bool check_output_shape(const Tensor& out, const Shape& shape, const char* op_name,
+                        bool resizable = true);
 
 class ElementwiseIter {
  public:

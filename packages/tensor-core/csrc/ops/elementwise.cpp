@@ -215,10 +215,7 @@ static void check_operands_first(const char* op, const Shape& shape, const Tenso
                                  ScalarType nominal, bool inplace = false) {
   if (!out) return;
   check_inplace_writable(out, op);
-  // an empty out= is resized to the result's shape; an in-place op's self never is
-  if (check_output_shape(out, shape, op) && inplace && out->sizes != shape)
-    throw std::runtime_error(str_cat(op, ": output with shape ", shape_str(out->sizes),
-                                     " doesn't match the broadcast shape ", shape_str(shape)));
+  check_output_shape(out, shape, op, /*resizable=*/!inplace);  // an in-place self never resizes
   check_out_dtype(op, nominal, out);
 }
 
@@ -322,11 +319,7 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   if (out && out != x) {  // torch's out= rules of its own for these ops
     if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
       throw std::runtime_error("signbit does not support non-boolean outputs.");
-    // torch's structured kernels of these ops write an out= of the result dtype only
-    const bool exact_out = op == UnaryOp::floor || op == UnaryOp::ceil || op == UnaryOp::trunc ||
-                           op == UnaryOp::frac || op == UnaryOp::neg || op == UnaryOp::abs ||
-                           op == UnaryOp::sign || op == UnaryOp::bitwise_not;
-    if (exact_out && out->dtype != nominal)
+    if (exact_out_dtype(op) && out->dtype != nominal)
       throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",
                                        type_name(nominal)));
   }
@@ -346,11 +339,10 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
     check_operands_first(info.name, x->sizes, out, nominal);
   const auto [compute, result] = unary_dtypes(op, x->dtype);
   Tensor in = to_dtype(x, compute);
-  if (out && out == x && result != x->dtype) {  // in-place needs a castable result
-    EMBER_CHECK(!is_complex(x->dtype) || is_complex(result), std::runtime_error, "In-place ",
-                info.name, " is not supported for complex tensors.");
-    check_out_dtype(info.name, result, out);
-  }
+  // (check_operands_first checked that the result casts to out; in place, a complex tensor
+  // cannot take a real result: torch's own message)
+  EMBER_CHECK(!(out && out == x && is_complex(x->dtype) && !is_complex(result)),
+              std::runtime_error, "In-place ", info.name, " is not supported for complex tensors.");
   // The kernel computes in `compute`; a bool-returning kernel writes bool, a complex kernel
   // its result type (abs of complex64 writes float32).
   ScalarType kernel_out = is_complex(compute)          ? result
@@ -489,7 +481,6 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   if (via_common) ta = to_dtype(ta, compute), tb = to_dtype(tb, compute);
   if (is_integer_division(op) && is_integral(compute, false)) check_no_zero_divisor(tb);
   ScalarType kernel_out = result == ScalarType::Bool ? ScalarType::Bool : compute;
-  if (out) check_out_dtype(info.name, result, out);
   Tensor r = run_into(info.name, out, kernel_out, {ta, tb},
                       [&](const ElementwiseIter& it) { run_binary_kernel(op, it, compute); });
   return out || r->dtype == result ? r : to_dtype(r, result);

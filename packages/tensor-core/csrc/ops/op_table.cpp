@@ -39,6 +39,16 @@ ComplexResult complex_unary_result(UnaryOp op) {
   }
 }
 
+bool exact_out_dtype(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::floor: case UnaryOp::ceil: case UnaryOp::trunc: case UnaryOp::frac:
+    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::sign: case UnaryOp::bitwise_not:
+      return true;
+    default:
+      return false;
+  }
+}
+
 ComplexResult complex_binary_result(BinaryOp op) {
   switch (op) {
 #define EMBER_CASE_(name, kind, expr) \

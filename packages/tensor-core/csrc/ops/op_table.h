@@ -230,6 +230,9 @@ const OpInfoEntry& unary_info(UnaryOp op);
 enum class ComplexResult { None, Complex, Real, Bool };
 ComplexResult complex_unary_result(UnaryOp op);
 ComplexResult complex_binary_result(BinaryOp op);
+// Whether the op writes only an out= of its result dtype (torch's structured kernels of these:
+// "Found dtype Double but expected Float"); the other ops cast their result into out=.
+bool exact_out_dtype(UnaryOp op);
 const OpInfoEntry& binary_info(BinaryOp op);
 int num_unary_ops();
 int num_binary_ops();
