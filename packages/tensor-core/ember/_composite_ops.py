@@ -18,6 +18,7 @@ import math
 import warnings
 
 from ember import _C, _grad_mode, _shape
+from ember._sampling import binomial  # noqa: F401  (a registry row: kComposites)
 
 _Tensor = _C.Tensor
 _abs = builtins.abs
@@ -392,6 +393,39 @@ def logcumsumexp(input, dim, *, out=None):
         acc = _C.logaddexp(acc, x.select(d, i))
         parts.append(acc)
     return _finish(_shape.stack(parts, d), out)
+
+
+def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
+    """torch.hash_tensor, mode 0: each element as a 64-bit value (floating types as float64,
+    integers and bools as int64), the bits XOR-ed over ``dim`` (every dim when None or empty),
+    as uint64."""
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    n = input.dim()
+    dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if not dims and input.numel() == 0:
+        raise RuntimeError("hash_tensor: Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           "argument.")
+    reduced = sorted({_wrap_dim(d, n) for d in dims}) if dims and n else list(range(n))
+    for d in reduced:
+        if input.shape[d] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    if out is not None and out.dtype != _C.uint64:
+        raise RuntimeError(f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
+    dt = input.dtype
+    if dt.is_complex or dt in (_C.uint16, _C.uint32, _C.uint64):
+        raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for '{dt._torch_name}'")
+    kept = [d for d in range(n) if d not in reduced]
+    bits = (input.to(_C.float64) if dt.is_floating_point else input.to(_C.int64)).view(_C.int64)
+    rows = bits.permute(kept + reduced).reshape(-1, math.prod(input.shape[d] for d in reduced))
+    while rows.shape[1] > 1:  # pairwise halving: log2(R) passes over the data
+        half = rows.shape[1] // 2
+        folded = _C.bitwise_xor(rows[:, :half], rows[:, half:2 * half])
+        rows = _C.cat([folded, rows[:, 2 * half:]], 1) if rows.shape[1] % 2 else folded
+    shape = [1 if d in reduced else input.shape[d] for d in range(n)] if keepdim else \
+        [input.shape[d] for d in kept]
+    return _finish(rows[:, 0].reshape(shape).view(_C.uint64), out)
 
 
 def dist(input, other, p=2):
@@ -947,8 +981,13 @@ def _check_integral(name, input, other, inplace=False):
     if inplace and tuple(shape) != tuple(input.shape):
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
                            f"shape {list(shape)}")
+    common = _C.promote_types(input.dtype, other.dtype)  # (torch's error for uint16-64 mixes)
+    if inplace and not _C.can_cast(common, input.dtype):
+        raise RuntimeError(f"result type {common._torch_name} can't be cast to the desired "
+                           f"output type {input.dtype._torch_name}")
     for x in (input, other):
-        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _C.bool:
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _C.bool or \
+                x.dtype in (_C.uint16, _C.uint32, _C.uint64):
             raise NotImplementedError(
                 f"\"{name}_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
 
@@ -1621,7 +1660,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
         view = memoryview(buffer)
     except TypeError:
         raise ValueError("object does not implement Python buffer protocol.") from None
-    length, size = view.nbytes, _C.empty([0], dtype=dtype).element_size()
+    length, size = view.nbytes, dtype.itemsize
     if length == 0 or count == 0:
         raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
     if offset < 0 or offset >= length:
@@ -1658,6 +1697,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
 
     from ember._device import device as device_class
 
+    if device is None:  # ember.set_default_device's, if any (torch's asarray follows it too)
+        device = _C._get_default_device()
     target = None if device is None else device_class(device) if not isinstance(
         device, device_class) else device
     if _is_tensor(obj):

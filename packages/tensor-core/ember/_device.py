@@ -55,6 +55,23 @@ class device:  # noqa: N801 - PyTorch's name
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    # ``with ember.device("cuda"):`` makes it the factories' default device for the block
+    # (torch's device context), restoring the one before on exit.
+    def __enter__(self) -> device:
+        from ember import _C
+
+        _DEVICE_CONTEXTS.append(_C._get_default_device())
+        _C._set_default_device(self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        from ember import _C
+
+        _C._set_default_device(_DEVICE_CONTEXTS.pop())
+
+
+_DEVICE_CONTEXTS: list = []  # the default devices that the open `with device(...)` blocks replaced
+
 
 _CPU = device("cpu")
 

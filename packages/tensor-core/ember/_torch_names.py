@@ -1165,6 +1165,7 @@ LEFT_OUT = {
     'batch_norm_update_stats': "internal: SyncBatchNorm's kernels",
     'bilinear': "internal: undocumented at torch's top level; the public form is nn.functional",
     'binary_cross_entropy_with_logits': "internal: undocumented at torch's top level; the public form is nn.functional",
+    'bit': "other: torch.uint1's other name, a sub-byte dtype without ops",
     'bits16': 'other: bit-pattern dtypes without ops',
     'bits1x8': 'other: bit-pattern dtypes without ops',
     'bits2x4': 'other: bit-pattern dtypes without ops',

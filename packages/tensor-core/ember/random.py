@@ -1,5 +1,5 @@
-"""ember.random: torch.random's names (the global generator's seeding and state, which ember
-also has at the top level) and ``fork_rng``."""
+"""ember.random: torch.random's names (the global generator's seeding and state and
+``thread_safe_generator``, which ember also has at the top level) and ``fork_rng``."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from ember import (
     manual_seed,
     seed,
     set_rng_state,
+    thread_safe_generator,
 )
 
 __all__ = ["Generator", "default_generator", "fork_rng", "get_rng_state", "initial_seed",
-           "manual_seed", "seed", "set_rng_state"]
+           "manual_seed", "seed", "set_rng_state", "thread_safe_generator"]
 
 _MANY_DEVICES = 1  # torch warns when it forks every one of several devices' generators
 

@@ -65,7 +65,10 @@ _STORAGE_NAMES = {
     "complex64": "ComplexFloatStorage",
     "complex128": "ComplexDoubleStorage",
 }
-_DTYPE_NAMES = tuple(_STORAGE_NAMES)
+# dtypes torch has no typed storage for: saved as untyped bytes with the dtype beside them
+# (_rebuild_tensor_v3), as torch saves them
+_UNTYPED_DTYPE_NAMES = ("uint16", "uint32", "uint64")
+_DTYPE_NAMES = tuple(_STORAGE_NAMES) + _UNTYPED_DTYPE_NAMES
 # torch storage types whose dtypes ember does not have: refused with a message naming them
 _UNSUPPORTED_STORAGES = ("ComplexHalfStorage",
                          "UInt16Storage", "UInt32Storage", "UInt64Storage", "QInt8Storage",
@@ -94,6 +97,7 @@ class _Global:
 
 
 _REBUILD_V2 = _Global("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
 _ORDERED_DICT = collections.OrderedDict
 _TORCH_DEVICE = _Global("torch", "device")
 _TORCH_SIZE = _Global("torch", "Size")
@@ -143,11 +147,14 @@ class _SaveMixin:
     def reducer_override(self, obj):
         names = self._names
         if isinstance(obj, ember.Tensor):
-            ref = _StorageRef(obj.untyped_storage(), obj.dtype)
+            untyped = _dtype_name(obj.dtype) in _UNTYPED_DTYPE_NAMES
+            ref = _StorageRef(obj.untyped_storage(), ember.uint8 if untyped else obj.dtype,
+                              untyped=untyped)
             args = (ref, obj.storage_offset(), tuple(obj.shape), tuple(obj.stride()),
                     bool(obj.requires_grad), _ORDERED_DICT())
-            self.used.add(names["rebuild"])
-            return names["rebuild"], args
+            rebuild = names["rebuild_v3" if untyped else "rebuild"]
+            self.used.add(rebuild)
+            return rebuild, args + (obj.dtype,) if untyped else args
         if isinstance(obj, ember.dtype):
             self.used.add(obj)
             return names["dtype"](obj)
@@ -165,8 +172,8 @@ class _Pickler(_SaveMixin, pickle._Pickler):
     without importing torch. Slower; used for protocols 4 and 5 and as the fallback."""
 
     dispatch = dict(pickle._Pickler.dispatch)
-    _names = {"storage": _STORAGE_GLOBALS, "rebuild": _REBUILD_V2, "Size": _TORCH_SIZE,
-              "device": _TORCH_DEVICE, "dtype": None}
+    _names = {"storage": _STORAGE_GLOBALS, "rebuild": _REBUILD_V2, "rebuild_v3": _REBUILD_V3,
+              "Size": _TORCH_SIZE, "device": _TORCH_DEVICE, "dtype": None}
 
     def __init__(self, file, protocol):
         super().__init__(file, protocol)
@@ -212,6 +219,8 @@ def _global_line(module: str, name: str) -> bytes:
 def _renames() -> dict:
     r = {_rebuild_tensor_v2: (_global_line(__name__, "_rebuild_tensor_v2"),
                               _global_line("torch._utils", "_rebuild_tensor_v2")),
+         _rebuild_tensor_v3: (_global_line(__name__, "_rebuild_tensor_v3"),
+                              _global_line("torch._utils", "_rebuild_tensor_v3")),
          ember.Size: (_global_line(ember.Size.__module__, "Size"), _global_line("torch", "Size")),
          ember.device: (_global_line(ember.device.__module__, "device"),
                         _global_line("torch", "device"))}
@@ -221,6 +230,9 @@ def _renames() -> dict:
                       _global_line("torch.storage", cls.__name__))
             continue
         r[cls] = (_global_line(__name__, cls.__name__), _global_line("torch", cls.__name__))
+        dt = getattr(ember, n)
+        r[dt] = (_global_line(type(dt).__module__, n), _global_line("torch", n))
+    for n in _UNTYPED_DTYPE_NAMES:
         dt = getattr(ember, n)
         r[dt] = (_global_line(type(dt).__module__, n), _global_line("torch", n))
     return r
@@ -477,7 +489,7 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
 
 
 _FastPickler._names = {"storage": _STORAGE_CLASSES, "rebuild": _rebuild_tensor_v2,
-                       "Size": ember.Size, "device": ember.device,
+                       "rebuild_v3": _rebuild_tensor_v3, "Size": ember.Size, "device": ember.device,
                        "dtype": lambda dt: _dtype_name(dt)}  # a str: pickle writes a global
 
 
@@ -591,6 +603,8 @@ def _torch_globals() -> dict:
         g[("torch", name)] = _StorageType.unsupported(name)
     for name, storage in _STORAGE_NAMES.items():
         g[("torch", storage)] = _StorageType(name)
+        g[("torch", name)] = getattr(ember, name)
+    for name in _UNTYPED_DTYPE_NAMES:
         g[("torch", name)] = getattr(ember, name)
     untyped = _StorageType("uint8", "UntypedStorage", untyped=True)
     g[("torch.storage", "UntypedStorage")] = g[("torch", "UntypedStorage")] = untyped

@@ -6,6 +6,7 @@ lifetimes by deleting the producer, collecting garbage, and reading the consumer
 """
 
 import copy
+import ctypes
 import gc
 import importlib
 import pickle
@@ -29,12 +30,16 @@ NUMPY_DTYPES = [
     (np.float16, ember.float16),
     (np.float32, ember.float32),
     (np.float64, ember.float64),
+    (np.uint16, ember.uint16),
+    (np.uint32, ember.uint32),
+    (np.uint64, ember.uint64),
 ]
 NUMPY_DTYPE_IDS = [np.dtype(d).name for d, _ in NUMPY_DTYPES]
 
 UNSUPPORTED_MSG = (
     "can't convert np.ndarray of type {}. The only supported types are: float64, float32, "
-    "float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
+    "float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, uint8, "
+    "and bool."
 )
 NEGATIVE_STRIDES_MSG = (
     "At least one stride in the given numpy array is negative, and tensors with negative strides "
@@ -195,9 +200,6 @@ def test_from_numpy_unaligned_data():
     [
         (np.zeros(2, dtype=object), "numpy.object_"),
         (np.zeros(2, dtype=np.clongdouble), "numpy.clongdouble"),
-        (np.zeros(2, dtype=np.uint16), "numpy.uint16"),
-        (np.zeros(2, dtype=np.uint32), "numpy.uint32"),
-        (np.zeros(2, dtype=np.uint64), "numpy.uint64"),
         (np.array(["a", "b"]), "numpy.str_"),
         (np.zeros(2, dtype="datetime64[s]"), "numpy.datetime64"),
         (np.zeros(2, dtype=[("x", np.int32)]), "numpy.void"),
@@ -417,6 +419,9 @@ BUFFER_FORMATS = {
     ember.float16: "e",
     ember.float32: "f",
     ember.float64: "d",
+    ember.uint16: "H",
+    ember.uint32: "I",
+    ember.uint64: ("L", "Q"),
 }
 
 
@@ -675,6 +680,11 @@ def test_dlpack_unsupported_dtype_leaves_capsule_unconsumed():
     a = np.zeros(3, dtype=np.uint16)
     ref = weakref.ref(a)
     cap = a.__dlpack__()
+    # a 24-bit unsigned type, which nothing exports: DLTensor.dtype.bits sits at byte 21 (after
+    # the data pointer, the device's two int32s, ndim and dtype.code)
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    ctypes.c_uint8.from_address(get_pointer(cap, b"dltensor") + 21).value = 24
     with pytest.raises(BufferError, match="unsupported DLPack dtype"):
         ember.from_dlpack(cap)
     assert capsule_name(cap) == "dltensor"

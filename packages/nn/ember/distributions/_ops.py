@@ -417,85 +417,11 @@ def poisson(rate: Tensor, generator=None) -> Tensor:
         return ember.where(finite, out, rate)
 
 
-def _stirling_tail(k: Tensor) -> Tensor:
-    """lgamma(k + 1) minus Stirling's approximation of it."""
-    k1 = k + 1.0
-    return lgamma(k1) - ((k + 0.5) * ember.log(k1) - k1 + _HALF_LOG_2PI)
-
-
-def _binomial_inversion(count: Tensor, prob: Tensor) -> Tensor:
-    """Successes as the number of geometric waiting times that fit in ``count`` trials."""
-    flat_count = count.reshape(-1)
-    out = ember.zeros_like(flat_count)
-    index = ember.arange(flat_count.numel(), device=count.device)
-    log1m_p = ember.log1p(-prob.reshape(-1))
-    geom_sum = ember.zeros_like(flat_count)
-    successes = ember.zeros_like(flat_count)
-    while index.numel() > 0:
-        u = _uniform(index.shape, count)
-        geom_sum = geom_sum + ember.ceil(ember.log(u) / log1m_p)
-        done = geom_sum > flat_count
-        out[index[done]] = successes[done]
-        going = ~done
-        index, log1m_p, geom_sum = index[going], log1m_p[going], geom_sum[going]
-        flat_count, successes = flat_count[going], successes[going] + 1
-    return out.reshape(count.shape)
-
-
-def _btrs_proposal(count: Tensor, prob: Tensor):
-    """One round of Hormann's BTRS transformed rejection (count * prob >= 10, prob <= 0.5)."""
-    q = 1.0 - prob
-    stddev = ember.sqrt(count * prob * q)
-    b = 1.15 + 2.53 * stddev
-    a = -0.0873 + 0.0248 * b + 0.01 * prob
-    c = count * prob + 0.5
-    v_r = 0.92 - 4.2 / b
-    r = prob / q
-    alpha = (2.83 + 5.1 / b) * stddev
-    m = ember.floor((count + 1) * prob)
-    u = _uniform(count.shape, count) - 0.5
-    v = _uniform(count.shape, count)
-    us = 0.5 - ember.abs(u)
-    k = ember.floor((2 * a / us + b) * u + c)
-    in_range = (k >= 0) & (k <= count)
-    quick = in_range & (us >= 0.07) & (v <= v_r)
-    k = ember.clamp(ember.minimum(k, count), min=0.0)
-    log_v = ember.log(v * alpha / (a / (us * us) + b))
-    bound = ((m + 0.5) * ember.log((m + 1) / (r * (count - m + 1)))
-             + (count + 1) * ember.log((count - m + 1) / (count - k + 1))
-             + (k + 0.5) * ember.log(r * (count - k + 1) / (k + 1))
-             + _stirling_tail(m) + _stirling_tail(count - m)
-             - _stirling_tail(k) - _stirling_tail(count - k))
-    return k, quick | (in_range & (log_v <= bound))
-
-
 def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
-    """Binomial(count, prob) successes (torch.binomial): inversion where count * min(p, 1-p) < 10,
-    BTRS rejection elsewhere; p > 0.5 sampled as count minus a Binomial(count, 1 - p)."""
-    if generator is not None:
-        raise NotImplementedError("binomial: a generator other than the default one")
-    with ember.no_grad():
-        count, prob = ember.broadcast_tensors(count.detach(), prob.detach())
-        dtype = prob.dtype if prob.dtype.is_floating_point else ember.get_default_dtype()
-        count = count.to(dtype)
-        prob = prob.to(dtype)
-        # NaN in either argument or an infinite count gives NaN (torch's sampler never returns)
-        undefined = ember.isnan(prob) | ~ember.isfinite(count)
-        flip = prob > 0.5
-        p = ember.where(flip, 1.0 - prob, prob)
-        degenerate = (p <= 0) | (count <= 0) | undefined
-        p_safe = ember.where(degenerate, ember.full_like(p, 0.5), p)
-        n_safe = ember.where(degenerate, ember.zeros_like(count), count)
-        large = n_safe * p_safe >= 10
-        out = _binomial_inversion(ember.where(large, ember.zeros_like(n_safe), n_safe), p_safe)
-        if bool(large.any()):
-            big = _by_rejection(_btrs_proposal,
-                                ember.where(large, n_safe, ember.full_like(n_safe, 40.0)),
-                                ember.where(large, p_safe, ember.full_like(p_safe, 0.5)))
-            out = ember.where(large, big, out)
-        out = ember.where(degenerate, ember.zeros_like(out), out)
-        out = ember.where(flip, count - out, out)
-        return ember.where(undefined, ember.full_like(out, math.nan), out)
+    """Binomial(count, prob) successes: ``ember.binomial`` (inversion and BTRS rejection) on the
+    two broadcast and brought to one floating dtype, prob's or the default."""
+    dtype = prob.dtype if prob.dtype.is_floating_point else ember.get_default_dtype()
+    return ember.binomial(count.detach().to(dtype), prob.detach().to(dtype), generator=generator)
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:

@@ -1,4 +1,4 @@
-// dtype.h: the twelve scalar types, their properties, PyTorch's promotion lattice, and the
+// dtype.h: the fifteen scalar types, their properties, PyTorch's promotion lattice, and the
 // compile-time dispatch that turns a runtime ScalarType into a C++ type for a kernel.
 #pragma once
 #include <complex>
@@ -12,16 +12,16 @@
 
 namespace ember {
 
-// Complex types come after the real ones, so that a real type's number is the same as before
-// they existed (extensions' ABI) and `t < Complex64` tells a real type.
+// Types are numbered in the order they were added, so that a type's number stays what it was
+// (extensions' ABI): the complex types came after the real ones, the wide unsigned types after them.
 enum class ScalarType : int8_t {
   Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64,
-  Complex64, Complex128, Undefined
+  Complex64, Complex128, UInt16, UInt32, UInt64, Undefined
 };
-constexpr int kNumScalarTypes = 12;
+constexpr int kNumScalarTypes = 15;
 
 inline size_t itemsize(ScalarType t) {
-  static constexpr size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16, 0};
+  static constexpr size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16, 2, 4, 8, 0};
   return sizes[static_cast<int>(t)];
 }
 // PyTorch's ScalarType name of each type ("Float", "Long", ...): its error messages quote these,
@@ -29,7 +29,8 @@ inline size_t itemsize(ScalarType t) {
 inline const char* type_name(ScalarType t) {
   static const char* names[] = {"Bool",   "Byte",         "Char",          "Short", "Int",
                                 "Long",   "Half",         "BFloat16",      "Float", "Double",
-                                "ComplexFloat", "ComplexDouble", "Undefined"};
+                                "ComplexFloat", "ComplexDouble", "UInt16",  "UInt32", "UInt64",
+                                "Undefined"};
   return names[static_cast<int>(t)];
 }
 inline const char* torch_type_name(ScalarType t) { return type_name(t); }
@@ -38,14 +39,26 @@ inline const char* cpp_type_name(ScalarType t) {
   static const char* names[] = {"bool",      "unsigned char", "signed char",   "short int",
                                 "int",       "long int",      "c10::Half",     "c10::BFloat16",
                                 "float",     "double",        "c10::complex<float>",
-                                "c10::complex<double>",       "undefined"};
+                                "c10::complex<double>",       "unsigned short",
+                                "unsigned int", "unsigned long", "undefined"};
   return names[static_cast<int>(t)];
 }
 inline const char* dtype_name(ScalarType t) {
   static const char* names[] = {"bool",    "uint8",    "int8",    "int16",     "int32",
                                 "int64",   "float16",  "bfloat16", "float32",  "float64",
-                                "complex64", "complex128", "undefined"};
+                                "complex64", "complex128", "uint16",  "uint32",   "uint64",
+                                "undefined"};
   return names[static_cast<int>(t)];
+}
+// uint16/uint32/uint64: torch's "shell" unsigned types. They are stored, converted, compared for
+// equality, multiplied, masked bitwise, summed (into int64), sorted and hashed; other ops refuse
+// them with NotImplementedError, as torch's do, and they promote only with themselves and with
+// the floating types.
+inline bool is_wide_unsigned(ScalarType t) {
+  return t == ScalarType::UInt16 || t == ScalarType::UInt32 || t == ScalarType::UInt64;
+}
+inline bool is_signed_type(ScalarType t) {  // torch's dtype.is_signed
+  return t != ScalarType::Bool && t != ScalarType::UInt8 && !is_wide_unsigned(t);
 }
 inline bool is_complex(ScalarType t) {
   return t == ScalarType::Complex64 || t == ScalarType::Complex128;
@@ -66,7 +79,7 @@ inline bool is_floating(ScalarType t) {
 }
 inline bool is_integral(ScalarType t, bool include_bool) {
   return (include_bool && t == ScalarType::Bool) ||
-         (t >= ScalarType::UInt8 && t <= ScalarType::Int64);
+         (t >= ScalarType::UInt8 && t <= ScalarType::Int64) || is_wide_unsigned(t);
 }
 inline bool is_reduced_float(ScalarType t) {
   return t == ScalarType::Float16 || t == ScalarType::BFloat16;
@@ -80,6 +93,13 @@ inline int category(ScalarType t) {
 inline ScalarType promote_types(ScalarType a, ScalarType b) {
   if (a == ScalarType::Undefined) return b;
   if (b == ScalarType::Undefined) return a;
+  if (is_wide_unsigned(a) || is_wide_unsigned(b)) {
+    if (a == b) return a;
+    if (is_floating(a) || is_floating(b)) return is_floating(a) ? a : b;
+    throw std::runtime_error(str_cat("Promotion for uint16, uint32, uint64 types is not "
+                                     "supported, attempted to promote ", type_name(a), " and ",
+                                     type_name(b)));
+  }
   constexpr auto b1 = ScalarType::Bool, u1 = ScalarType::UInt8, i1 = ScalarType::Int8,
                  i2 = ScalarType::Int16, i4 = ScalarType::Int32, i8 = ScalarType::Int64,
                  f2 = ScalarType::Float16, bf = ScalarType::BFloat16, f4 = ScalarType::Float32,
@@ -124,6 +144,9 @@ template <> struct CppType<ScalarType::Float64> { using type = double; };
 // DLPack and BLAS's complex GEMM share.
 template <> struct CppType<ScalarType::Complex64> { using type = std::complex<float>; };
 template <> struct CppType<ScalarType::Complex128> { using type = std::complex<double>; };
+template <> struct CppType<ScalarType::UInt16> { using type = uint16_t; };
+template <> struct CppType<ScalarType::UInt32> { using type = uint32_t; };
+template <> struct CppType<ScalarType::UInt64> { using type = uint64_t; };
 
 template <typename T> struct OpMath { using type = T; };
 template <> struct OpMath<Half> { using type = float; };
@@ -143,6 +166,9 @@ template <> constexpr ScalarType scalar_type_of<float>() { return ScalarType::Fl
 template <> constexpr ScalarType scalar_type_of<double>() { return ScalarType::Float64; }
 template <> constexpr ScalarType scalar_type_of<std::complex<float>>() { return ScalarType::Complex64; }
 template <> constexpr ScalarType scalar_type_of<std::complex<double>>() { return ScalarType::Complex128; }
+template <> constexpr ScalarType scalar_type_of<uint16_t>() { return ScalarType::UInt16; }
+template <> constexpr ScalarType scalar_type_of<uint32_t>() { return ScalarType::UInt32; }
+template <> constexpr ScalarType scalar_type_of<uint64_t>() { return ScalarType::UInt64; }
 
 // Kernels that move elements by size (copies, flips, index plans, masked fills) take the widest
 // element, complex128, as this.
@@ -200,6 +226,24 @@ template <typename F> decltype(auto) dispatch_complex(ScalarType t, const char* 
 template <typename F> decltype(auto) dispatch_all_and_complex(ScalarType t, const char* op, F&& f) {
   if (is_complex(t)) return dispatch_complex(t, op, std::forward<F>(f));
   return dispatch_all(t, op, std::forward<F>(f));
+}
+template <typename F> decltype(auto) dispatch_wide_unsigned(ScalarType t, const char* op, F&& f) {
+  switch (t) {
+    EMBER_CASE(UInt16) EMBER_CASE(UInt32) EMBER_CASE(UInt64)
+    default: break;
+  }
+  throw NotImplementedError(str_cat("\"", op, "\" not implemented for '", type_name(t), "'"));
+}
+// The real types and the wide unsigned ones: ops torch has for them too (sort, unique).
+template <typename F> decltype(auto) dispatch_all_and_wide_unsigned(ScalarType t, const char* op,
+                                                                    F&& f) {
+  if (is_wide_unsigned(t)) return dispatch_wide_unsigned(t, op, std::forward<F>(f));
+  return dispatch_all(t, op, std::forward<F>(f));
+}
+// Every type: the conversions (copy_, to) and the ops that only move elements.
+template <typename F> decltype(auto) dispatch_every(ScalarType t, const char* op, F&& f) {
+  if (is_wide_unsigned(t)) return dispatch_wide_unsigned(t, op, std::forward<F>(f));
+  return dispatch_all_and_complex(t, op, std::forward<F>(f));
 }
 template <typename F> decltype(auto) dispatch_numeric(ScalarType t, const char* op, F&& f) {
   if (t == ScalarType::Bool)

@@ -14,6 +14,7 @@ struct ValueError : std::runtime_error { using std::runtime_error::runtime_error
 struct IndexError : std::runtime_error { using std::runtime_error::runtime_error; };
 struct NotImplementedError : std::runtime_error { using std::runtime_error::runtime_error; };
 struct OutOfMemoryError : std::runtime_error { using std::runtime_error::runtime_error; };
+struct OverflowError : std::runtime_error { using std::runtime_error::runtime_error; };
 // RuntimeError is std::runtime_error itself.
 
 namespace detail {

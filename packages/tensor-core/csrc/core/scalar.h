@@ -19,9 +19,17 @@ struct Scalar {
     double d;  // a complex number's real part too
   } v{};
   double imag = 0;  // Complex only
+  // An Int above int64's range (uint64's upper half), v.i holding its bits: it converts only to
+  // uint64 (and bool); into other types it is torch's OverflowError.
+  bool uint64_upper = false;
   Scalar() { v.i = 0; }
   static Scalar from_bool(bool b) { Scalar s; s.kind = Kind::Bool; s.v.b = b; return s; }
   static Scalar from_int(int64_t i) { Scalar s; s.kind = Kind::Int; s.v.i = i; return s; }
+  static Scalar from_uint64(uint64_t u) {
+    Scalar s = from_int(static_cast<int64_t>(u));
+    s.uint64_upper = u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    return s;
+  }
   static Scalar from_double(double d) { Scalar s; s.kind = Kind::Float; s.v.d = d; return s; }
   static Scalar from_complex(double re, double im) {
     Scalar s; s.kind = Kind::Complex; s.v.d = re; s.imag = im; return s;
@@ -34,18 +42,31 @@ struct Scalar {
   // A complex number gives its real part to a real type (its imaginary part is checked where
   // data is created: to_checked).
   bool is_floating_kind() const { return kind == Kind::Float || kind == Kind::Complex; }
-  double to_double() const { return is_floating_kind() ? v.d : kind == Kind::Int ? double(v.i) : double(v.b); }
-  int64_t to_int() const { return is_floating_kind() ? int64_t(v.d) : kind == Kind::Int ? v.i : int64_t(v.b); }
+  double to_double() const {
+    return is_floating_kind() ? v.d
+           : kind == Kind::Int ? (uint64_upper ? double(uint64_t(v.i)) : double(v.i)) : double(v.b);
+  }
+  int64_t to_int() const {
+    if (uint64_upper) throw OverflowError("int too big to convert");
+    return is_floating_kind() ? int64_t(v.d) : kind == Kind::Int ? v.i : int64_t(v.b);
+  }
   bool to_bool() const {
     return kind == Kind::Complex ? (v.d != 0 || imag != 0)
            : kind == Kind::Float ? v.d != 0 : kind == Kind::Int ? v.i != 0 : v.b;
   }
   template <typename T> T to() const {
+    if constexpr (!std::is_same_v<T, uint64_t> && !std::is_same_v<T, bool>)
+      if (uint64_upper) throw OverflowError("int too big to convert");  // (torch's)
     if constexpr (is_complex_v<T>) {
       using R = typename T::value_type;
       return T(static_cast<R>(to_double()), static_cast<R>(kind == Kind::Complex ? imag : 0.0));
     }
     else if constexpr (std::is_same_v<T, bool>) return to_bool();
+    else if constexpr (std::is_same_v<T, uint64_t>)
+      return uint64_upper ? uint64_t(v.i)
+             : !is_floating_kind() ? T(to_int())
+             : v.d >= 9223372036854775808.0 ? static_cast<T>(v.d)  // (as loops.h's cast_to)
+                                            : T(static_cast<int64_t>(v.d));
     else if constexpr (std::is_integral_v<T>) return is_floating_kind() ? static_cast<T>(static_cast<int64_t>(v.d)) : static_cast<T>(to_int());
     else return static_cast<T>(to_double());
   }
@@ -77,6 +98,8 @@ struct Scalar {
       bool ok;
       if (is_floating_kind()) {
         ok = v.d >= static_cast<double>(L::lowest()) && v.d <= static_cast<double>(L::max());
+      } else if (uint64_upper) {
+        ok = std::is_same_v<T, uint64_t>;
       } else {
         const int64_t i = to_int();
         if constexpr (std::is_unsigned_v<T>)

@@ -188,7 +188,7 @@ void resize_output(const Tensor& out, const Shape& shape) {
 
 Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked) {
   Tensor t = empty({}, dtype);
-  dispatch_all_and_complex(dtype, "scalar_tensor", [&](auto tag) {
+  dispatch_every(dtype, "scalar_tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     *t->data_as<T>() = checked ? s.to_checked<T>(/*float_range=*/true) : s.to<T>();
   });

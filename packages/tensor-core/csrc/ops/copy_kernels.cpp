@@ -55,9 +55,9 @@ void run_copy_kernel(const ElementwiseIter& it, ScalarType dst, ScalarType src) 
   if ((dst == ScalarType::Float32 && is_reduced_float(src)) ||
       (src == ScalarType::Float32 && is_reduced_float(dst)))
     return cpu_kernels().convert_reduced_float(it, dst, src);
-  dispatch_all_and_complex(dst, "copy_", [&](auto dtag) {
+  dispatch_every(dst, "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
-    dispatch_all_and_complex(src, "copy_", [&](auto stag) {
+    dispatch_every(src, "copy_", [&](auto stag) {
       using S = typename decltype(stag)::type;
       constexpr bool reduced = std::is_same_v<D, Half> || std::is_same_v<D, BFloat16> ||
                                std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;

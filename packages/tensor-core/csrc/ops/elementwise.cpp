@@ -272,6 +272,13 @@ static const Shape& operand_sizes(const Operand& o) {
 ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input) {
   const OpInfoEntry& info = unary_info(op);
   ScalarType compute = input, result = input;
+  if (is_wide_unsigned(input)) {  // the floating ops and the predicates, as torch's
+    if (info.kind == OpKind::FLOAT) return {get_default_dtype(), get_default_dtype()};
+    if (info.kind == OpKind::PRED && op != UnaryOp::logical_not)  // exact on float64's rounding
+      return {ScalarType::Float64, ScalarType::Bool};
+    throw NotImplementedError(str_cat("\"", info.name, "_cpu\" not implemented for '",
+                                      type_name(input), "'"));
+  }
   if (is_complex(input)) {
     switch (complex_unary_result(op)) {
       case ComplexResult::None: refuse_complex(info.name, input, false);
@@ -323,17 +330,21 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
       throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",
                                        type_name(nominal)));
   }
+  auto identity = [&] {  // the op's value is x itself
+    check_operands_first(info.name, x->sizes, out, x->dtype);
+    if (!out) return clone(x);
+    if (out != x) copy_(out, x);
+    else out->bump_version();  // an in-place op writes, as far as views and autograd know
+    return out;
+  };
   if (x->dtype == ScalarType::Bool) {  // torch's results for bool inputs
     if (op == UnaryOp::square)  // pow(x, 2): bool promotes to int64
       return unary(op, to_dtype(x, ScalarType::Int64), out);
-    if (op == UnaryOp::sign) {  // the bool itself
-      check_operands_first(info.name, x->sizes, out, ScalarType::Bool);
-      if (!out) return clone(x);
-      if (out != x) copy_(out, x);
-      else out->bump_version();  // an in-place op writes, as far as views and autograd know
-      return out;
-    }
+    if (op == UnaryOp::sign) return identity();
   }
+  if (is_wide_unsigned(x->dtype) &&
+      (op == UnaryOp::floor || op == UnaryOp::ceil || op == UnaryOp::trunc))
+    return identity();
   // (in-place abs/angle of a complex tensor gets torch's own message below)
   if (out != x || !is_complex(x->dtype) || is_complex(nominal))
     check_operands_first(info.name, x->sizes, out, nominal);
@@ -389,6 +400,24 @@ static void check_sub_operands(const Operand& a, const Operand& b) {
 ElementwiseDtypes binary_dtypes(BinaryOp op, const Operand& other, ScalarType common) {
   const OpInfoEntry& info = binary_info(op);
   ScalarType compute = common, result = common;
+  if (is_wide_unsigned(common)) {
+    // torch's uint16/32/64 ops: these compute in int64, whose bits are the same modulo 2^64
+    // (the result converts back, wrapping as unsigned arithmetic does); the floating ones in the
+    // default float type; the rest refuse.
+    switch (op) {
+      case BinaryOp::mul:
+      case BinaryOp::bitwise_and:
+      case BinaryOp::bitwise_or:
+      case BinaryOp::bitwise_xor: return {ScalarType::Int64, common};
+      case BinaryOp::eq:
+      case BinaryOp::ne: return {ScalarType::Int64, ScalarType::Bool};
+      default:
+        if (info.kind == OpKind::TRUEDIV || info.kind == OpKind::FLOAT2)
+          return {get_default_dtype(), get_default_dtype()};
+        throw NotImplementedError(str_cat("\"", info.name, "_cpu\" not implemented for '",
+                                          type_name(common), "'"));
+    }
+  }
   if (is_complex(common)) {
     switch (complex_binary_result(op)) {
       case ComplexResult::Complex: return {common, common};
@@ -474,8 +503,11 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
       b.s.to_int() < 0)
     throw std::runtime_error("Integers to negative integer powers are not allowed.");
+  // (a wide unsigned type's operands become that type first: a number in uint64's upper half
+  // has no int64 value of its own)
   const bool via_common = compute != common && (info.kind == OpKind::CMP ||
-                                                info.kind == OpKind::LOGICAL);
+                                                info.kind == OpKind::LOGICAL ||
+                                                is_wide_unsigned(common));
   Tensor ta = as_tensor_operand(a, via_common ? common : compute),
          tb = as_tensor_operand(b, via_common ? common : compute);
   if (via_common) ta = to_dtype(ta, compute), tb = to_dtype(tb, compute);
@@ -531,13 +563,13 @@ Tensor where(const Tensor& cond, const Operand& a, const Operand& b) {
   Tensor c = to_dtype(cond, ScalarType::Bool);
   Tensor ta = as_tensor_operand(a, dt), tb = as_tensor_operand(b, dt);
   ElementwiseIter it(nullptr, dt, {c, ta, tb}, "where");
-  if (is_complex(dt)) {  // a select (blend's bit masks are for the real types)
-    dispatch_complex(dt, "where", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      run_elementwise<T, bool, T, T>(it, [](bool m, T x, T y) { return m ? x : y; });
-    });
-    return it.output();
-  }
+  auto select = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    run_elementwise<T, bool, T, T>(it, [](bool m, T x, T y) { return m ? x : y; });
+  };
+  // a select (blend's bit masks are for the other types)
+  if (is_complex(dt)) return dispatch_complex(dt, "where", select), it.output();
+  if (is_wide_unsigned(dt)) return dispatch_wide_unsigned(dt, "where", select), it.output();
   dispatch_all(dt, "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
     run_elementwise<T, bool, T, T>(it, [](bool m, auto x, auto y) { return math::blend(m, x, y); });

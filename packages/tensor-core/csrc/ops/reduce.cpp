@@ -218,6 +218,15 @@ Tensor complex_additive(const Tensor& x, std::vector<bool> mask, bool keepdim, S
   return out;
 }
 
+// uint16/32/64 sum into int64 as torch's do (the input taken as int64: uint64's upper half wraps,
+// as torch's accumulation does); a result of one of these types is refused, as torch refuses it.
+Tensor wide_unsigned_as_int64(const Tensor& x, ScalarType dtype, const char* op) {
+  if (is_wide_unsigned(dtype))
+    throw NotImplementedError(str_cat("\"", op, "_cpu\" not implemented for '", type_name(dtype),
+                                      "'"));
+  return to_dtype(x, ScalarType::Int64);
+}
+
 Tensor squeeze_to(const Tensor& t, const Tensor& x, const std::vector<bool>& mask, bool keepdim) {
   return keepdim ? t : reshape(t, reduced_shape(x, mask, false));
 }
@@ -225,6 +234,10 @@ Tensor squeeze_to(const Tensor& t, const Tensor& x, const std::vector<bool>& mas
 }  // namespace
 
 Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  if (is_wide_unsigned(x->dtype) || is_wide_unsigned(dtype)) {
+    (void)reduction_mask(x, dim);  // a bad dim first, as torch
+    return sum(wide_unsigned_as_int64(x, dtype, "sum"), dim, keepdim, dtype);
+  }
   auto mask = reduction_mask(x, dim);
   if (is_complex(x->dtype) || is_complex(dtype))
     return complex_additive(x, mask, keepdim, dtype, SumKind::Sum, "sum");
@@ -234,6 +247,10 @@ Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) 
 }
 
 Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  if (is_wide_unsigned(x->dtype) || is_wide_unsigned(dtype)) {
+    (void)reduction_mask(x, dim);  // a bad dim first, as torch
+    return nansum(wide_unsigned_as_int64(x, dtype, "nansum"), dim, keepdim, dtype);
+  }
   auto mask = reduction_mask(x, dim);
   EMBER_CHECK(!is_complex(x->dtype), std::runtime_error,
               "nansum on CPU does not support complex inputs");
@@ -271,6 +288,10 @@ static Tensor complex_prod(const Tensor& x, const std::vector<bool>& mask, bool 
 }
 
 Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim, ScalarType dtype) {
+  if (is_wide_unsigned(x->dtype) || is_wide_unsigned(dtype)) {
+    if (dim) (void)wrap_dim(*dim, x->dim(), true);  // a bad dim first, as torch
+    return prod(wide_unsigned_as_int64(x, dtype, "prod"), dim, keepdim, dtype);
+  }
   OptDims dims;
   if (dim) dims = std::vector<int64_t>{*dim};
   auto mask = reduction_mask(x, dims);
@@ -317,7 +338,8 @@ Tensor count_nonzero(const Tensor& x, const OptDims& dim) {
 }
 
 static Tensor all_any(const Tensor& x, const OptDims& dim, bool keepdim, bool is_all) {
-  if (is_complex(x->dtype)) return all_any(nonzero_mask(x), dim, keepdim, is_all);
+  if (is_complex(x->dtype) || is_wide_unsigned(x->dtype))
+    return all_any(nonzero_mask(x), dim, keepdim, is_all);
   if (is_reduced_float(x->dtype))  // exact in float32
     return all_any(to_dtype(x, ScalarType::Float32), dim, keepdim, is_all);
   std::vector<bool> mask;

@@ -209,7 +209,7 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
   if (x->numel() == 0) return {values, indices};
   const Rows L = rows_of(x, dim);
   check_row_length(L.n, "sort");
-  dispatch_all(x->dtype, "sort", [&](auto tag) {
+  dispatch_all_and_wide_unsigned(x->dtype, "sort", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using K = key_t<T>;
     using RT = Rec<K>;
@@ -580,7 +580,7 @@ UniqueResult unique(const Tensor& x, std::optional<int64_t> dim, bool consecutiv
     check_row_length(n, op);
     res.inverse = empty(x->sizes, ScalarType::Int64);
     std::vector<int64_t> firsts, counts;
-    dispatch_all(x->dtype, op, [&](auto tag) {
+    dispatch_all_and_wide_unsigned(x->dtype, op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using K = key_t<T>;
       using RT = Rec<K>;

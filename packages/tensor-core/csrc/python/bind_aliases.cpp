@@ -124,6 +124,8 @@ std::vector<Composite> composites() {
                    "(Tensor min, Tensor max)"}, kBoth, R},
       {"logcumsumexp", {"logcumsumexp(Tensor input, int dim, *, Tensor? out=None) -> Tensor"},
        kBoth, R},
+      {"hash_tensor", {"hash_tensor(Tensor input, int[1]? dim=None, *, bool keepdim=False, "
+                       "int mode=0, Tensor? out=None) -> Tensor"}, kBoth, R},
       {"dist", {"dist(Tensor input, Tensor other, Scalar p=2) -> Tensor"}, kBoth, R},
       {"renorm", {"renorm(Tensor input, Scalar p, int dim, Scalar maxnorm, *, "
                   "Tensor? out=None) -> Tensor"}, kBoth, R},
@@ -271,6 +273,8 @@ std::vector<Composite> composites() {
        "shape"},
       {"poisson", {"poisson(Tensor input, Generator? generator=None) -> Tensor"}, kFunction,
        "random"},
+      {"binomial", {"binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor"},
+       kFunction, "random"},
       {"prelu", {"prelu(Tensor input, Tensor weight) -> Tensor"}, kMethod, E},
       {"lu_unpack", {"lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, "
                      "bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"}, kFunction,

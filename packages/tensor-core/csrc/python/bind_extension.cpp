@@ -23,7 +23,12 @@ static_assert(static_cast<int>(ScalarType::Bool) == EMBER_BOOL &&
                   static_cast<int>(ScalarType::Float16) == EMBER_FLOAT16 &&
                   static_cast<int>(ScalarType::BFloat16) == EMBER_BFLOAT16 &&
                   static_cast<int>(ScalarType::Float32) == EMBER_FLOAT32 &&
-                  static_cast<int>(ScalarType::Float64) == EMBER_FLOAT64,
+                  static_cast<int>(ScalarType::Float64) == EMBER_FLOAT64 &&
+                  static_cast<int>(ScalarType::Complex64) == EMBER_COMPLEX64 &&
+                  static_cast<int>(ScalarType::Complex128) == EMBER_COMPLEX128 &&
+                  static_cast<int>(ScalarType::UInt16) == EMBER_UINT16 &&
+                  static_cast<int>(ScalarType::UInt32) == EMBER_UINT32 &&
+                  static_cast<int>(ScalarType::UInt64) == EMBER_UINT64,
               "the extension ABI fixes the dtype codes: keep ScalarType's order");
 
 // Sets the Python error of the exception being handled (inside `catch (...)`).

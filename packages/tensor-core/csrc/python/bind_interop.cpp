@@ -61,7 +61,7 @@ size_t storage_extent(const Shape& sizes, const Shape& strides, size_t itemsize)
 
 const char* kUnsupportedNumpyTypes =
     ". The only supported types are: float64, float32, float16, complex64, complex128, int64, "
-    "int32, int16, int8, uint8, and bool.";
+    "int32, int16, int8, uint64, uint32, uint16, uint8, and bool.";
 
 ScalarType scalar_type_from_numpy(const py::dtype& dt) {
   const char kind = dt.kind();
@@ -69,6 +69,9 @@ ScalarType scalar_type_from_numpy(const py::dtype& dt) {
   ScalarType st = ScalarType::Undefined;
   if (kind == 'b' && size == 1) st = ScalarType::Bool;
   else if (kind == 'u' && size == 1) st = ScalarType::UInt8;
+  else if (kind == 'u' && size == 2) st = ScalarType::UInt16;
+  else if (kind == 'u' && size == 4) st = ScalarType::UInt32;
+  else if (kind == 'u' && size == 8) st = ScalarType::UInt64;
   else if (kind == 'i' && size == 1) st = ScalarType::Int8;
   else if (kind == 'i' && size == 2) st = ScalarType::Int16;
   else if (kind == 'i' && size == 4) st = ScalarType::Int32;
@@ -213,6 +216,9 @@ const char* buffer_format(ScalarType t) {
     case ScalarType::Float64: return "d";
     case ScalarType::Complex64: return "Zf";
     case ScalarType::Complex128: return "Zd";
+    case ScalarType::UInt16: return "H";
+    case ScalarType::UInt32: return "I";
+    case ScalarType::UInt64: return sizeof(long) == 8 ? "L" : "Q";
     default: return nullptr;
   }
 }
@@ -338,7 +344,10 @@ DLDataType to_dl_dtype(ScalarType t) {
   DLDataType d{kDLFloat, static_cast<uint8_t>(itemsize(t) * 8), 1};
   switch (t) {
     case ScalarType::Bool: d.code = kDLBool; break;
-    case ScalarType::UInt8: d.code = kDLUInt; break;
+    case ScalarType::UInt8:
+    case ScalarType::UInt16:
+    case ScalarType::UInt32:
+    case ScalarType::UInt64: d.code = kDLUInt; break;
     case ScalarType::Int8:
     case ScalarType::Int16:
     case ScalarType::Int32:
@@ -359,6 +368,9 @@ ScalarType from_dl_dtype(DLDataType d) {
         break;
       case kDLUInt:
         if (d.bits == 8) return ScalarType::UInt8;
+        if (d.bits == 16) return ScalarType::UInt16;
+        if (d.bits == 32) return ScalarType::UInt32;
+        if (d.bits == 64) return ScalarType::UInt64;
         break;
       case kDLInt:
         if (d.bits == 8) return ScalarType::Int8;

@@ -134,7 +134,7 @@ py::object unfold_call(py::handle xh, int64_t dimension, int64_t size, int64_t s
 py::object tri_indices_call(bool upper, int64_t row, int64_t col, int64_t offset, py::handle dtypeh,
                             py::handle deviceh) {
   ScalarType dt = dtypeh.is_none() ? ScalarType::Int64 : to_dtype(dtypeh);
-  Device dev = to_device(deviceh);
+  Device dev = deviceh.is_none() ? default_factory_device().value_or(Device{}) : to_device(deviceh);
   dev = resolve_device(dev, str_cat(upper ? "triu_indices" : "tril_indices", "(): device '",
                                     dev.str(), "'"));
   return wrap(to_device_copy(tri_indices(row, col, offset, upper, dt), dev, false));

@@ -78,6 +78,11 @@ void infer_data(py::handle obj, size_t depth, DataInfo& info) {
     info.category = std::max(info.category, category(t->dtype));
     return;
   }
+  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {  // (may exceed int64: a uint64)
+    info.category = std::max(info.category, 1);
+    check_leaf_depth(obj, depth, info);
+    return;
+  }
   if (is_number(obj)) {
     Scalar s = to_scalar(obj);
     info.category = std::max(info.category, s.is_bool() ? 0 : s.is_int() ? 1 : s.is_complex() ? 3 : 2);
@@ -115,6 +120,21 @@ template <typename T> void fill_data(py::handle obj, T*& out) {
     out += t->numel();
     return;
   }
+  if constexpr (std::is_same_v<T, uint64_t>) {  // uint64 holds ints beyond int64's range
+    if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+      int overflow = 0;
+      (void)PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+      if (overflow > 0) {
+        const unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
+        if (PyErr_Occurred()) {
+          PyErr_Clear();
+          throw std::runtime_error("value cannot be converted to type uint64 without overflow");
+        }
+        *out++ = u;
+        return;
+      }
+    }
+  }
   if (is_number(obj)) {
     *out++ = to_scalar(obj).to_checked<T>();
     return;
@@ -150,7 +170,7 @@ Tensor tensor_from_data(py::handle data, ScalarType dtype) {
                                 : get_default_dtype();
   }
   Tensor t = empty(info.shape, dt);
-  dispatch_all_and_complex(dt, "tensor", [&](auto tag) {
+  dispatch_every(dt, "tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t->data_as<T>();
     fill_data<T>(data, p);
@@ -232,13 +252,15 @@ static void setitem(const Tensor& self, py::object index, py::object value) {
 // Conversions to Python
 
 static py::object scalar_to_py(const char* data, ScalarType dt) {
-  return dispatch_all_and_complex(dt, "item", [&](auto tag) -> py::object {
+  return dispatch_every(dt, "item", [&](auto tag) -> py::object {
     using T = typename decltype(tag)::type;
     T v;
     std::memcpy(&v, data, sizeof(T));
     if constexpr (is_complex_v<T>)
       return py::reinterpret_steal<py::object>(PyComplex_FromDoubles(v.real(), v.imag()));
     else if constexpr (std::is_same_v<T, bool>) return py::bool_(v);
+    else if constexpr (std::is_same_v<T, uint64_t>)
+      return py::reinterpret_steal<py::object>(PyLong_FromUnsignedLongLong(v));
     else if constexpr (std::is_integral_v<T>) return py::int_(static_cast<int64_t>(v));
     else return py::float_(static_cast<double>(static_cast<opmath_t<T>>(v)));
   });
@@ -391,7 +413,7 @@ void register_tensor(py::module_& m) {
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t->dtype); })
       .def("is_complex", [](const Tensor&) { return false; })
       .def("is_signed", [](const Tensor& t) {
-        return t->dtype != ScalarType::Bool && t->dtype != ScalarType::UInt8;
+        return is_signed_type(t->dtype);
       })
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t->device_data()); })
       .def("storage_offset", [](const Tensor& t) { return t->offset; })

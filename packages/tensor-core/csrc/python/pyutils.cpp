@@ -1,4 +1,5 @@
 #include "python/pyutils.h"
+#include "python/registry.h"
 
 #include <cmath>
 #include <string>
@@ -77,6 +78,11 @@ Scalar to_scalar(py::handle h) {
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+    if (overflow > 0) {  // uint64's upper half: a value only a uint64 tensor takes
+      const unsigned long long u = PyLong_AsUnsignedLongLong(p);
+      if (!PyErr_Occurred()) return Scalar::from_uint64(u);
+      PyErr_Clear();
+    }
     if (overflow) {
       // torch's class and text for a number beyond int64
       PyErr_SetString(PyExc_OverflowError, overflow > 0 ? "int too big to convert"
@@ -92,7 +98,7 @@ Scalar to_scalar(py::handle h) {
     Tensor t = to_tensor(h);
     EMBER_CHECK(t->numel() == 1, std::runtime_error, "a Tensor with ", t->numel(),
                 " elements cannot be converted to Scalar");
-    return dispatch_all_and_complex(t->dtype, "item", [&](auto tag) {
+    return dispatch_every(t->dtype, "item", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T v = *t->data_as<T>();
       if constexpr (is_complex_v<T>) return Scalar::from_complex(v.real(), v.imag());
@@ -546,6 +552,8 @@ void register_dtypes(py::module_& m) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     } catch (const OutOfMemoryError& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const OverflowError& e) {
+      PyErr_SetString(PyExc_OverflowError, e.what());
     } catch (const py::cast_error& e) {  // an argument of the wrong Python type, as torch's
       PyErr_SetString(PyExc_TypeError, e.what());
     }
@@ -553,7 +561,7 @@ void register_dtypes(py::module_& m) {
   py::class_<DType>(m, "dtype")
       .def_property_readonly("is_floating_point", [](const DType& d) { return is_floating(d.type); })
       .def_property_readonly("is_signed", [](const DType& d) {
-        return d.type != ScalarType::Bool && d.type != ScalarType::UInt8;
+        return is_signed_type(d.type);
       })
       .def_property_readonly("is_complex", [](const DType& d) { return is_complex(d.type); })
       .def_property_readonly("itemsize", [](const DType& d) { return itemsize(d.type); })
@@ -587,6 +595,13 @@ void register_dtypes(py::module_& m) {
   m.def("_set_autocast_hook", [](py::object hook, std::vector<std::string> names) {
     autocast_hook_slot() = std::move(hook);
     autocast_names() = std::unordered_set<std::string>(names.begin(), names.end());
+  });
+  m.def("_set_default_device", [](py::object d) {
+    set_default_factory_device(d.is_none() ? std::nullopt : std::optional<Device>(to_device(d)));
+  });
+  m.def("_get_default_device", []() -> py::object {
+    const std::optional<Device> d = default_factory_device();
+    return d ? core_fn("_make_device")(d->str()) : py::none();
   });
   m.def("_set_autocast_active", &set_autocast_on);
   m.def("_is_autocast_active", &autocast_thread_active);

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -521,6 +523,17 @@ const FactoryPositions& factory_positions(const Schema& s) {
 }
 }  // namespace
 
+// ember.set_default_device: the device of the factories called without device= (torch's
+// DeviceContext); none set means the CPU. The *_like factories keep their input's device.
+static std::optional<Device> g_default_factory_device;
+void set_default_factory_device(std::optional<Device> d) { g_default_factory_device = d; }
+std::optional<Device> default_factory_device() { return g_default_factory_device; }
+
+static bool is_like_factory(std::string_view op) {
+  constexpr std::string_view like = "_like";
+  return op.size() >= like.size() && op.substr(op.size() - like.size()) == like;
+}
+
 FactoryKeywords factory_keywords(const Args& a, const char* op) {
   const FactoryPositions& at = factory_positions(a.schema());
   FactoryKeywords f;
@@ -544,6 +557,10 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
   if (i >= 0 && !a.is_none(i)) {
     const Device d = to_device(a[i]);
     f.device = resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
+    f.device_given = true;
+  } else if (i >= 0 && g_default_factory_device && !is_like_factory(op)) {
+    const Device d = *g_default_factory_device;
+    f.device = resolve_device(d, str_cat(op, "(): the default device '", d.str(), "'"));
     f.device_given = true;
   }
   i = at.requires_grad;

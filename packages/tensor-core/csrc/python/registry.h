@@ -132,6 +132,9 @@ struct FactoryKeywords {
   py::handle out;        // None when not given
   py::handle generator{Py_None};  // the same; a Generator (the schema checked its type)
 };
+// The device factories use when given none (ember.set_default_device); nullopt: the CPU.
+void set_default_factory_device(std::optional<Device> d);
+std::optional<Device> default_factory_device();
 FactoryKeywords factory_keywords(const Args& a, const char* op);
 // The parameters that follow `*` in a factory's schema, as torch writes them.
 inline constexpr const char* kFactoryParams =

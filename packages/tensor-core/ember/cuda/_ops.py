@@ -123,6 +123,9 @@ _TYPESTR = {
     "float64": "<f8",
     "complex64": "<c8",
     "complex128": "<c16",
+    "uint16": "<u2",
+    "uint32": "<u4",
+    "uint64": "<u8",
 }
 
 

@@ -45,6 +45,7 @@ NUMERIC_DTYPES = INT_DTYPES + FLOAT_DTYPES  # everything but bool
 # NumPy has no bfloat16: its values are held in float32 (every bfloat16 is a float32).
 NP_DTYPE = {name: np.dtype(name) for name in ALL_DTYPES if name != "bfloat16"}
 NP_DTYPE["bfloat16"] = np.dtype("float32")
+NP_DTYPE["uint64"] = np.dtype("uint64")  # a result dtype only (hash_tensor)
 
 # Tolerances (rtol, atol) per result dtype, as torch.testing.assert_close's defaults.
 TOLERANCES = {

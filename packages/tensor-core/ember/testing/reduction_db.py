@@ -57,6 +57,10 @@ def _int64(dtype: str) -> str:
     return "int64"
 
 
+def _uint64(dtype: str) -> str:
+    return "uint64"
+
+
 def _float_default(dtype: str) -> str:
     return dtype if dtype in FLOAT_DTYPES else "float32"
 
@@ -190,6 +194,12 @@ def _arg(f):
     return ref
 
 
+def _hash(a, axes):
+    """hash_tensor: the xor of each element's 64 bits, floats as float64, the rest as int64."""
+    bits = (a.astype(np.float64) if a.dtype.kind == "f" else a.astype(np.int64)).view(np.uint64)
+    return np.bitwise_xor.reduce(bits, axis=axes)
+
+
 def _all(a, axes):
     return np.all(a, axis=axes)
 
@@ -227,6 +237,8 @@ REDUCTIONS: dict[str, ReductionInfo] = {
                       empty="raise", differentiable=False, keepdim_without_dim=True),
         ReductionInfo("count_nonzero", lambda a, ax: np.count_nonzero(a, axis=ax), _int64,
                       keepdim=False, out=False, differentiable=False),
+        ReductionInfo("hash_tensor", _hash, _uint64, keepdim_without_dim=True, out=False,
+                      empty="raise", differentiable=False),
     ]
 }
 

@@ -53,25 +53,32 @@ namespace ember EMBER_EXTENSION_HIDDEN {
 enum class ScalarType : int32_t {
   Bool = EMBER_BOOL, UInt8 = EMBER_UINT8, Int8 = EMBER_INT8, Int16 = EMBER_INT16,
   Int32 = EMBER_INT32, Int64 = EMBER_INT64, Float16 = EMBER_FLOAT16, BFloat16 = EMBER_BFLOAT16,
-  Float32 = EMBER_FLOAT32, Float64 = EMBER_FLOAT64
+  Float32 = EMBER_FLOAT32, Float64 = EMBER_FLOAT64, Complex64 = EMBER_COMPLEX64,
+  Complex128 = EMBER_COMPLEX128, UInt16 = EMBER_UINT16, UInt32 = EMBER_UINT32,
+  UInt64 = EMBER_UINT64
 };
 constexpr ScalarType kBool = ScalarType::Bool, kUInt8 = ScalarType::UInt8,
                      kInt8 = ScalarType::Int8, kInt16 = ScalarType::Int16,
                      kInt32 = ScalarType::Int32, kInt64 = ScalarType::Int64,
                      kFloat16 = ScalarType::Float16, kBFloat16 = ScalarType::BFloat16,
-                     kFloat32 = ScalarType::Float32, kFloat64 = ScalarType::Float64;
+                     kFloat32 = ScalarType::Float32, kFloat64 = ScalarType::Float64,
+                     kComplex64 = ScalarType::Complex64, kComplex128 = ScalarType::Complex128,
+                     kUInt16 = ScalarType::UInt16, kUInt32 = ScalarType::UInt32,
+                     kUInt64 = ScalarType::UInt64;
 
 // torch's names of the types in messages ("Float", "Double", ...).
 inline const char* type_name(ScalarType t) {
-  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
-                                "Long", "Half", "BFloat16", "Float", "Double"};
+  static const char* names[] = {"Bool",  "Byte",         "Char",          "Short",  "Int",
+                                "Long",  "Half",         "BFloat16",      "Float",  "Double",
+                                "ComplexFloat", "ComplexDouble", "UInt16", "UInt32", "UInt64"};
   const int i = static_cast<int>(t);
-  return i >= 0 && i < 10 ? names[i] : "Undefined";
+  return i >= 0 && i < 15 ? names[i] : "Undefined";
 }
 
 inline size_t element_size(ScalarType t) {
-  static const size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
-  return sizes[static_cast<int>(t)];
+  static const size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16, 2, 4, 8};
+  const int i = static_cast<int>(t);
+  return i >= 0 && i < 15 ? sizes[i] : 0;
 }
 
 // The C++ type of a dtype's elements, for data_ptr<T>() (float16/bfloat16 have none here: read
@@ -85,6 +92,9 @@ template <> struct dtype_of<int32_t> { static constexpr ScalarType value = kInt3
 template <> struct dtype_of<int64_t> { static constexpr ScalarType value = kInt64; };
 template <> struct dtype_of<float> { static constexpr ScalarType value = kFloat32; };
 template <> struct dtype_of<double> { static constexpr ScalarType value = kFloat64; };
+template <> struct dtype_of<uint16_t> { static constexpr ScalarType value = kUInt16; };
+template <> struct dtype_of<uint32_t> { static constexpr ScalarType value = kUInt32; };
+template <> struct dtype_of<uint64_t> { static constexpr ScalarType value = kUInt64; };
 
 enum class DeviceType : int32_t { CPU = EMBER_CPU, CUDA = EMBER_CUDA };
 
