@@ -648,3 +648,58 @@ def test_example_programs_compile(name):
     assert _dynamo.compiled_state(compiled).entries()[0].compiled.groups
     for a, b in zip(outs_c + tuple(grads_c), outs_e + tuple(grads_e)):
         _close(a, b)
+
+
+# ---- batch norm in eval mode as a per-channel affine map, fused with the ReLU after it ----
+
+def _bn_model(dtype):
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8, affine=False), nn.Tanh(),
+                      nn.Flatten(), nn.Linear(8 * 6 * 6, 10), nn.BatchNorm1d(10)).to(dtype)
+    rng = np.random.default_rng(1)
+    for b in m:
+        if isinstance(b, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            b.running_mean.copy_(ember.tensor(rng.uniform(-1, 1, b.num_features), dtype=dtype))
+            b.running_var.copy_(ember.tensor(rng.uniform(0.5, 2, b.num_features), dtype=dtype))
+            if b.affine:
+                with ember.no_grad():
+                    b.weight.copy_(ember.tensor(rng.uniform(0.5, 1.5, b.num_features), dtype=dtype))
+                    b.bias.copy_(ember.tensor(rng.uniform(-1, 1, b.num_features), dtype=dtype))
+    return m.eval()
+
+
+@pytest.mark.parametrize("dtype,rtol", [(ember.float32, RTOL), (ember.float64, 1e-12)])
+def test_eval_batch_norm_fuses_with_relu(dtype, rtol):
+    m = _bn_model(dtype)
+    compiled = ember.compile(m)
+    x = ember.randn(2, 3, 6, 6, dtype=dtype)
+    with ember.no_grad():
+        _close(compiled(x), m(x), rtol)
+    entry = _dynamo.compiled_state(compiled).entries()[0]
+    modules = [n.target for n in entry.graph_module.graph.nodes if n.op == "call_module"]
+    assert not any(isinstance(m.get_submodule(t), nn.BatchNorm2d) for t in modules)
+    groups = [g.describe() for g in entry.compiled.groups]
+    assert any("relu" in g and "mul" in g and "add" in g for g in groups), groups
+    # the coefficients are read from the buffers at each call: new statistics are followed
+    m[1].running_var.mul_(3.0)
+    with ember.no_grad():
+        _close(compiled(x), m(x), rtol)
+
+
+def test_batch_norm_not_rewritten_with_autograd_or_in_training():
+    m = _bn_model(ember.float32)
+    compiled = ember.compile(m)
+    x = ember.randn(2, 3, 6, 6, requires_grad=True)
+    out = compiled(x)  # grad mode on: the module stays, gradients as eager
+    _close(out, m(x))
+    (g,) = ember.autograd.grad(out.sum(), x)
+    (g_eager,) = ember.autograd.grad(m(x).sum(), x)
+    _close(g, g_eager)
+    entry = _dynamo.compiled_state(compiled).entries()[-1]
+    bns = [n for n in entry.graph_module.graph.nodes if n.op == "call_module"
+           and isinstance(m.get_submodule(n.target), (nn.BatchNorm1d, nn.BatchNorm2d))]
+    assert len(bns) == 3
+    m.train()  # batch statistics: not an affine map of the input
+    with ember.no_grad():
+        _close(compiled(x), m(x))

@@ -412,7 +412,8 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
         if input.shape[d] == 0:
             raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
     if out is not None and out.dtype != _C.uint64:
-        raise RuntimeError(f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
+        raise RuntimeError(
+            f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
     dt = input.dtype
     if dt.is_complex or dt in (_C.uint16, _C.uint32, _C.uint64):
         raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for '{dt._torch_name}'")

@@ -5,6 +5,7 @@ the graph as the eager ops it recorded. ``compile_fx`` is the entry point."""
 from __future__ import annotations
 
 import ctypes
+import operator
 
 import ember
 import ember.nn.functional as F
@@ -141,10 +142,80 @@ def _linear_back(gm: fx.GraphModule, groups: list) -> bool:
     return changed
 
 
+# Batch norm in eval mode as a per-channel affine map that fuses with the ops after it (ReLU):
+# measured in benchmarks/bench_compile.py; switched off to compare.
+BATCH_NORM_AS_AFFINE = True
+
+
+def _batch_norm_coefficients(mean, var, weight, bias, eps: float, ndim: int):
+    """Eval-mode batch norm's y = x * scale + shift, per channel (dim 1), shaped to broadcast
+    against an ``ndim``-d input; computed in float64 and rounded once to the input's dtype."""
+    dtype = mean.dtype
+    scale = (var.double() + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight.double()
+    shift = -mean.double() * scale
+    if bias is not None:
+        shift = shift + bias.double()
+    shape = (mean.shape[0],) + (1,) * (ndim - 2)
+    return scale.to(dtype).reshape(shape), shift.to(dtype).reshape(shape)
+
+
+def _batch_norm_as_affine(gm: fx.GraphModule, grad_enabled: bool) -> bool:
+    """Rewrites each BatchNorm module in eval mode (running statistics) over a float tensor as
+    ``x * scale + shift``, the C per-channel coefficients computed in the graph from the module's
+    current buffers, so that the elementwise ops after it fuse with it: one pass over the
+    activation instead of two. Only without autograd (the graph is guarded on grad mode): the
+    coefficients of a trained affine batch norm would otherwise need their own gradient."""
+    from ember.nn.modules.normalization import _BatchNorm
+
+    if grad_enabled or not BATCH_NORM_AS_AFFINE:
+        return False
+    changed = False
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
+            continue
+        module = gm.get_submodule(node.target)
+        x = node.args[0]
+        val = x.meta.get("val") if isinstance(x, fx.Node) else None
+        if not isinstance(module, _BatchNorm) or module.training or \
+                module.running_mean is None or val is None or val.dim() < 2 or \
+                val.dtype not in (ember.float32, ember.float64) or \
+                module.running_mean.dtype != val.dtype:
+            continue
+        prefix = f"{node.target}."
+        with graph.inserting_before(node):
+            params = [graph.get_attr(prefix + name) if getattr(module, name) is not None
+                      else None for name in ("running_mean", "running_var", "weight", "bias")]
+            coeffs = graph.call_function(_batch_norm_coefficients,
+                                         (*params, float(module.eps), val.dim()))
+            scale = graph.call_function(operator.getitem, (coeffs, 0))
+            shift = graph.call_function(operator.getitem, (coeffs, 1))
+            scaled = graph.call_function(operator.mul, (x, scale))
+            out = graph.call_function(operator.add, (scaled, shift))
+        with ember.no_grad():
+            values = _batch_norm_coefficients(
+                module.running_mean, module.running_var, module.weight, module.bias,
+                float(module.eps), val.dim())
+        for n, v in zip(params, (module.running_mean, module.running_var, module.weight,
+                                 module.bias)):
+            if n is not None:
+                n.meta["val"] = v
+        coeffs.meta["val"], scale.meta["val"], shift.meta["val"] = values, *values
+        scaled.meta["val"] = val * values[0]
+        out.meta["val"] = scaled.meta["val"] + values[1]
+        node.replace_all_uses_with(out)
+        graph.erase_node(node)
+        changed = True
+    return changed
+
+
 def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None = None):
     """Fuses ``gm`` (whose nodes carry ``meta['val']``) and returns a CompiledGraph."""
     if grad_enabled is None:
         grad_enabled = ember.is_grad_enabled()
+    _batch_norm_as_affine(gm, grad_enabled)
     groups = find_groups(gm.graph, grad_enabled)
     if _linear_back(gm, groups):  # nodes changed: find the groups of the new graph
         groups = find_groups(gm.graph, grad_enabled)
