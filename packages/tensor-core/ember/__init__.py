@@ -303,6 +303,7 @@ _COMPONENTS = {
     "cuda": ("ember.cuda", "ember-tensor"),  # ember.utils.data comes from ember-data
     "cpu": ("ember.cpu", "ember-tensor"),
     "backends": ("ember.backends", "ember-tensor"),
+    "quasirandom": ("ember.quasirandom", "ember-tensor"),
     "serialization": ("ember.serialization", "ember-tensor"),
     "amp": ("ember.amp", "ember-tensor"),
     "accelerator": ("ember.accelerator", "ember-tensor"),
