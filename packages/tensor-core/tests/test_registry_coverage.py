@@ -1,8 +1,8 @@
 """Every op of the registry (``ember._C._ops()``) is tested: a new op without a test fails here.
 
 An op counts as tested when it has an entry in the op database (``ember.testing.opdb``'s
-elementwise and parametrised ops, ``ember.testing.reduction_db``'s reductions and the modules
-its ``ELSEWHERE`` names), when a test of one of the repository's packages calls it by its name or
+elementwise and parametrised ops, ``ember.testing.reduction_db``'s reductions,
+``ember.testing.sort_db``'s sorting and selecting ops, and the modules their ``ELSEWHERE`` name), when a test of one of the repository's packages calls it by its name or
 by the public form ``PUBLIC_FORM`` names, or, for a ``<op>_backward`` kernel, when its forward op
 is tested (autograd's gradient tests of the forward run it). The generic tests of the families
 not yet in the database (linalg, shape, indexing, pooling, ...) are the open part of the op
@@ -17,7 +17,7 @@ import re
 import pytest
 
 import ember
-from ember.testing import opdb, reduction_db
+from ember.testing import opdb, reduction_db, sort_db
 
 PACKAGES = pathlib.Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,8 @@ def _tests_text() -> str:
 
 def _database_names() -> set:
     names = set(opdb.OPS) | set(opdb.PARAM_OPS) | set(reduction_db.REDUCTIONS)
-    return names | set(reduction_db.ELSEWHERE)
+    names |= {op.registry_name for op in sort_db.SORTS.values()}
+    return names | set(reduction_db.ELSEWHERE) | set(sort_db.ELSEWHERE)
 
 
 def _base(name: str) -> str:
