@@ -50,6 +50,7 @@ from ember._grad_mode import (  # noqa: E402,F401
     no_grad,
     set_grad_enabled,
 )
+from ember._lobpcg import lobpcg  # noqa: E402,F401  (torch's, written in Python as torch's is)
 from ember._memory_format import (  # noqa: E402,F401
     channels_last,
     channels_last_3d,
@@ -431,13 +432,13 @@ __all__ = [
     "is_warn_always_enabled", "isclose", "isfinite", "isin", "isinf", "isnan", "isneginf",
     "isposinf", "isreal", "istft", "kaiser_window", "kron", "kthvalue", "layout", "lcm", "lcm_",
     "ldexp", "ldexp_", "le", "le_", "legacy_contiguous_format", "lerp", "less", "less_equal",
-    "lgamma", "lgamma_", "linalg", "linspace", "load", "log", "log10", "log10_", "log1p",
-    "log1p_", "log2", "log2_", "log_", "log_softmax", "logaddexp", "logaddexp2", "logaddexp2_",
-    "logaddexp_", "logcumsumexp", "logdet", "logical_and", "logical_and_", "logical_not",
-    "logical_not_", "logical_or", "logical_or_", "logical_xor", "logical_xor_", "logit", "logit_",
-    "logspace", "logsumexp", "long", "lt", "lt_", "lu_unpack", "manual_seed", "masked_fill",
-    "masked_fill_", "masked_scatter", "masked_scatter_", "masked_select", "matmul", "matrix_exp",
-    "matrix_power", "max", "max_pool1d", "max_pool1d_with_indices",
+    "lgamma", "lgamma_", "linalg", "linspace", "load", "lobpcg", "log", "log10", "log10_",
+    "log1p", "log1p_", "log2", "log2_", "log_", "log_softmax", "logaddexp", "logaddexp2",
+    "logaddexp2_", "logaddexp_", "logcumsumexp", "logdet", "logical_and", "logical_and_",
+    "logical_not", "logical_not_", "logical_or", "logical_or_", "logical_xor", "logical_xor_",
+    "logit", "logit_", "logspace", "logsumexp", "long", "lt", "lt_", "lu_unpack", "manual_seed",
+    "masked_fill", "masked_fill_", "masked_scatter", "masked_scatter_", "masked_select", "matmul",
+    "matrix_exp", "matrix_power", "max", "max_pool1d", "max_pool1d_with_indices",
     "max_pool1d_with_indices_backward", "max_pool2d", "max_pool2d_with_indices",
     "max_pool2d_with_indices_backward", "max_pool3d", "max_pool3d_with_indices",
     "max_pool3d_with_indices_backward", "maximum", "maximum_", "mean", "median", "memory_format",
