@@ -122,3 +122,33 @@ def test_ldexp_keeps_the_operands_floating_dtype():
 
 def test_block_diag_of_nothing_is_one_empty_row():
     assert E.block_diag().shape == (1, 0)
+
+
+def test_index_put_checks_in_torchs_order():
+    x = E.zeros(3)
+    # the number of index tensors first (a mask counts as one), before the values' dtype
+    with pytest.raises(IndexError, match=r"too many indices for tensor of dimension 0 \(got 1\)"):
+        E.zeros(()).index_put_([E.tensor(False)], E.tensor([1]))
+    # the index dtype, then the mask's shape, before the values' dtype
+    with pytest.raises(IndexError, match="must be long, int, byte or bool"):
+        x.index_put_([E.tensor([1.0])], E.tensor([1], dtype=E.int64))
+    with pytest.raises(IndexError, match=r"shape of the mask \[2\] at index 0"):
+        x.index_put_([E.tensor([True, True])], E.tensor([1, 2]))
+    # the values' shape before the index bounds
+    with pytest.raises(RuntimeError, match="value tensor of shape"):
+        x.index_put_([E.tensor([7])], E.tensor([1.0, 2.0]))
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        x.index_put_([E.tensor([7])], E.tensor([1.0]))
+
+
+def test_index_put_of_one_value_through_one_mask_is_a_masked_fill():
+    # torch does not check the value's dtype there; a uint8 mask is refused as by masked_fill_
+    r = E.zeros(2, 3).index_put_([E.tensor([True, False])], E.tensor([5]))
+    assert r.tolist() == [[5.0] * 3, [0.0] * 3]
+    with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks"):
+        E.zeros(3).index_put_([E.tensor([1, 0, 1], dtype=E.uint8)], E.tensor(1.0))
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        E.zeros(3, dtype=E.int8).index_put_([E.tensor([True, False, True])], E.tensor(1000.5))
+    # accumulate=True keeps the dtype check
+    with pytest.raises(RuntimeError, match="dtypes match"):
+        E.zeros(3).index_put_([E.tensor([True, False, True])], E.tensor(1), accumulate=True)
