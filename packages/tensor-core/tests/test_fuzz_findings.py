@@ -152,3 +152,64 @@ def test_index_put_of_one_value_through_one_mask_is_a_masked_fill():
     # accumulate=True keeps the dtype check
     with pytest.raises(RuntimeError, match="dtypes match"):
         E.zeros(3).index_put_([E.tensor([True, False, True])], E.tensor(1), accumulate=True)
+
+
+def test_histc_checks_in_torchs_order():
+    ints = E.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="bins must be > 0"):  # before the dtype
+        ints.histc(0)
+    with pytest.raises(RuntimeError, match="hist tensor should have the same dtype"):
+        E.histc(ints, 4, out=E.empty(4, dtype=E.int32))
+    # torch writes the edges (linspace) in the input's dtype before its kernel refuses it
+    with pytest.raises(RuntimeError, match="cannot be converted to type uint8"):
+        E.zeros(0, dtype=E.uint8).histc(4)  # an empty range is [-1, 1]
+    with pytest.raises(NotImplementedError, match="linspace_cpu"):
+        E.tensor([True]).histc(4)
+    with pytest.raises(NotImplementedError, match="aminmax_cpu"):
+        E.tensor([1j]).histc(4)
+    with pytest.raises(NotImplementedError, match="histogram_cpu"):
+        ints.histc(4)
+
+
+def test_histogram_checks_in_torchs_order():
+    f = E.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(NotImplementedError, match='"histogramdd" not implemented for \'Long\''):
+        E.histogram(E.tensor([1, 2]), 4)  # the data's range: float and double only
+    with pytest.raises(NotImplementedError, match='"histogramdd" not implemented for \'Half\''):
+        E.histogram(f.half(), 4)
+    assert E.histogram(f.half(), 4, range=(0.0, 4.0)).hist.tolist() == [0, 1, 1, 1]
+    with pytest.raises(NotImplementedError, match="histogram_cpu"):
+        E.histogram(E.tensor([1, 2]), 4, range=(0.0, 4.0))
+    with pytest.raises(RuntimeError, match="range should have 2 elements, but got 1"):
+        E.histogram(f, 3, range=[1])
+    with pytest.raises(TypeError):
+        E.histogram(f, E.tensor([1.0, 2.0]), range=(0.0, 1.0))  # no range with edges
+    with pytest.raises(RuntimeError, match="bin_edges tensor should have the same dtype"):
+        E.histogram(f, 0, out=(E.empty(0), E.empty(0, dtype=E.int64)))
+    with pytest.raises(RuntimeError, match="bins must be > 0, but got 0"):
+        E.histogram(f, E.tensor([1.0]))  # one edge is no bin
+    # the weight: of the input's dtype, with as many elements (any shape)
+    assert E.histogram(f, 3, weight=E.ones(1, 3, 1)).hist.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="weight tensor should have the same dtype"):
+        E.histogram(f, 3, weight=E.ones(3, dtype=E.float64))
+
+
+def test_histogramdd_arguments_and_order_as_torch():
+    x = E.ones(3, 2)
+    with pytest.raises(TypeError):
+        E.histogramdd(x)  # bins has no default
+    with pytest.raises(TypeError):
+        E.histogramdd(x, True)
+    with pytest.raises(IndexError, match="no dimensions"):
+        E.histogramdd(E.tensor(1.0), 3)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        E.histogramdd(E.ones(3), 3)
+    with pytest.raises(RuntimeError, match="range should have 4 elements, but got 2"):
+        E.histogramdd(x.long(), [3, 3], range=[1.0, 2.0])
+    with pytest.raises(RuntimeError, match="bins must be > 0, but got 0 for dimension 1"):
+        E.histogramdd(x, [3, 0])
+    with pytest.raises(RuntimeError, match="same shape as the input tensor excluding"):
+        E.histogramdd(x, 3, weight=E.ones(3, 2))
+    hist, edges = E.histogramdd(E.ones(1, 2), [E.tensor([0.0, 2.0]), E.tensor([0.0, 2.0])],
+                                weight=E.tensor(4.0))
+    assert hist.tolist() == [[4.0]] and len(edges) == 2
