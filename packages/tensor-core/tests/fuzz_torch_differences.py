@@ -74,7 +74,7 @@ DIFFERENCES = [
     Difference(
         "torch fails inside its Python code (tuple unpacking, an attribute of an int) before it "
         "checks the argument; ember checks it and names the op and the argument",
-        CLASS, ("pca_lowrank", "svd_lowrank", "tensordot"),
+        CLASS, ("pca_lowrank", "svd_lowrank", "tensordot", "split"),
         torch_message=r"not enough values to unpack|object has no attribute"),
     Difference(
         "a dim out of range is an IndexError in ember as in torch's other ops; torch's "

@@ -213,3 +213,38 @@ def test_histogramdd_arguments_and_order_as_torch():
     hist, edges = E.histogramdd(E.ones(1, 2), [E.tensor([0.0, 2.0]), E.tensor([0.0, 2.0])],
                                 weight=E.tensor(4.0))
     assert hist.tolist() == [[4.0]] and len(edges) == 2
+
+
+def test_int_list_arguments_parse_as_torchs():
+    x = E.ones(2, 3)
+    # a tensor stands for an int list only as a method's one-element varargs
+    with pytest.raises(RuntimeError, match="can not be smaller"):
+        x.repeat(E.tensor(2))  # taken as [2]
+    with pytest.raises(TypeError, match="must be tuple of ints, not Tensor"):
+        x.repeat(E.tensor([2, 1]))
+    with pytest.raises(TypeError, match="missing 1 required positional"):
+        x.repeat()
+    with pytest.raises(TypeError, match="found element of type bool at pos 0"):
+        x.repeat([True, 2])
+    assert x.repeat(2, True).shape == (4, 3)  # after the first element a bool is an int
+    with pytest.raises(RuntimeError, match="isIntegral"):
+        x.repeat(2, E.tensor(True))  # a SymInt[] reads a tensor element with item<int64_t>
+    with pytest.raises(TypeError, match="must be tuple of ints, not int"):
+        E.tile(x, 2)
+    assert x.tile(2).shape == (2, 6) and x.tile(2, 2).shape == (4, 6)
+    with pytest.raises(TypeError, match="must be tuple of ints, not Tensor"):
+        x.split_with_sizes(E.tensor([1, 1]))
+    with pytest.raises(TypeError, match="split_with_sizes"):
+        x.split(E.tensor([1, 1]))
+    assert len(x.split(E.tensor([1.0]))) == 2  # torch's Tensor.split: int(t) when that works
+
+
+def test_hsplit_overloads_as_torchs():
+    x = E.ones(2, 3)
+    assert [t.shape[1] for t in x.hsplit(E.tensor(3))] == [1, 1, 1]  # 0-d: sections
+    assert [t.shape[1] for t in x.hsplit(E.tensor([3]))] == [3, 0]  # 1-d, method: indices
+    assert [t.shape[1] for t in x.hsplit(1, 2)] == [1, 1, 1]
+    with pytest.raises(TypeError, match="invalid combination"):
+        E.hsplit(x, E.tensor([3]))
+    with pytest.raises(TypeError, match="invalid combination"):
+        x.hsplit(1.5)
