@@ -256,7 +256,7 @@ def nextafter(input, other, *, out=None):
     magnitude encoding moves away from zero by +1 whatever the sign. Zero steps to the smallest
     subnormal with ``other``'s sign; equal inputs give ``other``; a NaN gives NaN. No gradient,
     as torch's."""
-    dtype = _C.result_type(input, other)
+    dtype = _binary_iter_checks("nextafter", input, other, out)
     if dtype not in _BITS_OF:
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{dtype._torch_name}'")
     with _grad_mode.no_grad():
@@ -272,6 +272,7 @@ def nextafter(input, other, *, out=None):
 
 
 def nextafter_(self, other):
+    _binary_iter_checks("nextafter", self, other, inplace=True)
     return self.copy_(nextafter(self, other))
 
 
@@ -939,25 +940,35 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
 
 # ---- integer functions, frexp, put, the scatters, window functions ----
 
-def _check_integral(name, input, other, inplace=False):
-    """torch's order: the written-to tensor's overlap, the shapes, then the dtypes."""
-    if inplace:
-        _C._check_inplace_writable(input, name + "_")
+def _binary_iter_checks(name, input, other, out=None, inplace=False):  # noqa: A002
+    """The checks of torch's binary TensorIterator ops, in its order: the written-to tensor's
+    internal overlap, the shapes, whether the common dtype casts to the written-to tensor's; the
+    common dtype is returned for the kernel's own dtype check, which comes after them."""
+    target = input if inplace else out
+    if target is not None:
+        _C._check_inplace_writable(target, name + "_" if inplace else name)
     shape = _shape._broadcast_with_core_message(tuple(input.shape), tuple(other.shape))
     if inplace and tuple(shape) != tuple(input.shape):
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
                            f"shape {list(shape)}")
-    for x in (input, other):
-        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _C.bool:
-            raise NotImplementedError(
-                f"\"{name}_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+    common = _C.result_type(input, other)
+    if target is not None and not _C.can_cast(common, target.dtype):
+        raise RuntimeError(f"result type {common._torch_name} can't be cast to the desired output "
+                           f"type {target.dtype._torch_name}")
+    return common
+
+
+def _check_integral(name, input, other, inplace=False, out=None):  # noqa: A002
+    """torch's order (_binary_iter_checks), then an integer kernel for the common dtype."""
+    dt = _binary_iter_checks(name, input, other, out, inplace)
+    if dt.is_floating_point or dt.is_complex or dt == _C.bool:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_name(dt)}'")
+    return dt
 
 
 def gcd(input, other, *, out=None):
-    _check_integral("gcd", input, other)
-    a, b = _shape.broadcast_tensors(input.abs(), other.abs())
-    dt = _C.promote_types(a.dtype, b.dtype)
-    a, b = a.to(dt), b.to(dt)
+    dt = _check_integral("gcd", input, other, out=out)
+    a, b = _shape.broadcast_tensors(input.to(dt).abs(), other.to(dt).abs())
     while bool((b != 0).any()):  # Euclid's steps, elementwise: at most ~90 for int64
         nonzero = b != 0
         r = _C.where(nonzero, a.remainder(_C.where(nonzero, b, 1)), 0)
@@ -971,7 +982,8 @@ def gcd_(self, other):
 
 
 def lcm(input, other, *, out=None):
-    _check_integral("lcm", input, other)
+    dt = _check_integral("lcm", input, other, out=out)
+    input, other = input.to(dt), other.to(dt)
     g = gcd(input, other)
     r = _C.where(g == 0, 0, (input.div(_C.where(g == 0, 1, g), rounding_mode="trunc") * other)
                  ).abs()

@@ -248,3 +248,33 @@ def test_hsplit_overloads_as_torchs():
         E.hsplit(x, E.tensor([3]))
     with pytest.raises(TypeError, match="invalid combination"):
         x.hsplit(1.5)
+
+
+def test_clamp_checks_in_torchs_order():
+    b, i = E.tensor([True, False]), E.tensor([1, 2])
+    assert b.clamp_min(b).dtype == E.bool  # tensor bounds: maximum, which takes bools
+    with pytest.raises(NotImplementedError, match="clamp_min_scalar_cpu"):
+        b.clamp_min(True)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        i.clamp_min_(E.tensor([1j, 2j]))  # the cast before the complex kernel
+    with pytest.raises(RuntimeError, match=r"output with shape \[2\] doesn't match"):
+        E.tensor([1j, 2j]).clamp_min_(E.ones(3, 1))
+    with pytest.raises(RuntimeError, match="more than one element"):
+        b.expand(2, 2).clamp_min_(True)
+    with pytest.raises(RuntimeError, match="Found dtype Bool but expected Long"):
+        E.clamp(i, min=1, out=E.empty(2, dtype=E.bool))
+    with pytest.raises(RuntimeError, match="cannot be converted to type int16"):
+        E.tensor([1], dtype=E.int16).clamp_max(2**63 - 1)
+    with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
+        E.tensor([1j]).clamp(1)
+
+
+def test_integer_binary_ops_check_the_common_dtype_after_the_iterator():
+    b, i8 = E.tensor(True), E.tensor(-4, dtype=E.int8)
+    assert b.lcm(i8).item() == 4 and b.lcm(i8).dtype == E.int8  # common dtype int8
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        E.tensor([2], dtype=E.int8).lcm_(E.tensor([1j]))
+    with pytest.raises(RuntimeError, match="must match the size"):
+        E.ones(3, 1, dtype=E.complex128).nextafter_(E.ones(1, 4, 1, dtype=E.float64))
+    with pytest.raises(NotImplementedError, match='"gcd_cpu" not implemented for'):
+        E.gcd(b, b)

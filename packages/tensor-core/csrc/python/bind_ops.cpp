@@ -417,8 +417,22 @@ void register_ops(py::module_& m) {
     return core_fn("where")(cond, self, other);
   }, py::is_method(cls), py::arg("condition"), py::arg("other")));
 
-  auto clamp_fn = [](py::handle x, py::handle lo, py::handle hi, py::handle out) -> py::object {
+  // torch's overloads take both bounds as tensors or both as numbers (a 0-d tensor is a number
+  // too); a tensor beside a number is a TypeError.
+  auto check_bound_kinds = [](const char* op, py::handle x, py::handle lo, py::handle hi) {
+    auto dims = [](py::handle b) { return is_tensor(b) && to_tensor(b)->dim() > 0; };
+    auto number = [](py::handle b) { return !b.is_none() && !is_tensor(b); };
+    if ((dims(lo) && number(hi)) || (number(lo) && dims(hi)))
+      throw py::type_error(str_cat(op, "() received an invalid combination of arguments - got (",
+                                   type_of(x), ", ", type_of(lo), ", ", type_of(hi),
+                                   "), but expected one of: (Tensor input, Tensor? min = None, "
+                                   "Tensor? max = None), (Tensor input, Number? min = None, "
+                                   "Number? max = None)"));
+  };
+  auto clamp_fn = [check_bound_kinds](py::handle x, py::handle lo, py::handle hi,
+                                      py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "clamp", "input");
+    check_bound_kinds("clamp", x, lo, hi);
     if (needs_dispatch(t) || (is_tensor(lo) && needs_dispatch(to_tensor(lo))) ||
         (is_tensor(hi) && needs_dispatch(to_tensor(hi))))
       return redispatch_out("clamp", core_fn("clamp"), py::make_tuple(x, lo, hi), py::dict(), out);
@@ -436,8 +450,10 @@ void register_ops(py::module_& m) {
     return clamp_fn(self, lo, hi, py::none());
   }, py::is_method(cls), py::arg("min") = py::none(), py::arg("max") = py::none()));
   py::setattr(cls, "clip", cls.attr("clamp"));
-  auto clamp_inplace = py::cpp_function([](py::handle self, py::handle lo, py::handle hi) -> py::object {
+  auto clamp_inplace = py::cpp_function([check_bound_kinds](py::handle self, py::handle lo,
+                                                            py::handle hi) -> py::object {
     Tensor t = to_tensor(self);
+    check_bound_kinds("clamp_", self, lo, hi);
     if ((t->requires_grad && grad_enabled()) || on_device(t))
       return redispatch("clamp_", core_fn("clamp_"), py::make_tuple(self, lo, hi), py::dict());
     std::unique_ptr<Operand> l, h;
