@@ -1410,10 +1410,15 @@ def nuclear_norm(input, dim=None, keepdim=False):
 def cartesian_prod(*tensors):
     """The Cartesian product of 1-D tensors, as itertools.product: (N1*...*Nk, k), or the
     tensor itself for one."""
+    for i, t in enumerate(tensors):  # torch's parser first: a TensorList, given unpacked
+        if not _is_tensor(t):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
     for t in tensors:
-        if not _is_tensor(t) or t.dim() != 1:
-            raise RuntimeError("Expect a 1D vector, but got shape "
-                               f"{list(t.shape) if _is_tensor(t) else type(t).__name__}")
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
     if len(tensors) == 1:
         return tensors[0]
     grids = _shape.meshgrid(*tensors, indexing="ij")

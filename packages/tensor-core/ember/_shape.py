@@ -10,6 +10,7 @@ results and error messages follow PyTorch.
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import os
 import warnings
 
@@ -494,24 +495,29 @@ def swapdims(input, dim0: int, dim1: int):
 
 
 def broadcast_shapes(*shapes):
-    """The shape all of `shapes` broadcast to (without creating tensors)."""
-    result: list[int] = []
+    """The shape all of `shapes` broadcast to (without creating tensors), as torch's
+    torch._refs._broadcast_shapes: an int is a shape of one dim, None is skipped, anything else
+    that is no sequence is a RuntimeError."""
+    shapes = tuple((s,) if isinstance(s, _int) else s for s in shapes if s is not None)
+    if not shapes:
+        return _C.Size(())
+    for s in shapes:
+        if not isinstance(s, collections.abc.Sequence):
+            raise RuntimeError("Input shapes should be of type ints, a tuple of ints, or a list "
+                               f"of ints, got {s}")
+    result = [1] * max(len(s) for s in shapes)
     for idx, s in enumerate(shapes):
-        s = [_int(s)] if _is_int(s) else [_int(v) for v in s]
-        if any(v < 0 for v in s):
-            raise ValueError("Attempting to broadcast a dimension with negative length!")
-        if len(s) > len(result):
-            result = [1] * (len(s) - len(result)) + result
-        for i in range(1, len(s) + 1):
-            a, b = result[-i], s[-i]
-            if b == 1 or a == b:
+        for i in range(-1, -1 - len(s), -1):
+            if s[i] == result[i]:
                 continue
-            if a == 1:
-                result[-i] = b
-            else:
+            if result[i] == 1:
+                if s[i] < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                result[i] = s[i]
+            if s[i] != 1 and result[i] != s[i]:
                 raise RuntimeError(
-                    f"Attempting to broadcast a dimension of length {b} at {-i}! Mismatching "
-                    f"argument at index {idx} had {tuple(s)}; but expected shape should be "
+                    f"Attempting to broadcast a dimension of length {s[i]} at {i}! Mismatching "
+                    f"argument at index {idx} had {s}; but expected shape should be "
                     f"broadcastable to {result}"
                 )
     return _C.Size(tuple(result))

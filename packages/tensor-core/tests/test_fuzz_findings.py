@@ -278,3 +278,22 @@ def test_integer_binary_ops_check_the_common_dtype_after_the_iterator():
         E.ones(3, 1, dtype=E.complex128).nextafter_(E.ones(1, 4, 1, dtype=E.float64))
     with pytest.raises(NotImplementedError, match='"gcd_cpu" not implemented for'):
         E.gcd(b, b)
+
+
+def test_python_argument_checks_as_torchs():
+    assert E.broadcast_shapes([2, 3], True, None) == (2, 3)  # an int (a bool too) is one dim
+    with pytest.raises(RuntimeError, match="Input shapes should be of type ints"):
+        E.broadcast_shapes(E.ones(2, 2))
+    with pytest.raises(TypeError, match="argument 'enabled' .* must be bool, not int"):
+        E.set_anomaly_enabled(1)
+    with pytest.raises(RuntimeError, match="setWarnOnlyOnce expects a bool, but got tuple"):
+        E.set_warn_always((0,))
+    with pytest.raises(TypeError, match="argument 'n'"):
+        E.ones(2, 3).matrix_power(E.tensor([2]))  # the argument before the shape
+    assert E.ones(2, 2).matrix_power(E.tensor(2)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    with pytest.raises(TypeError, match="expected Tensor as element 1 in argument 0"):
+        E.cartesian_prod(E.ones(2, 2), [1])
+    with pytest.raises(RuntimeError, match="non-empty TensorList"):
+        E.cartesian_prod()
+    with pytest.raises(RuntimeError, match="Invalid value of device"):
+        E.get_device_module(1)
