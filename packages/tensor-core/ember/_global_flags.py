@@ -190,7 +190,7 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     for position, (name, value) in enumerate((("enabled", enabled), ("check_nan", check_nan))):
         if not isinstance(value, bool):
             raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {position + 1}) "
-                            f"must be bool, not {'NoneType' if value is None else type(value).__name__}")
+                            f"must be bool, not {type(value).__name__}")
     mode = _anomaly_mode()
     if mode is None:
         raise ImportError("anomaly detection is part of ember.autograd (the ember-autograd "
