@@ -765,13 +765,25 @@ def _gammaincc(a, x):
 
 def prelu(input, weight):
     """x where x > 0, else weight * x, one weight per channel (dim 1) or one for all."""
+    # torch's order: the dtypes, the channel count, the weight's rank, then the kernel's dtype
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype._torch_name} "
+                           f"and {weight.dtype._torch_name}")
     w = weight
     if weight.numel() != 1:
-        if input.dim() < 2 or input.shape[1] != weight.numel():
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() > 1 else 1
+        if channels != weight.numel():
             raise RuntimeError(
                 "Mismatch of parameter numbers and input channel size. Found parameter numbers "
-                f"= {weight.numel()} and channel size = "
-                f"{input.shape[1] if input.dim() >= 2 else 1}.")
+                f"= {weight.numel()} and channel size = {channels}.")
+    if weight.dim() > 1:
+        raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.dim()}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+    if weight.numel() != 1:
         w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
     return _C.where(input > 0, input, input * w)
 
@@ -925,9 +937,14 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
         elements = _C.tensor(elements, device=test_elements.device)
     if not _is_tensor(test_elements):
         test_elements = _C.tensor(test_elements, device=elements.device)
+    for x in (elements, test_elements):  # torch's check_for_unsupported_isin_dtype, each input
+        if x.dtype == _C.bool or x.dtype.is_complex:
+            raise RuntimeError(f"Unsupported input type encountered for isin(): "
+                               f"{_dtype_name(x.dtype)}")
+    if out is not None and out.dtype != _C.bool:
+        raise RuntimeError(f"Expected out tensor to have dtype bool, but got {out.dtype._cpp_name} "
+                           "instead")
     dt = _C.promote_types(elements.dtype, test_elements.dtype)
-    if dt.is_complex:
-        raise RuntimeError(f"Unsupported input type encountered for isin(): {_dtype_name(dt)}")
     values = test_elements.reshape(-1).to(dt).sort().values
     probe = elements.to(dt)
     if values.numel() == 0:

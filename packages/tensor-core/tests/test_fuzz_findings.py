@@ -297,3 +297,26 @@ def test_python_argument_checks_as_torchs():
         E.cartesian_prod()
     with pytest.raises(RuntimeError, match="Invalid value of device"):
         E.get_device_module(1)
+
+
+def test_isin_forms_and_checks_as_torchs():
+    i = E.tensor([1, 2])
+    assert E.isin(i, test_element=2).tolist() == [False, True]
+    assert E.isin(element=2, test_elements=i).item() is True
+    with pytest.raises(TypeError, match="invalid combination"):
+        E.isin(i, test_elements=2)  # a number goes as test_element
+    with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin\\(\\): Bool"):
+        E.isin(i, E.tensor([True]))  # each input's dtype, not the promoted one
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype bool"):
+        E.isin(i, E.tensor([1.5]), out=E.empty(2, dtype=E.int64))
+
+
+def test_prelu_checks_in_torchs_order():
+    f = E.tensor([1.5])
+    with pytest.raises(RuntimeError, match="Type promoting not supported. Got Float and Double"):
+        f.prelu(f.double())
+    with pytest.raises(RuntimeError, match="channel size = 1"):
+        E.ones(2).prelu(E.ones(2))  # a 1-d input has one channel
+    with pytest.raises(NotImplementedError, match="prelu_cpu"):
+        E.tensor([True]).prelu(E.tensor([True]))
+    assert E.tensor([-2.0, 3.0]).prelu(E.tensor([0.5])).tolist() == [-1.0, 3.0]

@@ -151,8 +151,13 @@ std::vector<Composite> composites() {
        "creation"},
       {"combinations", {"combinations(Tensor input, int r=2, bool with_replacement=False) -> "
                         "Tensor"}, kFunction, "creation"},
-      {"isin", {"isin(Tensor|Scalar elements, Tensor|Scalar test_elements, *, "
-                "bool assume_unique=False, bool invert=False, Tensor? out=None) -> Tensor"},
+      // torch's three forms: a number goes as `element` or `test_element`
+      {"isin", {"isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, "
+                "bool invert=False, Tensor? out=None) -> Tensor",
+                "isin(Scalar element, Tensor test_elements, *, bool assume_unique=False, "
+                "bool invert=False, Tensor? out=None) -> Tensor",
+                "isin(Tensor elements, Scalar test_element, *, bool assume_unique=False, "
+                "bool invert=False, Tensor? out=None) -> Tensor"},
        kFunction, "sort"},
       {"gcd", {"gcd(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"}, kBoth, E},
       {"gcd_", {"gcd_(Tensor input, Tensor other) -> Tensor"}, kBoth, E},
