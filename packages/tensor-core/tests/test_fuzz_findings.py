@@ -3,6 +3,9 @@ checked here against torch 2.13's documented result, written out by hand."""
 
 from __future__ import annotations
 
+import cmath
+import math
+
 import fuzz_torch_differences as differences
 import pytest
 
@@ -320,3 +323,20 @@ def test_prelu_checks_in_torchs_order():
     with pytest.raises(NotImplementedError, match="prelu_cpu"):
         E.tensor([True]).prelu(E.tensor([True]))
     assert E.tensor([-2.0, 3.0]).prelu(E.tensor([0.5])).tolist() == [-1.0, 3.0]
+
+
+def test_complex_cumprod_and_scan_checks_as_torchs():
+    z = E.tensor([1 + 2j, 0.5j, 2 - 1j])
+    # by hand: (1+2j), (1+2j)*0.5j = -1+0.5j, (-1+0.5j)*(2-1j) = -1.5+2j
+    assert z.cumprod(0).tolist() == [1 + 2j, -1 + 0.5j, -1.5 + 2j]
+    assert E.tensor([1, 2, 3]).cumprod(0, dtype=E.complex64).tolist() == [1, 2, 6]
+    with pytest.raises(NotImplementedError, match='"cumsum_out_cpu" not implemented for \'Bool\''):
+        E.tensor([True, False]).cumsum_(0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        E.tensor(1, dtype=E.int8).cumprod_(1, dtype=E.complex64)  # dim before the dtype
+
+
+def test_complex_sinc():
+    r = E.tensor([0j, 0.5 - 0.25j], dtype=E.complex128).sinc().tolist()
+    z = complex(0.5, -0.25) * math.pi
+    assert r[0] == 1 and abs(r[1] - cmath.sin(z) / z) < 1e-15
