@@ -702,7 +702,11 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """exp of a normal(mean, std) draw."""
     if not std > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    _check_floating(self, "log_normal_")
+    if not self.dtype.is_floating_point:  # torch's kernel dispatch: nothing to refuse when empty
+        if self.numel() == 0:
+            return self
+        raise NotImplementedError(f"\"log_normal_cpu\" not implemented for "
+                                  f"'{_dtype_name(self.dtype)}'")
     z = _C.empty(tuple(self.shape), dtype=_C.float64, device=self.device)
     z.normal_(mean, std, generator=generator)
     return self.copy_(z.exp())
@@ -713,6 +717,9 @@ def geometric_(self, p, *, generator=None):
     u uniform in (0, 1] (at least 1)."""
     if not 0.0 < p < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if (self.dtype == _C.bool or self.dtype.is_complex) and self.numel():
+        raise NotImplementedError(f"\"geometric_cpu\" not implemented for "
+                                  f"'{_dtype_name(self.dtype)}'")
     u = _C.empty(tuple(self.shape), dtype=_C.float64, device=self.device)
     u.uniform_(0.0, 1.0, generator=generator)
     u = 1.0 - u  # (0, 1]: log(u) finite

@@ -340,3 +340,14 @@ def test_complex_sinc():
     r = E.tensor([0j, 0.5 - 0.25j], dtype=E.complex128).sinc().tolist()
     z = complex(0.5, -0.25) * math.pi
     assert r[0] == 1 and abs(r[1] - cmath.sin(z) / z) < 1e-15
+
+
+def test_samplers_refuse_dtypes_as_torchs_kernels():
+    empty = E.zeros(0, dtype=E.int8)
+    assert empty.log_normal_() is empty  # torch's dispatch has nothing to refuse when empty
+    with pytest.raises(NotImplementedError, match='"log_normal_cpu" not implemented for \'Char\''):
+        E.zeros(2, dtype=E.int8).log_normal_()
+    with pytest.raises(RuntimeError, match="expects std > 0.0"):
+        empty.log_normal_(std=-1.0)  # the argument first
+    with pytest.raises(NotImplementedError, match="geometric_cpu"):
+        E.zeros(2, dtype=E.bool).geometric_(0.5)
