@@ -1360,8 +1360,9 @@ def fill_function_(input, value):
     return input.fill_(value)
 
 
-def round_function_(input, *, decimals=0):
-    return input.round_(decimals=decimals)
+def round_function_(input, *, decimals=None):
+    # decimals given (even 0) is torch's other overload, with no integer kernel
+    return input.round_() if decimals is None else input.round_(decimals=decimals)
 
 
 def get_device(input) -> int:

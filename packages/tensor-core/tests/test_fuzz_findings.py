@@ -351,3 +351,26 @@ def test_samplers_refuse_dtypes_as_torchs_kernels():
         empty.log_normal_(std=-1.0)  # the argument first
     with pytest.raises(NotImplementedError, match="geometric_cpu"):
         E.zeros(2, dtype=E.bool).geometric_(0.5)
+
+
+def test_unary_out_rules_and_complex_refusals_first():
+    i = E.tensor([[1, 2]], dtype=E.int32)
+    with pytest.raises(RuntimeError, match="Found dtype Char but expected Int"):
+        E.floor(i, out=E.empty(3, dtype=E.int8))  # also when out= would be resized
+    with pytest.raises(RuntimeError, match="signbit does not support non-boolean outputs"):
+        E.signbit(E.ones(1, 4), out=E.empty(6, dtype=E.uint8))
+    with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
+        E.ones(3, dtype=E.complex64).expand(2, 3).floor_()  # before the overlap check
+    with pytest.raises(NotImplementedError, match="trunc is not supported for complex inputs"):
+        E.trunc(E.ones(3, dtype=E.complex64), out=E.empty(3))
+
+
+def test_round_overloads_as_torchs():
+    assert E.tensor([1, 2]).round().tolist() == [1, 2]  # round(x) copies integers
+    with pytest.raises(NotImplementedError, match="round_vml_cpu"):
+        E.tensor([1, 2]).round(decimals=0)  # round(x, decimals=) has no integer kernel
+    with pytest.raises(NotImplementedError, match="round_cpu"):
+        E.round(E.tensor([1, 2]), decimals=1)
+    with pytest.raises(NotImplementedError, match="round_vml_cpu"):
+        E.tensor([True]).round()
+    assert E.tensor([2.5, 1.25]).round(decimals=1).tolist() == [2.5, 1.2000000476837158]

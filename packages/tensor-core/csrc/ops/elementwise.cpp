@@ -313,16 +313,28 @@ ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input) {
   return {compute, result};
 }
 
-Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
-  const OpInfoEntry& info = unary_info(op);
-  const ScalarType nominal = nominal_unary_result(op, x->dtype);
-  if (out && out != x) {  // torch's out= rules of its own for these ops
-    if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
-      throw std::runtime_error("signbit does not support non-boolean outputs.");
-    if (exact_out_dtype(op) && out->dtype != nominal)
+void check_unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
+  // torch refuses a complex input to these in their meta functions, before any other check
+  if (is_complex(x->dtype) && (op == UnaryOp::sign || op == UnaryOp::floor ||
+                               op == UnaryOp::ceil || op == UnaryOp::trunc ||
+                               op == UnaryOp::signbit))
+    refuse_complex(unary_info(op).name, x->dtype, false);
+  if (!out || out == x) return;
+  // torch's out= rules of its own for these ops
+  if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
+    throw std::runtime_error("signbit does not support non-boolean outputs.");
+  if (exact_out_dtype(op)) {
+    const ScalarType nominal = nominal_unary_result(op, x->dtype);
+    if (out->dtype != nominal)
       throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",
                                        type_name(nominal)));
   }
+}
+
+Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
+  const OpInfoEntry& info = unary_info(op);
+  const ScalarType nominal = nominal_unary_result(op, x->dtype);
+  check_unary_out(op, x, out);
   if (x->dtype == ScalarType::Bool) {  // torch's results for bool inputs
     if (op == UnaryOp::square)  // pow(x, 2): bool promotes to int64
       return unary(op, to_dtype(x, ScalarType::Int64), out);
@@ -694,7 +706,8 @@ Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const doubl
 // torch.round(x, decimals=d): round half to even at 10^-d.
 Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
   ScalarType dt = x->dtype;
-  EMBER_CHECK(!is_complex(dt), NotImplementedError, "\"round_vml_cpu\" not implemented for '",
+  EMBER_CHECK(!is_complex(dt) && dt != ScalarType::Bool, NotImplementedError,
+              "\"round_vml_cpu\" not implemented for '",
               type_name(dt), "'");
   // an out= of the input's dtype only, for every dtype (torch's structured kernel)
   EMBER_CHECK(!out || out->dtype == dt, std::runtime_error, "Found dtype ",

@@ -232,7 +232,7 @@ std::vector<Composite> composites() {
        kFunction, E},
       {"fill_", {"fill_(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation",
        "fill_function_"},
-      {"round_", {"round_(Tensor input, *, int decimals=0) -> Tensor"}, kFunction, E,
+      {"round_", {"round_(Tensor input, *, int? decimals=None) -> Tensor"}, kFunction, E,
        "round_function_"},
       {"get_device", {"get_device(Tensor input) -> int"}, kFunction, "creation"},
       {"cosine_similarity", {"cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) "
