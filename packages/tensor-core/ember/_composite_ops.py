@@ -404,14 +404,27 @@ def dist(input, other, p=2):
 def renorm(input, p, dim, maxnorm, *, out=None):
     from ember import linalg
 
-    if p <= 0:
+    for v in (p, maxnorm):  # torch's Scalar parser: an int beyond int64 does not convert
+        if isinstance(v, builtins.int) and not isinstance(v, builtins.bool) \
+                and not -2**63 <= v < 2**63:
+            raise OverflowError("int too big to convert")
+    # torch's order (its meta function, then the kernel): p, maxnorm (NaN fails both), the
+    # rank, the dim, then the dtype
+    if isinstance(p, builtins.complex):
+        raise RuntimeError("renorm: p must be real-valued")
+    if not p > 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
-    if maxnorm < 0:
-        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"renorm: expected a floating point or complex input, got "
-                           f"{_dtype_name(input.dtype)}")
+    if isinstance(maxnorm, builtins.complex):
+        raise RuntimeError("renorm: maxnorm must be real-valued")
+    if not maxnorm >= 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {float(maxnorm)}")
+    if input.dim() <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
+                           "dimensions")
     d = _wrap_dim(dim, input.dim())
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_dtype_name(input.dtype)}")
     others = tuple(i for i in range(input.dim()) if i != d)
     norm = linalg.vector_norm(input, p, dim=others, keepdim=True) if others else input.abs()
     factor = _C.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).to(input.dtype)

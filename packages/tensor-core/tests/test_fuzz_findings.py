@@ -374,3 +374,20 @@ def test_round_overloads_as_torchs():
     with pytest.raises(NotImplementedError, match="round_vml_cpu"):
         E.tensor([True]).round()
     assert E.tensor([2.5, 1.25]).round(decimals=1).tolist() == [2.5, 1.2000000476837158]
+
+
+def test_renorm_as_torchs():
+    z = E.tensor([[3 + 4j, 0j], [0.3 + 0.4j, 0j]])
+    # rows of norm 5 and 0.5: the first is scaled to norm 1 (by 1 / (5 + 1e-7))
+    r = z.renorm(2, 0, 1.0).tolist()
+    assert abs(r[0][0] - (3 + 4j) / (5 + 1e-7)) < 1e-6 and r[1][0] == 0.3 + 0.4j
+    with pytest.raises(RuntimeError, match="non-positive-norm"):
+        E.ones(2, 2).renorm(float("nan"), 0, 1.0)
+    with pytest.raises(RuntimeError, match="maxnorm to be >= 0 but got nan"):
+        E.ones(2, 2).renorm(2, 0, float("nan"))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        E.ones(2).renorm(2, 0, 1.0)
+    with pytest.raises(OverflowError, match="int too big to convert"):
+        E.ones(2, 2).renorm(2**70, 0, 1.0)
+    with pytest.raises(IndexError):
+        E.ones(2, 2, dtype=E.int64).renorm(2, 5, 1.0)  # the dim before the dtype
