@@ -391,3 +391,16 @@ def test_renorm_as_torchs():
         E.ones(2, 2).renorm(2**70, 0, 1.0)
     with pytest.raises(IndexError):
         E.ones(2, 2, dtype=E.int64).renorm(2, 5, 1.0)  # the dim before the dtype
+
+
+def test_new_tensor_and_contiguous_keywords_as_torchs():
+    x = E.ones(2)
+    for kw in (dict(layout=E.strided), dict(pin_memory=False)):
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            x.new_tensor(1, **kw)
+    with pytest.raises(TypeError, match="requires_grad"):
+        x.new_tensor(1, requires_grad=None)
+    assert x.new_tensor(1, dtype=None, device=None).item() == 1
+    with pytest.raises(TypeError, match="memory_format"):
+        x.contiguous(memory_format=None)
+    assert x.contiguous(memory_format=E.preserve_format) is x

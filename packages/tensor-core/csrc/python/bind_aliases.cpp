@@ -77,7 +77,10 @@ std::vector<Composite> composites() {
       {"new_empty_strided",
        {factory("new_empty_strided(Tensor input, int[] size, int[] stride")}, kMethod,
        "creation"},
-      {"new_tensor", {factory("new_tensor(Tensor input, Any data")}, kMethod, "creation"},
+      // torch's new_tensor takes no layout or pin_memory
+      {"new_tensor", {"new_tensor(Tensor input, Any data, *, ScalarType? dtype=None, "
+                      "Device? device=None, bool requires_grad=False) -> Tensor"},
+       kMethod, "creation"},
       {"type_as", {"type_as(Tensor input, Tensor other) -> Tensor"}, kMethod, "creation"},
       {"addcmul", {"addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, "
                    "Tensor? out=None) -> Tensor"}, kBoth, E},
