@@ -845,7 +845,13 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 # ---- distances and products ----
 
-def cdist(x1, x2, p=2.0, compute_mode=None):
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    if compute_mode not in _CDIST_MODES:  # torch's Python wrapper checks it first
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     for name, x in (("X1", x1), ("X2", x2)):
         if not x.dtype.is_floating_point:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
@@ -857,9 +863,12 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
                            f"X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
-                            "donot_use_mm_for_euclid_dist"):
-        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    # torch's own kernel has float and double only; its matrix-product path for p == 2 (always
+    # with use_mm_for_euclid_dist, past 25 rows when necessary) takes the half types too
+    mode = _CDIST_MODES.index(compute_mode)
+    mm = p == 2 and (mode == 1 or (mode == 0 and (x1.shape[-2] > 25 or x2.shape[-2] > 25)))
+    if not mm and x1.dtype in (_C.float16, _C.bfloat16):
+        raise NotImplementedError(f"\"cdist\" not implemented for '{_dtype_name(x1.dtype)}'")
     return _distance_last(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)  # (..., P, R)
 
 

@@ -123,6 +123,19 @@ DIFFERENCES = [
         "error); ember checks the arguments' types first (TypeError naming the argument)",
         CLASS, ("stft",), ember="TypeError", ember_message=r"argument '\w+'.* must be "),
     Difference(
+        "a call with a wrong argument type and a wrong value: torch's Python wrapper of cdist "
+        "checks compute_mode's value before its parser checks the other arguments' types; "
+        "ember's parser checks the types first (TypeError naming the argument)",
+        CLASS, ("cdist",), ember="TypeError", torch="ValueError",
+        torch_message="is not a valid value for compute_mode"),
+    Difference(
+        "unique_consecutive given a tensor for return_inverse/return_counts: torch's Python "
+        "wrapper takes its truth value (a RuntimeError for more than one element) before its "
+        "parser sees it; ember's parser refuses it as a TypeError naming the argument",
+        CLASS, ("unique_consecutive",), ember="TypeError", torch="RuntimeError",
+        ember_message=r"must be bool, not Tensor|unexpected keyword argument",
+        torch_message="Boolean value of Tensor"),
+    Difference(
         "addresses: two processes never agree on a data pointer",
         RESULT, ("data_ptr", "const_data_ptr", "untyped_storage")),
     Difference(

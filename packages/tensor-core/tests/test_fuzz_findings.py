@@ -404,3 +404,13 @@ def test_new_tensor_and_contiguous_keywords_as_torchs():
     with pytest.raises(TypeError, match="memory_format"):
         x.contiguous(memory_format=None)
     assert x.contiguous(memory_format=E.preserve_format) is x
+
+
+def test_cdist_compute_mode_and_half_as_torchs():
+    x = E.ones(2, 3)
+    with pytest.raises(ValueError, match="None is not a valid value for compute_mode"):
+        E.cdist(x.int(), x, compute_mode=None)  # checked before the dtypes
+    with pytest.raises(NotImplementedError, match='"cdist" not implemented for \'Half\''):
+        E.cdist(x.half(), x.half())
+    r = E.cdist(x.half(), x.half(), compute_mode="use_mm_for_euclid_dist")  # the product path
+    assert r.dtype == E.float16 and r.tolist() == [[0.0, 0.0], [0.0, 0.0]]

@@ -140,7 +140,8 @@ std::vector<Composite> composites() {
       {"is_nonzero", {"is_nonzero(Tensor input) -> bool"}, kBoth, "creation"},
       {"fill_diagonal_", {"fill_diagonal_(Tensor input, Scalar fill_value, bool wrap=False) -> "
                           "Tensor"}, kMethod, "indexing"},
-      {"cdist", {"cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None) -> Tensor"},
+      {"cdist", {"cdist(Tensor x1, Tensor x2, float p=2.0, "
+                 "Any compute_mode='use_mm_for_euclid_dist_if_necessary') -> Tensor"},
        kFunction, "linalg"},
       {"trapezoid", {"trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
                      "trapezoid(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor"}, kFunction, R},
