@@ -414,3 +414,12 @@ def test_cdist_compute_mode_and_half_as_torchs():
         E.cdist(x.half(), x.half())
     r = E.cdist(x.half(), x.half(), compute_mode="use_mm_for_euclid_dist")  # the product path
     assert r.dtype == E.float16 and r.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_cummin_of_nothing_and_its_out_pair():
+    values, indices = E.zeros(2, 0).cummin(5)  # torch returns before it wraps dim
+    assert values.shape == (2, 0) and indices.dtype == E.int64
+    with pytest.raises(TypeError, match="expected tuple of 2 elements but got 3"):
+        E.cummin(E.ones(3), 0, out=[E.empty(3), E.empty(3, dtype=E.int64), E.empty(3)])
+    with pytest.raises(IndexError):
+        E.ones(3).cummax(1)

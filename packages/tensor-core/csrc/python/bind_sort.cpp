@@ -121,8 +121,13 @@ py::object mode_call(py::handle xh, py::handle dimh, bool keepdim, py::handle ou
 py::object cumext_call(bool is_max, py::handle xh, py::handle dimh, py::handle outh) {
   const char* name = is_max ? "cummax" : "cummin";
   Tensor x = expect_tensor(xh, name, "input");
+  if (!outh.is_none() && (py::isinstance<py::list>(outh) || py::isinstance<py::tuple>(outh)) &&
+      py::len(outh) != 2)  // torch's parser: out= is a pair
+    throw py::type_error(str_cat("expected tuple of 2 elements but got ", py::len(outh)));
   const int64_t dim = parse_dim(dimh, name);
   if (needs_dispatch(x)) return dispatch_pair(name, xh, x, py::dict("dim"_a = dim), outh);
+  if (x->numel() == 0)  // torch returns before it looks at dim (or the dtype)
+    return pair_result(name, {empty(x->sizes, x->dtype), empty(x->sizes, ScalarType::Int64)}, outh);
   return pair_result(name, cumextreme(x, dim, is_max), outh);
 }
 
