@@ -378,7 +378,10 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def logcumsumexp(input, dim, *, out=None):
-    d = _wrap_dim(dim, input.dim())  # a bad dim first, as torch
+    if out is not None and out.dtype != input.dtype:  # torch checks out= before anything else
+        raise RuntimeError(f"expected scalar_type {input.dtype._torch_name} but found "
+                           f"{out.dtype._torch_name}")
+    d = _wrap_dim(dim, input.dim())  # then a bad dim
     _refuse_complex("logcumsumexp", input, NotImplementedError,
                     "ember: logcumsumexp of complex tensors is not supported yet")
     _floating_kernel("logcumsumexp_out", input)

@@ -423,3 +423,10 @@ def test_cummin_of_nothing_and_its_out_pair():
         E.cummin(E.ones(3), 0, out=[E.empty(3), E.empty(3, dtype=E.int64), E.empty(3)])
     with pytest.raises(IndexError):
         E.ones(3).cummax(1)
+
+
+def test_logcumsumexp_checks_out_first():
+    with pytest.raises(RuntimeError, match="expected scalar_type Float but found Double"):
+        E.logcumsumexp(E.ones(3), 5, out=E.empty(3, dtype=E.float64))
+    with pytest.raises(NotImplementedError, match="logcumsumexp_out_cpu"):
+        E.logcumsumexp(E.ones(3, dtype=E.int8), 0, out=E.empty(3, dtype=E.int8))
