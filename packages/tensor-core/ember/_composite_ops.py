@@ -223,14 +223,23 @@ def _floating_kernel(kernel, input, device_suffix=True):
 def ldexp(input, other, *, out=None):
     """input * 2**other, in the operands' floating dtype (bfloat16 * 2**int16 is bfloat16, as
     torch's), else the default one; powers of two make the product exact."""
-    r = _C.mul(input, _C.pow(2.0, other))
     dt = _C.result_type(input, other)
+    if out is not None:  # torch's order: the out= cast first, then the exponent's dtype
+        result = dt if (dt.is_floating_point or dt.is_complex) else _C.get_default_dtype()
+        if not _C.can_cast(result, out.dtype):
+            raise RuntimeError(f"ldexp can't be cast to the desired output type "
+                               f"{out.dtype._torch_name}")
+    if other.dtype == _C.bool:
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+    r = _C.mul(input, _C.pow(2.0, other))
     if (dt.is_floating_point or dt.is_complex) and r.dtype != dt:
         r = r.to(dt)
     return _finish(r, out)
 
 
 def ldexp_(self, other):
+    if other.dtype == _C.bool:
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     return self.mul_(_C.pow(2.0, other))
 
 

@@ -430,3 +430,12 @@ def test_logcumsumexp_checks_out_first():
         E.logcumsumexp(E.ones(3), 5, out=E.empty(3, dtype=E.float64))
     with pytest.raises(NotImplementedError, match="logcumsumexp_out_cpu"):
         E.logcumsumexp(E.ones(3, dtype=E.int8), 0, out=E.empty(3, dtype=E.int8))
+
+
+def test_ldexp_checks_as_torchs():
+    f = E.ones(2)
+    with pytest.raises(NotImplementedError, match="ldexp_cpu_exp"):
+        E.ldexp(f, E.tensor([True, False]))
+    with pytest.raises(RuntimeError, match="ldexp can't be cast to the desired output type Long"):
+        E.ldexp(f, E.tensor([True, False]), out=E.empty(2, dtype=E.int64))  # out= first
+    assert E.ldexp(E.tensor([True, False]), E.tensor([1, 2])).tolist() == [2.0, 0.0]
