@@ -439,3 +439,12 @@ def test_ldexp_checks_as_torchs():
     with pytest.raises(RuntimeError, match="ldexp can't be cast to the desired output type Long"):
         E.ldexp(f, E.tensor([True, False]), out=E.empty(2, dtype=E.int64))  # out= first
     assert E.ldexp(E.tensor([True, False]), E.tensor([1, 2])).tolist() == [2.0, 0.0]
+
+
+def test_copy_takes_a_number_and_a_bool_non_blocking():
+    assert E.zeros(2, dtype=E.int8).copy_(1000).tolist() == [-24, -24]  # wrapped, then cast
+    assert E.zeros(2).copy_(1.5, non_blocking=True).tolist() == [1.5, 1.5]
+    with pytest.raises(TypeError, match="'non_blocking' .* must be bool, not int"):
+        E.zeros(2).copy_(E.ones(2), 0)
+    with pytest.raises(TypeError, match="must be Tensor, not list"):
+        E.zeros(2).copy_([1, 2])
