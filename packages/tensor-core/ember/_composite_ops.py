@@ -229,7 +229,7 @@ def ldexp(input, other, *, out=None):
         if not _C.can_cast(result, out.dtype):
             raise RuntimeError(f"ldexp can't be cast to the desired output type "
                                f"{out.dtype._torch_name}")
-    if other.dtype == _C.bool:
+    if other.dtype == _C.bool and input.dtype.is_floating_point:  # torch's float kernel
         raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     r = _C.mul(input, _C.pow(2.0, other))
     if (dt.is_floating_point or dt.is_complex) and r.dtype != dt:
@@ -238,7 +238,12 @@ def ldexp(input, other, *, out=None):
 
 
 def ldexp_(self, other):
-    if other.dtype == _C.bool:
+    dt = _C.result_type(self, other)  # torch's order: the cast into self, then the exponent
+    result = dt if (dt.is_floating_point or dt.is_complex) else _C.get_default_dtype()
+    if not _C.can_cast(result, self.dtype):
+        raise RuntimeError(f"ldexp can't be cast to the desired output type "
+                           f"{self.dtype._torch_name}")
+    if other.dtype == _C.bool and self.dtype.is_floating_point:
         raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     return self.mul_(_C.pow(2.0, other))
 

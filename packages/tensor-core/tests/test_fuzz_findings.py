@@ -439,6 +439,9 @@ def test_ldexp_checks_as_torchs():
     with pytest.raises(RuntimeError, match="ldexp can't be cast to the desired output type Long"):
         E.ldexp(f, E.tensor([True, False]), out=E.empty(2, dtype=E.int64))  # out= first
     assert E.ldexp(E.tensor([True, False]), E.tensor([1, 2])).tolist() == [2.0, 0.0]
+    assert E.ldexp(E.tensor([True, False]), E.tensor([True, True])).tolist() == [2.0, 0.0]
+    with pytest.raises(RuntimeError, match="ldexp can't be cast to the desired output type Bool"):
+        E.tensor([True]).ldexp_(E.tensor([True]))  # in place: the cast into self first
 
 
 def test_copy_takes_a_number_and_a_bool_non_blocking():
