@@ -225,6 +225,9 @@ def get_device_module(device=None):
 
     if device is None:
         kind = "cuda" if _C._cuda_is_available() else "cpu"
+    elif not isinstance(device, (str, device_class)):
+        raise RuntimeError(f"Invalid value of device '{device}', expect ember.device, str, or "
+                           "None")
     else:
         kind = device.type if isinstance(device, device_class) else device_class(device).type
     if kind not in ("cpu", "cuda"):

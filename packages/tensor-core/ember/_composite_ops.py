@@ -224,14 +224,28 @@ def _floating_kernel(kernel, input, device_suffix=True):
 def ldexp(input, other, *, out=None):
     """input * 2**other, in the operands' floating dtype (bfloat16 * 2**int16 is bfloat16, as
     torch's), else the default one; powers of two make the product exact."""
-    r = _C.mul(input, _C.pow(2.0, other))
     dt = _C.result_type(input, other)
+    if out is not None:  # torch's order: the out= cast first, then the exponent's dtype
+        result = dt if (dt.is_floating_point or dt.is_complex) else _C.get_default_dtype()
+        if not _C.can_cast(result, out.dtype):
+            raise RuntimeError(f"ldexp can't be cast to the desired output type "
+                               f"{out.dtype._torch_name}")
+    if other.dtype == _C.bool and input.dtype.is_floating_point:  # torch's float kernel
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+    r = _C.mul(input, _C.pow(2.0, other))
     if (dt.is_floating_point or dt.is_complex) and r.dtype != dt:
         r = r.to(dt)
     return _finish(r, out)
 
 
 def ldexp_(self, other):
+    dt = _C.result_type(self, other)  # torch's order: the cast into self, then the exponent
+    result = dt if (dt.is_floating_point or dt.is_complex) else _C.get_default_dtype()
+    if not _C.can_cast(result, self.dtype):
+        raise RuntimeError(f"ldexp can't be cast to the desired output type "
+                           f"{self.dtype._torch_name}")
+    if other.dtype == _C.bool and self.dtype.is_floating_point:
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     return self.mul_(_C.pow(2.0, other))
 
 
@@ -257,7 +271,7 @@ def nextafter(input, other, *, out=None):
     magnitude encoding moves away from zero by +1 whatever the sign. Zero steps to the smallest
     subnormal with ``other``'s sign; equal inputs give ``other``; a NaN gives NaN. No gradient,
     as torch's."""
-    dtype = _C.result_type(input, other)
+    dtype = _binary_iter_checks("nextafter", input, other, out)
     if dtype not in _BITS_OF:
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{dtype._torch_name}'")
     with _grad_mode.no_grad():
@@ -273,6 +287,7 @@ def nextafter(input, other, *, out=None):
 
 
 def nextafter_(self, other):
+    _binary_iter_checks("nextafter", self, other, inplace=True)
     return self.copy_(nextafter(self, other))
 
 
@@ -378,7 +393,10 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def logcumsumexp(input, dim, *, out=None):
-    d = _wrap_dim(dim, input.dim())  # a bad dim first, as torch
+    if out is not None and out.dtype != input.dtype:  # torch checks out= before anything else
+        raise RuntimeError(f"expected scalar_type {input.dtype._torch_name} but found "
+                           f"{out.dtype._torch_name}")
+    d = _wrap_dim(dim, input.dim())  # then a bad dim
     _refuse_complex("logcumsumexp", input, NotImplementedError,
                     "ember: logcumsumexp of complex tensors is not supported yet")
     _floating_kernel("logcumsumexp_out", input)
@@ -438,14 +456,27 @@ def dist(input, other, p=2):
 def renorm(input, p, dim, maxnorm, *, out=None):
     from ember import linalg
 
-    if p <= 0:
+    for v in (p, maxnorm):  # torch's Scalar parser: an int beyond int64 does not convert
+        if isinstance(v, builtins.int) and not isinstance(v, builtins.bool) \
+                and not -2**63 <= v < 2**63:
+            raise OverflowError("int too big to convert")
+    # torch's order (its meta function, then the kernel): p, maxnorm (NaN fails both), the
+    # rank, the dim, then the dtype
+    if isinstance(p, builtins.complex):
+        raise RuntimeError("renorm: p must be real-valued")
+    if not p > 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
-    if maxnorm < 0:
-        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"renorm: expected a floating point or complex input, got "
-                           f"{_dtype_name(input.dtype)}")
+    if isinstance(maxnorm, builtins.complex):
+        raise RuntimeError("renorm: maxnorm must be real-valued")
+    if not maxnorm >= 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {float(maxnorm)}")
+    if input.dim() <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
+                           "dimensions")
     d = _wrap_dim(dim, input.dim())
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_dtype_name(input.dtype)}")
     others = tuple(i for i in range(input.dim()) if i != d)
     norm = linalg.vector_norm(input, p, dim=others, keepdim=True) if others else input.abs()
     factor = _C.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).to(input.dtype)
@@ -736,7 +767,11 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """exp of a normal(mean, std) draw."""
     if not std > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    _check_floating(self, "log_normal_")
+    if not self.dtype.is_floating_point:  # torch's kernel dispatch: nothing to refuse when empty
+        if self.numel() == 0:
+            return self
+        raise NotImplementedError(f"\"log_normal_cpu\" not implemented for "
+                                  f"'{_dtype_name(self.dtype)}'")
     z = _C.empty(tuple(self.shape), dtype=_C.float64, device=self.device)
     z.normal_(mean, std, generator=generator)
     return self.copy_(z.exp())
@@ -747,6 +782,9 @@ def geometric_(self, p, *, generator=None):
     u uniform in (0, 1] (at least 1)."""
     if not 0.0 < p < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if (self.dtype == _C.bool or self.dtype.is_complex) and self.numel():
+        raise NotImplementedError(f"\"geometric_cpu\" not implemented for "
+                                  f"'{_dtype_name(self.dtype)}'")
     u = _C.empty(tuple(self.shape), dtype=_C.float64, device=self.device)
     u.uniform_(0.0, 1.0, generator=generator)
     u = 1.0 - u  # (0, 1]: log(u) finite
@@ -799,13 +837,25 @@ def _gammaincc(a, x):
 
 def prelu(input, weight):
     """x where x > 0, else weight * x, one weight per channel (dim 1) or one for all."""
+    # torch's order: the dtypes, the channel count, the weight's rank, then the kernel's dtype
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype._torch_name} "
+                           f"and {weight.dtype._torch_name}")
     w = weight
     if weight.numel() != 1:
-        if input.dim() < 2 or input.shape[1] != weight.numel():
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() > 1 else 1
+        if channels != weight.numel():
             raise RuntimeError(
                 "Mismatch of parameter numbers and input channel size. Found parameter numbers "
-                f"= {weight.numel()} and channel size = "
-                f"{input.shape[1] if input.dim() >= 2 else 1}.")
+                f"= {weight.numel()} and channel size = {channels}.")
+    if weight.dim() > 1:
+        raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.dim()}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+    if weight.numel() != 1:
         w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
     return _C.where(input > 0, input, input * w)
 
@@ -847,7 +897,13 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 # ---- distances and products ----
 
-def cdist(x1, x2, p=2.0, compute_mode=None):
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    if compute_mode not in _CDIST_MODES:  # torch's Python wrapper checks it first
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     for name, x in (("X1", x1), ("X2", x2)):
         if not x.dtype.is_floating_point:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
@@ -859,9 +915,12 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
                            f"X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
-                            "donot_use_mm_for_euclid_dist"):
-        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    # torch's own kernel has float and double only; its matrix-product path for p == 2 (always
+    # with use_mm_for_euclid_dist, past 25 rows when necessary) takes the half types too
+    mode = _CDIST_MODES.index(compute_mode)
+    mm = p == 2 and (mode == 1 or (mode == 0 and (x1.shape[-2] > 25 or x2.shape[-2] > 25)))
+    if not mm and x1.dtype in (_C.float16, _C.bfloat16):
+        raise NotImplementedError(f"\"cdist\" not implemented for '{_dtype_name(x1.dtype)}'")
     return _distance_last(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)  # (..., P, R)
 
 
@@ -959,9 +1018,14 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
         elements = _C.tensor(elements, device=test_elements.device)
     if not _is_tensor(test_elements):
         test_elements = _C.tensor(test_elements, device=elements.device)
+    for x in (elements, test_elements):  # torch's check_for_unsupported_isin_dtype, each input
+        if x.dtype == _C.bool or x.dtype.is_complex:
+            raise RuntimeError(f"Unsupported input type encountered for isin(): "
+                               f"{_dtype_name(x.dtype)}")
+    if out is not None and out.dtype != _C.bool:
+        raise RuntimeError(f"Expected out tensor to have dtype bool, but got {out.dtype._cpp_name} "
+                           "instead")
     dt = _C.promote_types(elements.dtype, test_elements.dtype)
-    if dt.is_complex:
-        raise RuntimeError(f"Unsupported input type encountered for isin(): {_dtype_name(dt)}")
     values = test_elements.reshape(-1).to(dt).sort().values
     probe = elements.to(dt)
     if values.numel() == 0:
@@ -974,30 +1038,36 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
 
 # ---- integer functions, frexp, put, the scatters, window functions ----
 
-def _check_integral(name, input, other, inplace=False):
-    """torch's order: the written-to tensor's overlap, the shapes, then the dtypes."""
-    if inplace:
-        _C._check_inplace_writable(input, name + "_")
+def _binary_iter_checks(name, input, other, out=None, inplace=False):  # noqa: A002
+    """The checks of torch's binary TensorIterator ops, in its order: the written-to tensor's
+    internal overlap, the shapes, whether the common dtype casts to the written-to tensor's; the
+    common dtype is returned for the kernel's own dtype check, which comes after them."""
+    target = input if inplace else out
+    if target is not None:
+        _C._check_inplace_writable(target, name + "_" if inplace else name)
     shape = _shape._broadcast_with_core_message(tuple(input.shape), tuple(other.shape))
     if inplace and tuple(shape) != tuple(input.shape):
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
                            f"shape {list(shape)}")
-    common = _C.promote_types(input.dtype, other.dtype)  # (torch's error for uint16-64 mixes)
-    if inplace and not _C.can_cast(common, input.dtype):
-        raise RuntimeError(f"result type {common._torch_name} can't be cast to the desired "
-                           f"output type {input.dtype._torch_name}")
-    for x in (input, other):
-        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _C.bool or \
-                x.dtype in (_C.uint16, _C.uint32, _C.uint64):
-            raise NotImplementedError(
-                f"\"{name}_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+    common = _C.result_type(input, other)
+    if target is not None and not _C.can_cast(common, target.dtype):
+        raise RuntimeError(f"result type {common._torch_name} can't be cast to the desired output "
+                           f"type {target.dtype._torch_name}")
+    return common
+
+
+def _check_integral(name, input, other, inplace=False, out=None):  # noqa: A002
+    """torch's order (_binary_iter_checks), then an integer kernel for the common dtype."""
+    dt = _binary_iter_checks(name, input, other, out, inplace)
+    if dt.is_floating_point or dt.is_complex or dt == _C.bool or \
+            dt in (_C.uint16, _C.uint32, _C.uint64):
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_name(dt)}'")
+    return dt
 
 
 def gcd(input, other, *, out=None):
-    _check_integral("gcd", input, other)
-    a, b = _shape.broadcast_tensors(input.abs(), other.abs())
-    dt = _C.promote_types(a.dtype, b.dtype)
-    a, b = a.to(dt), b.to(dt)
+    dt = _check_integral("gcd", input, other, out=out)
+    a, b = _shape.broadcast_tensors(input.to(dt).abs(), other.to(dt).abs())
     while bool((b != 0).any()):  # Euclid's steps, elementwise: at most ~90 for int64
         nonzero = b != 0
         r = _C.where(nonzero, a.remainder(_C.where(nonzero, b, 1)), 0)
@@ -1011,7 +1081,8 @@ def gcd_(self, other):
 
 
 def lcm(input, other, *, out=None):
-    _check_integral("lcm", input, other)
+    dt = _check_integral("lcm", input, other, out=out)
+    input, other = input.to(dt), other.to(dt)
     g = gcd(input, other)
     r = _C.where(g == 0, 0, (input.div(_C.where(g == 0, 1, g), rounding_mode="trunc") * other)
                  ).abs()
@@ -1364,8 +1435,9 @@ def fill_function_(input, value):
     return input.fill_(value)
 
 
-def round_function_(input, *, decimals=0):
-    return input.round_(decimals=decimals)
+def round_function_(input, *, decimals=None):
+    # decimals given (even 0) is torch's other overload, with no integer kernel
+    return input.round_() if decimals is None else input.round_(decimals=decimals)
 
 
 def get_device(input) -> int:
@@ -1438,10 +1510,15 @@ def nuclear_norm(input, dim=None, keepdim=False):
 def cartesian_prod(*tensors):
     """The Cartesian product of 1-D tensors, as itertools.product: (N1*...*Nk, k), or the
     tensor itself for one."""
+    for i, t in enumerate(tensors):  # torch's parser first: a TensorList, given unpacked
+        if not _is_tensor(t):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
     for t in tensors:
-        if not _is_tensor(t) or t.dim() != 1:
-            raise RuntimeError("Expect a 1D vector, but got shape "
-                               f"{list(t.shape) if _is_tensor(t) else type(t).__name__}")
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
     if len(tensors) == 1:
         return tensors[0]
     grids = _shape.meshgrid(*tensors, indexing="ij")
@@ -1818,44 +1895,133 @@ def pca_lowrank(A, q=None, center=True, niter=2):
 _histogramdd_result = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
 
 
-def histogramdd(input, bins=10, *, range=None, weight=None, density=False):  # noqa: A002
+_HISTOGRAMDD_SIGNATURES = (
+    "(Tensor input, int bins, tuple of floats range = None, Tensor weight = None, bool density = "
+    "False), (Tensor input, tuple of ints bins, tuple of floats range = None, Tensor weight = "
+    "None, bool density = False), (Tensor input, tuple of Tensors bins, tuple of floats range = "
+    "None, Tensor weight = None, bool density = False)")
+
+
+def _histogramdd_bins_kind(input, bins, range, weight, density):  # noqa: A002
+    """"int", "ints" or "tensors", the overload torch's parser picks; a TypeError for none."""
+    kind = None
+    if isinstance(bins, int) and not isinstance(bins, bool):
+        kind = "int"
+    elif isinstance(bins, (list, tuple)):
+        if bins and all(_is_tensor(b) for b in bins):
+            kind = "tensors"
+        elif all(isinstance(b, int) for b in bins):
+            kind = "ints"
+    ok = (kind is not None and _is_tensor(input)
+          and (range is None or (isinstance(range, (list, tuple))
+                                 and all(isinstance(v, (int, float)) for v in range)))
+          and (weight is None or _is_tensor(weight)) and isinstance(density, bool))
+    if not ok:
+        got = ", ".join([type(input).__name__, type(bins).__name__])
+        raise TypeError(f"histogramdd() received an invalid combination of arguments - got "
+                        f"({got}), but expected one of: {_HISTOGRAMDD_SIGNATURES}")
+    return kind
+
+
+def _histogramdd_check_weight(input, weight):  # noqa: A002
+    if weight is None:
+        return
+    if weight.dtype != input.dtype:
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and "
+                           f"weight tensor should have the same dtype, but got input("
+                           f"{input.dtype._cpp_name}), and weight({weight.dtype._cpp_name})")
+    if list(weight.shape or [1]) != list(input.shape[:-1]):
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the "
+                           "same shape as the input tensor excluding its innermost dimension, but "
+                           f"got input with shape {list(input.shape)} and weight with shape "
+                           f"{list(weight.shape)}")
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
     """The histogram of the points input[..., :] (the last dim holds each point's D coordinates)
     on a grid of bins: ``bins`` an int, one int per dim, or one tensor of edges per dim;
     ``range`` the (min, max) pairs flattened (default: the data's, widened by 0.5 each way when
-    they are equal). Bins are closed on the left, the last one on both sides (NumPy's)."""
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{_dtype_name(input.dtype)}'")
-    if input.dim() < 1:
-        raise RuntimeError("torch.histogramdd: input should have at least 1 dimension")
+    they are equal). Bins are closed on the left, the last one on both sides (NumPy's).
+    The checks come in torch's order: the input's rank, the bins, the range, the edges in the
+    input's dtype, the weight, the bin counts, then the dtype of the counting kernel."""
+    kind = _histogramdd_bins_kind(input, bins, range, weight, density)
+    if kind == "int":
+        if input.dim() == 0:
+            raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+        bins = [bins] * input.shape[-1]
+    if input.dim() < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     D = input.shape[-1]
     points = input.reshape(-1, D)
-    per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * D
-    if len(per_dim) != D:
-        raise RuntimeError(f"torch.histogramdd: expected {D} sequences of bin edges for each of "
-                           f"the {D} dimensions but got {len(per_dim)} instead")
-    if range is not None and len(range) != 2 * D:
-        raise RuntimeError(f"torch.histogramdd: expected {2 * D} values for range to specify the "
-                           f"min and max for each of {D} dimensions, but got {len(range)}")
-    edges, index, valid = [], None, None
-    sizes = []
-    for d, b in enumerate(per_dim):
-        column = points[:, d]
-        if _is_tensor(b):
-            e = b.to(input.dtype)
-        else:
+    floating = input.dtype.is_floating_point
+    if kind == "tensors":
+        if len(bins) != D:
+            raise RuntimeError(f"torch.histogramdd: expected {D} sequences of bin edges for a {D}"
+                               f"-dimensional histogram but got {len(bins)}")
+        for d, b in enumerate(bins):
+            if b.dtype != input.dtype:
+                raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have "
+                                   f"the same dtype, but got input with dtype "
+                                   f"{input.dtype._cpp_name} and bins for dimension {d} with "
+                                   f"dtype {b.dtype._cpp_name}")
+            if b.dim() != 1:
+                raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but "
+                                   f"got {b.dim()} dimensions in the bins tensor for dimension {d}")
+            if b.numel() == 0:
+                raise RuntimeError("torch.histogramdd: bins tensor should have at least 1 element, "
+                                   f"but got 0 elements in the bins tensor for dimension {d}")
+        _histogramdd_check_weight(input, weight)
+        bin_edges = list(bins)
+    else:
+        if len(bins) != D:
+            raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                               "dimension of the input.")
+        if range is not None and len(range) != 2 * D:
+            raise RuntimeError(f"torch.histogramdd: for a {D}-dimensional histogram range should "
+                               f"have {2 * D} elements, but got {len(range)}")
+        if range is None and points.shape[0] and input.dtype not in (_C.float32, _C.float64):
+            raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                      f"'{_dtype_name(input.dtype)}'")
+        ends = []
+        for d in builtins.range(D):
             if range is not None:
                 lo, hi = float(range[2 * d]), float(range[2 * d + 1])
             elif points.shape[0]:
-                lo, hi = float(column.min()), float(column.max())
+                lo, hi = float(points[:, d].min()), float(points[:, d].max())
             else:
                 lo, hi = 0.0, 1.0
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{lo:g}, {hi:g}] "
+                                   "is not finite")
             if lo > hi:
                 raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
-                                   f"{lo} max {hi} for dimension {d}")
-            if lo == hi:
-                lo, hi = lo - 0.5, hi + 0.5
-            e = _C.linspace(lo, hi, int(b) + 1, dtype=input.dtype, device=input.device)
+                                   f"{lo:g} max {hi:g} for dimension {d}")
+            ends.append((lo - 0.5, hi + 0.5) if lo == hi else (lo, hi))
+        bin_edges = []
+        for (lo, hi), b in zip(ends, bins):
+            steps = int(b) + 1
+            if steps >= 2 and input.dtype == _C.bool:
+                raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+            for v in (lo, hi)[:builtins.max(0, builtins.min(steps, 2))]:
+                _C.full([], v, dtype=input.dtype)  # torch's linspace: an end the dtype can't hold
+            bin_edges.append(_C.linspace(lo, hi, steps, dtype=input.dtype if floating
+                                         else _C.float64, device=input.device))
+        for d, e in enumerate(bin_edges):
+            if e.numel() == 0:
+                raise RuntimeError("torch.histogramdd: bins tensor should have at least 1 element, "
+                                   f"but got 0 elements in the bins tensor for dimension {d}")
+        _histogramdd_check_weight(input, weight)
+    for d, e in enumerate(bin_edges):
+        if e.numel() - 1 <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {e.numel() - 1} "
+                               f"for dimension {d}")
+    if not floating:
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
+                                  f"'{_dtype_name(input.dtype)}'")
+    edges, index, valid = [], None, None
+    sizes = []
+    for d, e in enumerate(bin_edges):
+        column = points[:, d]
         n = e.shape[0] - 1
         i = _C.bucketize(column, e, right=True) - 1
         i = _C.where(column == e[-1], _C.full([], n - 1, dtype=i.dtype, device=i.device), i)

@@ -107,7 +107,9 @@ def set_warn_always(b: bool) -> None:
     """torch's warn-always flag (warnings that torch gives once are given every time): read
     back by is_warn_always_enabled()."""
     global _warn_always
-    _warn_always = bool(b)
+    if not isinstance(b, bool):
+        raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {type(b).__name__}")
+    _warn_always = b
 
 
 def is_warn_always_enabled() -> bool:
@@ -185,6 +187,10 @@ def is_anomaly_check_nan_enabled() -> bool:
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turns autograd's anomaly detection on or off (ember.autograd.set_detect_anomaly's
     state), as torch's."""
+    for position, (name, value) in enumerate((("enabled", enabled), ("check_nan", check_nan))):
+        if not isinstance(value, bool):
+            raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {position + 1}) "
+                            f"must be bool, not {type(value).__name__}")
     mode = _anomaly_mode()
     if mode is None:
         raise ImportError("anomaly detection is part of ember.autograd (the ember-autograd "

@@ -10,11 +10,12 @@ results and error messages follow PyTorch.
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import os
 import warnings
 
 from ember import _C
-from ember._checks import tensor_args
+from ember._checks import _is_int_arg, tensor_args
 
 __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
@@ -31,6 +32,61 @@ def _is_int(x) -> bool:
     return (isinstance(x, _int) and not isinstance(x, bool)) or (
         hasattr(x, "__index__") and not isinstance(x, (bool, _C.Tensor))
     )
+
+
+def _is_index(x) -> bool:
+    """What torch's parser takes for an int where an int list may stand instead (its
+    THPUtils_checkIndex): an int (not a bool), a NumPy integer, or a one-element integer or bool
+    tensor (through __index__)."""
+    if isinstance(x, _C.Tensor):
+        return x.numel() == 1 and not x.dtype.is_floating_point and not x.dtype.is_complex
+    return _is_int(x)
+
+
+def _as_index(x, symint: bool = True) -> int:
+    if symint and isinstance(x, _C.Tensor) and x.dtype == _C.bool:
+        # torch reads a SymInt[] element with item<int64_t>(), which refuses a bool
+        raise RuntimeError("Expected scalar.isIntegral( false) to be true, but got false.")
+    return _int(x.item() if isinstance(x, _C.Tensor) else x)
+
+
+def _int_list(op: str, name: str, position: int | None, value, symint: bool = True) -> list:
+    """torch's parser for an int[] argument: a list or tuple of ints, NumPy integers or
+    one-element integer tensors; anything else is a TypeError. `symint`: torch's SymInt[],
+    which refuses a bool tensor element."""
+    where = f" (position {position})" if position is not None else ""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{op}(): argument '{name}'{where} must be tuple of ints, not "
+                        f"{type(value).__name__}")
+    if value and not _is_index(value[0]):
+        raise TypeError(f"{op}(): argument '{name}'{where} must be tuple of ints, but found "
+                        f"element of type {type(value[0]).__name__} at pos 0")
+    return _unpack_ints(op, name, value, symint)
+
+
+def _unpack_ints(op: str, name: str, values, symint: bool) -> list:
+    """The elements in order, as torch unpacks them once the first passed its check: a bool is
+    taken as an int there."""
+    out = []
+    for i, v in enumerate(values):
+        if not (_is_index(v) or isinstance(v, bool)):
+            raise TypeError(f"{op}(): argument '{name}' failed to unpack the object at pos "
+                            f"{i + 1} with error \"type must be tuple of ints,but got "
+                            f"{type(v).__name__}\"")
+        out.append(_as_index(v, symint))
+    return out
+
+
+def _int_varargs(op: str, name: str, args: tuple, symint: bool = True) -> list:
+    """A Tensor method's only int[] parameter, which torch also takes as separate ints
+    (x.repeat(2, 3) for x.repeat((2, 3)))."""
+    if not args:
+        raise TypeError(f"{op}() missing 1 required positional arguments: \"{name}\"")
+    if _is_index(args[0]):
+        return _unpack_ints(op, name, args, symint)
+    if len(args) > 1:
+        raise TypeError(f"{op}() takes 1 positional argument but {len(args)} were given")
+    return _int_list(op, name, 1, args[0], symint)
 
 
 def _wrap(dim: int, ndim: int) -> int:
@@ -223,11 +279,16 @@ def _check_piece_count(op: str, pieces: int) -> None:
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Views of `tensor` along `dim`: pieces of split_size (the last may be smaller) or of the
     given sizes."""
+    size = split_size_or_sections
+    if isinstance(size, _C.Tensor):  # torch's Tensor.split: int(t) when that works
+        try:
+            size = _int(size)
+        except ValueError:
+            pass
+    if not (isinstance(size, _int) and not isinstance(size, bool)):
+        return split_with_sizes(tensor, size, dim)
     if tensor.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    if not _is_int(split_size_or_sections):
-        return split_with_sizes(tensor, split_size_or_sections, dim)
-    size = _int(split_size_or_sections)
     dim = _wrap(dim, tensor.dim())
     n = tensor.shape[dim]
     if size < 0:
@@ -245,9 +306,9 @@ def split(tensor, split_size_or_sections, dim: int = 0):
 
 @tensor_args("tensor")
 def split_with_sizes(tensor, split_sizes, dim: int = 0):
+    sizes = _int_list("split_with_sizes", "split_sizes", 2, split_sizes)
     if tensor.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    sizes = [_int(s) for s in split_sizes]
     dim = _wrap(dim, tensor.dim())
     n = tensor.shape[dim]
     if any(s < 0 for s in sizes):
@@ -321,7 +382,25 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
     return tuple(pieces)
 
 
+_SPLIT_ALONG_SIGNATURES = "(Tensor input, int sections), (Tensor input, tuple of ints indices)"
+
+
+def _sections_or_indices(name: str, ios, method: bool = False):
+    """torch's overloads of hsplit/vsplit/dsplit: (int sections) takes an int, a NumPy integer or
+    a 0-d integer tensor; (int[] indices) a list of ints, and a method also one other value
+    with __index__ (a one-element tensor: x.hsplit(t) as x.hsplit(t.item(),))."""
+    if _is_int_arg(ios):
+        return _int(ios)
+    if method and _is_index(ios):
+        return [_as_index(ios, symint=False)]
+    if isinstance(ios, (list, tuple)) and (not ios or _is_index(ios[0])):
+        return _int_list(name, "indices", None, ios, symint=False)
+    raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                    f"{type(ios).__name__}), but expected one of: {_SPLIT_ALONG_SIGNATURES}")
+
+
 def _split_along(name: str, input, ios, dim: int, min_dims: int):
+    ios = _sections_or_indices(name, ios)
     if input.dim() < min_dims:
         raise RuntimeError(
             f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
@@ -339,6 +418,7 @@ def _split_along(name: str, input, ios, dim: int, min_dims: int):
 
 @tensor_args("input")
 def hsplit(input, indices_or_sections):
+    indices_or_sections = _sections_or_indices("hsplit", indices_or_sections)
     if input.dim() == 0:
         raise RuntimeError(
             "torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 "
@@ -415,24 +495,29 @@ def swapdims(input, dim0: int, dim1: int):
 
 
 def broadcast_shapes(*shapes):
-    """The shape all of `shapes` broadcast to (without creating tensors)."""
-    result: list[int] = []
+    """The shape all of `shapes` broadcast to (without creating tensors), as torch's
+    torch._refs._broadcast_shapes: an int is a shape of one dim, None is skipped, anything else
+    that is no sequence is a RuntimeError."""
+    shapes = tuple((s,) if isinstance(s, _int) else s for s in shapes if s is not None)
+    if not shapes:
+        return _C.Size(())
+    for s in shapes:
+        if not isinstance(s, collections.abc.Sequence):
+            raise RuntimeError("Input shapes should be of type ints, a tuple of ints, or a list "
+                               f"of ints, got {s}")
+    result = [1] * max(len(s) for s in shapes)
     for idx, s in enumerate(shapes):
-        s = [_int(s)] if _is_int(s) else [_int(v) for v in s]
-        if any(v < 0 for v in s):
-            raise ValueError("Attempting to broadcast a dimension with negative length!")
-        if len(s) > len(result):
-            result = [1] * (len(s) - len(result)) + result
-        for i in range(1, len(s) + 1):
-            a, b = result[-i], s[-i]
-            if b == 1 or a == b:
+        for i in range(-1, -1 - len(s), -1):
+            if s[i] == result[i]:
                 continue
-            if a == 1:
-                result[-i] = b
-            else:
+            if result[i] == 1:
+                if s[i] < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                result[i] = s[i]
+            if s[i] != 1 and result[i] != s[i]:
                 raise RuntimeError(
-                    f"Attempting to broadcast a dimension of length {b} at {-i}! Mismatching "
-                    f"argument at index {idx} had {tuple(s)}; but expected shape should be "
+                    f"Attempting to broadcast a dimension of length {s[i]} at {i}! Mismatching "
+                    f"argument at index {idx} had {s}; but expected shape should be "
                     f"broadcastable to {result}"
                 )
     return _C.Size(tuple(result))
@@ -509,10 +594,23 @@ def meshgrid(*tensors, indexing: str | None = None):
 
 # ---- repeating, flipping, rotating ----
 
-def _repeat(self, *sizes):
-    if len(sizes) == 1 and not _is_int(sizes[0]):
-        sizes = tuple(sizes[0])
-    reps = [_int(s) for s in sizes]
+def _only_keyword(op: str, name: str, args: tuple, kwargs: dict) -> tuple:
+    """The argument of a method whose only parameter `name` was given by keyword."""
+    for k in kwargs:
+        if k != name:
+            raise TypeError(f"{op}() got an unexpected keyword argument '{k}'")
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    return (kwargs[name],)
+
+
+def _repeat(self, *sizes, **kwargs):
+    if kwargs:  # x.repeat(repeats=...)
+        sizes = _only_keyword("repeat", "repeats", sizes, kwargs)
+    return _repeat_ints(self, _int_varargs("repeat", "repeats", sizes))
+
+
+def _repeat_ints(self, reps: list):
     if len(reps) < self.dim():
         raise RuntimeError(
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of "
@@ -540,10 +638,32 @@ def _repeat(self, *sizes):
 @tensor_args("input")
 def tile(input, dims):
     """repeat, with `dims` padded with leading 1s to the input's rank."""
-    dims = [_int(d) for d in (dims if not _is_int(dims) else [dims])]
+    return _tile_ints(input, _int_list("tile", "dims", 2, dims))
+
+
+def _tile_ints(input, dims: list):  # noqa: A002
     if len(dims) < input.dim():
         dims = [1] * (input.dim() - len(dims)) + dims
-    return _repeat(input, dims)
+    return _repeat_ints(input, dims)
+
+
+def _tile_method(self, *dims, **kwargs):
+    if kwargs:  # x.tile(dims=...)
+        dims = _only_keyword("tile", "dims", dims, kwargs)
+    return _tile_ints(self, _int_varargs("tile", "dims", dims))
+
+
+def _split_along_method(name: str):
+    def m(self, *args, **kwargs):
+        if len(args) > 1:  # x.hsplit(1, 2): the indices as separate ints
+            args = (_int_varargs(name, "indices", args, symint=False),)
+        elif len(args) == 1:
+            args = (_sections_or_indices(name, args[0], method=True),)
+        return globals()[name](self, *args, **kwargs)
+
+    m.__name__ = name
+    m.__doc__ = globals()[name].__doc__
+    return m
 
 
 @tensor_args("input")
@@ -640,9 +760,12 @@ def _split_method(self, split_size, dim=0):
 
 
 def install(cls) -> None:
-    for name in ("chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "unbind", "movedim",
-                 "moveaxis", "broadcast_to", "tile", "fliplr", "flipud", "rot90", "diag",
+    for name in ("chunk", "tensor_split", "unbind", "movedim",
+                 "moveaxis", "broadcast_to", "fliplr", "flipud", "rot90", "diag",
                  "diagflat", "trace", "kron", "split_with_sizes", "swapaxes", "swapdims"):
         setattr(cls, name, _method(globals()[name]))
+    for name in ("hsplit", "vsplit", "dsplit"):
+        setattr(cls, name, _split_along_method(name))
     cls.split = _split_method
     cls.repeat = _repeat
+    cls.tile = _tile_method

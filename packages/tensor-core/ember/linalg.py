@@ -23,7 +23,7 @@ import collections
 import math
 
 from ember import _C
-from ember._checks import tensor_args
+from ember._checks import _is_int_arg, tensor_args
 from ember._shape import _broadcast_with_core_message
 
 __all__ = [
@@ -569,9 +569,10 @@ def matrix_power(A, n, *, out=None):
     from ember import eye
 
     op = "linalg.matrix_power"
-    _check_square(A, op)
-    if isinstance(n, builtins.bool) or not isinstance(n, builtins.int):
+    if not _is_int_arg(n):  # torch's parser, before the op's checks
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    n = builtins.int(n)
+    _check_square(A, op)
     if n == 0:
         r = eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape)).clone()
         return _out(op, r, out)

@@ -74,7 +74,7 @@ DIFFERENCES = [
     Difference(
         "torch fails inside its Python code (tuple unpacking, an attribute of an int) before it "
         "checks the argument; ember checks it and names the op and the argument",
-        CLASS, ("pca_lowrank", "svd_lowrank", "tensordot"),
+        CLASS, ("pca_lowrank", "svd_lowrank", "tensordot", "split"),
         torch_message=r"not enough values to unpack|object has no attribute"),
     Difference(
         "a dim out of range is an IndexError in ember as in torch's other ops; torch's "
@@ -106,6 +106,35 @@ DIFFERENCES = [
         "polygamma of an order beyond 170 (n! overflows every float): torch gives NaN, ember "
         "inf or NaN; neither is a value",
         RESULT, ("polygamma",)),
+    Difference(
+        "index_put with an empty list of indices: torch fails inside its kernel (an undefined "
+        "tensor, an internal assertion); ember writes the values over the whole tensor, as "
+        "x[()] = values does in both",
+        ACCEPTS, ("index_put",), ember="ok", torch="RuntimeError",
+        torch_message=r"undefined Tensor|INTERNAL ASSERT FAILED"),
+    Difference(
+        "isin of a non-contiguous test_elements: torch flattens it with view() and fails (a "
+        "torch bug); ember reads it as it is",
+        ACCEPTS, ("isin",), ember="ok", torch="RuntimeError",
+        torch_message="view size is not compatible"),
+    Difference(
+        "stft: torch's Python wrapper pads and reshapes the input before its parser checks "
+        "n_fft (an AttributeError, int() of a tensor's ValueError, or the pad kernel's dtype "
+        "error); ember checks the arguments' types first (TypeError naming the argument)",
+        CLASS, ("stft",), ember="TypeError", ember_message=r"argument '\w+'.* must be "),
+    Difference(
+        "a call with a wrong argument type and a wrong value: torch's Python wrapper of cdist "
+        "checks compute_mode's value before its parser checks the other arguments' types; "
+        "ember's parser checks the types first (TypeError naming the argument)",
+        CLASS, ("cdist",), ember="TypeError", torch="ValueError",
+        torch_message="is not a valid value for compute_mode"),
+    Difference(
+        "unique_consecutive given a tensor for return_inverse/return_counts: torch's Python "
+        "wrapper takes its truth value (a RuntimeError for more than one element) before its "
+        "parser sees it; ember's parser refuses it as a TypeError naming the argument",
+        CLASS, ("unique_consecutive",), ember="TypeError", torch="RuntimeError",
+        ember_message=r"must be bool, not Tensor|unexpected keyword argument",
+        torch_message="Boolean value of Tensor"),
     Difference(
         "addresses: two processes never agree on a data pointer",
         RESULT, ("data_ptr", "const_data_ptr", "untyped_storage")),

@@ -544,8 +544,10 @@ def test_histogramdd_edges_and_errors():
     np.testing.assert_array_equal(edges[0].numpy(), [0.5, 1.0, 1.5])
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         ember.histogramdd(ember.tensor([[1, 2]]), bins=2)
-    with pytest.raises(RuntimeError, match="expected 2 sequences of bin edges"):
+    with pytest.raises(RuntimeError, match="size of bins must be equal to the innermost"):
         ember.histogramdd(ember.ones(3, 2), bins=[2, 2, 2])
+    with pytest.raises(RuntimeError, match="expected 2 sequences of bin edges"):
+        ember.histogramdd(ember.ones(3, 2), bins=[ember.ones(2)] * 3)
 
 
 def test_prelu_method_has_one_weight_per_channel_or_one_for_all():

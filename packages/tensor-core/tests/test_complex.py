@@ -206,7 +206,7 @@ UNARY_REFERENCES = {
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "sigmoid": _sigmoid,
     "reciprocal": lambda z: 1 / z, "neg": np.negative, "square": lambda z: z * z,
     "abs": np.abs, "angle": np.angle, "isnan": np.isnan, "isinf": np.isinf,
-    "isfinite": np.isfinite, "logical_not": np.logical_not,
+    "isfinite": np.isfinite, "logical_not": np.logical_not, "sinc": np.sinc,
 }
 BINARY_REFERENCES = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,

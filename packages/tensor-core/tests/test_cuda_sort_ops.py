@@ -493,7 +493,7 @@ def test_histogram_matches_the_cpu(dtype):
         check_sums(hist, x, edges, weight=w, density=density)
         check(T.histogram, ember.full((4,), 1.0, dtype=x.dtype), 5, density=density)
     check(hist, ember.zeros(0, dtype=x.dtype), 4)
-    check(hist, x, edges[:1])
+    same_error(hist, x, edges[:1])  # one edge is no bin, as in torch
 
 
 def test_histogram_errors_and_out():

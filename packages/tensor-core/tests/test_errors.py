@@ -131,7 +131,7 @@ CASES = [
     ("out-bool", lambda: E.add(E.tensor([1]), 1, out=E.tensor([True])), RuntimeError,
      "result type Long can't be cast to the desired output type Bool"),
     ("clamp-inplace-float-bound", lambda: E.tensor([1, 2]).clamp_(0.5, 1.5), RuntimeError,
-     "result type Float can't be cast to the desired output type Long"),
+     "result type Float can't be cast to the desired output type long int"),
     # ---- integer arithmetic ----
     ("int-negative-pow", lambda: E.tensor([1, 2]).pow(-1), RuntimeError,
      "Integers to negative integer powers are not allowed."),
@@ -168,8 +168,10 @@ CASES = [
      "Subtraction, the `-` operator, with a bool tensor is not supported"),
     ("abs-bool", lambda: E.abs(E.tensor([True])), NotImplementedError,
      "\"abs\" not implemented for 'Bool'"),
-    ("clamp-bool", lambda: E.clamp(E.tensor([True]), E.tensor([False]), True), NotImplementedError,
-     "not implemented for 'Bool'"),
+    ("clamp-bool", lambda: E.clamp(E.tensor([True]), E.tensor([False]), E.tensor([True])),
+     NotImplementedError, "\"clamp_cpu\" not implemented for 'Bool'"),
+    ("clamp-tensor-and-number", lambda: E.clamp(E.tensor([True]), E.tensor([False]), True),
+     TypeError, "invalid combination of arguments"),
     ("div-bool-floor", lambda: E.floor_divide(E.tensor([True]), E.tensor([True])),
      NotImplementedError, "\"floor_divide\" not implemented for 'Bool'"),
     # ---- dtype support ----

@@ -3,6 +3,9 @@ checked here against torch 2.13's documented result, written out by hand."""
 
 from __future__ import annotations
 
+import cmath
+import math
+
 import fuzz_torch_differences as differences
 import pytest
 
@@ -122,3 +125,329 @@ def test_ldexp_keeps_the_operands_floating_dtype():
 
 def test_block_diag_of_nothing_is_one_empty_row():
     assert E.block_diag().shape == (1, 0)
+
+
+def test_index_put_checks_in_torchs_order():
+    x = E.zeros(3)
+    # the number of index tensors first (a mask counts as one), before the values' dtype
+    with pytest.raises(IndexError, match=r"too many indices for tensor of dimension 0 \(got 1\)"):
+        E.zeros(()).index_put_([E.tensor(False)], E.tensor([1]))
+    # the index dtype, then the mask's shape, before the values' dtype
+    with pytest.raises(IndexError, match="must be long, int, byte or bool"):
+        x.index_put_([E.tensor([1.0])], E.tensor([1], dtype=E.int64))
+    with pytest.raises(IndexError, match=r"shape of the mask \[2\] at index 0"):
+        x.index_put_([E.tensor([True, True])], E.tensor([1, 2]))
+    # the values' shape before the index bounds
+    with pytest.raises(RuntimeError, match="value tensor of shape"):
+        x.index_put_([E.tensor([7])], E.tensor([1.0, 2.0]))
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        x.index_put_([E.tensor([7])], E.tensor([1.0]))
+
+
+def test_index_put_of_one_value_through_one_mask_is_a_masked_fill():
+    # torch does not check the value's dtype there; a uint8 mask is refused as by masked_fill_
+    r = E.zeros(2, 3).index_put_([E.tensor([True, False])], E.tensor([5]))
+    assert r.tolist() == [[5.0] * 3, [0.0] * 3]
+    with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks"):
+        E.zeros(3).index_put_([E.tensor([1, 0, 1], dtype=E.uint8)], E.tensor(1.0))
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        E.zeros(3, dtype=E.int8).index_put_([E.tensor([True, False, True])], E.tensor(1000.5))
+    # accumulate=True keeps the dtype check
+    with pytest.raises(RuntimeError, match="dtypes match"):
+        E.zeros(3).index_put_([E.tensor([True, False, True])], E.tensor(1), accumulate=True)
+
+
+def test_histc_checks_in_torchs_order():
+    ints = E.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="bins must be > 0"):  # before the dtype
+        ints.histc(0)
+    with pytest.raises(RuntimeError, match="hist tensor should have the same dtype"):
+        E.histc(ints, 4, out=E.empty(4, dtype=E.int32))
+    # torch writes the edges (linspace) in the input's dtype before its kernel refuses it
+    with pytest.raises(RuntimeError, match="cannot be converted to type uint8"):
+        E.zeros(0, dtype=E.uint8).histc(4)  # an empty range is [-1, 1]
+    with pytest.raises(NotImplementedError, match="linspace_cpu"):
+        E.tensor([True]).histc(4)
+    with pytest.raises(NotImplementedError, match="aminmax_cpu"):
+        E.tensor([1j]).histc(4)
+    with pytest.raises(NotImplementedError, match="histogram_cpu"):
+        ints.histc(4)
+
+
+def test_histogram_checks_in_torchs_order():
+    f = E.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(NotImplementedError, match='"histogramdd" not implemented for \'Long\''):
+        E.histogram(E.tensor([1, 2]), 4)  # the data's range: float and double only
+    with pytest.raises(NotImplementedError, match='"histogramdd" not implemented for \'Half\''):
+        E.histogram(f.half(), 4)
+    assert E.histogram(f.half(), 4, range=(0.0, 4.0)).hist.tolist() == [0, 1, 1, 1]
+    with pytest.raises(NotImplementedError, match="histogram_cpu"):
+        E.histogram(E.tensor([1, 2]), 4, range=(0.0, 4.0))
+    with pytest.raises(RuntimeError, match="range should have 2 elements, but got 1"):
+        E.histogram(f, 3, range=[1])
+    with pytest.raises(TypeError):
+        E.histogram(f, E.tensor([1.0, 2.0]), range=(0.0, 1.0))  # no range with edges
+    with pytest.raises(RuntimeError, match="bin_edges tensor should have the same dtype"):
+        E.histogram(f, 0, out=(E.empty(0), E.empty(0, dtype=E.int64)))
+    with pytest.raises(RuntimeError, match="bins must be > 0, but got 0"):
+        E.histogram(f, E.tensor([1.0]))  # one edge is no bin
+    # the weight: of the input's dtype, with as many elements (any shape)
+    assert E.histogram(f, 3, weight=E.ones(1, 3, 1)).hist.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="weight tensor should have the same dtype"):
+        E.histogram(f, 3, weight=E.ones(3, dtype=E.float64))
+
+
+def test_histogramdd_arguments_and_order_as_torch():
+    x = E.ones(3, 2)
+    with pytest.raises(TypeError):
+        E.histogramdd(x)  # bins has no default
+    with pytest.raises(TypeError):
+        E.histogramdd(x, True)
+    with pytest.raises(IndexError, match="no dimensions"):
+        E.histogramdd(E.tensor(1.0), 3)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        E.histogramdd(E.ones(3), 3)
+    with pytest.raises(RuntimeError, match="range should have 4 elements, but got 2"):
+        E.histogramdd(x.long(), [3, 3], range=[1.0, 2.0])
+    with pytest.raises(RuntimeError, match="bins must be > 0, but got 0 for dimension 1"):
+        E.histogramdd(x, [3, 0])
+    with pytest.raises(RuntimeError, match="same shape as the input tensor excluding"):
+        E.histogramdd(x, 3, weight=E.ones(3, 2))
+    hist, edges = E.histogramdd(E.ones(1, 2), [E.tensor([0.0, 2.0]), E.tensor([0.0, 2.0])],
+                                weight=E.tensor(4.0))
+    assert hist.tolist() == [[4.0]] and len(edges) == 2
+
+
+def test_int_list_arguments_parse_as_torchs():
+    x = E.ones(2, 3)
+    # a tensor stands for an int list only as a method's one-element varargs
+    with pytest.raises(RuntimeError, match="can not be smaller"):
+        x.repeat(E.tensor(2))  # taken as [2]
+    with pytest.raises(TypeError, match="must be tuple of ints, not Tensor"):
+        x.repeat(E.tensor([2, 1]))
+    with pytest.raises(TypeError, match="missing 1 required positional"):
+        x.repeat()
+    with pytest.raises(TypeError, match="found element of type bool at pos 0"):
+        x.repeat([True, 2])
+    assert x.repeat(2, True).shape == (4, 3)  # after the first element a bool is an int
+    with pytest.raises(RuntimeError, match="isIntegral"):
+        x.repeat(2, E.tensor(True))  # a SymInt[] reads a tensor element with item<int64_t>
+    with pytest.raises(TypeError, match="must be tuple of ints, not int"):
+        E.tile(x, 2)
+    assert x.tile(2).shape == (2, 6) and x.tile(2, 2).shape == (4, 6)
+    with pytest.raises(TypeError, match="must be tuple of ints, not Tensor"):
+        x.split_with_sizes(E.tensor([1, 1]))
+    with pytest.raises(TypeError, match="split_with_sizes"):
+        x.split(E.tensor([1, 1]))
+    assert len(x.split(E.tensor([1.0]))) == 2  # torch's Tensor.split: int(t) when that works
+
+
+def test_hsplit_overloads_as_torchs():
+    x = E.ones(2, 3)
+    assert [t.shape[1] for t in x.hsplit(E.tensor(3))] == [1, 1, 1]  # 0-d: sections
+    assert [t.shape[1] for t in x.hsplit(E.tensor([3]))] == [3, 0]  # 1-d, method: indices
+    assert [t.shape[1] for t in x.hsplit(1, 2)] == [1, 1, 1]
+    with pytest.raises(TypeError, match="invalid combination"):
+        E.hsplit(x, E.tensor([3]))
+    with pytest.raises(TypeError, match="invalid combination"):
+        x.hsplit(1.5)
+
+
+def test_clamp_checks_in_torchs_order():
+    b, i = E.tensor([True, False]), E.tensor([1, 2])
+    assert b.clamp_min(b).dtype == E.bool  # tensor bounds: maximum, which takes bools
+    with pytest.raises(NotImplementedError, match="clamp_min_scalar_cpu"):
+        b.clamp_min(True)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        i.clamp_min_(E.tensor([1j, 2j]))  # the cast before the complex kernel
+    with pytest.raises(RuntimeError, match=r"output with shape \[2\] doesn't match"):
+        E.tensor([1j, 2j]).clamp_min_(E.ones(3, 1))
+    with pytest.raises(RuntimeError, match="more than one element"):
+        b.expand(2, 2).clamp_min_(True)
+    with pytest.raises(RuntimeError, match="Found dtype Bool but expected Long"):
+        E.clamp(i, min=1, out=E.empty(2, dtype=E.bool))
+    with pytest.raises(RuntimeError, match="cannot be converted to type int16"):
+        E.tensor([1], dtype=E.int16).clamp_max(2**63 - 1)
+    with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
+        E.tensor([1j]).clamp(1)
+
+
+def test_integer_binary_ops_check_the_common_dtype_after_the_iterator():
+    b, i8 = E.tensor(True), E.tensor(-4, dtype=E.int8)
+    assert b.lcm(i8).item() == 4 and b.lcm(i8).dtype == E.int8  # common dtype int8
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        E.tensor([2], dtype=E.int8).lcm_(E.tensor([1j]))
+    with pytest.raises(RuntimeError, match="must match the size"):
+        E.ones(3, 1, dtype=E.complex128).nextafter_(E.ones(1, 4, 1, dtype=E.float64))
+    with pytest.raises(NotImplementedError, match='"gcd_cpu" not implemented for'):
+        E.gcd(b, b)
+
+
+def test_python_argument_checks_as_torchs():
+    assert E.broadcast_shapes([2, 3], True, None) == (2, 3)  # an int (a bool too) is one dim
+    with pytest.raises(RuntimeError, match="Input shapes should be of type ints"):
+        E.broadcast_shapes(E.ones(2, 2))
+    with pytest.raises(TypeError, match="argument 'enabled' .* must be bool, not int"):
+        E.set_anomaly_enabled(1)
+    with pytest.raises(RuntimeError, match="setWarnOnlyOnce expects a bool, but got tuple"):
+        E.set_warn_always((0,))
+    with pytest.raises(TypeError, match="argument 'n'"):
+        E.ones(2, 3).matrix_power(E.tensor([2]))  # the argument before the shape
+    assert E.ones(2, 2).matrix_power(E.tensor(2)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    with pytest.raises(TypeError, match="expected Tensor as element 1 in argument 0"):
+        E.cartesian_prod(E.ones(2, 2), [1])
+    with pytest.raises(RuntimeError, match="non-empty TensorList"):
+        E.cartesian_prod()
+    with pytest.raises(RuntimeError, match="Invalid value of device"):
+        E.get_device_module(1)
+
+
+def test_isin_forms_and_checks_as_torchs():
+    i = E.tensor([1, 2])
+    assert E.isin(i, test_element=2).tolist() == [False, True]
+    assert E.isin(element=2, test_elements=i).item() is True
+    with pytest.raises(TypeError, match="invalid combination"):
+        E.isin(i, test_elements=2)  # a number goes as test_element
+    with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin\\(\\): Bool"):
+        E.isin(i, E.tensor([True]))  # each input's dtype, not the promoted one
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype bool"):
+        E.isin(i, E.tensor([1.5]), out=E.empty(2, dtype=E.int64))
+
+
+def test_prelu_checks_in_torchs_order():
+    f = E.tensor([1.5])
+    with pytest.raises(RuntimeError, match="Type promoting not supported. Got Float and Double"):
+        f.prelu(f.double())
+    with pytest.raises(RuntimeError, match="channel size = 1"):
+        E.ones(2).prelu(E.ones(2))  # a 1-d input has one channel
+    with pytest.raises(NotImplementedError, match="prelu_cpu"):
+        E.tensor([True]).prelu(E.tensor([True]))
+    assert E.tensor([-2.0, 3.0]).prelu(E.tensor([0.5])).tolist() == [-1.0, 3.0]
+
+
+def test_complex_cumprod_and_scan_checks_as_torchs():
+    z = E.tensor([1 + 2j, 0.5j, 2 - 1j])
+    # by hand: (1+2j), (1+2j)*0.5j = -1+0.5j, (-1+0.5j)*(2-1j) = -1.5+2j
+    assert z.cumprod(0).tolist() == [1 + 2j, -1 + 0.5j, -1.5 + 2j]
+    assert E.tensor([1, 2, 3]).cumprod(0, dtype=E.complex64).tolist() == [1, 2, 6]
+    with pytest.raises(NotImplementedError, match='"cumsum_out_cpu" not implemented for \'Bool\''):
+        E.tensor([True, False]).cumsum_(0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        E.tensor(1, dtype=E.int8).cumprod_(1, dtype=E.complex64)  # dim before the dtype
+
+
+def test_complex_sinc():
+    r = E.tensor([0j, 0.5 - 0.25j], dtype=E.complex128).sinc().tolist()
+    z = complex(0.5, -0.25) * math.pi
+    assert r[0] == 1 and abs(r[1] - cmath.sin(z) / z) < 1e-15
+
+
+def test_samplers_refuse_dtypes_as_torchs_kernels():
+    empty = E.zeros(0, dtype=E.int8)
+    assert empty.log_normal_() is empty  # torch's dispatch has nothing to refuse when empty
+    with pytest.raises(NotImplementedError, match='"log_normal_cpu" not implemented for \'Char\''):
+        E.zeros(2, dtype=E.int8).log_normal_()
+    with pytest.raises(RuntimeError, match="expects std > 0.0"):
+        empty.log_normal_(std=-1.0)  # the argument first
+    with pytest.raises(NotImplementedError, match="geometric_cpu"):
+        E.zeros(2, dtype=E.bool).geometric_(0.5)
+
+
+def test_unary_out_rules_and_complex_refusals_first():
+    i = E.tensor([[1, 2]], dtype=E.int32)
+    with pytest.raises(RuntimeError, match="Found dtype Char but expected Int"):
+        E.floor(i, out=E.empty(3, dtype=E.int8))  # also when out= would be resized
+    with pytest.raises(RuntimeError, match="signbit does not support non-boolean outputs"):
+        E.signbit(E.ones(1, 4), out=E.empty(6, dtype=E.uint8))
+    with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
+        E.ones(3, dtype=E.complex64).expand(2, 3).floor_()  # before the overlap check
+    with pytest.raises(NotImplementedError, match="trunc is not supported for complex inputs"):
+        E.trunc(E.ones(3, dtype=E.complex64), out=E.empty(3))
+
+
+def test_round_overloads_as_torchs():
+    assert E.tensor([1, 2]).round().tolist() == [1, 2]  # round(x) copies integers
+    with pytest.raises(NotImplementedError, match="round_vml_cpu"):
+        E.tensor([1, 2]).round(decimals=0)  # round(x, decimals=) has no integer kernel
+    with pytest.raises(NotImplementedError, match="round_cpu"):
+        E.round(E.tensor([1, 2]), decimals=1)
+    with pytest.raises(NotImplementedError, match="round_vml_cpu"):
+        E.tensor([True]).round()
+    assert E.tensor([2.5, 1.25]).round(decimals=1).tolist() == [2.5, 1.2000000476837158]
+
+
+def test_renorm_as_torchs():
+    z = E.tensor([[3 + 4j, 0j], [0.3 + 0.4j, 0j]])
+    # rows of norm 5 and 0.5: the first is scaled to norm 1 (by 1 / (5 + 1e-7))
+    r = z.renorm(2, 0, 1.0).tolist()
+    assert abs(r[0][0] - (3 + 4j) / (5 + 1e-7)) < 1e-6 and abs(r[1][0] - (0.3 + 0.4j)) < 1e-7
+    with pytest.raises(RuntimeError, match="non-positive-norm"):
+        E.ones(2, 2).renorm(float("nan"), 0, 1.0)
+    with pytest.raises(RuntimeError, match="maxnorm to be >= 0 but got nan"):
+        E.ones(2, 2).renorm(2, 0, float("nan"))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        E.ones(2).renorm(2, 0, 1.0)
+    with pytest.raises(OverflowError, match="int too big to convert"):
+        E.ones(2, 2).renorm(2**70, 0, 1.0)
+    with pytest.raises(IndexError):
+        E.ones(2, 2, dtype=E.int64).renorm(2, 5, 1.0)  # the dim before the dtype
+
+
+def test_new_tensor_and_contiguous_keywords_as_torchs():
+    x = E.ones(2)
+    for kw in (dict(layout=E.strided), dict(pin_memory=False)):
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            x.new_tensor(1, **kw)
+    with pytest.raises(TypeError, match="requires_grad"):
+        x.new_tensor(1, requires_grad=None)
+    assert x.new_tensor(1, dtype=None, device=None).item() == 1
+    with pytest.raises(TypeError, match="memory_format"):
+        x.contiguous(memory_format=None)
+    assert x.contiguous(memory_format=E.preserve_format) is x
+
+
+def test_cdist_compute_mode_and_half_as_torchs():
+    x = E.ones(2, 3)
+    with pytest.raises(ValueError, match="None is not a valid value for compute_mode"):
+        E.cdist(x.int(), x, compute_mode=None)  # checked before the dtypes
+    with pytest.raises(NotImplementedError, match='"cdist" not implemented for \'Half\''):
+        E.cdist(x.half(), x.half())
+    r = E.cdist(x.half(), x.half(), compute_mode="use_mm_for_euclid_dist")  # the product path
+    assert r.dtype == E.float16 and r.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_cummin_of_nothing_and_its_out_pair():
+    values, indices = E.zeros(2, 0).cummin(5)  # torch returns before it wraps dim
+    assert values.shape == (2, 0) and indices.dtype == E.int64
+    with pytest.raises(TypeError, match="expected tuple of 2 elements but got 3"):
+        E.cummin(E.ones(3), 0, out=[E.empty(3), E.empty(3, dtype=E.int64), E.empty(3)])
+    with pytest.raises(IndexError):
+        E.ones(3).cummax(1)
+
+
+def test_logcumsumexp_checks_out_first():
+    with pytest.raises(RuntimeError, match="expected scalar_type Float but found Double"):
+        E.logcumsumexp(E.ones(3), 5, out=E.empty(3, dtype=E.float64))
+    with pytest.raises(NotImplementedError, match="logcumsumexp_out_cpu"):
+        E.logcumsumexp(E.ones(3, dtype=E.int8), 0, out=E.empty(3, dtype=E.int8))
+
+
+def test_ldexp_checks_as_torchs():
+    f = E.ones(2)
+    with pytest.raises(NotImplementedError, match="ldexp_cpu_exp"):
+        E.ldexp(f, E.tensor([True, False]))
+    with pytest.raises(RuntimeError, match="ldexp can't be cast to the desired output type Long"):
+        E.ldexp(f, E.tensor([True, False]), out=E.empty(2, dtype=E.int64))  # out= first
+    assert E.ldexp(E.tensor([True, False]), E.tensor([1, 2])).tolist() == [2.0, 0.0]
+    assert E.ldexp(E.tensor([True, False]), E.tensor([True, True])).tolist() == [2.0, 0.0]
+    with pytest.raises(RuntimeError, match="ldexp can't be cast to the desired output type Bool"):
+        E.tensor([True]).ldexp_(E.tensor([True]))  # in place: the cast into self first
+
+
+def test_copy_takes_a_number_and_a_bool_non_blocking():
+    assert E.zeros(2, dtype=E.int8).copy_(1000).tolist() == [-24, -24]  # wrapped, then cast
+    assert E.zeros(2).copy_(1.5, non_blocking=True).tolist() == [1.5, 1.5]
+    with pytest.raises(TypeError, match="'non_blocking' .* must be bool, not int"):
+        E.zeros(2).copy_(E.ones(2), 0)
+    with pytest.raises(TypeError, match="must be Tensor, not list"):
+        E.zeros(2).copy_([1, 2])

@@ -654,8 +654,10 @@ def test_clamp_forms(dtype):
             x.clone().clamp_(-0.5, 1.5)
     # tensor bounds broadcast
     lo = ember.tensor([[-1], [0]], dtype=edtype(dtype))
-    r = ember.clamp(x, lo, 2)
+    r = ember.clamp(x, lo, ember.tensor(2, dtype=edtype(dtype)))
     assert tuple(r.shape) == (2, 5)
+    with pytest.raises(TypeError, match="invalid combination"):  # a tensor beside a number
+        ember.clamp(x, lo, 2)
 
 
 def test_lerp_forms():

@@ -320,16 +320,28 @@ ElementwiseDtypes unary_dtypes(UnaryOp op, ScalarType input) {
   return {compute, result};
 }
 
-Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
-  const OpInfoEntry& info = unary_info(op);
-  const ScalarType nominal = nominal_unary_result(op, x->dtype);
-  if (out && out != x) {  // torch's out= rules of its own for these ops
-    if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
-      throw std::runtime_error("signbit does not support non-boolean outputs.");
-    if (exact_out_dtype(op) && out->dtype != nominal)
+void check_unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
+  // torch refuses a complex input to these in their meta functions, before any other check
+  if (is_complex(x->dtype) && (op == UnaryOp::sign || op == UnaryOp::floor ||
+                               op == UnaryOp::ceil || op == UnaryOp::trunc ||
+                               op == UnaryOp::signbit))
+    refuse_complex(unary_info(op).name, x->dtype, false);
+  if (!out || out == x) return;
+  // torch's out= rules of its own for these ops
+  if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
+    throw std::runtime_error("signbit does not support non-boolean outputs.");
+  if (exact_out_dtype(op)) {
+    const ScalarType nominal = nominal_unary_result(op, x->dtype);
+    if (out->dtype != nominal)
       throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",
                                        type_name(nominal)));
   }
+}
+
+Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
+  const OpInfoEntry& info = unary_info(op);
+  const ScalarType nominal = nominal_unary_result(op, x->dtype);
+  check_unary_out(op, x, out);
   auto identity = [&] {  // the op's value is x itself
     check_operands_first(info.name, x->sizes, out, x->dtype);
     if (!out) return clone(x);
@@ -603,18 +615,49 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const
   });
 }
 
+// torch's two forms, checked in their order. With number bounds (clamp.Scalar, clamp_min and
+// clamp_max with a number) a unary op on the result type: a complex input is refused first, an
+// in-place integer self may not be promoted, an out= has the result's dtype. With tensor bounds
+// a TensorIterator op (clamp.Tensor, whose one-sided forms are maximum / minimum): the written-to
+// tensor's overlap, the shapes, the cast of the common dtype to it, then the kernel's dtypes.
 Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor& out) {
   EMBER_CHECK(lo || hi, std::runtime_error, "torch.clamp: At least one of 'min' or 'max' must not be None");
   std::vector<Operand> ops{Operand(x)};
   if (lo) ops.push_back(*lo);
   if (hi) ops.push_back(*hi);
-  ScalarType dt = result_type(ops);
-  EMBER_CHECK(dt != ScalarType::Bool, NotImplementedError,
-              "\"clamp_cpu\" not implemented for 'Bool'");
-  EMBER_CHECK(!is_complex(dt), NotImplementedError, "clamp is not supported for complex types");
+  const bool inplace = out && out == x;
+  const bool tensor_bounds = (lo && !lo->is_scalar) || (hi && !hi->is_scalar);
+  const char* complex_msg = "clamp is not supported for complex types";
+  ScalarType dt;
+  if (!tensor_bounds) {
+    EMBER_CHECK(!is_complex(x->dtype), NotImplementedError, complex_msg);
+    dt = is_floating(x->dtype) ? x->dtype : result_type(ops);
+    EMBER_CHECK(!inplace || dt == x->dtype, std::runtime_error, "result type ", type_name(dt),
+                " can't be cast to the desired output type ", cpp_type_name(x->dtype));
+    EMBER_CHECK(!is_complex(dt), NotImplementedError, complex_msg);
+    if (out) check_inplace_writable(out, "clamp");
+    EMBER_CHECK(!out || out->dtype == dt, std::runtime_error, "Found dtype ", type_name(out->dtype),
+                " but expected ", type_name(dt));
+    EMBER_CHECK(dt != ScalarType::Bool, NotImplementedError, "\"",
+                lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_scalar_cpu" : "clamp_max_scalar_cpu",
+                "\" not implemented for 'Bool'");
+    for (const Operand* b : {lo, hi})  // the kernel's checked conversion of each bound
+      if (b) scalar_tensor(b->s, dt, /*checked=*/true);
+  } else {
+    EMBER_CHECK(!(lo && hi) || !is_complex(x->dtype), NotImplementedError, complex_msg);
+    dt = result_type(ops);
+    Shape shape = x->sizes;
+    for (size_t i = 1; i < ops.size(); ++i)
+      if (!ops[i].is_scalar) shape = broadcast_shapes(shape, ops[i].t->sizes);
+    check_operands_first("clamp", shape, out, dt, inplace);
+    EMBER_CHECK(!is_complex(dt), NotImplementedError, "\"",
+                lo && hi ? "clamp_cpu" : lo ? "maximum_cpu" : "minimum_cpu",
+                "\" not implemented for '", type_name(dt), "'");
+    EMBER_CHECK(!(lo && hi) || dt != ScalarType::Bool, NotImplementedError,
+                "\"clamp_cpu\" not implemented for 'Bool'");
+  }
   // Floating input, number bounds (ReLU6, hardtanh): one pass, and in place when out is x.
-  if (is_floating(dt) && dt == x->dtype && (!lo || lo->is_scalar) && (!hi || hi->is_scalar) &&
-      (!out || out->dtype == dt)) {
+  if (is_floating(dt) && dt == x->dtype && !tensor_bounds && (!out || out->dtype == dt)) {
     return run_into("clamp", out, dt, {x}, [&](const ElementwiseIter& it) {
       cpu_kernels().clamp_scalar(it, dt, lo != nullptr, lo ? lo->s.to_double() : 0.0,
                                  hi != nullptr, hi ? hi->s.to_double() : 0.0);
@@ -622,13 +665,10 @@ Tensor clamp(const Tensor& x, const Operand* lo, const Operand* hi, const Tensor
   }
   Tensor r = to_dtype(x, dt);
   if (lo) r = binary(BinaryOp::maximum, Operand(r), *lo);
-  if (hi) r = binary(BinaryOp::minimum, Operand(r), *hi, (out && !lo) ? out : nullptr);
-  if (out && (lo || !hi)) {
-    check_out_dtype("clamp", dt, out);
-    copy_(out, r);
-    return out;
-  }
-  return out ? out : r;
+  if (hi) r = binary(BinaryOp::minimum, Operand(r), *hi);
+  if (!out) return r;
+  copy_(out, r);
+  return out;
 }
 
 // Checked as torch's: floating grad_output, self of the same dtype (else the op's error).
@@ -698,7 +738,8 @@ Tensor nan_to_num(const Tensor& x, double nan, const double* posinf, const doubl
 // torch.round(x, decimals=d): round half to even at 10^-d.
 Tensor round_decimals(const Tensor& x, int64_t decimals, const Tensor& out) {
   ScalarType dt = x->dtype;
-  EMBER_CHECK(!is_complex(dt), NotImplementedError, "\"round_vml_cpu\" not implemented for '",
+  EMBER_CHECK(!is_complex(dt) && dt != ScalarType::Bool, NotImplementedError,
+              "\"round_vml_cpu\" not implemented for '",
               type_name(dt), "'");
   // an out= of the input's dtype only, for every dtype (torch's structured kernel)
   EMBER_CHECK(!out || out->dtype == dt, std::runtime_error, "Found dtype ",

@@ -37,6 +37,9 @@ ElementwiseDtypes binary_dtypes(BinaryOp op, const Operand& other, ScalarType co
 bool is_integer_division(BinaryOp op);
 
 // `out` null: allocate. out == x: in-place (checked like PyTorch: castable, no overlap).
+// torch's own out= rules of some unary ops (signbit: a bool out=; floor, abs, ...: an out= of
+// the result's dtype), for a caller that writes out= itself.
+void check_unary_out(UnaryOp op, const Tensor& x, const Tensor& out);
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out = nullptr);
 Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out = nullptr);
 Tensor binary_inplace(BinaryOp op, const Tensor& self, const Operand& other);

@@ -161,20 +161,51 @@ std::pair<double, double> data_range(const Tensor& xc) {
           to_dtype(max_all(xc), ScalarType::Float64)->data_as<double>()[0]};
 }
 
+NotImplementedError not_implemented(const char* kernel, ScalarType dt) {
+  return NotImplementedError(str_cat("\"", kernel, "\" not implemented for '", type_name(dt), "'"));
+}
+
+// torch writes the edges with linspace in the input's dtype before its kernel refuses a
+// non-floating input: linspace has no bool kernel, and an edge the dtype cannot hold is an
+// overflow error.
+void check_linspace_edges(double lo, double hi, ScalarType dt) {
+  if (dt == ScalarType::Bool) throw not_implemented("linspace_cpu", dt);
+  scalar_tensor(Scalar::from_double(lo), dt, /*checked=*/true);
+  scalar_tensor(Scalar::from_double(hi), dt, /*checked=*/true);
+}
+
+// torch's histogramdd checks of the hist and bin_edges outputs (out=) and the bin count.
+void check_hist_out(const Tensor& x, int64_t bins, std::optional<ScalarType> hist_dtype,
+                    std::optional<ScalarType> edges_dtype) {
+  EMBER_CHECK(!hist_dtype || *hist_dtype == x->dtype, std::runtime_error,
+              "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
+              "input ", cpp_type_name(x->dtype), " and hist ", cpp_type_name(*hist_dtype));
+  EMBER_CHECK(!edges_dtype || *edges_dtype == x->dtype, std::runtime_error,
+              "torch.histogram: input tensor and bin_edges tensor should have the same dtype, but "
+              "got input ", cpp_type_name(x->dtype), " and bin_edges ", cpp_type_name(*edges_dtype),
+              " for dimension 0");
+  check_bins(bins, "torch.histogram():");
+}
+
 }  // namespace
 
-Tensor histc(const Tensor& x, int64_t bins, double lo, double hi) {
+// Checks in torch's order (aten's Histogram.cpp): the bin count, the range (the data's when
+// min == max), the edges in the input's dtype, then the kernel's dtype.
+Tensor histc(const Tensor& x, int64_t bins, double lo, double hi, std::optional<ScalarType> out_dtype) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "histc");
-  if (!is_floating(x->dtype))
-    throw NotImplementedError(str_cat("\"histogram_cpu\" not implemented for '", type_name(x->dtype), "'"));
-  check_bins(bins, "torch.histogram():");
-  EMBER_CHECK(!(lo > hi), std::runtime_error, "torch.histc: max must be larger than min");
-  Tensor xc = contiguous_copy(x);
-  if (lo == hi) std::tie(lo, hi) = data_range(xc);
+  check_hist_out(x, bins, out_dtype, std::nullopt);
+  if (lo == hi && x->numel() > 0) {
+    if (is_complex(x->dtype)) throw not_implemented("aminmax_cpu", x->dtype);
+    std::tie(lo, hi) = data_range(contiguous_copy(x));
+  }
   if (lo == hi) lo -= 1, hi += 1;
   EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), std::runtime_error, "torch.histc: range of [",
               lo, ", ", hi, "] is not finite");
+  EMBER_CHECK(lo < hi, std::runtime_error, "torch.histc: max must be larger than min");
+  check_linspace_edges(lo, hi, x->dtype);
+  if (!is_floating(x->dtype)) throw not_implemented("histogram_cpu", x->dtype);
+  Tensor xc = contiguous_copy(x);
   Tensor out = empty({bins}, x->dtype);
   dispatch_floating(x->dtype, "histc", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -184,53 +215,69 @@ Tensor histc(const Tensor& x, int64_t bins, double lo, double hi) {
   return out;
 }
 
-std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range,
-                                    const Tensor& edges, const Tensor& weight, bool density) {
+std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::vector<double>> range,
+                                    const Tensor& edges, const Tensor& weight, bool density,
+                                    std::optional<ScalarType> hist_dtype,
+                                    std::optional<ScalarType> edges_dtype) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "histogram");
-  if (!is_floating(x->dtype))
-    throw NotImplementedError(str_cat("\"histogram_cpu\" not implemented for '", type_name(x->dtype), "'"));
-  Tensor xc = contiguous_copy(x);
-  Tensor wc;
-  if (weight) {
-    EMBER_CHECK(weight->sizes == x->sizes, std::runtime_error,
-                "torch.histogram(): if weight tensor is provided it should have the same shape as the "
-                "input tensor, but got ", shape_str(weight->sizes), " and ", shape_str(x->sizes));
-    EMBER_CHECK(weight->dtype == x->dtype, std::runtime_error,
-                "torch.histogram(): if weight tensor is provided, input tensor and weight tensor should "
-                "have the same dtype, but got input ", torch_type_name(x->dtype), ", and weight ",
-                torch_type_name(weight->dtype));
-    wc = contiguous_copy(weight);
-  }
-  Tensor ec;
-  if (edges) {
-    EMBER_CHECK(edges->dim() == 1, std::runtime_error,
-                "torch.histogram(): bins tensor should have one dimension, but got ", edges->dim(),
-                " dimensions in the bins tensor");
-    EMBER_CHECK(edges->dtype == x->dtype, std::runtime_error,
-                "torch.histogram(): input tensor and bins tensors should have the same dtype, but got "
-                "input ", torch_type_name(x->dtype), " and bins ", torch_type_name(edges->dtype));
-    EMBER_CHECK(edges->numel() > 0, std::runtime_error,
-                "torch.histogram(): bins tensor should have at least 1 element, but got 0 elements");
-    ec = contiguous_copy(edges);
-    bins = edges->numel() - 1;
-  } else {
-    check_bins(bins, "torch.histogram():");
-  }
+  // torch's histogramdd_check_inputs: the edges, then the weight (of the input's element count).
+  auto check_inputs = [&]() {
+    if (edges) {
+      EMBER_CHECK(edges->dtype == x->dtype, std::runtime_error,
+                  "torch.histogramdd: input tensor and bins tensors should have the same dtype, but "
+                  "got input with dtype ", cpp_type_name(x->dtype),
+                  " and bins for dimension 0 with dtype ", cpp_type_name(edges->dtype));
+      EMBER_CHECK(edges->dim() == 1, std::runtime_error,
+                  "torch.histogramdd: bins tensor should have one dimension, but got ", edges->dim(),
+                  " dimensions in the bins tensor for dimension 0");
+      EMBER_CHECK(edges->numel() > 0, std::runtime_error,
+                  "torch.histogramdd: bins tensor should have at least 1 element, but got 0 "
+                  "elements in the bins tensor for dimension 0");
+    }
+    if (weight) {
+      EMBER_CHECK(weight->dtype == x->dtype, std::runtime_error,
+                  "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+                  "should have the same dtype, but got input(", cpp_type_name(x->dtype),
+                  "), and weight(", cpp_type_name(weight->dtype), ")");
+      EMBER_CHECK(weight->numel() == x->numel(), std::runtime_error,
+                  "torch.histogramdd: if weight tensor is provided it should have the same shape as "
+                  "the input tensor excluding its innermost dimension, but got input with shape [",
+                  x->numel(), ", 1] and weight with shape [", weight->numel(), "]");
+    }
+  };
   double lo = 0, hi = 0;
-  if (!edges) {
+  if (edges) {
+    check_inputs();
+    bins = edges->numel() - 1;
+    check_hist_out(x, bins, hist_dtype, edges_dtype);
+  } else {
+    check_hist_out(x, bins, hist_dtype, edges_dtype);
     if (range) {
-      std::tie(lo, hi) = *range;
-      EMBER_CHECK(lo <= hi, std::runtime_error, "torch.histogram(): max must be larger than min");
-    } else if (xc->numel() == 0) {
+      EMBER_CHECK(range->size() == 2, std::runtime_error, "torch.histogramdd: for a 1-dimensional "
+                  "histogram range should have 2 elements, but got ", range->size());
+      lo = (*range)[0], hi = (*range)[1];
+    } else if (x->numel() == 0) {
       lo = 0, hi = 1;  // NumPy's and torch's range for no data
     } else {
-      std::tie(lo, hi) = data_range(xc);
+      if (!is_floating(x->dtype) || x->dtype == ScalarType::Float16 ||
+          x->dtype == ScalarType::BFloat16)
+        throw not_implemented("histogramdd", x->dtype);  // torch's data range: float and double
+      std::tie(lo, hi) = data_range(contiguous_copy(x));
     }
-    if (lo == hi) lo -= 0.5, hi += 0.5;  // NumPy's and PyTorch's rule for a degenerate range
     EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), std::runtime_error,
-                "torch.histogram(): range of [", lo, ", ", hi, "] is not finite");
+                "torch.histogramdd: dimension 0's range [", lo, ", ", hi, "] is not finite");
+    EMBER_CHECK(lo <= hi, std::runtime_error,
+                "torch.histogramdd: min should not exceed max, but got min ", lo, " max ", hi,
+                " for dimension 0");
+    if (lo == hi) lo -= 0.5, hi += 0.5;  // NumPy's and PyTorch's rule for a degenerate range
+    check_linspace_edges(lo, hi, x->dtype);
+    check_inputs();
   }
+  if (!is_floating(x->dtype)) throw not_implemented("histogram_cpu", x->dtype);
+  Tensor xc = contiguous_copy(x);
+  Tensor wc = weight ? contiguous_copy(weight) : nullptr;
+  Tensor ec = edges ? contiguous_copy(edges) : nullptr;
   Tensor hist = empty({bins}, x->dtype), out_edges = empty({bins + 1}, x->dtype);
   dispatch_floating(x->dtype, "histogram", [&](auto tag) {
     using T = typename decltype(tag)::type;

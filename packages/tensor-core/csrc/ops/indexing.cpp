@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "kernels/index_plan.h"
@@ -77,7 +78,10 @@ struct Advanced {
   Shape result;
 };
 
-Advanced prepare_advanced(Tensor self, const std::vector<Tensor>& indices) {
+// `before_bounds` runs once the result's shape is known and before any index value is read:
+// index_put_ checks the values there, as torch does before its kernel checks the bounds.
+Advanced prepare_advanced(Tensor self, const std::vector<Tensor>& indices,
+                          const std::function<void(const Advanced&)>& before_bounds = nullptr) {
   // 1. dtypes, masks -> int64 index tensors (a mask covering k dims becomes k of them).
   std::vector<Tensor> expanded;  // one per dim of self (null: whole dim)
   std::vector<bool> checked;     // from a mask: always in range
@@ -140,15 +144,8 @@ Advanced prepare_advanced(Tensor self, const std::vector<Tensor>& indices) {
     throw IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes " +
                      shapes);
   }
-  // 3. bounds, before anything reads through them.
-  for (size_t k = 0; k < pos.size(); ++k) {
-    if (checked[pos[k]]) continue;
-    const int64_t size = self->sizes[pos[k]];
-    if (auto bad = find_bad_index(expanded[pos[k]], size, true))
-      throw IndexError(str_cat("index ", *bad, " is out of bounds for dimension ", k, " with size ",
-                               size));
-  }
-  // 4. separated index tensors: their dims move to the front (NumPy's rule).
+  const Shape indexed_sizes = self->sizes;  // before step 3 permutes `self`
+  // 3. separated index tensors: their dims move to the front (NumPy's rule).
   const int64_t K = static_cast<int64_t>(pos.size());
   const bool adjacent = K == 0 || pos.back() - pos.front() == K - 1;
   if (!adjacent) {
@@ -168,6 +165,15 @@ Advanced prepare_advanced(Tensor self, const std::vector<Tensor>& indices) {
   for (int64_t d = 0; d < a.first; ++d) a.result.push_back(self->sizes[d]);
   for (auto s : b) a.result.push_back(s);
   for (int64_t d = a.first + K; d < self->dim(); ++d) a.result.push_back(self->sizes[d]);
+  if (before_bounds) before_bounds(a);
+  // 4. bounds, before anything reads through them.
+  for (size_t k = 0; k < pos.size(); ++k) {
+    if (checked[pos[k]]) continue;
+    const int64_t size = indexed_sizes[pos[k]];
+    if (auto bad = find_bad_index(expanded[pos[k]], size, true))
+      throw IndexError(str_cat("index ", *bad, " is out of bounds for dimension ", k, " with size ",
+                               size));
+  }
   return a;
 }
 
@@ -231,26 +237,28 @@ Tensor index(const Tensor& self, const std::vector<Tensor>& indices) {
 void index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values,
                 bool accumulate) {
   GilRelease nogil(values->numel() + self->numel() > kGrainSize);
-  EMBER_CHECK(values->dtype == self->dtype, std::runtime_error,
-              "Index put requires the source and destination dtypes match, got ",
-              torch_type_name(self->dtype), " for the destination and ",
-              torch_type_name(values->dtype), " for the source.");
-  check_inplace_writable(self, "index_put_");
   std::vector<Tensor> idx;
   for (auto& t : indices) idx.push_back(unalias(t, self));
-  Advanced a = prepare_advanced(self, idx);
-  // values broadcast to the result (leading size-1 dims may be dropped).
+  // torch's order: the index dtypes, masks and broadcast (prepare_advanced), then the values'
+  // dtype and shape, then the index bounds; a self with overlapping elements last.
+  Shape vs = values->sizes;  // values broadcast to the result (leading size-1 dims may be dropped)
+  Advanced a = prepare_advanced(self, idx, [&](const Advanced& a) {
+    EMBER_CHECK(values->dtype == self->dtype, std::runtime_error,
+                "Index put requires the source and destination dtypes match, got ",
+                torch_type_name(self->dtype), " for the destination and ",
+                torch_type_name(values->dtype), " for the source.");
+    while (vs.size() > a.result.size() && vs.front() == 1) vs.erase(vs.begin());
+    bool ok = vs.size() <= a.result.size();
+    for (size_t i = 0; ok && i < vs.size(); ++i) {
+      const int64_t want = a.result[a.result.size() - vs.size() + i];
+      ok = vs[i] == want || vs[i] == 1;
+    }
+    EMBER_CHECK(ok, std::runtime_error, "shape mismatch: value tensor of shape ",
+                shape_str(values->sizes), " cannot be broadcast to indexing result of shape ",
+                shape_str(a.result));
+  });
+  check_inplace_writable(self, "index_put_");
   Tensor v = unalias(values, self);
-  Shape vs = v->sizes;
-  while (vs.size() > a.result.size() && vs.front() == 1) vs.erase(vs.begin());
-  bool ok = vs.size() <= a.result.size();
-  for (size_t i = 0; ok && i < vs.size(); ++i) {
-    const int64_t want = a.result[a.result.size() - vs.size() + i];
-    ok = vs[i] == want || vs[i] == 1;
-  }
-  EMBER_CHECK(ok, std::runtime_error, "shape mismatch: value tensor of shape ",
-              shape_str(values->sizes), " cannot be broadcast to indexing result of shape ",
-              shape_str(a.result));
   v = expand(view(v->is_contiguous() ? v : contiguous(v), vs), a.result);
   Plan p;
   p.shape = a.result;

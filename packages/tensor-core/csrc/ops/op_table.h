@@ -178,6 +178,7 @@
   X(reciprocal, COMPLEX, math::complex_div(decltype(x)(1), x)) \
   X(neg, COMPLEX, -x)                                     \
   X(square, COMPLEX, math::complex_mul(x, x))             \
+  X(sinc, COMPLEX, x == decltype(x)(0) ? decltype(x)(1) : math::complex_div(std::sin(x * typename decltype(x)::value_type(3.14159265358979323846)), x * typename decltype(x)::value_type(3.14159265358979323846))) \
   X(abs, REAL, std::abs(x))                               \
   X(angle, REAL, std::arg(x))                             \
   X(isnan, PRED, std::isnan(x.real()) || std::isnan(x.imag())) \

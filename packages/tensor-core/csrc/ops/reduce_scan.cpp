@@ -83,6 +83,8 @@ Tensor scan(const char* name, const Tensor& x, int64_t dim, ScalarType dtype, bo
   const int64_t d = wrap_dim(dim, x->dim());
   ScalarType out_dt = dtype != ScalarType::Undefined ? dtype
                       : is_integral(x->dtype, true) ? ScalarType::Int64 : x->dtype;
+  EMBER_CHECK(out_dt != ScalarType::Bool, NotImplementedError, "\"", name,
+              "_out_cpu\" not implemented for 'Bool'");
   if (is_complex(out_dt) && !is_prod) {  // a running sum adds the parts separately
     Tensor parts = view_as_real(contiguous_copy(to_dtype(x, out_dt)));
     return view_as_complex(scan(name, parts, d, to_real_type(out_dt), false));
@@ -91,6 +93,30 @@ Tensor scan(const char* name, const Tensor& x, int64_t dim, ScalarType dtype, bo
   Tensor out = empty(x->sizes, out_dt, x->device());
   if (x->numel() == 0) return out;
   const Layout l = layout_around(x, d);
+  if (is_complex(out_dt)) {  // a running product, as torch's: in complex128, c10::complex's *
+    auto run = [&](auto tag) {
+      using C = typename decltype(tag)::type;
+      const C* src = in->data_as<C>();
+      C* dst = out->data_as<C>();
+      parallel_for(0, l.outer * l.inner, grain_for(l.D), [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t o = t / l.inner, j = t % l.inner;
+          double re = 1, im = 0;
+          for (int64_t k = 0; k < l.D; ++k) {
+            const int64_t at = (o * l.D + k) * l.inner + j;
+            const double vr = src[at].real(), vi = src[at].imag();
+            const double r2 = re * vr - im * vi;
+            im = re * vi + im * vr;
+            re = r2;
+            dst[at] = C(static_cast<typename C::value_type>(re), static_cast<typename C::value_type>(im));
+          }
+        }
+      });
+    };
+    if (out_dt == ScalarType::Complex64) run(TypeTag<std::complex<float>>{});
+    else run(TypeTag<std::complex<double>>{});
+    return out;
+  }
   dispatch_all(out_dt, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (is_prod) scan_kernel<T, true>(in->data_as<T>(), out->data_as<T>(), l);

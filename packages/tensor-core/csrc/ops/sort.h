@@ -12,6 +12,7 @@
 #pragma once
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -43,10 +44,14 @@ Tensor searchsorted(const Tensor& seq, const Tensor& values, bool out_int32, boo
                     const Tensor& sorter, const char* op = "searchsorted");
 
 // torch.histc: `bins` equal bins over [lo, hi] (the data's range when lo == hi).
-Tensor histc(const Tensor& x, int64_t bins, double lo, double hi);
+// out_dtype: an out='s dtype, checked in torch's order.
+Tensor histc(const Tensor& x, int64_t bins, double lo, double hi,
+             std::optional<ScalarType> out_dtype = std::nullopt);
 // torch.histogram with `bins` equal bins (range given or the data's) or explicit edges.
-std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range,
-                                    const Tensor& edges, const Tensor& weight, bool density);
+std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::vector<double>> range,
+                                    const Tensor& edges, const Tensor& weight, bool density,
+                                    std::optional<ScalarType> hist_dtype = std::nullopt,
+                                    std::optional<ScalarType> edges_dtype = std::nullopt);
 Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength);
 
 enum class QuantileInterp { Linear, Lower, Higher, Midpoint, Nearest };

@@ -77,7 +77,10 @@ std::vector<Composite> composites() {
       {"new_empty_strided",
        {factory("new_empty_strided(Tensor input, int[] size, int[] stride")}, kMethod,
        "creation"},
-      {"new_tensor", {factory("new_tensor(Tensor input, Any data")}, kMethod, "creation"},
+      // torch's new_tensor takes no layout or pin_memory
+      {"new_tensor", {"new_tensor(Tensor input, Any data, *, ScalarType? dtype=None, "
+                      "Device? device=None, bool requires_grad=False) -> Tensor"},
+       kMethod, "creation"},
       {"type_as", {"type_as(Tensor input, Tensor other) -> Tensor"}, kMethod, "creation"},
       {"addcmul", {"addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, "
                    "Tensor? out=None) -> Tensor"}, kBoth, E},
@@ -139,7 +142,8 @@ std::vector<Composite> composites() {
       {"is_nonzero", {"is_nonzero(Tensor input) -> bool"}, kBoth, "creation"},
       {"fill_diagonal_", {"fill_diagonal_(Tensor input, Scalar fill_value, bool wrap=False) -> "
                           "Tensor"}, kMethod, "indexing"},
-      {"cdist", {"cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None) -> Tensor"},
+      {"cdist", {"cdist(Tensor x1, Tensor x2, float p=2.0, "
+                 "Any compute_mode='use_mm_for_euclid_dist_if_necessary') -> Tensor"},
        kFunction, "linalg"},
       {"trapezoid", {"trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
                      "trapezoid(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor"}, kFunction, R},
@@ -153,8 +157,13 @@ std::vector<Composite> composites() {
        "creation"},
       {"combinations", {"combinations(Tensor input, int r=2, bool with_replacement=False) -> "
                         "Tensor"}, kFunction, "creation"},
-      {"isin", {"isin(Tensor|Scalar elements, Tensor|Scalar test_elements, *, "
-                "bool assume_unique=False, bool invert=False, Tensor? out=None) -> Tensor"},
+      // torch's three forms: a number goes as `element` or `test_element`
+      {"isin", {"isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, "
+                "bool invert=False, Tensor? out=None) -> Tensor",
+                "isin(Scalar element, Tensor test_elements, *, bool assume_unique=False, "
+                "bool invert=False, Tensor? out=None) -> Tensor",
+                "isin(Tensor elements, Scalar test_element, *, bool assume_unique=False, "
+                "bool invert=False, Tensor? out=None) -> Tensor"},
        kFunction, "sort"},
       {"gcd", {"gcd(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"}, kBoth, E},
       {"gcd_", {"gcd_(Tensor input, Tensor other) -> Tensor"}, kBoth, E},
@@ -229,7 +238,7 @@ std::vector<Composite> composites() {
        kFunction, E},
       {"fill_", {"fill_(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation",
        "fill_function_"},
-      {"round_", {"round_(Tensor input, *, int decimals=0) -> Tensor"}, kFunction, E,
+      {"round_", {"round_(Tensor input, *, int? decimals=None) -> Tensor"}, kFunction, E,
        "round_function_"},
       {"get_device", {"get_device(Tensor input) -> int"}, kFunction, "creation"},
       {"cosine_similarity", {"cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) "

@@ -298,25 +298,53 @@ Tensor broadcast_clone(const Tensor& self, const Tensor& mask) {
 
 // ---- index_put ----
 
+// torch's index_put_ with one value and masks only is a masked_fill_ (its
+// canDispatchToMaskedFill): the value's dtype is not checked, a uint8 mask is refused as
+// masked_fill_ refuses it. Returns the mask, unsqueezed to self's dims, or null for the
+// general path.
+Tensor index_put_fill_mask(const Tensor& self, const std::vector<Tensor>& idx) {
+  Tensor mask;
+  int64_t at = 0;
+  for (const auto& i : idx) {
+    if ((i->dtype != ScalarType::Bool && i->dtype != ScalarType::UInt8) || mask) return nullptr;
+    mask = i;
+    for (int64_t j = 0; j < i->dim(); ++j) {
+      const int64_t d = wrap_dim(at + j, self->dim(), /*allow_scalar=*/false);
+      EMBER_CHECK(i->sizes[j] == self->sizes[d], IndexError, "The shape of the mask ",
+                  shape_str(i->sizes), " at index ", j,
+                  " does not match the shape of the indexed tensor ", shape_str(self->sizes),
+                  " at index ", d);
+    }
+    at += i->dim();
+  }
+  if (!mask) return nullptr;
+  check_bool_mask(mask, str_cat("masked_fill_ only supports boolean masks, but got mask with dtype ",
+                                cpp_type_name(mask->dtype)));
+  Shape ms = mask->sizes;
+  ms.resize(self->dim(), 1);
+  return reshape(mask, ms);
+}
+
 py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valuesh,
                           bool accumulate, bool inplace) {
   const char* name = inplace ? "index_put_" : "index_put";
   Tensor self = to_tensor(selfh);
   std::vector<Tensor> idx = index_list(indicesh);
   Tensor values = to_tensor(valuesh);
+  // torch counts the index tensors (a mask as one) before anything else.
+  EMBER_CHECK(static_cast<int64_t>(idx.size()) <= self->dim(), IndexError,
+              "too many indices for tensor of dimension ", self->dim(), " (got ", idx.size(), ")");
   const bool index_on_device = any_on_device(nullptr, idx);
   if (inplace ? (inplace_needs_grad(self, {values}) || index_on_device)
               : (needs_dispatch(self) || needs_dispatch(values) || index_on_device))
     return redispatch(name, core_fn(name), py::make_tuple(selfh, indicesh, valuesh),
                          py::dict("accumulate"_a = accumulate));
   warn_byte_mask(idx);
-  if (inplace) {
-    index_put_(self, idx, values, accumulate);
-    return self_obj(selfh);
-  }
-  Tensor r = clone(self);
-  index_put_(r, idx, values, accumulate);
-  return wrap(r);
+  Tensor mask = !accumulate && values->numel() == 1 ? index_put_fill_mask(self, idx) : nullptr;
+  Tensor r = inplace ? self : clone(self);
+  if (mask) masked_fill_(r, mask, to_scalar(valuesh));
+  else index_put_(r, idx, values, accumulate);
+  return inplace ? self_obj(selfh) : wrap(r);
 }
 
 // ---- scatter family and index_add / index_copy ----

@@ -36,6 +36,7 @@ template <typename Compute>
 py::object with_out(const char* name, py::handle outh, const Tensor& out,
                     std::initializer_list<const Operand*> inputs, Compute&& compute) {
   if (out_needs_resize(out, inputs)) {
+    check_inplace_writable(out, name);  // torch's overlap check comes before the resize
     write_out(name, compute(Tensor()), out);
     return py::reinterpret_borrow<py::object>(outh);
   }
@@ -109,6 +110,7 @@ py::object unary_call(UnaryOp op, py::handle xh, py::handle outh) {
     return redispatch_out(name, core_fn(name), py::make_tuple(xh), py::dict(), outh);
   }
   if (out) check_out_no_grad(out, name);
+  if (out) check_unary_out(op, x, out);  // also when with_out resizes out
   return with_out(name, outh, out, {&in}, [&](const Tensor& o) { return unary(op, x, o); });
 }
 
@@ -417,8 +419,22 @@ void register_ops(py::module_& m) {
     return core_fn("where")(cond, self, other);
   }, py::is_method(cls), py::arg("condition"), py::arg("other")));
 
-  auto clamp_fn = [](py::handle x, py::handle lo, py::handle hi, py::handle out) -> py::object {
+  // torch's overloads take both bounds as tensors or both as numbers (a 0-d tensor is a number
+  // too); a tensor beside a number is a TypeError.
+  auto check_bound_kinds = [](const char* op, py::handle x, py::handle lo, py::handle hi) {
+    auto dims = [](py::handle b) { return is_tensor(b) && to_tensor(b)->dim() > 0; };
+    auto number = [](py::handle b) { return !b.is_none() && !is_tensor(b); };
+    if ((dims(lo) && number(hi)) || (number(lo) && dims(hi)))
+      throw py::type_error(str_cat(op, "() received an invalid combination of arguments - got (",
+                                   type_of(x), ", ", type_of(lo), ", ", type_of(hi),
+                                   "), but expected one of: (Tensor input, Tensor? min = None, "
+                                   "Tensor? max = None), (Tensor input, Number? min = None, "
+                                   "Number? max = None)"));
+  };
+  auto clamp_fn = [check_bound_kinds](py::handle x, py::handle lo, py::handle hi,
+                                      py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "clamp", "input");
+    check_bound_kinds("clamp", x, lo, hi);
     if (needs_dispatch(t) || (is_tensor(lo) && needs_dispatch(to_tensor(lo))) ||
         (is_tensor(hi) && needs_dispatch(to_tensor(hi))))
       return redispatch_out("clamp", core_fn("clamp"), py::make_tuple(x, lo, hi), py::dict(), out);
@@ -436,8 +452,10 @@ void register_ops(py::module_& m) {
     return clamp_fn(self, lo, hi, py::none());
   }, py::is_method(cls), py::arg("min") = py::none(), py::arg("max") = py::none()));
   py::setattr(cls, "clip", cls.attr("clamp"));
-  auto clamp_inplace = py::cpp_function([](py::handle self, py::handle lo, py::handle hi) -> py::object {
+  auto clamp_inplace = py::cpp_function([check_bound_kinds](py::handle self, py::handle lo,
+                                                            py::handle hi) -> py::object {
     Tensor t = to_tensor(self);
+    check_bound_kinds("clamp_", self, lo, hi);
     if ((t->requires_grad && grad_enabled()) || on_device(t))
       return redispatch("clamp_", core_fn("clamp_"), py::make_tuple(self, lo, hi), py::dict());
     std::unique_ptr<Operand> l, h;
@@ -534,28 +552,42 @@ void register_ops(py::module_& m) {
   m.def("logit_", logit_inplace, py::arg("input"), py::arg("eps") = py::none());
   defm("logit_", py::cpp_function(logit_inplace, py::is_method(cls), py::arg("eps") = py::none()));
 
-  m.def("round", [](py::handle x, int64_t decimals, py::handle out) -> py::object {
+  // round(x) and round(x, decimals=d) are torch's two overloads: only the first takes integer
+  // tensors (a copy), the second has no integer kernel, even for d == 0.
+  auto round_decimals_arg = [](py::handle dh, const Tensor& t) -> int64_t {
+    if (dh.is_none()) return 0;
+    const int64_t d = as_int(dh);
+    EMBER_CHECK(is_floating(t->dtype) || is_complex(t->dtype), NotImplementedError, "\"",
+                d == 0 ? "round_vml_cpu" : "round_cpu", "\" not implemented for '",
+                type_name(t->dtype), "'");
+    return d;
+  };
+  m.def("round", [round_decimals_arg](py::handle x, py::handle dh, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "round", "input");
+    const int64_t decimals = round_decimals_arg(dh, t);
     if (needs_dispatch(t)) {
       if (needs_grad(t) && !out.is_none()) out_with_grad("round");
       return redispatch_out("round", core_fn("round"), py::make_tuple(x),
-                            py::dict("decimals"_a = decimals), out);
+                            dh.is_none() ? py::dict() : py::dict("decimals"_a = dh), out);
     }
     Tensor o = opt_out(out, "round");
     Tensor r = round_decimals(t, decimals, o);
     return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
-  }, py::arg("input"), py::kw_only(), py::arg("decimals") = 0, py::arg("out") = py::none());
-  defm("round", py::cpp_function([](py::handle self, int64_t decimals) {
+  }, py::arg("input"), py::kw_only(), py::arg("decimals") = py::none(), py::arg("out") = py::none());
+  defm("round", py::cpp_function([](py::handle self, py::handle decimals) {
     return core_fn("round")(self, "decimals"_a = decimals);
-  }, py::is_method(cls), py::kw_only(), py::arg("decimals") = 0));
-  defm("round_", py::cpp_function([](py::handle self, int64_t decimals) -> py::object {
+  }, py::is_method(cls), py::kw_only(), py::arg("decimals") = py::none()));
+  defm("round_", py::cpp_function([round_decimals_arg](py::handle self,
+                                                       py::handle dh) -> py::object {
     Tensor t = to_tensor(self);
+    if (!dh.is_none()) check_inplace_writable(t, "round_");  // before the kernel's dtype
+    const int64_t decimals = round_decimals_arg(dh, t);
     if (needs_dispatch(t))  // the autograd hook runs this method again, grad off
       return redispatch("round_", py::type::handle_of(self).attr("round_"), py::make_tuple(self),
-                           py::dict("decimals"_a = decimals));
+                           dh.is_none() ? py::dict() : py::dict("decimals"_a = dh));
     round_decimals(t, decimals, t);
     return py::reinterpret_borrow<py::object>(self);
-  }, py::is_method(cls), py::kw_only(), py::arg("decimals") = 0));
+  }, py::is_method(cls), py::kw_only(), py::arg("decimals") = py::none()));
 
   // op table for docs and the op-database tests
   m.def("_op_table", []() {

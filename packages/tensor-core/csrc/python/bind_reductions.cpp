@@ -177,6 +177,7 @@ py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::han
   const char* name = is_prod ? "cumprod_" : "cumsum_";
   Tensor x = expect_tensor(selfh, name, "self");
   const int64_t dim = parse_dim(dimh, name);
+  (void)wrap_dim(dim, x->dim());  // torch wraps dim before its other checks
   ScalarType dt = to_dtype(dtypeh);
   if (x->requires_grad && grad_enabled())
     return redispatch(name, core_fn(name), py::make_tuple(selfh),

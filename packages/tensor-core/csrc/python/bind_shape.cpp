@@ -268,6 +268,9 @@ void register_views(py::module_& m) {
   // clone keeps a dense input's strides, so it would hand back the same non-contiguous layout
   method_row("contiguous", {"contiguous(Tensor input, *, Any? memory_format=None) -> Tensor"},
              [](const Args& a) {
+               if (a.given(1) && a.is_none(1))  // torch's memory_format is no optional
+                 throw py::type_error("contiguous(): argument 'memory_format' must be "
+                                      "ember.memory_format, not NoneType");
                if (!a.is_none(1))  // a memory format: ember/_memory_format.py
                  return py::module_::import("ember._memory_format").attr("_contiguous")(a[0], a[1]);
                Tensor x = a.tensor(0);

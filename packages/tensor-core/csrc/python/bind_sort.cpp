@@ -121,8 +121,13 @@ py::object mode_call(py::handle xh, py::handle dimh, bool keepdim, py::handle ou
 py::object cumext_call(bool is_max, py::handle xh, py::handle dimh, py::handle outh) {
   const char* name = is_max ? "cummax" : "cummin";
   Tensor x = expect_tensor(xh, name, "input");
+  if (!outh.is_none() && (py::isinstance<py::list>(outh) || py::isinstance<py::tuple>(outh)) &&
+      py::len(outh) != 2)  // torch's parser: out= is a pair
+    throw py::type_error(str_cat("expected tuple of 2 elements but got ", py::len(outh)));
   const int64_t dim = parse_dim(dimh, name);
   if (needs_dispatch(x)) return dispatch_pair(name, xh, x, py::dict("dim"_a = dim), outh);
+  if (x->numel() == 0)  // torch returns before it looks at dim (or the dtype)
+    return pair_result(name, {empty(x->sizes, x->dtype), empty(x->sizes, ScalarType::Int64)}, outh);
   return pair_result(name, cumextreme(x, dim, is_max), outh);
 }
 
@@ -205,7 +210,9 @@ py::object histc_call(py::handle xh, int64_t bins, py::handle minh, py::handle m
     return finish_dispatched("histc", call_device("histc", py::make_tuple(xh),
                                                   py::dict("bins"_a = bins, "min"_a = lo, "max"_a = hi)),
                              outh);
-  return finish("histc", histc(x, bins, lo, hi), outh);
+  const Tensor out = outh.is_none() ? nullptr : expect_tensor(outh, "histc", "out");
+  return finish("histc", histc(x, bins, lo, hi, out ? std::optional(out->dtype) : std::nullopt),
+                outh);
 }
 
 py::object histogram_type() {
@@ -222,29 +229,48 @@ py::object histogram_call(py::handle xh, py::handle binsh, py::handle rangeh, py
   if (is_tensor(binsh)) edges = to_tensor(binsh);
   else if (is_int_like(binsh)) bins = as_int(binsh);
   else throw py::type_error(str_cat("histogram(): argument 'bins' must be int or Tensor, not ", type_of(binsh)));
-  std::optional<std::pair<double, double>> range;
+  // range: a tuple of floats, and only beside an int bins (torch's overloads); its length is
+  // checked in the op, in torch's order.
+  std::optional<std::vector<double>> range;
   if (!rangeh.is_none()) {
-    if (!py::isinstance<py::sequence>(rangeh) || py::len(rangeh) != 2)
-      throw py::type_error("histogram(): argument 'range' must be tuple of two floats");
-    py::sequence s = py::reinterpret_borrow<py::sequence>(rangeh);
-    range = std::make_pair(to_scalar(s[0]).to_double(), to_scalar(s[1]).to_double());
+    bool ok = !edges && (py::isinstance<py::list>(rangeh) || py::isinstance<py::tuple>(rangeh));
+    if (ok) {
+      range.emplace();
+      for (auto v : py::reinterpret_borrow<py::sequence>(rangeh)) {
+        ok = ok && !is_tensor(v) && is_number(v);
+        if (ok) range->push_back(to_scalar(v).to_double());
+      }
+    }
+    if (!ok)
+      throw py::type_error(str_cat("histogram() received an invalid combination of arguments - "
+                                   "got range=", type_of(rangeh), " with bins=", type_of(binsh),
+                                   ", but expected one of: (Tensor input, Tensor bins, *, Tensor "
+                                   "weight = None, bool density = False), (Tensor input, int bins = "
+                                   "100, *, tuple of floats range = None, Tensor weight = None, bool "
+                                   "density = False)"));
   }
   Tensor w = weighth.is_none() ? nullptr : expect_tensor(weighth, "histogram", "weight");
-  Tensor hist, e;
-  const bool dispatched = any_on_device({x, edges, w});
-  if (dispatched) {
-    py::sequence r = call_device("histogram", py::make_tuple(xh),
-                                 py::dict("bins"_a = binsh, "range"_a = range ? py::object(py::make_tuple(range->first, range->second)) : py::none(),
-                                          "weight"_a = weighth, "density"_a = density));
-    hist = to_tensor(r[0]), e = to_tensor(r[1]);
-  } else {
-    std::tie(hist, e) = histogram(x, bins, range, edges, w, density);
-  }
+  Tensor oh, oe;
   if (!outh.is_none()) {
     if (!py::isinstance<py::sequence>(outh) || py::len(outh) != 2)
       throw py::type_error("histogram(): argument 'out' must be tuple of Tensors");
     py::sequence outs = py::reinterpret_borrow<py::sequence>(outh);
-    Tensor oh = expect_tensor(outs[0], "histogram", "out"), oe = expect_tensor(outs[1], "histogram", "out");
+    oh = expect_tensor(outs[0], "histogram", "out"), oe = expect_tensor(outs[1], "histogram", "out");
+  }
+  Tensor hist, e;
+  const bool dispatched = any_on_device({x, edges, w});
+  if (dispatched) {
+    py::sequence r = call_device("histogram", py::make_tuple(xh),
+                                 py::dict("bins"_a = binsh, "range"_a = range ? py::object(py::cast(*range)) : py::none(),
+                                          "weight"_a = weighth, "density"_a = density));
+    hist = to_tensor(r[0]), e = to_tensor(r[1]);
+  } else {
+    std::tie(hist, e) = histogram(x, bins, range, edges, w, density,
+                                  oh ? std::optional(oh->dtype) : std::nullopt,
+                                  oe ? std::optional(oe->dtype) : std::nullopt);
+  }
+  if (oh) {
+    py::sequence outs = py::reinterpret_borrow<py::sequence>(outh);
     for (const Tensor& o : {oh, oe})
       EMBER_CHECK(!dispatched || o->device() == hist->device(), std::runtime_error,
                   "Expected all tensors to be on the same device, but found at least two devices, ",

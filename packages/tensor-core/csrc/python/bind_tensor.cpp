@@ -523,11 +523,26 @@ void register_tensor(py::module_& m) {
       .def("__setitem__", [](const Tensor& self, py::object index, py::object value) {
         setitem(self, index, value);
       })
-      .def("copy_", [](py::object self, const Tensor& src, bool) {
+      // torch's parser: a Python number is copied as a wrapped number; non_blocking is a bool
+      .def("copy_", [](py::object self, py::handle srch, py::handle non_blocking) {
+        if (!PyBool_Check(non_blocking.ptr()))
+          throw py::type_error(str_cat("copy_(): argument 'non_blocking' (position 2) must be "
+                                       "bool, not ", type_of(non_blocking)));
+        Tensor src;
+        if (is_tensor(srch)) {
+          src = to_tensor(srch);
+        } else if (is_number(srch)) {
+          const Scalar v = to_scalar(srch);
+          src = wrapped_scalar(v, v.natural_dtype(ScalarType::Float64));
+        } else {
+          throw py::type_error(str_cat("copy_(): argument 'other' (position 1) must be Tensor, "
+                                       "not ", type_of(srch)));
+        }
         Tensor t = self.cast<Tensor>();
         warn_if_discarding_imag(src->dtype, t->dtype);
         if (needs_grad(src) || t->requires_grad)
-          return redispatch("_copy_", core_fn("_copy_"), py::make_tuple(self, src), py::dict());
+          return redispatch("_copy_", core_fn("_copy_"), py::make_tuple(self, wrap(src)),
+                            py::dict());
         copy_(t, src);
         return self;
       }, py::arg("src"), py::arg("non_blocking") = false)

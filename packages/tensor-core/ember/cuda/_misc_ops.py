@@ -110,7 +110,7 @@ def _logit(name: str, args, kwargs):
 
 def _round(name: str, args, kwargs):
     x = args[0]
-    decimals = kwargs.get("decimals", 0)
+    decimals = kwargs.get("decimals") or 0  # None: not given
     device = device_of(name, args)
     _meta(name, args, kwargs)  # integers refuse decimals != 0
     npd = _np_dtype(x.dtype)

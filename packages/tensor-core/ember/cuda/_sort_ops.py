@@ -638,7 +638,9 @@ def _histogram(name, args, kwargs):
     weight, density = kwargs.get("weight"), bool(kwargs.get("density", False))
     device = device_of(name, [x, bins, weight])
     edges_t = bins if _is_tensor(bins) else None
-    empty = _C.empty([0], dtype=x.dtype)
+    # the stand-in holds one zero where x has data: torch takes an int bins' range from the data
+    # only for float32/float64 inputs
+    empty = _C.zeros([1 if x.numel() and edges_t is None and rng is None else 0], dtype=x.dtype)
     stand_bins = _C.empty(list(bins.shape), dtype=bins.dtype) if edges_t is not None else bins
 
     def cpu_checks():  # the dtype, bins and range checks, on an empty stand-in
@@ -647,16 +649,17 @@ def _histogram(name, args, kwargs):
 
     if not x.dtype.is_floating_point:
         cpu_checks()
-    if weight is not None:
-        if tuple(weight.shape) != tuple(x.shape):
-            raise RuntimeError(
-                "torch.histogram(): if weight tensor is provided it should have the same shape "
-                f"as the input tensor, but got {_shape_str(weight)} and {_shape_str(x)}")
+    if weight is not None:  # torch's histogramdd checks: the dtype, then the element count
         if weight.dtype != x.dtype:
             raise RuntimeError(
-                "torch.histogram(): if weight tensor is provided, input tensor and weight tensor "
-                f"should have the same dtype, but got input {x.dtype._torch_name}, and weight "
-                f"{weight.dtype._torch_name}")
+                "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+                f"should have the same dtype, but got input({x.dtype._cpp_name}), and weight("
+                f"{weight.dtype._cpp_name})")
+        if weight.numel() != x.numel():
+            raise RuntimeError(
+                "torch.histogramdd: if weight tensor is provided it should have the same shape as "
+                f"the input tensor excluding its innermost dimension, but got input with shape "
+                f"[{x.numel()}, 1] and weight with shape [{weight.numel()}]")
     cpu_checks()
     if x.numel() == 0:
         return _on_host(name, args, kwargs, device)
@@ -669,10 +672,11 @@ def _histogram(name, args, kwargs):
             nb = edges_t.numel() - 1
         else:
             lo, hi = rng if rng is not None else _data_range(a)
+            if not (numpy.isfinite(lo) and numpy.isfinite(hi)):
+                raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo:g}, {hi:g}] is "
+                                   "not finite")
             if lo == hi:  # NumPy's and PyTorch's rule for a degenerate range
                 lo, hi = lo - 0.5, hi + 0.5
-            if not (numpy.isfinite(lo) and numpy.isfinite(hi)):
-                raise _range_error("torch.histogram():", lo, hi)
             nb = bins
             edges = _linear_edges(lo, hi, nb, x.dtype)
         w = view(weight) if weight is not None else None

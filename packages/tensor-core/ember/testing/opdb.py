@@ -1251,8 +1251,8 @@ def _round_ref(args: tuple, kwargs: dict) -> tuple[np.ndarray, str]:
     x = values(args[0])
     d = kwargs.get("decimals", 0)
     if not is_float(dt):
-        if d != 0:
-            raise Unsupported
+        if "decimals" in kwargs or dt == "bool":  # torch's round(x, decimals=) has no integer
+            raise Unsupported                      # kernel, and round(x) none for bool
         return x, dt
     x = x.astype(np.float64)
     if d == 0:
