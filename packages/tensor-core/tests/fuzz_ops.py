@@ -62,10 +62,10 @@ SKIPPED = {
 # Ops whose results are random: compared by shape and dtype only.
 RANDOM_WORDS = ("rand", "bernoulli", "normal", "multinomial", "dropout", "uniform", "exponential",
                 "geometric", "cauchy", "log_normal", "random", "poisson", "empty", "seed",
-                "rrelu", "lowrank")
+                "rrelu", "lowrank", "binomial")
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-          "float64", "complex64", "complex128")
+          "float64", "complex64", "complex128", "uint16", "uint32", "uint64")
 SHAPES = ((), (0,), (1,), (3,), (2, 3), (3, 1), (1, 4, 1), (2, 0, 3), (4, 4), (2, 3, 4))
 INTS = (0, 1, -1, 2, 3, -2, 5, 2**31, -(2**31) - 1, 2**62, -(2**62), 2**63 - 1, -(2**63))
 FLOATS = ("0.5", "-2.5", "1e-30", "1e300", "nan", "inf", "-inf", "-0.0")

@@ -451,3 +451,11 @@ def test_copy_takes_a_number_and_a_bool_non_blocking():
         E.zeros(2).copy_(E.ones(2), 0)
     with pytest.raises(TypeError, match="must be Tensor, not list"):
         E.zeros(2).copy_([1, 2])
+
+
+def test_tri_indices_of_no_columns_return_at_once():
+    """Found by the fuzzer: tril_indices(2**63 - 1, 0) visited every row (a hang)."""
+    for fn in (E.tril_indices, E.triu_indices):
+        r = fn(2**63 - 1, 0)
+        assert r.shape == (2, 0) and r.dtype == E.int64
+    assert E.triu_indices(0, 2**62).shape == (2, 0)

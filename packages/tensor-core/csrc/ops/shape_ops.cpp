@@ -536,6 +536,8 @@ Tensor tri_indices(int64_t row, int64_t col, int64_t offset, bool upper, ScalarT
   const int64_t end_row =
       upper ? static_cast<int64_t>(std::clamp<wide>(wide(col) - offset, 0, row)) : row;
   Tensor out = empty({2, total}, dtype);
+  // (nothing kept, e.g. no columns: the rows below would be visited for nothing, 2**63 of them)
+  if (total == 0) return out;
   dispatch_all(dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* r = out->data_as<T>();
