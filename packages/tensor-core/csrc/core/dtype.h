@@ -60,6 +60,13 @@ inline bool is_wide_unsigned(ScalarType t) {
 inline bool is_signed_type(ScalarType t) {  // torch's dtype.is_signed
   return t != ScalarType::Bool && t != ScalarType::UInt8 && !is_wide_unsigned(t);
 }
+// A floating value into an unsigned integer type, as torch converts it: through int64 (-1.0
+// becomes 2^n - 1, not undefined behaviour); uint64's upper half directly.
+template <typename To> inline To unsigned_from_double(double d) {
+  if constexpr (sizeof(To) == 8)
+    if (d >= 9223372036854775808.0) return static_cast<To>(d);
+  return static_cast<To>(static_cast<int64_t>(d));
+}
 inline bool is_complex(ScalarType t) {
   return t == ScalarType::Complex64 || t == ScalarType::Complex128;
 }

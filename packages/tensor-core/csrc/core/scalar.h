@@ -64,9 +64,7 @@ struct Scalar {
     else if constexpr (std::is_same_v<T, bool>) return to_bool();
     else if constexpr (std::is_same_v<T, uint64_t>)
       return uint64_upper ? uint64_t(v.i)
-             : !is_floating_kind() ? T(to_int())
-             : v.d >= 9223372036854775808.0 ? static_cast<T>(v.d)  // (as loops.h's cast_to)
-                                            : T(static_cast<int64_t>(v.d));
+             : is_floating_kind() ? unsigned_from_double<T>(v.d) : T(to_int());
     else if constexpr (std::is_integral_v<T>) return is_floating_kind() ? static_cast<T>(static_cast<int64_t>(v.d)) : static_cast<T>(to_int());
     else return static_cast<T>(to_double());
   }

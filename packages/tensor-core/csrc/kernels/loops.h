@@ -24,14 +24,9 @@ template <typename To, typename From> inline To cast_to(From v) {
   else if constexpr (std::is_same_v<To, bool>) return static_cast<double>(v) != 0;
   else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
     return To(static_cast<float>(v));
-  else if constexpr (std::is_unsigned_v<To> && sizeof(To) > 1 && !std::is_integral_v<From>) {
-    // a floating value into uint16/32/64 goes through int64, as torch's conversion does (-1.0
-    // becomes 2^n - 1, not undefined behaviour); uint64's upper half converts directly
-    const double d = static_cast<double>(v);
-    if constexpr (sizeof(To) == 8)
-      if (d >= 9223372036854775808.0) return static_cast<To>(d);
-    return static_cast<To>(static_cast<int64_t>(d));
-  } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
+  else if constexpr (std::is_unsigned_v<To> && sizeof(To) > 1 && !std::is_integral_v<From>)
+    return unsigned_from_double<To>(static_cast<double>(v));  // (dtype.h: torch's conversion)
+  else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
     return static_cast<To>(static_cast<float>(v));
   else return static_cast<To>(v);
 }
