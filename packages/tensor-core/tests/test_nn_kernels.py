@@ -1031,6 +1031,42 @@ def test_adaptive_pools(xs, osz):
     np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(
+    "pool,args",
+    [
+        ("avg", ((3, 3), dict(stride=(2, 2), padding=(1, 1), ceil_mode=True))),
+        ("avg", ((3, 2), dict(stride=(2, 1), padding=(1, 1), count_include_pad=False))),
+        ("avg", ((2, 3), dict(padding=(1, 1), divisor_override=5))),
+        ("adaptive_avg", ((4, 5),)),
+        ("adaptive_avg", ((1, 1),)),
+        ("adaptive_max", ((4, 5),)),
+    ],
+)
+def test_pools_keep_channels_last(pool, args, dtype):
+    """A channels_last input to the 2-d averaging and adaptive pools gives channels_last values
+    and gradients (pool.cpp's channel-row kernels), equal to the NumPy references."""
+    x = randn(2, 19, 9, 11).astype(dtype)  # 19 channels: not a multiple of a vector's width
+    xc = T(x).contiguous(memory_format=CL).requires_grad_()
+    size, kw = args[0], (args[1] if len(args) > 1 else {})
+    out = getattr(ember.nn.functional, f"{pool}_pool2d")(xc, size, **kw)
+    if pool == "avg":
+        ref = avg_pool_ref(x, size, **kw)
+        f = lambda: float(np.vdot(avg_pool_ref(x, size, **kw), go))  # noqa: E731
+    else:
+        fn = np.mean if pool == "adaptive_avg" else np.max
+        ref = adaptive_ref(x, size, fn)
+        f = lambda: float(np.vdot(adaptive_ref(x, size, fn), go))  # noqa: E731
+    assert out.is_contiguous(memory_format=CL)
+    tol = 1e-12 if dtype == np.float64 else 1e-6
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=tol, atol=tol)
+    go = randn(*ref.shape).astype(dtype)
+    out.backward(T(go))
+    assert xc.grad.is_contiguous(memory_format=CL)
+    if dtype == np.float64:
+        np.testing.assert_allclose(xc.grad.numpy(), numgrad(f, x), atol=1e-6)
+
+
 def test_adaptive_none_entry_is_the_functional_layers():
     # as torch._C._nn's: None entries (keep the input's size) are ember.nn.functional's
     with pytest.raises(TypeError, match="argument 'output_size' \\(position 2\\) must be tuple of ints"):

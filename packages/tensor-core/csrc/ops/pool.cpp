@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/iterator.h"
 #include "ops/channels_last.h"
@@ -355,6 +356,21 @@ inline void avg_window(int64_t o, int64_t s, int64_t p, int64_t k, int64_t I, in
   en = std::min(en, I);
 }
 
+// The clipped window [st, en) of output oo and its divisor (0 for an empty window).
+int64_t avg_window_at(const Geo& g, bool count_include_pad, std::optional<int64_t> dov,
+                      const int64_t* oo, int64_t* st, int64_t* en) {
+  int64_t pad[3];
+  bool empty_win = false;
+  for (int i = 0; i < 3; ++i) {
+    avg_window(oo[i], g.s[i], g.p[i], g.K[i], g.I[i], st[i], en[i], pad[i]);
+    empty_win |= st[i] >= en[i];
+  }
+  if (empty_win) return 0;
+  return dov ? *dov
+             : count_include_pad ? pad[0] * pad[1] * pad[2]
+                                 : (en[0] - st[0]) * (en[1] - st[1]) * (en[2] - st[2]);
+}
+
 // Runs f(plane, o, window_start[3], window_end[3], divisor) over every output.
 template <typename F>
 void for_avg_windows(const Geo& g, bool count_include_pad, std::optional<int64_t> dov, const F& f) {
@@ -365,23 +381,73 @@ void for_avg_windows(const Geo& g, bool count_include_pad, std::optional<int64_t
       for (int64_t od = 0; od < g.O[0]; ++od)
         for (int64_t oh = 0; oh < g.O[1]; ++oh)
           for (int64_t ow = 0; ow < g.O[2]; ++ow, ++o) {
-            int64_t st[3], en[3], pad[3];
+            int64_t st[3], en[3];
             const int64_t oo[3] = {od, oh, ow};
-            bool empty_win = false;
-            for (int i = 0; i < 3; ++i) {
-              avg_window(oo[i], g.s[i], g.p[i], g.K[i], g.I[i], st[i], en[i], pad[i]);
-              empty_win |= st[i] >= en[i];
-            }
-            int64_t div = 0;
-            if (!empty_win)
-              div = dov ? *dov
-                        : count_include_pad ? pad[0] * pad[1] * pad[2]
-                                            : (en[0] - st[0]) * (en[1] - st[1]) * (en[2] - st[2]);
-            f(pl, o, st, en, div);
+            f(pl, o, st, en, avg_window_at(g, count_include_pad, dov, oo, st, en));
           }
     }
   });
 }
+
+// Averaging pools of a channels_last (N, H, W, C in memory) 2-d input, as torch keeps that layout:
+// each output pixel averages whole channel rows, so the inner loop runs over C contiguous values.
+// window(oo, st, en) gives an output's window and divisor (0: an empty window).
+template <typename T, typename A, typename Window>
+void avg_pool_nhwc(const Geo& g, const T* x, T* out, const Window& window) {
+  const int64_t C = g.C, IH = g.I[1], IW = g.I[2], OH = g.O[1], OW = g.O[2];
+  const int64_t taps = std::max<int64_t>(g.ivol() / std::max<int64_t>(g.ovol(), 1), 1);
+  parallel_for(0, g.N * OH * OW, std::max<int64_t>(kGrainSize / std::max<int64_t>(C * taps, 1), 1),
+               [&](int64_t a, int64_t b) {
+    std::vector<A> acc(C);
+    for (int64_t i = a; i < b; ++i) {
+      const int64_t n = i / (OH * OW), oh = i / OW % OH, ow = i % OW;
+      const int64_t oo[3] = {0, oh, ow};
+      int64_t st[3], en[3];
+      const int64_t div = window(oo, st, en);
+      T* dst = out + i * C;
+      if (div == 0) {
+        std::fill(dst, dst + C, T(0));
+        continue;
+      }
+      std::fill(acc.begin(), acc.end(), A(0));
+      for (int64_t ih = st[1]; ih < en[1]; ++ih)
+        for (int64_t iw = st[2]; iw < en[2]; ++iw) {
+          const T* row = x + ((n * IH + ih) * IW + iw) * C;
+          for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<A>(row[c]);
+        }
+      for (int64_t c = 0; c < C; ++c) dst[c] = static_cast<T>(acc[c] / static_cast<A>(div));
+    }
+  });
+}
+
+// Its backward: every output's gradient / divisor added to its window's channel rows. Windows of
+// one sample overlap, so the work splits over samples.
+template <typename T, typename A, typename Window>
+void avg_pool_nhwc_backward(const Geo& g, const T* go, T* gi, const Window& window) {
+  const int64_t C = g.C, IH = g.I[1], IW = g.I[2], OH = g.O[1], OW = g.O[2];
+  parallel_for(0, g.N, 1, [&](int64_t a, int64_t b) {
+    std::vector<A> v(C);
+    std::fill(gi + a * IH * IW * C, gi + b * IH * IW * C, T(0));
+    for (int64_t n = a; n < b; ++n)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t oo[3] = {0, oh, ow};
+          int64_t st[3], en[3];
+          const int64_t div = window(oo, st, en);
+          if (div == 0) continue;
+          const T* src = go + ((n * OH + oh) * OW + ow) * C;
+          for (int64_t c = 0; c < C; ++c) v[c] = static_cast<A>(src[c]) / static_cast<A>(div);
+          for (int64_t ih = st[1]; ih < en[1]; ++ih)
+            for (int64_t iw = st[2]; iw < en[2]; ++iw) {
+              T* row = gi + ((n * IH + ih) * IW + iw) * C;
+              for (int64_t c = 0; c < C; ++c) row[c] = T(A(row[c]) + v[c]);
+            }
+        }
+  });
+}
+
+// Whether a pool takes the channels_last path: a 4-d channels_last input of a 2-d pool.
+bool pool_nhwc(const Tensor& x, const Geo& g) { return g.k == 2 && is_channels_last(x); }
 
 Geo avg_geo(const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding,
             bool ceil_mode, std::optional<int64_t> dov) {
@@ -396,13 +462,18 @@ Tensor avg_pool(const Tensor& input, const Shape& kernel_size, const Shape& stri
                 std::optional<int64_t> divisor_override) {
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = avg_geo(input, kernel_size, stride, padding, ceil_mode, divisor_override);
-  Tensor x = contiguous(input);
-  Tensor out = empty(g.out_shape(), x->dtype);
+  const bool nhwc = pool_nhwc(input, g);
+  Tensor x = nhwc ? input : contiguous(input);
+  Tensor out = nhwc ? empty_channels_last(g.out_shape(), x->dtype) : empty(g.out_shape(), x->dtype);
   dispatch_numeric(x->dtype, str_cat("avg_pool", g.k, "d").c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_integral_v<T>, int64_t, opmath_t<T>>;
     const T* xp = x->data_as<T>();
     T* op = out->data_as<T>();
+    if (nhwc)
+      return avg_pool_nhwc<T, A>(g, xp, op, [&](const int64_t* oo, int64_t* st, int64_t* en) {
+        return avg_window_at(g, count_include_pad, divisor_override, oo, st, en);
+      });
     const int64_t ivol = g.ivol(), ovol = g.ovol();
     for_avg_windows(g, count_include_pad, divisor_override,
                     [&](int64_t pl, int64_t o, const int64_t* st, const int64_t* en, int64_t div) {
@@ -429,13 +500,18 @@ Tensor avg_pool_backward(const Tensor& grad_output, const Tensor& input, const S
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = avg_geo(input, kernel_size, stride, padding, ceil_mode, divisor_override);
   check_grad(grad_output, g, input, str_cat("avg_pool", g.k, "d_backward"));
-  Tensor go = contiguous(grad_output);
-  Tensor gi = empty(input->sizes, input->dtype);
+  const bool nhwc = pool_nhwc(input, g);
+  Tensor go = nhwc ? to_channels_last(grad_output) : contiguous(grad_output);
+  Tensor gi = nhwc ? empty_channels_last(input->sizes, input->dtype) : empty(input->sizes, input->dtype);
   dispatch_floating(input->dtype, "avg_pool_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;
     const T* gp = go->data_as<T>();
     T* out = gi->data_as<T>();
+    if (nhwc)
+      return avg_pool_nhwc_backward<T, A>(g, gp, out, [&](const int64_t* oo, int64_t* st, int64_t* en) {
+        return avg_window_at(g, count_include_pad, divisor_override, oo, st, en);
+      });
     const int64_t ivol = g.ivol(), ovol = g.ovol();
     parallel_for(0, g.planes(), 64, [&](int64_t a, int64_t b) {
       std::fill(out + a * ivol, out + b * ivol, T(0));
@@ -473,6 +549,12 @@ Geo adaptive_geo(const Tensor& x, const Shape& output_size, const char* kind) {
   return g;
 }
 
+// The window [st, en) of adaptive output oo, and its size.
+int64_t adaptive_window_at(const Geo& g, const int64_t* oo, int64_t* st, int64_t* en) {
+  for (int i = 0; i < 3; ++i) st[i] = ad_start(oo[i], g.O[i], g.I[i]), en[i] = ad_end(oo[i], g.O[i], g.I[i]);
+  return (en[0] - st[0]) * (en[1] - st[1]) * (en[2] - st[2]);
+}
+
 template <typename F> void for_adaptive_windows(const Geo& g, const F& f) {
   parallel_for(0, g.planes(), plane_grain(g, std::max<int64_t>(g.ivol() / std::max<int64_t>(g.ovol(), 1), 1)),
                [&](int64_t a, int64_t b) {
@@ -481,10 +563,9 @@ template <typename F> void for_adaptive_windows(const Geo& g, const F& f) {
                    for (int64_t od = 0; od < g.O[0]; ++od)
                      for (int64_t oh = 0; oh < g.O[1]; ++oh)
                        for (int64_t ow = 0; ow < g.O[2]; ++ow, ++o) {
-                         const int64_t st[3] = {ad_start(od, g.O[0], g.I[0]), ad_start(oh, g.O[1], g.I[1]),
-                                                ad_start(ow, g.O[2], g.I[2])};
-                         const int64_t en[3] = {ad_end(od, g.O[0], g.I[0]), ad_end(oh, g.O[1], g.I[1]),
-                                                ad_end(ow, g.O[2], g.I[2])};
+                         const int64_t oo[3] = {od, oh, ow};
+                         int64_t st[3], en[3];
+                         adaptive_window_at(g, oo, st, en);
                          f(pl, o, st, en);
                        }
                  }
@@ -496,14 +577,19 @@ template <typename F> void for_adaptive_windows(const Geo& g, const F& f) {
 Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = adaptive_geo(input, output_size, "adaptive_avg_pool");
-  Tensor x = contiguous(input);
-  Tensor out = empty(g.out_shape(), x->dtype);
+  const bool nhwc = pool_nhwc(input, g);
+  Tensor x = nhwc ? input : contiguous(input);
+  Tensor out = nhwc ? empty_channels_last(g.out_shape(), x->dtype) : empty(g.out_shape(), x->dtype);
   if (out->numel() == 0) return out;
   dispatch_floating(x->dtype, str_cat("adaptive_avg_pool", g.k, "d").c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;
     const T* xp = x->data_as<T>();
     T* op = out->data_as<T>();
+    if (nhwc)
+      return avg_pool_nhwc<T, A>(g, xp, op, [&](const int64_t* oo, int64_t* st, int64_t* en) {
+        return adaptive_window_at(g, oo, st, en);
+      });
     const int64_t ivol = g.ivol(), ovol = g.ovol();
     for_adaptive_windows(g, [&](int64_t pl, int64_t o, const int64_t* st, const int64_t* en) {
       const T* src = xp + pl * ivol;
@@ -530,13 +616,18 @@ Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Tensor& input
   Shape osz(grad_output->sizes.end() - k, grad_output->sizes.end());
   Geo g = adaptive_geo(input, osz, "adaptive_avg_pool");
   check_grad(grad_output, g, input, str_cat("adaptive_avg_pool", k, "d_backward"));
-  Tensor go = contiguous(grad_output);
-  Tensor gi = empty(input->sizes, input->dtype);
+  const bool nhwc = pool_nhwc(input, g);
+  Tensor go = nhwc ? to_channels_last(grad_output) : contiguous(grad_output);
+  Tensor gi = nhwc ? empty_channels_last(input->sizes, input->dtype) : empty(input->sizes, input->dtype);
   dispatch_floating(input->dtype, "adaptive_avg_pool_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;
     const T* gp = go->data_as<T>();
     T* out = gi->data_as<T>();
+    if (nhwc)
+      return avg_pool_nhwc_backward<T, A>(g, gp, out, [&](const int64_t* oo, int64_t* st, int64_t* en) {
+        return adaptive_window_at(g, oo, st, en);
+      });
     const int64_t ivol = g.ivol(), ovol = g.ovol();
     parallel_for(0, g.planes(), 64, [&](int64_t a, int64_t b) {
       std::fill(out + a * ivol, out + b * ivol, T(0));
@@ -585,6 +676,7 @@ std::pair<Tensor, Tensor> adaptive_max_pool(const Tensor& input, const Shape& ou
       ip[pl * ovol + o] = bidx;
     });
   });
+  if (pool_nhwc(input, g)) return {to_channels_last(out), to_channels_last(ind)};  // as torch
   return {out, ind};
 }
 
