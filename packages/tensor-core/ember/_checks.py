@@ -110,3 +110,14 @@ def tensor_args(*names: str, op: str | None = None):
         return checked
 
     return decorate
+
+
+_REDUCED_FLOATS = (_C.float16, _C.bfloat16)
+
+
+def scalar_fits(value, dtype, opmath: bool = False) -> None:
+    """torch's checked conversion of a number argument into the dtype its kernel computes in
+    (RuntimeError "value cannot be converted to type float without overflow"). opmath: the
+    kernel computes float16/bfloat16 in float32, so the number is checked against float32."""
+    if isinstance(value, numbers.Number):
+        _C._check_scalar_fits(value, _C.float32 if opmath and dtype in _REDUCED_FLOATS else dtype)

@@ -18,6 +18,7 @@ import math
 import warnings
 
 from ember import _C, _grad_mode, _shape
+from ember._checks import scalar_fits
 from ember._sampling import binomial  # noqa: F401  (a registry row: kComposites)
 
 _Tensor = _C.Tensor
@@ -123,21 +124,38 @@ def _check_addcdiv_integral(t1, t2):
             "using earlier versions.")
 
 
+def _pointwise_value(input, value):
+    """addcmul/addcdiv's value: converted to the opmath type, checked, as torch's kernels. A
+    float16 input's value beyond float16's range (torch computes in float32) is applied as a
+    product rather than as add's alpha, whose conversion to float16 would refuse it."""
+    scalar_fits(value, input.dtype, opmath=True)
+    return not (input.dtype == _C.float16 and isinstance(value, (int, float))
+                and math.isfinite(value) and abs(value) > 65504)
+
+
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    if not _pointwise_value(input, value):
+        return _C.add(input, _C.mul(_C.mul(tensor1, tensor2), value), out=out)
     return _C.add(input, _C.mul(tensor1, tensor2), alpha=value, out=out)
 
 
 def addcmul_(self, tensor1, tensor2, *, value=1):
+    if not _pointwise_value(self, value):
+        return self.add_(_C.mul(_C.mul(tensor1, tensor2), value))
     return self.add_(_C.mul(tensor1, tensor2), alpha=value)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     _check_addcdiv_integral(tensor1, tensor2)
+    if not _pointwise_value(input, value):
+        return _C.add(input, _C.mul(_C.div(tensor1, tensor2), value), out=out)
     return _C.add(input, _C.div(tensor1, tensor2), alpha=value, out=out)
 
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     _check_addcdiv_integral(tensor1, tensor2)
+    if not _pointwise_value(self, value):
+        return self.add_(_C.mul(_C.div(tensor1, tensor2), value))
     return self.add_(_C.div(tensor1, tensor2), alpha=value)
 
 
@@ -146,6 +164,8 @@ def _addr(name, input, vec1, vec2, beta, alpha):
         if v.dim() != 1:
             raise RuntimeError(f"{name}: Expected 1-D argument {arg}, but got {v.dim()}-D")
     product = _C.outer(vec1, vec2)
+    for v in (beta, alpha):
+        scalar_fits(v, _C.promote_types(product.dtype, input.dtype))
     if alpha != 1:
         product = product * alpha
     base = input.expand(product.shape)  # input broadcasts to the outer product, not beyond
@@ -491,6 +511,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
+    if input.dtype == _C.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input if input.dim() == 2 else input.reshape(1, -1)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(_C.get_default_dtype())
@@ -508,6 +530,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         if name == "fweights" and wt.dtype.is_floating_point:
             raise RuntimeError("cov(): expected fweights to have integral dtype but got "
                                f"fweights with {_dtype_name(wt.dtype)} dtype")
+        if name == "aweights" and not wt.dtype.is_floating_point:
+            raise RuntimeError("cov(): expected aweights to have floating point dtype but got "
+                               f"aweights with {_dtype_name(wt.dtype)} dtype")
         if bool((wt < 0).any()):
             raise RuntimeError(f"cov(): {name} cannot be negative")
         w = wt if w is None else w * wt
@@ -1388,6 +1413,7 @@ def rsub(input, other, *, alpha=1):
 
 def hardshrink(input, lambd=0.5):
     _floating_kernel("hardshrink", input)
+    scalar_fits(lambd, input.dtype)
     # x outside [-lambd, lambd] and NaN stay, as torch's
     return _C.where((input >= -lambd) & (input <= lambd), 0, input).to(input.dtype)
 
@@ -1407,6 +1433,7 @@ def selu_(self):
 
 def celu(input, alpha=1.0):
     _floating_kernel("elu", input)
+    scalar_fits(alpha, input.dtype, opmath=True)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _C.where(input > 0, input, alpha * _C.expm1(input / alpha))
@@ -1419,6 +1446,8 @@ def celu_(self, alpha=1.0):
 def _threshold(input, threshold, value):
     if input.dtype == _C.bool or input.dtype.is_complex:
         _floating_kernel("threshold", input)
+    scalar_fits(threshold, input.dtype, opmath=True)
+    scalar_fits(value, input.dtype, opmath=True)
     # torch's kernel: x <= threshold ? value : x, so NaN inputs and a NaN threshold keep x
     return _C.where(input <= threshold, value, input).to(input.dtype)
 
@@ -1567,6 +1596,9 @@ def chain_matmul(*matrices, out=None):
                             f"{type(m).__name__}")
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
     if len(matrices) == 1:
         return _finish(matrices[0].clone(), out)
     return linalg.multi_dot(list(matrices), out=out)

@@ -127,7 +127,7 @@ def test_out_of_range_number_operands_wrap_as_on_the_cpu():
         for fill in (lambda t: t.masked_fill(mask.to(t.device), 300),
                      lambda t: t.index_fill(0, ember.tensor([0], device=t.device), -300.5),
                      lambda t: t.scatter(0, ember.tensor([0], device=t.device), 1e9)):
-            with pytest.raises(RuntimeError, match="cannot be converted to type int8 without overflow"):
+            with pytest.raises(RuntimeError, match="cannot be converted to type int8_t without overflow"):
                 fill(t)
 
 

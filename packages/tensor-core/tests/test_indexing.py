@@ -408,7 +408,7 @@ ERRORS = [
      "Index put requires the source and destination dtypes match, got Float for the destination and Long"),
     ("set-oob", lambda: x34.clone().__setitem__([0, 5], 1.0), IndexError, "index 5 is out of bounds"),
     ("set-overflow", lambda: E.zeros(3, dtype=E.int8).__setitem__([0], 300), RuntimeError,
-     "cannot be converted to type int8 without overflow"),
+     "cannot be converted to type int8_t without overflow"),
     ("put-values-type", lambda: x34.clone().index_put_((E.tensor([0]),), 1.0), TypeError, "must be Tensor"),
     ("put-none", lambda: x34.clone().index_put_((None, E.tensor([0])), E.tensor(1.0)), TypeError,
      "expected Tensor as element 0"),

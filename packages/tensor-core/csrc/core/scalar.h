@@ -74,20 +74,25 @@ struct Scalar {
   // values beyond a float type's largest, as PyTorch's fill_, full, masked_fill, index_fill and
   // scatter do (its tensor() from a list rounds them to inf instead); inf and NaN pass.
   template <typename T> T to_checked(bool float_range = false) const {
-    // torch refuses a complex number with an imaginary part for a real type ("value cannot be
-    // converted to type float without overflow")
-    if constexpr (!is_complex_v<T>) {
-      if (kind == Kind::Complex && imag != 0)
-        throw std::runtime_error(std::string("value cannot be converted to type ") +
-                                 dtype_name(scalar_type_of<T>()) + " without overflow");
-    }
+    const auto refuse = [] {
+      throw std::runtime_error(std::string("value cannot be converted to type ") +
+                               checked_type_name(scalar_type_of<T>()) + " without overflow");
+    };
+    // torch refuses a complex number with an imaginary part for a real type
+    if constexpr (!is_complex_v<T>)
+      if (kind == Kind::Complex && imag != 0) refuse();
     if constexpr (is_complex_v<T>) {
+      if (float_range) {
+        const double lim = largest_finite(to_real_type(scalar_type_of<T>()));
+        const double re = to_double(), im = kind == Kind::Complex ? imag : 0.0;
+        if ((std::isfinite(re) && std::fabs(re) > lim) || (std::isfinite(im) && std::fabs(im) > lim))
+          refuse();
+      }
       return to<T>();
     } else if constexpr (!std::is_integral_v<T>) {
       const double d = to_double();
       if (float_range && std::isfinite(d) && std::fabs(d) > largest_finite(scalar_type_of<T>()))
-        throw std::runtime_error(std::string("value cannot be converted to type ") +
-                                 dtype_name(scalar_type_of<T>()) + " without overflow");
+        refuse();
     }
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       // PyTorch's rule (c10 `overflows`): floats must lie in [min, max] (NaN never does);
@@ -106,9 +111,18 @@ struct Scalar {
         else
           ok = sizeof(T) >= 8 || (i >= static_cast<int64_t>(L::min()) && i <= static_cast<int64_t>(L::max()));
       }
-      if (!ok) throw std::runtime_error(std::string("value cannot be converted to type ") + dtype_name(scalar_type_of<T>()) + " without overflow");
+      if (!ok) refuse();
     }
     return to<T>();
+  }
+  // The C++ type names of torch's "value cannot be converted to type X without overflow".
+  static const char* checked_type_name(ScalarType t) {
+    static const char* names[] = {"bool",      "uint8_t",   "int8_t",  "int16_t",
+                                  "int",       "int64_t",   "c10::Half", "c10::BFloat16",
+                                  "float",     "double",    "c10::complex<float>",
+                                  "c10::complex<double>",   "uint16_t", "uint32_t",
+                                  "uint64_t",  "undefined"};
+    return names[static_cast<int>(t)];
   }
   static double largest_finite(ScalarType t) {
     switch (t) {

@@ -195,6 +195,12 @@ Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked) {
   return t;
 }
 
+void check_scalar_fits(const Scalar& s, ScalarType dtype) {
+  dispatch_every(dtype, "check_scalar_fits", [&](auto tag) {
+    (void)s.to_checked<typename decltype(tag)::type>(/*float_range=*/true);
+  });
+}
+
 Tensor wrapped_scalar(Scalar s, ScalarType dtype) {
   Tensor t = scalar_tensor(s, dtype);
   t->is_wrapped_number = true;

@@ -114,6 +114,10 @@ Tensor from_storage(Storage storage, const Shape& sizes, const Shape& strides, i
 // 0-d tensor holding s; `checked` refuses values the dtype cannot hold, as PyTorch's fills
 // (fill_, full, masked_fill, index_fill, scatter with a value).
 Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked = false);
+// torch's checked conversion of a number into the dtype a kernel computes in (c10's
+// checked_convert in Scalar::to<T>): a value the dtype cannot hold is a RuntimeError ("value
+// cannot be converted to type float without overflow"), even when there is nothing to compute.
+void check_scalar_fits(const Scalar& s, ScalarType dtype);
 Tensor wrapped_scalar(Scalar s, ScalarType dtype);  // same, marked as a wrapped Python number
 
 // ---- views (share storage and version counter) ----

@@ -135,6 +135,7 @@ void fill_(const Tensor& dst_in, Scalar value) {
       if (dst_in->strides[d] == 0) sizes[d] = 1;
     dst = make_view(dst_in, sizes, dst_in->strides, dst_in->offset);
   }
+  check_scalar_fits(value, dst->dtype);  // (torch's, even for an empty tensor)
   if (dst->numel() == 0) {  // else the iterator would resize it to the value's 0-d shape
     dst_in->bump_version();
     return;
@@ -515,6 +516,8 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
       b.s.to_int() < 0)
     throw std::runtime_error("Integers to negative integer powers are not allowed.");
+  // torch's pow(Tensor, Scalar) converts the exponent into the result's dtype, checked
+  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar) check_scalar_fits(b.s, result);
   // (a wide unsigned type's operands become that type first: a number in uint64's upper half
   // has no int64 value of its own)
   const bool via_common = compute != common && (info.kind == OpKind::CMP ||
@@ -596,6 +599,8 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const
   ScalarType dt = start->dtype;
   EMBER_CHECK(is_floating(dt), NotImplementedError, "\"lerp_kernel_scalar\" not implemented for '",
               type_name(dt), "'");
+  if (weight.is_scalar)  // converted to the opmath type, checked (torch's)
+    check_scalar_fits(weight.s, is_reduced_float(dt) ? ScalarType::Float32 : dt);
   if (is_reduced_float(dt)) {  // torch's opmath: float32 throughout (a number weight at its own
     // value), one rounding at the end
     const ScalarType f = ScalarType::Float32;
@@ -779,6 +784,7 @@ Tensor logit(const Tensor& x, const double* eps, const Tensor& out) {
   if (out && out == x && dt != x->dtype) check_out_dtype("logit", dt, out);
   Tensor in = to_dtype(x, dt);
   const bool clamped = eps && *eps >= 0;  // a negative eps means none, as in PyTorch
+  if (eps) check_scalar_fits(Scalar::from_double(*eps), dt);
   return run_into("logit", out, dt, {in}, [&](const ElementwiseIter& it) {
     dispatch_floating(dt, "logit", [&](auto tag) {
       using T = typename decltype(tag)::type;

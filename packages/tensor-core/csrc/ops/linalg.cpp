@@ -279,6 +279,8 @@ void gemm_out(const Tensor& c, Tensor a, Tensor b, Scalar alpha, Scalar beta, co
               bool sum = false) {
   const ScalarType dt = a->dtype;
   if (dt == ScalarType::Bool) not_implemented_bool(kernel);
+  check_scalar_fits(alpha, dt);  // (torch's checked conversions, also of an empty product)
+  check_scalar_fits(beta, dt);
   const int64_t M = a->sizes[a->dim() - 2], K = a->sizes[a->dim() - 1];
   const int64_t N = b->sizes[b->dim() - 1];
   Shape bshape = sum ? Shape{a->sizes[0]} : Shape(c->sizes.begin(), c->sizes.end() - 2);

@@ -309,6 +309,11 @@ Tensor constant_pad_nd(const Tensor& x, const std::vector<int64_t>& pad, Scalar 
   EMBER_CHECK(n / 2 <= nd, std::runtime_error,
               "Length of pad should be no more than twice the number of dimensions of the input. "
               "Pad length is ", n, " while the input has ", nd, " dimensions.");
+  for (int64_t p : pad)  // the fill value is converted, checked, where there is padding
+    if (p > 0) {
+      check_scalar_fits(value, x->dtype);
+      break;
+    }
   Shape shape = x->sizes;
   Tensor src = x;
   std::vector<int64_t> lo(nd, 0);

@@ -66,14 +66,20 @@ template <typename F> Tensor spaced_range(double start, double end, int64_t step
     return f(i < half || steps == 1 ? start + step * double(i) : end - step * double(steps - i - 1));
   });
 }
+// start and end must fit the dtype, as torch's kernels convert them (when there are steps).
+void check_ends_fit(const Args& a, ScalarType dt) {
+  if (a.integer(2) <= 0) return;
+  check_scalar_fits(a.scalar(0), dt);
+  check_scalar_fits(a.scalar(1), dt);
+}
+
 template <typename F> Tensor spaced(const Args& a, ScalarType dt, F f) {
+  check_ends_fit(a, dt);
   return spaced_range(a.real(0), a.real(1), a.integer(2), dt, f);
 }
 
 // linspace with a complex end point or dtype: the real and imaginary parts spaced on their own.
 Tensor complex_linspace(const Scalar& start, const Scalar& end, int64_t steps, ScalarType dt) {
-  EMBER_CHECK(is_complex(dt), std::runtime_error, "linspace(): a complex end point needs a "
-              "complex dtype, got ", type_name(dt));
   const ScalarType real = to_real_type(dt);
   auto id = [](double p) { return p; };
   Tensor re = spaced_range(start.to_double(), end.to_double(), steps, real, id);
@@ -89,6 +95,10 @@ Tensor complex_linspace(const Scalar& start, const Scalar& end, int64_t steps, S
 }  // namespace
 
 void register_creation(py::module_& m) {
+  // For the Python-level ops: torch's checked conversion of a number into a kernel's dtype.
+  m.def("_check_scalar_fits", [](py::handle value, py::handle dtype) {
+    check_scalar_fits(to_scalar(value), to_dtype(dtype));
+  });
   const char* C = "creation";
   const std::string factory = kFactoryParams;
 
@@ -208,6 +218,8 @@ void register_creation(py::module_& m) {
                const bool any_float = s0.is_float() || s1.is_float() || st.is_float();
                const ScalarType dt = f.dtype != ScalarType::Undefined ? f.dtype
                                      : any_float ? get_default_dtype() : ScalarType::Int64;
+               if (is_reduced_float(dt))  // torch's accumulate type for them: float32, checked
+                 for (const Scalar& s : {s0, s1, st}) check_scalar_fits(s, ScalarType::Float32);
                const double lo = s0.to_double(), hi = s1.to_double(), d = st.to_double();
                EMBER_CHECK(d != 0, std::runtime_error, "step must be nonzero");
                EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), std::runtime_error,
@@ -235,6 +247,10 @@ void register_creation(py::module_& m) {
                if (s0.is_complex() || s1.is_complex() || is_complex(f.dtype)) {
                  const ScalarType dt = f.dtype != ScalarType::Undefined
                                            ? f.dtype : to_complex_type(get_default_dtype());
+                 EMBER_CHECK(is_complex(dt), std::runtime_error, "torch.linspace(): inferred dtype ",
+                             cpp_type_name(to_complex_type(get_default_dtype())),
+                             " can't be safely cast to passed dtype ", type_name(dt));
+                 check_ends_fit(a, dt);
                  return finish_factory(complex_linspace(s0, s1, a.integer(2), dt), f);
                }
                return finish_factory(spaced(a, or_default(f.dtype), [](double p) { return p; }), f);
@@ -270,7 +286,7 @@ void register_creation(py::module_& m) {
              .family = C, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {
                const FactoryKeywords f = factory_keywords(a, "scalar_tensor");
-               return finish_factory(scalar_tensor(a.scalar(0), or_default(f.dtype)), f);
+               return finish_factory(scalar_tensor(a.scalar(0), or_default(f.dtype), /*checked=*/true), f);
              }});
 }
 

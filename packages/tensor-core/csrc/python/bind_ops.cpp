@@ -137,6 +137,7 @@ void check_alpha(ScalarType common, const Scalar& alpha) {
               "For integral input tensors, argument alpha must not be a floating point number.");
   EMBER_CHECK(!alpha.is_complex() || is_complex(common), std::runtime_error,
               "For non-complex input tensors, argument alpha must not be a complex number.");
+  check_scalar_fits(alpha, common);
 }
 
 // add/sub's alpha on integral and bool dtypes (floating ones take add_alpha): folded into `other`

@@ -128,7 +128,7 @@ template <typename T> void fill_data(py::handle obj, T*& out) {
         const unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
         if (PyErr_Occurred()) {
           PyErr_Clear();
-          throw std::runtime_error("value cannot be converted to type uint64 without overflow");
+          throw std::runtime_error("value cannot be converted to type uint64_t without overflow");
         }
         *out++ = u;
         return;
@@ -378,6 +378,19 @@ void register_tensor(py::module_& m) {
   // tensor). It is what lets a Python subclass (nn.Parameter, a user's class) be instantiated:
   // each Python object owns its own TensorImpl, sharing the data.
   cls.def(py::init([](const Tensor& data) { return alias(data); }), py::arg("data"));
+  // torch's other legacy forms, in the default dtype: Tensor() (empty), Tensor(2, 3)
+  // (uninitialised, of those sizes) and Tensor(sequence) (its values).
+  cls.def(py::init([](py::args args) -> Tensor {
+    const ScalarType dt = get_default_dtype();
+    if (args.empty()) return empty({0}, dt);
+    bool sizes = true;
+    for (py::handle h : args) sizes &= PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr());
+    if (sizes) return empty(args.cast<std::vector<int64_t>>(), dt);
+    EMBER_CHECK(args.size() == 1 && PySequence_Check(args[0].ptr()), py::type_error,
+                "new(): data must be a sequence (got ", py::str(py::type::handle_of(args[0])
+                .attr("__name__")).cast<std::string>(), ")");
+    return alias(core_fn("tensor")(args[0], "dtype"_a = dtype_object(dt)).cast<Tensor>());
+  }));
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_object(t->sizes); })
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t->dtype); })
       .def_property_readonly("device", [](const Tensor& t) {

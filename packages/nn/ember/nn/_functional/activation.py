@@ -9,6 +9,7 @@ import math
 
 import ember
 from ember import _C
+from ember._checks import scalar_fits
 from ember._composite_ops import _floating_kernel
 from ember._shape import _one_node
 
@@ -45,6 +46,7 @@ def relu6(input, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     _floating_kernel("leaky_relu", input)
+    scalar_fits(negative_slope, input.dtype, opmath=True)
     out = ember.where(input > 0, input, input * negative_slope)
     return input.copy_(out) if inplace else out
 
@@ -63,6 +65,8 @@ def _elu(input, alpha, scale, input_scale, name="elu"):
     expm1(x * input_scale) * alpha * scale; one graph node (EluBackward0, CeluBackward0 for celu)
     saving the input."""
     _floating_kernel("elu", input)  # torch's one kernel for the three
+    for v in (alpha, scale, input_scale):
+        scalar_fits(v, input.dtype, opmath=True)
     return _one_node(name, _elu_values, input.requires_grad, input, alpha, scale, input_scale)
 
 
@@ -130,6 +134,8 @@ def _log1p_exp(z):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    scalar_fits(beta, input.dtype, opmath=True)
+    scalar_fits(threshold, input.dtype, opmath=True)
     return _one_node("softplus", _softplus_values, input.requires_grad, input, beta, threshold)
 
 
@@ -181,6 +187,10 @@ def tanhshrink(input):
 
 def softshrink(input, lambd=0.5):
     _floating_kernel("softshrink_check", input, device_suffix=False)
+    largest = ember.finfo(input.dtype).max
+    if not 0 <= lambd <= largest:
+        raise RuntimeError(f"lambda must be in range [0, {largest:g}] for input dtype "
+                           f"{input.dtype._torch_name}, but found {lambd:g}")
     return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd,
                                                                  0.0))
 
@@ -240,6 +250,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    scalar_fits(lower, input.dtype, opmath=True)
+    scalar_fits(upper, input.dtype, opmath=True)
     if training:
         slope = ember.empty(tuple(input.shape), dtype=input.dtype,
                             device=input.device).uniform_(lower, upper)
