@@ -126,8 +126,14 @@ class layout:  # noqa: N801 - PyTorch's name
 
     __slots__ = ()
 
+    def __new__(cls, *args, **kwargs):  # ember.strided is the only one
+        raise TypeError("cannot create 'ember.layout' instances")
+
     def __repr__(self) -> str:
         return "ember.strided"
 
+    def __reduce__(self):
+        return "strided"  # pickles as the module-level object
 
-strided = layout()
+
+strided = object.__new__(layout)

@@ -265,7 +265,7 @@ def _contract(a, la, b, lb, keep):
 def einsum(equation, *operands):
     """Einstein summation over the operands (given as arguments or as one list), like
     torch.einsum: explicit (``->``) or implicit output, ``...``, repeated and summed labels."""
-    if isinstance(equation, _C.Tensor):  # sublists: einsum(op0, [0, 1], op1, [1, 2], [0, 2])
+    if isinstance(equation, _C.Tensor) and operands:  # sublists: einsum(a, [0, 1], b, [1, 2])
         equation, operands = _from_sublists((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])

@@ -20,8 +20,14 @@ class memory_format:  # noqa: N801 - torch's name
 
     __slots__ = ("_name",)
 
-    def __init__(self, name: str) -> None:
-        self._name = name
+    def __new__(cls, *args, **kwargs):  # the formats below are the only ones, as torch's
+        raise TypeError("cannot create 'ember.memory_format' instances")
+
+    @classmethod
+    def _make(cls, name: str) -> memory_format:
+        fmt = object.__new__(cls)
+        fmt._name = name
+        return fmt
 
     def __repr__(self) -> str:
         return f"ember.{self._name}"
@@ -30,10 +36,10 @@ class memory_format:  # noqa: N801 - torch's name
         return self._name  # pickles as the module-level object of that name
 
 
-contiguous_format = memory_format("contiguous_format")
-channels_last = memory_format("channels_last")
-channels_last_3d = memory_format("channels_last_3d")
-preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format._make("contiguous_format")
+channels_last = memory_format._make("channels_last")
+channels_last_3d = memory_format._make("channels_last_3d")
+preserve_format = memory_format._make("preserve_format")
 legacy_contiguous_format = contiguous_format  # torch's alias
 
 # dims from outermost to innermost, and the rank each format needs

@@ -459,3 +459,47 @@ def test_tri_indices_of_no_columns_return_at_once():
         r = fn(2**63 - 1, 0)
         assert r.shape == (2, 0) and r.dtype == E.int64
     assert E.triu_indices(0, 2**62).shape == (2, 0)
+
+
+def test_format_and_layout_types_are_not_instantiable():
+    """torch.memory_format and torch.layout have only their module-level instances."""
+    for cls, name in ((E.memory_format, "memory_format"), (E.layout, "layout")):
+        with pytest.raises(TypeError, match=f"cannot create 'ember.{name}' instances"):
+            cls()
+    with pytest.raises(TypeError):
+        E.memory_format(E.ones(2))
+    import copy
+    import pickle
+    for obj in (E.strided, E.channels_last, E.contiguous_format):
+        assert pickle.loads(pickle.dumps(obj)) is obj and copy.deepcopy(obj) is obj
+
+
+def test_legacy_tensor_constructor_forms():
+    """torch.Tensor(): empty; Tensor(2, 3): those sizes; Tensor(seq): its values; all in the
+    default dtype."""
+    assert E.Tensor().shape == (0,) and E.Tensor().dtype == E.float32
+    assert E.Tensor(2, 3).shape == (2, 3) and E.Tensor(2, 3).dtype == E.float32
+    assert E.Tensor([1, 2]).tolist() == [1.0, 2.0] and E.Tensor([1, 2]).dtype == E.float32
+    t = E.ones(2)
+    assert E.Tensor(t).data_ptr() == t.data_ptr()  # a tensor: its alias
+    with pytest.raises(TypeError, match="must be a sequence"):
+        E.Tensor(1.5)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        E.Tensor(-1)
+
+
+def test_argument_checks_torch_makes_first():
+    with pytest.raises(ValueError, match="must specify the equation string"):
+        E.einsum(E.ones(4, 4))  # a tensor alone: neither an equation nor sublists
+    with pytest.raises(RuntimeError, match="Tensor dimension is 1, expected 2 instead"):
+        E.chain_matmul(E.ones(3))
+    with pytest.raises(RuntimeError, match="Tensor dimension is 1, expected 2 instead"):
+        E.chain_matmul(E.ones(3, 3), E.ones(3))
+    with pytest.raises(RuntimeError, match="bool dtype is not supported for input"):
+        E.corrcoef(E.ones(3, dtype=E.bool))
+    with pytest.raises(RuntimeError, match="expected aweights to have floating point dtype but "
+                                           "got aweights with Byte dtype"):
+        E.cov(E.ones(3), aweights=E.ones(3, dtype=E.uint8))
+    for flag in (E.tensor(True), 1, None):
+        with pytest.raises(TypeError, match="'requires_grad' .* must be bool"):
+            E.ones(2).requires_grad_(flag)

@@ -323,6 +323,9 @@ def _set_requires_grad(self, value):
 
 
 def _requires_grad_(self, requires_grad=True):
+    if not isinstance(requires_grad, bool):  # (torch's parser: before its truth value is read)
+        raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, "
+                        f"not {type(requires_grad).__name__}")
     if not requires_grad and self._ag.get("_ag_edge") is not None:
         raise RuntimeError(_NONLEAF_RG)
     return _core_requires_grad_(self, requires_grad)
