@@ -503,3 +503,21 @@ def test_argument_checks_torch_makes_first():
     for flag in (E.tensor(True), 1, None):
         with pytest.raises(TypeError, match="'requires_grad' .* must be bool"):
             E.ones(2).requires_grad_(flag)
+
+
+@pytest.mark.parametrize("src,dst", [("int64", "uint8"), ("uint8", "int32"), ("float32", "float16"),
+                                     ("complex64", "float32"), ("float32", "complex128"),
+                                     ("uint8", "int16"), ("int16", "float64")])
+def test_view_as_a_dtype_of_another_size_reads_the_same_bytes(src, dst):
+    """view(dtype) between element sizes splits or merges the last dim, as NumPy's view does
+    (the oracle), with the other strides and the offset rescaled; a slice and a row stride that
+    divide evenly are kept."""
+    import numpy as np
+    base = np.arange(128, dtype=np.uint8).view(src).reshape(4, -1)  # 32 bytes a row
+    t = E.from_numpy(base.copy())
+    for sl in (np.s_[:, :], np.s_[1:3, :], np.s_[::2, :]):
+        got = t[sl].view(getattr(E, dst))
+        want = base[sl].view(dst)
+        assert tuple(got.shape) == want.shape
+        assert got.numpy().tobytes() == want.tobytes()
+        assert got.stride() == tuple(s // want.itemsize for s in want.strides)

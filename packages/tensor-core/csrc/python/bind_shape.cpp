@@ -216,22 +216,52 @@ void register_views(py::module_& m) {
                .variants = kMethod, .hooked = true, .cuda = "view", .hand_off = false,
                .impl = std::move(impl)});
   };
+  // x's bytes as dtype dt, torch's rules: between sizes, the last dim (stride 1) is split or
+  // merged and every other stride and the offset rescaled, which must divide evenly.
+  auto view_dtype = [](const Tensor& x, ScalarType dt) {
+    const int64_t from = x->element_size(), to = itemsize(dt);
+    Shape sizes = x->sizes, strides = x->strides;
+    int64_t offset = x->offset;
+    if (from != to) {
+      const std::string what = str_cat(" to view ", type_name(x->dtype), " as ", type_name(dt),
+                                       " (different element sizes)");
+      EMBER_CHECK(x->dim() > 0, std::runtime_error, "self.dim() cannot be 0", what);
+      EMBER_CHECK(x->strides.back() == 1, std::runtime_error, "self.stride(-1) must be 1", what,
+                  ", but got ", x->strides.back());
+      const int64_t last = x->dim() - 1;
+      if (from > to) {  // each element becomes from / to of the new type
+        const int64_t r = from / to;
+        for (int64_t d = 0; d < last; ++d) strides[d] *= r;
+        sizes[last] *= r;
+        offset *= r;
+      } else {
+        const int64_t r = to / from;
+        EMBER_CHECK(sizes[last] % r == 0, std::runtime_error, "self.size(-1) must be divisible by ",
+                    r, what, ", but got ", sizes[last]);
+        EMBER_CHECK(offset % r == 0, std::runtime_error, "self.storage_offset() must be divisible by ",
+                    r, what, ", but got ", offset);
+        for (int64_t d = 0; d < last; ++d) {
+          EMBER_CHECK(strides[d] % r == 0, std::runtime_error, "self.stride(", d,
+                      ") must be divisible by ", r, what, ", but got ", strides[d]);
+          strides[d] /= r;
+        }
+        sizes[last] /= r;
+        offset /= r;
+      }
+    }
+    Tensor v = make_view(x, sizes, strides, offset);
+    v->dtype = dt;
+    return v;
+  };
   auto to_hook = [](const char* name, const char* fn, const Args& a, const Shape& shape) {
     return redispatch(name, core_fn(fn), py::make_tuple(a[0], py::cast(shape)), py::dict());
   };
-  // view(dtype): the same bytes read as another dtype of the same size (not recorded)
+  // view(dtype): the same bytes read as another dtype (not recorded)
   method_row("view", {"view(Tensor input, int[] size) -> Tensor",
                       "view(Tensor input, ScalarType dtype) -> Tensor"},
-             [to_hook](const Args& a) {
+             [to_hook, view_dtype](const Args& a) {
                Tensor x = a.tensor(0);
-               if (a.overload() == 1) {
-                 const ScalarType dt = a.dtype(1);
-                 EMBER_CHECK(itemsize(dt) == x->element_size(), std::runtime_error,
-                             "ember: view(dtype) between dtypes of different sizes is not supported");
-                 Tensor v = make_view(x, x->sizes, x->strides, x->offset);
-                 v->dtype = dt;
-                 return wrap(v);
-               }
+               if (a.overload() == 1) return wrap(view_dtype(x, a.dtype(1)));
                const Shape s = a.ints(1);
                if (needs_grad(x)) return to_hook("_view", "_view", a, s);
                return wrap(view(x, s));
