@@ -521,3 +521,28 @@ def test_view_as_a_dtype_of_another_size_reads_the_same_bytes(src, dst):
         assert tuple(got.shape) == want.shape
         assert got.numpy().tobytes() == want.tobytes()
         assert got.stride() == tuple(s // want.itemsize for s in want.strides)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint8", "bool"])
+def test_pooling_takes_the_dtypes_torchs_cpu_kernels_take(dtype):
+    """avg pooling: floating and int64; max pooling with indices (and 2-d/3-d): every integer
+    type; max_pool1d without indices and adaptive max pooling: floating only; adaptive average
+    pooling is a mean (torch's RuntimeError for integers)."""
+    import ember.nn.functional as F
+    dt = getattr(E, dtype)
+    x = E.ones(1, 2, 4, 4, dtype=dt)
+    refused = {
+        "avg_pool2d": lambda: F.avg_pool2d(x, 2), "avg_pool3d_out_frame": lambda: F.avg_pool3d(x[None], 2),
+        "max_pool1d_impl": lambda: F.max_pool1d(x[0], 2),
+        "adaptive_max_pool2d": lambda: F.adaptive_max_pool1d(x[0], 1),
+        "adaptive_max_pool3d_cpu": lambda: F.adaptive_max_pool3d(x[None], 1),
+    }
+    for kernel, call in refused.items():
+        with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented'):
+            call()
+    with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
+        F.adaptive_avg_pool2d(x, 1)
+    if dtype != "bool":
+        assert F.max_pool2d(x, 2).dtype == dt and F.max_pool3d(x[None], 2).dtype == dt
+        assert F.max_pool1d(x[0], 2, return_indices=True)[0].dtype == dt
+    assert F.avg_pool2d(E.ones(1, 2, 4, 4, dtype=E.int64), 2).tolist() == [[[[1, 1], [1, 1]]] * 2]

@@ -133,6 +133,17 @@ Geo window_geo(const Tensor& x, const Shape& kernel, const Shape& stride_in, con
   return g;
 }
 
+// The dtypes torch's CPU pooling kernels take: floating ones, plus int64 (avg_pool) or every
+// integer type (max_pool with indices); the others are its NotImplementedError, named after
+// its kernel.
+void check_pool_dtype(ScalarType dt, const std::string& kernel, bool int64 = false,
+                      bool ints = false) {
+  if (is_floating(dt) || (int64 && dt == ScalarType::Int64) ||
+      (ints && dt != ScalarType::Bool && is_integral(dt, false)))
+    return;
+  throw NotImplementedError(str_cat("\"", kernel, "\" not implemented for '", type_name(dt), "'"));
+}
+
 // Taps k in [lo, hi) of a window starting at `start` (dilation d, K taps) with start + k*d in [0, I).
 inline void tap_range(int64_t start, int64_t d, int64_t K, int64_t I, int64_t& lo, int64_t& hi) {
   lo = start >= 0 ? 0 : (-start + d - 1) / d;
@@ -219,6 +230,10 @@ std::pair<Tensor, Tensor> max_pool_with_indices(const Tensor& input, const Shape
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = window_geo(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool");
   const std::string name = str_cat("max_pool", g.k, "d");
+  if (g.k == 1 && !want_indices)  // torch's max_pool1d without indices: its own float kernel
+    check_pool_dtype(input->dtype, "max_pool1d_impl");
+  else
+    check_pool_dtype(input->dtype, g.k == 3 ? "max_pool3d" : "max_pool2d", false, true);
   if (is_channels_last(input) && g.k == 2 && g.d[1] == 1 && g.d[2] == 1 &&
       (input->dtype == ScalarType::Float32 || input->dtype == ScalarType::Float64)) {
     // channels_last in, channels_last out (as torch), pooled in place (ops/cpu/max_pool.cpp)
@@ -462,6 +477,7 @@ Tensor avg_pool(const Tensor& input, const Shape& kernel_size, const Shape& stri
                 std::optional<int64_t> divisor_override) {
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = avg_geo(input, kernel_size, stride, padding, ceil_mode, divisor_override);
+  check_pool_dtype(input->dtype, g.k == 3 ? "avg_pool3d_out_frame" : "avg_pool2d", true);
   const bool nhwc = pool_nhwc(input, g);
   Tensor x = nhwc ? input : contiguous(input);
   Tensor out = nhwc ? empty_channels_last(g.out_shape(), x->dtype) : empty(g.out_shape(), x->dtype);
@@ -577,6 +593,9 @@ template <typename F> void for_adaptive_windows(const Geo& g, const F& f) {
 Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = adaptive_geo(input, output_size, "adaptive_avg_pool");
+  EMBER_CHECK(is_floating(input->dtype) || is_complex(input->dtype), std::runtime_error,
+              "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+              "complex dtype. Got: ", type_name(input->dtype));  // (torch's: its kernel is a mean)
   const bool nhwc = pool_nhwc(input, g);
   Tensor x = nhwc ? input : contiguous(input);
   Tensor out = nhwc ? empty_channels_last(g.out_shape(), x->dtype) : empty(g.out_shape(), x->dtype);
@@ -649,6 +668,7 @@ Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Tensor& input
 std::pair<Tensor, Tensor> adaptive_max_pool(const Tensor& input, const Shape& output_size) {
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = adaptive_geo(input, output_size, "adaptive_max_pool");
+  check_pool_dtype(input->dtype, g.k == 3 ? "adaptive_max_pool3d_cpu" : "adaptive_max_pool2d");
   Tensor x = contiguous(input);
   Tensor out = empty(g.out_shape(), x->dtype);
   Tensor ind = empty(g.out_shape(), ScalarType::Int64);
