@@ -125,12 +125,16 @@ def _check_addcdiv_integral(t1, t2):
 
 
 def _pointwise_value(input, value):
-    """addcmul/addcdiv's value: converted to the opmath type, checked, as torch's kernels. A
-    float16 input's value beyond float16's range (torch computes in float32) is applied as a
-    product rather than as add's alpha, whose conversion to float16 would refuse it."""
+    """addcmul/addcdiv's value: converted to the opmath type, checked, as torch's kernels.
+    Whether it can be add's alpha: a bool (add takes one only for bool results) and a float16
+    input's value beyond float16's range (torch computes in float32) are applied as a product
+    instead."""
     scalar_fits(value, input.dtype, opmath=True)
-    return not (input.dtype == _C.float16 and isinstance(value, (int, float))
-                and math.isfinite(value) and abs(value) > 65504)
+    if isinstance(value, bool):
+        return False
+    beyond_half = (isinstance(value, (int, float)) and math.isfinite(value)
+                   and abs(value) > 65504)
+    return not (input.dtype == _C.float16 and beyond_half)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
@@ -206,6 +210,14 @@ def _double_or_cdouble(x):
 
 
 def float_power(input, exponent, *, out=None):
+    if out is not None:  # exactly float64 or complex128, as torch's
+        cplx = any(_is_tensor(v) and v.dtype.is_complex or isinstance(v, builtins.complex)
+                   for v in (input, exponent))
+        want = _C.complex128 if cplx else _C.float64
+        if out.dtype != want:
+            raise RuntimeError(f"the output given to float_power has dtype "
+                               f"{_dtype_name(out.dtype)} but the operation's result requires "
+                               f"dtype {_dtype_name(want)}")
     return _C.pow(_double_or_cdouble(input), _double_or_cdouble(exponent), out=out)
 
 
@@ -373,12 +385,12 @@ def polygamma_(self, n):
 
 
 def mvlgamma(input, p, *, out=None):
-    _refuse_complex("mvlgamma", input, NotImplementedError, '"mvlgamma" not implemented for '
-                    f"'{_dtype_name(input.dtype)}'")
-    if input.dtype == _C.bool:
+    if input.dtype == _C.bool:  # (torch's order of the three checks)
         raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
+    _refuse_complex("mvlgamma", input, NotImplementedError, '"mvlgamma" not implemented for '
+                    f"'{_dtype_name(input.dtype)}'")
     # torch no longer checks the domain (x > (p-1)/2): lgamma's poles give inf there
     x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
     shifts = _C.arange(p, dtype=x.dtype, device=x.device) * -0.5
@@ -441,6 +453,8 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
         raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
     n = input.dim()
     dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:  # (torch's IndexError, also of a 0-d input)
+        _wrap_dim(d, max(n, 1))
     if not dims and input.numel() == 0:
         raise RuntimeError("hash_tensor: Expected reduction dim to be specified for "
                            "input.numel() == 0. Specify the reduction dim with the 'dim' "
@@ -893,13 +907,57 @@ def to_dense(self, dtype=None, *, masked_grad=None):
 
 
 def dim_order(self, *, ambiguity_check=False):
-    """The dims from outermost to innermost in memory (largest stride first), as torch."""
-    if not isinstance(ambiguity_check, bool) and not isinstance(ambiguity_check, (list, tuple)):
-        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats")
-    stride, shape = tuple(self.stride()), tuple(self.shape)
-    order = sorted(range(self.dim()), key=lambda i: (-stride[i], -shape[i] if stride[i] else 0,
-                                                     i))
-    return tuple(order)
+    """The dims from outermost to innermost in memory, as torch's: contiguous and channels_last
+    tensors take their formats' orders; otherwise an insertion sort by stride (larger first, a
+    larger size first between equal strides) that leaves dims of stride 0 where they are. With
+    ambiguity_check (True, or a list of memory formats), a tensor whose order is not unique is
+    refused: one with a size-1 dim or two neighbours of equal stride that does not fit exactly
+    one of the listed formats, or one the sort could not order strictly."""
+    from ember import _memory_format as mf
+
+    if not isinstance(ambiguity_check, bool) and not (
+            isinstance(ambiguity_check, list)
+            and all(isinstance(f, mf.memory_format) for f in ambiguity_check)):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+    stride, shape, n = tuple(self.stride()), tuple(self.shape), self.dim()
+    several = any(a == b for a, b in zip(stride, stride[1:])) or 1 in shape
+    fits_one = sum(bool(self.is_contiguous(memory_format=f)) for f in formats) == 1
+    if (ambiguity_check is not False) and several and not fits_one:
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact "
+                           "one of the given memory formats.")
+    if n < 2:
+        return tuple(range(n))
+    contiguous = self.is_contiguous()
+    channels_last = n == 4 and self.is_contiguous(memory_format=mf.channels_last)
+    if contiguous and not channels_last:
+        return tuple(range(n))
+    if channels_last and not contiguous:
+        return (0, *range(2, n), 1)
+
+    def ge(a, b):
+        return b == 0 or (a != 0 and (a >= b or a % b == 0))
+
+    def order(a, b):  # > 0: dim a lies outside dim b (swap), < 0: inside, 0: undecided
+        if stride[a] == 0 or stride[b] == 0:
+            return 0
+        if stride[a] == stride[b]:
+            return 0 if ge(shape[b], shape[a]) else 1
+        return -1 if ge(stride[b], stride[a]) else 1
+
+    perm = list(reversed(range(n)))  # innermost first while sorting
+    for i in range(1, n):
+        j = i
+        for k in reversed(range(i)):
+            c = order(perm[k], perm[j])
+            if c > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+            elif c < 0:
+                break
+    if ambiguity_check and any(order(perm[i], perm[i + 1]) != -1 for i in range(n - 1)):
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return tuple(reversed(perm))
 
 
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
@@ -968,6 +1026,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[d]
     if n == 0:
         return y.sum(d)
+    _check_integrand("trapezoid", y, x)
     # torch's formulas (Integration.cpp), so the dtypes and roundings are its own
     spacing = _spacing(y, x, dx, d)
     if not isinstance(spacing, _C.Tensor):
@@ -980,11 +1039,31 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[d]
     if n == 0:
         return y.narrow(d, 0, 0)
+    _check_integrand("cumulative_trapezoid", y, x)
     spacing = _spacing(y, x, dx, d)  # torch's formulas, as trapezoid's
     pairs = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if not isinstance(spacing, _C.Tensor):
         return (spacing / 2.0 * pairs).cumsum(d)
     return (spacing * pairs).cumsum(d) / 2.0
+
+
+_SHELL_UNSIGNED = (_C.uint16, _C.uint32, _C.uint64)  # torch's types without arithmetic
+
+
+def _no_add_kernel(t):
+    if t.dtype in _SHELL_UNSIGNED:
+        raise NotImplementedError(f"\"add_stub\" not implemented for '{_dtype_name(t.dtype)}'")
+
+
+def _check_integrand(name, y, x):
+    """torch's refusals of bool samples (its message names y, or x or y) and of the unsigned
+    types its sums have no kernel for."""
+    if y.dtype == _C.bool:
+        raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
+    if _is_tensor(x) and x.dtype == _C.bool:
+        raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
+                           "supported")
+    _no_add_kernel(y)
 
 
 def _spacing(y, x, dx, d):
@@ -1443,8 +1522,11 @@ def celu_(self, alpha=1.0):
     return self.copy_(celu(self, alpha))
 
 
+_NO_THRESHOLD_KERNEL = (_C.bool, _C.uint16, _C.uint32, _C.uint64)
+
+
 def _threshold(input, threshold, value):
-    if input.dtype == _C.bool or input.dtype.is_complex:
+    if input.dtype in _NO_THRESHOLD_KERNEL or input.dtype.is_complex:
         _floating_kernel("threshold", input)
     scalar_fits(threshold, input.dtype, opmath=True)
     scalar_fits(value, input.dtype, opmath=True)
@@ -1499,6 +1581,8 @@ def pdist(input, p=2.0):
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
+    if input.dtype in (_C.float16, _C.bfloat16):  # (torch's kernel: float32 and float64)
+        raise NotImplementedError(f"\"pdist\" not implemented for '{input.dtype._torch_name}'")
     n = input.shape[0]
     if n < 2:
         return input.new_empty((0,))
@@ -1690,6 +1774,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least "
                                "edge_order+1")
+    _no_add_kernel(input)
     inexact = input.dtype.is_floating_point or input.dtype.is_complex
     f = input if inexact else input.to(_C.get_default_dtype())
     return tuple(_gradient_along(f, d, h, edge_order) for d, h in zip(dims, spacings))

@@ -165,6 +165,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
             raise RuntimeError(f"{op}: Order {ord} not supported.")
     elif ord not in (1, -1, 2, -2, math.inf, -math.inf):
         raise RuntimeError(f"{op}: Order {ord} not supported.")
+    if (ord == "nuc" or ord in (2, -2)) and A.dtype.name in ("float16", "bfloat16"):
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype._torch_name}")
     kept = list(A.shape)
     kept[d0] = kept[d1] = 1
     final = kept if keepdim else [s for i, s in enumerate(A.shape) if i not in (d0, d1)]

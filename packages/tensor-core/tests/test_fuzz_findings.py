@@ -546,3 +546,108 @@ def test_pooling_takes_the_dtypes_torchs_cpu_kernels_take(dtype):
         assert F.max_pool2d(x, 2).dtype == dt and F.max_pool3d(x[None], 2).dtype == dt
         assert F.max_pool1d(x[0], 2, return_indices=True)[0].dtype == dt
     assert F.avg_pool2d(E.ones(1, 2, 4, 4, dtype=E.int64), 2).tolist() == [[[[1, 1], [1, 1]]] * 2]
+
+
+DIM_ORDER_CASES = [  # (tensor, keywords, torch 2.13's result or exception class)
+    ('E.ones(2,3)', '', '(0, 1)'),
+    ('E.ones(2,3)', 'ambiguity_check=True', '(0, 1)'),
+    ('E.ones(2,3)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', '(0, 1)'),
+    ('E.ones(2,3).t()', '', '(1, 0)'),
+    ('E.ones(2,3).t()', 'ambiguity_check=True', '(1, 0)'),
+    ('E.ones(2,3).t()', 'ambiguity_check=[E.contiguous_format, E.channels_last]', '(1, 0)'),
+    ('E.arange(3).unsqueeze(0).expand(2,3)', '', '(0, 1)'),
+    ('E.arange(3).unsqueeze(0).expand(2,3)', 'ambiguity_check=True', 'RuntimeError'),
+    ('E.arange(3).unsqueeze(0).expand(2,3)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', 'RuntimeError'),
+    ('E.ones(2,0,3)', '', '(0, 1, 2)'),
+    ('E.ones(2,0,3)', 'ambiguity_check=True', 'RuntimeError'),
+    ('E.ones(2,0,3)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', '(0, 1, 2)'),
+    ('E.ones(1,3)', '', '(0, 1)'),
+    ('E.ones(1,3)', 'ambiguity_check=True', 'RuntimeError'),
+    ('E.ones(1,3)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', '(0, 1)'),
+    ('E.ones(2,3,4,5).permute(0,2,3,1)', '', '(0, 3, 1, 2)'),
+    ('E.ones(2,3,4,5).permute(0,2,3,1)', 'ambiguity_check=True', '(0, 3, 1, 2)'),
+    ('E.ones(2,3,4,5).permute(0,2,3,1)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', '(0, 3, 1, 2)'),
+    ('E.ones(2,3,4,5).contiguous(memory_format=E.channels_last)', '', '(0, 2, 3, 1)'),
+    ('E.ones(2,3,4,5).contiguous(memory_format=E.channels_last)', 'ambiguity_check=True', '(0, 2, 3, 1)'),
+    ('E.ones(2,3,4,5).contiguous(memory_format=E.channels_last)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', '(0, 2, 3, 1)'),
+    ('E.ones(2,1,4,5).contiguous(memory_format=E.channels_last)', '', '(0, 1, 2, 3)'),
+    ('E.ones(2,1,4,5).contiguous(memory_format=E.channels_last)', 'ambiguity_check=True', 'RuntimeError'),
+    ('E.ones(2,1,4,5).contiguous(memory_format=E.channels_last)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', 'RuntimeError'),
+    ('E.ones(3,4,5).permute(2,0,1)', '', '(1, 2, 0)'),
+    ('E.ones(3,4,5).permute(2,0,1)', 'ambiguity_check=True', '(1, 2, 0)'),
+    ('E.ones(3,4,5).permute(2,0,1)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', '(1, 2, 0)'),
+    ('E.ones(3,4,5)[:, ::2].transpose(0,2)', '', '(2, 1, 0)'),
+    ('E.ones(3,4,5)[:, ::2].transpose(0,2)', 'ambiguity_check=True', '(2, 1, 0)'),
+    ('E.ones(3,4,5)[:, ::2].transpose(0,2)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', '(2, 1, 0)'),
+    ('E.ones(4,4).expand(2,4,4).transpose(0,1)', '', '(0, 1, 2)'),
+    ('E.ones(4,4).expand(2,4,4).transpose(0,1)', 'ambiguity_check=True', 'RuntimeError'),
+    ('E.ones(4,4).expand(2,4,4).transpose(0,1)', 'ambiguity_check=[E.contiguous_format, E.channels_last]', 'RuntimeError'),
+    ('E.ones(2,2,2).as_strided((2,2,2),(2,2,1))', '', '(0, 1, 2)'),
+    ('E.ones(2,2,2).as_strided((2,2,2),(2,2,1))', 'ambiguity_check=True', 'RuntimeError'),
+    ('E.ones(2,2,2).as_strided((2,2,2),(2,2,1))', 'ambiguity_check=[E.contiguous_format, E.channels_last]', 'RuntimeError'),
+]
+
+
+@pytest.mark.parametrize("expr,keywords,want", DIM_ORDER_CASES)
+def test_dim_order_as_torchs(expr, keywords, want):
+    """dim_order: the formats' orders, the stride sort that leaves stride-0 dims in place, and
+    ambiguity_check's refusals."""
+    call = f"({expr}).dim_order({keywords})"
+    errors = {"RuntimeError": RuntimeError, "TypeError": TypeError}
+    if want in errors:
+        with pytest.raises(errors[want]):
+            eval(call)
+    else:
+        assert eval(call) == eval(want)
+
+
+REFUSED_AS_TORCH = [  # (call, exception, message): torch 2.13's, written out
+    (lambda: E.bincount(E.arange(3).to(E.uint32)), NotImplementedError, '"bincount_cpu"'),
+    (lambda: E.bincount(E.tensor(1).to(E.uint32), minlength=-1), NotImplementedError,
+     '"bincount_cpu"'),
+    (lambda: E.arange(4).to(E.uint16).count_nonzero(), NotImplementedError,
+     '"nonzero_count_cpu"'),
+    (lambda: E.ones(3, 2, dtype=E.complex128).mvlgamma(0), RuntimeError,
+     "p has to be greater than or equal to 1"),
+    (lambda: E.ones(3, dtype=E.bool).mvlgamma(0), RuntimeError, "may not be a boolean tensor"),
+    (lambda: E.ones(2, dtype=E.uint64).pow(-1), RuntimeError, "negative integer powers"),
+    (lambda: E.ones(2).squeeze(0, 0), RuntimeError, "dim 0 appears multiple times"),
+    (lambda: E.ones(1, 2).squeeze((0, -2)), RuntimeError, "dim 0 appears multiple times"),
+    (lambda: E.roll(E.tensor(1), 0, [0]), IndexError, "tensor has no dimensions"),
+    (lambda: E.nonzero(E.ones(2), out=E.empty(0, dtype=E.int64), as_tuple=True), RuntimeError,
+     "does not support the out kwarg when as_tuple is True"),
+    (lambda: E.hash_tensor(E.tensor(1.0), [2, 3]), IndexError, "Dimension out of range"),
+    (lambda: E.pdist(E.ones(4, 4, dtype=E.float16)), NotImplementedError, '"pdist"'),
+    (lambda: E.nuclear_norm(E.ones(2, 0, 3, dtype=E.float16)), RuntimeError,
+     "Low precision dtypes not supported. Got Half"),
+    (lambda: E.threshold_(E.ones(2, dtype=E.uint64), 0.5, 2), NotImplementedError,
+     '"threshold_cpu"'),
+    (lambda: E.float_power(E.ones(2, dtype=E.uint8), E.ones(2, dtype=E.int16),
+                           out=E.ones(2, dtype=E.float16)), RuntimeError,
+     "has dtype Half but the operation's result requires dtype Double"),
+    (lambda: E.nanmean(E.ones(2), 0, True, dtype=E.uint8), RuntimeError,
+     "Optional dtype must be either a floating point or complex dtype. Got: Byte"),
+    (lambda: E.mean(E.ones(2, 3, dtype=E.int64), (0,), out=E.ones(0, dtype=E.bfloat16)),
+     RuntimeError, "Input dtype must be either a floating point or complex dtype. Got: Long"),
+    (lambda: E.trapezoid(E.ones(3, dtype=E.bool)), RuntimeError,
+     "trapezoid: received a bool input for `y`"),
+    (lambda: E.cumulative_trapezoid(E.ones(3), E.ones(3, dtype=E.bool)), RuntimeError,
+     "received a bool input for `x` or `y`"),
+    (lambda: E.trapezoid(E.ones(3, dtype=E.uint16)), NotImplementedError, '"add_stub"'),
+    (lambda: E.gradient(E.ones(3, dtype=E.uint64)), NotImplementedError, '"add_stub"'),
+]
+
+
+@pytest.mark.parametrize("call,error,message", REFUSED_AS_TORCH)
+def test_refused_as_torch(call, error, message):
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call()
+
+
+def test_accepted_as_torch():
+    assert E.arange(4).to(E.uint64).reshape(1, 4, 1).count_nonzero([1]).tolist() == [[3]]
+    z = E.tensor([0j, 1 + 1j])
+    assert z.logical_not_().tolist() == [1 + 0j, 0j]  # bools written into the complex tensor
+    assert E.trapezoid(E.ones(0, dtype=E.bool)).item() == 0  # no samples: nothing refused
+    assert E.ones(2, dtype=E.int32).addcdiv(E.ones(2), E.ones(2), value=True).tolist() == [2, 2]
+    assert E.ones(2).addcmul(E.ones(2), E.ones(2) * 3, value=True).tolist() == [4.0, 4.0]

@@ -390,9 +390,11 @@ Tensor squeeze(const Tensor& t) {
 
 Tensor squeeze_dims(const Tensor& t, const Shape& dims) {
   int64_t n = t->dim();
-  std::vector<bool> drop(std::max<int64_t>(n, 1), false);
+  std::vector<bool> drop(std::max<int64_t>(n, 1), false), seen(drop.size(), false);
   for (auto d : dims) {
     int64_t w = wrap_dim(d, n);
+    EMBER_CHECK(!seen[w], std::runtime_error, "dim ", w, " appears multiple times in the list of dims");
+    seen[w] = true;
     if (n > 0 && t->sizes[w] == 1) drop[w] = true;
   }
   Shape sizes, strides;

@@ -364,8 +364,9 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   const auto [compute, result] = unary_dtypes(op, x->dtype);
   Tensor in = to_dtype(x, compute);
   // (check_operands_first checked that the result casts to out; in place, a complex tensor
-  // cannot take a real result: torch's own message)
-  EMBER_CHECK(!(out && out == x && is_complex(x->dtype) && !is_complex(result)),
+  // cannot take a real result, torch's own message, though it takes logical_not's bools)
+  EMBER_CHECK(!(out && out == x && is_complex(x->dtype) && !is_complex(result) &&
+                result != ScalarType::Bool),
               std::runtime_error, "In-place ", info.name, " is not supported for complex tensors.");
   // The kernel computes in `compute`; a bool-returning kernel writes bool, a complex kernel
   // its result type (abs of complex64 writes float32).
@@ -504,6 +505,11 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
         throw NotImplementedError(str_cat("\"", info.name, "\" not implemented for 'Bool'"));
     }
   }
+  // An integer base to a negative integer Python-number exponent has no integer result
+  // (checked before whether a kernel exists, as torch's).
+  if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
+      b.s.to_int() < 0)
+    throw std::runtime_error("Integers to negative integer powers are not allowed.");
   const auto [compute, result] = [&] {
     try {
       return binary_dtypes(op, b, common);
@@ -512,10 +518,6 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
       throw;
     }
   }();
-  // An integer base to a negative integer Python-number exponent has no integer result.
-  if (op == BinaryOp::pow && is_integral(common, true) && b.is_scalar && b.s.is_int() &&
-      b.s.to_int() < 0)
-    throw std::runtime_error("Integers to negative integer powers are not allowed.");
   // torch's pow(Tensor, Scalar) converts the exponent into the result's dtype, checked
   if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar) check_scalar_fits(b.s, result);
   // (a wide unsigned type's operands become that type first: a number in uint64's upper half

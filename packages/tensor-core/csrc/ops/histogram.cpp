@@ -300,7 +300,7 @@ std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional
 Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "bincount");
-  if (!is_integral(x->dtype, false))
+  if (!is_integral(x->dtype, false) || is_wide_unsigned(x->dtype))  // (torch's kernel's types)
     throw NotImplementedError(str_cat("\"bincount_cpu\" not implemented for '", type_name(x->dtype), "'"));
   EMBER_CHECK(minlength >= 0, std::runtime_error, "minlength should be >= 0");
   EMBER_CHECK(x->dim() == 1, std::runtime_error, "bincount only supports 1-d non-negative integral inputs.");

@@ -302,15 +302,19 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim, ScalarTyp
                   keepdim, out, SumKind::Prod);
 }
 
-Tensor mean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
+void check_mean_dtype(ScalarType input, ScalarType dtype) {
   if (dtype != ScalarType::Undefined)
     EMBER_CHECK(is_floating(dtype) || is_complex(dtype), std::runtime_error,
                 "mean(): could not infer output dtype. Optional dtype must be either a floating "
                 "point or complex dtype. Got: ", torch_type_name(dtype));
   else
-    EMBER_CHECK(is_floating(x->dtype) || is_complex(x->dtype), std::runtime_error,
+    EMBER_CHECK(is_floating(input) || is_complex(input), std::runtime_error,
                 "mean(): could not infer output dtype. Input dtype must be either a floating point "
-                "or complex dtype. Got: ", torch_type_name(x->dtype));
+                "or complex dtype. Got: ", torch_type_name(input));
+}
+
+Tensor mean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype) {
+  check_mean_dtype(x->dtype, dtype);
   const ScalarType dt = dtype == ScalarType::Undefined ? x->dtype : dtype;
   auto mask = reduction_mask(x, dim);
   if (is_complex(dt)) return complex_additive(x, mask, keepdim, dt, SumKind::Mean, "mean");
@@ -321,6 +325,9 @@ Tensor nanmean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dty
   EMBER_CHECK(is_floating(x->dtype), std::runtime_error,
               "nanmean(): expected input to have floating point or complex dtype but got ",
               torch_type_name(x->dtype));
+  EMBER_CHECK(dtype == ScalarType::Undefined || is_floating(dtype) || is_complex(dtype),
+              std::runtime_error, "nanmean(): could not infer output dtype. Optional dtype must be "
+              "either a floating point or complex dtype. Got: ", torch_type_name(dtype));
   auto mask = reduction_mask(x, dim);
   Tensor s = nansum(x, dim, keepdim, dtype);
   Tensor n = count_impl(x, mask, keepdim, /*not_nan=*/true);
@@ -333,7 +340,10 @@ static Tensor nonzero_mask(const Tensor& x) {
 }
 
 Tensor count_nonzero(const Tensor& x, const OptDims& dim) {
-  if (is_complex(x->dtype)) return count_nonzero(nonzero_mask(x), dim);
+  // (torch's full count has no kernel for the wide unsigned types; its count over dims has)
+  EMBER_CHECK(!(is_wide_unsigned(x->dtype) && !dim), NotImplementedError,
+              "\"nonzero_count_cpu\" not implemented for '", type_name(x->dtype), "'");
+  if (is_complex(x->dtype) || is_wide_unsigned(x->dtype)) return count_nonzero(nonzero_mask(x), dim);
   return count_impl(x, reduction_mask(x, dim), false, false);
 }
 

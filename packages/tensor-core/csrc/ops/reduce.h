@@ -45,6 +45,8 @@ namespace ember {
 Tensor sum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype = ScalarType::Undefined);
 Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype = ScalarType::Undefined);
 Tensor mean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype = ScalarType::Undefined);
+// mean's dtype rule: a dtype= must be floating or complex, else the input must be.
+void check_mean_dtype(ScalarType input, ScalarType dtype);
 Tensor nanmean(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtype = ScalarType::Undefined);
 Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim,
             ScalarType dtype = ScalarType::Undefined);

@@ -223,8 +223,8 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
   const int64_t nd = x->dim();
   std::vector<int64_t> shift(std::max<int64_t>(nd, 1), 0);
   for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t d = wrap_dim(dims[i], nd);
-    int64_t n = nd == 0 ? 1 : x->sizes[d];
+    int64_t d = wrap_dim(dims[i], nd, /*allow_scalar=*/false);  // (torch's IndexError for 0-d)
+    int64_t n = x->sizes[d];
     if (n > 0) shift[d] = ((shift[d] + shifts[i]) % n + n) % n;
   }
   Tensor out = empty(x->sizes, x->dtype, x->device());

@@ -278,7 +278,7 @@ std::vector<Composite> composites() {
                       "Tensor"}, kMethod, "random"},
       {"to_dense", {"to_dense(Tensor input, ScalarType? dtype=None, *, bool? masked_grad=None) "
                     "-> Tensor"}, kMethod, "creation"},
-      {"dim_order", {"dim_order(Tensor input, *, bool ambiguity_check=False) -> Any"}, kMethod,
+      {"dim_order", {"dim_order(Tensor input, *, Any ambiguity_check=False) -> Any"}, kMethod,
        "shape"},
       {"poisson", {"poisson(Tensor input, Generator? generator=None) -> Tensor"}, kFunction,
        "random"},

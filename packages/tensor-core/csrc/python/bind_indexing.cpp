@@ -584,6 +584,8 @@ py::object nonzero_tuple(const Tensor& nz, int64_t ndim) {
 
 py::object nonzero_impl(py::handle selfh, py::handle outh, bool as_tuple) {
   Tensor self = to_tensor(selfh);
+  EMBER_CHECK(!as_tuple || outh.is_none(), std::runtime_error,
+              "nonzero does not support the out kwarg when as_tuple is True");
   if (on_device(self)) {
     if (!outh.is_none()) refuse_dispatched_out("nonzero", self);
     return call_device("nonzero", py::make_tuple(selfh), py::dict("as_tuple"_a = as_tuple));

@@ -225,6 +225,8 @@ void register_reductions(py::module_& m) {
                  if (op == SumOp::Sum || op == SumOp::Mean) refuse_keepdim_without_dim(a, name);
                  Tensor x = a.tensor(0), out = opt_out(a.out(), name);
                  ScalarType dt = a.dtype(3);
+                 // (an integer input's mean needs a dtype= even with out=, as torch's)
+                 if (op == SumOp::Mean) check_mean_dtype(x->dtype, dt);
                  if (out && dt == ScalarType::Undefined && op != SumOp::NanMean) dt = out->dtype;
                  const OptDims dims = a.opt_ints(1);
                  const bool keepdim = a.flag(2);
