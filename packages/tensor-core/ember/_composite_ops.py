@@ -393,6 +393,9 @@ def mvlgamma(input, p, *, out=None):
                     f"'{_dtype_name(input.dtype)}'")
     # torch no longer checks the domain (x > (p-1)/2): lgamma's poles give inf there
     x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    # the (..., p) terms need this much memory: a p too large fails here at once, before the
+    # p shifts are made (an untouched block costs nothing)
+    _C.empty((*x.shape, p), dtype=x.dtype, device=x.device)
     shifts = _C.arange(p, dtype=x.dtype, device=x.device) * -0.5
     r = _C.lgamma(x.unsqueeze(-1) + shifts).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
     return _finish(r, out)

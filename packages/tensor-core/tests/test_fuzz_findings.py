@@ -651,3 +651,10 @@ def test_accepted_as_torch():
     assert E.trapezoid(E.ones(0, dtype=E.bool)).item() == 0  # no samples: nothing refused
     assert E.ones(2, dtype=E.int32).addcdiv(E.ones(2), E.ones(2), value=True).tolist() == [2, 2]
     assert E.ones(2).addcmul(E.ones(2), E.ones(2) * 3, value=True).tolist() == [4.0, 4.0]
+
+
+def test_mvlgamma_of_an_order_too_large_for_memory_fails_at_once():
+    """Found by the fuzzer: mvlgamma(2**31) built 2**31 shifts (minutes) before the (..., p)
+    terms failed to allocate; torch fails at that allocation too."""
+    with pytest.raises(MemoryError):
+        E.ones(1024, dtype=E.bfloat16).mvlgamma(2**31)  # 4 TiB of terms
