@@ -19,8 +19,9 @@ struct Scalar {
     double d;  // a complex number's real part too
   } v{};
   double imag = 0;  // Complex only
-  // An Int above int64's range (uint64's upper half), v.i holding its bits: it converts only to
-  // uint64 (and bool); into other types it is torch's OverflowError.
+  // An Int above int64's range (uint64's upper half), v.i holding its bits: it converts to
+  // uint64, bool and the floating and complex types; into other integer types it is torch's
+  // OverflowError.
   bool uint64_upper = false;
   Scalar() { v.i = 0; }
   static Scalar from_bool(bool b) { Scalar s; s.kind = Kind::Bool; s.v.b = b; return s; }
@@ -55,8 +56,9 @@ struct Scalar {
            : kind == Kind::Float ? v.d != 0 : kind == Kind::Int ? v.i != 0 : v.b;
   }
   template <typename T> T to() const {
-    if constexpr (!std::is_same_v<T, uint64_t> && !std::is_same_v<T, bool>)
-      if (uint64_upper) throw OverflowError("int too big to convert");  // (torch's)
+    // (torch's: into a floating or complex type such an int is its nearest value)
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint64_t> && !std::is_same_v<T, bool>)
+      if (uint64_upper) throw OverflowError("int too big to convert");
     if constexpr (is_complex_v<T>) {
       using R = typename T::value_type;
       return T(static_cast<R>(to_double()), static_cast<R>(kind == Kind::Complex ? imag : 0.0));

@@ -248,6 +248,15 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
       return false;
     }
   }
+  // torch's parser converts its Scalar arguments as it reads them: a Python int beyond int64
+  // and uint64 is its OverflowError before the op checks anything (to_scalar raises it).
+  for (int i = 0; i < n; ++i) {
+    const ArgType t = s.params[i].type;
+    PyObject* v = values[i];
+    if ((given & (1u << i)) && (t == ArgType::Scalar || t == ArgType::TensorOrScalar) &&
+        PyLong_Check(v) && !PyBool_Check(v))
+      (void)to_scalar(v);
+  }
   a.bind(&s, static_cast<int>(k), given, values);
   a.keep(std::move(varargs));
   return true;
