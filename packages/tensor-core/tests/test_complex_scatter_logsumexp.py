@@ -135,22 +135,24 @@ def test_refusals_match_torch():
         ember.logaddexp2(z, z)
 
 
+def _refusals(lib):
+    z = lib.zeros(3, dtype=lib.complex64)
+    idx, src = lib.tensor([0, 0, 2]), lib.ones(3, dtype=lib.complex64)
+    calls = (lambda: z.scatter_reduce(0, idx, src, "amax"),
+             lambda: z.index_reduce(0, idx, src, "mean"),
+             lambda: lib.logaddexp2(z, z),
+             lambda: lib.lerp(z, z, lib.ones(3)))
+    msgs = []
+    for fn in calls:
+        with pytest.raises(Exception) as info:
+            fn()
+        msgs.append((info.type.__name__, str(info.value)))
+    return msgs
+
+
 def test_messages_match_torch():
     torch = pytest.importorskip("torch")
-    for lib in (ember, torch):
-        z = lib.zeros(3, dtype=lib.complex64)
-        idx, src = lib.tensor([0, 0, 2]), lib.ones(3, dtype=lib.complex64)
-        msgs = []
-        for fn in (lambda: z.scatter_reduce(0, idx, src, "amax"),
-                   lambda: z.index_reduce(0, idx, src, "mean"),
-                   lambda: lib.logaddexp2(z, z),
-                   lambda: lib.lerp(z, z, lib.ones(3))):
-            with pytest.raises(Exception) as info:
-                fn()
-            msgs.append((info.type.__name__, str(info.value).split(" for `weight`")[0]))
-        if lib is ember:
-            ember_msgs = msgs
-    assert ember_msgs == msgs
+    assert _refusals(ember) == _refusals(torch)
 
 
 # ---------------------------------------------------------------------------------------------
