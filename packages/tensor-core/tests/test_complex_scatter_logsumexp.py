@@ -133,6 +133,9 @@ def test_refusals_match_torch():
             z.to(C128).index_reduce(0, idx, src.to(C128), reduce)
     with pytest.raises(NotImplementedError, match="logaddexp2_cpu\" not implemented"):
         ember.logaddexp2(z, z)
+    with pytest.raises(RuntimeError, match="normal expects standard deviation to be non-complex"):
+        ember.normal(z, z)
+    assert ember.normal(z, 1.0).dtype is C64  # a complex mean is fine
 
 
 def _refusals(lib):
@@ -141,7 +144,8 @@ def _refusals(lib):
     calls = (lambda: z.scatter_reduce(0, idx, src, "amax"),
              lambda: z.index_reduce(0, idx, src, "mean"),
              lambda: lib.logaddexp2(z, z),
-             lambda: lib.lerp(z, z, lib.ones(3)))
+             lambda: lib.lerp(z, z, lib.ones(3)),
+             lambda: lib.normal(1.0, z))
     msgs = []
     for fn in calls:
         with pytest.raises(Exception) as info:
