@@ -145,7 +145,9 @@ def _refusals(lib):
              lambda: z.index_reduce(0, idx, src, "mean"),
              lambda: lib.logaddexp2(z, z),
              lambda: lib.lerp(z, z, lib.ones(3)),
-             lambda: lib.normal(1.0, z))
+             lambda: lib.normal(1.0, z),
+             lambda: lib.cummax(z, 0),
+             lambda: lib.cummin(z, 0))
     msgs = []
     for fn in calls:
         with pytest.raises(Exception) as info:
