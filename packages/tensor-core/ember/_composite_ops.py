@@ -432,9 +432,8 @@ def logcumsumexp(input, dim, *, out=None):
         raise RuntimeError(f"expected scalar_type {input.dtype._torch_name} but found "
                            f"{out.dtype._torch_name}")
     d = _wrap_dim(dim, input.dim())  # then a bad dim
-    _refuse_complex("logcumsumexp", input, NotImplementedError,
-                    "ember: logcumsumexp of complex tensors is not supported yet")
-    _floating_kernel("logcumsumexp_out", input)
+    if not input.dtype.is_complex:  # complex: the same running logaddexp, as torch's
+        _floating_kernel("logcumsumexp_out", input)
     x = input
     if x.dim() == 0 or x.shape[d] <= 1:
         return _finish(x.clone(), out)
@@ -718,6 +717,9 @@ def _index_reduce(name, self, dim, index, source, reduce, include_self, inplace)
     if source.dim() and source.shape[d] != count:
         raise IndexError(f"{name}_(): Number of indices ({count}) should be equal to "
                          f"source.size(dim) ({source.shape[d]})")
+    if self.dtype.is_complex:  # torch's kernel has no complex type, for any reduction
+        raise NotImplementedError(f"\"index_func_\" not implemented for "
+                                  f"'{_dtype_name(self.dtype)}'")
     # index_reduce along dim is scatter_reduce with the index broadcast over source's other dims
     shape = [1] * _max(source.dim(), 1)
     shape[d if source.dim() else 0] = count

@@ -415,18 +415,19 @@ def _std_mean(g, needs, out, x, dim=None, correction=1, keepdim=False):
 
 @grad("norm", save=(0,), out=True)
 def _norm(g, needs, out, x, p="fro", dim=None, keepdim=False, dtype=None):
+    # a norm of |x|: sgn (x / |x|) is the gradient of |x| for complex x too
     ge = _expand_back(g, x.shape, dim, keepdim)
     oe = _expand_back(out, x.shape, dim, keepdim)
     if p in ("fro", 2, 2.0):
         return (ember.where(oe == 0, 0.0, ge * x / oe),)
     if p in (1, 1.0):
-        return (ge * x.sign(),)
+        return (ge * x.sgn(),)
     if p == 0:
         return (_zeros(ge),)
     if p in (math.inf, -math.inf, "inf", "-inf"):
-        return (_even(g, x.abs(), out, dim, keepdim) * x.sign(),)
+        return (_even(g, x.abs(), out, dim, keepdim) * x.sgn(),)
     a = x.abs()
-    return (ember.where(oe == 0, 0.0, ge * x.sign() * a ** (p - 1) / oe ** (p - 1)),)
+    return (ember.where(oe == 0, 0.0, ge * x.sgn() * a ** (p - 1) / oe ** (p - 1)),)
 
 
 def _rev_cumsum(g, dim):

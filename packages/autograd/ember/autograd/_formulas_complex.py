@@ -6,7 +6,9 @@ For a function that is holomorphic with real Taylor coefficients (exp, log, sin,
 matmul, ...) the vector-Jacobian product is ``grad * conj(f'(z))``, and conj(f'(z)) = f'(conj(z)):
 so the real formula of _formulas.py holds when it is handed the conjugates of the saved values
 (``CONJUGATED``: one wrapper, no second copy of those formulas). Linear maps with real
-coefficients (views, sums, copies, casts) keep their real formula unchanged (``AS_REAL``). The
+coefficients (views, sums, copies, casts) keep their real formula unchanged (``AS_REAL``), and
+so do the real reductions var, std and norm, whose formulas already read as the complex ones
+(``AS_WRITTEN``). The
 rest are written here (abs, angle, vdot, conj, view_as_real/view_as_complex). An op in none of
 these is refused for complex tensors (_engine.complex_entry) rather than recorded with a
 derivative nobody checked; tests/test_complex_autograd.py gradchecks every one listed.
@@ -29,8 +31,15 @@ AS_REAL = (
     "diagonal", "flatten", "flip", "narrow", "neg", "neg_", "permute", "reshape", "roll",
     "select", "split_with_sizes", "squeeze", "stack", "sum", "mean", "t", "transpose", "tril",
     "tril_", "triu", "triu_", "unbind", "unflatten", "unsqueeze", "cumsum", "where",
-    "masked_fill", "masked_fill_", "_setitem", "_copy_", "_fill_",
+    "masked_fill", "masked_fill_", "_setitem", "_copy_", "_fill_", "cumsum_", "as_strided",
+    "gather", "index_select", "take", "take_along_dim", "index_copy", "index_copy_",
+    "index_fill", "index_fill_", "index_put", "index_put_", "masked_select", "masked_scatter",
+    "masked_scatter_", "scatter", "scatter_", "scatter_add", "scatter_add_", "repeat_interleave",
+    "unfold",
 )
+# real functions of |z| or of |z - mean|^2 whose real formula, read with complex values, is
+# already torch's (x / |x| is sgn(x); var's 2 (x - mean) / (n - c) is dL/dx + i dL/dy)
+AS_WRITTEN = ("var", "std", "var_mean", "std_mean", "norm")
 # holomorphic with real coefficients: the real formula over conjugated values
 CONJUGATED = (
     "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "matmul", "mm", "bmm", "mv",
@@ -43,6 +52,9 @@ CONJUGATED = (
     # (not lu_solve: its formula's adjoint=True solve means a transpose, which for complex
     # factors is the conjugate transpose)
     "_linalg_inv_ex", "_linalg_det", "_linalg_solve_ex",
+    "prod", "cumprod", "cumprod_", "logsumexp", "logaddexp", "logaddexp_", "exp2", "exp2_",
+    "sinc", "sinc_", "lerp", "lerp_", "scatter_reduce", "scatter_reduce_", "index_add",
+    "index_add_",
 )
 
 
@@ -132,7 +144,7 @@ def _view_as_complex(g, needs, out, x):
     return (_C.view_as_real(g),)
 
 
-for _name in AS_REAL:
+for _name in AS_REAL + AS_WRITTEN:
     _COMPLEX_FORMULAS[_name] = _FORMULAS[_name]
 for _name in CONJUGATED:
     _COMPLEX_FORMULAS[_name] = _conjugated(_FORMULAS[_name])

@@ -333,6 +333,9 @@ def _pad_to(gs, src):
 @grad("scatter_reduce", save="all", out=True, inplace_too=True)
 def _scatter_reduce(g, needs, out, x, dim, index, src, reduce, include_self=True):
     """torch's scatter_reduce_backward: sum, mean, prod, amax, amin."""
+    full = src  # src may be larger than index: only its leading corner takes part
+    if src.ndim and tuple(src.shape) != tuple(index.shape):
+        src = src[tuple(slice(0, n) for n in index.shape)]
     if reduce == "sum":
         gx, gs = g, g.gather(dim, index)
     elif reduce == "mean":
@@ -366,7 +369,7 @@ def _scatter_reduce(g, needs, out, x, dim, index, src, reduce, include_self=True
                            "implemented")
     if not include_self:
         gx = gx.scatter(dim, index, 0.0)
-    return (gx if needs[0] else None, None, None, gs if needs[3] else None)
+    return (gx if needs[0] else None, None, None, _pad_to(gs, full) if needs[3] else None)
 
 
 @grad("index_add", save=(2,), inplace_too=True)

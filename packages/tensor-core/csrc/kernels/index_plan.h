@@ -248,6 +248,8 @@ template <typename T, IndexReduce R> struct ReduceElem {
       if constexpr (R == IndexReduce::Sum || R == IndexReduce::Mean || R == IndexReduce::Max)
         *dp = a || (b && alpha);
       else *dp = a && b;
+    } else if constexpr (is_complex_v<T> && (R == IndexReduce::Max || R == IndexReduce::Min)) {
+      throw std::logic_error("index reduce: complex values have no order");  // refused earlier
     } else if constexpr (R == IndexReduce::Sum || R == IndexReduce::Mean) {
       *dp = cast_to<T>(static_cast<M>(a + b * alpha));
     } else if constexpr (R == IndexReduce::Prod) {
@@ -266,8 +268,10 @@ template <typename T, IndexReduce R> struct ReduceElem {
   }
 };
 
+// Complex values take the sums and products (torch's scatter_add, index_add, index_put_'s
+// accumulate, scatter_reduce's sum/prod/mean); callers refuse amax/amin for them first.
 inline void run_reduce(const Plan& p, ScalarType dt, IndexReduce r, Scalar alpha, const char* op) {
-  dispatch_all(dt, op, [&](auto tag) {
+  dispatch_all_and_complex(dt, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
     const M a = alpha.to<M>();

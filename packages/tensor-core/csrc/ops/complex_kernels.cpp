@@ -63,6 +63,22 @@ template <typename C> C complex_log1p(C z) {
   return C(std::log1p(x * (2 + x) + y * y) / 2, std::atan2(y, 1 + x));
 }
 
+// log(e^a + e^b) as torch's complex kernel: shifted by the operand of the larger real part, a
+// NaN part anywhere gives NaN + NaN j, two equal infinite real parts give the -inf operand itself
+// (its phase cannot be known) or, for +inf, the unshifted sum.
+template <typename C> C complex_logaddexp(C a, C b) {
+  using R = typename C::value_type;
+  const auto has_nan = [](C z) { return std::isnan(z.real()) || std::isnan(z.imag()); };
+  if (has_nan(a) || has_nan(b)) {
+    const R nan = std::numeric_limits<R>::quiet_NaN();
+    return C(nan, nan);
+  }
+  const C lo = a.real() < b.real() ? a : b, hi = a.real() < b.real() ? b : a;
+  if (std::isinf(lo.real()) && lo.real() == hi.real())
+    return lo.real() < 0 ? lo : std::log(std::exp(lo) + std::exp(hi));
+  return complex_log1p(std::exp(lo - hi)) + hi;
+}
+
 }  // namespace math
 
 void run_complex_unary_kernel(UnaryOp op, const ElementwiseIter& it, ScalarType dt) {

@@ -596,11 +596,14 @@ Tensor where(const Tensor& cond, const Operand& a, const Operand& b) {
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const Tensor& out) {
   EMBER_CHECK(start->dtype == end->dtype, std::runtime_error,
-              "expected dtype ", dtype_name(start->dtype), " for `end` but got dtype ",
-              dtype_name(end->dtype));
+              "expected dtype ", cpp_type_name(start->dtype), " for `end` but got dtype ",
+              cpp_type_name(end->dtype));
+  EMBER_CHECK(weight.is_scalar || weight.t->dtype == start->dtype, std::runtime_error,
+              "expected dtype ", cpp_type_name(start->dtype), " for `weight` but got dtype ",
+              cpp_type_name(weight.t->dtype));
   ScalarType dt = start->dtype;
-  EMBER_CHECK(is_floating(dt), NotImplementedError, "\"lerp_kernel_scalar\" not implemented for '",
-              type_name(dt), "'");
+  EMBER_CHECK(is_floating(dt) || is_complex(dt), NotImplementedError,
+              "\"lerp_kernel_scalar\" not implemented for '", type_name(dt), "'");
   if (weight.is_scalar)  // converted to the opmath type, checked (torch's)
     check_scalar_fits(weight.s, is_reduced_float(dt) ? ScalarType::Float32 : dt);
   if (is_reduced_float(dt)) {  // torch's opmath: float32 throughout (a number weight at its own
@@ -612,13 +615,17 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const
   }
   Tensor w = as_tensor_operand(weight, dt);
   return run_into("lerp", out, dt, {start, end, w}, [&](const ElementwiseIter& it) {
-    dispatch_floating(dt, "lerp", [&](auto tag) {
+    // from the nearer end (|weight| < 0.5: torch's rule, for complex weights too)
+    auto kernel = [&](auto tag) {
       using T = typename decltype(tag)::type;
       run_elementwise<T, T, T, T>(it, [](auto s, auto e, auto wt) {
         using C = decltype(s);
-        return std::abs(wt) < C(0.5) ? s + wt * (e - s) : e - (e - s) * (C(1) - wt);
+        using R = decltype(std::abs(wt));
+        return std::abs(wt) < R(0.5) ? s + wt * (e - s) : e - (e - s) * (C(1) - wt);
       });
-    });
+    };
+    if (is_complex(dt)) dispatch_complex(dt, "lerp", kernel);
+    else dispatch_floating(dt, "lerp", kernel);
   });
 }
 

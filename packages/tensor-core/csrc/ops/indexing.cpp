@@ -414,6 +414,10 @@ void scatter_reduce_(const Tensor& self, int64_t dim, const Tensor& index, const
               "scatter_reduce(): Expected self.dtype to be equal to src.dtype");
   const int64_t d = wrap_dim(dim, self->dim());
   check_gather_sizes(self, d, index, src, "scatter_reduce", true);
+  if (is_complex(self->dtype) && (reduce == IndexReduce::Max || reduce == IndexReduce::Min))
+    throw NotImplementedError(str_cat("\"scatter_gather_tensor_cpu_reduce_",
+                                      reduce == IndexReduce::Max ? "amax" : "amin",
+                                      "\" not implemented for '", type_name(self->dtype), "'"));
   check_inplace_writable(self, "scatter_reduce_");
   if (index->numel() == 0) return;
   Tensor src_c = unalias(src, self);
@@ -447,7 +451,7 @@ void scatter_reduce_(const Tensor& self, int64_t dim, const Tensor& index, const
   fill_(count, Scalar::from_int(include_self ? 1 : 0));
   scatter_(count, d, index, nullptr, Scalar::from_int(1), IndexReduce::Sum, "scatter_reduce");
   ElementwiseIter it(self, self->dtype, {count}, "scatter_reduce");
-  dispatch_all(self->dtype, "scatter_reduce", [&](auto tag) {
+  dispatch_all_and_complex(self->dtype, "scatter_reduce", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
     it.for_each([&](char** data, const int64_t* st, int64_t n) {
@@ -458,6 +462,8 @@ void scatter_reduce_(const Tensor& self, int64_t dim, const Tensor& index, const
         const M v = cast_to<M>(*o);
         if constexpr (std::is_same_v<T, bool>) {
           (void)v;  // refused above
+        } else if constexpr (is_complex_v<M>) {
+          *o = v / static_cast<typename M::value_type>(c);
         } else if constexpr (std::is_integral_v<M>) {
           M q = static_cast<M>(v / static_cast<M>(c));
           if ((v % static_cast<M>(c) != 0) && ((v < 0) != (c < 0))) --q;

@@ -192,6 +192,7 @@
   X(mul, COMPLEX, math::complex_mul(a, b))                        \
   X(div, COMPLEX, math::complex_div(a, b))                        \
   X(pow, COMPLEX, math::complex_pow(a, b))                        \
+  X(logaddexp, COMPLEX, math::complex_logaddexp(a, b))            \
   X(eq, CMP, a == b)                                              \
   X(ne, CMP, a != b)                                              \
   X(logical_and, LOGICAL, a != decltype(a)(0) && b != decltype(b)(0)) \

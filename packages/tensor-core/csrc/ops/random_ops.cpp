@@ -500,6 +500,8 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
 
 namespace {
 void check_std_nonnegative(const Tensor& std) {
+  EMBER_CHECK(!is_complex(std->dtype), std::runtime_error,
+              "normal expects standard deviation to be non-complex");
   Tensor sd = contiguous(to_dtype(std, ScalarType::Float64));
   const double* p = sd->data_as<double>();
   for (int64_t i = 0; i < sd->numel(); ++i)

@@ -155,8 +155,16 @@ Tensor logsumexp(const Tensor& x, const OptDims& dim, bool keepdim) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "logsumexp");
   auto mask = reduction_mask(x, dim);
-  EMBER_CHECK(!is_complex(x->dtype), NotImplementedError,
-              "ember: logsumexp of complex tensors is not supported yet");
+  if (is_complex(x->dtype)) {
+    // torch's: shifted by each set's largest real part (an infinite one by 0), so that the
+    // exponentials cannot overflow; the phases ride along in the complex exp and log.
+    if (x->numel() == 0) return unary(UnaryOp::log, sum(unary(UnaryOp::exp, x), dim, keepdim));
+    Tensor m = amax(select(view_as_real(x), -1, 0), dim, true);
+    m = where(unary(UnaryOp::isinf, m), Scalar::from_double(0), m);
+    Tensor r = unary(UnaryOp::log, sum(unary(UnaryOp::exp, binary(BinaryOp::sub, x, m)), dim,
+                                       keepdim));
+    return binary(BinaryOp::add, r, reshape(m, r->sizes));
+  }
   const ScalarType out_dt = is_floating(x->dtype) ? x->dtype : get_default_dtype();
   const ScalarType dt = is_reduced_float(out_dt) ? ScalarType::Float32 : out_dt;
   const Shape shape = reduced_shape(x, mask, keepdim);

@@ -529,7 +529,7 @@ std::pair<Tensor, Tensor> cumextreme(const Tensor& x, int64_t dim, bool is_max) 
   Tensor values = empty(x->sizes, x->dtype), indices = empty(x->sizes, ScalarType::Int64);
   if (x->numel() == 0) return {values, indices};
   const Rows L = rows_of(x, dim);
-  dispatch_all(x->dtype, op, [&](auto tag) {
+  dispatch_all(x->dtype, is_max ? "cummax_cpu" : "cummin_cpu", [&](auto tag) {  // torch's names
     using T = typename decltype(tag)::type;
     using K = key_t<T>;
     const T* in = x->data_as<T>();
