@@ -7,7 +7,8 @@ matmul, ...) the vector-Jacobian product is ``grad * conj(f'(z))``, and conj(f'(
 so the real formula of _formulas.py holds when it is handed the conjugates of the saved values
 (``CONJUGATED``: one wrapper, no second copy of those formulas). Linear maps with real
 coefficients (views, sums, copies, casts) keep their real formula unchanged (``AS_REAL``). The
-rest are written here (abs, angle, vdot, conj, view_as_real/view_as_complex). An op in none of
+linear-algebra formulas written with conjugate transposes serve both (``HERMITIAN``). The
+rest are written here (abs, angle, vdot, conj, view_as_real/view_as_complex, linalg.eig). An op in none of
 these is refused for complex tensors (_engine.complex_entry) rather than recorded with a
 derivative nobody checked; tests/test_complex_autograd.py gradchecks every one listed.
 """
@@ -43,6 +44,11 @@ CONJUGATED = (
     # (not lu_solve: its formula's adjoint=True solve means a transpose, which for complex
     # factors is the conjugate transpose)
     "_linalg_inv_ex", "_linalg_det", "_linalg_solve_ex",
+)
+# written with conjugate transposes (_formulas_linalg.py's _mH): the same formula for both
+HERMITIAN = (
+    "_linalg_slogdet", "_linalg_solve_triangular", "_linalg_cholesky_ex", "_cholesky_solve",
+    "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lstsq",
 )
 
 
@@ -132,10 +138,36 @@ def _view_as_complex(g, needs, out, x):
     return (_C.view_as_real(g),)
 
 
+@_complex_grad("_linalg_eig", save=(0,), out=(0, 1))
+def _eig(g, needs, out, A, compute_v=True):
+    # torch's linalg_eig_backward: gA = V^-H (diag(gL) + P / conj(E)) V^H, E_ij = L_j - L_i and
+    # P = V^H gV - V^H V diag(Re(diag(V^H gV))) (the part that the eigenvectors' normalisation
+    # leaves free); real for a real A
+    L, V = out
+    gL, gV = g
+    if not compute_v:
+        L, V = _C._linalg_eig(A)
+        gV = None
+    Vh = _C.conj_physical(V).transpose(-2, -1)
+    ret = _C.diag_embed(gL) if gL is not None else _C.zeros_like(V)
+    if gV is not None and bool((gV != 0).any()):
+        VhgV = Vh.matmul(gV)
+        VhgV = VhgV - Vh.matmul(V * VhgV.diagonal(0, -2, -1).real.unsqueeze(-2))
+        Lc = _C.conj_physical(L)
+        E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
+        E = E + _C.eye(E.shape[-1], dtype=E.dtype, device=E.device)
+        P = VhgV / E
+        ret = ret + P - _C.diag_embed(P.diagonal(0, -2, -1))
+    gA = _C._linalg_solve_ex(Vh, ret.matmul(Vh), check_errors=False)[0]
+    return (gA if A.dtype.is_complex else gA.real,)
+
+
 for _name in AS_REAL:
     _COMPLEX_FORMULAS[_name] = _FORMULAS[_name]
 for _name in CONJUGATED:
     _COMPLEX_FORMULAS[_name] = _conjugated(_FORMULAS[_name])
+for _name in HERMITIAN:
+    _COMPLEX_FORMULAS[_name] = _FORMULAS[_name]
 # the views' own real formulas: the same as the complex ones (they are linear)
 for _name in ("conj_physical", "view_as_real", "view_as_complex"):
     _FORMULAS.setdefault(_name, _COMPLEX_FORMULAS[_name])
