@@ -9,8 +9,8 @@ so the real formula of _formulas.py holds when it is handed the conjugates of th
 coefficients (views, sums, copies, casts) keep their real formula unchanged (``AS_REAL``). The
 linear-algebra formulas written with conjugate transposes serve both (``HERMITIAN``). The
 rest are written here (abs, angle, vdot, conj, view_as_real/view_as_complex, linalg.eig). An
-op in none of these is refused for complex tensors (_engine.complex_entry) rather than recorded with a
-derivative nobody checked; tests/test_complex_autograd.py gradchecks every one listed.
+op in none of these is refused for complex tensors (_engine.complex_entry) rather than recorded
+with a derivative nobody checked; tests/test_complex_autograd.py gradchecks every one listed.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ batched matrices with equal batch dims. The formulas written with ``_mH`` (the c
 transpose) hold for complex matrices too, in torch's convention (_formulas_complex.py lists
 them); the ones written with ``_mt`` are real and get complex values conjugated. Same
 conventions as _formulas.py: one ``@grad`` entry per op name as the core hands it to the hook,
-written with ember ops so that double backward works. The op names are in _formulas_tensor.py's ``HOOKED_OPS``.
+written with ember ops so that double backward works. The op names are in
+_formulas_tensor.py's ``HOOKED_OPS``.
 """
 
 from __future__ import annotations
