@@ -115,6 +115,7 @@ CALLS = {
     "_linalg_eig": lambda a, b, x: ember.linalg.eig(_square(a))[1].abs() ** 2,
     "_linalg_eigh": lambda a, b, x: ember.linalg.eigh(_hpd(a))[1].abs() ** 2,
     "_linalg_lstsq": lambda a, b, x: ember.linalg.lstsq(a.mT, b.mT).solution,
+    "_householder_product": lambda a, b, x: ember.linalg.householder_product(a.mT, b[0, :2]),
 }
 
 
@@ -242,6 +243,8 @@ LINALG_CASES = {
                                                                 upper=True), [(3, 2), (3, 3)]),
     "lstsq": (lambda A, B: ember.linalg.lstsq(A, B).solution, [(4, 3), (4, 2)]),
     "matrix_exp": (lambda A: ember.linalg.matrix_exp(A), [(2, 3, 3)]),
+    "householder_product": (lambda A, t: ember.linalg.householder_product(A, t),
+                            [(2, 4, 3), (2, 3)]),
 }
 
 
@@ -261,7 +264,7 @@ def test_eigvals_of_a_real_matrix_get_a_real_gradient():
 
 
 @pytest.mark.parametrize("name", ["svdvals", "eigvals", "slogdet", "cholesky", "qr", "eigh",
-                                  "lstsq"])
+                                  "lstsq", "householder_product"])
 def test_linalg_gradients_match_torch(name):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(31)
@@ -276,6 +279,8 @@ def test_linalg_gradients_match_torch(name):
         "qr": (a, lambda m, t: m.linalg.qr(t)[1].abs().sum()),
         "eigh": (h, lambda m, t: (m.linalg.eigh(t)[1].abs() ** 2 * m.linalg.eigh(t)[0]).sum()),
         "lstsq": (a, lambda m, t: m.linalg.lstsq(t, m.tensor(b)).solution.abs().sum()),
+        "householder_product": (a, lambda m, t: m.linalg.householder_product(
+            t, t[0, :2] * 0.5).abs().sum()),
     }
     x, loss = losses[name]
     pe, pt = ember.tensor(x).requires_grad_(), torch.tensor(x, requires_grad=True)

@@ -398,8 +398,8 @@ def _ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 @tensor_args("A", "tau", op="linalg.householder_product")
 def householder_product(A, tau, *, out=None):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i the i-th column of
-    A below the diagonal (a unit first entry): Q of geqrf's (a, tau). Forward only: its
-    gradient is not implemented yet (torch has one)."""
+    A below the diagonal (a unit first entry): Q of geqrf's (a, tau). Differentiable in A and
+    tau (real and complex)."""
     return _out("linalg.householder_product", _C._householder_product(A, tau), out)
 
 

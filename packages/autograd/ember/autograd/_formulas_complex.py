@@ -48,7 +48,7 @@ CONJUGATED = (
 # written with conjugate transposes (_formulas_linalg.py's _mH): the same formula for both
 HERMITIAN = (
     "_linalg_slogdet", "_linalg_solve_triangular", "_linalg_cholesky_ex", "_cholesky_solve",
-    "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lstsq",
+    "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lstsq", "_householder_product",
 )
 
 

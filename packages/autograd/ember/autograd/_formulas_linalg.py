@@ -329,6 +329,36 @@ def _eigh(g, needs, out, A, UPLO="L", compute_v=True):
     return (V.matmul(ret).matmul(_mH(V)),)
 
 
+@grad("_householder_product", save=(0, 1))
+def _householder_product(g, needs, out, A, tau):
+    """Q = H_1 ... H_k E (E: the first n columns of I), H_i = I - tau_i v_i v_i^H: rerun as
+    Y_k = E, Y_(i-1) = H_i Y_i, and walked back. For Y' = Y - tau v u (u = v^H Y) and G = gY':
+    gY = G - conj(tau) v (v^H G), g_tau = -v^H G u^H, g_v = -conj(tau) G u^H - tau Y (G^H v)."""
+    m, n, k = A.shape[-2], A.shape[-1], tau.shape[-1]
+    V = A.tril(-1) + ember.eye(m, n, dtype=A.dtype, device=A.device)
+    vs = [V.narrow(-1, i, 1) for i in range(k)]
+    ts = [tau.narrow(-1, i, 1).unsqueeze(-1) for i in range(k)]
+    Ys = [ember.eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape))]
+    for i in reversed(range(k)):  # Ys[j]: the input of H_(k - j)
+        Ys.append(Ys[-1] - ts[i] * vs[i].matmul(_mH(vs[i]).matmul(Ys[-1])))
+    G = g
+    gvs, gts = [None] * k, [None] * k
+    for i in range(k):
+        Y, v, t = Ys[k - 1 - i], vs[i], ts[i]
+        u = _mH(v).matmul(Y)
+        gts[i] = -(_mH(v).matmul(G).matmul(_mH(u)))
+        ct = _C.conj_physical(t) if t.dtype.is_complex else t
+        gvs[i] = -(ct * G.matmul(_mH(u))) - t * Y.matmul(_mH(G).matmul(v))
+        G = G - ct * v.matmul(_mH(v).matmul(G))
+    gA = gtau = None
+    if needs[0]:
+        gA = ember.cat(gvs + [ember.zeros_like(A.narrow(-1, 0, n - k))], -1).tril(-1) \
+            if k > 0 else ember.zeros_like(A)
+    if needs[1]:
+        gtau = ember.cat([x.squeeze(-1) for x in gts], -1) if k > 0 else ember.zeros_like(tau)
+    return (gA, gtau)
+
+
 def _pinv_backward(g, pinvA, A):
     m, n = A.shape[-2], A.shape[-1]
     pinvAh, gh = _mH(pinvA), _mH(g)
