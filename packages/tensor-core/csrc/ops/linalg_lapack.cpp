@@ -641,9 +641,11 @@ Tensor ormqr(const Tensor& A, const Tensor& tau, const Tensor& C, bool left, boo
     using T = decltype(tag);
     for_each_matrix(nb, m * n * std::max<int64_t>(k, 1), [&](int64_t b) {
       if (m == 0 || n == 0 || k == 0) return;
-      check_argument_info(op, "ormqr", lapack::ormqr<T>(left ? 'L' : 'R', !transpose ? 'N' : is_complex_v<T> ? 'C' : 'T',
-                                                        m, n, k, a->data_as<T>() + b * ar * ac,
-                                                        ld(ar), t->data_as<T>() + b * k,
+      // torch's transpose of a complex Q is its conjugate transpose
+      const char trans = !transpose ? 'N' : is_complex_v<T> ? 'C' : 'T';
+      check_argument_info(op, "ormqr", lapack::ormqr<T>(left ? 'L' : 'R', trans, m, n, k,
+                                                        a->data_as<T>() + b * ar * ac, ld(ar),
+                                                        t->data_as<T>() + b * k,
                                                         c->data_as<T>() + b * m * n, ld(m)));
     });
   });
@@ -893,8 +895,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& A, const T
       if (driver == "gels") {
         info[b] = lapack::gels<T>(m, n, k, ap, ld(m), xp, ldb);
       } else if constexpr (is_complex_v<T>) {
-        if (driver == "gelsy") info[b] = lapack::gelsy_complex<T, R>(m, n, k, ap, ld(m), xp, ldb, rc, &r);
-        else info[b] = lapack::gelsd_complex<T, R>(m, n, k, ap, ld(m), xp, ldb, sp, rc, &r);
+        if (driver == "gelsy")
+          info[b] = lapack::gelsy_complex<T, R>(m, n, k, ap, ld(m), xp, ldb, rc, &r);
+        else
+          info[b] = lapack::gelsd_complex<T, R>(m, n, k, ap, ld(m), xp, ldb, sp, rc, &r);
       } else {
         if (driver == "gelsy") info[b] = lapack::gelsy<T>(m, n, k, ap, ld(m), xp, ldb, rc, &r);
         else info[b] = lapack::gelsd<T>(m, n, k, ap, ld(m), xp, ldb, sp, rc, &r);

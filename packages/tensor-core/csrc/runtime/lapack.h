@@ -85,9 +85,9 @@ lapack_int geev(char jobvr, lapack_int n, T* a, lapack_int lda, T* w, T* vr, lap
 template <class T>
 lapack_int geev_real(char jobvr, lapack_int n, T* a, lapack_int lda, T* wr, T* wi, T* vr,
                      lapack_int ldvr);
-// Least squares (gels also for complex T; gelsy_complex and gelsd_complex are cgelsy, zgelsd, ...
-// with a real rcond and real singular values). gels: QR, A of full rank; gelsy: complete orthogonal factorization with column
-// pivoting (rank in *rank); gelsd: SVD (rank and singular values s, min(m, n) entries).
+// Least squares. gels: QR, A of full rank (also for complex T); gelsy: complete orthogonal
+// factorization with column pivoting (rank in *rank); gelsd: SVD (rank and singular values s,
+// min(m, n) entries); gelsy_complex / gelsd_complex: cgelsy, zgelsd, ... (real rcond and s).
 // B is max(m, n) x nrhs on entry (ldb >= max(1, m, n)) and holds the n x nrhs solution on exit.
 template <class T>
 lapack_int gels(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int lda, T* b,
