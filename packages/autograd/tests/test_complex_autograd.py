@@ -116,6 +116,10 @@ CALLS = {
     "_linalg_eigh": lambda a, b, x: ember.linalg.eigh(_hpd(a))[1].abs() ** 2,
     "_linalg_lstsq": lambda a, b, x: ember.linalg.lstsq(a.mT, b.mT).solution,
     "_householder_product": lambda a, b, x: ember.linalg.householder_product(a.mT, b[0, :2]),
+    "_linalg_lu_factor_ex": lambda a, b, x: ember.linalg.lu_factor(a).LU,
+    "_linalg_lu": lambda a, b, x: ember.linalg.lu(a.mT)[1:],
+    "_linalg_lu_solve": lambda a, b, x: ember.linalg.lu_solve(
+        *ember.linalg.lu_factor(_square(a)), b[:, :2], adjoint=True),
 }
 
 
@@ -245,6 +249,13 @@ LINALG_CASES = {
     "matrix_exp": (lambda A: ember.linalg.matrix_exp(A), [(2, 3, 3)]),
     "householder_product": (lambda A, t: ember.linalg.householder_product(A, t),
                             [(2, 4, 3), (2, 3)]),
+    "lu_factor": (lambda A: ember.linalg.lu_factor(A).LU, [(2, 3, 3)]),
+    "lu wide": (lambda A: ember.linalg.lu(A)[1:], [(2, 4)]),
+    "lu tall": (lambda A: ember.linalg.lu(A)[1:], [(4, 2)]),
+    "lu_solve": (lambda A, B: ember.linalg.lu_solve(*ember.linalg.lu_factor(A), B),
+                 [(3, 3), (3, 2)]),
+    "lu_solve right adjoint": (lambda A, B: ember.linalg.lu_solve(
+        *ember.linalg.lu_factor(A), B, left=False, adjoint=True), [(3, 3), (2, 3)]),
 }
 
 
@@ -264,7 +275,7 @@ def test_eigvals_of_a_real_matrix_get_a_real_gradient():
 
 
 @pytest.mark.parametrize("name", ["svdvals", "eigvals", "slogdet", "cholesky", "qr", "eigh",
-                                  "lstsq", "householder_product"])
+                                  "lstsq", "householder_product", "lu"])
 def test_linalg_gradients_match_torch(name):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(31)
@@ -281,6 +292,7 @@ def test_linalg_gradients_match_torch(name):
         "lstsq": (a, lambda m, t: m.linalg.lstsq(t, m.tensor(b)).solution.abs().sum()),
         "householder_product": (a, lambda m, t: m.linalg.householder_product(
             t, t[0, :2] * 0.5).abs().sum()),
+        "lu": (a, lambda m, t: sum(x.abs().sum() for x in m.linalg.lu(t)[1:])),
     }
     x, loss = losses[name]
     pe, pt = ember.tensor(x).requires_grad_(), torch.tensor(x, requires_grad=True)

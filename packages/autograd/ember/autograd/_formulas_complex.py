@@ -41,14 +41,13 @@ CONJUGATED = (
     "reciprocal_", "square", "square_", "sin", "sin_", "cos", "cos_", "tan",
     "tan_", "sinh", "sinh_", "cosh", "cosh_", "tanh", "tanh_", "asin", "asin_", "acos", "acos_",
     "atan", "atan_", "asinh", "asinh_", "atanh", "atanh_", "sigmoid", "sigmoid_",
-    # (not lu_solve: its formula's adjoint=True solve means a transpose, which for complex
-    # factors is the conjugate transpose)
     "_linalg_inv_ex", "_linalg_det", "_linalg_solve_ex",
 )
 # written with conjugate transposes (_formulas_linalg.py's _mH): the same formula for both
 HERMITIAN = (
     "_linalg_slogdet", "_linalg_solve_triangular", "_linalg_cholesky_ex", "_cholesky_solve",
     "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lstsq", "_householder_product",
+    "_linalg_lu_factor_ex", "_linalg_lu", "_linalg_lu_solve",
 )
 
 

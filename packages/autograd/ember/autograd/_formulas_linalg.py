@@ -163,31 +163,31 @@ def _perm_matrix(pivots, n, dtype):  # n: the number of rows of A
 def _lu_grad(gL, gU, P, L, U):
     """A = P L U with L (m, k) unit lower and U (k, n) upper, k = min(m, n).
 
-    Square: gA = P L^-T phi U^-T, phi = tril(L^T gL, -1) + triu(gU U^T). Wide (m < n, U = [U1 U2]):
-    gA = P L^-T [phi U1^-T | gU2] with phi = tril(L^T gL, -1) + triu(gU U^T) - gU2 U2^T. Tall
-    (m > n, L = [L1; L2]): gA = P [L1^-T phi U^-T; gL2 U^-T], phi = tril(L^T gL, -1) + triu(gU U^T)
-    - L2^T gL2 (torch's linalg_lu_backward)."""
+    Square: gA = P L^-H phi U^-H, phi = tril(L^H gL, -1) + triu(gU U^H). Wide (m < n, U = [U1 U2]):
+    gA = P L^-H [phi U1^-H | gU2] with phi = tril(L^H gL, -1) + triu(gU U^H) - gU2 U2^H. Tall
+    (m > n, L = [L1; L2]): gA = P [L1^-H phi U^-H; gL2 U^-H], phi = tril(L^H gL, -1) + triu(gU U^H)
+    - L2^H gL2 (torch's linalg_lu_backward)."""
     m, n = L.shape[-2], U.shape[-1]
     k = min(m, n)
     if gL is None:
         gL = ember.zeros_like(L)
     if gU is None:
         gU = ember.zeros_like(U)
-    phi = _mt(L).matmul(gL).tril(-1) + gU.matmul(_mt(U)).triu()
+    phi = _mH(L).matmul(gL).tril(-1) + gU.matmul(_mH(U)).triu()
     if m == n:
-        X = _mt(_tri_solve(U, _mt(phi), upper=True))  # phi U^-T
-        return P.matmul(_tri_solve(_mt(L), X, upper=True, unit=True))  # L^-T phi U^-T
+        X = _mH(_tri_solve(U, _mH(phi), upper=True))  # phi U^-H
+        return P.matmul(_tri_solve(_mH(L), X, upper=True, unit=True))  # L^-H phi U^-H
     if m < n:
         U1, U2, gU2 = U.narrow(-1, 0, k), U.narrow(-1, k, n - k), gU.narrow(-1, k, n - k)
-        phi = phi - gU2.matmul(_mt(U2))
-        X = _mt(_tri_solve(U1, _mt(phi), upper=True))  # phi U1^-T
+        phi = phi - gU2.matmul(_mH(U2))
+        X = _mH(_tri_solve(U1, _mH(phi), upper=True))  # phi U1^-H
         G = ember.cat([X, gU2], -1)
-        return P.matmul(_tri_solve(_mt(L), G, upper=True, unit=True))
+        return P.matmul(_tri_solve(_mH(L), G, upper=True, unit=True))
     L1, L2, gL2 = L.narrow(-2, 0, k), L.narrow(-2, k, m - k), gL.narrow(-2, k, m - k)
-    phi = phi - _mt(L2).matmul(gL2)
-    X = _mt(_tri_solve(U, _mt(phi), upper=True))  # phi U^-T
-    top = _tri_solve(_mt(L1), X, upper=True, unit=True)  # L1^-T phi U^-T
-    bottom = _mt(_tri_solve(U, _mt(gL2), upper=True))  # gL2 U^-T
+    phi = phi - _mH(L2).matmul(gL2)
+    X = _mH(_tri_solve(U, _mH(phi), upper=True))  # phi U^-H
+    top = _tri_solve(_mH(L1), X, upper=True, unit=True)  # L1^-H phi U^-H
+    bottom = _mH(_tri_solve(U, _mH(gL2), upper=True))  # gL2 U^-H
     return P.matmul(ember.cat([top, bottom], -2))
 
 
@@ -221,10 +221,10 @@ def _lu_solve(g, needs, out, LU, pivots, B, adjoint=False):
     gB = _C._linalg_lu_solve(LU, pivots, g, adjoint=not adjoint)
     gLU = None
     if needs[0]:
-        gA = -(gB.matmul(_mt(out))) if not adjoint else -(out.matmul(_mt(gB)))
+        gA = -(gB.matmul(_mH(out))) if not adjoint else -(out.matmul(_mH(gB)))
         L, U = _unpack_lu(LU)
-        PtgA = _mt(_perm_matrix(pivots, LU.shape[-2], LU.dtype)).matmul(gA)
-        gLU = PtgA.matmul(_mt(U)).tril(-1) + _mt(L).matmul(PtgA).triu()
+        PtgA = _mH(_perm_matrix(pivots, LU.shape[-2], LU.dtype)).matmul(gA)
+        gLU = PtgA.matmul(_mH(U)).tril(-1) + _mH(L).matmul(PtgA).triu()
     return (gLU, None, gB if needs[2] else None)
 
 
