@@ -152,8 +152,28 @@ CALLS = {
                                                                include_self=False),
     "index_add": lambda a, b, x: a.index_add(1, ember.tensor([0, 0, 3]), b[:, :3], alpha=2 - 1j),
     "index_add_": lambda a, b, x: (a * 1).index_add_(0, ember.tensor([1, 1]), b[:2]),
+    # the decompositions: losses that do not depend on the eigen/singular vectors' phases
+    "_linalg_slogdet": lambda a, b, x: ember.linalg.slogdet(_square(a))[1],
+    "_linalg_solve_triangular": lambda a, b, x: ember.linalg.solve_triangular(
+        _square(a).triu(), b[:, :2], upper=True),
+    "_linalg_cholesky_ex": lambda a, b, x: ember.linalg.cholesky(_hpd(a)),
+    "_cholesky_solve": lambda a, b, x: ember.cholesky_solve(b[:, :2], _square(a).tril()),
+    "_linalg_qr": lambda a, b, x: ember.linalg.qr(a.mT),
+    "_linalg_svd": lambda a, b, x: ember.linalg.svd(a, full_matrices=False)[0].abs() ** 2,
+    "_linalg_eig": lambda a, b, x: ember.linalg.eig(_square(a))[1].abs() ** 2,
+    "_linalg_eigh": lambda a, b, x: ember.linalg.eigh(_hpd(a))[1].abs() ** 2,
+    "_linalg_lstsq": lambda a, b, x: ember.linalg.lstsq(a.mT, b.mT).solution,
+    "_householder_product": lambda a, b, x: ember.linalg.householder_product(a.mT, b[0, :2]),
+    "_linalg_lu_factor_ex": lambda a, b, x: ember.linalg.lu_factor(a).LU,
+    "_linalg_lu": lambda a, b, x: ember.linalg.lu(a.mT)[1:],
+    "_linalg_lu_solve": lambda a, b, x: ember.linalg.lu_solve(
+        *ember.linalg.lu_factor(_square(a)), b[:, :2], adjoint=True),
 }
 IDX = ember.tensor([[0, 1, 0, 3], [2, 2, 2, 2]])  # with duplicates
+
+
+def _hpd(a):  # a Hermitian positive-definite 3 x 3 matrix
+    return a.matmul(a.mH) + 3 * ember.eye(3, dtype=a.dtype)
 
 
 def _square(a):  # a well-conditioned 3 x 3 matrix
@@ -171,9 +191,10 @@ for _fn in ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "r
 
 
 def test_every_listed_op_has_a_call():
-    listed = set(table.AS_REAL) | set(table.CONJUGATED) | set(table.AS_WRITTEN) | {
+    listed = set(table.AS_REAL) | set(table.CONJUGATED) | set(table.AS_WRITTEN) | set(
+        table.HERMITIAN) | {
         "abs", "angle", "vdot", "conj_physical", "view_as_real", "view_as_complex", "pow", "pow_",
-        "acosh", "acosh_"}
+        "acosh", "acosh_", "_linalg_eig"}
     assert listed == set(CALLS), (listed ^ set(CALLS))
 
 
@@ -232,6 +253,105 @@ def test_ops_without_a_checked_formula_are_refused():
         ember.nan_to_num(x * 1j)
     with ember.no_grad():  # outside autograd the op runs
         assert ember.nan_to_num(z).dtype is C128
+
+
+def _hpd_of(X):
+    n = X.shape[-1]
+    return X.matmul(X.mH) + n * ember.eye(n, dtype=X.dtype)
+
+
+def _eye3(t):
+    return 3 * ember.eye(3, dtype=t.dtype)
+
+
+# linalg gradients for complex matrices (batched, both triangles, wide and tall): the losses are
+# invariant under the phases LAPACK picks for eigen/singular vectors, as torch's tests use
+LINALG_CASES = {
+    "slogdet": (lambda A: ember.linalg.slogdet(A)[1], [(2, 3, 3)]),
+    "slogdet sign": (lambda A: ember.linalg.slogdet(A)[0], [(3, 3)]),
+    "svdvals": (lambda A: ember.linalg.svdvals(A), [(2, 4, 3)]),
+    "svd U S Vh": (lambda A: (lambda U, S, Vh: U @ ember.diag_embed(S + 0j) @ Vh)(
+        *ember.linalg.svd(A, full_matrices=False)), [(3, 4)]),
+    "svd U Vh": (lambda A: (lambda U, S, Vh: U @ Vh)(*ember.linalg.svd(A)), [(3, 3)]),
+    "svd |U|^2 tall": (lambda A: ember.linalg.svd(A, full_matrices=False)[0].abs() ** 2,
+                       [(4, 3)]),
+    "eigvals": (lambda A: ember.linalg.eigvals(A), [(2, 3, 3)]),
+    "eig V L V^-1": (lambda A: (lambda L, V: V @ ember.diag_embed(L) @ ember.linalg.inv(V))(
+        *ember.linalg.eig(A)), [(3, 3)]),
+    "eigh eigenvalues": (lambda X: ember.linalg.eigh(_hpd_of(X))[0], [(2, 3, 3)]),
+    "eigvalsh upper": (lambda X: ember.linalg.eigvalsh(_hpd_of(X), UPLO="U"), [(3, 3)]),
+    "eigh V L V^H": (lambda X: (lambda L, V: V @ ember.diag_embed(L + 0j) @ V.mH)(
+        *ember.linalg.eigh(_hpd_of(X))), [(3, 3)]),
+    "cholesky": (lambda X: ember.linalg.cholesky(_hpd_of(X)), [(2, 3, 3)]),
+    "cholesky upper": (lambda X: ember.linalg.cholesky(_hpd_of(X), upper=True), [(3, 3)]),
+    "qr tall": (lambda A: ember.linalg.qr(A), [(2, 4, 3)]),
+    "qr wide": (lambda A: ember.linalg.qr(A), [(2, 4)]),
+    "qr complete square": (lambda A: ember.linalg.qr(A, mode="complete"), [(3, 3)]),
+    "solve_triangular": (lambda A, B: ember.linalg.solve_triangular(
+        A.triu() + _eye3(A), B, upper=True), [(2, 3, 3), (2, 3, 2)]),
+    "solve_triangular right unit": (lambda A, B: ember.linalg.solve_triangular(
+        A.tril(), B, upper=False, left=False, unitriangular=True), [(3, 3), (2, 3)]),
+    "cholesky_solve": (lambda B, L: ember.cholesky_solve(B, L.tril() + _eye3(L)),
+                       [(3, 2), (3, 3)]),
+    "cholesky_solve upper": (lambda B, U: ember.cholesky_solve(B, U.triu() + _eye3(U),
+                                                                upper=True), [(3, 2), (3, 3)]),
+    "lstsq": (lambda A, B: ember.linalg.lstsq(A, B).solution, [(4, 3), (4, 2)]),
+    "matrix_exp": (lambda A: ember.linalg.matrix_exp(A), [(2, 3, 3)]),
+    "householder_product": (lambda A, t: ember.linalg.householder_product(A, t),
+                            [(2, 4, 3), (2, 3)]),
+    "lu_factor": (lambda A: ember.linalg.lu_factor(A).LU, [(2, 3, 3)]),
+    "lu wide": (lambda A: ember.linalg.lu(A)[1:], [(2, 4)]),
+    "lu tall": (lambda A: ember.linalg.lu(A)[1:], [(4, 2)]),
+    "lu_solve": (lambda A, B: ember.linalg.lu_solve(*ember.linalg.lu_factor(A), B),
+                 [(3, 3), (3, 2)]),
+    "lu_solve right adjoint": (lambda A, B: ember.linalg.lu_solve(
+        *ember.linalg.lu_factor(A), B, left=False, adjoint=True), [(3, 3), (2, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG_CASES))
+def test_linalg_gradcheck(name):
+    fn, shapes = LINALG_CASES[name]
+    ins = [cplx(*s, seed=20 + i) for i, s in enumerate(shapes)]
+    assert gradcheck(fn, ins)
+    assert gradgradcheck(fn, ins)
+
+
+def test_eigvals_of_a_real_matrix_get_a_real_gradient():
+    x = real(3, 3, seed=30)
+    assert gradcheck(lambda A: ember.linalg.eigvals(A), (x,))
+    ember.linalg.eigvals(x).abs().sum().backward()
+    assert x.grad.dtype is ember.float64
+
+
+@pytest.mark.parametrize("name", ["svdvals", "eigvals", "slogdet", "cholesky", "qr", "eigh",
+                                  "lstsq", "householder_product", "lu"])
+def test_linalg_gradients_match_torch(name):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    h = a @ a.conj().T + 3 * np.eye(3)
+    b = rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    losses = {  # (input, loss of (module, tensor))
+        "svdvals": (a, lambda m, t: m.linalg.svdvals(t).sum()),
+        "eigvals": (a, lambda m, t: m.linalg.eigvals(t).abs().sum()),
+        "slogdet": (a, lambda m, t: m.linalg.slogdet(t)[1] + m.linalg.slogdet(t)[0].real),
+        "cholesky": (h, lambda m, t: m.linalg.cholesky(t).abs().sum()),
+        "qr": (a, lambda m, t: m.linalg.qr(t)[1].abs().sum()),
+        "eigh": (h, lambda m, t: (m.linalg.eigh(t)[1].abs() ** 2 * m.linalg.eigh(t)[0]).sum()),
+        "lstsq": (a, lambda m, t: m.linalg.lstsq(t, m.tensor(b)).solution.abs().sum()),
+        "householder_product": (a, lambda m, t: m.linalg.householder_product(
+            t, t[0, :2] * 0.5).abs().sum()),
+        "lu": (a, lambda m, t: sum(x.abs().sum() for x in m.linalg.lu(t)[1:])),
+    }
+    x, loss = losses[name]
+    pe, pt = ember.tensor(x).requires_grad_(), torch.tensor(x, requires_grad=True)
+    loss(ember, pe).backward()
+    loss(torch, pt).backward()
+    ge, gt = pe.grad.numpy(), pt.grad.resolve_conj().numpy()
+    if name in ("cholesky", "eigh"):  # only the Hermitian part acts on a Hermitian input
+        ge, gt = ge + ge.conj().T, gt + gt.conj().T
+    np.testing.assert_allclose(ge, gt, rtol=1e-8, atol=1e-10)
 
 
 FFT_CASES = {

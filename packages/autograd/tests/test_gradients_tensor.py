@@ -227,6 +227,10 @@ CASES = {
                      (lambda a: ember.linalg.eigvalsh(a + a.mT), (T(3, 3),))],
     "_linalg_lstsq": [(lambda a, b: ember.linalg.lstsq(a, b).solution, (T(4, 3), T(4, 2))),
                       (lambda a, b: ember.linalg.lstsq(a, b, driver="gelsd")[0], (T(3, 3), T(3)))],
+    "_householder_product": [(ember.linalg.householder_product, (T(4, 3), T(2))),
+                             (ember.linalg.householder_product, (T(2, 3, 3, noncontig=True),
+                                                                 T(2, 3))),
+                             (lambda a: ember.orgqr(a, a[:2, 0]), (T(5, 2),))],
 }
 
 # det at singular matrices: first derivatives only (as torch's tests)

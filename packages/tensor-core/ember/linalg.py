@@ -75,24 +75,15 @@ def _check_matrix(A, op: str, arg: str = "A") -> None:
 _LOW_PRECISION_KERNEL = {"linalg.svd": "linalg_svd_cpu"}
 
 
-# the ops whose LAPACK routines take complex matrices here
-_COMPLEX_OK = {"linalg.svd", "linalg.matrix_norm", "linalg.pinv", "linalg.matrix_rank",
-               "linalg.cond"}
-
-
 def _check_float(A, op: str, low_precision: bool = False) -> None:
-    """A is a float (or, with `low_precision`, also a float16/bfloat16) tensor, as torch's op."""
-    if A.dtype.is_complex and op in _COMPLEX_OK:
-        return
+    """A is a float or complex (or, with `low_precision`, also a float16/bfloat16) tensor, as
+    torch's op."""
     if A.dtype.name in ("float16", "bfloat16") and not low_precision:
         if op in _LOW_PRECISION_KERNEL:
             raise NotImplementedError(
                 f'"{_LOW_PRECISION_KERNEL[op]}" not implemented for \'{A.dtype._torch_name}\'')
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype._torch_name}")
-    if A.dtype.is_complex:  # torch's ops take them; ember's LAPACK bindings are real-only
-        raise NotImplementedError(f"{op}: complex inputs are not supported yet (got "
-                                  f"{A.dtype._torch_name})")
-    if not A.dtype.is_floating_point:
+    if not A.dtype.is_floating_point and not A.dtype.is_complex:
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. "
             f"Got {A.dtype._torch_name}")
@@ -363,15 +354,16 @@ _LDLFactorEx = _result_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info) with A = L D L^T for a symmetric A (its lower triangle is read):
     LAPACK's Bunch-Kaufman factorization (sytrf), D block diagonal with 1 x 1 and 2 x 2 blocks
-    (negative pivots mark the latter); `hermitian` is the same for real tensors."""
-    r = _C._linalg_ldl_factor_ex(A, check_errors=check_errors)
+    (negative pivots mark the latter). For complex A, hermitian=True gives A = L D L^H (hetrf);
+    the default treats A as complex symmetric; the two are the same for real tensors."""
+    r = _C._linalg_ldl_factor_ex(A, hermitian=hermitian, check_errors=check_errors)
     return _out("linalg.ldl_factor_ex", _LDLFactorEx(*r), out)
 
 
 @tensor_args("A", op="linalg.ldl_factor")
 def ldl_factor(A, *, hermitian=False, out=None):
     """(LD, pivots) as ldl_factor_ex; LinAlgError when D is singular."""
-    r = _C._linalg_ldl_factor_ex(A, check_errors=True)
+    r = _C._linalg_ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
     return _out("linalg.ldl_factor", _LDLFactor(r[0], r[1]), out)
 
 
@@ -383,7 +375,8 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     batch = _broadcast_with_core_message(tuple(B.shape[:-2]), tuple(LD.shape[:-2]))
     piv = pivots if tuple(pivots.shape[:-1]) == batch else \
         pivots.expand(batch + (pivots.shape[-1],))
-    X = _C._linalg_ldl_solve(_expand_batch(LD, batch), piv, _expand_batch(B, batch))
+    X = _C._linalg_ldl_solve(_expand_batch(LD, batch), piv, _expand_batch(B, batch),
+                             hermitian=hermitian)
     return _out(op, X, out)
 
 
@@ -407,8 +400,8 @@ def _ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 @tensor_args("A", "tau", op="linalg.householder_product")
 def householder_product(A, tau, *, out=None):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i the i-th column of
-    A below the diagonal (a unit first entry): Q of geqrf's (a, tau). Forward only: its
-    gradient is not implemented yet (torch has one)."""
+    A below the diagonal (a unit first entry): Q of geqrf's (a, tau). Differentiable in A and
+    tau (real and complex)."""
     return _out("linalg.householder_product", _C._householder_product(A, tau), out)
 
 

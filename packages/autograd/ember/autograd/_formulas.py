@@ -934,12 +934,10 @@ for _n in ORTHOGONAL_POLYNOMIALS + BESSEL_AIRY:
     grad("_special_" + _n, diff_outputs=())(_not_implemented("special_" + _n))
     inplace("_special_" + _n + "_", _not_implemented("special_" + _n))
 
-# geqrf and the LDL factorization have no derivative in torch; householder_product has one that
-# ember does not have yet
+# geqrf and the LDL factorization have no derivative in torch
 grad("_geqrf")(_not_implemented("geqrf"))
 grad("_linalg_ldl_factor_ex")(_not_implemented("linalg_ldl_factor_ex"))
 grad("_linalg_ldl_solve")(_not_implemented("linalg_ldl_solve"))
-grad("_householder_product")(_not_implemented("linalg_householder_product"))
 # linalg.eig: its results are complex, so a recorded call is refused at the forward
 # (_formulas_complex.py has no entry); this entry only names the op
 grad("_linalg_eig")(_not_implemented("linalg_eig"))

@@ -8,10 +8,11 @@ so the real formula of _formulas.py holds when it is handed the conjugates of th
 (``CONJUGATED``: one wrapper, no second copy of those formulas). Linear maps with real
 coefficients (views, sums, copies, casts) keep their real formula unchanged (``AS_REAL``), and
 so do the real reductions var, std and norm, whose formulas already read as the complex ones
-(``AS_WRITTEN``). The
-rest are written here (abs, angle, vdot, conj, view_as_real/view_as_complex). An op in none of
-these is refused for complex tensors (_engine.complex_entry) rather than recorded with a
-derivative nobody checked; tests/test_complex_autograd.py gradchecks every one listed.
+(``AS_WRITTEN``). The linear-algebra formulas written with conjugate transposes serve both
+(``HERMITIAN``). The rest are written here (abs, angle, vdot, conj, view_as_real/view_as_complex,
+linalg.eig). An op in none of these is refused for complex tensors (_engine.complex_entry)
+rather than recorded with a derivative nobody checked; tests/test_complex_autograd.py gradchecks
+every one listed.
 """
 
 from __future__ import annotations
@@ -49,12 +50,16 @@ CONJUGATED = (
     "reciprocal_", "square", "square_", "sin", "sin_", "cos", "cos_", "tan",
     "tan_", "sinh", "sinh_", "cosh", "cosh_", "tanh", "tanh_", "asin", "asin_", "acos", "acos_",
     "atan", "atan_", "asinh", "asinh_", "atanh", "atanh_", "sigmoid", "sigmoid_",
-    # (not lu_solve: its formula's adjoint=True solve means a transpose, which for complex
-    # factors is the conjugate transpose)
     "_linalg_inv_ex", "_linalg_det", "_linalg_solve_ex",
     "prod", "cumprod", "cumprod_", "logsumexp", "logaddexp", "logaddexp_", "exp2", "exp2_",
     "sinc", "sinc_", "lerp", "lerp_", "scatter_reduce", "scatter_reduce_", "index_add",
     "index_add_",
+)
+# written with conjugate transposes (_formulas_linalg.py's _mH): the same formula for both
+HERMITIAN = (
+    "_linalg_slogdet", "_linalg_solve_triangular", "_linalg_cholesky_ex", "_cholesky_solve",
+    "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lstsq", "_householder_product",
+    "_linalg_lu_factor_ex", "_linalg_lu", "_linalg_lu_solve",
 )
 
 
@@ -144,10 +149,36 @@ def _view_as_complex(g, needs, out, x):
     return (_C.view_as_real(g),)
 
 
+@_complex_grad("_linalg_eig", save=(0,), out=(0, 1))
+def _eig(g, needs, out, A, compute_v=True):
+    # torch's linalg_eig_backward: gA = V^-H (diag(gL) + P / conj(E)) V^H, E_ij = L_j - L_i and
+    # P = V^H gV - V^H V diag(Re(diag(V^H gV))) (the part that the eigenvectors' normalisation
+    # leaves free); real for a real A
+    L, V = out
+    gL, gV = g
+    if not compute_v:
+        L, V = _C._linalg_eig(A)
+        gV = None
+    Vh = _C.conj_physical(V).transpose(-2, -1)
+    ret = _C.diag_embed(gL) if gL is not None else _C.zeros_like(V)
+    if gV is not None and bool((gV != 0).any()):
+        VhgV = Vh.matmul(gV)
+        VhgV = VhgV - Vh.matmul(V * VhgV.diagonal(0, -2, -1).real.unsqueeze(-2))
+        Lc = _C.conj_physical(L)
+        E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
+        E = E + _C.eye(E.shape[-1], dtype=E.dtype, device=E.device)
+        P = VhgV / E
+        ret = ret + P - _C.diag_embed(P.diagonal(0, -2, -1))
+    gA = _C._linalg_solve_ex(Vh, ret.matmul(Vh), check_errors=False)[0]
+    return (gA if A.dtype.is_complex else gA.real,)
+
+
 for _name in AS_REAL + AS_WRITTEN:
     _COMPLEX_FORMULAS[_name] = _FORMULAS[_name]
 for _name in CONJUGATED:
     _COMPLEX_FORMULAS[_name] = _conjugated(_FORMULAS[_name])
+for _name in HERMITIAN:
+    _COMPLEX_FORMULAS[_name] = _FORMULAS[_name]
 # the views' own real formulas: the same as the complex ones (they are linear)
 for _name in ("conj_physical", "view_as_real", "view_as_complex"):
     _FORMULAS.setdefault(_name, _COMPLEX_FORMULAS[_name])

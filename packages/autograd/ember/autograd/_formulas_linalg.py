@@ -1,7 +1,10 @@
 """Gradient formulas of ember.linalg's LAPACK primitives (``_linalg_*``, bind_lapack.cpp):
-batched matrices with equal batch dims, real dtypes. Same conventions as _formulas.py: one
-``@grad`` entry per op name as the core hands it to the hook, written with ember ops so that
-double backward works. The op names are in _formulas_tensor.py's ``HOOKED_OPS``.
+batched matrices with equal batch dims. The formulas written with ``_mH`` (the conjugate
+transpose) hold for complex matrices too, in torch's convention (_formulas_complex.py lists
+them); the ones written with ``_mt`` are real and get complex values conjugated. Same
+conventions as _formulas.py: one ``@grad`` entry per op name as the core hands it to the hook,
+written with ember ops so that double backward works. The op names are in
+_formulas_tensor.py's ``HOOKED_OPS``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,14 @@ from ._formulas import grad
 
 def _mt(t):
     return t.transpose(-2, -1)
+
+
+def _mH(t):
+    return _mt(_C.conj_physical(t)) if t.dtype.is_complex else _mt(t)
+
+
+def _re(t):
+    return t.real if t.dtype.is_complex else t
 
 
 def _eye_like(n, t):
@@ -72,9 +83,15 @@ def _det(g, needs, out, A):
     return ((g * out).unsqueeze(-1).unsqueeze(-1) * _mt(_inv(A)),)
 
 
-@grad("_linalg_slogdet", save=(0,))
+@grad("_linalg_slogdet", save=(0,), out=(0,))
 def _slogdet(g, needs, out, A):
-    return (g[1].unsqueeze(-1).unsqueeze(-1) * _mt(_inv(A)),)
+    # d log det = tr(A^-1 dA); logabsdet is its real part and, for complex A, sign = exp(i Im):
+    # gA = c A^-H with c = g_logabsdet - i Im(conj(g_sign) sign)
+    c = g[1]
+    if A.dtype.is_complex:
+        sign = out[0]
+        c = c - 1j * (_C.conj_physical(g[0]) * sign).imag if g[0] is not None else c + 0j
+    return (c.unsqueeze(-1).unsqueeze(-1) * _mH(_inv(A)),)
 
 
 @grad("_linalg_solve_ex", save=(0,), out=(0,))
@@ -85,30 +102,30 @@ def _solve_ex(g, needs, out, A, B, check_errors=False):
 
 @grad("_linalg_solve_triangular", save=(0,), out=True)
 def _solve_triangular(g, needs, out, A, B, upper, unitriangular=False):
-    gB = _tri_solve(_mt(A), g, not upper, unitriangular)
+    gB = _tri_solve(_mH(A), g, not upper, unitriangular)
     gA = None
     if needs[0]:
-        gA = -gB.matmul(_mt(out))
+        gA = -gB.matmul(_mH(out))
         k = 1 if unitriangular else 0
         gA = gA.triu(k) if upper else gA.tril(-k)
     return (gA, gB if needs[1] else None)
 
 
 def _cholesky_grad(gL, L):
-    """A = L L^T: gA = sym(L^-T phi L^-1), phi = L^T gL with its lower triangle kept and its
-    diagonal halved (torch's cholesky_backward)."""
-    phi = _mt(L).matmul(gL).tril()
+    """A = L L^H: gA = herm(L^-H phi L^-1), phi = L^H gL with its lower triangle kept and its
+    diagonal halved (torch's cholesky_backward; herm(X) = (X + X^H) / 2)."""
+    phi = _mH(L).matmul(gL).tril()
     phi = phi - _diag(phi.diagonal(0, -2, -1) * 0.5)
-    X = _mt(_tri_solve(_mt(L), _mt(phi), upper=True))  # phi L^-1 = (L^-T phi^T)^T
-    X = _tri_solve(_mt(L), X, upper=True)  # L^-T phi L^-1
-    return (X + _mt(X)) * 0.5
+    X = _mH(_tri_solve(_mH(L), _mH(phi), upper=True))  # phi L^-1 = (L^-H phi^H)^H
+    X = _tri_solve(_mH(L), X, upper=True)  # L^-H phi L^-1
+    return (X + _mH(X)) * 0.5
 
 
 @grad("_linalg_cholesky_ex", out=(0,))
 def _cholesky_ex(g, needs, out, A, upper=False, check_errors=False):
     L, gL = out[0], g[0]
     if upper:
-        L, gL = _mt(L), _mt(gL)
+        L, gL = _mH(L), _mH(gL)
     return (_cholesky_grad(gL, L),)
 
 
@@ -117,8 +134,8 @@ def _cholesky_solve(g, needs, out, B, L, upper=False):
     gB = _C._cholesky_solve(g, L, upper=upper)
     gL = None
     if needs[1]:
-        c = gB.matmul(_mt(out))
-        c = c + _mt(c)
+        c = gB.matmul(_mH(out))
+        c = c + _mH(c)
         # the forward reads one triangle of L only: the other gets no gradient
         gL = -(L.matmul(c)).triu() if upper else -(c.matmul(L)).tril()
     return (gB if needs[0] else None, gL)
@@ -146,31 +163,31 @@ def _perm_matrix(pivots, n, dtype):  # n: the number of rows of A
 def _lu_grad(gL, gU, P, L, U):
     """A = P L U with L (m, k) unit lower and U (k, n) upper, k = min(m, n).
 
-    Square: gA = P L^-T phi U^-T, phi = tril(L^T gL, -1) + triu(gU U^T). Wide (m < n, U = [U1 U2]):
-    gA = P L^-T [phi U1^-T | gU2] with phi = tril(L^T gL, -1) + triu(gU U^T) - gU2 U2^T. Tall
-    (m > n, L = [L1; L2]): gA = P [L1^-T phi U^-T; gL2 U^-T], phi = tril(L^T gL, -1) + triu(gU U^T)
-    - L2^T gL2 (torch's linalg_lu_backward)."""
+    Square: gA = P L^-H phi U^-H, phi = tril(L^H gL, -1) + triu(gU U^H). Wide (m < n, U = [U1 U2]):
+    gA = P L^-H [phi U1^-H | gU2] with phi = tril(L^H gL, -1) + triu(gU U^H) - gU2 U2^H. Tall
+    (m > n, L = [L1; L2]): gA = P [L1^-H phi U^-H; gL2 U^-H], phi = tril(L^H gL, -1) + triu(gU U^H)
+    - L2^H gL2 (torch's linalg_lu_backward)."""
     m, n = L.shape[-2], U.shape[-1]
     k = min(m, n)
     if gL is None:
         gL = ember.zeros_like(L)
     if gU is None:
         gU = ember.zeros_like(U)
-    phi = _mt(L).matmul(gL).tril(-1) + gU.matmul(_mt(U)).triu()
+    phi = _mH(L).matmul(gL).tril(-1) + gU.matmul(_mH(U)).triu()
     if m == n:
-        X = _mt(_tri_solve(U, _mt(phi), upper=True))  # phi U^-T
-        return P.matmul(_tri_solve(_mt(L), X, upper=True, unit=True))  # L^-T phi U^-T
+        X = _mH(_tri_solve(U, _mH(phi), upper=True))  # phi U^-H
+        return P.matmul(_tri_solve(_mH(L), X, upper=True, unit=True))  # L^-H phi U^-H
     if m < n:
         U1, U2, gU2 = U.narrow(-1, 0, k), U.narrow(-1, k, n - k), gU.narrow(-1, k, n - k)
-        phi = phi - gU2.matmul(_mt(U2))
-        X = _mt(_tri_solve(U1, _mt(phi), upper=True))  # phi U1^-T
+        phi = phi - gU2.matmul(_mH(U2))
+        X = _mH(_tri_solve(U1, _mH(phi), upper=True))  # phi U1^-H
         G = ember.cat([X, gU2], -1)
-        return P.matmul(_tri_solve(_mt(L), G, upper=True, unit=True))
+        return P.matmul(_tri_solve(_mH(L), G, upper=True, unit=True))
     L1, L2, gL2 = L.narrow(-2, 0, k), L.narrow(-2, k, m - k), gL.narrow(-2, k, m - k)
-    phi = phi - _mt(L2).matmul(gL2)
-    X = _mt(_tri_solve(U, _mt(phi), upper=True))  # phi U^-T
-    top = _tri_solve(_mt(L1), X, upper=True, unit=True)  # L1^-T phi U^-T
-    bottom = _mt(_tri_solve(U, _mt(gL2), upper=True))  # gL2 U^-T
+    phi = phi - _mH(L2).matmul(gL2)
+    X = _mH(_tri_solve(U, _mH(phi), upper=True))  # phi U^-H
+    top = _tri_solve(_mH(L1), X, upper=True, unit=True)  # L1^-H phi U^-H
+    bottom = _mH(_tri_solve(U, _mH(gL2), upper=True))  # gL2 U^-H
     return P.matmul(ember.cat([top, bottom], -2))
 
 
@@ -204,20 +221,21 @@ def _lu_solve(g, needs, out, LU, pivots, B, adjoint=False):
     gB = _C._linalg_lu_solve(LU, pivots, g, adjoint=not adjoint)
     gLU = None
     if needs[0]:
-        gA = -(gB.matmul(_mt(out))) if not adjoint else -(out.matmul(_mt(gB)))
+        gA = -(gB.matmul(_mH(out))) if not adjoint else -(out.matmul(_mH(gB)))
         L, U = _unpack_lu(LU)
-        PtgA = _mt(_perm_matrix(pivots, LU.shape[-2], LU.dtype)).matmul(gA)
-        gLU = PtgA.matmul(_mt(U)).tril(-1) + _mt(L).matmul(PtgA).triu()
+        PtgA = _mH(_perm_matrix(pivots, LU.shape[-2], LU.dtype)).matmul(gA)
+        gLU = PtgA.matmul(_mH(U)).tril(-1) + _mH(L).matmul(PtgA).triu()
     return (gLU, None, gB if needs[2] else None)
 
 
 def _qr_tall_grad(gQ, gR, Q, R):
-    """m >= n: gA = [gQ + Q copyltu(triu(gR R^T - Q^T gQ))] R^-T (torch's linalg_qr_backward)."""
-    M = gR.matmul(_mt(R)) - _mt(Q).matmul(gQ)
+    """m >= n: gA = [gQ + Q copyltu(triu(gR R^H - Q^H gQ))] R^-H (torch's linalg_qr_backward;
+    copyltu(X) = X + X^H with the real part of the diagonal halved)."""
+    M = gR.matmul(_mH(R)) - _mH(Q).matmul(gQ)
     Mt = M.triu()
-    sym = Mt + _mt(Mt) - _diag(Mt.diagonal(0, -2, -1))
+    sym = Mt + _mH(Mt) - _diag(_re(Mt.diagonal(0, -2, -1)))
     gA = Q.matmul(sym) + gQ
-    return _mt(_tri_solve(R, _mt(gA), upper=True))  # gA R^-T
+    return _mH(_tri_solve(R, _mH(gA), upper=True))  # gA R^-H
 
 
 @grad("_linalg_qr", save=(0,), out=(0, 1))
@@ -234,15 +252,15 @@ def _qr(g, needs, out, A, mode="reduced"):
                            "nrows > ncols.")
     if m >= n:
         return (_qr_tall_grad(gQ, gR, Q, R),)
-    # wide: A = [X | Y] with X = Q R1 (square) and R2 = Q^T Y
+    # wide: A = [X | Y] with X = Q R1 (square) and R2 = Q^H Y
     R1, gR1, gR2 = R.narrow(-1, 0, m), gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
     Y = A.narrow(-1, m, n - m)
-    gX = _qr_tall_grad(gQ + Y.matmul(_mt(gR2)), gR1, Q, R1)
+    gX = _qr_tall_grad(gQ + Y.matmul(_mH(gR2)), gR1, Q, R1)
     return (ember.cat([gX, Q.matmul(gR2)], -1),)
 
 
 def _skew(X):
-    return X - _mt(X)
+    return X - _mH(X)
 
 
 @grad("_linalg_svd", save=(0,), out=(0, 1, 2))
@@ -267,22 +285,26 @@ def _svd(g, needs, out, A, full_matrices=True, compute_uv=True):
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
     E = E + _eye_like(k, E)
     if gU is not None and gVh is not None:
-        ret = (_skew(_mt(U).matmul(gU)) * S.unsqueeze(-2)
-               + S.unsqueeze(-1) * _skew(Vh.matmul(_mt(gVh)))) / E
+        ret = (_skew(_mH(U).matmul(gU)) * S.unsqueeze(-2)
+               + S.unsqueeze(-1) * _skew(Vh.matmul(_mH(gVh)))) / E
     elif gU is not None:
-        ret = _skew(_mt(U).matmul(gU)) / E * S.unsqueeze(-2)
+        ret = _skew(_mH(U).matmul(gU)) / E * S.unsqueeze(-2)
     else:
-        ret = S.unsqueeze(-1) * (_skew(Vh.matmul(_mt(gVh))) / E)
+        ret = S.unsqueeze(-1) * (_skew(Vh.matmul(_mH(gVh))) / E)
     ret = ret + _diag(gS)
+    if A.dtype.is_complex and gU is not None:
+        # the diagonal of skew(U^H gU) is 2i Im(diag(U^H gU)): its share is i Im(...) / S
+        d = _mH(U).matmul(gU).diagonal(0, -2, -1).imag
+        ret = ret - _diag(ret.diagonal(0, -2, -1) - gS) + _diag(1j * d / S)
     if m > n and gU is not None:
         gA = U.matmul(ret)
         gUS = gU / S.unsqueeze(-2)
-        gA = gA + gUS - U.matmul(_mt(U).matmul(gUS))
+        gA = gA + gUS - U.matmul(_mH(U).matmul(gUS))
         return (gA.matmul(Vh),)
     if m < n and gVh is not None:
         gA = ret.matmul(Vh)
         gVS = gVh / S.unsqueeze(-1)
-        gA = gA + gVS - gVS.matmul(_mt(Vh)).matmul(Vh)
+        gA = gA + gVS - gVS.matmul(_mH(Vh)).matmul(Vh)
         return (U.matmul(gA),)
     return (U.matmul(ret).matmul(Vh),)
 
@@ -297,27 +319,57 @@ def _eigh(g, needs, out, A, UPLO="L", compute_v=True):
     if gV is not None and not bool((gV != 0).any()):
         gV = None
     if gV is None:
-        return (V.matmul(gL.unsqueeze(-1) * _mt(V)),)
+        return (V.matmul(gL.unsqueeze(-1) * _mH(V)),)
     n = Lam.shape[-1]
-    VgV = _mt(V).matmul(gV)
-    VgV = (VgV - _mt(VgV)) * 0.5
+    VgV = _mH(V).matmul(gV)
+    VgV = (VgV - _mH(VgV)) * 0.5
     E = Lam.unsqueeze(-2) - Lam.unsqueeze(-1)
     E = E + _eye_like(n, E)
     ret = VgV / E + _diag(gL)
-    return (V.matmul(ret).matmul(_mt(V)),)
+    return (V.matmul(ret).matmul(_mH(V)),)
+
+
+@grad("_householder_product", save=(0, 1))
+def _householder_product(g, needs, out, A, tau):
+    """Q = H_1 ... H_k E (E: the first n columns of I), H_i = I - tau_i v_i v_i^H: rerun as
+    Y_k = E, Y_(i-1) = H_i Y_i, and walked back. For Y' = Y - tau v u (u = v^H Y) and G = gY':
+    gY = G - conj(tau) v (v^H G), g_tau = -v^H G u^H, g_v = -conj(tau) G u^H - tau Y (G^H v)."""
+    m, n, k = A.shape[-2], A.shape[-1], tau.shape[-1]
+    V = A.tril(-1) + ember.eye(m, n, dtype=A.dtype, device=A.device)
+    vs = [V.narrow(-1, i, 1) for i in range(k)]
+    ts = [tau.narrow(-1, i, 1).unsqueeze(-1) for i in range(k)]
+    Ys = [ember.eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape))]
+    for i in reversed(range(k)):  # Ys[j]: the input of H_(k - j)
+        Ys.append(Ys[-1] - ts[i] * vs[i].matmul(_mH(vs[i]).matmul(Ys[-1])))
+    G = g
+    gvs, gts = [None] * k, [None] * k
+    for i in range(k):
+        Y, v, t = Ys[k - 1 - i], vs[i], ts[i]
+        u = _mH(v).matmul(Y)
+        gts[i] = -(_mH(v).matmul(G).matmul(_mH(u)))
+        ct = _C.conj_physical(t) if t.dtype.is_complex else t
+        gvs[i] = -(ct * G.matmul(_mH(u))) - t * Y.matmul(_mH(G).matmul(v))
+        G = G - ct * v.matmul(_mH(v).matmul(G))
+    gA = gtau = None
+    if needs[0]:
+        gA = ember.cat(gvs + [ember.zeros_like(A.narrow(-1, 0, n - k))], -1).tril(-1) \
+            if k > 0 else ember.zeros_like(A)
+    if needs[1]:
+        gtau = ember.cat([x.squeeze(-1) for x in gts], -1) if k > 0 else ember.zeros_like(tau)
+    return (gA, gtau)
 
 
 def _pinv_backward(g, pinvA, A):
     m, n = A.shape[-2], A.shape[-1]
-    pinvAh, gh = _mt(pinvA), _mt(g)
+    pinvAh, gh = _mH(pinvA), _mH(g)
     if m <= n:
         K = gh.matmul(pinvA)
         KpinvAh = K.matmul(pinvAh)
-        return (-_mt(pinvA.matmul(K)) + KpinvAh - A.matmul(pinvA).matmul(KpinvAh)
+        return (-_mH(pinvA.matmul(K)) + KpinvAh - A.matmul(pinvA).matmul(KpinvAh)
                 + pinvAh.matmul(pinvA).matmul(gh - K.matmul(A)))
     K = pinvA.matmul(gh)
     pinvAhK = pinvAh.matmul(K)
-    return (-_mt(K.matmul(pinvA)) + (gh - A.matmul(K)).matmul(pinvA).matmul(pinvAh) + pinvAhK
+    return (-_mH(K.matmul(pinvA)) + (gh - A.matmul(K)).matmul(pinvA).matmul(pinvAh) + pinvAhK
             - pinvAhK.matmul(pinvA).matmul(A))
 
 
@@ -325,6 +377,6 @@ def _pinv_backward(g, pinvA, A):
 def _lstsq(g, needs, out, A, B, rcond=None, driver=None):
     gX = g[0]
     pinvA = ember.linalg.pinv(A)
-    gA = _pinv_backward(gX.matmul(_mt(B)), pinvA, A) if needs[0] else None
-    gB = _mt(pinvA).matmul(gX) if needs[1] else None
+    gA = _pinv_backward(gX.matmul(_mH(B)), pinvA, A) if needs[0] else None
+    gB = _mH(pinvA).matmul(gX) if needs[1] else None
     return (gA, gB)

@@ -26,20 +26,12 @@ template <class F> decltype(auto) dispatch_lapack(ScalarType t, F&& f) {
   if (t == ScalarType::Float32) return f(float{});
   return f(double{});
 }
-// The LU family also runs on complex matrices (cgetrf, zgetrs, ...).
-template <class F> decltype(auto) dispatch_lapack_lu(ScalarType t, F&& f) {
+// Most primitives also run on complex matrices (cgetrf, zpotrf, ...); slogdet's real-only
+// kernel uses dispatch_lapack.
+template <class F> decltype(auto) dispatch_lapack_all(ScalarType t, F&& f) {
   if (t == ScalarType::Complex64) return f(std::complex<float>{});
   if (t == ScalarType::Complex128) return f(std::complex<double>{});
   return dispatch_lapack(t, std::forward<F>(f));
-}
-
-// The ops whose kernels take complex matrices; the others refuse them (not built yet).
-bool complex_ok(const char* op) {
-  for (const char* name : {"linalg.inv", "linalg.det", "linalg.slogdet", "linalg.solve",
-                           "linalg.lu_factor", "linalg.lu", "linalg.lu_solve", "linalg.eig",
-                           "linalg.svd"})
-    if (std::strcmp(name, op) == 0) return true;
-  return false;
 }
 
 // The primitives whose float16/bfloat16 refusal is torch's NotImplementedError naming its
@@ -64,10 +56,7 @@ void check_dtype(const Tensor& A, const char* op) {
     throw std::runtime_error(
         str_cat(op, ": Low precision dtypes not supported. Got ", torch_type_name(A->dtype)));
   }
-  if (is_complex(A->dtype) && complex_ok(op)) return;
-  EMBER_CHECK(!is_complex(A->dtype), NotImplementedError, op,
-              ": complex inputs are not supported yet (got ", torch_type_name(A->dtype), ")");
-  EMBER_CHECK(is_floating(A->dtype), std::runtime_error, op,
+  EMBER_CHECK(is_floating(A->dtype) || is_complex(A->dtype), std::runtime_error, op,
               ": Expected a floating point or complex tensor as input. Got ",
               torch_type_name(A->dtype));
 }
@@ -199,7 +188,7 @@ std::pair<Tensor, Tensor> linalg_inv_ex(const Tensor& A, bool check_errors) {
   Tensor buf = colmajor_copy(A);
   std::vector<lapack_int> info(nb, 0);
   if (n > 0) {
-    dispatch_lapack_lu(A->dtype, [&](auto tag) {
+    dispatch_lapack_all(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, cube(n, n), [&](int64_t b) {
         std::vector<lapack_int> ipiv(n);
@@ -237,7 +226,7 @@ Tensor linalg_det(const Tensor& A) {
   const char* op = "linalg.det";
   check_square(A, op);
   Tensor out = empty(batch_of(A), A->dtype);
-  dispatch_lapack_lu(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = out->data_as<T>();
     lu_each<T>(A, op, [&](int64_t b, const T* lu, const lapack_int* ipiv, int64_t n) {
@@ -258,7 +247,7 @@ std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
   if (is_complex(A->dtype)) {  // sign: the product of the pivots' phases; logabsdet real
     Tensor sign = empty(batch_of(A), A->dtype),
            logabs = empty(batch_of(A), to_real_type(A->dtype));
-    dispatch_lapack_lu(A->dtype, [&](auto tag) {
+    dispatch_lapack_all(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (is_complex_v<T>) {
         using R = typename T::value_type;
@@ -312,7 +301,7 @@ std::pair<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool
   Tensor a = colmajor_copy(A), x = colmajor_copy(B);
   std::vector<lapack_int> info(nb, 0);
   if (n > 0) {
-    dispatch_lapack_lu(A->dtype, [&](auto tag) {
+    dispatch_lapack_all(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, cube(n, n) + n * n * k, [&](int64_t b) {
         std::vector<lapack_int> ipiv(n);
@@ -339,7 +328,7 @@ Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, boo
   const int64_t nb = count(batch_of(A));
   Tensor a = colmajor_copy(A), x = colmajor_copy(B);
   if (n > 0 && k > 0) {
-    dispatch_lapack(A->dtype, [&](auto tag) {
+    dispatch_lapack_all(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, n * n * k, [&](int64_t b) {
         lapack::trsm<T>(upper ? 'U' : 'L', 'N', unitriangular ? 'U' : 'N', n, k, T(1),
@@ -362,7 +351,7 @@ std::tuple<Tensor, Tensor, std::vector<lapack_int>> lu_factor_impl(const Tensor&
   Tensor piv = empty(with(batch_of(A), {k}), ScalarType::Int32);
   std::vector<lapack_int> info(nb, 0);
   if (k > 0) {
-    dispatch_lapack_lu(A->dtype, [&](auto tag) {
+    dispatch_lapack_all(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, cube(m, n), [&](int64_t b) {
         info[b] = lapack::getrf<T>(m, n, lu->data_as<T>() + b * m * n, ld(m),
@@ -396,7 +385,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu(const Tensor& A, bool pivot) {
   const int64_t nb = count(batch);
   Tensor P = empty(with(batch, {m, m}), A->dtype), L = empty(with(batch, {m, k}), A->dtype),
          U = empty(with(batch, {k, n}), A->dtype);
-  dispatch_lapack_lu(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for (int64_t b = 0; b < nb; ++b) {
       const T* f = lu->data_as<T>() + b * m * n;  // column-major m x n
@@ -447,7 +436,7 @@ Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, 
     EMBER_CHECK(pv[i] >= 1 && pv[i] <= n, std::runtime_error, op, ": pivots must lie in [1, ", n,
                 "], got ", pv[i]);
   if (n > 0 && k > 0) {
-    dispatch_lapack_lu(LU->dtype, [&](auto tag) {
+    dispatch_lapack_all(LU->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, n * n * k, [&](int64_t b) {
         // the adjoint of a complex factor is its conjugate transpose
@@ -478,7 +467,7 @@ std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool c
   const int64_t n = A->sizes.back(), nb = count(batch);
   Tensor buf = colmajor_copy(A);
   std::vector<lapack_int> info(nb, 0);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     if (n == 0) return;
     for_each_matrix(nb, cube(n, n), [&](int64_t b) {
@@ -514,7 +503,7 @@ Tensor cholesky_solve(const Tensor& B, const Tensor& L, bool upper) {
   const int64_t nb = count(batch_of(L));
   Tensor l = colmajor_copy(L), x = colmajor_copy(B);
   if (n > 0 && k > 0) {
-    dispatch_lapack(L->dtype, [&](auto tag) {
+    dispatch_lapack_all(L->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, n * n * k, [&](int64_t b) {
         check_argument_info(op, "potrs", lapack::potrs<T>(upper ? 'U' : 'L', n, k,
@@ -540,7 +529,7 @@ std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode) {
   Tensor a = colmajor_copy(A);
   Tensor r = colmajor_zeros(batch, rrows, n, A->dtype);
   Tensor q = want_q ? empty(with(batch, {qcols, m}), A->dtype) : empty({0}, A->dtype);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for_each_matrix(nb, cube(m, n), [&](int64_t b) {
       std::vector<T> tau(std::max<int64_t>(k, 1));
@@ -558,7 +547,8 @@ std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode) {
   return {want_q ? colmajor_view(q) : q, colmajor_view(r)};
 }
 
-std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool check_errors) {
+std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool hermitian,
+                                                           bool check_errors) {
   const char* op = "torch.linalg.ldl_factor_ex";
   check_square(A, op);
   const Shape batch = batch_of(A);
@@ -566,11 +556,12 @@ std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool ch
   Tensor a = colmajor_copy(A);  // A is symmetric: its lower triangle is read
   Tensor piv = empty(with(batch, {n}), ScalarType::Int32);
   std::vector<lapack_int> info(nb, 0);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for_each_matrix(nb, cube(n, n), [&](int64_t b) {
       T* ap = a->data_as<T>() + b * n * n;
-      if (n > 0) info[b] = lapack::sytrf<T>('L', n, ap, ld(n), piv->data_as<int32_t>() + b * n);
+      if (n > 0) info[b] = lapack::sytrf<T>('L', n, ap, ld(n), piv->data_as<int32_t>() + b * n,
+                                                 hermitian);
       check_argument_info(op, "sytrf", info[b]);
       for (int64_t j = 0; j < n; ++j)  // torch's LD: the strict upper triangle zeroed
         for (int64_t i = 0; i < j; ++i) ap[j * n + i] = T(0);
@@ -584,7 +575,8 @@ std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool ch
   return {colmajor_view(a), piv, info_tensor(batch, info)};
 }
 
-Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B) {
+Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B,
+                        bool hermitian) {
   const char* op = "torch.linalg.ldl_solve";
   int64_t n, k;
   std::tie(n, k) = check_linear_system(LD, B, op, "LD");
@@ -610,12 +602,13 @@ Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B)
     }
   }
   if (n > 0 && k > 0) {
-    dispatch_lapack(LD->dtype, [&](auto tag) {
+    dispatch_lapack_all(LD->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, n * n * k, [&](int64_t b) {
         check_argument_info(op, "sytrs", lapack::sytrs<T>('L', n, k, ld_->data_as<T>() + b * n * n,
                                                           ld(n), pv + b * n,
-                                                          x->data_as<T>() + b * n * k, ld(n)));
+                                                          x->data_as<T>() + b * n * k, ld(n),
+                                                          hermitian));
       });
     });
   }
@@ -644,13 +637,15 @@ Tensor ormqr(const Tensor& A, const Tensor& tau, const Tensor& C, bool left, boo
               ": tau.shape[-1] must be less than or equal to input.shape[-1] and to the size of Q");
   const int64_t nb = count(batch);
   Tensor a = colmajor_copy(A), c = colmajor_copy(C), t = contiguous(tau);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for_each_matrix(nb, m * n * std::max<int64_t>(k, 1), [&](int64_t b) {
       if (m == 0 || n == 0 || k == 0) return;
-      check_argument_info(op, "ormqr", lapack::ormqr<T>(left ? 'L' : 'R', transpose ? 'T' : 'N',
-                                                        m, n, k, a->data_as<T>() + b * ar * ac,
-                                                        ld(ar), t->data_as<T>() + b * k,
+      // torch's transpose of a complex Q is its conjugate transpose
+      const char trans = !transpose ? 'N' : is_complex_v<T> ? 'C' : 'T';
+      check_argument_info(op, "ormqr", lapack::ormqr<T>(left ? 'L' : 'R', trans, m, n, k,
+                                                        a->data_as<T>() + b * ar * ac, ld(ar),
+                                                        t->data_as<T>() + b * k,
                                                         c->data_as<T>() + b * m * n, ld(m)));
     });
   });
@@ -665,7 +660,7 @@ std::pair<Tensor, Tensor> geqrf(const Tensor& A) {
   const int64_t nb = count(batch);
   Tensor a = colmajor_copy(A);
   Tensor tau = empty(with(batch, {k}), A->dtype);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for_each_matrix(nb, cube(m, n), [&](int64_t b) {
       if (k > 0)
@@ -697,7 +692,7 @@ Tensor householder_product(const Tensor& A, const Tensor& tau) {
   const int64_t nb = count(batch);
   Tensor q = colmajor_copy(A);
   const Tensor t = contiguous(tau);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for_each_matrix(nb, cube(m, n), [&](int64_t b) {
       if (m == 0 || n == 0) return;
@@ -724,7 +719,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrice
   const char jobz = !compute_uv ? 'N' : full ? 'A' : 'S';
   std::vector<lapack_int> info(nb, 0);  // kNonFinite: gesdd refused NaN/inf input
   constexpr lapack_int kNonFinite = std::numeric_limits<lapack_int>::min();
-  dispatch_lapack_lu(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     for_each_matrix(nb, cube(m, n), [&](int64_t b) {
       T dummy[1] = {T(0)};
@@ -779,14 +774,20 @@ std::pair<Tensor, Tensor> linalg_eigh(const Tensor& A, const std::string& uplo, 
   const Shape batch = batch_of(A);
   const int64_t n = A->sizes.back(), nb = count(batch);
   Tensor a = colmajor_copy(A);
-  Tensor w = empty(with(batch, {n}), A->dtype);
+  Tensor w = empty(with(batch, {n}), to_real_type(A->dtype));  // real for Hermitian A too
   std::vector<lapack_int> info(nb, 0);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
     if (n == 0) return;
+    const char jobz = compute_v ? 'V' : 'N', lo = static_cast<char>(std::toupper(uplo[0]));
     for_each_matrix(nb, cube(n, n), [&](int64_t b) {
-      info[b] = lapack::syevd<T>(compute_v ? 'V' : 'N', static_cast<char>(std::toupper(uplo[0])),
-                                 n, a->data_as<T>() + b * n * n, ld(n), w->data_as<T>() + b * n);
+      T* ap = a->data_as<T>() + b * n * n;
+      if constexpr (is_complex_v<T>) {
+        using R = typename T::value_type;
+        info[b] = lapack::heevd<T, R>(jobz, lo, n, ap, ld(n), w->data_as<R>() + b * n);
+      } else {
+        info[b] = lapack::syevd<T>(jobz, lo, n, ap, ld(n), w->data_as<T>() + b * n);
+      }
       check_argument_info(op, "syevd", info[b]);
     });
   });
@@ -811,7 +812,7 @@ std::pair<Tensor, Tensor> linalg_eig(const Tensor& A, bool compute_v) {
   Tensor v = compute_v ? colmajor_zeros(batch, n, n, ct) : empty({0}, ct);
   std::vector<lapack_int> info(nb, 0);
   if (n > 0) {
-    dispatch_lapack_lu(A->dtype, [&](auto tag) {
+    dispatch_lapack_all(A->dtype, [&](auto tag) {
       using T = decltype(tag);
       for_each_matrix(nb, cube(n, n), [&](int64_t b) {
         T* ab = a->data_as<T>() + b * n * n;
@@ -877,20 +878,31 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& A, const T
   Tensor x = colmajor_zeros(batch, ldb, k, A->dtype);  // (..., ldb, k) column-major
   if (m > 0 && k > 0) copy_(narrow(colmajor_view(x), x->dim() - 2, 0, m), B);
   Tensor rank = with_rank ? empty(batch, ScalarType::Int64) : empty({0}, ScalarType::Int64);
-  Tensor sv = with_sv ? empty(with(batch, {mn}), A->dtype) : empty({0}, A->dtype);
+  const ScalarType real = to_real_type(A->dtype);  // singular values and residuals are real
+  Tensor sv = with_sv ? empty(with(batch, {mn}), real) : empty({0}, real);
   std::vector<lapack_int> info(nb, 0), ranks(nb, 0);
-  dispatch_lapack(A->dtype, [&](auto tag) {
+  dispatch_lapack_all(A->dtype, [&](auto tag) {
     using T = decltype(tag);
-    const T rc = rcond ? static_cast<T>(*rcond)
-                       : std::numeric_limits<T>::epsilon() * static_cast<T>(std::max(m, n));
+    using R = decltype(std::real(tag));
+    const R rc = rcond ? static_cast<R>(*rcond)
+                       : std::numeric_limits<R>::epsilon() * static_cast<R>(std::max(m, n));
     if (mn == 0) return;
     for_each_matrix(nb, cube(m, n) + ldb * mn * k, [&](int64_t b) {
       T* ap = a->data_as<T>() + b * m * n;
       T* xp = x->data_as<T>() + b * ldb * k;
+      R* sp = with_sv ? sv->data_as<R>() + b * mn : nullptr;
       lapack_int& r = ranks[b];
-      if (driver == "gels") info[b] = lapack::gels<T>(m, n, k, ap, ld(m), xp, ldb);
-      else if (driver == "gelsy") info[b] = lapack::gelsy<T>(m, n, k, ap, ld(m), xp, ldb, rc, &r);
-      else info[b] = lapack::gelsd<T>(m, n, k, ap, ld(m), xp, ldb, sv->data_as<T>() + b * mn, rc, &r);
+      if (driver == "gels") {
+        info[b] = lapack::gels<T>(m, n, k, ap, ld(m), xp, ldb);
+      } else if constexpr (is_complex_v<T>) {
+        if (driver == "gelsy")
+          info[b] = lapack::gelsy_complex<T, R>(m, n, k, ap, ld(m), xp, ldb, rc, &r);
+        else
+          info[b] = lapack::gelsd_complex<T, R>(m, n, k, ap, ld(m), xp, ldb, sp, rc, &r);
+      } else {
+        if (driver == "gelsy") info[b] = lapack::gelsy<T>(m, n, k, ap, ld(m), xp, ldb, rc, &r);
+        else info[b] = lapack::gelsd<T>(m, n, k, ap, ld(m), xp, ldb, sp, rc, &r);
+      }
       check_argument_info(op, driver.c_str(), info[b]);
     });
   });
@@ -906,17 +918,18 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq(const Tensor& A, const T
     rank->data_as<int64_t>()[b] = ranks[b];
     if (ranks[b] != n) full_rank = false;
   }
-  Tensor residuals = empty({0}, A->dtype);
+  Tensor residuals = empty({0}, real);
   if (m > n && driver != "gelsy" && full_rank) {
-    residuals = empty(with(batch, {k}), A->dtype);
-    dispatch_lapack(A->dtype, [&](auto tag) {
+    residuals = empty(with(batch, {k}), real);
+    dispatch_lapack_all(A->dtype, [&](auto tag) {
       using T = decltype(tag);
+      using R = decltype(std::real(tag));
       for (int64_t b = 0; b < nb; ++b)
         for (int64_t j = 0; j < k; ++j) {
           const T* col = x->data_as<T>() + (b * k + j) * ldb;
-          T acc = T(0);
-          for (int64_t i = n; i < m; ++i) acc += col[i] * col[i];
-          residuals->data_as<T>()[b * k + j] = acc;
+          R acc = R(0);
+          for (int64_t i = n; i < m; ++i) acc += std::norm(col[i]);
+          residuals->data_as<R>()[b * k + j] = acc;
         }
     });
   }

@@ -52,9 +52,11 @@ Tensor cholesky_solve(const Tensor& B, const Tensor& L, bool upper);
 std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode);
 // (LD, pivots, info): A = L D L^T (Bunch-Kaufman, LAPACK's sytrf on A's lower triangle); LD
 // holds L below the diagonal and D's blocks, its strict upper triangle zeroed (torch's layout).
-std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool check_errors);
+std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool hermitian,
+                                                           bool check_errors);
 // X with A X = B from ldl_factor's (LD, pivots); B (*, n, k), batches equal (broadcast in Python).
-Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B);
+Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B,
+                        bool hermitian);
 // op(Q) C (left) or C op(Q), Q from geqrf's (A, tau), op = transpose or not (torch.ormqr).
 Tensor ormqr(const Tensor& A, const Tensor& tau, const Tensor& C, bool left, bool transpose);
 // LAPACK's packed QR: (a, tau) with R in a's upper triangle and the Householder reflectors

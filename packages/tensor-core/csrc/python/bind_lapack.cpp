@@ -127,17 +127,21 @@ void register_lapack(py::module_& m) {
                   const std::string mode = a.str(1);
                   return tup(nogil([&] { return linalg_qr(A, mode); }));
                 });
-  def_primitive(m, "_linalg_ldl_factor_ex(Tensor A, *, bool check_errors=False) -> "
-                   "(Tensor LD, Tensor pivots, Tensor info)",
-                "A = L D L^T (LAPACK's sytrf).", [](const Args& a) {
+  def_primitive(m, "_linalg_ldl_factor_ex(Tensor A, *, bool hermitian=False, "
+                   "bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)",
+                "A = L D L^T (L D L^H with hermitian; LAPACK's sytrf / hetrf).",
+                [](const Args& a) {
                   const Tensor A = a.tensor(0);
-                  const bool check = a.flag(1);
-                  return tup(nogil([&] { return linalg_ldl_factor_ex(A, check); }));
+                  const bool herm = a.flag(1), check = a.flag(2);
+                  return tup(nogil([&] { return linalg_ldl_factor_ex(A, herm, check); }));
                 });
-  def_primitive(m, "_linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B) -> Tensor",
-                "X with A X = B from ldl_factor's factors (LAPACK's sytrs).", [](const Args& a) {
+  def_primitive(m, "_linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, "
+                   "bool hermitian=False) -> Tensor",
+                "X with A X = B from ldl_factor's factors (LAPACK's sytrs / hetrs).",
+                [](const Args& a) {
                   const Tensor LD = a.tensor(0), piv = a.tensor(1), B = a.tensor(2);
-                  return wrap(nogil([&] { return linalg_ldl_solve(LD, piv, B); }));
+                  const bool herm = a.flag(3);
+                  return wrap(nogil([&] { return linalg_ldl_solve(LD, piv, B, herm); }));
                 });
   def_primitive(m, "_ormqr(Tensor A, Tensor tau, Tensor C, bool left=True, bool transpose=False)"
                    " -> Tensor",

@@ -40,6 +40,15 @@ template <class T> constexpr const char* type_letter() {
   static const auto var =                \
       reinterpret_cast<type>(resolve<void*>((std::string(type_letter<T>()) + name "_").c_str()))
 
+// The routine's name: the unitary ones (ungqr, unmqr, hetrf, ...) replace the orthogonal or
+// symmetric ones for complex T.
+template <class T> constexpr const char* pick(const char* real, const char* cplx) {
+  return std::is_floating_point_v<T> ? real : cplx;
+}
+#define EMBER_LAPACK_FN2(var, type, real, cplx)                                           \
+  static const auto var = reinterpret_cast<type>(resolve<void*>(                        \
+      (std::string(type_letter<T>()) + pick<T>(real, cplx) + "_").c_str()))
+
 // A workspace query's answer (a complex routine answers in the real part).
 template <class T> I query_size(T w) {
   return static_cast<I>(std::max<double>(std::real(w), 1.0)) + 1;
@@ -106,7 +115,7 @@ template <class T>
 I ormqr(char side, char trans, I m, I n, I k, const T* a, I lda, const T* tau, T* c, I ldc) {
   using F = void (*)(const char*, const char*, const I*, const I*, const I*, const T*, const I*,
                      const T*, T*, const I*, T*, const I*, I*, L, L);
-  EMBER_LAPACK_FN(fn, F, "ormqr");
+  EMBER_LAPACK_FN2(fn, F, "ormqr", "unmqr");
   I info = 0, lwork = -1;
   T wq = 0;
   fn(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, &wq, &lwork, &info, 1, 1);
@@ -117,9 +126,11 @@ I ormqr(char side, char trans, I m, I n, I k, const T* a, I lda, const T* tau, T
   return info;
 }
 
-template <class T> I sytrf(char uplo, I n, T* a, I lda, I* ipiv) {
+template <class T> I sytrf(char uplo, I n, T* a, I lda, I* ipiv, bool hermitian) {
   using F = void (*)(const char*, const I*, T*, const I*, I*, T*, const I*, I*, L);
-  EMBER_LAPACK_FN(fn, F, "sytrf");
+  EMBER_LAPACK_FN(sy, F, "sytrf");
+  EMBER_LAPACK_FN2(he, F, "sytrf", "hetrf");
+  const F fn = hermitian ? he : sy;
   I info = 0, lwork = -1;
   T wq = 0;
   fn(&uplo, &n, a, &lda, ipiv, &wq, &lwork, &info, 1);
@@ -131,10 +142,12 @@ template <class T> I sytrf(char uplo, I n, T* a, I lda, I* ipiv) {
 }
 
 template <class T>
-I sytrs(char uplo, I n, I nrhs, const T* a, I lda, const I* ipiv, T* b, I ldb) {
+I sytrs(char uplo, I n, I nrhs, const T* a, I lda, const I* ipiv, T* b, I ldb, bool hermitian) {
   using F = void (*)(const char*, const I*, const I*, const T*, const I*, const I*, T*, const I*,
                      I*, L);
-  EMBER_LAPACK_FN(fn, F, "sytrs");
+  EMBER_LAPACK_FN(sy, F, "sytrs");
+  EMBER_LAPACK_FN2(he, F, "sytrs", "hetrs");
+  const F fn = hermitian ? he : sy;
   I info = 0;
   fn(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, &info, 1);
   return info;
@@ -155,7 +168,7 @@ template <class T> I geqrf(I m, I n, T* a, I lda, T* tau) {
 
 template <class T> I orgqr(I m, I n, I k, T* a, I lda, const T* tau) {
   using F = void (*)(const I*, const I*, const I*, T*, const I*, const T*, T*, const I*, I*);
-  EMBER_LAPACK_FN(fn, F, "orgqr");
+  EMBER_LAPACK_FN2(fn, F, "orgqr", "ungqr");
   I info = 0, lwork = -1;
   T wq = 0;
   fn(&m, &n, &k, a, &lda, tau, &wq, &lwork, &info);
@@ -300,26 +313,95 @@ template <class T> I geev_real(char jobvr, I n, T* a, I lda, T* wr, T* wi, T* vr
   return info;
 }
 
-#define EMBER_LAPACK_INSTANTIATE(T)                                                          \
-  template I getrf<T>(I, I, T*, I, I*);                                                      \
-  template I getri<T>(I, T*, I, const I*);                                                   \
-  template I getrs<T>(char, I, I, const T*, I, const I*, T*, I);                             \
+template <class T, class R> I heevd(char jobz, char uplo, I n, T* a, I lda, R* w) {
+  using F = void (*)(const char*, const char*, const I*, T*, const I*, R*, T*, const I*, R*,
+                     const I*, I*, const I*, I*, L, L);
+  EMBER_LAPACK_FN(fn, F, "heevd");
+  I info = 0, lwork = -1, lrwork = -1, liwork = -1, iq = 0;
+  T wq = 0;
+  R rq = 0;
+  fn(&jobz, &uplo, &n, a, &lda, w, &wq, &lwork, &rq, &lrwork, &iq, &liwork, &info, 1, 1);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  lrwork = query_size(rq);
+  liwork = std::max<I>(iq, 1);
+  std::vector<T> work(lwork);
+  std::vector<R> rwork(lrwork);
+  std::vector<I> iwork(liwork);
+  fn(&jobz, &uplo, &n, a, &lda, w, work.data(), &lwork, rwork.data(), &lrwork, iwork.data(),
+     &liwork, &info, 1, 1);
+  return info;
+}
+
+template <class T, class R>
+I gelsy_complex(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, R rcond, I* rank) {
+  using F = void (*)(const I*, const I*, const I*, T*, const I*, T*, const I*, I*, const R*, I*,
+                     T*, const I*, R*, I*);
+  EMBER_LAPACK_FN(fn, F, "gelsy");
+  std::vector<I> jpvt(std::max<I>(n, 1), 0);
+  std::vector<R> rwork(2 * static_cast<std::size_t>(std::max<I>(n, 1)));
+  I info = 0, lwork = -1;
+  T wq = 0;
+  fn(&m, &n, &nrhs, a, &lda, b, &ldb, jpvt.data(), &rcond, rank, &wq, &lwork, rwork.data(), &info);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  fn(&m, &n, &nrhs, a, &lda, b, &ldb, jpvt.data(), &rcond, rank, work.data(), &lwork,
+     rwork.data(), &info);
+  return info;
+}
+
+template <class T, class R>
+I gelsd_complex(I m, I n, I nrhs, T* a, I lda, T* b, I ldb, R* s, R rcond, I* rank) {
+  using F = void (*)(const I*, const I*, const I*, T*, const I*, T*, const I*, R*, const R*, I*,
+                     T*, const I*, R*, I*, I*);
+  EMBER_LAPACK_FN(fn, F, "gelsd");
+  I info = 0, lwork = -1, iq = 0;
+  T wq = 0;
+  R rq = 0;
+  fn(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, &wq, &lwork, &rq, &iq, &info);
+  if (info != 0) return info;
+  lwork = query_size(wq);
+  std::vector<T> work(lwork);
+  std::vector<R> rwork(query_size(rq));
+  std::vector<I> iwork(std::max<I>(iq, 1));
+  fn(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work.data(), &lwork, rwork.data(),
+     iwork.data(), &info);
+  return info;
+}
+
+// The routines whose complex version has the real one's signature (with unmqr, ungqr, hetrf, ...
+// for the orthogonal and symmetric ones).
+#define EMBER_LAPACK_INSTANTIATE_ANY(T)                                                      \
   template I potrf<T>(char, I, T*, I);                                                       \
   template I potrs<T>(char, I, I, const T*, I, T*, I);                                       \
   template void trsm<T>(char, char, char, I, I, T, const T*, I, T*, I);                     \
   template I ormqr<T>(char, char, I, I, I, const T*, I, const T*, T*, I);                    \
-  template I sytrf<T>(char, I, T*, I, I*);                                                   \
-  template I sytrs<T>(char, I, I, const T*, I, const I*, T*, I);                             \
+  template I sytrf<T>(char, I, T*, I, I*, bool);                                             \
+  template I sytrs<T>(char, I, I, const T*, I, const I*, T*, I, bool);                       \
   template I geqrf<T>(I, I, T*, I, T*);                                                      \
   template I orgqr<T>(I, I, I, T*, I, const T*);                                             \
+  template I gels<T>(I, I, I, T*, I, T*, I);
+#define EMBER_LAPACK_INSTANTIATE(T)                                                          \
+  template I getrf<T>(I, I, T*, I, I*);                                                      \
+  template I getri<T>(I, T*, I, const I*);                                                   \
+  template I getrs<T>(char, I, I, const T*, I, const I*, T*, I);                             \
+  EMBER_LAPACK_INSTANTIATE_ANY(T)                                                            \
   template I gesdd<T>(char, I, I, T*, I, T*, T*, I, T*, I);                                  \
   template I syevd<T>(char, char, I, T*, I, T*);                                             \
-  template I gels<T>(I, I, I, T*, I, T*, I);                                                 \
   template I gelsy<T>(I, I, I, T*, I, T*, I, T, I*);                                         \
   template I gelsd<T>(I, I, I, T*, I, T*, I, T*, T, I*);                                     \
   template I geev_real<T>(char, I, T*, I, T*, T*, T*, I);
 EMBER_LAPACK_INSTANTIATE(float)
 EMBER_LAPACK_INSTANTIATE(double)
+EMBER_LAPACK_INSTANTIATE_ANY(std::complex<float>)
+EMBER_LAPACK_INSTANTIATE_ANY(std::complex<double>)
+#define EMBER_LAPACK_INSTANTIATE_COMPLEX(T, R)                                              \
+  template I heevd<T, R>(char, char, I, T*, I, R*);                                          \
+  template I gelsy_complex<T, R>(I, I, I, T*, I, T*, I, R, I*);                              \
+  template I gelsd_complex<T, R>(I, I, I, T*, I, T*, I, R*, R, I*);
+EMBER_LAPACK_INSTANTIATE_COMPLEX(std::complex<float>, float)
+EMBER_LAPACK_INSTANTIATE_COMPLEX(std::complex<double>, double)
 // complex: the LU family (trans 'C' in getrs: the conjugate transpose)
 template I getrf<std::complex<float>>(I, I, std::complex<float>*, I, I*);
 template I getri<std::complex<float>>(I, std::complex<float>*, I, const I*);

@@ -31,18 +31,19 @@ template <class T>
 lapack_int getrs(char trans, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda,
                  const lapack_int* ipiv, T* b, lapack_int ldb);
 // C (m x n) replaced by op(Q) C (side 'L') or C op(Q) ('R'), Q = H_1 ... H_k from geqrf's
-// reflectors in a (lda x k); trans 'N' or 'T'.
+// reflectors in a (lda x k); trans 'N' or 'T' ('C' for complex T: unmqr).
 template <class T>
 lapack_int ormqr(char side, char trans, lapack_int m, lapack_int n, lapack_int k, const T* a,
                  lapack_int lda, const T* tau, T* c, lapack_int ldc);
 // Symmetric indefinite (Bunch-Kaufman) factorization A = L D L^T (uplo 'L'); ipiv as LAPACK's
-// (negative entries mark 2 x 2 blocks of D).
-template <class T> lapack_int sytrf(char uplo, lapack_int n, T* a, lapack_int lda, lapack_int* ipiv);
+// (negative entries mark 2 x 2 blocks of D). For complex T, hermitian picks L D L^H (hetrf).
+template <class T>
+lapack_int sytrf(char uplo, lapack_int n, T* a, lapack_int lda, lapack_int* ipiv, bool hermitian);
 // Solves A X = B from sytrf's factors; B is n x nrhs, overwritten by X.
 template <class T>
 lapack_int sytrs(char uplo, lapack_int n, lapack_int nrhs, const T* a, lapack_int lda,
-                 const lapack_int* ipiv, T* b, lapack_int ldb);
-// Cholesky: A = U^T U (uplo 'U') or L L^T ('L'); only that triangle is read and written.
+                 const lapack_int* ipiv, T* b, lapack_int ldb, bool hermitian);
+// Cholesky: A = U^H U (uplo 'U') or L L^H ('L'); only that triangle is read and written.
 template <class T> lapack_int potrf(char uplo, lapack_int n, T* a, lapack_int lda);
 // Solves A X = B from potrf's factor.
 template <class T>
@@ -55,7 +56,8 @@ void trsm(char uplo, char trans, char diag, lapack_int n, lapack_int nrhs, T alp
           lapack_int lda, T* b, lapack_int ldb);
 // QR: R in the upper triangle, Householder reflectors below it and in tau (min(m, n) entries).
 template <class T> lapack_int geqrf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau);
-// Forms the m x n matrix Q with orthonormal columns from k reflectors of geqrf (n <= m).
+// Forms the m x n matrix Q with orthonormal columns from k reflectors of geqrf (n <= m; ungqr
+// for complex T).
 template <class T>
 lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, T* a, lapack_int lda, const T* tau);
 // SVD by divide and conquer. jobz: 'A' (full U, VT), 'S' (min(m, n) columns/rows), 'N' (values
@@ -67,6 +69,9 @@ lapack_int gesdd(char jobz, lapack_int m, lapack_int n, T* a, lapack_int lda, T*
 // the eigenvectors replace A's columns.
 template <class T>
 lapack_int syevd(char jobz, char uplo, lapack_int n, T* a, lapack_int lda, T* w);
+// The same for a Hermitian complex T (cheevd / zheevd): real eigenvalues w (R, T's real type).
+template <class T, class R>
+lapack_int heevd(char jobz, char uplo, lapack_int n, T* a, lapack_int lda, R* w);
 // gesdd for complex T (cgesdd / zgesdd): real singular values s (R, T's real type); vt is V^H.
 template <class T, class R>
 lapack_int gesdd_complex(char jobz, lapack_int m, lapack_int n, T* a, lapack_int lda, R* s, T* u,
@@ -80,8 +85,9 @@ lapack_int geev(char jobvr, lapack_int n, T* a, lapack_int lda, T* w, T* vr, lap
 template <class T>
 lapack_int geev_real(char jobvr, lapack_int n, T* a, lapack_int lda, T* wr, T* wi, T* vr,
                      lapack_int ldvr);
-// Least squares. gels: QR, A of full rank; gelsy: complete orthogonal factorization with column
-// pivoting (rank in *rank); gelsd: SVD (rank and singular values s, min(m, n) entries).
+// Least squares. gels: QR, A of full rank (also for complex T); gelsy: complete orthogonal
+// factorization with column pivoting (rank in *rank); gelsd: SVD (rank and singular values s,
+// min(m, n) entries); gelsy_complex / gelsd_complex: cgelsy, zgelsd, ... (real rcond and s).
 // B is max(m, n) x nrhs on entry (ldb >= max(1, m, n)) and holds the n x nrhs solution on exit.
 template <class T>
 lapack_int gels(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int lda, T* b,
@@ -92,6 +98,12 @@ lapack_int gelsy(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int l
 template <class T>
 lapack_int gelsd(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int lda, T* b,
                  lapack_int ldb, T* s, T rcond, lapack_int* rank);
+template <class T, class R>
+lapack_int gelsy_complex(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int lda, T* b,
+                         lapack_int ldb, R rcond, lapack_int* rank);
+template <class T, class R>
+lapack_int gelsd_complex(lapack_int m, lapack_int n, lapack_int nrhs, T* a, lapack_int lda, T* b,
+                         lapack_int ldb, R* s, R rcond, lapack_int* rank);
 
 }  // namespace lapack
 }  // namespace ember
