@@ -184,10 +184,11 @@ def main(argv: list[str]) -> int:
              "print(platform.machine(), 'kernels at', c); assert c == 'DEFAULT', c")
     subprocess.run([str(python), "-c", check], cwd=CORE, env=env, check=True)
     started = time.monotonic()
-    # -P: the built package, not the source folder's ember/ (no _C in it), is the one imported;
-    # -p no:cacheprovider: nothing is written into the source tree
-    r = subprocess.run([str(python), "-P", "-m", "pytest", "-p", "no:cacheprovider", *argv[1:]],
-                       cwd=CORE, env=env)
+    # -P (Python 3.11+): the built package, not the source folder's ember/ (no _C in it), is the
+    # one imported; -p no:cacheprovider: nothing is written into the source tree
+    safe_path = ["-P"] if tuple(map(int, version.split("."))) >= (3, 11) else []
+    r = subprocess.run([str(python), *safe_path, "-m", "pytest", "-p", "no:cacheprovider",
+                        *argv[1:]], cwd=CORE, env=env)
     print(f"emulated aarch64 tests: {time.monotonic() - started:.0f} s", flush=True)
     return r.returncode
 
