@@ -417,7 +417,7 @@ EMULATED_TESTS = [
 
 
 # Tests that qemu-user itself aborts on (an assertion in its plugin code, in a process forked
-# after it ran threads), whatever the program: left out of `-- all`.
+# after it ran threads), whatever the program, emulating x86-64 or aarch64: left out of `-- all`.
 QEMU_ABORTS = [
     "--deselect=tests/test_threads_fork.py::test_fork_after_the_pool_ran",
     "--deselect=tests/test_threads_fork.py::test_fork_from_a_child_that_ran_the_pool",
@@ -459,8 +459,8 @@ def tests_emulated_aarch64(session: nox.Session) -> None:
 
     Debian/Ubuntu x86-64 with g++-aarch64-linux-gnu, qemu-user and dpkg's arm64 architecture;
     the aarch64 Python and wheels are downloaded into this session's folder, never installed.
-    The same test subset as tests-emulated-cpu; `-- all` runs the whole suite (about N minutes);
-    any other arguments go to pytest."""
+    The same test subset as tests-emulated-cpu; `-- all` runs the whole suite (about 80
+    minutes); any other arguments go to pytest."""
     if platform.machine() != "x86_64":
         session.skip("cross-builds from x86-64 (on aarch64 the other sessions build natively)")
     tool = ["python", str(ROOT / "tools" / "cross_aarch64.py")]
