@@ -459,7 +459,7 @@ def tests_emulated_aarch64(session: nox.Session) -> None:
 
     Debian/Ubuntu x86-64 with g++-aarch64-linux-gnu, qemu-user and dpkg's arm64 architecture;
     the aarch64 Python and wheels are downloaded into this session's folder, never installed.
-    The same test subset as tests-emulated-cpu; `-- all` runs the whole suite (about 80
+    The same test subset as tests-emulated-cpu; `-- all` runs the whole suite (about 90
     minutes); any other arguments go to pytest."""
     if platform.machine() != "x86_64":
         session.skip("cross-builds from x86-64 (on aarch64 the other sessions build natively)")
