@@ -417,7 +417,7 @@ EMULATED_TESTS = [
 
 
 # Tests that qemu-user itself aborts on (an assertion in its plugin code, in a process forked
-# after it ran threads), whatever the program: left out of `-- all`.
+# after it ran threads), whatever the program, emulating x86-64 or aarch64: left out of `-- all`.
 QEMU_ABORTS = [
     "--deselect=tests/test_threads_fork.py::test_fork_after_the_pool_ran",
     "--deselect=tests/test_threads_fork.py::test_fork_from_a_child_that_ran_the_pool",
@@ -451,3 +451,24 @@ def tests_emulated_cpu(session: nox.Session) -> None:
         # -p no:cacheprovider: nothing is written into the source tree
         session.run(*emulated, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
                     "-m", "not slow", *args, external=True, env=env)
+
+
+@nox.session(name="tests-emulated-aarch64")
+def tests_emulated_aarch64(session: nox.Session) -> None:
+    """tensor-core cross-built for aarch64 and tested under qemu-aarch64 (tools/cross_aarch64.py).
+
+    Debian/Ubuntu x86-64 with g++-aarch64-linux-gnu, qemu-user and dpkg's arm64 architecture;
+    the aarch64 Python and wheels are downloaded into this session's folder, never installed.
+    The same test subset as tests-emulated-cpu; `-- all` runs the whole suite (about 90
+    minutes); any other arguments go to pytest."""
+    if platform.machine() != "x86_64":
+        session.skip("cross-builds from x86-64 (on aarch64 the other sessions build natively)")
+    tool = ["python", str(ROOT / "tools" / "cross_aarch64.py")]
+    problem = session.run(*tool, "--check", silent=True).strip()
+    if problem:
+        session.skip(problem)
+    session.install("setuptools>=68", "pybind11>=2.12")  # setup.py runs here, for the target
+    args = [a for a in session.posargs if a != "all"]
+    targets = ["tests", *QEMU_ABORTS] if "all" in session.posargs else EMULATED_TESTS
+    session.run(*tool, str(Path(session.virtualenv.location) / "aarch64"), *targets, "-q",
+                "-m", "not slow", *args)

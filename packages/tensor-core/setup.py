@@ -11,20 +11,29 @@ hides the build's output).
 Environment knobs:
   EMBER_BUILD_JOBS=N        parallel compile jobs (default: the CPUs this process may use)
   EMBER_CPU_BASELINE=ARCH   -march of everything but the wider kernel copies (default x86-64-v2
-                            on x86-64, the compiler's default elsewhere); `native` builds for this
+                            when the compiler targets x86-64; the compiler's default elsewhere,
+                            which on aarch64 is armv8-a, NEON included); `native` builds for this
                             machine only, without the wider copies
   EMBER_CPU_VARIANTS=LIST   the wider kernel copies on x86-64: "avx2,avx512" (default), "avx2", ""
   EMBER_CCACHE=0            compile without ccache even where it is installed
   EMBER_BUILD_PROGRESS=0    no per-file lines on the terminal (they still go to the build log)
   EMBER_SANITIZE=1          AddressSanitizer + UBSan, -O0 -g1 (the nox `sanitize` session)
   EMBER_DEBUG=1             -O0 -g
+
+Cross-compiling (e.g. for aarch64 on x86-64) takes Python's own variables; the target
+architecture is the compiler's, not this machine's:
+  _PYTHON_SYSCONFIGDATA_NAME=_sysconfigdata__linux_aarch64-linux-gnu, with PYTHONPATH holding that
+                            module (from the target Python's lib/python3.X/): it names the
+                            compiler (aarch64-linux-gnu-gcc/g++) and the extension's file suffix
+  _PYTHON_HOST_PLATFORM=linux-aarch64
+  CPPFLAGS="-I<target>/usr/include/python3.X -I<target>/usr/include"  the target Python's headers
+tools/cross_aarch64.py does all of it (the nox session tests-emulated-aarch64).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import platform
 import shlex
 import shutil
 import struct
@@ -86,10 +95,6 @@ COMMON_FLAGS = [
     "-fno-math-errno",  # lets std::sqrt and friends vectorise; errno is never read
     "-fno-trapping-math",  # lets float loops with fmin/fmax vectorise (PyTorch builds so too)
 ]
-
-
-def is_x86_64() -> bool:
-    return platform.machine().lower() in ("x86_64", "amd64") and sys.platform.startswith("linux")
 
 
 def env_flag(name: str, default: str = "") -> str:
@@ -178,14 +183,21 @@ def write_device_sources(folder: str) -> None:
             f.write(content)
 
 
-def compiler_accepts(cmd: list[str], flags: list[str]) -> bool:
+def compiler_accepts(cmd: list[str], flags: list[str],
+                     code: str = "int main() { return 0; }") -> bool:
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "probe.cpp")
         with open(src, "w") as f:
-            f.write("int main() { return 0; }\n")
+            f.write(code + "\n")
         r = subprocess.run([*cmd, *flags, "-c", src, "-o", os.path.join(d, "probe.o")],
                            capture_output=True)
         return r.returncode == 0
+
+
+def targets_x86_64(cmd: list[str]) -> bool:
+    """Whether the compiler builds for x86-64 Linux: a cross compiler's target, not this machine."""
+    return sys.platform.startswith("linux") and compiler_accepts(
+        cmd, [], "#ifndef __x86_64__\n#error not x86-64\n#endif")
 
 
 def fresh_build_dir() -> str:
@@ -319,19 +331,22 @@ class BuildCore(build_ext):
 
     def target_flags(self, cc: list[str]) -> tuple[list[str], dict[str, tuple[list[str], int]]]:
         """-march flags of the core, and of each wider kernel copy (name -> (flags, rank))."""
-        default_base = "x86-64-v2" if is_x86_64() else ""
-        march = env_flag("EMBER_CPU_BASELINE", default_base)
+        x86_64 = targets_x86_64(cc)
+        # GCC's aarch64 note that std::pair<double, double> is passed as of GCC 10 concerns calls
+        # from code built by older compilers: the core's functions are internal to it.
+        quiet = [] if x86_64 else ["-Wno-psabi"]
+        march = env_flag("EMBER_CPU_BASELINE", "x86-64-v2" if x86_64 else "")
         if not march:
-            return [], {}
+            return quiet, {}
 
         def level(name: str) -> list[str]:
             if name in X86_LEVELS and not compiler_accepts(cc, [f"-march={name}"]):
                 return X86_LEVELS[name]  # a compiler older than the level names
             return [f"-march={name}"]
 
-        base = level(march)
+        base = [*quiet, *level(march)]
         copies: dict[str, tuple[list[str], int]] = {}
-        if is_x86_64() and march in X86_LEVELS:
+        if x86_64 and march in X86_LEVELS:
             wanted = env_flag("EMBER_CPU_VARIANTS", "avx2,avx512")
             for name in filter(None, (w.strip() for w in wanted.split(","))):
                 if name not in VARIANTS:

@@ -1,6 +1,7 @@
 """add/sub with alpha, as torch's kernel: `a + alpha * b` in one pass, fused into one rounding
 where the CPU kernels in use have FMA (ember._C._FUSED_MULTIPLY_ADD: the AVX2 and AVX-512 copies,
-not the x86-64-v2 default one; torch's vec::fmadd), computed in the inputs' common dtype. Oracle: exact rational arithmetic (fractions), rounded once to the dtype;
+not the x86-64-v2 default one, and every aarch64 build; torch's vec::fmadd), computed in the
+inputs' common dtype. Oracle: exact rational arithmetic (fractions), rounded once to the dtype;
 torch where it is installed.
 """
 

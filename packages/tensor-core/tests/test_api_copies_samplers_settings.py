@@ -643,8 +643,8 @@ def test_ldl_blocks_singularity_and_bad_pivots():
 def test_set_flush_denormal_reaches_the_pools_workers():
     import platform
 
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        pytest.skip("FTZ/DAZ are x86's")
+    if platform.machine().lower() not in ("x86_64", "amd64", "aarch64", "arm64"):
+        pytest.skip("flushes denormals on x86-64 (FTZ/DAZ) and aarch64 (FPCR.FZ) only")
     threads = ember.get_num_threads()
     small = ember.tensor([1e-320], dtype=ember.float64)  # a subnormal double
     big = ember.full((1 << 20,), 1e-320, dtype=ember.float64)  # split over the workers

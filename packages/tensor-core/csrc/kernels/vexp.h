@@ -12,13 +12,22 @@
 // in the AVX2/AVX-512 kernel copies, which then called the default copy's out-of-line vexpf).
 #define EMBER_ALWAYS_INLINE inline __attribute__((always_inline))
 
+// Whether the target has a fused multiply-add instruction: x86-64 from x86-64-v3 (-mfma), every
+// aarch64 CPU. Where it has one, the compiler also contracts a*b+c into it on its own (its
+// default), so the kernels that choose between one and two roundings follow the same rule.
+#if defined(__FMA__) || defined(__aarch64__)
+#define EMBER_HAS_FMA 1
+#else
+#define EMBER_HAS_FMA 0
+#endif
+
 namespace ember::math {
 
 // a * b + c: one fused instruction where the target has FMA; a multiply and an add elsewhere
 // (std::fma without FMA is a call to libm's software fmaf, which keeps a loop scalar: 20x slower
 // softmax in the x86-64-v2 kernels).
 EMBER_ALWAYS_INLINE float madd(float a, float b, float c) {
-#ifdef __FMA__
+#if EMBER_HAS_FMA
   return std::fma(a, b, c);
 #else
   return a * b + c;

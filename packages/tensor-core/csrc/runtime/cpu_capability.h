@@ -7,6 +7,7 @@
 // this CPU supports, as cpuid reports it through __builtin_cpu_supports (which also checks that the
 // operating system saves the wide registers). EMBER_CPU_CAPABILITY=default|avx2|avx512, as
 // PyTorch's ATEN_CPU_CAPABILITY, asks for a lower one; "baseline" is accepted for "default".
+// Elsewhere (aarch64) there is only DEFAULT: the compiler's baseline, armv8-a with NEON.
 #pragma once
 
 #include <string>

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -38,12 +39,20 @@ namespace {
 // set_flush_denormal's mode (-1: never set), applied by each worker before its next chunk.
 std::atomic<int> g_flush_denormal{-1};
 
-// FTZ (flush results) and DAZ (read inputs as zero) in this thread's MXCSR.
+// FTZ (flush results) and DAZ (read inputs as zero) in this thread's MXCSR; on aarch64 FPCR's FZ
+// bit, which does both.
 bool apply_flush_denormal(bool on) {
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))
   constexpr unsigned kBits = 0x8040;  // FTZ is bit 15, DAZ bit 6
   const unsigned csr = _mm_getcsr();
   _mm_setcsr(on ? (csr | kBits) : (csr & ~kBits));
+  return true;
+#elif defined(__aarch64__)
+  constexpr uint64_t kFZ = uint64_t{1} << 24;
+  uint64_t fpcr;
+  asm volatile("mrs %0, fpcr" : "=r"(fpcr));
+  fpcr = on ? (fpcr | kFZ) : (fpcr & ~kFZ);
+  asm volatile("msr fpcr, %0" : : "r"(fpcr));
   return true;
 #else
   (void)on;

@@ -33,9 +33,9 @@ int get_num_threads();
 // Sets the thread count (n >= 1, else std::invalid_argument). Workers are created on the next
 // parallel_for that needs them; surplus workers from a larger earlier setting just stay asleep.
 void set_num_threads(int n);
-// Flushes denormal floats to zero (results and inputs: MXCSR's FTZ and DAZ) in the calling thread
-// and in the pool's workers (each before its next chunk), as torch.set_flush_denormal; false
-// (and nothing changed) where the CPU has no such mode.
+// Flushes denormal floats to zero (results and inputs: MXCSR's FTZ and DAZ on x86-64, FPCR's FZ
+// on aarch64) in the calling thread and in the pool's workers (each before its next chunk), as
+// torch.set_flush_denormal; false (and nothing changed) where the CPU has no such mode.
 bool set_flush_denormal(bool on);
 
 // True while the current thread runs a chunk of a parallel_for that was dispatched to the pool.

@@ -63,13 +63,9 @@ void dispatch_binary(BinaryOp op, const char* name, const ElementwiseIter& it, S
   }
 }
 
-// a*b + c rounded once where this copy's target fuses it (vfmadd with FMA; torch's vec::fmadd),
-// else rounded twice as torch's kernels without FMA do.
-#ifdef __FMA__
-constexpr bool kFusedMultiplyAdd = true;
-#else
-constexpr bool kFusedMultiplyAdd = false;
-#endif
+// a*b + c rounded once where this copy's target fuses it (x86's vfmadd, aarch64's fmla; torch's
+// vec::fmadd), else rounded twice as torch's kernels without FMA do.
+constexpr bool kFusedMultiplyAdd = EMBER_HAS_FMA;
 template <typename M> inline M fused_multiply_add(M a, M b, M c) {
   if constexpr (kFusedMultiplyAdd) return std::fma(a, b, c);
   else return a * b + c;
