@@ -373,7 +373,7 @@ def test_roll_matches_the_cpu():
         check(lambda t: t.roll(shifts, dims), x)
         check(lambda t: ember.roll(t.transpose(0, 2), shifts, dims), x)
     check(lambda t: t.roll(3), ember.tensor(2.0))
-    check(lambda t: t.roll(1, 0), ember.tensor(2.0))
+    same_error(lambda t: t.roll(1, 0), ember.tensor(2.0))  # a 0-d tensor has no dim 0 (torch)
     check(lambda t: t.roll((1, 1), (0, 1)), data(0, 3))
     for shifts, dims in [((), ()), ((1, 2), None), ((1, 2), (0,)), (1, 3)]:
         same_error(lambda t: t.roll(shifts, dims), x)

@@ -30,8 +30,10 @@ def _roll(name, args, kwargs):
     shape = tuple(x.shape)
     shift = [0] * max(nd, 1)
     for s, d in zip(shifts, dims):
+        if nd == 0:  # (the core's and torch's IndexError: a 0-d tensor has no dim to roll)
+            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
         d = _wrap_dim(d, nd)
-        n = shape[d] if nd else 1
+        n = shape[d]
         if n > 0:
             shift[d] = (shift[d] + s) % n
     mod = xp()
