@@ -21,6 +21,8 @@ from ember import _C, _grad_mode, _shape
 from ember._checks import scalar_fits
 from ember._sampling import binomial  # noqa: F401  (a registry row: kComposites)
 
+_SHELL_UNSIGNED = (_C.uint16, _C.uint32, _C.uint64)  # torch's types without arithmetic
+
 _Tensor = _C.Tensor
 _abs = builtins.abs
 _min = builtins.min
@@ -469,7 +471,7 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
         raise RuntimeError(
             f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
     dt = input.dtype
-    if dt.is_complex or dt in (_C.uint16, _C.uint32, _C.uint64):
+    if dt.is_complex or dt in _SHELL_UNSIGNED:
         raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for '{dt._torch_name}'")
     kept = [d for d in range(n) if d not in reduced]
     bits = (input.to(_C.float64) if dt.is_floating_point else input.to(_C.int64)).view(_C.int64)
@@ -1052,9 +1054,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     return (spacing * pairs).cumsum(d) / 2.0
 
 
-_SHELL_UNSIGNED = (_C.uint16, _C.uint32, _C.uint64)  # torch's types without arithmetic
-
-
 def _no_add_kernel(t):
     if t.dtype in _SHELL_UNSIGNED:
         raise NotImplementedError(f"\"add_stub\" not implemented for '{_dtype_name(t.dtype)}'")
@@ -1169,7 +1168,7 @@ def _check_integral(name, input, other, inplace=False, out=None):  # noqa: A002
     """torch's order (_binary_iter_checks), then an integer kernel for the common dtype."""
     dt = _binary_iter_checks(name, input, other, out, inplace)
     if dt.is_floating_point or dt.is_complex or dt == _C.bool or \
-            dt in (_C.uint16, _C.uint32, _C.uint64):
+            dt in _SHELL_UNSIGNED:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_name(dt)}'")
     return dt
 
@@ -1527,7 +1526,7 @@ def celu_(self, alpha=1.0):
     return self.copy_(celu(self, alpha))
 
 
-_NO_THRESHOLD_KERNEL = (_C.bool, _C.uint16, _C.uint32, _C.uint64)
+_NO_THRESHOLD_KERNEL = (_C.bool, *_SHELL_UNSIGNED)
 
 
 def _threshold(input, threshold, value):
