@@ -19,6 +19,7 @@ Environment knobs:
   EMBER_BUILD_PROGRESS=0    no per-file lines on the terminal (they still go to the build log)
   EMBER_SANITIZE=1          AddressSanitizer + UBSan, -O0 -g1 (the nox `sanitize` session)
   EMBER_DEBUG=1             -O0 -g
+  EMBER_KEEP_SYMBOLS=1      a release build that keeps its symbol table (for perf's reports)
 
 Cross-compiling (e.g. for aarch64 on x86-64) takes Python's own variables; the target
 architecture is the compiler's, not this machine's:
@@ -382,6 +383,8 @@ class BuildCore(build_ext):
         if env_flag("EMBER_SANITIZE"):
             return [*exports, "-fsanitize=address,undefined"]
         if env_flag("EMBER_DEBUG"):
+            return exports
+        if env_flag("EMBER_KEEP_SYMBOLS"):
             return exports
         return [*exports, "-s"]  # no symbol table in release builds: ~1.5 MB of the extension
 

@@ -180,6 +180,15 @@ def test_fused_gru_cell(bias):
     _both(lambda *a: ember._C._thnn_fused_gru_cell(*a)[0], args)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_kernel(causal):
+    # output and logsumexp both: the logsumexp carries no gradient of its own
+    ember.manual_seed(18)
+    q, k, v = _r(2, 3, 2), _r(2, 4, 2), _r(2, 4, 3)
+    _both(lambda q, k, v: ember._C._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, 0.0, causal, scale=0.9)[0], (q, k, v))
+
+
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_kernel(approximate):
     # the core's kernels (ember._C.gelu, gelu_backward in plain backward); the formula's core-op
@@ -393,7 +402,8 @@ COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward
            "embedding_dense_backward", "native_batch_norm", "native_layer_norm",
            "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "gelu", "silu", "elu", "celu",
            "softplus", "mish", "hardsigmoid", "hardswish", "binary_cross_entropy", "hardtanh",
-           "hardtanh_", "hardtanh_backward", "threshold_backward", "_rnn_layer"} | {
+           "hardtanh_", "hardtanh_backward", "threshold_backward", "_rnn_layer",
+           "_scaled_dot_product_flash_attention_for_cpu"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

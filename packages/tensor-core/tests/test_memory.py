@@ -284,3 +284,135 @@ def test_cpu_memory_allocated_follows_resize():
     assert ember.cpu.memory_allocated() - base == 1000 * 4
     del t
     assert ember.cpu.memory_allocated() == base
+
+
+# ---------------------------------------------------------------------------------------------
+# The CPU allocator's cache of medium blocks (128 KiB to 32 MiB; core/allocator.cpp)
+
+KiB = 1 << 10
+cache_stats = ember._C._cpu_cache_stats
+needs_cache = pytest.mark.skipif(not cache_stats()["enabled"],
+                                 reason="the block cache is off (EMBER_CPU_CACHE=0 or a "
+                                        "sanitizer build)")
+
+
+def _storage_address(t):
+    return t.data_ptr()
+
+
+@needs_cache
+def test_a_freed_medium_block_serves_the_next_request_of_its_class():
+    collect()
+    ember.cpu.empty_cache()
+    a = ember.empty(300 * KiB, dtype=ember.uint8)
+    address = _storage_address(a)
+    before = cache_stats()
+    del a
+    assert cache_stats()["cached_bytes"] >= 300 * KiB  # kept, not freed
+    b = ember.empty(290 * KiB, dtype=ember.uint8)  # same class (1/8-octave steps)
+    after = cache_stats()
+    assert _storage_address(b) == address
+    assert after["hits"] == before["hits"] + 1 and after["cached_bytes"] == 0
+    b[:] = 7  # the whole requested size is usable
+    assert int(b.sum()) == 7 * 290 * KiB
+    del b
+
+
+@needs_cache
+def test_a_larger_cached_block_up_to_an_octave_serves_a_smaller_request():
+    collect()
+    ember.cpu.empty_cache()
+    a = ember.empty(1000 * KiB, dtype=ember.uint8)
+    address = _storage_address(a)
+    del a
+    b = ember.empty(600 * KiB, dtype=ember.uint8)
+    assert _storage_address(b) == address
+    del b
+    # back in its own (larger) class: a request of the original size gets it again
+    c = ember.empty(1000 * KiB, dtype=ember.uint8)
+    assert _storage_address(c) == address
+    del c
+
+
+@needs_cache
+def test_small_and_large_blocks_are_not_cached():
+    collect()
+    ember.cpu.empty_cache()
+    base = cache_stats()
+    a = ember.empty(64 * KiB, dtype=ember.uint8)  # malloc's small bins
+    b = ember.empty(40 * MiB, dtype=ember.uint8)  # huge pages, returned at once
+    del a, b
+    s = cache_stats()
+    assert s["cached_bytes"] == 0 and (s["hits"], s["misses"]) == (base["hits"], base["misses"])
+
+
+@needs_cache
+def test_counters_and_empty_cache():
+    collect()
+    ember.cpu.empty_cache()
+    base = ember.cpu.memory_allocated()
+    a = ember.empty(200 * KiB, dtype=ember.uint8)
+    assert ember.cpu.memory_allocated() - base == 200 * KiB  # requested bytes, as before
+    del a
+    assert ember.cpu.memory_allocated() == base
+    assert ember.cpu.memory_reserved() - ember.cpu.memory_allocated() >= 200 * KiB
+    ember.cpu.empty_cache()
+    assert cache_stats()["cached_bytes"] == 0
+    assert ember.cpu.memory_reserved() == ember.cpu.memory_allocated()
+
+
+@needs_cache
+def test_the_cache_is_bounded():
+    """Freed blocks beyond the cap go back to malloc (the least recently used classes first)."""
+    collect()
+    ember.cpu.empty_cache()
+    blocks = [ember.empty(30 * MiB, dtype=ember.uint8) for _ in range(12)]  # 360 MiB
+    del blocks
+    assert cache_stats()["cached_bytes"] <= 256 * MiB
+    ember.cpu.empty_cache()
+
+
+@needs_cache
+def test_a_loop_reuses_its_blocks():
+    """An inference loop's activations come from the cache after the first iteration."""
+    collect()
+    ember.cpu.empty_cache()
+    x = ember.randn(64, 1024)
+    w = ember.randn(1024, 1024)
+
+    def step():
+        return ((x @ w).relu() @ w).tanh().sum()
+
+    step()
+    before = cache_stats()
+    for _ in range(5):
+        step()
+    after = cache_stats()
+    assert after["misses"] == before["misses"]
+    assert after["hits"] > before["hits"]
+
+
+def test_cache_can_be_turned_off_and_a_forked_child_allocates():
+    import subprocess
+    code = ("import ember, os\n"
+            "assert not ember._C._cpu_cache_stats()['enabled']\n"
+            "a = ember.empty(1 << 20); del a\n"
+            "assert ember._C._cpu_cache_stats()['cached_bytes'] == 0\n")
+    env = dict(os.environ, EMBER_CPU_CACHE="0")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    if not hasattr(os, "fork"):
+        return
+    # the cache's lock is taken around fork (pthread_atfork): a child allocates and frees
+    code = ("import ember, os, threading\n"
+            "stop = False\n"
+            "def churn():\n"
+            "    while not stop:\n"
+            "        a = ember.empty(1 << 18); del a\n"
+            "t = threading.Thread(target=churn); t.start()\n"
+            "for _ in range(20):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        a = ember.ones(1 << 18); del a; os._exit(0)\n"
+            "    assert os.waitpid(pid, 0)[1] == 0\n"
+            "stop = True; t.join()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -314,6 +314,36 @@ def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, ep
     return (gi, gw, gb, None, None)
 
 
+@grad("_scaled_dot_product_flash_attention_for_cpu", save="all", out=(0, 1),
+      diff_outputs=(0,))
+def _sdpa_flash_cpu(g, needs, out, q, k, v, *, dropout_p, is_causal, attn_mask, scale):
+    # the weights recomputed from the saved logsumexp (the forward kept no L x S matrix):
+    # p = exp(q k^T * scale - lse); then dv = p^T g, ds = p * (g v^T - rowsum(g * o)) * scale,
+    # dq = ds k, dk = ds^T q
+    g = _first(g)
+    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q.matmul(k.transpose(-2, -1)) * s
+    if is_causal:
+        live = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool, device=q.device).tril()
+        scores = ember.where(live, scores, float("-inf"))
+    if ember.is_grad_enabled():
+        # create_graph: the weights and the output recomputed by differentiable ops, so that the
+        # gradient's own dependence on q, k, v is recorded
+        p = ember.softmax(scores, -1)
+        o = p.matmul(v)
+    else:
+        o, lse = out
+        p = (scores - lse.unsqueeze(-1)).exp()
+    gv = p.transpose(-2, -1).matmul(g) if needs[2] else None
+    gq = gk = None
+    if needs[0] or needs[1]:
+        dp = g.matmul(v.transpose(-2, -1))
+        ds = p * (dp - (g * o).sum(-1, keepdim=True)) * s
+        gq = ds.matmul(k) if needs[0] else None
+        gk = ds.transpose(-2, -1).matmul(q) if needs[1] else None
+    return (gq, gk, gv)
+
+
 @grad("native_layer_norm", save="all", out=(1, 2), diff_outputs=(0,))
 def _native_layer_norm(g, needs, out, x, normalized_shape, w, b, *, eps):
     g = _first(g)

@@ -495,5 +495,5 @@ NN_KERNEL_OPS = frozenset({
     "adaptive_avg_pool2d_backward", "adaptive_avg_pool3d_backward", "nll_loss",
     "nll_loss_backward", "native_batch_norm", "native_batch_norm_backward", "native_layer_norm",
     "native_layer_norm_backward", "embedding", "embedding_dense_backward",
-    "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell",
+    "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "_scaled_dot_product_flash_attention_for_cpu",
 })

@@ -85,6 +85,14 @@ Allocator* default_cpu_allocator();
 int64_t cpu_live_bytes();
 int64_t cpu_peak_bytes();
 void cpu_reset_peak_bytes();
+// The default CPU allocator keeps freed blocks of 128 KiB to 32 MiB for reuse (core/allocator.cpp
+// says why and how much): empty_cache returns them to malloc; the stats count them.
+struct CpuCacheStats {
+  int64_t cached_bytes, hits, misses;
+  bool enabled;
+};
+void cpu_empty_cache();
+CpuCacheStats cpu_cache_stats();
 // The allocator of new storages on `device`: cpu_allocator(), or the one the device backend
 // registered (cuda/device_storage.cpp registers CUDA's caching allocators, which raise where no
 // GPU is usable); raises where no backend is registered.

@@ -53,6 +53,10 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
   X(softmax_backward, void, const Tensor& grad_out, const Tensor& out, const Tensor& grad_in,     \
     int64_t outer, int64_t D, int64_t inner, bool log)                                            \
   X(logsumexp_rows, void, const Tensor& rows, const Tensor& out, int64_t n, int64_t D)          \
+  /* one attention matrix's L x S scores (ops/attention.cpp) in place: each row's softmax, */    \
+  /* entries past the causal diagonal 0, the row's logsumexp into lse[r] */                      \
+  X(attention_softmax_rows, void, ScalarType dtype, void* scores, int64_t L, int64_t S,          \
+    bool causal, void* lse)                                                                       \
   /* ops/cpu/conv_depthwise.cpp: one channel per group, float32/float64 (ops/conv.cpp) */         \
   X(depthwise_forward, void, const ConvGeometry& g, int64_t N, int64_t C, ScalarType dtype,       \
     const void* big, const void* weight, void* small)                                             \

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -46,5 +47,15 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 // optionally divided by each index's count in the batch.
 Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices,
                                 int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq);
+
+// ops/attention.cpp: softmax(q k^T * scale [causal mask]) v per matrix of (..., L, E) query,
+// (..., S, E) key, (..., S, Ev) value with the same leading sizes, float32/float64 -> (output
+// (..., L, Ev), logsumexp (..., L) of each row's scaled scores). A 4-d output has its heads side
+// by side in memory ((B, L, H, Ev) seen as (B, H, L, Ev)) where the query's are, as ATen's.
+// attn_mask and dropout raise NotImplementedError (the composed form handles them).
+std::pair<Tensor, Tensor> scaled_dot_product_attention_cpu(const Tensor& query, const Tensor& key,
+                                                           const Tensor& value, double dropout_p,
+                                                           bool is_causal, const Tensor& attn_mask,
+                                                           std::optional<double> scale);
 
 }  // namespace ember

@@ -587,6 +587,24 @@ void register_nn_kernels(py::module_& m) {
                return wrap(gelu_backward(a.tensor(0), a.tensor(1), a.str(2)));
              }});
 
+  // ---- attention (ops/attention.cpp): F.scaled_dot_product_attention's CPU kernel ----
+  def_op(m, {.name = "_scaled_dot_product_flash_attention_for_cpu",
+             .signatures = {"_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, "
+                            "Tensor value, float dropout_p=0.0, bool is_causal=False, *, "
+                            "Tensor? attn_mask=None, float? scale=None) -> (Tensor, Tensor)"},
+             .family = "attention", .variants = kFunction, .hooked = true, .cuda = "none",
+             .doc = "-> (output, logsumexp). float32/float64 on the CPU, without attn_mask or "
+                    "dropout (NotImplementedError): F.scaled_dot_product_attention composes core "
+                    "ops for those.",
+             .impl = [](const Args& a) {
+               std::optional<double> scale;
+               if (!a.is_none(6)) scale = a.real(6);
+               auto [o, lse] = scaled_dot_product_attention_cpu(a.tensor(0), a.tensor(1), a.tensor(2),
+                                                                a.real(3), a.flag(4), a.opt_tensor(5),
+                                                                scale);
+               return py::object(py::make_tuple(wrap(o), wrap(lse)));
+             }});
+
   // ---- embedding ----
   def_op(m, {.name = "embedding",
              .signatures = {"embedding(Tensor weight, Tensor indices, int padding_idx=-1, "

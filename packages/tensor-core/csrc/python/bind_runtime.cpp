@@ -93,6 +93,16 @@ void register_runtime(py::module_& m) {
   m.def("_cpu_memory_allocated", &cpu_live_bytes);
   m.def("_cpu_max_memory_allocated", &cpu_peak_bytes);
   m.def("_cpu_reset_peak_memory_stats", &cpu_reset_peak_bytes);
+  m.def("_cpu_empty_cache", &cpu_empty_cache);
+  m.def("_cpu_cache_stats", [] {
+    const CpuCacheStats s = cpu_cache_stats();
+    py::dict d;
+    d["cached_bytes"] = s.cached_bytes;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["enabled"] = s.enabled;
+    return d;
+  });
   // torch._C._get_cpu_capability: the instruction set of the kernels in use (fixed at import).
   m.def("_get_cpu_capability", [] { return std::string(cpu_capability_name(cpu_capability())); });
   m.def("_best_cpu_capability",

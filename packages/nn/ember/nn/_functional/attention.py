@@ -1,18 +1,42 @@
-"""scaled_dot_product_attention, composed: matmul, mask, softmax, dropout, matmul."""
+"""scaled_dot_product_attention: the core's fused CPU kernel where it applies, else composed
+(matmul, mask, softmax, dropout, matmul)."""
 
 from __future__ import annotations
 
 import math
 
 import ember
+from ember import _C
 
 from .dropout import dropout
 
 # ---------------------------------------------------------------------------------------------
 # attention
 
+def _fused_cpu_kernel_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """Whether the core's one-pass kernel computes this call (ATen's
+    _scaled_dot_product_flash_attention_for_cpu): float CPU tensors of one dtype, the same
+    leading sizes, no mask tensor, no dropout. Anything else is composed below, as before."""
+    if attn_mask is not None or dropout_p != 0.0 or enable_gqa:
+        return False
+    if query.dtype not in (ember.float32, ember.float64):
+        return False
+    if key.dtype != query.dtype or value.dtype != query.dtype:
+        return False
+    if not (query.device.type == key.device.type == value.device.type == "cpu"):
+        return False
+    nd = query.dim()
+    if nd < 2 or key.dim() != nd or value.dim() != nd:
+        return False
+    return (query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+            and query.shape[-1] == key.shape[-1] and key.shape[-2] == value.shape[-2])
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
+    if _fused_cpu_kernel_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+        return _C._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, 0.0, is_causal, scale=scale)[0]
     lq, lk = query.shape[-2], key.shape[-2]
     s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = query.matmul(key.transpose(-2, -1)) * s

@@ -234,4 +234,30 @@ void logsumexp_rows(const Tensor& rows, const Tensor& out, int64_t n, int64_t D)
   });
 }
 
+void attention_softmax_rows(ScalarType dtype, void* scores, int64_t L, int64_t S, bool causal,
+                            void* lse) {
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    T* s = static_cast<T*>(scores);
+    T* l = static_cast<T*>(lse);
+    for (int64_t r = 0; r < L; ++r) {
+      T* __restrict__ x = s + r * S;
+      const int64_t live = causal ? std::min(S, r + 1) : S;  // torch's tril(ones(L, S)) mask
+      const T m = row_max(x, live);
+      if (m == -std::numeric_limits<T>::infinity()) {  // every score -inf: softmax's NaN row
+        for (int64_t i = 0; i < S; ++i) x[i] = std::numeric_limits<T>::quiet_NaN();
+        l[r] = m;
+        continue;
+      }
+      const T sum = exp_sum_row(x, x, live, m);
+      const T inv = T(1) / sum;
+      for (int64_t i = 0; i < live; ++i) x[i] *= inv;
+      for (int64_t i = live; i < S; ++i) x[i] = T(0);
+      l[r] = m + std::log(sum);
+    }
+  };
+  if (dtype == ScalarType::Float32) run(float{});
+  else run(double{});
+}
+
 }  // namespace ember::EMBER_CPU_NS
