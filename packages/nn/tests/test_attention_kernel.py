@@ -103,7 +103,10 @@ def test_empty_sizes():
 def test_gradients_by_finite_differences(causal):
     shapes = ((2, 2, 4, 3), (2, 2, 5, 3), (2, 2, 5, 2))
     q, k, v = (ember.from_numpy(RNG.standard_normal(s)).requires_grad_() for s in shapes)
-    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.8)
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.8)
+
     assert gradcheck(fn, (q, k, v))
     assert gradgradcheck(fn, (q, k, v))
 
