@@ -368,6 +368,49 @@ def test_binary_cross_entropy_node_forward_ad():
     assert float((tangent - fd).abs().max()) < 1e-6
 
 
+def _bce_logits_reference(x, target, pos_weight):
+    # the definition: -(pw t log(sigmoid(x)) + (1 - t) log(1 - sigmoid(x)))
+    s = x.sigmoid()
+    pw = 1.0 if pos_weight is None else pos_weight
+    return -(pw * target * s.log() + (1 - target) * (1 - s).log())
+
+
+@pytest.mark.parametrize("with_pos_weight", [False, True])
+def test_binary_cross_entropy_with_logits_node(with_pos_weight):
+    # the one node F.binary_cross_entropy_with_logits records (unreduced): input, target and
+    # pos_weight (broadcast over the rows), twice differentiated, and equal to the definition
+    from ember.nn._functional.loss import _bce_with_logits_values
+
+    ember.manual_seed(19)
+    x, target = _r(3, 4) * 3, ember.rand(3, 4, dtype=D).requires_grad_()
+    x = x.detach().requires_grad_()
+    pw = (ember.rand(4, dtype=D) + 0.5).requires_grad_() if with_pos_weight else None
+
+    def node(*a):
+        return _one_node("binary_cross_entropy_with_logits", _bce_with_logits_values, True,
+                         *(a if with_pos_weight else a + (None,)))
+
+    args = (x, target, pw) if with_pos_weight else (x, target)
+    _both(node, args)
+    got = node(*args).detach()
+    want = _bce_logits_reference(x.detach(), target.detach(),
+                                 None if pw is None else pw.detach())
+    assert float((got - want).abs().max()) < 1e-12
+    y = node(*args)
+    assert type(y.grad_fn).__name__.startswith("BinaryCrossEntropyWithLogits")
+
+
+def test_binary_cross_entropy_with_logits_is_finite_for_large_logits():
+    x = ember.tensor([-800.0, -30.0, 0.0, 30.0, 800.0], dtype=D, requires_grad=True)
+    t = ember.tensor([1.0, 0.0, 0.5, 1.0, 0.0], dtype=D)
+    loss = ember.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="none")
+    assert loss.detach().tolist()[0] == 800.0 and loss.detach().tolist()[4] == 800.0
+    assert abs(loss.detach().tolist()[2] - math.log(2)) < 1e-15
+    loss.sum().backward()
+    s = [0.0, 1 / (1 + math.exp(30.0)), 0.5, 1 / (1 + math.exp(-30.0)), 1.0]
+    assert x.grad.tolist() == pytest.approx([a - b for a, b in zip(s, t.tolist())], abs=1e-15)
+
+
 @pytest.mark.parametrize("inplace", [False, True])
 @pytest.mark.parametrize("bounds", [(0.0, 6.0), (-0.5, 1.5)])
 def test_hardtanh_kernels(inplace, bounds):
@@ -403,7 +446,7 @@ COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward
            "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "gelu", "silu", "elu", "celu",
            "softplus", "mish", "hardsigmoid", "hardswish", "binary_cross_entropy", "hardtanh",
            "hardtanh_", "hardtanh_backward", "threshold_backward", "_rnn_layer",
-           "_scaled_dot_product_flash_attention_for_cpu"} | {
+           "_scaled_dot_product_flash_attention_for_cpu", "binary_cross_entropy_with_logits"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

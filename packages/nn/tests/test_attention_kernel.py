@@ -159,3 +159,25 @@ def test_matches_torch_where_installed():
         e = KERNEL(*(ember.from_numpy(a) for a in arrs), 0.0, causal)
         np.testing.assert_allclose(e[0].numpy(), t[0].numpy(), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(e[1].numpy(), t[1].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_backend_switches_choose_the_composed_form():
+    from ember.backends import cuda as flags
+    from ember.nn.attention import SDPBackend, sdpa_kernel
+
+    B, T, C, H = 2, 5, 8, 2
+    qkv = ember.from_numpy(RNG.standard_normal((B, T, 3 * C)).astype(np.float32))
+    q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in qkv.split(C, dim=2))
+    fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert fused.stride()[1] == C // H  # the kernel's layout
+    with sdpa_kernel([SDPBackend.MATH]):
+        composed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert composed.is_contiguous()  # the composed form's matmul result
+    np.testing.assert_allclose(composed.numpy(), fused.numpy(), rtol=1e-5, atol=1e-6)
+    flags.enable_flash_sdp(False)
+    try:
+        assert F.scaled_dot_product_attention(q, k, v, is_causal=True).is_contiguous()
+    finally:
+        flags.enable_flash_sdp(True)
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+        assert F.scaled_dot_product_attention(q, k, v).stride() == fused.stride()

@@ -174,6 +174,25 @@ def _binary_cross_entropy(g, needs, out, x, target):
     return (gx, gt)
 
 
+@grad("binary_cross_entropy_with_logits", save=(0, 1, 2))
+def _bce_with_logits(g, needs, out, x, target, pos_weight):
+    # the unreduced loss (1 - t) x + lw softplus(-x), lw = (pos_weight - 1) t + 1 (torch's
+    # binary_cross_entropy_with_logits_backward and _target_backward)
+    s = x.sigmoid()
+    if pos_weight is None:
+        gx = g * (s - target) if needs[0] else None
+        gt = g * -x if needs[1] else None
+        return (gx, gt, None)
+    lw = (pos_weight - 1) * target + 1
+    gx = g * (s * lw - pos_weight * target) if needs[0] else None
+    softplus_neg = (-x).clamp(min=0) + (-x.abs()).exp().log1p()
+    gt = g * ((pos_weight - 1) * softplus_neg - x) if needs[1] else None
+    gp = None
+    if len(needs) > 2 and needs[2]:
+        gp = (g * target * softplus_neg).sum_to_size(pos_weight.shape)
+    return (gx, gt, gp)
+
+
 # ---------------------------------------------------------------------------------------------
 # activations composed in ember.nn.functional but recorded as one node (saving only the input,
 # as torch's GeluBackward0 / SiluBackward0); written with core ops, so double backward works

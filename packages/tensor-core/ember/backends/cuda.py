@@ -9,7 +9,8 @@
 - ``matmul.allow_fp16_reduced_precision_reduction`` / ``allow_bf16_reduced_precision_reduction``:
   kept and read back; ember reduces half-precision products in float32 either way.
 - the scaled-dot-product-attention switches (``enable_flash_sdp`` ...): kept and read back;
-  ember's ``scaled_dot_product_attention`` has one (math) implementation.
+  ``enable_flash_sdp(False)`` also keeps the CPU's ``scaled_dot_product_attention`` off its
+  fused kernel (as torch's CPU backend choice reads it), the others change nothing.
 """
 
 from __future__ import annotations

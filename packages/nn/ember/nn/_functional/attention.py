@@ -7,7 +7,10 @@ import math
 
 import ember
 from ember import _C
+from ember.backends import cuda as _sdp_flags
 
+from ..attention import SDPBackend
+from ..attention import _enabled as _backends
 from .dropout import dropout
 
 # ---------------------------------------------------------------------------------------------
@@ -16,8 +19,12 @@ from .dropout import dropout
 def _fused_cpu_kernel_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
     """Whether the core's one-pass kernel computes this call (ATen's
     _scaled_dot_product_flash_attention_for_cpu): float CPU tensors of one dtype, the same
-    leading sizes, no mask tensor, no dropout. Anything else is composed below, as before."""
+    leading sizes, no mask tensor, no dropout, and the flash backend allowed (torch's switches:
+    ``sdpa_kernel([SDPBackend.MATH])`` or ``ember.backends.cuda.enable_flash_sdp(False)`` ask
+    for the composed math form). Anything else is composed below."""
     if attn_mask is not None or dropout_p != 0.0 or enable_gqa:
+        return False
+    if not _sdp_flags.flash_sdp_enabled() or SDPBackend.FLASH_ATTENTION not in _backends[-1]:
         return False
     if query.dtype not in (ember.float32, ember.float64):
         return False

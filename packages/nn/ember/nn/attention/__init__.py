@@ -1,8 +1,10 @@
 """torch.nn.attention: the choice of scaled-dot-product-attention kernel.
 
-ember's ``F.scaled_dot_product_attention`` has one implementation (the math one, composed of
-core ops), so ``sdpa_kernel`` validates its argument and otherwise changes nothing; asking for
-no backend at all is refused as torch refuses it.
+ember's ``F.scaled_dot_product_attention`` has two implementations on the CPU: the fused kernel
+(torch's flash attention for the CPU, ``_scaled_dot_product_flash_attention_for_cpu``), used
+where it applies while ``SDPBackend.FLASH_ATTENTION`` is allowed, and the math one composed of
+core ops, used otherwise. ``sdpa_kernel`` validates its argument as torch does; asking for no
+backend at all is refused as torch refuses it.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ _enabled: list = [list(SDPBackend)[1:]]
 
 @contextlib.contextmanager
 def sdpa_kernel(backends, set_priority: bool = False):
-    """Restrict scaled_dot_product_attention to ``backends`` inside the block (a no-op for
-    ember's single math implementation, after torch's argument checks)."""
+    """Restrict scaled_dot_product_attention to ``backends`` inside the block (after torch's
+    argument checks): without FLASH_ATTENTION the CPU takes the composed math form."""
     if isinstance(backends, SDPBackend):
         backends = [backends]
     if not isinstance(backends, Iterable) or not all(isinstance(b, SDPBackend)
