@@ -1031,8 +1031,9 @@ def _distance_last(diff, p):
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     d = _wrap_dim(dim, y.dim())
     n = y.shape[d]
-    if n == 0:
-        return y.sum(d)
+    if n == 0:  # torch's zeros_like_except: zeros of y's dtype without the dim (not a sum's)
+        return _C.zeros(tuple(y.shape[:d]) + tuple(y.shape[d + 1:]), dtype=y.dtype,
+                        device=y.device)
     _check_integrand("trapezoid", y, x)
     # torch's formulas (Integration.cpp), so the dtypes and roundings are its own
     spacing = _spacing(y, x, dx, d)
@@ -1215,8 +1216,9 @@ def frexp(input, *, out=None):
     m = safe / _C.pow(2.0, e)
     e = _C.where(m >= 1, e + 1, _C.where(m < 0.5, e - 1, e))  # log2's rounding near powers of 2
     exponent = _C.where(finite_nonzero, e, 0).to(_C.int32)
-    mantissa = _C.where(finite_nonzero, input / _C.pow(2.0, exponent.to(_C.float64)).to(
-        input.dtype), input)
+    # the division in float64: 2**exponent itself overflows a float16 (65504 = 0.9995 * 2**16)
+    mantissa = _C.where(finite_nonzero, (input.to(_C.float64) / _C.pow(2.0, exponent.to(
+        _C.float64))).to(input.dtype), input)
     if out is not None:
         out[0].copy_(mantissa)
         out[1].copy_(exponent)
@@ -1386,7 +1388,14 @@ def is_inference(input) -> bool:
     return False
 
 
-def _window(name, window_length, periodic, dtype, layout, device, requires_grad, fn):
+def _window(name, window_length, periodic, dtype, layout, device, requires_grad, fn,
+            pin_memory=False):
+    w = _window_values(name, window_length, periodic, dtype, layout, device, requires_grad, fn)
+    # pinned as torch's factories pin (a RuntimeError where no accelerator is usable)
+    return w.pin_memory() if pin_memory else w
+
+
+def _window_values(name, window_length, periodic, dtype, layout, device, requires_grad, fn):
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length="
                            f"{window_length}")
@@ -1406,13 +1415,14 @@ def _window(name, window_length, periodic, dtype, layout, device, requires_grad,
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                 pin_memory=False, requires_grad=False):
     return _window("hann_window", window_length, periodic, dtype, layout, device, requires_grad,
-                   lambda k, n: 0.5 - 0.5 * (k * (2 * math.pi / (n - 1))).cos())
+                   lambda k, n: 0.5 - 0.5 * (k * (2 * math.pi / (n - 1))).cos(), pin_memory)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    layout=None, device=None, pin_memory=False, requires_grad=False):
     return _window("hamming_window", window_length, periodic, dtype, layout, device,
-                   requires_grad, lambda k, n: alpha - beta * (k * (2 * math.pi / (n - 1))).cos())
+                   requires_grad, lambda k, n: alpha - beta * (k * (2 * math.pi / (n - 1))).cos(),
+                   pin_memory)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -1422,13 +1432,13 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
         return 0.42 - 0.5 * t.cos() + 0.08 * (2 * t).cos()
 
     return _window("blackman_window", window_length, periodic, dtype, layout, device,
-                   requires_grad, fn)
+                   requires_grad, fn, pin_memory)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     pin_memory=False, requires_grad=False):
     return _window("bartlett_window", window_length, periodic, dtype, layout, device,
-                   requires_grad, lambda k, n: 1 - (k * (2 / (n - 1)) - 1).abs())
+                   requires_grad, lambda k, n: 1 - (k * (2 / (n - 1)) - 1).abs(), pin_memory)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
@@ -1439,7 +1449,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
         return _C.i0(beta * (1 - r * r).clamp(min=0).sqrt()) / peak
 
     return _window("kaiser_window", window_length, periodic, dtype, layout, device,
-                   requires_grad, fn)
+                   requires_grad, fn, pin_memory)
 
 
 # ---- in-place views: the tensor takes the view's geometry (set_) ----

@@ -658,3 +658,61 @@ def test_mvlgamma_of_an_order_too_large_for_memory_fails_at_once():
     terms failed to allocate; torch fails at that allocation too."""
     with pytest.raises(MemoryError):
         E.ones(1024, dtype=E.bfloat16).mvlgamma(2**31)  # 4 TiB of terms
+
+
+def test_floating_ops_of_wide_unsigned_tensors_take_a_number_as_it_is():
+    """Found by the fuzzer: uint16/32/64 with a negative number in a floating op converted the
+    number to the unsigned type first (uint32 / -1 was 2.3e-10, copysign(u, -1) positive);
+    torch converts it straight to the float type. Comparisons still compare in the unsigned
+    type, as torch's (uint32(2**32 - 1) == -1 is True)."""
+    u = E.tensor([1, 2], dtype=E.uint32)
+    assert (u / -1).tolist() == [-1.0, -2.0]
+    assert E.copysign(u, -1).tolist() == [-1.0, -2.0]
+    assert E.copysign(u.to(E.uint16), -1.0).tolist() == [-1.0, -2.0]
+    assert (u.to(E.uint64) / -2).tolist() == [-0.5, -1.0]
+    assert E.atan2(u, E.tensor(-1.0)).tolist() == pytest.approx([math.atan2(1, -1),
+                                                                 math.atan2(2, -1)])
+    assert (E.tensor([2**32 - 1], dtype=E.uint32) == -1).tolist() == [True]
+    assert (u.to(E.uint64) * 3).tolist() == [3, 6]
+
+
+def test_frexp_of_float16_near_its_largest_value():
+    """Found by the fuzzer: 65504 = 0.99951 * 2**16, and 2**16 itself overflows float16, so the
+    mantissa came out 0; it is divided in float64 now (and keeps its gradient)."""
+    m, e = E.tensor([65504.0, 1.5, -3.0, 6e-8], dtype=E.float16).frexp()
+    assert m.tolist() == [2047 / 2048, 0.75, -0.75, m.tolist()[3]]
+    assert e.tolist()[:3] == [16, 1, 2]
+    x = E.tensor([3.0, -5.0], dtype=E.float64, requires_grad=True)
+    import ember.autograd  # noqa: F401
+
+    E.frexp(x)[0].sum().backward()
+    assert x.grad.tolist() == [0.25, 0.125]
+
+
+def test_trapezoid_over_no_samples_keeps_the_dtype():
+    """torch's zeros_like_except: zeros of y's dtype, not a sum's int64."""
+    r = E.trapezoid(E.zeros(2, 0, 3, dtype=E.uint8), dim=1)
+    assert r.dtype == E.uint8 and r.shape == (2, 3) and r.tolist() == [[0] * 3] * 2
+    assert E.trapz(E.zeros(0, dtype=E.bool)).dtype == E.bool
+    assert E.trapezoid(E.zeros(0, dtype=E.float16)).dtype == E.float16
+
+
+def test_window_functions_take_torchs_overloads_and_pin_memory():
+    """torch's hamming_window takes alpha only after periodic, beta only after alpha, and
+    kaiser_window beta only after periodic; pin_memory=True pins (a RuntimeError without an
+    accelerator), as its factories do."""
+    with pytest.raises(TypeError, match="hamming_window"):
+        E.hamming_window(4, beta=0.5)
+    with pytest.raises(TypeError, match="hamming_window"):
+        E.hamming_window(4, alpha=0.5)
+    with pytest.raises(TypeError, match="kaiser_window"):
+        E.kaiser_window(4, beta=3.0)
+    w = E.hamming_window(4, periodic=False, alpha=0.5, beta=0.5)
+    assert w.tolist() == pytest.approx([0.0, 0.75, 0.75, 0.0])
+    assert E.kaiser_window(4, False, 3.0).tolist() == pytest.approx(
+        [1 / 4.880792585865024, 0.8712, 0.8712, 1 / 4.880792585865024], abs=1e-4)
+    if not E.cuda.is_available():
+        for f in (E.hann_window, E.hamming_window, E.blackman_window, E.bartlett_window,
+                  E.kaiser_window):
+            with pytest.raises(RuntimeError, match="pin_memory"):
+                f(3, pin_memory=True)

@@ -520,11 +520,12 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   }();
   // torch's pow(Tensor, Scalar) converts the exponent into the result's dtype, checked
   if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar) check_scalar_fits(b.s, result);
-  // (a wide unsigned type's operands become that type first: a number in uint64's upper half
-  // has no int64 value of its own)
+  // (a wide unsigned type's operands become that type first where the op computes in int64: a
+  // number in uint64's upper half has no int64 value of its own; the floating ops convert a
+  // number straight to their float type, as torch's: uint32 / -1 is -1, copysign(u, -1) < 0)
   const bool via_common = compute != common && (info.kind == OpKind::CMP ||
                                                 info.kind == OpKind::LOGICAL ||
-                                                is_wide_unsigned(common));
+                                                (is_wide_unsigned(common) && !is_floating(compute)));
   Tensor ta = as_tensor_operand(a, via_common ? common : compute),
          tb = as_tensor_operand(b, via_common ? common : compute);
   if (via_common) ta = to_dtype(ta, compute), tb = to_dtype(tb, compute);

@@ -203,14 +203,21 @@ std::vector<Composite> composites() {
       {"is_inference", {"is_inference(Tensor input) -> bool"}, kBoth, "creation"},
       {"hann_window", {factory("hann_window(int window_length, bool periodic=True")},
        kFunction, "creation"},
-      {"hamming_window", {factory("hamming_window(int window_length, bool periodic=True, "
-                                  "float alpha=0.54, float beta=0.46")}, kFunction, "creation"},
+      // torch's overloads: alpha and beta only after the parameters before them (a TypeError
+      // for hamming_window(n, beta=...) or kaiser_window(n, beta=...), as torch's parser gives)
+      {"hamming_window", {factory("hamming_window(int window_length"),
+                          factory("hamming_window(int window_length, bool periodic"),
+                          factory("hamming_window(int window_length, bool periodic, float alpha"),
+                          factory("hamming_window(int window_length, bool periodic, float alpha, "
+                                  "float beta")}, kFunction, "creation"},
       {"blackman_window", {factory("blackman_window(int window_length, bool periodic=True")},
        kFunction, "creation"},
       {"bartlett_window", {factory("bartlett_window(int window_length, bool periodic=True")},
        kFunction, "creation"},
-      {"kaiser_window", {factory("kaiser_window(int window_length, bool periodic=True, "
-                                 "float beta=12.0")}, kFunction, "creation"},
+      {"kaiser_window", {factory("kaiser_window(int window_length"),
+                         factory("kaiser_window(int window_length, bool periodic"),
+                         factory("kaiser_window(int window_length, bool periodic, float beta")},
+       kFunction, "creation"},
       {"transpose_", {"transpose_(Tensor input, int dim0, int dim1) -> Tensor"}, kMethod, "shape"},
       {"swapaxes_", {"swapaxes_(Tensor input, int axis0, int axis1) -> Tensor"}, kMethod, "shape",
        "transpose_"},
