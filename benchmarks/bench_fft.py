@@ -2,9 +2,11 @@
 Ratios are peer_time / ember_time (> 1: ember is faster); the rows with a target are the
 figures ember commits to.
 
-ember computes on the CPU with pocketfft (single precision for complex64 / float32, on zero-copy
+ember computes a complex transform of a power-of-two length (>= 256 points) over the last dim of
+fewer than 16 rows with the core's own kernel (ops/cpu/fft.cpp: a six-step Stockham FFT in SIMD
+lanes), and the others with pocketfft (single precision for complex64 / float32, on zero-copy
 views): SciPy's C++ pocketfft when SciPy is installed (the header says which), else NumPy's
-gufuncs, so the rows measure its per-call overhead at small sizes and pocketfft against torch's
+gufuncs. The rows measure the per-call overhead at small sizes and the engines against torch's
 FFT library (MKL in the x86 wheels, else pocketfft) at large ones. numpy.fft.fft
 and fft2, with the default norm, compute complex64 in double precision (its factor is the int 1):
 its rows are shown for context only.
@@ -119,7 +121,8 @@ def bench_fft_2d(sz: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     H.setup("bench_fft: ember.fft vs torch.fft (CPU) and numpy.fft", argv)
     engine = "SciPy's pocketfft" if ember.fft._pocketfft() is not None else "NumPy's pocketfft"
-    print(f"ember's FFT engine: {engine}")
+    print(f"ember's FFT engines: the core's kernel (complex, power-of-two length >= 256, fewer "
+          f"than 16 rows), {engine} for the rest")
     sz = sizes()
     bench_fft_1d(sz)
     bench_fft_2d(sz)

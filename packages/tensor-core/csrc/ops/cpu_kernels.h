@@ -25,6 +25,20 @@ struct ReducePlan;
 enum class SumKind { Sum, NanSum, Mean, Prod };
 }  // namespace reduce_detail
 
+// The twiddle tables of fft_pow2 for n points, in the real dtype: re/im hold w_n^k for k < n;
+// six_re/six_im the six-step form's w_n^(k1 i2) laid out [k1][i2] (k1 < fft_six_step_rows(n),
+// i2 < n / that), or null (then the kernel does not take the six-step form).
+struct FftTables {
+  const void *re, *im, *six_re, *six_im;
+};
+// The six-step form's n1 (rows of the n1 x n2 matrix a row of n = 2^k points is seen as): the
+// largest power of two with n1 * n1 <= n.
+inline int64_t fft_six_step_rows(int64_t n) {
+  int64_t n1 = 1;
+  while (n1 * n1 * 4 <= n) n1 *= 2;
+  return n1;
+}
+
 // X(name, return type, parameters...)
 #define EMBER_CPU_KERNELS(X)                                                                      \
   /* ops/cpu/unary.cpp, binary.cpp: the op table's kernels, and a + alpha * b in one pass */  \
@@ -57,6 +71,10 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
   /* entries past the causal diagonal 0, the row's logsumexp into lse[r] */                      \
   X(attention_softmax_rows, void, ScalarType dtype, void* scores, int64_t L, int64_t S,          \
     bool causal, void* lse)                                                                       \
+  /* ops/cpu/fft.cpp: complex FFTs of n = 2^k points along the middle dim of contiguous */     \
+  /* interleaved [outer][n][inner] data, out of place, scaled (FftTables below) */               \
+  X(fft_pow2, void, ScalarType real_dtype, const void* in, void* out, int64_t n, int64_t outer,  \
+    int64_t inner, bool inverse, double scale, const FftTables& tables)                          \
   /* ops/cpu/conv_depthwise.cpp: one channel per group, float32/float64 (ops/conv.cpp) */         \
   X(depthwise_forward, void, const ConvGeometry& g, int64_t N, int64_t C, ScalarType dtype,       \
     const void* big, const void* weight, void* small)                                             \

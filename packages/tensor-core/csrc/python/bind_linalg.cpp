@@ -2,6 +2,7 @@
 // functions `ember.mm(input, mat2, *, out=None)` & co., the Tensor methods, the in-place forms
 // (addmm_, ...) and, bound by hand, the `@` operator. The registry hands a call with an input that
 // requires grad (or on a device) to the hooks: the tensors by position, beta/alpha by keyword.
+#include "ops/fft.h"
 #include "ops/linalg.h"
 #include "python/pyutils.h"
 #include "python/registry.h"
@@ -111,6 +112,18 @@ void register_linalg(py::module_& m) {
     def_op(m, {.name = name, .signatures = {str_cat(name, "(Tensor input, Tensor other) -> Tensor")},
                .family = "linalg", .variants = kMethod, .hooked = true,
                .binding = "manual: bind_linalg.cpp: an operator, NotImplemented for a non-tensor"});
+
+  // ---- FFT (ops/fft.h): ember.fft's kernel for complex transforms of power-of-two lengths ----
+  def_op(m, {.name = "_fft_c2c",
+             .signatures = {"_fft_c2c(Tensor self, int[] dim, int normalization, bool forward) "
+                            "-> Tensor"},
+             .family = "linalg", .variants = kFunction, .cuda = "none",
+             .doc = "Power-of-two lengths only (NotImplementedError otherwise); normalization 0: "
+                    "none, 1: 1/sqrt(n), 2: 1/n. Not differentiable here: ember.fft records its "
+                    "own gradient.",
+             .impl = [](const Args& a) {
+               return wrap(fft_c2c_pow2(a.tensor(0), a.ints(1), a.integer(2), a.flag(3)));
+             }});
 }
 
 }  // namespace ember::pyb

@@ -1,0 +1,130 @@
+// fft.cpp: ATen's _fft_c2c on the CPU for power-of-two lengths: the transform along each dim in
+// turn, through the lane kernels of ops/cpu/fft.cpp (compiled per CPU capability). ember.fft
+// calls it for complex transforms whose every length is a power of two and leaves the others
+// (and the real ones) to pocketfft (ember/fft.py says why: a single 1024-point transform was
+// 0.59x torch's MKL through pocketfft, a batch of them 0.70x).
+#include "ops/fft.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "ops/cpu_kernels.h"
+#include "runtime/gil.h"
+
+namespace ember {
+namespace {
+
+// w_n^k = exp(-2 pi i k / n), k < n, and the six-step form's w_n^(k1 i2) (ops/cpu_kernels.h:
+// FftTables), in float and double, computed in double. Kept per n for the next call (at most
+// kMaxTables; the oldest go first).
+template <typename T> struct Tables {
+  std::vector<T> re, im, six_re, six_im;
+};
+struct Twiddles {
+  Tables<float> f;
+  Tables<double> d;
+};
+
+constexpr size_t kMaxTables = 16;
+constexpr int64_t kSixStepMin = 256;  // the kernel's own threshold (ops/cpu/fft.cpp)
+std::mutex g_mu;
+std::map<std::pair<int64_t, bool>, std::shared_ptr<const Twiddles>> g_tables;
+std::vector<std::pair<int64_t, bool>> g_order;
+
+template <typename T> void fill(Tables<T>& t, int64_t n) {
+  const double step = -2.0 * M_PI / static_cast<double>(n);
+  t.re.resize(static_cast<size_t>(n));
+  t.im.resize(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    t.re[k] = static_cast<T>(std::cos(step * static_cast<double>(k)));
+    t.im[k] = static_cast<T>(std::sin(step * static_cast<double>(k)));
+  }
+  if (n < kSixStepMin) return;
+  const int64_t n1 = fft_six_step_rows(n), n2 = n / n1;
+  t.six_re.resize(static_cast<size_t>(n));
+  t.six_im.resize(static_cast<size_t>(n));
+  for (int64_t k1 = 0; k1 < n1; ++k1)
+    for (int64_t i2 = 0; i2 < n2; ++i2) {
+      const int64_t k = (k1 * i2) & (n - 1);
+      t.six_re[k1 * n2 + i2] = t.re[k];
+      t.six_im[k1 * n2 + i2] = t.im[k];
+    }
+}
+
+std::shared_ptr<const Twiddles> twiddles(int64_t n, bool dbl) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  const auto key = std::make_pair(n, dbl);
+  auto it = g_tables.find(key);
+  if (it != g_tables.end()) return it->second;
+  auto t = std::make_shared<Twiddles>();
+  if (dbl) fill(t->d, n);
+  else fill(t->f, n);
+  if (g_order.size() >= kMaxTables) {
+    g_tables.erase(g_order.front());
+    g_order.erase(g_order.begin());
+  }
+  g_tables[key] = t;
+  g_order.push_back(key);
+  return t;
+}
+
+template <typename T> FftTables tables_of(const Tables<T>& t) {
+  return {t.re.data(), t.im.data(), t.six_re.empty() ? nullptr : t.six_re.data(),
+          t.six_im.empty() ? nullptr : t.six_im.data()};
+}
+
+bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+Tensor fft_c2c_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_t normalization,
+                    bool forward) {
+  const char* op = "_fft_c2c";
+  const ScalarType dt = self->dtype;
+  EMBER_CHECK(dt == ScalarType::Complex64 || dt == ScalarType::Complex128, std::runtime_error, op,
+              ": expected a complex64 or complex128 tensor, but got ", torch_type_name(dt));
+  EMBER_CHECK(self->device().is_cpu(), std::runtime_error, op, ": expected a CPU tensor, but got ",
+              self->device().str());
+  EMBER_CHECK(normalization >= 0 && normalization <= 2, ValueError, op,
+              ": normalization must be 0 (none), 1 (1/sqrt(n)) or 2 (1/n), but got ",
+              normalization);
+  const int64_t nd = self->dim();
+  std::vector<int64_t> wrapped;
+  for (int64_t d : dims) {
+    EMBER_CHECK(d >= -nd && d < nd, IndexError, "Dimension out of range (expected to be in range of [",
+                -nd, ", ", nd - 1, "], but got ", d, ")");
+    const int64_t w = d < 0 ? d + nd : d;
+    for (int64_t seen : wrapped)
+      EMBER_CHECK(seen != w, std::runtime_error, "FFT dims must be unique");
+    wrapped.push_back(w);
+    EMBER_CHECK(power_of_two(self->sizes[w]), NotImplementedError, op,
+                ": this kernel takes power-of-two lengths, but dim ", w, " has ", self->sizes[w],
+                " points (ember.fft uses pocketfft for those)");
+  }
+  Tensor x = contiguous(self);
+  if (wrapped.empty() || x->numel() == 0) return clone(x);
+  GilRelease nogil(x->numel() > 4096);
+  const bool dbl = dt == ScalarType::Complex128;
+  const ScalarType real = dbl ? ScalarType::Float64 : ScalarType::Float32;
+  for (int64_t d : wrapped) {
+    const int64_t n = x->sizes[d];
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < d; ++i) outer *= x->sizes[i];
+    for (int64_t i = d + 1; i < nd; ++i) inner *= x->sizes[i];
+    const double scale = normalization == 0 ? 1.0
+                         : normalization == 1 ? 1.0 / std::sqrt(static_cast<double>(n))
+                                              : 1.0 / static_cast<double>(n);
+    const auto tw = twiddles(n, dbl);
+    Tensor y = empty(x->sizes, dt);
+    cpu_kernels().fft_pow2(real, x->data(), y->data(), n, outer, inner, !forward, scale,
+                           dbl ? tables_of(tw->d) : tables_of(tw->f));
+    x = y;
+  }
+  return x;
+}
+
+}  // namespace ember

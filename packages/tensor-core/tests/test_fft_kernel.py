@@ -1,0 +1,89 @@
+"""The core's FFT kernel for power-of-two lengths (ops/fft.cpp, ops/cpu/fft.cpp; ATen's
+_fft_c2c) against NumPy's FFT in double precision: every layout it takes (rows in blocks of
+lanes, columns, the six-step form of a long row), both directions, the three normalisations,
+both precisions, and its refusals."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.fft
+
+C = ember._C
+RNG = np.random.default_rng(11)
+
+NUMPY_NORM = {(True, 0): "backward", (True, 1): "ortho", (True, 2): "forward",
+              (False, 0): "forward", (False, 1): "ortho", (False, 2): "backward"}
+
+CASES = [  # shape, dims: the layouts
+    ((1,), [0]), ((2,), [0]), ((4,), [0]), ((8,), [0]), ((64,), [0]),  # a few lanes of rows
+    ((3, 128), [1]), ((17, 32), [1]), ((40, 64), [-1]),  # rows: partial and whole blocks
+    ((256,), [0]), ((512,), [0]), ((2048,), [0]), ((1 << 15,), [0]),  # six-step, n1 = n2 or not
+    ((2, 1024), [1]),  # six-step per row
+    ((64, 5), [0]), ((16, 40), [0]), ((3, 32, 17), [1]),  # columns, partial lanes
+    ((32, 64), [0, 1]), ((8, 4, 16), [2, 0]),  # several dims in turn
+]
+
+
+@pytest.mark.parametrize("shape,dims", CASES, ids=[f"{s}-{d}" for s, d in CASES])
+@pytest.mark.parametrize("dtype,tol", [(np.complex64, 2e-6), (np.complex128, 1e-13)])
+def test_matches_numpy(shape, dims, dtype, tol):
+    a = (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+    for forward in (True, False):
+        for norm in (0, 1, 2):
+            got = C._fft_c2c(ember.from_numpy(a), dims, norm, forward).numpy()
+            want = (np.fft.fftn if forward else np.fft.ifftn)(
+                a.astype(np.complex128), axes=dims, norm=NUMPY_NORM[forward, norm])
+            assert got.dtype == dtype and got.shape == want.shape
+            scale = max(np.abs(want).max(), 1e-300)
+            assert np.abs(got - want).max() / scale <= tol, (forward, norm)
+
+
+def test_non_contiguous_input_and_a_new_result():
+    a = (RNG.standard_normal((512, 6)) + 1j * RNG.standard_normal((512, 6))).astype(np.complex64)
+    x = ember.from_numpy(a).t()  # the transformed dim has stride 6
+    got = C._fft_c2c(x, [1], 0, True)
+    np.testing.assert_allclose(got.numpy(), np.fft.fft(a.T.astype(np.complex128)), rtol=0,
+                               atol=2e-6 * np.abs(got.numpy()).max())
+    assert got.is_contiguous()
+    np.testing.assert_array_equal(x.numpy(), a.T)  # the input is untouched
+
+
+def test_an_impulse_and_a_constant():
+    n = 4096
+    x = np.zeros(n, np.complex128)
+    x[0] = 1
+    np.testing.assert_allclose(C._fft_c2c(ember.from_numpy(x), [0], 0, True).numpy(),
+                               np.ones(n), atol=1e-15)
+    np.testing.assert_allclose(C._fft_c2c(ember.from_numpy(np.ones(n, np.complex128)), [0], 2,
+                                          True).numpy()[:3], [1, 0, 0], atol=1e-15)
+
+
+def test_ember_fft_routes_few_long_rows_to_the_kernel_and_agrees_with_pocketfft():
+    # ember.fft.fft of 3 rows of 1024 points runs the kernel; 32 rows run pocketfft: the two
+    # agree to float32 rounding, and gradients flow through both
+    for rows in (3, 32):
+        a = (RNG.standard_normal((rows, 1024)) + 1j * RNG.standard_normal((rows, 1024)))
+        x = ember.from_numpy(a.astype(np.complex64))
+        want = np.fft.fft(a.astype(np.complex64).astype(np.complex128))
+        np.testing.assert_allclose(ember.fft.fft(x).numpy(), want, rtol=0,
+                                   atol=2e-6 * np.abs(want).max())
+    from ember.autograd import gradcheck
+
+    xg = ember.randn(2, 256, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda t: ember.fft.ifft(ember.fft.fft(t) * 2, norm="ortho").real, (xg,))
+
+
+def test_refusals():
+    with pytest.raises(NotImplementedError, match="power-of-two"):
+        C._fft_c2c(ember.ones(12, dtype=ember.complex64), [0], 0, True)
+    with pytest.raises(RuntimeError, match="complex64 or complex128"):
+        C._fft_c2c(ember.ones(16), [0], 0, True)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        C._fft_c2c(ember.ones(16, dtype=ember.complex64), [1], 0, True)
+    with pytest.raises(RuntimeError, match="unique"):
+        C._fft_c2c(ember.ones(4, 4, dtype=ember.complex64), [0, -2], 0, True)
+    with pytest.raises(ValueError, match="normalization"):
+        C._fft_c2c(ember.ones(4, dtype=ember.complex64), [0], 3, True)
+    e = C._fft_c2c(ember.ones(0, 4, dtype=ember.complex64), [1], 0, True)
+    assert tuple(e.shape) == (0, 4)
