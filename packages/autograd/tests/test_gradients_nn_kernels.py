@@ -368,6 +368,27 @@ def test_binary_cross_entropy_node_forward_ad():
     assert float((tangent - fd).abs().max()) < 1e-6
 
 
+@pytest.mark.parametrize("x_shape", [(5,), (3, 5), (2, 3, 5)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_node(x_shape, bias):
+    # F.linear records one node (input, weight, bias), twice differentiated, for 1-, 2- and 3-d
+    # inputs; its values are x w^T + b
+    ember.manual_seed(20)
+    x, w = _r(*x_shape), _r(4, 5)
+    args = (x, w, _r(4)) if bias else (x, w)
+
+    def f(*a):
+        return ember.nn.functional.linear(*a)
+
+    _both(f, args)
+    y = f(*args)
+    assert type(y.grad_fn).__name__.startswith("Linear")
+    want = x.detach().matmul(w.detach().t()) + (args[2].detach() if bias else 0)
+    assert float((y.detach() - want).abs().max()) < 1e-12
+    # one input requiring grad, the others constants
+    _both(lambda w: ember.nn.functional.linear(x.detach(), w), (w,))
+
+
 def _bce_logits_reference(x, target, pos_weight):
     # the definition: -(pw t log(sigmoid(x)) + (1 - t) log(1 - sigmoid(x)))
     s = x.sigmoid()
@@ -446,7 +467,8 @@ COVERED = {"convolution", "convolution_backward", "nll_loss", "nll_loss_backward
            "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "gelu", "silu", "elu", "celu",
            "softplus", "mish", "hardsigmoid", "hardswish", "binary_cross_entropy", "hardtanh",
            "hardtanh_", "hardtanh_backward", "threshold_backward", "_rnn_layer",
-           "_scaled_dot_product_flash_attention_for_cpu", "binary_cross_entropy_with_logits"} | {
+           "_scaled_dot_product_flash_attention_for_cpu", "binary_cross_entropy_with_logits",
+           "linear"} | {
     f"{p}{k}d{s}" for k in (1, 2, 3)
     for p, s in [("max_pool", "_with_indices"), ("max_pool", "_with_indices_backward"),
                  ("avg_pool", ""), ("avg_pool", "_backward"), ("adaptive_avg_pool", ""),

@@ -174,6 +174,20 @@ def _binary_cross_entropy(g, needs, out, x, target):
     return (gx, gt)
 
 
+@grad("linear", save=(0, 1))
+def _linear(g, needs, out, x, w, b):
+    # y = x w^T + b over x's last dim: dx = g w, dw = g^T x (rows of every leading index), db
+    # the sum of g's rows; core ops, so double backward works
+    o, i = w.shape[0], w.shape[-1]
+    gx = g.matmul(w) if needs[0] else None
+    gw = gb = None
+    if needs[1]:
+        gw = g.reshape(-1, o).t().matmul(x.reshape(-1, i))
+    if b is not None and len(needs) > 2 and needs[2]:
+        gb = g.reshape(-1, o).sum(0)
+    return (gx, gw, gb)
+
+
 @grad("binary_cross_entropy_with_logits", save=(0, 1, 2))
 def _bce_with_logits(g, needs, out, x, target, pos_weight):
     # the unreduced loss (1 - t) x + lw softplus(-x), lw = (pos_weight - 1) t + 1 (torch's
