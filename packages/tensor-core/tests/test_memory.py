@@ -366,9 +366,10 @@ def test_the_cache_is_bounded():
     """Freed blocks beyond the cap go back to malloc (the least recently used classes first)."""
     collect()
     ember.cpu.empty_cache()
-    blocks = [ember.empty(30 * MiB, dtype=ember.uint8) for _ in range(12)]  # 360 MiB
+    cap = cache_stats()["cap_bytes"]
+    blocks = [ember.empty(30 * MiB, dtype=ember.uint8) for _ in range(cap // (30 * MiB) + 3)]
     del blocks
-    assert cache_stats()["cached_bytes"] <= 256 * MiB
+    assert 0 < cache_stats()["cached_bytes"] <= cap
     ember.cpu.empty_cache()
 
 
@@ -400,6 +401,10 @@ def test_cache_can_be_turned_off_and_a_forked_child_allocates():
             "assert ember._C._cpu_cache_stats()['cached_bytes'] == 0\n")
     env = dict(os.environ, EMBER_CPU_CACHE="0")
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    code = "import ember; print(ember._C._cpu_cache_stats()['cap_bytes'])"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                         env=dict(os.environ, EMBER_CPU_CACHE="8")).stdout
+    assert int(out) == 8 * MiB
     if not hasattr(os, "fork"):
         return
     # the cache's lock is taken around fork (pthread_atfork): a child allocates and frees

@@ -46,15 +46,19 @@ void count_alloc(int64_t n) {
 // few megabytes are free there, so a loop that frees and re-allocates its activations every
 // iteration touched new pages every time: a 4-layer LSTM's inference took 2,000 page faults
 // (8 MiB zeroed by the kernel) per call, 10% of its time. Cached blocks keep their pages. At most
-// kCacheCap bytes stay cached (the least recently used classes go back to malloc first);
-// ember.cpu.empty_cache() returns everything; EMBER_CPU_CACHE=0 turns the cache off (and
-// sanitizer builds have it off, so that ASan sees every use after free).
+// the cap stays cached (64 MiB; the least recently used classes go back to malloc first);
+// ember.cpu.empty_cache() returns everything; EMBER_CPU_CACHE=<MiB> sets the cap, 0 turns the
+// cache off (and sanitizer builds have it off, so that ASan sees every use after free).
 class BlockCache {
  public:
   static constexpr size_t kMinBytes = size_t(128) << 10;  // glibc's default mmap threshold
   static constexpr int kClassesPerOctave = 8;             // classes 1/8 of an octave apart
   static constexpr int kFirstOctave = 17;                 // 2^17 = kMinBytes
   static constexpr int kNumClasses = 8 * kClassesPerOctave + 1;  // 128 KiB .. 32 MiB
+  // 64 MiB: a loop's temporaries fit (nanoGPT's inference: 7.5 MiB); the cache holds what
+  // malloc would otherwise reuse for other sizes, so the cap is also what it may add to a peak
+  // (one ResNet-50 training step: +20 MiB at this cap, +41 at 256)
+  static constexpr size_t kDefaultCapMiB = 64;
 
   // The size class of a request in the cached range, or -1 outside it.
   static int class_of(size_t nbytes) {
@@ -107,7 +111,7 @@ class BlockCache {
       cls.blocks.push_back(p);
       cls.last_use = ++clock_;
       cached_bytes_ += class_size(c);
-      if (cached_bytes_ > kCacheCap) evict_locked(kCacheCap, released);
+      if (cached_bytes_ > cap_) evict_locked(cap_, released);
     }
     for (void* b : released) std::free(b);
     return true;
@@ -124,19 +128,25 @@ class BlockCache {
 
   CpuCacheStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
-    return {static_cast<int64_t>(cached_bytes_), hits_, misses_, enabled_};
+    return {static_cast<int64_t>(cached_bytes_), hits_, misses_, enabled_,
+            static_cast<int64_t>(cap_)};
   }
 
  private:
-  static constexpr size_t kCacheCap = size_t(256) << 20;
+  size_t cap_ = kDefaultCapMiB << 20;
   struct Class {
     std::vector<void*> blocks;
     uint64_t last_use = 0;
   };
 
   BlockCache() {
-    const char* env = std::getenv("EMBER_CPU_CACHE");
-    enabled_ = !(env && std::strcmp(env, "0") == 0);
+    // EMBER_CPU_CACHE: the cap in MiB (0: off)
+    if (const char* env = std::getenv("EMBER_CPU_CACHE")) {
+      char* end = nullptr;
+      const long long mib = std::strtoll(env, &end, 10);
+      if (end != env && *end == '\0' && mib >= 0) cap_ = static_cast<size_t>(mib) << 20;
+    }
+    enabled_ = cap_ > 0;
 #if defined(__SANITIZE_ADDRESS__)
     enabled_ = false;
 #elif defined(__has_feature)

@@ -90,6 +90,7 @@ void cpu_reset_peak_bytes();
 struct CpuCacheStats {
   int64_t cached_bytes, hits, misses;
   bool enabled;
+  int64_t cap_bytes;
 };
 void cpu_empty_cache();
 CpuCacheStats cpu_cache_stats();

@@ -101,6 +101,7 @@ void register_runtime(py::module_& m) {
     d["hits"] = s.hits;
     d["misses"] = s.misses;
     d["enabled"] = s.enabled;
+    d["cap_bytes"] = s.cap_bytes;
     return d;
   });
   // torch._C._get_cpu_capability: the instruction set of the kernels in use (fixed at import).

@@ -8,10 +8,9 @@ borrowed from NumPy or DLPack, or shared-memory storages, does not.
 
 The allocator keeps freed blocks of 128 KiB to 32 MiB and hands them to the next request of the
 same size class (a training or inference loop then re-uses its pages instead of having the
-kernel zero new ones on every iteration). A request the cache cannot serve first returns cached
-blocks worth its size, so the cache does not add to the process's peak footprint; at most 1 GiB
-stays cached. ``empty_cache()`` returns it all to malloc; the environment variable
-``EMBER_CPU_CACHE=0`` (read at import) turns the cache off.
+kernel zero new ones on every iteration). At most 64 MiB stay cached (the least recently used
+size classes go first). ``empty_cache()`` returns it all to malloc; the environment variable
+``EMBER_CPU_CACHE`` (read at import) sets the cap in MiB, ``0`` turns the cache off.
 """
 
 from __future__ import annotations
