@@ -716,3 +716,16 @@ def test_window_functions_take_torchs_overloads_and_pin_memory():
                   E.kaiser_window):
             with pytest.raises(RuntimeError, match="pin_memory"):
                 f(3, pin_memory=True)
+
+
+def test_frexp_checks_its_out_argument_first():
+    """torch's parser checks out= (two tensors) before frexp checks the dtype."""
+    with pytest.raises(TypeError, match="must be tuple of Tensors, not int"):
+        E.frexp(E.ones(2, dtype=E.int64), out=-1)
+    with pytest.raises(TypeError, match="must be tuple of Tensors, not Tensor"):
+        E.frexp(E.ones(2, dtype=E.uint8), out=E.ones(2))
+    with pytest.raises(TypeError, match="expected Tensor as element 0"):
+        E.frexp(E.ones(2), out=[2, 3])
+    m, e = E.empty(2), E.empty(2, dtype=E.int32)
+    E.frexp(E.tensor([3.0, 0.5]), out=(m, e))
+    assert m.tolist() == [0.75, 0.5] and e.tolist() == [2, 0]
