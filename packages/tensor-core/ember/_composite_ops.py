@@ -1712,16 +1712,23 @@ def chain_matmul(*matrices, out=None):
 
 def unravel_index(indices, shape):
     """The coordinates of flat indices in an array of `shape`: a tuple of tensors."""
+    # torch's order of checks: the indices' dtype, the shape's type, its entries, their signs
+    if not _is_tensor(indices):
+        indices = _C.tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == _C.bool:
+        raise TypeError("expected 'indices' to be integer dtype, but got "
+                        f"{indices.dtype}")
+    if isinstance(shape, bool) or not isinstance(shape, (int, tuple, list, _C.Size)):
+        raise TypeError("expected 'shape' to be int or sequence of ints, but got "
+                        f"{type(shape)}")
     if isinstance(shape, int):
         shape = (shape,)
+    for d in shape:
+        if not isinstance(d, int):
+            raise TypeError(f"expected 'shape' sequence to only contain ints, but got {type(d)}")
     shape = tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(shape))
-    if not _is_tensor(indices):
-        indices = _C.tensor(indices)
-    if indices.dtype.is_floating_point or indices.dtype == _C.bool:
-        raise TypeError("expected 'indices' to be integer dtype, but got "
-                        f"{indices.dtype}")
     total = math.prod(shape)
     if bool(((indices < -total) | (indices >= total)).any()):
         raise ValueError(f"'indices' must be in range [{-total}, {total})")

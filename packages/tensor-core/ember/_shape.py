@@ -458,6 +458,12 @@ def _dims(x):
 @tensor_args("input")
 def movedim(input, source, destination):
     """A view with the dims in `source` moved to the positions in `destination`."""
+    for arg in (source, destination):  # torch's parser: an int or a sequence of ints
+        if not _dims_arg(arg):
+            raise TypeError(f"movedim() received an invalid combination of arguments - got "
+                            f"(Tensor, {type(source).__name__}, {type(destination).__name__}), "
+                            f"but expected one of: (Tensor input, tuple of ints source, tuple "
+                            f"of ints destination), (Tensor input, int source, int destination)")
     src, dst = _dims(source), _dims(destination)
     nd = input.dim()
     if len(src) != len(dst):
@@ -482,6 +488,13 @@ def movedim(input, source, destination):
 
 
 moveaxis = movedim
+
+
+def _dims_arg(x) -> bool:
+    def is_int(v):
+        return not isinstance(v, (bool, _C.Tensor, float)) and hasattr(v, "__index__")
+
+    return is_int(x) or (isinstance(x, (tuple, list)) and all(is_int(v) for v in x))
 
 
 @tensor_args("input")

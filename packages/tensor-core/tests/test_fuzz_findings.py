@@ -729,3 +729,33 @@ def test_frexp_checks_its_out_argument_first():
     m, e = E.empty(2), E.empty(2, dtype=E.int32)
     E.frexp(E.tensor([3.0, 0.5]), out=(m, e))
     assert m.tolist() == [0.75, 0.5] and e.tolist() == [2, 0]
+
+
+def test_movedim_takes_ints_or_sequences_of_ints():
+    """torch's parser: movedim(Tensor, int[] source, int[] destination) or (int, int); a tensor,
+    a string or a float is a TypeError (ember read a string's letters as dims)."""
+    x = E.ones(2, 3, 4)
+    for source in (E.ones(2), "sum", 1.0, True):
+        with pytest.raises(TypeError, match="movedim"):
+            x.moveaxis(source, 0)
+    assert x.movedim((0, 1), [2, 0]).shape == (3, 4, 2)
+    assert E.moveaxis(x, 0, -1).shape == (3, 4, 2)
+
+
+def test_unravel_index_checks_in_torchs_order():
+    with pytest.raises(TypeError, match="expected 'indices' to be integer dtype"):
+        E.unravel_index(E.ones(2, dtype=E.complex64), 3)
+    with pytest.raises(TypeError, match="expected 'shape' to be int or sequence of ints"):
+        E.unravel_index(E.tensor([1, 2]), E.tensor([3]))
+    with pytest.raises(TypeError, match="sequence to only contain ints"):
+        E.unravel_index(E.tensor([1, 2]), (3, 2.0))
+    rows, cols = E.unravel_index(E.tensor([4, 5]), (2, 3))
+    assert rows.tolist() == [1, 1] and cols.tolist() == [1, 2]
+
+
+def test_tri_indices_check_the_layout_type():
+    with pytest.raises(TypeError, match="layout"):
+        E.triu_indices(-1, -1, layout=True)
+    with pytest.raises(TypeError, match="layout"):
+        E.tril_indices(3, 3, layout=[2, 3])
+    assert E.tril_indices(3, 3, layout=E.strided).shape == (2, 6)

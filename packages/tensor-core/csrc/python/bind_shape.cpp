@@ -366,10 +366,10 @@ void register_shape(py::module_& m) {
                  return py::reinterpret_borrow<py::object>(a[0]);
                }});
     const std::string iname = upper ? "triu_indices" : "tril_indices";
-    // layout: accepted for torch's signature; ember has only strided tensors
+    // layout: checked as torch checks it (ember.layout); ember has only strided tensors
     def_op(m, {.name = iname,
                .signatures = {iname + "(int row, int col, int offset=0, *, ScalarType? dtype=None, "
-                                      "Device? device=None, Any? layout=None) -> Tensor"},
+                                      "Device? device=None, Layout? layout=None) -> Tensor"},
                .family = S, .variants = kFunction,
                .impl = [upper](const Args& a) {
                  return tri_indices_call(upper, a.integer(0), a.integer(1), a.integer(2), a[3], a[4]);
