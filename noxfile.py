@@ -306,15 +306,15 @@ def sanitizer_runtime(session: nox.Session, lib: str) -> str:
 
 
 # The tests the sanitizer session runs: those that drive the core's memory handling (views,
-# strides, indexing, resizing, serialization, interop, threads, hostile input and the quick
-# forms of both fuzzers). The whole suite under the sanitizers takes about 15 minutes on two
+# strides, indexing, resizing, serialization, interop, threads, hostile input, the FFT kernel's
+# hand-written indexing and the quick forms of both fuzzers). The whole suite under the sanitizers takes about 15 minutes on two
 # cores, these about 3 (`nox -s sanitize -- all` runs everything).
 SANITIZED_TESTS = [
     "test_hostile_input.py", "test_fuzz.py", "test_untrusted_checkpoints.py",
     "test_checkpoint_fuzz.py", "test_views_indexing.py", "test_indexing.py", "test_index_ops.py",
     "test_shape_ops.py", "test_resize.py", "test_out_resize.py", "test_serialization.py",
     "test_interop.py", "test_errors.py", "test_threads.py", "test_memory.py",
-    "test_cuda_compiled_kernels.py",
+    "test_cuda_compiled_kernels.py", "test_fft_kernel.py",
 ]
 
 
