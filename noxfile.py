@@ -307,8 +307,9 @@ def sanitizer_runtime(session: nox.Session, lib: str) -> str:
 
 # The tests the sanitizer session runs: those that drive the core's memory handling (views,
 # strides, indexing, resizing, serialization, interop, threads, hostile input, the FFT kernel's
-# hand-written indexing and the quick forms of both fuzzers). The whole suite under the sanitizers takes about 15 minutes on two
-# cores, these about 3 (`nox -s sanitize -- all` runs everything).
+# hand-written indexing and the quick forms of both fuzzers). The whole suite under the
+# sanitizers takes about 15 minutes on two cores, these about 3 (`nox -s sanitize -- all` runs
+# everything).
 SANITIZED_TESTS = [
     "test_hostile_input.py", "test_fuzz.py", "test_untrusted_checkpoints.py",
     "test_checkpoint_fuzz.py", "test_views_indexing.py", "test_indexing.py", "test_index_ops.py",
