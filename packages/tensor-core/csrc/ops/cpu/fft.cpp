@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "runtime/parallel.h"
@@ -146,6 +147,12 @@ template <typename T> struct Planes {
     wim = wre + m * kLanes;
   }
   void zero_data(int64_t m) { std::fill(re, re + 2 * m * kLanes, T(0)); }
+  // The lane FFT of the data planes (m points, w_m^k = table[k * step]): the planes that hold
+  // the result, real and imaginary.
+  std::pair<T*, T*> fft(int64_t m, const T* wr, const T* wi, int64_t step, bool inverse) {
+    const bool in_work = lane_fft(re, im, wre, wim, m, wr, wi, step, inverse);
+    return in_work ? std::make_pair(wre, wim) : std::make_pair(re, im);
+  }
 };
 
 // Rows of n points (batch rows at in + b * n), kLanes rows per block; the tail block's missing
@@ -171,9 +178,7 @@ void rows(const T* in, T* out, int64_t n, int64_t batch, bool inverse, T scale, 
           }
         }
       }
-      const bool in_work = lane_fft(pl.re, pl.im, pl.wre, pl.wim, n, wr, wi, N / n, inverse);
-      const T* rr = in_work ? pl.wre : pl.re;
-      const T* ri = in_work ? pl.wim : pl.im;
+      const auto [rr, ri] = pl.fft(n, wr, wi, N / n, inverse);
       for (int64_t k0 = 0; k0 < n; k0 += kTile) {
         const int64_t k1 = std::min(n, k0 + kTile);
         for (int64_t l = 0; l < lanes; ++l) {
@@ -207,9 +212,7 @@ void columns(const T* in, T* out, int64_t n, int64_t outer, int64_t inner, bool 
           pl.im[k * kLanes + l] = src[2 * l + 1];
         }
       }
-      const bool in_work = lane_fft(pl.re, pl.im, pl.wre, pl.wim, n, wr, wi, N / n, inverse);
-      const T* rr = in_work ? pl.wre : pl.re;
-      const T* ri = in_work ? pl.wim : pl.im;
+      const auto [rr, ri] = pl.fft(n, wr, wi, N / n, inverse);
       T* obase = out + 2 * (o * n * inner + c0);
       for (int64_t k = 0; k < n; ++k) {
         T* dst = obase + 2 * k * inner;
@@ -246,13 +249,11 @@ void six_step(const T* in, T* out, int64_t n, bool inverse, T scale, const T* wr
           pl.im[i1 * kLanes + l] = src[2 * l + 1];
         }
       }
-      const bool in_work = lane_fft(pl.re, pl.im, pl.wre, pl.wim, n1, wr, wi, n / n1, inverse);
-      const T* rr = in_work ? pl.wre : pl.re;
-      const T* ri = in_work ? pl.wim : pl.im;
+      const auto [rr, ri] = pl.fft(n1, wr, wi, n / n1, inverse);
       // the twiddles in the planes (the table's rows are k1, its columns i2: contiguous lanes),
       // then the transposed store, plain data movement
-      T* __restrict__ pr = const_cast<T*>(rr);
-      T* __restrict__ pi = const_cast<T*>(ri);
+      T* __restrict__ pr = rr;
+      T* __restrict__ pi = ri;
       const T conj = inverse ? T(-1) : T(1);
       for (int64_t k1 = 0; k1 < n1; ++k1) {
         const T* __restrict__ cr = w6r + k1 * n2 + i20;
@@ -290,9 +291,7 @@ void six_step(const T* in, T* out, int64_t n, bool inverse, T scale, const T* wr
           pl.im[i2 * kLanes + l] = si[l];
         }
       }
-      const bool in_work = lane_fft(pl.re, pl.im, pl.wre, pl.wim, n2, wr, wi, n / n2, inverse);
-      const T* rr = in_work ? pl.wre : pl.re;
-      const T* ri = in_work ? pl.wim : pl.im;
+      const auto [rr, ri] = pl.fft(n2, wr, wi, n / n2, inverse);
       for (int64_t k2 = 0; k2 < n2; ++k2) {
         T* dst = out + 2 * (k2 * n1 + k10);
         for (int64_t l = 0; l < lanes; ++l) {
