@@ -421,6 +421,22 @@ def test_binary_cross_entropy_with_logits_node(with_pos_weight):
     assert type(y.grad_fn).__name__.startswith("BinaryCrossEntropyWithLogits")
 
 
+def test_binary_cross_entropy_with_logits_promotes_as_torch():
+    # a float64 target (or pos_weight) makes a float64 loss, as torch's (1 - t) * x does
+    x = ember.tensor([0.5, -1.0], dtype=ember.float32, requires_grad=True)
+    t = ember.tensor([1.0, 0.0], dtype=ember.float64)
+    F = ember.nn.functional
+    loss = F.binary_cross_entropy_with_logits(x, t, reduction="none")
+    assert loss.dtype == ember.float64
+    assert F.binary_cross_entropy_with_logits(
+        x, t.float(), pos_weight=ember.tensor([2.0, 2.0], dtype=ember.float64)).dtype == \
+        ember.float64
+    loss.sum().backward()
+    assert x.grad.dtype == ember.float32
+    s = [1 / (1 + math.exp(-0.5)), 1 / (1 + math.exp(1.0))]
+    assert x.grad.tolist() == pytest.approx([s[0] - 1, s[1]], rel=1e-6)
+
+
 def test_binary_cross_entropy_with_logits_is_finite_for_large_logits():
     x = ember.tensor([-800.0, -30.0, 0.0, 30.0, 800.0], dtype=D, requires_grad=True)
     t = ember.tensor([1.0, 0.0, 0.5, 1.0, 0.0], dtype=D)

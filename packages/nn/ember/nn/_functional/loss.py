@@ -166,11 +166,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def _bce_with_logits_values(input, target, pos_weight):
     # (1 - t) x + lw softplus(-x), lw = (pos_weight - 1) t + 1; softplus(-x) = max(-x, 0) +
     # log1p(exp(-|x|)), finite for every x. Without pos_weight: max(x, 0) - x t + log1p(...).
+    # (in place only on input's own temporaries: target or pos_weight may promote the result)
     tail = input.abs().neg_().exp_().log1p_()
     if pos_weight is None:
-        return tail.add_(input.clamp(min=0)).sub_(input * target)
+        return tail.add_(input.clamp(min=0)) - input * target
     lw = (pos_weight - 1) * target + 1
-    return tail.add_((-input).clamp_(min=0)).mul_(lw).add_((1 - target) * input)
+    return tail.add_((-input).clamp_(min=0)) * lw + (1 - target) * input
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
