@@ -75,9 +75,11 @@ class BlockCache {
     return (size_t(1) << octave) / kClassesPerOctave * (kClassesPerOctave + c % kClassesPerOctave);
   }
 
+  // Never destroyed: a storage freed by another static object's destructor at exit must still
+  // find it (the cached blocks go back with the process).
   static BlockCache& instance() {
-    static BlockCache cache;
-    return cache;
+    static BlockCache* cache = new BlockCache();
+    return *cache;
   }
 
   // A cached block of class c or of the smallest cached class up to an octave above it (its
