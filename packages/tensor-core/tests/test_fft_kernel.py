@@ -68,8 +68,7 @@ def test_ember_fft_routes_few_long_rows_to_the_kernel_and_agrees_with_pocketfft(
         want = np.fft.fft(a.astype(np.complex64).astype(np.complex128))
         np.testing.assert_allclose(ember.fft.fft(x).numpy(), want, rtol=0,
                                    atol=2e-6 * np.abs(want).max())
-    from ember.autograd import gradcheck
-
+    gradcheck = pytest.importorskip("ember.autograd").gradcheck  # (ember-autograd's)
     xg = ember.randn(2, 256, dtype=ember.float64, requires_grad=True)
     assert gradcheck(lambda t: ember.fft.ifft(ember.fft.fft(t) * 2, norm="ortho").real, (xg,))
 

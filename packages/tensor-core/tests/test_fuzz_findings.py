@@ -682,9 +682,8 @@ def test_frexp_of_float16_near_its_largest_value():
     m, e = E.tensor([65504.0, 1.5, -3.0, 6e-8], dtype=E.float16).frexp()
     assert m.tolist() == [2047 / 2048, 0.75, -0.75, m.tolist()[3]]
     assert e.tolist()[:3] == [16, 1, 2]
+    pytest.importorskip("ember.autograd")  # (the gradient: ember-autograd)
     x = E.tensor([3.0, -5.0], dtype=E.float64, requires_grad=True)
-    import ember.autograd  # noqa: F401
-
     E.frexp(x)[0].sum().backward()
     assert x.grad.tolist() == [0.25, 0.125]
 
