@@ -1207,14 +1207,6 @@ _frexp_result = collections.namedtuple("frexp", ["mantissa", "exponent"])
 
 
 def frexp(input, *, out=None):
-    if out is not None:  # torch's parser checks out= (a tuple of two tensors) before the dtype
-        if not isinstance(out, (tuple, list)):
-            raise TypeError(f"frexp(): argument 'out' must be tuple of Tensors, not "
-                            f"{type(out).__name__}")
-        for i, o in enumerate(out):
-            if not isinstance(o, _C.Tensor):
-                raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
-                                f"{type(o).__name__}")
     if not input.dtype.is_floating_point:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     x = input.detach()

@@ -169,7 +169,7 @@ std::vector<Composite> composites() {
       {"gcd_", {"gcd_(Tensor input, Tensor other) -> Tensor"}, kBoth, E},
       {"lcm", {"lcm(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"}, kBoth, E},
       {"lcm_", {"lcm_(Tensor input, Tensor other) -> Tensor"}, kBoth, E},
-      {"frexp", {"frexp(Tensor input, *, Any? out=None) -> (Tensor mantissa, Tensor exponent)"},
+      {"frexp", {"frexp(Tensor input, *, Tensor[]? out=None) -> (Tensor mantissa, Tensor exponent)"},
        kBoth, E},
       {"put_", {"put_(Tensor input, Tensor index, Tensor source, bool accumulate=False) -> "
                 "Tensor"}, kMethod, "indexing"},
