@@ -20,15 +20,6 @@
 namespace ember {
 namespace {
 
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc) {
-  blas::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc);
-}
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-          int64_t lda, const double* B, int64_t ldb, double* C, int64_t ldc) {
-  blas::dgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
-}
-
 // Element offsets of each matrix of t (its dims before the last two, in row-major order).
 std::vector<int64_t> matrix_offsets(const Tensor& t) {
   const int64_t lead = t->dim() - 2;
@@ -129,10 +120,10 @@ std::pair<Tensor, Tensor> scaled_dot_product_attention_cpu(const Tensor& query, 
           }
           continue;
         }
-        gemm(false, true, L, S, E, static_cast<T>(sc), qd + qo[i], ldq, kd + ko[i], ldk,
-             scores.data(), S);
+        blas::gemm(false, true, L, S, E, static_cast<T>(sc), qd + qo[i], ldq, kd + ko[i], ldk,
+                   T(0), scores.data(), S);
         cpu_kernels().attention_softmax_rows(dt, scores.data(), L, S, is_causal, lse_i);
-        gemm(false, false, L, Ev, S, T(1), scores.data(), S, vd + vo[i], ldv, o, ldo);
+        blas::gemm(false, false, L, Ev, S, T(1), scores.data(), S, vd + vo[i], ldv, T(0), o, ldo);
       }
     });
   };

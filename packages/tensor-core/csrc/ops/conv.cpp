@@ -127,14 +127,7 @@ template <typename T> void col2im(const T* col, int64_t C, const Geo& g, T* big,
   });
 }
 
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  blas::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-                 int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  blas::dgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
+using blas::gemm;
 
 // Sizes of one call: N batch, S/B channels on the small/big side, G groups.
 struct Dims {

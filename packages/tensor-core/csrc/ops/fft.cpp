@@ -95,9 +95,7 @@ Tensor fft_c2c_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_
   const int64_t nd = self->dim();
   std::vector<int64_t> wrapped;
   for (int64_t d : dims) {
-    EMBER_CHECK(d >= -nd && d < nd, IndexError, "Dimension out of range (expected to be in range of [",
-                -nd, ", ", nd - 1, "], but got ", d, ")");
-    const int64_t w = d < 0 ? d + nd : d;
+    const int64_t w = wrap_dim(d, nd, false);
     for (int64_t seen : wrapped)
       EMBER_CHECK(seen != w, std::runtime_error, "FFT dims must be unique");
     wrapped.push_back(w);

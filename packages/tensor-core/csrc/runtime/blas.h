@@ -34,6 +34,17 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
 void dgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
            const double* A, int64_t lda, const double* B, int64_t ldb, double beta, double* C,
            int64_t ldc);
+// sgemm / dgemm by the element type, for code templated over float and double.
+inline void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                 int64_t ldc) {
+  sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+inline void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
+                 const double* A, int64_t lda, const double* B, int64_t ldb, double beta,
+                 double* C, int64_t ldc) {
+  dgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 // complex64 / complex128 (cblas_cgemm / cblas_zgemm; op is the transpose, not the conjugate one)
 void cgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, std::complex<float> alpha,
            const std::complex<float>* A, int64_t lda, const std::complex<float>* B, int64_t ldb,
