@@ -367,13 +367,11 @@ _CORE_MIN_POINTS = 256
 _CORE_MAX_ROWS = 16
 
 
-def _core_kernel_applies(input, plan, complex_transform=False):
+def _core_kernel_applies(input, plan):
     if len(plan) != 1:
         return False
     op, axis, n, _ = plan[0]
-    if not complex_transform and op not in ("fft", "ifft"):
-        return False
-    if axis != input.dim() - 1 or input.shape[axis] != n:
+    if op not in ("fft", "ifft") or axis != input.dim() - 1 or input.shape[axis] != n:
         return False
     if n < _CORE_MIN_POINTS or n & (n - 1) or input.numel() >= n * _CORE_MAX_ROWS:
         return False
@@ -557,9 +555,6 @@ def _fft_1d(name, forward, input, n, dim, norm, out):
         n = input.size(d)
     _check_points(n)
     scale = _scale(norm, forward)
-    if (out is None and is_complex and not input.requires_grad and not input.is_cuda
-            and _core_kernel_applies(input, [(None, d, n, None)], True)):
-        return _C._fft_c2c(input, [d], scale, forward)  # (_execute's first branch, shorter)
     result_dtype = _TO_COMPLEX[work]
     if out is not None:
         if not out.dtype.is_complex:
