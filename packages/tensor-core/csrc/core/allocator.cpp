@@ -210,6 +210,7 @@ class CPUAllocator final : public Allocator {
     if (nbytes == 0) return DataPtr(nullptr, nullptr, nullptr, Device{});
     size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
     void* p = nullptr;
+    int cls = BlockCache::class_of(nbytes);  // -1: not a cached size
     if (nbytes >= kHugePageThreshold) {
       // Align to 2 MiB so whole huge pages back the block.
       constexpr size_t kHuge = size_t(2) << 20;
@@ -218,19 +219,16 @@ class CPUAllocator final : public Allocator {
 #ifdef MADV_HUGEPAGE
       if (p) madvise(p, rounded, MADV_HUGEPAGE);
 #endif
-    } else if (int cls = BlockCache::class_of(nbytes); cls >= 0) {
-      p = BlockCache::instance().take(cls, &cls);
+    } else if (cls >= 0) {
+      p = BlockCache::instance().take(cls, &cls);  // (cls: the class of the block handed out)
       if (!p) p = std::aligned_alloc(kAlignment, BlockCache::class_size(cls));
-      if (!p) throw std::bad_alloc();
-      count_alloc(static_cast<int64_t>(nbytes));
-      return DataPtr(p, block_context(nbytes, cls), &cpu_free, Device{});
     } else {
       p = std::aligned_alloc(kAlignment, rounded);
     }
     if (!p)
       throw std::bad_alloc();
     count_alloc(static_cast<int64_t>(nbytes));
-    return DataPtr(p, block_context(nbytes, -1), &cpu_free, Device{});
+    return DataPtr(p, block_context(nbytes, cls), &cpu_free, Device{});
   }
   const char* name() const override { return "cpu"; }
 };
