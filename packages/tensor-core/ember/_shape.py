@@ -491,10 +491,7 @@ moveaxis = movedim
 
 
 def _dims_arg(x) -> bool:
-    def is_int(v):
-        return not isinstance(v, (bool, _C.Tensor, float)) and hasattr(v, "__index__")
-
-    return is_int(x) or (isinstance(x, (tuple, list)) and all(is_int(v) for v in x))
+    return _is_int(x) or (isinstance(x, (tuple, list)) and all(_is_int(v) for v in x))
 
 
 @tensor_args("input")
