@@ -99,6 +99,86 @@ def test_empty_sizes():
     np.testing.assert_array_equal(composed.numpy(), out.numpy())
 
 
+BACKWARD = _C._scaled_dot_product_flash_attention_for_cpu_backward
+
+
+def reference_grads(g, q, k, v, causal, scale):
+    """(dq, dk, dv) of softmax(q k^T * scale [causal]) v for the output gradient g, by the chain
+    rule written out in NumPy (float64)."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    dv = np.matmul(np.swapaxes(p, -1, -2), g)
+    dp = np.matmul(g, np.swapaxes(v, -1, -2))
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
+    return np.matmul(ds, k), np.matmul(np.swapaxes(ds, -1, -2), q), dv
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=lambda s: "x".join(map(str, s[0])))
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype,rtol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+def test_backward_kernel_matches_numpy(shapes, causal, dtype, rtol):
+    q, k, v = (RNG.standard_normal(s).astype(dtype) for s in shapes)
+    g = RNG.standard_normal(shapes[0][:-1] + shapes[2][-1:]).astype(dtype)
+    eq, ek, ev, eg = (ember.from_numpy(a) for a in (q, k, v, g))
+    out, lse = KERNEL(eq, ek, ev, 0.0, causal, scale=0.7)
+    got = BACKWARD(eg, eq, ek, ev, out, lse, 0.0, causal, scale=0.7)
+    want = reference_grads(*(a.astype(np.float64) for a in (g, q, k, v)), causal, 0.7)
+    for name, a, b, src in zip("qkv", got, want, (q, k, v)):
+        assert a.dtype == eq.dtype and tuple(a.shape) == src.shape, name
+        np.testing.assert_allclose(a.numpy(), b, rtol=rtol, atol=rtol, err_msg=name)
+
+
+def test_backward_follows_the_inputs_layout():
+    """Gradients of heads split from one projection come back in the heads' layout, so that the
+    transpose and view of the forward are views again on the way back."""
+    B, T, C, H = 2, 5, 8, 2
+    x = ember.from_numpy(RNG.standard_normal((B, T, 3 * C)))
+    q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in x.split(C, dim=2))
+    out, lse = KERNEL(q, k, v, 0.0, True)
+    g = ember.from_numpy(RNG.standard_normal((B, H, T, C // H)))
+    got = BACKWARD(g, q, k, v, out, lse, 0.0, True)
+    want = reference_grads(*(a.numpy() for a in (g, q, k, v)), True, None)
+    for a, b in zip(got, want):
+        assert a.stride() == (T * C, C // H, C, 1)
+        np.testing.assert_allclose(a.numpy(), b, rtol=1e-12, atol=1e-12)
+    # through autograd: the leaf's gradient equals the composed form's
+    xr = x.clone().requires_grad_()
+    q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in xr.split(C, dim=2))
+    F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
+    want_x = np.concatenate([w.transpose(0, 2, 1, 3).reshape(B, T, C) for w in want], axis=2)
+    np.testing.assert_allclose(xr.grad.numpy(), want_x, rtol=1e-12, atol=1e-12)
+
+
+def test_backward_empty_sizes_give_zeros():
+    e = ember.empty
+    q, k, v = ember.ones(2, 3, 4), e(2, 0, 4), e(2, 0, 5)
+    out, lse = KERNEL(q, k, v, 0.0, False)
+    gq, gk, gv = BACKWARD(ember.ones(2, 3, 5), q, k, v, out, lse, 0.0, False)
+    np.testing.assert_array_equal(gq.numpy(), np.zeros((2, 3, 4)))
+    assert tuple(gk.shape) == (2, 0, 4) and tuple(gv.shape) == (2, 0, 5)
+
+
+def test_backward_errors():
+    f = ember.ones(2, 3, 4)
+    out, lse = KERNEL(f, f, f, 0.0, False)
+    with pytest.raises(RuntimeError, match="grad_out of size"):
+        BACKWARD(ember.ones(2, 3, 5), f, f, f, out, lse, 0.0, False)
+    with pytest.raises(RuntimeError, match="logsumexp of size"):
+        BACKWARD(f, f, f, f, out, ember.ones(2, 4), 0.0, False)
+    with pytest.raises(RuntimeError, match="out of dtype Float"):
+        BACKWARD(f, f, f, f, out.double(), lse, 0.0, False)
+    with pytest.raises(NotImplementedError, match="attn_mask"):
+        BACKWARD(f, f, f, f, out, lse, 0.0, False, attn_mask=ember.ones(3, 3))
+    with pytest.raises(NotImplementedError, match="dropout_p"):
+        BACKWARD(f, f, f, f, out, lse, 0.1, False)
+    with pytest.raises(RuntimeError, match="incompatible sizes"):
+        BACKWARD(f, f, ember.ones(2, 3, 5), f, out, lse, 0.0, False)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_gradients_by_finite_differences(causal):
     shapes = ((2, 2, 4, 3), (2, 2, 5, 3), (2, 2, 5, 2))
@@ -159,6 +239,13 @@ def test_matches_torch_where_installed():
         e = KERNEL(*(ember.from_numpy(a) for a in arrs), 0.0, causal)
         np.testing.assert_allclose(e[0].numpy(), t[0].numpy(), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(e[1].numpy(), t[1].numpy(), rtol=1e-5, atol=1e-6)
+        g = RNG.standard_normal((2, 3, 7, 8)).astype(np.float32)
+        tg = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            torch.from_numpy(g), *(torch.from_numpy(a) for a in arrs), t[0], t[1], 0.0, causal)
+        eg = BACKWARD(ember.from_numpy(g), *(ember.from_numpy(a) for a in arrs), e[0], e[1],
+                      0.0, causal)
+        for a, b in zip(eg, tg):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_the_backend_switches_choose_the_composed_form():

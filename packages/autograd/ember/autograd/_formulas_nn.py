@@ -352,21 +352,22 @@ def _native_batch_norm(g, needs, out, x, w, b, rm, rv, *, training, momentum, ep
 def _sdpa_flash_cpu(g, needs, out, q, k, v, *, dropout_p, is_causal, attn_mask, scale):
     # the weights recomputed from the saved logsumexp (the forward kept no L x S matrix):
     # p = exp(q k^T * scale - lse); then dv = p^T g, ds = p * (g v^T - rowsum(g * o)) * scale,
-    # dq = ds k, dk = ds^T q
+    # dq = ds k, dk = ds^T q (the core's backward kernel; written out below for create_graph)
     g = _first(g)
+    if not ember.is_grad_enabled():  # the core's kernel: one pass per (batch, head) matrix
+        o, lse = out
+        grads = ember._C._scaled_dot_product_flash_attention_for_cpu_backward(
+            g, q, k, v, o, lse, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
+        return tuple(gr if need else None for gr, need in zip(grads, needs))
     s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = q.matmul(k.transpose(-2, -1)) * s
     if is_causal:
         live = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool, device=q.device).tril()
         scores = ember.where(live, scores, float("-inf"))
-    if ember.is_grad_enabled():
-        # create_graph: the weights and the output recomputed by differentiable ops, so that the
-        # gradient's own dependence on q, k, v is recorded
-        p = ember.softmax(scores, -1)
-        o = p.matmul(v)
-    else:
-        o, lse = out
-        p = (scores - lse.unsqueeze(-1)).exp()
+    # create_graph: the weights and the output recomputed by differentiable ops, so that the
+    # gradient's own dependence on q, k, v is recorded
+    p = ember.softmax(scores, -1)
+    o = p.matmul(v)
     gv = p.transpose(-2, -1).matmul(g) if needs[2] else None
     gq = gk = None
     if needs[0] or needs[1]:

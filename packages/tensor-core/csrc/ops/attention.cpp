@@ -40,13 +40,18 @@ std::vector<int64_t> matrix_offsets(const Tensor& t) {
 // rows contiguous within a row (the products read rows through their stride)
 Tensor unit_last_stride(const Tensor& t) { return t->strides.back() == 1 ? t : contiguous(t); }
 
-}  // namespace
 
-std::pair<Tensor, Tensor> scaled_dot_product_attention_cpu(const Tensor& query, const Tensor& key,
-                                                           const Tensor& value, double dropout_p,
-                                                           bool is_causal, const Tensor& attn_mask,
-                                                           std::optional<double> scale) {
-  const char* op = "_scaled_dot_product_flash_attention_for_cpu";
+// What both directions check and share: the sizes (..., L, E), (..., S, E), (..., S, Ev) and
+// the scale.
+struct AttentionDims {
+  Shape lead;
+  int64_t L, E, S, Ev;
+  double scale;
+};
+
+AttentionDims check_attention(const char* op, const Tensor& query, const Tensor& key,
+                              const Tensor& value, double dropout_p, const Tensor& attn_mask,
+                              std::optional<double> scale) {
   EMBER_CHECK(!attn_mask, NotImplementedError, op,
               ": attn_mask is not supported by this kernel (scaled_dot_product_attention takes "
               "the composed path for it)");
@@ -66,30 +71,58 @@ std::pair<Tensor, Tensor> scaled_dot_product_attention_cpu(const Tensor& query, 
               ": expected query, key and value with the same number of dims (at least 2), but got "
               "sizes ", shape_str(query->sizes), ", ", shape_str(key->sizes), " and ",
               shape_str(value->sizes));
-  const Shape lead(query->sizes.begin(), query->sizes.end() - 2);
-  const int64_t L = query->sizes[nd - 2], E = query->sizes[nd - 1];
-  const int64_t S = key->sizes[nd - 2], Ev = value->sizes[nd - 1];
-  EMBER_CHECK(Shape(key->sizes.begin(), key->sizes.end() - 2) == lead &&
-                  Shape(value->sizes.begin(), value->sizes.end() - 2) == lead &&
-                  key->sizes[nd - 1] == E && value->sizes[nd - 2] == S,
+  AttentionDims d;
+  d.lead = Shape(query->sizes.begin(), query->sizes.end() - 2);
+  d.L = query->sizes[nd - 2];
+  d.E = query->sizes[nd - 1];
+  d.S = key->sizes[nd - 2];
+  d.Ev = value->sizes[nd - 1];
+  EMBER_CHECK(Shape(key->sizes.begin(), key->sizes.end() - 2) == d.lead &&
+                  Shape(value->sizes.begin(), value->sizes.end() - 2) == d.lead &&
+                  key->sizes[nd - 1] == d.E && value->sizes[nd - 2] == d.S,
               std::runtime_error, op, ": incompatible sizes query ", shape_str(query->sizes),
               ", key ", shape_str(key->sizes), ", value ", shape_str(value->sizes),
               " (expected (..., L, E), (..., S, E), (..., S, Ev) with the same leading sizes)");
-  const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
+  d.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(d.E));
+  return d;
+}
 
-  // The output in the query's layout, as ATen's: heads side by side in memory ((B, L, H, Ev) seen
-  // as (B, H, L, Ev)) when the query's are (heads split from one projection), so that the usual
-  // out.transpose(1, 2).reshape(B, L, H * Ev) is a view.
-  Tensor out;
-  if (nd == 4 && query->strides[1] < query->strides[2]) {
-    out = transpose(empty({lead[0], L, lead[1], Ev}, dt), 1, 2);
-  } else {
-    Shape s = lead;
-    s.push_back(L);
-    s.push_back(Ev);
-    out = empty(s, dt);
-  }
-  Shape lse_shape = lead;
+// A new (lead..., rows, cols) tensor laid out as `like`, as ATen's kernels lay out their outputs:
+// heads side by side in memory ((B, rows, H, cols) seen as (B, H, rows, cols)) when like's are
+// (heads split from one projection), so that the usual x.transpose(1, 2).reshape(B, rows, H *
+// cols) is a view; row-major otherwise.
+Tensor empty_like_heads(const Tensor& like, const Shape& lead, int64_t rows, int64_t cols,
+                        ScalarType dt) {
+  if (like->dim() == 4 && like->strides[1] < like->strides[2])
+    return transpose(empty({lead[0], rows, lead[1], cols}, dt), 1, 2);
+  Shape s = lead;
+  s.push_back(rows);
+  s.push_back(cols);
+  return empty(s, dt);
+}
+
+void check_same(const char* op, const char* what, const Tensor& t, const Shape& expected,
+                ScalarType dt) {
+  EMBER_CHECK(t->sizes == expected, std::runtime_error, op, ": expected ", what, " of size ",
+              shape_str(expected), ", but got ", shape_str(t->sizes));
+  EMBER_CHECK(t->dtype == dt && t->device().is_cpu(), std::runtime_error, op, ": expected ", what,
+              " of dtype ", torch_type_name(dt), " on the CPU, but got ", torch_type_name(t->dtype),
+              " on ", t->device().str());
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> scaled_dot_product_attention_cpu(const Tensor& query, const Tensor& key,
+                                                           const Tensor& value, double dropout_p,
+                                                           bool is_causal, const Tensor& attn_mask,
+                                                           std::optional<double> scale) {
+  const char* op = "_scaled_dot_product_flash_attention_for_cpu";
+  const AttentionDims d = check_attention(op, query, key, value, dropout_p, attn_mask, scale);
+  const ScalarType dt = query->dtype;
+  const int64_t nd = query->dim(), L = d.L, E = d.E, S = d.S, Ev = d.Ev;
+  const double sc = d.scale;
+  Tensor out = empty_like_heads(query, d.lead, L, Ev, dt);
+  Shape lse_shape = d.lead;
   lse_shape.push_back(L);
   Tensor lse = empty(lse_shape, dt);
   if (out->numel() == 0 && lse->numel() == 0) return {out, lse};
@@ -130,6 +163,80 @@ std::pair<Tensor, Tensor> scaled_dot_product_attention_cpu(const Tensor& query, 
   if (dt == ScalarType::Float32) run(float{});
   else run(double{});
   return {out, lse};
+}
+
+// The backward, one (batch, head) matrix at a time as the forward: the weights recomputed from
+// the saved logsumexp, P = exp(q k^T scale - lse); dV = P^T g; dS = P * (g v^T - rowsum(g * o))
+// * scale; dQ = dS k; dK = dS^T q. The two L x S matrices stay in a per-thread buffer, so the
+// composed form's six passes over them (and its batched products' temporaries) are one.
+std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_attention_cpu_backward(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value,
+    const Tensor& out, const Tensor& logsumexp, double dropout_p, bool is_causal,
+    const Tensor& attn_mask, std::optional<double> scale) {
+  const char* op = "_scaled_dot_product_flash_attention_for_cpu_backward";
+  const AttentionDims d = check_attention(op, query, key, value, dropout_p, attn_mask, scale);
+  const ScalarType dt = query->dtype;
+  const int64_t nd = query->dim(), L = d.L, E = d.E, S = d.S, Ev = d.Ev;
+  Shape out_shape = d.lead;
+  out_shape.push_back(L);
+  Shape lse_shape = out_shape;
+  out_shape.push_back(Ev);
+  check_same(op, "grad_out", grad_out, out_shape, dt);
+  check_same(op, "out", out, out_shape, dt);
+  check_same(op, "logsumexp", logsumexp, lse_shape, dt);
+  Tensor gq = empty_like_heads(query, d.lead, L, E, dt);
+  Tensor gk = empty_like_heads(key, d.lead, S, E, dt);
+  Tensor gv = empty_like_heads(value, d.lead, S, Ev, dt);
+  if (L == 0 || S == 0) {  // no weights: every gradient is 0
+    fill_(gq, Scalar::from_int(0));
+    fill_(gk, Scalar::from_int(0));
+    fill_(gv, Scalar::from_int(0));
+    return {gq, gk, gv};
+  }
+
+  const Tensor q = unit_last_stride(query), k = unit_last_stride(key), v = unit_last_stride(value);
+  const Tensor g = unit_last_stride(grad_out), o = unit_last_stride(out);
+  const Tensor lse = contiguous(logsumexp);
+  const std::vector<int64_t> qo = matrix_offsets(q), ko = matrix_offsets(k), vo = matrix_offsets(v),
+                             go = matrix_offsets(g), oo = matrix_offsets(o),
+                             gqo = matrix_offsets(gq), gko = matrix_offsets(gk),
+                             gvo = matrix_offsets(gv);
+  const int64_t n = static_cast<int64_t>(qo.size());
+  const int64_t ldq = q->strides[nd - 2], ldk = k->strides[nd - 2], ldv = v->strides[nd - 2];
+  const int64_t ldg = g->strides[nd - 2], ldo = o->strides[nd - 2];
+  const int64_t ldgq = gq->strides[nd - 2], ldgk = gk->strides[nd - 2],
+                ldgv = gv->strides[nd - 2];
+  GilRelease nogil(n * L * S > 4096);
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    const T sc = static_cast<T>(d.scale);
+    const T* qd = q->data_as<T>();
+    const T* kd = k->data_as<T>();
+    const T* vd = v->data_as<T>();
+    const T* gd = g->data_as<T>();
+    const T* od = o->data_as<T>();
+    const T* ld = lse->data_as<T>();
+    T* gqd = gq->data_as<T>();
+    T* gkd = gk->data_as<T>();
+    T* gvd = gv->data_as<T>();
+    parallel_for(0, n, grain_for(L * (2 * S + E + Ev)), [&](int64_t b, int64_t e) {
+      std::vector<T> buf(static_cast<size_t>(2 * L * S));
+      T* p = buf.data();
+      T* ds = p + L * S;
+      for (int64_t i = b; i < e; ++i) {
+        blas::gemm(false, true, L, S, E, sc, qd + qo[i], ldq, kd + ko[i], ldk, T(0), p, S);
+        blas::gemm(false, true, L, S, Ev, T(1), gd + go[i], ldg, vd + vo[i], ldv, T(0), ds, S);
+        cpu_kernels().attention_backward_rows(dt, p, ds, L, S, is_causal, ld + i * L, gd + go[i],
+                                              ldg, od + oo[i], ldo, Ev, d.scale);
+        blas::gemm(true, false, S, Ev, L, T(1), p, S, gd + go[i], ldg, T(0), gvd + gvo[i], ldgv);
+        blas::gemm(false, false, L, E, S, T(1), ds, S, kd + ko[i], ldk, T(0), gqd + gqo[i], ldgq);
+        blas::gemm(true, false, S, E, L, T(1), ds, S, qd + qo[i], ldq, T(0), gkd + gko[i], ldgk);
+      }
+    });
+  };
+  if (dt == ScalarType::Float32) run(float{});
+  else run(double{});
+  return {gq, gk, gv};
 }
 
 }  // namespace ember

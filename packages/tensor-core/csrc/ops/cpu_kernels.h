@@ -71,6 +71,11 @@ inline int64_t fft_six_step_rows(int64_t n) {
   /* entries past the causal diagonal 0, the row's logsumexp into lse[r] */                      \
   X(attention_softmax_rows, void, ScalarType dtype, void* scores, int64_t L, int64_t S,          \
     bool causal, void* lse)                                                                       \
+  /* its backward: weights (L x S scores in) = exp(scores - lse), grad_scores (L x S, grad_out */  \
+  /* times value^T in) = weights * (grad_scores - rowsum(grad_out * out)) * scale */              \
+  X(attention_backward_rows, void, ScalarType dtype, void* weights, void* grad_scores, int64_t L,   \
+    int64_t S, bool causal, const void* lse, const void* grad_out, int64_t ldg, const void* out,   \
+    int64_t ldo, int64_t Ev, double scale)                                                        \
   /* ops/cpu/fft.cpp: complex FFTs of n = 2^k points along the middle dim of contiguous */     \
   /* interleaved [outer][n][inner] data, out of place, scaled (FftTables below) */               \
   X(fft_pow2, void, ScalarType real_dtype, const void* in, void* out, int64_t n, int64_t outer,  \

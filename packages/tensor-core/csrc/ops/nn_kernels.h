@@ -57,5 +57,11 @@ std::pair<Tensor, Tensor> scaled_dot_product_attention_cpu(const Tensor& query, 
                                                            const Tensor& value, double dropout_p,
                                                            bool is_causal, const Tensor& attn_mask,
                                                            std::optional<double> scale);
+// Its gradient -> (grad_query, grad_key, grad_value), each laid out as its input, from the
+// forward's output and logsumexp.
+std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_attention_cpu_backward(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value,
+    const Tensor& out, const Tensor& logsumexp, double dropout_p, bool is_causal,
+    const Tensor& attn_mask, std::optional<double> scale);
 
 }  // namespace ember

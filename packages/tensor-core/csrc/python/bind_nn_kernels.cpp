@@ -604,6 +604,25 @@ void register_nn_kernels(py::module_& m) {
                                                                 scale);
                return py::object(py::make_tuple(wrap(o), wrap(lse)));
              }});
+  def_op(m, {.name = "_scaled_dot_product_flash_attention_for_cpu_backward",
+             .signatures = {"_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, "
+                            "Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, "
+                            "float dropout_p, bool is_causal, *, Tensor? attn_mask=None, "
+                            "float? scale=None) -> (Tensor, Tensor, Tensor)"},
+             .family = "attention", .variants = kFunction, .cuda = "none",
+             .doc = "-> (grad_query, grad_key, grad_value), each laid out as its input. Not "
+                    "differentiable: double backward composes the formula from core ops.",
+             .impl = [](const Args& a) {
+               check_not_differentiated("_scaled_dot_product_flash_attention_for_cpu_backward",
+                                        {a.tensor(0), a.tensor(1), a.tensor(2), a.tensor(3),
+                                         a.tensor(4), a.tensor(5)});
+               std::optional<double> scale;
+               if (!a.is_none(9)) scale = a.real(9);
+               auto [gq, gk, gv] = scaled_dot_product_attention_cpu_backward(
+                   a.tensor(0), a.tensor(1), a.tensor(2), a.tensor(3), a.tensor(4), a.tensor(5),
+                   a.real(6), a.flag(7), a.opt_tensor(8), scale);
+               return py::object(py::make_tuple(wrap(gq), wrap(gk), wrap(gv)));
+             }});
 
   // ---- embedding ----
   def_op(m, {.name = "embedding",

@@ -260,4 +260,34 @@ void attention_softmax_rows(ScalarType dtype, void* scores, int64_t L, int64_t S
   else run(double{});
 }
 
+void attention_backward_rows(ScalarType dtype, void* weights, void* grad_scores, int64_t L,
+                             int64_t S, bool causal, const void* lse, const void* grad_out,
+                             int64_t ldg, const void* out, int64_t ldo, int64_t Ev, double scale) {
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    const T* l = static_cast<const T*>(lse);
+    const T* g = static_cast<const T*>(grad_out);
+    const T* o = static_cast<const T*>(out);
+    const T sc = static_cast<T>(scale);
+    for (int64_t r = 0; r < L; ++r) {
+      T* __restrict__ p = static_cast<T*>(weights) + r * S;
+      T* __restrict__ ds = static_cast<T*>(grad_scores) + r * S;
+      const T* __restrict__ gr = g + r * ldg;
+      const T* __restrict__ orow = o + r * ldo;
+      T d = 0;  // rowsum(g * o): the weights' gradient sums to it along the row
+      for (int64_t c = 0; c < Ev; ++c) d += gr[c] * orow[c];
+      const int64_t live = causal ? std::min(S, r + 1) : S;
+      const T m = l[r];
+      for (int64_t c = 0; c < live; ++c) {
+        const T e = vexpf(p[c] - m);
+        p[c] = e;
+        ds[c] = e * (ds[c] - d) * sc;
+      }
+      for (int64_t c = live; c < S; ++c) p[c] = ds[c] = T(0);
+    }
+  };
+  if (dtype == ScalarType::Float32) run(float{});
+  else run(double{});
+}
+
 }  // namespace ember::EMBER_CPU_NS
