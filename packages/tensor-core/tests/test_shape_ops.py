@@ -78,6 +78,17 @@ def test_cat_many_inputs_parallel_path():
     eq(ember.cat([p[0] for p in parts], 0), np.concatenate([p[1] for p in parts], 0))
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "float64"])
+def test_cat_inner_dim_blocks_of_every_width(dtype):
+    """Along an inner dim each input's row is one block: short ones are copied word by word with
+    a byte tail, long ones by memcpy (128 bytes and up); widths on both sides of each step."""
+    for w in (1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 200):
+        parts = [mk((5, w + j, 2), dtype, "contiguous", j) for j in range(3)]
+        eq(ember.cat([p[0] for p in parts], 1), np.concatenate([p[1] for p in parts], 1))
+        x, nx = parts[0]
+        eq(ember.repeat_interleave(x, 3, dim=1), np.repeat(nx, 3, 1))
+
+
 @pytest.mark.parametrize("a,b,expected", [
     ("int32", "bool", "int32"), ("int32", "float32", "float32"), ("float16", "bfloat16", "float32"),
     ("uint8", "int8", "int16"), ("bool", "bool", "bool"), ("int64", "float16", "float16"),
