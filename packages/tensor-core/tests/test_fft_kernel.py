@@ -86,3 +86,58 @@ def test_refusals():
         C._fft_c2c(ember.ones(4, dtype=ember.complex64), [0], 3, True)
     e = C._fft_c2c(ember.ones(0, 4, dtype=ember.complex64), [1], 0, True)
     assert tuple(e.shape) == (0, 4)
+
+
+FAST_CASES = [  # shape, dim: pocketfft's rows and columns, the kernel's rows, odd lengths
+    ((64,), -1), ((5, 7), 0), ((3, 9), 1), ((2, 3, 16), -2), ((1024,), 0), ((3, 512), -1),
+    ((20, 256), -1), ((4, 1, 6), 1), ((0, 8), 1),
+]
+
+
+@pytest.mark.parametrize("shape,dim", FAST_CASES, ids=[f"{s}-{d}" for s, d in FAST_CASES])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_usual_call_agrees_with_the_general_path_and_numpy(shape, dim, dtype):
+    """fft/ifft/rfft with n, norm and out left to their defaults take a shorter path (straight
+    to pocketfft or the kernel); naming a default argument takes the general one. Both give
+    NumPy's values, in the input's precision, on contiguous and strided inputs."""
+    cdt = np.complex64 if dtype == np.float32 else np.complex128
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    re = RNG.standard_normal(shape).astype(dtype)
+    z = (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(cdt)
+    for strided in (False, True):
+        xr, xz = ember.from_numpy(re), ember.from_numpy(z)
+        if strided:  # the same values through a transposed copy
+            xr = ember.from_numpy(np.ascontiguousarray(re.T)).T
+            xz = ember.from_numpy(np.ascontiguousarray(z.T)).T
+        for name, x, a in (("fft", xz, z), ("ifft", xz, z), ("rfft", xr, re)):
+            f = getattr(ember.fft, name)
+            got = f(x, dim=dim)
+            general = f(x, None, dim, "backward")  # norm named: the general path
+            want = getattr(np.fft, name)(a.astype(np.complex128 if name != "rfft" else
+                                                  np.float64), axis=dim)
+            assert got.dtype == general.dtype == ember.from_numpy(z).dtype
+            atol = tol * max(1.0, np.abs(want).max(initial=0.0))
+            assert tuple(got.shape) == want.shape
+            np.testing.assert_allclose(got.numpy(), general.numpy(), rtol=0, atol=atol)
+            np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=atol)
+
+
+def test_the_usual_call_keeps_the_general_paths_errors_and_gradients():
+    with pytest.raises(IndexError):
+        ember.fft.fft(ember.zeros((), dtype=ember.complex64))
+    with pytest.raises(IndexError):
+        ember.fft.fft(ember.zeros(4, dtype=ember.complex64), dim=1)
+    with pytest.raises(RuntimeError, match="Invalid number of data points"):
+        ember.fft.fft(ember.zeros(0, dtype=ember.complex64))
+    with pytest.raises(RuntimeError, match="expects a real input"):
+        ember.fft.rfft(ember.zeros(4, dtype=ember.complex64))
+    with pytest.raises(TypeError):
+        ember.fft.fft([1.0, 2.0])
+    # a real input to fft, an integer one: the general path's promotion
+    np.testing.assert_allclose(ember.fft.fft(ember.arange(4)).numpy(), np.fft.fft(np.arange(4)),
+                               atol=1e-6)
+    ember_autograd = pytest.importorskip("ember.autograd")
+    x = ember.randn(8, dtype=ember.complex128, requires_grad=True)
+    y = ember.fft.fft(x)
+    assert y.grad_fn is not None
+    assert ember_autograd.gradcheck(lambda t: ember.fft.fft(t).abs(), (x,))
