@@ -317,6 +317,50 @@ def test_linalg_gradcheck(name):
     assert gradgradcheck(fn, ins)
 
 
+ROTATION = ember.tensor([[0.0, -3, 0, 0], [3, 0, 0, 0], [0, 0, 0, -5], [0, 0, 5, 0]],
+                        dtype=ember.float64)  # complex eigenvalues for a real matrix
+PHASE_CASES = {  # decomposition of a complex matrix -> its vectors, torch's message
+    "svd U": (lambda A: ember.linalg.svd(A)[0], "svd_backward"),
+    "svd Vh": (lambda A: ember.linalg.svd(A)[2], "svd_backward"),
+    "eig": (lambda A: ember.linalg.eig(A)[1], "linalg_eig_backward"),
+    "eig of a real matrix": (lambda A: ember.linalg.eig(A.real + ROTATION)[1],
+                             "linalg_eig_backward"),
+    "eigh": (lambda A: ember.linalg.eigh(A + A.mH)[1], "linalg_eigh_backward"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PHASE_CASES))
+def test_a_loss_that_depends_on_the_vectors_phases_is_refused(name):
+    """Complex singular vectors and eigenvectors are defined up to a phase per vector: a loss
+    that reads the phase (a vector entry's imaginary part) has no well-defined gradient, and
+    backward raises torch's error; a loss of |V|^2 does not depend on it and gradchecks."""
+    vectors, who = PHASE_CASES[name]
+    A = cplx(4, 4, seed=40)
+    with pytest.raises(RuntimeError, match=f"{who}: The .*vectors in the complex case are "
+                                           r"specified up to multiplication by e\^\{i phi\}"):
+        vectors(A)[..., 1, 0].imag.backward()
+    assert gradcheck(lambda A: vectors(A).abs() ** 2, (A,))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_gradient_of_a_hermitian_leaf_is_torchs(upper):
+    """cholesky reads one triangle, so the gradient's part off the Hermitian matrices is a
+    convention: torch's keeps the imaginary part of its diagonal (its cholesky_backward), and
+    so does ember's. Along Hermitian directions every convention agrees (gradcheck above)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(32)
+    a = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
+    h = a @ np.conj(np.swapaxes(a, -1, -2)) + 4 * np.eye(4)
+    w = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
+    grads = []
+    for fw in (ember, torch):
+        A = fw.tensor(h).requires_grad_()
+        (fw.linalg.cholesky(A, upper=upper) * fw.tensor(w)).sum().real.backward()
+        grads.append(A.grad.numpy())
+    assert np.abs(np.diagonal(grads[1], 0, -2, -1).imag).max() > 1e-3  # the part in question
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)
+
+
 def test_eigvals_of_a_real_matrix_get_a_real_gradient():
     x = real(3, 3, seed=30)
     assert gradcheck(lambda A: ember.linalg.eigvals(A), (x,))

@@ -163,6 +163,7 @@ def _eig(g, needs, out, A, compute_v=True):
     ret = _C.diag_embed(gL) if gL is not None else _C.zeros_like(V)
     if gV is not None and bool((gV != 0).any()):
         VhgV = Vh.matmul(gV)
+        _formulas_linalg.check_phase_invariant("eig", VhgV.diagonal(0, -2, -1).imag)
         VhgV = VhgV - Vh.matmul(V * VhgV.diagonal(0, -2, -1).real.unsqueeze(-2))
         Lc = _C.conj_physical(L)
         E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)

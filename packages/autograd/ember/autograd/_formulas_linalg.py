@@ -112,13 +112,13 @@ def _solve_triangular(g, needs, out, A, B, upper, unitriangular=False):
 
 
 def _cholesky_grad(gL, L):
-    """A = L L^H: gA = herm(L^-H phi L^-1), phi = L^H gL with its lower triangle kept and its
-    diagonal halved (torch's cholesky_backward; herm(X) = (X + X^H) / 2)."""
-    phi = _mH(L).matmul(gL).tril()
-    phi = phi - _diag(phi.diagonal(0, -2, -1) * 0.5)
+    """A = L L^H: gA = L^-H phi L^-1 with phi = (T + tril(T, -1)^H) / 2, T = tril(L^H gL)
+    (torch's cholesky_backward: Hermitian but for the imaginary part of its diagonal, which
+    torch keeps; a real gA is symmetric)."""
+    T = _mH(L).matmul(gL).tril()
+    phi = (T + _mH(T.tril(-1))) * 0.5
     X = _mH(_tri_solve(_mH(L), _mH(phi), upper=True))  # phi L^-1 = (L^-H phi^H)^H
-    X = _tri_solve(_mH(L), X, upper=True)  # L^-H phi L^-1
-    return (X + _mH(X)) * 0.5
+    return _tri_solve(_mH(L), X, upper=True)  # L^-H phi L^-1
 
 
 @grad("_linalg_cholesky_ex", out=(0,))
@@ -263,6 +263,26 @@ def _skew(X):
     return X - _mH(X)
 
 
+_PHASE_MSG = {  # torch's words: a complex decomposition's vectors are defined up to a phase
+    "svd": "svd_backward: The singular vectors in the complex case are specified up to "
+           "multiplication by e^{i phi}. The specified loss function depends on this phase term, "
+           "making it ill-defined.",
+    "eig": "linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+           "multiplication by e^{i phi}. The specified loss function depends on this quantity, "
+           "so it is ill-defined.",
+}
+_PHASE_MSG["eigh"] = _PHASE_MSG["eig"].replace("linalg_eig_", "linalg_eigh_")
+
+
+def check_phase_invariant(kind, imag_diag, expected=None):
+    """torch's check that a loss does not depend on the arbitrary phases of complex singular
+    vectors or eigenvectors: Im(diag(V^H gV)) must be 0 (for svd: minus U's), within its lax
+    rtol = atol = 1e-2. A gradient there would depend on which phases LAPACK picked."""
+    want = _C.zeros_like(imag_diag) if expected is None else expected
+    if not ember.allclose(imag_diag, want, rtol=1e-2, atol=1e-2):
+        raise RuntimeError(_PHASE_MSG[kind])
+
+
 @grad("_linalg_svd", save=(0,), out=(0, 1, 2))
 def _svd(g, needs, out, A, full_matrices=True, compute_uv=True):
     U, S, Vh = out
@@ -281,6 +301,11 @@ def _svd(g, needs, out, A, full_matrices=True, compute_uv=True):
         gVh = None
     if gU is None and gVh is None:
         return (U.matmul(gS.unsqueeze(-1) * Vh),)
+    if A.dtype.is_complex:
+        zero = _C.zeros_like(S)
+        im_u = _mH(U).matmul(gU).diagonal(0, -2, -1).imag if gU is not None else zero
+        im_v = Vh.matmul(_mH(gVh)).diagonal(0, -2, -1).imag if gVh is not None else zero
+        check_phase_invariant("svd", im_u, -im_v)
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
     E = E + _eye_like(k, E)
@@ -322,6 +347,8 @@ def _eigh(g, needs, out, A, UPLO="L", compute_v=True):
         return (V.matmul(gL.unsqueeze(-1) * _mH(V)),)
     n = Lam.shape[-1]
     VgV = _mH(V).matmul(gV)
+    if V.dtype.is_complex:
+        check_phase_invariant("eigh", VgV.diagonal(0, -2, -1).imag)
     VgV = (VgV - _mH(VgV)) * 0.5
     E = Lam.unsqueeze(-2) - Lam.unsqueeze(-1)
     E = E + _eye_like(n, E)
