@@ -27,6 +27,13 @@ def P(*shape, seed=0):  # positive, away from zero
     return T(*shape, lo=0.5, hi=2.0, seed=seed)
 
 
+def Z(rows):  # given values, exact zeros among them (products' gradients at zeros)
+    return ember.tensor(rows, dtype=ember.float64, requires_grad=True)
+
+
+_ZEROS = [[1.0, 1.5, 0.0, 3.0], [0.0, 2.0, 0.0, 4.0], [2.0, -3.0, 1.0, 0.0], [0.5, 0.0, 0.0, 0.0]]
+
+
 # name -> list of (function, inputs)
 CASES = {
     "sum": [(lambda x: x.sum(), (T(2, 3),)), (lambda x: x.sum(dim=1), (T(2, 3),)),
@@ -35,7 +42,9 @@ CASES = {
     "mean": [(lambda x: x.mean(), (T(2, 3),)), (lambda x: x.mean(dim=-1, keepdim=True), (T(2, 3),))],
     "nanmean": [(lambda x: x.nanmean(dim=1), (T(2, 3),))],
     "prod": [(lambda x: x.prod(), (P(2, 3),)), (lambda x: x.prod(dim=1), (T(2, 3),)),
-             (lambda x: (x * _ZERO_MASK).prod(dim=1), (T(3, 3),))],
+             (lambda x: (x * _ZERO_MASK).prod(dim=1), (T(3, 3),)),
+             (lambda x: x.prod(dim=1), (Z(_ZEROS),)), (lambda x: x.prod(dim=0), (Z(_ZEROS),)),
+             (lambda x: x.prod(), (Z(_ZEROS[0]),)), (lambda x: x.prod(), (Z(_ZEROS[1]),))],
     "max": [(lambda x: x.max(), (T(2, 3),)), (lambda x: x.max(dim=1).values, (T(2, 3),)),
             (lambda x: x.max(dim=0, keepdim=True)[0], (T(3, 2),))],
     "min": [(lambda x: x.min(), (T(2, 3),)), (lambda x: x.min(dim=1)[0], (T(2, 3),))],
@@ -48,7 +57,8 @@ CASES = {
     "norm": [(lambda x: x.norm(), (T(2, 3),)), (lambda x: x.norm(p=1, dim=1), (T(2, 3),)),
              (lambda x: x.norm(p=3, dim=0), (T(2, 3),))],
     "cumsum": [(lambda x: x.cumsum(1), (T(2, 3),))],
-    "cumprod": [(lambda x: x.cumprod(0), (P(3, 2),))],
+    "cumprod": [(lambda x: x.cumprod(0), (P(3, 2),)), (lambda x: x.cumprod(1), (Z(_ZEROS),)),
+                (lambda x: x.cumprod(0), (Z(_ZEROS),))],
     "softmax": [(lambda x: x.softmax(1), (T(2, 3),))],
     "log_softmax": [(lambda x: x.log_softmax(0), (T(2, 3),))],
     "logsumexp": [(lambda x: x.logsumexp(1), (T(2, 3),))],

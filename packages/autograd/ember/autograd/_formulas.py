@@ -340,6 +340,13 @@ def _prod(g, needs, out, x, dim=None, keepdim=False, dtype=None):
     ge = _expand_back(g, x.shape, dim, keepdim)
     oe = _expand_back(out, x.shape, dim, keepdim)
     zero = x == 0
+    if ember.is_grad_enabled() and bool(zero.any()):
+        # create_graph: the product of the others as exclusive cumulative products from both
+        # ends (torch's prod_safe_zeros_backward), which the graph differentiates through
+        # zeros too; the selects below would leave a zero's second derivatives out
+        if dim is None:
+            return ((ge.reshape(-1) * _product_of_others(x.reshape(-1), 0)).reshape(x.shape),)
+        return (ge * _product_of_others(x, dim),)
     safe = ember.where(zero, 1.0, x)
     if dim is None:
         nz, others = zero.sum(), safe.prod()
@@ -347,6 +354,18 @@ def _prod(g, needs, out, x, dim=None, keepdim=False, dtype=None):
         nz, others = zero.sum(dim=dim, keepdim=True), safe.prod(dim=dim, keepdim=True)
     one_zero = ember.where(zero, ge * others, 0.0)
     return (ember.where(nz == 0, ge * oe / safe, ember.where(nz == 1, one_zero, 0.0)),)
+
+
+def _product_of_others(x, dim):
+    """prod over dim of x without each entry itself, for every entry: (x_0 ... x_(i-1)) times
+    (x_(i+1) ... x_(n-1)), no division."""
+    n = x.shape[dim]
+    if n == 1:
+        return ember.ones_like(x)
+    ones = ember.ones_like(x.narrow(dim, 0, 1))
+    before = ember.cat([ones, x.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+    after = ember.cat([ones, x.narrow(dim, 1, n - 1).flip(dim)], dim).cumprod(dim).flip(dim)
+    return before * after
 
 
 def _even(g, x, out, dim, keepdim):
@@ -441,9 +460,39 @@ def _cumsum(g, needs, out, x, dim, dtype=None):
 
 @grad("cumprod", save=(0,), out=True, inplace_too=True)
 def _cumprod(g, needs, out, x, dim, dtype=None):
-    if x.ndim == 0:
+    # dx_i = sum over k >= i of g_k * prod(x_j, j <= k, j != i): out_k / x_i where x has no zero
+    # before i (torch's cumprod_backward, as its three cases)
+    if x.ndim == 0 or x.shape[dim] == 1:
         return (g,)
-    return (_rev_cumsum(g * out, dim) / x,)
+    zero = x == 0
+    if not bool(zero.any()):
+        return (_rev_cumsum(g * out, dim) / x,)
+    if ember.is_grad_enabled():  # create_graph: a form the graph differentiates through zeros
+        return (_cumprod_grad_differentiable(g, x, dim),)
+    seen = zero.cumsum(dim)  # zeros up to and including each entry
+    before = seen == 0  # before the slice's first zero: out_k / x_i
+    first = zero & (seen == 1)  # the first zero: (the product before it) times
+    ones = ember.ones_like(x)  #   sum over k >= z of g_k * prod(x_j, z < j <= k)
+    prefix = ember.where(before, x, ones).prod(dim, keepdim=True)
+    after = ember.where(seen >= 1, ember.where(first, ones, x), ones).cumprod(dim)
+    inner = ember.where(seen >= 1, g * after, 0.0).sum(dim, keepdim=True)
+    part_before = _rev_cumsum(g * out, dim) / ember.where(before, x, ones)
+    return (ember.where(before, part_before, ember.where(first, prefix * inner, 0.0)),)
+
+
+def _cumprod_grad_differentiable(g, x, dim):
+    """cumprod's input gradient as (prod of x before i) * S_i, S_i = sum over k >= i of g_k *
+    prod(x_j, i < j <= k), with S from the cumulative products of an (i, k) matrix per slice:
+    no division, so its own derivatives hold at zeros (O(n^2), as torch's double backward)."""
+    xm, gm = x.movedim(dim, -1), g.movedim(dim, -1)
+    n = xm.shape[-1]
+    idx = ember.arange(n, device=x.device)
+    later = idx.unsqueeze(0) > idx.unsqueeze(1)  # [i, j]: j > i
+    runs = ember.where(later, xm.unsqueeze(-2), ember.ones_like(xm).unsqueeze(-2)).cumprod(-1)
+    upper = idx.unsqueeze(0) >= idx.unsqueeze(1)  # [i, k]: k >= i
+    S = ember.where(upper, runs * gm.unsqueeze(-2), 0.0).sum(-1)
+    head = ember.cat([ember.ones_like(xm.narrow(-1, 0, 1)), xm.narrow(-1, 0, n - 1)], -1)
+    return (head.cumprod(-1) * S).movedim(-1, dim)
 
 
 # Plain backward runs the core's one-pass kernels; under create_graph the composed formulas.
