@@ -164,6 +164,7 @@ CALLS = {
     "_linalg_eigh": lambda a, b, x: ember.linalg.eigh(_hpd(a))[1].abs() ** 2,
     "_linalg_lstsq": lambda a, b, x: ember.linalg.lstsq(a.mT, b.mT).solution,
     "_householder_product": lambda a, b, x: ember.linalg.householder_product(a.mT, b[0, :2]),
+    "_ormqr": lambda a, b, x: ember.ormqr(a.mT, b[0, :3], b.mT, transpose=True),
     "_linalg_lu_factor_ex": lambda a, b, x: ember.linalg.lu_factor(a).LU,
     "_linalg_lu": lambda a, b, x: ember.linalg.lu(a.mT)[1:],
     "_linalg_lu_solve": lambda a, b, x: ember.linalg.lu_solve(
@@ -369,7 +370,7 @@ def test_eigvals_of_a_real_matrix_get_a_real_gradient():
 
 
 @pytest.mark.parametrize("name", ["svdvals", "eigvals", "slogdet", "cholesky", "qr", "eigh",
-                                  "lstsq", "householder_product", "lu"])
+                                  "lstsq", "householder_product", "lu", "ormqr"])
 def test_linalg_gradients_match_torch(name):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(31)
@@ -387,6 +388,8 @@ def test_linalg_gradients_match_torch(name):
         "householder_product": (a, lambda m, t: m.linalg.householder_product(
             t, t[0, :2] * 0.5).abs().sum()),
         "lu": (a, lambda m, t: sum(x.abs().sum() for x in m.linalg.lu(t)[1:])),
+        "ormqr": (a, lambda m, t: m.ormqr(t, t[0] * 0.5, t.mT * 2, left=False,
+                                          transpose=True).abs().sum()),
     }
     x, loss = losses[name]
     pe, pt = ember.tensor(x).requires_grad_(), torch.tensor(x, requires_grad=True)

@@ -231,6 +231,14 @@ CASES = {
                              (ember.linalg.householder_product, (T(2, 3, 3, noncontig=True),
                                                                  T(2, 3))),
                              (lambda a: ember.orgqr(a, a[:2, 0]), (T(5, 2),))],
+    # Q C, Q^T C, C Q, C Q^T of the full Q of A's reflectors (fewer reflectors than rows, a
+    # batch, A square)
+    "_ormqr": [(ember.ormqr, (T(5, 3), T(3), T(5, 2))),
+               (lambda a, t, c: ember.ormqr(a, t, c, transpose=True), (T(2, 4, 2), T(2, 2),
+                                                                       T(2, 4, 3))),
+               (lambda a, t, c: ember.ormqr(a, t, c, left=False), (T(3, 3), T(3), T(2, 3))),
+               (lambda a, t, c: ember.ormqr(a, t, c, left=False, transpose=True),
+                (T(4, 2), T(2), T(3, 4)))],
 }
 
 # det at singular matrices: first derivatives only (as torch's tests)

@@ -393,7 +393,7 @@ def _geqrf(A, *, out=None):
 @tensor_args("input", "tau", "other", op="ormqr")
 def _ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """Q other (left) or other Q, Q (or Q^T with transpose) the product of geqrf's Householder
-    reflectors (torch.ormqr), without forming Q. No gradient yet."""
+    reflectors (torch.ormqr), without forming Q."""
     return _out("ormqr", _C._ormqr(input, tau, other, left=left, transpose=transpose), out)
 
 

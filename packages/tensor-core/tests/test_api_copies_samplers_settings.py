@@ -673,6 +673,9 @@ def test_ormqr_applies_q_without_forming_it(left, transpose):
     np.testing.assert_allclose(got.numpy(), op @ other if left else other @ op, atol=1e-12)
     with pytest.raises(RuntimeError, match="must be equal to input.shape\\[-2\\]"):
         ember.ormqr(packed, tau, ember.ones(2, 4, 2, dtype=ember.float64))
+    # torch's rule: as many reflectors as Q's size or input's columns allow, no fewer
+    with pytest.raises(RuntimeError, match="tau.shape\\[-1\\] must be equal to min\\(other"):
+        ember.ormqr(packed, tau[..., :2], t(other), left=left, transpose=transpose)
 
 
 def test_polygamma_of_a_huge_order_returns_at_once():

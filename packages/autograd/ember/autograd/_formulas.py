@@ -990,5 +990,4 @@ grad("_linalg_ldl_solve")(_not_implemented("linalg_ldl_solve"))
 # linalg.eig: its results are complex, so a recorded call is refused at the forward
 # (_formulas_complex.py has no entry); this entry only names the op
 grad("_linalg_eig")(_not_implemented("linalg_eig"))
-grad("_ormqr")(_not_implemented("ormqr"))
 

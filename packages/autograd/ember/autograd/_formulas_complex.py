@@ -59,7 +59,7 @@ CONJUGATED = (
 HERMITIAN = (
     "_linalg_slogdet", "_linalg_solve_triangular", "_linalg_cholesky_ex", "_cholesky_solve",
     "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lstsq", "_householder_product",
-    "_linalg_lu_factor_ex", "_linalg_lu", "_linalg_lu_solve",
+    "_linalg_lu_factor_ex", "_linalg_lu", "_linalg_lu_solve", "_ormqr",
 )
 
 

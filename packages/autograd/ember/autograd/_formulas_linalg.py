@@ -386,6 +386,33 @@ def _householder_product(g, needs, out, A, tau):
     return (gA, gtau)
 
 
+@grad("_ormqr", save=(0, 1, 2))
+def _ormqr(g, needs, out, A, tau, C, left=True, transpose=False):
+    """out = op(Q) C (left) or C op(Q), Q = H_1 ... H_k the full m x m product of A's
+    reflectors, op(Q) = Q^H with transpose. C's gradient is the product with op(Q)^H (ormqr
+    itself); A's and tau's go through Q's gradient and householder_product's formula, A padded
+    with zero columns to m (the columns past its reflectors are I's)."""
+    gA = gtau = gC = None
+    if needs[2]:
+        gC = _C._ormqr(A, tau, g, left=left, transpose=not transpose)
+    if needs[0] or needs[1]:
+        if left:
+            gQ = C.matmul(_mH(g)) if transpose else g.matmul(_mH(C))
+        else:
+            gQ = _mH(g).matmul(C) if transpose else _mH(C).matmul(g)
+        m, n = A.shape[-2], A.shape[-1]
+        if n < m:
+            pad = ember.zeros(tuple(A.shape[:-1]) + (m - n,), dtype=A.dtype, device=A.device)
+            A_full = ember.cat([A, pad], -1)
+        else:
+            A_full = A.narrow(-1, 0, m)
+        gA_full, gtau = _householder_product(gQ, (needs[0], needs[1]), None, A_full, tau)
+        if needs[0]:
+            gA = gA_full.narrow(-1, 0, n) if n <= m else ember.cat(
+                [gA_full, ember.zeros_like(A.narrow(-1, m, n - m))], -1)
+    return (gA, gtau, gC)
+
+
 def _pinv_backward(g, pinvA, A):
     m, n = A.shape[-2], A.shape[-1]
     pinvAh, gh = _mH(pinvA), _mH(g)

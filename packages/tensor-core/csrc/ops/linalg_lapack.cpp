@@ -633,8 +633,8 @@ Tensor ormqr(const Tensor& A, const Tensor& tau, const Tensor& C, bool left, boo
   const int64_t q = left ? m : n;  // Q is q x q
   EMBER_CHECK(ar == q, std::runtime_error, op, left ? ": other.shape[-2]" : ": other.shape[-1]",
               " must be equal to input.shape[-2]");
-  EMBER_CHECK(k <= ac && k <= q, std::runtime_error, op,
-              ": tau.shape[-1] must be less than or equal to input.shape[-1] and to the size of Q");
+  EMBER_CHECK(k == std::min(q, ac), std::runtime_error, op, ": tau.shape[-1] must be equal to "
+              "min(", left ? "other.shape[-2]" : "other.shape[-1]", ", input.shape[-1])");
   const int64_t nb = count(batch);
   Tensor a = colmajor_copy(A), c = colmajor_copy(C), t = contiguous(tau);
   dispatch_lapack_all(A->dtype, [&](auto tag) {
