@@ -573,7 +573,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     centred = x - avg.unsqueeze(1)
     weighted = centred if w is None else centred * w
     c = _C.mm(weighted, centred.t().conj()) / norm_factor
-    return c.squeeze() if input.dim() < 2 else c
+    return c.squeeze() if input.dim() < 2 or x.shape[0] == 1 else c  # (one variable: 0-d)
 
 
 def corrcoef(input):
@@ -1074,14 +1074,17 @@ def _check_integrand(name, y, x):
 def _spacing(y, x, dx, d):
     if x is None:
         return 1.0 if dx is None else dx
-    n = x.shape[-1] if x.dim() == 1 else x.shape[d]
     if x.dim() == 1:
+        n = x.shape[0]
         step = x[1:] - x[:-1]
         if step.shape[0] != y.shape[d] - 1:
             raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
         shape = [1] * y.dim()
         shape[d] = n - 1
         return step.reshape(shape)
+    if x.dim() < y.dim():  # torch's: x's shape padded with leading 1s to y's rank first
+        x = x.reshape((1,) * (y.dim() - x.dim()) + tuple(x.shape))
+    n = x.shape[d]
     return x.narrow(d, 1, n - 1) - x.narrow(d, 0, n - 1)
 
 
@@ -1576,10 +1579,20 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         _refuse_complex("cosine_similarity", x, message="expected common dtype to be floating "
                         f"point, yet common dtype is {_dtype_name(x.dtype)}")
 
+    # torch's formula (Distance.cpp): each operand divided by its norm first (integers as the
+    # common dtype), the norms clamped to eps outside autograd, then the sum of products
+    common = _C.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{_dtype_name(common)}")
+    x1, x2 = (x if x.dtype.is_floating_point else x.to(common) for x in (x1, x2))
     x1, x2 = _shape.broadcast_tensors(x1, x2)
-    n1 = linalg.vector_norm(x1, dim=dim).clamp(min=eps)
-    n2 = linalg.vector_norm(x2, dim=dim).clamp(min=eps)
-    return (x1 * x2).sum(dim) / (n1 * n2)
+    n1 = linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clone()
+    n2 = linalg.vector_norm(x2, 2, dim=dim, keepdim=True).clone()
+    with _grad_mode.no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

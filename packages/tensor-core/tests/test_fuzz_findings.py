@@ -758,3 +758,57 @@ def test_tri_indices_check_the_layout_type():
     with pytest.raises(TypeError, match="layout"):
         E.tril_indices(3, 3, layout=[2, 3])
     assert E.tril_indices(3, 3, layout=E.strided).shape == (2, 6)
+
+
+@pytest.mark.parametrize("p", [1e-30, 1e-5, 0.5, 2.0, 3.0, 400.0, math.inf, -1.0, -math.inf])
+def test_a_norm_over_one_element_is_its_magnitude(p):
+    """With one element per result, torch's vector norm is |x| for every order but 0; the
+    power form (|x|^p)^(1/p) overflowed (the 2-norm of 1e200 was inf) or rounded |x| away
+    (a 1e-30-norm of 3 was 1, so pairwise_distance(x1, x2, 1e-30) gave 1 everywhere)."""
+    x = E.tensor([[1e200, 3.0], [-1e-200, -2.0]], dtype=E.float64)
+    assert E.linalg.vector_norm(x[:, :1], p, dim=1).tolist() == [1e200, 1e-200]
+    assert E.linalg.vector_norm(x[:1, 1:], p).item() == 3.0
+    assert x[:1, 1:].norm(p, dim=(0, 1), keepdim=True).shape == (1, 1)
+    assert E.linalg.vector_norm(E.tensor([-3.0], dtype=E.float16), p).dtype == E.float16
+    assert E.linalg.vector_norm(E.tensor([3 + 4j]), p).item() == pytest.approx(5.0, rel=1e-6)
+    pd = E.pairwise_distance(E.tensor([[-6], [-5], [-3]], dtype=E.int16), E.tensor([-5.0]), p)
+    assert pd.tolist() == pytest.approx([1 - 1e-6, 1e-6, 2 + 1e-6], rel=1e-5)  # |x1 - x2 + eps|
+
+
+def test_a_norm_of_order_0_still_counts():
+    assert E.linalg.vector_norm(E.tensor([[0.0], [3.0]]), 0, dim=1).tolist() == [0.0, 1.0]
+
+
+def test_cov_of_one_variable_is_0_d():
+    assert E.cov(E.tensor([[1.0, 2.0, 4.0]])).shape == ()
+    assert E.cov(E.tensor([[1.0, 2.0, 4.0]])).item() == pytest.approx(7 / 3)
+    assert E.cov(E.tensor([[1.0, 2.0, 4.0], [1.0, 5.0, 2.0]])).shape == (2, 2)
+
+
+def test_trapezoid_pads_a_lower_rank_x_with_leading_dims():
+    """torch views an x of lower rank (but not 1) with leading 1s before taking its
+    differences along dim: so dim counts from y's first dim for x too."""
+    y = E.arange(24.0).reshape(2, 1, 4, 3)
+    x = (E.arange(12.0) ** 2).reshape(1, 4, 3)
+    assert E.cumulative_trapezoid(y, x, dim=0).shape == (0, 1, 4, 3)
+    assert E.trapezoid(y, x, dim=0).shape == (1, 4, 3)
+    # along a dim both have: (x[k+1] - x[k]) (y[k+1] + y[k]) / 2, summed
+    x2 = (E.arange(12.0) ** 2).reshape(4, 3)
+    assert E.trapezoid(y, x2, dim=2).sum().item() == 7551.0
+    assert E.cumulative_trapezoid(y, x2, dim=2).sum().item() == 11430.0
+
+
+def test_cosine_similarity_divides_by_each_clamped_norm_first():
+    """torch's formula: (x1 / max(|x1|, eps)) . (x2 / max(|x2|, eps)); ember divided the dot
+    product by sqrt(max(|x1|^2 |x2|^2, eps^2)), which differs once a norm is below eps, and
+    rounds differently in a half type. F.cosine_similarity is the same function."""
+    x1 = E.tensor([[1e-9, 0.0], [3.0, 4.0]], dtype=E.float64)
+    x2 = E.tensor([[1.0, 1.0], [1e-10, 0.0]], dtype=E.float64)
+    got = E.cosine_similarity(x1, x2, eps=1e-3).tolist()
+    assert got == pytest.approx([1e-9 / 1e-3 / math.sqrt(2), 0.6 * 1e-10 / 1e-3], rel=1e-12)
+    assert E.cosine_similarity(E.tensor([[1, 2, 3]]), E.tensor([[1.0, 0.5, 0.0]])).dtype \
+        == E.float32  # integers as the common floating dtype
+    with pytest.raises(RuntimeError, match="expected common dtype to be floating point"):
+        E.cosine_similarity(E.tensor([[1, 2]]), E.tensor([[1, 2]]))
+    nn_functional = pytest.importorskip("ember.nn.functional")
+    assert nn_functional.cosine_similarity(x1, x2, 1, 1e-3).tolist() == got

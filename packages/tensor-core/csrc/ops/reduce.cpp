@@ -408,6 +408,11 @@ Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarT
     }
   }
   auto mask = reduction_mask(x, dim);
+  // One element per result (the reduced dims of size 1): its magnitude, as torch's; the
+  // kernels' (|x|^p)^(1/p) overflowed or rounded it away (the 2-norm of [1e200] was inf, the
+  // 1e-30-norm of [3] was 1)
+  if (p != 0 && reduced_numel(x, mask) == 1)
+    return additive(unary(UnaryOp::abs, in), mask, keepdim, in->dtype, SumKind::Sum);
   const bool low = is_reduced_float(in->dtype);  // computed in float32, rounded once
   Tensor r = reduce_planned(low ? to_dtype(in, ScalarType::Float32) : in, mask, keepdim,
                             low ? ScalarType::Float32 : in->dtype,
