@@ -186,6 +186,44 @@ def test_sort_and_unique(dtype, np_dtype, descending):
 
 
 @pytest.mark.parametrize("dtype,np_dtype", WIDE, ids=IDS)
+def test_unique_along_a_dim_and_consecutive(dtype, np_dtype):
+    rows = np.array([[3, 1], [3, 1], [0, 2], [np.iinfo(np_dtype).max, 0]], dtype=np_dtype)
+    x = ember.from_numpy(rows)
+    uniq, inverse, counts = ember.unique(x, dim=0, return_inverse=True, return_counts=True)
+    u, inv, c = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(uniq.numpy(), u)
+    np.testing.assert_array_equal(inverse.numpy(), inv.reshape(-1))
+    np.testing.assert_array_equal(counts.numpy(), c)
+    values, counts = ember.unique_consecutive(x, dim=0, return_counts=True)
+    assert values.tolist() == [[3, 1], [0, 2], [int(rows[3, 0]), 0]] and counts.tolist() == [2, 1, 1]
+
+
+@pytest.mark.parametrize("dtype,np_dtype", WIDE, ids=IDS)
+def test_random_from_a_range(dtype, np_dtype):
+    """torch draws these types' integers from a given range (random_(to), random_(from, to),
+    and random_(from) up to the type's largest value but for uint64's, which is past an
+    int64); random_() with no range, its default, is not implemented for them."""
+    ember.manual_seed(3)
+    assert set(ember.zeros(400, dtype=dtype).random_(2).tolist()) == {0, 1}
+    drawn = ember.zeros(400, dtype=dtype).random_(5, 9).numpy()
+    assert drawn.dtype == np_dtype and set(drawn.tolist()) == {5, 6, 7, 8}
+    top = np.iinfo(np_dtype).max
+    if np_dtype != np.uint64:
+        high = ember.zeros(400, dtype=dtype).random_(3, None).numpy()
+        assert high.min() >= 3 and high.max() <= top and high.max() > top // 2
+        with pytest.raises(RuntimeError, match="to - 1 is out of bounds"):
+            ember.zeros(2, dtype=dtype).random_(0, 2 ** 40)
+    else:
+        assert ember.zeros(400, dtype=dtype).random_(0, 2 ** 40).numpy().max() > 2 ** 32
+        with pytest.raises(RuntimeError, match="to - 1 is out of bounds"):
+            ember.zeros(2, dtype=dtype).random_(3, None)
+    with pytest.raises(RuntimeError, match="from is out of bounds"):
+        ember.zeros(2, dtype=dtype).random_(-1, 5)
+    with pytest.raises(NotImplementedError, match="not implemented for 'UInt"):
+        ember.zeros(2, dtype=dtype).random_()
+
+
+@pytest.mark.parametrize("dtype,np_dtype", WIDE, ids=IDS)
 def test_refusals_match_torch(dtype, np_dtype):
     x = ember.ones(3, dtype=dtype)
     name = f"UInt{dtype.itemsize * 8}"

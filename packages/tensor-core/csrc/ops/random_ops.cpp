@@ -147,11 +147,12 @@ void normal_fill_reduced(T* data, int64_t n, float mean, float std, Generator& g
 void check_int_range(ScalarType dt, int64_t from, std::optional<int64_t> to_inc) {
   if (!is_integral(dt, true)) return;
   int64_t lo = 0, hi = 1;
-  dispatch_all(dt, "random_", [&](auto tag) {
+  dispatch_all_and_wide_unsigned(dt, "random_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_integral_v<T>) {
       lo = static_cast<int64_t>(std::numeric_limits<T>::lowest());
-      hi = static_cast<int64_t>(std::numeric_limits<T>::max());
+      hi = static_cast<int64_t>(std::min<uint64_t>(std::numeric_limits<T>::max(),
+                                                   std::numeric_limits<int64_t>::max()));
     }
   });
   EMBER_CHECK(from >= lo && from <= hi, std::runtime_error, "from is out of bounds for ",
@@ -268,8 +269,11 @@ void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Genera
     check_int_range(dt, from, *to - 1);
     range = static_cast<uint64_t>(*to) - static_cast<uint64_t>(from);
   } else {  // up to the largest value of the dtype, inclusive
+    // (uint64's, 2^64 - 1, is out of an int64's range: torch refuses it as a bound too)
+    EMBER_CHECK(dt != ScalarType::UInt64, std::runtime_error, "to - 1 is out of bounds for ",
+                dtype_name(dt));
     int64_t to_inc = 0;
-    dispatch_all(dt, "random_", [&](auto tag) {
+    dispatch_all_and_wide_unsigned(dt, "random_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_integral_v<T>) to_inc = static_cast<int64_t>(std::numeric_limits<T>::max());
       else to_inc = int64_t(1) << digits<T>();
@@ -281,12 +285,14 @@ void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Genera
     range = static_cast<uint64_t>(to_inc) - static_cast<uint64_t>(from) + 1;
     full64 = range == 0;  // from = int64 min: every 64-bit value
   }
-  const bool wide_dtype = dt == ScalarType::Int64 || dt == ScalarType::Float64 ||
-                          dt == ScalarType::Float32 || dt == ScalarType::BFloat16;
+  const bool wide_dtype = dt == ScalarType::Int64 || dt == ScalarType::UInt64 ||
+                          dt == ScalarType::Float64 || dt == ScalarType::Float32 ||
+                          dt == ScalarType::BFloat16;
   const bool use64 = wide_dtype && range >= (uint64_t(1) << 32);
   Generator& g = pick(gen);
   DrawLock lock(g, self->numel());
-  dispatch_all(dt, "random_", [&](auto tag) {
+  // (the wide unsigned types too: torch draws their integers from a range, not its default)
+  dispatch_all_and_wide_unsigned(dt, "random_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_in_order<T>(self, [&](int64_t) -> T {
       int64_t v;

@@ -640,7 +640,7 @@ UniqueResult unique(const Tensor& x, std::optional<int64_t> dim, bool consecutiv
   std::iota(order.begin(), order.end(), 0);
   Tensor inverse = empty({n}, ScalarType::Int64);
   int64_t* inv = inverse->data_as<int64_t>();
-  dispatch_all(x->dtype, op, [&](auto tag) {
+  dispatch_all_and_wide_unsigned(x->dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using K = key_t<T>;
     const T* p = moved->data_as<T>();
