@@ -20,7 +20,7 @@ namespace {
 
 py::module_* g_mod = nullptr;
 
-py::object device_obj(const Storage& s) { return g_mod->attr("_make_device")(s->device().str()); }
+py::object device_obj(const Storage& s) { return device_object(s->device()); }
 
 void check_cpu(const Storage& s, const char* what) {
   if (!s->device().is_cpu())

@@ -393,9 +393,7 @@ void register_tensor(py::module_& m) {
   }));
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_object(t->sizes); })
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t->dtype); })
-      .def_property_readonly("device", [](const Tensor& t) {
-        return core_fn("_make_device")(t->device().str());
-      })
+      .def_property_readonly("device", [](const Tensor& t) { return device_object(t->device()); })
       .def_property_readonly("ndim", &TensorImpl::dim)
       .def_property_readonly("is_cuda", [](const Tensor& t) { return !t->device().is_cpu(); })
       .def_property_readonly("is_cpu", [](const Tensor& t) { return t->device().is_cpu(); })

@@ -25,6 +25,14 @@ bool interpreter_finalizing() {
 
 static py::object* g_dtype_objects = new py::object[kNumScalarTypes];
 
+py::object device_object(const Device& d) {
+  if (d.is_cpu()) {
+    static py::object* cpu = new py::object(core_fn("_make_device")("cpu"));  // (never freed)
+    return *cpu;
+  }
+  return core_fn("_make_device")(d.str());
+}
+
 py::object dtype_object(ScalarType t) {
   if (t == ScalarType::Undefined) return py::none();
   return g_dtype_objects[static_cast<int>(t)];
@@ -601,7 +609,7 @@ void register_dtypes(py::module_& m) {
   });
   m.def("_get_default_device", []() -> py::object {
     const std::optional<Device> d = default_factory_device();
-    return d ? core_fn("_make_device")(d->str()) : py::none();
+    return d ? device_object(*d) : py::none();
   });
   m.def("_set_autocast_active", &set_autocast_on);
   m.def("_is_autocast_active", &autocast_thread_active);

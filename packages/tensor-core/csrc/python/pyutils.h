@@ -28,6 +28,9 @@ struct DType {
   ScalarType type;
 };
 py::object dtype_object(ScalarType t);
+// ember.device object of d (ember._make_device's, the CPU's kept: Tensor.device is read on every
+// recorded op)
+py::object device_object(const Device& d);
 // Accepts an ember dtype, a Python type (bool/int/float), a NumPy dtype or None (-> Undefined).
 ScalarType to_dtype(py::handle h);
 
