@@ -812,3 +812,31 @@ def test_cosine_similarity_divides_by_each_clamped_norm_first():
         E.cosine_similarity(E.tensor([[1, 2]]), E.tensor([[1, 2]]))
     nn_functional = pytest.importorskip("ember.nn.functional")
     assert nn_functional.cosine_similarity(x1, x2, 1, 1e-3).tolist() == got
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_var_and_std_take_torchs_three_forms_only(name):
+    """torch's forms: f(unbiased), f(dim, unbiased=True, keepdim=False), f(dim=None, *,
+    correction=None, keepdim=False). `unbiased` by keyword needs a dim (even None) beside
+    keepdim, and a list of dims does not come as var-args: those mixes are its TypeError."""
+    x = E.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]])
+    f = getattr(x, name)
+    root = math.sqrt if name == "std" else (lambda v: v)
+    assert f().item() == pytest.approx(root(8.0))
+    assert f(False).item() == pytest.approx(root(20 / 3))
+    assert f(None, True, True).shape == (1, 1)
+    assert f(1, False).tolist() == pytest.approx([root(14 / 9), root(56 / 9)])
+    assert f(1, correction=0, keepdim=True).shape == (2, 1)
+    assert f(unbiased=False).item() == pytest.approx(root(20 / 3))
+    for call in (lambda: f(unbiased=True, keepdim=True), lambda: f(0, 1),
+                 lambda: f(None, None, True), lambda: f(0, unbiased=True, correction=1)):
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_count_nonzero_takes_dims_as_var_args_or_one_dim():
+    x = E.tensor([[1.0, 0.0, 4.0], [3.0, 5.0, 0.0]])
+    assert x.count_nonzero(0, 1).item() == 4 and x.count_nonzero((0, 1)).item() == 4
+    assert x.count_nonzero(1).tolist() == [2, 2] and x.count_nonzero().item() == 4
+    with pytest.raises(TypeError):
+        x.count_nonzero(1.5)

@@ -295,9 +295,14 @@ void register_reductions(py::module_& m) {
     const std::string name = form.name;
     const std::string returns = form.with_mean ? "(Tensor, Tensor)" : "Tensor";
     def_op(m, {.name = name,
+               // torch's three forms: `unbiased` alone, or after a dim given (even None), or
+               // `correction` (keyword) with dim optional; a mix of them is its TypeError
                .signatures = {name + "(Tensor input, bool unbiased) -> " + returns,
-                              name + "(Tensor input, int[1]? dim=None, bool? unbiased=None, "
-                                     "bool keepdim=False, *, Scalar? correction=None" +
+                              name + "(Tensor input, int[1]? dim, bool unbiased=True, "
+                                     "bool keepdim=False" +
+                                  (form.with_mean ? "" : ", *, Tensor? out=None") + ") -> " + returns,
+                              name + "(Tensor input, int[1]? dim=None, *, Scalar? correction=None, "
+                                     "bool keepdim=False" +
                                   (form.with_mean ? "" : ", Tensor? out=None") + ") -> " + returns},
                .family = R, .variants = form.with_mean ? kFunction : kFunction | kMethod,
                .hooked = true, .hand_off = false,
@@ -306,8 +311,11 @@ void register_reductions(py::module_& m) {
                  if (a.overload() == 0)
                    return var_call(form.name, form.sqrt, form.with_mean, a[0], none, a[1], false,
                                    none, none);
-                 return var_call(form.name, form.sqrt, form.with_mean, a[0], a[1], a[2], a.flag(3),
-                                 a[4], a.out());
+                 if (a.overload() == 1)
+                   return var_call(form.name, form.sqrt, form.with_mean, a[0], a[1], a[2],
+                                   a.flag(3), none, form.with_mean ? none : a.out());
+                 return var_call(form.name, form.sqrt, form.with_mean, a[0], a[1], none, a.flag(3),
+                                 a[2], form.with_mean ? none : a.out());
                }});
   }
 
@@ -354,7 +362,9 @@ void register_reductions(py::module_& m) {
                }});
   }
   def_op(m, {.name = "count_nonzero",
-             .signatures = {"count_nonzero(Tensor input, int[1]? dim=None) -> Tensor"},
+             // torch's two forms: dims as a list (or var-args), or one dim (or None)
+             .signatures = {"count_nonzero(Tensor input, int[] dim) -> Tensor",
+                            "count_nonzero(Tensor input, int[1]? dim=None) -> Tensor"},
              .family = R,
              .impl = [](const Args& a) { return wrap(count_nonzero(a.tensor(0), a.opt_ints(1))); }});
 

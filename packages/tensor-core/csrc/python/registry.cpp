@@ -180,10 +180,12 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
   PyObject* values[Args::kMaxParams] = {};
   unsigned given = 0;
   // torch's var-args int list: x.flip(0, 1) for x.flip((0, 1)), where an int list is the only
-  // positional parameter (after self)
+  // positional parameter (after self) and None is not one of its values (x.var(0, 1) is
+  // torch's TypeError, not var over dims 0 and 1)
   py::object varargs;
   if (nargs >= 1 && s.positional() - offset == 1 && s.params[offset].type == ArgType::IntList &&
-      is_int_like(args[0]) && (nargs > 1 || s.params[offset].list_size == 0)) {
+      !s.params[offset].optional && is_int_like(args[0]) &&
+      (nargs > 1 || s.params[offset].list_size == 0)) {
     varargs = py::tuple(nargs);
     for (Py_ssize_t i = 0; i < nargs; ++i)
       PyTuple_SET_ITEM(varargs.ptr(), i, py::reinterpret_borrow<py::object>(args[i]).release().ptr());
