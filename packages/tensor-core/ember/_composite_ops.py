@@ -284,7 +284,7 @@ def ldexp_(self, other):
 
 
 def heaviside(input, values, *, out=None):
-    if input.dtype != values.dtype:
+    if input.dtype != values.dtype or (out is not None and out.dtype != input.dtype):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
     r = _C.where(input == 0, values, (input > 0).to(input.dtype))
     return _finish(r.to(input.dtype), out)

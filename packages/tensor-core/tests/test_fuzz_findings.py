@@ -840,3 +840,34 @@ def test_count_nonzero_takes_dims_as_var_args_or_one_dim():
     assert x.count_nonzero(1).tolist() == [2, 2] and x.count_nonzero().item() == 4
     with pytest.raises(TypeError):
         x.count_nonzero(1.5)
+
+
+def test_prod_takes_torchs_two_forms():
+    """prod(input, *, dtype) of every element, or prod(input, int dim, keepdim, *, dtype,
+    out): a dim of None, keepdim without a dim, and out= without a dim are TypeErrors."""
+    x = E.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert x.prod().item() == 720.0 and x.prod(dtype=E.float64).dtype == E.float64
+    assert x.prod(1).tolist() == [6.0, 120.0] and x.prod(1, True).shape == (2, 1)
+    out = E.empty(3)
+    assert E.prod(x, 0, out=out) is out and out.tolist() == [4.0, 10.0, 18.0]
+    for call in (lambda: x.prod(None), lambda: x.prod(dim=None), lambda: x.prod(keepdim=True),
+                 lambda: E.prod(x, out=E.empty(())), lambda: x.prod(1.5)):
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_out_dtypes_of_ops_that_keep_their_input_dtype():
+    """conj_physical (torch's structured op), nan_to_num and heaviside write only into an out=
+    of the input's dtype, with torch's messages (ember cast into any)."""
+    xi = E.tensor([1, -2, 3], dtype=E.int32)
+    xf = E.tensor([1.5, float("nan"), 3.0])
+    with pytest.raises(RuntimeError, match="Found dtype Long but expected Int"):
+        E.conj_physical(xi, out=E.empty(3, dtype=E.int64))
+    assert E.conj_physical(xi, out=E.empty(3, dtype=E.int32)).tolist() == [1, -2, 3]
+    with pytest.raises(RuntimeError, match="nan_to_num: dtype of out: Double should be same as "
+                                           "input: Float"):
+        E.nan_to_num(xf, out=E.empty(3, dtype=E.float64))
+    assert E.nan_to_num(xf, out=E.empty(3)).tolist() == [1.5, 0.0, 3.0]
+    with pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with "
+                                           "different dtypes"):
+        E.heaviside(xf, xf, out=E.empty(3, dtype=E.float64))

@@ -145,7 +145,9 @@ def test_prod(dtype, dim, keepdim, rng):
 
 
 def test_prod_dim_must_be_int():
-    with pytest.raises(TypeError, match="prod\\(\\): argument 'dim' \\(position 2\\) must be int, not tuple"):
+    # torch's two forms, neither taking a tuple of dims: its message lists them
+    with pytest.raises(TypeError, match="prod\\(\\) received an invalid combination of "
+                                        "arguments - got \\(Tensor, tuple\\)"):
         ember.prod(ember.ones(2, 3), (0, 1))
 
 

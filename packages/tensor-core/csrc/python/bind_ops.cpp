@@ -281,7 +281,13 @@ void register_ops(py::module_& m) {
              .signatures = {"conj_physical(Tensor input, *, Tensor? out=None) -> Tensor"},
              .family = E, .hooked = true,
              .impl = [](const Args& a) {
-               return finish("conj_physical", conj_physical(a.tensor(0)), a.out());
+               const Tensor x = a.tensor(0);
+               if (!a.out().is_none()) {  // torch's structured op: out of the input's dtype only
+                 const ScalarType got = expect_tensor(a.out(), "conj_physical", "out")->dtype;
+                 EMBER_CHECK(got == x->dtype, std::runtime_error, "Found dtype ", type_name(got),
+                             " but expected ", type_name(x->dtype));
+               }
+               return finish("conj_physical", conj_physical(x), a.out());
              }});
   // add/sub take alpha; div takes rounding_mode (div_trunc is div(rounding_mode='trunc'), and
   // _div_trunc its private form for the hooks). Whether a + alpha * b rounds once (add_alpha):
@@ -508,6 +514,11 @@ void register_ops(py::module_& m) {
     const double* pp = posinf.is_none() ? nullptr : &p;
     const double* np = neginf.is_none() ? nullptr : &n;
     const Operand in(t);
+    if (!out.is_none()) {
+      const ScalarType got = expect_tensor(out, "nan_to_num", "out")->dtype;
+      EMBER_CHECK(got == t->dtype, std::runtime_error, "nan_to_num: dtype of out: ", type_name(got),
+                  " should be same as input: ", type_name(t->dtype));
+    }
     return with_out("nan_to_num", out, opt_out(out, "nan_to_num"), {&in},
                     [&](const Tensor& o) { return nan_to_num(t, nan, pp, np, o); });
   }, py::arg("input"), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none(),

@@ -237,16 +237,19 @@ void register_reductions(py::module_& m) {
                  return finish(name, r, a.out());
                }});
   }
+  // torch's two forms: of every element (no out=), or along one dim (an int, not None)
   def_op(m, {.name = "prod",
-             .signatures = {"prod(Tensor input, int? dim=None, bool keepdim=False, *, "
+             .signatures = {"prod(Tensor input, *, ScalarType? dtype=None) -> Tensor",
+                            "prod(Tensor input, int dim, bool keepdim=False, *, "
                             "ScalarType? dtype=None, Tensor? out=None) -> Tensor"},
              .family = R, .hooked = true,
              .impl = [](const Args& a) {
-               refuse_keepdim_without_dim(a, "prod");
+               if (a.overload() == 0)
+                 return wrap(prod(a.tensor(0), std::nullopt, false, a.dtype(1)));
                Tensor out = opt_out(a.out(), "prod");
                ScalarType dt = a.dtype(3);
                if (out && dt == ScalarType::Undefined) dt = out->dtype;
-               return finish("prod", prod(a.tensor(0), a.opt_integer(1), a.flag(2), dt), a.out());
+               return finish("prod", prod(a.tensor(0), a.integer(1), a.flag(2), dt), a.out());
              }});
 
   // max / min: of all elements, along a dim (values and indices), or elementwise with another
