@@ -686,6 +686,9 @@ def nonzero_static(input, *, size, fill_value=-1, out=None):
     if size < 0:
         raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
                            f"size={size}")
+    if out is not None and out.dtype != _C.int64:
+        raise RuntimeError("nonzero_static: Expected out tensor to have scalar type Long but got "
+                           f"scalar type{out.dtype._torch_name}")  # (torch's, without a space)
     found = _C.nonzero(input)
     n = found.shape[0]
     if n >= size:
@@ -748,8 +751,18 @@ def cholesky_inverse(input, upper=False, *, out=None):
                            f"{input.shape[-2] if input.dim() >= 2 else 1} by "
                            f"{input.shape[-1] if input.dim() else 1} matrices")
     n = input.shape[-1]
-    eye = _C.eye(n, dtype=input.dtype, device=input.device).expand(tuple(input.shape))
     from ember import linalg  # (linalg imports this module)
+
+    # a zero on the factor's diagonal: torch's LinAlgError (the solves would give inf and NaN)
+    zero = (input.diagonal(0, -2, -1) == 0).reshape(-1, n) if input.numel() else None
+    if zero is not None and bool(zero.any()):
+        first = int(zero.any(1).to(_C.int64).argmax())
+        where = f"(Batch element {first}): " if input.dim() > 2 else ""
+        element = int(zero[first].to(_C.int64).argmax()) + 1
+        raise linalg.LinAlgError(
+            f"cholesky_inverse: {where}The diagonal element {element} is zero, the inversion "
+            "could not be completed because the input matrix is singular.")
+    eye = _C.eye(n, dtype=input.dtype, device=input.device).expand(tuple(input.shape))
 
     return _finish(linalg._cholesky_solve(eye, input, upper), out)
 

@@ -871,3 +871,41 @@ def test_out_dtypes_of_ops_that_keep_their_input_dtype():
     with pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with "
                                            "different dtypes"):
         E.heaviside(xf, xf, out=E.empty(3, dtype=E.float64))
+
+
+def test_take_along_dim_without_a_dim_refuses_negative_indices():
+    """Without a dim torch gathers from the flattened input, where a negative index is out of
+    bounds; along a dim it counts from the end."""
+    x = E.arange(6.0)
+    with pytest.raises(RuntimeError, match="index -5 is out of bounds for dimension 0 with size 6"):
+        E.take_along_dim(x, E.tensor(-5))
+    assert E.take_along_dim(x, E.tensor([-1]), 0).tolist() == [5.0]
+    assert E.take_along_dim(x.reshape(2, 3), E.tensor([[-1]]), 1).tolist() == [[2.0], [5.0]]
+
+
+def test_random_of_a_floating_dtype_checks_its_range():
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for c10::Half"):
+        E.zeros(3, dtype=E.float16).random_(70000)
+    with pytest.raises(RuntimeError, match="from is out of bounds for c10::Half"):
+        E.zeros(3, dtype=E.float16).random_(-70000, 5)
+    drawn = E.zeros(200, dtype=E.float16).random_(60000)
+    assert drawn.min().item() >= 0 and drawn.max().item() <= 60000
+    assert E.zeros(3, dtype=E.bfloat16).random_(-2 ** 60, 5).max().item() <= 5
+
+
+def test_nonzero_static_out_is_long():
+    x = E.arange(6.0)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have scalar type Long"):
+        E.nonzero_static(x > 2, size=2, out=E.empty(2, 1, dtype=E.float16))
+    assert E.nonzero_static(x > 2, size=2, out=E.empty(2, 1, dtype=E.int64)).tolist() == [[3], [4]]
+
+
+def test_cholesky_inverse_of_a_singular_factor_raises_torchs_error():
+    with pytest.raises(E.linalg.LinAlgError, match="cholesky_inverse: The diagonal element 2 is "
+                                                   "zero, the inversion could not be completed"):
+        E.cholesky_inverse(E.tensor([[1.0, 0.0], [2.0, 0.0]]))
+    with pytest.raises(E.linalg.LinAlgError, match="\\(Batch element 1\\): The diagonal element "
+                                                   "2 is zero"):
+        E.cholesky_inverse(E.tensor([[[1.0, 0.0], [2.0, 1.0]], [[1.0, 0.0], [2.0, 0.0]]]))
+    inv = E.cholesky_inverse(E.tensor([[2.0, 0.0], [1.0, 3.0]]))  # (L L^T)^-1 by hand
+    assert inv.flatten().tolist() == pytest.approx([10 / 36, -2 / 36, -2 / 36, 4 / 36])

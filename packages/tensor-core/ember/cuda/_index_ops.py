@@ -508,11 +508,11 @@ def _take_along_dim(name, args, kwargs):
         raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{indices.dtype._torch_name}")
     mod = xp()
-    if dim is None:  # over the flattened input
+    if dim is None:  # over the flattened input: gather's bounds (no negative indices), as torch
         n = self.numel()
         shape = (indices.numel(),)
         with _on_current_stream(device):
-            idx = _dim_index(indices, n, 0, device, negative=True).reshape(-1)
+            idx = _dim_index(indices, n, 0, device, negative=False).reshape(-1)
             return _result(device, shape, self.dtype, view(self).reshape(-1)[idx])
     if self.dim() != indices.dim():
         raise RuntimeError("torch.take_along_dim(): input and indices should have the same number "
