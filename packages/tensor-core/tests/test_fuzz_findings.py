@@ -909,3 +909,27 @@ def test_cholesky_inverse_of_a_singular_factor_raises_torchs_error():
         E.cholesky_inverse(E.tensor([[[1.0, 0.0], [2.0, 1.0]], [[1.0, 0.0], [2.0, 0.0]]]))
     inv = E.cholesky_inverse(E.tensor([[2.0, 0.0], [1.0, 3.0]]))  # (L L^T)^-1 by hand
     assert inv.flatten().tolist() == pytest.approx([10 / 36, -2 / 36, -2 / 36, 4 / 36])
+
+
+@pytest.mark.parametrize("call,error,message", [
+    # geqrf: every dtype but the LAPACK four is its kernel's refusal (after the rank check)
+    (lambda: E.geqrf(E.ones(3, 3, dtype=E.float16)), NotImplementedError,
+     "\"geqrf_cpu\" not implemented for 'Half'"),
+    (lambda: E.geqrf(E.ones(3, 3, dtype=E.int32)), NotImplementedError,
+     "\"geqrf_cpu\" not implemented for 'Int'"),
+    # unflatten: the sizes first, then the dim; a 0-d input fails inside torch's handler
+    (lambda: E.ones(3, 1).unflatten(3, []), RuntimeError, "sizes must be non-empty"),
+    (lambda: E.unflatten(E.tensor(3), -1, [0]), RuntimeError, "unflatten got an unexpected error"),
+    (lambda: E.unflatten(E.tensor(3), 2, [1]), IndexError, "Dimension out of range"),
+    # kthvalue: the dim and k before the dtype
+    (lambda: E.ones(2, 3, dtype=E.bool).kthvalue(2, 2), IndexError, "Dimension out of range"),
+    (lambda: E.ones(3, dtype=E.bool).kthvalue(-2), RuntimeError, "selected number k out of range"),
+    (lambda: E.ones(3, dtype=E.bool).kthvalue(1), NotImplementedError, "kthvalue_cpu"),
+    # index_select: the index's rank before out='s dtype
+    (lambda: E.index_select(E.ones(3, 1), 1, E.zeros(4, 4, dtype=E.int64),
+                            out=E.empty(3, 1, dtype=E.float64)), IndexError,
+     "Index is supposed to be a vector"),
+])
+def test_checks_in_torchs_order(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -469,8 +469,15 @@ Tensor flatten(const Tensor& t, int64_t start, int64_t end) {
 
 Tensor unflatten(const Tensor& t, int64_t d, const Shape& sizes) {
   int64_t n = t->dim();
-  d = wrap_dim(d, n, /*allow_scalar=*/false);
+  // torch's order: the sizes, then the dim; a 0-d input's size lookup fails inside its
+  // handler, which reports it as a RuntimeError
   EMBER_CHECK(!sizes.empty(), std::runtime_error, "unflatten: sizes must be non-empty");
+  if (n == 0) {
+    wrap_dim(d, 0, /*allow_scalar=*/true);
+    throw std::runtime_error(
+        "unflatten got an unexpected error:\nDimension specified as 0 but tensor has no dimensions");
+  }
+  d = wrap_dim(d, n, /*allow_scalar=*/false);
   Shape inferred;
   try {
     inferred = infer_size(sizes, t->sizes[d]);

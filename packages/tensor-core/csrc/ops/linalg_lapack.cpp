@@ -49,6 +49,12 @@ const char* low_precision_kernel(const char* op) {
 }
 
 void check_dtype(const Tensor& A, const char* op) {
+  // torch's geqrf checks no dtype itself: every type but the four LAPACK ones is its kernel's
+  // refusal (integers too)
+  if (std::strcmp(op, "geqrf") == 0 && A->dtype != ScalarType::Float32 &&
+      A->dtype != ScalarType::Float64 && !is_complex(A->dtype))
+    throw NotImplementedError(
+        str_cat("\"geqrf_cpu\" not implemented for '", torch_type_name(A->dtype), "'"));
   if (A->dtype == ScalarType::Float16 || A->dtype == ScalarType::BFloat16) {
     if (const char* kernel = low_precision_kernel(op))
       throw NotImplementedError(

@@ -415,12 +415,12 @@ template <typename C> void quick_select(std::vector<C>& v, std::vector<int64_t>&
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "kthvalue");
-  no_bool(x, "kthvalue_cpu");
   dim = wrap_dim(dim, x->dim());
   check_nonempty_dim(x, dim, "kthvalue");
   const int64_t n = x->dim() ? x->sizes[dim] : 1;
   EMBER_CHECK(k >= 1 && k <= n, std::runtime_error,
               "kthvalue(): selected number k out of range for dimension ", dim);
+  no_bool(x, "kthvalue_cpu");  // (after the dim and k checks, as torch's kernel dispatch)
   const Shape shape = reduced(x, dim, keepdim);
   Tensor values = empty(shape, x->dtype), indices = empty(shape, ScalarType::Int64);
   if (values->numel() == 0) return {values, indices};
