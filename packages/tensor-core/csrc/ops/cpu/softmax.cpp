@@ -61,6 +61,20 @@ template <typename T> T exp_sum_row(const T* __restrict__ x, T* __restrict__ y, 
   return s;
 }
 
+// x = exp(x - m) in place, returns the sum (exp_sum_row with y = x would alias its restrict
+// pointers)
+template <typename T> T exp_sum_inplace(T* __restrict__ x, int64_t n, T m) {
+  constexpr int L = 64 / sizeof(T);
+  T a[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) a[l] += (x[i + l] = vexpf(x[i + l] - m));
+  T s = 0;
+  for (; i < n; ++i) s += (x[i] = vexpf(x[i] - m));
+  for (int l = 0; l < L; ++l) s += a[l];
+  return s;
+}
+
 template <typename T> T exp_sum_only(const T* __restrict__ x, int64_t n, T m) {
   constexpr int L = 64 / sizeof(T);
   T a[L] = {};
@@ -249,7 +263,7 @@ void attention_softmax_rows(ScalarType dtype, void* scores, int64_t L, int64_t S
         l[r] = m;
         continue;
       }
-      const T sum = exp_sum_row(x, x, live, m);
+      const T sum = exp_sum_inplace(x, live, m);
       const T inv = T(1) / sum;
       for (int64_t i = 0; i < live; ++i) x[i] *= inv;
       for (int64_t i = live; i < S; ++i) x[i] = T(0);
