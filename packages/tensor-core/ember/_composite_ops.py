@@ -264,8 +264,10 @@ def ldexp(input, other, *, out=None):
         if not _C.can_cast(result, out.dtype):
             raise RuntimeError(f"ldexp can't be cast to the desired output type "
                                f"{out.dtype._torch_name}")
-    if other.dtype == _C.bool and input.dtype.is_floating_point:  # torch's float kernel
-        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+    if (other.dtype == _C.bool or other.dtype in _SHELL_UNSIGNED) and input.dtype.is_floating_point:
+        # torch's float kernel has no exponent of these types
+        raise NotImplementedError(f"\"ldexp_cpu_exp\" not implemented for "
+                                  f"'{_dtype_name(other.dtype)}'")
     r = _C.mul(input, _C.pow(2.0, other))
     if (dt.is_floating_point or dt.is_complex) and r.dtype != dt:
         r = r.to(dt)
@@ -366,6 +368,9 @@ def polygamma(n, input, *, out=None):
     scale = float(math.factorial(n)) if n <= 170 else math.inf
     sign = 1.0 if n % 2 else -1.0
     r = _C._special_zeta(float(n + 1), input) * (sign * scale)
+    if out is not None and not _C.can_cast(r.dtype, out.dtype):  # (a float into an integer out)
+        raise RuntimeError(f"result type {_dtype_name(r.dtype)} can't be cast to the desired "
+                           f"output type {_dtype_name(out.dtype)}")
     return _finish(r, out)
 
 
@@ -395,6 +400,10 @@ def mvlgamma(input, p, *, out=None):
                     f"'{_dtype_name(input.dtype)}'")
     # torch no longer checks the domain (x > (p-1)/2): lgamma's poles give inf there
     x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    if out is not None and not _C.can_cast(x.dtype, out.dtype):
+        # torch's message, which names the input's dtype and the result's
+        raise RuntimeError(f"mvlgamma: result type {_dtype_name(input.dtype)} can't be cast to "
+                           f"the desired output type {_dtype_name(x.dtype)}")
     # the (..., p) terms need this much memory: a p too large fails here at once, before the
     # p shifts are made (an untouched block costs nothing)
     _C.empty((*x.shape, p), dtype=x.dtype, device=x.device)

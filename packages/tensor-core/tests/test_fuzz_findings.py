@@ -933,3 +933,19 @@ def test_cholesky_inverse_of_a_singular_factor_raises_torchs_error():
 def test_checks_in_torchs_order(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_polygamma_mvlgamma_and_ldexp_refuse_outs_and_exponents_as_torch():
+    xi, xf = E.tensor([1, 2, 3]), E.tensor([1.5, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Char"):
+        E.polygamma(1, xi, out=E.empty(3, dtype=E.int8))
+    assert E.polygamma(1, xi, out=E.empty(3, dtype=E.float64)).tolist() == pytest.approx(
+        [math.pi ** 2 / 6, math.pi ** 2 / 6 - 1, math.pi ** 2 / 6 - 1.25])
+    with pytest.raises(RuntimeError, match="mvlgamma: result type Char can't be cast to the "
+                                           "desired output type Float"):
+        E.mvlgamma(xi.to(E.int8), p=2, out=E.empty(3, dtype=E.uint64))
+    for exponent in (E.bool, E.uint16, E.uint64):
+        with pytest.raises(NotImplementedError, match="ldexp_cpu_exp"):
+            E.ldexp(xf, E.ones(3, dtype=exponent))
+    assert E.ldexp(xf, E.ones(3, dtype=E.int16)).tolist() == [3.0, 4.0, 6.0]
