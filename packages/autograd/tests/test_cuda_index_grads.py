@@ -50,7 +50,8 @@ def test_scatter_reduce_in_place_gradcheck():
 def test_take_along_dim_and_take_gradcheck():
     x = randn(3, 4)
     idx = ember.tensor([[0, 3, 3], [1, 0, -1], [2, 2, 2]]).cuda()
-    for fn in (lambda a: a.take_along_dim(idx, 1), lambda a: a.take_along_dim(idx),
+    flat = ember.tensor([[0, 3, 11], [1, 0, 7]]).cuda()  # (no dim: no negative index, as torch)
+    for fn in (lambda a: a.take_along_dim(idx, 1), lambda a: a.take_along_dim(flat),
                lambda a: a.take_along_dim(idx[:1], 1),  # broadcast along dim 0
                lambda a: a.take(idx)):
         assert gradcheck(on_device(fn), (x,))
