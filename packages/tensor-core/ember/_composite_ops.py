@@ -280,8 +280,9 @@ def ldexp_(self, other):
     if not _C.can_cast(result, self.dtype):
         raise RuntimeError(f"ldexp can't be cast to the desired output type "
                            f"{self.dtype._torch_name}")
-    if other.dtype == _C.bool and self.dtype.is_floating_point:
-        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+    if (other.dtype == _C.bool or other.dtype in _SHELL_UNSIGNED) and self.dtype.is_floating_point:
+        raise NotImplementedError(f"\"ldexp_cpu_exp\" not implemented for "
+                                  f"'{_dtype_name(other.dtype)}'")
     return self.mul_(_C.pow(2.0, other))
 
 

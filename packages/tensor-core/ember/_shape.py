@@ -735,8 +735,8 @@ def trace(input):
     """Sum of the main diagonal of a matrix (integers accumulate in int64)."""
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
-    if input.dtype == _C.bool:
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    if input.dtype in (_C.bool, _C.uint16, _C.uint32, _C.uint64):
+        raise NotImplementedError(f"\"trace\" not implemented for '{input.dtype._torch_name}'")
     return _C.diagonal(input, 0, 0, 1).sum()
 
 

@@ -224,6 +224,23 @@ def test_random_from_a_range(dtype, np_dtype):
 
 
 @pytest.mark.parametrize("dtype,np_dtype", WIDE, ids=IDS)
+def test_topk_trace_and_ldexp_refuse_them_as_torch(dtype, np_dtype):
+    """torch's topk and trace kernels and ldexp's exponent have none of these types; topk
+    checks its k first."""
+    name = f"UInt{dtype.itemsize * 8}"
+    x = ember.tensor([3, 1, 2, 0], dtype=dtype)
+    with pytest.raises(NotImplementedError, match=f"\"topk_cpu\" not implemented for '{name}'"):
+        x.topk(2)
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        x.topk(5)
+    with pytest.raises(NotImplementedError, match=f"\"trace\" not implemented for '{name}'"):
+        x.reshape(2, 2).trace()
+    with pytest.raises(NotImplementedError, match=f"\"ldexp_cpu_exp\" not implemented for "
+                                                  f"'{name}'"):
+        ember.ones(4).ldexp_(x)
+
+
+@pytest.mark.parametrize("dtype,np_dtype", WIDE, ids=IDS)
 def test_refusals_match_torch(dtype, np_dtype):
     x = ember.ones(3, dtype=dtype)
     name = f"UInt{dtype.itemsize * 8}"

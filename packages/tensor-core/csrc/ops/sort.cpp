@@ -280,6 +280,9 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
               " dtypes on CPU");
   const int64_t n = x->dim() ? x->sizes[dim] : 1;
   EMBER_CHECK(k >= 0 && k <= n, std::runtime_error, "selected index k out of range");
+  if (is_wide_unsigned(x->dtype))  // (torch's kernel has none of them; after its k check)
+    throw NotImplementedError(
+        str_cat("\"topk_cpu\" not implemented for '", type_name(x->dtype), "'"));
   const Shape shape = with_dim_size(x, dim, k);
   Tensor values = empty(shape, x->dtype), indices = empty(shape, ScalarType::Int64);
   if (x->dim() == 0) {  // a 0-d result holds one element whatever k is (0 or 1), as torch's
