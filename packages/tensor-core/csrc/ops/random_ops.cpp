@@ -143,29 +143,16 @@ void normal_fill_reduced(T* data, int64_t n, float mean, float std, Generator& g
   if (n % 16 != 0) block(data + n - 16);
 }
 
-// torch's name of a floating dtype's C++ type, as its range errors print it
-const char* cpp_float_name(ScalarType dt) {
-  switch (dt) {
-    case ScalarType::Float16: return "c10::Half";
-    case ScalarType::BFloat16: return "c10::BFloat16";
-    case ScalarType::Float32: return "float";
-    default: return "double";
-  }
-}
-
 // Checks `from` and `to - 1` fit the dtype (PyTorch's check_from_to_in_range): an integral
 // dtype's range, or a floating one's finite range (2^31 does not fit a float16).
 void check_int_range(ScalarType dt, int64_t from, std::optional<int64_t> to_inc) {
   if (is_floating(dt)) {
-    const double hi = dt == ScalarType::Float16    ? 65504.0
-                      : dt == ScalarType::BFloat16 ? 3.3895313892515355e38
-                      : dt == ScalarType::Float32  ? static_cast<double>(std::numeric_limits<float>::max())
-                                                   : std::numeric_limits<double>::max();
+    const double hi = Scalar::largest_finite(dt);
     EMBER_CHECK(std::fabs(static_cast<double>(from)) <= hi, std::runtime_error,
-                "from is out of bounds for ", cpp_float_name(dt));
+                "from is out of bounds for ", cpp_type_name(dt));
     if (to_inc)
       EMBER_CHECK(std::fabs(static_cast<double>(*to_inc)) <= hi, std::runtime_error,
-                  "to - 1 is out of bounds for ", cpp_float_name(dt));
+                  "to - 1 is out of bounds for ", cpp_type_name(dt));
     return;
   }
   if (!is_integral(dt, true)) return;
