@@ -528,11 +528,11 @@ py::object index_select_impl(py::handle selfh, py::handle dimh, py::handle index
     return redispatch_out("index_select", core_fn("index_select"), py::make_tuple(selfh, dim, indexh),
                          py::dict(), outh);
   }
-  // torch's order: the index's rank, then out='s dtype
-  EMBER_CHECK(index->dim() <= 1, IndexError, "index_select(): Index is supposed to be a vector");
+  // the op's own checks (the index's rank first) before out='s dtype, as torch's order
+  Tensor result = index_select(self, dim, index);
   check_out_same(opt_out(outh, "index_select"), self,
                  "index_select(): self and result must have the same scalar type");
-  return finish("index_select", index_select(self, dim, index), outh);
+  return finish("index_select", result, outh);
 }
 
 py::object gather_impl(py::handle selfh, py::handle dimh, py::handle indexh, bool sparse_grad,
