@@ -148,9 +148,6 @@ def _check_norm(name, norm):
 
 def _args_1d(name, input, n, dim, norm):
     """The checks of torch's argument parser for the 1-d transforms."""
-    if type(dim) is int and (n is None or type(n) is int) and norm is None \
-            and type(input) is _C.Tensor:  # the usual call: nothing to convert or refuse
-        return n, dim
     if type(dim) is not int:
         dim = _int_arg(name, "dim", dim)
     if n is not None and type(n) is not int:
@@ -291,12 +288,6 @@ def _run_pocketfft(pp, a, plan, dest):
     dest when given."""
     threads = _C.get_num_threads()
     i, last = 0, len(plan)
-    if last == 1:  # one step (the common call), without the merging loop below
-        op, axis, n, scale = plan[0]
-        if op in ("fft", "ifft") and a.shape[axis] == n:
-            return pp.c2c(a, (axis,), op == "fft", scale, dest, threads)
-        if op == "rfft" and a.shape[axis] == n:
-            return pp.r2c(a, (axis,), True, scale, dest, threads)
     while i < last:
         op, axis, n, scale = plan[i]
         if op == "conj":
@@ -377,9 +368,12 @@ _CORE_MAX_ROWS = 16
 
 
 def _core_kernel_applies(input, plan):
-    if len(plan) != 1:
-        return False
-    op, axis, n, _ = plan[0]  # (the cheapest refusals first: this runs for every transform)
+    return len(plan) == 1 and _core_kernel_takes(input, *plan[0][:3])
+
+
+def _core_kernel_takes(input, op, axis, n):
+    """Whether the core's kernel runs op over n points of input's dim axis (the conditions
+    above; the cheapest refusals first: this runs for every transform)."""
     if n < _CORE_MIN_POINTS or n & (n - 1) or op not in ("fft", "ifft"):
         return False
     if axis != input.dim() - 1 or input.size(axis) != n or input.numel() >= n * _CORE_MAX_ROWS:
@@ -545,8 +539,45 @@ def _write_out(result, out, name):
 
 # ---- the 1-d transforms ----
 
+_FAST_DTYPES = {"fft": (ember.complex64, ember.complex128),
+                "ifft": (ember.complex64, ember.complex128),
+                "rfft": (ember.float32, ember.float64)}
+
+
+def _fast_1d(input, dim, op):
+    """The usual 1-d call (fft/ifft of a complex tensor, rfft of a float32/float64 one, on the
+    CPU, with no gradient to record, and n, norm and out left to their defaults) straight to
+    its engine, without the general path's plan: that bookkeeping was half of a 64-point
+    transform's time. None where the call needs the general path (which also raises its
+    errors)."""
+    if type(input) is not _C.Tensor or type(dim) is not int or input.requires_grad \
+            or input.is_cuda or input.dtype not in _FAST_DTYPES.get(op, ()):
+        return None
+    nd = input.dim()
+    d = dim + nd if dim < 0 else dim
+    if not 0 <= d < nd:
+        return None
+    n = input.size(d)
+    if n < 1:
+        return None
+    if _core_kernel_takes(input, op, d, n):
+        return _C._fft_c2c(input, [d], 0 if op == "fft" else 2, op == "fft")
+    pp = _POCKETFFT[0] if _POCKETFFT else _pocketfft()
+    if pp is None:
+        return None
+    threads = _C.get_num_threads()
+    if op == "rfft":
+        return _from_numpy(pp.r2c(input.numpy(), (d,), True, 0, None, threads))
+    forward = op == "fft"
+    return _from_numpy(pp.c2c(input.numpy(), (d,), forward, 0 if forward else 2, None, threads))
+
+
 def _fft_1d(name, forward, input, n, dim, norm, out):
     """fft and ifft: torch's fft_c2c for a complex input, fft_r2c (two-sided) for a real one."""
+    if n is None and norm is None and out is None:
+        r = _fast_1d(input, dim, name)
+        if r is not None:
+            return r
     n, dim = _args_1d(name, input, n, dim, norm)
     dtype = input.dtype
     is_complex = dtype.is_complex
@@ -578,6 +609,10 @@ def _fft_1d(name, forward, input, n, dim, norm, out):
 
 def _r2c_1d(name, forward, input, n, dim, norm, out):
     """rfft (forward) and ihfft: torch's fft_r2c, one-sided."""
+    if n is None and norm is None and out is None:
+        r = _fast_1d(input, dim, name)
+        if r is not None:
+            return r
     n, dim = _args_1d(name, input, n, dim, norm)
     dtype = input.dtype
     if dtype.is_complex:
@@ -619,64 +654,18 @@ def _c2r_1d(name, forward, input, n, dim, norm, out):
     return _execute(name, input, work, plan, _TO_REAL[work], out)
 
 
-_FAST_DTYPES = {"fft": (ember.complex64, ember.complex128),
-                "ifft": (ember.complex64, ember.complex128),
-                "rfft": (ember.float32, ember.float64)}
-
-
-def _fast_1d(input, dim, op):
-    """The usual 1-d call (fft/ifft of a complex tensor, rfft of a float32/float64 one, on the
-    CPU, with no gradient to record, and n, norm and out left to their defaults) straight to
-    its engine, without the general path's plan: that bookkeeping was half of a 64-point
-    transform's time. None where the call needs the general path (which also raises its
-    errors)."""
-    if type(input) is not _C.Tensor or type(dim) is not int or input.requires_grad \
-            or input.is_cuda or input.dtype not in _FAST_DTYPES[op]:
-        return None
-    nd = input.dim()
-    d = dim + nd if dim < 0 else dim
-    if not 0 <= d < nd:
-        return None
-    n = input.size(d)
-    if n < 1:
-        return None
-    if op != "rfft" and d == nd - 1 and n >= _CORE_MIN_POINTS and not n & (n - 1) \
-            and input.numel() < n * _CORE_MAX_ROWS:  # the core's kernel (_core_kernel_applies)
-        return _C._fft_c2c(input, [d], 0 if op == "fft" else 2, op == "fft")
-    pp = _POCKETFFT[0] if _POCKETFFT else _pocketfft()
-    if pp is None:
-        return None
-    threads = _C.get_num_threads()
-    if op == "rfft":
-        return _from_numpy(pp.r2c(input.numpy(), (d,), True, 0, None, threads))
-    forward = op == "fft"
-    return _from_numpy(pp.c2c(input.numpy(), (d,), forward, 0 if forward else 2, None, threads))
-
-
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-d discrete Fourier transform of input along dim (torch.fft.fft)."""
-    if n is None and norm is None and out is None:
-        r = _fast_1d(input, dim, "fft")
-        if r is not None:
-            return r
     return _fft_1d("fft", True, input, n, dim, norm, out)
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-d inverse discrete Fourier transform (torch.fft.ifft)."""
-    if n is None and norm is None and out is None:
-        r = _fast_1d(input, dim, "ifft")
-        if r is not None:
-            return r
     return _fft_1d("ifft", False, input, n, dim, norm, out)
 
 
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-d FFT of a real input: the n // 2 + 1 non-negative frequencies (torch.fft.rfft)."""
-    if n is None and norm is None and out is None:
-        r = _fast_1d(input, dim, "rfft")
-        if r is not None:
-            return r
     return _r2c_1d("rfft", True, input, n, dim, norm, out)
 
 
