@@ -356,16 +356,17 @@ def _prod(g, needs, out, x, dim=None, keepdim=False, dtype=None):
     return (ember.where(nz == 0, ge * oe / safe, ember.where(nz == 1, one_zero, 0.0)),)
 
 
+def _exclusive_cumprod(x, dim):
+    """x_0 ... x_(i-1) along dim for every i (1 for the first): differentiable, no division."""
+    n = x.shape[dim]
+    ones = ember.ones_like(x.narrow(dim, 0, 1))
+    return ember.cat([ones, x.narrow(dim, 0, n - 1)], dim).cumprod(dim) if n > 1 else ones
+
+
 def _product_of_others(x, dim):
     """prod over dim of x without each entry itself, for every entry: (x_0 ... x_(i-1)) times
     (x_(i+1) ... x_(n-1)), no division."""
-    n = x.shape[dim]
-    if n == 1:
-        return ember.ones_like(x)
-    ones = ember.ones_like(x.narrow(dim, 0, 1))
-    before = ember.cat([ones, x.narrow(dim, 0, n - 1)], dim).cumprod(dim)
-    after = ember.cat([ones, x.narrow(dim, 1, n - 1).flip(dim)], dim).cumprod(dim).flip(dim)
-    return before * after
+    return _exclusive_cumprod(x, dim) * _exclusive_cumprod(x.flip(dim), dim).flip(dim)
 
 
 def _even(g, x, out, dim, keepdim):
@@ -473,10 +474,11 @@ def _cumprod(g, needs, out, x, dim, dtype=None):
     before = seen == 0  # before the slice's first zero: out_k / x_i
     first = zero & (seen == 1)  # the first zero: (the product before it) times
     ones = ember.ones_like(x)  #   sum over k >= z of g_k * prod(x_j, z < j <= k)
-    prefix = ember.where(before, x, ones).prod(dim, keepdim=True)
+    x_before = ember.where(before, x, ones)
+    prefix = x_before.prod(dim, keepdim=True)
     after = ember.where(seen >= 1, ember.where(first, ones, x), ones).cumprod(dim)
     inner = ember.where(seen >= 1, g * after, 0.0).sum(dim, keepdim=True)
-    part_before = _rev_cumsum(g * out, dim) / ember.where(before, x, ones)
+    part_before = _rev_cumsum(g * out, dim) / x_before
     return (ember.where(before, part_before, ember.where(first, prefix * inner, 0.0)),)
 
 
@@ -491,8 +493,7 @@ def _cumprod_grad_differentiable(g, x, dim):
     runs = ember.where(later, xm.unsqueeze(-2), ember.ones_like(xm).unsqueeze(-2)).cumprod(-1)
     upper = idx.unsqueeze(0) >= idx.unsqueeze(1)  # [i, k]: k >= i
     S = ember.where(upper, runs * gm.unsqueeze(-2), 0.0).sum(-1)
-    head = ember.cat([ember.ones_like(xm.narrow(-1, 0, 1)), xm.narrow(-1, 0, n - 1)], -1)
-    return (head.cumprod(-1) * S).movedim(-1, dim)
+    return (_exclusive_cumprod(xm, -1) * S).movedim(-1, dim)
 
 
 # Plain backward runs the core's one-pass kernels; under create_graph the composed formulas.
