@@ -255,6 +255,13 @@ def _floating_kernel(kernel, input, device_suffix=True):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input.dtype)}'")
 
 
+def _check_ldexp_exponent(input, other):
+    if (other.dtype == _C.bool or other.dtype in _SHELL_UNSIGNED) and input.dtype.is_floating_point:
+        # torch's float kernel has no exponent of these types
+        raise NotImplementedError(f"\"ldexp_cpu_exp\" not implemented for "
+                                  f"'{_dtype_name(other.dtype)}'")
+
+
 def ldexp(input, other, *, out=None):
     """input * 2**other, in the operands' floating dtype (bfloat16 * 2**int16 is bfloat16, as
     torch's), else the default one; powers of two make the product exact."""
@@ -264,10 +271,7 @@ def ldexp(input, other, *, out=None):
         if not _C.can_cast(result, out.dtype):
             raise RuntimeError(f"ldexp can't be cast to the desired output type "
                                f"{out.dtype._torch_name}")
-    if (other.dtype == _C.bool or other.dtype in _SHELL_UNSIGNED) and input.dtype.is_floating_point:
-        # torch's float kernel has no exponent of these types
-        raise NotImplementedError(f"\"ldexp_cpu_exp\" not implemented for "
-                                  f"'{_dtype_name(other.dtype)}'")
+    _check_ldexp_exponent(input, other)
     r = _C.mul(input, _C.pow(2.0, other))
     if (dt.is_floating_point or dt.is_complex) and r.dtype != dt:
         r = r.to(dt)
@@ -280,9 +284,7 @@ def ldexp_(self, other):
     if not _C.can_cast(result, self.dtype):
         raise RuntimeError(f"ldexp can't be cast to the desired output type "
                            f"{self.dtype._torch_name}")
-    if (other.dtype == _C.bool or other.dtype in _SHELL_UNSIGNED) and self.dtype.is_floating_point:
-        raise NotImplementedError(f"\"ldexp_cpu_exp\" not implemented for "
-                                  f"'{_dtype_name(other.dtype)}'")
+    _check_ldexp_exponent(self, other)
     return self.mul_(_C.pow(2.0, other))
 
 
