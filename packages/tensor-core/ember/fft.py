@@ -18,11 +18,11 @@ build does. ``out=`` follows torch's rules (resized when its shape differs, cast
 
 The helpers, real-valued: ``fftfreq``, ``rfftfreq``, ``fftshift``, ``ifftshift``.
 
-A complex transform of a power-of-two length (>= 256 points) over the last dim of a few rows runs
-in the core's FFT kernel (``_C._fft_c2c``: lanes of a six-step Stockham FFT, vectorised per CPU).
-Other CPU transforms are computed by pocketfft on zero-copy ``Tensor.numpy()`` views, in the
-input's precision (complex64 stays complex64), straight into the memory that the result tensor
-wraps:
+A complex transform of a power-of-two length (>= 256 points) over the last dim of a few rows, or
+(up to 1024 points) down an inner dim, runs in the core's FFT kernel (``_C._fft_c2c``: Stockham
+FFTs in SIMD lanes, vectorised per CPU; ``_core_kernel_takes`` says when). Other CPU transforms
+are computed by pocketfft on zero-copy ``Tensor.numpy()`` views, in the input's precision
+(complex64 stays complex64), straight into the memory that the result tensor wraps:
 SciPy's C++ pocketfft when SciPy is installed (SIMD over rows, ember's thread count), else
 NumPy's; CUDA tensors go through CuPy's cuFFT (``cupy.fft``) when CuPy is installed. Every
 transform is differentiable (torch's convention for complex gradients; double backward too):
@@ -283,21 +283,34 @@ def _ufunc_step(a, op, axis, n, scale, o):
 
 
 def _run_pocketfft(pp, a, plan, dest):
-    """The plan with SciPy's pocketfft: consecutive complex steps of one direction and scale
-    over dims already of their length become one multi-dim call; the last call writes into
-    dest when given."""
+    """The plan with SciPy's pocketfft, and the core's column kernel for the steps it takes
+    (_columns_first): consecutive complex steps of one direction and scale over dims already of
+    their length become one multi-dim call; the last call writes into dest when given, a complex
+    step after the first into the array the step before made."""
     threads = _C.get_num_threads()
+    plan = _columns_first(plan, a.shape)
     i, last = 0, len(plan)
+    fresh = False  # whether a is an array of our own (else the input's memory)
     while i < last:
         op, axis, n, scale = plan[i]
         if op == "conj":
-            a = np.conjugate(a)
+            a = np.conjugate(a, out=a if fresh else None)
+            fresh = True
             i += 1
             continue
-        if op in ("fft", "ifft", "rfft") and a.shape[axis] != n:
-            a = _np_resize(a, axis, n)
-        elif op == "irfft" and a.shape[axis] != n // 2 + 1:
-            a = _np_resize(a, axis, n // 2 + 1)
+        m = n // 2 + 1 if op == "irfft" else n  # the points this step reads
+        if a.shape[axis] != m:
+            fresh = fresh or a.shape[axis] < m  # (a cut is a view of what it cuts)
+            a = _np_resize(a, axis, m)
+        if (op in ("fft", "ifft") and axis != a.ndim - 1 and not n & (n - 1)
+                and _core_columns_take(a.shape, axis, n) and a.flags.c_contiguous):
+            a = _C._fft_c2c(_from_numpy(a), [axis], scale, op == "fft").numpy()
+            fresh = True
+            i += 1
+            if i == last and dest is not None:
+                dest[...] = a
+                a = dest
+            continue
         axes = [axis]
         if op in ("fft", "ifft"):
             while (i + len(axes) < last and plan[i + len(axes)][0] == op
@@ -307,12 +320,35 @@ def _run_pocketfft(pp, a, plan, dest):
         i += len(axes)
         o = dest if i == last else None
         if op in ("fft", "ifft"):
+            if o is None and fresh:
+                o = a
             a = pp.c2c(a, axes, op == "fft", scale, o, threads)
         elif op == "rfft":
             a = pp.r2c(a, axes, True, scale, o, threads)
         else:
             a = pp.c2r(a, axes, n, False, scale, o, threads)
+        fresh = True
     return a
+
+
+def _columns_first(plan, shape):
+    """plan with, in each run of consecutive fft / ifft steps (transforms along different dims
+    commute), the steps that the core's column kernel takes moved first: the pocketfft steps
+    after them then run as one call, the last one into the result."""
+    ndim = len(shape)
+    core = [op in ("fft", "ifft") and axis != ndim - 1 and not n & (n - 1)
+            and _core_columns_take(shape, axis, n) for op, axis, n, _ in plan]
+    if not any(core) or len(plan) == 1:
+        return plan
+    out, run = [], []
+    for step, takes in zip(plan, core):
+        if step[0] in ("fft", "ifft"):
+            run.append((not takes, len(run), step))
+            continue
+        out += [s for *_, s in sorted(run)]
+        run = []
+        out.append(step)
+    return out + [s for *_, s in sorted(run)]
 
 
 def _np_resize(a, axis, m):
@@ -358,13 +394,21 @@ def _run_public(xp, a, plan, dest):
     return a
 
 
-# The core's own kernel (ops/cpu/fft.cpp, ATen's _fft_c2c) for one complex transform of a
-# power-of-two length n >= 256 along the last dim of fewer than 16 rows: its six-step lane FFT
-# beats pocketfft there, which transforms a single row without SIMD (a 1024-point fft: 0.7x
-# torch's MKL through pocketfft, 1.3x through the kernel; 16384 points 0.8x and 1.5x). Batches of
-# rows, other lengths, real transforms and several dims stay with pocketfft, faster there.
+# The core's own kernel (ops/cpu/fft.cpp, ATen's _fft_c2c) runs a complex transform of a
+# power-of-two length where it beats pocketfft (one thread, measured by benchmarks/bench_fft.py):
+# - along the last dim: n >= 256 points in fewer than 16 rows, where its six-step lane FFT runs
+#   and pocketfft transforms a single row without SIMD (a 1024-point fft: 0.7x torch's MKL
+#   through pocketfft, 1.3x through the kernel; 16384 points 0.8x and 1.5x). Batches of rows
+#   stay with pocketfft, faster there;
+# - down an inner dim (one with at least 8 contiguous columns after it), 2 to 1024 points: the
+#   kernel transforms 16 neighbouring columns in SIMD lanes with no transposition (the first
+#   pass of a 1024 x 1024 fft2: 3.3 ms against pocketfft's 5.6; 64 x 4096: 0.23 ms against
+#   0.55). Longer columns outgrow the L2 cache and lose (65536 x 16: 7.3 ms against 6.8).
+# Real transforms stay with pocketfft.
 _CORE_MIN_POINTS = 256
 _CORE_MAX_ROWS = 16
+_CORE_MAX_COLUMN_POINTS = 1024
+_CORE_MIN_COLUMNS = 8
 
 
 def _core_kernel_applies(input, plan):
@@ -374,11 +418,25 @@ def _core_kernel_applies(input, plan):
 def _core_kernel_takes(input, op, axis, n):
     """Whether the core's kernel runs op over n points of input's dim axis (the conditions
     above; the cheapest refusals first: this runs for every transform)."""
-    if n < _CORE_MIN_POINTS or n & (n - 1) or op not in ("fft", "ifft"):
+    if n & (n - 1) or op not in ("fft", "ifft") or input.size(axis) != n:
         return False
-    if axis != input.dim() - 1 or input.size(axis) != n or input.numel() >= n * _CORE_MAX_ROWS:
+    if axis == input.dim() - 1:
+        if n < _CORE_MIN_POINTS or input.numel() >= n * _CORE_MAX_ROWS:
+            return False
+    elif not (_core_columns_take(input.shape, axis, n) and input.is_contiguous()):
         return False
     return input.dtype in _TO_COMPLEX
+
+
+def _core_columns_take(shape, axis, n):
+    """Whether the core's column kernel runs n points down dim axis of a contiguous array of
+    this shape (axis not its last dim)."""
+    if not 2 <= n <= _CORE_MAX_COLUMN_POINTS:
+        return False
+    columns = 1
+    for size in shape[axis + 1:]:
+        columns *= size
+    return columns >= _CORE_MIN_COLUMNS
 
 
 def _execute(name, input, work, plan, result_dtype, out):

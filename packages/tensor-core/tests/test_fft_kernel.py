@@ -88,6 +88,53 @@ def test_refusals():
     assert tuple(e.shape) == (0, 4)
 
 
+COLUMN_PLANS = [  # shape, s, dim of an n-d call: kernel columns mixed with pocketfft steps
+    ((64, 64), None, (-2, -1)), ((16, 256, 16), None, (0, 1, 2)), ((128, 8), None, (0,)),
+    ((2048, 16), None, (0,)),  # longer columns than the kernel takes: pocketfft
+    ((32, 4), None, (0, 1)),  # fewer columns than it takes
+    ((48, 16), (64, 16), (0, 1)), ((80, 32), (64, 20), (0, 1)),  # padded, cut to a power of two
+    ((8, 12, 16), None, (1, 0)), ((4, 32, 16), (-1, 16), (2, 1)),
+]
+
+
+@pytest.mark.parametrize("shape,s,dim", COLUMN_PLANS, ids=[f"{p[0]}-{p[1]}-{p[2]}"
+                                                          for p in COLUMN_PLANS])
+@pytest.mark.parametrize("name", ["fftn", "ifftn"])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_column_steps_run_in_the_kernel_and_agree_with_numpy(shape, s, dim, name, norm):
+    """A power-of-two transform down an inner dim (at least 8 columns after it, at most 1024
+    points) runs in the kernel, before the plan's pocketfft steps; the input is left as it was
+    (a cut is a view of it), out= receives the last step, and float32 stays float32."""
+    a = (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(np.complex64)
+    kept = a.copy()
+    x = ember.from_numpy(a)
+    f = getattr(ember.fft, name)
+    got = f(x, s, dim, norm)
+    want = getattr(np.fft, name)(a.astype(np.complex128), s, dim, norm)
+    assert got.dtype == ember.complex64 and tuple(got.shape) == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=2e-6 * np.abs(want).max())
+    np.testing.assert_array_equal(a, kept)
+    out = ember.empty(want.shape, dtype=ember.complex64)
+    assert f(x, s, dim, norm, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), got.numpy())
+
+
+def test_the_kernel_takes_contiguous_power_of_two_columns_only():
+    takes = ember.fft._core_kernel_takes
+    col = ember.zeros(64, 16, dtype=ember.complex64)
+    assert takes(col, "fft", 0, 64) and takes(col, "ifft", 0, 64)
+    assert not takes(col, "rfft", 0, 64)
+    assert not takes(col.t(), "fft", 1, 64)  # strided: pocketfft reads it in place
+    assert not takes(ember.zeros(48, 16, dtype=ember.complex64), "fft", 0, 48)
+    assert not takes(ember.zeros(4096, 16, dtype=ember.complex64), "fft", 0, 4096)
+    assert not takes(ember.zeros(64, 4, dtype=ember.complex64), "fft", 0, 64)
+    # a single-dim call down a column runs the kernel and gives NumPy's values
+    a = (RNG.standard_normal((256, 24)) + 1j * RNG.standard_normal((256, 24))).astype(np.complex64)
+    want = np.fft.fft(a.astype(np.complex128), axis=0)
+    got = ember.fft.fft(ember.from_numpy(a), dim=0).numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * np.abs(want).max())
+
+
 FAST_CASES = [  # shape, dim: pocketfft's rows and columns, the kernel's rows, odd lengths
     ((64,), -1), ((5, 7), 0), ((3, 9), 1), ((2, 3, 16), -2), ((1024,), 0), ((3, 512), -1),
     ((20, 256), -1), ((4, 1, 6), 1), ((0, 8), 1),

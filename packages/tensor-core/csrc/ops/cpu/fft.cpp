@@ -1,6 +1,6 @@
 // Complex FFTs of power-of-two lengths (ops/fft.cpp is the op). Every transform here runs "in
 // lanes": kLanes independent transforms side by side, their real and imaginary parts in separate
-// planes laid out [index][lane], so that each butterfly of a radix-2 Stockham pass (autosorting:
+// planes laid out [index][lane], so that each butterfly of a radix-4 Stockham pass (autosorting:
 // no bit reversal) is one contiguous loop over lanes that the compiler vectorises with this
 // copy's widest vectors. Three layouts reach that form:
 // - rows (the transformed dim is the last, many rows): kLanes rows at a time, gathered into the
@@ -28,23 +28,19 @@ constexpr int64_t kLanes = 16;
 constexpr int64_t kSixStepMin = 256;
 constexpr int64_t kTile = 64;  // points per tile of the rows' gather and scatter
 
-// One radix-2 butterfly over `span` contiguous values (a multiple of kLanes): e = x + y,
-// o = (x - y) * (c + i d). A function of its own so that the restrict qualifiers hold (GCC
-// versioned the loop with an aliasing check on every call otherwise: half the time of a pass).
+// The last radix-2 pass's butterfly (twiddle 1): e = x + y, o = x - y. A function of its own
+// for the restrict qualifiers: written inline, the loop stayed scalar.
 template <typename T>
-inline void butterfly(const T* __restrict__ ar, const T* __restrict__ ai, const T* __restrict__ br,
-                      const T* __restrict__ bi, T* __restrict__ er, T* __restrict__ ei,
-                      T* __restrict__ orr, T* __restrict__ oi, int64_t span, T c, T d) {
-  for (int64_t j0 = 0; j0 < span; j0 += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const int64_t j = j0 + l;
-      const T xr = ar[j], xi = ai[j], yr = br[j], yi = bi[j];
-      er[j] = xr + yr;
-      ei[j] = xi + yi;
-      const T tr = xr - yr, ti = xi - yi;
-      orr[j] = tr * c - ti * d;
-      oi[j] = tr * d + ti * c;
-    }
+inline void butterfly2(const T* __restrict__ xr, const T* __restrict__ xi, const T* __restrict__ yr,
+                       const T* __restrict__ yi, T* __restrict__ er, T* __restrict__ ei,
+                       T* __restrict__ orr, T* __restrict__ oi, int64_t span) {
+  for (int64_t j = 0; j < span; ++j) {
+    const T ar = xr[j], ai = xi[j], br = yr[j], bi = yi[j];
+    er[j] = ar + br;
+    ei[j] = ai + bi;
+    orr[j] = ar - br;
+    oi[j] = ai - bi;
+  }
 }
 
 // One radix-4 butterfly over `span` contiguous values of the four quarters a, b, c, d:
@@ -117,17 +113,7 @@ bool lane_fft(T* re, T* im, T* wre, T* wim, int64_t m, const T* wr, const T* wi,
   }
   if (len == 2) {  // the last pass, radix 2: its twiddle is w_2^0 = 1
     const int64_t span = s * kLanes;
-    T* __restrict__ er = dr;
-    T* __restrict__ ei = di;
-    const T* __restrict__ xr = sr;
-    const T* __restrict__ xi = si;
-    for (int64_t j = 0; j < span; ++j) {
-      const T ar = xr[j], ai = xi[j], br = xr[span + j], bi = xi[span + j];
-      er[j] = ar + br;
-      ei[j] = ai + bi;
-      er[span + j] = ar - br;
-      ei[span + j] = ai - bi;
-    }
+    butterfly2(sr, si, sr + span, si + span, dr, di, dr + span, di + span, span);
     std::swap(sr, dr);
     std::swap(si, di);
   }
