@@ -586,3 +586,16 @@ def test_threshold_keeps_nan_and_refuses_bool_and_complex():
             ember.threshold(ember.ones(2, dtype=getattr(ember, dtype)), 0.5, 0.0)
     with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
         ember.relu(ember.ones(2, dtype=ember.bool))
+
+
+@pytest.mark.parametrize("alpha", [math.nan, math.inf, -math.inf, 0.5, -2.0])
+def test_elu_family_gives_x_at_zero_whatever_alpha(alpha):
+    # torch's kernel takes the linear side at x == 0 (its sign kept): alpha * expm1(0) would
+    # be NaN for an infinite or NaN alpha
+    x = ember.tensor([0.0, -0.0, -1.0, 2.0])
+    for name, f in (("elu", lambda t: F.elu(t, alpha)), ("celu", lambda t: F.celu(t, alpha))):
+        y = f(x).tolist()
+        assert y[:2] == [0.0, 0.0] and math.copysign(1, y[1]) == -1, name
+        assert y[3] == 2.0
+        want = alpha * math.expm1(-1.0 / (alpha if name == "celu" else 1.0))
+        assert (math.isnan(y[2]) and math.isnan(want)) or y[2] == pytest.approx(want), name

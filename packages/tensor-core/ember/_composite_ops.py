@@ -139,13 +139,33 @@ def _pointwise_value(input, value):
     return not (input.dtype == _C.float16 and beyond_half)
 
 
+def _in_common_dtype(input, tensor1, tensor2):
+    """tensor1 and tensor2 converted to the three operands' common dtype first, as torch's
+    TensorIterator does (an int64 factor of a float16 input is rounded to float16 before the
+    product, not multiplied, and wrapped, in int64)."""
+    if not (_is_tensor(input) and _is_tensor(tensor1) and _is_tensor(tensor2)):
+        return tensor1, tensor2  # (the bindings raise their TypeError)
+    first = _C.result_type(input, tensor1)
+    # (the first two's type as an operand of their rank, empty: result_type takes two)
+    common = _C.result_type(_C.empty((0,) if input.dim() or tensor1.dim() else (), dtype=first),
+                            tensor2)
+    if common == _C.bool:
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+    if not (common.is_floating_point or common.is_complex):
+        return tensor1, tensor2
+    return (tensor1 if tensor1.dtype == common else tensor1.to(common),
+            tensor2 if tensor2.dtype == common else tensor2.to(common))
+
+
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
     if not _pointwise_value(input, value):
         return _C.add(input, _C.mul(_C.mul(tensor1, tensor2), value), out=out)
     return _C.add(input, _C.mul(tensor1, tensor2), alpha=value, out=out)
 
 
 def addcmul_(self, tensor1, tensor2, *, value=1):
+    tensor1, tensor2 = _in_common_dtype(self, tensor1, tensor2)
     if not _pointwise_value(self, value):
         return self.add_(_C.mul(_C.mul(tensor1, tensor2), value))
     return self.add_(_C.mul(tensor1, tensor2), alpha=value)
@@ -153,6 +173,7 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     _check_addcdiv_integral(tensor1, tensor2)
+    tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
     if not _pointwise_value(input, value):
         return _C.add(input, _C.mul(_C.div(tensor1, tensor2), value), out=out)
     return _C.add(input, _C.div(tensor1, tensor2), alpha=value, out=out)
@@ -160,6 +181,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     _check_addcdiv_integral(tensor1, tensor2)
+    tensor1, tensor2 = _in_common_dtype(self, tensor1, tensor2)
     if not _pointwise_value(self, value):
         return self.add_(_C.mul(_C.div(tensor1, tensor2), value))
     return self.add_(_C.div(tensor1, tensor2), alpha=value)
@@ -262,30 +284,60 @@ def _check_ldexp_exponent(input, other):
                                   f"'{_dtype_name(other.dtype)}'")
 
 
+def _ldexp_dtype(input, other):
+    """torch's ldexp's result dtype: a floating or complex input keeps its dtype against an
+    integer exponent (an unsigned one too: bfloat16 * 2**int16 is bfloat16) and promotes with a
+    floating one; any other input takes a floating exponent's dtype, else the default float."""
+    if not _is_tensor(other):
+        return _C.result_type(input, other)
+    exponent_float = other.dtype.is_floating_point or other.dtype.is_complex
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        return other.dtype if exponent_float else _C.get_default_dtype()
+    return _C.result_type(input, other) if exponent_float else input.dtype
+
+
 def ldexp(input, other, *, out=None):
-    """input * 2**other, in the operands' floating dtype (bfloat16 * 2**int16 is bfloat16, as
-    torch's), else the default one; powers of two make the product exact."""
-    dt = _C.result_type(input, other)
+    """input * 2**other, in _ldexp_dtype's dtype; powers of two make the product exact."""
+    result = _ldexp_dtype(input, other)
     if out is not None:  # torch's order: the out= cast first, then the exponent's dtype
-        result = dt if (dt.is_floating_point or dt.is_complex) else _C.get_default_dtype()
         if not _C.can_cast(result, out.dtype):
             raise RuntimeError(f"ldexp can't be cast to the desired output type "
                                f"{out.dtype._torch_name}")
     _check_ldexp_exponent(input, other)
-    r = _C.mul(input, _C.pow(2.0, other))
-    if (dt.is_floating_point or dt.is_complex) and r.dtype != dt:
-        r = r.to(dt)
+    r = _C.mul(input, _ldexp_factor(input, other))
+    if r.dtype != result:
+        r = r.to(result)
     return _finish(r, out)
 
 
 def ldexp_(self, other):
-    dt = _C.result_type(self, other)  # torch's order: the cast into self, then the exponent
-    result = dt if (dt.is_floating_point or dt.is_complex) else _C.get_default_dtype()
+    result = _ldexp_dtype(self, other)  # torch's order: the cast into self, then the exponent
     if not _C.can_cast(result, self.dtype):
         raise RuntimeError(f"ldexp can't be cast to the desired output type "
                            f"{self.dtype._torch_name}")
     _check_ldexp_exponent(self, other)
-    return self.mul_(_C.pow(2.0, other))
+    return self.mul_(_ldexp_factor(self, other))
+
+
+def _ldexp_factor(input, other):
+    """2**other as torch's ldexp computes it: in a floating exponent's own dtype (a bfloat16
+    exponent's powers are rounded to bfloat16), exactly (in double) for an integer one; for a
+    complex input in the complex dtype of a floating exponent (torch has no complex half: a
+    float16 exponent is refused; bfloat16 counts as float32) or the input's for an integer one."""
+    if not _is_tensor(other):
+        return _C.pow(2.0, other)
+    exponent = other.dtype
+    if input.dtype.is_complex:
+        if exponent == _C.float16:
+            raise NotImplementedError("\"pow\" not implemented for 'ComplexHalf'")
+        if exponent.is_complex:
+            return _C.pow(2.0, other)
+        if not exponent.is_floating_point:
+            return _C.pow(2.0, other.to(input.dtype))
+        return _C.pow(2.0, other.to(_C.complex128 if exponent == _C.float64 else _C.complex64))
+    if exponent.is_floating_point or exponent.is_complex:
+        return _C.pow(2.0, other)
+    return _C.pow(2.0, other.to(_C.float64))
 
 
 def heaviside(input, values, *, out=None):
@@ -762,6 +814,9 @@ def cholesky_inverse(input, upper=False, *, out=None):
         raise RuntimeError("cholesky_inverse: A must be batches of square matrices, but they are "
                            f"{input.shape[-2] if input.dim() >= 2 else 1} by "
                            f"{input.shape[-1] if input.dim() else 1} matrices")
+    if input.dtype not in (_C.float32, _C.float64, _C.complex64, _C.complex128):
+        raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for "
+                                  f"'{_dtype_name(input.dtype)}'")
     n = input.shape[-1]
     from ember import linalg  # (linalg imports this module)
 
@@ -1054,30 +1109,49 @@ def _distance_last(diff, p):
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
+    # torch's order: the dim, no samples, the dtypes, dx, the spacing, the sums' kernels
     d = _wrap_dim(dim, y.dim())
     n = y.shape[d]
     if n == 0:  # torch's zeros_like_except: zeros of y's dtype without the dim (not a sum's)
         return _C.zeros(tuple(y.shape[:d]) + tuple(y.shape[d + 1:]), dtype=y.dtype,
                         device=y.device)
     _check_integrand("trapezoid", y, x)
+    _check_dx("trapezoid", dx)
     # torch's formulas (Integration.cpp), so the dtypes and roundings are its own
-    spacing = _spacing(y, x, dx, d)
+    spacing = _spacing("trapezoid", y, x, dx, d)
+    _no_add_kernel(y)
     if not isinstance(spacing, _C.Tensor):
         return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * spacing
     return (spacing * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))).sum(d) / 2.0
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    # torch's order: given x, the dim, then the dtypes; given dx (or neither), the dtypes and
+    # dx, then the dim. No shortcut for no samples: the result is then empty, in the dtype of
+    # the formula (an integer y's halves are floats)
+    if x is None:
+        _check_integrand("cumulative_trapezoid", y, x)
+        _check_dx("cumulative_trapezoid", dx)
     d = _wrap_dim(dim, y.dim())
-    n = y.shape[d]
-    if n == 0:
-        return y.narrow(d, 0, 0)
-    _check_integrand("cumulative_trapezoid", y, x)
-    spacing = _spacing(y, x, dx, d)  # torch's formulas, as trapezoid's
-    pairs = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    if x is not None:
+        _check_integrand("cumulative_trapezoid", y, x)
+    spacing = _spacing("cumulative_trapezoid", y, x, dx, d)
+    _no_add_kernel(y)
+    pairs = _tail(y, d) + _head(y, d)
     if not isinstance(spacing, _C.Tensor):
         return (spacing / 2.0 * pairs).cumsum(d)
     return (spacing * pairs).cumsum(d) / 2.0
+
+
+def _head(t, d):
+    """t[:-1] along dim d (empty when t has no entries there), as torch's slice."""
+    return t.narrow(d, 0, max(t.shape[d] - 1, 0))
+
+
+def _tail(t, d):
+    """t[1:] along dim d (empty when t has no entries there)."""
+    n = t.shape[d]
+    return t.narrow(d, min(n, 1), max(n - 1, 0))
 
 
 def _no_add_kernel(t):
@@ -1086,31 +1160,34 @@ def _no_add_kernel(t):
 
 
 def _check_integrand(name, y, x):
-    """torch's refusals of bool samples (its message names y, or x or y) and of the unsigned
-    types its sums have no kernel for."""
+    """torch's refusals of bool samples (its message names y, or x or y)."""
     if y.dtype == _C.bool:
         raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
     if _is_tensor(x) and x.dtype == _C.bool:
         raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
                            "supported")
-    _no_add_kernel(y)
 
 
-def _spacing(y, x, dx, d):
+def _check_dx(name, dx):
+    if isinstance(dx, (bool, builtins.complex)):
+        raise RuntimeError(f"{name}: Currently, we only support dx as a real number.")
+
+
+def _spacing(name, y, x, dx, d):
     if x is None:
         return 1.0 if dx is None else dx
     if x.dim() == 1:
         n = x.shape[0]
-        step = x[1:] - x[:-1]
-        if step.shape[0] != y.shape[d] - 1:
-            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
+        if n != y.shape[d]:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
         shape = [1] * y.dim()
-        shape[d] = n - 1
-        return step.reshape(shape)
+        shape[d] = max(n - 1, 0)
+        _no_add_kernel(x)  # (the unsigned types have no difference kernel either)
+        return (_tail(x, 0) - _head(x, 0)).reshape(shape)
     if x.dim() < y.dim():  # torch's: x's shape padded with leading 1s to y's rank first
         x = x.reshape((1,) * (y.dim() - x.dim()) + tuple(x.shape))
-    n = x.shape[d]
-    return x.narrow(d, 1, n - 1) - x.narrow(d, 0, n - 1)
+    _no_add_kernel(x)
+    return _tail(x, d) - _head(x, d)
 
 
 def vander(x, N=None, increasing=False):
@@ -1545,7 +1622,8 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(input):
     _floating_kernel("elu", input)
-    return _SELU_SCALE * _C.where(input > 0, input, _SELU_ALPHA * _C.expm1(input))
+    # (x >= 0: at a zero torch's elu kernel gives x whatever alpha is, as nn.functional's)
+    return _SELU_SCALE * _C.where(input >= 0, input, _SELU_ALPHA * _C.expm1(input))
 
 
 def selu_(self):
@@ -1557,7 +1635,7 @@ def celu(input, alpha=1.0):
     scalar_fits(alpha, input.dtype, opmath=True)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _C.where(input > 0, input, alpha * _C.expm1(input / alpha))
+    return _C.where(input >= 0, input, alpha * _C.expm1(input / alpha))
 
 
 def celu_(self, alpha=1.0):
@@ -1667,7 +1745,8 @@ def nuclear_norm(input, dim=None, keepdim=False):
 
     if dim is None:
         return linalg.matrix_norm(input, "nuc", keepdim=keepdim)
-    return linalg.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim)
+    dims = (dim, dim) if isinstance(dim, int) else tuple(dim)  # int[2]: one int stands for two
+    return linalg.matrix_norm(input, "nuc", dim=dims, keepdim=keepdim)
 
 
 # ---- torch's Python functions over varargs (exported as they are) ----

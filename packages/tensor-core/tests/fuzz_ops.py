@@ -517,7 +517,7 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
                         kind = compare(call.name, slot["ours"], outcome)
                         report.kinds[kind] += 1
                         reason = None if kind == "agree" else fuzz_torch_differences.reason_for(
-                            call.name, kind, slot["ours"], outcome)
+                            call.name, kind, slot["ours"], outcome, call.src)
                         if reason is not None:
                             report.listed[reason] += 1
                         elif kind != "agree":

@@ -62,12 +62,21 @@ def test_a_strided_layout_and_no_pinning_are_accepted():
 
 
 @pytest.mark.parametrize("call", [
+    lambda: ember.empty(2, 3, 4, 5, memory_format=ember.channels_last),
+    lambda: ember.empty_like(ember.zeros(2, 3, 4, 5), memory_format=ember.channels_last),
+], ids=["empty", "empty_like"])
+def test_a_memory_format_is_refused_not_ignored(call):
+    with pytest.raises(NotImplementedError, match="memory_format=.* is not supported"):
+        call()
+
+
+@pytest.mark.parametrize("call", [
     lambda: ember.empty(2, memory_format=object()),
     lambda: ember.empty_like(ember.zeros(2), memory_format=object()),
     lambda: ember.ones_like(ember.zeros(2), memory_format="channels_last"),
 ], ids=["empty", "empty_like", "ones_like"])
-def test_a_memory_format_is_refused_not_ignored(call):
-    with pytest.raises(NotImplementedError, match="memory_format=.* is not supported"):
+def test_what_is_not_a_memory_format_is_torchs_type_error(call):
+    with pytest.raises(TypeError, match="argument 'memory_format' must be ember.memory_format"):
         call()
 
 

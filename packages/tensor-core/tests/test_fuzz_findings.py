@@ -949,3 +949,183 @@ def test_polygamma_mvlgamma_and_ldexp_refuse_outs_and_exponents_as_torch():
         with pytest.raises(NotImplementedError, match="ldexp_cpu_exp"):
             E.ldexp(xf, E.ones(3, dtype=exponent))
     assert E.ldexp(xf, E.ones(3, dtype=E.int16)).tolist() == [3.0, 4.0, 6.0]
+
+
+def test_cumulative_trapezoid_of_no_samples_is_an_empty_float_result_in_torchs_order():
+    # no shortcut: the formula's dtype (an integer y's halves are floats), and torch's checks
+    for y, kw in ((E.zeros(0, dtype=E.int64), {}), (E.zeros(2, 0, dtype=E.int64), {"dx": 2}),
+                  (E.zeros(0, dtype=E.int64), {"x": E.zeros(0, dtype=E.int64)})):
+        x = kw.pop("x", None)
+        r = E.cumulative_trapezoid(y, x, **kw) if x is not None else E.cumulative_trapezoid(
+            y, **kw)
+        assert r.dtype == E.float32 and r.numel() == 0
+    assert E.cumulative_trapezoid(E.zeros(0, 2), dim=0).shape == (0, 2)
+    u16 = E.zeros(3, dtype=E.uint16)
+    with pytest.raises(NotImplementedError, match="add_stub"):
+        E.cumulative_trapezoid(E.zeros(0), E.zeros(3, 1, dtype=E.uint16))
+    with pytest.raises(NotImplementedError, match="add_stub"):
+        E.cumulative_trapezoid(u16, dx=2)
+    for f in (E.trapezoid, E.cumulative_trapezoid):
+        name = f.__name__
+        with pytest.raises(RuntimeError, match=f"{name}: Currently, we only support dx as a real"):
+            f(u16, dx=True)  # dx before the unsigned sums
+        with pytest.raises(RuntimeError, match=f"{name}: There must be one `x` value"):
+            f(u16, E.zeros(5, dtype=E.uint16))  # the spacing's length before its kernel
+    # given x, the dim first; given dx, the dtypes first (cumulative_trapezoid)
+    b = E.zeros(3, 2, dtype=E.bool)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        E.cumulative_trapezoid(b, E.zeros(2), dim=2)
+    with pytest.raises(RuntimeError, match="received a bool input for `y`"):
+        E.cumulative_trapezoid(b, dim=2)
+    assert E.cumulative_trapezoid(E.tensor([1, 3, 6]), dx=2).tolist() == [4.0, 13.0]
+
+
+def test_ldexp_computes_the_power_as_torch():
+    # an integer exponent exactly (2**200 fits float64; 2**130 times 2**-10 fits float32)
+    assert E.ldexp(E.tensor([1.0], dtype=E.float64), E.tensor([200])).item() == 2.0 ** 200
+    assert E.ldexp(E.tensor([2.0 ** -10]), E.tensor([130])).item() == 2.0 ** 120
+    # a floating exponent in its own dtype: bfloat16's 2**3.75 is 13.4375
+    assert E.ldexp(E.tensor([1.0]), E.tensor([3.75], dtype=E.bfloat16)).item() == 13.4375
+    assert E.ldexp(E.tensor([1.0]), E.tensor([130.0], dtype=E.bfloat16)).item() == math.inf
+    # a complex input: the complex dtype of the exponent's (bfloat16 counts as float32)
+    z = E.ldexp(E.tensor([1 + 0j]), E.tensor([3.75], dtype=E.bfloat16)).item()
+    assert z.real == pytest.approx(2 ** 3.75, rel=1e-6) and z.imag == 0
+    with pytest.raises(NotImplementedError, match="ComplexHalf"):
+        E.ldexp(E.tensor([1 + 0j]), E.tensor([1.0], dtype=E.float16))
+    assert E.tensor([1 + 0j]).ldexp_(E.tensor([3])).item() == 8
+
+
+def test_addcmul_converts_its_factors_to_the_common_dtype_first():
+    # an int64 factor of a float16 input is rounded to float16 (inf), not multiplied in int64
+    r = E.addcmul(E.tensor([1.0], dtype=E.float16), E.tensor([-5]),
+                  E.tensor([3216058665284885772]))
+    assert r.dtype == E.float16 and r.item() == -math.inf
+    b = E.tensor([True])
+    with pytest.raises(NotImplementedError, match="addcmul_cpu_out"):
+        E.addcmul(b, b, b)
+    assert E.addcmul(E.tensor([1.0]), E.tensor([2]), E.tensor([3]), value=0.5).item() == 4.0
+
+
+def test_factory_outs_take_torchs_shapes():
+    # factories resize out= to the result's shape; the ranges keep a shape of the same count
+    o = E.empty(2, 3)
+    assert E.zeros(6, out=o) is o and o.shape == (6,)
+    for f in (lambda o: E.linspace(0, 1, 6, out=o), lambda o: E.logspace(0, 1, 6, out=o),
+              lambda o: E.arange(6, out=o)):
+        for o in (E.empty(2, 3), E.empty(3, 2).t()):
+            r = f(o)
+            assert r is o and o.shape == (2, 3)
+            assert o.flatten().tolist() == f(None).tolist()
+    assert E.linspace(0, 1, 0, out=E.empty(2, 0, 3)).shape == (2, 0, 3)
+    with pytest.warns(UserWarning, match="resized to a tensor of shape \\(5,\\)"):
+        assert E.arange(5, out=E.empty(2, 3)).shape == (5,)
+
+
+def test_logical_not_has_no_kernel_writing_the_wide_unsigned_types():
+    for dt in (E.uint16, E.uint32, E.uint64):
+        with pytest.raises(NotImplementedError, match=f"logical_not_cpu.*{dt._torch_name}"):
+            E.logical_not(E.ones(2), out=E.empty(2, dtype=dt))
+    with pytest.raises(NotImplementedError, match="UInt16"):  # the input's type named first
+        E.logical_not(E.ones(2, dtype=E.uint16), out=E.empty(2, dtype=E.uint32))
+    assert E.logical_not(E.tensor([0.0, 2.0]), out=E.empty(2, dtype=E.uint8)).tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("source,listed", [
+    ("m.pow(x.to(m.complex64), y)", True), ("m.pow(x.to(m.float32), y)", False),
+])
+def test_a_result_listing_can_name_its_inputs(source, listed):
+    ours, theirs = ("ok", None), ("ok", None)
+    reason = differences.reason_for("pow", differences.RESULT, ours, theirs, source)
+    assert (reason is not None) == listed
+
+
+def test_factories_compute_in_outs_dtype_and_refuse_a_contradicting_dtype():
+    for f in (lambda **k: E.zeros(2, **k), lambda **k: E.eye(2, **k),
+              lambda **k: E.arange(2, **k), lambda **k: E.linspace(0, 1, 2, **k),
+              lambda **k: E.rand(2, **k)):
+        with pytest.raises(RuntimeError, match=r"dtype Float does not match dtype of out "
+                                               r"parameter \(Short\)"):
+            f(out=E.empty(2, dtype=E.int16), dtype=E.float32)
+    # full's value goes into out='s dtype (not the bool or int64 it would infer)
+    o = E.empty(2, dtype=E.float64)
+    assert E.full((2,), True, out=o).tolist() == [1.0, 1.0] and o.dtype == E.float64
+
+
+@pytest.mark.parametrize("dtype", [E.uint16, E.uint32, E.uint64, E.bool])
+def test_range_factories_name_torchs_kernels_for_the_dtypes_they_lack(dtype):
+    name = dtype._torch_name
+    with pytest.raises(NotImplementedError, match=f'"arange_cpu" not implemented for .{name}'):
+        E.arange(3, dtype=dtype)
+    with pytest.raises(NotImplementedError, match=f'"linspace_cpu" not implemented for .{name}'):
+        E.linspace(0, 1, 3, out=E.empty(3, dtype=dtype))
+    with pytest.raises(NotImplementedError, match=f'"logspace_cpu" not implemented for .{name}'):
+        E.logspace(0, 1, 3, dtype=dtype)
+    # one step or none is a fill, not the kernel: any dtype takes it
+    assert E.linspace(1, 2, 1, dtype=dtype).tolist() == [1]
+    assert E.logspace(0, 1, 0, dtype=dtype).numel() == 0
+    if dtype != E.bool:
+        with pytest.raises(NotImplementedError, match=f'"eye" not implemented for .{name}'):
+            E.eye(0, dtype=dtype)
+
+
+def test_complex_logspace_is_base_to_the_complex_linspace():
+    r = E.logspace(0, 2, 3, dtype=E.complex64)
+    assert r.dtype == E.complex64 and r.tolist() == [1, 10, 100]
+    z = E.logspace(0, 1j, 3, base=math.e, dtype=E.complex128).tolist()
+    for got, want in zip(z, (1, cmath.exp(0.5j), cmath.exp(1j))):
+        assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_random_bounds_refuse_complex_as_torchs_checks():
+    z = E.empty(2, dtype=E.complex64)
+    for call in (lambda: z.random_(0, 3), lambda: E.randint(3, (2,), dtype=E.complex64)):
+        with pytest.raises(RuntimeError, match="check_random_bounds handles only integral"):
+            call()
+    with pytest.raises(RuntimeError, match="random_from_to_impl handles only integral"):
+        z.random_(3, None)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    # an out= for a pair of results holds two tensors, checked before the op's own checks
+    (lambda: E.sort(E.ones(2), dim=5, out=[E.ones(2)]), TypeError,
+     "expected tuple of 2 elements but got 1"),
+    (lambda: E.frexp(E.ones(2, dtype=E.int64), out=[]), TypeError,
+     "expected tuple of 2 elements but got 0"),
+    (lambda: E.kthvalue(E.ones(3), 1, out=(E.ones(1),) * 3), TypeError,
+     "expected tuple of 2 elements but got 3"),
+    # a memory_format that is not one is the parser's TypeError, not an unsupported format
+    (lambda: E.empty(2, memory_format=(0, 1)), TypeError,
+     "argument 'memory_format' must be ember.memory_format, not tuple"),
+    (lambda: E.empty_like(E.ones(2), memory_format=E.ones(2)), TypeError, "memory_format"),
+    (lambda: E.ones(2).cuda(0, 1), TypeError, r"cuda\(\)"),  # non_blocking: a bool
+    # nuclear_norm's dim is int[2]: one int stands for two (torch's parser)
+    (lambda: E.nuclear_norm(E.ones(2, 3, 4), 1), RuntimeError, r"dims must be different. Got "
+                                                               r"\(1, 1\)"),
+    # cholesky_inverse: the shape, then LAPACK's four dtypes
+    (lambda: E.ones(2, 3, dtype=E.int32).cholesky_inverse(), RuntimeError, "square matrices"),
+    (lambda: E.eye(2, dtype=E.int32).cholesky_inverse(), NotImplementedError,
+     "\"cholesky_inverse_out_cpu\" not implemented for 'Int'"),
+])
+def test_parser_level_refusals_as_torchs(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_abs_of_complex_writes_a_complex_out_of_its_dtype_or_a_castable_real_one():
+    z = E.tensor([3 + 4j])
+    assert E.abs(z, out=E.empty(1, dtype=E.complex64)).tolist() == [5 + 0j]
+    assert E.abs(z, out=E.empty(1, dtype=E.bfloat16)).tolist() == [5.0]
+    with pytest.raises(RuntimeError, match="Found dtype ComplexDouble but expected ComplexFloat"):
+        E.abs(z, out=E.empty(1, dtype=E.complex128))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        E.abs(E.tensor([-2.0]), out=E.empty(1, dtype=E.float64))  # a real input's is exact
+
+
+def test_ldexp_of_an_integer_input_takes_the_exponents_floating_dtype():
+    # no promotion of the two integer dtypes (torch has none for the wide unsigned ones)
+    for dt in (E.uint16, E.uint64, E.int32):
+        r = E.ldexp(E.ones(2, dtype=dt), E.ones(2, dtype=E.int64))
+        assert r.dtype == E.float32 and r.tolist() == [2.0, 2.0]
+        assert E.ldexp(E.ones(2, dtype=dt), E.ones(2, dtype=E.float16)).dtype == E.float16
+    assert E.ldexp(E.ones(1, dtype=E.complex64), E.ones(1, dtype=E.uint16)).dtype == E.complex64
+    assert E.ldexp(E.ones(1, dtype=E.bfloat16), E.ones(1, dtype=E.int16)).dtype == E.bfloat16

@@ -328,10 +328,20 @@ void check_unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
                                op == UnaryOp::signbit))
     refuse_complex(unary_info(op).name, x->dtype, false);
   if (!out || out == x) return;
-  // torch's out= rules of its own for these ops
+  // torch's out= rules of its own for these ops (logical_not's kernel is chosen by the input's
+  // dtype and then out's: it has none for the wide unsigned types, an input's named first)
+  if (op == UnaryOp::logical_not && is_wide_unsigned(out->dtype) && !is_wide_unsigned(x->dtype))
+    throw NotImplementedError(
+        str_cat("\"logical_not_cpu\" not implemented for '", type_name(out->dtype), "'"));
   if (op == UnaryOp::signbit && out->dtype != ScalarType::Bool)
     throw std::runtime_error("signbit does not support non-boolean outputs.");
-  if (exact_out_dtype(op)) {
+  if (op == UnaryOp::abs && is_complex(x->dtype)) {
+    // torch's abs of a complex input: a complex out= of the input's dtype takes the real
+    // result (no other complex one); a real out= follows the usual cast rule
+    if (is_complex(out->dtype) && out->dtype != x->dtype)
+      throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",
+                                       type_name(x->dtype)));
+  } else if (exact_out_dtype(op)) {
     const ScalarType nominal = nominal_unary_result(op, x->dtype);
     if (out->dtype != nominal)
       throw std::runtime_error(str_cat("Found dtype ", type_name(out->dtype), " but expected ",

@@ -146,6 +146,8 @@ void normal_fill_reduced(T* data, int64_t n, float mean, float std, Generator& g
 // Checks `from` and `to - 1` fit the dtype (PyTorch's check_from_to_in_range): an integral
 // dtype's range, or a floating one's finite range (2^31 does not fit a float16).
 void check_int_range(ScalarType dt, int64_t from, std::optional<int64_t> to_inc) {
+  EMBER_CHECK(!is_complex(dt), std::runtime_error,
+              "check_random_bounds handles only integral, floating-point and boolean types");
   if (is_floating(dt)) {
     const double hi = Scalar::largest_finite(dt);
     EMBER_CHECK(std::fabs(static_cast<double>(from)) <= hi, std::runtime_error,
@@ -282,6 +284,8 @@ void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Genera
     // (uint64's, 2^64 - 1, is out of an int64's range: torch refuses it as a bound too)
     EMBER_CHECK(dt != ScalarType::UInt64, std::runtime_error, "to - 1 is out of bounds for ",
                 dtype_name(dt));
+    EMBER_CHECK(!is_complex(dt), std::runtime_error,
+                "random_from_to_impl handles only integral, floating-point and boolean types");
     int64_t to_inc = 0;
     dispatch_all_and_wide_unsigned(dt, "random_", [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -258,7 +258,7 @@ std::vector<Composite> composites() {
       {"frobenius_norm", {"frobenius_norm(Tensor input, int[1] dim, bool keepdim=False) -> "
                           "Tensor"}, kFunction, R},
       {"nuclear_norm", {"nuclear_norm(Tensor input, bool keepdim=False) -> Tensor",
-                        "nuclear_norm(Tensor input, int[] dim, bool keepdim=False) -> Tensor"},
+                        "nuclear_norm(Tensor input, int[2] dim, bool keepdim=False) -> Tensor"},
        kFunction, R, "nuclear_norm_row"},
       {"narrow_copy", {"narrow_copy(Tensor input, int dim, int start, int length, *, "
                        "Tensor? out=None) -> Tensor"}, kBoth, "shape"},

@@ -14,20 +14,28 @@ namespace ember::pyb {
 namespace {
 
 
+// What a factory does with an out= of another shape: torch's factories resize it to the
+// result's (resize_, no warning); its ranges (linspace, logspace, arange) keep an out= with the
+// result's number of elements, whatever its shape, and fill it in its own order (arange warns
+// when it resizes: the count comes from a division that may round).
+enum class OutShape { Resize, KeepCount, KeepCountWarn };
+
 // The result of a factory: `t` moved to the device asked for (it may have been built on the
 // CPU), pinned, written into out= or marked as requiring grad.
-py::object finish_factory(Tensor t, const FactoryKeywords& f) {
+py::object finish_factory(Tensor t, const FactoryKeywords& f, OutShape rule = OutShape::Resize) {
   if (f.device_given && t->device() != f.device) t = to_device_copy(t, f.device, false);
   if (!f.out.is_none()) {
     Tensor o = to_tensor(f.out);
-    if (o->numel() == 0 && o->sizes != t->sizes) {  // PyTorch resizes an empty out=
-      Tensor fresh = empty(t->sizes, o->dtype, o->device());
-      o->storage = fresh->storage;
-      o->sizes = fresh->sizes;
-      o->strides = fresh->strides;
-      o->offset = 0;
+    const bool keep = rule != OutShape::Resize && o->numel() == t->numel();
+    if (o->sizes != t->sizes && !keep) {
+      if (rule == OutShape::KeepCountWarn)
+        warn(str_cat("The number of elements in the out tensor of shape ", shape_str(o->sizes),
+                     " is ", o->numel(), " which does not match the computed number of elements ",
+                     t->numel(), ". Note that this may occur as a result of rounding error. The "
+                     "out tensor will be resized to a tensor of shape (", t->numel(), ",)."));
+      resize_output(o, t->sizes);
     }
-    copy_(o, t);
+    copy_(o, o->sizes == t->sizes ? t : reshape(t, o->sizes));
     return py::reinterpret_borrow<py::object>(f.out);
   }
   t->version->value.store(0);  // a new tensor starts at version 0 (filling it is no user write)
@@ -45,9 +53,11 @@ Tensor filled(const Shape& shape, ScalarType dt, const Scalar* value, Device dev
   return t;
 }
 
-template <typename Fill> Tensor make_range(int64_t n, ScalarType dt, Fill fill) {
+// kernel: torch's name for the kernel, in the refusal of a dtype it has none for (bool, the
+// wide unsigned types).
+template <typename Fill> Tensor make_range(int64_t n, ScalarType dt, Fill fill, const char* kernel) {
   Tensor t = empty({n}, dt);
-  dispatch_numeric(dt, "arange", [&](auto tag) {
+  dispatch_numeric(dt, kernel, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t->data_as<T>();
     for (int64_t i = 0; i < n; ++i) p[i] = cast_to<T>(fill(i));
@@ -57,14 +67,20 @@ template <typename Fill> Tensor make_range(int64_t n, ScalarType dt, Fill fill) 
 
 // linspace / logspace: PyTorch fills the second half backwards from `end` for symmetry (one
 // step: `start`); `f` maps each point (logspace: base**point).
+// (torch fills one step or none without its kernel, so any dtype takes those.)
 template <typename F> Tensor spaced_range(double start, double end, int64_t steps, ScalarType dt,
-                                         F f) {
+                                         F f, const char* kernel) {
   EMBER_CHECK(steps >= 0, std::runtime_error, "number of steps must be non-negative");
-  const double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
+  if (steps <= 1) {
+    Tensor t = empty({steps}, dt);
+    if (steps == 1) fill_(t, Scalar::from_double(f(start)));
+    return t;
+  }
+  const double step = (end - start) / double(steps - 1);
   const int64_t half = steps / 2;
   return make_range(steps, dt, [=](int64_t i) {
-    return f(i < half || steps == 1 ? start + step * double(i) : end - step * double(steps - i - 1));
-  });
+    return f(i < half ? start + step * double(i) : end - step * double(steps - i - 1));
+  }, kernel);
 }
 // start and end must fit the dtype, as torch's kernels convert them (when there are steps).
 void check_ends_fit(const Args& a, ScalarType dt) {
@@ -73,18 +89,18 @@ void check_ends_fit(const Args& a, ScalarType dt) {
   check_scalar_fits(a.scalar(1), dt);
 }
 
-template <typename F> Tensor spaced(const Args& a, ScalarType dt, F f) {
+template <typename F> Tensor spaced(const Args& a, ScalarType dt, F f, const char* kernel) {
   check_ends_fit(a, dt);
-  return spaced_range(a.real(0), a.real(1), a.integer(2), dt, f);
+  return spaced_range(a.real(0), a.real(1), a.integer(2), dt, f, kernel);
 }
 
 // linspace with a complex end point or dtype: the real and imaginary parts spaced on their own.
 Tensor complex_linspace(const Scalar& start, const Scalar& end, int64_t steps, ScalarType dt) {
   const ScalarType real = to_real_type(dt);
   auto id = [](double p) { return p; };
-  Tensor re = spaced_range(start.to_double(), end.to_double(), steps, real, id);
+  Tensor re = spaced_range(start.to_double(), end.to_double(), steps, real, id, "linspace_cpu");
   Tensor im = spaced_range(start.is_complex() ? start.imag : 0.0,
-                           end.is_complex() ? end.imag : 0.0, steps, real, id);
+                           end.is_complex() ? end.imag : 0.0, steps, real, id, "linspace_cpu");
   Tensor out = empty({steps}, dt);
   const Tensor parts = view_as_real(out);
   copy_(select(parts, -1, 0), re);
@@ -230,11 +246,12 @@ void register_creation(py::module_& m) {
                Tensor t;
                if (!any_float && is_integral(dt, false)) {
                  const int64_t ia = s0.to_int(), id = st.to_int();
-                 t = make_range(n, dt, [=](int64_t i) { return ia + i * id; });
+                 t = make_range(n, dt, [=](int64_t i) { return ia + i * id; }, "arange_cpu");
                } else {
-                 t = make_range(n, dt, [=](int64_t i) { return lo + static_cast<double>(i) * d; });
+                 t = make_range(n, dt, [=](int64_t i) { return lo + static_cast<double>(i) * d; },
+                                "arange_cpu");
                }
-               return finish_factory(t, f);
+               return finish_factory(t, f, OutShape::KeepCountWarn);
              }});
 
   def_op(m, {.name = "linspace",
@@ -251,9 +268,12 @@ void register_creation(py::module_& m) {
                              cpp_type_name(to_complex_type(get_default_dtype())),
                              " can't be safely cast to passed dtype ", type_name(dt));
                  check_ends_fit(a, dt);
-                 return finish_factory(complex_linspace(s0, s1, a.integer(2), dt), f);
+                 return finish_factory(complex_linspace(s0, s1, a.integer(2), dt), f,
+                                       OutShape::KeepCount);
                }
-               return finish_factory(spaced(a, or_default(f.dtype), [](double p) { return p; }), f);
+               return finish_factory(
+                   spaced(a, or_default(f.dtype), [](double p) { return p; }, "linspace_cpu"), f,
+                   OutShape::KeepCount);
              }});
   def_op(m, {.name = "logspace",
              .signatures = {"logspace(Scalar start, Scalar end, int steps, float base=10.0, *, "
@@ -262,8 +282,18 @@ void register_creation(py::module_& m) {
              .impl = [](const Args& a) {
                const FactoryKeywords f = factory_keywords(a, "logspace");
                const double base = a.real(3);
+               const ScalarType dt = or_default(f.dtype);
+               if (is_complex(dt)) {  // base ** the complex linspace, in that dtype
+                 check_ends_fit(a, dt);
+                 const Tensor points = complex_linspace(a.scalar(0), a.scalar(1), a.integer(2), dt);
+                 return finish_factory(
+                     binary(BinaryOp::pow, Operand(Scalar::from_double(base)), Operand(points)), f,
+                     OutShape::KeepCount);
+               }
                return finish_factory(
-                   spaced(a, or_default(f.dtype), [base](double p) { return std::pow(base, p); }), f);
+                   spaced(a, dt, [base](double p) { return std::pow(base, p); },
+                          "logspace_cpu"),
+                   f, OutShape::KeepCount);
              }});
 
   def_op(m, {.name = "eye",
@@ -275,8 +305,11 @@ void register_creation(py::module_& m) {
                const int64_t n = a.integer(0), mm = a.overload() == 1 ? a.integer(1) : n;
                EMBER_CHECK(n >= 0, std::runtime_error, "n must be greater or equal to 0, got ", n);
                EMBER_CHECK(mm >= 0, std::runtime_error, "m must be greater or equal to 0, got ", mm);
+               const ScalarType dt = or_default(f.dtype);
+               if (is_wide_unsigned(dt))  // (torch's eye has no kernel for them, even for n = 0)
+                 throw NotImplementedError(str_cat("\"eye\" not implemented for '", type_name(dt), "'"));
                const Scalar zero = Scalar::from_int(0);
-               Tensor t = filled({n, mm}, or_default(f.dtype), &zero, f.device);
+               Tensor t = filled({n, mm}, dt, &zero, f.device);
                const int64_t k = std::min(n, mm);
                if (k > 0) fill_(as_strided(t, {k}, {mm + 1}, 0), Scalar::from_int(1));
                return finish_factory(t, f);

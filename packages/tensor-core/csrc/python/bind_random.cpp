@@ -119,11 +119,7 @@ Factory parse_factory(const Args& a, const char* op, const Tensor& like = nullpt
 // The tensor a factory fills: `out` (dtype checked, resized) or a new one.
 Tensor factory_target(const Factory& f, const Shape& shape, ScalarType default_dtype, const char* op) {
   if (!f.out.is_none()) {
-    Tensor o = to_tensor(f.out);
-    if (f.dtype != ScalarType::Undefined && f.dtype != o->dtype)
-      throw std::runtime_error(str_cat("dtype ", dtype_name(f.dtype),
-                                       " does not match dtype of out parameter (",
-                                       dtype_name(o->dtype), ")"));
+    Tensor o = to_tensor(f.out);  // (factory_keywords checked dtype= against its dtype)
     check_out_no_grad(o, op);
     for (auto s : shape)
       EMBER_CHECK(s >= 0, ValueError, "Trying to create tensor with negative dimension ", s, ": ",

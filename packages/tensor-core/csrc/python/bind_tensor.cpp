@@ -525,8 +525,9 @@ void register_tensor(py::module_& m) {
         EMBER_AUTOGRAD(needs_grad(t), "_to_device", t, py::str(d.str()), dtype_object(t->dtype),
                        non_blocking);
         return wrap(to_device_copy(t, d, non_blocking));
-      }, py::arg("device") = py::none(), py::arg("non_blocking") = false,
-         py::arg("memory_format") = py::none())
+      }, py::arg("device") = py::none(),
+         // (noconvert: a bool, not anything with a truth value; torch's parser refuses an int)
+         py::arg("non_blocking").noconvert() = false, py::arg("memory_format") = py::none())
       .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
         EMBER_AUTOGRAD(needs_grad(self), "_getitem", self, index);
         return wrap(apply_index(self, index));

@@ -287,10 +287,37 @@ int hook_positional(const OpDef& op, const Schema& s) {
   return n;
 }
 
+// The number of results of a schema that returns a tuple ("(Tensor values, Tensor indices)":
+// 2), else 0.
+int tuple_returns(const Schema& s) {
+  if (s.returns.empty() || s.returns.front() != '(') return 0;
+  int n = 1, depth = 0;
+  for (char c : s.returns) {
+    if (c == '(' || c == '[') ++depth;
+    else if (c == ')' || c == ']') --depth;
+    else if (c == ',' && depth == 1) ++n;
+  }
+  return n;
+}
+
+// torch's parser: an out= for a tuple of results has one tensor for each (checked before the
+// op looks at anything else).
+void check_out_count(const Args& a) {
+  const Schema& s = a.schema();
+  if (s.out_index < 0 || a.is_none(s.out_index) || s.params[s.out_index].type != ArgType::TensorList)
+    return;
+  const int want = tuple_returns(s);
+  const py::handle out = a[s.out_index];
+  if (want > 0 && (py::isinstance<py::list>(out) || py::isinstance<py::tuple>(out)) &&
+      static_cast<int>(py::len(out)) != want)
+    throw py::type_error(str_cat("expected tuple of ", want, " elements but got ", py::len(out)));
+}
+
 py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                 PyObject* kwnames) {
   Args a = parse_call(op, self, args, nargs, kwnames);
   const Schema& s = a.schema();
+  check_out_count(a);
   if (!op.hand_off) return op.impl(a);
   bool grad = false, device = false;
   const int out_index = s.out_index;
@@ -557,6 +584,9 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
                                       " is not supported: ember's tensors are strided"));
   i = at.memory_format;
   if (i >= 0 && !a.is_none(i)) {
+    if (type_of(a[i]) != "memory_format")  // (the schema's Any lets torch's TypeError be ours)
+      throw py::type_error(str_cat(op, "(): argument 'memory_format' must be ember.memory_format, "
+                                   "not ", Py_TYPE(a[i].ptr())->tp_name));
     // the factories make contiguous tensors: what contiguous_format and preserve_format ask
     const std::string format = py::repr(a[i]);
     if (format != "ember.contiguous_format" && format != "ember.preserve_format")
@@ -579,6 +609,13 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
   i = at.pin_memory;
   if (i >= 0) f.pin_memory = a.flag(i);
   if (at.generator >= 0) f.generator = a[at.generator];
+  if (!f.out.is_none()) {  // a factory computes in out='s dtype, which dtype= must not contradict
+    const ScalarType out_dtype = to_tensor(f.out)->dtype;
+    EMBER_CHECK(f.dtype == ScalarType::Undefined || f.dtype == out_dtype, std::runtime_error,
+                "dtype ", torch_type_name(f.dtype), " does not match dtype of out parameter (",
+                torch_type_name(out_dtype), ")");
+    f.dtype = out_dtype;
+  }
   return f;
 }
 

@@ -74,7 +74,8 @@ def _elu_values(input, alpha, scale, input_scale):
     neg = input.clamp(max=0)
     if input_scale != 1.0:
         neg = neg * input_scale
-    return ember.where(input > 0, input * scale if scale != 1.0 else input,
+    # (x >= 0: at a zero torch's kernel gives x * scale whatever alpha is, NaN and inf too)
+    return ember.where(input >= 0, input * scale if scale != 1.0 else input,
                        neg.expm1() * (alpha * scale))
 
 
