@@ -1129,3 +1129,20 @@ def test_ldexp_of_an_integer_input_takes_the_exponents_floating_dtype():
         assert E.ldexp(E.ones(2, dtype=dt), E.ones(2, dtype=E.float16)).dtype == E.float16
     assert E.ldexp(E.ones(1, dtype=E.complex64), E.ones(1, dtype=E.uint16)).dtype == E.complex64
     assert E.ldexp(E.ones(1, dtype=E.bfloat16), E.ones(1, dtype=E.int16)).dtype == E.bfloat16
+
+
+def test_sum_mean_prod_of_complex_into_a_real_dtype_cast_the_input_first():
+    # torch casts the input to the dtype (its imaginary part dropped, with a warning), then
+    # reduces: 1.5 + 2.5 as int64 is 1 + 2
+    z = E.tensor([1.5 + 2j, 2.5 - 1j])
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        assert E.sum(z, dtype=E.int64).item() == 3
+    with pytest.warns(UserWarning):
+        assert E.mean(z, dtype=E.float64).item() == 2.0
+    with pytest.warns(UserWarning):
+        assert E.prod(z, 0, dtype=E.float64).item() == 3.75
+    with pytest.warns(UserWarning):
+        assert E.sum(z, 0, out=E.empty((), dtype=E.float32)).item() == 4.0
+    assert E.sum(z, dtype=E.complex128).item() == 4 + 1j
+    with pytest.raises(RuntimeError, match="nansum on CPU does not support complex"):
+        E.nansum(z, dtype=E.float32)

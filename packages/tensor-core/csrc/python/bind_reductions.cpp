@@ -196,6 +196,14 @@ py::object scan_inplace(bool is_prod, py::handle selfh, py::handle dimh, py::han
   return py::reinterpret_borrow<py::object>(selfh);
 }
 
+// torch's sum / mean / prod with a real dtype (given, or out='s) for a complex input: the input
+// is cast first, its imaginary part dropped with torch's warning (as x.to(dtype) does).
+Tensor complex_input_as(const Tensor& x, ScalarType dt) {
+  if (!is_complex(x->dtype) || dt == ScalarType::Undefined || is_complex(dt)) return x;
+  warn("Casting complex values to real discards the imaginary part");
+  return to_dtype(x, dt);
+}
+
 // torch's sum/mean/prod have two forms: (input, *, dtype) over every element, and (input, dim,
 // keepdim=False, *, dtype, out) where dim must be given: keepdim or out= without dim matches
 // neither.
@@ -230,6 +238,7 @@ void register_reductions(py::module_& m) {
                  if (out && dt == ScalarType::Undefined && op != SumOp::NanMean) dt = out->dtype;
                  const OptDims dims = a.opt_ints(1);
                  const bool keepdim = a.flag(2);
+                 if (op == SumOp::Sum || op == SumOp::Mean) x = complex_input_as(x, dt);
                  Tensor r = op == SumOp::Sum      ? sum(x, dims, keepdim, dt)
                             : op == SumOp::NanSum ? nansum(x, dims, keepdim, dt)
                             : op == SumOp::Mean   ? mean(x, dims, keepdim, dt)
@@ -245,11 +254,13 @@ void register_reductions(py::module_& m) {
              .family = R, .hooked = true,
              .impl = [](const Args& a) {
                if (a.overload() == 0)
-                 return wrap(prod(a.tensor(0), std::nullopt, false, a.dtype(1)));
+                 return wrap(prod(complex_input_as(a.tensor(0), a.dtype(1)), std::nullopt, false,
+                                  a.dtype(1)));
                Tensor out = opt_out(a.out(), "prod");
                ScalarType dt = a.dtype(3);
                if (out && dt == ScalarType::Undefined) dt = out->dtype;
-               return finish("prod", prod(a.tensor(0), a.integer(1), a.flag(2), dt), a.out());
+               return finish("prod", prod(complex_input_as(a.tensor(0), dt), a.integer(1), a.flag(2), dt),
+                             a.out());
              }});
 
   // max / min: of all elements, along a dim (values and indices), or elementwise with another
