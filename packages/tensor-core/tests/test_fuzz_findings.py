@@ -1146,3 +1146,19 @@ def test_sum_mean_prod_of_complex_into_a_real_dtype_cast_the_input_first():
     assert E.sum(z, dtype=E.complex128).item() == 4 + 1j
     with pytest.raises(RuntimeError, match="nansum on CPU does not support complex"):
         E.nansum(z, dtype=E.float32)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda o: E.sum(E.ones(2), 0, dtype=E.float64, out=o), "Expected out tensor to have dtype "
+                                                            "double, but got float instead"),
+    (lambda o: E.mean(E.ones(2), 0, dtype=E.float64, out=o), "dtype double, but got float"),
+    (lambda o: E.prod(E.ones(2), 0, dtype=E.float64, out=o), "dtype double, but got float"),
+    (lambda o: E.cumsum(E.ones(1), 0, dtype=E.float64, out=o), "dtype double, but got float"),
+    (lambda o: E.cumprod(E.ones(1), 0, dtype=E.float64, out=o), "dtype double, but got float"),
+    (lambda o: E.nansum(E.ones(2), 0, dtype=E.float64, out=o),
+     "nansum: provided dtype must match dtype of result. Got Float and Double"),
+])
+def test_a_reductions_dtype_and_out_must_agree(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call(E.empty((), dtype=E.float32))
+    assert call(E.empty((), dtype=E.float64)).dtype == E.float64

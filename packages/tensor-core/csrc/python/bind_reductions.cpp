@@ -233,6 +233,14 @@ void register_reductions(py::module_& m) {
                  if (op == SumOp::Sum || op == SumOp::Mean) refuse_keepdim_without_dim(a, name);
                  Tensor x = a.tensor(0), out = opt_out(a.out(), name);
                  ScalarType dt = a.dtype(3);
+                 if (out && dt != ScalarType::Undefined) {  // both given: they must agree
+                   if (op == SumOp::NanSum || op == SumOp::NanMean)
+                     EMBER_CHECK(out->dtype == dt, std::runtime_error,
+                                 "nansum: provided dtype must match dtype of result. Got ",
+                                 torch_type_name(out->dtype), " and ", torch_type_name(dt), ".");
+                   else
+                     check_out_dtype(out, dt);
+                 }
                  // (an integer input's mean needs a dtype= even with out=, as torch's)
                  if (op == SumOp::Mean) check_mean_dtype(x->dtype, dt);
                  if (out && dt == ScalarType::Undefined && op != SumOp::NanMean) dt = out->dtype;
@@ -258,6 +266,7 @@ void register_reductions(py::module_& m) {
                                   a.dtype(1)));
                Tensor out = opt_out(a.out(), "prod");
                ScalarType dt = a.dtype(3);
+               if (out && dt != ScalarType::Undefined) check_out_dtype(out, dt);
                if (out && dt == ScalarType::Undefined) dt = out->dtype;
                return finish("prod", prod(complex_input_as(a.tensor(0), dt), a.integer(1), a.flag(2), dt),
                              a.out());
@@ -394,6 +403,7 @@ void register_reductions(py::module_& m) {
                  const char* n = name.c_str();
                  Tensor x = a.tensor(0), out = opt_out(a.out(), n);
                  ScalarType dt = a.dtype(2);
+                 if (out && dt != ScalarType::Undefined) check_out_dtype(out, dt);
                  if (out && dt == ScalarType::Undefined) dt = out->dtype;
                  const int64_t dim = a.integer(1);
                  if (needs_dispatch(x)) {
