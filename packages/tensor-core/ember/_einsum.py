@@ -212,8 +212,9 @@ def _from_sublists(args):
                 out.append(_ELL)
             elif isinstance(x, int) and 0 <= x < 52:
                 out.append(chr(ord("A") + x) if x < 26 else chr(ord("a") + x - 26))
-            else:
-                raise _err("subscript in subscript list is not within the valid range [0, 52)")
+            else:  # (torch's Python parser of sublists raises it as a ValueError)
+                raise ValueError("einsum(): subscript in subscript list is not within the valid "
+                                 "range [0, 52)")
         return "".join(out)
 
     operands = args[0::2][:len(args) // 2]
@@ -262,9 +263,10 @@ def _contract(a, la, b, lb, keep):
     return r, batch + rows + cols
 
 
-def einsum(equation, *operands):
+def einsum(*args):
     """Einstein summation over the operands (given as arguments or as one list), like
     torch.einsum: explicit (``->``) or implicit output, ``...``, repeated and summed labels."""
+    equation, operands = (args[0], args[1:]) if args else (None, ())
     if isinstance(equation, _C.Tensor) and operands:  # sublists: einsum(a, [0, 1], b, [1, 2])
         equation, operands = _from_sublists((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):

@@ -1162,3 +1162,11 @@ def test_a_reductions_dtype_and_out_must_agree(call, message):
     with pytest.raises(RuntimeError, match=message):
         call(E.empty((), dtype=E.float32))
     assert call(E.empty((), dtype=E.float64)).dtype == E.float64
+
+
+def test_einsums_argument_errors_are_torchs_value_errors():
+    with pytest.raises(ValueError, match="must specify the equation string"):
+        E.einsum()
+    with pytest.raises(ValueError, match=r"not within the valid range \[0, 52\)"):
+        E.einsum(E.ones(3), [60])
+    assert E.einsum(E.ones(3), [0], E.ones(3), [0], []).item() == 3.0
