@@ -302,8 +302,7 @@ def _run_pocketfft(pp, a, plan, dest):
         if a.shape[axis] != m:
             fresh = fresh or a.shape[axis] < m  # (a cut is a view of what it cuts)
             a = _np_resize(a, axis, m)
-        if (op in ("fft", "ifft") and axis != a.ndim - 1 and not n & (n - 1)
-                and _core_columns_take(a.shape, axis, n) and a.flags.c_contiguous):
+        if _core_column_step(op, a.shape, axis, n) and a.flags.c_contiguous:
             a = _C._fft_c2c(_from_numpy(a), [axis], scale, op == "fft").numpy()
             fresh = True
             i += 1
@@ -335,9 +334,7 @@ def _columns_first(plan, shape):
     """plan with, in each run of consecutive fft / ifft steps (transforms along different dims
     commute), the steps that the core's column kernel takes moved first: the pocketfft steps
     after them then run as one call, the last one into the result."""
-    ndim = len(shape)
-    core = [op in ("fft", "ifft") and axis != ndim - 1 and not n & (n - 1)
-            and _core_columns_take(shape, axis, n) for op, axis, n, _ in plan]
+    core = [_core_column_step(op, shape, axis, n) for op, axis, n, _ in plan]
     if not any(core) or len(plan) == 1:
         return plan
     out, run = [], []
@@ -426,6 +423,13 @@ def _core_kernel_takes(input, op, axis, n):
     elif not (_core_columns_take(input.shape, axis, n) and input.is_contiguous()):
         return False
     return input.dtype in _TO_COMPLEX
+
+
+def _core_column_step(op, shape, axis, n):
+    """Whether a plan's step runs in the core's column kernel: a complex transform of a
+    power-of-two n down an inner dim that it takes."""
+    return (op in ("fft", "ifft") and axis != len(shape) - 1 and not n & (n - 1)
+            and _core_columns_take(shape, axis, n))
 
 
 def _core_columns_take(shape, axis, n):
