@@ -86,15 +86,17 @@ def _killed_consumer(q, ready):
 
 def test_sigkill_of_producer_and_consumers_leaves_no_segment():
     ctx = mp.get_context("spawn")
-    q, fwd, ready = ctx.Queue(), ctx.Queue(), ctx.Queue()
+    q, ready = ctx.Queue(), ctx.Queue()
     prod = ctx.Process(target=_killed_producer, args=(q, "file_system"))
     prod.start()
     got = [q.get(timeout=30) for _ in range(5)]
     pid = q.get(timeout=30)
-    consumers = [ctx.Process(target=_killed_consumer, args=(fwd, ready)) for _ in range(2)]
+    # one queue each: on a shared queue one consumer could take more than its five
+    forwards = [ctx.Queue() for _ in range(2)]
+    consumers = [ctx.Process(target=_killed_consumer, args=(fwd, ready)) for fwd in forwards]
     for c in consumers:
         c.start()
-    for _ in consumers:  # each consumer maps the producer's segments too (the name travels)
+    for fwd in forwards:  # each consumer maps the producer's segments too (the name travels)
         for t in got:
             fwd.put(t)
     assert [ready.get(timeout=30) for _ in consumers] == [10000.0, 10000.0]
