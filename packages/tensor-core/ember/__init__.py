@@ -66,6 +66,7 @@ from ember._sorting import allclose, diff, equal, isclose, msort  # noqa: E402,F
 from ember._sorting import install as _install_sorting  # noqa: E402
 from ember._spectral import istft, stft  # noqa: E402,F401  (torch.stft / torch.istft)
 from ember._tensor_methods import install as _install_methods  # noqa: E402
+from ember._tensor_methods import refuse_out as _refuse_out  # noqa: E402
 from ember._type_info import finfo, iinfo  # noqa: E402,F401
 from ember.torch_version import TorchVersion as _TorchVersion  # noqa: E402
 
@@ -109,6 +110,7 @@ cholesky, cholesky_solve = linalg._legacy_cholesky, linalg._cholesky_solve
 matrix_power, norm = linalg.matrix_power, linalg._legacy_norm
 geqrf, orgqr, ormqr = linalg._geqrf, linalg.householder_product, linalg._ormqr
 linalg._install(Tensor)
+_refuse_out(Tensor)  # last: after every module above has installed its methods
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,

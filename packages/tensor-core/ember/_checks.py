@@ -45,8 +45,9 @@ _PYTHON_TYPE = {"int": int, "bool": bool, "float": float}
 def tensor_args(*names: str, op: str | None = None):
     """Decorator: the parameters `names` must be Tensors (None passes where the default is None).
     A variadic parameter (``*tensors``) must hold Tensors, or be one list or tuple of them.
-    Parameters annotated ``int``, ``bool`` or ``float`` must hold what torch's parser takes for
-    that type (NumPy numbers and 0-d tensors reach the function as Python numbers).
+    Parameters annotated ``int``, ``bool`` or ``float`` (or ``int | None``, ...) must hold what
+    torch's parser takes for that type (NumPy numbers and 0-d tensors reach the function as
+    Python numbers).
     Messages name the op `op` (default: the function's name)."""
 
     def decorate(fn):
@@ -62,10 +63,13 @@ def tensor_args(*names: str, op: str | None = None):
         for p in params:
             ann = p.annotation if isinstance(p.annotation, str) else getattr(
                 p.annotation, "__name__", None)
+            may_be_none = isinstance(ann, str) and ann.endswith(" | None")
+            if may_be_none:
+                ann = ann.removesuffix(" | None")
             if ann in _SCALAR_CHECKS:
                 pos = params.index(p) if p.kind in (p.POSITIONAL_ONLY,
                                                     p.POSITIONAL_OR_KEYWORD) else None
-                typed.append((p.name, pos, ann, _SCALAR_CHECKS[ann]))
+                typed.append((p.name, pos, ann, _SCALAR_CHECKS[ann], may_be_none))
         name_in_messages = op or fn.__name__
 
         @functools.wraps(fn)
@@ -88,13 +92,15 @@ def tensor_args(*names: str, op: str | None = None):
                     where = f" (position {pos + 1})" if pos is not None else ""
                     raise TypeError(f"{name_in_messages}(): argument '{name}'{where} must be "
                                     f"Tensor, not {_type_name(x)}")
-            for name, pos, type_name, accepts in typed:
+            for name, pos, type_name, accepts, may_be_none in typed:
                 if pos is not None and pos < len(args):
                     x = args[pos]
                 elif name in kwargs:
                     x = kwargs[name]
                 else:
                     continue  # the default
+                if x is None and may_be_none:
+                    continue
                 if not accepts(x):
                     where = f" (position {pos + 1})" if pos is not None else ""
                     raise TypeError(f"{name_in_messages}(): argument '{name}'{where} must be "

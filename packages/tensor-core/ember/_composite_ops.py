@@ -18,7 +18,7 @@ import math
 import warnings
 
 from ember import _C, _grad_mode, _shape
-from ember._checks import scalar_fits
+from ember._checks import _is_int_arg, scalar_fits
 from ember._sampling import binomial  # noqa: F401  (a registry row: kComposites)
 
 _SHELL_UNSIGNED = (_C.uint16, _C.uint32, _C.uint64)  # torch's types without arithmetic
@@ -126,65 +126,68 @@ def _check_addcdiv_integral(t1, t2):
             "using earlier versions.")
 
 
-def _pointwise_value(input, value):
-    """addcmul/addcdiv's value: converted to the opmath type, checked, as torch's kernels.
-    Whether it can be add's alpha: a bool (add takes one only for bool results) and a float16
-    input's value beyond float16's range (torch computes in float32) are applied as a product
-    instead."""
-    scalar_fits(value, input.dtype, opmath=True)
+def _pointwise_value(common, value):
+    """addcmul/addcdiv's value, converted to the operands' common dtype (its opmath type) and
+    checked, as torch's kernels do: a float value of an integer computation is truncated.
+    Returns it and whether it can be add's alpha: a bool (add takes one only for bool results)
+    and a float16 computation's value beyond float16's range (torch computes in float32) are
+    applied as a product instead."""
+    if common is None:  # (the bindings raise their TypeError)
+        return value, True
+    scalar_fits(value, common, opmath=True)
     if isinstance(value, bool):
-        return False
+        return value, False
+    if isinstance(value, float) and not (common.is_floating_point or common.is_complex):
+        return int(value), True
     beyond_half = (isinstance(value, (int, float)) and math.isfinite(value)
                    and abs(value) > 65504)
-    return not (input.dtype == _C.float16 and beyond_half)
+    return value, not (common == _C.float16 and beyond_half)
 
 
 def _in_common_dtype(input, tensor1, tensor2):
     """tensor1 and tensor2 converted to the three operands' common dtype first, as torch's
     TensorIterator does (an int64 factor of a float16 input is rounded to float16 before the
-    product, not multiplied, and wrapped, in int64)."""
+    product, not multiplied, and wrapped, in int64), and that dtype (None: not three tensors)."""
     if not (_is_tensor(input) and _is_tensor(tensor1) and _is_tensor(tensor2)):
-        return tensor1, tensor2  # (the bindings raise their TypeError)
-    first = _C.result_type(input, tensor1)
-    # (the first two's type as an operand of their rank, empty: result_type takes two)
-    common = _C.result_type(_C.empty((0,) if input.dim() or tensor1.dim() else (), dtype=first),
-                            tensor2)
+        return tensor1, tensor2, None  # (the bindings raise their TypeError)
+    common = _C._result_type(input, tensor1, tensor2)
     if common == _C.bool:
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
     if not (common.is_floating_point or common.is_complex):
-        return tensor1, tensor2
+        return tensor1, tensor2, common
     return (tensor1 if tensor1.dtype == common else tensor1.to(common),
-            tensor2 if tensor2.dtype == common else tensor2.to(common))
+            tensor2 if tensor2.dtype == common else tensor2.to(common), common)
+
+
+def _pointwise(input, tensor1, tensor2, value, combine, out=None, in_place=False):
+    """input + value * combine(tensor1, tensor2): addcmul, addcdiv and their in-place forms."""
+    tensor1, tensor2, common = _in_common_dtype(input, tensor1, tensor2)
+    value, as_alpha = _pointwise_value(common, value)
+    part = combine(tensor1, tensor2)
+    if not as_alpha:
+        part = _C.mul(part, value)
+    kwargs = {"alpha": value} if as_alpha else {}
+    if in_place:
+        return input.add_(part, **kwargs)
+    return _C.add(input, part, out=out, **kwargs)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
-    if not _pointwise_value(input, value):
-        return _C.add(input, _C.mul(_C.mul(tensor1, tensor2), value), out=out)
-    return _C.add(input, _C.mul(tensor1, tensor2), alpha=value, out=out)
+    return _pointwise(input, tensor1, tensor2, value, _C.mul, out)
 
 
 def addcmul_(self, tensor1, tensor2, *, value=1):
-    tensor1, tensor2 = _in_common_dtype(self, tensor1, tensor2)
-    if not _pointwise_value(self, value):
-        return self.add_(_C.mul(_C.mul(tensor1, tensor2), value))
-    return self.add_(_C.mul(tensor1, tensor2), alpha=value)
+    return _pointwise(self, tensor1, tensor2, value, _C.mul, in_place=True)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     _check_addcdiv_integral(tensor1, tensor2)
-    tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
-    if not _pointwise_value(input, value):
-        return _C.add(input, _C.mul(_C.div(tensor1, tensor2), value), out=out)
-    return _C.add(input, _C.div(tensor1, tensor2), alpha=value, out=out)
+    return _pointwise(input, tensor1, tensor2, value, _C.div, out)
 
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     _check_addcdiv_integral(tensor1, tensor2)
-    tensor1, tensor2 = _in_common_dtype(self, tensor1, tensor2)
-    if not _pointwise_value(self, value):
-        return self.add_(_C.mul(_C.div(tensor1, tensor2), value))
-    return self.add_(_C.div(tensor1, tensor2), alpha=value)
+    return _pointwise(self, tensor1, tensor2, value, _C.div, in_place=True)
 
 
 def _addr(name, input, vec1, vec2, beta, alpha):
@@ -1605,7 +1608,7 @@ def detach_function(input):
 
 # ---- torch's top-level forms of nn and linalg functions ----
 
-def rsub(input, other, *, alpha=1):
+def rsub(input, other, alpha=1):  # (alpha by position: torch's overload for a number other)
     return _C.sub(other, input, alpha=alpha)
 
 
@@ -1772,11 +1775,12 @@ def cartesian_prod(*tensors):
 def block_diag(*tensors):
     """The block-diagonal matrix of the tensors (0-d and 1-d ones as one-row matrices), in
     their promoted dtype."""
-    mats = []
-    for i, t in enumerate(tensors):
+    for i, t in enumerate(tensors):  # every element's type first, as torch's parser
         if not isinstance(t, _C.Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
                             f"{type(t).__name__}")
+    mats = []
+    for i, t in enumerate(tensors):
         if t.dim() > 2:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
                                f"Input {i} has {t.dim()} dimensions")
@@ -2077,8 +2081,8 @@ def _range_basis(A, q, niter, M):
     def times(X):  # (A - M) X
         return A @ X if M is None else A @ X - M @ X
 
-    def times_t(X):  # (A - M)^T X
-        return A.mT @ X if M is None else A.mT @ X - M.mT @ X
+    def times_t(X):  # (A - M)^H X
+        return A.mH @ X if M is None else A.mH @ X - M.mH @ X
 
     sketch = _C.randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
     Q = linalg.qr(times(sketch)).Q
@@ -2091,19 +2095,19 @@ def _range_basis(A, q, niter, M):
 def _svd_lowrank(A, q, niter, M):
     from ember import linalg
 
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"svd_lowrank: expected a floating point tensor, got {A.dtype}")
     m, n = A.shape[-2], A.shape[-1]
     if M is not None:
         M = M.broadcast_to(tuple(A.shape))
     wide = m < n
-    if wide:  # work on the tall transpose
-        A = A.mT
-        M = None if M is None else M.mT
+    if wide:  # work on the tall conjugate transpose: A^H = U S V^H gives A = V S U^H
+        A = A.mH
+        M = None if M is None else M.mH
     Q = _range_basis(A, q, niter, M)
-    B = Q.mT @ A if M is None else Q.mT @ A - Q.mT @ M
+    B = Q.mH @ A if M is None else Q.mH @ A - Q.mH @ M
     U, S, Vh = linalg.svd(B, full_matrices=False)
-    U, V = Q @ U, Vh.mT
+    U, V = Q @ U, Vh.mH
     return (V, S, U) if wide else (U, S, V)
 
 
@@ -2115,16 +2119,14 @@ def _check_matrix_arg(A, op):
 
 
 def svd_lowrank(A, q=6, niter=2, M=None):
-    """(U, S, V) with A - M ~= U diag(S) V^T of rank q, by a randomized SVD (the sketch is
+    """(U, S, V) with A - M ~= U diag(S) V^H of rank q, by a randomized SVD (the sketch is
     drawn from the default generator, as torch's)."""
     _check_matrix_arg(A, "svd_lowrank")
+    # (torch checks neither q nor niter here: a q beyond min(m, n) gives min(m, n) columns, the
+    # sketch's randn refuses a q that is no int or is negative; pca_lowrank checks both)
     q = 6 if q is None else q
-    m, n = A.shape[-2], A.shape[-1]
-    if not 0 <= q <= _min(m, n):
-        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
-                         f"min(m, n)={_min(m, n)}")
-    if niter < 0:
-        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not _is_int_arg(q):  # (torch's sketch, randn(n, q), refuses it before anything else)
+        raise TypeError(f"svd_lowrank(): argument 'q' must be int, not {type(q).__name__}")
     return _svd_lowrank(A, q, 2 if niter is None else niter, M)
 
 

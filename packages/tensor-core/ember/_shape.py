@@ -550,7 +550,11 @@ def _broadcast_with_core_message(*shapes) -> tuple:
 
 @tensor_args("input")
 def broadcast_to(input, size):
-    return input.expand(tuple(size))
+    return input.expand(tuple(_int_list("broadcast_to", "size", 2, size)))
+
+
+def _broadcast_to_method(self, *size):  # x.broadcast_to(2, 3) too, as torch's
+    return self.expand(tuple(_int_varargs("broadcast_to", "size", size)))
 
 
 @tensor_args("tensors")
@@ -762,6 +766,7 @@ def _method(fn):
 
     m.__name__ = fn.__name__
     m.__doc__ = fn.__doc__
+    m.__wrapped__ = fn  # (refuse_out reads the function's parameters through it)
     return m
 
 
@@ -770,8 +775,9 @@ def _split_method(self, split_size, dim=0):
 
 
 def install(cls) -> None:
+    cls.broadcast_to = _broadcast_to_method
     for name in ("chunk", "tensor_split", "unbind", "movedim",
-                 "moveaxis", "broadcast_to", "fliplr", "flipud", "rot90", "diag",
+                 "moveaxis", "fliplr", "flipud", "rot90", "diag",
                  "diagflat", "trace", "kron", "split_with_sizes", "swapaxes", "swapdims"):
         setattr(cls, name, _method(globals()[name]))
     for name in ("hsplit", "vsplit", "dsplit"):

@@ -39,7 +39,7 @@ def _cat(tensors, dim):
     return out
 
 
-@tensor_args("input")
+@tensor_args("input", "prepend", "append")
 def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None, *, out=None):
     """The n-th forward difference along ``dim`` (``ne`` for bool), as torch.diff."""
     if input.dim() == 0:

@@ -137,6 +137,14 @@ def _mH(self):
     return self.transpose(-2, -1).conj()
 
 
+def _unflatten(self, dim, sizes):
+    # torch's Tensor.unflatten is Python that refuses falsy sizes (0, None, []) before its
+    # parser sees them; ember.unflatten, like torch.unflatten, is the core's function
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    return _C.unflatten(self, dim, sizes)
+
+
 def _H(self):
     if self.dim() != 2:
         raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
@@ -167,6 +175,7 @@ def install(cls) -> None:
     cls.__array_priority__ = 1000  # NumPy defers to ember in mixed binary operators
     cls._make_subclass = staticmethod(_make_subclass)
     cls.as_subclass = _as_subclass
+    cls.unflatten = _unflatten
     cls.stft = _spectral.stft  # torch.Tensor.stft / istft: the functions, self as input
     cls.istft = _spectral.istft
     cls.__module__ = "ember"
@@ -178,6 +187,37 @@ def install(cls) -> None:
     cls.const_data_ptr = _const_data_ptr
     # torch's read-only Tensor.name: a legacy variable name, None for every tensor a program makes
     cls.name = property(_no_name, doc="name: None (torch's legacy variable name; read-only)")
+
+
+def refuse_out(cls) -> None:
+    """torch's Tensor methods never take out= (only the functions do): every method written in
+    Python over a function with an out= parameter refuses it with torch's TypeError rather than
+    writing there. Called once, after every module has installed its methods."""
+    import types
+
+    for name, attr in list(vars(cls).items()):
+        if not isinstance(attr, types.FunctionType) or name.startswith("__"):
+            continue
+        fn = attr
+        while hasattr(fn, "__wrapped__"):
+            fn = fn.__wrapped__
+        code = getattr(fn, "__code__", None)
+        if code is None or "out" not in code.co_varnames[:code.co_argcount
+                                                          + code.co_kwonlyargcount]:
+            continue
+        setattr(cls, name, _without_out(attr, name))
+
+
+def _without_out(fn, name):
+    def method(self, *args, **kwargs):
+        if "out" in kwargs:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = fn.__doc__
+    method.__wrapped__ = fn
+    return method
 
 
 # Tensor.is_<device or layout> of torch for what an ember tensor never is: ember has CPU and CUDA

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
 import math
 
 from ember import _C
@@ -43,6 +44,32 @@ LinAlgError.__module__ = "ember.linalg"
 
 def _result_type(name, fields):
     return collections.namedtuple(name, fields, module="ember.return_types")
+
+
+def _tuple_out(result_type):
+    """Decorator: out= of an op that returns `result_type` must be a tuple of as many Tensors,
+    refused with torch's argument-parser TypeError before anything is computed."""
+    name, n = result_type.__name__, len(result_type._fields)
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            out = kwargs.get("out")
+            if out is not None:
+                if not isinstance(out, (tuple, list)):
+                    raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, "
+                                    f"not {type(out).__name__}")
+                if len(out) != n:
+                    raise TypeError(f"expected tuple of {n} elements but got {len(out)}")
+                for i, o in enumerate(out):
+                    if not isinstance(o, _C.Tensor):
+                        raise TypeError(f"expected Tensor as element {i} in argument 'out', "
+                                        f"but got {type(o).__name__}")
+            return fn(*args, **kwargs)
+
+        return checked
+
+    return decorate
 
 
 _InvEx = _result_type("linalg_inv_ex", ("inverse", "info"))
@@ -209,6 +236,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 # ---- inverses, determinants, solvers ----
 
 @tensor_args("A", op="linalg.inv_ex")
+@_tuple_out(_InvEx)
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): info[b] > 0 when batch element b is singular (no error unless asked)."""
     return _out("linalg.inv_ex", _InvEx(*_C._linalg_inv_ex(A, check_errors=check_errors)), out)
@@ -226,6 +254,7 @@ def det(A, *, out=None):
 
 
 @tensor_args("A", op="linalg.slogdet")
+@_tuple_out(_Slogdet)
 def slogdet(A, *, out=None):
     """(sign, logabsdet) of each determinant; sign is 0 and logabsdet -inf for singular A."""
     return _out("linalg.slogdet", _Slogdet(*_C._linalg_slogdet(A)), out)
@@ -263,6 +292,7 @@ def solve(A, B, *, left=True, out=None):
     return _out("linalg.solve", _solve(A, B, left, True)[0], out)
 
 
+@_tuple_out(_SolveEx)
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return _out("linalg.solve_ex", _SolveEx(*_solve(A, B, left, check_errors)), out)
 
@@ -311,6 +341,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 # ---- factorizations ----
 
 @tensor_args("A", op="linalg.lu_factor")
+@_tuple_out(_LUFactor)
 def lu_factor(A, *, pivot=True, out=None):
     """(LU, pivots): the compact LU factorization with partial pivoting (LAPACK getrf); raises
     when a U[i,i] is zero. pivots are 1-based row swaps, int32."""
@@ -319,6 +350,7 @@ def lu_factor(A, *, pivot=True, out=None):
 
 
 @tensor_args("A", op="linalg.lu_factor_ex")
+@_tuple_out(_LUFactorEx)
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     return _out("linalg.lu_factor_ex",
                 _LUFactorEx(*_C._linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors)),
@@ -326,6 +358,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
 
 
 @tensor_args("A", op="linalg.lu")
+@_tuple_out(_LU)
 def lu(A, *, pivot=True, out=None):
     """(P, L, U) with A = P L U."""
     return _out("linalg.lu", _LU(*_C._linalg_lu(A, pivot=pivot)), out)
@@ -351,6 +384,7 @@ _LDLFactorEx = _result_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 
 
 @tensor_args("A", op="linalg.ldl_factor_ex")
+@_tuple_out(_LDLFactorEx)
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info) with A = L D L^T for a symmetric A (its lower triangle is read):
     LAPACK's Bunch-Kaufman factorization (sytrf), D block diagonal with 1 x 1 and 2 x 2 blocks
@@ -361,6 +395,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
 
 
 @tensor_args("A", op="linalg.ldl_factor")
+@_tuple_out(_LDLFactor)
 def ldl_factor(A, *, hermitian=False, out=None):
     """(LD, pivots) as ldl_factor_ex; LinAlgError when D is singular."""
     r = _C._linalg_ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
@@ -384,6 +419,7 @@ _Geqrf = _result_type("geqrf", ("a", "tau"))
 
 
 @tensor_args("A", op="geqrf")
+@_tuple_out(_Geqrf)
 def _geqrf(A, *, out=None):
     """(a, tau): LAPACK's packed QR (torch.geqrf): R in a's upper triangle, the Householder
     vectors below it; linalg.householder_product(a, tau) gives Q. No gradient (as torch)."""
@@ -406,6 +442,7 @@ def householder_product(A, tau, *, out=None):
 
 
 @tensor_args("A", op="linalg.cholesky_ex")
+@_tuple_out(_CholeskyEx)
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _out("linalg.cholesky_ex",
                 _CholeskyEx(*_C._linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)),
@@ -420,6 +457,7 @@ def cholesky(A, *, upper=False, out=None):
 
 
 @tensor_args("A", op="linalg.qr")
+@_tuple_out(_QR)
 def qr(A, mode="reduced", *, out=None):
     """A = Q R; mode 'reduced' (k = min(m, n) columns of Q), 'complete' (square Q) or 'r'."""
     return _out("linalg.qr", _QR(*_C._linalg_qr(A, mode=mode)), out)
@@ -444,6 +482,7 @@ def _check_svd_driver(A, driver) -> None:
 
 
 @tensor_args("A", op="linalg.svd")
+@_tuple_out(_SVD)
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U diag(S) Vh with S descending (LAPACK gesdd; `driver`: see _check_svd_driver)."""
     _check_svd_driver(A, driver)
@@ -458,12 +497,14 @@ def svdvals(A, *, driver=None, out=None):
 
 
 @tensor_args("A", op="linalg.eigh")
+@_tuple_out(_Eigh)
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and eigenvectors (columns) of symmetric A, from its UPLO triangle."""
     return _out("linalg.eigh", _Eigh(*_C._linalg_eigh(A, UPLO=UPLO)), out)
 
 
 @tensor_args("A", op="linalg.eig")
+@_tuple_out(_Eig)
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors) of general square matrices, complex (LAPACK's geev): A V =
     V diag(L), each eigenvector of unit norm with its largest component real."""
@@ -668,7 +709,7 @@ def _levi_civita(dtype):
 
 
 @tensor_args("input", "other", op="linalg.cross")
-def cross(input, other, *, dim=-1, out=None):
+def cross(input, other, *, dim: int = -1, out=None):
     """The cross product of 3-vectors along `dim` (inputs broadcast)."""
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
@@ -859,6 +900,7 @@ def _pinverse(A, rcond: float = 1e-15):
 
 
 @tensor_args("A", op="svd")
+@_tuple_out(_LegacySVD)
 def _legacy_svd(A, some: bool = True, compute_uv: bool = True, *, out=None):
     """torch.svd: (U, S, V) with V = Vh^T; reduced unless some=False; zeros without compute_uv."""
     from ember import zeros
@@ -878,12 +920,13 @@ def _legacy_svd(A, some: bool = True, compute_uv: bool = True, *, out=None):
 
 
 @tensor_args("A", op="qr")
+@_tuple_out(_LegacyQR)
 def _legacy_qr(A, some: bool = True, *, out=None):
     return _out("qr", _LegacyQR(*_C._linalg_qr(A, mode="reduced" if some else "complete")), out)
 
 
 @tensor_args("input", "other", op="cross")
-def _legacy_cross(input, other, dim=None, *, out=None):
+def _legacy_cross(input, other, dim: int | None = None, *, out=None):
     if dim is None:  # the first dimension of size 3 (deprecated in torch)
         shape = _broadcast_with_core_message(tuple(input.shape), tuple(other.shape))
         dim = next((i for i, s in enumerate(shape) if s == 3), None)

@@ -491,6 +491,20 @@ def test_svd_lowrank_recovers_a_low_rank_matrix(shape):
                                atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 6, 4)])
+def test_svd_lowrank_of_a_complex_matrix(shape):
+    # torch's svd_lowrank takes complex input: A = U diag(S) V^H (the conjugate transpose)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    k = min(shape[-2:])
+    U, S, V = ember.svd_lowrank(t(a), q=k)
+    assert U.dtype == ember.complex128 and S.dtype == ember.float64
+    us = U.numpy() * S.numpy()[..., None, :]
+    np.testing.assert_allclose(us @ np.conj(np.swapaxes(V.numpy(), -1, -2)), a, atol=1e-12)
+    np.testing.assert_allclose(np.sort(S.numpy())[..., ::-1],
+                               np.linalg.svd(a, compute_uv=False), rtol=1e-10)
+
+
 def test_pca_lowrank_centres_the_rows():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((100, 3)) @ rng.standard_normal((3, 8)) + 5.0

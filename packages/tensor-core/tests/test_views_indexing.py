@@ -490,8 +490,8 @@ def test_to_forms():
     assert t.to(bool).tolist() == [True, True]
     assert t.to(ember.float64, non_blocking=True).dtype == ember.float64
     assert t.cpu() is t
-    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
-        t.to(bogus=1)
+    with pytest.raises(TypeError, match=r"to\(\) received an invalid combination of arguments"):
+        t.to(bogus=1)  # (torch's message: no form of to() takes bogus)
 
 
 def test_type_method():

@@ -528,8 +528,12 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
       throw;
     }
   }();
-  // torch's pow(Tensor, Scalar) converts the exponent into the result's dtype, checked
-  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar) check_scalar_fits(b.s, result);
+  // torch's pow(Tensor, Scalar) converts the exponent into the result's dtype, checked, for
+  // integer and reduced float results; float32/float64/complex kernels take it as a double
+  // (x.pow(1e300) is inf, not an error)
+  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar &&
+      !(result == ScalarType::Float32 || result == ScalarType::Float64 || is_complex(result)))
+    check_scalar_fits(b.s, result);
   // (a wide unsigned type's operands become that type first where the op computes in int64: a
   // number in uint64's upper half has no int64 value of its own; the floating ops convert a
   // number straight to their float type, as torch's: uint32 / -1 is -1, copysign(u, -1) < 0)

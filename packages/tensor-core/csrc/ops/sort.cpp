@@ -424,6 +424,8 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool
   EMBER_CHECK(k >= 1 && k <= n, std::runtime_error,
               "kthvalue(): selected number k out of range for dimension ", dim);
   no_bool(x, "kthvalue_cpu");  // (after the dim and k checks, as torch's kernel dispatch)
+  EMBER_CHECK(!is_complex(x->dtype), NotImplementedError,  // (before the empty shortcut)
+              "\"kthvalue_cpu\" not implemented for '", torch_type_name(x->dtype), "'");
   const Shape shape = reduced(x, dim, keepdim);
   Tensor values = empty(shape, x->dtype), indices = empty(shape, ScalarType::Int64);
   if (values->numel() == 0) return {values, indices};

@@ -8,6 +8,7 @@
 //   ember/_composite_ops.py, written with public ops, so that autograd records the parts and
 //   CUDA tensors run on the parts' device implementations.
 // Registered after every other group, so that each canonical row exists.
+#include <algorithm>
 #include <cstring>
 
 #include "python/pyutils.h"
@@ -42,7 +43,7 @@ const Alias kAliases[] = {
     {"multiply", "mul", kBoth},           {"multiply_", "mul_", kMethod},
     {"divide", "div", kBoth},             {"divide_", "div_", kMethod},
     {"true_divide", "div", kBoth,
-     "true_divide(Tensor input, Tensor|Scalar other, *, Tensor? out=None) -> Tensor"},
+     "true_divide(Tensor|Scalar input, Tensor|Scalar other, *, Tensor? out=None) -> Tensor"},
     {"true_divide_", "div_", kMethod, "true_divide_(Tensor input, Tensor|Scalar other) -> Tensor"},
     {"greater", "gt", kBoth},             {"greater_", "gt_", kMethod},
     {"greater_equal", "ge", kBoth},       {"greater_equal_", "ge_", kMethod},
@@ -59,6 +60,9 @@ struct Composite {
   unsigned variants;
   const char* family;
   const char* function = "";
+  // signatures from this index on are torch's deprecated overloads (their parameters in
+  // another order): the call warns as torch's does and passes its arguments by name
+  int deprecated_from = -1;
 };
 
 std::string factory(const std::string& head) {
@@ -82,14 +86,23 @@ std::vector<Composite> composites() {
                       "Device? device=None, bool requires_grad=False) -> Tensor"},
        kMethod, "creation"},
       {"type_as", {"type_as(Tensor input, Tensor other) -> Tensor"}, kMethod, "creation"},
+      // old programs' addcmul_(value, tensor1, tensor2) (Adam's exp_avg_sq): deprecated
       {"addcmul", {"addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, "
-                   "Tensor? out=None) -> Tensor"}, kBoth, E},
+                   "Tensor? out=None) -> Tensor",
+                   "addcmul(Tensor input, Scalar value, Tensor tensor1, Tensor tensor2, *, "
+                   "Tensor? out=None) -> Tensor"}, kBoth, E, "", 1},
       {"addcmul_", {"addcmul_(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) "
-                    "-> Tensor"}, kMethod, E},
+                    "-> Tensor",
+                    "addcmul_(Tensor input, Scalar value, Tensor tensor1, Tensor tensor2) "
+                    "-> Tensor"}, kMethod, E, "", 1},
       {"addcdiv", {"addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1, "
-                   "Tensor? out=None) -> Tensor"}, kBoth, E},
+                   "Tensor? out=None) -> Tensor",
+                   "addcdiv(Tensor input, Scalar value, Tensor tensor1, Tensor tensor2, *, "
+                   "Tensor? out=None) -> Tensor"}, kBoth, E, "", 1},
       {"addcdiv_", {"addcdiv_(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) "
-                    "-> Tensor"}, kMethod, E},
+                    "-> Tensor",
+                    "addcdiv_(Tensor input, Scalar value, Tensor tensor1, Tensor tensor2) "
+                    "-> Tensor"}, kMethod, E, "", 1},
       {"addr", {"addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1, "
                 "Tensor? out=None) -> Tensor"}, kBoth, "linalg"},
       {"addr_", {"addr_(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, "
@@ -232,8 +245,8 @@ std::vector<Composite> composites() {
       {"fill", {"fill(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation"},
       {"zero_", {"zero_(Tensor input) -> Tensor"}, kFunction, "creation", "zero_function"},
       {"detach_", {"detach_(Tensor input) -> Tensor"}, kFunction, "creation", "detach_function"},
-      {"rsub", {"rsub(Tensor input, Tensor|Scalar other, *, Scalar alpha=1) -> Tensor"}, kFunction,
-       E},
+      {"rsub", {"rsub(Tensor input, Tensor|Scalar other, *, Scalar alpha=1) -> Tensor",
+                "rsub(Tensor input, Scalar other, Scalar alpha) -> Tensor"}, kFunction, E},
       {"hardshrink", {"hardshrink(Tensor input, Scalar lambd=0.5) -> Tensor"}, kBoth, E},
       {"selu", {"selu(Tensor input) -> Tensor"}, kFunction, E},
       {"selu_", {"selu_(Tensor input) -> Tensor"}, kFunction, E},
@@ -245,7 +258,9 @@ std::vector<Composite> composites() {
        kFunction, E},
       {"fill_", {"fill_(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation",
        "fill_function_"},
-      {"round_", {"round_(Tensor input, *, int? decimals=None) -> Tensor"}, kFunction, E,
+      // (torch's two forms: decimals absent, or an int; None is neither)
+      {"round_", {"round_(Tensor input) -> Tensor",
+                  "round_(Tensor input, *, int decimals) -> Tensor"}, kFunction, E,
        "round_function_"},
       {"get_device", {"get_device(Tensor input) -> int"}, kFunction, "creation"},
       {"cosine_similarity", {"cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) "
@@ -300,9 +315,9 @@ std::vector<Composite> composites() {
 
 // The call's arguments as the Python body takes them: the parameters before `*` by position,
 // the keyword-only ones that were given by name (out= when not None).
-py::object forward(const py::object& fn, const Args& a) {
+py::object forward(const py::object& fn, const Args& a, int max_positional = Args::kMaxParams) {
   const Schema& s = a.schema();
-  const int npos = s.positional();
+  const int npos = std::min(s.positional(), max_positional);
   py::tuple args(npos);
   py::dict kwargs;
   for (int i = 0; i < static_cast<int>(s.params.size()); ++i) {
@@ -312,6 +327,17 @@ py::object forward(const py::object& fn, const Args& a) {
       kwargs[py::str(s.params[i].name)] = v;
   }
   return fn(*args, **kwargs);
+}
+
+// The same, every parameter after the first by name (a deprecated overload's order is not the
+// function's).
+py::object forward_by_name(const py::object& fn, const Args& a) {
+  const Schema& s = a.schema();
+  py::dict kwargs;
+  for (int i = 1; i < static_cast<int>(s.params.size()); ++i)
+    if ((a.given(i) || i == s.out_index) && !a.is_none(i))
+      kwargs[py::str(s.params[i].name)] = py::reinterpret_borrow<py::object>(a[i]);
+  return fn(py::reinterpret_borrow<py::object>(a[0]), **kwargs);
 }
 
 const OpDef& canonical_row(const char* name) {
@@ -334,28 +360,40 @@ void register_aliases(py::module_& m) {
     if (*alias.signature) signatures.push_back(alias.signature);
     else
       for (const std::string& s : target.signatures)
-        signatures.push_back(renamed(s, target.name, alias.name));
+        if (s.find("Scalar alpha, Tensor|Scalar other") == std::string::npos)  // torch's deprecated
+          signatures.push_back(renamed(s, target.name, alias.name));  // overloads: not aliased
     const std::string canonical = alias.canonical;
     const bool as_function = target.variants & kFunction;
+    // what the canonical op's first form takes by position; the rest go by name (subtract(x, 2,
+    // 3)'s alpha is not sub's deprecated positional alpha)
+    const int positional = target.schemas.front().positional();
     def_op(m, {.name = alias.name, .signatures = signatures, .family = target.family,
                .variants = alias.variants, .cuda = target.cuda, .hand_off = false,
                .doc = str_cat("Alias of ", canonical, "."),
-               .impl = [canonical, as_function](const Args& a) {
+               .impl = [canonical, as_function, positional](const Args& a) {
                  return forward(as_function ? core_fn(canonical.c_str())
                                             : py::reinterpret_borrow<py::object>(
                                                   reinterpret_cast<PyObject*>(tensor_type()))
                                                   .attr(canonical.c_str()),
-                                a);
+                                a, positional);
                }});
   }
   for (const Composite& c : composites()) {
     const std::string function = *c.function ? c.function : c.name;
+    const int deprecated_from = c.deprecated_from;
+    const std::string name = c.name, current = c.signatures.front();
     def_op(m, {.name = c.name, .signatures = c.signatures, .family = c.family,
                .variants = c.variants, .hand_off = false,
                .doc = "A composition of ember's ops (ember/_composite_ops.py).",
-               .impl = [function](const Args& a) {
+               .impl = [function, deprecated_from, name, current](const Args& a) {
                  static py::object* module = new py::object(  // leaked: outlives interpreter teardown
                      py::module_::import("ember._composite_ops"));
+                 if (deprecated_from >= 0 && a.overload() >= deprecated_from) {
+                   warn(str_cat("This overload of ", name, " is deprecated:\n\t",
+                                a.schema().text, "\nConsider using one of the following "
+                                "signatures instead:\n\t", current));
+                   return forward_by_name(module->attr(function.c_str()), a);
+                 }
                  return forward(module->attr(function.c_str()), a);
                }});
   }

@@ -36,7 +36,9 @@ py::object finish_factory(Tensor t, const FactoryKeywords& f, OutShape rule = Ou
       resize_output(o, t->sizes);
     }
     copy_(o, o->sizes == t->sizes ? t : reshape(t, o->sizes));
-    return py::reinterpret_borrow<py::object>(f.out);
+    py::object r = py::reinterpret_borrow<py::object>(f.out);
+    if (f.requires_grad) r.attr("requires_grad_")(true);  // on out, as torch's (ints refuse)
+    return r;
   }
   t->version->value.store(0);  // a new tensor starts at version 0 (filling it is no user write)
   py::object r = py::cast(t);
@@ -254,11 +256,23 @@ void register_creation(py::module_& m) {
                return finish_factory(t, f, OutShape::KeepCountWarn);
              }});
 
+  // start and end: numbers or 0-d tensors (torch's Tensor overloads refuse others by rank)
+  auto check_zero_dim_ends = [](const Args& a, const char* name) {
+    std::string got;
+    for (int i : {0, 1}) {
+      if (!is_tensor(a[i]) || to_tensor(a[i])->dim() == 0) continue;
+      got += str_cat(got.empty() ? "" : " and ", i ? "end" : "start", " with ",
+                     to_tensor(a[i])->dim(), " dimension(s)");
+    }
+    EMBER_CHECK(got.empty(), std::runtime_error, name,
+                " only supports 0-dimensional start and end tensors, but got ", got, ".");
+  };
   def_op(m, {.name = "linspace",
-             .signatures = {"linspace(Scalar start, Scalar end, int steps, *, Tensor? out=None, " +
-                            factory + ") -> Tensor"},
+             .signatures = {"linspace(Tensor|Scalar start, Tensor|Scalar end, int steps, *, "
+                            "Tensor? out=None, " + factory + ") -> Tensor"},
              .family = C, .variants = kFunction, .hand_off = false,
-             .impl = [](const Args& a) {
+             .impl = [check_zero_dim_ends](const Args& a) {
+               check_zero_dim_ends(a, "linspace");
                const FactoryKeywords f = factory_keywords(a, "linspace");
                const Scalar s0 = a.scalar(0), s1 = a.scalar(1);
                if (s0.is_complex() || s1.is_complex() || is_complex(f.dtype)) {
@@ -276,10 +290,11 @@ void register_creation(py::module_& m) {
                    OutShape::KeepCount);
              }});
   def_op(m, {.name = "logspace",
-             .signatures = {"logspace(Scalar start, Scalar end, int steps, float base=10.0, *, "
-                            "Tensor? out=None, " + factory + ") -> Tensor"},
+             .signatures = {"logspace(Tensor|Scalar start, Tensor|Scalar end, int steps, "
+                            "float base=10.0, *, Tensor? out=None, " + factory + ") -> Tensor"},
              .family = C, .variants = kFunction, .hand_off = false,
-             .impl = [](const Args& a) {
+             .impl = [check_zero_dim_ends](const Args& a) {
+               check_zero_dim_ends(a, "logspace");
                const FactoryKeywords f = factory_keywords(a, "logspace");
                const double base = a.real(3);
                const ScalarType dt = or_default(f.dtype);

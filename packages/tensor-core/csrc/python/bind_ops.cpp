@@ -189,7 +189,7 @@ py::object binary_call(BinaryOp op, py::handle ah, py::handle bh, py::handle out
     // first becomes a 0-d tensor of its default dtype.
     static const std::set<std::string> numbers_as_tensors = {
         "add", "sub", "mul", "div", "true_divide", "floor_divide", "multiply", "subtract",
-        "divide"};
+        "divide", "div_trunc"};  // (div_trunc: div with rounding_mode="trunc")
     EMBER_CHECK(numbers_as_tensors.count(name), py::type_error, name,
                 "(): expected at least one Tensor argument");
     const Scalar& s = a.s;
@@ -330,22 +330,51 @@ void register_ops(py::module_& m) {
     const std::string other_type = tensor_other.count(name) ? "Tensor" : "Tensor|Scalar";
     // torch's keyword for the second operand: pow(x, exponent=2)
     const std::string other_name = op == BinaryOp::pow ? " exponent" : " other";
+    std::vector<std::string> signatures = {
+        name + "(" + input_type + " input, " + other_type + other_name +
+        (alpha ? extra + ", Tensor? out=None" : ", *, Tensor? out=None") + ") -> Tensor"};
+    std::vector<std::string> inplace_signatures = {
+        name + "_(Tensor input, " + other_type + other_name + extra + ") -> Tensor"};
+    if (alpha) {
+      // torch's other overloads of add/sub, in its order: the deprecated add(input, alpha,
+      // other) of old programs (x.add_(-lr, grad); any third positional argument is read so,
+      // with torch's warning), then alpha by position after a number other, which only the
+      // aliases (subtract, subtract_) reach: they take no deprecated overload.
+      signatures.push_back(name + "(Tensor input, Scalar alpha, Tensor|Scalar other, *, "
+                                  "Tensor? out=None) -> Tensor");
+      signatures.push_back(name + "(Tensor input, Scalar other, Scalar alpha) -> Tensor");
+      inplace_signatures.push_back(name + "_(Tensor input, Scalar alpha, Tensor|Scalar other) "
+                                          "-> Tensor");
+      inplace_signatures.push_back(name + "_(Tensor input, Scalar other, Scalar alpha) -> Tensor");
+    }
+    // (other, alpha) of the overload that matched: alpha null where the call gave none
+    auto operands = [](const Args& a, const std::string& op_name) {
+      if (a.overload() == 1) {
+        warn(str_cat("This overload of ", op_name, " is deprecated:\n\t", op_name,
+                     "(Tensor input, Number alpha, Tensor other)\nConsider using one of the "
+                     "following signatures instead:\n\t", op_name,
+                     "(Tensor input, Tensor other, *, Number alpha = 1)"));
+        return std::pair<py::handle, py::handle>(a[2], a[1]);
+      }
+      return std::pair<py::handle, py::handle>(a[1], a.given(2) ? a[2] : py::handle());
+    };
     def_op(m, {.name = name,
-               .signatures = {name + "(" + input_type + " input, " + other_type + other_name +
-                              (alpha ? extra + ", Tensor? out=None" : ", *, Tensor? out=None") +
-                              ") -> Tensor"},
+               .signatures = signatures,
                .family = E,
                .hooked = grad, .hand_off = false,
-               .impl = [op, alpha](const Args& a) {
-                 return binary_call(op, a[0], a[1], a.out(), alpha && a.given(2) ? a[2] : py::handle());
+               .impl = [op, alpha, name, operands](const Args& a) {
+                 if (!alpha) return binary_call(op, a[0], a[1], a.out());
+                 auto [other, alpha_value] = operands(a, name);
+                 return binary_call(op, a[0], other, a.out(), alpha_value);
                }});
     def_op(m, {.name = name + "_",
-               .signatures = {name + "_(Tensor input, " + other_type + other_name + extra +
-                              ") -> Tensor"},
+               .signatures = inplace_signatures,
                .family = E,
                .hooked = grad, .hand_off = false,
-               .impl = [op, alpha](const Args& a) {
-                 return binary_inplace_call(op, a[0], a[1], alpha && a.given(2) ? a[2] : py::handle());
+               .impl = [op, alpha, name, operands](const Args& a) {
+                 if (!alpha) return binary_inplace_call(op, a[0], a[1]);
+                 auto [other, alpha_value] = operands(a, name + "_");
+                 return binary_inplace_call(op, a[0], other, alpha_value);
                }});
   }
 
@@ -449,7 +478,16 @@ void register_ops(py::module_& m) {
     if (!lo.is_none()) l = std::make_unique<Operand>(to_operand(lo, "clamp", "min"));
     if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
     const Operand in(t);
-    return with_out("clamp", out, opt_out(out, "clamp"), {&in, l.get(), h.get()},
+    Tensor o = opt_out(out, "clamp");
+    if (o && !is_tensor(lo) && !is_tensor(hi)) {  // torch's clamp(Scalar...).out: exact dtype
+      std::vector<Operand> ops{in};
+      if (l) ops.push_back(*l);
+      if (h) ops.push_back(*h);
+      const ScalarType want = result_type(ops);
+      EMBER_CHECK(o->dtype == want, std::runtime_error, "Found dtype ",
+                  torch_type_name(o->dtype), " but expected ", torch_type_name(want));
+    }
+    return with_out("clamp", out, o, {&in, l.get(), h.get()},
                     [&](const Tensor& o) { return clamp(t, l.get(), h.get(), o); });
   };
   m.def("clamp", clamp_fn, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(),

@@ -131,7 +131,11 @@ Tensor factory_target(const Factory& f, const Shape& shape, ScalarType default_d
 }
 
 py::object factory_result(const Factory& f, const Tensor& t) {
-  if (!f.out.is_none()) return py::reinterpret_borrow<py::object>(f.out);
+  if (!f.out.is_none()) {
+    py::object r = py::reinterpret_borrow<py::object>(f.out);
+    if (f.requires_grad) r.attr("requires_grad_")(true);  // on out, as torch's (ints refuse)
+    return r;
+  }
   py::object r = py::cast(f.device.is_cpu() ? t : to_device_copy(t, f.device, false));
   if (f.pin_memory) r = core_fn("_pin_memory")(r);  // needs CUDA, as torch's
   if (f.requires_grad) r.attr("requires_grad_")(true);
@@ -409,14 +413,26 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
              .signatures = {"randint_like(Tensor input, int high, *, " + gen +
                                 ", Any? memory_format=None, " + factory + ") -> Tensor",
                             "randint_like(Tensor input, int low, int high, *, " + gen +
+                                ", Any? memory_format=None, " + factory + ") -> Tensor",
+                            // torch's high as a tensor (a 0-d one of any dtype, read as int)
+                            "randint_like(Tensor input, Tensor high, *, " + gen +
                                 ", Any? memory_format=None, " + factory + ") -> Tensor"},
              .family = R, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {
                const int k = a.overload();
                const Tensor x = a.tensor(0);
+               int64_t low = 0, high;
+               if (k == 2) {
+                 const Tensor h = a.tensor(1);
+                 EMBER_CHECK(h->dim() == 0 && h->device().is_cpu(), std::runtime_error,
+                             "high must be a scalar tensor and on CPU");
+                 high = to_scalar(a[1]).to_int();
+               } else {
+                 low = k ? a.integer(1) : 0, high = a.integer(k + 1);
+               }
                Factory f = parse_factory(a, "randint_like", x);
                Tensor t = like_target(x, f);
-               random_(t, k ? a.integer(1) : 0, a.integer(k + 1), f.gen);
+               random_(t, low, high, f.gen);
                return factory_result(f, t);
              }});
   def_op(m, {.name = "randperm",

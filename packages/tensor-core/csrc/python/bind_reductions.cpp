@@ -151,7 +151,7 @@ double parse_norm_order(py::handle ph, const OptDims& dims) {
     if (s == "nuc") throw NotImplementedError("norm(): the nuclear norm ('nuc') is not supported");
     throw std::runtime_error("linalg.matrix_norm: Order " + s + " not supported.");
   }
-  if (!is_number(ph))
+  if (!is_number(ph) && !(is_tensor(ph) && to_tensor(ph)->dim() == 0))  // (a 0-d tensor is one)
     throw py::type_error(str_cat("norm(): argument 'p' must be Number or str, not ", type_of(ph)));
   return to_scalar(ph).to_double();
 }
@@ -206,9 +206,9 @@ Tensor complex_input_as(const Tensor& x, ScalarType dt) {
 
 // torch's sum/mean/prod have two forms: (input, *, dtype) over every element, and (input, dim,
 // keepdim=False, *, dtype, out) where dim must be given: keepdim or out= without dim matches
-// neither.
-void refuse_keepdim_without_dim(const Args& a, const char* name) {
-  if (a.given(1) || (!a.given(2) && a.out().is_none())) return;
+// neither (mean's first form takes out= too).
+void refuse_keepdim_without_dim(const Args& a, const char* name, bool out_without_dim = false) {
+  if (a.given(1) || (!a.given(2) && (out_without_dim || a.out().is_none()))) return;
   throw TypeError(str_cat(name, "() received an invalid combination of arguments - got ",
                           a.given(2) ? "keepdim" : "out", " without dim, but expected one of: (Tensor "
                           "input, *, torch.dtype dtype = None) or (Tensor input, tuple of ints dim, "
@@ -230,7 +230,8 @@ void register_reductions(py::module_& m) {
                                             "*, ScalarType? dtype=None, Tensor? out=None) -> Tensor")},
                .family = R, .hooked = true,
                .impl = [op, name](const Args& a) {
-                 if (op == SumOp::Sum || op == SumOp::Mean) refuse_keepdim_without_dim(a, name);
+                 if (op == SumOp::Sum || op == SumOp::Mean)
+                   refuse_keepdim_without_dim(a, name, op == SumOp::Mean);
                  Tensor x = a.tensor(0), out = opt_out(a.out(), name);
                  ScalarType dt = a.dtype(3);
                  if (out && dt != ScalarType::Undefined) {  // both given: they must agree
@@ -276,18 +277,19 @@ void register_reductions(py::module_& m) {
   for (bool is_max : {true, false}) {
     const std::string name = is_max ? "max" : "min";
     def_op(m, {.name = name,
+               // (a tensor is `other` before it is a dim: x.max(torch.tensor(1)) is elementwise)
                .signatures = {name + "(Tensor input, *, Tensor? out=None) -> Tensor",
+                              name + "(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor",
                               name + "(Tensor input, int dim, bool keepdim=False, *, "
-                                     "Tensor[]? out=None) -> (Tensor values, Tensor indices)",
-                              name + "(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"},
+                                     "Tensor[]? out=None) -> (Tensor values, Tensor indices)"},
                .family = R, .hooked = true, .hand_off = false,
-               .doc = "The third form is the elementwise maximum (minimum), as torch's.",
+               .doc = "The second form is the elementwise maximum (minimum), as torch's.",
                .impl = [is_max](const Args& a) {
                  const py::handle none = py::none();
                  switch (a.overload()) {
                    case 0: return minmax_call(is_max, a[0], none, none, a.out(), none);
-                   case 1: return minmax_call(is_max, a[0], a[1], a[2], a.out(), none);
-                   default: return minmax_call(is_max, a[0], none, none, a.out(), a[1]);
+                   case 1: return minmax_call(is_max, a[0], none, none, a.out(), a[1]);
+                   default: return minmax_call(is_max, a[0], a[1], a[2], a.out(), none);
                  }
                }});
     const std::string aname = is_max ? "amax" : "amin";
@@ -368,7 +370,10 @@ void register_reductions(py::module_& m) {
   for (bool is_all : {true, false}) {
     const std::string name = is_all ? "all" : "any";
     def_op(m, {.name = name,
-               .signatures = {name + "(Tensor input, int[1]? dim=None, bool keepdim=False, *, "
+               // (one dim, or a list of them: torch's int[]? takes no one-element tensor)
+               .signatures = {name + "(Tensor input, int dim, bool keepdim=False, *, "
+                                     "Tensor? out=None) -> Tensor",
+                              name + "(Tensor input, int[]? dim=None, bool keepdim=False, *, "
                                      "Tensor? out=None) -> Tensor"},
                .family = R,
                .impl = [is_all, name](const Args& a) {

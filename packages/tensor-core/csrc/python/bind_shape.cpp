@@ -35,12 +35,12 @@ std::vector<Tensor> to_tensor_list(py::handle h, const char* op) {
 
 // An int or a sequence of ints ("int or tuple of ints" arguments: dims, shifts, pad).
 std::vector<int64_t> int_list(py::handle h, const char* op, const char* arg) {
-  if (is_int_like(h)) return {as_int(h)};
+  if (is_int_list_item(h)) return {as_int(h)};
   if (py::isinstance<py::sequence>(h) && !py::isinstance<py::str>(h) && !is_tensor(h)) {
     std::vector<int64_t> v;
     size_t pos = 0;
     for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
-      if (!is_int_like(item))
+      if (!is_int_list_item(item))
         throw py::type_error(str_cat(op, "(): argument '", arg, "' must be tuple of ints, but found "
                                      "element of type ", type_of(item), " at pos ", pos));
       v.push_back(as_int(item));

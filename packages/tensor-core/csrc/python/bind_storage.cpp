@@ -128,13 +128,32 @@ void storage_releasebuffer(PyObject* /*self*/, Py_buffer* view) {
 void register_storage(py::module_& m) {
   g_mod = new py::module_(m);
   py::class_<StorageImpl, std::shared_ptr<StorageImpl>>(m, "UntypedStorage", py::buffer_protocol())
-      .def(py::init([](int64_t nbytes, py::object device) {
+      // UntypedStorage(nbytes) or UntypedStorage(sequence of byte values), as torch's
+      .def(py::init([](py::object size_or_bytes, py::object device) {
              if (!device.is_none()) {
                std::string d = py::str(device);
                EMBER_CHECK(d == "cpu", std::runtime_error, "UntypedStorage: device '", d,
                            "' is not available in this build");
              }
-             return new_cpu_storage(nbytes);
+             if (PyLong_Check(size_or_bytes.ptr())) return new_cpu_storage(size_or_bytes.cast<int64_t>());
+             const std::string type = py::str(py::type::handle_of(size_or_bytes).attr("__name__"));
+             EMBER_CHECK(PySequence_Check(size_or_bytes.ptr()) && !is_tensor(size_or_bytes),
+                         std::runtime_error, "torch.UntypedStorage(): Expected a sequence type, "
+                         "but got ", type);
+             py::sequence values = py::reinterpret_borrow<py::sequence>(size_or_bytes);
+             std::vector<uint8_t> bytes;
+             for (py::handle v : values) {
+               EMBER_CHECK(PyLong_Check(v.ptr()), std::runtime_error,
+                           "torch.UntypedStorage(): tried to construct a storage from a sequence (",
+                           type, "), but one of the items was of type ",
+                           py::str(py::type::handle_of(v).attr("__name__")).cast<std::string>(),
+                           " instead of int");
+               // (wrapped to a byte, as torch's: -1 is 255)
+               bytes.push_back(static_cast<uint8_t>(PyLong_AsUnsignedLongLongMask(v.ptr())));
+             }
+             Storage storage = new_cpu_storage(static_cast<int64_t>(bytes.size()));
+             if (!bytes.empty()) std::memcpy(storage->ptr(), bytes.data(), bytes.size());
+             return storage;
            }),
            py::arg("nbytes") = 0, py::kw_only(), py::arg("device") = py::none())
       .def_static("_from_buffer", &borrow_buffer, py::arg("buffer"),
@@ -200,9 +219,23 @@ void register_storage(py::module_& m) {
 
   auto cls = py::reinterpret_borrow<py::class_<TensorImpl, std::shared_ptr<TensorImpl>>>(m.attr("Tensor"));
   cls.def("untyped_storage", [](const Tensor& t) { return t->storage; })
-      .def("set_", [](py::object self, py::object source, int64_t offset, py::object size,
+      // torch's forms: set_(), set_(source) and set_(source, storage_offset, size, stride=[])
+      // for a Tensor or an UntypedStorage source
+      .def("set_", [](py::object self, py::object source, py::object offset_arg, py::object size,
                       py::object stride) {
         Tensor t = self.cast<Tensor>();
+        const bool geometry = !offset_arg.is_none() || !size.is_none() || !stride.is_none();
+        if (geometry && (source.is_none() || size.is_none()))
+          throw py::type_error(str_cat(
+              "set_() received an invalid combination of arguments - got (", type_of(source),
+              offset_arg.is_none() ? "" : ", int", "), but expected one of:\n * ()\n * "
+              "(Storage source)\n * (Storage source, int storage_offset, tuple of ints size, "
+              "tuple of ints stride = None)\n * (Tensor source)\n * (Tensor source, int "
+              "storage_offset, tuple of ints size, tuple of ints stride = None)"));
+        if (!offset_arg.is_none() && !is_int_like(offset_arg))
+          throw py::type_error(str_cat("set_(): argument 'storage_offset' must be int, not ",
+                                       type_of(offset_arg)));
+        const int64_t offset = offset_arg.is_none() ? 0 : as_int(offset_arg);
         if (needs_grad(t))  // under no_grad it is allowed, as in PyTorch
           throw std::runtime_error(
               "a leaf Variable that requires grad is being used in an in-place operation.");
@@ -212,12 +245,18 @@ void register_storage(py::module_& m) {
                       0, {0}, {1});
           return self;
         }
-        if (is_tensor(source)) {  // set_(tensor): share its storage and geometry
+        if (is_tensor(source)) {  // set_(tensor): share its storage (and geometry)
           Tensor src = to_tensor(source);
           EMBER_CHECK(src->dtype == t->dtype, std::runtime_error,
                       "Could not set tensor of type ", dtype_name(src->dtype),
                       " to a tensor of type ", dtype_name(t->dtype));
-          if (src.get() != t.get()) set_storage(t, src->storage, src->offset, src->sizes, src->strides);
+          if (geometry) {  // its storage with the geometry given (offset in elements)
+            const Shape sz = to_shape(size);
+            set_storage(t, src->storage, offset, sz,
+                        stride.is_none() ? contiguous_strides(sz) : to_shape(stride));
+          } else if (src.get() != t.get()) {
+            set_storage(t, src->storage, src->offset, src->sizes, src->strides);
+          }
           return self;
         }
         if (!py::isinstance<StorageImpl>(source))
@@ -234,7 +273,7 @@ void register_storage(py::module_& m) {
         st = stride.is_none() ? contiguous_strides(sz) : to_shape(stride);
         set_storage(t, std::move(s), offset, sz, st);
         return self;
-      }, py::arg("source") = py::none(), py::arg("storage_offset") = 0,
+      }, py::arg("source") = py::none(), py::arg("storage_offset") = py::none(),
          py::arg("size") = py::none(), py::arg("stride") = py::none())
       // `t.data = src` (torch's Variable::set_data): this tensor takes src's storage, geometry
       // and dtype without copying, and keeps its identity and autograd state, so that

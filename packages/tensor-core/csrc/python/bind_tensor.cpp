@@ -323,24 +323,86 @@ static void warn_if_discarding_imag(ScalarType from, ScalarType to) {
     warn("Casting complex values to real discards the imaginary part");
 }
 
+// torch's three forms of Tensor.to, checked before any argument is applied (so that a negative
+// device index beside an argument of no form is torch's TypeError, not a device error):
+// (device=None, dtype=None, non_blocking=False, copy=False), (dtype, non_blocking=False,
+// copy=False) and (tensor, non_blocking=False, copy=False), each with keyword memory_format.
+enum class ToArg { Device, DType, Tensor, Bool };
+struct ToParam { const char* name; ToArg kind; bool none_ok; };
+
+static bool to_arg_matches(ToArg kind, bool none_ok, py::handle v) {
+  PyObject* o = v.ptr();
+  if (o == Py_None) return none_ok;
+  switch (kind) {
+    case ToArg::Device:
+      return PyUnicode_Check(o) || (PyLong_Check(o) && !PyBool_Check(o)) || type_of(v) == "device";
+    case ToArg::DType:
+      return py::isinstance<DType>(v) || o == (PyObject*)&PyFloat_Type ||
+             o == (PyObject*)&PyLong_Type || o == (PyObject*)&PyBool_Type ||
+             o == (PyObject*)&PyComplex_Type;
+    case ToArg::Tensor: return is_tensor(v);
+    case ToArg::Bool: return PyBool_Check(o) || type_of(v) == "bool_";
+  }
+  return false;
+}
+
+static void check_to_arguments(const py::args& args, const py::kwargs& kwargs) {
+  static const std::vector<std::vector<ToParam>> forms = {
+      {{"device", ToArg::Device, true}, {"dtype", ToArg::DType, true},
+       {"non_blocking", ToArg::Bool, false}, {"copy", ToArg::Bool, false}},
+      {{"dtype", ToArg::DType, false}, {"non_blocking", ToArg::Bool, false},
+       {"copy", ToArg::Bool, false}},
+      {{"tensor", ToArg::Tensor, false}, {"non_blocking", ToArg::Bool, false},
+       {"copy", ToArg::Bool, false}}};
+  for (const auto& form : forms) {
+    bool ok = args.size() <= form.size();
+    for (size_t i = 0; ok && i < args.size(); ++i)
+      ok = to_arg_matches(form[i].kind, form[i].none_ok, args[i]);
+    for (auto kv : kwargs) {
+      if (!ok) break;
+      const std::string k = py::str(kv.first);
+      if (k == "memory_format") continue;
+      size_t i = 0;
+      while (i < form.size() && k != form[i].name) ++i;
+      ok = i < form.size() && i >= args.size() &&
+           to_arg_matches(form[i].kind, form[i].none_ok, kv.second);
+    }
+    if (ok) return;
+  }
+  std::string got;
+  for (py::handle a : args) got += str_cat(got.empty() ? "" : ", ", type_of(a));
+  for (auto kv : kwargs)
+    got += str_cat(got.empty() ? "" : ", ", py::str(kv.first).cast<std::string>(), "=",
+                   type_of(kv.second));
+  throw py::type_error(str_cat(
+      "to() received an invalid combination of arguments - got (", got, "), but expected one "
+      "of:\n * (ember.device device = None, ember.dtype dtype = None, bool non_blocking = False, "
+      "bool copy = False, *, ember.memory_format memory_format = None)\n * (ember.dtype dtype, "
+      "bool non_blocking = False, bool copy = False, *, ember.memory_format memory_format = "
+      "None)\n * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+      "ember.memory_format memory_format = None)"));
+}
+
 static py::object to_dtype_device(const Tensor& self, py::args args, py::kwargs kwargs,
                                    py::object& memory_format) {
+  check_to_arguments(args, kwargs);
   ScalarType dt = ScalarType::Undefined;
   Device dev = self->device();
   bool copy = false, non_blocking = false;
-  auto take = [&](py::handle a) {
-    if (is_tensor(a)) {
-      Tensor o = to_tensor(a);
-      dt = o->dtype;
-      dev = o->device();
-    } else if (py::isinstance<DType>(a) || a.ptr() == (PyObject*)&PyFloat_Type ||
-               a.ptr() == (PyObject*)&PyLong_Type || a.ptr() == (PyObject*)&PyBool_Type) {
-      dt = to_dtype(a);
-    } else if (!a.is_none()) {
-      dev = to_device(a);
-    }
-  };
-  for (auto a : args) take(a);
+  // the positional arguments by the form that matched; then non_blocking and copy
+  size_t flags = 0;
+  if (!args.empty() && is_tensor(args[0])) {
+    Tensor o = to_tensor(args[0]);
+    dt = o->dtype, dev = o->device(), flags = 1;
+  } else if (!args.empty() && to_arg_matches(ToArg::DType, false, args[0])) {
+    dt = to_dtype(args[0]), flags = 1;
+  } else {
+    if (!args.empty() && !args[0].is_none()) dev = to_device(args[0]);
+    if (args.size() > 1 && !args[1].is_none()) dt = to_dtype(args[1]);
+    flags = 2;
+  }
+  if (args.size() > flags) non_blocking = PyObject_IsTrue(args[flags].ptr()) == 1;
+  if (args.size() > flags + 1) copy = PyObject_IsTrue(args[flags + 1].ptr()) == 1;
   for (auto kv : kwargs) {
     std::string k = py::str(kv.first);
     if (k == "dtype") dt = to_dtype(kv.second);
@@ -383,9 +445,13 @@ void register_tensor(py::module_& m) {
   cls.def(py::init([](py::args args) -> Tensor {
     const ScalarType dt = get_default_dtype();
     if (args.empty()) return empty({0}, dt);
-    bool sizes = true;
-    for (py::handle h : args) sizes &= PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr());
-    if (sizes) return empty(args.cast<std::vector<int64_t>>(), dt);
+    bool sizes = true;  // (ints, NumPy integers, one-element integer tensors: torch's *sizes)
+    for (py::handle h : args) sizes &= is_int_list_item(h);
+    if (sizes) {
+      std::vector<int64_t> shape;
+      for (py::handle h : args) shape.push_back(as_int(h));
+      return empty(shape, dt);
+    }
     EMBER_CHECK(args.size() == 1 && PySequence_Check(args[0].ptr()), py::type_error,
                 "new(): data must be a sequence (got ", py::str(py::type::handle_of(args[0])
                 .attr("__name__")).cast<std::string>(), ")");
@@ -515,6 +581,9 @@ void register_tensor(py::module_& m) {
         return wrap(to_device_copy(t, Device{}, false));
       })
       .def("cuda", [](py::object self, py::object device, bool non_blocking, py::object) -> py::object {
+        if (is_tensor(device))  // (an int, a str or a device: torch's parser takes no tensor)
+          throw py::type_error("cuda(): argument 'device' (position 1) must be ember.device, "
+                               "not Tensor");
         Device d = device.is_none() ? Device{DeviceType::CUDA, -1}
                    : is_int_like(device) ? Device{DeviceType::CUDA, static_cast<int16_t>(as_int(device))}
                                          : to_device(device);

@@ -427,6 +427,13 @@ bool is_int_like(py::handle h) {
   return PyIndex_Check(p) && !PySequence_Check(p);  // NumPy integers
 }
 
+bool is_int_list_item(py::handle h) {
+  if (is_int_like(h)) return true;
+  if (!is_tensor(h)) return false;
+  Tensor t = to_tensor(h);
+  return t->numel() == 1 && is_integral(t->dtype, true);  // (bool too, as torch's parser)
+}
+
 int64_t as_int(py::handle h) {
   if (is_tensor(h)) return to_scalar(h).to_int();
   PyObject* i = PyNumber_Index(h.ptr());  // TypeError for a float: raise it, not a null cast
@@ -437,12 +444,12 @@ int64_t as_int(py::handle h) {
 // dim: None, an int, or a sequence of ints.
 OptDims parse_dims(py::handle h, const char* op) {
   if (!h || h.is_none()) return std::nullopt;
-  if (is_int_like(h)) return std::vector<int64_t>{as_int(h)};
+  if (is_int_list_item(h)) return std::vector<int64_t>{as_int(h)};  // (torch's int[1] dims)
   if (py::isinstance<py::sequence>(h) && !py::isinstance<py::str>(h) && !is_tensor(h)) {
     std::vector<int64_t> dims;
     size_t pos = 0;
     for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
-      if (!is_int_like(item))
+      if (!is_int_list_item(item))
         throw py::type_error(str_cat(op, "(): argument 'dim' must be tuple of ints, but found "
                                          "element of type ", type_of(item), " at pos ", pos));
       dims.push_back(as_int(item));
@@ -634,6 +641,13 @@ void register_dtypes(py::module_& m) {
   m.def("result_type", [](py::handle a, py::handle b) {
     return dtype_object(result_type({to_operand(a, "result_type", "tensor1"),
                                      to_operand(b, "result_type", "tensor2")}));
+  });
+  // The common dtype of any number of operands (torch's TensorIterator rule: 0-d tensors and
+  // numbers count only where their category is higher), for the compositions of ember's ops.
+  m.def("_result_type", [](py::args operands) {
+    std::vector<Operand> ops;
+    for (py::handle h : operands) ops.push_back(to_operand(h, "result_type", "operand"));
+    return dtype_object(result_type(ops));
   });
 }
 

@@ -132,6 +132,9 @@ int buffer_error_from_current_exception();
 std::string type_of(py::handle h);  // the Python type name of h, for messages
 // An int (not bool), a NumPy integer, or a 0-d integral tensor.
 bool is_int_like(py::handle h);
+// What torch's parser takes as an element of an int list (or as the single int that stands for
+// one): the same, or a one-element integer or bool tensor of any shape (x.sum(torch.tensor([1]))).
+bool is_int_list_item(py::handle h);
 int64_t as_int(py::handle h);
 // dim as None (-> nullopt) / int / sequence of ints, with PyTorch's TypeErrors.
 OptDims parse_dims(py::handle h, const char* op);

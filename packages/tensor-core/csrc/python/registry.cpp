@@ -86,7 +86,7 @@ bool is_int_sequence(py::handle h) {
   PyObject* p = h.ptr();
   if (!PyList_Check(p) && !PyTuple_Check(p)) return false;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(h))
-    if (!is_int_like(item)) return false;
+    if (!is_int_list_item(item)) return false;
   return true;
 }
 
@@ -102,7 +102,7 @@ bool matches(const Param& p, py::handle v) {
       return true;
     }
     case ArgType::Int: return is_int_like(v);
-    case ArgType::IntList: return (p.list_size > 0 && is_int_like(v)) || is_int_sequence(v);
+    case ArgType::IntList: return (p.list_size > 0 && is_int_list_item(v)) || is_int_sequence(v);
     // torch's double: any Python number (bool included) or a 0-d tensor that needs no grad
     case ArgType::Float:
       return is_number(v) || is_int_like(v) ||
@@ -159,7 +159,7 @@ std::string list_element_error(const OpDef& op, const Param& p, py::handle v, in
     if (p.type == ArgType::TensorList && !is_tensor(item))
       return str_cat("expected Tensor as element ", j, " in argument ", position, ", but got ",
                      type_of(item));
-    if (p.type == ArgType::IntList && !is_int_like(item))
+    if (p.type == ArgType::IntList && !is_int_list_item(item))
       return str_cat(op.name, "(): argument '", p.name, "'", where,
                      " must be tuple of ints, but found element of type ", type_of(item),
                      " at pos ", j);
@@ -184,7 +184,7 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
   // torch's TypeError, not var over dims 0 and 1)
   py::object varargs;
   if (nargs >= 1 && s.positional() - offset == 1 && s.params[offset].type == ArgType::IntList &&
-      !s.params[offset].optional && is_int_like(args[0]) &&
+      !s.params[offset].optional && is_int_list_item(args[0]) &&
       (nargs > 1 || s.params[offset].list_size == 0)) {
     varargs = py::tuple(nargs);
     for (Py_ssize_t i = 0; i < nargs; ++i)
@@ -376,7 +376,7 @@ std::optional<int64_t> Args::opt_integer(int i) const {
 
 std::vector<int64_t> Args::ints(int i) const {
   py::handle v = values_[i];
-  if (is_int_like(v)) {
+  if (is_int_list_item(v)) {
     const int copies = std::max(1, schema_->params[i].list_size);
     return std::vector<int64_t>(copies, as_int(v));
   }

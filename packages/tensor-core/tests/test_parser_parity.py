@@ -1,0 +1,276 @@
+"""Arguments torch's parser takes that ember used to refuse, and the reverse, each with the value
+a NumPy computation or a hand count gives (found by the fuzzer's comparison with torch)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+A = np.arange(6.0).reshape(2, 3)
+
+
+def _a():
+    return ember.tensor(A)
+
+
+# ---- int lists: a one-element integer (or bool) tensor of any shape is an int ----
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda x: x.sum(ember.tensor([1])), A.sum(1)),
+    (lambda x: x.sum(ember.tensor([[0]])), A.sum(0)),
+    (lambda x: x.mean(ember.tensor(1)), A.mean(1)),
+    (lambda x: ember.sum(x, ember.tensor([False])), A.sum(0)),  # a bool one: dim 0
+    (lambda x: x.std(ember.tensor([1], dtype=ember.uint8)), A.std(1, ddof=1)),
+    (lambda x: x.amax(ember.tensor([0])), A.max(0)),
+    (lambda x: x.flip(ember.tensor([0])), A[::-1]),
+    (lambda x: x.permute(ember.tensor([1]), 0), A.T),
+    (lambda x: x.reshape(ember.tensor(6)), A.reshape(6)),
+    (lambda x: x.view(ember.tensor([3]), 2), A.reshape(3, 2)),
+    (lambda x: ember.zeros(ember.tensor([2])), np.zeros(2)),
+    (lambda x: x.new_ones(ember.tensor(2)), np.ones(2)),
+])
+def test_one_element_tensors_in_int_lists(call, expected):
+    np.testing.assert_allclose(call(_a()).numpy(), expected)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.mean(ember.tensor([0, 1])),        # more than one element
+    lambda x: x.mean(ember.tensor([1.0])),         # not an integer
+    lambda x: x.new_ones(ember.tensor([2, 3])),
+    lambda x: x.expand(ember.tensor([2, 2, 3])),
+    lambda x: x.all(ember.tensor([0])),            # all/any: a one dim or a list, no tensor
+    lambda x: x.narrow(ember.tensor([1]), 0, 1),   # a plain int parameter takes 0-d ones only
+    lambda x: x.transpose(ember.tensor([0]), 1),
+])
+def test_what_stays_refused(call):
+    with pytest.raises(TypeError):
+        call(_a())
+
+
+def test_legacy_constructor_takes_sizes_as_tensors():
+    assert ember.Tensor(ember.tensor(2), ember.tensor([3])).shape == (2, 3)
+
+
+# ---- overload order ----
+
+def test_max_and_min_of_a_zero_dim_integer_tensor_are_elementwise():
+    # a tensor is `other` before it is a dim
+    x = ember.tensor([3, 1, 5])
+    assert x.max(ember.tensor(2)).tolist() == [3, 2, 5]
+    assert ember.min(ember.tensor(4), ember.tensor(1)).item() == 1
+    values, indices = x.max(0)
+    assert (values.item(), indices.item()) == (5, 2)
+
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda: ember.true_divide(1, 2), 0.5),
+    (lambda: ember.div(True, -1, rounding_mode="trunc"), -1),
+    (lambda: ember.div(7, -2, rounding_mode="trunc"), -3),
+    (lambda: ember.div(7, -2, rounding_mode="floor"), -4),
+])
+def test_two_numbers(call, expected):
+    assert call().item() == expected
+
+
+def test_mean_takes_out_without_dim_sum_does_not():
+    out = ember.empty(())
+    assert ember.mean(ember.tensor([1.0, 2.0, 6.0]), out=out) is out
+    assert out.item() == 3.0
+    with pytest.raises(TypeError):
+        ember.sum(ember.tensor([1.0]), out=ember.empty(()))
+    with pytest.raises(TypeError):
+        ember.mean(ember.tensor([1.0]), keepdim=True)
+
+
+# ---- addcmul / addcdiv's value in the three operands' common dtype ----
+
+def test_pointwise_value_is_checked_in_the_common_dtype():
+    x = ember.tensor([1, 2], dtype=ember.uint8)
+    t1 = ember.tensor([1.0, 2.0], dtype=ember.float64)
+    r = ember.addcmul(x, t1, t1, value=-1e300)  # float64 result: -1e300 fits
+    np.testing.assert_allclose(r.numpy(), np.array([1.0, 2.0]) - 1e300 * np.array([1.0, 4.0]))
+    with pytest.raises(RuntimeError, match="cannot be converted"):  # uint8 result: it does not
+        ember.addcmul(x, x, x, value=-1e300)
+
+
+def test_pointwise_float_value_of_an_integer_computation_is_truncated():
+    x = ember.tensor([10, 20], dtype=ember.int64)
+    r = ember.addcmul(x, ember.tensor([3, 4]), ember.tensor([1, 1]), value=2.7)
+    assert r.dtype == ember.int64 and r.tolist() == [16, 28]  # value 2
+
+
+def test_pointwise_common_dtype_counts_zero_dim_tensors_by_category():
+    # a 0-d float32 input among 1-d uint16 and float16 factors: float16, as torch's
+    x = ember.tensor(1.0)
+    r = ember.addcdiv(x, ember.tensor([2, 4], dtype=ember.uint16),
+                      ember.tensor([1.0, 2.0], dtype=ember.float16))
+    assert r.dtype == ember.float16 and r.tolist() == [3.0, 3.0]
+
+
+# ---- single ops ----
+
+def test_norm_takes_a_zero_dim_tensor_as_p():
+    x = ember.tensor([3.0, -4.0])
+    assert x.norm(ember.tensor(1)).item() == 7.0
+    assert ember.norm(x, ember.tensor(2.0)).item() == 5.0
+    with pytest.raises(TypeError):
+        x.norm(ember.tensor([1.0]))
+
+
+@pytest.mark.parametrize("sizes", [0, None, (), []])
+def test_unflatten_method_refuses_empty_sizes(sizes):
+    with pytest.raises(RuntimeError, match="sizes must be non-empty"):
+        ember.arange(4).unflatten(0, sizes)
+
+
+def test_unflatten_function_refuses_an_int():
+    assert ember.arange(4).unflatten(0, (2, 2)).shape == (2, 2)
+    with pytest.raises(TypeError):
+        ember.unflatten(ember.arange(4), 0, 0)
+
+
+def test_broadcast_to_sizes():
+    y = ember.ones(3)
+    assert y.broadcast_to(3).shape == (3,)
+    assert y.broadcast_to(2, 3).shape == (2, 3)  # the method's var-args
+    assert y.broadcast_to(ember.tensor([3])).shape == (3,)
+    assert ember.broadcast_to(y, (2, 3)).shape == (2, 3)
+    for call in (lambda: ember.broadcast_to(y, 3), lambda: y.broadcast_to(3.0),
+                 lambda: y.broadcast_to(ember.tensor([2, 3]))):
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_untyped_storage_from_byte_values():
+    assert ember.UntypedStorage([2, 3]).tolist() == [2, 3]
+    assert ember.UntypedStorage([256, -1]).tolist() == [0, 255]  # wrapped to a byte
+    assert ember.UntypedStorage(4).nbytes() == 4
+    for bad in ([1.5], "ab", ember.ones(2)):
+        with pytest.raises(RuntimeError):
+            ember.UntypedStorage(bad)
+
+
+def test_svd_lowrank_with_q_beyond_the_rank():
+    # torch does not check q here: the factors have min(m, n) columns
+    a = ember.tensor(np.outer(np.arange(1.0, 5.0), [2.0]))  # 4 x 1
+    U, S, V = ember.svd_lowrank(a)
+    assert (U.shape, S.shape, V.shape) == ((4, 1), (1,), (1, 1))
+    np.testing.assert_allclose((U * S) @ V.mT, a.numpy(), atol=1e-12)
+    with pytest.raises(TypeError):
+        ember.svd_lowrank(a, 2.5)
+    with pytest.raises(ValueError):  # pca_lowrank checks
+        ember.pca_lowrank(a, 6)
+
+
+def test_deprecated_overload_warning_names_the_form():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ember.ones(2).add_(2, ember.ones(2))
+    message = str(caught[0].message)
+    assert "This overload of add_ is deprecated" in message and "Number alpha, Tensor other" in message
+
+
+
+@pytest.mark.parametrize("name", ["linspace", "logspace"])
+def test_spaced_ranges_take_zero_dim_tensor_ends(name):
+    fn = getattr(ember, name)
+    ref = getattr(np, name)(1.0, 3.0, 4)
+    np.testing.assert_allclose(fn(ember.tensor(1.0), ember.tensor(3.0), 4).numpy(), ref,
+                               rtol=1e-6)
+    with pytest.raises(RuntimeError, match="only supports 0-dimensional start and end tensors"):
+        fn(ember.ones(1), 3, 4)
+    with pytest.raises(RuntimeError, match="end with 2 dimension"):
+        fn(0, ember.ones(2, 2), 4)
+
+
+def test_to_reads_its_three_forms_positionally():
+    x = ember.ones(2)
+    y = x.to("cpu", ember.float64, False, True)  # (device, dtype, non_blocking, copy)
+    assert y.dtype == ember.float64
+    same = x.to(ember.float32, False, True)  # (dtype, non_blocking, copy): copy=True copies
+    assert same.dtype == ember.float32 and same.data_ptr() != x.data_ptr()
+    assert x.to(ember.float32, False, False) is x
+    assert x.to(ember.ones(1, dtype=ember.int8), False).dtype == ember.int8
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.to(-1, keepdim=True),   # no form takes keepdim: refused before the device
+    lambda x: x.to(-2, 1),
+    lambda x: x.to(ember.ones(1), dtype=ember.float16),
+    lambda x: x.to(ember.float64, "cpu"),
+])
+def test_to_refuses_calls_of_no_form(call):
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        call(ember.ones(2))
+
+
+def test_set_forms():
+    src = ember.arange(6.0)
+    t = ember.empty(0).set_(src, 1, (2, 2))  # a tensor's storage with the geometry given
+    assert t.tolist() == [[1.0, 2.0], [3.0, 4.0]] and t.untyped_storage().data_ptr() == \
+        src.untyped_storage().data_ptr()
+    u = ember.empty(0).set_(src)  # its storage and geometry
+    assert u.tolist() == src.tolist()
+    with pytest.raises(TypeError, match="invalid combination"):
+        ember.empty(0).set_(src, 0)  # an offset needs a size, as torch's forms
+    with pytest.raises(RuntimeError, match="Could not set tensor of type"):
+        ember.empty(0, dtype=ember.int64).set_(src, 0, (2,))
+
+
+def test_pow_takes_a_large_exponent_where_the_kernel_computes_in_double():
+    assert ember.ones(2).pow(1e300).tolist() == [1.0, 1.0]
+    assert ember.tensor([2, 3], dtype=ember.int16).pow(1e300).tolist() == [float("inf")] * 2
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        ember.tensor([2.0], dtype=ember.float16).pow(1e300)
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        ember.tensor([2], dtype=ember.uint8).pow(300)
+
+
+def test_round_in_place_function_forms():
+    x = ember.tensor([1.26, -2.5])
+    assert ember.round_(x.clone()).tolist() == [1.0, -2.0]
+    np.testing.assert_allclose(ember.round_(x.clone(), decimals=1).numpy(), [1.3, -2.5])
+    with pytest.raises(TypeError):
+        ember.round_(x, decimals=None)
+
+
+def test_randint_like_takes_a_zero_dim_tensor_high():
+    x = ember.ones(200)
+    r = ember.randint_like(x, ember.tensor(5))
+    assert r.shape == (200,) and 0 <= r.min().item() and r.max().item() <= 4
+    r = ember.randint_like(x, 2, ember.tensor(5))
+    assert 2 <= r.min().item() and r.max().item() <= 4
+    with pytest.raises(RuntimeError, match="high must be a scalar tensor"):
+        ember.randint_like(x, ember.tensor([5]))
+
+
+def test_clamp_with_number_bounds_writes_only_its_own_dtype():
+    x = ember.ones(3)
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        ember.clamp(x, 0.5, out=ember.empty(3, dtype=ember.float64))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        ember.clamp_min(x, 0.5, out=ember.empty(3, dtype=ember.float64))
+    out = ember.empty(3)
+    assert ember.clamp(x.int(), 0.5, out=out) is out  # int and a float bound: float
+    out = ember.empty(3, dtype=ember.float64)  # tensor bounds: out= casts, as other ops
+    assert ember.clamp(x, ember.tensor(0.5, dtype=ember.float64), out=out) is out
+
+
+def test_factory_out_with_requires_grad_marks_out():
+    out = ember.empty(2)
+    assert ember.zeros(2, out=out, requires_grad=True) is out and out.requires_grad
+    with pytest.raises(RuntimeError, match="floating point and complex dtype"):
+        ember.empty(2, out=ember.empty(2, dtype=ember.int32), requires_grad=True)
+
+
+def test_argument_types_checked_before_values():
+    with pytest.raises(TypeError, match="argument 'q' must be int"):
+        ember.svd_lowrank(ember.ones(3, 3, dtype=ember.int32), 0.5)
+    with pytest.raises(TypeError, match="argument 'prepend'"):
+        ember.ones(3).diff(1, 0, 2)
+    np.testing.assert_allclose(ember.diff(ember.arange(4.0), prepend=ember.zeros(1)).numpy(),
+                               np.diff(np.arange(4.0), prepend=0.0))
+    with pytest.raises(TypeError, match="argument 'device'"):
+        ember.ones(2).cuda(ember.tensor(0))
