@@ -709,6 +709,8 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 def narrow_copy(input, dim, start, length, *, out=None):
     """A contiguous copy of input.narrow(dim, start, length)."""
+    if out is not None and _is_tensor(out) and out.dtype != input.dtype:  # (torch's check)
+        raise RuntimeError("Expected self.dtype() == output.dtype() to be true, but got false.")
     return _finish(input.narrow(dim, start, length).clone(), out)
 
 
@@ -1335,6 +1337,10 @@ def frexp(input, *, out=None):
 
 
 def put_(self, index, source, accumulate=False):
+    if source.dtype != self.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {_dtype_name(self.dtype)} and source.dtype = "
+                           f"{_dtype_name(source.dtype)}")
     if index.dtype != _C.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
                            f"{_dtype_name(index.dtype)}")
@@ -1898,6 +1904,11 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     if not _is_tensor(input):
         raise TypeError(f"gradient(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
+    if input.dtype == _C.bool:  # (torch's differences: its messages for these dtypes)
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if input.dtype == _C.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
     ndim = input.dim()
     dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     dims = [_wrap_dim(d, ndim) for d in dims]

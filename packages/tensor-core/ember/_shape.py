@@ -373,6 +373,11 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
             pieces.append(input.narrow(dim, start, size))
             start += size
         return tuple(pieces)
+    if not isinstance(ios, (list, tuple)):  # (an int, a tensor or a list: torch's forms)
+        raise TypeError(f"tensor_split() received an invalid combination of arguments - got "
+                        f"({type(ios).__name__}), but expected one of: (int sections, int dim), "
+                        "(tuple of ints indices, int dim), (Tensor tensor_indices_or_sections, "
+                        "int dim)")
     bounds = [0] + [_int(i) for i in ios] + [n]
     pieces = []
     for a, b in zip(bounds[:-1], bounds[1:]):

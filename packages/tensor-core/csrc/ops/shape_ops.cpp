@@ -416,7 +416,7 @@ Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repe
   std::vector<int64_t> starts(n + 1, 0);
   for (int64_t i = 0; i < n; ++i) starts[i + 1] = starts[i] + counts[i];
   const int64_t total = starts[n];
-  EMBER_CHECK(output_size < 0 || output_size == total, std::runtime_error,
+  EMBER_CHECK(output_size == kNoOutputSize || output_size == total, std::runtime_error,
               "repeat_interleave: Invalid output_size, expected ", total, " but got ", output_size);
   Shape shape = x->sizes;
   if (shape.empty()) shape = {1};
@@ -442,7 +442,7 @@ Tensor repeat_interleave_counts(const Tensor& repeats, int64_t output_size) {
   std::vector<int64_t> counts = read_counts(repeats);
   int64_t total = 0;
   for (auto v : counts) total += v;
-  EMBER_CHECK(output_size < 0 || output_size == total, std::runtime_error,
+  EMBER_CHECK(output_size == kNoOutputSize || output_size == total, std::runtime_error,
               "repeat_interleave: Invalid output_size, expected ", total, " but got ", output_size);
   Tensor out = empty({total}, repeats->dtype, repeats->device());
   int64_t pos = 0;

@@ -3,6 +3,7 @@
 // (diagonal, unfold). The composites over them (stack, split, movedim, rot90, pad modes, ...)
 // live in Python (ember/_shape.py, ember/_padding.py).
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
@@ -25,7 +26,10 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
 Tensor tril_triu(const Tensor& x, int64_t diagonal, bool upper, bool inplace);
 Tensor constant_pad_nd(const Tensor& x, const std::vector<int64_t>& pad, Scalar value);
 // repeats: a 0-d/1-d integer tensor (counts) or, when null, `repeat` for every element.
-// dim nullopt: the flattened input. output_size (-1: unknown) is checked against the sum.
+// dim nullopt: the flattened input.
+// output_size: the result's length along dim when the caller knows it, kNoOutputSize when not
+// (any other value, a negative one too, is checked against the counts' sum)
+inline constexpr int64_t kNoOutputSize = INT64_MIN;
 Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, int64_t repeat,
                          std::optional<int64_t> dim, int64_t output_size);
 Tensor repeat_interleave_counts(const Tensor& repeats, int64_t output_size);  // one-argument form

@@ -247,16 +247,16 @@ void register_storage(py::module_& m) {
         }
         if (is_tensor(source)) {  // set_(tensor): share its storage (and geometry)
           Tensor src = to_tensor(source);
+          if (geometry) {  // its untyped storage with the geometry given, as torch's (its
+            const Shape sz = to_shape(size);  // bytes read as this tensor's dtype)
+            set_storage(t, src->storage, offset, sz,
+                        stride.is_none() ? contiguous_strides(sz) : to_shape(stride));
+            return self;
+          }
           EMBER_CHECK(src->dtype == t->dtype, std::runtime_error,
                       "Could not set tensor of type ", dtype_name(src->dtype),
                       " to a tensor of type ", dtype_name(t->dtype));
-          if (geometry) {  // its storage with the geometry given (offset in elements)
-            const Shape sz = to_shape(size);
-            set_storage(t, src->storage, offset, sz,
-                        stride.is_none() ? contiguous_strides(sz) : to_shape(stride));
-          } else if (src.get() != t.get()) {
-            set_storage(t, src->storage, src->offset, src->sizes, src->strides);
-          }
+          if (src.get() != t.get()) set_storage(t, src->storage, src->offset, src->sizes, src->strides);
           return self;
         }
         if (!py::isinstance<StorageImpl>(source))

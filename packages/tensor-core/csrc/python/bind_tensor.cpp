@@ -497,11 +497,17 @@ void register_tensor(py::module_& m) {
       .def("get_device", [](const Tensor& t) { return t->device().is_cpu() ? -1 : int(t->device().index); })
       .def("size", [](const Tensor& t, py::object dim) -> py::object {
         if (dim.is_none()) return size_object(t->sizes);
-        return py::int_(t->sizes[wrap_dim(dim.cast<int64_t>(), t->dim(), false)]);
+        if (!is_int_like(dim))
+          throw py::type_error(str_cat("size(): argument 'dim' (position 1) must be int, not ",
+                                       type_of(dim)));
+        return py::int_(t->sizes[wrap_dim(as_int(dim), t->dim(), false)]);
       }, py::arg("dim") = py::none())
       .def("stride", [](const Tensor& t, py::object dim) -> py::object {
         if (dim.is_none()) return py::tuple(py::cast(t->strides));
-        return py::int_(t->strides[wrap_dim(dim.cast<int64_t>(), t->dim(), false)]);
+        if (!is_int_like(dim))  // (a bool or a float is torch's TypeError, not a dim)
+          throw py::type_error(str_cat("stride(): argument 'dim' (position 1) must be int, not ",
+                                       type_of(dim)));
+        return py::int_(t->strides[wrap_dim(as_int(dim), t->dim(), false)]);
       }, py::arg("dim") = py::none())
       .def("__len__", [](const Tensor& t) {
         if (t->dim() == 0) throw py::type_error("len() of a 0-d tensor");
