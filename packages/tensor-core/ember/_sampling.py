@@ -21,6 +21,9 @@ def binomial(count, prob, generator=None):
     if not count.dtype.is_floating_point:
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
                          f"{count.dtype._torch_name}")
+    if not prob.dtype.is_floating_point:  # (before the dtypes' match, as torch's)
+        raise ValueError(f"binomial only supports floating-point dtypes for prob, got: "
+                         f"{prob.dtype._torch_name}")
     if prob.dtype != count.dtype:
         raise RuntimeError(f"Found dtype {prob.dtype._torch_name} but expected "
                            f"{count.dtype._torch_name}")

@@ -302,3 +302,27 @@ def test_silent_acceptances_now_refused():
         with pytest.raises(TypeError, match="argument 'dim'"):
             ember.ones(2, 3).size(bad)
     assert ember.ones(2, 3).size(ember.tensor(1)) == 3
+
+
+def test_symint_parameters_take_one_element_integer_tensors():
+    # torch's SymInt parameters (tril's diagonal, kthvalue's k, randperm's n) take them; its
+    # int parameters (transpose's dims, ...) take 0-d ones only
+    x = ember.tensor(np.arange(9.0).reshape(3, 3))
+    np.testing.assert_allclose(x.tril(ember.tensor([[1]])).numpy(), np.tril(x.numpy(), 1))
+    assert x.kthvalue(ember.tensor([1]))[0].tolist() == [0.0, 3.0, 6.0]
+    assert sorted(ember.randperm(ember.tensor([4])).tolist()) == [0, 1, 2, 3]
+    with pytest.raises(TypeError):
+        x.tril(ember.tensor(1.5))
+    with pytest.raises(TypeError):
+        x.transpose(ember.tensor([0]), 1)
+
+
+def test_first_checks_as_torchs():
+    z = ember.ones(2, dtype=ember.complex64)
+    with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
+        ember.clamp_min(z, 1)
+    with pytest.raises(ValueError, match="for prob"):
+        ember.binomial(ember.ones(2), ember.ones(2, dtype=ember.int16))
+    with pytest.raises(ValueError, match="both be None or neither"):
+        ember.native_batch_norm(ember.ones(2, 3), None, None, ember.zeros(3), None, True, 0.1,
+                                1e-5)

@@ -516,6 +516,9 @@ void register_nn_kernels(py::module_& m) {
              .family = NORM, .variants = kFunction, .hooked = true,
              .impl = [](const Args& a) {
                const Tensor rm = a.opt_tensor(3), rv = a.opt_tensor(4);
+               if (static_cast<bool>(rm) != static_cast<bool>(rv))  // (torch's first check)
+                 throw py::value_error(
+                     "running_mean and running_var must either both be None or neither be None");
                const bool training = a.flag(5);
                for (const Tensor& r : {rm, rv})
                  if (r && training) check_inplace_writable(r, "native_batch_norm");

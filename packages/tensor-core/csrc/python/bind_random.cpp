@@ -436,7 +436,7 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
                return factory_result(f, t);
              }});
   def_op(m, {.name = "randperm",
-             .signatures = {"randperm(int n, *, " + gen + ", Tensor? out=None, " + factory +
+             .signatures = {"randperm(SymInt n, *, " + gen + ", Tensor? out=None, " + factory +
                             ") -> Tensor"},
              .family = R, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {

@@ -351,7 +351,7 @@ void register_shape(py::module_& m) {
   for (bool upper : {false, true}) {
     const std::string name = upper ? "triu" : "tril";
     def_op(m, {.name = name,
-               .signatures = {name + "(Tensor input, int diagonal=0, *, Tensor? out=None) -> Tensor"},
+               .signatures = {name + "(Tensor input, SymInt diagonal=0, *, Tensor? out=None) -> Tensor"},
                .family = S, .hooked = true,
                .impl = [upper, name](const Args& a) {
                  Tensor x = a.tensor(0), out = opt_out(a.out(), name.c_str());
@@ -359,7 +359,7 @@ void register_shape(py::module_& m) {
                  return finish(name.c_str(), tril_triu(x, a.integer(1), upper, false), a.out());
                }});
     // ember.tril_ too (torch has only the method): the hook calls it by that name
-    def_op(m, {.name = name + "_", .signatures = {name + "_(Tensor input, int diagonal=0) -> Tensor"},
+    def_op(m, {.name = name + "_", .signatures = {name + "_(Tensor input, SymInt diagonal=0) -> Tensor"},
                .family = S, .hooked = true,
                .impl = [upper](const Args& a) {
                  tril_triu(a.tensor(0), a.integer(1), upper, true);

@@ -361,7 +361,7 @@ void register_sort(py::module_& m) {
                return topk_call(a[0], a.integer(1), a[2], a.flag(3), a.flag(4), a.out());
              }});
   def_op(m, {.name = "kthvalue",
-             .signatures = {str_cat("kthvalue(Tensor input, int k, int dim=-1, bool keepdim=False, *, "
+             .signatures = {str_cat("kthvalue(Tensor input, SymInt k, int dim=-1, bool keepdim=False, *, "
                                     "Tensor[]? out=None) -> ", pair)},
              .family = S, .hooked = true, .hand_off = false,
              .impl = [](const Args& a) {

@@ -102,6 +102,7 @@ bool matches(const Param& p, py::handle v) {
       return true;
     }
     case ArgType::Int: return is_int_like(v);
+    case ArgType::SymInt: return is_int_list_item(v);
     case ArgType::IntList: return (p.list_size > 0 && is_int_list_item(v)) || is_int_sequence(v);
     // torch's double: any Python number (bool included) or a 0-d tensor that needs no grad
     case ArgType::Float:
@@ -346,7 +347,8 @@ py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
     if (i == out_index) continue;
     py::object v = py::reinterpret_borrow<py::object>(a[i]);
     if (!a.is_none(i) && s.params[i].type == ArgType::IntList) v = py::tuple(py::cast(a.ints(i)));
-    if (!a.is_none(i) && s.params[i].type == ArgType::Int) v = py::int_(a.integer(i));
+    if (!a.is_none(i) && (s.params[i].type == ArgType::Int || s.params[i].type == ArgType::SymInt))
+      v = py::int_(a.integer(i));
     if (!a.is_none(i) && s.params[i].type == ArgType::ScalarType) v = dtype_object(a.dtype(i));
     if (i < npos) pargs[i] = v;
     else kw[py::str(s.params[i].name)] = v;

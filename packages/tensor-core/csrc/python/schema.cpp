@@ -28,6 +28,7 @@ const TypeName kTypeNames[] = {
     {"Tensor|Scalar", "Tensor | Number", "Tensor or Number"},
     {"Generator", "Generator", "ember.Generator"},
     {"Layout", "layout", "ember.layout"},
+    {"SymInt", "int", "int"},
 };
 
 std::string trim(const std::string& s) {

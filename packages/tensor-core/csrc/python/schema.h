@@ -21,9 +21,11 @@
 
 namespace ember::pyb {
 
+// SymInt: torch's SymInt parameters (kthvalue's k, tril's diagonal, randperm's n), which take
+// a one-element integer tensor of any shape where its int parameters take 0-d ones only.
 enum class ArgType : uint8_t {
   Tensor, TensorList, Int, IntList, Float, Bool, Scalar, ScalarType, Device, String, Any,
-  TensorOrScalar, Generator, Layout
+  TensorOrScalar, Generator, Layout, SymInt
 };
 
 struct Param {
