@@ -106,6 +106,7 @@ Scalar to_scalar(py::handle h) {
     Tensor t = to_tensor(h);
     EMBER_CHECK(t->numel() == 1, std::runtime_error, "a Tensor with ", t->numel(),
                 " elements cannot be converted to Scalar");
+    if (!t->device().is_cpu()) t = to_device_copy(t, Device{}, false);  // (never read it here)
     return dispatch_every(t->dtype, "item", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T v = *t->data_as<T>();
