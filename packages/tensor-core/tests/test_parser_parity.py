@@ -326,3 +326,15 @@ def test_first_checks_as_torchs():
     with pytest.raises(ValueError, match="both be None or neither"):
         ember.native_batch_norm(ember.ones(2, 3), None, None, ember.zeros(3), None, True, 0.1,
                                 1e-5)
+
+
+def test_resize_sizes_and_negative_sizes_into_out():
+    x = ember.ones(2)
+    assert x.resize_(ember.tensor(3)).shape == (3,)  # a one-element integer tensor: an int
+    with pytest.raises(TypeError, match="must be tuple of ints, not Tensor"):
+        x.resize_(ember.tensor([2, 3]))
+    with pytest.raises(TypeError, match="takes 1 positional argument"):
+        x.resize_(True, 0)
+    assert x.resize_(2, 3).shape == (2, 3)
+    with pytest.raises(RuntimeError, match="negative dimension"):  # (not a ValueError)
+        ember.rand([-1], out=ember.empty(3))

@@ -122,7 +122,7 @@ Tensor factory_target(const Factory& f, const Shape& shape, ScalarType default_d
     Tensor o = to_tensor(f.out);  // (factory_keywords checked dtype= against its dtype)
     check_out_no_grad(o, op);
     for (auto s : shape)
-      EMBER_CHECK(s >= 0, ValueError, "Trying to create tensor with negative dimension ", s, ": ",
+      EMBER_CHECK(s >= 0, std::runtime_error, "Trying to create tensor with negative dimension ", s, ": ",
                   shape_str(shape));
     resize_output(o, shape);
     return o;

@@ -157,6 +157,15 @@ Shape to_shape(py::handle h) {
 }
 
 Shape shape_from_args(const py::args& args, const char* op) {
+  // torch's size argument: ints (separate or as a sequence); a tensor only of one integer
+  if (args.size() == 1 && is_tensor(args[0])) {
+    if (is_int_list_item(args[0])) return {as_int(args[0])};
+    throw py::type_error(str_cat(op, "(): argument 'size' (position 1) must be tuple of ints, "
+                                     "not Tensor"));
+  }
+  if (args.size() > 1 && PyBool_Check(args[0].ptr()))  // (a bool starts no var-args sizes)
+    throw py::type_error(str_cat(op, "() takes 1 positional argument but ", args.size(),
+                                 " were given"));
   if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return to_shape(args[0]);
   Shape s;
   for (auto a : args) s.push_back(to_int_strict(a, op));
