@@ -3,6 +3,7 @@
 // in-place `Tensor.<op>_()` and `ember.<op>_`, plus Python's operators.
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "cuda/device_elementwise.h"
 #include "python/pyutils.h"
@@ -541,8 +542,12 @@ void register_ops(py::module_& m) {
     return core_fn("lerp")(self, e, w, "out"_a = self);
   }, py::is_method(cls), py::arg("end"), py::arg("weight")));
 
-  m.def("nan_to_num", [](py::handle x, double nan, py::object posinf, py::object neginf, py::handle out) -> py::object {
+  m.def("nan_to_num", [](py::handle x, py::handle nan_arg, py::object posinf, py::object neginf,
+                          py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "nan_to_num", "input");
+    const double nan = nan_arg.is_none() ? 0.0 : float_arg(nan_arg, "nan_to_num", "nan", 2);
+    for (auto [h, name, pos] : {std::tuple{posinf.ptr(), "posinf", 3}, {neginf.ptr(), "neginf", 4}})
+      if (h != Py_None) (void)float_arg(h, "nan_to_num", name, pos);
     if (needs_dispatch(t)) {
       if (needs_grad(t) && !out.is_none()) out_with_grad("nan_to_num");
       return redispatch_out("nan_to_num", core_fn("nan_to_num"),
@@ -561,10 +566,12 @@ void register_ops(py::module_& m) {
                     [&](const Tensor& o) { return nan_to_num(t, nan, pp, np, o); });
   }, py::arg("input"), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none(),
      py::kw_only(), py::arg("out") = py::none());
-  defm("nan_to_num", py::cpp_function([](py::handle self, double nan, py::object posinf, py::object neginf) {
+  defm("nan_to_num", py::cpp_function([](py::handle self, py::object nan, py::object posinf,
+                                         py::object neginf) {
     return core_fn("nan_to_num")(self, nan, posinf, neginf);
   }, py::is_method(cls), py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none()));
-  auto nan_to_num_inplace = [](py::handle self, double nan, py::object posinf, py::object neginf) {
+  auto nan_to_num_inplace = [](py::handle self, py::object nan, py::object posinf,
+                               py::object neginf) {
     if (to_tensor(self)->requires_grad && grad_enabled())  // the hook runs this again, grad off
       return redispatch("nan_to_num_", core_fn("nan_to_num_"),
                            py::make_tuple(self, nan, posinf, neginf), py::dict());
@@ -583,7 +590,7 @@ void register_ops(py::module_& m) {
       if (needs_grad(t) && !out.is_none()) out_with_grad("logit");
       return redispatch_out("logit", core_fn("logit"), py::make_tuple(x, eps), py::dict(), out);
     }
-    const double e = eps.is_none() ? -1.0 : eps.cast<double>();
+    const double e = eps.is_none() ? -1.0 : float_arg(eps, "logit", "eps", 2);
     const Operand in(t);
     return with_out("logit", out, opt_out(out, "logit"), {&in},
                     [&](const Tensor& o) { return logit(t, eps.is_none() ? nullptr : &e, o); });
@@ -595,7 +602,7 @@ void register_ops(py::module_& m) {
     Tensor t = expect_tensor(self, "logit_", "self");
     if (needs_dispatch(t))  // the autograd hook runs this again, grad off
       return redispatch("logit_", core_fn("logit_"), py::make_tuple(self, eps), py::dict());
-    const double e = eps.is_none() ? -1.0 : eps.cast<double>();
+    const double e = eps.is_none() ? -1.0 : float_arg(eps, "logit_", "eps", 2);
     logit(t, eps.is_none() ? nullptr : &e, t);
     return py::reinterpret_borrow<py::object>(self);
   };

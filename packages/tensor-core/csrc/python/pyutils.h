@@ -135,6 +135,10 @@ bool is_int_like(py::handle h);
 // What torch's parser takes as an element of an int list (or as the single int that stands for
 // one): the same, or a one-element integer or bool tensor of any shape (x.sum(torch.tensor([1]))).
 bool is_int_list_item(py::handle h);
+// torch's `float` parameter: a Python or NumPy number (a bool too) or a 0-d tensor, else its
+// TypeError naming op, parameter and position; a complex value with an imaginary part is its
+// RuntimeError.
+double float_arg(py::handle h, const char* op, const char* name, int position);
 int64_t as_int(py::handle h);
 // dim as None (-> nullopt) / int / sequence of ints, with PyTorch's TypeErrors.
 OptDims parse_dims(py::handle h, const char* op);
