@@ -359,9 +359,9 @@ void register_aliases(py::module_& m) {
     std::vector<std::string> signatures;
     if (*alias.signature) signatures.push_back(alias.signature);
     else
-      for (const std::string& s : target.signatures)
-        if (s.find("Scalar alpha, Tensor|Scalar other") == std::string::npos)  // torch's deprecated
-          signatures.push_back(renamed(s, target.name, alias.name));  // overloads: not aliased
+      for (size_t k = 0; k < target.signatures.size(); ++k)
+        if (!(target.deprecated & (1u << k)))  // (torch's aliases have no deprecated overloads)
+          signatures.push_back(renamed(target.signatures[k], target.name, alias.name));
     const std::string canonical = alias.canonical;
     const bool as_function = target.variants & kFunction;
     // what the canonical op's first form takes by position; the rest go by name (subtract(x, 2,
@@ -385,6 +385,7 @@ void register_aliases(py::module_& m) {
     def_op(m, {.name = c.name, .signatures = c.signatures, .family = c.family,
                .variants = c.variants, .hand_off = false,
                .doc = "A composition of ember's ops (ember/_composite_ops.py).",
+               .deprecated = deprecated_from < 0 ? 0u : ~0u << deprecated_from,
                .impl = [function, deprecated_from, name, current](const Args& a) {
                  static py::object* module = new py::object(  // leaked: outlives interpreter teardown
                      py::module_::import("ember._composite_ops"));

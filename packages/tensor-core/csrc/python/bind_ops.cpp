@@ -359,10 +359,12 @@ void register_ops(py::module_& m) {
       }
       return std::pair<py::handle, py::handle>(a[1], a.given(2) ? a[2] : py::handle());
     };
+    const unsigned deprecated = alpha ? 1u << 1 : 0u;  // the (input, alpha, other) form
     def_op(m, {.name = name,
                .signatures = signatures,
                .family = E,
                .hooked = grad, .hand_off = false,
+               .deprecated = deprecated,
                .impl = [op, alpha, name, operands](const Args& a) {
                  if (!alpha) return binary_call(op, a[0], a[1], a.out());
                  auto [other, alpha_value] = operands(a, name);
@@ -372,6 +374,7 @@ void register_ops(py::module_& m) {
                .signatures = inplace_signatures,
                .family = E,
                .hooked = grad, .hand_off = false,
+               .deprecated = deprecated,
                .impl = [op, alpha, name, operands](const Args& a) {
                  if (!alpha) return binary_inplace_call(op, a[0], a[1]);
                  auto [other, alpha_value] = operands(a, name + "_");

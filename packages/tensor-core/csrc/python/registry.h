@@ -95,6 +95,9 @@ struct OpDef {
   // "" when the binding is generated from this row; else "manual: <file>: <why>".
   std::string binding;
   std::string doc;
+  // bit k: signature k is one of torch's deprecated overloads (kept for old programs; an alias
+  // of this op does not take it)
+  unsigned deprecated = 0;
   std::function<py::object(const Args&)> impl;
   // filled when registered
   std::vector<Schema> schemas;
