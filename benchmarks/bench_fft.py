@@ -2,9 +2,9 @@
 Ratios are peer_time / ember_time (> 1: ember is faster); the rows with a target are the
 figures ember commits to.
 
-ember computes a complex transform of a power-of-two length (>= 256 points) over the last dim of
-fewer than 16 rows, or (up to 1024 points) down an inner dim, with the core's own kernel
-(ops/cpu/fft.cpp: Stockham FFTs in SIMD lanes), and the others with pocketfft (single
+ember computes a complex transform of a power-of-two length (>= 64 points) over the last dim,
+or (up to 1024 points) down an inner dim, with the core's own kernel (ops/cpu/fft.cpp: Stockham
+FFTs in SIMD lanes), and the others with pocketfft (single
 precision for complex64 / float32, on zero-copy views): SciPy's C++ pocketfft when SciPy is
 installed (the header says which), else NumPy's gufuncs. The rows measure the per-call overhead
 at small sizes and the engines against torch's FFT library (MKL in the x86 wheels, else
@@ -121,8 +121,8 @@ def bench_fft_2d(sz: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     H.setup("bench_fft: ember.fft vs torch.fft (CPU) and numpy.fft", argv)
     engine = "SciPy's pocketfft" if ember.fft._pocketfft() is not None else "NumPy's pocketfft"
-    print(f"ember's FFT engines: the core's kernel (complex, power-of-two length: >= 256 along "
-          f"fewer than 16 rows, <= 1024 down columns), {engine} for the rest")
+    print(f"ember's FFT engines: the core's kernel (complex, power-of-two length: >= 64 along "
+          f"rows, <= 1024 down columns), {engine} for the rest")
     sz = sizes()
     bench_fft_1d(sz)
     bench_fft_2d(sz)

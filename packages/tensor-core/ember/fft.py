@@ -18,8 +18,8 @@ build does. ``out=`` follows torch's rules (resized when its shape differs, cast
 
 The helpers, real-valued: ``fftfreq``, ``rfftfreq``, ``fftshift``, ``ifftshift``.
 
-A complex transform of a power-of-two length (>= 256 points) over the last dim of a few rows, or
-(up to 1024 points) down an inner dim, runs in the core's FFT kernel (``_C._fft_c2c``: Stockham
+A complex transform of a power-of-two length (>= 64 points) over the last dim, or (up to 1024
+points) down an inner dim, runs in the core's FFT kernel (``_C._fft_c2c``: Stockham
 FFTs in SIMD lanes, vectorised per CPU; ``_core_kernel_takes`` says when). Other CPU transforms
 are computed by pocketfft on zero-copy ``Tensor.numpy()`` views, in the input's precision
 (complex64 stays complex64), straight into the memory that the result tensor wraps:
@@ -283,12 +283,12 @@ def _ufunc_step(a, op, axis, n, scale, o):
 
 
 def _run_pocketfft(pp, a, plan, dest):
-    """The plan with SciPy's pocketfft, and the core's column kernel for the steps it takes
-    (_columns_first): consecutive complex steps of one direction and scale over dims already of
+    """The plan with SciPy's pocketfft, and the core's kernel for the steps it takes
+    (_core_steps_first): consecutive complex steps of one direction and scale over dims already of
     their length become one multi-dim call; the last call writes into dest when given, a complex
     step after the first into the array the step before made."""
     threads = _C.get_num_threads()
-    plan = _columns_first(plan, a.shape)
+    plan = _core_steps_first(plan, a.shape)
     i, last = 0, len(plan)
     fresh = False  # whether a is an array of our own (else the input's memory)
     while i < last:
@@ -302,10 +302,16 @@ def _run_pocketfft(pp, a, plan, dest):
         if a.shape[axis] != m:
             fresh = fresh or a.shape[axis] < m  # (a cut is a view of what it cuts)
             a = _np_resize(a, axis, m)
-        if _core_column_step(op, a.shape, axis, n) and a.flags.c_contiguous:
-            a = _C._fft_c2c(_from_numpy(a), [axis], scale, op == "fft").numpy()
+        if _core_step(op, a.shape, axis, n) and a.flags.c_contiguous:
+            axes = [axis]  # the core steps after it of the same direction and scale: one call
+            while (i + len(axes) < last and plan[i + len(axes)][0] == op
+                   and plan[i + len(axes)][3] == scale
+                   and _core_step(op, a.shape, *plan[i + len(axes)][1:3])
+                   and a.shape[plan[i + len(axes)][1]] == plan[i + len(axes)][2]):
+                axes.append(plan[i + len(axes)][1])
+            a = _C._fft_c2c(_from_numpy(a), axes, scale, op == "fft").numpy()
             fresh = True
-            i += 1
+            i += len(axes)
             if i == last and dest is not None:
                 dest[...] = a
                 a = dest
@@ -330,11 +336,11 @@ def _run_pocketfft(pp, a, plan, dest):
     return a
 
 
-def _columns_first(plan, shape):
+def _core_steps_first(plan, shape):
     """plan with, in each run of consecutive fft / ifft steps (transforms along different dims
-    commute), the steps that the core's column kernel takes moved first: the pocketfft steps
+    commute), the steps that the core's kernel takes moved first: the pocketfft steps
     after them then run as one call, the last one into the result."""
-    core = [_core_column_step(op, shape, axis, n) for op, axis, n, _ in plan]
+    core = [_core_step(op, shape, axis, n) for op, axis, n, _ in plan]
     if not any(core) or len(plan) == 1:
         return plan
     out, run = [], []
@@ -393,17 +399,15 @@ def _run_public(xp, a, plan, dest):
 
 # The core's own kernel (ops/cpu/fft.cpp, ATen's _fft_c2c) runs a complex transform of a
 # power-of-two length where it beats pocketfft (one thread, measured by benchmarks/bench_fft.py):
-# - along the last dim: n >= 256 points in fewer than 16 rows, where its six-step lane FFT runs
-#   and pocketfft transforms a single row without SIMD (a 1024-point fft: 0.7x torch's MKL
-#   through pocketfft, 1.3x through the kernel; 16384 points 0.8x and 1.5x). Batches of rows
-#   stay with pocketfft, faster there;
+# - along the last dim, n >= 64 points, any number of rows: its vector rows (SIMD lanes inside
+#   each row, a row's planes in L1) take 256 rows of 1024 points in 0.30 ms where pocketfft
+#   takes 0.60 and torch's MKL 0.34; one row of 1024 points 1.7x torch, 1M points 1.2x;
 # - down an inner dim (one with at least 8 contiguous columns after it), 2 to 1024 points: the
 #   kernel transforms 16 neighbouring columns in SIMD lanes with no transposition (the first
 #   pass of a 1024 x 1024 fft2: 3.3 ms against pocketfft's 5.6; 64 x 4096: 0.23 ms against
 #   0.55). Longer columns outgrow the L2 cache and lose (65536 x 16: 7.3 ms against 6.8).
 # Real transforms stay with pocketfft.
-_CORE_MIN_POINTS = 256
-_CORE_MAX_ROWS = 16
+_CORE_MIN_ROW_POINTS = 64
 _CORE_MAX_COLUMN_POINTS = 1024
 _CORE_MIN_COLUMNS = 8
 
@@ -418,18 +422,21 @@ def _core_kernel_takes(input, op, axis, n):
     if n & (n - 1) or op not in ("fft", "ifft") or input.size(axis) != n:
         return False
     if axis == input.dim() - 1:
-        if n < _CORE_MIN_POINTS or input.numel() >= n * _CORE_MAX_ROWS:
+        if n < _CORE_MIN_ROW_POINTS:
             return False
     elif not (_core_columns_take(input.shape, axis, n) and input.is_contiguous()):
         return False
     return input.dtype in _TO_COMPLEX
 
 
-def _core_column_step(op, shape, axis, n):
-    """Whether a plan's step runs in the core's column kernel: a complex transform of a
-    power-of-two n down an inner dim that it takes."""
-    return (op in ("fft", "ifft") and axis != len(shape) - 1 and not n & (n - 1)
-            and _core_columns_take(shape, axis, n))
+def _core_step(op, shape, axis, n):
+    """Whether a plan's step runs in the core's kernel: a complex transform of a power-of-two n
+    along the last dim or down an inner dim that it takes (a contiguous array of this shape)."""
+    if op not in ("fft", "ifft") or n & (n - 1):
+        return False
+    if axis == len(shape) - 1:
+        return n >= _CORE_MIN_ROW_POINTS
+    return _core_columns_take(shape, axis, n)
 
 
 def _core_columns_take(shape, axis, n):

@@ -1,6 +1,6 @@
 """The core's FFT kernel for power-of-two lengths (ops/fft.cpp, ops/cpu/fft.cpp; ATen's
-_fft_c2c) against NumPy's FFT in double precision: every layout it takes (rows in blocks of
-lanes, columns, the six-step form of a long row), both directions, the three normalisations,
+_fft_c2c) against NumPy's FFT in double precision: every layout it takes (rows as vectors, rows
+in blocks of lanes, columns, the six-step form of a long row), both directions, the three normalisations,
 both precisions, and its refusals."""
 
 import numpy as np
@@ -19,7 +19,10 @@ CASES = [  # shape, dims: the layouts
     ((1,), [0]), ((2,), [0]), ((4,), [0]), ((8,), [0]), ((64,), [0]),  # a few lanes of rows
     ((3, 128), [1]), ((17, 32), [1]), ((40, 64), [-1]),  # rows: partial and whole blocks
     ((256,), [0]), ((512,), [0]), ((2048,), [0]), ((1 << 15,), [0]),  # six-step, n1 = n2 or not
-    ((2, 1024), [1]),  # six-step per row
+    ((2, 1024), [1]), ((5, 256), [1]), ((3, 4096), [-1]), ((1 << 16,), [0]),  # vector rows
+    ((7, 64), [1]), ((2, 16), [1]),  # vector rows of a narrower copy's lanes, or lane rows
+    ((1 << 17,), [0]), ((2, 1 << 20), [1]),  # vector rows, long
+    ((1 << 21,), [0]),  # six-step over lanes
     ((64, 5), [0]), ((16, 40), [0]), ((3, 32, 17), [1]),  # columns, partial lanes
     ((32, 64), [0, 1]), ((8, 4, 16), [2, 0]),  # several dims in turn
 ]
@@ -59,11 +62,11 @@ def test_an_impulse_and_a_constant():
                                           True).numpy()[:3], [1, 0, 0], atol=1e-15)
 
 
-def test_ember_fft_routes_few_long_rows_to_the_kernel_and_agrees_with_pocketfft():
-    # ember.fft.fft of 3 rows of 1024 points runs the kernel; 32 rows run pocketfft: the two
-    # agree to float32 rounding, and gradients flow through both
-    for rows in (3, 32):
-        a = (RNG.standard_normal((rows, 1024)) + 1j * RNG.standard_normal((rows, 1024)))
+def test_ember_fft_routes_rows_to_the_kernel_and_agrees_with_pocketfft():
+    # ember.fft.fft of rows of 1024 points runs the kernel, of 48 points pocketfft: both agree
+    # with NumPy to float32 rounding, and gradients flow through the kernel
+    for rows, n in ((3, 1024), (32, 1024), (32, 48)):
+        a = (RNG.standard_normal((rows, n)) + 1j * RNG.standard_normal((rows, n)))
         x = ember.from_numpy(a.astype(np.complex64))
         want = np.fft.fft(a.astype(np.complex64).astype(np.complex128))
         np.testing.assert_allclose(ember.fft.fft(x).numpy(), want, rtol=0,
@@ -119,12 +122,16 @@ def test_column_steps_run_in_the_kernel_and_agree_with_numpy(shape, s, dim, name
     np.testing.assert_array_equal(out.numpy(), got.numpy())
 
 
-def test_the_kernel_takes_contiguous_power_of_two_columns_only():
+def test_the_kernel_takes_power_of_two_rows_and_contiguous_columns_only():
     takes = ember.fft._core_kernel_takes
     col = ember.zeros(64, 16, dtype=ember.complex64)
     assert takes(col, "fft", 0, 64) and takes(col, "ifft", 0, 64)
     assert not takes(col, "rfft", 0, 64)
-    assert not takes(col.t(), "fft", 1, 64)  # strided: pocketfft reads it in place
+    assert not takes(col.t(), "fft", 0, 16)  # a strided column: pocketfft reads it in place
+    # rows (the last dim) of 64 points or more, strided ones too (the kernel copies them)
+    assert takes(col.t(), "fft", 1, 64) and takes(ember.zeros(300, 64, dtype=ember.complex64),
+                                                   "ifft", 1, 64)
+    assert not takes(ember.zeros(300, 32, dtype=ember.complex64), "fft", 1, 32)
     assert not takes(ember.zeros(48, 16, dtype=ember.complex64), "fft", 0, 48)
     assert not takes(ember.zeros(4096, 16, dtype=ember.complex64), "fft", 0, 4096)
     assert not takes(ember.zeros(64, 4, dtype=ember.complex64), "fft", 0, 64)

@@ -31,6 +31,9 @@ enum class SumKind { Sum, NanSum, Mean, Prod };
 struct FftTables {
   const void *re, *im, *six_re, *six_im;
 };
+// Rows up to this length run as vector rows (ops/cpu/fft.cpp); longer ones by the six-step
+// form over lanes, whose table (FftTables::six_re/six_im) ops/fft.cpp builds for them only.
+constexpr int64_t kFftVectorRowsMax = int64_t{1} << 20;
 // The six-step form's n1 (rows of the n1 x n2 matrix a row of n = 2^k points is seen as): the
 // largest power of two with n1 * n1 <= n.
 inline int64_t fft_six_step_rows(int64_t n) {

@@ -1,8 +1,7 @@
 // fft.cpp: ATen's _fft_c2c on the CPU for power-of-two lengths: the transform along each dim in
 // turn, through the lane kernels of ops/cpu/fft.cpp (compiled per CPU capability). ember.fft
-// calls it for complex transforms whose every length is a power of two and leaves the others
-// (and the real ones) to pocketfft (ember/fft.py says why: a single 1024-point transform was
-// 0.59x torch's MKL through pocketfft, a batch of them 0.70x).
+// calls it for the complex transforms of power-of-two lengths it takes (ember/fft.py says which
+// and why) and leaves the others (and the real ones) to pocketfft.
 #include "ops/fft.h"
 
 #include <cmath>
@@ -18,8 +17,8 @@
 namespace ember {
 namespace {
 
-// w_n^k = exp(-2 pi i k / n), k < n, and the six-step form's w_n^(k1 i2) (ops/cpu_kernels.h:
-// FftTables), in float and double, computed in double. Kept per n for the next call (at most
+// w_n^k = exp(-2 pi i k / n), k < n, and for rows longer than kFftVectorRowsMax the six-step
+// form's w_n^(k1 i2) (ops/cpu_kernels.h: FftTables), in float and double, computed in double. Kept per n for the next call (at most
 // kMaxTables; the oldest go first).
 template <typename T> struct Tables {
   std::vector<T> re, im, six_re, six_im;
@@ -30,7 +29,6 @@ struct Twiddles {
 };
 
 constexpr size_t kMaxTables = 16;
-constexpr int64_t kSixStepMin = 256;  // the kernel's own threshold (ops/cpu/fft.cpp)
 std::mutex g_mu;
 std::map<std::pair<int64_t, bool>, std::shared_ptr<const Twiddles>> g_tables;
 std::vector<std::pair<int64_t, bool>> g_order;
@@ -43,7 +41,7 @@ template <typename T> void fill(Tables<T>& t, int64_t n) {
     t.re[k] = static_cast<T>(std::cos(step * static_cast<double>(k)));
     t.im[k] = static_cast<T>(std::sin(step * static_cast<double>(k)));
   }
-  if (n < kSixStepMin) return;
+  if (n <= kFftVectorRowsMax) return;  // (only the six-step form reads the rest)
   const int64_t n1 = fft_six_step_rows(n), n2 = n / n1;
   t.six_re.resize(static_cast<size_t>(n));
   t.six_im.resize(static_cast<size_t>(n));

@@ -1,21 +1,24 @@
-// Complex FFTs of power-of-two lengths (ops/fft.cpp is the op). Every transform here runs "in
-// lanes": kLanes independent transforms side by side, their real and imaginary parts in separate
-// planes laid out [index][lane], so that each butterfly of a radix-4 Stockham pass (autosorting:
-// no bit reversal) is one contiguous loop over lanes that the compiler vectorises with this
-// copy's widest vectors. Three layouts reach that form:
-// - rows (the transformed dim is the last, many rows): kLanes rows at a time, gathered into the
-//   planes and scattered back;
+// Complex FFTs of power-of-two lengths (ops/fft.cpp is the op). Every transform here is a
+// radix-4 Stockham pass sequence (autosorting: no bit reversal) over "points" that are vectors of
+// lanes, real and imaginary parts in separate planes, so that each butterfly is a few vector
+// instructions. Four layouts reach that form:
+// - vector rows (the transformed dim is the last, 64 <= n <= 2^20): the lanes are inside each
+//   row, by the six-step algorithm; a row's planes stay in L1 (the section below says how);
 // - columns (an inner dim after the transformed one): kLanes neighbouring columns are already
-//   side by side in memory;
-// - one long row (few rows, n >= kSixStepMin): the six-step algorithm, n = n1 * n2: FFTs of n1
-//   points down the columns of the row seen as an n1 x n2 matrix, a twiddle w_n^(k1 i2), FFTs of
-//   n2 points along the rows, the result read out transposed; both passes are lane FFTs.
+//   side by side in memory, planes [index][lane] in the arrays of lane_fft;
+// - one long row (n > 2^20): the six-step algorithm, n = n1 * n2: FFTs of n1 points down the
+//   columns of the row seen as an n1 x n2 matrix, a twiddle w_n^(k1 i2), FFTs of n2 points along
+//   the rows, the result read out transposed; both passes are lane FFTs;
+// - short rows (n < 64, the six-step table absent): kLanes rows at a time, gathered into the
+//   planes and scattered back (ember.fft sends those to pocketfft).
 // One table of w_n^k (k < n, computed in double) serves every length: w_m^k = w_n^(k n / m); the
 // six-step form's twiddles w_n^(k1 i2) have a table of their own (FftTables, ops/cpu_kernels.h).
 #include "ops/cpu/kernel.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -25,7 +28,6 @@ namespace ember::EMBER_CPU_NS {
 namespace {
 
 constexpr int64_t kLanes = 16;
-constexpr int64_t kSixStepMin = 256;
 constexpr int64_t kTile = 64;  // points per tile of the rows' gather and scatter
 
 // The last radix-2 pass's butterfly (twiddle 1): e = x + y, o = x - y. A function of its own
@@ -289,12 +291,208 @@ void six_step(const T* in, T* out, int64_t n, bool inverse, T scale, const T* wr
   });
 }
 
+// ---- Rows as vectors ----
+// A row of n = L * m points (L: the lanes of this copy's widest vector, m >= L) by the six-step
+// algorithm with the lanes inside the row, so nothing is gathered across rows and a row's planes
+// (n values each) stay in L1. Point i of the row's "lane view" is the vector of its L neighbours
+// x[L i + l]: loading it is two vector loads and a de-interleave of real and imaginary parts.
+// 1. m-point lane FFTs (lane l: the points l, l + L, l + 2L, ...);
+// 2. the twiddle w_n^(l k), then per block of L results an L x L transpose in registers;
+// 3. L-point lane FFTs across the block, whose result vectors are L neighbouring outputs
+//    X[k + m k'] (k in the block, k' the transform's index): two interleaves and two stores.
+// X[k + m k'] = sum_l w_L^(l k') w_n^(l k) sum_i w_m^(i k) x[l + L i] says why that is the DFT.
+
+constexpr int kVecBytes = EMBER_CPU_LEVEL >= 2 ? 64 : EMBER_CPU_LEVEL == 1 ? 32 : 16;
+
+// Vectors of B bytes (B <= kVecBytes: a short row takes narrower ones, so that L * L <= n)
+template <typename T, int B> struct Simd {
+  static constexpr int L = B / static_cast<int>(sizeof(T));
+  typedef T V __attribute__((vector_size(B)));
+  typedef T Unaligned __attribute__((vector_size(B), aligned(sizeof(T)), may_alias));
+  // (GCC before 12 has only __builtin_shuffle, which takes its indices as a vector)
+  typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> Index
+      __attribute__((vector_size(B)));
+};
+
+// Lane c of a shuffle of two vectors (a's lanes 0..L-1, b's L..2L-1), by pattern:
+struct Evens { static constexpr int at(int c, int) { return 2 * c; } };
+struct Odds { static constexpr int at(int c, int) { return 2 * c + 1; } };
+template <bool High> struct Interleave {  // a0 b0 a1 b1 ... (High: from the middle)
+  static constexpr int at(int c, int L) { return (c & 1 ? L : 0) + c / 2 + (High ? L / 2 : 0); }
+};
+// One stage of the recursive transpose: rows r and r + B swap their off-diagonal B-blocks
+template <int B, bool High> struct SwapBlocks {
+  static constexpr int at(int c, int L) {
+    return High ? (c & B ? L + c : c + B) : (c & B ? L + c - B : c);
+  }
+};
+
+template <class S, class Pattern, size_t... C>
+inline typename S::V shuffle_lanes(typename S::V a, typename S::V b, std::index_sequence<C...>) {
+#if defined(__clang__) || __GNUC__ >= 12
+  return __builtin_shufflevector(a, b, Pattern::at(C, S::L)...);
+#else
+  return __builtin_shuffle(a, b, typename S::Index{Pattern::at(C, S::L)...});
+#endif
+}
+template <class S, class Pattern>
+inline typename S::V shuffle_lanes(typename S::V a, typename S::V b) {
+  return shuffle_lanes<S, Pattern>(a, b, std::make_index_sequence<S::L>());
+}
+
+template <class S, int B = S::L / 2> inline void transpose(typename S::V* v) {
+  if constexpr (B >= 1) {
+    for (int r = 0; r < S::L; ++r)
+      if (!(r & B)) {
+        const auto a = v[r], b = v[r + B];
+        v[r] = shuffle_lanes<S, SwapBlocks<B, false>>(a, b);
+        v[r + B] = shuffle_lanes<S, SwapBlocks<B, true>>(a, b);
+      }
+    transpose<S, B / 2>(v);
+  }
+}
+
+// lane_fft over points that are vectors: the same Stockham passes, radix 4 then one radix 2
+// when log2(m) is odd; the twiddle w_m^k = table[k * step] is one broadcast per butterfly group.
+template <typename T, typename V>
+bool vector_lane_fft(V* __restrict__ re, V* __restrict__ im, V* __restrict__ wre,
+                     V* __restrict__ wim, int64_t m, const T* wr, const T* wi, int64_t step,
+                     bool inverse) {
+  V* sr = re;
+  V* si = im;
+  V* dr = wre;
+  V* di = wim;
+  const T conj = inverse ? T(-1) : T(1);
+  int64_t s = 1, len = m;
+  for (; len >= 4; len /= 4) {
+    const int64_t q = len / 4;
+    for (int64_t p = 0; p < q; ++p) {
+      const int64_t k = p * s * step;
+      const T w1r = wr[k], w1i = conj * wi[k], w2r = wr[2 * k], w2i = conj * wi[2 * k],
+              w3r = wr[3 * k], w3i = conj * wi[3 * k];
+      const V* ar = sr + s * p;
+      const V* ai = si + s * p;
+      V* yr = dr + s * 4 * p;
+      V* yi = di + s * 4 * p;
+      const int64_t qo = s * q;
+      for (int64_t j = 0; j < s; ++j) {
+        const V a_r = ar[j], a_i = ai[j], b_r = ar[j + qo], b_i = ai[j + qo];
+        const V c_r = ar[j + 2 * qo], c_i = ai[j + 2 * qo], d_r = ar[j + 3 * qo],
+                d_i = ai[j + 3 * qo];
+        const V apcr = a_r + c_r, apci = a_i + c_i, amcr = a_r - c_r, amci = a_i - c_i;
+        const V bpdr = b_r + d_r, bpdi = b_i + d_i;
+        // i (b - d), its sign flipped for the inverse
+        const V jr = (d_i - b_i) * conj, ji = (b_r - d_r) * conj;
+        yr[j] = apcr + bpdr;
+        yi[j] = apci + bpdi;
+        const V t2r = apcr - bpdr, t2i = apci - bpdi;
+        yr[j + 2 * s] = t2r * w2r - t2i * w2i;
+        yi[j + 2 * s] = t2r * w2i + t2i * w2r;
+        const V t1r = amcr - jr, t1i = amci - ji;
+        yr[j + s] = t1r * w1r - t1i * w1i;
+        yi[j + s] = t1r * w1i + t1i * w1r;
+        const V t3r = amcr + jr, t3i = amci + ji;
+        yr[j + 3 * s] = t3r * w3r - t3i * w3i;
+        yi[j + 3 * s] = t3r * w3i + t3i * w3r;
+      }
+    }
+    std::swap(sr, dr);
+    std::swap(si, di);
+    s *= 4;
+  }
+  if (len == 2) {
+    for (int64_t j = 0; j < s; ++j) {
+      const V a_r = sr[j], a_i = si[j], b_r = sr[j + s], b_i = si[j + s];
+      dr[j] = a_r + b_r;
+      di[j] = a_i + b_i;
+      dr[j + s] = a_r - b_r;
+      di[j + s] = a_i - b_i;
+    }
+    std::swap(sr, dr);
+    std::swap(si, di);
+  }
+  return sr != re;
+}
+
+template <typename T, int B>
+void vector_rows(const T* in, T* out, int64_t n, int64_t batch, bool inverse, T scale,
+                 const T* wr, const T* wi) {
+  using S = Simd<T, B>;
+  using V = typename S::V;
+  using U = typename S::Unaligned;
+  constexpr int L = S::L;
+  const int64_t m = n / L;
+  // w_n^(l k) for k < m in lanes l (conjugated for the inverse), shared by the rows
+  std::vector<V> twr(static_cast<size_t>(m)), twi(static_cast<size_t>(m));
+  const T conj = inverse ? T(-1) : T(1);
+  for (int64_t k = 0; k < m; ++k)
+    for (int l = 0; l < L; ++l) {
+      twr[k][l] = wr[(k * l) & (n - 1)];
+      twi[k][l] = conj * wi[(k * l) & (n - 1)];
+    }
+  parallel_for(0, batch, grain_for(n * 8), [&](int64_t r0, int64_t r1) {
+    std::vector<V> planes(static_cast<size_t>(4 * m));
+    V* re = planes.data();
+    V* im = re + m;
+    V* wre = im + m;
+    V* wim = wre + m;
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* x = in + 2 * r * n;
+      for (int64_t i = 0; i < m; ++i) {
+        const V a = *reinterpret_cast<const U*>(x + 2 * L * i);
+        const V b = *reinterpret_cast<const U*>(x + 2 * L * i + L);
+        re[i] = shuffle_lanes<S, Evens>(a, b);
+        im[i] = shuffle_lanes<S, Odds>(a, b);
+      }
+      const bool in_work = vector_lane_fft<T, V>(re, im, wre, wim, m, wr, wi, L, inverse);
+      const V* yr = in_work ? wre : re;
+      const V* yi = in_work ? wim : im;
+      T* y = out + 2 * r * n;
+      for (int64_t k0 = 0; k0 < m; k0 += L) {
+        V br[L], bi[L], cr[L], ci[L];
+        for (int c = 0; c < L; ++c) {
+          const V xr = yr[k0 + c], xi = yi[k0 + c], tr = twr[k0 + c], ti = twi[k0 + c];
+          br[c] = xr * tr - xi * ti;
+          bi[c] = xr * ti + xi * tr;
+        }
+        transpose<S>(br);
+        transpose<S>(bi);
+        const bool w = vector_lane_fft<T, V>(br, bi, cr, ci, L, wr, wi, n / L, inverse);
+        const V* zr = w ? cr : br;
+        const V* zi = w ? ci : bi;
+        for (int k = 0; k < L; ++k) {
+          const V vr = zr[k] * scale, vi = zi[k] * scale;
+          T* dst = y + 2 * (k0 + m * k);
+          *reinterpret_cast<U*>(dst) = shuffle_lanes<S, Interleave<false>>(vr, vi);
+          *reinterpret_cast<U*>(dst + L) = shuffle_lanes<S, Interleave<true>>(vr, vi);
+        }
+      }
+    }
+  });
+}
+
+// The widest vectors of B <= kVecBytes bytes with L * L <= n (false: none, n too short)
+template <typename T, int B = kVecBytes>
+bool vector_rows_fit(const T* in, T* out, int64_t n, int64_t batch, bool inverse, T scale,
+                     const T* wr, const T* wi) {
+  constexpr int64_t L = B / sizeof(T);
+  if (n >= L * L) {
+    vector_rows<T, B>(in, out, n, batch, inverse, scale, wr, wi);
+    return true;
+  }
+  // (16-byte vectors only where they are the widest: four lanes lose to the lane rows)
+  if constexpr (B > 32) return vector_rows_fit<T, B / 2>(in, out, n, batch, inverse, scale, wr, wi);
+  return false;
+}
+
 template <typename T>
 void run(const T* in, T* out, int64_t n, int64_t outer, int64_t inner, bool inverse, T scale,
          const T* wr, const T* wi, const T* w6r, const T* w6i) {
   if (inner > 1) {
     columns(in, out, n, outer, inner, inverse, scale, wr, wi, n);
-  } else if (outer >= kLanes || n < kSixStepMin || !w6r) {
+  } else if (n <= kFftVectorRowsMax &&
+             vector_rows_fit(in, out, n, outer, inverse, scale, wr, wi)) {
+  } else if (!w6r) {
     rows(in, out, n, outer, inverse, scale, wr, wi, n);
   } else {
     std::vector<T> tmp(static_cast<size_t>(2 * n));
