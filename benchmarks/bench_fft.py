@@ -3,13 +3,14 @@ Ratios are peer_time / ember_time (> 1: ember is faster); the rows with a target
 figures ember commits to.
 
 ember computes a complex transform of a power-of-two length (>= 64 points) over the last dim,
-or (up to 1024 points) down an inner dim, with the core's own kernel (ops/cpu/fft.cpp: Stockham
-FFTs in SIMD lanes), and the others with pocketfft (single
-precision for complex64 / float32, on zero-copy views): SciPy's C++ pocketfft when SciPy is
-installed (the header says which), else NumPy's gufuncs. The rows measure the per-call overhead
-at small sizes and the engines against torch's FFT library (MKL in the x86 wheels, else
-pocketfft) at large ones. numpy.fft.fft and fft2, with the default norm, compute complex64 in
-double precision (its factor is the int 1): its rows are shown for context only.
+or (up to 1024 points) down an inner dim, and an rfft of >= 256 points over the last dim, with
+the core's own kernel (ops/cpu/fft.cpp: Stockham FFTs in SIMD lanes), and the others with
+pocketfft (single precision for complex64 / float32, on zero-copy views): SciPy's C++
+pocketfft when SciPy is installed (the header says which), else NumPy's gufuncs. The rows
+measure the per-call overhead at small sizes and the engines against torch's FFT library (MKL
+in the x86 wheels, else pocketfft) at large ones. numpy.fft.fft and fft2, with the default norm,
+compute complex64 in double precision (its factor is the int 1): its rows are shown for context
+only.
 
     python benchmarks/bench_fft.py [--quick] [--smoke] [--json PATH] [--threads N] [--no-torch]
 """
@@ -102,6 +103,12 @@ def bench_fft_1d(sz: dict[str, Any]) -> None:
         "torch": (lambda: torch.fft.fft(x["torch"])) if torch else None,
         "numpy": lambda: np.fft.fft(x["numpy"]),
     }, np.fft.fft(x["numpy"].astype(np.complex128)), {"torch": 0.8})
+    r = H.inputs((rows_, cols), seed=8)
+    _case(rows, f"rfft along dim -1, {rows_}x{cols} float32 (batched)", {
+        "ember": lambda: ember.fft.rfft(r["ember"]),
+        "torch": (lambda: torch.fft.rfft(r["torch"])) if torch else None,
+        "numpy": lambda: np.fft.rfft(r["numpy"]),
+    }, np.fft.rfft(r["numpy"].astype(np.float64)), {"torch": 0.8})
     H.report("1-d transforms", rows)
 
 
@@ -121,8 +128,8 @@ def bench_fft_2d(sz: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     H.setup("bench_fft: ember.fft vs torch.fft (CPU) and numpy.fft", argv)
     engine = "SciPy's pocketfft" if ember.fft._pocketfft() is not None else "NumPy's pocketfft"
-    print(f"ember's FFT engines: the core's kernel (complex, power-of-two length: >= 64 along "
-          f"rows, <= 1024 down columns), {engine} for the rest")
+    print(f"ember's FFT engines: the core's kernel (power-of-two length: complex >= 64 along "
+          f"rows, <= 1024 down columns; rfft >= 256 along rows), {engine} for the rest")
     sz = sizes()
     bench_fft_1d(sz)
     bench_fft_2d(sz)

@@ -145,13 +145,14 @@ def test_the_kernel_takes_power_of_two_rows_and_contiguous_columns_only():
 FAST_CASES = [  # shape, dim: pocketfft's rows and columns, the kernel's rows, odd lengths
     ((64,), -1), ((5, 7), 0), ((3, 9), 1), ((2, 3, 16), -2), ((1024,), 0), ((3, 512), -1),
     ((20, 256), -1), ((4, 1, 6), 1), ((0, 8), 1),
+    ((2, 257), -1), ((129,), 0),  # irfft's 512 and 256 points: the kernel
 ]
 
 
 @pytest.mark.parametrize("shape,dim", FAST_CASES, ids=[f"{s}-{d}" for s, d in FAST_CASES])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_usual_call_agrees_with_the_general_path_and_numpy(shape, dim, dtype):
-    """fft/ifft/rfft with n, norm and out left to their defaults take a shorter path (straight
+    """fft/ifft/rfft/irfft with n, norm and out left to their defaults take a shorter path (straight
     to pocketfft or the kernel); naming a default argument takes the general one. Both give
     NumPy's values, in the input's precision, on contiguous and strided inputs."""
     cdt = np.complex64 if dtype == np.float32 else np.complex128
@@ -163,13 +164,16 @@ def test_the_usual_call_agrees_with_the_general_path_and_numpy(shape, dim, dtype
         if strided:  # the same values through a transposed copy
             xr = ember.from_numpy(np.ascontiguousarray(re.T)).T
             xz = ember.from_numpy(np.ascontiguousarray(z.T)).T
-        for name, x, a in (("fft", xz, z), ("ifft", xz, z), ("rfft", xr, re)):
+        for name, x, a in (("fft", xz, z), ("ifft", xz, z), ("rfft", xr, re), ("irfft", xz, z)):
+            if name == "irfft" and shape[dim] < 2:
+                continue  # (no points to make: the general path's error)
             f = getattr(ember.fft, name)
             got = f(x, dim=dim)
             general = f(x, None, dim, "backward")  # norm named: the general path
             want = getattr(np.fft, name)(a.astype(np.complex128 if name != "rfft" else
                                                   np.float64), axis=dim)
-            assert got.dtype == general.dtype == ember.from_numpy(z).dtype
+            assert got.dtype == general.dtype == (ember.from_numpy(re) if name == "irfft"
+                                                  else ember.from_numpy(z)).dtype
             atol = tol * max(1.0, np.abs(want).max(initial=0.0))
             assert tuple(got.shape) == want.shape
             np.testing.assert_allclose(got.numpy(), general.numpy(), rtol=0, atol=atol)
@@ -195,3 +199,153 @@ def test_the_usual_call_keeps_the_general_paths_errors_and_gradients():
     y = ember.fft.fft(x)
     assert y.grad_fn is not None
     assert ember_autograd.gradcheck(lambda t: ember.fft.fft(t).abs(), (x,))
+
+
+# ---- real input: _fft_r2c (an n/2-point complex FFT of the pairs of points, then the split) ----
+
+REAL_CASES = [(2,), (4,), (8,), (16,), (64,), (3, 256), (5, 1024), (2, 3, 512), (1 << 16,),
+              (0, 256)]
+
+
+@pytest.mark.parametrize("shape", REAL_CASES, ids=[str(s) for s in REAL_CASES])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 2e-6), (np.float64, 1e-13)])
+def test_real_input_matches_numpy(shape, dtype, tol):
+    a = RNG.standard_normal(shape).astype(dtype)
+    for norm, numpy_norm in ((0, "backward"), (1, "ortho"), (2, "forward")):
+        got = C._fft_r2c(ember.from_numpy(a), [-1], norm, True).numpy()
+        want = np.fft.rfft(a.astype(np.float64), axis=-1, norm=numpy_norm)
+        assert got.dtype == (np.complex64 if dtype == np.float32 else np.complex128)
+        assert got.shape == want.shape
+        if want.size:
+            assert np.abs(got - want).max() / np.abs(want).max() <= tol, norm
+
+
+def test_real_input_strided_and_special_signals():
+    a = RNG.standard_normal((512, 6))
+    x = ember.from_numpy(a).t()  # the transformed dim has stride 6
+    np.testing.assert_allclose(C._fft_r2c(x, [1], 0, True).numpy(), np.fft.rfft(a.T), rtol=0,
+                               atol=1e-12 * np.abs(np.fft.rfft(a.T)).max())
+    np.testing.assert_array_equal(x.numpy(), a.T)  # the input is untouched
+    n = 1024
+    impulse = np.zeros(n)
+    impulse[1] = 1  # X_k = w_n^k
+    np.testing.assert_allclose(C._fft_r2c(ember.from_numpy(impulse), [0], 0, True).numpy(),
+                               np.exp(-2j * np.pi * np.arange(n // 2 + 1) / n), atol=1e-15)
+    alternating = np.cos(np.pi * np.arange(n))  # all of it at the Nyquist frequency
+    want = np.zeros(n // 2 + 1, complex)
+    want[-1] = n
+    np.testing.assert_allclose(C._fft_r2c(ember.from_numpy(alternating), [0], 0, True).numpy(),
+                               want, atol=1e-12)
+
+
+def test_real_input_refusals():
+    with pytest.raises(NotImplementedError, match="power-of-two"):
+        C._fft_r2c(ember.ones(12), [0], 0, True)
+    with pytest.raises(NotImplementedError, match="power-of-two"):
+        C._fft_r2c(ember.ones(1), [0], 0, True)
+    with pytest.raises(NotImplementedError, match="last dim"):
+        C._fft_r2c(ember.ones(8, 4), [0], 0, True)
+    with pytest.raises(NotImplementedError, match="one dim"):
+        C._fft_r2c(ember.ones(8, 4), [0, 1], 0, True)
+    with pytest.raises(NotImplementedError, match="one-sided"):
+        C._fft_r2c(ember.ones(8), [0], 0, False)
+    with pytest.raises(RuntimeError, match="float32 or float64"):
+        C._fft_r2c(ember.ones(8, dtype=ember.complex64), [0], 0, True)
+    with pytest.raises(RuntimeError, match="float32 or float64"):
+        C._fft_r2c(ember.ones(8, dtype=ember.int64), [0], 0, True)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        C._fft_r2c(ember.ones(8), [1], 0, True)
+    with pytest.raises(ValueError, match="normalization"):
+        C._fft_r2c(ember.ones(8), [0], 3, True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ember_fft_real_transforms_through_the_kernel_agree_with_numpy(dtype):
+    takes = ember.fft._core_kernel_takes
+    assert takes(ember.zeros(3, 256), "rfft", 1, 256)
+    assert not takes(ember.zeros(3, 128), "rfft", 1, 128)  # short rows: pocketfft
+    assert not takes(ember.zeros(256, 3), "rfft", 0, 256)  # not the last dim
+    assert not takes(ember.zeros(3, 256, dtype=ember.int64), "rfft", 1, 256)
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    a = RNG.standard_normal((4, 16, 512)).astype(dtype)
+    x = ember.from_numpy(a)
+    ref = a.astype(np.float64)
+
+    def close(got, want):
+        assert np.abs(got.numpy() - want).max() <= tol * np.abs(want).max()
+
+    close(ember.fft.rfft(x), np.fft.rfft(ref))  # the usual call
+    close(ember.fft.rfft(x, norm="ortho"), np.fft.rfft(ref, norm="ortho"))  # the general path
+    close(ember.fft.rfft(x, n=1024), np.fft.rfft(ref, n=1024))  # padded
+    close(ember.fft.rfft2(x), np.fft.rfft2(ref))  # then a column step
+    close(ember.fft.rfftn(x, s=(8, 256)), np.fft.rfftn(ref, s=(8, 256), axes=(1, 2)))  # cut
+    out = ember.empty(0, dtype=ember.complex64 if dtype == np.float32 else ember.complex128)
+    assert ember.fft.rfft(x, out=out) is out
+    close(out, np.fft.rfft(ref))
+    gradcheck = pytest.importorskip("ember.autograd").gradcheck  # (ember-autograd's)
+    xg = ember.randn(2, 256, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(lambda t: ember.fft.rfft(t, norm="forward").abs(), (xg,))
+
+
+# ---- the inverse: _fft_c2r (the join of the one-sided spectrum, then an n/2-point inverse) ----
+
+@pytest.mark.parametrize("shape", REAL_CASES, ids=[str(s) for s in REAL_CASES])
+@pytest.mark.parametrize("dtype,tol", [(np.complex64, 3e-6), (np.complex128, 1e-13)])
+def test_real_output_matches_numpy(shape, dtype, tol):
+    n = shape[-1]
+    half = (*shape[:-1], n // 2 + 1)
+    # imaginary parts in the first and the last value too: both are ignored, as NumPy does
+    x = (RNG.standard_normal(half) + 1j * RNG.standard_normal(half)).astype(dtype)
+    for norm, numpy_norm in ((0, "forward"), (1, "ortho"), (2, "backward")):
+        got = C._fft_c2r(ember.from_numpy(x), [-1], norm, n).numpy()
+        want = np.fft.irfft(x.astype(np.complex128), n=n, axis=-1, norm=numpy_norm)
+        assert got.dtype == (np.float32 if dtype == np.complex64 else np.float64)
+        assert got.shape == want.shape
+        if want.size:
+            assert np.abs(got - want).max() / np.abs(want).max() <= tol, norm
+
+
+def test_real_output_round_trip_and_refusals():
+    a = RNG.standard_normal((3, 2048))
+    spectrum = C._fft_r2c(ember.from_numpy(a), [1], 0, True)
+    np.testing.assert_allclose(C._fft_c2r(spectrum.t().contiguous().t(), [1], 2, 2048).numpy(),
+                               a, rtol=0, atol=1e-14)  # (a strided input too)
+    x = ember.ones(5, dtype=ember.complex64)
+    with pytest.raises(NotImplementedError, match="power-of-two"):
+        C._fft_c2r(x, [0], 0, 9)
+    with pytest.raises(RuntimeError, match="expected 3 points"):
+        C._fft_c2r(x, [0], 0, 4)
+    with pytest.raises(NotImplementedError, match="last dim"):
+        C._fft_c2r(ember.ones(5, 3, dtype=ember.complex64), [0], 0, 8)
+    with pytest.raises(RuntimeError, match="complex64 or complex128"):
+        C._fft_c2r(ember.ones(5), [0], 0, 8)
+    with pytest.raises(ValueError, match="normalization"):
+        C._fft_c2r(x, [0], 5, 8)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_ember_fft_inverse_real_transforms_through_the_kernel_agree_with_numpy(dtype):
+    tol = 3e-6 if dtype == np.complex64 else 1e-12
+    shape = (4, 16, 257)
+    a = (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+    x = ember.from_numpy(a)
+    ref = a.astype(np.complex128)
+
+    def close(got, want):
+        assert np.abs(got.numpy() - want).max() <= tol * np.abs(want).max()
+
+    close(ember.fft.irfft(x), np.fft.irfft(ref))  # 512 points: the kernel
+    close(ember.fft.irfft(x, norm="forward"), np.fft.irfft(ref, norm="forward"))
+    close(ember.fft.irfft(x, n=1024), np.fft.irfft(ref, n=1024))  # padded
+    close(ember.fft.irfft(x, n=300), np.fft.irfft(ref, n=300))  # not a power of two: pocketfft
+    close(ember.fft.irfft2(x), np.fft.irfft2(ref))  # after a column step
+    close(ember.fft.hfft(x), np.fft.hfft(ref))  # conj, then the kernel
+    real = RNG.standard_normal((3, 512))
+    np.testing.assert_allclose(ember.fft.irfft(ember.fft.rfft(ember.from_numpy(real))).numpy(),
+                               real, rtol=0, atol=1e-13)
+    out = ember.empty(0, dtype=ember.float32 if dtype == np.complex64 else ember.float64)
+    assert ember.fft.irfft(x, out=out) is out
+    close(out, np.fft.irfft(ref))
+    gradcheck = pytest.importorskip("ember.autograd").gradcheck  # (ember-autograd's)
+    xg = ember.randn(2, 129, dtype=ember.complex128, requires_grad=True)
+    assert gradcheck(lambda t: ember.fft.irfft(t, n=256), (xg,))

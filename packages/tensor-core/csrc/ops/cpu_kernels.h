@@ -80,9 +80,18 @@ inline int64_t fft_six_step_rows(int64_t n) {
     int64_t S, bool causal, const void* lse, const void* grad_out, int64_t ldg, const void* out,   \
     int64_t ldo, int64_t Ev, double scale)                                                        \
   /* ops/cpu/fft.cpp: complex FFTs of n = 2^k points along the middle dim of contiguous */     \
-  /* interleaved [outer][n][inner] data, out of place, scaled (FftTables below) */               \
+  /* interleaved [outer][n][inner] data, out of place or in place (in == out), scaled     */     \
+  /* (FftTables below)                                                                    */     \
   X(fft_pow2, void, ScalarType real_dtype, const void* in, void* out, int64_t n, int64_t outer,  \
     int64_t inner, bool inverse, double scale, const FftTables& tables)                          \
+  /* the one-sided spectrum [rows][h + 1] of 2h real points per row from the h-point FFT     */     \
+  /* [rows][h] of their pairs read as complex values; wr/wi: w_2h^k (ops/cpu/fft.cpp)       */     \
+  X(fft_r2c_split, void, ScalarType real_dtype, const void* z, void* x, int64_t h, int64_t rows,  \
+    double scale, const void* wr, const void* wi)                                                 \
+  /* its inverse's first step: from the one-sided [rows][h + 1], the [rows][h] values whose   */     \
+  /* inverse h-point FFT is the real signal's, unnormalised, read as complex values            */     \
+  X(fft_c2r_join, void, ScalarType real_dtype, const void* x, void* z, int64_t h, int64_t rows,   \
+    const void* wr, const void* wi)                                                               \
   /* ops/cpu/conv_depthwise.cpp: one channel per group, float32/float64 (ops/conv.cpp) */         \
   X(depthwise_forward, void, const ConvGeometry& g, int64_t N, int64_t C, ScalarType dtype,       \
     const void* big, const void* weight, void* small)                                             \

@@ -79,6 +79,22 @@ bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 }  // namespace
 
+namespace {
+
+void check_normalization(const char* op, int64_t normalization) {
+  EMBER_CHECK(normalization >= 0 && normalization <= 2, ValueError, op,
+              ": normalization must be 0 (none), 1 (1/sqrt(n)) or 2 (1/n), but got ",
+              normalization);
+}
+
+double scale_of(int64_t normalization, int64_t n) {
+  return normalization == 0   ? 1.0
+         : normalization == 1 ? 1.0 / std::sqrt(static_cast<double>(n))
+                              : 1.0 / static_cast<double>(n);
+}
+
+}  // namespace
+
 Tensor fft_c2c_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_t normalization,
                     bool forward) {
   const char* op = "_fft_c2c";
@@ -87,9 +103,7 @@ Tensor fft_c2c_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_
               ": expected a complex64 or complex128 tensor, but got ", torch_type_name(dt));
   EMBER_CHECK(self->device().is_cpu(), std::runtime_error, op, ": expected a CPU tensor, but got ",
               self->device().str());
-  EMBER_CHECK(normalization >= 0 && normalization <= 2, ValueError, op,
-              ": normalization must be 0 (none), 1 (1/sqrt(n)) or 2 (1/n), but got ",
-              normalization);
+  check_normalization(op, normalization);
   const int64_t nd = self->dim();
   std::vector<int64_t> wrapped;
   for (int64_t d : dims) {
@@ -106,21 +120,109 @@ Tensor fft_c2c_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_
   GilRelease nogil(x->numel() > 4096);
   const bool dbl = dt == ScalarType::Complex128;
   const ScalarType real = dbl ? ScalarType::Float64 : ScalarType::Float32;
+  // The first dim's transform writes a new tensor, the others work in place in it (every layout
+  // of the kernel reads a row, a block of columns or a six-step pass whole before writing it).
+  Tensor y;
   for (int64_t d : wrapped) {
     const int64_t n = x->sizes[d];
     int64_t outer = 1, inner = 1;
     for (int64_t i = 0; i < d; ++i) outer *= x->sizes[i];
     for (int64_t i = d + 1; i < nd; ++i) inner *= x->sizes[i];
-    const double scale = normalization == 0 ? 1.0
-                         : normalization == 1 ? 1.0 / std::sqrt(static_cast<double>(n))
-                                              : 1.0 / static_cast<double>(n);
+    const double scale = scale_of(normalization, n);
     const auto tw = twiddles(n, dbl);
-    Tensor y = empty(x->sizes, dt);
+    if (!y) y = empty(x->sizes, dt);
     cpu_kernels().fft_pow2(real, x->data(), y->data(), n, outer, inner, !forward, scale,
                            dbl ? tables_of(tw->d) : tables_of(tw->f));
     x = y;
   }
-  return x;
+  return y;
+}
+
+Tensor fft_r2c_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_t normalization,
+                    bool onesided) {
+  const char* op = "_fft_r2c";
+  const ScalarType dt = self->dtype;
+  EMBER_CHECK(dt == ScalarType::Float32 || dt == ScalarType::Float64, std::runtime_error, op,
+              ": expected a float32 or float64 tensor, but got ", torch_type_name(dt));
+  EMBER_CHECK(self->device().is_cpu(), std::runtime_error, op, ": expected a CPU tensor, but got ",
+              self->device().str());
+  check_normalization(op, normalization);
+  EMBER_CHECK(onesided, NotImplementedError, op,
+              ": this kernel computes the one-sided spectrum only (ember.fft uses pocketfft for "
+              "the other)");
+  const int64_t nd = self->dim();
+  EMBER_CHECK(dims.size() == 1, NotImplementedError, op,
+              ": this kernel transforms one dim, but got ", dims.size());
+  const int64_t d = wrap_dim(dims[0], nd, false);
+  EMBER_CHECK(d == nd - 1, NotImplementedError, op,
+              ": this kernel transforms the last dim only, but got dim ", d, " of ", nd);
+  const int64_t n = self->sizes[d];
+  EMBER_CHECK(n >= 2 && power_of_two(n), NotImplementedError, op,
+              ": this kernel takes power-of-two lengths of 2 or more, but dim ", d, " has ", n,
+              " points (ember.fft uses pocketfft for those)");
+  const Tensor x = contiguous(self);
+  const bool dbl = dt == ScalarType::Float64;
+  const ScalarType complex_dt = dbl ? ScalarType::Complex128 : ScalarType::Complex64;
+  std::vector<int64_t> half_sizes = x->sizes, sizes = x->sizes;
+  const int64_t h = n / 2;
+  half_sizes[d] = h;
+  sizes[d] = h + 1;
+  Tensor z = empty(half_sizes, complex_dt);
+  Tensor y = empty(sizes, complex_dt);
+  const int64_t rows = x->numel() / n;
+  if (rows == 0) return y;
+  GilRelease nogil(x->numel() > 4096);
+  const auto half = twiddles(h, dbl), full = twiddles(n, dbl);
+  // the rows' pairs of points are h complex values each: their FFT, then the split
+  cpu_kernels().fft_pow2(dbl ? ScalarType::Float64 : ScalarType::Float32, x->data(), z->data(), h,
+                         rows, 1, false, 1.0, dbl ? tables_of(half->d) : tables_of(half->f));
+  const FftTables w = dbl ? tables_of(full->d) : tables_of(full->f);
+  cpu_kernels().fft_r2c_split(dt, z->data(), y->data(), h, rows, scale_of(normalization, n), w.re,
+                              w.im);
+  return y;
+}
+
+Tensor fft_c2r_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_t normalization,
+                    int64_t last_dim_size) {
+  const char* op = "_fft_c2r";
+  const ScalarType dt = self->dtype;
+  EMBER_CHECK(dt == ScalarType::Complex64 || dt == ScalarType::Complex128, std::runtime_error, op,
+              ": expected a complex64 or complex128 tensor, but got ", torch_type_name(dt));
+  EMBER_CHECK(self->device().is_cpu(), std::runtime_error, op, ": expected a CPU tensor, but got ",
+              self->device().str());
+  check_normalization(op, normalization);
+  const int64_t nd = self->dim();
+  EMBER_CHECK(dims.size() == 1, NotImplementedError, op,
+              ": this kernel transforms one dim, but got ", dims.size());
+  const int64_t d = wrap_dim(dims[0], nd, false);
+  EMBER_CHECK(d == nd - 1, NotImplementedError, op,
+              ": this kernel transforms the last dim only, but got dim ", d, " of ", nd);
+  const int64_t n = last_dim_size;
+  EMBER_CHECK(n >= 2 && power_of_two(n), NotImplementedError, op,
+              ": this kernel takes power-of-two lengths of 2 or more, but got last_dim_size ", n,
+              " (ember.fft uses pocketfft for those)");
+  const int64_t h = n / 2;
+  EMBER_CHECK(self->sizes[d] == h + 1, std::runtime_error, op, ": expected ", h + 1,
+              " points (last_dim_size / 2 + 1) along dim ", d, ", but got ", self->sizes[d]);
+  const Tensor x = contiguous(self);
+  const bool dbl = dt == ScalarType::Complex128;
+  const ScalarType real = dbl ? ScalarType::Float64 : ScalarType::Float32;
+  std::vector<int64_t> half_sizes = x->sizes, sizes = x->sizes;
+  half_sizes[d] = h;
+  sizes[d] = n;
+  Tensor z = empty(half_sizes, dt);
+  Tensor y = empty(sizes, real);
+  const int64_t rows = x->numel() / (h + 1);
+  if (rows == 0) return y;
+  GilRelease nogil(x->numel() > 4096);
+  const auto half = twiddles(h, dbl), full = twiddles(n, dbl);
+  const FftTables w = dbl ? tables_of(full->d) : tables_of(full->f);
+  cpu_kernels().fft_c2r_join(real, x->data(), z->data(), h, rows, w.re, w.im);
+  // (the join's values are twice the pairs' h-point spectrum, so their unnormalised h-point
+  // inverse is n times the signal, as the n-point inverse's)
+  cpu_kernels().fft_pow2(real, z->data(), y->data(), h, rows, 1, true, scale_of(normalization, n),
+                         dbl ? tables_of(half->d) : tables_of(half->f));
+  return y;
 }
 
 }  // namespace ember

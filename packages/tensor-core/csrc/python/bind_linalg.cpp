@@ -124,6 +124,26 @@ void register_linalg(py::module_& m) {
              .impl = [](const Args& a) {
                return wrap(fft_c2c_pow2(a.tensor(0), a.ints(1), a.integer(2), a.flag(3)));
              }});
+  def_op(m, {.name = "_fft_r2c",
+             .signatures = {"_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) "
+                            "-> Tensor"},
+             .family = "linalg", .variants = kFunction, .cuda = "none",
+             .doc = "One-sided, the last dim, power-of-two lengths >= 2 only "
+                    "(NotImplementedError otherwise); normalization as _fft_c2c's. Not "
+                    "differentiable here: ember.fft records its own gradient.",
+             .impl = [](const Args& a) {
+               return wrap(fft_r2c_pow2(a.tensor(0), a.ints(1), a.integer(2), a.flag(3)));
+             }});
+  def_op(m, {.name = "_fft_c2r",
+             .signatures = {"_fft_c2r(Tensor self, int[] dim, int normalization, "
+                            "SymInt last_dim_size) -> Tensor"},
+             .family = "linalg", .variants = kFunction, .cuda = "none",
+             .doc = "The last dim, power-of-two last_dim_size >= 2 only (NotImplementedError "
+                    "otherwise), last_dim_size / 2 + 1 points in; normalization as _fft_c2c's "
+                    "inverse. Not differentiable here: ember.fft records its own gradient.",
+             .impl = [](const Args& a) {
+               return wrap(fft_c2r_pow2(a.tensor(0), a.ints(1), a.integer(2), a.integer(3)));
+             }});
 }
 
 }  // namespace ember::pyb

@@ -30,92 +30,117 @@ namespace {
 constexpr int64_t kLanes = 16;
 constexpr int64_t kTile = 64;  // points per tile of the rows' gather and scatter
 
-// The last radix-2 pass's butterfly (twiddle 1): e = x + y, o = x - y. A function of its own
-// for the restrict qualifiers: written inline, the loop stayed scalar.
-template <typename T>
-inline void butterfly2(const T* __restrict__ xr, const T* __restrict__ xi, const T* __restrict__ yr,
-                       const T* __restrict__ yi, T* __restrict__ er, T* __restrict__ ei,
-                       T* __restrict__ orr, T* __restrict__ oi, int64_t span) {
-  for (int64_t j = 0; j < span; ++j) {
-    const T ar = xr[j], ai = xi[j], br = yr[j], bi = yi[j];
-    er[j] = ar + br;
-    ei[j] = ai + bi;
-    orr[j] = ar - br;
-    oi[j] = ai - bi;
+// The widest vectors of this copy, in bytes
+constexpr int kVecBytes = EMBER_CPU_LEVEL >= 2 ? 64 : EMBER_CPU_LEVEL == 1 ? 32 : 16;
+
+// Vectors of B bytes (GCC/Clang vector extensions): the vector rows' (B <= kVecBytes; a short row
+// takes narrower ones, so that L * L <= n) and the planes' points (kLanes values, any width)
+template <typename T, int B> struct Simd {
+  static constexpr int L = B / static_cast<int>(sizeof(T));
+  typedef T V __attribute__((vector_size(B)));
+  typedef T Unaligned __attribute__((vector_size(B), aligned(sizeof(T)), may_alias));
+  // (GCC before 12 has only __builtin_shuffle, which takes its indices as a vector)
+  typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> Index
+      __attribute__((vector_size(B)));
+};
+
+// Lane c of a shuffle of two vectors (a's lanes 0..L-1, b's L..2L-1), by pattern:
+struct Evens { static constexpr int at(int c, int) { return 2 * c; } };
+struct Odds { static constexpr int at(int c, int) { return 2 * c + 1; } };
+template <bool High> struct Interleave {  // a0 b0 a1 b1 ... (High: from the middle)
+  static constexpr int at(int c, int L) { return (c & 1 ? L : 0) + c / 2 + (High ? L / 2 : 0); }
+};
+// One stage of the recursive transpose: rows r and r + B swap their off-diagonal B-blocks
+template <int B, bool High> struct SwapBlocks {
+  static constexpr int at(int c, int L) {
+    return High ? (c & B ? L + c : c + B) : (c & B ? L + c - B : c);
+  }
+};
+
+template <class S, class Pattern, size_t... C>
+inline typename S::V shuffle_lanes(typename S::V a, typename S::V b, std::index_sequence<C...>) {
+#if defined(__clang__) || __GNUC__ >= 12
+  return __builtin_shufflevector(a, b, Pattern::at(C, S::L)...);
+#else
+  return __builtin_shuffle(a, b, typename S::Index{Pattern::at(C, S::L)...});
+#endif
+}
+template <class S, class Pattern>
+inline typename S::V shuffle_lanes(typename S::V a, typename S::V b) {
+  return shuffle_lanes<S, Pattern>(a, b, std::make_index_sequence<S::L>());
+}
+
+template <class S, int B = S::L / 2> inline void transpose(typename S::V* v) {
+  if constexpr (B >= 1) {
+    for (int r = 0; r < S::L; ++r)
+      if (!(r & B)) {
+        const auto a = v[r], b = v[r + B];
+        v[r] = shuffle_lanes<S, SwapBlocks<B, false>>(a, b);
+        v[r + B] = shuffle_lanes<S, SwapBlocks<B, true>>(a, b);
+      }
+    transpose<S, B / 2>(v);
   }
 }
 
-// One radix-4 butterfly over `span` contiguous values of the four quarters a, b, c, d:
-//   y0 = (a + c) + (b + d),           y2 = ((a + c) - (b + d)) w^2p,
-//   y1 = ((a - c) -+ i (b - d)) w^p,  y3 = ((a - c) +- i (b - d)) w^3p
-// (upper signs forward; the inverse's twiddles are conjugated by the caller).
-template <typename T>
-inline void butterfly4(const T* __restrict__ ar, const T* __restrict__ ai, const T* __restrict__ br,
-                       const T* __restrict__ bi, const T* __restrict__ cr, const T* __restrict__ ci,
-                       const T* __restrict__ dr, const T* __restrict__ di, T* __restrict__ y0r,
-                       T* __restrict__ y0i, T* __restrict__ y1r, T* __restrict__ y1i,
-                       T* __restrict__ y2r, T* __restrict__ y2i, T* __restrict__ y3r,
-                       T* __restrict__ y3i, int64_t span, T w1r, T w1i, T w2r, T w2i, T w3r, T w3i,
-                       bool inverse) {
-  const T sgn = inverse ? T(-1) : T(1);
-  for (int64_t j0 = 0; j0 < span; j0 += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const int64_t j = j0 + l;
-      const T apcr = ar[j] + cr[j], apci = ai[j] + ci[j];
-      const T amcr = ar[j] - cr[j], amci = ai[j] - ci[j];
-      const T bpdr = br[j] + dr[j], bpdi = bi[j] + di[j];
-      // i (b - d), its sign flipped for the inverse
-      const T jr = -(bi[j] - di[j]) * sgn, ji = (br[j] - dr[j]) * sgn;
-      y0r[j] = apcr + bpdr;
-      y0i[j] = apci + bpdi;
-      const T t2r = apcr - bpdr, t2i = apci - bpdi;
-      y2r[j] = t2r * w2r - t2i * w2i;
-      y2i[j] = t2r * w2i + t2i * w2r;
-      const T t1r = amcr - jr, t1i = amci - ji;
-      y1r[j] = t1r * w1r - t1i * w1i;
-      y1i[j] = t1r * w1i + t1i * w1r;
-      const T t3r = amcr + jr, t3i = amci + ji;
-      y3r[j] = t3r * w3r - t3i * w3i;
-      y3i[j] = t3r * w3i + t3i * w3r;
-    }
-}
-
-// A Stockham pass sequence over lanes (radix 4, one radix-2 pass last when log2(m) is odd):
-// re/im hold m points of kLanes transforms ([index][lane]); wr/wi are the table of w_N^k and
-// `step` = N / m picks w_m^k from it. The result is left in (re, im) or in the work planes: the
+// A Stockham pass sequence (radix 4, one radix-2 pass last when log2(m) is odd) over m points
+// that are vectors V of lanes, each lane its own transform: re/im hold the points, wre/wim are
+// work planes; wr/wi are the table of w_N^k and `step` = N / m picks w_m^k from it (one
+// broadcast per butterfly group). The result is left in (re, im) or in the work planes: the
 // return value says which (true: work).
-template <typename T>
-bool lane_fft(T* re, T* im, T* wre, T* wim, int64_t m, const T* wr, const T* wi, int64_t step,
-              bool inverse) {
-  T* sr = re;
-  T* si = im;
-  T* dr = wre;
-  T* di = wim;
+template <typename T, typename V>
+bool lane_fft(V* __restrict__ re, V* __restrict__ im, V* __restrict__ wre,
+                     V* __restrict__ wim, int64_t m, const T* wr, const T* wi, int64_t step,
+                     bool inverse) {
+  V* sr = re;
+  V* si = im;
+  V* dr = wre;
+  V* di = wim;
   const T conj = inverse ? T(-1) : T(1);
-  int64_t s = 1;  // stride of the current sub-transforms, in points
-  int64_t len = m;
+  int64_t s = 1, len = m;
   for (; len >= 4; len /= 4) {
     const int64_t q = len / 4;
-    const int64_t span = s * kLanes;  // the contiguous run that shares its twiddles
     for (int64_t p = 0; p < q; ++p) {
-      const int64_t k = p * s * step;  // w_len^p = w_N^(p * (N / len))
-      const T* a0 = sr + s * p * kLanes;
-      const T* a1 = si + s * p * kLanes;
-      const int64_t qo = s * q * kLanes;  // a quarter's offset
-      T* y0 = dr + s * (4 * p) * kLanes;
-      T* z0 = di + s * (4 * p) * kLanes;
-      butterfly4(a0, a1, a0 + qo, a1 + qo, a0 + 2 * qo, a1 + 2 * qo, a0 + 3 * qo, a1 + 3 * qo, y0,
-                 z0, y0 + span, z0 + span, y0 + 2 * span, z0 + 2 * span, y0 + 3 * span,
-                 z0 + 3 * span, span, wr[k], conj * wi[k], wr[2 * k], conj * wi[2 * k], wr[3 * k],
-                 conj * wi[3 * k], inverse);
+      const int64_t k = p * s * step;
+      const T w1r = wr[k], w1i = conj * wi[k], w2r = wr[2 * k], w2i = conj * wi[2 * k],
+              w3r = wr[3 * k], w3i = conj * wi[3 * k];
+      const V* ar = sr + s * p;
+      const V* ai = si + s * p;
+      V* yr = dr + s * 4 * p;
+      V* yi = di + s * 4 * p;
+      const int64_t qo = s * q;
+      for (int64_t j = 0; j < s; ++j) {
+        const V a_r = ar[j], a_i = ai[j], b_r = ar[j + qo], b_i = ai[j + qo];
+        const V c_r = ar[j + 2 * qo], c_i = ai[j + 2 * qo], d_r = ar[j + 3 * qo],
+                d_i = ai[j + 3 * qo];
+        const V apcr = a_r + c_r, apci = a_i + c_i, amcr = a_r - c_r, amci = a_i - c_i;
+        const V bpdr = b_r + d_r, bpdi = b_i + d_i;
+        // i (b - d), its sign flipped for the inverse
+        const V jr = (d_i - b_i) * conj, ji = (b_r - d_r) * conj;
+        yr[j] = apcr + bpdr;
+        yi[j] = apci + bpdi;
+        const V t2r = apcr - bpdr, t2i = apci - bpdi;
+        yr[j + 2 * s] = t2r * w2r - t2i * w2i;
+        yi[j + 2 * s] = t2r * w2i + t2i * w2r;
+        const V t1r = amcr - jr, t1i = amci - ji;
+        yr[j + s] = t1r * w1r - t1i * w1i;
+        yi[j + s] = t1r * w1i + t1i * w1r;
+        const V t3r = amcr + jr, t3i = amci + ji;
+        yr[j + 3 * s] = t3r * w3r - t3i * w3i;
+        yi[j + 3 * s] = t3r * w3i + t3i * w3r;
+      }
     }
     std::swap(sr, dr);
     std::swap(si, di);
     s *= 4;
   }
-  if (len == 2) {  // the last pass, radix 2: its twiddle is w_2^0 = 1
-    const int64_t span = s * kLanes;
-    butterfly2(sr, si, sr + span, si + span, dr, di, dr + span, di + span, span);
+  if (len == 2) {
+    for (int64_t j = 0; j < s; ++j) {
+      const V a_r = sr[j], a_i = si[j], b_r = sr[j + s], b_i = si[j + s];
+      dr[j] = a_r + b_r;
+      di[j] = a_i + b_i;
+      dr[j + s] = a_r - b_r;
+      di[j + s] = a_i - b_i;
+    }
     std::swap(sr, dr);
     std::swap(si, di);
   }
@@ -125,11 +150,14 @@ bool lane_fft(T* re, T* im, T* wre, T* wim, int64_t m, const T* wr, const T* wi,
 // Per-thread planes: data and work, real and imaginary, m points of kLanes each. (Zeroed when
 // made: left uninitialised, the 1024-point transform took 20% longer, its first writes missing
 // the cache.)
+// Point k's kLanes values are plane[k * kLanes + l], one vector of kLanes values (of any width:
+// the compiler splits it into this copy's vectors).
 template <typename T> struct Planes {
-  std::vector<T> buf;
+  using V = typename Simd<T, kLanes * sizeof(T)>::V;
+  std::vector<V> buf;
   T *re, *im, *wre, *wim;
-  explicit Planes(int64_t m) : buf(static_cast<size_t>(4 * m * kLanes)) {
-    re = buf.data();
+  explicit Planes(int64_t m) : buf(static_cast<size_t>(4 * m)) {
+    re = reinterpret_cast<T*>(buf.data());
     im = re + m * kLanes;
     wre = im + m * kLanes;
     wim = wre + m * kLanes;
@@ -138,7 +166,9 @@ template <typename T> struct Planes {
   // The lane FFT of the data planes (m points, w_m^k = table[k * step]): the planes that hold
   // the result, real and imaginary.
   std::pair<T*, T*> fft(int64_t m, const T* wr, const T* wi, int64_t step, bool inverse) {
-    const bool in_work = lane_fft(re, im, wre, wim, m, wr, wi, step, inverse);
+    const bool in_work = lane_fft<T, V>(reinterpret_cast<V*>(re), reinterpret_cast<V*>(im),
+                                        reinterpret_cast<V*>(wre), reinterpret_cast<V*>(wim), m,
+                                        wr, wi, step, inverse);
     return in_work ? std::make_pair(wre, wim) : std::make_pair(re, im);
   }
 };
@@ -302,118 +332,6 @@ void six_step(const T* in, T* out, int64_t n, bool inverse, T scale, const T* wr
 //    X[k + m k'] (k in the block, k' the transform's index): two interleaves and two stores.
 // X[k + m k'] = sum_l w_L^(l k') w_n^(l k) sum_i w_m^(i k) x[l + L i] says why that is the DFT.
 
-constexpr int kVecBytes = EMBER_CPU_LEVEL >= 2 ? 64 : EMBER_CPU_LEVEL == 1 ? 32 : 16;
-
-// Vectors of B bytes (B <= kVecBytes: a short row takes narrower ones, so that L * L <= n)
-template <typename T, int B> struct Simd {
-  static constexpr int L = B / static_cast<int>(sizeof(T));
-  typedef T V __attribute__((vector_size(B)));
-  typedef T Unaligned __attribute__((vector_size(B), aligned(sizeof(T)), may_alias));
-  // (GCC before 12 has only __builtin_shuffle, which takes its indices as a vector)
-  typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> Index
-      __attribute__((vector_size(B)));
-};
-
-// Lane c of a shuffle of two vectors (a's lanes 0..L-1, b's L..2L-1), by pattern:
-struct Evens { static constexpr int at(int c, int) { return 2 * c; } };
-struct Odds { static constexpr int at(int c, int) { return 2 * c + 1; } };
-template <bool High> struct Interleave {  // a0 b0 a1 b1 ... (High: from the middle)
-  static constexpr int at(int c, int L) { return (c & 1 ? L : 0) + c / 2 + (High ? L / 2 : 0); }
-};
-// One stage of the recursive transpose: rows r and r + B swap their off-diagonal B-blocks
-template <int B, bool High> struct SwapBlocks {
-  static constexpr int at(int c, int L) {
-    return High ? (c & B ? L + c : c + B) : (c & B ? L + c - B : c);
-  }
-};
-
-template <class S, class Pattern, size_t... C>
-inline typename S::V shuffle_lanes(typename S::V a, typename S::V b, std::index_sequence<C...>) {
-#if defined(__clang__) || __GNUC__ >= 12
-  return __builtin_shufflevector(a, b, Pattern::at(C, S::L)...);
-#else
-  return __builtin_shuffle(a, b, typename S::Index{Pattern::at(C, S::L)...});
-#endif
-}
-template <class S, class Pattern>
-inline typename S::V shuffle_lanes(typename S::V a, typename S::V b) {
-  return shuffle_lanes<S, Pattern>(a, b, std::make_index_sequence<S::L>());
-}
-
-template <class S, int B = S::L / 2> inline void transpose(typename S::V* v) {
-  if constexpr (B >= 1) {
-    for (int r = 0; r < S::L; ++r)
-      if (!(r & B)) {
-        const auto a = v[r], b = v[r + B];
-        v[r] = shuffle_lanes<S, SwapBlocks<B, false>>(a, b);
-        v[r + B] = shuffle_lanes<S, SwapBlocks<B, true>>(a, b);
-      }
-    transpose<S, B / 2>(v);
-  }
-}
-
-// lane_fft over points that are vectors: the same Stockham passes, radix 4 then one radix 2
-// when log2(m) is odd; the twiddle w_m^k = table[k * step] is one broadcast per butterfly group.
-template <typename T, typename V>
-bool vector_lane_fft(V* __restrict__ re, V* __restrict__ im, V* __restrict__ wre,
-                     V* __restrict__ wim, int64_t m, const T* wr, const T* wi, int64_t step,
-                     bool inverse) {
-  V* sr = re;
-  V* si = im;
-  V* dr = wre;
-  V* di = wim;
-  const T conj = inverse ? T(-1) : T(1);
-  int64_t s = 1, len = m;
-  for (; len >= 4; len /= 4) {
-    const int64_t q = len / 4;
-    for (int64_t p = 0; p < q; ++p) {
-      const int64_t k = p * s * step;
-      const T w1r = wr[k], w1i = conj * wi[k], w2r = wr[2 * k], w2i = conj * wi[2 * k],
-              w3r = wr[3 * k], w3i = conj * wi[3 * k];
-      const V* ar = sr + s * p;
-      const V* ai = si + s * p;
-      V* yr = dr + s * 4 * p;
-      V* yi = di + s * 4 * p;
-      const int64_t qo = s * q;
-      for (int64_t j = 0; j < s; ++j) {
-        const V a_r = ar[j], a_i = ai[j], b_r = ar[j + qo], b_i = ai[j + qo];
-        const V c_r = ar[j + 2 * qo], c_i = ai[j + 2 * qo], d_r = ar[j + 3 * qo],
-                d_i = ai[j + 3 * qo];
-        const V apcr = a_r + c_r, apci = a_i + c_i, amcr = a_r - c_r, amci = a_i - c_i;
-        const V bpdr = b_r + d_r, bpdi = b_i + d_i;
-        // i (b - d), its sign flipped for the inverse
-        const V jr = (d_i - b_i) * conj, ji = (b_r - d_r) * conj;
-        yr[j] = apcr + bpdr;
-        yi[j] = apci + bpdi;
-        const V t2r = apcr - bpdr, t2i = apci - bpdi;
-        yr[j + 2 * s] = t2r * w2r - t2i * w2i;
-        yi[j + 2 * s] = t2r * w2i + t2i * w2r;
-        const V t1r = amcr - jr, t1i = amci - ji;
-        yr[j + s] = t1r * w1r - t1i * w1i;
-        yi[j + s] = t1r * w1i + t1i * w1r;
-        const V t3r = amcr + jr, t3i = amci + ji;
-        yr[j + 3 * s] = t3r * w3r - t3i * w3i;
-        yi[j + 3 * s] = t3r * w3i + t3i * w3r;
-      }
-    }
-    std::swap(sr, dr);
-    std::swap(si, di);
-    s *= 4;
-  }
-  if (len == 2) {
-    for (int64_t j = 0; j < s; ++j) {
-      const V a_r = sr[j], a_i = si[j], b_r = sr[j + s], b_i = si[j + s];
-      dr[j] = a_r + b_r;
-      di[j] = a_i + b_i;
-      dr[j + s] = a_r - b_r;
-      di[j + s] = a_i - b_i;
-    }
-    std::swap(sr, dr);
-    std::swap(si, di);
-  }
-  return sr != re;
-}
-
 template <typename T, int B>
 void vector_rows(const T* in, T* out, int64_t n, int64_t batch, bool inverse, T scale,
                  const T* wr, const T* wi) {
@@ -444,7 +362,7 @@ void vector_rows(const T* in, T* out, int64_t n, int64_t batch, bool inverse, T 
         re[i] = shuffle_lanes<S, Evens>(a, b);
         im[i] = shuffle_lanes<S, Odds>(a, b);
       }
-      const bool in_work = vector_lane_fft<T, V>(re, im, wre, wim, m, wr, wi, L, inverse);
+      const bool in_work = lane_fft<T, V>(re, im, wre, wim, m, wr, wi, L, inverse);
       const V* yr = in_work ? wre : re;
       const V* yi = in_work ? wim : im;
       T* y = out + 2 * r * n;
@@ -457,7 +375,7 @@ void vector_rows(const T* in, T* out, int64_t n, int64_t batch, bool inverse, T 
         }
         transpose<S>(br);
         transpose<S>(bi);
-        const bool w = vector_lane_fft<T, V>(br, bi, cr, ci, L, wr, wi, n / L, inverse);
+        const bool w = lane_fft<T, V>(br, bi, cr, ci, L, wr, wi, n / L, inverse);
         const V* zr = w ? cr : br;
         const V* zi = w ? ci : bi;
         for (int k = 0; k < L; ++k) {
@@ -485,6 +403,134 @@ bool vector_rows_fit(const T* in, T* out, int64_t n, int64_t batch, bool inverse
   return false;
 }
 
+// ---- Real input ----
+// The one-sided spectrum X_0..X_h of n = 2h real points from Z, the h-point FFT of the points
+// read as h complex values z_j = x_2j + i x_(2j+1) (no copy): with Z_h = Z_0,
+//   E_k = (Z_k + conj Z_(h-k)) / 2 and O_k = (Z_k - conj Z_(h-k)) / 2i are the FFTs of the even
+//   and the odd points, and X_k = E_k + w_n^k O_k;
+// X_(h-k) = conj(E_k - w_n^k O_k) (w_n^(h-k) = -conj w_n^k), so k and h - k are computed as a
+// pair from the same two loads: vectors of L values of k from the front, their mirrors (lanes
+// reversed) from the back.
+struct Reverse { static constexpr int at(int c, int L) { return L - 1 - c; } };
+
+template <typename T>
+void r2c_split(const T* z, T* x, int64_t h, int64_t rows, T scale, const T* wr, const T* wi) {
+  using S = Simd<T, kVecBytes>;
+  using V = typename S::V;
+  using U = typename S::Unaligned;
+  constexpr int L = S::L;
+  const T half = T(0.5) * scale;
+  // X_k and X_(h-k) from Z_k = (ar, ai), conj Z_(h-k) = (br, bi), w_n^k = (cr, ci): scaled
+  auto pair = [half](auto ar, auto ai, auto br, auto bi, auto cr, auto ci, auto& xr, auto& xi,
+                     auto& mr, auto& mi) {
+    const auto er = ar + br, ei = ai + bi;  // 2 E_k
+    const auto orr = ai - bi, oi = br - ar;  // 2 O_k = (a - b) / i
+    const auto tr = orr * cr - oi * ci, ti = orr * ci + oi * cr;  // 2 w^k O_k
+    xr = (er + tr) * half;
+    xi = (ei + ti) * half;
+    mr = (er - tr) * half;
+    mi = (ti - ei) * half;
+  };
+  parallel_for(0, rows, grain_for(4 * h), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* Z = z + 2 * r * h;
+      T* X = x + 2 * r * (h + 1);
+      X[0] = (Z[0] + Z[1]) * scale;
+      X[1] = 0;
+      X[2 * h] = (Z[0] - Z[1]) * scale;
+      X[2 * h + 1] = 0;
+      int64_t k = 1;
+      for (; k + L - 1 <= h / 2; k += L) {  // k .. k + L - 1 and their mirrors h - k - L + 1 ..
+        const T* front = Z + 2 * k;
+        const T* back = Z + 2 * (h - k - L + 1);
+        const V f0 = *reinterpret_cast<const U*>(front), f1 = *reinterpret_cast<const U*>(front + L);
+        const V b0 = *reinterpret_cast<const U*>(back), b1 = *reinterpret_cast<const U*>(back + L);
+        const V ar = shuffle_lanes<S, Evens>(f0, f1), ai = shuffle_lanes<S, Odds>(f0, f1);
+        const V br = shuffle_lanes<S, Reverse>(shuffle_lanes<S, Evens>(b0, b1), b0);
+        const V bi = -shuffle_lanes<S, Reverse>(shuffle_lanes<S, Odds>(b0, b1), b0);
+        const V cr = *reinterpret_cast<const U*>(wr + k), ci = *reinterpret_cast<const U*>(wi + k);
+        V xr, xi, mr, mi;
+        pair(ar, ai, br, bi, cr, ci, xr, xi, mr, mi);
+        *reinterpret_cast<U*>(X + 2 * k) = shuffle_lanes<S, Interleave<false>>(xr, xi);
+        *reinterpret_cast<U*>(X + 2 * k + L) = shuffle_lanes<S, Interleave<true>>(xr, xi);
+        mr = shuffle_lanes<S, Reverse>(mr, mr);
+        mi = shuffle_lanes<S, Reverse>(mi, mi);
+        T* mirror = X + 2 * (h - k - L + 1);
+        *reinterpret_cast<U*>(mirror) = shuffle_lanes<S, Interleave<false>>(mr, mi);
+        *reinterpret_cast<U*>(mirror + L) = shuffle_lanes<S, Interleave<true>>(mr, mi);
+      }
+      for (; k <= h / 2; ++k) {
+        T xr, xi, mr, mi;
+        pair(Z[2 * k], Z[2 * k + 1], Z[2 * (h - k)], -Z[2 * (h - k) + 1], wr[k], wi[k], xr, xi,
+             mr, mi);
+        X[2 * k] = xr;
+        X[2 * k + 1] = xi;
+        X[2 * (h - k)] = mr;
+        X[2 * (h - k) + 1] = mi;
+      }
+    }
+  });
+}
+
+// The inverse: from the one-sided X_0..X_h of a real signal of n = 2h points, the h values
+// 2 Z_k = 2 (E_k + i O_k) whose inverse h-point FFT is the signal's unnormalised inverse read as
+// h complex values: with A = X_k, B = conj X_(h-k), S = A + B and T = i (A - B) conj w_n^k,
+// 2 Z_k = S + T and 2 Z_(h-k) = conj(S - T). The imaginary parts of X_0 and X_h are ignored, as
+// pocketfft's and torch's c2r ignore them.
+template <typename T>
+void c2r_join(const T* x, T* z, int64_t h, int64_t rows, const T* wr, const T* wi) {
+  using S = Simd<T, kVecBytes>;
+  using V = typename S::V;
+  using U = typename S::Unaligned;
+  constexpr int L = S::L;
+  auto pair = [](auto ar, auto ai, auto br, auto bi, auto cr, auto ci, auto& fr, auto& fi,
+                 auto& mr, auto& mi) {
+    const auto sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
+    const auto tr = dr * ci - di * cr, ti = dr * cr + di * ci;  // i (A - B) conj w
+    fr = sr + tr;
+    fi = si + ti;
+    mr = sr - tr;
+    mi = ti - si;
+  };
+  parallel_for(0, rows, grain_for(4 * h), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* X = x + 2 * r * (h + 1);
+      T* Z = z + 2 * r * h;
+      Z[0] = X[0] + X[2 * h];
+      Z[1] = X[0] - X[2 * h];
+      int64_t k = 1;
+      for (; k + L - 1 <= h / 2; k += L) {
+        const T* front = X + 2 * k;
+        const T* back = X + 2 * (h - k - L + 1);
+        const V f0 = *reinterpret_cast<const U*>(front), f1 = *reinterpret_cast<const U*>(front + L);
+        const V b0 = *reinterpret_cast<const U*>(back), b1 = *reinterpret_cast<const U*>(back + L);
+        const V ar = shuffle_lanes<S, Evens>(f0, f1), ai = shuffle_lanes<S, Odds>(f0, f1);
+        const V br = shuffle_lanes<S, Reverse>(shuffle_lanes<S, Evens>(b0, b1), b0);
+        const V bi = -shuffle_lanes<S, Reverse>(shuffle_lanes<S, Odds>(b0, b1), b0);
+        const V cr = *reinterpret_cast<const U*>(wr + k), ci = *reinterpret_cast<const U*>(wi + k);
+        V fr, fi, mr, mi;
+        pair(ar, ai, br, bi, cr, ci, fr, fi, mr, mi);
+        *reinterpret_cast<U*>(Z + 2 * k) = shuffle_lanes<S, Interleave<false>>(fr, fi);
+        *reinterpret_cast<U*>(Z + 2 * k + L) = shuffle_lanes<S, Interleave<true>>(fr, fi);
+        mr = shuffle_lanes<S, Reverse>(mr, mr);
+        mi = shuffle_lanes<S, Reverse>(mi, mi);
+        T* mirror = Z + 2 * (h - k - L + 1);
+        *reinterpret_cast<U*>(mirror) = shuffle_lanes<S, Interleave<false>>(mr, mi);
+        *reinterpret_cast<U*>(mirror + L) = shuffle_lanes<S, Interleave<true>>(mr, mi);
+      }
+      for (; k <= h / 2; ++k) {
+        T fr, fi, mr, mi;
+        pair(X[2 * k], X[2 * k + 1], X[2 * (h - k)], -X[2 * (h - k) + 1], wr[k], wi[k], fr, fi,
+             mr, mi);
+        Z[2 * k] = fr;
+        Z[2 * k + 1] = fi;
+        Z[2 * (h - k)] = mr;
+        Z[2 * (h - k) + 1] = mi;
+      }
+    }
+  });
+}
+
 template <typename T>
 void run(const T* in, T* out, int64_t n, int64_t outer, int64_t inner, bool inverse, T scale,
          const T* wr, const T* wi, const T* w6r, const T* w6i) {
@@ -502,6 +548,27 @@ void run(const T* in, T* out, int64_t n, int64_t outer, int64_t inner, bool inve
 }
 
 }  // namespace
+
+void fft_r2c_split(ScalarType real_dtype, const void* z, void* x, int64_t h, int64_t rows,
+                   double scale, const void* wr, const void* wi) {
+  if (real_dtype == ScalarType::Float32)
+    r2c_split(static_cast<const float*>(z), static_cast<float*>(x), h, rows,
+              static_cast<float>(scale), static_cast<const float*>(wr),
+              static_cast<const float*>(wi));
+  else
+    r2c_split(static_cast<const double*>(z), static_cast<double*>(x), h, rows, scale,
+              static_cast<const double*>(wr), static_cast<const double*>(wi));
+}
+
+void fft_c2r_join(ScalarType real_dtype, const void* x, void* z, int64_t h, int64_t rows,
+                  const void* wr, const void* wi) {
+  if (real_dtype == ScalarType::Float32)
+    c2r_join(static_cast<const float*>(x), static_cast<float*>(z), h, rows,
+             static_cast<const float*>(wr), static_cast<const float*>(wi));
+  else
+    c2r_join(static_cast<const double*>(x), static_cast<double*>(z), h, rows,
+             static_cast<const double*>(wr), static_cast<const double*>(wi));
+}
 
 void fft_pow2(ScalarType real_dtype, const void* in, void* out, int64_t n, int64_t outer,
               int64_t inner, bool inverse, double scale, const FftTables& t) {
