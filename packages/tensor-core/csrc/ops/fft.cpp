@@ -93,6 +93,30 @@ double scale_of(int64_t normalization, int64_t n) {
                               : 1.0 / static_cast<double>(n);
 }
 
+// The checks rfft's and irfft's kernels share: self's kind (complex_input: complex64/complex128,
+// else float32/float64) and device, the normalization, one dim and that it is the last. Its index.
+int64_t check_last_dim_transform(const char* op, const Tensor& self,
+                                 const std::vector<int64_t>& dims, int64_t normalization,
+                                 bool complex_input) {
+  const ScalarType dt = self->dtype;
+  if (complex_input)
+    EMBER_CHECK(dt == ScalarType::Complex64 || dt == ScalarType::Complex128, std::runtime_error,
+                op, ": expected a complex64 or complex128 tensor, but got ", torch_type_name(dt));
+  else
+    EMBER_CHECK(dt == ScalarType::Float32 || dt == ScalarType::Float64, std::runtime_error, op,
+                ": expected a float32 or float64 tensor, but got ", torch_type_name(dt));
+  EMBER_CHECK(self->device().is_cpu(), std::runtime_error, op, ": expected a CPU tensor, but got ",
+              self->device().str());
+  check_normalization(op, normalization);
+  const int64_t nd = self->dim();
+  EMBER_CHECK(dims.size() == 1, NotImplementedError, op,
+              ": this kernel transforms one dim, but got ", dims.size());
+  const int64_t d = wrap_dim(dims[0], nd, false);
+  EMBER_CHECK(d == nd - 1, NotImplementedError, op,
+              ": this kernel transforms the last dim only, but got dim ", d, " of ", nd);
+  return d;
+}
+
 }  // namespace
 
 Tensor fft_c2c_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_t normalization,
@@ -142,20 +166,10 @@ Tensor fft_r2c_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_
                     bool onesided) {
   const char* op = "_fft_r2c";
   const ScalarType dt = self->dtype;
-  EMBER_CHECK(dt == ScalarType::Float32 || dt == ScalarType::Float64, std::runtime_error, op,
-              ": expected a float32 or float64 tensor, but got ", torch_type_name(dt));
-  EMBER_CHECK(self->device().is_cpu(), std::runtime_error, op, ": expected a CPU tensor, but got ",
-              self->device().str());
-  check_normalization(op, normalization);
+  const int64_t d = check_last_dim_transform(op, self, dims, normalization, false);
   EMBER_CHECK(onesided, NotImplementedError, op,
               ": this kernel computes the one-sided spectrum only (ember.fft uses pocketfft for "
               "the other)");
-  const int64_t nd = self->dim();
-  EMBER_CHECK(dims.size() == 1, NotImplementedError, op,
-              ": this kernel transforms one dim, but got ", dims.size());
-  const int64_t d = wrap_dim(dims[0], nd, false);
-  EMBER_CHECK(d == nd - 1, NotImplementedError, op,
-              ": this kernel transforms the last dim only, but got dim ", d, " of ", nd);
   const int64_t n = self->sizes[d];
   EMBER_CHECK(n >= 2 && power_of_two(n), NotImplementedError, op,
               ": this kernel takes power-of-two lengths of 2 or more, but dim ", d, " has ", n,
@@ -186,17 +200,7 @@ Tensor fft_c2r_pow2(const Tensor& self, const std::vector<int64_t>& dims, int64_
                     int64_t last_dim_size) {
   const char* op = "_fft_c2r";
   const ScalarType dt = self->dtype;
-  EMBER_CHECK(dt == ScalarType::Complex64 || dt == ScalarType::Complex128, std::runtime_error, op,
-              ": expected a complex64 or complex128 tensor, but got ", torch_type_name(dt));
-  EMBER_CHECK(self->device().is_cpu(), std::runtime_error, op, ": expected a CPU tensor, but got ",
-              self->device().str());
-  check_normalization(op, normalization);
-  const int64_t nd = self->dim();
-  EMBER_CHECK(dims.size() == 1, NotImplementedError, op,
-              ": this kernel transforms one dim, but got ", dims.size());
-  const int64_t d = wrap_dim(dims[0], nd, false);
-  EMBER_CHECK(d == nd - 1, NotImplementedError, op,
-              ": this kernel transforms the last dim only, but got dim ", d, " of ", nd);
+  const int64_t d = check_last_dim_transform(op, self, dims, normalization, true);
   const int64_t n = last_dim_size;
   EMBER_CHECK(n >= 2 && power_of_two(n), NotImplementedError, op,
               ": this kernel takes power-of-two lengths of 2 or more, but got last_dim_size ", n,

@@ -404,27 +404,65 @@ bool vector_rows_fit(const T* in, T* out, int64_t n, int64_t batch, bool inverse
 }
 
 // ---- Real input ----
-// The one-sided spectrum X_0..X_h of n = 2h real points from Z, the h-point FFT of the points
-// read as h complex values z_j = x_2j + i x_(2j+1) (no copy): with Z_h = Z_0,
-//   E_k = (Z_k + conj Z_(h-k)) / 2 and O_k = (Z_k - conj Z_(h-k)) / 2i are the FFTs of the even
-//   and the odd points, and X_k = E_k + w_n^k O_k;
-// X_(h-k) = conj(E_k - w_n^k O_k) (w_n^(h-k) = -conj w_n^k), so k and h - k are computed as a
-// pair from the same two loads: vectors of L values of k from the front, their mirrors (lanes
-// reversed) from the back.
+// rfft from an h-point complex FFT, irfft into one: both combine each value k of a row of
+// complex values with the conjugate of its mirror h - k.
 struct Reverse { static constexpr int at(int c, int L) { return L - 1 - c; } };
 
-template <typename T>
-void r2c_split(const T* z, T* x, int64_t h, int64_t rows, T scale, const T* wr, const T* wi) {
+// For k = 1 .. h/2: (F, M) = pair(A, B, w_n^k) from A = Y_k and B = conj Y_(h-k), F stored at k
+// and M at h - k of the row D; vectors of L values of k from the front, their mirrors (lanes
+// reversed) from the back, and the rest one at a time. (Around k = h/2 a value may be stored
+// from both sides; both are equal.)
+template <typename T, class Pair>
+inline void mirrored_pairs(const T* Y, T* D, int64_t h, const T* wr, const T* wi,
+                           const Pair& pair) {
   using S = Simd<T, kVecBytes>;
   using V = typename S::V;
   using U = typename S::Unaligned;
   constexpr int L = S::L;
+  int64_t k = 1;
+  for (; k + L - 1 <= h / 2; k += L) {  // k .. k + L - 1 and their mirrors h - k - L + 1 ..
+    const T* front = Y + 2 * k;
+    const T* back = Y + 2 * (h - k - L + 1);
+    const V f0 = *reinterpret_cast<const U*>(front), f1 = *reinterpret_cast<const U*>(front + L);
+    const V b0 = *reinterpret_cast<const U*>(back), b1 = *reinterpret_cast<const U*>(back + L);
+    const V ar = shuffle_lanes<S, Evens>(f0, f1), ai = shuffle_lanes<S, Odds>(f0, f1);
+    const V br = shuffle_lanes<S, Reverse>(shuffle_lanes<S, Evens>(b0, b1), b0);
+    const V bi = -shuffle_lanes<S, Reverse>(shuffle_lanes<S, Odds>(b0, b1), b0);
+    const V cr = *reinterpret_cast<const U*>(wr + k), ci = *reinterpret_cast<const U*>(wi + k);
+    V fr, fi, mr, mi;
+    pair(ar, ai, br, bi, cr, ci, fr, fi, mr, mi);
+    *reinterpret_cast<U*>(D + 2 * k) = shuffle_lanes<S, Interleave<false>>(fr, fi);
+    *reinterpret_cast<U*>(D + 2 * k + L) = shuffle_lanes<S, Interleave<true>>(fr, fi);
+    mr = shuffle_lanes<S, Reverse>(mr, mr);
+    mi = shuffle_lanes<S, Reverse>(mi, mi);
+    T* mirror = D + 2 * (h - k - L + 1);
+    *reinterpret_cast<U*>(mirror) = shuffle_lanes<S, Interleave<false>>(mr, mi);
+    *reinterpret_cast<U*>(mirror + L) = shuffle_lanes<S, Interleave<true>>(mr, mi);
+  }
+  for (; k <= h / 2; ++k) {
+    T fr, fi, mr, mi;
+    pair(Y[2 * k], Y[2 * k + 1], Y[2 * (h - k)], -Y[2 * (h - k) + 1], wr[k], wi[k], fr, fi, mr,
+         mi);
+    D[2 * k] = fr;
+    D[2 * k + 1] = fi;
+    D[2 * (h - k)] = mr;
+    D[2 * (h - k) + 1] = mi;
+  }
+}
+
+// The one-sided spectrum X_0..X_h of n = 2h real points from Z, the h-point FFT of the points
+// read as h complex values z_j = x_2j + i x_(2j+1) (no copy): with Z_h = Z_0,
+//   E_k = (Z_k + conj Z_(h-k)) / 2 and O_k = (Z_k - conj Z_(h-k)) / 2i are the FFTs of the even
+//   and the odd points, and X_k = E_k + w_n^k O_k;
+// X_(h-k) = conj(E_k - w_n^k O_k) (w_n^(h-k) = -conj w_n^k): a mirrored pair.
+template <typename T>
+void r2c_split(const T* z, T* x, int64_t h, int64_t rows, T scale, const T* wr, const T* wi) {
   const T half = T(0.5) * scale;
-  // X_k and X_(h-k) from Z_k = (ar, ai), conj Z_(h-k) = (br, bi), w_n^k = (cr, ci): scaled
+  // X_k and X_(h-k) from A = Z_k, B = conj Z_(h-k), w_n^k = (cr, ci): scaled
   auto pair = [half](auto ar, auto ai, auto br, auto bi, auto cr, auto ci, auto& xr, auto& xi,
                      auto& mr, auto& mi) {
     const auto er = ar + br, ei = ai + bi;  // 2 E_k
-    const auto orr = ai - bi, oi = br - ar;  // 2 O_k = (a - b) / i
+    const auto orr = ai - bi, oi = br - ar;  // 2 O_k = (A - B) / i
     const auto tr = orr * cr - oi * ci, ti = orr * ci + oi * cr;  // 2 w^k O_k
     xr = (er + tr) * half;
     xi = (ei + ti) * half;
@@ -439,35 +477,7 @@ void r2c_split(const T* z, T* x, int64_t h, int64_t rows, T scale, const T* wr, 
       X[1] = 0;
       X[2 * h] = (Z[0] - Z[1]) * scale;
       X[2 * h + 1] = 0;
-      int64_t k = 1;
-      for (; k + L - 1 <= h / 2; k += L) {  // k .. k + L - 1 and their mirrors h - k - L + 1 ..
-        const T* front = Z + 2 * k;
-        const T* back = Z + 2 * (h - k - L + 1);
-        const V f0 = *reinterpret_cast<const U*>(front), f1 = *reinterpret_cast<const U*>(front + L);
-        const V b0 = *reinterpret_cast<const U*>(back), b1 = *reinterpret_cast<const U*>(back + L);
-        const V ar = shuffle_lanes<S, Evens>(f0, f1), ai = shuffle_lanes<S, Odds>(f0, f1);
-        const V br = shuffle_lanes<S, Reverse>(shuffle_lanes<S, Evens>(b0, b1), b0);
-        const V bi = -shuffle_lanes<S, Reverse>(shuffle_lanes<S, Odds>(b0, b1), b0);
-        const V cr = *reinterpret_cast<const U*>(wr + k), ci = *reinterpret_cast<const U*>(wi + k);
-        V xr, xi, mr, mi;
-        pair(ar, ai, br, bi, cr, ci, xr, xi, mr, mi);
-        *reinterpret_cast<U*>(X + 2 * k) = shuffle_lanes<S, Interleave<false>>(xr, xi);
-        *reinterpret_cast<U*>(X + 2 * k + L) = shuffle_lanes<S, Interleave<true>>(xr, xi);
-        mr = shuffle_lanes<S, Reverse>(mr, mr);
-        mi = shuffle_lanes<S, Reverse>(mi, mi);
-        T* mirror = X + 2 * (h - k - L + 1);
-        *reinterpret_cast<U*>(mirror) = shuffle_lanes<S, Interleave<false>>(mr, mi);
-        *reinterpret_cast<U*>(mirror + L) = shuffle_lanes<S, Interleave<true>>(mr, mi);
-      }
-      for (; k <= h / 2; ++k) {
-        T xr, xi, mr, mi;
-        pair(Z[2 * k], Z[2 * k + 1], Z[2 * (h - k)], -Z[2 * (h - k) + 1], wr[k], wi[k], xr, xi,
-             mr, mi);
-        X[2 * k] = xr;
-        X[2 * k + 1] = xi;
-        X[2 * (h - k)] = mr;
-        X[2 * (h - k) + 1] = mi;
-      }
+      mirrored_pairs(Z, X, h, wr, wi, pair);
     }
   });
 }
@@ -479,10 +489,6 @@ void r2c_split(const T* z, T* x, int64_t h, int64_t rows, T scale, const T* wr, 
 // pocketfft's and torch's c2r ignore them.
 template <typename T>
 void c2r_join(const T* x, T* z, int64_t h, int64_t rows, const T* wr, const T* wi) {
-  using S = Simd<T, kVecBytes>;
-  using V = typename S::V;
-  using U = typename S::Unaligned;
-  constexpr int L = S::L;
   auto pair = [](auto ar, auto ai, auto br, auto bi, auto cr, auto ci, auto& fr, auto& fi,
                  auto& mr, auto& mi) {
     const auto sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
@@ -498,35 +504,7 @@ void c2r_join(const T* x, T* z, int64_t h, int64_t rows, const T* wr, const T* w
       T* Z = z + 2 * r * h;
       Z[0] = X[0] + X[2 * h];
       Z[1] = X[0] - X[2 * h];
-      int64_t k = 1;
-      for (; k + L - 1 <= h / 2; k += L) {
-        const T* front = X + 2 * k;
-        const T* back = X + 2 * (h - k - L + 1);
-        const V f0 = *reinterpret_cast<const U*>(front), f1 = *reinterpret_cast<const U*>(front + L);
-        const V b0 = *reinterpret_cast<const U*>(back), b1 = *reinterpret_cast<const U*>(back + L);
-        const V ar = shuffle_lanes<S, Evens>(f0, f1), ai = shuffle_lanes<S, Odds>(f0, f1);
-        const V br = shuffle_lanes<S, Reverse>(shuffle_lanes<S, Evens>(b0, b1), b0);
-        const V bi = -shuffle_lanes<S, Reverse>(shuffle_lanes<S, Odds>(b0, b1), b0);
-        const V cr = *reinterpret_cast<const U*>(wr + k), ci = *reinterpret_cast<const U*>(wi + k);
-        V fr, fi, mr, mi;
-        pair(ar, ai, br, bi, cr, ci, fr, fi, mr, mi);
-        *reinterpret_cast<U*>(Z + 2 * k) = shuffle_lanes<S, Interleave<false>>(fr, fi);
-        *reinterpret_cast<U*>(Z + 2 * k + L) = shuffle_lanes<S, Interleave<true>>(fr, fi);
-        mr = shuffle_lanes<S, Reverse>(mr, mr);
-        mi = shuffle_lanes<S, Reverse>(mi, mi);
-        T* mirror = Z + 2 * (h - k - L + 1);
-        *reinterpret_cast<U*>(mirror) = shuffle_lanes<S, Interleave<false>>(mr, mi);
-        *reinterpret_cast<U*>(mirror + L) = shuffle_lanes<S, Interleave<true>>(mr, mi);
-      }
-      for (; k <= h / 2; ++k) {
-        T fr, fi, mr, mi;
-        pair(X[2 * k], X[2 * k + 1], X[2 * (h - k)], -X[2 * (h - k) + 1], wr[k], wi[k], fr, fi,
-             mr, mi);
-        Z[2 * k] = fr;
-        Z[2 * k + 1] = fi;
-        Z[2 * (h - k)] = mr;
-        Z[2 * (h - k) + 1] = mi;
-      }
+      mirrored_pairs(X, Z, h, wr, wi, pair);
     }
   });
 }
