@@ -236,9 +236,16 @@ def registry_rows(C) -> dict[str, dict[str, dict]]:
     return rows
 
 
+def function_only(signature: str) -> bool:
+    """torch's Scalar-self overloads (remainder(Scalar self, Tensor other)): no method form."""
+    return signature[signature.index("(") + 1:].startswith("Scalar ")
+
+
 def defs_for_registry(row: dict, *, method: bool) -> list[str]:
     lines = []
     for sig in row["signatures"]:
+        if method and function_only(sig):
+            continue
         lines.append(schema_def(sig, method=method))
         separate_ints = schema_def(sig, method=method, varargs=True)
         if separate_ints:

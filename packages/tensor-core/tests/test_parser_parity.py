@@ -352,3 +352,33 @@ def test_float_parameters_take_zero_dim_tensors_only():
             call()
     with pytest.raises(RuntimeError, match="cannot be converted to type double"):
         ember.nan_to_num(x, ember.tensor(1 + 1j))
+
+
+# ---- a number as the first operand: torch's Scalar-self overloads ----
+
+def test_a_number_first_operand_is_scalar_self_where_torch_has_that_overload():
+    x = ember.tensor([1.0, 2.0, 4.0])
+    b = np.array([1.0, 2.0, 4.0])
+    # pow, float_power, xlogy and the special ones: keyword self=, and out=
+    np.testing.assert_allclose(ember.pow(self=2, exponent=x).numpy(), 2.0 ** b)
+    np.testing.assert_allclose(ember.float_power(self=2, exponent=x).numpy(), 2.0 ** b)
+    np.testing.assert_allclose(ember.xlogy(self=3, other=x).numpy(), 3 * np.log(b), rtol=1e-6)
+    out = ember.empty(3)
+    assert ember.pow(2, x, out=out) is out
+    np.testing.assert_allclose(out.numpy(), 2.0 ** b)
+    # remainder and the bitwise ops: the overload has no out=
+    np.testing.assert_allclose(ember.remainder(self=7, other=x).numpy(), np.remainder(7, b))
+    assert ember.bitwise_and(6, ember.tensor([3, 5])).tolist() == [2, 4]
+    assert ember.bitwise_left_shift(self=1, other=ember.tensor([0, 3])).tolist() == [1, 8]
+    refused = [lambda: ember.pow(input=2, exponent=x), lambda: ember.xlogy(input=3, other=x),
+               lambda: ember.float_power(input=2, exponent=x), lambda: ember.float_power(2, 3),
+               lambda: ember.remainder(input=7, other=x), lambda: ember.remainder(7, x, out=None),
+               lambda: ember.bitwise_or(6, ember.tensor([3]), out=None),
+               lambda: ember.special.zeta(input=2.0, other=x)]
+    for call in refused:
+        with pytest.raises(TypeError, match="invalid combination of arguments"):
+            call()
+    # add/sub/mul/floor_divide read the number as their Tensor input (keyword input=)
+    np.testing.assert_allclose(ember.sub(input=10, other=x).numpy(), 10 - b)
+    with pytest.raises(TypeError):
+        ember.mul(self=2, other=x)

@@ -113,8 +113,10 @@ std::vector<Composite> composites() {
       {"clamp_max", {"clamp_max(Tensor input, Tensor|Scalar max, *, Tensor? out=None) -> Tensor"},
        kBoth, E},
       {"clamp_max_", {"clamp_max_(Tensor input, Tensor|Scalar max) -> Tensor"}, kBoth, E},
-      {"float_power", {"float_power(Tensor|Scalar input, Tensor|Scalar exponent, *, "
-                       "Tensor? out=None) -> Tensor"}, kBoth, E},
+      {"float_power", {"float_power(Tensor input, Tensor|Scalar exponent, *, "
+                       "Tensor? out=None) -> Tensor",
+                       "float_power(Scalar self, Tensor exponent, *, Tensor? out=None) -> Tensor"},
+       kBoth, E},
       {"float_power_", {"float_power_(Tensor input, Tensor|Scalar exponent) -> Tensor"}, kMethod,
        E},
       {"ldexp", {"ldexp(Tensor input, Tensor other, *, Tensor? out=None) -> Tensor"}, kBoth, E},

@@ -319,21 +319,32 @@ void register_ops(py::module_& m) {
       continue;
     }
     const std::string extra = alpha ? ", *, Scalar alpha=1" : "";
-    // torch's signatures: a Python number as `input` only where torch has that overload, and
-    // as `other` except for the ops whose schema takes a Tensor there.
-    static const std::set<std::string> number_input = {
-        "add", "sub", "mul", "floor_divide", "remainder", "pow", "xlogy", "_special_xlog1py",
-        "_special_zeta"};
+    // torch's signatures. A Python number as the first operand: add/sub/mul/floor_divide read
+    // it as their Tensor `input` (torch's parser converts numbers there for those ops); the ops
+    // with a Scalar-self overload take it as `self` (remainder(2, x), x ** y's pow(2, x); keyword
+    // self=, out= only where torch's overload has one); the others refuse it. A number as
+    // `other` except for the ops whose schema takes a Tensor there.
+    static const std::set<std::string> numbers_as_tensors = {"add", "sub", "mul", "floor_divide"};
+    static const std::set<std::string> scalar_self = {
+        "remainder", "pow", "xlogy", "_special_xlog1py", "_special_zeta", "bitwise_and",
+        "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"};
+    static const std::set<std::string> scalar_self_without_out = {
+        "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+        "bitwise_right_shift"};
     static const std::set<std::string> tensor_other = {
         "maximum", "minimum", "atan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin",
         "logical_and", "logical_or", "logical_xor", "igamma", "igammac"};
-    const std::string input_type = number_input.count(name) ? "Tensor|Scalar" : "Tensor";
+    const std::string input_type = numbers_as_tensors.count(name) ? "Tensor|Scalar" : "Tensor";
     const std::string other_type = tensor_other.count(name) ? "Tensor" : "Tensor|Scalar";
     // torch's keyword for the second operand: pow(x, exponent=2)
     const std::string other_name = op == BinaryOp::pow ? " exponent" : " other";
     std::vector<std::string> signatures = {
         name + "(" + input_type + " input, " + other_type + other_name +
         (alpha ? extra + ", Tensor? out=None" : ", *, Tensor? out=None") + ") -> Tensor"};
+    if (scalar_self.count(name))
+      signatures.push_back(name + "(Scalar self, Tensor" + other_name +
+                           (scalar_self_without_out.count(name) ? "" : ", *, Tensor? out=None") +
+                           ") -> Tensor");
     std::vector<std::string> inplace_signatures = {
         name + "_(Tensor input, " + other_type + other_name + extra + ") -> Tensor"};
     if (alpha) {

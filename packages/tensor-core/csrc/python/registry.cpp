@@ -409,7 +409,9 @@ Args parse_call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
     throw py::type_error(error);
   }
   for (size_t k = 0; k < op.schemas.size(); ++k)
-    if (bind_call(op, k, self, args, nargs, kwnames, a, nullptr)) return a;
+    if (!(self && op.schemas[k].function_only()) &&
+        bind_call(op, k, self, args, nargs, kwnames, a, nullptr))
+      return a;
   // torch's message for overloads: what was given, and every form.
   std::string got = "(";
   for (Py_ssize_t i = 0; i < nargs; ++i) got += str_cat(i ? ", " : "", type_of(args[i]));
@@ -419,7 +421,8 @@ Args parse_call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
                    type_of(args[nargs + j]));
   std::string msg = str_cat(op.name, "() received an invalid combination of arguments - got ",
                             got, "), but expected one of:");
-  for (const Schema& s : op.schemas) msg += "\n * " + signature_of(s);
+  for (const Schema& s : op.schemas)
+    if (!(self && s.function_only())) msg += "\n * " + signature_of(s);
   throw py::type_error(msg);
 }
 

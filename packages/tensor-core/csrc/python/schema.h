@@ -46,6 +46,9 @@ struct Schema {
   int out_index = -1;   // the `out` parameter's position, -1 when there is none
   int positional() const;  // the number of parameters before `*`
   int index_of(const std::string& param) const;  // -1 when absent
+  // torch's Scalar-self overloads (remainder(Scalar self, Tensor other)) are functions only: a
+  // method's self is its tensor
+  bool function_only() const { return !params.empty() && params[0].type == ArgType::Scalar; }
 };
 
 // Parses one schema; throws std::invalid_argument naming the schema on a malformed one (a

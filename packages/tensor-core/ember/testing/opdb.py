@@ -299,15 +299,15 @@ def np_compute(arr: np.ndarray, compute: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # sample inputs
 
-_REGISTRY_SCHEMAS: dict[str, str] = {}
+_REGISTRY_SCHEMAS: dict[str, list[str]] = {}
 
 
-def registry_schemas() -> dict[str, str]:
-    """{name: first signature} of the functions the op registry declares."""
+def registry_schemas() -> dict[str, list[str]]:
+    """{name: signatures} of the functions the op registry declares."""
     if not _REGISTRY_SCHEMAS:
         for row in ember._C._ops():
             if "function" in row["variants"]:
-                _REGISTRY_SCHEMAS.setdefault(row["name"], row["signatures"][0])
+                _REGISTRY_SCHEMAS.setdefault(row["name"], list(row["signatures"]))
     return _REGISTRY_SCHEMAS
 
 
@@ -493,12 +493,17 @@ class OpInfo:
                 yield SampleInput((s, b), desc="scalar-tensor")
 
     def number_operands(self) -> tuple[bool, bool]:
-        """Whether the function takes a Python number as its first / second operand."""
-        schema = registry_schemas().get(self.fn_name or self.name)
-        if schema is None:
+        """Whether the function takes a Python number as its first / second operand (in any of
+        its signatures: torch's Scalar-self overloads take one first)."""
+        schemas = registry_schemas().get(self.fn_name or self.name)
+        if schemas is None:
             return True, True
-        types = [p.split(" ")[0] for p in schema[schema.index("(") + 1:].split(", ")[:2]]
-        return tuple(t == "Tensor|Scalar" for t in types)
+        takes = [False, False]
+        for schema in schemas:
+            types = [p.split(" ")[0] for p in schema[schema.index("(") + 1:].split(", ")[:2]]
+            for i, t in enumerate(types):
+                takes[i] = takes[i] or t in ("Tensor|Scalar", "Scalar")
+        return tuple(takes)
 
     def large_sample(self, dtype: str) -> SampleInput:
         """More elements than one parallel chunk (the iterator's grain is 32768)."""
