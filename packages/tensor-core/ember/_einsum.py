@@ -336,20 +336,36 @@ def _plan(equation, operands):
 def tensordot(a, b, dims=2, out=None):
     """Sums the products of a's and b's elements over the dims `dims`: an int n (the last n of
     a with the first n of b) or a pair of dim lists."""
-    if not isinstance(a, _C.Tensor) or not isinstance(b, _C.Tensor):
-        raise TypeError("tensordot(): argument 'a' and 'b' must be Tensors")
-    if isinstance(dims, _C.Tensor):
-        dims = dims.tolist()
-    if isinstance(dims, int):
-        if dims < 0:
-            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
-        if dims > a.dim() or dims > b.dim():
-            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
-        da, db = list(range(-dims, 0)), list(range(dims))
+    from ember._shape import _int_list
+
+    # torch's order: dims read first (tensordot's Python body), then its core op's parser checks
+    # every argument's type, then the op checks the values
+    if not isinstance(dims, (tuple, list, _C.Tensor, int)):
+        raise RuntimeError("tensordot expects dims to be int or tuple[list[int], list[int]] or "
+                           f"list[list[int]] containing two lists, but got dims={dims}")
+    if isinstance(dims, (tuple, list)):
+        da, db = dims  # (Python's ValueError for another length, as torch's)
+    elif isinstance(dims, _C.Tensor) and dims.numel() > 1:
+        if dims.shape[0] != 2:
+            raise RuntimeError(f"dims tensor must have size 2 in first dimension, got "
+                               f"{dims.shape[0]}")
+        da, db = dims[0].tolist(), dims[1].tolist()
     else:
-        if len(dims) != 2:
-            raise RuntimeError("tensordot expects dims to be a pair of dim lists")
-        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+        n = int(dims.item()) if isinstance(dims, _C.Tensor) else dims
+        if n < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if not isinstance(dims, _C.Tensor) and all(isinstance(t, _C.Tensor) for t in (a, b)) \
+                and n > min(a.dim(), b.dim()):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        da, db = list(range(-n, 0)), list(range(n))
+    for name, position, value in (("self", 1, a), ("other", 2, b)):
+        if not isinstance(value, _C.Tensor):
+            raise TypeError(f"tensordot(): argument '{name}' (position {position}) must be "
+                            f"Tensor, not {type(value).__name__}")
+    da = _int_list("tensordot", "dims_self", 3, da)
+    db = _int_list("tensordot", "dims_other", 4, db)
+    if out is not None and not isinstance(out, _C.Tensor):
+        raise TypeError(f"tensordot(): argument 'out' must be Tensor, not {type(out).__name__}")
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
     if a.dtype != b.dtype:

@@ -456,28 +456,30 @@ def _select_all(input, dim):
 
 # ---- moving dims, broadcasting ----
 
-def _dims(x):
-    return [x] if _is_int(x) else list(x)
+def _movedim_dims(op, source, destination):
+    """torch's two forms of movedim's dims: (int[] source, int[] destination) and (int source,
+    int destination), where an int may also be a 0-d integer tensor; a list and an int mixed
+    fit neither (a TypeError before any dim is checked)."""
+    if isinstance(source, (list, tuple)) and isinstance(destination, (list, tuple)):
+        return (_int_list(op, "source", 2, source), _int_list(op, "destination", 3, destination))
+    if _is_int_arg(source) and _is_int_arg(destination):
+        return [_as_index(source)], [_as_index(destination)]
+    raise TypeError(f"{op}() received an invalid combination of arguments - got (Tensor, "
+                    f"{type(source).__name__}, {type(destination).__name__}), but expected one "
+                    f"of:\n * (Tensor input, tuple of ints source, tuple of ints destination)\n"
+                    f" * (Tensor input, int source, int destination)")
 
 
-@tensor_args("input")
-def movedim(input, source, destination):
-    """A view with the dims in `source` moved to the positions in `destination`."""
-    for arg in (source, destination):  # torch's parser: an int or a sequence of ints
-        if not _dims_arg(arg):
-            raise TypeError(f"movedim() received an invalid combination of arguments - got "
-                            f"(Tensor, {type(source).__name__}, {type(destination).__name__}), "
-                            f"but expected one of: (Tensor input, tuple of ints source, tuple "
-                            f"of ints destination), (Tensor input, int source, int destination)")
-    src, dst = _dims(source), _dims(destination)
+def _movedim(op, input, source, destination):
+    src, dst = _movedim_dims(op, source, destination)
     nd = input.dim()
     if len(src) != len(dst):
         raise RuntimeError(
             f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
             f"same number of dims as destination ({dst} dims)"
         )
-    src_n = [_wrap(_int(d), nd) for d in src]
-    dst_n = [_wrap(_int(d), nd) for d in dst]
+    src_n = [_wrap(d, nd) for d in src]
+    dst_n = [_wrap(d, nd) for d in dst]
     if len(set(src_n)) != len(src_n):
         raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
     if len(set(dst_n)) != len(dst_n):
@@ -492,11 +494,16 @@ def movedim(input, source, destination):
     return input.permute(perm)
 
 
-moveaxis = movedim
+@tensor_args("input")
+def movedim(input, source, destination):
+    """A view with the dims in `source` moved to the positions in `destination`."""
+    return _movedim("movedim", input, source, destination)
 
 
-def _dims_arg(x) -> bool:
-    return _is_int(x) or (isinstance(x, (tuple, list)) and all(_is_int(v) for v in x))
+@tensor_args("input")
+def moveaxis(input, source, destination):
+    """Alias of movedim (NumPy's name)."""
+    return _movedim("moveaxis", input, source, destination)
 
 
 @tensor_args("input")

@@ -735,7 +735,7 @@ def test_movedim_takes_ints_or_sequences_of_ints():
     a string or a float is a TypeError (ember read a string's letters as dims)."""
     x = E.ones(2, 3, 4)
     for source in (E.ones(2), "sum", 1.0, True):
-        with pytest.raises(TypeError, match="movedim"):
+        with pytest.raises(TypeError, match="moveaxis"):  # (the name called, as torch's)
             x.moveaxis(source, 0)
     assert x.movedim((0, 1), [2, 0]).shape == (3, 4, 2)
     assert E.moveaxis(x, 0, -1).shape == (3, 4, 2)

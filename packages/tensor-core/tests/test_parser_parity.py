@@ -382,3 +382,48 @@ def test_a_number_first_operand_is_scalar_self_where_torch_has_that_overload():
     np.testing.assert_allclose(ember.sub(input=10, other=x).numpy(), 10 - b)
     with pytest.raises(TypeError):
         ember.mul(self=2, other=x)
+
+
+# ---- Python-level ops: argument types checked in torch's order ----
+
+def test_movedim_takes_torchs_two_forms_only():
+    x = ember.tensor(A)  # 2 x 3
+    for call in (lambda: ember.moveaxis(x, ember.tensor(0), 1), lambda: x.movedim(0, -1),
+                 lambda: ember.movedim(x, (0, 1), [1, 0]), lambda: x.moveaxis([0], [1])):
+        np.testing.assert_array_equal(call().numpy(), A.T)
+    for op in ("movedim", "moveaxis"):  # a list with an int fits neither form: before the dims
+        with pytest.raises(TypeError, match=rf"{op}\(\) received an invalid combination"):
+            getattr(ember, op)(x, 5, [2, 3])
+        with pytest.raises(TypeError, match="invalid combination"):
+            getattr(ember, op)(x, [0], 1)
+    for dim in (ember.tensor(True), ember.tensor([0]), 0.5):  # an int only, or a 0-d int tensor
+        with pytest.raises(TypeError):
+            ember.movedim(x, dim, 1)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.moveaxis(x, ember.tensor(0), 2)
+
+
+def test_tensordot_reads_dims_then_checks_types_as_torch():
+    a = ember.tensor(A)
+    want = A @ A.T
+    np.testing.assert_allclose(ember.tensordot(a, a.t(), 1).numpy(), want)
+    np.testing.assert_allclose(ember.tensordot(a, a.t(), ember.tensor(1)).numpy(), want)
+    np.testing.assert_allclose(ember.tensordot(a, a, ember.tensor([[1], [1]])).numpy(), want)
+    np.testing.assert_allclose(ember.tensordot(a, a, ([1], [1])).numpy(), want)
+    with pytest.raises(RuntimeError, match="expects dims to be int or"):
+        ember.tensordot(a, a, -2.5)
+    with pytest.raises(RuntimeError, match="dims >= 0"):  # dims first, b's type after
+        ember.tensordot(a, -2.5, -2)
+    # (torch's body reads b.dim() there first: an AttributeError; ember's is the parser's)
+    with pytest.raises(TypeError if ember.__name__ == "ember" else AttributeError):
+        ember.tensordot(a, 2.0, 1)
+    with pytest.raises(TypeError, match="'dims_self' \\(position 3\\) must be tuple of ints"):
+        ember.tensordot(a, a.to(ember.int32), [0, 0])  # a pair of ints: before the dtypes
+    with pytest.raises(TypeError, match="argument 'out' must be Tensor, not bool"):
+        ember.tensordot(a, a.t(), [[1], [0]], True)
+    with pytest.raises(ValueError):  # Python's unpacking of three lists, as torch's
+        ember.tensordot(a, a, [[1], [1], [0]])
+    # (torch's body asserts it: an AssertionError, which ember does not raise to its users)
+    with pytest.raises(RuntimeError if ember.__name__ == "ember" else AssertionError,
+                       match="size 2 in first dimension"):
+        ember.tensordot(a, a, ember.tensor([[1], [1], [0]]))
