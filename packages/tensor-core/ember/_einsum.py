@@ -206,13 +206,18 @@ def _sum_out(t, labels, needed):
 def _from_sublists(args):
     """(equation, operands) for torch's sublist form of einsum."""
     def term(sub):
+        # torch's Python parser of sublists, operation for operation, so that a subscript of
+        # another type fails as there: a tensor through its comparisons' truth value or its
+        # __index__, a float in chr(), a non-sequence in the iteration
         out = []
         for x in sub:
             if x is Ellipsis:
                 out.append(_ELL)
-            elif isinstance(x, int) and 0 <= x < 52:
-                out.append(chr(ord("A") + x) if x < 26 else chr(ord("a") + x - 26))
-            else:  # (torch's Python parser of sublists raises it as a ValueError)
+            elif x >= 0 and x < 26:
+                out.append(chr(ord("A") + x))
+            elif x >= 26 and x < 52:
+                out.append(chr(ord("a") + x - 26))
+            else:
                 raise ValueError("einsum(): subscript in subscript list is not within the valid "
                                  "range [0, 52)")
         return "".join(out)

@@ -427,3 +427,22 @@ def test_tensordot_reads_dims_then_checks_types_as_torch():
     with pytest.raises(RuntimeError if ember.__name__ == "ember" else AssertionError,
                        match="size 2 in first dimension"):
         ember.tensordot(a, a, ember.tensor([[1], [1], [0]]))
+
+
+def test_einsum_sublists_fail_on_a_wrong_subscript_as_torchs_parser():
+    a, b = ember.tensor(A), ember.tensor(A.T)
+    np.testing.assert_allclose(ember.einsum(a, [0, 1], b, [1, 2], [0, 2]).numpy(), A @ A.T)
+    np.testing.assert_allclose(ember.einsum(a, [0, ember.tensor(1)]).numpy(), A)  # an int tensor
+    np.testing.assert_allclose(ember.einsum(a, [..., 1], [1]).numpy(), A.sum(0))
+    with pytest.raises(ValueError, match="not within the valid range"):
+        ember.einsum(a, [0, 52])
+    with pytest.raises(TypeError):  # a float subscript
+        ember.einsum(a, [0, 1.5])
+    with pytest.raises(TypeError, match="not iterable"):
+        ember.einsum(a, [0, 1], 0.5)  # the output's sublist
+    with pytest.raises(TypeError, match="only integer tensors of a single element"):
+        ember.einsum(a, ember.tensor([[0.5], [1.5]]))  # a tensor as the sublist: its rows
+    with pytest.raises(RuntimeError, match="with more than one value is ambiguous"):
+        ember.einsum(a, b)
+    with pytest.raises(RuntimeError, match="output subscript A does not appear"):
+        ember.einsum(a.sum(0), ember.ones(1, dtype=ember.int8), (0, 1))
