@@ -22,6 +22,7 @@ import builtins
 import collections
 import functools
 import math
+import warnings
 
 from ember import _C
 from ember._checks import _is_int_arg, tensor_args
@@ -724,6 +725,12 @@ def cross(input, other, *, dim: int = -1, out=None):
         if a3 != 3 or b3 != 3:
             raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
                                f"Got {a3} and {b3}")
+    # torch's kernel: no bool, and no promotion (after the shapes, as there)
+    if input.dtype == _C.bool:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    if other.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype._torch_name} but found "
+                           f"{other.dtype._torch_name}")
     a = _movedim(input.expand(shape), d, -1)
     b = _movedim(other.expand(shape), d, -1)
     outer = a.unsqueeze(-1) * b.unsqueeze(-2)
@@ -927,7 +934,11 @@ def _legacy_qr(A, some: bool = True, *, out=None):
 
 @tensor_args("input", "other", op="cross")
 def _legacy_cross(input, other, dim: int | None = None, *, out=None):
-    if dim is None:  # the first dimension of size 3 (deprecated in torch)
+    if dim is None:  # the first dimension of size 3 (deprecated in torch, with its warning)
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+                      "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+                      "default value of dim will change to agree with that of linalg.cross in a "
+                      "future release.", UserWarning, stacklevel=3)
         shape = _broadcast_with_core_message(tuple(input.shape), tuple(other.shape))
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:

@@ -600,11 +600,21 @@ def test_cross(dtype):
     close(LA.cross(E(a), E(b)), np.cross(a, b), "float32")
     close(LA.cross(E(a.T.copy()), E(b.T.copy()), dim=0), np.cross(a.T, b.T, axis=0), "float32")
     close(LA.cross(E(a), E(b[:1])), np.cross(a, b[:1]), "float32")
-    close(ember.cross(E(a), E(b)), np.cross(a, b), "float32")
+    with pytest.warns(UserWarning, match="without specifying the dim arg is deprecated"):
+        close(ember.cross(E(a), E(b)), np.cross(a, b), "float32")  # the first dim of size 3
     close(E(a).cross(E(b), dim=1), np.cross(a, b), "float32")
 
 
 def test_cross_errors():
+    # no bool, no promotion: both operands of one dtype, as torch's kernel (after the shapes)
+    with pytest.raises(NotImplementedError, match="\"cross\" not implemented for 'Bool'"):
+        E(rand(2, 3)).bool().cross(E(rand(2, 3)).to(ember.int16), dim=1)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found ComplexDouble"):
+        LA.cross(E(rand(3)).float(), E(rand(3)).to(ember.complex128))
+    with pytest.raises(RuntimeError, match="expected scalar type Double but found Short"):
+        LA.cross(E(rand(3)), E(rand(3)).to(ember.int16))
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        LA.cross(E(rand(4)).bool(), E(rand(4)))
     with pytest.raises(RuntimeError, match="linalg.cross: inputs dimension -1 must have length 3. "
                        "Got 4 and 4"):
         LA.cross(E(rand(2, 4)), E(rand(2, 4)))
