@@ -2004,7 +2004,9 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     if not isinstance(dtype, _C.dtype):
         raise TypeError(f"frombuffer(): argument 'dtype' must be ember.dtype, not "
                         f"{type(dtype).__name__}")
-    try:
+    try:  # (a tensor too: ember's export the buffer protocol, torch's do not)
+        if isinstance(buffer, _C.Tensor):
+            raise TypeError
         view = memoryview(buffer)
     except TypeError:
         raise ValueError("object does not implement Python buffer protocol.") from None

@@ -446,3 +446,12 @@ def test_einsum_sublists_fail_on_a_wrong_subscript_as_torchs_parser():
         ember.einsum(a, b)
     with pytest.raises(RuntimeError, match="output subscript A does not appear"):
         ember.einsum(a.sum(0), ember.ones(1, dtype=ember.int8), (0, 1))
+
+
+def test_frombuffer_refuses_a_tensor_and_pooling_to_nothing_takes_any_dtype():
+    with pytest.raises(ValueError, match="buffer protocol"):  # (ember's tensors export one)
+        ember.frombuffer(ember.tensor([1, 2]), dtype=ember.float32)
+    r = ember.adaptive_avg_pool1d(ember.ones(2, 4, dtype=ember.int64), 0)
+    assert tuple(r.shape) == (2, 0) and r.dtype == ember.int64
+    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+        ember.adaptive_avg_pool1d(ember.ones(2, 4, dtype=ember.int64), 1)

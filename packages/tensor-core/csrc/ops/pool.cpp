@@ -593,13 +593,13 @@ template <typename F> void for_adaptive_windows(const Geo& g, const F& f) {
 Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
   GilRelease nogil(input->numel() > kGrainSize);
   Geo g = adaptive_geo(input, output_size, "adaptive_avg_pool");
-  EMBER_CHECK(is_floating(input->dtype) || is_complex(input->dtype), std::runtime_error,
-              "mean(): could not infer output dtype. Input dtype must be either a floating point or "
-              "complex dtype. Got: ", type_name(input->dtype));  // (torch's: its kernel is a mean)
   const bool nhwc = pool_nhwc(input, g);
   Tensor x = nhwc ? input : contiguous(input);
   Tensor out = nhwc ? empty_channels_last(g.out_shape(), x->dtype) : empty(g.out_shape(), x->dtype);
-  if (out->numel() == 0) return out;
+  if (out->numel() == 0) return out;  // (before the dtype check, as torch's: any dtype)
+  EMBER_CHECK(is_floating(input->dtype) || is_complex(input->dtype), std::runtime_error,
+              "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+              "complex dtype. Got: ", type_name(input->dtype));  // (torch's: its kernel is a mean)
   dispatch_floating(x->dtype, str_cat("adaptive_avg_pool", g.k, "d").c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;
