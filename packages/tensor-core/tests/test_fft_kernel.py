@@ -349,3 +349,18 @@ def test_ember_fft_inverse_real_transforms_through_the_kernel_agree_with_numpy(d
     gradcheck = pytest.importorskip("ember.autograd").gradcheck  # (ember-autograd's)
     xg = ember.randn(2, 129, dtype=ember.complex128, requires_grad=True)
     assert gradcheck(lambda t: ember.fft.irfft(t, n=256), (xg,))
+
+
+def test_a_long_row_split_over_threads_agrees_with_whole_rows():
+    # vector rows of >= 2^14 points fewer than the threads split each row's steps over them
+    a = (RNG.standard_normal((2, 1 << 15)) + 1j * RNG.standard_normal((2, 1 << 15)))
+    want = np.fft.ifft(a, axis=-1)
+    before = ember.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            ember.set_num_threads(threads)
+            for rows in (1, 2):
+                got = C._fft_c2c(ember.from_numpy(a[:rows]), [1], 2, False).numpy()
+                np.testing.assert_allclose(got, want[:rows], rtol=0, atol=1e-15)
+    finally:
+        ember.set_num_threads(before)

@@ -29,6 +29,9 @@ namespace {
 
 constexpr int64_t kLanes = 16;
 constexpr int64_t kTile = 64;  // points per tile of the rows' gather and scatter
+// Vector rows from this length on split each row's steps over the threads when the rows are
+// fewer than the threads (shorter ones: a row's work is less than a hand-off)
+constexpr int64_t kVectorRowSplitMin = int64_t{1} << 14;
 
 // The widest vectors of this copy, in bytes
 constexpr int kVecBytes = EMBER_CPU_LEVEL >= 2 ? 64 : EMBER_CPU_LEVEL == 1 ? 32 : 16;
@@ -90,16 +93,20 @@ template <class S, int B = S::L / 2> inline void transpose(typename S::V* v) {
 template <typename T, typename V>
 bool lane_fft(V* __restrict__ re, V* __restrict__ im, V* __restrict__ wre,
                      V* __restrict__ wim, int64_t m, const T* wr, const T* wi, int64_t step,
-                     bool inverse) {
+                     bool inverse, bool split = false) {
   V* sr = re;
   V* si = im;
   V* dr = wre;
   V* di = wim;
   const T conj = inverse ? T(-1) : T(1);
+  constexpr int64_t lanes = sizeof(V) / sizeof(T);
   int64_t s = 1, len = m;
   for (; len >= 4; len /= 4) {
     const int64_t q = len / 4;
-    for (int64_t p = 0; p < q; ++p) {
+    // butterfly groups p0..p1, each over the sub-transforms j0..j1 (split: the pass's groups or,
+    // where they are fewer than the sub-transforms, its sub-transforms over the threads)
+    auto butterflies = [&](int64_t p0, int64_t p1, int64_t j0, int64_t j1) {
+    for (int64_t p = p0; p < p1; ++p) {
       const int64_t k = p * s * step;
       const T w1r = wr[k], w1i = conj * wi[k], w2r = wr[2 * k], w2i = conj * wi[2 * k],
               w3r = wr[3 * k], w3i = conj * wi[3 * k];
@@ -108,7 +115,7 @@ bool lane_fft(V* __restrict__ re, V* __restrict__ im, V* __restrict__ wre,
       V* yr = dr + s * 4 * p;
       V* yi = di + s * 4 * p;
       const int64_t qo = s * q;
-      for (int64_t j = 0; j < s; ++j) {
+      for (int64_t j = j0; j < j1; ++j) {
         const V a_r = ar[j], a_i = ai[j], b_r = ar[j + qo], b_i = ai[j + qo];
         const V c_r = ar[j + 2 * qo], c_i = ai[j + 2 * qo], d_r = ar[j + 3 * qo],
                 d_i = ai[j + 3 * qo];
@@ -129,18 +136,33 @@ bool lane_fft(V* __restrict__ re, V* __restrict__ im, V* __restrict__ wre,
         yi[j + 3 * s] = t3r * w3i + t3i * w3r;
       }
     }
+    };
+    if (!split)
+      butterflies(0, q, 0, s);
+    else if (q >= s)
+      parallel_for(0, q, grain_for(4 * s * lanes),
+                   [&](int64_t p0, int64_t p1) { butterflies(p0, p1, 0, s); });
+    else
+      parallel_for(0, s, grain_for(4 * q * lanes),
+                   [&](int64_t j0, int64_t j1) { butterflies(0, q, j0, j1); });
     std::swap(sr, dr);
     std::swap(si, di);
     s *= 4;
   }
   if (len == 2) {
-    for (int64_t j = 0; j < s; ++j) {
-      const V a_r = sr[j], a_i = si[j], b_r = sr[j + s], b_i = si[j + s];
-      dr[j] = a_r + b_r;
-      di[j] = a_i + b_i;
-      dr[j + s] = a_r - b_r;
-      di[j + s] = a_i - b_i;
-    }
+    auto butterflies = [&](int64_t j0, int64_t j1) {
+      for (int64_t j = j0; j < j1; ++j) {
+        const V a_r = sr[j], a_i = si[j], b_r = sr[j + s], b_i = si[j + s];
+        dr[j] = a_r + b_r;
+        di[j] = a_i + b_i;
+        dr[j + s] = a_r - b_r;
+        di[j + s] = a_i - b_i;
+      }
+    };
+    if (split)
+      parallel_for(0, s, grain_for(2 * lanes), butterflies);
+    else
+      butterflies(0, s);
     std::swap(sr, dr);
     std::swap(si, di);
   }
@@ -343,50 +365,70 @@ void vector_rows(const T* in, T* out, int64_t n, int64_t batch, bool inverse, T 
   // w_n^(l k) for k < m in lanes l (conjugated for the inverse), shared by the rows
   std::vector<V> twr(static_cast<size_t>(m)), twi(static_cast<size_t>(m));
   const T conj = inverse ? T(-1) : T(1);
-  for (int64_t k = 0; k < m; ++k)
-    for (int l = 0; l < L; ++l) {
-      twr[k][l] = wr[(k * l) & (n - 1)];
-      twi[k][l] = conj * wi[(k * l) & (n - 1)];
-    }
-  parallel_for(0, batch, grain_for(n * 8), [&](int64_t r0, int64_t r1) {
-    std::vector<V> planes(static_cast<size_t>(4 * m));
-    V* re = planes.data();
-    V* im = re + m;
-    V* wre = im + m;
-    V* wim = wre + m;
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* x = in + 2 * r * n;
-      for (int64_t i = 0; i < m; ++i) {
-        const V a = *reinterpret_cast<const U*>(x + 2 * L * i);
-        const V b = *reinterpret_cast<const U*>(x + 2 * L * i + L);
-        re[i] = shuffle_lanes<S, Evens>(a, b);
-        im[i] = shuffle_lanes<S, Odds>(a, b);
+  parallel_for(0, m, grain_for(2 * L), [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k)
+      for (int l = 0; l < L; ++l) {
+        twr[k][l] = wr[(k * l) & (n - 1)];
+        twi[k][l] = conj * wi[(k * l) & (n - 1)];
       }
-      const bool in_work = lane_fft<T, V>(re, im, wre, wim, m, wr, wi, L, inverse);
-      const V* yr = in_work ? wre : re;
-      const V* yi = in_work ? wim : im;
-      T* y = out + 2 * r * n;
-      for (int64_t k0 = 0; k0 < m; k0 += L) {
-        V br[L], bi[L], cr[L], ci[L];
-        for (int c = 0; c < L; ++c) {
-          const V xr = yr[k0 + c], xi = yi[k0 + c], tr = twr[k0 + c], ti = twi[k0 + c];
-          br[c] = xr * tr - xi * ti;
-          bi[c] = xr * ti + xi * tr;
-        }
-        transpose<S>(br);
-        transpose<S>(bi);
-        const bool w = lane_fft<T, V>(br, bi, cr, ci, L, wr, wi, n / L, inverse);
-        const V* zr = w ? cr : br;
-        const V* zi = w ? ci : bi;
-        for (int k = 0; k < L; ++k) {
-          const V vr = zr[k] * scale, vi = zi[k] * scale;
-          T* dst = y + 2 * (k0 + m * k);
-          *reinterpret_cast<U*>(dst) = shuffle_lanes<S, Interleave<false>>(vr, vi);
-          *reinterpret_cast<U*>(dst + L) = shuffle_lanes<S, Interleave<true>>(vr, vi);
-        }
-      }
-    }
   });
+  // 1. the points i0..i1 of row x into the planes
+  auto load = [&](const T* x, V* re, V* im, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const V a = *reinterpret_cast<const U*>(x + 2 * L * i);
+      const V b = *reinterpret_cast<const U*>(x + 2 * L * i + L);
+      re[i] = shuffle_lanes<S, Evens>(a, b);
+      im[i] = shuffle_lanes<S, Odds>(a, b);
+    }
+  };
+  // 3. the blocks of L results b0..b1 of the m-point FFTs (yr, yi) into the row y
+  auto finish = [&](const V* yr, const V* yi, T* y, int64_t b0, int64_t b1) {
+    for (int64_t k0 = b0 * L; k0 < b1 * L; k0 += L) {
+      V br[L], bi[L], cr[L], ci[L];
+      for (int c = 0; c < L; ++c) {
+        const V xr = yr[k0 + c], xi = yi[k0 + c], tr = twr[k0 + c], ti = twi[k0 + c];
+        br[c] = xr * tr - xi * ti;
+        bi[c] = xr * ti + xi * tr;
+      }
+      transpose<S>(br);
+      transpose<S>(bi);
+      const bool w = lane_fft<T, V>(br, bi, cr, ci, L, wr, wi, n / L, inverse);
+      const V* zr = w ? cr : br;
+      const V* zi = w ? ci : bi;
+      for (int k = 0; k < L; ++k) {
+        const V vr = zr[k] * scale, vi = zi[k] * scale;
+        T* dst = y + 2 * (k0 + m * k);
+        *reinterpret_cast<U*>(dst) = shuffle_lanes<S, Interleave<false>>(vr, vi);
+        *reinterpret_cast<U*>(dst + L) = shuffle_lanes<S, Interleave<true>>(vr, vi);
+      }
+    }
+  };
+  if (batch >= get_num_threads() || n < kVectorRowSplitMin) {  // whole rows per thread
+    parallel_for(0, batch, grain_for(n * 8), [&](int64_t r0, int64_t r1) {
+      std::vector<V> planes(static_cast<size_t>(4 * m));
+      V* re = planes.data();
+      V* im = re + m;
+      for (int64_t r = r0; r < r1; ++r) {
+        load(in + 2 * r * n, re, im, 0, m);
+        const bool in_work = lane_fft<T, V>(re, im, im + m, im + 2 * m, m, wr, wi, L, inverse);
+        finish(in_work ? im + m : re, in_work ? im + 2 * m : im, out + 2 * r * n, 0, m / L);
+      }
+    });
+    return;
+  }
+  // few long rows: each step of a row split over the threads
+  std::vector<V> planes(static_cast<size_t>(4 * m));
+  V* re = planes.data();
+  V* im = re + m;
+  for (int64_t r = 0; r < batch; ++r) {
+    const T* x = in + 2 * r * n;
+    parallel_for(0, m, grain_for(2 * L), [&](int64_t i0, int64_t i1) { load(x, re, im, i0, i1); });
+    const bool in_work = lane_fft<T, V>(re, im, im + m, im + 2 * m, m, wr, wi, L, inverse, true);
+    const V* yr = in_work ? im + m : re;
+    const V* yi = in_work ? im + 2 * m : im;
+    parallel_for(0, m / L, grain_for(2 * L * L),
+                 [&](int64_t b0, int64_t b1) { finish(yr, yi, out + 2 * r * n, b0, b1); });
+  }
 }
 
 // The widest vectors of B <= kVecBytes bytes with L * L <= n (false: none, n too short)
