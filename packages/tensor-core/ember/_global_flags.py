@@ -163,6 +163,11 @@ def typename(obj) -> str:
 
 def is_distributed(obj) -> bool:
     """torch.is_distributed: a tensor's is_distributed(), always False."""
+    from ember import _C
+
+    if not isinstance(obj, _C.Tensor):
+        raise TypeError(f"is_distributed(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(obj).__name__}")
     return obj.is_distributed()
 
 

@@ -455,3 +455,21 @@ def test_frombuffer_refuses_a_tensor_and_pooling_to_nothing_takes_any_dtype():
     assert tuple(r.shape) == (2, 0) and r.dtype == ember.int64
     with pytest.raises(RuntimeError, match="could not infer output dtype"):
         ember.adaptive_avg_pool1d(ember.ones(2, 4, dtype=ember.int64), 1)
+
+
+def test_softmax_and_log_softmax_take_out_in_the_result_dtype():
+    x = ember.tensor(A)
+    out = ember.empty(0, dtype=ember.float64)
+    assert ember.log_softmax(x, 1, out=out) is out  # (resized from empty)
+    shifted = A - A.max(1, keepdims=True)
+    want = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+    assert ember.softmax(x, 0, out=out) is out
+    np.testing.assert_allclose(out.numpy(), np.exp(A) / np.exp(A).sum(0), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got "
+                                           "double instead"):
+        ember.softmax(x, 1, dtype=ember.float32, out=out)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        x.softmax(1, out=out)  # (methods take no out=)
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        ember.is_distributed(-2)

@@ -428,12 +428,15 @@ void register_reductions(py::module_& m) {
   for (bool is_log : {false, true}) {
     const std::string name = is_log ? "log_softmax" : "softmax";
     def_op(m, {.name = name,
-               .signatures = {name + "(Tensor input, int dim, ScalarType? dtype=None) -> Tensor"},
+               .signatures = {name + "(Tensor input, int dim, ScalarType? dtype=None, *, "
+                                     "Tensor? out=None) -> Tensor"},
                .family = "softmax", .hooked = true,
-               .impl = [is_log](const Args& a) {
+               .impl = [is_log, name](const Args& a) {
                  Tensor x = a.tensor(0);
                  const int64_t dim = a.integer(1);
-                 return wrap(is_log ? log_softmax(x, dim, a.dtype(2)) : softmax(x, dim, a.dtype(2)));
+                 Tensor r = is_log ? log_softmax(x, dim, a.dtype(2)) : softmax(x, dim, a.dtype(2));
+                 if (!a.is_none(3)) check_out_dtype(to_tensor(a.out()), r->dtype);  // (exact)
+                 return finish(name.c_str(), r, a.out());
                }});
   }
   // their backward kernels; not differentiable (double backward uses the composed formula)
