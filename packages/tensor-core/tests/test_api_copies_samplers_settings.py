@@ -360,7 +360,7 @@ def test_memory_format_objects_and_factories():
     assert ember.empty(2, 3, memory_format=ember.contiguous_format).is_contiguous()
     assert ember.zeros_like(ember.ones(2, 2), memory_format=ember.preserve_format).is_contiguous()
     with pytest.raises(NotImplementedError, match="contiguous\\(memory_format=ember.channels_last"):
-        ember.empty(2, 3, 4, 5, memory_format=ember.channels_last)
+        ember.rand_like(ember.ones(2, 3, 4, 5), memory_format=ember.channels_last)
 
 
 def test_memory_formats_match_torch():

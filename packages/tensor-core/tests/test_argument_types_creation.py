@@ -62,12 +62,32 @@ def test_a_strided_layout_and_no_pinning_are_accepted():
 
 
 @pytest.mark.parametrize("call", [
-    lambda: ember.empty(2, 3, 4, 5, memory_format=ember.channels_last),
-    lambda: ember.empty_like(ember.zeros(2, 3, 4, 5), memory_format=ember.channels_last),
-], ids=["empty", "empty_like"])
+    lambda: ember.rand_like(ember.zeros(2, 3, 4, 5), memory_format=ember.channels_last),
+    lambda: ember.randint_like(ember.zeros(1, 2, 3, 4, 5), 3,
+                               memory_format=ember.channels_last_3d),
+], ids=["rand_like", "randint_like"])
 def test_a_memory_format_is_refused_not_ignored(call):
     with pytest.raises(NotImplementedError, match="memory_format=.* is not supported"):
         call()
+
+
+def test_empty_and_the_filled_likes_lay_out_their_memory_format():
+    """Strides as torch's (C innermost for channels_last; contiguous_format makes a contiguous
+    tensor even from a channels_last input; preserve_format keeps the input's layout)."""
+    x = ember.ones(2, 3, 4, 5).contiguous(memory_format=ember.channels_last)
+    assert ember.empty(2, 3, 4, 5, memory_format=ember.channels_last).stride() == (60, 1, 15, 3)
+    assert ember.empty(1, 2, 3, 4, 5, memory_format=ember.channels_last_3d).stride() == \
+        (120, 1, 40, 10, 2)
+    assert ember.zeros_like(x, memory_format=ember.contiguous_format).stride() == (60, 20, 5, 1)
+    assert ember.ones_like(x).stride() == (60, 1, 15, 3)
+    y = ember.full_like(ember.ones(2, 3, 4, 5), 7.0, memory_format=ember.channels_last)
+    assert y.stride() == (60, 1, 15, 3) and (y.numpy() == 7.0).all()
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        ember.zeros_like(ember.ones(2, 3), memory_format=ember.channels_last)
+    with pytest.raises(RuntimeError, match="required rank 5 tensor"):
+        ember.empty(2, 3, 4, 5, memory_format=ember.channels_last_3d)
+    with pytest.raises(RuntimeError, match="unsupported memory format Preserve"):
+        ember.empty(2, 3, memory_format=ember.preserve_format)
 
 
 @pytest.mark.parametrize("call", [

@@ -22,6 +22,27 @@ enum class OutShape { Resize, KeepCount, KeepCountWarn };
 
 // The result of a factory: `t` moved to the device asked for (it may have been built on the
 // CPU), pinned, written into out= or marked as requiring grad.
+// An uninitialised tensor laid out in a memory format that fixes the strides (FactoryKeywords:
+// "contiguous_format", "channels_last" for 4-d sizes, "channels_last_3d" for 5-d: C innermost).
+Tensor empty_in_format(const Shape& sizes, ScalarType dtype, Device device,
+                       const std::string& format) {
+  if (format == "contiguous_format") return empty(sizes, dtype, device);
+  const bool is_3d = format == "channels_last_3d";
+  const size_t rank = is_3d ? 5 : 4;
+  EMBER_CHECK(sizes.size() == rank, std::runtime_error, "required rank ", rank,
+              " tensor to use ", format, " format");
+  Shape strides(rank);
+  int64_t stride = 1;
+  strides[1] = 1;  // C innermost, then the spatial dims from the last, then N
+  stride *= sizes[1];
+  for (size_t d = rank - 1; d >= 2; --d) {
+    strides[d] = stride;
+    stride *= sizes[d];
+  }
+  strides[0] = stride;
+  return empty_strided(sizes, strides, dtype, device);
+}
+
 py::object finish_factory(Tensor t, const FactoryKeywords& f, OutShape rule = OutShape::Resize) {
   if (f.device_given && t->device() != f.device) t = to_device_copy(t, f.device, false);
   if (!f.out.is_none()) {
@@ -132,6 +153,9 @@ void register_creation(py::module_& m) {
                .family = C, .variants = kFunction, .hand_off = false,
                .impl = [name, value](const Args& a) {
                  const FactoryKeywords f = factory_keywords(a, name.c_str());
+                 if (!f.memory_format.empty())  // (only empty takes one)
+                   return finish_factory(empty_in_format(a.ints(0), or_default(f.dtype),
+                                                         f.device, f.memory_format), f);
                  const Scalar v = Scalar::from_int(value);
                  return finish_factory(
                      filled(a.ints(0), or_default(f.dtype), value < 0 ? nullptr : &v, f.device), f);
@@ -171,8 +195,11 @@ void register_creation(py::module_& m) {
                  const FactoryKeywords f = factory_keywords(a, name.c_str());
                  const Tensor x = a.tensor(0);
                  const ScalarType dt = f.dtype == ScalarType::Undefined ? x->dtype : f.dtype;
-                 Tensor t = f.device_given && f.device != x->device() ? empty(x->sizes, dt, f.device)
-                                                                      : empty_like(x, dt);
+                 const Device device = f.device_given ? f.device : x->device();
+                 Tensor t = !f.memory_format.empty() ? empty_in_format(x->sizes, dt, device,
+                                                                       f.memory_format)
+                            : device != x->device()  ? empty(x->sizes, dt, device)
+                                                     : empty_like(x, dt);  // (preserve_format)
                  if (value == 0 || value == 1) fill_(t, Scalar::from_int(value));
                  if (value == 2) fill_(t, a.scalar(1));
                  return finish_factory(t, f);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -592,12 +593,17 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
     if (type_of(a[i]) != "memory_format")  // (the schema's Any lets torch's TypeError be ours)
       throw py::type_error(str_cat(op, "(): argument 'memory_format' must be ember.memory_format, "
                                    "not ", Py_TYPE(a[i].ptr())->tp_name));
-    // the factories make contiguous tensors: what contiguous_format and preserve_format ask
     const std::string format = py::repr(a[i]);
-    if (format != "ember.contiguous_format" && format != "ember.preserve_format")
+    static const std::set<std::string> laid_out = {"empty", "empty_like", "zeros_like",
+                                                   "ones_like", "full_like"};
+    if (format != "ember.contiguous_format" && format != "ember.preserve_format" &&
+        !laid_out.count(op))
       throw NotImplementedError(str_cat(op, "(): memory_format=", format,
-                                        " is not supported by the factory functions: make the "
+                                        " is not supported by this factory function: make the "
                                         "tensor, then .contiguous(memory_format=", format, ")"));
+    EMBER_CHECK(!(format == "ember.preserve_format" && std::string_view(op) == "empty"),
+                std::runtime_error, "unsupported memory format Preserve");
+    if (format != "ember.preserve_format") f.memory_format = format.substr(6);  // ("ember.")
   }
   i = at.device;
   if (i >= 0 && !a.is_none(i)) {

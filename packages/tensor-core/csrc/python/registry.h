@@ -134,6 +134,9 @@ struct FactoryKeywords {
   bool pin_memory = false;
   py::handle out;        // None when not given
   py::handle generator{Py_None};  // the same; a Generator (the schema checked its type)
+  // memory_format=: "" (none or preserve_format), "contiguous_format", "channels_last",
+  // "channels_last_3d" (only empty and the empty/zeros/ones/full *_like take the last two)
+  std::string memory_format;
 };
 // The device factories use when given none (ember.set_default_device); nullopt: the CPU.
 void set_default_factory_device(std::optional<Device> d);
