@@ -13,6 +13,8 @@
 //   planes and scattered back (ember.fft sends those to pocketfft).
 // One table of w_n^k (k < n, computed in double) serves every length: w_m^k = w_n^(k n / m); the
 // six-step form's twiddles w_n^(k1 i2) have a table of their own (FftTables, ops/cpu_kernels.h).
+// rfft and irfft (the last section) are a complex FFT of the rows' pairs of points read as
+// complex values, with a split of its result or a join of the spectrum before it.
 #include "ops/cpu/kernel.h"
 
 #include <algorithm>
