@@ -412,8 +412,9 @@ def _run_public(xp, a, plan, dest):
 # The core's own kernel (ops/cpu/fft.cpp, ATen's _fft_c2c) runs a complex transform of a
 # power-of-two length where it beats pocketfft (one thread, measured by benchmarks/bench_fft.py):
 # - along the last dim, n >= 64 points, any number of rows: its vector rows (SIMD lanes inside
-#   each row, a row's planes in L1) take 256 rows of 1024 points in 0.30 ms where pocketfft
-#   takes 0.60 and torch's MKL 0.34; one row of 1024 points 1.7x torch, 1M points 1.2x;
+#   each row, a row's planes in L1) take 256 rows of 1024 points in 0.33 ms where pocketfft
+#   takes 0.60 and torch's MKL 0.37-0.42; one row of 1024 points 1.1-1.2x torch with the call,
+#   1M points 1.1-1.2x;
 # - down an inner dim (one with at least 8 contiguous columns after it), 2 to 1024 points: the
 #   kernel transforms 16 neighbouring columns in SIMD lanes with no transposition (the first
 #   pass of a 1024 x 1024 fft2: 3.3 ms against pocketfft's 5.6; 64 x 4096: 0.23 ms against
