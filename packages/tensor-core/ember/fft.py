@@ -329,19 +329,15 @@ def _run_pocketfft(pp, a, plan, dest):
             if o is None and fresh:
                 o = a
             a = pp.c2c(a, axes, op == "fft", scale, o, threads)
-        elif op == "rfft" and axis == a.ndim - 1 and n >= _CORE_MIN_REAL_POINTS \
-                and not n & (n - 1):
-            a = _C._fft_r2c(_from_numpy(a), [axis], scale, True).numpy()
+        elif _core_real_step(a.ndim, axis, n):  # rfft or irfft in the core's kernel
+            x = _from_numpy(a)
+            a = (_C._fft_r2c(x, [axis], scale, True) if op == "rfft"
+                 else _C._fft_c2r(x, [axis], scale, n)).numpy()
             if o is not None:
                 o[...] = a
                 a = o
         elif op == "rfft":
             a = pp.r2c(a, axes, True, scale, o, threads)
-        elif axis == a.ndim - 1 and n >= _CORE_MIN_REAL_POINTS and not n & (n - 1):
-            a = _C._fft_c2r(_from_numpy(a), [axis], scale, n).numpy()  # (irfft)
-            if o is not None:
-                o[...] = a
-                a = o
         else:
             a = pp.c2r(a, axes, n, False, scale, o, threads)
         fresh = True
@@ -441,8 +437,7 @@ def _core_kernel_takes(input, op, axis, n):
     if n & (n - 1) or input.size(axis) != n:
         return False
     if op == "rfft":
-        return (n >= _CORE_MIN_REAL_POINTS and axis == input.dim() - 1
-                and input.dtype in _REAL_KERNEL_DTYPES)
+        return _core_real_step(input.dim(), axis, n) and input.dtype in _REAL_KERNEL_DTYPES
     if op not in ("fft", "ifft"):
         return False
     if axis == input.dim() - 1:
@@ -451,6 +446,12 @@ def _core_kernel_takes(input, op, axis, n):
     elif not (_core_columns_take(input.shape, axis, n) and input.is_contiguous()):
         return False
     return input.dtype in _TO_COMPLEX
+
+
+def _core_real_step(ndim, axis, n):
+    """Whether the core's kernel runs an rfft or irfft of n points (real) along dim axis of an
+    ndim-d tensor: the last dim, a power of two of _CORE_MIN_REAL_POINTS or more."""
+    return axis == ndim - 1 and n >= _CORE_MIN_REAL_POINTS and not n & (n - 1)
 
 
 def _core_step(op, shape, axis, n):
@@ -659,7 +660,7 @@ def _fast_1d(input, dim, op):
         return None
     if op == "irfft":  # n real points from n / 2 + 1
         n = 2 * (n - 1)
-        if d == nd - 1 and n >= _CORE_MIN_REAL_POINTS and not n & (n - 1):
+        if _core_real_step(nd, d, n):
             return _C._fft_c2r(input, [d], 2, n)
     elif _core_kernel_takes(input, op, d, n):
         if op == "rfft":
