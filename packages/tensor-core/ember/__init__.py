@@ -227,7 +227,8 @@ def get_device_module(device=None):
 
     if device is None:
         kind = "cuda" if _C._cuda_is_available() else "cpu"
-    elif not isinstance(device, (str, device_class)):
+    elif hash(device) is None or not isinstance(device, (str, device_class)):
+        # (torch looks the device up in a dict first: an unhashable one is a TypeError)
         raise RuntimeError(f"Invalid value of device '{device}', expect ember.device, str, or "
                            "None")
     else:

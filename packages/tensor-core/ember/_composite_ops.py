@@ -46,6 +46,24 @@ def _finish(result, out):
     return out
 
 
+def _finish_same_dtype(result, out, name):
+    """out= of an op whose kernel writes its own dtype only (torch's 'Found dtype')."""
+    if out is not None:
+        if out.dtype != result.dtype:
+            raise RuntimeError(f"Found dtype {out.dtype._torch_name} but expected "
+                               f"{result.dtype._torch_name}")
+        _C._check_inplace_writable(out, name)  # (torch's check comes before a resize)
+    return _finish(result, out)
+
+
+def _finish_exact(result, out):
+    """out= of a linalg norm: exactly the result's dtype."""
+    if out is not None and out.dtype != result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {result.dtype._cpp_name}, but got "
+                           f"{out.dtype._cpp_name} instead")
+    return _finish(result, out)
+
+
 def _wrap_dim(dim: int, ndim: int) -> int:
     n = _max(ndim, 1)
     if not -n <= dim < n:
@@ -163,6 +181,11 @@ def _pointwise(input, tensor1, tensor2, value, combine, out=None, in_place=False
     """input + value * combine(tensor1, tensor2): addcmul, addcdiv and their in-place forms."""
     tensor1, tensor2, common = _in_common_dtype(input, tensor1, tensor2)
     value, as_alpha = _pointwise_value(common, value)
+    if common is not None and common.is_complex:
+        # torch's complex kernel computes (value * tensor1) / tensor2: a finite quotient's
+        # infinity stays infinite, where value * (tensor1 / tensor2) as a product gives NaN
+        part = combine(_C.mul(tensor1, value), tensor2)
+        return input.add_(part) if in_place else _C.add(input, part, out=out)
     part = combine(tensor1, tensor2)
     if not as_alpha:
         part = _C.mul(part, value)
@@ -520,8 +543,6 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
     """torch.hash_tensor, mode 0: each element as a 64-bit value (floating types as float64,
     integers and bools as int64), the bits XOR-ed over ``dim`` (every dim when None or empty),
     as uint64."""
-    if mode != 0:
-        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
     n = input.dim()
     dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
     for d in dims:  # (torch's IndexError, also of a 0-d input)
@@ -534,6 +555,8 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
     for d in reduced:
         if input.shape[d] == 0:
             raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    if mode != 0:  # (after the dims, as torch's)
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
     if out is not None and out.dtype != _C.uint64:
         raise RuntimeError(
             f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
@@ -1514,12 +1537,14 @@ def _window_values(name, window_length, periodic, dtype, layout, device, require
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length="
                            f"{window_length}")
     dt = _C.get_default_dtype() if dtype is None else dtype
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
     if window_length == 0:
         return _C.empty(0, dtype=dt, layout=layout, device=device, requires_grad=requires_grad)
     if window_length == 1:
         return _C.ones(1, dtype=dt, layout=layout, device=device, requires_grad=requires_grad)
+    if dt.is_complex:  # torch's check lets complex through; its arange of them then fails
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dt._torch_name}'")
     n = window_length + 1 if periodic else window_length
     k = _C.arange(window_length, dtype=_C.float64, device=device)
     w = fn(k, n).to(dt)
@@ -1618,11 +1643,12 @@ def rsub(input, other, alpha=1):  # (alpha by position: torch's overload for a n
     return _C.sub(other, input, alpha=alpha)
 
 
-def hardshrink(input, lambd=0.5):
+def hardshrink(input, lambd=0.5, *, out=None):
     _floating_kernel("hardshrink", input)
     scalar_fits(lambd, input.dtype)
     # x outside [-lambd, lambd] and NaN stay, as torch's
-    return _C.where((input >= -lambd) & (input <= lambd), 0, input).to(input.dtype)
+    result = _C.where((input >= -lambd) & (input <= lambd), 0, input).to(input.dtype)
+    return _finish_same_dtype(result, out, "hardshrink")
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -1663,8 +1689,13 @@ def _threshold(input, threshold, value):
     return _C.where(input <= threshold, value, input).to(input.dtype)
 
 
-def threshold(input, threshold, value):
-    return _threshold(input, threshold, value)
+def threshold(input, threshold, value, *, out=None):
+    # (torch's threshold kernel does not check out= for overlap)
+    result = _threshold(input, threshold, value)
+    if out is not None and not _C.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"result type {result.dtype._torch_name} can't be cast to the "
+                           f"desired output type {out.dtype._torch_name}")
+    return _finish(result, out)
 
 
 def threshold_(self, threshold, value):
@@ -1735,27 +1766,32 @@ def matrix_exp(input):
     return linalg.matrix_exp(input)
 
 
-def frobenius_norm(input, dim, keepdim=False):
+def frobenius_norm(input, dim, keepdim=False, *, out=None):
     from ember import linalg
 
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return linalg.vector_norm(input, 2, dim=dims or None, keepdim=keepdim)
+    return _finish_exact(linalg.vector_norm(input, 2, dim=dims or None, keepdim=keepdim), out)
 
 
-def nuclear_norm_row(input, *args):
+def nuclear_norm_row(input, *args, out=None):
     """The registry's two forms: (input, keepdim) and (input, dim, keepdim)."""
     if len(args) == 2:
-        return nuclear_norm(input, args[0], args[1])
-    return nuclear_norm(input, None, args[0] if args else False)
+        return nuclear_norm(input, args[0], args[1], out=out)
+    return nuclear_norm(input, None, args[0] if args else False, out=out)
 
 
-def nuclear_norm(input, dim=None, keepdim=False):
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
     from ember import linalg
 
     if dim is None:
-        return linalg.matrix_norm(input, "nuc", keepdim=keepdim)
-    dims = (dim, dim) if isinstance(dim, int) else tuple(dim)  # int[2]: one int stands for two
-    return linalg.matrix_norm(input, "nuc", dim=dims, keepdim=keepdim)
+        result = linalg.matrix_norm(input, "nuc", keepdim=keepdim)
+    else:
+        dims = (dim, dim) if isinstance(dim, int) else tuple(dim)  # int[2]: one int is two
+        result = linalg.matrix_norm(input, "nuc", dim=dims, keepdim=keepdim)
+    if out is not None and out.dtype != result.dtype:
+        raise RuntimeError(f"linalg.matrix_norm expected out tensor dtype "
+                           f"{result.dtype._torch_name} but got: {out.dtype._torch_name}")
+    return _finish(result, out)
 
 
 # ---- torch's Python functions over varargs (exported as they are) ----
@@ -1837,7 +1873,7 @@ def unravel_index(indices, shape):
     if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == _C.bool:
         raise TypeError("expected 'indices' to be integer dtype, but got "
                         f"{indices.dtype}")
-    if isinstance(shape, bool) or not isinstance(shape, (int, tuple, list, _C.Size)):
+    if not isinstance(shape, (int, tuple, list, _C.Size)):  # (a bool is an int, as torch's)
         raise TypeError("expected 'shape' to be int or sequence of ints, but got "
                         f"{type(shape)}")
     if isinstance(shape, int):

@@ -14,8 +14,20 @@ class device:  # noqa: N801 - PyTorch's name
         if isinstance(type, device):
             self.type, self.index = type.type, type.index
             return
+        if isinstance(type, int) and not isinstance(type, bool) and index is None:
+            # torch's device(n): the current accelerator's device n
+            if type < 0:
+                raise RuntimeError("Device index must not be negative")
+            from ember import _C
+
+            if not _C._cuda_is_available():
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            self.type, self.index = "cuda", type
+            return
         if not isinstance(type, str):
             raise TypeError(f"device() expected a string, got {type.__class__.__name__}")
+        if not type:
+            raise RuntimeError("Device string must not be empty")
         if ":" in type:
             if index is not None:
                 raise ValueError(

@@ -652,7 +652,7 @@ def _repeat_ints(self, reps: list):
         interleaved += [1, s]
     expanded = []
     for r, s in zip(reps, shape):
-        expanded += [r, s]
+        expanded += [r if r > 0 else 0, s]  # (a negative r passed the check on a size of 0)
     x = self.reshape(interleaved).expand(expanded)
     # torch's repeat always returns a new contiguous tensor: reshaping the expanded view would
     # keep its 0 strides wherever a repeated dimension meets one of size 1 (x.repeat(3, 1) of a
@@ -709,7 +709,7 @@ def flipud(input):
 @tensor_args("input")
 def rot90(input, k: int = 1, dims=(0, 1)):
     """Rotates by 90 degrees k times in the plane of `dims` (from the first towards the second)."""
-    dims = list(dims)
+    dims = _int_list("rot90", "dims", 3, dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if input.dim() < 2:
@@ -734,6 +734,9 @@ def rot90(input, k: int = 1, dims=(0, 1)):
 @tensor_args("input")
 def diag(input, diagonal: int = 0, *, out=None):
     """1-d input: a matrix with it on the `diagonal`-th diagonal; 2-d: a copy of that diagonal."""
+    if out is not None and out.dtype != input.dtype:  # (torch's diag writes its dtype only)
+        raise RuntimeError(f"Expected out tensor to have dtype {input.dtype._cpp_name}, but got "
+                           f"{out.dtype._cpp_name} instead")
     if input.dim() == 1:
         return _write_out(_C.diag_embed(input, diagonal, 0, 1), out, "diag")
     if input.dim() == 2:

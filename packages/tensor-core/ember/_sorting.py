@@ -46,6 +46,8 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None, *, out=Non
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    if n == 0 and prepend is None and append is None and out is None:
+        return input  # torch returns the input itself, before it reads dim
     ndim = input.dim()
     if not -ndim <= dim < ndim:
         raise IndexError("Dimension out of range (expected to be in range of "

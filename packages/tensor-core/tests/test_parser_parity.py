@@ -473,3 +473,182 @@ def test_softmax_and_log_softmax_take_out_in_the_result_dtype():
         x.softmax(1, out=out)  # (methods take no out=)
     with pytest.raises(TypeError, match="must be Tensor, not int"):
         ember.is_distributed(-2)
+
+
+# ---- torch's SymInt parameters: a one-element integer tensor of any shape ----
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda x: x.narrow(1, 0, ember.tensor([2])), A[:, :2]),
+    (lambda x: x.narrow(1, ember.tensor(1), ember.tensor([[2]])), A[:, 1:3]),
+    (lambda x: x.select(1, ember.tensor([2])), A[:, 2]),
+    (lambda x: x.topk(ember.tensor([2])).values, np.sort(A, 1)[:, ::-1][:, :2]),
+    (lambda x: ember.eye(ember.tensor([2]), ember.tensor(3)), np.eye(2, 3)),
+    (lambda x: ember.bincount(ember.tensor([1, 1]), minlength=ember.tensor([3])),
+     np.bincount([1, 1], minlength=3)),
+])
+def test_symint_parameters_take_one_element_tensors(call, expected):
+    np.testing.assert_allclose(call(_a()).numpy(), expected)
+
+
+def test_an_int_parameter_takes_only_a_0d_tensor():
+    with pytest.raises(TypeError, match="argument 'dim' .* must be int, not Tensor"):
+        _a().narrow(ember.tensor([1]), 0, 1)
+    with pytest.raises(TypeError, match="must be int, not bool"):
+        _a().topk(True)
+
+
+# ---- out= forms and their dtype rules ----
+
+def test_round_resizes_out_and_writes_only_its_dtype():
+    x = ember.tensor([[0.4], [1.6]])
+    out = ember.zeros(7)
+    with pytest.warns(UserWarning, match="resized"):
+        assert ember.round(x, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), [[0.0], [2.0]])
+    for kw in ({}, {"decimals": 1}):
+        with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+            ember.round(x, out=ember.zeros(2, 1, dtype=ember.float64), **kw)
+
+
+def test_threshold_and_hardshrink_take_out():
+    x = ember.tensor([-1.0, 0.25, 2.0])
+    out = ember.empty(3, dtype=ember.float64)  # threshold casts its result into out
+    assert ember.threshold(x, 0.5, 3.0, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), [3.0, 3.0, 2.0])
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        ember.threshold(x, 0.5, 3, out=ember.empty(3, dtype=ember.int64))
+    out = ember.empty(3)
+    assert ember.hardshrink(x, 0.5, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), [-1.0, 0.0, 2.0])
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        ember.hardshrink(x, 0.5, out=ember.empty(3, dtype=ember.float64))
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.hardshrink(x, 0.5, out=ember.empty(3).unsqueeze(0).expand(2, 3))
+
+
+def test_norm_outs_take_exactly_the_result_dtype():
+    out = ember.empty(2, 1)
+    assert ember.frobenius_norm(_a(), 1, keepdim=True, out=ember.empty(0, dtype=ember.float64))\
+        .shape == (2, 1)
+    a32 = ember.tensor(A, dtype=ember.float32)
+    assert ember.frobenius_norm(a32, 1, keepdim=True, out=out) is out
+    np.testing.assert_allclose(out.numpy(), np.linalg.norm(A, axis=1, keepdims=True), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got "
+                                           "double instead"):
+        ember.frobenius_norm(a32, 1, out=ember.empty(2, dtype=ember.float64))
+    out = ember.empty(())
+    assert ember.nuclear_norm(a32, out=out) is out
+    np.testing.assert_allclose(out.item(), np.linalg.norm(A, "nuc"), rtol=1e-6)
+    assert ember.nuclear_norm(a32, True, out=out).shape == (1, 1)
+    with pytest.raises(RuntimeError, match="matrix_norm expected out tensor dtype Float but got: "
+                                           "Double"):
+        ember.nuclear_norm(a32, [0, 1], out=ember.empty((), dtype=ember.float64))
+    with pytest.raises(RuntimeError, match=r"c10::Half, but got c10::BFloat16"):
+        ember.norm(ember.ones(3, dtype=ember.float16), out=ember.empty((), dtype=ember.bfloat16))
+    with pytest.raises(RuntimeError, match="should be convertible without narrowing"):
+        ember.ones(3, dtype=ember.complex128).norm(dim=0, dtype=ember.complex64)
+    with pytest.raises(RuntimeError, match="dtype int, but got long int"):
+        ember.diag(ember.ones(3, dtype=ember.int32), out=ember.empty(3, 3, dtype=ember.int64))
+
+
+def test_checks_in_torchs_order():
+    # cat: out's dtype before the ranks; argmax: the empty dim before out's dtype
+    with pytest.raises(TypeError, match="can't be cast to the desired output type Int"):
+        ember.cat([ember.zeros(2, 3), ember.zeros(3)], out=ember.zeros(0, dtype=ember.int32))
+    with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+        ember.argmax(ember.zeros(2, 0, 3), 1, out=ember.zeros(0, dtype=ember.int8))
+    # clamp and relu refuse a complex input before out= and overlap
+    with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
+        ember.clamp_max(ember.zeros(3, dtype=ember.complex64), -1, out=ember.zeros(0))
+    with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
+        ember.zeros(3, dtype=ember.complex64).unsqueeze(0).expand(2, 3).relu_()
+    # memory_format's type and the device come before a fill value's overflow
+    with pytest.raises(TypeError, match="argument 'memory_format' must be ember.memory_format"):
+        ember.full_like(ember.zeros(2), 2**70, memory_format=2)
+    with pytest.raises(RuntimeError, match="Device index must not be negative"):
+        ember.full([0], 2**70, device=-1)
+    with pytest.raises(OverflowError):
+        ember.full([0], 2**70)
+
+
+def test_copy_into_an_empty_tensor_still_broadcasts():
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(0\) must match the size of "
+                                           r"tensor b \(2\)"):
+        ember.zeros(0, 3).copy_(ember.zeros(2, 3))
+    assert ember.zeros(0, 3).copy_(ember.zeros(3)).shape == (0, 3)
+
+
+def test_layer_norm_mixed_dtypes_as_torchs_cpu_rule():
+    x = ember.tensor(A, dtype=ember.float32)
+    with pytest.raises(RuntimeError, match="expect parameter to have scalar type of Float"):
+        ember.native_layer_norm(x, (3,), ember.ones(3, dtype=ember.float64), None, 1e-5)
+    with pytest.raises(RuntimeError, match="all inputs must share same datatype"):
+        ember.native_layer_norm(x.double(), (3,), ember.ones(3), None, 1e-5)
+    # a reduced-precision input with float32 parameters is torch's mixed case
+    out, mean, rstd = ember.native_layer_norm(x.bfloat16(), (3,), ember.ones(3), ember.zeros(3),
+                                              1e-5)
+    assert out.dtype == ember.bfloat16
+    centred = A - A.mean(1, keepdims=True)
+    want = centred / np.sqrt((centred ** 2).mean(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out.float().numpy(), want, atol=2e-2)
+
+
+# ---- devices ----
+
+def test_device_of_an_index_and_the_deprecated_pinning_device():
+    with pytest.raises(RuntimeError, match="Device index must not be negative"):
+        ember.device(-1)
+    with pytest.raises(RuntimeError, match="Device string must not be empty"):
+        ember.device("")
+    if not ember.cuda.is_available():
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            ember.device(0)
+    else:
+        assert ember.device(0) == ember.device("cuda:0")
+    x = ember.zeros(3)
+    with pytest.warns(DeprecationWarning, match="argument 'device' of Tensor.is_pinned"):
+        assert x.is_pinned("cpu") is False
+    with pytest.warns(DeprecationWarning), pytest.raises(RuntimeError,
+                                                          match="CPU device type not an accelerator"):
+        x.pin_memory("cpu")
+    with pytest.raises(TypeError, match="argument 'device' \\(position 1\\) must be ember.device, "
+                                        "not float"):
+        x.is_pinned(1.5)
+    with pytest.raises(TypeError, match="unhashable"):
+        ember.get_device_module([2, 3])
+
+
+# ---- torch's shortcuts before its checks ----
+
+def test_shortcuts_of_empty_and_trivial_calls():
+    assert ember.zeros(0).repeat(-2).shape == (0,)  # -2 * 0 elements is no negative size
+    with pytest.raises(RuntimeError, match="negative dimension -4"):
+        ember.zeros(2).repeat(-2)
+    assert ember.zeros(0).tile(-3).shape == (0,)
+    x = ember.ones(2)
+    assert ember.diff(x, 0, dim=3) is x  # n = 0: the input, dim unread
+    assert ember.zeros(0, 3).roll(1, 4).shape == (0, 3)
+    with pytest.raises(IndexError):
+        ember.zeros(1, 3).roll(1, 4)
+    with pytest.raises(TypeError, match="set_\\(\\) received an invalid combination"):
+        ember.zeros(3).set_(ember.zeros(3), 0, 3)  # the size must be a sequence
+    assert ember.zeros(3).set_(ember.ones(3), 1, (2,)).tolist() == [1.0, 1.0]
+    rows, = ember.unravel_index(ember.tensor(0), True)  # a bool is an int, as in Python
+    assert rows.item() == 0
+
+
+def test_windows_of_a_complex_dtype():
+    assert ember.hann_window(1, dtype=ember.complex64).tolist() == [1 + 0j]
+    assert ember.hamming_window(0, dtype=ember.complex128).shape == (0,)
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        ember.hann_window(3, dtype=ember.complex64)
+    with pytest.raises(RuntimeError, match="expects floating point dtypes"):
+        ember.hann_window(1, dtype=ember.int64)
+
+
+def test_autocast_dtype_setters_are_positional_only():
+    before = ember.get_autocast_gpu_dtype()
+    with pytest.raises(TypeError):
+        ember.set_autocast_gpu_dtype(dtype=ember.float16)
+    ember.set_autocast_gpu_dtype(before)

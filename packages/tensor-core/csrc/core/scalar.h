@@ -80,8 +80,9 @@ struct Scalar {
       throw std::runtime_error(std::string("value cannot be converted to type ") +
                                checked_type_name(scalar_type_of<T>()) + " without overflow");
     };
-    // torch refuses a complex number with an imaginary part for a real type
-    if constexpr (!is_complex_v<T>)
+    // torch refuses a complex number with an imaginary part for a real type (not for bool,
+    // whose conversion is "not zero" and never overflows)
+    if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>)
       if (kind == Kind::Complex && imag != 0) refuse();
     if constexpr (is_complex_v<T>) {
       if (float_range) {

@@ -77,6 +77,9 @@ void set_device_copy_functions(DeviceCopyFn copy, DeviceFillFn fill) {
 
 void copy_(const Tensor& dst, const Tensor& src) {
   if (dst == src || dst->numel() == 0) {  // nothing to move, but still a write to dst
+    // (the shapes must still broadcast, as torch's iterator checks them before it sees no work)
+    if (dst != src && dst->sizes != src->sizes)
+      check_output_shape(dst, src->sizes, "copy_", /*resizable=*/false);
     dst->bump_version();
     return;
   }
@@ -351,6 +354,9 @@ void check_unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
 
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   const OpInfoEntry& info = unary_info(op);
+  // torch's relu is clamp_min(x, 0), whose first check refuses a complex x
+  EMBER_CHECK(op != UnaryOp::relu || !is_complex(x->dtype), NotImplementedError,
+              "clamp is not supported for complex types");
   const ScalarType nominal = nominal_unary_result(op, x->dtype);
   check_unary_out(op, x, out);
   auto identity = [&] {  // the op's value is x itself
@@ -543,7 +549,9 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   Tensor ta = as_tensor_operand(a, via_common ? common : compute),
          tb = as_tensor_operand(b, via_common ? common : compute);
   if (via_common) ta = to_dtype(ta, compute), tb = to_dtype(tb, compute);
-  if (is_integer_division(op) && is_integral(compute, false)) check_no_zero_divisor(tb);
+  // (an empty result divides nothing: an operand of no elements broadcasts to none)
+  if (is_integer_division(op) && is_integral(compute, false) && ta->numel() && tb->numel())
+    check_no_zero_divisor(tb);
   ScalarType kernel_out = result == ScalarType::Bool ? ScalarType::Bool : compute;
   Tensor r = run_into(info.name, out, kernel_out, {ta, tb},
                       [&](const ElementwiseIter& it) { run_binary_kernel(op, it, compute); });

@@ -362,6 +362,16 @@ LnGeo check_ln(const Tensor& input, const Shape& ns, const Tensor& weight, const
   }
   EMBER_CHECK(is_floating(input->dtype), NotImplementedError,
               "\"layer_norm\" not implemented for '", torch_type_name(input->dtype), "'");
+  // torch's mixed-dtype rule on the CPU: parameters of another dtype than the input's must be
+  // float32, and then the input float16 or bfloat16
+  const bool mixed = (weight && weight->dtype != input->dtype) || (bias && bias->dtype != input->dtype);
+  if (mixed) {
+    for (const Tensor* p : {&weight, &bias})
+      EMBER_CHECK(!*p || (*p)->dtype == ScalarType::Float32, std::runtime_error,
+                  "mixed dtype (CPU): expect parameter to have scalar type of Float");
+    EMBER_CHECK(is_reduced_float(input->dtype), std::runtime_error,
+                "mixed dtype (CPU): all inputs must share same datatype.");
+  }
   const int64_t axis = dim - nd;
   return {prod(input->sizes.begin(), input->sizes.begin() + axis),
           prod(input->sizes.begin() + axis, input->sizes.end()), axis};

@@ -375,6 +375,10 @@ Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarT
     EMBER_CHECK(dtype == ScalarType::Undefined || is_complex(dtype), std::runtime_error,
                 "linalg.vector_norm: dtype should be complex for a complex input, but got ",
                 torch_type_name(dtype));
+    EMBER_CHECK(dtype == ScalarType::Undefined || promote_types(x->dtype, dtype) == dtype,
+                std::runtime_error, "linalg.vector_norm: the dtype of the input (",
+                torch_type_name(x->dtype), ") should be convertible without narrowing to the "
+                "specified dtype (", torch_type_name(dtype), ")");
     Tensor in = dtype == ScalarType::Undefined ? x : to_dtype(x, dtype);
     return norm(unary(UnaryOp::abs, in), p, dim, keepdim, ScalarType::Undefined);
   }

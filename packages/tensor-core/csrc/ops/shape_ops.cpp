@@ -75,7 +75,12 @@ void check_no_overlap(const Tensor& out, const Tensor& in) {
 // cat
 
 Shape cat_shape(const std::vector<Tensor>& tensors, int64_t dim, ScalarType* dtype,
-                int64_t* wrapped_dim) {
+                int64_t* wrapped_dim, ScalarType out_dtype) {
+  auto check_cast = [&](ScalarType dt) {
+    EMBER_CHECK(out_dtype == ScalarType::Undefined || can_cast(dt, out_dtype), TypeError,
+                "torch.cat(): input types can't be cast to the desired output type ",
+                torch_type_name(out_dtype));
+  };
   if (tensors.empty()) throw ValueError("torch.cat(): expected a non-empty list of Tensors");
   ScalarType dt = ScalarType::Undefined;
   const Tensor* ref = nullptr;
@@ -90,7 +95,8 @@ Shape cat_shape(const std::vector<Tensor>& tensors, int64_t dim, ScalarType* dty
     if (!ref && !is_legacy_empty(t)) ref = &t;
   }
   if (dtype) *dtype = dt;
-  if (!ref) {  // every input is a 1-d empty tensor
+  if (!ref) {  // every input is a 1-d empty tensor (torch wraps no dim then)
+    check_cast(dt);
     wrap_dim(dim, 1);
     if (wrapped_dim) *wrapped_dim = 0;
     return {0};
@@ -98,6 +104,7 @@ Shape cat_shape(const std::vector<Tensor>& tensors, int64_t dim, ScalarType* dty
   const int64_t nd = (*ref)->dim();
   dim = wrap_dim(dim, nd);
   if (wrapped_dim) *wrapped_dim = dim;
+  check_cast(dt);
   Shape shape = (*ref)->sizes;
   shape[dim] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -118,12 +125,9 @@ Shape cat_shape(const std::vector<Tensor>& tensors, int64_t dim, ScalarType* dty
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim_in, const Tensor& out_in) {
   ScalarType dt;
   int64_t dim;
-  Shape shape = cat_shape(tensors, dim_in, &dt, &dim);
+  Shape shape = cat_shape(tensors, dim_in, &dt, &dim, out_in ? out_in->dtype : ScalarType::Undefined);
   Tensor out = out_in;
   if (out) {
-    EMBER_CHECK(can_cast(dt, out->dtype), TypeError,
-                "torch.cat(): input types can't be cast to the desired output type ",
-                torch_type_name(out->dtype));
     check_inplace_writable(out, "cat");
     resize_output(out, shape);  // first: an empty out may grow over an input's bytes
     for (auto& t : tensors) check_no_overlap(out, t);
@@ -246,6 +250,7 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
   }
   EMBER_CHECK(shifts.size() == dims.size(), std::runtime_error,
               "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
+  if (x->numel() == 0 && x->dim() > 0) return clone(x);  // torch's, before it reads the dims
   const int64_t nd = x->dim();
   std::vector<int64_t> shift(std::max<int64_t>(nd, 1), 0);
   for (size_t i = 0; i < dims.size(); ++i) {

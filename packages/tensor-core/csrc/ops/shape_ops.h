@@ -12,9 +12,10 @@ namespace ember {
 
 // ---- cat ----
 // Shape and result dtype of cat(tensors, dim) with PyTorch's rules: 1-d empty tensors are
-// skipped (legacy behaviour), the dtype is promoted across every input. Raises on mismatches.
+// skipped (legacy behaviour), the dtype is promoted across every input. Raises on mismatches;
+// with an out's dtype, that the result casts to it, between the dim and the sizes as torch.
 Shape cat_shape(const std::vector<Tensor>& tensors, int64_t dim, ScalarType* dtype,
-                int64_t* wrapped_dim = nullptr);
+                int64_t* wrapped_dim = nullptr, ScalarType out_dtype = ScalarType::Undefined);
 // `out` (optional) must already have the result's shape (cat resizes it otherwise, silently).
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, const Tensor& out = nullptr);
 

@@ -192,10 +192,10 @@ std::vector<Composite> composites() {
                "Tensor"}, kBoth, "indexing"},
       {"diagonal_scatter", {"diagonal_scatter(Tensor input, Tensor src, int offset=0, "
                             "int dim1=0, int dim2=1) -> Tensor"}, kBoth, "indexing"},
-      {"select_scatter", {"select_scatter(Tensor input, Tensor src, int dim, int index) -> "
+      {"select_scatter", {"select_scatter(Tensor input, Tensor src, int dim, SymInt index) -> "
                           "Tensor"}, kBoth, "indexing"},
-      {"slice_scatter", {"slice_scatter(Tensor input, Tensor src, int dim=0, int? start=None, "
-                         "int? end=None, int step=1) -> Tensor"}, kBoth, "indexing"},
+      {"slice_scatter", {"slice_scatter(Tensor input, Tensor src, int dim=0, SymInt? start=None, "
+                         "SymInt? end=None, SymInt step=1) -> Tensor"}, kBoth, "indexing"},
       {"ravel", {"ravel(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"resolve_neg", {"resolve_neg(Tensor input) -> Tensor"}, kBoth, "shape"},
       // torch's complex-number functions on real tensors (ember has no complex dtypes yet):
@@ -243,18 +243,19 @@ std::vector<Composite> composites() {
                     "squeeze_(Tensor input, int[] dim) -> Tensor"}, kMethod, "shape"},
       {"unsqueeze_", {"unsqueeze_(Tensor input, int dim) -> Tensor"}, kMethod, "shape"},
       {"as_strided_", {"as_strided_(Tensor input, int[] size, int[] stride, "
-                       "int? storage_offset=None) -> Tensor"}, kBoth, "shape"},
+                       "SymInt? storage_offset=None) -> Tensor"}, kBoth, "shape"},
       {"fill", {"fill(Tensor input, Tensor|Scalar value) -> Tensor"}, kFunction, "creation"},
       {"zero_", {"zero_(Tensor input) -> Tensor"}, kFunction, "creation", "zero_function"},
       {"detach_", {"detach_(Tensor input) -> Tensor"}, kFunction, "creation", "detach_function"},
       {"rsub", {"rsub(Tensor input, Tensor|Scalar other, *, Scalar alpha=1) -> Tensor",
                 "rsub(Tensor input, Scalar other, Scalar alpha) -> Tensor"}, kFunction, E},
-      {"hardshrink", {"hardshrink(Tensor input, Scalar lambd=0.5) -> Tensor"}, kBoth, E},
+      {"hardshrink", {"hardshrink(Tensor input, Scalar lambd=0.5, *, Tensor? out=None) -> Tensor"}, kBoth, E},
       {"selu", {"selu(Tensor input) -> Tensor"}, kFunction, E},
       {"selu_", {"selu_(Tensor input) -> Tensor"}, kFunction, E},
       {"celu", {"celu(Tensor input, Scalar alpha=1.0) -> Tensor"}, kFunction, E},
       {"celu_", {"celu_(Tensor input, Scalar alpha=1.0) -> Tensor"}, kFunction, E},
-      {"threshold", {"threshold(Tensor input, Scalar threshold, Scalar value) -> Tensor"},
+      {"threshold", {"threshold(Tensor input, Scalar threshold, Scalar value, *, "
+                     "Tensor? out=None) -> Tensor"},
        kFunction, E},
       {"threshold_", {"threshold_(Tensor input, Scalar threshold, Scalar value) -> Tensor"},
        kFunction, E},
@@ -272,17 +273,18 @@ std::vector<Composite> composites() {
        "linalg"},
       {"pdist", {"pdist(Tensor input, float p=2.0) -> Tensor"}, kFunction, "linalg"},
       {"matrix_exp", {"matrix_exp(Tensor input) -> Tensor"}, kBoth, "linalg"},
-      {"frobenius_norm", {"frobenius_norm(Tensor input, int[1] dim, bool keepdim=False) -> "
-                          "Tensor"}, kFunction, R},
-      {"nuclear_norm", {"nuclear_norm(Tensor input, bool keepdim=False) -> Tensor",
-                        "nuclear_norm(Tensor input, int[2] dim, bool keepdim=False) -> Tensor"},
+      {"frobenius_norm", {"frobenius_norm(Tensor input, int[1] dim, bool keepdim=False, *, "
+                          "Tensor? out=None) -> Tensor"}, kFunction, R},
+      {"nuclear_norm", {"nuclear_norm(Tensor input, bool keepdim=False, *, Tensor? out=None) -> Tensor",
+                        "nuclear_norm(Tensor input, int[2] dim, bool keepdim=False, *, "
+                        "Tensor? out=None) -> Tensor"},
        kFunction, R, "nuclear_norm_row"},
-      {"narrow_copy", {"narrow_copy(Tensor input, int dim, int start, int length, *, "
+      {"narrow_copy", {"narrow_copy(Tensor input, int dim, SymInt start, SymInt length, *, "
                        "Tensor? out=None) -> Tensor"}, kBoth, "shape"},
       {"as_strided_scatter", {"as_strided_scatter(Tensor input, Tensor src, int[] size, "
-                              "int[] stride, int? storage_offset=None) -> Tensor"}, kBoth,
+                              "int[] stride, SymInt? storage_offset=None) -> Tensor"}, kBoth,
        "shape"},
-      {"nonzero_static", {"nonzero_static(Tensor input, *, int size, int fill_value=-1, "
+      {"nonzero_static", {"nonzero_static(Tensor input, *, SymInt size, int fill_value=-1, "
                           "Tensor? out=None) -> Tensor"}, kBoth, "indexing"},
       {"index_reduce", {"index_reduce(Tensor input, int dim, Tensor index, Tensor source, "
                         "str reduce, *, bool include_self=True, Tensor? out=None) -> Tensor"},

@@ -339,8 +339,8 @@ void register_creation(py::module_& m) {
              }});
 
   def_op(m, {.name = "eye",
-             .signatures = {"eye(int n, *, Tensor? out=None, " + factory + ") -> Tensor",
-                            "eye(int n, int m, *, Tensor? out=None, " + factory + ") -> Tensor"},
+             .signatures = {"eye(SymInt n, *, Tensor? out=None, " + factory + ") -> Tensor",
+                            "eye(SymInt n, SymInt m, *, Tensor? out=None, " + factory + ") -> Tensor"},
              .family = C, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {
                const FactoryKeywords f = factory_keywords(a, "eye");

@@ -297,7 +297,7 @@ void register_nn_kernels(py::module_& m) {
   def_op(m, {.name = "convolution",
              .signatures = {"convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, "
                             "int[] padding, int[] dilation, bool transposed, int[] output_padding, "
-                            "int groups) -> Tensor"},
+                            "SymInt groups) -> Tensor"},
              .family = CONV, .variants = kFunction, .hooked = true, .hand_off = false,
              .impl = [](const Args& a) {
                const int64_t k = std::max<int64_t>(a.tensor(1)->dim() - 2, 1);
@@ -316,7 +316,7 @@ void register_nn_kernels(py::module_& m) {
   def_op(m, {.name = "convolution_backward",
              .signatures = {"convolution_backward(Tensor grad_output, Tensor input, Tensor weight, "
                             "int[]? bias_sizes, int[] stride, int[] padding, int[] dilation, "
-                            "bool transposed, int[] output_padding, int groups, Any output_mask) "
+                            "bool transposed, int[] output_padding, SymInt groups, Any output_mask) "
                             "-> (Tensor, Tensor, Tensor)"},
              .family = CONV, .variants = kFunction, .hooked = true, .hand_off = false,
              .doc = "aten::convolution_backward; output_mask: three bools (bool[3]).",
@@ -348,7 +348,7 @@ void register_nn_kernels(py::module_& m) {
     const std::string conv = "conv" + d;
     const std::string conv_head = conv + "(Tensor input, Tensor weight, Tensor? bias=None, " + ints +
                                   " stride=1, ";
-    const std::string conv_tail = ", " + ints + " dilation=1, int groups=1) -> Tensor";
+    const std::string conv_tail = ", " + ints + " dilation=1, SymInt groups=1) -> Tensor";
     def_op(m, {.name = conv,
                .signatures = {conv_head + ints + " padding=0" + conv_tail,
                               conv_head + "str padding='valid'" + conv_tail},
@@ -359,7 +359,7 @@ void register_nn_kernels(py::module_& m) {
     def_op(m, {.name = convt,
                .signatures = {convt + "(Tensor input, Tensor weight, Tensor? bias=None, " + ints +
                               " stride=1, " + ints + " padding=0, " + ints + " output_padding=0, "
-                              "int groups=1, " + ints + " dilation=1) -> Tensor"},
+                              "SymInt groups=1, " + ints + " dilation=1) -> Tensor"},
                .family = CONV, .variants = kFunction, .hooked = true, .hand_off = false,
                .doc = "Recorded as convolution.",
                .impl = [k](const Args& a) { return conv_transpose_impl(k, a); }});
@@ -444,15 +444,15 @@ void register_nn_kernels(py::module_& m) {
   for (const std::string name : {"nll_loss", "nll_loss_nd", "nll_loss2d"}) {
     const std::string head = name + "(Tensor input, Tensor target, Tensor? weight=None, ";
     def_op(m, {.name = name,
-               .signatures = {head + "int reduction=1, int ignore_index=-100) -> Tensor",
-                              head + "str reduction='mean', int ignore_index=-100) -> Tensor"},
+               .signatures = {head + "int reduction=1, SymInt ignore_index=-100) -> Tensor",
+                              head + "str reduction='mean', SymInt ignore_index=-100) -> Tensor"},
                .family = LOSS, .variants = kFunction, .hooked = true, .hand_off = false,
                .doc = "The second form (reduction 'none', 'mean' or 'sum') is ember's.",
                .impl = nll_loss_impl});
   }
   def_op(m, {.name = "nll_loss_forward",
              .signatures = {"nll_loss_forward(Tensor input, Tensor target, Tensor? weight=None, "
-                            "int reduction=1, int ignore_index=-100) -> (Tensor output, Tensor total_weight)"},
+                            "int reduction=1, SymInt ignore_index=-100) -> (Tensor output, Tensor total_weight)"},
              .family = LOSS, .variants = kFunction, .cuda = "none",
              .impl = [](const Args& a) {
                auto [o, tw] = nll_loss_forward(a.tensor(0), a.tensor(1), a.opt_tensor(2), a.integer(3),
@@ -461,7 +461,7 @@ void register_nn_kernels(py::module_& m) {
              }});
   def_op(m, {.name = "nll_loss_backward",
              .signatures = {"nll_loss_backward(Tensor grad_output, Tensor input, Tensor target, "
-                            "Tensor? weight=None, int reduction=1, int ignore_index=-100, "
+                            "Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, "
                             "Tensor? total_weight=None) -> Tensor"},
              .family = LOSS, .variants = kFunction, .hooked = true,
              .doc = "total_weight None: recomputed.",
@@ -629,7 +629,7 @@ void register_nn_kernels(py::module_& m) {
 
   // ---- embedding ----
   def_op(m, {.name = "embedding",
-             .signatures = {"embedding(Tensor weight, Tensor indices, int padding_idx=-1, "
+             .signatures = {"embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, "
                             "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor"},
              .family = "embedding", .variants = kFunction, .hooked = true,
              .doc = "padding_idx, scale_grad_by_freq: used by the gradient; sparse gradients are "
@@ -637,15 +637,15 @@ void register_nn_kernels(py::module_& m) {
              .impl = [](const Args& a) { return wrap(embedding(a.tensor(0), a.tensor(1))); }});
   def_op(m, {.name = "embedding_dense_backward",
              .signatures = {"embedding_dense_backward(Tensor grad_output, Tensor indices, "
-                            "int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor"},
+                            "SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor"},
              .family = "embedding", .variants = kFunction, .hooked = true,
              .impl = [](const Args& a) {
                return wrap(embedding_dense_backward(a.tensor(0), a.tensor(1), a.integer(2), a.integer(3),
                                                     a.flag(4)));
              }});
   def_op(m, {.name = "embedding_backward",
-             .signatures = {"embedding_backward(Tensor grad, Tensor indices, int num_weights, "
-                            "int padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor"},
+             .signatures = {"embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, "
+                            "SymInt padding_idx, bool scale_grad_by_freq, bool sparse) -> Tensor"},
              .family = "embedding", .variants = kFunction, .hooked = true, .hand_off = false,
              .doc = "Dense only; recorded as embedding_dense_backward.",
              .impl = [](const Args& a) {

@@ -495,6 +495,8 @@ void register_ops(py::module_& m) {
     const Operand in(t);
     Tensor o = opt_out(out, "clamp");
     if (o && !is_tensor(lo) && !is_tensor(hi)) {  // torch's clamp(Scalar...).out: exact dtype
+      EMBER_CHECK(!is_complex(t->dtype), NotImplementedError,  // (its first check)
+                  "clamp is not supported for complex types");
       std::vector<Operand> ops{in};
       if (l) ops.push_back(*l);
       if (h) ops.push_back(*h);
@@ -641,9 +643,12 @@ void register_ops(py::module_& m) {
       return redispatch_out("round", core_fn("round"), py::make_tuple(x),
                             dh.is_none() ? py::dict() : py::dict("decimals"_a = dh), out);
     }
-    Tensor o = opt_out(out, "round");
-    Tensor r = round_decimals(t, decimals, o);
-    return o ? py::reinterpret_borrow<py::object>(out) : wrap(r);
+    const Operand in(t);
+    const Tensor o = opt_out(out, "round");
+    EMBER_CHECK(!o || o->dtype == t->dtype, std::runtime_error, "Found dtype ",
+                torch_type_name(o->dtype), " but expected ", torch_type_name(t->dtype));
+    return with_out("round", out, o, {&in},
+                    [&](const Tensor& o) { return round_decimals(t, decimals, o); });
   }, py::arg("input"), py::kw_only(), py::arg("decimals") = py::none(), py::arg("out") = py::none());
   defm("round", py::cpp_function([](py::handle self, py::handle decimals) {
     return core_fn("round")(self, "decimals"_a = decimals);

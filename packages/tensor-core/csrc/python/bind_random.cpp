@@ -397,9 +397,9 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
   }
   // randint(high, size) or randint(low, high, size)
   def_op(m, {.name = "randint",
-             .signatures = {"randint(int high, int[] size, *, " + gen + ", Tensor? out=None, " +
+             .signatures = {"randint(SymInt high, int[] size, *, " + gen + ", Tensor? out=None, " +
                                 factory + ") -> Tensor",
-                            "randint(int low, int high, int[] size, *, " + gen +
+                            "randint(SymInt low, SymInt high, int[] size, *, " + gen +
                                 ", Tensor? out=None, " + factory + ") -> Tensor"},
              .family = R, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {
@@ -410,27 +410,28 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
                return factory_result(f, t);
              }});
   def_op(m, {.name = "randint_like",
-             .signatures = {"randint_like(Tensor input, int high, *, " + gen +
+             // torch's high as a tensor (a 0-d one of any dtype, read as int) comes first: a
+             // one-element tensor of another shape is refused rather than read as a SymInt
+             .signatures = {"randint_like(Tensor input, Tensor high, *, " + gen +
                                 ", Any? memory_format=None, " + factory + ") -> Tensor",
-                            "randint_like(Tensor input, int low, int high, *, " + gen +
+                            "randint_like(Tensor input, SymInt high, *, " + gen +
                                 ", Any? memory_format=None, " + factory + ") -> Tensor",
-                            // torch's high as a tensor (a 0-d one of any dtype, read as int)
-                            "randint_like(Tensor input, Tensor high, *, " + gen +
+                            "randint_like(Tensor input, SymInt low, SymInt high, *, " + gen +
                                 ", Any? memory_format=None, " + factory + ") -> Tensor"},
              .family = R, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {
                const int k = a.overload();
                const Tensor x = a.tensor(0);
+               Factory f = parse_factory(a, "randint_like", x);  // (torch's parser checks first)
                int64_t low = 0, high;
-               if (k == 2) {
+               if (k == 0) {
                  const Tensor h = a.tensor(1);
                  EMBER_CHECK(h->dim() == 0 && h->device().is_cpu(), std::runtime_error,
                              "high must be a scalar tensor and on CPU");
                  high = to_scalar(a[1]).to_int();
                } else {
-                 low = k ? a.integer(1) : 0, high = a.integer(k + 1);
+                 low = k == 2 ? a.integer(1) : 0, high = a.integer(k);
                }
-               Factory f = parse_factory(a, "randint_like", x);
                Tensor t = like_target(x, f);
                random_(t, low, high, f.gen);
                return factory_result(f, t);
@@ -468,7 +469,7 @@ Pass it as ``generator=`` to any sampling function to draw from its own stream.)
                return bernoulli_call(a[0], py::float_(a.real(1)), a[2], py::none());
              }});
   def_op(m, {.name = "multinomial",
-             .signatures = {"multinomial(Tensor input, int num_samples, bool replacement=False, *, " +
+             .signatures = {"multinomial(Tensor input, SymInt num_samples, bool replacement=False, *, " +
                             gen + ", Tensor? out=None) -> Tensor"},
              .family = R, .hand_off = false,
              .impl = [](const Args& a) {

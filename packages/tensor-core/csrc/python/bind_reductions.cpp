@@ -87,11 +87,14 @@ py::object argmax_call(bool is_max, py::handle xh, py::handle dimh, bool keepdim
   Tensor x = expect_tensor(xh, name, "input");
   auto dim = parse_opt_dim(dimh, name);
   Tensor out = opt_out(outh, name);
-  if (out) check_out_dtype(out, ScalarType::Int64);
-  if (on_device(x))
+  if (on_device(x)) {
+    if (out) check_out_dtype(out, ScalarType::Int64);
     return redispatch_out(name, core_fn(name), py::make_tuple(xh),
                           py::dict("dim"_a = opt_dim_obj(dim), "keepdim"_a = keepdim), outh);
-  return finish(name, is_max ? argmax(x, dim, keepdim) : argmin(x, dim, keepdim), outh);
+  }
+  Tensor r = is_max ? argmax(x, dim, keepdim) : argmin(x, dim, keepdim);
+  if (out) check_out_dtype(out, ScalarType::Int64);  // (torch's dim and size checks come first)
+  return finish(name, r, outh);
 }
 
 // ---- var / std ----
@@ -168,7 +171,13 @@ py::object norm_call(py::handle xh, py::handle ph, py::handle dimh, bool keepdim
                          py::dict("p"_a = p, "dim"_a = dims_obj(dims), "keepdim"_a = keepdim,
                                   "dtype"_a = dtype_object(dt)), outh);
   }
-  return finish("norm", norm(x, p, dims, keepdim, dt), outh);
+  Tensor r = norm(x, p, dims, keepdim, dt);
+  if (!outh.is_none()) {  // torch's norm writes its result's dtype only
+    const Tensor o = expect_tensor(outh, "norm", "out");
+    EMBER_CHECK(o->dtype == r->dtype, std::runtime_error, "Expected out tensor to have dtype ",
+                cpp_type_name(r->dtype), ", but got ", cpp_type_name(o->dtype), " instead");
+  }
+  return finish("norm", r, outh);
 }
 
 // ---- scans ----
@@ -379,8 +388,9 @@ void register_reductions(py::module_& m) {
                .impl = [is_all, name](const Args& a) {
                  Tensor x = a.tensor(0), out = opt_out(a.out(), name.c_str());
                  if (out) {
-                   const ScalarType want = x->dtype == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
-                   EMBER_CHECK(out->dtype == want || out->dtype == ScalarType::Bool, std::runtime_error,
+                   // (a uint8 out for any input, as torch's)
+                   EMBER_CHECK(out->dtype == ScalarType::UInt8 || out->dtype == ScalarType::Bool,
+                               std::runtime_error,
                                name, " only supports bool tensor for result, got: ",
                                torch_type_name(out->dtype));
                  }
@@ -392,7 +402,7 @@ void register_reductions(py::module_& m) {
   def_op(m, {.name = "count_nonzero",
              // torch's two forms: dims as a list (or var-args), or one dim (or None)
              .signatures = {"count_nonzero(Tensor input, int[] dim) -> Tensor",
-                            "count_nonzero(Tensor input, int[1]? dim=None) -> Tensor"},
+                            "count_nonzero(Tensor input, int? dim=None) -> Tensor"},
              .family = R,
              .impl = [](const Args& a) { return wrap(count_nonzero(a.tensor(0), a.opt_ints(1))); }});
 

@@ -75,10 +75,7 @@ py::object cat_call(const char* name, py::handle tensorsh, py::handle dimh, py::
           "refer to a single memory location. Please clone() the tensor before performing the "
           "operation.");
   ScalarType dt;
-  Shape shape = cat_shape(ts, dim, &dt);
-  EMBER_CHECK(can_cast(dt, out->dtype), TypeError,
-              "torch.cat(): input types can't be cast to the desired output type ",
-              torch_type_name(out->dtype));
+  Shape shape = cat_shape(ts, dim, &dt, nullptr, out->dtype);
   resize_out(out, shape);  // PyTorch's warning when a non-empty out changes shape
   cat(ts, dim, out);
   return py::reinterpret_borrow<py::object>(outh);
@@ -188,15 +185,15 @@ void register_views(py::module_& m) {
            [](const Args& a) { return wrap(flatten(a.tensor(0), a.integer(1), a.integer(2))); });
   view_row("unflatten", {"unflatten(Tensor input, int dim, int[] sizes) -> Tensor"},
            [](const Args& a) { return wrap(unflatten(a.tensor(0), a.integer(1), a.ints(2))); });
-  view_row("narrow", {"narrow(Tensor input, int dim, int start, int length) -> Tensor"},
+  view_row("narrow", {"narrow(Tensor input, int dim, SymInt start, SymInt length) -> Tensor"},
            [](const Args& a) {
              return wrap(narrow(a.tensor(0), a.integer(1), a.integer(2), a.integer(3)));
            });
-  view_row("select", {"select(Tensor input, int dim, int index) -> Tensor"},
+  view_row("select", {"select(Tensor input, int dim, SymInt index) -> Tensor"},
            [](const Args& a) { return wrap(select(a.tensor(0), a.integer(1), a.integer(2))); });
   // as_strided: hand_off = false, the hook gets storage_offset=None as the input's offset
   def_op(m, {.name = "as_strided",
-             .signatures = {"as_strided(Tensor input, int[] size, int[] stride, int? storage_offset=None) -> Tensor"},
+             .signatures = {"as_strided(Tensor input, int[] size, int[] stride, SymInt? storage_offset=None) -> Tensor"},
              .family = V, .hooked = true, .cuda = "view", .hand_off = false,
              .impl = [](const Args& a) {
                Tensor x = a.tensor(0);
@@ -385,9 +382,9 @@ void register_shape(py::module_& m) {
 
   // repeat_interleave: repeats a tensor or an int; the function's one-argument form takes the
   // counts (the method has none). hand_off = false: repeats=None goes to the device as given.
-  const std::string rest = " repeats, int? dim=None, *, int? output_size=None) -> Tensor";
+  const std::string rest = " repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor";
   const std::string by_tensor = "repeat_interleave(Tensor input, Tensor" + rest;
-  const std::string by_int = "repeat_interleave(Tensor input, int" + rest;
+  const std::string by_int = "repeat_interleave(Tensor input, SymInt" + rest;
   auto repeat_impl = [](const Args& a) {
     if (a.schema().params.size() == 2)  // repeat_interleave(repeats, *, output_size)
       return repeat_interleave_call(a[0], py::none(), py::none(), a[1]);
@@ -395,7 +392,7 @@ void register_shape(py::module_& m) {
   };
   def_op(m, {.name = "repeat_interleave",
              .signatures = {by_tensor,
-                            "repeat_interleave(Tensor repeats, *, int? output_size=None) -> Tensor",
+                            "repeat_interleave(Tensor repeats, *, SymInt? output_size=None) -> Tensor",
                             by_int},
              .family = S, .variants = kFunction, .hooked = true, .hand_off = false,
              .impl = repeat_impl});

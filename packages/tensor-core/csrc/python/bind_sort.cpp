@@ -354,7 +354,7 @@ void register_sort(py::module_& m) {
              }});
 
   def_op(m, {.name = "topk",
-             .signatures = {str_cat("topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True, "
+             .signatures = {str_cat("topk(Tensor input, SymInt k, int dim=-1, bool largest=True, bool sorted=True, "
                                     "*, Tensor[]? out=None) -> ", pair)},
              .family = S, .hooked = true, .hand_off = false,
              .impl = [](const Args& a) {
@@ -445,7 +445,7 @@ void register_sort(py::module_& m) {
                return histogram_call(a[0], a[1], a[2], a[3], a.flag(4), a.out());
              }});
   def_op(m, {.name = "bincount",
-             .signatures = {"bincount(Tensor input, Tensor? weights=None, int minlength=0) -> Tensor"},
+             .signatures = {"bincount(Tensor input, Tensor? weights=None, SymInt minlength=0) -> Tensor"},
              .family = S, .hand_off = false,
              .impl = [](const Args& a) { return bincount_call(a[0], a[1], a.integer(2)); }});
 

@@ -135,7 +135,8 @@ void register_storage(py::module_& m) {
                EMBER_CHECK(d == "cpu", std::runtime_error, "UntypedStorage: device '", d,
                            "' is not available in this build");
              }
-             if (PyLong_Check(size_or_bytes.ptr())) return new_cpu_storage(size_or_bytes.cast<int64_t>());
+             // (a 0-d integer tensor is an int, as torch's parser reads one)
+             if (is_int_like(size_or_bytes)) return new_cpu_storage(as_int(size_or_bytes));
              const std::string type = py::str(py::type::handle_of(size_or_bytes).attr("__name__"));
              EMBER_CHECK(PySequence_Check(size_or_bytes.ptr()) && !is_tensor(size_or_bytes),
                          std::runtime_error, "torch.UntypedStorage(): Expected a sequence type, "
@@ -225,10 +226,13 @@ void register_storage(py::module_& m) {
                       py::object stride) {
         Tensor t = self.cast<Tensor>();
         const bool geometry = !offset_arg.is_none() || !size.is_none() || !stride.is_none();
-        if (geometry && (source.is_none() || size.is_none()))
+        const bool size_sequence = size.is_none() || PyList_Check(size.ptr()) ||
+                                   PyTuple_Check(size.ptr());  // (ember.Size is a tuple)
+        if (geometry && (source.is_none() || size.is_none() || !size_sequence))
           throw py::type_error(str_cat(
               "set_() received an invalid combination of arguments - got (", type_of(source),
-              offset_arg.is_none() ? "" : ", int", "), but expected one of:\n * ()\n * "
+              offset_arg.is_none() ? "" : ", " + type_of(offset_arg),
+              size.is_none() ? "" : ", " + type_of(size), "), but expected one of:\n * ()\n * "
               "(Storage source)\n * (Storage source, int storage_offset, tuple of ints size, "
               "tuple of ints stride = None)\n * (Tensor source)\n * (Tensor source, int "
               "storage_offset, tuple of ints size, tuple of ints stride = None)"));

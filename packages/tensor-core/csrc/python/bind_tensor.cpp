@@ -143,6 +143,20 @@ template <typename T> void fill_data(py::handle obj, T*& out) {
   for (auto item : seq) fill_data<T>(item, out);
 }
 
+// torch's deprecated `device` argument of pin_memory/is_pinned: its type checked, a warning,
+// and whether it names an accelerator (ember.device's own errors for a bad index or string).
+bool names_accelerator(const char* op, py::handle device) {
+  PyObject* p = device.ptr();
+  if (!PyUnicode_Check(p) && !(PyLong_Check(p) && !PyBool_Check(p)) && type_of(device) != "device")
+    throw py::type_error(str_cat(op, "(): argument 'device' (position 1) must be ember.device, "
+                                 "not ", type_of(device)));
+  const std::string warning = str_cat("The argument 'device' of Tensor.", op,
+                                      "() is deprecated. Please do not pass this argument.");
+  if (PyErr_WarnEx(PyExc_DeprecationWarning, warning.c_str(), 1) < 0) throw py::error_already_set();
+  return py::module_::import("ember").attr("device")(device).attr("type").cast<std::string>() !=
+         "cpu";
+}
+
 }  // namespace
 
 Tensor tensor_from_data(py::handle data, ScalarType dtype) {
@@ -568,10 +582,15 @@ void register_tensor(py::module_& m) {
                     Py_TYPE(stream.ptr())->tp_name);
         core_fn("_tensor_record_stream")(t, stream.attr("cuda_stream"));
       })
-      .def("pin_memory", [](const Tensor& t) {
+      .def("pin_memory", [](const Tensor& t, py::handle device) {
+        EMBER_CHECK(device.is_none() || names_accelerator("pin_memory", device),
+                    std::runtime_error, "CPU device type not an accelerator.");
         return core_fn("_pin_memory")(t);
-      })
-      .def("is_pinned", [](const Tensor& t) { return core_fn("_cuda_is_pinned")(t); })
+      }, py::arg("device") = py::none())
+      .def("is_pinned", [](const Tensor& t, py::handle device) -> py::object {
+        if (!device.is_none() && !names_accelerator("is_pinned", device)) return py::bool_(false);
+        return core_fn("_cuda_is_pinned")(t);
+      }, py::arg("device") = py::none())
       .def("type", [](const Tensor& self, py::object dtype) -> py::object {
         if (dtype.is_none())
           return py::str(std::string("ember.") + type_name(self->dtype) + "Tensor");
@@ -643,6 +662,12 @@ void register_tensor(py::module_& m) {
         const bool value_grad = is_tensor(value) && to_tensor(value)->requires_grad;
         if ((t->requires_grad || value_grad) && grad_enabled())
           return redispatch("_fill_", core_fn("_fill_"), py::make_tuple(self, value), py::dict());
+        if (is_tensor(value)) {  // torch's fill_ of a tensor value is a copy: a cast, unchecked
+          const Tensor v = to_tensor(value);
+          warn_if_discarding_imag(v->dtype, t->dtype);
+          copy_(t, v);
+          return self;
+        }
         fill_(t, to_scalar(value));
         return self;
       })

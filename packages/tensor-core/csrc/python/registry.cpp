@@ -83,11 +83,18 @@ bool is_dtype_like(py::handle h) {
   }
 }
 
+// torch's parser type-checks an int list's first element (a bool is refused there) and then
+// unpacks the others as Python ints, a bool among them (ember._shape._int_list does the same)
+bool int_list_element(py::handle item, Py_ssize_t position) {
+  return is_int_list_item(item) || (position > 0 && PyBool_Check(item.ptr()));
+}
+
 bool is_int_sequence(py::handle h) {
   PyObject* p = h.ptr();
   if (!PyList_Check(p) && !PyTuple_Check(p)) return false;
+  Py_ssize_t j = 0;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(h))
-    if (!is_int_list_item(item)) return false;
+    if (!int_list_element(item, j++)) return false;
   return true;
 }
 
@@ -161,7 +168,7 @@ std::string list_element_error(const OpDef& op, const Param& p, py::handle v, in
     if (p.type == ArgType::TensorList && !is_tensor(item))
       return str_cat("expected Tensor as element ", j, " in argument ", position, ", but got ",
                      type_of(item));
-    if (p.type == ArgType::IntList && !is_int_list_item(item))
+    if (p.type == ArgType::IntList && !int_list_element(item, j))
       return str_cat(op.name, "(): argument '", p.name, "'", where,
                      " must be tuple of ints, but found element of type ", type_of(item),
                      " at pos ", j);
@@ -173,6 +180,42 @@ std::string list_element_error(const OpDef& op, const Param& p, py::handle v, in
 // Binds the call to schema `k`; on a mismatch returns false with torch's message in `*error`
 // (when `error` is not null: an op with overloads reports them all instead, so a call that fails
 // a form on its way to the next pays for no message).
+namespace {
+// Where a schema's factory keywords are (-1: absent), found once per schema: the lookup by name
+// would otherwise cost a call a few hundred nanoseconds.
+struct FactoryPositions {
+  int dtype, layout, memory_format, device, requires_grad, pin_memory, generator;
+};
+const FactoryPositions& factory_positions(const Schema& s) {
+  static auto* cache = new std::unordered_map<const Schema*, FactoryPositions>();  // leaked
+  auto it = cache->find(&s);
+  if (it == cache->end())
+    it = cache->emplace(&s, FactoryPositions{s.index_of("dtype"), s.index_of("layout"),
+                                             s.index_of("memory_format"), s.index_of("device"),
+                                             s.index_of("requires_grad"), s.index_of("pin_memory"),
+                                             s.index_of("generator")})
+             .first;
+  return it->second;
+}
+}  // namespace
+
+namespace {
+// torch's parser refuses a memory_format of another type (a TypeError) and reads the device (its
+// TensorOptions) before it converts its Scalars: their errors come before a Scalar's overflow.
+void check_options_before_scalars(const Schema& s, PyObject* const* values, unsigned given) {
+  const FactoryPositions& at = factory_positions(s);
+  const int mf = at.memory_format, dev = at.device;
+  if (mf >= 0 && (given & (1u << mf)) && values[mf] != Py_None &&
+      type_of(values[mf]) != "memory_format")
+    throw py::type_error(str_cat(s.name, "(): argument 'memory_format' must be ember.memory_format, "
+                                 "not ", Py_TYPE(values[mf])->tp_name));
+  if (dev >= 0 && (given & (1u << dev)) && values[dev] != Py_None) {
+    const Device d = to_device(values[dev]);
+    (void)resolve_device(d, str_cat(s.name, "(): device '", d.str(), "'"));
+  }
+}
+}  // namespace
+
 bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                PyObject* kwnames, Args& a, std::string* error) {
   const Schema& s = op.schemas[k];
@@ -254,12 +297,15 @@ bool bind_call(const OpDef& op, size_t k, PyObject* self, PyObject* const* args,
   }
   // torch's parser converts its Scalar arguments as it reads them: a Python int beyond int64
   // and uint64 is its OverflowError before the op checks anything (to_scalar raises it).
+  bool options_checked = false;
   for (int i = 0; i < n; ++i) {
     const ArgType t = s.params[i].type;
     PyObject* v = values[i];
     if ((given & (1u << i)) && (t == ArgType::Scalar || t == ArgType::TensorOrScalar) &&
-        PyLong_Check(v) && !PyBool_Check(v))
+        PyLong_Check(v) && !PyBool_Check(v)) {
+      if (!options_checked) check_options_before_scalars(s, values, given), options_checked = true;
       (void)to_scalar(v);
+    }
   }
   a.bind(&s, static_cast<int>(k), given, values);
   a.keep(std::move(varargs));
@@ -548,24 +594,6 @@ void register_registry(py::module_& m) {
 
 namespace ember::pyb {
 
-namespace {
-// Where a schema's factory keywords are (-1: absent), found once per schema: the lookup by name
-// would otherwise cost a call a few hundred nanoseconds.
-struct FactoryPositions {
-  int dtype, layout, memory_format, device, requires_grad, pin_memory, generator;
-};
-const FactoryPositions& factory_positions(const Schema& s) {
-  static auto* cache = new std::unordered_map<const Schema*, FactoryPositions>();  // leaked
-  auto it = cache->find(&s);
-  if (it == cache->end())
-    it = cache->emplace(&s, FactoryPositions{s.index_of("dtype"), s.index_of("layout"),
-                                             s.index_of("memory_format"), s.index_of("device"),
-                                             s.index_of("requires_grad"), s.index_of("pin_memory"),
-                                             s.index_of("generator")})
-             .first;
-  return it->second;
-}
-}  // namespace
 
 // ember.set_default_device: the device of the factories called without device= (torch's
 // DeviceContext); none set means the CPU. The *_like factories keep their input's device.

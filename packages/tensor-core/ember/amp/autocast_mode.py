@@ -127,7 +127,7 @@ def is_autocast_cpu_enabled() -> bool:
     return _state.enabled["cpu"]
 
 
-def set_autocast_cpu_enabled(enabled: bool) -> None:
+def set_autocast_cpu_enabled(enabled: bool, /) -> None:
     set_autocast_enabled("cpu", enabled)
 
 
@@ -135,7 +135,7 @@ def get_autocast_cpu_dtype():
     return _state.dtype["cpu"]
 
 
-def set_autocast_cpu_dtype(dtype) -> None:
+def set_autocast_cpu_dtype(dtype, /) -> None:
     _state.dtype["cpu"] = _check_legacy_dtype(dtype)
 
 
@@ -143,7 +143,7 @@ def is_autocast_gpu_enabled() -> bool:
     return _state.enabled["cuda"]
 
 
-def set_autocast_gpu_enabled(enabled: bool) -> None:
+def set_autocast_gpu_enabled(enabled: bool, /) -> None:
     set_autocast_enabled("cuda", enabled)
 
 
@@ -151,7 +151,7 @@ def get_autocast_gpu_dtype():
     return _state.dtype["cuda"]
 
 
-def set_autocast_gpu_dtype(dtype) -> None:
+def set_autocast_gpu_dtype(dtype, /) -> None:
     _state.dtype["cuda"] = _check_legacy_dtype(dtype)
 
 
