@@ -103,7 +103,7 @@ from ember import linalg, special  # noqa: E402,F401
 from ember._einsum import einsum, tensordot  # noqa: E402,F401
 
 # Spelled out (rather than a loop over linalg.TOP_LEVEL) so that type checkers see the names.
-det, logdet, slogdet, inverse = linalg.det, linalg._logdet, linalg.slogdet, linalg._inverse
+det, logdet, slogdet, inverse = linalg._det, linalg._logdet, linalg.slogdet, linalg._inverse
 pinverse, svd, qr = linalg._pinverse, linalg._legacy_svd, linalg._legacy_qr
 cross = linalg._legacy_cross
 cholesky, cholesky_solve = linalg._legacy_cholesky, linalg._cholesky_solve

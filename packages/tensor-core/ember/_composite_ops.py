@@ -15,6 +15,7 @@ import builtins
 import collections
 import itertools
 import math
+import operator
 import warnings
 
 from ember import _C, _grad_mode, _shape
@@ -543,8 +544,12 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
     """torch.hash_tensor, mode 0: each element as a 64-bit value (floating types as float64,
     integers and bools as int64), the bits XOR-ed over ``dim`` (every dim when None or empty),
     as uint64."""
+    if out is not None and out.dtype != _C.uint64:  # (torch's order: out, the dims, the mode)
+        raise RuntimeError(
+            f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
     n = input.dim()
     dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [operator.index(d) for d in dims]  # (one-element integer tensors are ints)
     for d in dims:  # (torch's IndexError, also of a 0-d input)
         _wrap_dim(d, max(n, 1))
     if not dims and input.numel() == 0:
@@ -555,13 +560,10 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
     for d in reduced:
         if input.shape[d] == 0:
             raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
-    if mode != 0:  # (after the dims, as torch's)
+    if mode != 0:
         raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
-    if out is not None and out.dtype != _C.uint64:
-        raise RuntimeError(
-            f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
     dt = input.dtype
-    if dt.is_complex or dt in _SHELL_UNSIGNED:
+    if (dt.is_complex or dt in _SHELL_UNSIGNED) and input.numel():  # (no kernel runs if empty)
         raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for '{dt._torch_name}'")
     kept = [d for d in range(n) if d not in reduced]
     bits = (input.to(_C.float64) if dt.is_floating_point else input.to(_C.int64)).view(_C.int64)
@@ -845,6 +847,10 @@ def cholesky_inverse(input, upper=False, *, out=None):
     if input.dtype not in (_C.float32, _C.float64, _C.complex64, _C.complex128):
         raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for "
                                   f"'{_dtype_name(input.dtype)}'")
+    if out is not None and not _C.can_cast(input.dtype, out.dtype):  # (before the factor's)
+        raise RuntimeError(f"cholesky_inverse: Expected result to be safely castable from "
+                           f"{_dtype_name(input.dtype)} dtype, but got result with dtype "
+                           f"{_dtype_name(out.dtype)}")
     n = input.shape[-1]
     from ember import linalg  # (linalg imports this module)
 
@@ -868,16 +874,18 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     if LU_data.dim() < 2:
         raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(LU_data.shape)} instead")
-    if LU_pivots.dtype != _C.int32:
-        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
-                           f"torch.int32 dtype. Note: this function does not check if the pivots "
-                           f"are sensible and may segfault if they are not. Got {LU_pivots.dtype}")
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = _min(m, n)
     batch = tuple(LU_data.shape[:-2])
-    if tuple(LU_pivots.shape) != batch + (k,):
-        raise RuntimeError(f"torch.lu_unpack: LU_pivots of size {list(LU_pivots.shape)} do not "
-                           f"match LU_data of size {list(LU_data.shape)}")
+    if unpack_pivots:  # (torch reads nothing of the pivots otherwise)
+        if LU_pivots.dtype != _C.int32:
+            raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor "
+                               "of torch.int32 dtype. Note: this function does not check if the "
+                               "pivots are sensible and may segfault if they are not. Got "
+                               f"{LU_pivots.dtype}")
+        if tuple(LU_pivots.shape) != batch + (k,):
+            raise RuntimeError(f"torch.lu_unpack: LU_pivots of size {list(LU_pivots.shape)} do "
+                               f"not match LU_data of size {list(LU_data.shape)}")
     empty = _C.empty([0], dtype=LU_data.dtype, device=LU_data.device)
     L = U = P = empty
     if unpack_data:
@@ -936,7 +944,7 @@ def geometric_(self, p, *, generator=None):
     u uniform in (0, 1] (at least 1)."""
     if not 0.0 < p < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    if (self.dtype == _C.bool or self.dtype.is_complex) and self.numel():
+    if (self.dtype in (_C.bool, *_SHELL_UNSIGNED) or self.dtype.is_complex) and self.numel():
         raise NotImplementedError(f"\"geometric_cpu\" not implemented for "
                                   f"'{_dtype_name(self.dtype)}'")
     u = _C.empty(tuple(self.shape), dtype=_C.float64, device=self.device)
@@ -1352,10 +1360,14 @@ def frexp(input, *, out=None):
     # the division in float64: 2**exponent itself overflows a float16 (65504 = 0.9995 * 2**16)
     mantissa = _C.where(finite_nonzero, (input.to(_C.float64) / _C.pow(2.0, exponent.to(
         _C.float64))).to(input.dtype), input)
-    if out is not None:
-        out[0].copy_(mantissa)
-        out[1].copy_(exponent)
-        return _frexp_result(out[0], out[1])
+    if out is not None:  # (the dtypes exactly, as torch's)
+        if out[0].dtype != input.dtype:
+            raise RuntimeError(f"torch.frexp() expects mantissa to have dtype "
+                               f"{input.dtype._cpp_name} but got {out[0].dtype._cpp_name}")
+        if out[1].dtype != _C.int32:
+            raise RuntimeError(f"torch.frexp() expects exponent to have int dtype but got "
+                               f"{out[1].dtype._cpp_name}")
+        return _frexp_result(_finish(mantissa, out[0]), _finish(exponent, out[1]))
     return _frexp_result(mantissa, exponent)
 
 
@@ -1368,9 +1380,9 @@ def put_(self, index, source, accumulate=False):
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
                            f"{_dtype_name(index.dtype)}")
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
-                           f"elements, but got source.numel() = {source.numel()}, "
-                           f"index.numel() = {index.numel()}")
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, "
+                         f"index.numel() = {index.numel()}")
     n = self.numel()
     if index.numel() and bool(((index < -n) | (index >= n)).any()):
         raise IndexError(f"out of range: tried to access index "
@@ -1406,7 +1418,11 @@ def select_scatter(input, src, dim, index):
     return r
 
 
-def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1, *, out=None):
+    if input.dim() == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    if out is not None and out.dtype != input.dtype:
+        return _finish_exact(input, out)  # (torch's message for out's dtype)
     r = input.clone()
     d = _wrap_dim(dim, input.dim())
     index = [builtins.slice(None)] * input.dim()
@@ -1416,7 +1432,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(view.shape)}")
     view.copy_(src)
-    return r
+    return _finish(r, out)
 
 
 def ravel(input):
@@ -1533,6 +1549,7 @@ def _window(name, window_length, periodic, dtype, layout, device, requires_grad,
 
 
 def _window_values(name, window_length, periodic, dtype, layout, device, requires_grad, fn):
+    window_length = operator.index(window_length)  # (a 0-d integer tensor is an int)
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length="
                            f"{window_length}")
@@ -2174,7 +2191,12 @@ def svd_lowrank(A, q=6, niter=2, M=None):
     # (torch checks neither q nor niter here: a q beyond min(m, n) gives min(m, n) columns, the
     # sketch's randn refuses a q that is no int or is negative; pca_lowrank checks both)
     q = 6 if q is None else q
-    if not _is_int_arg(q):  # (torch's sketch, randn(n, q), refuses it before anything else)
+    # (torch's sketch, randn(n, q), refuses it before anything else; its size takes a
+    # one-element integer tensor too)
+    if _is_tensor(q) and q.numel() == 1 and not (q.dtype.is_floating_point or q.dtype.is_complex
+                                                  or q.dtype == _C.bool):
+        q = int(q.item())
+    if not _is_int_arg(q):
         raise TypeError(f"svd_lowrank(): argument 'q' must be int, not {type(q).__name__}")
     return _svd_lowrank(A, q, 2 if niter is None else niter, M)
 
@@ -2243,7 +2265,7 @@ def _histogramdd_check_weight(input, weight):  # noqa: A002
                            f"{list(weight.shape)}")
 
 
-def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
+def histogramdd(input, bins, range=None, weight=None, density=False):  # noqa: A002
     """The histogram of the points input[..., :] (the last dim holds each point's D coordinates)
     on a grid of bins: ``bins`` an int, one int per dim, or one tensor of edges per dim;
     ``range`` the (min, max) pairs flattened (default: the data's, widened by 0.5 each way when

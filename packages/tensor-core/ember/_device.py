@@ -11,6 +11,9 @@ class device:  # noqa: N801 - PyTorch's name
     __slots__ = ("type", "index")
 
     def __init__(self, type: str | device, index: int | None = None) -> None:  # noqa: A002
+        if index is not None and not isinstance(index, int):  # (the parser's check first)
+            raise TypeError(f"device(): argument 'index' (position 2) must be int, not "
+                            f"{index.__class__.__name__}")
         if isinstance(type, device):
             self.type, self.index = type.type, type.index
             return

@@ -55,7 +55,7 @@ def set_deterministic_debug_mode(debug_mode) -> None:
             raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, "
                                f"`error`, but got {debug_mode}")
         debug_mode = modes[debug_mode]
-    if not isinstance(debug_mode, int) or isinstance(debug_mode, bool):
+    if not isinstance(debug_mode, int):  # (a bool is an int, as torch's)
         raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
     if debug_mode == 0:
         use_deterministic_algorithms(False)

@@ -346,9 +346,15 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         raise RuntimeError(
             "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
         )
+    ios = indices_or_sections
+    # (the parser's check, before the dim: an int, a tensor or a list; a bool is none of them)
+    if isinstance(ios, bool) or not (_is_int(ios) or isinstance(ios, (list, tuple, _C.Tensor))):
+        raise TypeError(f"tensor_split() received an invalid combination of arguments - got "
+                        f"({type(ios).__name__}), but expected one of: (int sections, int dim), "
+                        "(tuple of ints indices, int dim), (Tensor tensor_indices_or_sections, "
+                        "int dim)")
     dim = _wrap(dim, input.dim())
     n = input.shape[dim]
-    ios = indices_or_sections
     if isinstance(ios, _C.Tensor):
         if ios.dtype != _C.int64:
             raise RuntimeError(
@@ -373,11 +379,6 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
             pieces.append(input.narrow(dim, start, size))
             start += size
         return tuple(pieces)
-    if not isinstance(ios, (list, tuple)):  # (an int, a tensor or a list: torch's forms)
-        raise TypeError(f"tensor_split() received an invalid combination of arguments - got "
-                        f"({type(ios).__name__}), but expected one of: (int sections, int dim), "
-                        "(tuple of ints indices, int dim), (Tensor tensor_indices_or_sections, "
-                        "int dim)")
     bounds = [0] + [_int(i) for i in ios] + [n]
     pieces = []
     for a, b in zip(bounds[:-1], bounds[1:]):

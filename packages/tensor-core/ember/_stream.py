@@ -18,13 +18,15 @@ _DEVICE_TYPES = {"cpu": 0, "cuda": 1}
 _NO_EVENTS = "cpu backend doesn't support events."
 
 
-def _resolve(device: Any) -> _device_type:
+def _resolve(device: Any, owner: str) -> _device_type:
     if device is None:
         from ember import accelerator
 
         return accelerator.current_accelerator() or _device_type("cpu")
-    if isinstance(device, int):
-        return _device_type("cuda", device)
+    if isinstance(device, bool) or not isinstance(device, (int, str, _device_type)):
+        raise TypeError(f"{owner}(): argument 'device' (position 1) must be ember.device, not "
+                        f"{type(device).__name__}")
+    # (an int is the accelerator's device of that index: an error where there is none)
     return device if isinstance(device, _device_type) else _device_type(device)
 
 
@@ -32,7 +34,7 @@ class Stream(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register(): a c
     """An in-order queue of work on a device (torch.Stream)."""
 
     def __new__(cls, device: Any = None, *, priority: int = 0):
-        d = _resolve(device)
+        d = _resolve(device, "Stream")
         if d.type == "cuda":
             from ember.cuda.streams import Stream as CudaStream
 
@@ -86,7 +88,7 @@ class Event(metaclass=abc.ABCMeta):  # noqa: B024 - ABCMeta for register(): a co
 
     def __new__(cls, device: Any = None, *, enable_timing: bool = False, blocking: bool = False,
                 interprocess: bool = False):
-        d = _resolve(device)
+        d = _resolve(device, "Event")
         if d.type == "cuda":
             from ember.cuda.streams import Event as CudaEvent
 

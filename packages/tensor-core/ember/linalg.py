@@ -883,6 +883,11 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 # ---- legacy top-level forms (ember.det, ember.svd, ...) ----
 
 @tensor_args("A", op="logdet")
+def _det(A):
+    """torch.det / Tensor.det: linalg.det without its out= (torch's has none)."""
+    return det(A)
+
+
 def _logdet(A):
     sign, logabs = _C._linalg_slogdet(A)
     return logabs + sign.log()  # sign -1 -> nan, 0 -> -inf, as torch.logdet
@@ -963,7 +968,7 @@ def _cholesky_solve(B, L, upper: bool = False, *, out=None):
 
 # Top-level names (ember.<name>) and the Tensor methods with the same meaning.
 TOP_LEVEL = {
-    "det": det, "logdet": _logdet, "slogdet": slogdet, "inverse": _inverse,
+    "det": _det, "logdet": _logdet, "slogdet": slogdet, "inverse": _inverse,
     "pinverse": _pinverse, "svd": _legacy_svd, "qr": _legacy_qr, "cross": _legacy_cross,
     "cholesky": _legacy_cholesky, "cholesky_solve": _cholesky_solve,
     "matrix_power": matrix_power, "norm": _legacy_norm, "geqrf": _geqrf,

@@ -652,3 +652,182 @@ def test_autocast_dtype_setters_are_positional_only():
     with pytest.raises(TypeError):
         ember.set_autocast_gpu_dtype(dtype=ember.float16)
     ember.set_autocast_gpu_dtype(before)
+
+
+# ---- memory and overflow: refused, never a wrong size ----
+
+def test_an_in_place_op_never_resizes_its_empty_self():
+    x = ember.zeros(0)
+    with pytest.raises(RuntimeError, match=r"output with shape \[0\] doesn't match the broadcast "
+                                           r"shape \[1, 4, 0\]"):
+        x.add_(ember.ones(1, 4, 0))
+    assert x.shape == (0,)
+    assert ember.add(ember.ones(1, 4, 0), 1, out=x).shape == (1, 4, 0)  # an out= is resized
+
+
+def test_repeat_interleave_refuses_a_total_beyond_int64():
+    with pytest.raises(RuntimeError, match="overflows int64"):
+        ember.repeat_interleave(ember.ones(4), 2**62)  # 4 * 2**62 wrapped to 0 before
+    with pytest.raises(RuntimeError, match="overflows int64"):
+        ember.repeat_interleave(ember.tensor([2**62, 2**62, 2**62, 2**62]))
+    assert ember.zeros(0).repeat_interleave(2**62).shape == (0,)
+
+
+# ---- values as torch writes them ----
+
+def test_fill_of_a_tensor_value_is_a_cast():
+    assert ember.zeros(2, dtype=ember.uint8).fill_(ember.tensor(300)).tolist() == [44, 44]
+    with pytest.raises(RuntimeError, match="without overflow"):
+        ember.zeros(2, dtype=ember.uint8).fill_(300)  # a number is checked
+    assert ember.zeros(2, dtype=ember.bool).fill_(1 + 1j).tolist() == [True, True]
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        assert ember.zeros(2).fill_(ember.tensor(2.5 - 1j)).tolist() == [2.5, 2.5]
+
+
+def test_integer_division_of_nothing_needs_no_divisor():
+    assert ember.zeros(0, dtype=ember.int32).floor_divide(0).shape == (0,)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.ones(2, dtype=ember.int32).floor_divide(0)
+
+
+def test_addcdiv_of_complex_keeps_the_infinity_of_a_finite_quotient():
+    # (value * t1) / t2 as torch's kernel: -(3.75 - 1.875j) / 0 = -inf + inf j, no NaN
+    r = ember.addcdiv(ember.zeros(1, dtype=ember.complex128), ember.tensor([3.75 - 1.875j]),
+                      ember.zeros(1, dtype=ember.float64), value=-1)
+    assert r.item() == complex(-np.inf, np.inf)
+
+
+def test_adaptive_average_pooling_of_complex_inputs():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 6)) + 1j * rng.standard_normal((2, 3, 6))
+    got = ember.adaptive_avg_pool1d(ember.tensor(a), 3).numpy()
+    np.testing.assert_allclose(got, a.reshape(2, 3, 3, 2).mean(3), rtol=1e-12)
+    a = rng.standard_normal((3, 4, 6)) + 1j * rng.standard_normal((3, 4, 6))
+    got = ember.nn.functional.adaptive_avg_pool2d(ember.tensor(a), (2, 3)).numpy()
+    np.testing.assert_allclose(got, a.reshape(3, 2, 2, 3, 2).mean((2, 4)), rtol=1e-12)
+    one = ember.adaptive_avg_pool1d(ember.tensor([[[1 + 2j], [3j]]]), [1])  # size-1 dims
+    assert one.tolist() == [[[1 + 2j], [3j]]]
+
+
+def test_reductions_and_samplers_in_torchs_dtypes():
+    # nansum of integers is sum (no NaN to skip), a complex dtype included; of floats it is not
+    assert ember.nansum(ember.tensor([1, 2], dtype=ember.int8), dtype=ember.complex128).item() \
+        == 3 + 0j
+    with pytest.raises(NotImplementedError, match="\"nansum_cpu\" not implemented for "
+                                                  "'ComplexFloat'"):
+        ember.nansum(ember.tensor([1.0]), dtype=ember.complex64)
+    # normal draws into a floating out= in out's dtype, whatever the parameters' dtype
+    out = ember.empty(3)
+    ember.manual_seed(0)
+    assert ember.normal(ember.tensor([0, 100, -100], dtype=ember.int32), 0.01, out=out) is out
+    assert np.allclose(out.numpy(), [0, 100, -100], atol=0.1)
+    # bincount of an empty input: torch's int64 zeros, whatever the weights
+    r = ember.bincount(ember.zeros(0, dtype=ember.int8), ember.zeros(2, 0), minlength=3)
+    assert r.dtype == ember.int64 and r.tolist() == [0, 0, 0]
+    # all/any into a uint8 out for any input
+    out = ember.empty(3, dtype=ember.uint8)
+    assert ember.all(ember.ones(3, 2), 1, out=out).tolist() == [1, 1, 1]
+    with pytest.raises(RuntimeError, match="all only supports bool tensor for result, got: Int"):
+        ember.all(ember.ones(3, 2), 1, out=ember.empty(3, dtype=ember.int32))
+
+
+def test_out_forms_resize_and_check_their_dtypes():
+    out = ember.zeros(1, dtype=ember.int8)
+    with pytest.warns(UserWarning, match="resized"):
+        ember.outer(ember.tensor([2], dtype=ember.int32), ember.tensor([3], dtype=ember.uint8),
+                    out=out)
+    assert out.shape == (1, 1) and out.item() == 6
+    x = ember.tensor([1.5, -3.0], dtype=ember.float64)
+    m_out, e_out = ember.empty(0, dtype=ember.float64), ember.empty(0, dtype=ember.int32)
+    mant, expo = ember.frexp(x, out=(m_out, e_out))
+    assert mant is m_out and mant.tolist() == [0.75, -0.75] and expo.tolist() == [1, 2]
+    with pytest.raises(RuntimeError, match="expects mantissa to have dtype double but got float"):
+        ember.frexp(x, out=(ember.empty(2), ember.empty(2, dtype=ember.int32)))
+    with pytest.raises(RuntimeError, match="expects exponent to have int dtype but got long int"):
+        ember.frexp(x, out=(ember.empty(2, dtype=ember.float64), ember.empty(2, dtype=ember.int64)))
+    base = ember.zeros(4, 2)
+    out = ember.empty(0)
+    assert ember.slice_scatter(base, ember.ones(2, 2), 0, 1, 3, out=out) is out
+    assert out.sum().item() == 4
+    with pytest.raises(RuntimeError, match="dtype float, but got double"):
+        ember.slice_scatter(base, ember.ones(2, 2), out=ember.empty(0, dtype=ember.float64))
+    with pytest.raises(IndexError, match="slice\\(\\) cannot be applied to a 0-dim tensor"):
+        ember.slice_scatter(ember.ones(()), ember.ones(()), out=ember.empty(0, dtype=ember.int8))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        ember.det(ember.eye(2), out=ember.empty(()))  # (linalg.det takes one, torch.det none)
+    assert ember.linalg.det(ember.eye(2), out=ember.empty(())).item() == 1.0
+    with pytest.raises(RuntimeError, match="safely castable from Double dtype, but got result "
+                                           "with dtype Byte"):
+        ember.cholesky_inverse(ember.eye(2, dtype=ember.float64),
+                               out=ember.empty(2, 2, dtype=ember.uint8))
+
+
+def test_more_checks_in_torchs_order():
+    with pytest.raises(RuntimeError, match="expected scalar type 'UInt32' but got 'Bool' for "
+                                           "values output"):
+        ember.mode(ember.zeros(0, dtype=ember.uint32), out=(ember.zeros(0, dtype=ember.bool),
+                                                            ember.zeros(0, dtype=ember.int64)))
+    with pytest.raises(RuntimeError, match="Expected result to be of dtype uint64"):
+        ember.hash_tensor(ember.zeros(0, dtype=ember.int8), [-1], mode=-1, out=ember.zeros(3))
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        ember.hash_tensor(ember.zeros(0, dtype=ember.int8), dim=[0], mode=2)
+    with pytest.raises(RuntimeError, match="dtype Int does not match dtype of out parameter "
+                                           "\\(UInt32\\)"):
+        ember.arange(2, 2**70, 2, out=ember.zeros(3, dtype=ember.uint32), dtype=ember.int32)
+    with pytest.raises(TypeError, match="tensor_split\\(\\) received an invalid combination"):
+        ember.zeros(2, 3).tensor_split(True, dim=2)  # (its type before the dim)
+    with pytest.raises(RuntimeError, match="non-complex scalar as the order of norm"):
+        ember.norm(ember.ones(3), 1j)
+    with pytest.raises(NotImplementedError, match="\"median_out\" not implemented for "
+                                                  "'ComplexFloat'"):
+        ember.zeros(2, 0, dtype=ember.complex64).nanmedian(0)
+    with pytest.raises(NotImplementedError, match="\"geometric_cpu\" not implemented for "
+                                                  "'UInt32'"):
+        ember.zeros(2, dtype=ember.uint32).geometric_(0.5)
+    with pytest.raises(NotImplementedError, match="\"dot\" not implemented for 'UInt64'"):
+        ember.ones(0, dtype=ember.uint64).dot(ember.ones(0, dtype=ember.uint64))
+    with pytest.raises(IndexError, match="put_\\(\\): Expected source and index to have the same"):
+        ember.zeros(4).put(ember.tensor([0, 1]), ember.ones(3))
+    with pytest.raises(TypeError, match="argument 'index' \\(position 2\\) must be int, not tuple"):
+        ember.device("", (0, 1))
+
+
+def test_arguments_torch_takes():
+    x = ember.tensor([[3.0, 1.0], [2.0, 5.0]])
+    assert ember.amin(x, None).item() == 1.0 and ember.amax(x, None, True).shape == (1, 1)
+    # take_along_dim without a dim gathers the flattened input, int32 indices included
+    got = ember.take_along_dim(x, ember.tensor([3, 0], dtype=ember.int32))
+    assert got.tolist() == [5.0, 3.0]
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index"):
+        ember.take_along_dim(x, ember.tensor([3, 0], dtype=ember.uint8))
+    assert ember.cat([ember.zeros(0)], 100).shape == (0,)  # legacy empty inputs read no dim
+    hist, edges = ember.histogramdd(ember.tensor([[0.0, 0.0], [1.0, 1.0]]), [2, 2],
+                                    [0.0, 1.0, 0.0, 1.0])  # range by position
+    assert hist.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    t = ember.zeros(3)
+    assert t.set_(ember.ones(4).untyped_storage(), ember.tensor([1]), (2,)).shape == (2,)
+    u, s, v = ember.svd_lowrank(ember.eye(4), ember.tensor([2]))
+    assert u.shape == (4, 2)
+    assert ember.hann_window(ember.tensor(3, dtype=ember.uint8)).shape == (3,)
+    assert ember.hash_tensor(ember.ones(1, dtype=ember.int16),
+                             ember.tensor([0], dtype=ember.uint16)).shape == ()
+    assert len(ember.unravel_index(ember.tensor(1), (True, 2))) == 2
+    ember.set_deterministic_debug_mode(True)  # (a bool is the int 1)
+    try:
+        assert ember.get_deterministic_debug_mode() == 1
+    finally:
+        ember.set_deterministic_debug_mode(0)
+    lu, piv = ember.linalg.lu_factor(ember.eye(2))
+    _, l_, u_ = ember.lu_unpack(lu, piv.to(ember.uint8), unpack_pivots=False)  # pivots unread
+    assert l_.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    with pytest.raises(RuntimeError, match="LU_pivots is expected to be a contiguous tensor"):
+        ember.lu_unpack(lu, piv.to(ember.uint8))
+    assert ember.UntypedStorage(ember.tensor(3)).size() == 3
+    with pytest.raises(RuntimeError, match="Expected a sequence type, but got bool"):
+        ember.UntypedStorage(True)
+    with pytest.raises(TypeError, match="Event\\(\\): argument 'device' \\(position 1\\) must be "
+                                        "ember.device, not bool"):
+        ember.Event(True)
+    with pytest.raises(TypeError, match="invalid combination"):
+        ember.count_nonzero(ember.ones(2, 3), ember.tensor([1]))  # (int? dim: a 0-d one only)
+    assert ember.count_nonzero(ember.ones(2, 3), ember.tensor(1)).tolist() == [3, 3]

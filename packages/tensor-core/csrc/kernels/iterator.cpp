@@ -23,8 +23,11 @@ ElementwiseIter::ElementwiseIter(Tensor out, ScalarType out_dtype,
   // 1. broadcast shape
   Shape shape;
   for (auto& t : inputs) shape = broadcast_shapes(shape, t->sizes);
+  // an in-place op's self (an operand too) is never resized, an out= of no elements may be
+  const bool inplace = out && std::any_of(inputs.begin(), inputs.end(),
+                                          [&](const Tensor& t) { return t == out; });
   if (out && out->sizes != shape) {
-    if (check_output_shape(out, shape, op_name)) {
+    if (check_output_shape(out, shape, op_name, /*resizable=*/!inplace)) {
       auto fresh = empty(shape, out->dtype, out->device());
       out->storage = fresh->storage;
       out->sizes = fresh->sizes;

@@ -303,6 +303,12 @@ Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength) {
   if (!is_integral(x->dtype, false) || is_wide_unsigned(x->dtype))  // (torch's kernel's types)
     throw NotImplementedError(str_cat("\"bincount_cpu\" not implemented for '", type_name(x->dtype), "'"));
   EMBER_CHECK(minlength >= 0, std::runtime_error, "minlength should be >= 0");
+  // torch's shortcut, before it reads the weights: int64 zeros whatever their dtype
+  if (x->dim() == 1 && x->numel() == 0) {
+    Tensor r = empty({minlength}, ScalarType::Int64);
+    fill_(r, Scalar::from_int(0));
+    return r;
+  }
   EMBER_CHECK(x->dim() == 1, std::runtime_error, "bincount only supports 1-d non-negative integral inputs.");
   if (weights)
     EMBER_CHECK(weights->dim() == 1 && weights->sizes[0] == x->sizes[0], std::runtime_error,

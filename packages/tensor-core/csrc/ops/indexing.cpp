@@ -687,12 +687,16 @@ Tensor take(const Tensor& self, const Tensor& index) {
 }
 
 Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<int64_t> dim) {
+  // no dim: torch's gather of the flattened input, which refuses negative indices (along a
+  // dim they count from the end) and takes int32 indices as gather does
+  if (!dim) {
+    EMBER_CHECK(indices->dtype == ScalarType::Int64 || indices->dtype == ScalarType::Int32,
+                std::runtime_error, "gather(): Expected dtype int32/int64 for index");
+    return gather_impl(reshape(self, {-1}), 0, reshape(indices, {-1}), false);
+  }
   EMBER_CHECK(indices->dtype == ScalarType::Int64, std::runtime_error,
               "torch.take_along_dim(): dtype of indices should be Long but got ",
               torch_type_name(indices->dtype));
-  // no dim: torch's gather of the flattened input, which refuses negative indices (along a
-  // dim they count from the end)
-  if (!dim) return gather_impl(reshape(self, {-1}), 0, reshape(indices, {-1}), false);
   EMBER_CHECK(self->dim() == indices->dim(), std::runtime_error,
               "torch.take_along_dim(): input and indices should have the same number of "
               "dimensions, but got ", self->dim(), " dimensions for input, and ", indices->dim(),

@@ -476,6 +476,9 @@ Tensor dot_impl(const Tensor& a, const Tensor& b, const Tensor& out, const char*
               "inconsistent tensor size, expected tensor [", a->numel(), "] and src [", b->numel(),
               "] to have the same number of elements, but got ", a->numel(), " and ", b->numel(),
               " elements respectively");
+  // (checked at every length: an empty product reaches no kernel's dtype dispatch)
+  EMBER_CHECK(a->dtype != ScalarType::Bool && !is_wide_unsigned(a->dtype), NotImplementedError,
+              "\"", op, "\" not implemented for '", type_name(a->dtype), "'");
   Tensor c = make_out(out, {}, a->dtype, op);
   Tensor c2 = make_view(c, {1, 1}, {1, 1}, c->offset);
   gemm_out(c2, unsqueeze(a, 0), unsqueeze(b, 1), Scalar::from_int(1), Scalar::from_int(0), "dot");
@@ -596,7 +599,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 Tensor inner(const Tensor& a, const Tensor& b, const Tensor& out) {
   check_cpu(a, "inner"), check_cpu(b, "inner");
-  if (a->dim() == 0 || b->dim() == 0) return binary(BinaryOp::mul, Operand(a), Operand(b), out);
+  if (a->dim() == 0 || b->dim() == 0) {  // torch's mul_out: out resized to the product's shape
+    if (out) resize_output(out, broadcast_shapes(a->sizes, b->sizes));
+    return binary(BinaryOp::mul, Operand(a), Operand(b), out);
+  }
   const int64_t K = a->sizes.back();
   EMBER_CHECK(K == b->sizes.back(), std::runtime_error,
               "inner() the last dimension must match on both input tensors but got shapes ",
@@ -618,6 +624,7 @@ Tensor outer(const Tensor& a, const Tensor& b, const Tensor& out) {
               a->dim(), "-D");
   EMBER_CHECK(b->dim() == 1, std::runtime_error, "outer: Expected 1-D argument vec2, but got ",
               b->dim(), "-D");
+  if (out) resize_output(out, {a->sizes[0], b->sizes[0]});  // (torch's mul_out resizes it)
   return binary(BinaryOp::mul, Operand(unsqueeze(a, 1)), Operand(b), out);
 }
 

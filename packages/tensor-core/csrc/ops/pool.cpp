@@ -15,6 +15,7 @@
 #include "kernels/iterator.h"
 #include "ops/channels_last.h"
 #include "ops/cpu_kernels.h"
+#include "ops/shape_ops.h"
 #include "ops/elementwise.h"
 #include "kernels/vexp.h"
 #include "runtime/gil.h"
@@ -600,6 +601,30 @@ Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
   EMBER_CHECK(is_floating(input->dtype) || is_complex(input->dtype), std::runtime_error,
               "mean(): could not infer output dtype. Input dtype must be either a floating point or "
               "complex dtype. Got: ", type_name(input->dtype));  // (torch's: its kernel is a mean)
+  if (is_complex(input->dtype)) {
+    // the mean of each window, part by part: (..., C, *spatial) as (..., 2C, *spatial) reals
+    const int64_t nd = input->dim(), lead = nd - g.k;
+    Shape to_front, back, pooled_shape;
+    for (int64_t d = 0; d < lead; ++d) to_front.push_back(d);
+    to_front.push_back(nd);  // the (real, imaginary) pair joins the channels
+    for (int64_t d = lead; d < nd; ++d) to_front.push_back(d);
+    Tensor parts = contiguous(permute(view_as_real(input), to_front));
+    Shape merged(input->sizes.begin(), input->sizes.begin() + lead);
+    if (lead > 0) merged.back() *= 2; else merged.push_back(2);
+    merged.insert(merged.end(), input->sizes.begin() + lead, input->sizes.end());
+    Tensor pooled = adaptive_avg_pool(reshape(parts, merged), output_size);
+    Shape split(input->sizes.begin(), input->sizes.begin() + lead);
+    split.push_back(2);
+    split.insert(split.end(), pooled->sizes.end() - g.k, pooled->sizes.end());
+    for (int64_t d = 0; d < lead; ++d) back.push_back(d);
+    for (int64_t d = lead + 1; d <= nd; ++d) back.push_back(d);
+    back.push_back(lead);
+    Tensor moved = permute(reshape(pooled, split), back);
+    Tensor pairs = empty(moved->sizes, moved->dtype);  // (C-order strides, for the complex view)
+    copy_(pairs, moved);
+    Tensor r = view_as_complex(pairs);
+    return lead > 0 ? r : reshape(r, g.out_shape());
+  }
   dispatch_floating(x->dtype, str_cat("adaptive_avg_pool", g.k, "d").c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;

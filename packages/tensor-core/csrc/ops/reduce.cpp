@@ -251,9 +251,13 @@ Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtyp
     (void)reduction_mask(x, dim);  // a bad dim first, as torch
     return nansum(wide_unsigned_as_int64(x, dtype, "nansum"), dim, keepdim, dtype);
   }
+  // integers hold no NaN: torch's nansum of them is sum (a complex dtype= included)
+  if (is_integral(x->dtype, /*include_bool=*/true)) return sum(x, dim, keepdim, dtype);
   auto mask = reduction_mask(x, dim);
   EMBER_CHECK(!is_complex(x->dtype), std::runtime_error,
               "nansum on CPU does not support complex inputs");
+  EMBER_CHECK(!is_complex(dtype), NotImplementedError, "\"nansum_cpu\" not implemented for '",
+              type_name(dtype), "'");
   const ScalarType out = sum_dtype(x, dtype);
   return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::NanSum);

@@ -95,9 +95,8 @@ Shape cat_shape(const std::vector<Tensor>& tensors, int64_t dim, ScalarType* dty
     if (!ref && !is_legacy_empty(t)) ref = &t;
   }
   if (dtype) *dtype = dt;
-  if (!ref) {  // every input is a 1-d empty tensor (torch wraps no dim then)
+  if (!ref) {  // every input is a 1-d empty tensor: torch reads no dim then (any value goes)
     check_cast(dt);
-    wrap_dim(dim, 1);
     if (wrapped_dim) *wrapped_dim = 0;
     return {0};
   }
@@ -389,6 +388,18 @@ Tensor constant_pad_nd(const Tensor& x, const std::vector<int64_t>& pad, Scalar 
 // ---------------------------------------------------------------------------------------------
 // repeat_interleave / diag_embed / tri_indices
 
+// starts[i + 1] = starts[i] + counts[i], refusing a total beyond int64 (signed overflow)
+static int64_t checked_total(const std::vector<int64_t>& counts, std::vector<int64_t>* starts) {
+  int64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    EMBER_CHECK(!__builtin_add_overflow(total, counts[i], &total), std::runtime_error,
+                "repeat_interleave: the output's size overflows int64 (numel: integer "
+                "multiplication overflow)");
+    if (starts) (*starts)[i + 1] = total;
+  }
+  return total;
+}
+
 static std::vector<int64_t> read_counts(const Tensor& repeats) {
   EMBER_CHECK(repeats->dtype == ScalarType::Int64 || repeats->dtype == ScalarType::Int32,
               NotImplementedError, "\"repeat_interleave_cpu\" not implemented for '",
@@ -419,8 +430,7 @@ Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repe
     counts.assign(n, repeat);
   }
   std::vector<int64_t> starts(n + 1, 0);
-  for (int64_t i = 0; i < n; ++i) starts[i + 1] = starts[i] + counts[i];
-  const int64_t total = starts[n];
+  const int64_t total = checked_total(counts, &starts);
   EMBER_CHECK(output_size == kNoOutputSize || output_size == total, std::runtime_error,
               "repeat_interleave: Invalid output_size, expected ", total, " but got ", output_size);
   Shape shape = x->sizes;
@@ -445,8 +455,7 @@ Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repe
 Tensor repeat_interleave_counts(const Tensor& repeats, int64_t output_size) {
   EMBER_CHECK(repeats->dim() == 1, std::runtime_error, "repeat_interleave only accept 1D vector as repeat");
   std::vector<int64_t> counts = read_counts(repeats);
-  int64_t total = 0;
-  for (auto v : counts) total += v;
+  const int64_t total = checked_total(counts, nullptr);
   EMBER_CHECK(output_size == kNoOutputSize || output_size == total, std::runtime_error,
               "repeat_interleave: Invalid output_size, expected ", total, " but got ", output_size);
   Tensor out = empty({total}, repeats->dtype, repeats->device());

@@ -458,7 +458,7 @@ std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim,
   require_cpu(x, op);
   no_bool(x, "median_out");
   // (also when the result is empty, which reaches no row kernel's dtype dispatch)
-  EMBER_CHECK(!is_wide_unsigned(x->dtype), NotImplementedError,
+  EMBER_CHECK(!is_wide_unsigned(x->dtype) && !is_complex(x->dtype), NotImplementedError,
               "\"median_out\" not implemented for '", type_name(x->dtype), "'");
   dim = wrap_dim(dim, x->dim());
   check_nonempty_dim(x, dim, op);

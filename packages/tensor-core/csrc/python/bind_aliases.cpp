@@ -195,7 +195,8 @@ std::vector<Composite> composites() {
       {"select_scatter", {"select_scatter(Tensor input, Tensor src, int dim, SymInt index) -> "
                           "Tensor"}, kBoth, "indexing"},
       {"slice_scatter", {"slice_scatter(Tensor input, Tensor src, int dim=0, SymInt? start=None, "
-                         "SymInt? end=None, SymInt step=1) -> Tensor"}, kBoth, "indexing"},
+                         "SymInt? end=None, SymInt step=1, *, Tensor? out=None) -> Tensor"}, kBoth,
+       "indexing"},
       {"ravel", {"ravel(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"resolve_neg", {"resolve_neg(Tensor input) -> Tensor"}, kBoth, "shape"},
       // torch's complex-number functions on real tensors (ember has no complex dtypes yet):

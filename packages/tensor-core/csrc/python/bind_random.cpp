@@ -289,10 +289,16 @@ py::object normal_sample(const Args& a) {
                               py::dict("generator"_a = generator_arg(f.generator, f.gen)));
     return f.out.is_none() ? r : sampled_out("normal", to_tensor(r), f.out);
   }
+  // torch draws into a floating (or complex) out= in its dtype, whatever the parameters' dtype
+  const ScalarType out_dt = f.out.is_none() ? ScalarType::Undefined : to_tensor(f.out)->dtype;
+  auto param = [&](py::handle v) {
+    const Tensor t = to_tensor(v);
+    return is_floating(out_dt) || is_complex(out_dt) ? to_dtype(t, out_dt) : t;
+  };
   Tensor r;
-  if (mt && st) r = normal(to_tensor(mean), to_tensor(std), f.gen);
-  else if (mt) r = normal(to_tensor(mean), to_double(std), f.gen);
-  else r = normal(to_double(mean), to_tensor(std), f.gen);
+  if (mt && st) r = normal(param(mean), param(std), f.gen);
+  else if (mt) r = normal(param(mean), to_double(std), f.gen);
+  else r = normal(to_double(mean), param(std), f.gen);
   if (!f.out.is_none()) {
     Tensor o = to_tensor(f.out);
     check_out_no_grad(o, "normal");

@@ -156,7 +156,10 @@ double parse_norm_order(py::handle ph, const OptDims& dims) {
   }
   if (!is_number(ph) && !(is_tensor(ph) && to_tensor(ph)->dim() == 0))  // (a 0-d tensor is one)
     throw py::type_error(str_cat("norm(): argument 'p' must be Number or str, not ", type_of(ph)));
-  return to_scalar(ph).to_double();
+  const Scalar p = to_scalar(ph);
+  EMBER_CHECK(!p.is_complex(), std::runtime_error,
+              "linalg.vector_norm: Expected a non-complex scalar as the order of norm.");
+  return p.to_double();
 }
 
 py::object norm_call(py::handle xh, py::handle ph, py::handle dimh, bool keepdim, py::handle outh,
@@ -303,7 +306,8 @@ void register_reductions(py::module_& m) {
                }});
     const std::string aname = is_max ? "amax" : "amin";
     def_op(m, {.name = aname,
-               .signatures = {aname + "(Tensor input, int[1] dim=[], bool keepdim=False, *, "
+               // (dim=None is every dim, as torch's parser takes it)
+               .signatures = {aname + "(Tensor input, int[1]? dim=[], bool keepdim=False, *, "
                                       "Tensor? out=None) -> Tensor"},
                .family = R, .hooked = true,
                .impl = [is_max](const Args& a) {

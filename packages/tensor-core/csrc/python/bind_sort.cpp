@@ -115,6 +115,17 @@ py::object mode_call(py::handle xh, py::handle dimh, bool keepdim, py::handle ou
   Tensor x = expect_tensor(xh, "mode", "input");
   const int64_t dim = parse_dim(dimh, "mode");
   if (needs_dispatch(x)) return dispatch_pair("mode", xh, x, py::dict("dim"_a = dim, "keepdim"_a = keepdim), outh);
+  if (!outh.is_none() && py::isinstance<py::sequence>(outh) && py::len(outh) == 2) {
+    // torch's mode checks out's dtypes before the dim
+    py::sequence outs = py::reinterpret_borrow<py::sequence>(outh);
+    const char* what[] = {"values", "indices"};
+    for (int k = 0; k < 2; ++k) {
+      if (!is_tensor(outs[k])) continue;  // (pair_result's TypeError)
+      const ScalarType want = k == 0 ? x->dtype : ScalarType::Int64, got = to_tensor(outs[k])->dtype;
+      EMBER_CHECK(got == want, std::runtime_error, "expected scalar type '", torch_type_name(want),
+                  "' but got '", torch_type_name(got), "' for ", what[k], " output");
+    }
+  }
   return pair_result("mode", mode(x, dim, keepdim), outh);
 }
 

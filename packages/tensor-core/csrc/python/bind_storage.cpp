@@ -236,7 +236,7 @@ void register_storage(py::module_& m) {
               "(Storage source)\n * (Storage source, int storage_offset, tuple of ints size, "
               "tuple of ints stride = None)\n * (Tensor source)\n * (Tensor source, int "
               "storage_offset, tuple of ints size, tuple of ints stride = None)"));
-        if (!offset_arg.is_none() && !is_int_like(offset_arg))
+        if (!offset_arg.is_none() && !is_int_list_item(offset_arg))  // (a SymInt: one-element tensors)
           throw py::type_error(str_cat("set_(): argument 'storage_offset' must be int, not ",
                                        type_of(offset_arg)));
         const int64_t offset = offset_arg.is_none() ? 0 : as_int(offset_arg);

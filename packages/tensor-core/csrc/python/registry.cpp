@@ -213,6 +213,13 @@ void check_options_before_scalars(const Schema& s, PyObject* const* values, unsi
     const Device d = to_device(values[dev]);
     (void)resolve_device(d, str_cat(s.name, "(): device '", d.str(), "'"));
   }
+  const int dt = at.dtype, out = s.out_index;  // (factory_keywords' check, done early)
+  if (dt >= 0 && out >= 0 && (given & (1u << dt)) && (given & (1u << out)) &&
+      values[dt] != Py_None && is_tensor(values[out])) {
+    const ScalarType want = to_dtype(values[dt]), got = to_tensor(values[out])->dtype;
+    EMBER_CHECK(want == got, std::runtime_error, "dtype ", torch_type_name(want),
+                " does not match dtype of out parameter (", torch_type_name(got), ")");
+  }
 }
 }  // namespace
 
