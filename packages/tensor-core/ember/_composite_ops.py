@@ -65,6 +65,13 @@ def _finish_exact(result, out):
     return _finish(result, out)
 
 
+def _dim_list(dim) -> list:
+    """An int[] argument as ints: an int, a one-element integer tensor, or a sequence of them."""
+    if isinstance(dim, int) or (_is_tensor(dim) and dim.numel() == 1):
+        return [operator.index(dim)]
+    return [operator.index(d) for d in dim]
+
+
 def _wrap_dim(dim: int, ndim: int) -> int:
     n = _max(ndim, 1)
     if not -n <= dim < n:
@@ -548,10 +555,14 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
         raise RuntimeError(
             f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
     n = input.dim()
-    dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
-    dims = [operator.index(d) for d in dims]  # (one-element integer tensors are ints)
+    dims = [] if dim is None else _dim_list(dim)
     for d in dims:  # (torch's IndexError, also of a 0-d input)
         _wrap_dim(d, max(n, 1))
+    if len({_wrap_dim(d, max(n, 1)) for d in dims}) != len(dims):
+        first = next(d for i, d in enumerate(dims) if _wrap_dim(d, max(n, 1)) in
+                     {_wrap_dim(e, max(n, 1)) for e in dims[:i]})
+        raise RuntimeError(f"dim {_wrap_dim(first, max(n, 1))} appears multiple times in the "
+                           "list of dims")
     if not dims and input.numel() == 0:
         raise RuntimeError("hash_tensor: Expected reduction dim to be specified for "
                            "input.numel() == 0. Specify the reduction dim with the 'dim' "
@@ -1786,7 +1797,7 @@ def matrix_exp(input):
 def frobenius_norm(input, dim, keepdim=False, *, out=None):
     from ember import linalg
 
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(_dim_list(dim))
     return _finish_exact(linalg.vector_norm(input, 2, dim=dims or None, keepdim=keepdim), out)
 
 
@@ -1803,7 +1814,8 @@ def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
     if dim is None:
         result = linalg.matrix_norm(input, "nuc", keepdim=keepdim)
     else:
-        dims = (dim, dim) if isinstance(dim, int) else tuple(dim)  # int[2]: one int is two
+        dims = _dim_list(dim)
+        dims = tuple(dims * 2 if len(dims) == 1 else dims)  # int[2]: one int stands for two
         result = linalg.matrix_norm(input, "nuc", dim=dims, keepdim=keepdim)
     if out is not None and out.dtype != result.dtype:
         raise RuntimeError(f"linalg.matrix_norm expected out tensor dtype "
@@ -1902,6 +1914,7 @@ def unravel_index(indices, shape):
     if any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(shape))
     total = math.prod(shape)
+    indices = indices.to(_C.int64)  # (torch's coordinates are int64 whatever the indices' dtype)
     if bool(((indices < -total) | (indices >= total)).any()):
         raise ValueError(f"'indices' must be in range [{-total}, {total})")
     flat = indices.remainder(total) if total else indices
@@ -2196,6 +2209,7 @@ def svd_lowrank(A, q=6, niter=2, M=None):
     if _is_tensor(q) and q.numel() == 1 and not (q.dtype.is_floating_point or q.dtype.is_complex
                                                   or q.dtype == _C.bool):
         q = int(q.item())
+    q = int(q) if isinstance(q, bool) else q  # (a bool is an int to torch's randn size)
     if not _is_int_arg(q):
         raise TypeError(f"svd_lowrank(): argument 'q' must be int, not {type(q).__name__}")
     return _svd_lowrank(A, q, 2 if niter is None else niter, M)

@@ -342,17 +342,17 @@ def chunk(input, chunks: int, dim: int = 0):
 @tensor_args("input")
 def tensor_split(input, indices_or_sections, dim: int = 0):
     """Views like np.array_split: `sections` near-equal pieces, or cuts before each index."""
-    if input.dim() == 0:
-        raise RuntimeError(
-            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
-        )
     ios = indices_or_sections
-    # (the parser's check, before the dim: an int, a tensor or a list; a bool is none of them)
+    # (the parser's check, before the rank and dim: an int, a tensor or a list, not a bool)
     if isinstance(ios, bool) or not (_is_int(ios) or isinstance(ios, (list, tuple, _C.Tensor))):
         raise TypeError(f"tensor_split() received an invalid combination of arguments - got "
                         f"({type(ios).__name__}), but expected one of: (int sections, int dim), "
                         "(tuple of ints indices, int dim), (Tensor tensor_indices_or_sections, "
                         "int dim)")
+    if input.dim() == 0:
+        raise RuntimeError(
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
     dim = _wrap(dim, input.dim())
     n = input.shape[dim]
     if isinstance(ios, _C.Tensor):

@@ -831,3 +831,44 @@ def test_arguments_torch_takes():
     with pytest.raises(TypeError, match="invalid combination"):
         ember.count_nonzero(ember.ones(2, 3), ember.tensor([1]))  # (int? dim: a 0-d one only)
     assert ember.count_nonzero(ember.ones(2, 3), ember.tensor(1)).tolist() == [3, 3]
+
+
+def test_the_scan_of_a_0d_complex_tensor_is_itself():
+    # (the parts' view of a 0-d tensor once scanned its (real, imaginary) pair: 3.75 + 1.875j)
+    x = ember.tensor(3.75 - 1.875j, dtype=ember.complex64)
+    assert x.cumsum(0).item() == 3.75 - 1.875j and x.cumprod(0).item() == 3.75 - 1.875j
+    assert ember.tensor(2, dtype=ember.int8).cumsum(0).dtype == ember.int64
+
+
+def test_sizes_whose_strides_overflow_are_refused_even_when_empty():
+    with pytest.raises(RuntimeError, match="Stride calculation overflowed"):
+        ember.empty(2, 2, 0, 2**62 + 7)  # dim 0's stride: 2 * (2**62 + 7)
+    with pytest.raises(RuntimeError, match="Stride calculation overflowed"):
+        ember.constant_pad_nd(ember.zeros(2, 2, 0, 3), [2**62, 4])
+    assert ember.empty(4, 0, 2**62).shape == (4, 0, 2**62)  # (its strides fit: torch's too)
+
+
+def test_batch_norm_follows_torchs_mixed_dtype_rule():
+    x = ember.ones(2, 3, dtype=ember.float64)
+    with pytest.raises(RuntimeError, match="all inputs must share same datatype"):
+        ember.native_batch_norm(x, ember.ones(3), None, None, None, True, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="expect parameter to have scalar type of Float"):
+        ember.native_batch_norm(x.float(), ember.ones(3, dtype=ember.float64), None, None, None,
+                                True, 0.1, 1e-5)
+    out, _, _ = ember.native_batch_norm(x.bfloat16(), ember.ones(3), ember.zeros(3), None, None,
+                                        True, 0.1, 1e-5)  # autocast's mix
+    assert out.dtype == ember.bfloat16 and out.float().abs().max().item() == 0.0
+
+
+def test_composites_read_dims_as_torch_does():
+    x = ember.tensor(A)
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        x.hash_tensor([0, 0])
+    np.testing.assert_allclose(ember.frobenius_norm(x, ember.tensor(1)).numpy(),
+                               np.linalg.norm(A, axis=1), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="\"kthvalue_cpu\" not implemented for 'UInt16'"):
+        ember.zeros(2, 0, 3, dtype=ember.uint16).kthvalue(3, -1)
+    rows, cols = ember.unravel_index(ember.tensor([4], dtype=ember.int8), (2, 3))
+    assert rows.dtype == cols.dtype == ember.int64 and (rows.item(), cols.item()) == (1, 1)
+    u, s, v = ember.svd_lowrank(ember.eye(3), True)  # q=True is one column, as torch's randn
+    assert u.shape == (3, 1)

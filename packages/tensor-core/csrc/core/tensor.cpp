@@ -24,7 +24,9 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t s = 1;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     strides[d] = s;
-    s *= std::max<int64_t>(sizes[d], 1);
+    // (an empty tensor's strides may still overflow: torch refuses those sizes too)
+    if (d > 0 && __builtin_mul_overflow(s, std::max<int64_t>(sizes[d], 1), &s))
+      throw std::runtime_error("Stride calculation overflowed");
   }
   return strides;
 }

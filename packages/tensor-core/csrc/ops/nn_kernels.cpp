@@ -182,6 +182,19 @@ struct BnGeo {
   int64_t N, C, inner;
 };
 
+// torch's mixed-dtype rule of its CPU normalisations: parameters of another dtype than the
+// input's must be float32, and then the input float16 or bfloat16 (autocast's case)
+void check_mixed_dtypes(const Tensor& input, std::initializer_list<const Tensor*> params) {
+  bool mixed = false;
+  for (const Tensor* p : params) mixed = mixed || (*p && (*p)->dtype != input->dtype);
+  if (!mixed) return;
+  for (const Tensor* p : params)
+    EMBER_CHECK(!*p || (*p)->dtype == ScalarType::Float32, std::runtime_error,
+                "mixed dtype (CPU): expect parameter to have scalar type of Float");
+  EMBER_CHECK(is_reduced_float(input->dtype), std::runtime_error,
+              "mixed dtype (CPU): all inputs must share same datatype.");
+}
+
 BnGeo check_bn(const Tensor& input, const std::vector<const Tensor*>& per_channel) {
   EMBER_CHECK(input->dim() >= 2, std::runtime_error,
               "batch_norm: expected input with at least 2 dims, but got input of size ",
@@ -211,6 +224,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   BnGeo g = check_bn(input, {&weight, &bias, &running_mean, &running_var});
   EMBER_CHECK(training || (running_mean && running_var), std::runtime_error,
               "batch_norm: running_mean and running_var must be defined in evaluation mode");
+  check_mixed_dtypes(input, {&weight, &bias, &running_mean, &running_var});
   std::vector<double> w = as_doubles(weight), b = as_doubles(bias);
   std::vector<double> mean(g.C), invstd(g.C), varu(g.C);
   // A channels_last input is normalised in place and gives a channels_last result, as torch.
@@ -362,16 +376,7 @@ LnGeo check_ln(const Tensor& input, const Shape& ns, const Tensor& weight, const
   }
   EMBER_CHECK(is_floating(input->dtype), NotImplementedError,
               "\"layer_norm\" not implemented for '", torch_type_name(input->dtype), "'");
-  // torch's mixed-dtype rule on the CPU: parameters of another dtype than the input's must be
-  // float32, and then the input float16 or bfloat16
-  const bool mixed = (weight && weight->dtype != input->dtype) || (bias && bias->dtype != input->dtype);
-  if (mixed) {
-    for (const Tensor* p : {&weight, &bias})
-      EMBER_CHECK(!*p || (*p)->dtype == ScalarType::Float32, std::runtime_error,
-                  "mixed dtype (CPU): expect parameter to have scalar type of Float");
-    EMBER_CHECK(is_reduced_float(input->dtype), std::runtime_error,
-                "mixed dtype (CPU): all inputs must share same datatype.");
-  }
+  check_mixed_dtypes(input, {&weight, &bias});
   const int64_t axis = dim - nd;
   return {prod(input->sizes.begin(), input->sizes.begin() + axis),
           prod(input->sizes.begin() + axis, input->sizes.end()), axis};

@@ -85,6 +85,8 @@ Tensor scan(const char* name, const Tensor& x, int64_t dim, ScalarType dtype, bo
                       : is_integral(x->dtype, true) ? ScalarType::Int64 : x->dtype;
   EMBER_CHECK(out_dt != ScalarType::Bool, NotImplementedError, "\"", name,
               "_out_cpu\" not implemented for 'Bool'");
+  // a 0-d input is its own scan (the parts' view below would scan the (real, imag) pair)
+  if (x->dim() == 0) return contiguous_copy(to_dtype(x, out_dt));
   if (is_complex(out_dt) && !is_prod) {  // a running sum adds the parts separately
     Tensor parts = view_as_real(contiguous_copy(to_dtype(x, out_dt)));
     return view_as_complex(scan(name, parts, d, to_real_type(out_dt), false));

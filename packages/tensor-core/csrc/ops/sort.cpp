@@ -418,6 +418,9 @@ template <typename C> void quick_select(std::vector<C>& v, std::vector<int64_t>&
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
   GilRelease nogil(x->numel() > kGrainSize);
   require_cpu(x, "kthvalue");
+  // (also when the result is empty, which reaches no row kernel's dtype dispatch)
+  EMBER_CHECK(!is_wide_unsigned(x->dtype), NotImplementedError,
+              "\"kthvalue_cpu\" not implemented for '", type_name(x->dtype), "'");
   dim = wrap_dim(dim, x->dim());
   check_nonempty_dim(x, dim, "kthvalue");
   const int64_t n = x->dim() ? x->sizes[dim] : 1;

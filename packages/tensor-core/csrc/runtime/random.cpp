@@ -188,14 +188,15 @@ std::string Generator::get_state() {
   return s;
 }
 
+// (RuntimeError for a bad state, as torch's)
 void Generator::set_state(const std::string& state) {
   const std::string what = "ember.Generator.set_state: ";
   if (state.size() != kStateBytes)
-    throw std::invalid_argument(what + "expected a state of " + std::to_string(kStateBytes) +
-                                " bytes (from get_state()), got " + std::to_string(state.size()));
+    throw std::runtime_error(what + "expected a state of " + std::to_string(kStateBytes) +
+                             " bytes (from get_state()), got " + std::to_string(state.size()));
   const auto* p = reinterpret_cast<const unsigned char*>(state.data());
   if (std::memcmp(p, kMagic, sizeof kMagic) != 0 || get_u32(p + 4) != kVersion)
-    throw std::invalid_argument(what + "the bytes are not a generator state (bad header)");
+    throw std::runtime_error(what + "the bytes are not a generator state (bad header)");
   const uint64_t seed = get_u64(p + 8);
   const uint32_t index = get_u32(p + 16);
   const uint32_t has_normal = get_u32(p + 20);
@@ -203,14 +204,14 @@ void Generator::set_state(const std::string& state) {
   double normal;
   std::memcpy(&normal, &nb, sizeof normal);
   if (index > static_cast<uint32_t>(kN) || has_normal > 1 || !std::isfinite(normal))
-    throw std::invalid_argument(what + "corrupt generator state (bad position or cached normal)");
+    throw std::runtime_error(what + "corrupt generator state (bad position or cached normal)");
   uint32_t words[kN];
   uint32_t any = 0;
   for (int i = 0; i < kN; ++i) {
     words[i] = get_u32(p + 32 + 4 * i);
     any |= i == 0 ? (words[i] & 0x80000000u) : words[i];  // only the top bit of word 0 is used
   }
-  if (!any) throw std::invalid_argument(what + "corrupt generator state (all-zero engine)");
+  if (!any) throw std::runtime_error(what + "corrupt generator state (all-zero engine)");
 
   std::lock_guard<GilPinningMutex> lock(mutex);
   std::memcpy(state_, words, sizeof words);
