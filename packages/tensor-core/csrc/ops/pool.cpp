@@ -604,7 +604,7 @@ Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
   if (is_complex(input->dtype)) {
     // the mean of each window, part by part: (..., C, *spatial) as (..., 2C, *spatial) reals
     const int64_t nd = input->dim(), lead = nd - g.k;
-    Shape to_front, back, pooled_shape;
+    Shape to_front, back;
     for (int64_t d = 0; d < lead; ++d) to_front.push_back(d);
     to_front.push_back(nd);  // the (real, imaginary) pair joins the channels
     for (int64_t d = lead; d < nd; ++d) to_front.push_back(d);
