@@ -388,12 +388,18 @@ def _int64_list(values, what: str, where: str = "_rebuild_tensor") -> list[int]:
 
 def core_refuses_size(size) -> bool:
     """Whether the core would refuse to create a tensor of these sizes ("too large"), counted
-    as it counts: left to right, a 0 ends the count."""
+    as it counts: left to right, a 0 ends the count; and whether its contiguous strides (right
+    to left, a 0 counting as 1) overflow int64, which the core refuses even when it is empty."""
     n = 1
     for s in size:
         if s != 0 and n > CORE_MAX_NUMEL // s:
             return True
         n *= s
+    stride = 1
+    for s in reversed(list(size)[1:]):
+        stride *= max(s, 1)
+        if stride > _INT64_MAX:
+            return True
     return False
 
 
