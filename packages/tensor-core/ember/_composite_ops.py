@@ -47,6 +47,19 @@ def _finish(result, out):
     return out
 
 
+def _finish_cast(result, out, name, check_overlap=True):
+    """out= of an op whose result is cast into out's dtype where torch's can_cast allows (its
+    'can't be cast' error otherwise), out's overlap checked before a resize, as torch's (whose
+    threshold kernel alone does not check it)."""
+    if out is not None:
+        if not _C.can_cast(result.dtype, out.dtype):
+            raise RuntimeError(f"result type {result.dtype._torch_name} can't be cast to the "
+                               f"desired output type {out.dtype._torch_name}")
+        if check_overlap:
+            _C._check_inplace_writable(out, name)
+    return _finish(result, out)
+
+
 def _finish_same_dtype(result, out, name):
     """out= of an op whose kernel writes its own dtype only (torch's 'Found dtype')."""
     if out is not None:
@@ -73,6 +86,8 @@ def _dim_list(dim) -> list:
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
+    if not isinstance(dim, int):  # (a 0-d integer tensor or NumPy integer, as torch's int)
+        dim = operator.index(dim)
     n = _max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
@@ -237,7 +252,7 @@ def _addr(name, input, vec1, vec2, beta, alpha):
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
-    return _finish(_addr("addr", input, vec1, vec2, beta, alpha), out)
+    return _finish_cast(_addr("addr", input, vec1, vec2, beta, alpha), out, "addr")
 
 
 def addr_(self, vec1, vec2, *, beta=1, alpha=1):
@@ -357,12 +372,15 @@ def _ldexp_factor(input, other):
     """2**other as torch's ldexp computes it: in a floating exponent's own dtype (a bfloat16
     exponent's powers are rounded to bfloat16), exactly (in double) for an integer one; for a
     complex input in the complex dtype of a floating exponent (torch has no complex half: a
-    float16 exponent is refused; bfloat16 counts as float32) or the input's for an integer one."""
+    float16 exponent is refused unless it is 0-d; bfloat16 counts as float32) or the input's
+    for an integer one."""
     if not _is_tensor(other):
         return _C.pow(2.0, other)
     exponent = other.dtype
     if input.dtype.is_complex:
         if exponent == _C.float16:
+            if other.dim() == 0:  # (a 0-d exponent keeps its own dtype in torch's promotion)
+                return _C.pow(2.0, other)
             raise NotImplementedError("\"pow\" not implemented for 'ComplexHalf'")
         if exponent.is_complex:
             return _C.pow(2.0, other)
@@ -448,6 +466,7 @@ def adjoint(input):
 # ---- special functions over the core's table ops ----
 
 def polygamma(n, input, *, out=None):
+    n = operator.index(n)  # (a 0-d integer tensor is an int, as torch's)
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
@@ -457,10 +476,7 @@ def polygamma(n, input, *, out=None):
     scale = float(math.factorial(n)) if n <= 170 else math.inf
     sign = 1.0 if n % 2 else -1.0
     r = _C._special_zeta(float(n + 1), input) * (sign * scale)
-    if out is not None and not _C.can_cast(r.dtype, out.dtype):  # (a float into an integer out)
-        raise RuntimeError(f"result type {_dtype_name(r.dtype)} can't be cast to the desired "
-                           f"output type {_dtype_name(out.dtype)}")
-    return _finish(r, out)
+    return _finish_cast(r, out, "polygamma")
 
 
 def polygamma_method(self, n):
@@ -556,8 +572,10 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
             f"Expected result to be of dtype uint64, but got {out.dtype._torch_name}")
     n = input.dim()
     dims = [] if dim is None else _dim_list(dim)
-    for d in dims:  # (torch's IndexError, also of a 0-d input)
-        _wrap_dim(d, max(n, 1))
+    for d in dims:  # (torch's order: each dim's range (a 0-d input's too), then its size)
+        w = _wrap_dim(d, max(n, 1))
+        if n and input.shape[w] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {w} to have non-zero size.")
     if len({_wrap_dim(d, max(n, 1)) for d in dims}) != len(dims):
         first = next(d for i, d in enumerate(dims) if _wrap_dim(d, max(n, 1)) in
                      {_wrap_dim(e, max(n, 1)) for e in dims[:i]})
@@ -568,9 +586,6 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
                            "input.numel() == 0. Specify the reduction dim with the 'dim' "
                            "argument.")
     reduced = sorted({_wrap_dim(d, n) for d in dims}) if dims and n else list(range(n))
-    for d in reduced:
-        if input.shape[d] == 0:
-            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
     if mode != 0:
         raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
     dt = input.dtype
@@ -654,7 +669,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         if name == "aweights" and not wt.dtype.is_floating_point:
             raise RuntimeError("cov(): expected aweights to have floating point dtype but got "
                                f"aweights with {_dtype_name(wt.dtype)} dtype")
-        if bool((wt < 0).any()):
+        if not bool((wt >= 0).all()):  # (NaN weights too, as torch's check)
             raise RuntimeError(f"cov(): {name} cannot be negative")
         w = wt if w is None else w * wt
     if w is None:
@@ -733,7 +748,8 @@ def fill_diagonal_(self, fill_value, wrap=False):
         # torch's wrap: the diagonal starts again every (columns + 1) rows
         rows = [r for r in range(shape[0]) if r % (shape[1] + 1) < shape[1]]
         cols = [r % (shape[1] + 1) for r in rows]
-        index = (_C.tensor(rows, device=self.device), _C.tensor(cols, device=self.device))
+        index = (_C.tensor(rows, dtype=_C.int64, device=self.device),  # (none: no columns)
+                 _C.tensor(cols, dtype=_C.int64, device=self.device))
     else:
         i = _C.arange(n, device=self.device)
         index = (i,) * self.dim()
@@ -1525,9 +1541,7 @@ def sgn(input, *, out=None):
         return _C.sign(input, out=out)
     magnitude = _C.abs(input)
     result = _C.where(magnitude == 0, _C.zeros_like(input), input / magnitude)
-    if out is None:
-        return result
-    return out.resize_(result.shape).copy_(result)
+    return _finish_same_dtype(result, out, "sgn")
 
 
 def sgn_(input):
@@ -1554,8 +1568,11 @@ def is_inference(input) -> bool:
 
 def _window(name, window_length, periodic, dtype, layout, device, requires_grad, fn,
             pin_memory=False):
+    # pinned as torch's factories pin: a RuntimeError where no accelerator is usable, before
+    # anything is computed (empty's check)
+    if pin_memory:
+        _C.empty(0, pin_memory=True)
     w = _window_values(name, window_length, periodic, dtype, layout, device, requires_grad, fn)
-    # pinned as torch's factories pin (a RuntimeError where no accelerator is usable)
     return w.pin_memory() if pin_memory else w
 
 
@@ -1713,17 +1730,16 @@ def _threshold(input, threshold, value):
         _floating_kernel("threshold", input)
     scalar_fits(threshold, input.dtype, opmath=True)
     scalar_fits(value, input.dtype, opmath=True)
+    if not (input.dtype.is_floating_point or input.dtype == _C.bool):
+        # an integer kernel takes both numbers in its type, truncated (-2.5 is -2), as torch's
+        threshold, value = int(threshold), int(value)
     # torch's kernel: x <= threshold ? value : x, so NaN inputs and a NaN threshold keep x
     return _C.where(input <= threshold, value, input).to(input.dtype)
 
 
 def threshold(input, threshold, value, *, out=None):
-    # (torch's threshold kernel does not check out= for overlap)
-    result = _threshold(input, threshold, value)
-    if out is not None and not _C.can_cast(result.dtype, out.dtype):
-        raise RuntimeError(f"result type {result.dtype._torch_name} can't be cast to the "
-                           f"desired output type {out.dtype._torch_name}")
-    return _finish(result, out)
+    return _finish_cast(_threshold(input, threshold, value), out, "threshold",
+                        check_overlap=False)
 
 
 def threshold_(self, threshold, value):
@@ -1756,6 +1772,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     if not common.is_floating_point:
         raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
                            f"{_dtype_name(common)}")
+    if eps < 0:  # (torch's, before the shapes)
+        raise RuntimeError(f"eps must be non-negative, got: {eps:g}")
     x1, x2 = (x if x.dtype.is_floating_point else x.to(common) for x in (x1, x2))
     x1, x2 = _shape.broadcast_tensors(x1, x2)
     n1 = linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clone()
@@ -1843,6 +1861,29 @@ def cartesian_prod(*tensors):
     return _shape.stack([g.reshape(-1) for g in grids], 1)
 
 
+def _result_type_of_tensors(tensors):
+    """torch's result_type over a list of tensors: a 0-d tensor's dtype only counts where its
+    category (bool < integer < floating < complex) is above the dimensioned ones'."""
+    def promoted(dtypes):
+        result = None
+        for dt in dtypes:
+            result = dt if result is None else _C.promote_types(result, dt)
+        return result
+
+    def category(dt):
+        return 3 if dt.is_complex else 2 if dt.is_floating_point else 0 if dt == _C.bool else 1
+
+    dimensioned = promoted(t.dtype for t in tensors if t.dim() > 0)
+    zero_dim = promoted(t.dtype for t in tensors if t.dim() == 0)
+    if dimensioned is None or zero_dim is None:
+        return dimensioned or zero_dim
+    if category(zero_dim) <= category(dimensioned):
+        return dimensioned
+    if zero_dim.is_complex and dimensioned.is_floating_point:  # (keeps the float's width)
+        return _C.promote_types(dimensioned, _C.complex64)
+    return zero_dim if category(dimensioned) > 0 else _C.promote_types(dimensioned, zero_dim)
+
+
 def block_diag(*tensors):
     """The block-diagonal matrix of the tensors (0-d and 1-d ones as one-row matrices), in
     their promoted dtype."""
@@ -1858,9 +1899,7 @@ def block_diag(*tensors):
         mats.append(t.reshape(1, -1) if t.dim() < 2 else t)
     if not mats:
         return _C.empty((1, 0))  # torch's
-    dt = mats[0].dtype
-    for m in mats[1:]:
-        dt = _C.promote_types(dt, m.dtype)
+    dt = _result_type_of_tensors(tensors)
     rows = sum(m.shape[0] for m in mats)
     cols = sum(m.shape[1] for m in mats)
     device = mats[0].device
@@ -1993,6 +2032,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least "
                                "edge_order+1")
+    if not dims:  # (a 0-d input: no dim to differentiate along, nothing computed)
+        return ()
     _no_add_kernel(input)
     inexact = input.dtype.is_floating_point or input.dtype.is_complex
     f = input if inexact else input.to(_C.get_default_dtype())

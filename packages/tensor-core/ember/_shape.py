@@ -572,8 +572,10 @@ def _broadcast_to_method(self, *size):  # x.broadcast_to(2, 3) too, as torch's
 
 @tensor_args("tensors")
 def broadcast_tensors(*tensors):
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        tensors = tuple(tensors[0])
+    for i, t in enumerate(tensors):  # (a list of tensors too: torch's takes them unpacked only)
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
     shape = broadcast_shapes(*(t.shape for t in tensors))
     return tuple(t.expand(shape) for t in tensors)
 

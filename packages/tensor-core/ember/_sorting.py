@@ -86,6 +86,9 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None, *, out=Non
         if last:
             return out
     if out is not None:  # nothing was differenced: out receives a copy
+        if n == 0 and out.dtype != x.dtype:  # (torch's copy for n=0 takes out's dtype as is)
+            raise RuntimeError(f"expected scalar_type {x.dtype._torch_name} but found "
+                               f"{out.dtype._torch_name}")
         return _C.bitwise_or(x, False, out=out) if is_bool else _C.add(x, 0, out=out)
     return x
 

@@ -82,6 +82,10 @@ def _tensor_arg(fname, name, value, position=None, optional=False):
 def _int_arg(fname, name, value, optional=False):
     if value is None and optional:
         return None
+    # (torch's int: a 0-d integer tensor too, not a bool)
+    if isinstance(value, _C.Tensor) and value.dim() == 0 and not value.dtype.is_floating_point \
+            and not value.dtype.is_complex and value.dtype != _C.bool:
+        return operator.index(value)
     if not isinstance(value, bool) and not isinstance(value, _C.Tensor):
         try:
             return operator.index(value)

@@ -976,7 +976,13 @@ TOP_LEVEL = {
 }
 
 
+def _norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """Tensor.norm: torch's method takes dtype as its fourth positional argument (the function's
+    fourth is out=)."""
+    return _legacy_norm(self, p, dim, keepdim, dtype=dtype)
+
+
 def _install(cls) -> None:
     """Installs the Tensor methods (A.det(), A.inverse(), A.svd(), ...)."""
     for name, fn in TOP_LEVEL.items():
-        setattr(cls, name, fn)
+        setattr(cls, name, _norm_method if name == "norm" else fn)

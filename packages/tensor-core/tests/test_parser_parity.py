@@ -698,15 +698,22 @@ def test_addcdiv_of_complex_keeps_the_infinity_of_a_finite_quotient():
 
 
 def test_adaptive_average_pooling_of_complex_inputs():
+    # torch's: the mean over the whole window (an output of all ones); its kernels have no
+    # complex type for any other output size
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 3, 6)) + 1j * rng.standard_normal((2, 3, 6))
-    got = ember.adaptive_avg_pool1d(ember.tensor(a), 3).numpy()
-    np.testing.assert_allclose(got, a.reshape(2, 3, 3, 2).mean(3), rtol=1e-12)
+    got = ember.adaptive_avg_pool1d(ember.tensor(a), 1).numpy()
+    np.testing.assert_allclose(got, a.mean(2, keepdims=True), rtol=1e-12)
     a = rng.standard_normal((3, 4, 6)) + 1j * rng.standard_normal((3, 4, 6))
-    got = ember.nn.functional.adaptive_avg_pool2d(ember.tensor(a), (2, 3)).numpy()
-    np.testing.assert_allclose(got, a.reshape(3, 2, 2, 3, 2).mean((2, 4)), rtol=1e-12)
+    got = ember.nn.functional.adaptive_avg_pool2d(ember.tensor(a), (1, 1)).numpy()
+    np.testing.assert_allclose(got, a.mean((1, 2), keepdims=True), rtol=1e-12)
     one = ember.adaptive_avg_pool1d(ember.tensor([[[1 + 2j], [3j]]]), [1])  # size-1 dims
     assert one.tolist() == [[[1 + 2j], [3j]]]
+    with pytest.raises(NotImplementedError, match="\"adaptive_avg_pool2d\" not implemented for "
+                                                  "'ComplexDouble'"):
+        ember.adaptive_avg_pool1d(ember.tensor(a), 3)
+    with pytest.raises(NotImplementedError, match="adaptive_avg_pool3d_cpu"):
+        ember.nn.functional.adaptive_avg_pool3d(ember.tensor(a).unsqueeze(0), 2)
 
 
 def test_reductions_and_samplers_in_torchs_dtypes():
@@ -872,3 +879,218 @@ def test_composites_read_dims_as_torch_does():
     assert rows.dtype == cols.dtype == ember.int64 and (rows.item(), cols.item()) == (1, 1)
     u, s, v = ember.svd_lowrank(ember.eye(3), True)  # q=True is one column, as torch's randn
     assert u.shape == (3, 1)
+
+
+# ---- seed 41's findings ----
+
+def test_one_half_element_takes_any_float_as_torchs_scalar_fill():
+    # (torch's fill of one CPU element and scalar_tensor convert into half and bfloat16
+    # unchecked, rounding to inf; a fill of more elements refuses what does not fit)
+    for dt in (ember.float16, ember.bfloat16):
+        assert ember.full((1,), 1e300, dtype=dt).item() == np.inf
+        assert ember.zeros(1, dtype=dt).fill_(-1e300).item() == -np.inf
+        assert ember.scalar_tensor(1e300, dtype=dt).item() == np.inf
+        with pytest.raises(RuntimeError, match="cannot be converted to type c10::"):
+            ember.full((2,), 1e300, dtype=dt)
+    assert ember.full((1,), 7e4, dtype=ember.float16).item() == np.inf
+    with pytest.raises(RuntimeError, match="cannot be converted to type c10::Half"):
+        ember.zeros(2, dtype=ember.float16).fill_(7e4)
+    assert ember.scalar_tensor(7e4, dtype=ember.float16).item() == np.inf  # (unchecked there)
+    with pytest.raises(RuntimeError, match="cannot be converted to type int8_t"):
+        ember.scalar_tensor(1000, dtype=ember.int8)
+    with pytest.raises(RuntimeError, match="cannot be converted to type float"):
+        ember.full((1,), 1e300, dtype=ember.float32)
+
+
+def test_the_norm_of_no_elements_is_zero_for_every_large_order():
+    # (0^(1/p) was computed as 0^0 = 1 where 1/p rounds to 0 in float32)
+    for p in (2.5, 1e40, 1e300):
+        assert ember.linalg.vector_norm(ember.zeros(0), ord=p).item() == 0.0
+        assert ember.linalg.vector_norm(ember.zeros(2, 0), ord=p, dim=1).tolist() == [0.0, 0.0]
+        assert ember.dist(ember.zeros(0, 3), ember.zeros(0, 3), p=p).item() == 0.0
+
+
+def test_pow_by_zero_or_one_needs_no_kernel():
+    x = ember.tensor([5, 7], dtype=ember.uint64)  # (uint64 has no pow kernel, as torch's)
+    assert x.pow(0).tolist() == [1, 1] and x.pow(1).tolist() == [5, 7]
+    y = x.clone()
+    assert y.pow_(True) is y and y.tolist() == [5, 7] and y.dtype == ember.uint64
+    assert x.pow(1.0).dtype == ember.float32 and x.pow(1.0).tolist() == [5.0, 7.0]
+    out = ember.empty(0, dtype=ember.float64)
+    assert ember.pow(x, 0, out=out) is out and out.tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ember.pow(ember.ones(2), 1, out=ember.empty(2, dtype=ember.int64))
+    with pytest.raises(NotImplementedError, match="pow"):
+        x.pow(2)
+    assert ember.tensor([float("nan")]).pow(0).item() == 1.0  # (NumPy's too)
+
+
+def test_tensor_of_an_object_is_torchs_runtime_error():
+    with pytest.raises(RuntimeError, match="Could not infer dtype of object"):
+        ember.tensor(object())
+    with pytest.raises(RuntimeError, match="Could not infer dtype of object"):
+        ember.as_tensor([[1], [object()]])
+    with pytest.raises(TypeError, match="invalid data type 'str'"):
+        ember.tensor([1, "a"])
+
+
+def test_block_diag_promotes_as_result_type():
+    # (a 0-d tensor's dtype counts only where its kind is above the dimensioned ones')
+    r = ember.block_diag(ember.zeros(2, 0, dtype=ember.bfloat16), ember.tensor(-2.5),
+                         ember.tensor([1, 2], dtype=ember.int64))
+    assert r.dtype == ember.bfloat16
+    np.testing.assert_array_equal(r.float().numpy(), [[0, 0, 0], [0, 0, 0], [-2.5, 0, 0],
+                                                      [0, 1, 2]])
+    assert ember.block_diag(ember.tensor([1]), ember.tensor(0.5)).dtype == ember.float32
+    assert ember.block_diag(ember.tensor([1.0], dtype=ember.float64),
+                            ember.tensor(1j)).dtype == ember.complex128
+    assert ember.block_diag(ember.tensor(1), ember.tensor(2.0)).dtype == ember.float32
+
+
+def test_out_and_nan_checks_found_by_seed_41():
+    z = ember.tensor([3 + 4j, 0j])
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected ComplexFloat"):
+        ember.sgn(z, out=ember.empty(2, dtype=ember.float64))
+    out = ember.empty(0, dtype=ember.complex64)
+    assert ember.sgn(z, out=out) is out
+    np.testing.assert_allclose(out.numpy(), [0.6 + 0.8j, 0j], rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="\"nansum_cpu\" not implemented for 'Short'"):
+        ember.nansum(ember.ones(3), out=ember.empty((), dtype=ember.int16))
+    assert ember.nansum(ember.tensor([1, 2]), out=ember.empty((), dtype=ember.int16)).item() == 3
+    x = ember.tensor([1.7, float("nan"), 2.6, -0.5])  # an integer dtype=: NaN skipped, truncated
+    assert x.nansum(dtype=ember.int32).item() == 3 and x.nansum(dtype=ember.int32).dtype == \
+        ember.int32
+    assert ember.nansum(x, dtype=ember.int16, out=ember.empty((), dtype=ember.int16)).item() == 3
+    with pytest.raises(RuntimeError, match="aweights cannot be negative"):
+        ember.ones(2, 3).cov(aweights=ember.tensor([1.0, float("nan"), 1.0]))
+    nan_first = ember.tensor([[float("nan"), 0.0], [0.0, 1.0]])
+    with pytest.raises(ember.linalg.LinAlgError, match="leading minor of order 1"):
+        ember.linalg.cholesky(nan_first)
+    L, info = ember.linalg.cholesky_ex(ember.tensor([[4.0, 2.0], [2.0, float("nan")]]))
+    assert info.item() == 2
+
+
+def test_argument_orders_found_by_seed_41():
+    x = ember.zeros(3, 0, 2)
+    assert x.bernoulli_(ember.full((2, 0, 3), 0.5)) is x  # (p's shape unread for an empty self)
+    t = ember.tensor([[3.0], [1.0], [2.0]])
+    v, i = t.min(ember.tensor(0, dtype=ember.uint64), keepdim=True)  # a 0-d integer tensor: dim
+    assert v.tolist() == [[1.0]] and i.tolist() == [[1]]
+    assert t.min(ember.tensor(2.0)).tolist() == [[2.0], [1.0], [2.0]]  # else the other tensor
+    assert ember.logcumsumexp(ember.tensor(0.5), ember.tensor(0, dtype=ember.uint64)).item() == 0.5
+    assert ember.gradient(ember.tensor(3, dtype=ember.uint32)) == ()
+    with pytest.raises(IndexError, match="When source is scalar, index should have one element"):
+        ember.zeros(0, dtype=ember.int64).index_copy_(0, ember.zeros(0, dtype=ember.int64),
+                                                      ember.tensor(1.5))
+    with pytest.raises(IndexError, match="Number of indices \\(2\\) should be equal"):
+        ember.zeros(3, 2).index_copy_(0, ember.tensor([0, 1]), ember.zeros(3, 2))
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        ember.zeros(0).hash_tensor([0, 0])
+    with pytest.raises(IndexError, match="no dimensions"):
+        ember.tensor(3).repeat_interleave(ember.tensor([2]), 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.tensor(3).repeat_interleave(2, -1)
+    assert ember.tensor(3).repeat_interleave(2).tolist() == [3, 3]
+    with pytest.raises(TypeError, match="expected Tensor as element 0 in argument 0"):
+        ember.broadcast_tensors([ember.ones(2), ember.ones(1)])
+    with pytest.raises(TypeError, match="must be a bool or a list of memory formats"):
+        ember.ones(2).dim_order(ambiguity_check=None)
+    with pytest.raises(RuntimeError, match="pin_memory"):  # refused before 16 GiB is allocated
+        ember.kaiser_window(2**31, True, dtype=ember.float64, pin_memory=True)
+
+
+def test_ldexp_and_istft_take_0d_arguments_as_torch():
+    z = ember.tensor([1 + 1j], dtype=ember.complex128)
+    assert z.clone().ldexp_(ember.tensor(2.0, dtype=ember.float16)).tolist() == [4 + 4j]
+    with pytest.raises(NotImplementedError, match="ComplexHalf"):
+        ember.ldexp(z, ember.tensor([2.0], dtype=ember.float16))
+    x = ember.randn(64, dtype=ember.float64)
+    w = ember.hann_window(16, dtype=ember.float64)
+    spec = ember.stft(x, 16, window=w, return_complex=True)
+    y = ember.istft(spec, ember.tensor(16), window=w, length=ember.tensor(64))
+    np.testing.assert_allclose(y.numpy(), x.numpy(), atol=1e-12)
+
+
+# ---- seeds 43 and 47's findings ----
+
+def test_silent_results_found_by_seeds_43_and_47():
+    # alpha * other of an unsigned other, in the complex result dtype (uint64 * -1 wrapped)
+    r = ember.sub(ember.tensor(1 + 1j, dtype=ember.complex64),
+                  ember.tensor([1, 2], dtype=ember.uint64), alpha=-1)
+    assert r.tolist() == [2 + 1j, 3 + 1j]
+    # an integer threshold takes both numbers truncated into its type (-2.5 is -2)
+    x = ember.tensor([-2, -2, -1, 3])
+    assert ember.threshold(x, -2.5, 2).tolist() == [2, 2, -1, 3]
+    assert ember.threshold(x, 1.5, 0.7).tolist() == [0, 0, 0, 3]
+    # the variance of no element is NaN whatever the correction
+    assert np.isnan(ember.var(ember.zeros(0), correction=-3).item())
+    std, mean = ember.std_mean(ember.zeros(2, 0, dtype=ember.float16), 1, correction=-1)
+    assert np.isnan(std.float().numpy()).all() and np.isnan(mean.float().numpy()).all()
+    # pow by 0.5, -0.5 and -1 is sqrt, rsqrt and reciprocal (sqrt(-inf) is NaN, sqrt(-0) -0)
+    v = ember.tensor([-np.inf, -0.0, 4.0])
+    got = ember.pow(v, 0.5).numpy()
+    assert np.isnan(got[0]) and got[1] == 0 and np.signbit(got[1]) and got[2] == 2
+    assert np.isnan(ember.pow(v, -0.5).numpy()[0]) and ember.pow(v, -1).tolist()[2] == 0.25
+    got = v.to(ember.bfloat16).pow(0.5).float().numpy()
+    assert np.isnan(got[0]) and np.signbit(got[1])
+    # a fill_diagonal_ with wrap of a matrix with no columns writes nothing
+    e = ember.zeros(2, 0, dtype=ember.int8)
+    assert e.fill_diagonal_(2, True) is e
+
+
+def test_out_checks_found_by_seeds_43_and_47():
+    v = ember.ones(3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.outer(v, v, out=ember.zeros(3).expand(2, 3))
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.polygamma(2, v, out=ember.zeros(3).expand(2, 3))
+    with pytest.raises(RuntimeError, match="result type BFloat16 can't be cast to the desired "
+                                           "output type Long"):
+        ember.addr(ember.ones(3, dtype=ember.int8), ember.ones(3, dtype=ember.bool),
+                   ember.ones(3, dtype=ember.bfloat16), beta=0.5,
+                   out=ember.zeros(3, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got "
+                                           "long int instead"):
+        ember.index_copy(ember.zeros(3, 2), 0, ember.tensor([0.0]), ember.ones(1, 2),
+                         out=ember.zeros(3, 2, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float"):
+        ember.scatter(ember.zeros(3, 2), 0, ember.tensor([[0]]), ember.ones(1, 2),
+                      out=ember.zeros(3, 2, dtype=ember.float64))
+    z = ember.ones(2, 3, dtype=ember.complex64)
+    with pytest.raises(RuntimeError, match="mean.dtype_out\\(\\): input types can't be cast"):
+        ember.mean(z, out=ember.zeros((), dtype=ember.float16))
+    with pytest.raises(RuntimeError, match="expected scalar_type BFloat16 but found ComplexFloat"):
+        ember.diff(ember.ones(3, 2, dtype=ember.bfloat16), 0, out=ember.zeros(2,
+                                                                              dtype=ember.complex64))
+    u = ember.ones(3, 1, dtype=ember.uint8)
+    out = ember.zeros(3, dtype=ember.bool)
+    assert ember.any(u, dim=1, out=out) is out and out.tolist() == [True] * 3
+    assert ember.all(u, out=ember.zeros((), dtype=ember.bool)).item() is True
+    with pytest.raises(RuntimeError, match="eps must be non-negative, got: -2.5"):
+        ember.cosine_similarity(ember.ones(2, 3), ember.ones(2, 3), eps=-2.5)
+    with pytest.raises(NotImplementedError, match="\"masked_scatter\" not implemented for "
+                                                  "'UInt64'"):
+        ember.zeros(3, dtype=ember.uint64).masked_scatter_(ember.ones(3, dtype=ember.bool),
+                                                           ember.ones(3, dtype=ember.uint64))
+
+
+def test_arguments_found_by_seeds_43_and_47():
+    x = ember.tensor([1.7, float("nan"), 2.6])
+    assert x.polygamma_(ember.tensor(1, dtype=ember.uint32)) is x  # (a 0-d integer tensor n)
+    r = ember.repeat_interleave(ember.tensor([[1], [2]]), repeats=ember.tensor([3]))
+    assert r.tolist() == [1, 1, 1, 2, 2, 2]  # (a one-element repeats broadcasts)
+    with pytest.raises(RuntimeError, match="repeats must be 0-dim or 1-dim tensor"):
+        ember.tensor(3).repeat_interleave(ember.ones(1, 2, dtype=ember.int64), 0)
+    assert ember.ones(2, 3).norm(2, 1, True, ember.float64).dtype == ember.float64  # dtype 4th
+    with pytest.raises(TypeError):
+        ember.ones(2).cuda(0, False, ember.contiguous_format)  # memory_format: keyword only
+    with pytest.raises(TypeError, match="'NoneType' object cannot be interpreted as an integer"):
+        ember.zeros(2).new_tensor(None, dtype=ember.uint16)
+    with pytest.raises(TypeError, match="must be real number, not NoneType"):
+        ember.tensor([1, None], dtype=ember.float32)
+    with pytest.raises(RuntimeError, match="Could not infer dtype of NoneType"):
+        ember.tensor(None)
+    with pytest.raises(NotImplementedError, match="\"nansum_cpu\" not implemented for 'Short'"):
+        ember.nansum(ember.ones(3), out=ember.zeros((), dtype=ember.int16))
+    assert ember.zeros((0, 1), out=ember.zeros(0, dtype=ember.bool), pin_memory=True).shape == \
+        (0, 1)  # (out= given: pin_memory is not read)

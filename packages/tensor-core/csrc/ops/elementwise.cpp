@@ -129,6 +129,10 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
 }
 
 void fill_(const Tensor& dst_in, Scalar value) {
+  // torch's fill of one CPU element (its scalar_fill) converts a float into half and bfloat16
+  // unchecked, rounding beyond their range to inf; a fill of more elements checks it
+  const bool unchecked = dst_in->numel() == 1 && dst_in->device().is_cpu() &&
+                         is_reduced_float(dst_in->dtype) && value.kind == Scalar::Kind::Float;
   // Writing one value is defined on an expanded tensor too (torch allows it): fill the memory it
   // covers once, through a view without its stride-0 dims.
   Tensor dst = dst_in;
@@ -138,7 +142,7 @@ void fill_(const Tensor& dst_in, Scalar value) {
       if (dst_in->strides[d] == 0) sizes[d] = 1;
     dst = make_view(dst_in, sizes, dst_in->strides, dst_in->offset);
   }
-  check_scalar_fits(value, dst->dtype);  // (torch's, even for an empty tensor)
+  if (!unchecked) check_scalar_fits(value, dst->dtype);  // (torch's, even for an empty tensor)
   if (dst->numel() == 0) {  // else the iterator would resize it to the value's 0-d shape
     dst_in->bump_version();
     return;
@@ -149,7 +153,7 @@ void fill_(const Tensor& dst_in, Scalar value) {
     dst_in->bump_version();
     return;
   }
-  Tensor v = scalar_tensor(value, dst->dtype, /*checked=*/true);
+  Tensor v = scalar_tensor(value, dst->dtype, /*checked=*/!unchecked);
   ElementwiseIter it(dst, dst->dtype, {v}, "fill_");
   run_copy_kernel(it, dst->dtype, dst->dtype);
   dst_in->bump_version();
@@ -504,6 +508,33 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
     const ScalarType nominal = nominal_binary_result(op, common);
     if (sa == sb) check_operands_first(info.name, sa, out, nominal, inplace);
     else check_operands_first(info.name, broadcast_shapes(sa, sb), out, nominal, inplace);
+  }
+  // torch's pow(Tensor, Scalar) fills ones for the exponent 0 and copies the base for 1, for
+  // every dtype (its kernel is never reached: uint64.pow(1) works)
+  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar &&
+      !(b.s.is_complex() && b.s.imag != 0) && (b.s.to_double() == 0 || b.s.to_double() == 1)) {
+    Tensor r = out ? out : empty(a.t->sizes, common, a.t->device());
+    if (out) {
+      check_out_dtype(info.name, common, out);
+      check_inplace_writable(out, info.name);
+      resize_output(out, a.t->sizes);
+    }
+    if (b.s.to_double() == 0) fill_(r, Scalar::from_int(1));
+    else if (r != a.t) copy_(r, a.t);
+    if (out) out->bump_version();
+    return r;
+  }
+  // torch's pow kernel takes sqrt, rsqrt and reciprocal for the exponents 0.5, -0.5 and -1 in
+  // float32, float64, bfloat16 and complex (sqrt(-inf) is NaN where C's pow gives inf; sqrt(-0)
+  // is -0)
+  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar &&
+      (common == ScalarType::Float32 || common == ScalarType::Float64 ||
+       common == ScalarType::BFloat16 || is_complex(common)) &&
+      !(b.s.is_complex() && b.s.imag != 0) && !b.s.is_bool()) {
+    const double e = b.s.to_double();
+    if (e == 0.5 || e == -0.5 || e == -1.0)
+      return unary(e == 0.5 ? UnaryOp::sqrt : e == -0.5 ? UnaryOp::rsqrt : UnaryOp::reciprocal,
+                   to_dtype(a.t, common), out);
   }
   if (info.kind == OpKind::ARITH && common == ScalarType::Bool) {
     // PyTorch computes these on bool as their logical counterparts.

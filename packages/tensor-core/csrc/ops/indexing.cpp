@@ -536,16 +536,20 @@ void index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   dim = wrap_dim(dim, self->dim());
   EMBER_CHECK(index->dim() <= 1, IndexError,
               "index_copy_(): Index should have dimension 1 or 0 (got ", index->dim(), ")");
+  // (torch's order: the index's and the ranks' IndexErrors, then the dtypes)
+  EMBER_CHECK(source->dim() != 0 || index->numel() == 1, IndexError,
+              "index_copy_(): When source is scalar, index should have one element (got ",
+              index->numel(), ")");
+  EMBER_CHECK(self->dim() == source->dim() || self->dim() == 0 || source->dim() == 0, IndexError,
+              "index_copy_(): When source and destination are not scalars, their dimensionality "
+              "must match. Source dimensionality (", source->dim(), "), destination dimensionality (",
+              self->dim(), ")");
   EMBER_CHECK(index->dtype == ScalarType::Int64, std::runtime_error,
               "index_copy_(): Expected a long tensor for index, but got ",
               torch_type_name(index->dtype));
   EMBER_CHECK(self->dtype == source->dtype, std::runtime_error,
               "index_copy_(): self and source expected to have the same dtype, but got (self) ",
               torch_type_name(self->dtype), " and (source) ", torch_type_name(source->dtype));
-  EMBER_CHECK(self->dim() == source->dim() || self->dim() == 0 || source->dim() == 0, IndexError,
-              "index_copy_(): When source and destination are not scalars, their dimensionality "
-              "must match. Source dimensionality (", source->dim(), "), destination dimensionality (",
-              self->dim(), ")");
   const Tensor s = as_1d(self), src = as_1d(source);
   EMBER_CHECK(s->dim() == src->dim(), IndexError,
               "index_copy_(): When source and destination are not scalars, their dimensionality "
@@ -559,7 +563,7 @@ void index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Ten
                 " and source slice shape: ", src->sizes[d], " at dimension ", j, ".");
     ++j;
   }
-  EMBER_CHECK(index->numel() == src->sizes[dim], std::runtime_error,
+  EMBER_CHECK(index->numel() == src->sizes[dim], IndexError,
               "index_copy_(): Number of indices (", index->numel(),
               ") should be equal to source.size(dim) (", src->sizes[dim], ")");
   check_inplace_writable(self, "index_copy_");
@@ -647,6 +651,8 @@ Tensor masked_select(const Tensor& self, const Tensor& mask) {
 
 void masked_scatter_(const Tensor& self, const Tensor& mask, const Tensor& source) {
   GilRelease nogil(self->numel() > kGrainSize);
+  EMBER_CHECK(!is_wide_unsigned(self->dtype), NotImplementedError,  // (torch's kernel has none)
+              "\"masked_scatter\" not implemented for '", type_name(self->dtype), "'");
   Tensor s = self->dim() == 0 ? view(self, {1}) : self;
   Tensor m = expand(mask, self->sizes);
   if (self->dim() == 0) m = view(contiguous(m), {1});

@@ -600,7 +600,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
 Tensor inner(const Tensor& a, const Tensor& b, const Tensor& out) {
   check_cpu(a, "inner"), check_cpu(b, "inner");
   if (a->dim() == 0 || b->dim() == 0) {  // torch's mul_out: out resized to the product's shape
-    if (out) resize_output(out, broadcast_shapes(a->sizes, b->sizes));
+    if (out) {  // (an overlapping out refused before it is resized, as torch's iterator)
+      check_inplace_writable(out, "inner");
+      resize_output(out, broadcast_shapes(a->sizes, b->sizes));
+    }
     return binary(BinaryOp::mul, Operand(a), Operand(b), out);
   }
   const int64_t K = a->sizes.back();
@@ -624,7 +627,10 @@ Tensor outer(const Tensor& a, const Tensor& b, const Tensor& out) {
               a->dim(), "-D");
   EMBER_CHECK(b->dim() == 1, std::runtime_error, "outer: Expected 1-D argument vec2, but got ",
               b->dim(), "-D");
-  if (out) resize_output(out, {a->sizes[0], b->sizes[0]});  // (torch's mul_out resizes it)
+  if (out) {  // (torch's mul_out: an overlapping out refused, then out resized)
+    check_inplace_writable(out, "outer");
+    resize_output(out, {a->sizes[0], b->sizes[0]});
+  }
   return binary(BinaryOp::mul, Operand(unsqueeze(a, 1)), Operand(b), out);
 }
 

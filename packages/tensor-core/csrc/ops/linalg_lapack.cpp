@@ -480,6 +480,10 @@ std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool c
       T* a = buf->data_as<T>() + b * n * n;
       info[b] = lapack::potrf<T>(upper ? 'U' : 'L', n, a, ld(n));
       check_argument_info(op, "potrf", info[b]);
+      // (reference LAPACK stops at a NaN pivot as at a non-positive one; OpenBLAS's potrf
+      // carries it on: its first NaN on the diagonal is that order)
+      for (int64_t j = 0; info[b] == 0 && j < n; ++j)
+        if (std::isnan(std::real(a[j * n + j]))) info[b] = static_cast<lapack_int>(j + 1);
       zero_triangle(a, n, upper);
     });
   });

@@ -602,6 +602,12 @@ Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
               "mean(): could not infer output dtype. Input dtype must be either a floating point or "
               "complex dtype. Got: ", type_name(input->dtype));  // (torch's: its kernel is a mean)
   if (is_complex(input->dtype)) {
+    // torch's complex adaptive average pooling is its mean over the whole window only (an
+    // output of all ones); its kernels have no complex type
+    for (int64_t size : output_size)
+      EMBER_CHECK(size == 1, NotImplementedError, "\"",
+                  g.k == 3 ? "adaptive_avg_pool3d_cpu" : "adaptive_avg_pool2d",
+                  "\" not implemented for '", type_name(input->dtype), "'");
     // the mean of each window, part by part: (..., C, *spatial) as (..., 2C, *spatial) reals
     const int64_t nd = input->dim(), lead = nd - g.k;
     Shape to_front, back;

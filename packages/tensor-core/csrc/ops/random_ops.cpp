@@ -336,6 +336,7 @@ void bernoulli_(const Tensor& self, const Tensor& p, Generator* gen) {
   check_writable(self, "bernoulli_");
   check_cpu(p, "bernoulli_");
   if (!is_floating(p->dtype)) not_implemented("bernoulli_tensor_cpu_p_", p->dtype);
+  if (self->numel() == 0) return;  // (torch's: p's shape unread)
   // p in the order the elements of self are visited, as double (exact for every float dtype).
   Tensor pe = expand(p, self->sizes);
   Tensor pv = self->is_contiguous() ? pe : permute(pe, iteration_perm(*self));

@@ -258,6 +258,11 @@ Tensor nansum(const Tensor& x, const OptDims& dim, bool keepdim, ScalarType dtyp
               "nansum on CPU does not support complex inputs");
   EMBER_CHECK(!is_complex(dtype), NotImplementedError, "\"nansum_cpu\" not implemented for '",
               type_name(dtype), "'");
+  // a floating input summed in an integer dtype= (torch's): NaN skipped, each element converted
+  if (dtype != ScalarType::Undefined && is_integral(dtype, true)) {
+    Tensor zeroed = where(unary(UnaryOp::isnan, x), Operand(Scalar::from_int(0)), Operand(x));
+    return sum(to_dtype(zeroed, dtype), dim, keepdim, dtype);
+  }
   const ScalarType out = sum_dtype(x, dtype);
   return additive(to_dtype(x, dtype == ScalarType::Undefined ? x->dtype : dtype), mask,
                   keepdim, out, SumKind::NanSum);
@@ -418,8 +423,10 @@ Tensor norm(const Tensor& x, double p, const OptDims& dim, bool keepdim, ScalarT
   auto mask = reduction_mask(x, dim);
   // One element per result (the reduced dims of size 1): its magnitude, as torch's; the
   // kernels' (|x|^p)^(1/p) overflowed or rounded it away (the 2-norm of [1e200] was inf, the
-  // 1e-30-norm of [3] was 1)
-  if (p != 0 && reduced_numel(x, mask) == 1)
+  // 1e-30-norm of [3] was 1). None per result: 0, for every order that has an identity (the
+  // kernels' 0^(1/p) was 1 where 1/p rounds to 0).
+  const int64_t per_result = reduced_numel(x, mask);
+  if (per_result == 0 || (p != 0 && per_result == 1))
     return additive(unary(UnaryOp::abs, in), mask, keepdim, in->dtype, SumKind::Sum);
   const bool low = is_reduced_float(in->dtype);  // computed in float32, rounded once
   Tensor r = reduce_planned(low ? to_dtype(in, ScalarType::Float32) : in, mask, keepdim,
@@ -451,7 +458,8 @@ std::pair<Tensor, Tensor> var_mean(const Tensor& x, const OptDims& dim, double c
   const int64_t R = reduced_numel(x, mask);
   Tensor m = additive(xf, mask, true, xf->dtype, SumKind::Mean);
   Tensor dev = binary(BinaryOp::sub, Operand(xf), Operand(m));
-  const double denom = std::max(0.0, static_cast<double>(R) - correction);
+  // (no element: NaN whatever the correction, as torch's; 0 / 0 in the kernel)
+  const double denom = R == 0 ? 0.0 : std::max(0.0, static_cast<double>(R) - correction);
   Tensor v = reduce_planned(dev, mask, keepdim, xf->dtype,
                             [&](const ReducePlan& plan, const Tensor& src, const Tensor& result) {
     cpu_kernels().sum_squares(denom, take_sqrt, plan, src, result);

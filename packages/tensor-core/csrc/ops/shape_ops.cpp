@@ -421,7 +421,7 @@ Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repe
   if (repeats) {
     EMBER_CHECK(repeats->dim() <= 1, std::runtime_error, "repeats must be 0-dim or 1-dim tensor");
     counts = read_counts(repeats);
-    if (repeats->dim() == 0) counts.assign(n, counts[0]);
+    if (counts.size() == 1) counts.assign(n, counts[0]);  // (0-d or one element: broadcast)
     EMBER_CHECK(static_cast<int64_t>(counts.size()) == n, std::runtime_error,
                 "repeats must have the same size as input along dim, but got repeats.size(0) = ",
                 counts.size(), " and input.size(", dim, ") = ", n);

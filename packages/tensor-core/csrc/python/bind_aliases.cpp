@@ -318,6 +318,13 @@ std::vector<Composite> composites() {
   };
 }
 
+// Whether a keyword argument reaches the Python body: given and not None (a None given for an
+// `Any` parameter too: the body refuses it, as torch's, where it is not the default).
+static bool forwarded(const Args& a, const Schema& s, int i) {
+  return (a.given(i) || i == s.out_index) &&
+         (!a.is_none(i) || (a.given(i) && s.params[i].type == ArgType::Any));
+}
+
 // The call's arguments as the Python body takes them: the parameters before `*` by position,
 // the keyword-only ones that were given by name (out= when not None).
 py::object forward(const py::object& fn, const Args& a, int max_positional = Args::kMaxParams) {
@@ -328,7 +335,7 @@ py::object forward(const py::object& fn, const Args& a, int max_positional = Arg
   for (int i = 0; i < static_cast<int>(s.params.size()); ++i) {
     py::object v = py::reinterpret_borrow<py::object>(a[i]);
     if (i < npos) args[i] = v;
-    else if ((a.given(i) || i == s.out_index) && !a.is_none(i))
+    else if (forwarded(a, s, i))
       kwargs[py::str(s.params[i].name)] = v;
   }
   return fn(*args, **kwargs);
@@ -340,7 +347,7 @@ py::object forward_by_name(const py::object& fn, const Args& a) {
   const Schema& s = a.schema();
   py::dict kwargs;
   for (int i = 1; i < static_cast<int>(s.params.size()); ++i)
-    if ((a.given(i) || i == s.out_index) && !a.is_none(i))
+    if (forwarded(a, s, i))
       kwargs[py::str(s.params[i].name)] = py::reinterpret_borrow<py::object>(a[i]);
   return fn(py::reinterpret_borrow<py::object>(a[0]), **kwargs);
 }

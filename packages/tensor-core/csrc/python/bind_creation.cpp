@@ -361,7 +361,12 @@ void register_creation(py::module_& m) {
              .family = C, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {
                const FactoryKeywords f = factory_keywords(a, "scalar_tensor");
-               return finish_factory(scalar_tensor(a.scalar(0), or_default(f.dtype), /*checked=*/true), f);
+               const Scalar s = a.scalar(0);
+               const ScalarType dt = or_default(f.dtype);
+               // (torch's conversion of a float into half and bfloat16 here rounds beyond their
+               // range to inf, unchecked; every other conversion is checked)
+               const bool checked = !(is_reduced_float(dt) && s.kind == Scalar::Kind::Float);
+               return finish_factory(scalar_tensor(s, dt, checked), f);
              }});
 }
 

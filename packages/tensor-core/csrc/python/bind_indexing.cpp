@@ -372,12 +372,17 @@ struct IndexedWrite {
     if (!outh.is_none() && (needs_grad(self) || needs_grad(src))) out_with_grad(name);
     return redispatch_out(name, core_fn(name), args, kwargs, outh);
   }
-  // kernel(target) writes into self in place, or into a clone then returned or copied to out=.
+  // kernel(target) writes into self in place, or into a clone then returned or copied to out=,
+  // which must have self's dtype (torch's structured out=): checked after the kernel's own
+  // checks, or before them where torch's are later (out_first: index_copy).
   template <typename Kernel>
-  py::object run(py::handle selfh, py::handle outh, Kernel kernel) const {
+  py::object run(py::handle selfh, py::handle outh, Kernel kernel, bool out_first = false) const {
+    const bool has_out = !inplace && outh && !outh.is_none();
+    if (has_out && out_first) check_out_dtype(expect_tensor(outh, name, "out"), self->dtype);
     Tensor target = inplace ? self : clone(self);
     kernel(target);
     if (inplace) return self_obj(selfh);
+    if (has_out) check_out_dtype(expect_tensor(outh, name, "out"), self->dtype);
     return finish(name, target, outh);
   }
 };
@@ -448,7 +453,8 @@ py::object index_copy_impl(py::handle selfh, py::handle dimh, py::handle indexh,
   IndexedWrite w(inplace ? "index_copy_" : "index_copy", inplace, selfh, dimh, indexh);
   w.src = to_tensor(srch);
   if (w.hooked()) return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict(), outh);
-  return w.run(selfh, outh, [&](const Tensor& t) { index_copy_(t, w.dim, w.index, w.src); });
+  return w.run(selfh, outh, [&](const Tensor& t) { index_copy_(t, w.dim, w.index, w.src); },
+               /*out_first=*/true);
 }
 
 py::object index_fill_impl(py::handle selfh, py::handle dimh, py::handle indexh, py::handle valueh,

@@ -32,10 +32,15 @@ py::object run_product(const Product& p, const Tensor& a, const Tensor& b, py::h
   Tensor out = opt_out(outh, p.name);
   if (!out) return wrap(p.fn(a, b, nullptr));
   check_out_no_grad(out, p.name);
-  // outer and inner with a 0-d operand are torch's mul_out: out resized with torch's warning
-  if (p.fn == &outer && a->dim() == 1 && b->dim() == 1) resize_out(out, {a->sizes[0], b->sizes[0]});
-  if (p.fn == &inner && (a->dim() == 0 || b->dim() == 0))
-    resize_out(out, broadcast_shapes(a->sizes, b->sizes));
+  // outer and inner with a 0-d operand are torch's mul_out: an overlapping out refused, then
+  // out resized with torch's warning (here: the core resizes it silently)
+  const bool mul_out = p.fn == &outer ? a->dim() == 1 && b->dim() == 1
+                       : p.fn == &inner && (a->dim() == 0 || b->dim() == 0);
+  if (mul_out) {
+    check_inplace_writable(out, p.name);
+    resize_out(out, p.fn == &outer ? Shape{a->sizes[0], b->sizes[0]}
+                                   : broadcast_shapes(a->sizes, b->sizes));
+  }
   p.fn(a, b, out);
   return py::reinterpret_borrow<py::object>(outh);
 }

@@ -148,9 +148,10 @@ Operand scale_alpha(const Operand& input, const Operand& other, py::handle alpha
   Scalar a = to_scalar(alpha);
   if (!a.is_complex() && a.to_double() == 1.0) return other;
   const ScalarType common = result_type({input, other});
-  if (is_complex(common))  // other * alpha in complex arithmetic
-    return Operand(binary(BinaryOp::mul,
-                          Operand(other.is_scalar ? wrapped_scalar(other.s, common) : other.t),
+  if (is_complex(common))  // other * alpha in complex arithmetic (an unsigned other converted
+    return Operand(binary(BinaryOp::mul,  // first: uint64 * -1 wrapped)
+                          Operand(other.is_scalar ? wrapped_scalar(other.s, common)
+                                                  : to_dtype(other.t, common)),
                           Operand(a)));
   if (common == ScalarType::Bool) a = Scalar::from_bool(a.to_double() != 0);  // stays bool
   if (other.is_scalar)

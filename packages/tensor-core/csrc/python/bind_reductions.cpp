@@ -27,8 +27,9 @@ py::object minmax_call(bool is_max, py::handle xh, py::handle dimh, py::handle k
                        py::handle outh, py::handle otherh) {
   const char* name = is_max ? "max" : "min";
   Tensor x = expect_tensor(xh, name, "input");
-  // max(input, other): the elementwise maximum.
-  if (is_tensor(dimh)) otherh = dimh, dimh = py::none();
+  // max(input, other): the elementwise maximum (a 0-d integer tensor with keepdim is a dim)
+  if (is_tensor(dimh) && (keepdimh.is_none() || !is_int_like(dimh)))
+    otherh = dimh, dimh = py::none();
   if (otherh && !otherh.is_none()) {
     if (!keepdimh.is_none() || !dimh.is_none())
       throw py::type_error(str_cat(name, "(): keepdim and dim cannot be combined with other"));
@@ -254,8 +255,20 @@ void register_reductions(py::module_& m) {
                    else
                      check_out_dtype(out, dt);
                  }
+                 // (an out= without dtype= takes what the input casts into: complex into a
+                 // real out, float into an integer one, refused, as torch's mean.dtype_out)
+                 if (op == SumOp::Mean && out && dt == ScalarType::Undefined)
+                   EMBER_CHECK(can_cast(x->dtype, out->dtype), std::runtime_error,
+                               "mean.dtype_out(): input types can't be cast to the desired "
+                               "output type ", torch_type_name(out->dtype));
                  // (an integer input's mean needs a dtype= even with out=, as torch's)
                  if (op == SumOp::Mean) check_mean_dtype(x->dtype, dt);
+                 // (torch's nansum of a floating input into an integer out= without dtype=
+                 // reaches its floating kernel with the integer type: refused)
+                 if (op == SumOp::NanSum && out && dt == ScalarType::Undefined &&
+                     is_floating(x->dtype) && is_integral(out->dtype, true))
+                   throw NotImplementedError(str_cat("\"nansum_cpu\" not implemented for '",
+                                                     type_name(out->dtype), "'"));
                  if (out && dt == ScalarType::Undefined && op != SumOp::NanMean) dt = out->dtype;
                  const OptDims dims = a.opt_ints(1);
                  const bool keepdim = a.flag(2);
@@ -399,8 +412,13 @@ void register_reductions(py::module_& m) {
                                torch_type_name(out->dtype));
                  }
                  const OptDims dims = a.opt_ints(1);
-                 return finish(name.c_str(), is_all ? all(x, dims, a.flag(2)) : any(x, dims, a.flag(2)),
-                               a.out());
+                 Tensor r = is_all ? all(x, dims, a.flag(2)) : any(x, dims, a.flag(2));
+                 if (!out) return wrap(r);
+                 // (either out dtype takes either result: a uint8 input's uint8 into bool too)
+                 check_out_no_grad(out, name.c_str());
+                 resize_out(out, r->sizes);
+                 copy_(out, r);
+                 return py::reinterpret_borrow<py::object>(a.out());
                }});
   }
   def_op(m, {.name = "count_nonzero",

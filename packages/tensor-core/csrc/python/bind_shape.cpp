@@ -101,6 +101,14 @@ py::object repeat_interleave_call(py::handle xh, py::handle repeatsh, py::handle
     return wrap(repeat_interleave_counts(x, output_size));
   }
   std::optional<int64_t> dim = parse_opt_dim(dimh, "repeat_interleave");
+  const bool repeats_tensor = is_tensor(repeatsh);
+  EMBER_CHECK(!repeats_tensor || to_tensor(repeatsh)->dim() <= 1, std::runtime_error,
+              "repeats must be 0-dim or 1-dim tensor");
+  if (dim && x->dim() == 0)  // (torch's messages for its two forms)
+    throw IndexError(repeats_tensor
+                         ? str_cat("Dimension specified as ", *dim, " but tensor has no dimensions")
+                         : std::string("Dimension out of range (expected to be in range of "
+                                       "[-1, 0], but got 1)"));
   if (needs_dispatch(x) || (is_tensor(repeatsh) && on_device(to_tensor(repeatsh))))
     return redispatch("repeat_interleave", core_fn("repeat_interleave"), py::make_tuple(xh),
                          py::dict("repeats"_a = repeatsh, "dim"_a = opt_dim_obj(dim),

@@ -44,6 +44,7 @@ struct DataInfo {
   // The depth of the elements (numbers, or the innermost dim of tensor elements): the same for
   // all, or the data is ragged ([1, [2]] must raise, not fill a (2, 1) tensor).
   int64_t leaf_depth = -1;
+  ScalarType dtype = ScalarType::Undefined;  // given: elements are converted, not inferred
 };
 
 // A number or tensor element ending at `depth`: every element must end at the same depth.
@@ -89,9 +90,16 @@ void infer_data(py::handle obj, size_t depth, DataInfo& info) {
     check_leaf_depth(obj, depth, info);
     return;
   }
-  if (!is_sequence(obj))
-    throw py::type_error(str_cat("Could not infer dtype of ",
-                                 std::string(py::str(py::type::of(obj).attr("__name__")))));
+  if (!is_sequence(obj) || PyUnicode_Check(obj.ptr()) || PyBytes_Check(obj.ptr())) {
+    const std::string type_name = py::str(py::type::of(obj).attr("__name__"));
+    if (info.dtype != ScalarType::Undefined)  // (torch's conversion into the given dtype)
+      throw py::type_error(is_integral(info.dtype, true)
+                               ? str_cat("'", type_name, "' object cannot be interpreted as an integer")
+                               : str_cat("must be real number, not ", type_name));
+    if (PyUnicode_Check(obj.ptr()) || PyBytes_Check(obj.ptr()))  // (torch's classes)
+      throw py::type_error(str_cat("new(): invalid data type '", type_name, "'"));
+    throw std::runtime_error(str_cat("Could not infer dtype of ", type_name));
+  }
   py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
   int64_t n = static_cast<int64_t>(py::len(seq));
   if (info.leaf_depth >= 0 && static_cast<int64_t>(depth) >= info.leaf_depth)
@@ -172,6 +180,7 @@ Tensor tensor_from_data(py::handle data, ScalarType dtype) {
     return to_dtype(src, dtype == ScalarType::Undefined ? src->dtype : dtype, true);
   }
   DataInfo info;
+  info.dtype = dtype;
   infer_data(data, 0, info);
   ScalarType dt = dtype;
   if (dt == ScalarType::Undefined) {
@@ -621,7 +630,8 @@ void register_tensor(py::module_& m) {
         return wrap(to_device_copy(t, d, non_blocking));
       }, py::arg("device") = py::none(),
          // (noconvert: a bool, not anything with a truth value; torch's parser refuses an int)
-         py::arg("non_blocking").noconvert() = false, py::arg("memory_format") = py::none())
+         py::arg("non_blocking").noconvert() = false, py::kw_only(),
+         py::arg("memory_format") = py::none())
       .def("__getitem__", [](const Tensor& self, py::object index) -> py::object {
         EMBER_AUTOGRAD(needs_grad(self), "_getitem", self, index);
         return wrap(apply_index(self, index));

@@ -200,26 +200,34 @@ const FactoryPositions& factory_positions(const Schema& s) {
 }  // namespace
 
 namespace {
+// The checks of the factory keywords that both factory_keywords and the parser's early pass make.
+// (the schema's Any lets torch's TypeError for a memory_format of another type be ours)
+void check_memory_format_type(std::string_view op, PyObject* format) {
+  if (type_of(format) != "memory_format")
+    throw py::type_error(str_cat(op, "(): argument 'memory_format' must be ember.memory_format, "
+                                 "not ", Py_TYPE(format)->tp_name));
+}
+
+Device resolve_device_argument(std::string_view op, PyObject* device) {
+  const Device d = to_device(device);
+  return resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
+}
+
+void check_dtype_matches_out(ScalarType want, ScalarType out_dtype) {
+  EMBER_CHECK(want == ScalarType::Undefined || want == out_dtype, std::runtime_error, "dtype ",
+              torch_type_name(want), " does not match dtype of out parameter (",
+              torch_type_name(out_dtype), ")");
+}
+
 // torch's parser refuses a memory_format of another type (a TypeError) and reads the device (its
 // TensorOptions) before it converts its Scalars: their errors come before a Scalar's overflow.
 void check_options_before_scalars(const Schema& s, PyObject* const* values, unsigned given) {
   const FactoryPositions& at = factory_positions(s);
-  const int mf = at.memory_format, dev = at.device;
-  if (mf >= 0 && (given & (1u << mf)) && values[mf] != Py_None &&
-      type_of(values[mf]) != "memory_format")
-    throw py::type_error(str_cat(s.name, "(): argument 'memory_format' must be ember.memory_format, "
-                                 "not ", Py_TYPE(values[mf])->tp_name));
-  if (dev >= 0 && (given & (1u << dev)) && values[dev] != Py_None) {
-    const Device d = to_device(values[dev]);
-    (void)resolve_device(d, str_cat(s.name, "(): device '", d.str(), "'"));
-  }
-  const int dt = at.dtype, out = s.out_index;  // (factory_keywords' check, done early)
-  if (dt >= 0 && out >= 0 && (given & (1u << dt)) && (given & (1u << out)) &&
-      values[dt] != Py_None && is_tensor(values[out])) {
-    const ScalarType want = to_dtype(values[dt]), got = to_tensor(values[out])->dtype;
-    EMBER_CHECK(want == got, std::runtime_error, "dtype ", torch_type_name(want),
-                " does not match dtype of out parameter (", torch_type_name(got), ")");
-  }
+  const auto present = [&](int i) { return i >= 0 && (given & (1u << i)) && values[i] != Py_None; };
+  if (present(at.memory_format)) check_memory_format_type(s.name, values[at.memory_format]);
+  if (present(at.device)) (void)resolve_device_argument(s.name, values[at.device]);
+  if (present(at.dtype) && present(s.out_index) && is_tensor(values[s.out_index]))
+    check_dtype_matches_out(to_dtype(values[at.dtype]), to_tensor(values[s.out_index])->dtype);
 }
 }  // namespace
 
@@ -625,9 +633,7 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
                                       " is not supported: ember's tensors are strided"));
   i = at.memory_format;
   if (i >= 0 && !a.is_none(i)) {
-    if (type_of(a[i]) != "memory_format")  // (the schema's Any lets torch's TypeError be ours)
-      throw py::type_error(str_cat(op, "(): argument 'memory_format' must be ember.memory_format, "
-                                   "not ", Py_TYPE(a[i].ptr())->tp_name));
+    check_memory_format_type(op, a[i].ptr());
     const std::string format = py::repr(a[i]);
     static const std::set<std::string> laid_out = {"empty", "empty_like", "zeros_like",
                                                    "ones_like", "full_like"};
@@ -642,8 +648,7 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
   }
   i = at.device;
   if (i >= 0 && !a.is_none(i)) {
-    const Device d = to_device(a[i]);
-    f.device = resolve_device(d, str_cat(op, "(): device '", d.str(), "'"));
+    f.device = resolve_device_argument(op, a[i].ptr());
     f.device_given = true;
   } else if (i >= 0 && g_default_factory_device && !is_like_factory(op)) {
     const Device d = *g_default_factory_device;
@@ -654,12 +659,13 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
   if (i >= 0) f.requires_grad = a.flag(i);
   i = at.pin_memory;
   if (i >= 0) f.pin_memory = a.flag(i);
+  // (pinning needs the CUDA runtime: refused before anything is allocated, as torch's)
+  if (f.pin_memory && f.out.is_none())  // (out= given: torch ignores pin_memory)
+    (void)resolve_device(Device{DeviceType::CUDA, -1}, "pin_memory()");
   if (at.generator >= 0) f.generator = a[at.generator];
   if (!f.out.is_none()) {  // a factory computes in out='s dtype, which dtype= must not contradict
     const ScalarType out_dtype = to_tensor(f.out)->dtype;
-    EMBER_CHECK(f.dtype == ScalarType::Undefined || f.dtype == out_dtype, std::runtime_error,
-                "dtype ", torch_type_name(f.dtype), " does not match dtype of out parameter (",
-                torch_type_name(out_dtype), ")");
+    check_dtype_matches_out(f.dtype, out_dtype);
     f.dtype = out_dtype;
   }
   return f;

@@ -422,6 +422,13 @@ def _index_copy(name, args, kwargs):
     d = _wrap_dim(dim, self.dim())
     if index.dim() > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})")
+    if src.dim() == 0 and index.numel() != 1:  # (torch's order, as the CPU core's)
+        raise IndexError("index_copy_(): When source is scalar, index should have one element "
+                         f"(got {index.numel()})")
+    if self.dim() != src.dim() and self.dim() != 0 and src.dim() != 0:
+        raise IndexError("index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({src.dim()}), "
+                         f"destination dimensionality ({self.dim()})")
     if index.dtype != _C.int64:
         raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
                            f"{index.dtype._torch_name}")
@@ -444,7 +451,7 @@ def _index_copy(name, args, kwargs):
                                f"source slice shape: {r1[k]} at dimension {j}.")
         j += 1
     if index.numel() != r1[d]:
-        raise RuntimeError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
                            f"to source.size(dim) ({r1[d]})")
     target = self if name.endswith("_") else self.clone()
     with _on_current_stream(device):
