@@ -356,6 +356,8 @@ def ldexp(input, other, *, out=None):
     r = _C.mul(input, _ldexp_factor(input, other))
     if r.dtype != result:
         r = r.to(result)
+    if out is not None:  # (torch's mul_out: an overlapping out refused)
+        _C._check_inplace_writable(out, "ldexp")
     return _finish(r, out)
 
 

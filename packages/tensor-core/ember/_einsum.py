@@ -274,6 +274,9 @@ def einsum(*args):
     equation, operands = (args[0], args[1:]) if args else (None, ())
     if isinstance(equation, _C.Tensor) and operands:  # sublists: einsum(a, [0, 1], b, [1, 2])
         equation, operands = _from_sublists((equation,) + operands)
+    elif args and not isinstance(equation, (str, _C.Tensor)):  # (a tensor alone: below)
+        raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not "
+                        f"{type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:  # torch's Python wrapper's ValueError

@@ -566,6 +566,33 @@ DIFFERENCES = [
         "a number (the input's dtype kept); ember's tensor overload promotes with it",
         RESULT, ("clamp", "clip"), source=r"\.reshape\(\[\]\)\)$"),
     Difference(
+        "unique_consecutive with a list as input and a tensor by position: torch's boolean "
+        "dispatch reads the tensor's truth first; ember's parser refuses the list first (both "
+        "refuse)",
+        CLASS, ("unique_consecutive",), ember="TypeError", torch="RuntimeError",
+        ember_message="must be Tensor, not list"),
+    Difference(
+        "cauchy_ with a 0-d complex tensor as median or sigma: torch's double parameter refuses "
+        "its imaginary part; ember's Python body reads the real part",
+        ACCEPTS, ("cauchy",), ember="ok", torch_message="cannot be converted to type double"),
+    Difference(
+        "set_(None): torch's parser has no None source (set_() takes none); ember's keyword "
+        "default is None, so set_(None) is set_()",
+        ACCEPTS, ("set",), ember="ok", source=r"\.set_\(None\)"),
+    Difference(
+        "pairwise_distance of an empty and a 0-d complex tensor with a tiny p: rounding of "
+        "0 ** (1 / p) differs (both return an empty-input norm)",
+        RESULT, ("pairwise_distance",), source=r"reshape\(\[0\]\)"),
+    Difference(
+        "logsumexp of a half-precision input into a wider out=: torch computes parts of it in "
+        "out's dtype (2.3128 for [1, 2] in bfloat16 into float64, float64's is 2.3133); ember "
+        "computes in float32, rounds to the input's dtype and widens",
+        RESULT, ("logsumexp",), source="out="),
+    Difference(
+        "householder_product/orgqr of an integer input with a 0-d tau: torch reads tau's last "
+        "size first (IndexError); ember checks the input's dtype first (both refuse)",
+        CLASS, ("orgqr", "householder_product"), ember="RuntimeError", torch="IndexError"),
+    Difference(
         "an uninitialised tensor (Tensor(n), empty, resize_ growing): its values are whatever "
         "the memory held, in either framework",
         RESULT, ("Tensor",), source=r"m\.Tensor\(\d+\)"),

@@ -1094,3 +1094,29 @@ def test_arguments_found_by_seeds_43_and_47():
         ember.nansum(ember.ones(3), out=ember.zeros((), dtype=ember.int16))
     assert ember.zeros((0, 1), out=ember.zeros(0, dtype=ember.bool), pin_memory=True).shape == \
         (0, 1)  # (out= given: pin_memory is not read)
+
+
+def test_checks_found_by_seed_53():
+    # torch's Number overload takes a 0-d tensor beside a number as a number (int8 kept)
+    assert ember.clamp(ember.tensor(-6, dtype=ember.int8), ember.tensor(0, dtype=ember.uint8),
+                       3).dtype == ember.int8
+    assert ember.clamp(ember.tensor(5, dtype=ember.int32), 3, ember.tensor(2)).dtype == \
+        ember.int32
+    assert ember.clamp(ember.tensor([5], dtype=ember.int32), ember.tensor(3),
+                       ember.tensor(2)).dtype == ember.int32
+    with pytest.raises(TypeError, match="argument 'equation' \\(position 1\\) must be str, not "
+                                        "tuple"):
+        ember.einsum((0, 1), ember.zeros(0))
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.zeros(1, dtype=ember.uint16).expand(2, 1).index_copy_(
+            -1, ember.tensor([0.0]), ember.tensor([1], dtype=ember.int32))
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.ldexp(ember.ones(1), ember.ones(1), out=ember.zeros(1).expand(2, 1))
+    with pytest.raises(ValueError, match="invalid type: 'cpu'"):
+        ember.ones(2).type("cpu")
+    assert ember.ones(2).type("torch.DoubleTensor").dtype == ember.float64
+    assert ember.ones(2).type("ember.IntTensor").dtype == ember.int32
+    with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
+        ember.adaptive_avg_pool1d(ember.zeros(2, 0, 3, dtype=ember.int32), [1])  # (its mean)
+    assert ember.adaptive_avg_pool1d(ember.zeros(2, 0, 3, dtype=ember.int32), [2]).shape == \
+        (2, 0, 2)  # (an empty output of the pooling kernel: any dtype)

@@ -533,6 +533,7 @@ void index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tens
 
 void index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
   GilRelease nogil(source->numel() > kGrainSize);
+  check_inplace_writable(self, "index_copy_");  // (torch's first check: an overlapping self)
   dim = wrap_dim(dim, self->dim());
   EMBER_CHECK(index->dim() <= 1, IndexError,
               "index_copy_(): Index should have dimension 1 or 0 (got ", index->dim(), ")");
@@ -566,7 +567,6 @@ void index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   EMBER_CHECK(index->numel() == src->sizes[dim], IndexError,
               "index_copy_(): Number of indices (", index->numel(),
               ") should be equal to source.size(dim) (", src->sizes[dim], ")");
-  check_inplace_writable(self, "index_copy_");
   Tensor idx = unalias(as_1d(index), self);
   if (auto bad = find_bad_index(idx, s->sizes[dim], false))
     throw IndexError(str_cat("index_copy_(): index ", *bad, " is out of bounds for dimension ",

@@ -597,17 +597,21 @@ Tensor adaptive_avg_pool(const Tensor& input, const Shape& output_size) {
   const bool nhwc = pool_nhwc(input, g);
   Tensor x = nhwc ? input : contiguous(input);
   Tensor out = nhwc ? empty_channels_last(g.out_shape(), x->dtype) : empty(g.out_shape(), x->dtype);
-  if (out->numel() == 0) return out;  // (before the dtype check, as torch's: any dtype)
+  // (an empty output takes any dtype, as torch's kernel; an output of ones is its mean, whose
+  // dtype check comes first)
+  const bool whole_window = std::all_of(output_size.begin(), output_size.end(),
+                                        [](int64_t s) { return s == 1; });
+  if (out->numel() == 0 && !whole_window) return out;
   EMBER_CHECK(is_floating(input->dtype) || is_complex(input->dtype), std::runtime_error,
               "mean(): could not infer output dtype. Input dtype must be either a floating point or "
               "complex dtype. Got: ", type_name(input->dtype));  // (torch's: its kernel is a mean)
+  if (out->numel() == 0) return out;
   if (is_complex(input->dtype)) {
     // torch's complex adaptive average pooling is its mean over the whole window only (an
     // output of all ones); its kernels have no complex type
-    for (int64_t size : output_size)
-      EMBER_CHECK(size == 1, NotImplementedError, "\"",
-                  g.k == 3 ? "adaptive_avg_pool3d_cpu" : "adaptive_avg_pool2d",
-                  "\" not implemented for '", type_name(input->dtype), "'");
+    EMBER_CHECK(whole_window, NotImplementedError, "\"",
+                g.k == 3 ? "adaptive_avg_pool3d_cpu" : "adaptive_avg_pool2d",
+                "\" not implemented for '", type_name(input->dtype), "'");
     // the mean of each window, part by part: (..., C, *spatial) as (..., 2C, *spatial) reals
     const int64_t nd = input->dim(), lead = nd - g.k;
     Shape to_front, back;

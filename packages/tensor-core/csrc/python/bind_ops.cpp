@@ -483,10 +483,24 @@ void register_ops(py::module_& m) {
                                    "Tensor? max = None), (Tensor input, Number? min = None, "
                                    "Number? max = None)"));
   };
-  auto clamp_fn = [check_bound_kinds](py::handle x, py::handle lo, py::handle hi,
-                                      py::handle out) -> py::object {
+  // torch's Number overload is the one that matches a number beside a 0-d tensor (not
+  // requiring grad): the tensor is read as a number (clamp(int32, 3, tensor(2)) stays int32)
+  auto number_overload = [](py::handle lo, py::handle hi) {
+    auto number = [](py::handle b) { return !b.is_none() && !is_tensor(b); };
+    auto plain_0d = [](py::handle b) {
+      return is_tensor(b) && to_tensor(b)->dim() == 0 && !to_tensor(b)->requires_grad;
+    };
+    py::object l = py::reinterpret_borrow<py::object>(lo), h = py::reinterpret_borrow<py::object>(hi);
+    if (number(lo) && plain_0d(hi)) h = h.attr("item")();
+    else if (plain_0d(lo) && number(hi)) l = l.attr("item")();
+    return std::make_pair(l, h);
+  };
+  auto clamp_fn = [check_bound_kinds, number_overload](py::handle x, py::handle lo_in,
+                                                       py::handle hi_in, py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "clamp", "input");
-    check_bound_kinds("clamp", x, lo, hi);
+    check_bound_kinds("clamp", x, lo_in, hi_in);
+    const auto [lo_obj, hi_obj] = number_overload(lo_in, hi_in);
+    py::handle lo = lo_obj, hi = hi_obj;
     if (needs_dispatch(t) || (is_tensor(lo) && needs_dispatch(to_tensor(lo))) ||
         (is_tensor(hi) && needs_dispatch(to_tensor(hi))))
       return redispatch_out("clamp", core_fn("clamp"), py::make_tuple(x, lo, hi), py::dict(), out);
@@ -515,10 +529,13 @@ void register_ops(py::module_& m) {
     return clamp_fn(self, lo, hi, py::none());
   }, py::is_method(cls), py::arg("min") = py::none(), py::arg("max") = py::none()));
   py::setattr(cls, "clip", cls.attr("clamp"));
-  auto clamp_inplace = py::cpp_function([check_bound_kinds](py::handle self, py::handle lo,
-                                                            py::handle hi) -> py::object {
+  auto clamp_inplace = py::cpp_function([check_bound_kinds, number_overload](
+                                            py::handle self, py::handle lo_in,
+                                            py::handle hi_in) -> py::object {
     Tensor t = to_tensor(self);
-    check_bound_kinds("clamp_", self, lo, hi);
+    check_bound_kinds("clamp_", self, lo_in, hi_in);
+    const auto [lo_obj, hi_obj] = number_overload(lo_in, hi_in);
+    py::handle lo = lo_obj, hi = hi_obj;
     if ((t->requires_grad && grad_enabled()) || on_device(t))
       return redispatch("clamp_", core_fn("clamp_"), py::make_tuple(self, lo, hi), py::dict());
     std::unique_ptr<Operand> l, h;

@@ -600,9 +600,24 @@ void register_tensor(py::module_& m) {
         if (!device.is_none() && !names_accelerator("is_pinned", device)) return py::bool_(false);
         return core_fn("_cuda_is_pinned")(t);
       }, py::arg("device") = py::none())
-      .def("type", [](const Tensor& self, py::object dtype) -> py::object {
+      .def("type", [](py::object self_obj, py::object dtype) -> py::object {
+        const Tensor self = self_obj.cast<Tensor>();
         if (dtype.is_none())
           return py::str(std::string("ember.") + type_name(self->dtype) + "Tensor");
+        if (py::isinstance<py::str>(dtype)) {  // a type name: "ember.FloatTensor" (torch's too)
+          const std::string name = py::str(dtype);
+          for (int i = 0; i < kNumScalarTypes; ++i) {
+            const ScalarType t = static_cast<ScalarType>(i);
+            for (const char* prefix : {"ember.", "torch."}) {
+              const std::string tail = str_cat(type_name(t), "Tensor");
+              if (name == prefix + tail)
+                return self_obj.attr("to")(dtype_object(t));
+              if (name == str_cat(prefix, "cuda.", tail))
+                return self_obj.attr("to")(dtype_object(t)).attr("cuda")();
+            }
+          }
+          throw py::value_error(str_cat("invalid type: '", name, "'"));
+        }
         ScalarType dt = to_dtype(dtype);
         if (dt == self->dtype) return py::cast(self);
         EMBER_AUTOGRAD(needs_grad(self), "_to_dtype", self, dtype_object(dt), false);

@@ -454,7 +454,12 @@ OptDims Args::opt_ints(int i) const {
   return ints(i);
 }
 
-double Args::real(int i) const { return to_scalar(values_[i]).to_double(); }
+double Args::real(int i) const {
+  const Scalar s = to_scalar(values_[i]);  // (a complex 0-d tensor: torch's conversion error)
+  EMBER_CHECK(!s.is_complex() || s.imag == 0.0, std::runtime_error,
+              "value cannot be converted to type double without overflow");
+  return s.to_double();
+}
 
 py::handle Args::out() const {
   return schema_->out_index < 0 ? py::handle(Py_None) : values_[schema_->out_index];
