@@ -274,7 +274,7 @@ def einsum(*args):
     equation, operands = (args[0], args[1:]) if args else (None, ())
     if isinstance(equation, _C.Tensor) and operands:  # sublists: einsum(a, [0, 1], b, [1, 2])
         equation, operands = _from_sublists((equation,) + operands)
-    elif args and not isinstance(equation, (str, _C.Tensor)):  # (a tensor alone: below)
+    elif operands and not isinstance(equation, (str, _C.Tensor)):  # (alone: the ValueError)
         raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not "
                         f"{type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
