@@ -173,7 +173,7 @@ def test_backward_computes_only_the_gradients_asked_for():
 @pytest.mark.parametrize("N,H", [(1, 16), (7, 20), (13, 64), (130, 8)])
 def test_float32_recurrent_product(mode, N, H):
     """float32 layers run the recurrent product through the packed kernel where the CPU has it
-    (ops/cpu/packed_gemm.cpp: tiles of 6 rows, 64-column panels; a batch above 128 goes to
+    (ops/cpu/packed_gemm.cpp: tiles of 6 rows, 64- or 16-column panels; a batch above 128 goes to
     OpenBLAS): forward against the cell equations, backward against the float64 kernel (itself
     checked by finite differences above), for batches and widths that leave partial tiles and
     a partial last panel."""

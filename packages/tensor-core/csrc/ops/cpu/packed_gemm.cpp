@@ -2,22 +2,30 @@
 // recurrent product of ops/rnn_layer.cpp, h (batch x H) @ W_hh^T, repeated at every time step.
 // OpenBLAS packs B again on every call (1 MiB for a 256-unit LSTM) for a product of only
 // batch x H x 4H multiply-adds, and ran it at about 105 GFLOP/s (16 x 256 x 1024: 79 us); packed
-// once per layer call into 64-column panels, the loop below runs it at about 250 (32 us) on an
-// AVX-512 core. Compiled once per CPU capability (kernel.h); only the AVX-512 copy has the kernel
-// (its register tile is 6 rows x 4 vectors of 16 floats = 24 of the 32 vector registers): the
-// other copies report width 0 and ember keeps OpenBLAS there.
+// once per layer call into panels, the loop below runs it at about 250 (32 us) on an AVX-512
+// core. Compiled once per CPU capability (kernel.h); the AVX-512 copy's register tile is 6 rows
+// x 4 vectors of 16 floats (24 of the 32 vector registers, 64-column panels), the AVX2 copy's
+// 6 rows x 2 vectors of 8 (12 of the 16, 16-column panels, fused multiply-adds: 159 -> 90 us
+// for that product on a Zen 4 core without AVX-512); the default copy reports width 0 and
+// ember keeps OpenBLAS there.
 #include "ops/cpu/kernel.h"
 
 #include <algorithm>
 #include <cstring>
+
+#if EMBER_CPU_LEVEL == 1
+#include <immintrin.h>
+#endif
 
 #include "runtime/parallel.h"
 
 namespace ember::EMBER_CPU_NS {
 namespace {
 
+constexpr bool kHasKernel = EMBER_CPU_LEVEL >= 1;
+
+#if EMBER_CPU_LEVEL >= 2
 constexpr int64_t kPanel = 64;  // columns per panel: 4 vectors of 16 floats
-constexpr bool kHasKernel = EMBER_CPU_LEVEL >= 2;
 
 typedef float v16f __attribute__((vector_size(64), aligned(4), may_alias));
 
@@ -42,6 +50,33 @@ inline void tile(const float* A, int64_t lda, const float* panel, int64_t K, flo
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < 4; ++j) *reinterpret_cast<v16f*>(C + r * ldc + j * 16) = acc[r][j];
 }
+#else
+constexpr int64_t kPanel = 16;  // columns per panel: 2 vectors of 8 floats (AVX2)
+
+// C[0:R, 0:16] = A[0:R, 0:K] @ panel (K x 16, row-major); the default copy never calls it.
+template <int R>
+inline void tile(const float* A, int64_t lda, const float* panel, int64_t K, float* C, int64_t ldc) {
+#if EMBER_CPU_LEVEL == 1
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(panel + k * kPanel), b1 = _mm256_loadu_ps(panel + k * kPanel + 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 a = _mm256_broadcast_ss(A + r * lda + k);
+      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(C + r * ldc, acc[r][0]);
+    _mm256_storeu_ps(C + r * ldc + 8, acc[r][1]);
+  }
+#else
+  (void)A, (void)lda, (void)panel, (void)K, (void)C, (void)ldc;
+#endif
+}
+#endif
 
 // Rows [0, M) of one panel into C (ldc), in tiles of 6 rows and one of the rest.
 void panel_rows(const float* A, int64_t lda, const float* panel, int64_t M, int64_t K, float* C,
