@@ -1150,6 +1150,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                            f"X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    if x1.dtype != x2.dtype:  # (torch's kernels take one dtype; they do not promote)
+        raise RuntimeError(f"expected scalar type {_dtype_name(x1.dtype)} but found "
+                           f"{_dtype_name(x2.dtype)}")
     # torch's own kernel has float and double only; its matrix-product path for p == 2 (always
     # with use_mm_for_euclid_dist, past 25 rows when necessary) takes the half types too
     mode = _CDIST_MODES.index(compute_mode)

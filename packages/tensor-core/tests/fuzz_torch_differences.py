@@ -533,7 +533,8 @@ DIFFERENCES = [
     Difference(
         "matmul of empty operands of two dtypes: torch's empty shortcut returns before its "
         "dtype check; ember checks the dtypes first, as torch does for non-empty ones",
-        REFUSES, ("matmul",), ember="RuntimeError", ember_message="expected scalar type"),
+        REFUSES, ("matmul", "bmm"), ember="RuntimeError|NotImplementedError",
+        ember_message="expected scalar type|not implemented for 'Bool'"),
     Difference(
         "addr of a uint64 vector and a bool one: torch's addr kernel multiplies them without "
         "promoting; ember's outer product promotes, and uint64 with bool is refused as torch's "
@@ -592,6 +593,41 @@ DIFFERENCES = [
         "householder_product/orgqr of an integer input with a 0-d tau: torch reads tau's last "
         "size first (IndexError); ember checks the input's dtype first (both refuse)",
         CLASS, ("orgqr", "householder_product"), ember="RuntimeError", torch="IndexError"),
+    Difference(
+        "sum(keepdim=...) without dim of a tensor that reaches the autograd hook: torch's "
+        "parser has no such signature (TypeError); ember's hooked call reaches the Python "
+        "formula, which sums every element (the core binding refuses it as torch does)",
+        ACCEPTS, ("sum",), ember="ok", torch="TypeError", source="keepdim="),
+    Difference(
+        "repeat_interleave of an empty tensor with an output_size that is not 0: torch 2.13 "
+        "returns the empty result without comparing; ember checks output_size as it does for "
+        "non-empty inputs",
+        REFUSES, ("repeat_interleave",), ember="RuntimeError",
+        ember_message="Invalid output_size"),
+    Difference(
+        "geqrf of an empty float16 tensor: torch returns before its kernel's dtype check; "
+        "ember checks the dtype first, as torch does for non-empty inputs",
+        REFUSES, ("geqrf", "pinverse"), ember="NotImplementedError|RuntimeError",
+        ember_message="not implemented for 'Half'|float, double, cfloat or cdouble"),
+    Difference(
+        "where(condition, number, number, out=): torch has no out= form of the two-number "
+        "overload (TypeError); ember's one signature reaches its condition check first",
+        CLASS, ("where",), ember="RuntimeError", torch="TypeError"),
+    Difference(
+        "complex slogdet and logspace with a base of -inf into an integer dtype, bfloat16 "
+        "true_divide into a complex out: rounding of the intermediate steps (LAPACK's pivot "
+        "order on a nearly singular complex matrix; -inf ** x; the bfloat16 quotient)",
+        RESULT, ("slogdet", "logspace", "true_divide")),
+    Difference(
+        "an overlapping (expanded) out= of nonzero, isneginf and isposinf: torch refuses it; "
+        "ember resizes such an out to the result's shape first (fresh memory, so no element "
+        "is written twice), as its other composites' out= do",
+        ACCEPTS, ("nonzero", "isneginf", "isposinf"), ember="ok",
+        torch_message="more than one element of the written-to tensor"),
+    Difference(
+        "sum(input, dtype=..., out=None): torch's whole-tensor sum has no out= (a TypeError for "
+        "the missing dim); ember's one signature reaches the dtype's kernel check first",
+        CLASS, ("sum",), torch="TypeError", torch_message="missing 1 required positional"),
     Difference(
         "an uninitialised tensor (Tensor(n), empty, resize_ growing): its values are whatever "
         "the memory held, in either framework",

@@ -1120,3 +1120,34 @@ def test_checks_found_by_seed_53():
         ember.adaptive_avg_pool1d(ember.zeros(2, 0, 3, dtype=ember.int32), [1])  # (its mean)
     assert ember.adaptive_avg_pool1d(ember.zeros(2, 0, 3, dtype=ember.int32), [2]).shape == \
         (2, 0, 2)  # (an empty output of the pooling kernel: any dtype)
+
+
+def test_none_for_a_tensor_parameter_is_a_type_error():
+    # (pybind11 passed None to a Tensor parameter as a null tensor: seed 59's segfault,
+    # x.resize_as_(None); run in a child so that a regression fails instead of crashing pytest)
+    import subprocess
+    import sys
+    code = """
+import ember
+x = ember.ones(2, 3)
+calls = [lambda: x.resize_as_(None), lambda: ember.resize_as_(x, None),
+         lambda: x.is_set_to(None), lambda: ember.to_dlpack(None),
+         lambda: ember.Tensor.untyped_storage(None), lambda: ember.Tensor.is_shared(None)]
+for call in calls:
+    try:
+        call()
+    except TypeError:
+        continue
+    raise SystemExit("accepted None")
+assert x.resize_as_(ember.ones(3)).shape == (3,)
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr)
+
+
+def test_checks_found_by_seed_59():
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        ember.cdist(ember.ones(3, 1), ember.ones(3, 1, dtype=ember.float64))
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        ember.clamp(ember.ones(2, dtype=ember.complex64), out=ember.ones(2))

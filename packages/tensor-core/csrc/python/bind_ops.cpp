@@ -509,6 +509,8 @@ void register_ops(py::module_& m) {
     if (!hi.is_none()) h = std::make_unique<Operand>(to_operand(hi, "clamp", "max"));
     const Operand in(t);
     Tensor o = opt_out(out, "clamp");
+    EMBER_CHECK(!lo.is_none() || !hi.is_none(), std::runtime_error,  // (torch's first check)
+                "torch.clamp: At least one of 'min' or 'max' must not be None");
     if (o && !is_tensor(lo) && !is_tensor(hi)) {  // torch's clamp(Scalar...).out: exact dtype
       EMBER_CHECK(!is_complex(t->dtype), NotImplementedError,  // (its first check)
                   "clamp is not supported for complex types");

@@ -11,6 +11,21 @@
 #include "ops/elementwise.h"
 #include "runtime/gil.h"
 
+// A Tensor parameter of a binding never takes None: pybind11's holder caster passes None as a
+// null Tensor (a segfault on its first use: x.resize_as_(None), ember.to_dlpack(None)); with
+// this caster None matches no such overload, a TypeError. Optional tensors are
+// std::optional<Tensor> or py::handle parameters.
+namespace pybind11::detail {
+template <>
+struct type_caster<ember::Tensor>
+    : copyable_holder_caster<ember::TensorImpl, ember::Tensor> {
+  bool load(handle src, bool convert) {
+    if (src.is_none()) return false;
+    return copyable_holder_caster<ember::TensorImpl, ember::Tensor>::load(src, convert);
+  }
+};
+}  // namespace pybind11::detail
+
 namespace py = pybind11;
 
 namespace ember::pyb {
