@@ -1866,29 +1866,6 @@ def cartesian_prod(*tensors):
     return _shape.stack([g.reshape(-1) for g in grids], 1)
 
 
-def _result_type_of_tensors(tensors):
-    """torch's result_type over a list of tensors: a 0-d tensor's dtype only counts where its
-    category (bool < integer < floating < complex) is above the dimensioned ones'."""
-    def promoted(dtypes):
-        result = None
-        for dt in dtypes:
-            result = dt if result is None else _C.promote_types(result, dt)
-        return result
-
-    def category(dt):
-        return 3 if dt.is_complex else 2 if dt.is_floating_point else 0 if dt == _C.bool else 1
-
-    dimensioned = promoted(t.dtype for t in tensors if t.dim() > 0)
-    zero_dim = promoted(t.dtype for t in tensors if t.dim() == 0)
-    if dimensioned is None or zero_dim is None:
-        return dimensioned or zero_dim
-    if category(zero_dim) <= category(dimensioned):
-        return dimensioned
-    if zero_dim.is_complex and dimensioned.is_floating_point:  # (keeps the float's width)
-        return _C.promote_types(dimensioned, _C.complex64)
-    return zero_dim if category(dimensioned) > 0 else _C.promote_types(dimensioned, zero_dim)
-
-
 def block_diag(*tensors):
     """The block-diagonal matrix of the tensors (0-d and 1-d ones as one-row matrices), in
     their promoted dtype."""
@@ -1904,7 +1881,7 @@ def block_diag(*tensors):
         mats.append(t.reshape(1, -1) if t.dim() < 2 else t)
     if not mats:
         return _C.empty((1, 0))  # torch's
-    dt = _result_type_of_tensors(tensors)
+    dt = _C._result_type(*tensors)  # torch's rule: 0-d tensors count only by category
     rows = sum(m.shape[0] for m in mats)
     cols = sum(m.shape[1] for m in mats)
     device = mats[0].device

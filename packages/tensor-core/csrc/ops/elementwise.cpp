@@ -129,10 +129,9 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
 }
 
 void fill_(const Tensor& dst_in, Scalar value) {
-  // torch's fill of one CPU element (its scalar_fill) converts a float into half and bfloat16
-  // unchecked, rounding beyond their range to inf; a fill of more elements checks it
+  // (a fill of one CPU element converts as scalar_tensor does; a fill of more elements checks)
   const bool unchecked = dst_in->numel() == 1 && dst_in->device().is_cpu() &&
-                         is_reduced_float(dst_in->dtype) && value.kind == Scalar::Kind::Float;
+                         converts_unchecked(value, dst_in->dtype);
   // Writing one value is defined on an expanded tensor too (torch allows it): fill the memory it
   // covers once, through a view without its stride-0 dims.
   Tensor dst = dst_in;

@@ -363,10 +363,7 @@ void register_creation(py::module_& m) {
                const FactoryKeywords f = factory_keywords(a, "scalar_tensor");
                const Scalar s = a.scalar(0);
                const ScalarType dt = or_default(f.dtype);
-               // (torch's conversion of a float into half and bfloat16 here rounds beyond their
-               // range to inf, unchecked; every other conversion is checked)
-               const bool checked = !(is_reduced_float(dt) && s.kind == Scalar::Kind::Float);
-               return finish_factory(scalar_tensor(s, dt, checked), f);
+               return finish_factory(scalar_tensor(s, dt, !converts_unchecked(s, dt)), f);
              }});
 }
 

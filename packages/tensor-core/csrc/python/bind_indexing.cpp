@@ -382,7 +382,7 @@ struct IndexedWrite {
     Tensor target = inplace ? self : clone(self);
     kernel(target);
     if (inplace) return self_obj(selfh);
-    if (has_out) check_out_dtype(expect_tensor(outh, name, "out"), self->dtype);
+    if (has_out && !out_first) check_out_dtype(expect_tensor(outh, name, "out"), self->dtype);
     return finish(name, target, outh);
   }
 };
