@@ -1,5 +1,6 @@
 """The vectorised float32 erf (kernels/vexp.h) against libm's erf (math.erf, in double), and the
-fused GELU kernels (ops/activation.cpp: gelu, gelu_backward) against NumPy and math.erf."""
+fused GELU kernels (ops/activation.cpp: gelu, gelu_backward) against NumPy, math.erf and
+math.erfc."""
 
 from __future__ import annotations
 
@@ -76,6 +77,28 @@ def test_gelu_kernels_match_the_formulas(approximate, dtype, tol):
     gi = C.gelu_backward(ember.tensor(g), xt, approximate=approximate)
     ref_g = g * _gelu_grad_ref(x.T.astype(np.float64), approximate)
     np.testing.assert_allclose(gi.numpy(), ref_g, rtol=tol * 4, atol=tol * 4)
+
+
+def test_gelu_float32_keeps_relative_accuracy_in_the_negative_tail():
+    # The float kernel takes Phi(x) from erfc for x < 0 instead of 1 + erf(x/sqrt2), which
+    # cancels (torch's GELU is 0 below x = -5.9): a few ulp everywhere up to |x| = 13, where Phi
+    # would turn denormal and is flushed to 0. Oracle: math.erfc in double.
+    x = np.concatenate([np.linspace(-13, 13, 40_001), RNG.standard_normal(20_000) * 3,
+                        [0.0, 1e-30, -1e-30, 0.921875]]).astype(np.float32)
+    xd = x.astype(np.float64)
+    cdf = 0.5 * np.vectorize(math.erfc)(-xd / math.sqrt(2))
+    pdf = np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
+    forward = C.gelu(ember.tensor(x)).numpy()
+    assert _ulps(forward, xd * cdf).max() <= 8
+    grad = C.gelu_backward(ember.ones(x.shape), ember.tensor(x)).numpy()
+    # (relative to the terms' size: near the derivative's root, -0.7518, cdf + x pdf cancels)
+    scale = np.abs(cdf) + np.abs(xd * pdf)
+    assert (np.abs(grad.astype(np.float64) - (cdf + xd * pdf)) / scale).max() <= 1e-6
+    beyond = C.gelu(ember.tensor([-13.5, -100.0, -1e30, 13.5, 1e30], dtype=ember.float32))
+    np.testing.assert_array_equal(beyond.numpy(), np.float32([-0.0, -0.0, -0.0, 13.5, 1e30]))
+    assert np.signbit(beyond.numpy()[:3]).all()  # (the product of a negative x and Phi = +0)
+    special = C.gelu(ember.tensor([np.inf, -np.inf, np.nan], dtype=ember.float32)).numpy()
+    assert special[0] == np.inf and np.isnan(special[1]) and np.isnan(special[2])
 
 
 def test_gelu_reduced_floats_round_once():

@@ -74,6 +74,31 @@ EMBER_ALWAYS_INLINE float vexpf(float x) {
 }
 EMBER_ALWAYS_INLINE double vexpf(double x) { return std::exp(x); }
 
+// vexpf for an argument the caller has bounded to [-87, 0], where the result is a normal float:
+// without vexpf's range handling, and 2^n straight from the bits of the rounded x log2(e) (the
+// rounding constant carries the exponent's bias). A third fewer instructions, for loops whose
+// speed is their instruction count (GELU's normal cdf).
+EMBER_ALWAYS_INLINE float vexpf_bounded(float x) {
+  const float magic = 12582912.0f + 127.0f;  // 1.5 * 2^23, plus the bias
+  const float t = madd(x, 1.44269504088896341f, magic);
+  const float n = t - magic;
+  int32_t tb;
+  std::memcpy(&tb, &t, 4);
+  const int32_t scale_bits = tb << 23;  // n + 127 in [1, 127]: the exponent field of 2^n
+  float scale;
+  std::memcpy(&scale, &scale_bits, 4);
+  float r = madd(n, -0.693145751953125f, x);
+  r = madd(n, -1.428606765330187045e-06f, r);
+  float p = 1.9875691500e-4f;
+  p = madd(p, r, 1.3981999507e-3f);
+  p = madd(p, r, 8.3334519073e-3f);
+  p = madd(p, r, 4.1665795894e-2f);
+  p = madd(p, r, 1.6666665459e-1f);
+  p = madd(p, r, 5.0000001201e-1f);
+  p = madd(p * r, r, r) + 1.0f;
+  return p * scale;
+}
+
 // m ? x : y without a branch (bit masks), so that a loop of it vectorises: with a random mask
 // the branchy select mispredicted half the time (where() ran at 4 ns per element).
 template <typename T> EMBER_ALWAYS_INLINE T blend(bool m, T x, T y) {
