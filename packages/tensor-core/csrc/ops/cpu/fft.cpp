@@ -35,9 +35,6 @@ constexpr int64_t kTile = 64;  // points per tile of the rows' gather and scatte
 // fewer than the threads (shorter ones: a row's work is less than a hand-off)
 constexpr int64_t kVectorRowSplitMin = int64_t{1} << 14;
 
-// The widest vectors of this copy, in bytes
-constexpr int kVecBytes = EMBER_CPU_LEVEL >= 2 ? 64 : EMBER_CPU_LEVEL == 1 ? 32 : 16;
-
 // Vectors of B bytes (GCC/Clang vector extensions): the vector rows' (B <= kVecBytes; a short row
 // takes narrower ones, so that L * L <= n) and the planes' points (kLanes values, any width)
 template <typename T, int B> struct Simd {

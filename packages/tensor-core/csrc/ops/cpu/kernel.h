@@ -26,6 +26,10 @@ namespace ember::EMBER_CPU_NS {
 
 constexpr bool kDefaultCopy = EMBER_CPU_LEVEL == 0;
 
+// The widest vectors of this copy, in bytes, for loops written with GCC/Clang vector extensions
+// (wider ones are lowered through memory: 3x slower than the scalar loop)
+constexpr int kVecBytes = EMBER_CPU_LEVEL >= 2 ? 64 : EMBER_CPU_LEVEL == 1 ? 32 : 16;
+
 // Whether this copy has the kernels of dtype T (its C++ type) / of a ScalarType.
 template <typename T>
 constexpr bool kCompiled = kDefaultCopy || std::is_same_v<T, float> || std::is_same_v<T, double>;

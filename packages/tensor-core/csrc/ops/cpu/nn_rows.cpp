@@ -48,22 +48,50 @@ template <typename T> T centered_squares(const T* __restrict__ x, int64_t n, T m
   return s;
 }
 
-// gi = rstd (g w - m1 - xhat m2) for one row of layer norm's backward; when pw/pb are given, the
-// row's g xhat and g are added into them (the weight's and bias's partial sums).
-template <typename T>
-void input_grad_row(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ w, T mu,
-                    T rs, T m1, T m2, T* __restrict__ gi, T* __restrict__ pw, T* __restrict__ pb,
-                    int64_t D) {
+// One row of layer norm's backward: gi = rstd (g w - mean(g w) - xhat mean(g w xhat)), and when
+// pw/pb are given, the row's g xhat and g added into them (the weight's and bias's partial sums).
+// Whether there is a weight is a template parameter: a `w ? w[k] : 1` inside the loops kept them
+// scalar (0.57x torch's backward at GPT's 768 x 128).
+template <typename T, bool kHasWeight>
+void backward_row(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ w, T mu,
+                  T rs, T* __restrict__ gi, T* __restrict__ pw, T* __restrict__ pb, int64_t D) {
+  // sum(g w) and sum(g w (x - mu)), lane by lane in vector-extension registers: written as
+  // arrays of lanes, GCC vectorised this loop across rows of lanes instead, keeping each lane's
+  // sum in order with scalar adds (2.2x slower than torch)
+  constexpr int L = kVecBytes / sizeof(T);
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  typedef T Unaligned __attribute__((vector_size(kVecBytes), aligned(sizeof(T)), may_alias));
+  const auto load = [](const T* p) { return V(*reinterpret_cast<const Unaligned*>(p)); };
+  V a1 = {}, a2 = {};
+  const V vmu = V{} + mu;
+  int64_t j = 0;
+  for (; j + L <= D; j += L) {
+    const V gw = kHasWeight ? load(g + j) * load(w + j) : load(g + j);
+    a1 += gw;
+    a2 += gw * (load(x + j) - vmu);
+  }
+  T s1 = 0, s2 = 0;
+  for (; j < D; ++j) {
+    const T gw = kHasWeight ? g[j] * w[j] : g[j];
+    s1 += gw;
+    s2 += gw * (x[j] - mu);
+  }
+  for (int l = 0; l < L; ++l) s1 += a1[l], s2 += a2[l];
+  const T rs_m1 = rs * s1 / T(D);            // rstd mean(g w)
+  const T rs2_m2 = rs * rs * rs * s2 / T(D);  // rstd^2 mean(g w xhat)
   if (pw) {
     for (int64_t k = 0; k < D; ++k) {
-      const T xh = (x[k] - mu) * rs;
-      gi[k] = rs * (g[k] * (w ? w[k] : T(1)) - m1 - xh * m2);
-      pw[k] += g[k] * xh;
+      const T gw = kHasWeight ? g[k] * w[k] : g[k];
+      const T centered = x[k] - mu;
+      gi[k] = rs * gw - rs2_m2 * centered - rs_m1;
+      pw[k] += g[k] * centered * rs;
       pb[k] += g[k];
     }
   } else {
-    for (int64_t k = 0; k < D; ++k)
-      gi[k] = rs * (g[k] * (w ? w[k] : T(1)) - m1 - (x[k] - mu) * rs * m2);
+    for (int64_t k = 0; k < D; ++k) {
+      const T gw = kHasWeight ? g[k] * w[k] : g[k];
+      gi[k] = rs * gw - rs2_m2 * (x[k] - mu) - rs_m1;
+    }
   }
 }
 
@@ -223,7 +251,6 @@ void layer_norm_backward_rows(const Tensor& grad_out, const Tensor& in, const Te
                               const Tensor& grad_weight, const Tensor& grad_bias, int64_t M, int64_t D) {
   dispatch_float(in->dtype, [&](auto zero) {
     using T = decltype(zero);
-    constexpr int L = kLanes<T>;
     const T* xp = in->data_as<T>();
     const T* gp = grad_out->data_as<T>();
     const T* mp = mean->data_as<T>();
@@ -250,24 +277,8 @@ void layer_norm_backward_rows(const Tensor& grad_out, const Tensor& in, const Te
             }
           continue;
         }
-        T a1[L] = {}, a2[L] = {};  // sum(g * w), sum(g * w * xhat), lane by lane
-        int64_t j = 0;
-        for (; j + L <= D; j += L)
-          for (int l = 0; l < L; ++l) {
-            const T gw = g[j + l] * (w ? w[j + l] : T(1));
-            a1[l] += gw;
-            a2[l] += gw * (x[j + l] - mu) * rs;
-          }
-        T s1 = 0, s2 = 0;
-        for (; j < D; ++j) {
-          const T gw = g[j] * (w ? w[j] : T(1));
-          s1 += gw;
-          s2 += gw * (x[j] - mu) * rs;
-        }
-        for (int l = 0; l < L; ++l) s1 += a1[l], s2 += a2[l];
-        const T m1 = s1 / T(D), m2 = s2 / T(D);
-        // the input's gradient, and the parameters' partial sums in the same pass
-        input_grad_row(g, x, w, mu, rs, m1, m2, ip + r * D, pw, pb, D);
+        if (w) backward_row<T, true>(g, x, w, mu, rs, ip + r * D, pw, pb, D);
+        else backward_row<T, false>(g, x, w, mu, rs, ip + r * D, pw, pb, D);
       }
     });
     if (!param_grads) return;
