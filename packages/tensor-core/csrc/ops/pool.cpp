@@ -6,6 +6,7 @@
 #include "ops/pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -177,17 +178,17 @@ void check_indices(const Tensor& idx, const Tensor& go, const std::string& name)
               shape_str(go->sizes), ", but got ", shape_str(idx->sizes));
 }
 
-// idx's data, after checking that every index lies inside an input plane.
-const int64_t* checked_max_indices(const Tensor& idx, const Geo& g) {
+// The error for the first index of idx outside an input plane, if there is one.
+void check_max_indices(const Tensor& idx, const Geo& g) {
   const int64_t ivol = g.ivol();
   const int64_t* ip = idx->data_as<int64_t>();
   for (int64_t i = 0, n = idx->numel(); i < n; ++i)
     EMBER_CHECK(ip[i] >= 0 && ip[i] < ivol, std::runtime_error, "Found an invalid max index: ",
                 ip[i], " (output volumes are of size ", join(Shape(g.I + 3 - g.k, g.I + 3), "x"), ")");
-  return ip;
 }
 
-// grad_input[plane, idx[o]] += grad_output[plane, o], with the indices checked; each (n, c)
+// grad_input[plane, idx[o]] += grad_output[plane, o], each index checked as the scatter reads it
+// (a pass of its own before the scatter took as long as the scatter); each (n, c)
 // plane is scattered into its own plane, so no two threads write one element. A channels_last
 // input (4-d) gives a channels_last gradient, as torch: its planes' elements lie C apart.
 Tensor scatter_max_grad(const Tensor& go_in, const Tensor& x, const Tensor& idx_in, const Geo& g) {
@@ -198,27 +199,42 @@ Tensor scatter_max_grad(const Tensor& go_in, const Tensor& x, const Tensor& idx_
   const int64_t ivol = g.ivol(), ovol = g.ovol(), C = g.C;
   // element e of plane (n, c): n * C * vol + c * plane_step + e * step
   const int64_t step = cl ? C : 1, in_plane = cl ? 1 : ivol, out_plane = cl ? 1 : ovol;
-  const int64_t* ip = checked_max_indices(idx, g);
+  const int64_t* ip = idx->data_as<int64_t>();
+  std::atomic<bool> any_invalid{false};
   dispatch_floating(x->dtype, "max_pool_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = opmath_t<T>;
     const T* gp = go->data_as<T>();
     T* out = gi->data_as<T>();
-    parallel_for(0, g.planes(), plane_grain(g, 1), [&](int64_t a, int64_t b) {
+    // (the contiguous layout's unit step known to the compiler: its fill is a memset)
+    const auto scatter_planes = [&](auto unit_step, int64_t a, int64_t b) {
+      const int64_t st = decltype(unit_step)::value ? 1 : step;
       for (int64_t pl = a; pl < b; ++pl) {
         const int64_t n = pl / C, c = pl % C;
         T* dst = out + n * C * ivol + c * in_plane;
-        for (int64_t e = 0; e < ivol; ++e) dst[e * step] = T(0);
+        for (int64_t e = 0; e < ivol; ++e) dst[e * st] = T(0);
         const int64_t first = n * C * ovol + c * out_plane;
         const T* src = gp + first;
         const int64_t* ix = ip + first;
+        bool invalid = false;
         for (int64_t o = 0; o < ovol; ++o) {
-          T& d = dst[ix[o * step] * step];
-          d = T(A(d) + A(src[o * step]));
+          const int64_t k = ix[o * st];
+          if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(ivol)) {  // (negative: huge)
+            invalid = true;
+            continue;
+          }
+          T& d = dst[k * st];
+          d = T(A(d) + A(src[o * st]));
         }
+        if (invalid) any_invalid.store(true, std::memory_order_relaxed);
       }
+    };
+    parallel_for(0, g.planes(), plane_grain(g, 1), [&](int64_t a, int64_t b) {
+      if (step == 1) scatter_planes(std::true_type{}, a, b);
+      else scatter_planes(std::false_type{}, a, b);
     });
   });
+  if (any_invalid.load()) check_max_indices(idx, g);
   return gi;
 }
 
