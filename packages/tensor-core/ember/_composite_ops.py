@@ -533,6 +533,11 @@ _aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
 
 
 def aminmax(input, *, dim=None, keepdim=False):
+    if input.dtype.is_complex:  # (torch's two messages: its 0-d path and its kernel's)
+        if input.dim() == 0:
+            raise RuntimeError(f"aminmax not implemented for {input.dtype._torch_name}")
+        raise NotImplementedError(
+            f"\"aminmax_cpu\" not implemented for '{input.dtype._torch_name}'")
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
@@ -1510,6 +1515,9 @@ def _check_complex_parts(name, a, b, first, second):
     if a.dtype != b.dtype:
         raise RuntimeError(f"Expected object of scalar type {a.dtype._torch_name} but got scalar "
                            f"type {b.dtype._torch_name} for second argument")
+    if a.dtype == _C.float16:  # (torch's result would be complex32)
+        raise RuntimeError(f"{name}: float16 parts would make a complex32 (ComplexHalf) tensor, "
+                           f"a dtype ember does not have; convert them to float32 first")
     if a.dtype not in (_C.float32, _C.float64):
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{a.dtype._torch_name} and {b.dtype._torch_name}")

@@ -745,6 +745,40 @@ DIFFERENCES = [
         "reaches its clamp of the degrees of freedom first (both refuse)",
         CLASS, ("cov",), ember="NotImplementedError", torch="RuntimeError",
         torch_message="expected fweights to have integral dtype"),
+    Difference(
+        "torch's deprecated add/sub(input, alpha, other) overloads take Python numbers for "
+        "both tensors (sub(0, 0, 2) is tensor(0)); ember has only the current signatures, "
+        "where three numbers are a TypeError",
+        REFUSES, ("add", "sub", "subtract"), ember="TypeError",
+        ember_message=r"got \((int|float|bool|complex), (int|float|bool|complex), "
+                      r"(int|float|bool|complex)\)"),
+    Difference(
+        "cdist or a convolution of empty operands: torch's empty shortcut returns before its "
+        "dtype and parameter checks (mixed dtypes, a dilation of 0); ember checks them first, "
+        "as torch does for non-empty ones",
+        REFUSES, ("cdist", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                  "conv_transpose3d", "convolution"), ember="RuntimeError",
+        ember_message="expected scalar type|should be greater than zero",
+        source=r"arange\(0\)"),
+    Difference(
+        "dist of a float16 tensor and a complex one: torch computes in complex32 (ComplexHalf) "
+        "and rounds its float16 result; ember has no complex32 and computes in complex64",
+        RESULT, ("dist",), source=r"(?=.*float16)(?=.*complex)"),
+    Difference(
+        "complex() of two float16 tensors: torch makes a complex32 (ComplexHalf) tensor, which "
+        "the fuzzer cannot read back (TypeError); ember has no complex32 and refuses, naming it",
+        CLASS, ("complex",), ember="RuntimeError", torch="TypeError",
+        ember_message="complex32", torch_message="ComplexHalf"),
+    Difference(
+        "a negative matrix_power of a matrix singular in exact arithmetic (the fuzzer's "
+        "matrices mostly are): the inverse's huge entries are rounding noise in both",
+        RESULT, ("matrix_power",), source=r", -\d+\)$"),
+    Difference(
+        "the most negative int64 among split sizes or indices: torch refuses it as outside its "
+        "SymInt range; ember takes the int64 (a split index before the start is clamped, as "
+        "torch's are)",
+        ACCEPTS, ("hsplit", "vsplit", "dsplit", "tensor_split"), ember="ok",
+        torch_message="cannot be represented as a SymInt"),
 ]
 
 

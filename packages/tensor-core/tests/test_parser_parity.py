@@ -1151,3 +1151,41 @@ def test_checks_found_by_seed_59():
         ember.cdist(ember.ones(3, 1), ember.ones(3, 1, dtype=ember.float64))
     with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
         ember.clamp(ember.ones(2, dtype=ember.complex64), out=ember.ones(2))
+
+
+def test_checks_found_by_seed_61():
+    # where's Python number is converted checked into the result dtype (not into half/bfloat16)
+    cond = ember.tensor([True, False])
+    with pytest.raises(RuntimeError, match="value cannot be converted to type float without"):
+        ember.where(cond, ember.ones(2, dtype=ember.bool), 1e300)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int without"):
+        ember.where(cond, ember.ones(2, dtype=ember.int32), 2**40)
+    assert ember.where(cond, ember.ones(2, dtype=ember.uint8), -1).tolist() == [1, 255]
+    assert ember.where(cond, ember.ones(2, dtype=ember.float16), 1e5).tolist() == \
+        [1.0, float("inf")]
+    # a negative Python int is no uint64 (torch reads it as unsigned); uint32 wraps, as torch's
+    with pytest.raises(OverflowError, match="can't convert negative int to unsigned"):
+        ember.ones(2, dtype=ember.uint64).new_tensor(-2)
+    with pytest.raises(OverflowError, match="can't convert negative int to unsigned"):
+        ember.tensor([3, -1], dtype=ember.uint64)
+    assert ember.tensor(2**64 - 1, dtype=ember.uint64).item() == 2**64 - 1
+    assert ember.tensor(-2, dtype=ember.uint32).item() == 2**32 - 2
+    with pytest.raises(RuntimeError, match="quantile\\(\\) out tensor must be same dtype"):
+        ember.quantile(ember.ones(3), 0.5, out=ember.zeros(1, dtype=ember.float64))
+    with pytest.raises(NotImplementedError, match='"aminmax_cpu" not implemented for'):
+        ember.aminmax(ember.ones(3, dtype=ember.complex64))
+    with pytest.raises(RuntimeError, match="aminmax not implemented for ComplexDouble"):
+        ember.aminmax(ember.ones((), dtype=ember.complex128), dim=0)
+    with pytest.raises(RuntimeError, match="complex32"):
+        ember.complex(ember.ones(2, dtype=ember.float16), ember.ones(2, dtype=ember.float16))
+    # mean with a dim is torch's mean.out: computed into out's dtype (complex into a real out
+    # keeps the real part); without one, mean.dtype_out refuses what does not cast
+    z = ember.tensor([[1 + 2j, 3 - 1j], [5 + 0j, -1 + 1j]], dtype=ember.complex64)
+    out = ember.zeros(2, dtype=ember.float16)
+    with pytest.warns(UserWarning, match="Casting complex values to real discards"):
+        assert ember.mean(z, [0], out=out).tolist() == [3.0, 1.0]
+    with pytest.raises(RuntimeError, match="mean.dtype_out\\(\\): input types can't be cast"):
+        ember.mean(z, out=ember.zeros((), dtype=ember.float32))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        ember.mean(ember.ones(2, 2), [0], out=ember.zeros(2, dtype=ember.int64))

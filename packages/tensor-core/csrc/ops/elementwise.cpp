@@ -630,6 +630,10 @@ Tensor where(const Tensor& cond, const Operand& a, const Operand& b) {
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               type_name(cond->dtype));
   ScalarType dt = result_type({a, b});
+  // a Python number is converted checked, as torch's (where(c, x, 1e300) into float32 refuses),
+  // but into half and bfloat16 (rounded beyond their range to inf)
+  for (const Operand* o : {&a, &b})
+    if (o->is_scalar && !is_reduced_float(dt)) check_scalar_fits(o->s, dt);
   Tensor c = to_dtype(cond, ScalarType::Bool);
   Tensor ta = as_tensor_operand(a, dt), tb = as_tensor_operand(b, dt);
   ElementwiseIter it(nullptr, dt, {c, ta, tb}, "where");

@@ -255,12 +255,20 @@ void register_reductions(py::module_& m) {
                    else
                      check_out_dtype(out, dt);
                  }
-                 // (an out= without dtype= takes what the input casts into: complex into a
-                 // real out, float into an integer one, refused, as torch's mean.dtype_out)
-                 if (op == SumOp::Mean && out && dt == ScalarType::Undefined)
+                 // (without dim, torch's overload is mean.dtype_out: an out= without dtype=
+                 // takes what the input casts into, so complex into a real out and float into
+                 // an integer one are refused; with a dim, mean.out computes in out's dtype)
+                 if (op == SumOp::Mean && out && dt == ScalarType::Undefined && !a.given(1))
                    EMBER_CHECK(can_cast(x->dtype, out->dtype), std::runtime_error,
                                "mean.dtype_out(): input types can't be cast to the desired "
                                "output type ", torch_type_name(out->dtype));
+                 // (mean.out into an integer out: torch's sum into it, then a float division)
+                 if (op == SumOp::Mean && out && dt == ScalarType::Undefined && a.given(1) &&
+                     (is_floating(x->dtype) || is_complex(x->dtype)) &&
+                     !(is_floating(out->dtype) || is_complex(out->dtype)))
+                   throw std::runtime_error(str_cat("result type Float can't be cast to the "
+                                                    "desired output type ",
+                                                    torch_type_name(out->dtype)));
                  // (an integer input's mean needs a dtype= even with out=, as torch's)
                  if (op == SumOp::Mean) check_mean_dtype(x->dtype, dt);
                  // (torch's nansum of a floating input into an integer out= without dtype=

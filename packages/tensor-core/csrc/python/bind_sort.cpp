@@ -334,7 +334,11 @@ py::object quantile_call(bool ignore_nan, py::handle xh, py::handle qh, py::hand
                          py::dict("q"_a = qh, "dim"_a = opt_dim_obj(dim), "keepdim"_a = keepdim,
                                   "interpolation"_a = interpolation), outh);
   }
-  return finish(name, quantile(x, q, dim, keepdim, interp, ignore_nan), outh);
+  Tensor result = quantile(x, q, dim, keepdim, interp, ignore_nan);
+  if (!outh.is_none())  // (torch's: out= is not cast into; checked after the core's checks)
+    EMBER_CHECK(expect_tensor(outh, name, "out")->dtype == x->dtype, std::runtime_error, name,
+                "() out tensor must be same dtype as the input tensor");
+  return finish(name, result, outh);
 }
 
 }  // namespace

@@ -131,7 +131,11 @@ template <typename T> void fill_data(py::handle obj, T*& out) {
   if constexpr (std::is_same_v<T, uint64_t>) {  // uint64 holds ints beyond int64's range
     if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
       int overflow = 0;
-      (void)PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+      const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+      if (overflow < 0 || (overflow == 0 && v < 0)) {  // torch reads them as unsigned: refused
+        PyErr_SetString(PyExc_OverflowError, "can't convert negative int to unsigned");
+        throw py::error_already_set();
+      }
       if (overflow > 0) {
         const unsigned long long u = PyLong_AsUnsignedLongLong(obj.ptr());
         if (PyErr_Occurred()) {
