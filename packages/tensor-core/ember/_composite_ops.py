@@ -533,8 +533,8 @@ _aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
 
 
 def aminmax(input, *, dim=None, keepdim=False):
-    if input.dtype.is_complex:  # (torch's two messages: its 0-d path and its kernel's)
-        if input.dim() == 0:
+    if input.dtype.is_complex:  # (torch's two messages: its 0-d path with a dim, its kernel's)
+        if input.dim() == 0 and dim is not None:
             raise RuntimeError(f"aminmax not implemented for {input.dtype._torch_name}")
         raise NotImplementedError(
             f"\"aminmax_cpu\" not implemented for '{input.dtype._torch_name}'")
@@ -679,6 +679,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         if not bool((wt >= 0).all()):  # (NaN weights too, as torch's check)
             raise RuntimeError(f"cov(): {name} cannot be negative")
         w = wt if w is None else w * wt
+    if w is not None and not bool(w.sum() != 0):
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
     if w is None:
         avg = x.mean(1)
         w_sum = float(n)
@@ -839,10 +841,11 @@ def _index_reduce(name, self, dim, index, source, reduce, include_self, inplace)
     if index.dim() > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector")
     if index.dtype not in (_C.int64, _C.int32):
-        raise TypeError(f"{name}_(): Expected dtype int32/int64 for index but got: {index.dtype}")
+        raise RuntimeError(f"{name}_(): Expected dtype int32/int64 for index but got: "
+                           f"{index.dtype._torch_name}")
     if self.dtype != source.dtype:
-        raise RuntimeError(f"{name}_(): self ({self.dtype}) and source ({source.dtype}) must "
-                           "have the same scalar type")
+        raise RuntimeError(f"{name}_(): self ({self.dtype._torch_name}) and source "
+                           f"({source.dtype._torch_name}) must have the same scalar type")
     if source.dim() != self.dim() and not (source.dim() == 0 and self.dim() <= 1):
         raise IndexError(f"{name}_(): Source/destination tensor must have same number of "
                          "dimensions")

@@ -779,6 +779,26 @@ DIFFERENCES = [
         "torch's are)",
         ACCEPTS, ("hsplit", "vsplit", "dsplit", "tensor_split"), ember="ok",
         torch_message="cannot be represented as a SymInt"),
+    Difference(
+        "isin with assume_unique=True of inputs that are not unique: the result is undefined "
+        "(torch's sort-based path marks wrong elements); ember gives the exact answer",
+        RESULT, ("isin",), source="assume_unique=True"),
+    Difference(
+        "a p-norm distance with a huge finite p (1e300): |d|^p overflows and 1/p underflows, "
+        "so the result is not the max-norm limit in either framework, and which wrong value "
+        "comes out (inf, 1, or the max of |d|) depends on each kernel's order of operations "
+        "(torch's own vector_norm and cdist disagree). Left: a scaled p-norm for huge p",
+        RESULT, ("pairwise_distance", "cdist", "dist"), source=r"p=1e\+?300"),
+    Difference(
+        "take_along_dim of a bool tensor with an index out of range: torch 2.13's kernel "
+        "reads outside the tensor without a check; ember refuses it, as torch does for the "
+        "other dtypes",
+        REFUSES, ("take_along_dim",), ember="RuntimeError", ember_message="out of bounds"),
+    Difference(
+        "svd_lowrank's q given a tensor: torch's Python function has no type checks and fails "
+        "wherever the tensor meets an int's use; ember refuses it as a TypeError",
+        CLASS, ("svd_lowrank", "pca_lowrank"), ember="TypeError",
+        ember_message="argument 'q' must be int"),
 ]
 
 

@@ -1189,3 +1189,22 @@ def test_checks_found_by_seed_61():
     with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
                                            "output type Long"):
         ember.mean(ember.ones(2, 2), [0], out=ember.zeros(2, dtype=ember.int64))
+
+
+def test_checks_found_by_seed_67():
+    with pytest.raises(RuntimeError, match="cov\\(\\): weights sum to zero, can't be normalized"):
+        ember.cov(ember.ones(2, 3), fweights=ember.zeros(3, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="weights sum to zero"):  # (before complex's clamp)
+        ember.cov(ember.zeros(0, dtype=ember.complex64), correction=2,
+                  fweights=ember.zeros(0, dtype=ember.int64))
+    # tensor() reads its data before it looks at pin_memory (which needs CUDA)
+    with pytest.raises(TypeError, match="new\\(\\): invalid data type 'str'"):
+        ember.tensor("mean", pin_memory=True)
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index but got: Float"):
+        ember.ones(4, 4).index_reduce_(1, ember.tensor([0.0]), ember.ones(4, 1), "mean")
+    with pytest.raises(RuntimeError, match="self \\(Float\\) and source \\(Double\\) must have"):
+        ember.ones(4, 4).index_reduce_(1, ember.tensor([0]), ember.ones(4, 1).double(), "mean")
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t"):
+        ember.randperm(2**63 - 1, out=ember.zeros(0, dtype=ember.int8))
+    with pytest.raises(NotImplementedError, match='"aminmax_cpu" not implemented'):
+        ember.ones((), dtype=ember.complex64).aminmax(keepdim=True)

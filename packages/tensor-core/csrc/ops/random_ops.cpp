@@ -380,7 +380,7 @@ void exponential_(const Tensor& self, double lambd, Generator* gen) {
 }
 
 Tensor randperm(int64_t n, ScalarType dtype, Generator* gen) {
-  Tensor out = empty({n}, dtype);  // raises for a negative n
+  (void)checked_numel({n});  // a negative n; then the dtype's range, before allocating n values
   if (dtype == ScalarType::Bool) not_implemented("randperm", dtype);
   if (n > 0) {
     const int64_t last = n - 1;
@@ -388,18 +388,13 @@ Tensor randperm(int64_t n, ScalarType dtype, Generator* gen) {
       int d = dtype == ScalarType::Float16 ? 11 : dtype == ScalarType::BFloat16 ? 8
               : dtype == ScalarType::Float32 ? 24 : 53;
       const int64_t lim = (int64_t(1) << d) + 1;
-      EMBER_CHECK(n <= lim, std::runtime_error, "n cannot be greater than ", lim, " for ",
-                  dtype_name(dtype), " type.");
-    } else {
-      int64_t hi = 0;
-      dispatch_integral(dtype, "randperm", [&](auto tag) {
-        hi = static_cast<int64_t>(std::numeric_limits<typename decltype(tag)::type>::max());
-      });
-      EMBER_CHECK(last <= hi, std::runtime_error, "randperm: n=", n,
-                  " is too large for the result dtype ", dtype_name(dtype), " (values up to ",
-                  last, " do not fit)");
+      EMBER_CHECK(n <= lim, std::runtime_error, "n cannot be greater than 2^", d, "+1 for ",
+                  torch_type_name(dtype), " type.");
+    } else {  // (torch's check: n - 1 converted into the dtype)
+      check_scalar_fits(Scalar::from_int(last), dtype);
     }
   }
+  Tensor out = empty({n}, dtype);
   std::vector<int64_t> r(static_cast<size_t>(n));
   std::iota(r.begin(), r.end(), int64_t(0));
   Generator& g = pick(gen);

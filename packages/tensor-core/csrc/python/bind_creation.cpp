@@ -211,14 +211,16 @@ void register_creation(py::module_& m) {
                             "bool requires_grad=False, bool pin_memory=False) -> Tensor"},
              .family = C, .variants = kFunction, .hand_off = false,
              .impl = [](const Args& a) {
-               FactoryKeywords f = factory_keywords(a, "tensor");
+               FactoryKeywords f = factory_keywords(a, "tensor", /*check_pin=*/false);
                if (is_tensor(a[0])) {  // a copy, on the source's device unless device= says otherwise
                  warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
                       "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
                       "ember.tensor(sourceTensor).");
                  if (!f.device_given) f.device = a.tensor(0)->device(), f.device_given = true;
                }
-               return finish_factory(tensor_from_data(a[0], f.dtype), f);
+               Tensor t = tensor_from_data(a[0], f.dtype);  // (the data's errors first)
+               check_pin_memory(f);
+               return finish_factory(t, f);
              }});
   // as_tensor: no copy when it can share (a tensor of the dtype and device, a NumPy array)
   def_op(m, {.name = "as_tensor",

@@ -626,7 +626,12 @@ static bool is_like_factory(std::string_view op) {
   return op.size() >= like.size() && op.substr(op.size() - like.size()) == like;
 }
 
-FactoryKeywords factory_keywords(const Args& a, const char* op) {
+void check_pin_memory(const FactoryKeywords& f) {
+  if (f.pin_memory && f.out.is_none())  // (out= given: torch ignores pin_memory)
+    (void)resolve_device(Device{DeviceType::CUDA, -1}, "pin_memory()");
+}
+
+FactoryKeywords factory_keywords(const Args& a, const char* op, bool check_pin) {
   const FactoryPositions& at = factory_positions(a.schema());
   FactoryKeywords f;
   f.out = a.out();
@@ -665,8 +670,7 @@ FactoryKeywords factory_keywords(const Args& a, const char* op) {
   i = at.pin_memory;
   if (i >= 0) f.pin_memory = a.flag(i);
   // (pinning needs the CUDA runtime: refused before anything is allocated, as torch's)
-  if (f.pin_memory && f.out.is_none())  // (out= given: torch ignores pin_memory)
-    (void)resolve_device(Device{DeviceType::CUDA, -1}, "pin_memory()");
+  if (check_pin) check_pin_memory(f);
   if (at.generator >= 0) f.generator = a[at.generator];
   if (!f.out.is_none()) {  // a factory computes in out='s dtype, which dtype= must not contradict
     const ScalarType out_dtype = to_tensor(f.out)->dtype;

@@ -141,7 +141,10 @@ struct FactoryKeywords {
 // The device factories use when given none (ember.set_default_device); nullopt: the CPU.
 void set_default_factory_device(std::optional<Device> d);
 std::optional<Device> default_factory_device();
-FactoryKeywords factory_keywords(const Args& a, const char* op);
+// pin_memory=True needs the CUDA runtime: checked here, before anything is allocated, unless
+// the caller checks it later (tensor(): torch reads the data first), with check_pin_memory.
+FactoryKeywords factory_keywords(const Args& a, const char* op, bool check_pin = true);
+void check_pin_memory(const FactoryKeywords& f);
 // The parameters that follow `*` in a factory's schema, as torch writes them.
 inline constexpr const char* kFactoryParams =
     "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=False, "
