@@ -200,9 +200,17 @@ def _in_common_dtype(input, tensor1, tensor2):
             tensor2 if tensor2.dtype == common else tensor2.to(common), common)
 
 
-def _pointwise(input, tensor1, tensor2, value, combine, out=None, in_place=False):
+def _pointwise(input, tensor1, tensor2, value, combine, out=None, in_place=False, name=""):
     """input + value * combine(tensor1, tensor2): addcmul, addcdiv and their in-place forms."""
     tensor1, tensor2, common = _in_common_dtype(input, tensor1, tensor2)
+    if common in (_C.float16, _C.bfloat16) and (not in_place or input.dtype == common):
+        # torch computes half and bfloat16 in float32, as input + (value * t1) op t2, and
+        # rounds once: rounding the quotient or product to bfloat16 first moved results by one
+        # bfloat16 step
+        scalar_fits(value, common, opmath=True)
+        widened = _C.add(input.to(common).float(),
+                         combine(_C.mul(tensor1.float(), value), tensor2.float())).to(common)
+        return input.copy_(widened) if in_place else _finish_cast(widened, out, name)
     value, as_alpha = _pointwise_value(common, value)
     if common is not None and common.is_complex:
         # torch's complex kernel computes (value * tensor1) / tensor2: a finite quotient's
@@ -219,7 +227,7 @@ def _pointwise(input, tensor1, tensor2, value, combine, out=None, in_place=False
 
 
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    return _pointwise(input, tensor1, tensor2, value, _C.mul, out)
+    return _pointwise(input, tensor1, tensor2, value, _C.mul, out, name="addcmul")
 
 
 def addcmul_(self, tensor1, tensor2, *, value=1):
@@ -228,7 +236,7 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     _check_addcdiv_integral(tensor1, tensor2)
-    return _pointwise(input, tensor1, tensor2, value, _C.div, out)
+    return _pointwise(input, tensor1, tensor2, value, _C.div, out, name="addcdiv")
 
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
@@ -1518,7 +1526,9 @@ def _check_complex_parts(name, a, b, first, second):
     if a.dtype != b.dtype:
         raise RuntimeError(f"Expected object of scalar type {a.dtype._torch_name} but got scalar "
                            f"type {b.dtype._torch_name} for second argument")
-    if a.dtype == _C.float16:  # (torch's result would be complex32)
+    if a.dtype == _C.float16:  # (torch's complex() makes a complex32; its polar kernel has none)
+        if name == "polar":
+            raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
         raise RuntimeError(f"{name}: float16 parts would make a complex32 (ComplexHalf) tensor, "
                            f"a dtype ember does not have; convert them to float32 first")
     if a.dtype not in (_C.float32, _C.float64):
@@ -1803,7 +1813,11 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     from ember import linalg
 
-    return linalg.vector_norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
+    difference = x1 - x2 + eps
+    if not (difference.dtype.is_floating_point or difference.dtype.is_complex):
+        # (integers with an integer eps: torch's norm takes them in the default float dtype)
+        difference = difference.to(_C.get_default_dtype())
+    return linalg.vector_norm(difference, p, dim=-1, keepdim=keepdim)
 
 
 def pdist(input, p=2.0):

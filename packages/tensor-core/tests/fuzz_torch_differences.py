@@ -125,7 +125,8 @@ DIFFERENCES = [
         "the deprecated torch.cholesky of an empty tensor: torch returns an empty tensor before "
         "checking its rank and dtype; ember checks them, as linalg.cholesky does",
         REFUSES, ("cholesky",), ember="RuntimeError", torch="ok",
-        ember_message=r"at least 2 dimensions|Expected a floating point", source=r"arange\(0\)"),
+        ember_message=r"at least 2 dimensions|Expected a floating point",
+        source=r"arange\(0\)|tensor\(\[\]"),
     Difference(
         "a Python number where a dtype goes: torch's parser reads the number's type (x.to(True) "
         "is x.to(bool), x.to(-2.5) is x.to(float64)); ember refuses it, as a number is no dtype",
@@ -753,12 +754,13 @@ DIFFERENCES = [
         ember_message=r"got \((int|float|bool|complex), (int|float|bool|complex), "
                       r"(int|float|bool|complex)\)"),
     Difference(
-        "cdist or a convolution of empty operands: torch's empty shortcut returns before its "
-        "dtype and parameter checks (mixed dtypes, a dilation of 0); ember checks them first, "
+        "cdist, a convolution or scatter_reduce of empty operands: torch's empty shortcut "
+        "returns before its dtype and parameter checks (mixed dtypes, a dilation of 0, a float "
+        "index); ember checks them first, "
         "as torch does for non-empty ones",
         REFUSES, ("cdist", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                  "conv_transpose3d", "convolution"), ember="RuntimeError",
-        ember_message="expected scalar type|should be greater than zero",
+                  "conv_transpose3d", "convolution", "scatter_reduce"), ember="RuntimeError",
+        ember_message="expected scalar type|should be greater than zero|Expected dtype int32",
         source=r"arange\(0\)"),
     Difference(
         "dist of a float16 tensor and a complex one: torch computes in complex32 (ComplexHalf) "
@@ -799,6 +801,11 @@ DIFFERENCES = [
         "wherever the tensor meets an int's use; ember refuses it as a TypeError",
         CLASS, ("svd_lowrank", "pca_lowrank"), ember="TypeError",
         ember_message="argument 'q' must be int"),
+    Difference(
+        "torch's unique is a Python function that takes its arguments untyped and fails "
+        "wherever a number meets a tensor's use; ember's parser refuses a number as input "
+        "(TypeError)",
+        CLASS, ("unique",), ember="TypeError", ember_message="argument 'input'"),
 ]
 
 

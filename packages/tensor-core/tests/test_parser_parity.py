@@ -1208,3 +1208,41 @@ def test_checks_found_by_seed_67():
         ember.randperm(2**63 - 1, out=ember.zeros(0, dtype=ember.int8))
     with pytest.raises(NotImplementedError, match='"aminmax_cpu" not implemented'):
         ember.ones((), dtype=ember.complex64).aminmax(keepdim=True)
+
+
+def test_checks_and_results_found_by_seed_71():
+    # half and bfloat16 addcmul/addcdiv compute in float32 as input + (value * t1) op t2 and
+    # round once (rounding the quotient to bfloat16 first moved results by one step)
+    a = ((np.arange(64) % 11 - 5) * 0.37).reshape(8, 8).astype(np.float32)
+    b = ((np.arange(64) % 7) + 1).reshape(8, 8).astype(np.float32)
+    c = ((np.arange(64) % 13 - 6.5) * 1.1).reshape(8, 8).astype(np.float32)
+    for dt in (ember.bfloat16, ember.float16):
+        ea, eb, ec = (ember.tensor(v).to(dt) for v in (a, b, c))
+        fa, fb, fc = (t.float().numpy() for t in (ea, eb, ec))
+        for op, combine in (("addcdiv", np.divide), ("addcmul", np.multiply)):
+            want = ember.tensor(fa + combine(np.float32(2) * fb, fc)).to(dt)
+            got = getattr(ember, op)(ea, eb, ec, value=2)
+            assert got.dtype == dt
+            np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    # random_ from the most negative int64 without to: every 64-bit value, in four dtypes only
+    assert ember.zeros(8, dtype=ember.int64).random_(-2**63, None).shape == (8,)
+    with pytest.raises(RuntimeError, match="handles only int64, double, float and bfloat16"):
+        ember.zeros(3, dtype=ember.int8).random_(-2**63, None)
+    with pytest.raises(NotImplementedError, match="random_full_64_bits_range_kernel_cpu"):
+        ember.zeros(3, dtype=ember.float16).random_(-2**63, None)
+    assert ember.zeros(0, dtype=ember.float16).random_(-2**63, None).shape == (0,)
+    # pairwise_distance of integers with an integer eps: the norm in the default float dtype
+    d = ember.pairwise_distance(ember.tensor([3, 4]), ember.tensor([0, 0]), 2.0, 0)
+    assert d.dtype == ember.float32 and d.item() == 5.0
+    with pytest.raises(NotImplementedError, match="\"polar_cpu\" not implemented for 'Half'"):
+        ember.polar(ember.ones(2, dtype=ember.float16), ember.ones(2, dtype=ember.float16))
+    # nan_to_num checks every argument's type before converting one
+    with pytest.raises(TypeError, match="argument 'posinf'"):
+        ember.nan_to_num(ember.ones(2), ember.tensor(1 + 2j), [2, 3])
+    with pytest.raises(TypeError, match="an integer is required"):
+        ember.ones(2, dtype=ember.uint64).new_tensor(0.5)
+    # a masked fill of an expanded tensor: torch's deprecation warning, then the fill
+    x = ember.ones(1, 3).expand(2, 3)
+    with pytest.warns(UserWarning, match="Use of masked_fill_ on expanded tensors is deprecated"):
+        x.masked_fill_(ember.tensor([True, False, True]), 7)
+    assert x.tolist() == [[7.0, 1.0, 7.0]] * 2

@@ -614,7 +614,8 @@ void masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
   const Shape b = broadcast_shapes(self->sizes, mask->sizes);
   EMBER_CHECK(b == self->sizes, std::runtime_error, "masked_fill_: output with shape ",
               shape_str(self->sizes), " doesn't match the broadcast shape ", shape_str(b));
-  check_inplace_writable(self, "masked_fill_");
+  // (a self whose elements share memory, an expanded one, is filled too: torch deprecates it
+  // with a warning, which the bindings give; every element of a location writes the one value)
   Tensor v = scalar_source(value, self->dtype);
   ElementwiseIter it(self, self->dtype, {expand(mask, self->sizes)}, "masked_fill_");
   auto run = [&](auto tag) {  // by element size: a select the compiler vectorises

@@ -280,6 +280,19 @@ void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Genera
                 "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
     check_int_range(dt, from, *to - 1);
     range = static_cast<uint64_t>(*to) - static_cast<uint64_t>(from);
+  } else if (from == std::numeric_limits<int64_t>::min()) {
+    // every 64-bit value (torch's random_full_64_bits_range kernel, cast into the dtype), which
+    // torch has for four dtypes only; an empty tensor returns before its kernel
+    if (self->numel() == 0) return;
+    const bool has_kernel = dt == ScalarType::Int64 || dt == ScalarType::Float64 ||
+                            dt == ScalarType::Float32 || dt == ScalarType::BFloat16;
+    EMBER_CHECK(has_kernel || !is_integral(dt, false) || is_wide_unsigned(dt),
+                std::runtime_error,
+                "random_full_64_bits_range_kernel_cpu handles only int64, double, float and "
+                "bfloat16");
+    if (!has_kernel) not_implemented("random_full_64_bits_range_kernel_cpu", dt);
+    range = 0;
+    full64 = true;
   } else {  // up to the largest value of the dtype, inclusive
     // (uint64's, 2^64 - 1, is out of an int64's range: torch refuses it as a bound too)
     EMBER_CHECK(dt != ScalarType::UInt64, std::runtime_error, "to - 1 is out of bounds for ",
@@ -297,7 +310,6 @@ void random_(const Tensor& self, int64_t from, std::optional<int64_t> to, Genera
                 "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
                 "casted to dtype, but got from=", from, " > to_inc=", to_inc);
     range = static_cast<uint64_t>(to_inc) - static_cast<uint64_t>(from) + 1;
-    full64 = range == 0;  // from = int64 min: every 64-bit value
   }
   const bool wide_dtype = dt == ScalarType::Int64 || dt == ScalarType::UInt64 ||
                           dt == ScalarType::Float64 || dt == ScalarType::Float32 ||

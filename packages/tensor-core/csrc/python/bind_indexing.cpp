@@ -222,6 +222,19 @@ Tensor apply_index(const Tensor& self, py::handle index) {
   return ember::index(p.view, p.indices);
 }
 
+// torch deprecates a fill of an expanded tensor (elements sharing memory) with a warning, and
+// fills it; an index_put_ that becomes a masked fill warns as both.
+static void warn_expanded_fill(const Tensor& self, bool from_index_put) {
+  if (!has_internal_overlap(*self)) return;
+  if (from_index_put)
+    warn("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
+         "performing this operation. This also applies to advanced indexing e.g. "
+         "tensor[indices] = tensor");
+  warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
+       "performing this operation. This also applies to advanced indexing e.g. "
+       "tensor[mask] = scalar");
+}
+
 void apply_setitem(const Tensor& self, py::handle index, py::handle value) {
   Parsed p = parse_index(self, index);
   if (p.indices.empty()) {
@@ -251,6 +264,7 @@ void apply_setitem(const Tensor& self, py::handle index, py::handle value) {
     if (match) {
       Shape ms = mask->sizes;
       ms.resize(nd - at, 1);
+      warn_expanded_fill(p.view, true);
       masked_fill_(p.view, reshape(mask, ms), to_scalar(py::cast(v)));
       return;
     }
@@ -342,7 +356,7 @@ py::object index_put_impl(py::handle selfh, py::handle indicesh, py::handle valu
   warn_byte_mask(idx);
   Tensor mask = !accumulate && values->numel() == 1 ? index_put_fill_mask(self, idx) : nullptr;
   Tensor r = inplace ? self : clone(self);
-  if (mask) masked_fill_(r, mask, to_scalar(valuesh));
+  if (mask) warn_expanded_fill(r, true), masked_fill_(r, mask, to_scalar(valuesh));
   else index_put_(r, idx, values, accumulate);
   return inplace ? self_obj(selfh) : wrap(r);
 }
@@ -487,6 +501,7 @@ py::object masked_fill_impl(py::handle selfh, py::handle maskh, py::handle value
                                 cpp_type_name(mask->dtype)));
   Scalar v = fill_value(valueh, "masked_fill_");
   Tensor target = inplace ? self : broadcast_clone(self, mask);
+  warn_expanded_fill(target, false);
   masked_fill_(target, mask, v);
   return inplace ? self_obj(selfh) : wrap(target);
 }

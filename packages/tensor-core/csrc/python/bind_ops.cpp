@@ -581,9 +581,13 @@ void register_ops(py::module_& m) {
   m.def("nan_to_num", [](py::handle x, py::handle nan_arg, py::object posinf, py::object neginf,
                           py::handle out) -> py::object {
     Tensor t = expect_tensor(x, "nan_to_num", "input");
-    const double nan = nan_arg.is_none() ? 0.0 : float_arg(nan_arg, "nan_to_num", "nan", 2);
-    for (auto [h, name, pos] : {std::tuple{posinf.ptr(), "posinf", 3}, {neginf.ptr(), "neginf", 4}})
+    const auto args = {std::tuple{nan_arg.ptr(), "nan", 2}, {posinf.ptr(), "posinf", 3},
+                       {neginf.ptr(), "neginf", 4}};
+    for (auto [h, name, pos] : args)  // (every type before any conversion, as torch's parser)
+      if (h != Py_None) check_float_arg_type(h, "nan_to_num", name, pos);
+    for (auto [h, name, pos] : args)
       if (h != Py_None) (void)float_arg(h, "nan_to_num", name, pos);
+    const double nan = nan_arg.is_none() ? 0.0 : float_arg(nan_arg, "nan_to_num", "nan", 2);
     if (needs_dispatch(t)) {
       if (needs_grad(t) && !out.is_none()) out_with_grad("nan_to_num");
       return redispatch_out("nan_to_num", core_fn("nan_to_num"),

@@ -129,6 +129,9 @@ template <typename T> void fill_data(py::handle obj, T*& out) {
     return;
   }
   if constexpr (std::is_same_v<T, uint64_t>) {  // uint64 holds ints beyond int64's range
+    // (torch reads a uint64's Python numbers as unsigned ints: a float or complex is refused)
+    if (PyFloat_Check(obj.ptr()) || PyComplex_Check(obj.ptr()))
+      throw py::type_error("an integer is required");
     if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
       int overflow = 0;
       const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);

@@ -444,10 +444,14 @@ bool is_int_list_item(py::handle h) {
   return t->numel() == 1 && is_integral(t->dtype, true);  // (bool too, as torch's parser)
 }
 
-double float_arg(py::handle h, const char* op, const char* name, int position) {
+void check_float_arg_type(py::handle h, const char* op, const char* name, int position) {
   if (!is_number(h) && !(is_tensor(h) && to_tensor(h)->dim() == 0))
     throw py::type_error(str_cat(op, "(): argument '", name, "' (position ", position,
                                  ") must be float, not ", type_of(h)));
+}
+
+double float_arg(py::handle h, const char* op, const char* name, int position) {
+  check_float_arg_type(h, op, name, position);
   const Scalar s = to_scalar(h);
   EMBER_CHECK(!s.is_complex() || s.imag == 0.0, std::runtime_error,
               "value cannot be converted to type double without overflow");

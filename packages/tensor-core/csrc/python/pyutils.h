@@ -154,6 +154,8 @@ bool is_int_list_item(py::handle h);
 // TypeError naming op, parameter and position; a complex value with an imaginary part is its
 // RuntimeError.
 double float_arg(py::handle h, const char* op, const char* name, int position);
+// float_arg's type check alone: torch's parser checks every argument's type before it converts one.
+void check_float_arg_type(py::handle h, const char* op, const char* name, int position);
 int64_t as_int(py::handle h);
 // dim as None (-> nullopt) / int / sequence of ints, with PyTorch's TypeErrors.
 OptDims parse_dims(py::handle h, const char* op);
