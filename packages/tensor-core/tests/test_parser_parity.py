@@ -1246,3 +1246,19 @@ def test_checks_and_results_found_by_seed_71():
     with pytest.warns(UserWarning, match="Use of masked_fill_ on expanded tensors is deprecated"):
         x.masked_fill_(ember.tensor([True, False, True]), 7)
     assert x.tolist() == [[7.0, 1.0, 7.0]] * 2
+
+
+def test_checks_found_by_seed_73():
+    # sum's out= without dim is refused on every path, the autocast hand-off's too (an OpDef
+    # check runs before the hand-off; the hook's redispatch never reached impl's check)
+    with ember.autocast("cpu"):
+        with pytest.raises(TypeError, match="got out without dim"):
+            ember.sum(ember.ones(2, 3), out=ember.zeros(3))
+    x = ember.ones(2, 3, requires_grad=True)
+    with pytest.raises(TypeError, match="got keepdim without dim"):
+        x.sum(keepdim=True)
+    # take_along_dim's out= has self's dtype exactly, even for an empty result
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype double, but got "
+                                           "c10::complex<float> instead"):
+        ember.take_along_dim(ember.zeros(0, dtype=ember.float64), ember.zeros(0, dtype=ember.int64),
+                             out=ember.zeros(0, dtype=ember.complex64))

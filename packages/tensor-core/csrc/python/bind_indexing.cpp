@@ -595,7 +595,10 @@ py::object take_along_dim_impl(py::handle selfh, py::handle indicesh, py::handle
     return redispatch_out("take_along_dim", core_fn("take_along_dim"), py::make_tuple(selfh, indicesh),
                          py::dict("dim"_a = opt_dim_obj(dim)), outh);
   }
-  return finish("take_along_dim", take_along_dim(self, indices, dim), outh);
+  Tensor result = take_along_dim(self, indices, dim);
+  if (!outh.is_none())  // (torch's gather out=: exactly self's dtype, even for an empty result)
+    check_out_dtype(expect_tensor(outh, "take_along_dim", "out"), self->dtype);
+  return finish("take_along_dim", result, outh);
 }
 
 py::object nonzero_tuple(const Tensor& nz, int64_t ndim) {

@@ -242,9 +242,11 @@ void register_reductions(py::module_& m) {
                .signatures = {str_cat(name, "(Tensor input, int[1]? dim=None, bool keepdim=False, "
                                             "*, ScalarType? dtype=None, Tensor? out=None) -> Tensor")},
                .family = R, .hooked = true,
-               .impl = [op, name](const Args& a) {
+               .check = [op, name](const Args& a) {
                  if (op == SumOp::Sum || op == SumOp::Mean)
                    refuse_keepdim_without_dim(a, name, op == SumOp::Mean);
+               },
+               .impl = [op, name](const Args& a) {
                  Tensor x = a.tensor(0), out = opt_out(a.out(), name);
                  ScalarType dt = a.dtype(3);
                  if (out && dt != ScalarType::Undefined) {  // both given: they must agree

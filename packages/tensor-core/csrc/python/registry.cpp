@@ -381,6 +381,7 @@ py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize
   Args a = parse_call(op, self, args, nargs, kwnames);
   const Schema& s = a.schema();
   check_out_count(a);
+  if (op.check) op.check(a);
   if (!op.hand_off) return op.impl(a);
   bool grad = false, device = false;
   const int out_index = s.out_index;

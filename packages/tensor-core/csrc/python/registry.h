@@ -98,6 +98,10 @@ struct OpDef {
   // bit k: signature k is one of torch's deprecated overloads (kept for old programs; an alias
   // of this op does not take it)
   unsigned deprecated = 0;
+  // Checks of the signature's own rules (an argument combination torch's parser refuses) that
+  // hold whichever path the call takes: run before the hand-off to the autograd, autocast or
+  // device hooks, whose redispatch would not reach impl's checks. Optional.
+  std::function<void(const Args&)> check;
   std::function<py::object(const Args&)> impl;
   // filled when registered
   std::vector<Schema> schemas;
