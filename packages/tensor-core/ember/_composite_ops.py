@@ -694,7 +694,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         w_sum = float(n)
         norm_factor = w_sum - correction
     else:
-        w = w.to(x.dtype)
+        # (torch's in * w: the weights' dtype takes part, float64 aweights give a float64 cov)
+        common = _C.promote_types(x.dtype, w.dtype)
+        x, w = x.to(common), w.to(common)
         w_sum = w.sum()
         avg = (x * w).sum(1) / w_sum
         if aweights is None:

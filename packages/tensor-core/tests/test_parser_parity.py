@@ -1262,3 +1262,17 @@ def test_checks_found_by_seed_73():
                                            "c10::complex<float> instead"):
         ember.take_along_dim(ember.zeros(0, dtype=ember.float64), ember.zeros(0, dtype=ember.int64),
                              out=ember.zeros(0, dtype=ember.complex64))
+
+
+def test_checks_and_results_found_by_seed_79():
+    # cov with float64 aweights is float64 (torch's in * w promotes), whatever the input's dtype
+    x = ember.tensor([[1.0, 2, 4], [3, 1, 0]])
+    w = ember.tensor([1, 2, 1.0], dtype=ember.float64)
+    c = ember.cov(x, aweights=w)
+    assert c.dtype == ember.float64
+    xd, wd = x.double().numpy(), w.numpy()
+    np.testing.assert_allclose(c.numpy(), np.cov(xd, aweights=wd), rtol=1e-12)
+    assert ember.cov(ember.tensor([[1, 2, 4], [3, 1, 0]]), aweights=w).dtype == ember.float64
+    # set_(tensor, offset, size, stride) reads the source's storage: it must be contiguous
+    with pytest.raises(RuntimeError, match="passed in tensor to be used as storage must be"):
+        ember.zeros(0).set_(ember.ones(2, 1).expand(2, 3), 0, (2,), (1,))

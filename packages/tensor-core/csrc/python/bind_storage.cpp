@@ -252,7 +252,9 @@ void register_storage(py::module_& m) {
         if (is_tensor(source)) {  // set_(tensor): share its storage (and geometry)
           Tensor src = to_tensor(source);
           if (geometry) {  // its untyped storage with the geometry given, as torch's (its
-            const Shape sz = to_shape(size);  // bytes read as this tensor's dtype)
+            EMBER_CHECK(src->is_contiguous(), std::runtime_error,  // bytes read as this dtype)
+                        "passed in tensor to be used as storage must be contiguous");
+            const Shape sz = to_shape(size);
             set_storage(t, src->storage, offset, sz,
                         stride.is_none() ? contiguous_strides(sz) : to_shape(stride));
             return self;
