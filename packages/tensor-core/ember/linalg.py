@@ -889,6 +889,8 @@ def _det(A):
 
 
 def _logdet(A):
+    _check_square(A, "logdet")  # (torch's order and op name, before slogdet's own checks)
+    _check_float(A, "logdet")
     sign, logabs = _C._linalg_slogdet(A)
     return logabs + sign.log()  # sign -1 -> nan, 0 -> -inf, as torch.logdet
 

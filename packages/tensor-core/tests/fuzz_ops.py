@@ -327,11 +327,45 @@ def describe(result, module, depth: int = 0):
     return ("object", type(result).__name__)
 
 
+# Process-wide state that a call of an unskipped function can leave changed (torch's
+# set_autocast_dtype, a no_grad's __enter__ without __exit__): saved before each call and put
+# back after it, so that no call sees another's state (one left torch's autocast dtype at
+# float16, and later calls in that worker failed inside torch). (getter, setter, arguments)
+_PROCESS_STATE = (
+    ("is_autocast_enabled", "set_autocast_enabled", ("cpu",)),
+    ("is_autocast_enabled", "set_autocast_enabled", ("cuda",)),
+    ("get_autocast_dtype", "set_autocast_dtype", ("cpu",)),
+    ("get_autocast_dtype", "set_autocast_dtype", ("cuda",)),
+    ("is_autocast_cache_enabled", "set_autocast_cache_enabled", ()),
+    ("is_grad_enabled", "set_grad_enabled", ()),
+    ("get_default_dtype", "set_default_dtype", ()),
+)
+
+
+def _saved_state(module) -> list:
+    saved = []
+    for getter, setter, args in _PROCESS_STATE:
+        try:
+            saved.append((getattr(module, setter), args, getattr(module, getter)(*args)))
+        except Exception:  # noqa: BLE001 - a framework without this switch
+            pass
+    return saved
+
+
+def _restore_state(saved) -> None:
+    for setter, args, value in saved:
+        try:
+            setter(*args, value)
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def run_one(src: str, module):
     """('ok', description) or ('raise', class name, message)."""
     import warnings
 
     env = {"m": module, "nan": math.nan, "inf": math.inf}
+    saved = _saved_state(module)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -339,6 +373,8 @@ def run_one(src: str, module):
             return ("ok", describe(result, module))
     except Exception as e:  # noqa: BLE001 - the class is the outcome
         return ("raise", type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
+    finally:
+        _restore_state(saved)
 
 
 def same_description(a, b, random_op: bool) -> bool:
