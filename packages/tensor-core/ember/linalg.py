@@ -726,8 +726,8 @@ def cross(input, other, *, dim: int = -1, out=None):
             raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
                                f"Got {a3} and {b3}")
     # torch's kernel: no bool, and no promotion (after the shapes, as there)
-    if input.dtype == _C.bool:
-        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    if input.dtype in (_C.bool, _C.uint16, _C.uint32, _C.uint64):  # (and no shell unsigned)
+        raise NotImplementedError(f"\"cross\" not implemented for '{input.dtype._torch_name}'")
     if other.dtype != input.dtype:
         raise RuntimeError(f"expected scalar type {input.dtype._torch_name} but found "
                            f"{other.dtype._torch_name}")
