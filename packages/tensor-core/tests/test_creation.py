@@ -376,3 +376,26 @@ def test_default_dtype_is_restored_between_tests():
 def test_set_default_dtype_accepts_python_float(default_dtype):
     default_dtype(float)
     assert ember.get_default_dtype() == ember.float64
+
+
+@pytest.mark.parametrize("n", [1, 4, 32768, 32769])  # the small-fill loop and the iterator
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "uint64", "float16",
+                                   "bfloat16", "float32", "float64", "complex64"])
+def test_fill_of_contiguous_and_strided_tensors_matches_numpy(n, dtype):
+    value = {"bool": True, "uint64": 2**64 - 1, "complex64": 1.5 - 2j}.get(dtype, 3)
+    np_dtype = np.float32 if dtype == "bfloat16" else np.dtype(dtype)
+    for t in (ember.empty(n, dtype=getattr(ember, dtype)),
+              ember.empty(n, 2, dtype=getattr(ember, dtype))[:, 0]):  # (a strided view)
+        before = t._version
+        assert t.fill_(value) is t and t._version == before + 1
+        got = t.float().numpy() if dtype == "bfloat16" else t.numpy()
+        np.testing.assert_array_equal(got, np.full(n, value, dtype=np_dtype))
+    zeros = ember.zeros(n, dtype=getattr(ember, dtype))
+    assert not (zeros.float() if dtype == "bfloat16" else zeros).numpy().astype(bool).any()
+    # torch's one-element half fill rounds beyond the range to inf; more elements check it
+    if dtype == "float16":
+        if n == 1:
+            assert ember.empty(1, dtype=ember.float16).fill_(1e6).item() == math.inf
+        else:
+            with pytest.raises(RuntimeError, match="without overflow"):
+                ember.empty(n, dtype=ember.float16).fill_(1e6)

@@ -2,6 +2,7 @@
 // plus copy_/fill_/to_dtype and the parametrised elementwise ops.
 #include "ops/elementwise.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "kernels/vexp.h"
 #include "ops/cpu_kernels.h"
 #include "ops/shape_ops.h"
+#include "runtime/parallel.h"
 
 namespace ember {
 
@@ -149,6 +151,16 @@ void fill_(const Tensor& dst_in, Scalar value) {
   if (!dst->device().is_cpu()) {
     if (!g_device_fill) no_device_functions(dst);
     g_device_fill(dst, value);
+    dst_in->bump_version();
+    return;
+  }
+  if (dst->is_contiguous() && dst->numel() <= kGrainSize) {
+    // a small contiguous fill (zeros(4), x.zero_()): one typed loop, without the 0-d value
+    // tensor and the iterator, which were most of its cost (0.9 us against torch's 0.4)
+    dispatch_every(dst->dtype, "fill_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::fill_n(dst->data_as<T>(), dst->numel(), value.to<T>());
+    });
     dst_in->bump_version();
     return;
   }
