@@ -817,7 +817,8 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
 
     buffer = _C.zeros([storage], dtype=input.dtype, device=input.device)
     buffer = buffer.scatter(0, positions(shape, strides, base), input.reshape(-1))
-    buffer = buffer.scatter(0, positions(size, stride, offset), src.reshape(-1))
+    # (src is copied in, converted into input's dtype, as torch's copy_ into the strided view)
+    buffer = buffer.scatter(0, positions(size, stride, offset), src.reshape(-1).to(input.dtype))
     return buffer.as_strided(shape, strides, base)
 
 

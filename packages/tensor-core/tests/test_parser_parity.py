@@ -1276,3 +1276,15 @@ def test_checks_and_results_found_by_seed_79():
     # set_(tensor, offset, size, stride) reads the source's storage: it must be contiguous
     with pytest.raises(RuntimeError, match="passed in tensor to be used as storage must be"):
         ember.zeros(0).set_(ember.ones(2, 1).expand(2, 3), 0, (2,), (1,))
+
+
+def test_checks_found_by_seed_83():
+    # as_strided_scatter copies src in, converted into input's dtype (torch's copy_)
+    r = ember.as_strided_scatter(ember.zeros(4), ember.ones(2, dtype=ember.float64), [2], [1])
+    assert r.dtype == ember.float32 and r.tolist() == [1.0, 1.0, 0.0, 0.0]
+    # a sampler's float parameter from a complex 0-d tensor: its real value, or torch's error
+    assert ember.zeros(3).uniform_(-2.5, ember.tensor(1 + 0j)).shape == (3,)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type double"):
+        ember.zeros(3).uniform_(-2.5, ember.tensor(1 + 2j))
+    with pytest.raises(RuntimeError, match="value cannot be converted to type double"):
+        ember.zeros(3).normal_(0, ember.tensor(1 + 2j))
