@@ -34,6 +34,20 @@ EMBER_ALWAYS_INLINE float madd(float a, float b, float c) {
 #endif
 }
 
+// exp(x - n ln2) for n = x log2(e) rounded: the remainder in two steps (Cody-Waite; the first
+// constant has 16 bits, so its product is exact either way), then Cephes' polynomial.
+EMBER_ALWAYS_INLINE float exp_of_remainder(float x, float n) {
+  float r = madd(n, -0.693145751953125f, x);
+  r = madd(n, -1.428606765330187045e-06f, r);
+  float p = 1.9875691500e-4f;
+  p = madd(p, r, 1.3981999507e-3f);
+  p = madd(p, r, 8.3334519073e-3f);
+  p = madd(p, r, 4.1665795894e-2f);
+  p = madd(p, r, 1.6666665459e-1f);
+  p = madd(p, r, 5.0000001201e-1f);
+  return madd(p * r, r, r) + 1.0f;
+}
+
 // exp for the softmax loops, written without calls, branches or selects of float values so that
 // GCC vectorises it (std::fmin/fmax calls, or a float select feeding later float math, stop it):
 // Cephes polynomial, |rel err| < 2 ulp, with 2^n built from the bits of a float rounded by the
@@ -50,15 +64,7 @@ EMBER_ALWAYS_INLINE float vexpf(float x) {
   int32_t tb;
   std::memcpy(&tb, &t, 4);
   const int32_t ni = tb - 0x4B400000;
-  float r = madd(n, -0.693145751953125f, x);  // exact either way: the constant has 16 bits
-  r = madd(n, -1.428606765330187045e-06f, r);
-  float p = 1.9875691500e-4f;
-  p = madd(p, r, 1.3981999507e-3f);
-  p = madd(p, r, 8.3334519073e-3f);
-  p = madd(p, r, 4.1665795894e-2f);
-  p = madd(p, r, 1.6666665459e-1f);
-  p = madd(p, r, 5.0000001201e-1f);
-  p = madd(p * r, r, r) + 1.0f;
+  const float p = exp_of_remainder(x, n);
   const int32_t n1 = ni >> 1, n2 = ni - n1;
   const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
   float s1, s2;
@@ -87,16 +93,7 @@ EMBER_ALWAYS_INLINE float vexpf_bounded(float x) {
   const int32_t scale_bits = tb << 23;  // n + 127 in [1, 127]: the exponent field of 2^n
   float scale;
   std::memcpy(&scale, &scale_bits, 4);
-  float r = madd(n, -0.693145751953125f, x);
-  r = madd(n, -1.428606765330187045e-06f, r);
-  float p = 1.9875691500e-4f;
-  p = madd(p, r, 1.3981999507e-3f);
-  p = madd(p, r, 8.3334519073e-3f);
-  p = madd(p, r, 4.1665795894e-2f);
-  p = madd(p, r, 1.6666665459e-1f);
-  p = madd(p, r, 5.0000001201e-1f);
-  p = madd(p * r, r, r) + 1.0f;
-  return p * scale;
+  return exp_of_remainder(x, n) * scale;
 }
 
 // m ? x : y without a branch (bit masks), so that a loop of it vectorises: with a random mask
