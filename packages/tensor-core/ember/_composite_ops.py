@@ -806,6 +806,10 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     if _min(size, default=1) > 0 and reach >= storage:
         raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset {offset} "
                            f"is out of bounds for storage of size {storage}")
+    if any(n > 1 and st == 0 for n, st in zip(size, stride)):  # (torch's copy_ into the view)
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
 
     def positions(sizes, steps, start):
         p = _C.full([], start, dtype=_C.int64, device=input.device)

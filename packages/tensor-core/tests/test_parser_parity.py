@@ -1288,3 +1288,6 @@ def test_checks_found_by_seed_83():
         ember.zeros(3).uniform_(-2.5, ember.tensor(1 + 2j))
     with pytest.raises(RuntimeError, match="value cannot be converted to type double"):
         ember.zeros(3).normal_(0, ember.tensor(1 + 2j))
+    # a view with a stride of 0 over more than one element takes no copy (torch's copy_)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.as_strided_scatter(ember.zeros(2, 3), ember.ones(2, 3), [2, 3], (0, 1), 0)
