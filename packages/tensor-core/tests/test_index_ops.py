@@ -82,8 +82,10 @@ def test_take_and_take_along_dim():
     np.testing.assert_array_equal(t.take_along_dim(E.from_numpy(j), 0).numpy(),
                                   np.take_along_axis(ref, np.where(j < 0, j + 3, j), axis=0))
     np.testing.assert_array_equal(E.take_along_dim(t, E.tensor([3, 0])).numpy(), ref.ravel()[[3, 0]])
-    out = E.empty(0)
+    out = E.empty(0, dtype=t.dtype)  # (torch's gather out=: exactly the input's dtype)
     assert E.take_along_dim(t, E.tensor([[0]]), dim=1, out=out) is out and out.shape == (3, 1)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        E.take_along_dim(t, E.tensor([[0]]), dim=1, out=E.empty(0, dtype=E.float32))
 
 
 # ---------------------------------------------------------------------------------------------
