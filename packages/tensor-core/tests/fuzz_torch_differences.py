@@ -844,6 +844,20 @@ DIFFERENCES = [
         "index_put with an empty list of indices: torch fails inside (its masked_fill path "
         "with an uninitialised mask); ember writes values over the whole tensor, as x[()] = v",
         ACCEPTS, ("index_put",), ember="ok", torch_message="nullptr \\(uninitialized\\)"),
+    Difference(
+        "a pooling stride, padding or kernel size beyond int32: torch's pooling kernels take "
+        "them as 32-bit ints and refuse the conversion; ember's take int64 (a stride of 2**62 "
+        "gives one window per dim)",
+        ACCEPTS, ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
+                  "avg_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+                  "max_pool3d_with_indices"), ember="ok",
+        torch_message="cannot be converted to type int without overflow"),
+    Difference(
+        "the legacy Tensor(tensor, ...) constructor with more arguments: torch 2.13 reads a "
+        "one-element integer tensor and the numbers after it as sizes (a negative one is its "
+        "RuntimeError); ember's Tensor(...) takes sizes as ints or one sequence of data",
+        CLASS, ("Tensor",), ember="TypeError", torch="RuntimeError",
+        ember_message="data must be a sequence", torch_message="negative dimension"),
 ]
 
 
