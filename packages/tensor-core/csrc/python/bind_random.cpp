@@ -147,14 +147,8 @@ Tensor like_target(const Tensor& x, const Factory& f) {
   return empty_like(x, f.dtype == ScalarType::Undefined ? x->dtype : f.dtype);
 }
 
-// A `float` parameter's value (a number or a 0-d tensor); a complex one with an imaginary part
-// is torch's checked conversion's error.
-double to_double(py::handle h) {
-  const Scalar s = to_scalar(h);
-  EMBER_CHECK(!s.is_complex() || s.imag == 0.0, std::runtime_error,
-              "value cannot be converted to type double without overflow");
-  return s.to_double();
-}
+// A `float` parameter's value (a number or a 0-d tensor), converted checked.
+double to_double(py::handle h) { return real_value(h); }
 
 // ---- in-place samplers: autograd sees them when self requires grad ----
 template <typename Fn>

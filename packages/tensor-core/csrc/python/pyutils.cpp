@@ -450,12 +450,16 @@ void check_float_arg_type(py::handle h, const char* op, const char* name, int po
                                  ") must be float, not ", type_of(h)));
 }
 
-double float_arg(py::handle h, const char* op, const char* name, int position) {
-  check_float_arg_type(h, op, name, position);
+double real_value(py::handle h) {
   const Scalar s = to_scalar(h);
   EMBER_CHECK(!s.is_complex() || s.imag == 0.0, std::runtime_error,
               "value cannot be converted to type double without overflow");
   return s.to_double();
+}
+
+double float_arg(py::handle h, const char* op, const char* name, int position) {
+  check_float_arg_type(h, op, name, position);
+  return real_value(h);
 }
 
 int64_t as_int(py::handle h) {

@@ -154,6 +154,9 @@ bool is_int_list_item(py::handle h);
 // TypeError naming op, parameter and position; a complex value with an imaginary part is its
 // RuntimeError.
 double float_arg(py::handle h, const char* op, const char* name, int position);
+// A number's (or a one-element tensor's) value as a double, converted as torch's checked
+// conversion: a complex value with an imaginary part is its RuntimeError.
+double real_value(py::handle h);
 // float_arg's type check alone: torch's parser checks every argument's type before it converts one.
 void check_float_arg_type(py::handle h, const char* op, const char* name, int position);
 int64_t as_int(py::handle h);
