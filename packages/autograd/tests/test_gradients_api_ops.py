@@ -1,4 +1,4 @@
-"""gradcheck and gradgradcheck (float64) of the compositions (ember/_composite_ops.py: addcmul,
+"""gradcheck and gradgradcheck (float64) of the compositions (ember/_composite_ops/: addcmul,
 addr, cdist, cov, renorm, polygamma, ...), the aliases and torch.special's functions that the
 op-table tests do not reach (zeta's second operand, the rules at 0), with torch's gradients
 where it is installed."""

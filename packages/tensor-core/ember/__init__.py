@@ -25,21 +25,19 @@ __path__ = extend_path(__path__, __name__)
 from ember import _C  # noqa: E402
 from ember._C import *  # noqa: E402,F401,F403
 from ember._C import Tensor, dtype  # noqa: E402,F401
-from ember._composite_ops import (  # noqa: E402,F401  (torch's Python functions over varargs)
-    asarray,
+from ember._composite_ops.creation import asarray, frombuffer  # noqa: E402,F401
+from ember._composite_ops.histograms import histogramdd  # noqa: E402,F401
+from ember._composite_ops.linalg_forms import pca_lowrank, svd_lowrank  # noqa: E402,F401
+from ember._composite_ops.numeric import gradient  # noqa: E402,F401
+from ember._composite_ops.varargs import (  # noqa: E402,F401  (torch's Python functions over varargs)
     block_diag,
     cartesian_prod,
     chain_matmul,
-    frombuffer,
-    gradient,
-    histogramdd,
     is_floating_point,
     is_signed,
     is_storage,
     is_tensor,
     numel,
-    pca_lowrank,
-    svd_lowrank,
     unravel_index,
 )
 from ember._device import Size, _make_device, device, layout, strided  # noqa: E402,F401

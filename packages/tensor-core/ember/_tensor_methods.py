@@ -153,14 +153,14 @@ def _H(self):
 
 
 def install(cls) -> None:
-    from ember import _composite_ops as _composite
     from ember import _spectral
+    from ember._composite_ops import complex_numbers
 
     cls.mH = property(_mH)
     # views of a complex tensor's parts (the real part of a real tensor is the tensor; it has
     # no imaginary part: torch's message); assigning to them writes the parts
-    cls.real = property(_composite.real, _set_part(_composite.real))
-    cls.imag = property(_composite.imag, _set_part(_composite.imag))
+    cls.real = property(complex_numbers.real, _set_part(complex_numbers.real))
+    cls.imag = property(complex_numbers.imag, _set_part(complex_numbers.imag))
     cls.H = property(_H)
     cls.cfloat = lambda self, *, memory_format=None: self.to(_C.complex64)
     cls.cdouble = lambda self, *, memory_format=None: self.to(_C.complex128)

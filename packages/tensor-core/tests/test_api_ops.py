@@ -1,4 +1,4 @@
-"""The aliases (arccos, subtract, fix, ...), the compositions of ember/_composite_ops.py (new_*,
+"""The aliases (arccos, subtract, fix, ...), the compositions of ember/_composite_ops/ (new_*,
 addcmul/addcdiv/addr, aminmax, cdist, cov, renorm, ...) and torch.special's functions: values
 against NumPy or hand-computed formulas, errors with torch's classes, and against torch where it
 is installed. The table's special functions (lgamma, digamma, i0, special.i0e, ...) are also in

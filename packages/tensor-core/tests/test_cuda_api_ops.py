@@ -1,4 +1,4 @@
-"""The aliases and the compositions of ember/_composite_ops.py on CUDA tensors: the result is on
+"""The aliases and the compositions of ember/_composite_ops/ on CUDA tensors: the result is on
 the device and equals the same call on the CPU (the table's special functions are in
 test_cuda_tensors.py's sweep of the op table). Simulated devices where there is no GPU."""
 

@@ -5,7 +5,7 @@
 //   hand-off to the autograd and device hooks.
 // - the compositions (addcmul, new_zeros, cdist, cov, polygamma, ...): the row parses and checks
 //   the arguments against torch's signature and passes them to their Python body in
-//   ember/_composite_ops.py, written with public ops, so that autograd records the parts and
+//   ember/_composite_ops/, written with public ops, so that autograd records the parts and
 //   CUDA tensors run on the parts' device implementations.
 // Registered after every other group, so that each canonical row exists.
 #include <algorithm>
@@ -53,7 +53,7 @@ const Alias kAliases[] = {
 };
 
 // The compositions: name, torch's signatures, variants, family, and the function of
-// ember/_composite_ops.py that computes it ("" : the op's name).
+// ember/_composite_ops/ that computes it ("" : the op's name).
 struct Composite {
   const char* name;
   std::vector<std::string> signatures;
@@ -199,10 +199,9 @@ std::vector<Composite> composites() {
        "indexing"},
       {"ravel", {"ravel(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"resolve_neg", {"resolve_neg(Tensor input) -> Tensor"}, kBoth, "shape"},
-      // torch's complex-number functions on real tensors (ember has no complex dtypes yet):
-      // complex numbers (ember/_composite_ops.py): real/imag are views of view_as_real's
-      // pairs; conj writes the conjugate out (ember has no lazy conjugate bit); sgn is sign for
-      // real tensors and x / |x| for complex ones
+      // complex numbers (_composite_ops/complex_numbers.py): real/imag are views of
+      // view_as_real's pairs; conj writes the conjugate out (ember has no lazy conjugate bit);
+      // sgn is sign for real tensors and x / |x| for complex ones
       {"conj", {"conj(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"resolve_conj", {"resolve_conj(Tensor input) -> Tensor"}, kBoth, "shape"},
       {"real", {"real(Tensor input) -> Tensor"}, kFunction, "shape"},
@@ -396,7 +395,7 @@ void register_aliases(py::module_& m) {
     const std::string name = c.name, current = c.signatures.front();
     def_op(m, {.name = c.name, .signatures = c.signatures, .family = c.family,
                .variants = c.variants, .hand_off = false,
-               .doc = "A composition of ember's ops (ember/_composite_ops.py).",
+               .doc = "A composition of ember's ops (ember/_composite_ops/).",
                .deprecated = deprecated_from < 0 ? 0u : ~0u << deprecated_from,
                .impl = [function, deprecated_from, name, current](const Args& a) {
                  static py::object* module = new py::object(  // leaked: outlives interpreter teardown

@@ -10,7 +10,7 @@ import math
 import ember
 from ember import _C
 from ember._checks import scalar_fits
-from ember._composite_ops import _floating_kernel
+from ember._composite_ops._common import _floating_kernel
 from ember._shape import _one_node
 
 # ---------------------------------------------------------------------------------------------

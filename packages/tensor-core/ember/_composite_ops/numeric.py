@@ -1,0 +1,244 @@
+"""Numerical methods over tensors: integrals (trapezoid), differences (gradient), vander,
+combinations, isin."""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+
+from ember import _C
+from ember._composite_ops._common import (
+    _SHELL_UNSIGNED,
+    _dtype_name,
+    _finish,
+    _is_tensor,
+    _wrap_dim,
+)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    # torch's order: the dim, no samples, the dtypes, dx, the spacing, the sums' kernels
+    d = _wrap_dim(dim, y.dim())
+    n = y.shape[d]
+    if n == 0:  # torch's zeros_like_except: zeros of y's dtype without the dim (not a sum's)
+        return _C.zeros(tuple(y.shape[:d]) + tuple(y.shape[d + 1:]), dtype=y.dtype,
+                        device=y.device)
+    _check_integrand("trapezoid", y, x)
+    _check_dx("trapezoid", dx)
+    # torch's formulas (Integration.cpp), so the dtypes and roundings are its own
+    spacing = _spacing("trapezoid", y, x, dx, d)
+    _no_add_kernel(y)
+    if not isinstance(spacing, _C.Tensor):
+        return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * spacing
+    return (spacing * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))).sum(d) / 2.0
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    # torch's order: given x, the dim, then the dtypes; given dx (or neither), the dtypes and
+    # dx, then the dim. No shortcut for no samples: the result is then empty, in the dtype of
+    # the formula (an integer y's halves are floats)
+    if x is None:
+        _check_integrand("cumulative_trapezoid", y, x)
+        _check_dx("cumulative_trapezoid", dx)
+    d = _wrap_dim(dim, y.dim())
+    if x is not None:
+        _check_integrand("cumulative_trapezoid", y, x)
+    spacing = _spacing("cumulative_trapezoid", y, x, dx, d)
+    _no_add_kernel(y)
+    pairs = _tail(y, d) + _head(y, d)
+    if not isinstance(spacing, _C.Tensor):
+        return (spacing / 2.0 * pairs).cumsum(d)
+    return (spacing * pairs).cumsum(d) / 2.0
+
+
+def _head(t, d):
+    """t[:-1] along dim d (empty when t has no entries there), as torch's slice."""
+    return t.narrow(d, 0, max(t.shape[d] - 1, 0))
+
+
+def _tail(t, d):
+    """t[1:] along dim d (empty when t has no entries there)."""
+    n = t.shape[d]
+    return t.narrow(d, min(n, 1), max(n - 1, 0))
+
+
+def _no_add_kernel(t):
+    if t.dtype in _SHELL_UNSIGNED:
+        raise NotImplementedError(f"\"add_stub\" not implemented for '{_dtype_name(t.dtype)}'")
+
+
+def _check_integrand(name, y, x):
+    """torch's refusals of bool samples (its message names y, or x or y)."""
+    if y.dtype == _C.bool:
+        raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
+    if _is_tensor(x) and x.dtype == _C.bool:
+        raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
+                           "supported")
+
+
+def _check_dx(name, dx):
+    if isinstance(dx, (bool, builtins.complex)):
+        raise RuntimeError(f"{name}: Currently, we only support dx as a real number.")
+
+
+def _spacing(name, y, x, dx, d):
+    if x is None:
+        return 1.0 if dx is None else dx
+    if x.dim() == 1:
+        n = x.shape[0]
+        if n != y.shape[d]:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        shape = [1] * y.dim()
+        shape[d] = max(n - 1, 0)
+        _no_add_kernel(x)  # (the unsigned types have no difference kernel either)
+        return (_tail(x, 0) - _head(x, 0)).reshape(shape)
+    if x.dim() < y.dim():  # torch's: x's shape padded with leading 1s to y's rank first
+        x = x.reshape((1,) * (y.dim() - x.dim()) + tuple(x.shape))
+    _no_add_kernel(x)
+    return _tail(x, d) - _head(x, d)
+
+
+def vander(x, N=None, increasing=False):
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dt = x.dtype if x.dtype != _C.bool else _C.int64
+    if not (dt.is_floating_point or dt.is_complex):
+        dt = _C.int64
+    if n == 0:
+        return _C.empty((x.shape[0], 0), dtype=dt, device=x.device)
+    cols = [_C.ones((x.shape[0], 1), dtype=dt, device=x.device)]
+    if n > 1:
+        cols.append(x.to(dt).unsqueeze(1).expand(x.shape[0], n - 1))
+    r = _C.cat(cols, 1).cumprod(1)
+    return r if increasing else r.flip(1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return _C.empty((0,), dtype=input.dtype, device=input.device)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    index = list(pick(range(input.shape[0]), r))
+    if not index:
+        return _C.empty((0, r), dtype=input.dtype, device=input.device)
+    return input[_C.tensor(index, device=input.device)]
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
+    if not _is_tensor(elements) and not _is_tensor(test_elements):
+        raise TypeError(f"isin() received an invalid combination of arguments - got "
+                        f"({type(elements).__name__}, {type(test_elements).__name__}), but "
+                        "expected one of: (Tensor elements, Tensor test_elements), (Number "
+                        "element, Tensor test_elements), (Tensor elements, Number test_element)")
+    if not _is_tensor(elements):
+        elements = _C.tensor(elements, device=test_elements.device)
+    if not _is_tensor(test_elements):
+        test_elements = _C.tensor(test_elements, device=elements.device)
+    for x in (elements, test_elements):  # torch's check_for_unsupported_isin_dtype, each input
+        if x.dtype == _C.bool or x.dtype.is_complex:
+            raise RuntimeError(f"Unsupported input type encountered for isin(): "
+                               f"{_dtype_name(x.dtype)}")
+    if out is not None and out.dtype != _C.bool:
+        raise RuntimeError(f"Expected out tensor to have dtype bool, but got {out.dtype._cpp_name} "
+                           "instead")
+    dt = _C.promote_types(elements.dtype, test_elements.dtype)
+    values = test_elements.reshape(-1).to(dt).sort().values
+    probe = elements.to(dt)
+    if values.numel() == 0:
+        found = _C.zeros(elements.shape, dtype=_C.bool, device=elements.device)
+    else:
+        at = _C.searchsorted(values, probe.reshape(-1)).clamp(max=values.numel() - 1)
+        found = (values[at] == probe.reshape(-1)).reshape(elements.shape)
+    return _finish(~found if invert else found, out)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """The derivative of input sampled on a grid, one tensor per dim: central differences inside,
+    one-sided ones (first or second order) at the edges, with uniform spacing (a number, or one
+    per dim) or sample coordinates (one 1-d tensor per dim), as torch.gradient and NumPy's."""
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if not _is_tensor(input):
+        raise TypeError(f"gradient(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.dtype == _C.bool:  # (torch's differences: its messages for these dtypes)
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if input.dtype == _C.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    ndim = input.dim()
+    dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [_wrap_dim(d, ndim) for d in dims]
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("torch.gradient: dims must be unique")
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"it's spacing and dim arguments to have the same length, but got "
+                               f"a spacing argument of length {len(spacing)} and a dim argument "
+                               f"of length {len(dims)}.")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    if not dims:  # (a 0-d input: no dim to differentiate along, nothing computed)
+        return ()
+    _no_add_kernel(input)
+    inexact = input.dtype.is_floating_point or input.dtype.is_complex
+    f = input if inexact else input.to(_C.get_default_dtype())
+    return tuple(_gradient_along(f, d, h, edge_order) for d, h in zip(dims, spacings))
+
+
+def _gradient_along(f, d, h, edge_order):
+    n = f.shape[d]
+
+    def part(start, length):
+        return f.narrow(d, start, length)
+
+    def along(v):  # a 1-d tensor of coefficients shaped to broadcast along d
+        shape = [1] * f.dim()
+        shape[d] = v.shape[0]
+        return v.reshape(shape)
+
+    if _is_tensor(h):  # sample coordinates
+        if h.dim() != 1 or h.shape[0] != n:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device "
+                               f"and to have one dimension of the size of input's dim {d} ({n})"
+                               f", but got spacing of size {list(h.shape)}")
+        x = h.to(f.dtype)
+        dx = x[1:] - x[:-1]
+        dx1, dx2 = dx[:-1], dx[1:]
+        a = -dx2 / (dx1 * (dx1 + dx2))
+        b = (dx2 - dx1) / (dx1 * dx2)
+        c = dx1 / (dx2 * (dx1 + dx2))
+        inner = (along(a) * part(0, n - 2) + along(b) * part(1, n - 2)
+                 + along(c) * part(2, n - 2)) if n > 2 else None
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / dx[0]
+            last = (part(n - 1, 1) - part(n - 2, 1)) / dx[-1]
+        else:
+            d1, d2 = dx[0], dx[1]
+            first = (-(2 * d1 + d2) / (d1 * (d1 + d2)) * part(0, 1)
+                     + (d1 + d2) / (d1 * d2) * part(1, 1) - d1 / (d2 * (d1 + d2)) * part(2, 1))
+            d1, d2 = dx[-2], dx[-1]
+            last = (d2 / (d1 * (d1 + d2)) * part(n - 3, 1) - (d2 + d1) / (d1 * d2)
+                    * part(n - 2, 1) + (2 * d2 + d1) / (d2 * (d1 + d2)) * part(n - 1, 1))
+    else:  # uniform spacing h
+        inner = (part(2, n - 2) - part(0, n - 2)) / (2 * h) if n > 2 else None
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / h
+            last = (part(n - 1, 1) - part(n - 2, 1)) / h
+        else:
+            first = (-3 * part(0, 1) + 4 * part(1, 1) - part(2, 1)) / (2 * h)
+            last = (3 * part(n - 1, 1) - 4 * part(n - 2, 1) + part(n - 3, 1)) / (2 * h)
+    pieces = [first] + ([inner] if inner is not None else []) + [last]
+    return _C.cat(pieces, d)
