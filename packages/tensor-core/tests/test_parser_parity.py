@@ -1197,7 +1197,7 @@ def test_checks_found_by_seed_67():
     with pytest.raises(RuntimeError, match="weights sum to zero"):  # (before complex's clamp)
         ember.cov(ember.zeros(0, dtype=ember.complex64), correction=2,
                   fweights=ember.zeros(0, dtype=ember.int64))
-    # tensor() reads its data before it looks at pin_memory (which needs CUDA)
+    # tensor() infers its data's dtype before it looks at pin_memory (which needs CUDA)
     with pytest.raises(TypeError, match="new\\(\\): invalid data type 'str'"):
         ember.tensor("mean", pin_memory=True)
     with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index but got: Float"):
@@ -1291,3 +1291,32 @@ def test_checks_found_by_seed_83():
     # a view with a stride of 0 over more than one element takes no copy (torch's copy_)
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         ember.as_strided_scatter(ember.zeros(2, 3), ember.ones(2, 3), [2, 3], (0, 1), 0)
+
+
+def test_checks_and_results_found_by_seed_97():
+    # normal refuses a complex std before it converts std into a real out='s dtype
+    with pytest.raises(RuntimeError, match="standard deviation to be non-complex"):
+        ember.normal(1.0, ember.ones(2, dtype=ember.complex64), out=ember.zeros(2))
+    with pytest.raises(RuntimeError, match="standard deviation to be non-complex"):
+        ember.normal(ember.ones(2), ember.ones(2, dtype=ember.complex128), out=ember.zeros(2))
+    # into a complex out=, a complex draw scaled by the real std (and shifted by the mean)
+    mean, std = ember.tensor([1.0, -2.0, 0.5]), ember.tensor([2.0, 0.5, 3.0])
+    ember.manual_seed(5)
+    z = ember.empty(3, dtype=ember.complex64).normal_()
+    ember.manual_seed(5)
+    got = ember.normal(mean, std, out=ember.empty(0, dtype=ember.complex64))
+    assert ember.allclose(got, mean + std * z)
+    ember.manual_seed(5)
+    got = ember.normal(1.0, std, out=ember.empty(0, dtype=ember.complex64))
+    assert ember.allclose(got, 1.0 + std * z)
+    ember.manual_seed(5)
+    got = ember.normal(mean, 2.0, out=ember.empty(0, dtype=ember.complex64))
+    assert got.dtype == ember.complex64 and ember.allclose(got, mean + 2.0 * z)
+    # tensor(): the dtype is inferred (its errors) before pin_memory is looked at, the elements
+    # read after it (torch's order)
+    if not ember.cuda.is_available():
+        with pytest.raises(RuntimeError, match="Could not infer dtype of dict"):
+            ember.tensor({}, pin_memory=True)
+        for data, kw in (({}, dict(dtype=ember.int8)), ([[1], [1, 2]], {}), (2**70, {})):
+            with pytest.raises(RuntimeError, match="pin_memory"):
+                ember.tensor(data, pin_memory=True, **kw)

@@ -64,7 +64,20 @@ CASES = {  # op(module, tensor) -> its value from the float32 values f of the te
                    lambda f, d: rounded(f - rounded(np.float32(S), d) * f[::-1], d)),
     "lerp": (lambda m, x: m.lerp(x, x * 2, S),
              lambda f, d: rounded(_lerp32(f, rounded(f * 2, d), np.float32(S)), d)),
+    # an out= of a wider dtype takes the result rounded to the op's dtype (torch's kernel writes
+    # that dtype, then casts), not the float32 value it was computed in
+    "div_out_float64": (lambda m, x: m.div(x, S, out=_empty(m, x, m.float64)),
+                        lambda f, d: rounded(f / np.float32(S), d).astype(np.float64)),
+    "mul_0d_out_float32": (lambda m, x: m.mul(x, m.tensor(S), out=_empty(m, x, m.float32)),
+                           lambda f, d: rounded(f * np.float32(S), d)),
+    "lerp_out_float64": (lambda m, x: m.lerp(x, x * 2, S, out=_empty(m, x, m.float64)),
+                         lambda f, d: rounded(_lerp32(f, rounded(f * 2, d), np.float32(S)),
+                                              d).astype(np.float64)),
 }
+
+
+def _empty(m, x, dtype):
+    return m.empty(0, dtype=dtype, device=x.device)
 
 
 def _lerp32(s, e, w):
@@ -83,7 +96,9 @@ def test_number_operands_follow_torchs_cpu_rules(case, dtype):
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = want(f, dtype)
     got = op(ember, x)
-    assert got.dtype == (ember.bool if expected.dtype == bool else x.dtype)
+    wanted_dtype = {np.dtype(bool): ember.bool, np.dtype(np.float64): ember.float64}
+    assert got.dtype == wanted_dtype.get(expected.dtype, ember.float32 if "out_float32" in case
+                                         else x.dtype)
     np.testing.assert_array_equal(_bits(got), expected)
 
 

@@ -221,6 +221,12 @@ static Tensor finish_from_float32(const char* op, const Tensor& r, ScalarType re
                                   const Tensor& out) {
   if (!out) return to_dtype(r, result);
   check_out_dtype(op, result, out);
+  if (out->dtype != result) {  // rounded to the op's dtype first, as torch's kernel writes it
+    check_inplace_writable(out, op);
+    check_output_shape(out, r->sizes, op);
+    copy_(out, to_dtype(r, result));
+    return out;
+  }
   return run_into(op, out, ScalarType::Float32, {r}, [](const ElementwiseIter& it) {
     run_elementwise<float, float>(it, [](float x) { return x; });  // copied into out
   });
@@ -595,8 +601,15 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
   if (is_integer_division(op) && is_integral(compute, false) && ta->numel() && tb->numel())
     check_no_zero_divisor(tb);
   ScalarType kernel_out = result == ScalarType::Bool ? ScalarType::Bool : compute;
-  Tensor r = run_into(info.name, out, kernel_out, {ta, tb},
-                      [&](const ElementwiseIter& it) { run_binary_kernel(op, it, compute); });
+  auto kernel = [&](const ElementwiseIter& it) { run_binary_kernel(op, it, compute); };
+  if (out && kernel_out != result && out->dtype != result) {
+    // a float16/bfloat16 result computed in float32 rounds to its own dtype before an out= of
+    // another takes it: torch's kernel writes the common dtype, then casts (bf16 / 3 into a
+    // float64 out is the bfloat16 quotient)
+    copy_(out, to_dtype(run_into(info.name, Tensor(), kernel_out, {ta, tb}, kernel), result));
+    return out;
+  }
+  Tensor r = run_into(info.name, out, kernel_out, {ta, tb}, kernel);
   return out || r->dtype == result ? r : to_dtype(r, result);
 }
 

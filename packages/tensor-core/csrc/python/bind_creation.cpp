@@ -218,7 +218,19 @@ void register_creation(py::module_& m) {
                       "ember.tensor(sourceTensor).");
                  if (!f.device_given) f.device = a.tensor(0)->device(), f.device_given = true;
                }
-               Tensor t = tensor_from_data(a[0], f.dtype);  // (the data's errors first)
+               // torch's order: the dtype inferred (its errors), the pinned allocation (its
+               // error), then the elements read (a ragged list, a bad element, an overflow)
+               Tensor t;
+               try {
+                 t = tensor_from_data(a[0], f.dtype);
+               } catch (const std::exception& e) {
+                 const std::string what = e.what();
+                 if (f.dtype != ScalarType::Undefined ||
+                     !(what.rfind("Could not infer dtype", 0) == 0 ||
+                       what.rfind("new(): invalid data type", 0) == 0))
+                   check_pin_memory(f);
+                 throw;
+               }
                check_pin_memory(f);
                return finish_factory(t, f);
              }});

@@ -290,16 +290,24 @@ py::object normal_sample(const Args& a) {
                               py::dict("generator"_a = generator_arg(f.generator, f.gen)));
     return f.out.is_none() ? r : sampled_out("normal", to_tensor(r), f.out);
   }
-  // torch draws into a floating (or complex) out= in its dtype, whatever the parameters' dtype
+  // torch draws into a floating (or complex) out= in its dtype, whatever the parameters' dtype;
+  // into a complex out= a complex draw scaled by a real std
   const ScalarType out_dt = f.out.is_none() ? ScalarType::Undefined : to_tensor(f.out)->dtype;
-  auto param = [&](py::handle v) {
+  const bool complex_out = is_complex(out_dt);
+  auto param = [&](py::handle v, bool is_std) {
     const Tensor t = to_tensor(v);
-    return is_floating(out_dt) || is_complex(out_dt) ? to_dtype(t, out_dt) : t;
+    if (complex_out) return to_dtype(t, is_std ? to_real_type(out_dt) : out_dt);
+    return is_floating(out_dt) ? to_dtype(t, out_dt) : t;
   };
+  // (checked before std takes out's dtype, which would drop its imaginary parts)
+  EMBER_CHECK(!st || !is_complex(to_tensor(std)->dtype), std::runtime_error,
+              "normal expects standard deviation to be non-complex");
   Tensor r;
-  if (mt && st) r = normal(param(mean), param(std), f.gen);
-  else if (mt) r = normal(param(mean), to_double(std), f.gen);
-  else r = normal(to_double(mean), param(std), f.gen);
+  if (mt && st) r = normal(param(mean, false), param(std, true), f.gen);
+  else if (mt) r = normal(param(mean, false), to_double(std), f.gen);
+  else if (complex_out)  // (the mean as a complex 0-d tensor: the draw is complex)
+    r = normal(scalar_tensor(Scalar::from_double(to_double(mean)), out_dt), param(std, true), f.gen);
+  else r = normal(to_double(mean), param(std, false), f.gen);
   if (!f.out.is_none()) {
     Tensor o = to_tensor(f.out);
     check_out_no_grad(o, "normal");
