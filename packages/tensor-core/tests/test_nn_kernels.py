@@ -1208,7 +1208,9 @@ def test_nll_loss_errors():
 # batch norm / layer norm
 
 
-@pytest.mark.parametrize("xs", [(6, 3), (4, 3, 5), (2, 3, 4, 3)])
+# (fewer than 16 elements per channel and sample run as (N, C * inner) columns; 20 and 289 one
+# channel at a time)
+@pytest.mark.parametrize("xs", [(6, 3), (4, 3, 5), (2, 3, 4, 3), (2, 3, 4, 5), (2, 3, 17, 17)])
 @pytest.mark.parametrize("affine", [False, True])
 def test_batch_norm_training(xs, affine):
     x = randn(*xs)
@@ -1246,6 +1248,37 @@ def test_batch_norm_training(xs, affine):
     np.testing.assert_allclose(gi.numpy(), numgrad(f, x), atol=1e-5)
     np.testing.assert_allclose(gw.numpy(), numgrad(f, wv), atol=1e-5)
     np.testing.assert_allclose(gb.numpy(), numgrad(f, bv), atol=1e-5)
+
+
+@pytest.mark.parametrize("xs", [(16, 8), (16, 8, 2, 2), (16, 8, 4, 4), (4, 8, 9, 9)])
+def test_batch_norm_float32_keeps_deviations_of_a_large_mean(xs):
+    """float32 values 1000 + N(0, 0.01): the mean is summed as deviations from the first row
+    (where fewer than 16 elements per channel and sample run as columns), the variance as
+    squares of deviations (the columns' combined with Chan's update), not E[x^2] - E[x]^2."""
+    x32 = (1000 + 0.01 * randn(*xs)).astype(np.float32)
+    x = x32.astype(np.float64)
+    axes = (0,) + tuple(range(2, len(xs)))
+    mean, var = x.mean(axes), x.var(axes)
+    shape = (1, xs[1]) + (1,) * (len(xs) - 2)
+    out, sm, si = ember.native_batch_norm(T(x32), None, None, None, None, True, 0.1, 1e-5)
+    np.testing.assert_allclose(sm.numpy(), mean, rtol=1e-6)
+    np.testing.assert_allclose(si.numpy(), 1 / np.sqrt(var + 1e-5), rtol=1e-4)
+    ref = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5)
+    np.testing.assert_allclose(out.numpy(), ref, atol=0.02)
+    go = randn(*xs).astype(np.float32)
+    gi, gw, gb = ember.native_batch_norm_backward(
+        T(go), T(x32), T(np.ones(xs[1], np.float32)), None, None, sm, si, True, 1e-5,
+        [True, True, True])
+    g = go.astype(np.float64)
+    xhat = ref
+    M = x.size // xs[1]
+    np.testing.assert_allclose(gb.numpy(), g.sum(axes), rtol=1e-4, atol=1e-4)
+    # (x - mean in float32, as torch's kernel: the mean's rounding, 3e-5 against a spread of
+    # 0.01, moves each xhat by up to 0.3%)
+    np.testing.assert_allclose(gw.numpy(), (g * xhat).sum(axes), rtol=0.01, atol=0.3)
+    want = (g - g.mean(axes, keepdims=True)
+            - xhat * (g * xhat).sum(axes, keepdims=True) / M) / np.sqrt(var.reshape(shape) + 1e-5)
+    np.testing.assert_allclose(gi.numpy(), want, rtol=1e-2, atol=np.abs(want).max() * 0.02)
 
 
 def test_batch_norm_eval():

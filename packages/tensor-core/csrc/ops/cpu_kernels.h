@@ -18,6 +18,20 @@
 
 namespace ember {
 
+// Batch norm's input gradient per channel, gi = k_grad * g + k_centered * (x - mean) + k_const:
+// k * g in evaluation mode, k * (g - mean(g) - xhat * mean(g * xhat)) in training, k = weight *
+// invstd, xhat = (x - mean) * invstd, from the channel's sums of g and of g * (x - mean) over
+// its M elements.
+struct BnGradCoefficients {
+  double k_grad, k_centered, k_const;
+};
+inline BnGradCoefficients bn_grad_coefficients(double weight, double invstd, double sum_g,
+                                               double sum_g_centered, int64_t M, bool train) {
+  const double k = weight * invstd;
+  if (!train || !M) return {k, 0.0, 0.0};
+  return {k, -k * invstd * (sum_g_centered * invstd / M), -k * (sum_g / M)};
+}
+
 class ElementwiseIter;
 struct ConvGeometry;
 namespace reduce_detail {
@@ -111,12 +125,13 @@ inline int64_t fft_six_step_rows(int64_t n) {
     int64_t inner, double* mean, double* m2)                                                      \
   X(channel_affine, void, ScalarType dtype, const void* input, void* output, int64_t N, int64_t C, \
     int64_t inner, const double* scale, const double* shift)                                      \
-  X(batch_norm_grad_sums, void, ScalarType dtype, const void* grad_out, const void* input,        \
-    int64_t N, int64_t C, int64_t inner, const double* mean, double* sum_g,                       \
-    double* sum_g_centered)                                                                       \
-  X(batch_norm_grad_input, void, ScalarType dtype, const void* grad_out, const void* input,       \
+  /* the backward, channel by channel (its sums, then its input gradient while the channel's   \
+     rows are in cache); grad_input may be null; weight null is ones; coefficients of           \
+     bn_grad_coefficients */                                                                    \
+  X(batch_norm_backward, void, ScalarType dtype, const void* grad_out, const void* input,         \
     void* grad_input, int64_t N, int64_t C, int64_t inner, const double* mean,                    \
-    const double* k_grad, const double* k_centered, const double* k_const)                       \
+    const double* invstd, const double* weight, bool train, double* sum_g,                        \
+    double* sum_g_centered)                                                                       \
   /* the same passes over a channels_last tensor seen as (rows = N*H*W, C), C innermost */       \
   X(batch_norm_stats_cl, void, ScalarType dtype, const void* input, int64_t rows, int64_t C,       \
     double* mean, double* m2)                                                                     \
