@@ -280,6 +280,36 @@ def test_transposed_and_strided_operands(dtype):
         assert_close(got, ref, dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_products_with_one_row_or_column(dtype):
+    """One column or one row of result (Linear(k, 1), a vector's product) is a matrix-vector
+    product for BLAS: every operand layout (transposed, a column of a wider matrix), beta 0 over
+    NaN (not read), beta and alpha scaling the rest, against NumPy in float64."""
+    a, b = sample((9, 7), dtype), sample((7, 5), dtype)
+    ta, tb = E(a, dtype), E(b, dtype)
+    tat, tbt = E(a.T.copy(), dtype).t(), E(b.T.copy(), dtype).t()  # transposed storage
+    A, B = rounded(a, dtype).astype(np.float64), rounded(b, dtype).astype(np.float64)
+    nan = float("nan")
+    for x, y, want in [
+        (ta, tb[:, 2:3], A @ B[:, 2:3]),  # N == 1, column of a wider matrix (stride 5)
+        (tat, tbt[:, 2:3], A @ B[:, 2:3]),  # N == 1, both transposed
+        (ta[3:4], tb, A[3:4] @ B),  # M == 1
+        (tat[3:4], tbt, A[3:4] @ B),  # M == 1, both transposed
+        (ta[3:4], tb[:, 1:2], A[3:4] @ B[:, 1:2]),  # 1 x 1
+    ]:
+        got = ember.mm(x, y, out=ember.full(tuple(want.shape), nan, dtype=x.dtype))
+        np.testing.assert_allclose(N(got), want, rtol=TOL[dtype])
+        c = sample(tuple(want.shape), dtype)
+        got = ember.addmm(E(c, dtype), x, y, beta=0.5, alpha=2.0)
+        np.testing.assert_allclose(N(got), 0.5 * rounded(c, dtype) + 2.0 * want,
+                                   rtol=TOL[dtype], atol=TOL[dtype])
+    # into a column of a wider out= (its row stride)
+    o = ember.full((9, 3), nan, dtype=ta.dtype)
+    ember.mm(ta, tb[:, :1], out=o[:, 1:2])
+    np.testing.assert_allclose(N(o[:, 1:2]), A @ B[:, :1], rtol=TOL[dtype])
+    assert np.isnan(N(o[:, 0])).all() and np.isnan(N(o[:, 2])).all()
+
+
 def test_inputs_are_not_modified():
     a, b = sample((4, 3), "float32"), sample((3, 5), "float32")
     ta, tb = E(a, "float32"), E(b, "float32")

@@ -1320,3 +1320,34 @@ def test_checks_and_results_found_by_seed_97():
         for data, kw in (({}, dict(dtype=ember.int8)), ([[1], [1, 2]], {}), (2**70, {})):
             with pytest.raises(RuntimeError, match="pin_memory"):
                 ember.tensor(data, pin_memory=True, **kw)
+
+
+def test_checks_and_results_found_by_seed_101():
+    # lerp: a 0-d weight tensor takes part in type promotion as a 0-d tensor does (no wider
+    # kind from a float64 one; a complex one makes the result complex)
+    a, b = ember.tensor([1.0, 2.0]), ember.tensor([5.0, -3.0])
+    r = ember.lerp(a, b, ember.tensor(3))
+    assert r.dtype == ember.float32 and r.tolist() == [13.0, -13.0]
+    r = ember.lerp(a, b, ember.tensor(3 + 1j))
+    assert r.dtype == ember.complex64 and r.tolist() == [13 + 4j, -13 - 5j]
+    assert ember.lerp(a, b, ember.tensor(0.25, dtype=ember.float64)).dtype == ember.float32
+    with pytest.raises(RuntimeError, match="expected dtype double for `weight`"):
+        ember.lerp(a.double(), b.double(), ember.tensor([3]))  # (not 0-d: the same dtype)
+    with pytest.raises(RuntimeError, match="ComplexFloat can't be cast to the desired output"):
+        a.clone().lerp_(b, ember.tensor(1j))
+    # cov of complex values with weights: the weights and the normalisation stay real
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        c = ember.tensor([1 + 2j, 3 - 1j]).cov(correction=2, aweights=ember.tensor([1.0, 2.0]))
+    assert c.dtype == ember.complex64
+    c = ember.tensor([1 + 2j, 3 - 1j]).cov(correction=1, aweights=ember.tensor([1.0, 2.0]))
+    assert c.item() == pytest.approx(6.5)  # sum w|x - avg|^2 / (sum w - sum w^2 / sum w)
+    # arange of a complex number with an imaginary part: torch's checked conversion
+    with pytest.raises(RuntimeError, match="value cannot be converted to type double"):
+        ember.arange(ember.tensor(3 + 1j))
+    assert ember.arange(3 + 0j).tolist() == [0.0, 1.0, 2.0]
+    # searchsorted/bucketize compare in the common dtype (a number as a wrapped one)
+    assert ember.searchsorted(ember.tensor([1.0, float("inf")]), 1e300, right=True).item() == 2
+    assert ember.bucketize(1.0000000001, ember.tensor([1.0, 3.0])).item() == 0
+    u8 = ember.tensor([1, 3, 200], dtype=ember.uint8)
+    assert ember.searchsorted(u8, -1).item() == 3  # -1 is 255 among uint8 boundaries
+    assert ember.searchsorted(u8, ember.tensor([-1, 2])).tolist() == [0, 1]  # int64 values

@@ -680,6 +680,13 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Operand& weight, const
   EMBER_CHECK(start->dtype == end->dtype, std::runtime_error,
               "expected dtype ", cpp_type_name(start->dtype), " for `end` but got dtype ",
               cpp_type_name(end->dtype));
+  // a 0-d weight tensor of another dtype takes part in type promotion, as torch's: it does not
+  // widen the inputs' kind (a float64 one weighs float32 inputs in float32), a complex one makes
+  // the result complex
+  if (!weight.is_scalar && weight.t->dim() == 0 && weight.t->dtype != start->dtype) {
+    const ScalarType r = result_type({Operand(start), Operand(end), weight});
+    return lerp(to_dtype(start, r), to_dtype(end, r), Operand(to_dtype(weight.t, r)), out);
+  }
   EMBER_CHECK(weight.is_scalar || weight.t->dtype == start->dtype, std::runtime_error,
               "expected dtype ", cpp_type_name(start->dtype), " for `weight` but got dtype ",
               cpp_type_name(weight.t->dtype));

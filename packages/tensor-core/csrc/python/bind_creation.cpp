@@ -274,7 +274,11 @@ void register_creation(py::module_& m) {
                const Scalar s0 = only_end ? Scalar::from_int(0) : a.scalar(0);
                const Scalar s1 = a.scalar(only_end ? 0 : 1);
                const Scalar st = a.overload() == 2 ? a.scalar(2) : Scalar::from_int(1);
-               const bool any_float = s0.is_float() || s1.is_float() || st.is_float();
+               for (const Scalar& s : {s0, s1, st})  // (a complex number counts as a float)
+                 EMBER_CHECK(!s.is_complex() || s.imag == 0.0, std::runtime_error,
+                             "value cannot be converted to type double without overflow");
+               const bool any_float = s0.is_float() || s1.is_float() || st.is_float() ||
+                                      s0.is_complex() || s1.is_complex() || st.is_complex();
                const ScalarType dt = f.dtype != ScalarType::Undefined ? f.dtype
                                      : any_float ? get_default_dtype() : ScalarType::Int64;
                if (is_reduced_float(dt))  // torch's accumulate type for them: float32, checked

@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include "ops/elementwise.h"
 #include "ops/sort.h"
 #include "python/pyutils.h"
 #include "python/registry.h"
@@ -173,6 +174,16 @@ Tensor value_tensor(py::handle h, const char* op, const char* arg) {
   return scalar_tensor(s, t);
 }
 
+// torch compares boundaries and values of different dtypes in their common dtype, a Python
+// number as a wrapped one: 1e300 among float32 boundaries is inf, -1 among uint8 ones is 255.
+void to_common_dtype(Tensor& boundaries, Tensor& values, py::handle value_arg) {
+  if (boundaries->dtype == values->dtype) return;
+  const ScalarType common = result_type(
+      {Operand(boundaries), is_tensor(value_arg) ? Operand(values) : Operand(to_scalar(value_arg))});
+  boundaries = to_dtype(boundaries, common);
+  values = to_dtype(values, common);
+}
+
 py::object searchsorted_call(py::handle seqh, py::handle vh, bool out_int32, bool right, py::handle sideh,
                              py::handle outh, py::handle sorterh) {
   Tensor seq = expect_tensor(seqh, "searchsorted", "sorted_sequence");
@@ -194,6 +205,7 @@ py::object searchsorted_call(py::handle seqh, py::handle vh, bool out_int32, boo
                                          py::dict("out_int32"_a = out_int32, "right"_a = right,
                                                   "sorter"_a = sorter ? py::object(wrap(sorter)) : py::none())),
                              outh);
+  to_common_dtype(seq, v, vh);
   return finish("searchsorted", searchsorted(seq, v, out_int32, right, sorter), outh);
 }
 
@@ -209,6 +221,7 @@ py::object bucketize_call(py::handle xh, py::handle bh, bool out_int32, bool rig
                              call_device("bucketize", py::make_tuple(wrap(x), bh),
                                          py::dict("out_int32"_a = out_int32, "right"_a = right)),
                              outh);
+  to_common_dtype(b, x, xh);
   return finish("bucketize", searchsorted(b, x, out_int32, right, nullptr, "bucketize"), outh);
 }
 

@@ -11,7 +11,6 @@ from ember import _C, _shape
 _SHELL_UNSIGNED = (_C.uint16, _C.uint32, _C.uint64)  # torch's types without arithmetic
 
 _Tensor = _C.Tensor
-_abs = builtins.abs
 _min = builtins.min
 _max = builtins.max
 

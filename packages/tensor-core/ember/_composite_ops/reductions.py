@@ -176,15 +176,16 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         w_sum = float(n)
         norm_factor = w_sum - correction
     else:
-        # (torch's in * w: the weights' dtype takes part, float64 aweights give a float64 cov)
+        # (torch's in * w: the weights' dtype takes part, float64 aweights give a float64 cov;
+        # the weights stay real for a complex input, and so does the normalisation)
         common = _C.promote_types(x.dtype, w.dtype)
-        x, w = x.to(common), w.to(common)
+        x, w = x.to(common), w.to(common.to_real())
         w_sum = w.sum()
         avg = (x * w).sum(1) / w_sum
         if aweights is None:
             norm_factor = w_sum - correction
         else:
-            norm_factor = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+            norm_factor = w_sum - correction * (w * aweights.to(w.dtype)).sum() / w_sum
     if (float(norm_factor) if _is_tensor(norm_factor) else norm_factor) <= 0:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the number of observations.", UserWarning, stacklevel=2)
