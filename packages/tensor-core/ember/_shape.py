@@ -646,10 +646,16 @@ def _repeat_ints(self, reps: list):
             "tensor"
         )
     shape = [1] * (len(reps) - self.dim()) + list(self.shape)
-    out_shape = [r * s for r, s in zip(reps, shape)]
+    # (the products in int64 as torch's: one that overflows wraps, and is refused as negative)
+    out_shape = [(r * s + 2**63) % 2**64 - 2**63 for r, s in zip(reps, shape)]
     for s in out_shape:
+        if s == -2**63:
+            raise RuntimeError(f"IntArrayRef contains an int that cannot be represented as a "
+                               f"SymInt: {s}")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {out_shape}")
+    if 0 in out_shape:  # nothing to copy (the expanded view's strides could overflow int64)
+        return self.reshape(-1)[:0].reshape(out_shape).clone()
     interleaved = []
     for s in shape:
         interleaved += [1, s]

@@ -1351,3 +1351,20 @@ def test_checks_and_results_found_by_seed_101():
     u8 = ember.tensor([1, 3, 200], dtype=ember.uint8)
     assert ember.searchsorted(u8, -1).item() == 3  # -1 is 255 among uint8 boundaries
     assert ember.searchsorted(u8, ember.tensor([-1, 2])).tolist() == [0, 1]  # int64 values
+
+
+def test_checks_and_results_found_by_seed_103():
+    # a p of NaN is no non-negative p
+    with pytest.raises(RuntimeError, match="pdist only supports non-negative p values"):
+        ember.pdist(ember.ones(4, 4), float("nan"))
+    with pytest.raises(RuntimeError, match="cdist only supports non-negative p values"):
+        ember.cdist(ember.ones(4, 4), ember.ones(4, 4), float("nan"))
+    # repeat/tile into no elements copies nothing (the expanded view's strides overflowed)
+    assert ember.zeros(2, 0, dtype=ember.int32).tile(2**63 - 1).shape == (2, 0)
+    assert ember.zeros(2, 0).repeat(1, 2**62).shape == (2, 0)
+    x = ember.zeros(2, 0, requires_grad=True)
+    y = x.repeat(3, 1)
+    assert y.shape == (6, 0) and y.requires_grad and y.is_contiguous()
+    # a size beyond int64 wraps as torch's int64 product and is refused
+    with pytest.raises(RuntimeError, match="cannot be represented as a SymInt"):
+        ember.zeros(2, 0).repeat(2**62, 1)

@@ -58,7 +58,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
                            f"X2: {x2.shape[-1]}")
-    if p < 0:
+    if not p >= 0:  # (NaN too)
         raise RuntimeError("cdist only supports non-negative p values")
     if x1.dtype != x2.dtype:  # (torch's kernels take one dtype; they do not promote)
         raise RuntimeError(f"expected scalar type {_dtype_name(x1.dtype)} but found "
@@ -184,7 +184,7 @@ def pdist(input, p=2.0):
         raise RuntimeError("pdist only supports floating-point dtypes")
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
-    if p < 0:
+    if not p >= 0:  # (NaN too)
         raise RuntimeError("pdist only supports non-negative p values")
     if input.dtype in (_C.float16, _C.bfloat16):  # (torch's kernel: float32 and float64)
         raise NotImplementedError(f"\"pdist\" not implemented for '{input.dtype._torch_name}'")
