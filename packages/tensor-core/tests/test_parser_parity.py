@@ -1368,3 +1368,18 @@ def test_checks_and_results_found_by_seed_103():
     # a size beyond int64 wraps as torch's int64 product and is refused
     with pytest.raises(RuntimeError, match="cannot be represented as a SymInt"):
         ember.zeros(2, 0).repeat(2**62, 1)
+
+
+def test_checks_and_results_found_by_seed_107():
+    # an int64 arange truncates its bounds and step to int64 first, as torch's
+    assert ember.arange(0, 5, 1.5, dtype=ember.int64).tolist() == [0, 1, 2, 3, 4]
+    assert ember.arange(0, 7, 2.9, dtype=ember.int64).tolist() == [0, 2, 4, 6]
+    assert ember.arange(7, 0, -2.9, dtype=ember.int64).tolist() == [7, 5, 3, 1]
+    with pytest.raises(ValueError, match="step must be nonzero"):  # 0.5 is a zero step
+        ember.arange(-1, 1, 0.5, out=ember.zeros(4, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent"):
+        ember.arange(5, 0, 1.5, dtype=ember.int64)
+    # combinations with r beyond the length: the empty result, at once for any r
+    assert ember.combinations(ember.ones(3), 2**62).shape == (0, 2**62)
+    with pytest.raises(RuntimeError, match="more than this machine's memory"):
+        ember.combinations(ember.ones(3), 2**20, with_replacement=True)

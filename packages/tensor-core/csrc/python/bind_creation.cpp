@@ -283,12 +283,27 @@ void register_creation(py::module_& m) {
                                      : any_float ? get_default_dtype() : ScalarType::Int64;
                if (is_reduced_float(dt))  // torch's accumulate type for them: float32, checked
                  for (const Scalar& s : {s0, s1, st}) check_scalar_fits(s, ScalarType::Float32);
+               if (dt == ScalarType::Int64 && any_float) {
+                 // torch's int64 arange truncates its bounds and step to int64 first and counts
+                 // in integers: arange(0, 5, 1.5, dtype=int64) steps by 1 (five elements), a
+                 // step below 1 is a zero step (its ValueError)
+                 const int64_t xs = s0.to_checked<int64_t>(), xe = s1.to_checked<int64_t>(),
+                               xd = st.to_checked<int64_t>();
+                 if (xd == 0) throw ValueError("step must be nonzero");
+                 EMBER_CHECK((xd > 0 && xe >= xs) || (xd < 0 && xe <= xs), std::runtime_error,
+                             "upper bound and lower bound inconsistent with step sign");
+                 const int64_t sign = xd > 0 ? 1 : -1;
+                 const int64_t n = (xe - xs + xd - sign) / xd;
+                 Tensor t = make_range(n, dt, [=](int64_t i) { return xs + i * xd; },
+                                       "arange_cpu");
+                 return finish_factory(t, f, OutShape::KeepCountWarn);
+               }
                const double lo = s0.to_double(), hi = s1.to_double(), d = st.to_double();
                EMBER_CHECK(d != 0, std::runtime_error, "step must be nonzero");
                EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), std::runtime_error,
                            "unsupported range: ", lo, " -> ", hi);
                EMBER_CHECK((d > 0 && hi >= lo) || (d < 0 && hi <= lo), std::runtime_error,
-                           "upper bound and larger bound inconsistent with step sign");
+                           "upper bound and lower bound inconsistent with step sign");
                const int64_t n = static_cast<int64_t>(std::ceil((hi - lo) / d));
                Tensor t;
                if (!any_float && is_integral(dt, false)) {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import math
 
 from ember import _C
 from ember._composite_ops._common import (
@@ -123,10 +124,15 @@ def combinations(input, r=2, with_replacement=False):
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return _C.empty((0,), dtype=input.dtype, device=input.device)
-    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    index = list(pick(range(input.shape[0]), r))
-    if not index:
+    n = input.shape[0]
+    count = math.comb(n + r - 1, r) if with_replacement else math.comb(n, r)
+    if not count:  # (r beyond n: itertools would still allocate r indices)
         return _C.empty((0, r), dtype=input.dtype, device=input.device)
+    if count * r > 2**48:  # (torch fails building its n**r grid long before: a RuntimeError)
+        raise RuntimeError(f"combinations: the result would hold {count} x {r} elements, more "
+                           "than this machine's memory")
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    index = list(pick(range(n), r))
     return input[_C.tensor(index, device=input.device)]
 
 
