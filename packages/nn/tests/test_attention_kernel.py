@@ -37,6 +37,9 @@ SHAPES = [  # query, key, value
     ((6, 4), (3, 4), (3, 2)),  # L > S: causal rows past S see every key
     ((1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)),
     ((2, 2, 3, 2, 4), (2, 2, 3, 5, 4), (2, 2, 3, 5, 4)),
+    # causal rows in blocks of 32, each block's products over the keys it sees: S > L, S < L
+    ((2, 70, 8), (2, 75, 8), (2, 75, 5)),
+    ((1, 2, 65, 4), (1, 2, 40, 4), (1, 2, 40, 3)),
 ]
 
 
