@@ -1,6 +1,7 @@
 """Arguments torch's parser takes that ember used to refuse, and the reverse, each with the value
 a NumPy computation or a hand count gives (found by the fuzzer's comparison with torch)."""
 
+import math
 import warnings
 
 import numpy as np
@@ -1383,3 +1384,29 @@ def test_checks_and_results_found_by_seed_107():
     assert ember.combinations(ember.ones(3), 2**62).shape == (0, 2**62)
     with pytest.raises(RuntimeError, match="more than this machine's memory"):
         ember.combinations(ember.ones(3), 2**20, with_replacement=True)
+
+
+def test_checks_and_results_found_by_seed_109():
+    # as_strided_scatter checks the view as as_strided does first, then src's size
+    x = ember.zeros(6)
+    with pytest.raises(RuntimeError, match="Negative strides are not supported"):
+        x.as_strided_scatter(ember.zeros(3), [2], [-1])
+    with pytest.raises(RuntimeError, match="invalid storage offset -1"):
+        x.as_strided_scatter(ember.zeros(3), [2], [1], -1)
+    with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
+        x.as_strided_scatter(ember.zeros(3), [2, 2], [1], -1)
+    with pytest.raises(RuntimeError, match="requiring a storage size of 44 are out of bounds for "
+                                           "storage of size 24"):
+        x.as_strided_scatter(ember.zeros(3), [2], [10])
+    # var/std compute in a floating out='s dtype (a float64 variance of bfloat16 values)
+    b = ((ember.arange(8) % 5 - 2) * 0.5).to(ember.bfloat16)
+    got = ember.var(b, 0, out=ember.zeros((), dtype=ember.float64)).item()
+    want = np.var(((np.arange(8) % 5 - 2) * 0.5), ddof=1)
+    assert got == pytest.approx(want, rel=1e-12)
+    # log_softmax is (x - max) - log(sum): a large max does not round the shift away
+    r = ember.log_softmax(ember.tensor([65504.0, 65504.0]), 0)
+    assert r.tolist() == pytest.approx([-math.log(2)] * 2, rel=1e-7)
+    r = ember.log_softmax(ember.tensor([[65504.0], [65504.0]]).expand(2, 3).contiguous(), 0)
+    assert r[:, 0].tolist() == pytest.approx([-math.log(2)] * 2, rel=1e-7)
+    # normal of an empty std runs no kernel: an empty result of std's dtype
+    assert ember.normal(3, ember.tensor([], dtype=ember.int64)).dtype == ember.int64

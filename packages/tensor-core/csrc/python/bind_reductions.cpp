@@ -135,6 +135,12 @@ py::object var_call(const char* name, bool take_sqrt, bool with_mean, py::handle
     auto [v, m] = var_mean(x, dims, c, keepdim, take_sqrt);
     return py::make_tuple(wrap(v), wrap(m));
   }
+  if (!outh.is_none() && is_floating(x->dtype)) {
+    // torch's var.out computes in out's floating dtype (bfloat16 values into a float64 out= are
+    // a float64 variance, not a bfloat16 one)
+    const ScalarType odt = to_tensor(outh)->dtype;
+    if (is_floating(odt) && odt != x->dtype) x = to_dtype(x, odt);
+  }
   return finish(name, var(x, dims, c, keepdim, take_sqrt), outh);
 }
 

@@ -53,19 +53,26 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     size, stride = [int(v) for v in size], [int(v) for v in stride]
     base = input.storage_offset()  # the copy has input's sizes, strides and storage offset
     offset = base if storage_offset is None else int(storage_offset)
-    if tuple(src.shape) != tuple(size):
-        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                           f"{list(src.shape)}, slice size = {size}")
+    # (torch's order: the view's own checks (as_strided's), then src's size, then the overlap)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} vs "
-                           f"{len(stride)}")
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {stride}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
     shape, strides = tuple(input.shape), tuple(input.stride())
     storage = base + 1 + sum((n - 1) * st for n, st in zip(shape, strides)) \
         if input.numel() else base
     reach = offset + sum((n - 1) * st for n, st in zip(size, stride))
     if _min(size, default=1) > 0 and reach >= storage:
-        raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset {offset} "
-                           f"is out of bounds for storage of size {storage}")
+        item = input.element_size()
+        raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset {offset}, "
+                           f"and itemsize {item} requiring a storage size of {(reach + 1) * item} "
+                           f"are out of bounds for storage of size {storage * item}")
+    if tuple(src.shape) != tuple(size):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {size}")
     if any(n > 1 and st == 0 for n, st in zip(size, stride)):  # (torch's copy_ into the view)
         raise RuntimeError("unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the "

@@ -99,8 +99,10 @@ template <typename T> void softmax_lastdim(const T* in, T* out, int64_t rows, in
         const T inv = T(1) / exp_sum_row(x, y, D, m);
         for (int64_t i = 0; i < D; ++i) y[i] *= inv;
       } else {
-        const T shift = m + std::log(exp_sum_only(x, D, m));
-        for (int64_t i = 0; i < D; ++i) y[i] = x[i] - shift;
+        // (x - m) - log(sum), as torch's: x - (m + log(sum)) rounds the shift to m's ulp
+        // (log_softmax([65504, 65504]) was -0.6914 in float32)
+        const T log_sum = std::log(exp_sum_only(x, D, m));
+        for (int64_t i = 0; i < D; ++i) y[i] = (x[i] - m) - log_sum;
       }
     }
   });
@@ -142,11 +144,11 @@ template <typename T> void softmax_inner(const T* in, T* out, const Layout& l, b
           for (int64_t j = 0; j < n; ++j) y[j] *= sm[j];
         }
       } else {
-        for (int64_t j = 0; j < n; ++j) sm[j] = mx[j] + std::log(sm[j]);
+        for (int64_t j = 0; j < n; ++j) sm[j] = std::log(sm[j]);
         for (int64_t k = 0; k < l.D; ++k) {
           const T* __restrict__ x = base + k * l.inner;
           T* __restrict__ y = obase + k * l.inner;
-          for (int64_t j = 0; j < n; ++j) y[j] = x[j] - sm[j];
+          for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mx[j]) - sm[j];
         }
       }
     }
