@@ -654,6 +654,9 @@ def _repeat_ints(self, reps: list):
                                f"SymInt: {s}")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {out_shape}")
+    for r, s, wrapped in zip(reps, shape, out_shape):
+        if r * s != wrapped:  # (torch's wrapped size then fails its view: a RuntimeError too)
+            raise RuntimeError(f"repeat: {r} repeats of a dimension of size {s} overflow int64")
     if 0 in out_shape:  # nothing to copy (the expanded view's strides could overflow int64)
         return self.reshape(-1)[:0].reshape(out_shape).clone()
     interleaved = []

@@ -324,6 +324,21 @@ DIFFERENCES = [
         REFUSES, ("constant_pad_nd", "pad"), ember="RuntimeError",
         ember_message="without overflow"),
     Difference(
+        "triu_indices/tril_indices with an offset near 2**63: torch's count of the result "
+        "overflows (Storage size calculation overflowed); ember's is exact: no index is kept",
+        ACCEPTS, ("triu_indices", "tril_indices"), torch="RuntimeError",
+        torch_message="overflowed"),
+    Difference(
+        "broadcast_to a negative size in a new leading dimension of a 0-d tensor: torch 2.13 "
+        "returns a tensor of negative size (which then fails when read: negative dimensions "
+        "are not allowed); ember refuses it as expand does",
+        CLASS, ("broadcast_to",), ember="RuntimeError",
+        ember_message="isn't allowed in a leading, non-existing dimension"),
+    Difference(
+        "a p of NaN: torch's norms give NaN or |x| depending on the path (pairwise_distance of "
+        "0-d inputs NaN, vector_norm of one element |x|); ember's give |x| for one element",
+        RESULT, ("pairwise_distance",), source=r", nan[,)]"),
+    Difference(
         "combinations with r beyond the input's length: torch builds the grid of all n**r index "
         "tuples first and fails on its size (an overflow, bad_alloc); ember returns the empty "
         "(0, r) result, as torch does for a small r",
@@ -775,7 +790,7 @@ DIFFERENCES = [
         "both tensors (sub(0, 0, 2) is tensor(0)); ember has only the current signatures, "
         "where three numbers are a TypeError",
         REFUSES, ("add", "sub", "subtract"), ember="TypeError",
-        ember_message=r"got \((int|float|bool|complex), (int|float|bool|complex), "
+        ember_message=r"got \((int|float|bool|complex), (int|float|bool|complex|Tensor), "
                       r"(other=)?(int|float|bool|complex|Tensor)\)"),
     Difference(
         "the same deprecated overloads where torch's call then fails (add(True, True, 1e300): a "

@@ -492,8 +492,12 @@ def test_symint_parameters_take_one_element_tensors(call, expected):
 
 
 def test_an_int_parameter_takes_only_a_0d_tensor():
-    with pytest.raises(TypeError, match="argument 'dim' .* must be int, not Tensor"):
+    # (narrow has torch's two overloads, a Tensor start or an int one: the combination error)
+    with pytest.raises(TypeError, match=r"narrow\(\) received an invalid combination of "
+                                        r"arguments - got \(Tensor, int, int\)"):
         _a().narrow(ember.tensor([1]), 0, 1)
+    with pytest.raises(TypeError, match="argument 'dim' .* must be int, not Tensor"):
+        _a().select(ember.tensor([1]), 0)
     with pytest.raises(TypeError, match="must be int, not bool"):
         _a().topk(True)
 
@@ -1410,3 +1414,15 @@ def test_checks_and_results_found_by_seed_109():
     assert r[:, 0].tolist() == pytest.approx([-math.log(2)] * 2, rel=1e-7)
     # normal of an empty std runs no kernel: an empty result of std's dtype
     assert ember.normal(3, ember.tensor([], dtype=ember.int64)).dtype == ember.int64
+
+
+def test_checks_found_by_seed_113():
+    # narrow's Tensor start: a 0-d integer tensor, or torch's RuntimeError
+    x = ember.ones(2, 3)
+    assert x.narrow(-1, ember.tensor(1), 2).shape == (2, 2)
+    for start in (ember.tensor([1]), ember.tensor(1.0), ember.tensor(True)):
+        with pytest.raises(RuntimeError, match="start must be an 0-dim integral Tensor"):
+            x.narrow(-1, start, 0)
+    # a repeat count whose product overflows int64 (even to 0) is refused
+    with pytest.raises(RuntimeError, match="overflow"):
+        ember.zeros(4, 4).tile(-(2**62))

@@ -193,9 +193,19 @@ void register_views(py::module_& m) {
            [](const Args& a) { return wrap(flatten(a.tensor(0), a.integer(1), a.integer(2))); });
   view_row("unflatten", {"unflatten(Tensor input, int dim, int[] sizes) -> Tensor"},
            [](const Args& a) { return wrap(unflatten(a.tensor(0), a.integer(1), a.ints(2))); });
-  view_row("narrow", {"narrow(Tensor input, int dim, SymInt start, SymInt length) -> Tensor"},
+  view_row("narrow", {"narrow(Tensor input, int dim, Tensor start, SymInt length) -> Tensor",
+                      "narrow(Tensor input, int dim, SymInt start, SymInt length) -> Tensor"},
            [](const Args& a) {
-             return wrap(narrow(a.tensor(0), a.integer(1), a.integer(2), a.integer(3)));
+             int64_t start = 0;
+             if (a.overload() == 0) {  // torch's Tensor start: a 0-d integer tensor only
+               const Tensor s = a.tensor(2);
+               EMBER_CHECK(s->dim() == 0 && is_integral(s->dtype, false), std::runtime_error,
+                           "start must be an 0-dim integral Tensor.");
+               start = to_scalar(a[2]).to_int();
+             } else {
+               start = a.integer(2);
+             }
+             return wrap(narrow(a.tensor(0), a.integer(1), start, a.integer(3)));
            });
   view_row("select", {"select(Tensor input, int dim, SymInt index) -> Tensor"},
            [](const Args& a) { return wrap(select(a.tensor(0), a.integer(1), a.integer(2))); });
