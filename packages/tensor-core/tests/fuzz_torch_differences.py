@@ -445,6 +445,12 @@ DIFFERENCES = [
         "internal assertion); ember reads it as 0 or 1, as it reads a Python bool there",
         ACCEPTS, (), ember="ok", torch_message=r"scalar.isIntegral\( false\)"),
     Difference(
+        "a bool or floating tensor among a size's ints: torch's parser takes it and fails later "
+        "(an internal assertion, or a check of out= first); ember refuses the element as a "
+        "TypeError, as it refuses any element that is no int",
+        CLASS, (), ember="TypeError",
+        ember_message="must be tuple of ints, but found element of type Tensor"),
+    Difference(
         "kron of a non-contiguous operand: torch's kron reshapes with view() and fails ('view "
         "size is not compatible'); ember's reshape copies where it must",
         ACCEPTS, ("kron", "take_along_dim"), ember="ok",

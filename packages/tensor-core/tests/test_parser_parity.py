@@ -1426,3 +1426,10 @@ def test_checks_found_by_seed_113():
     # a repeat count whose product overflows int64 (even to 0) is refused
     with pytest.raises(RuntimeError, match="overflow"):
         ember.zeros(4, 4).tile(-(2**62))
+
+
+def test_results_found_by_seed_127():
+    # sum_to_size to no dims is the whole sum, as torch's sum_to (a 0-d bool gives int64 1)
+    r = ember.ones((), dtype=ember.bool).sum_to_size([])
+    assert r.dtype == ember.int64 and r.item() == 1
+    assert ember.ones(3, dtype=ember.bool).sum_to_size([3]).dtype == ember.bool  # (no sum)

@@ -14,6 +14,8 @@ def type_as(self, other):
 def sum_to_size(self, *size):
     if len(size) == 1 and not isinstance(size[0], int):
         size = tuple(size[0])
+    if not size:  # torch's sum_to: to no dims is the whole sum (a 0-d bool becomes int64)
+        return self.sum()
     shape = tuple(self.shape)
     lead = len(shape) - len(size)
     ok = lead >= 0 and all(s == t or s == 1 for s, t in zip(size, shape[lead:]))
