@@ -1412,8 +1412,14 @@ def test_checks_and_results_found_by_seed_109():
     assert r.tolist() == pytest.approx([-math.log(2)] * 2, rel=1e-7)
     r = ember.log_softmax(ember.tensor([[65504.0], [65504.0]]).expand(2, 3).contiguous(), 0)
     assert r[:, 0].tolist() == pytest.approx([-math.log(2)] * 2, rel=1e-7)
-    # normal of an empty std runs no kernel: an empty result of std's dtype
+    # normal of an empty std runs no kernel: an empty result of std's dtype; its mean is still
+    # converted into that dtype checked, as torch's add_(mean)
     assert ember.normal(3, ember.tensor([], dtype=ember.int64)).dtype == ember.int64
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t"):
+        ember.normal(300.0, ember.zeros(0, dtype=ember.int8))
+    with pytest.raises(RuntimeError, match="value cannot be converted to type float"):
+        ember.normal(1e300, ember.ones(2))
+    assert ember.normal(1e300, ember.zeros(0, dtype=ember.float16)).dtype == ember.float16
 
 
 def test_checks_found_by_seed_113():

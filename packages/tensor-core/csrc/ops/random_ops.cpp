@@ -549,8 +549,11 @@ Tensor normal(const Tensor& mean, double std, Generator* gen) {
 Tensor normal(double mean, const Tensor& std, Generator* gen) {
   check_cpu(std, "normal");
   check_std_nonnegative(std);
+  // torch's add_(mean) converts the mean into the dtype checked (reduced floats compute in
+  // float32 and take it unchecked), also for an empty result, where no kernel runs
+  if (!is_reduced_float(std->dtype)) check_scalar_fits(Scalar::from_double(mean), std->dtype);
   Tensor out = empty(std->sizes, std->dtype);
-  if (out->numel() == 0) return out;  // (no kernel runs: torch's result of any dtype)
+  if (out->numel() == 0) return out;
   normal_(out, 0.0, 1.0, gen);
   binary(BinaryOp::mul, Operand(out), Operand(std), out);
   binary(BinaryOp::add, Operand(out), Operand(Scalar::from_double(mean)), out);
