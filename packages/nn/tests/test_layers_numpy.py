@@ -261,3 +261,18 @@ def test_gru_gradcheck_two_layers_bidirectional_with_initial_state():
     x = ember.randn(3, 2, 2, dtype=ember.float64, requires_grad=True)
     h0 = ember.randn(4, 2, 3, dtype=ember.float64, requires_grad=True)
     assert gradcheck(lambda x, h0: m(x, h0), (x, h0))
+
+
+def test_batch_norm_of_no_elements_keeps_the_running_statistics():
+    """torch's shortcut for an empty batch: the input (scaled) back, no statistics taken, the
+    running ones untouched (they became NaN or decayed towards 0)."""
+    rm, rv = ember.full((3,), 2.0), ember.full((3,), 3.0)
+    for shape in ((0, 3), (2, 3, 0)):
+        out = F.batch_norm(ember.zeros(*shape), rm, rv, training=True)
+        assert tuple(out.shape) == shape
+    assert rm.tolist() == [2.0] * 3 and rv.tolist() == [3.0] * 3
+    bn = ember.nn.BatchNorm1d(3)
+    x = ember.zeros(2, 3, 0, requires_grad=True)
+    bn(x).sum().backward()
+    assert bn.running_mean.tolist() == [0.0] * 3 and bn.running_var.tolist() == [1.0] * 3
+    assert tuple(x.grad.shape) == (2, 3, 0) and bn.weight.grad.tolist() == [0.0] * 3

@@ -1281,6 +1281,13 @@ def test_batch_norm_float32_keeps_deviations_of_a_large_mean(xs):
     np.testing.assert_allclose(gi.numpy(), want, rtol=1e-2, atol=np.abs(want).max() * 0.02)
 
 
+def test_batch_norm_of_no_elements_in_training_is_refused():
+    """torch's native op has no statistics of no elements (F.batch_norm returns before it)."""
+    for shape in ((2, 3, 0), (0, 3)):
+        with pytest.raises(RuntimeError, match="input tensor must have at least one element"):
+            ember.native_batch_norm(T(np.zeros(shape)), None, None, None, None, True, 0.1, 1e-5)
+
+
 def test_batch_norm_eval():
     x = randn(4, 3, 5)
     rm, rv, w, b = randn(3), RNG.random(3) + 0.5, randn(3), randn(3)

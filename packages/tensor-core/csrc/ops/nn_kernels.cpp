@@ -268,6 +268,9 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   BnGeo g = check_bn(input, {&weight, &bias, &running_mean, &running_var});
   EMBER_CHECK(training || (running_mean && running_var), std::runtime_error,
               "batch_norm: running_mean and running_var must be defined in evaluation mode");
+  EMBER_CHECK(!training || input->numel() > 0, std::runtime_error,  // (no statistics to take)
+              "input tensor must have at least one element, but got input_sizes = ",
+              shape_str(input->sizes));
   check_mixed_dtypes(input, {&weight, &bias, &running_mean, &running_var});
   std::vector<double> w = as_doubles(weight), b = as_doubles(bias);
   std::vector<double> mean(g.C), invstd(g.C), varu(g.C);

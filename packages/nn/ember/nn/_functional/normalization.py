@@ -19,6 +19,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if size == 1:
             raise ValueError("Expected more than 1 value per channel when training, got input "
                              f"size {_size(input.shape)}")
+    if input.numel() == 0:  # torch's shortcut: no statistics (the running ones untouched)
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
     if not training and running_mean is not None and _wants_grad(input, weight, bias):
         return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps)
     return ember.native_batch_norm(input, weight, bias, running_mean, running_var, training,
