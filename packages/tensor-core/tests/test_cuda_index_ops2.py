@@ -190,7 +190,8 @@ OLDER_ERRORS = [
     lambda x, i: x.index_add(0, _on(x, ember.tensor([1, 0])), x),
     lambda x, i: x.index_add(0, _on(x, ember.tensor([1, 0])), x[:2, :3]),
     lambda x, i: x.index_add(3, _on(x, ember.tensor([1, 0])), x[:2]),
-    lambda x, i: x.int().index_add(0, _on(x, ember.tensor([1])), x[:1].int(), alpha=1.5),
+    lambda x, i: x.to(ember.uint8).index_add(0, _on(x, ember.tensor([1])), x[:1].to(ember.uint8),
+                                             alpha=300),
     lambda x, i: x.index_fill(4, _on(x, ember.tensor([0])), 1.0),
 ]
 
@@ -207,6 +208,9 @@ def test_older_index_ops_on_non_contiguous_and_0d_tensors():
     check(lambda t, i, s: t.t().index_add_(1, i, s), x, ember.tensor([3, 3, 0]), data(6, 3))
     check(lambda t, i: t.gather(0, i), ember.tensor(4.0), ember.tensor(0))
     check(lambda t, i: t.index_fill(0, i, 2.0), ember.tensor(4.0), ember.tensor([0, -1]))
+    # a float alpha of an integer tensor truncates (torch's conversion into the dtype)
+    check(lambda t, i, s: t.index_add(0, i, s, alpha=1.5), ember.zeros(3, dtype=ember.int64),
+          ember.tensor([0, 1]), ember.tensor([3, 3]))
 
 
 def test_scatter_family_out_on_the_device():

@@ -1439,3 +1439,20 @@ def test_results_found_by_seed_127():
     r = ember.ones((), dtype=ember.bool).sum_to_size([])
     assert r.dtype == ember.int64 and r.item() == 1
     assert ember.ones(3, dtype=ember.bool).sum_to_size([3]).dtype == ember.bool  # (no sum)
+
+
+def test_checks_and_results_found_by_seed_131():
+    # index_add converts alpha into the tensor's dtype, checked, as torch's alpha.to<scalar_t>()
+    src, idx = ember.tensor([3, 3]), ember.tensor([0, 1])
+    assert ember.zeros(3, dtype=ember.int64).index_add(0, idx, src, alpha=1.5).tolist() == [3, 3, 0]
+    z = ember.zeros(3, dtype=ember.complex128).index_add(0, idx, src.to(ember.complex128), alpha=0.5)
+    assert z.tolist() == [1.5, 1.5, 0]
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t"):
+        ember.zeros(3, dtype=ember.uint8).index_add(0, idx, src.to(ember.uint8), alpha=300)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type float"):
+        ember.zeros(3).index_add(0, idx, src.float(), alpha=1e300)
+    # an output_size of -2**63 is a size like any other (it was the "not given" sentinel)
+    with pytest.raises(RuntimeError, match="Invalid output_size, expected 12 but got -9223372036"):
+        ember.repeat_interleave(ember.ones(2, 3), 2, output_size=-(2**63))
+    with pytest.raises(RuntimeError, match="Invalid output_size, expected 3 but got -9223372036"):
+        ember.repeat_interleave(ember.tensor([1, 2]), output_size=-(2**63))

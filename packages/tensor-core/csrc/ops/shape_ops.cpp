@@ -412,7 +412,7 @@ static std::vector<int64_t> read_counts(const Tensor& repeats) {
 }
 
 Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repeat,
-                         std::optional<int64_t> dim_opt, int64_t output_size) {
+                         std::optional<int64_t> dim_opt, std::optional<int64_t> output_size) {
   GilRelease nogil(x_in->numel() > kGrainSize);
   Tensor x = dim_opt ? x_in : reshape(x_in, {x_in->numel()});
   const int64_t dim = dim_opt ? wrap_dim(*dim_opt, x->dim()) : 0;
@@ -431,8 +431,9 @@ Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repe
   }
   std::vector<int64_t> starts(n + 1, 0);
   const int64_t total = checked_total(counts, &starts);
-  EMBER_CHECK(output_size == kNoOutputSize || output_size == total, std::runtime_error,
-              "repeat_interleave: Invalid output_size, expected ", total, " but got ", output_size);
+  EMBER_CHECK(!output_size || *output_size == total, std::runtime_error,
+              "repeat_interleave: Invalid output_size, expected ", total, " but got ",
+              *output_size);
   Shape shape = x->sizes;
   if (shape.empty()) shape = {1};
   shape[dim] = total;
@@ -452,12 +453,13 @@ Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repe
   return out;
 }
 
-Tensor repeat_interleave_counts(const Tensor& repeats, int64_t output_size) {
+Tensor repeat_interleave_counts(const Tensor& repeats, std::optional<int64_t> output_size) {
   EMBER_CHECK(repeats->dim() == 1, std::runtime_error, "repeat_interleave only accept 1D vector as repeat");
   std::vector<int64_t> counts = read_counts(repeats);
   const int64_t total = checked_total(counts, nullptr);
-  EMBER_CHECK(output_size == kNoOutputSize || output_size == total, std::runtime_error,
-              "repeat_interleave: Invalid output_size, expected ", total, " but got ", output_size);
+  EMBER_CHECK(!output_size || *output_size == total, std::runtime_error,
+              "repeat_interleave: Invalid output_size, expected ", total, " but got ",
+              *output_size);
   Tensor out = empty({total}, repeats->dtype, repeats->device());
   int64_t pos = 0;
   dispatch_all(repeats->dtype, "repeat_interleave", [&](auto tag) {

@@ -28,12 +28,12 @@ Tensor tril_triu(const Tensor& x, int64_t diagonal, bool upper, bool inplace);
 Tensor constant_pad_nd(const Tensor& x, const std::vector<int64_t>& pad, Scalar value);
 // repeats: a 0-d/1-d integer tensor (counts) or, when null, `repeat` for every element.
 // dim nullopt: the flattened input.
-// output_size: the result's length along dim when the caller knows it, kNoOutputSize when not
-// (any other value, a negative one too, is checked against the counts' sum)
-inline constexpr int64_t kNoOutputSize = INT64_MIN;
+// output_size: the result's length along dim when the caller knows it (any value, a negative
+// one too, is checked against the counts' sum), nullopt when not
 Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, int64_t repeat,
-                         std::optional<int64_t> dim, int64_t output_size);
-Tensor repeat_interleave_counts(const Tensor& repeats, int64_t output_size);  // one-argument form
+                         std::optional<int64_t> dim, std::optional<int64_t> output_size);
+Tensor repeat_interleave_counts(const Tensor& repeats,  // the one-argument form
+                                std::optional<int64_t> output_size);
 Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
 // tril_indices / triu_indices: a 2 x N tensor of (row, col) indices.
 Tensor tri_indices(int64_t row, int64_t col, int64_t offset, bool upper, ScalarType dtype);

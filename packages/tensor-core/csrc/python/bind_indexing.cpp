@@ -455,10 +455,12 @@ py::object index_add_impl(py::handle selfh, py::handle dimh, py::handle indexh, 
   w.src = to_tensor(srch);
   if (w.hooked())
     return w.redispatch(py::make_tuple(selfh, w.dim, indexh, srch), py::dict("alpha"_a = alphah), outh);
+  // torch's alpha.to<scalar_t>(): converted into the dtype, checked (a float alpha of an integer
+  // tensor truncates: 1.5 adds the source once; a complex one needs a complex tensor)
   Scalar alpha = to_scalar(alphah);
-  if (!is_floating(w.self->dtype) && alpha.is_float())
-    throw std::runtime_error(str_cat("For integral input tensors, argument alpha must not be a "
-                                     "floating point number."));
+  check_scalar_fits(alpha, w.self->dtype);
+  if (is_integral(w.self->dtype, false) && alpha.is_float())
+    alpha = Scalar::from_int(static_cast<int64_t>(alpha.to_double()));
   return w.run(selfh, outh, [&](const Tensor& t) { index_add_(t, w.dim, w.index, w.src, alpha); });
 }
 

@@ -92,7 +92,8 @@ py::object roll_call(py::handle xh, py::handle shiftsh, py::handle dimsh) {
 }
 
 py::object repeat_interleave_call(py::handle xh, py::handle repeatsh, py::handle dimh, py::handle osh) {
-  const int64_t output_size = osh.is_none() ? kNoOutputSize : as_int(osh);
+  const std::optional<int64_t> output_size =
+      osh.is_none() ? std::nullopt : std::optional<int64_t>(as_int(osh));
   Tensor x = expect_tensor(xh, "repeat_interleave", "input");
   if (repeatsh.is_none()) {  // one-argument form: x holds the counts
     if (on_device(x))

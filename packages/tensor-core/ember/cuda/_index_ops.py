@@ -15,6 +15,7 @@ import warnings
 import numpy
 
 from ember import _C
+from ember._checks import scalar_fits
 from ember._shape import _broadcast_with_core_message
 from ember.cuda import _ops as base
 from ember.cuda._ops import (
@@ -395,9 +396,9 @@ def _index_add(name, args, kwargs):
     self, dim, index, src = args
     device = device_of(name, [self, index, src])
     alpha = kwargs.get("alpha", 1)
-    if not self.dtype.is_floating_point and isinstance(alpha, float):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
-                           "point number.")
+    scalar_fits(alpha, self.dtype)  # torch converts alpha into the dtype, checked
+    if not (self.dtype.is_floating_point or self.dtype.is_complex) and isinstance(alpha, float):
+        alpha = int(alpha)  # (an integer type truncates it)
     d = _index_vector("index_add_", self, dim, index, src)
     target = self if name.endswith("_") else self.clone()
     mod = xp()
