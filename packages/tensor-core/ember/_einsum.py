@@ -379,18 +379,26 @@ def tensordot(a, b, dims=2, out=None):
     if a.dtype != b.dtype:
         raise RuntimeError("both inputs should have same dtype")
     na, nb = a.dim(), b.dim()
-    ca, cb = [], []
+    ca, cb, sum_a, sum_b = [], [], [], []
     for x, y in zip(da, db):
         if not -na <= x < max(na, 1) or not -nb <= y < max(nb, 1):
             raise IndexError(f"Dimension out of range (got {x if not -na <= x < na else y})")
         if a.shape[x] != b.shape[y]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size "
-                               f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} in "
-                               f"dim {y}")
+            # torch's: a contracted dim of size 1 broadcasts against the other side's, whose
+            # entries then sum (summed first here, so that both sides have size 1)
+            if a.shape[x] != 1 and b.shape[y] != 1:
+                raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                                   f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} "
+                                   f"in dim {y}")
+            (sum_a if b.shape[y] == 1 else sum_b).append(x % na if b.shape[y] == 1 else y % nb)
         ca.append(x % na)
         cb.append(y % nb)
     if len(set(ca)) != len(ca) or len(set(cb)) != len(cb):
         raise RuntimeError("tensordot: a dim appears multiple times in the list of dims")
+    if sum_a:
+        a = a.sum(sum_a, keepdim=True)
+    if sum_b:
+        b = b.sum(sum_b, keepdim=True)
     fa = [d for d in range(na) if d not in ca]
     fb = [d for d in range(nb) if d not in cb]
     k = _numel(a.shape[d] for d in ca)

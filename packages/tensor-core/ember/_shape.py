@@ -349,6 +349,12 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
                         f"({type(ios).__name__}), but expected one of: (int sections, int dim), "
                         "(tuple of ints indices, int dim), (Tensor tensor_indices_or_sections, "
                         "int dim)")
+    if isinstance(ios, (list, tuple)):  # (the parser's: its first element picks the overload)
+        if ios and not _is_index(ios[0]):
+            raise TypeError(f"tensor_split() received an invalid combination of arguments - got "
+                            f"(Tensor, {type(ios).__name__}), but expected one of: (Tensor "
+                            "input, tuple of ints indices, int dim)")
+        ios = _unpack_ints("tensor_split", "indices", ios, symint=True)
     if input.dim() == 0:
         raise RuntimeError(
             "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"

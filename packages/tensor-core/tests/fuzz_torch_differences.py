@@ -445,6 +445,24 @@ DIFFERENCES = [
         "internal assertion); ember reads it as 0 or 1, as it reads a Python bool there",
         ACCEPTS, (), ember="ok", torch_message=r"scalar.isIntegral\( false\)"),
     Difference(
+        "the same internal assertion where ember's own check of the call comes first (an empty "
+        "reduction dim, say): a different class for the same refusal",
+        CLASS, (), torch="RuntimeError", torch_message=r"scalar.isIntegral\( false\)"),
+    Difference(
+        "lobpcg with k = 0: torch's Python code divides by a power of 0 (ZeroDivisionError); "
+        "ember's fails on its empty block of vectors (RuntimeError)",
+        CLASS, ("lobpcg",), torch="ZeroDivisionError"),
+    Difference(
+        "a negative size with an out= of no elements: torch's out path reports it while "
+        "resizing (ValueError: negative dimensions are not allowed); ember's RuntimeError is "
+        "torch's own for the same size without out=",
+        CLASS, ("randn", "rand", "zeros", "ones", "empty", "full", "randint"), ember="RuntimeError",
+        torch="ValueError", torch_message="negative dimensions are not allowed"),
+    Difference(
+        "unfold with a step near 2**63: torch's strides of the result overflow (as_strided: "
+        "Negative strides); ember's view is the exact one",
+        ACCEPTS, ("unfold",), torch="RuntimeError", torch_message="Negative strides"),
+    Difference(
         "a bool or floating tensor among a size's ints: torch's parser takes it and fails later "
         "(an internal assertion, or a check of out= first); ember refuses the element as a "
         "TypeError, as it refuses any element that is no int",
@@ -803,7 +821,7 @@ DIFFERENCES = [
         "float alpha for bool tensors): ember's TypeError for three numbers comes first",
         CLASS, ("add", "sub", "subtract"), ember="TypeError",
         ember_message=r"got \((int|float|bool|complex), (int|float|bool|complex), "
-                      r"(int|float|bool|complex)"),
+                      r"(other=)?(int|float|bool|complex|Tensor)"),
     Difference(
         "cdist, a convolution, scatter_reduce or index_fill of empty operands: torch's empty "
         "shortcut returns before its dtype and parameter checks (mixed dtypes, a dilation of 0, "

@@ -1456,3 +1456,20 @@ def test_checks_and_results_found_by_seed_131():
         ember.repeat_interleave(ember.ones(2, 3), 2, output_size=-(2**63))
     with pytest.raises(RuntimeError, match="Invalid output_size, expected 3 but got -9223372036"):
         ember.repeat_interleave(ember.tensor([1, 2]), output_size=-(2**63))
+
+
+def test_checks_and_results_found_by_seeds_137_and_139():
+    # tensordot: a contracted dim of size 1 broadcasts against the other side's (torch's)
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(3.0).reshape(1, 3)
+    got = ember.tensordot(ember.tensor(a), ember.tensor(b), dims=([0, 1], [0, 1]))
+    assert got.item() == (a * b).sum()  # b broadcast over a's first dim: 19
+    with pytest.raises(RuntimeError, match="contracted dimensions need to match"):
+        ember.tensordot(ember.ones(2, 3), ember.ones(3, 2), dims=([0], [0]))
+    # unravel_index into a shape whose size exceeds int64: every index is in range
+    rows, cols = ember.unravel_index(ember.tensor([3, -1], dtype=ember.int16), [2**62, 4])
+    assert rows.tolist() == [0, 2**62 - 1] and cols.tolist() == [3, 3]
+    # tensor_split's list: its first element picks the overload, the rest must be ints
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        ember.tensor_split(ember.ones(3, 2), [1.5, "a"])
+    with pytest.raises(TypeError, match="failed to unpack the object at pos 2"):
+        ember.tensor_split(ember.ones(3, 2), [1, "a"])

@@ -98,13 +98,19 @@ def unravel_index(indices, shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(shape))
     total = math.prod(shape)
     indices = indices.to(_C.int64)  # (torch's coordinates are int64 whatever the indices' dtype)
-    if bool(((indices < -total) | (indices >= total)).any()):
+    # (beyond int64's range every int64 index is in range: nothing to compare)
+    if total <= 2**63 - 1 and bool(((indices < -total) | (indices >= total)).any()):
         raise ValueError(f"'indices' must be in range [{-total}, {total})")
-    flat = indices.remainder(total) if total else indices
-    coords = []
+    # torch's formula: coordinate d is floor(index / (the product of the sizes after d)) modulo
+    # size d, so a negative index counts from the end
+    coords, coef = [], 1
     for s in reversed(shape):
-        coords.append(flat.remainder(s))
-        flat = flat.div(s, rounding_mode="floor")
+        if coef > 2**63 - 1:  # (floor of an int64 index over it: 0, or -1 below 0)
+            q = -(indices < 0).to(_C.int64)
+        else:
+            q = indices.div(coef, rounding_mode="floor")
+        coords.append(q.remainder(s) if s else q)
+        coef *= s
     return tuple(reversed(coords))
 
 
