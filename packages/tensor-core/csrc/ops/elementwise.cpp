@@ -221,7 +221,9 @@ static Tensor finish_from_float32(const char* op, const Tensor& r, ScalarType re
                                   const Tensor& out) {
   if (!out) return to_dtype(r, result);
   check_out_dtype(op, result, out);
-  if (out->dtype != result) {  // rounded to the op's dtype first, as torch's kernel writes it
+  // a float16/bfloat16 result rounds to its own dtype before an out= of another takes it:
+  // torch's kernel writes the op's dtype, then casts
+  if (out->dtype != result) {
     check_inplace_writable(out, op);
     check_output_shape(out, r->sizes, op);
     copy_(out, to_dtype(r, result));
@@ -602,13 +604,9 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
     check_no_zero_divisor(tb);
   ScalarType kernel_out = result == ScalarType::Bool ? ScalarType::Bool : compute;
   auto kernel = [&](const ElementwiseIter& it) { run_binary_kernel(op, it, compute); };
-  if (out && kernel_out != result && out->dtype != result) {
-    // a float16/bfloat16 result computed in float32 rounds to its own dtype before an out= of
-    // another takes it: torch's kernel writes the common dtype, then casts (bf16 / 3 into a
-    // float64 out is the bfloat16 quotient)
-    copy_(out, to_dtype(run_into(info.name, Tensor(), kernel_out, {ta, tb}, kernel), result));
-    return out;
-  }
+  if (out && kernel_out != result && out->dtype != result)  // (bf16 / 3 into a float64 out=)
+    return finish_from_float32(
+        info.name, run_into(info.name, Tensor(), kernel_out, {ta, tb}, kernel), result, out);
   Tensor r = run_into(info.name, out, kernel_out, {ta, tb}, kernel);
   return out || r->dtype == result ? r : to_dtype(r, result);
 }
