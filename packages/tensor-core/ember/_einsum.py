@@ -390,7 +390,10 @@ def tensordot(a, b, dims=2, out=None):
                 raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                    f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} "
                                    f"in dim {y}")
-            (sum_a if b.shape[y] == 1 else sum_b).append(x % na if b.shape[y] == 1 else y % nb)
+            if b.shape[y] == 1:
+                sum_a.append(x % na)
+            else:
+                sum_b.append(y % nb)
         ca.append(x % na)
         cb.append(y % nb)
     if len(set(ca)) != len(ca) or len(set(cb)) != len(cb):
