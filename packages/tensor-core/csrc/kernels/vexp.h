@@ -34,11 +34,8 @@ EMBER_ALWAYS_INLINE float madd(float a, float b, float c) {
 #endif
 }
 
-// exp(x - n ln2) for n = x log2(e) rounded: the remainder in two steps (Cody-Waite; the first
-// constant has 16 bits, so its product is exact either way), then Cephes' polynomial.
-EMBER_ALWAYS_INLINE float exp_of_remainder(float x, float n) {
-  float r = madd(n, -0.693145751953125f, x);
-  r = madd(n, -1.428606765330187045e-06f, r);
+// exp(r) for |r| <= ln2 / 2: Cephes' polynomial.
+EMBER_ALWAYS_INLINE float exp_of_small(float r) {
   float p = 1.9875691500e-4f;
   p = madd(p, r, 1.3981999507e-3f);
   p = madd(p, r, 8.3334519073e-3f);
@@ -46,6 +43,17 @@ EMBER_ALWAYS_INLINE float exp_of_remainder(float x, float n) {
   p = madd(p, r, 1.6666665459e-1f);
   p = madd(p, r, 5.0000001201e-1f);
   return madd(p * r, r, r) + 1.0f;
+}
+
+// x - n ln2 in two steps (Cody-Waite; the first constant has 16 bits, so its product is exact
+// either way).
+EMBER_ALWAYS_INLINE float ln2_remainder(float x, float n) {
+  return madd(n, -1.428606765330187045e-06f, madd(n, -0.693145751953125f, x));
+}
+
+// exp(x - n ln2) for n = x log2(e) rounded.
+EMBER_ALWAYS_INLINE float exp_of_remainder(float x, float n) {
+  return exp_of_small(ln2_remainder(x, n));
 }
 
 // exp for the softmax loops, written without calls, branches or selects of float values so that
@@ -80,11 +88,13 @@ EMBER_ALWAYS_INLINE float vexpf(float x) {
 }
 EMBER_ALWAYS_INLINE double vexpf(double x) { return std::exp(x); }
 
-// vexpf for an argument the caller has bounded to [-87, 0], where the result is a normal float:
-// without vexpf's range handling, and 2^n straight from the bits of the rounded x log2(e) (the
-// rounding constant carries the exponent's bias). A third fewer instructions, for loops whose
-// speed is their instruction count (GELU's normal cdf).
-EMBER_ALWAYS_INLINE float vexpf_bounded(float x) {
+// exp(x + lo) for x in [-87, 0], where the result is a normal float, without vexpf's range
+// handling: 2^n straight from the bits of the rounded x log2(e) (the rounding constant carries the
+// exponent's bias). A third fewer instructions, for loops whose speed is their instruction count
+// (GELU's normal cdf). lo is a low-order part of the argument (x the rounded value of an exact
+// x + lo), added to the remainder, which is small enough to keep its bits. Outside [-87, 0] the
+// result is garbage (no clamp, to save its instructions): callers mask it out.
+EMBER_ALWAYS_INLINE float vexpf_bounded(float x, float lo) {
   const float magic = 12582912.0f + 127.0f;  // 1.5 * 2^23, plus the bias
   const float t = madd(x, 1.44269504088896341f, magic);
   const float n = t - magic;
@@ -93,7 +103,7 @@ EMBER_ALWAYS_INLINE float vexpf_bounded(float x) {
   const int32_t scale_bits = tb << 23;  // n + 127 in [1, 127]: the exponent field of 2^n
   float scale;
   std::memcpy(&scale, &scale_bits, 4);
-  return exp_of_remainder(x, n) * scale;
+  return exp_of_small(ln2_remainder(x, n) + lo) * scale;
 }
 
 // m ? x : y without a branch (bit masks), so that a loop of it vectorises: with a random mask
