@@ -744,6 +744,30 @@ def test_version_counter():
     assert x._version == 9
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int64", "complex128", "bool"])
+@pytest.mark.parametrize("cols", [1, 31, 63, 64, 65, 200, 3000])
+def test_copy_of_rows_and_runs(dtype, cols):
+    # Same-dtype copies whose rows are contiguous on both sides go to memcpy (one run, or a row
+    # at a time from 256 bytes): broadcast rows (a bias into Linear's output), a slice of a
+    # wider matrix on either side, and whole contiguous runs, against NumPy.
+    rng = np.random.default_rng(cols)
+    src = (rng.standard_normal((7, cols)) * 50).astype(dtype)
+    row = src[:1]
+    wide = np.zeros((7, cols + 5), dtype)
+    out = ember.tensor(wide)
+    out[:, 2:cols + 2].copy_(ember.tensor(row).expand(7, cols))  # broadcast rows into a slice
+    expected = wide.copy()
+    expected[:, 2:cols + 2] = row
+    np.testing.assert_array_equal(out.numpy(), expected)
+    got = ember.empty(7, cols, dtype=getattr(ember, dtype))
+    got.copy_(ember.tensor(np.concatenate([src, src], axis=1))[:, cols:])  # from a wider matrix
+    np.testing.assert_array_equal(got.numpy(), src)
+    flat = ember.empty(7 * cols, dtype=getattr(ember, dtype))
+    flat.copy_(ember.tensor(src).reshape(-1))  # one contiguous run
+    np.testing.assert_array_equal(flat.numpy(), src.reshape(-1))
+    assert ember.tensor(src).t().contiguous().t().contiguous().numpy().tolist() == src.tolist()
+
+
 @pytest.mark.parametrize("op", [op for op in UNARY_OPS if op.supports("float32")], ids=param_id)
 def test_unary_on_expanded_input(op):
     """A broadcast (stride-0) input is read correctly; writing into it is refused."""

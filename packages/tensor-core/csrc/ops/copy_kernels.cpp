@@ -37,8 +37,35 @@ void transpose_tiles(const ElementwiseIter& it) {
 }  // namespace
 
 void run_copy_kernel(const ElementwiseIter& it, ScalarType dst, ScalarType src) {
+  const int64_t sz = static_cast<int64_t>(itemsize(dst));
+  // Same dtype, both sides one contiguous run (the iterator coalesces): memcpy in parallel
+  // chunks. glibc's copy uses the CPU's widest moves; the typed loop below, compiled for the
+  // baseline, ran at 0.6x its speed (1 MiB: 49 us against torch's 31).
+  if (dst == src && it.ndim() == 1 && it.strides(0)[0] == sz && it.strides(1)[0] == sz) {
+    char* out = it.data(0);
+    const char* in = it.data(1);
+    parallel_for(0, it.numel(), kGrainSize * 4, [&](int64_t b, int64_t e) {
+      std::memcpy(out + b * sz, in + b * sz, static_cast<size_t>((e - b) * sz));
+    });
+    return;
+  }
+  // Same dtype, rows contiguous on both sides (dim 0 is the iterator's fastest): a memcpy per
+  // row of at least 256 bytes (a broadcast bias into Linear's output: 768 x 384 floats 63 ->
+  // 23 us, torch 23; a slice of a wider matrix).
+  if (dst == src && it.ndim() == 2 && it.strides(0)[0] == sz && it.strides(1)[0] == sz &&
+      it.shape()[0] * sz >= 256) {
+    const int64_t row_bytes = it.shape()[0] * sz;
+    const int64_t out_stride = it.strides(0)[1], in_stride = it.strides(1)[1];
+    char* out = it.data(0);
+    const char* in = it.data(1);
+    parallel_for(0, it.shape()[1], std::max<int64_t>(1, kGrainSize * 4 / it.shape()[0]),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        std::memcpy(out + r * out_stride, in + r * in_stride, static_cast<size_t>(row_bytes));
+    });
+    return;
+  }
   if (dst == src && it.ndim() == 2 && it.numel() >= 4096) {
-    const int64_t sz = static_cast<int64_t>(itemsize(dst));
     // Output contiguous along dim 0, input contiguous along dim 1: a transpose.
     if (it.strides(0)[0] == sz && it.strides(1)[1] == sz && it.strides(1)[0] != sz &&
         it.strides(1)[0] != 0) {
