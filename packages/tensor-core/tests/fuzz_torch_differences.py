@@ -769,6 +769,18 @@ DIFFERENCES = [
         "streams made elsewhere: ember's Stream takes a device and a priority only",
         REFUSES, ("Stream",), ember="TypeError"),
     Difference(
+        "the same constructor where torch then refuses the numbers (an invalid device type: "
+        "its RuntimeError): ember's TypeError for the extra positional arguments comes first",
+        CLASS, ("Stream",), ember="TypeError", torch="RuntimeError",
+        torch_message="isValidDeviceType|not linked with support"),
+    Difference(
+        "combinations with r beyond what torch can build (it stacks r views of the input in a "
+        "std::vector first: a RuntimeError, or the process killed for memory): ember returns "
+        "the empty (0, r) result as for any r above the input's length (a shape NumPy cannot "
+        "hold, hence the fuzzer's ValueError)",
+        CLASS, ("combinations",), ember="ValueError", torch="RuntimeError",
+        torch_message="larger than max_size|bad_alloc|overflow"),
+    Difference(
         "values with NaN, inf or a singular matrix: which results the NaN reaches, and the "
         "order of unique's unsorted output, depend on the order of operations, not on a rule",
         RESULT, ("pdist", "dist", "inverse", "unique"), source=r"nan|inf|arange\(16\)"),

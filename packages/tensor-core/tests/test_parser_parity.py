@@ -1473,3 +1473,17 @@ def test_checks_and_results_found_by_seeds_137_and_139():
         ember.tensor_split(ember.ones(3, 2), [1.5, "a"])
     with pytest.raises(TypeError, match="failed to unpack the object at pos 2"):
         ember.tensor_split(ember.ones(3, 2), [1, "a"])
+
+
+def test_checks_found_by_seed_149():
+    # normal(number, std) of an empty uint16-64 std: torch's add of the mean refuses the type
+    # before the empty result is returned; the other integer types give their empty result
+    for dt in (ember.uint16, ember.uint32, ember.uint64):
+        with pytest.raises(NotImplementedError, match="\"add_stub\" not implemented for"):
+            ember.normal(0.5, ember.ones(0, dtype=dt))
+        with pytest.raises(NotImplementedError):
+            ember.normal(0.5, ember.ones(3, dtype=dt))
+    assert ember.normal(0.5, ember.ones(0, dtype=ember.int64)).dtype == ember.int64
+    # combinations beyond the input's length: the empty (0, r) result, whatever r
+    assert ember.combinations(ember.zeros(3), 1000).shape == (0, 1000)
+    assert ember.combinations(ember.zeros(0), 2**63 - 1).shape == (0, 2**63 - 1)
