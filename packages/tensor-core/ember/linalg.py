@@ -897,7 +897,8 @@ def _logdet(A):
 
 def _legacy_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """torch.norm: the core's vector p-norm, plus the nuclear norm (p='nuc') of matrices."""
-    if isinstance(p, str) and p == "nuc":
+    if isinstance(p, str) and p == "nuc" and not isinstance(dim, _C.Tensor):
+        # (a tensor dim: the core refuses it as torch's matrix_norm parser does)
         return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype,
                            out=out)
     return _C.norm(input, p, dim, keepdim, out=out, dtype=dtype)

@@ -1487,3 +1487,27 @@ def test_checks_found_by_seed_149():
     # combinations beyond the input's length: the empty (0, r) result, whatever r
     assert ember.combinations(ember.zeros(3), 1000).shape == (0, 1000)
     assert ember.combinations(ember.zeros(0), 2**63 - 1).shape == (0, 2**63 - 1)
+
+
+def test_checks_found_by_seed_151():
+    # norm: a string order other than "fro" goes to matrix_norm, whose dims cannot be a tensor
+    x = ember.zeros(1, 4, 1)
+    with pytest.raises(TypeError, match="linalg_matrix_norm\\(\\) received an invalid combination"):
+        x.norm("abc", ember.tensor([1]))
+    with pytest.raises(TypeError, match="linalg_matrix_norm\\(\\) received an invalid combination"):
+        x.norm("nuc", ember.tensor([1]), dtype=ember.float64)
+    assert x.norm("fro", ember.tensor([1])).shape == (1, 1)
+    with pytest.raises(RuntimeError, match="Order abc not supported"):
+        x.norm("abc", [0, 1])
+    # gradient: torch's order of checks (spacing, the dims as a set, each dim against the shape)
+    with pytest.raises(IndexError, match="Dimension specified as -1 but tensor has no dimensions"):
+        ember.gradient(ember.tensor(1.0), dim=-1)
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+        ember.gradient(ember.tensor(True), dim=0)
+    assert ember.gradient(ember.tensor(True)) == ()
+    with pytest.raises(RuntimeError, match="dim 1 appears multiple times in the list of dims"):
+        ember.gradient(ember.ones(3, 3), dim=[1, -1])
+    with pytest.raises(RuntimeError, match="same length"):
+        ember.gradient(ember.ones(3), dim=5, spacing=[1.0, 2.0])
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.gradient(ember.ones(3, dtype=ember.bool), dim=5)

@@ -172,6 +172,16 @@ double parse_norm_order(py::handle ph, const OptDims& dims) {
 py::object norm_call(py::handle xh, py::handle ph, py::handle dimh, bool keepdim, py::handle outh,
                      py::handle dtypeh) {
   Tensor x = expect_tensor(xh, "norm", "input");
+  // torch sends a string order other than "fro" to linalg_matrix_norm, whose parser refuses a
+  // tensor as its tuple of dims (norm's own takes a one-element tensor as an int)
+  if (py::isinstance<py::str>(ph) && std::string(py::str(ph)) != "fro" && is_tensor(dimh))
+    throw py::type_error(str_cat(
+        "linalg_matrix_norm() received an invalid combination of arguments - got (Tensor, str, "
+        "Tensor, bool, dtype=", dtypeh.is_none() ? "NoneType" : "torch.dtype", "), but expected "
+        "one of:\n * (Tensor input, Number ord, tuple of ints dim = {-2,-1}, bool keepdim = "
+        "False, *, torch.dtype dtype = None, Tensor out = None)\n * (Tensor input, str ord = "
+        "\"fro\", tuple of ints dim = {-2,-1}, bool keepdim = False, *, torch.dtype dtype = None, "
+        "Tensor out = None)"));
   OptDims dims = parse_dims(dimh, "norm");
   const double p = parse_norm_order(ph, dims);
   ScalarType dt = to_dtype(dtypeh);

@@ -173,16 +173,10 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     if not _is_tensor(input):
         raise TypeError(f"gradient(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
-    if input.dtype == _C.bool:  # (torch's differences: its messages for these dtypes)
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
     if input.dtype == _C.uint8:
         raise RuntimeError("torch.gradient does not support uint8 input.")
     ndim = input.dim()
     dims = list(range(ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
-    dims = [_wrap_dim(d, ndim) for d in dims]
-    if len(set(dims)) != len(dims):
-        raise RuntimeError("torch.gradient: dims must be unique")
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
@@ -192,12 +186,25 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         spacings = list(spacing)
     else:
         spacings = [spacing] * len(dims)
+    given, dims = dims, [_wrap_dim(d, ndim) for d in dims]
+    seen = set()
     for d in dims:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    # (torch's order: the spacing, the dims as a set, then each dim against the shape, where a
+    # 0-d input has none; a bool input fails later, at its first subtraction)
+    for d, g in zip(dims, given):
+        if ndim == 0:
+            raise IndexError(f"Dimension specified as {g} but tensor has no dimensions")
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least "
                                "edge_order+1")
     if not dims:  # (a 0-d input: no dim to differentiate along, nothing computed)
         return ()
+    if input.dtype == _C.bool:  # (torch's message: its subtraction of two bool tensors)
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
     _no_add_kernel(input)
     inexact = input.dtype.is_floating_point or input.dtype.is_complex
     f = input if inexact else input.to(_C.get_default_dtype())
