@@ -774,6 +774,11 @@ DIFFERENCES = [
         CLASS, ("Stream",), ember="TypeError", torch="RuntimeError",
         torch_message="isValidDeviceType|not linked with support"),
     Difference(
+        "the p=NaN norm of a single element reduced over a 0-d tensor's dim -1 (pairwise_"
+        "distance's case): torch's NaN from its reduction kernel's general-p path, where the "
+        "same element as a 1-d tensor, or with no dim, gives |x|; ember gives |x| for all",
+        RESULT, ("pairwise_distance", "norm", "linalg.vector_norm"), source=r"\bnan\b"),
+    Difference(
         "combinations with r beyond what torch can build (it stacks r views of the input in a "
         "std::vector first: a RuntimeError, or the process killed for memory): ember returns "
         "the empty (0, r) result as for any r above the input's length (a shape NumPy cannot "
