@@ -378,6 +378,9 @@ def tensordot(a, b, dims=2, out=None):
         raise RuntimeError("both dimension lists should have same length")
     if a.dtype != b.dtype:
         raise RuntimeError("both inputs should have same dtype")
+    if a.dtype in (_C.uint16, _C.uint32, _C.uint64):  # (torch's products and sums lack them)
+        raise NotImplementedError(f'"addmm_impl_cpu_" not implemented for '
+                                  f"'{a.dtype._torch_name}'")
     na, nb = a.dim(), b.dim()
     ca, cb, sum_a, sum_b = [], [], [], []
     for x, y in zip(da, db):

@@ -40,6 +40,9 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     else:
         k = 1 if k is None else k
         n = k if n is None else n
+    if isinstance(n, bool):  # (torch's bool k or n reaches its zeros((m, n)) of the guesses)
+        raise TypeError("zeros(): argument 'size' (position 1) must be tuple of ints, but found "
+                        "element of type bool at pos 0")
     if k > n:
         raise ValueError(f"lobpcg: k (={k}) must not exceed n (={n})")
     if m < 3 * n:

@@ -1511,3 +1511,25 @@ def test_checks_found_by_seed_151():
         ember.gradient(ember.ones(3), dim=5, spacing=[1.0, 2.0])
     with pytest.raises(IndexError, match="Dimension out of range"):
         ember.gradient(ember.ones(3, dtype=ember.bool), dim=5)
+
+
+def test_checks_and_results_found_by_seed_163():
+    # addr multiplies in the result's dtype: real vectors with a complex input give complex
+    # products, so inf * (x + 0j) has a NaN imaginary part (0 * inf), as torch's kernel
+    got = ember.addr(ember.zeros(1, 2, dtype=ember.complex128), ember.tensor([2.0]),
+                     ember.tensor([float("inf"), 1.0]))
+    assert math.isinf(got[0, 0].real) and math.isnan(got[0, 0].imag)
+    assert got[0, 1].item() == 2 + 0j
+    # threshold's 0-d tensor numbers are checked like Python numbers
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t"):
+        ember.threshold(ember.tensor(3, dtype=ember.uint8), ember.tensor(-2.5), 1)
+    assert ember.threshold(ember.tensor([3, 1], dtype=ember.uint8), ember.tensor(2),
+                           ember.tensor(7)).tolist() == [3, 7]
+    # tensordot of uint16-64: torch's products and sums have no kernel for them
+    for dt in (ember.uint16, ember.uint32, ember.uint64):
+        a = ember.arange(4).reshape(1, 4, 1).to(dt)
+        with pytest.raises(NotImplementedError, match="not implemented for 'UInt"):
+            ember.tensordot(a, a)
+    # lobpcg: a bool k or n reaches torch's zeros() of the initial guesses
+    with pytest.raises(TypeError, match="found element of type bool"):
+        ember.lobpcg(ember.eye(12, dtype=ember.float64), True)

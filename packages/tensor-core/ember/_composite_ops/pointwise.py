@@ -113,7 +113,10 @@ def _addr(name, input, vec1, vec2, beta, alpha):
     for arg, v in (("vec1", vec1), ("vec2", vec2)):
         if v.dim() != 1:
             raise RuntimeError(f"{name}: Expected 1-D argument {arg}, but got {v.dim()}-D")
-    product = _C.outer(vec1, vec2)
+    # (torch's kernel multiplies in the result's dtype: a complex input makes the products
+    # complex, so inf * (x + 0j) has torch's NaN imaginary part)
+    dt = _C.promote_types(_C.promote_types(vec1.dtype, vec2.dtype), input.dtype)
+    product = _C.outer(vec1.to(dt), vec2.to(dt))
     for v in (beta, alpha):
         scalar_fits(v, _C.promote_types(product.dtype, input.dtype))
     if alpha != 1:
