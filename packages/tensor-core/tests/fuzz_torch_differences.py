@@ -598,7 +598,7 @@ DIFFERENCES = [
         "matmul of empty operands of two dtypes: torch's empty shortcut returns before its "
         "dtype check; ember checks the dtypes first, as torch does for non-empty ones",
         REFUSES, ("matmul", "bmm"), ember="RuntimeError|NotImplementedError",
-        ember_message="expected scalar type|not implemented for 'Bool'"),
+        ember_message="expected scalar type|not implemented for 'Bool'|to have the same dtype"),
     Difference(
         "addr of a uint64 vector and a bool one: torch's addr kernel multiplies them without "
         "promoting; ember's outer product promotes, and uint64 with bool is refused as torch's "
@@ -778,6 +778,21 @@ DIFFERENCES = [
         "distance's case): torch's NaN from its reduction kernel's general-p path, where the "
         "same element as a 1-d tensor, or with no dim, gives |x|; ember gives |x| for all",
         RESULT, ("pairwise_distance", "norm", "linalg.vector_norm"), source=r"\bnan\b"),
+    Difference(
+        "cov of one observation with aweights of a wider dtype: torch's one-observation path "
+        "multiplies the two dtypes unpromoted (its mm refuses them); for more observations it "
+        "promotes, as ember does for any number",
+        ACCEPTS, ("cov",), torch="RuntimeError", torch_message="to have the same dtype"),
+    Difference(
+        "UntypedStorage(-2**63): torch's byte count wraps past its negative-size check (a "
+        "storage of size -2**63 with no memory); ember refuses every negative size, as torch "
+        "does for -1",
+        REFUSES, ("UntypedStorage",), ember="RuntimeError", source=r"-9223372036854775808"),
+    Difference(
+        "slice_scatter with a step near 2**63: torch multiplies it into the view's stride, "
+        "which overflows into a negative one (its as_strided error); ember's slice keeps the "
+        "step (one element taken)",
+        ACCEPTS, ("slice_scatter",), torch="RuntimeError", torch_message="Negative strides"),
     Difference(
         "combinations with r beyond what torch can build (it stacks r views of the input in a "
         "std::vector first: a RuntimeError, or the process killed for memory): ember returns "

@@ -1533,3 +1533,25 @@ def test_checks_and_results_found_by_seed_163():
     # lobpcg: a bool k or n reaches torch's zeros() of the initial guesses
     with pytest.raises(TypeError, match="found element of type bool"):
         ember.lobpcg(ember.eye(12, dtype=ember.float64), True)
+
+
+def test_checks_found_by_seed_167():
+    # fill_diagonal_: a 0-d tensor is its number (written in self's dtype), and the diagonal is
+    # filled through one strided view, as torch's, so an expanded self is written too
+    x = ember.zeros(1, dtype=ember.int32).unsqueeze(0).expand(2, 1)
+    assert x.fill_diagonal_(ember.tensor(2, dtype=ember.int64)).tolist() == [[2], [2]]
+    assert ember.zeros(2, 2, dtype=ember.int64).fill_diagonal_(
+        ember.tensor(2.5, dtype=ember.float64)).tolist() == [[2, 0], [0, 2]]
+    for rows, cols in ((7, 3), (8, 3), (9, 2), (3, 7), (5, 1)):
+        want = np.zeros((rows, cols))
+        for r in range(rows):  # torch's wrap: the diagonal starts again every cols + 1 rows
+            if r % (cols + 1) < cols:
+                want[r, r % (cols + 1)] = 1
+        if rows <= cols + 1:
+            want = np.eye(rows, cols)
+        got = ember.zeros(rows, cols).fill_diagonal_(1, wrap=True).numpy()
+        np.testing.assert_array_equal(got, want)
+    sub = ember.zeros(5, 6)[1:, 1:]  # an offset, non-contiguous self
+    np.testing.assert_array_equal(sub.fill_diagonal_(2).numpy(), 2 * np.eye(4, 5))
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t"):
+        ember.zeros(2, 2, dtype=ember.uint8).fill_diagonal_(300)

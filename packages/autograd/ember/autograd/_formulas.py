@@ -746,7 +746,9 @@ def _unbind(g, needs, out, x, dim):
     return (ember.stack([ember.zeros_like(like) if p is None else p for p in gs], dim),)
 
 
-@grad("as_strided", save=(0,))
+# x's geometry only (save_if with no users: a _StridedMeta), not its values, so that writing
+# through the view in place (fill_diagonal_'s fill_) leaves the graph usable, as torch's
+@grad("as_strided", save_if={0: ()})
 def _as_strided(g, needs, out, x, size, stride, offset=None):
     base = x.storage_offset()
     off = base if offset is None else offset

@@ -124,16 +124,27 @@ class _Meta:
 
 
 class _StridedMeta(_Meta):
-    """A _Meta with the strides too: an operand that ``save_if`` left unsaved (a matrix
-    product's gradient is laid out like its operand)."""
+    """A _Meta with the strides and storage offset too: an operand that ``save_if`` left
+    unsaved (a matrix product's gradient is laid out like its operand; as_strided's is placed
+    by the input's geometry, which torch's AsStridedBackward keeps instead of the tensor)."""
 
-    __slots__ = ("_stride",)
+    __slots__ = ("_stride", "_offset")
 
     def __init__(self, t):
         self.shape = t.shape
         self.dtype = t.dtype
         self.device = t.device
         self._stride = t.stride()
+        self._offset = t.storage_offset()
 
     def stride(self):
         return self._stride
+
+    def storage_offset(self):
+        return self._offset
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n

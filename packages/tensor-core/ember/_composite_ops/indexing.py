@@ -19,22 +19,22 @@ from ember._composite_ops.varargs import unravel_index
 
 
 def fill_diagonal_(self, fill_value, wrap=False):
+    """torch's: the main diagonal as one strided view (stride: the sum of self's strides),
+    filled; with wrap (2-d, more than columns + 1 rows) the diagonal that starts again every
+    columns + 1 rows as a second view. fill_ takes a 0-d tensor as its number and, as torch's,
+    writes through an expanded self."""
     if self.dim() < 2:
         raise RuntimeError("dimensions must larger than 1")
     shape = tuple(self.shape)
     if self.dim() > 2 and any(s != shape[0] for s in shape):
         raise RuntimeError("all dimensions of input must be of equal length")
-    n = _min(shape)
-    if self.dim() == 2 and wrap and shape[0] > shape[1] + 1:
-        # torch's wrap: the diagonal starts again every (columns + 1) rows
-        rows = [r for r in range(shape[0]) if r % (shape[1] + 1) < shape[1]]
-        cols = [r % (shape[1] + 1) for r in rows]
-        index = (_C.tensor(rows, dtype=_C.int64, device=self.device),  # (none: no columns)
-                 _C.tensor(cols, dtype=_C.int64, device=self.device))
-    else:
-        i = _C.arange(n, device=self.device)
-        index = (i,) * self.dim()
-    self[index] = fill_value
+    height, width = shape[0], shape[1]
+    size, stride, offset = _min(height, width), sum(self.stride()), self.storage_offset()
+    self.as_strided((size,), (stride,), offset).fill_(fill_value)
+    if wrap and self.dim() == 2 and height > width + 1:
+        step = width + 1
+        wrap_size = (self.numel() + step - 1) // step - size
+        self.as_strided((wrap_size,), (stride,), offset + self.stride(0) * step).fill_(fill_value)
     return self
 
 
