@@ -1555,3 +1555,12 @@ def test_checks_found_by_seed_167():
     np.testing.assert_array_equal(sub.fill_diagonal_(2).numpy(), 2 * np.eye(4, 5))
     with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t"):
         ember.zeros(2, 2, dtype=ember.uint8).fill_diagonal_(300)
+
+
+def test_checks_found_by_seed_173():
+    # frobenius_norm takes at most two dims (torch's check, before the dims are wrapped)
+    x = ember.ones(2, 3, 4)
+    with pytest.raises(RuntimeError, match="Expected at most 2 dimensions, but got 3 dimensions"):
+        ember.frobenius_norm(x, dim=(1, 2, 0))
+    assert ember.frobenius_norm(x, dim=(1, 2)).tolist() == pytest.approx([math.sqrt(12)] * 2)
+    assert ember.frobenius_norm(x, dim=()).item() == pytest.approx(math.sqrt(24))

@@ -96,6 +96,9 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
     from ember import linalg
 
     dims = tuple(_dim_list(dim))
+    if len(dims) > 2:  # (torch's: a matrix norm's dims, before they are wrapped)
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
+                           "instead.")
     return _finish_exact(linalg.vector_norm(input, 2, dim=dims or None, keepdim=keepdim), out)
 
 
