@@ -794,6 +794,17 @@ DIFFERENCES = [
         "step (one element taken)",
         ACCEPTS, ("slice_scatter",), torch="RuntimeError", torch_message="Negative strides"),
     Difference(
+        "std/var of a complex input into an overlapping (expanded) out= that must be resized: "
+        "torch's complex path adds the parts' variances into out, checking its overlap before "
+        "the resize; ember resizes out first, as every reduction (torch's real path too)",
+        ACCEPTS, ("std", "var"), torch="RuntimeError", torch_message="single memory location"),
+    Difference(
+        "native_batch_norm with a weight or bias of more than C elements: torch reads the first "
+        "C whatever the shape (and past the end of a shorter one: a crash in eval mode); ember "
+        "refuses any other count than C",
+        REFUSES, ("native_batch_norm",), ember="RuntimeError",
+        ember_message="expected (weight|bias) to have"),
+    Difference(
         "combinations with r beyond what torch can build (it stacks r views of the input in a "
         "std::vector first: a RuntimeError, or the process killed for memory): ember returns "
         "the empty (0, r) result as for any r above the input's length (a shape NumPy cannot "

@@ -1564,3 +1564,17 @@ def test_checks_found_by_seed_173():
         ember.frobenius_norm(x, dim=(1, 2, 0))
     assert ember.frobenius_norm(x, dim=(1, 2)).tolist() == pytest.approx([math.sqrt(12)] * 2)
     assert ember.frobenius_norm(x, dim=()).item() == pytest.approx(math.sqrt(24))
+
+
+def test_checks_found_by_seeds_181_and_191():
+    # mean without dim into out= is torch's mean.dtype_out, dtype= given or not: the input
+    # must cast into out's dtype (complex into float64 is refused); with a dim it is mean.out
+    z = (ember.arange(6) * (1 - 0.5j)).reshape(2, 3).to(ember.complex64)
+    with pytest.raises(RuntimeError, match="mean.dtype_out\\(\\): input types can't be cast"):
+        ember.mean(z, dtype=ember.float64, out=ember.zeros((), dtype=ember.float64))
+    out = ember.zeros(3, dtype=ember.float64)
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        ember.mean(z, 0, dtype=ember.float64, out=out)
+    np.testing.assert_allclose(out.numpy(), [1.5, 2.5, 3.5])
+    got = ember.mean(z, dtype=ember.complex128, out=ember.zeros((), dtype=ember.complex128))
+    assert got.item() == pytest.approx(2.5 - 1.25j)

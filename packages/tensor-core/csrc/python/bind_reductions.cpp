@@ -273,10 +273,10 @@ void register_reductions(py::module_& m) {
                    else
                      check_out_dtype(out, dt);
                  }
-                 // (without dim, torch's overload is mean.dtype_out: an out= without dtype=
-                 // takes what the input casts into, so complex into a real out and float into
-                 // an integer one are refused; with a dim, mean.out computes in out's dtype)
-                 if (op == SumOp::Mean && out && dt == ScalarType::Undefined && !a.given(1))
+                 // (without dim, torch's overload is mean.dtype_out: an out= (with or without
+                 // dtype=) takes what the input casts into, so complex into a real out and float
+                 // into an integer one are refused; with a dim, mean.out computes in out's dtype)
+                 if (op == SumOp::Mean && out && !a.given(1))
                    EMBER_CHECK(can_cast(x->dtype, out->dtype), std::runtime_error,
                                "mean.dtype_out(): input types can't be cast to the desired "
                                "output type ", torch_type_name(out->dtype));
