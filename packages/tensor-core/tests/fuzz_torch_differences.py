@@ -774,10 +774,15 @@ DIFFERENCES = [
         CLASS, ("Stream",), ember="TypeError", torch="RuntimeError",
         torch_message="isValidDeviceType|not linked with support"),
     Difference(
-        "the p=NaN norm of a single element reduced over a 0-d tensor's dim -1 (pairwise_"
-        "distance's case): torch's NaN from its reduction kernel's general-p path, where the "
-        "same element as a 1-d tensor, or with no dim, gives |x|; ember gives |x| for all",
-        RESULT, ("pairwise_distance", "norm", "linalg.vector_norm"), source=r"\bnan\b"),
+        "the p-norm of a single element reduced over a 0-d tensor's dim -1 (pairwise_distance's "
+        "case): torch's reduction kernel takes its general-p path there, (|x|^p)^(1/p), which "
+        "is NaN for p=NaN and 1.0 for p=1e-30, where the same element as a 1-d tensor, or with "
+        "no dim, gives |x|; ember gives |x| for all",
+        RESULT, ("pairwise_distance", "norm", "linalg.vector_norm"), source=r"reshape\(\[\]\)"),
+    Difference(
+        "triu_indices with an offset of -2**63: torch's row arithmetic overflows and returns "
+        "indices past the last row; ember's offset below -rows takes every element",
+        RESULT, ("triu_indices", "tril_indices"), source=r"-9223372036854775808"),
     Difference(
         "cov of one observation with aweights of a wider dtype: torch's one-observation path "
         "multiplies the two dtypes unpromoted (its mm refuses them); for more observations it "
