@@ -1578,3 +1578,40 @@ def test_checks_found_by_seeds_181_and_191():
     np.testing.assert_allclose(out.numpy(), [1.5, 2.5, 3.5])
     got = ember.mean(z, dtype=ember.complex128, out=ember.zeros((), dtype=ember.complex128))
     assert got.item() == pytest.approx(2.5 - 1.25j)
+
+
+def test_checks_found_by_seed_197():
+    # tensor(): a string as the data is refused before the pinned allocation, whatever the
+    # dtype; one on the first elements' path is torch's "too many dimensions"
+    for dt in (None, ember.int32):
+        for pin in (False, True):
+            with pytest.raises(TypeError, match="new\\(\\): invalid data type 'str'"):
+                ember.tensor("", dtype=dt, pin_memory=pin)
+            with pytest.raises(ValueError, match="too many dimensions 'str'"):
+                ember.tensor(["a"], dtype=dt, pin_memory=pin)
+    with pytest.raises(TypeError, match="new\\(\\): invalid data type 'str'"):
+        ember.tensor([1, "a"])
+    # normal into an integer or bool out=: torch's floating-only kernel; an empty draw reaches
+    # the mean's conversion and the product with std
+    with pytest.raises(NotImplementedError, match="normal_kernel_cpu. not implemented for 'Int'"):
+        ember.normal(0.5, ember.ones(3), out=ember.zeros(3, dtype=ember.int32))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        ember.normal(ember.ones(2), 1.0, out=ember.zeros(2, dtype=ember.bool))
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int without overflow"):
+        ember.normal(1e300, ember.ones(0, dtype=ember.float16), out=ember.zeros(0, dtype=ember.int32))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output"):
+        ember.normal(0.5, ember.ones(0), out=ember.zeros(0, dtype=ember.int32))
+    assert ember.normal(0.5, ember.ones(2), out=ember.zeros(2, dtype=ember.float64)).dtype == \
+        ember.float64
+
+
+def test_checks_found_by_seed_199():
+    # repeat_interleave: one repeat is broadcast along dim before its sign is checked, as
+    # torch's, so a negative one repeating an empty dim is never read
+    empty = ember.zeros(2, 0, 3, dtype=ember.uint8)
+    assert ember.repeat_interleave(empty, ember.tensor(-6)).shape == (0,)
+    assert ember.repeat_interleave(empty, ember.tensor([-6]), dim=1).shape == (2, 0, 3)
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        ember.repeat_interleave(empty, ember.tensor(-6), dim=0)
+    with pytest.raises(RuntimeError, match="repeats must have the same size as input along dim"):
+        ember.repeat_interleave(ember.ones(3), ember.tensor([-1, 2]))

@@ -406,9 +406,11 @@ static std::vector<int64_t> read_counts(const Tensor& repeats) {
               torch_type_name(repeats->dtype), "'");
   Tensor c = contiguous(to_dtype(repeats, ScalarType::Int64));
   const int64_t* p = c->data_as<int64_t>();
-  std::vector<int64_t> counts(p, p + c->numel());
+  return std::vector<int64_t>(p, p + c->numel());
+}
+
+static void check_counts(const std::vector<int64_t>& counts) {
   for (auto v : counts) EMBER_CHECK(v >= 0, std::runtime_error, "repeats can not be negative");
-  return counts;
 }
 
 Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repeat,
@@ -421,10 +423,13 @@ Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repe
   if (repeats) {
     EMBER_CHECK(repeats->dim() <= 1, std::runtime_error, "repeats must be 0-dim or 1-dim tensor");
     counts = read_counts(repeats);
-    if (counts.size() == 1) counts.assign(n, counts[0]);  // (0-d or one element: broadcast)
+    // (0-d or one element: broadcast along dim first, as torch, so that a negative one
+    // repeating nothing along an empty dim is never read)
+    if (counts.size() == 1) counts.assign(n, counts[0]);
     EMBER_CHECK(static_cast<int64_t>(counts.size()) == n, std::runtime_error,
                 "repeats must have the same size as input along dim, but got repeats.size(0) = ",
                 counts.size(), " and input.size(", dim, ") = ", n);
+    check_counts(counts);
   } else {
     EMBER_CHECK(repeat >= 0, std::runtime_error, "Repeats must be non-negative");
     counts.assign(n, repeat);
@@ -456,6 +461,7 @@ Tensor repeat_interleave(const Tensor& x_in, const Tensor& repeats, int64_t repe
 Tensor repeat_interleave_counts(const Tensor& repeats, std::optional<int64_t> output_size) {
   EMBER_CHECK(repeats->dim() == 1, std::runtime_error, "repeat_interleave only accept 1D vector as repeat");
   std::vector<int64_t> counts = read_counts(repeats);
+  check_counts(counts);
   const int64_t total = checked_total(counts, nullptr);
   EMBER_CHECK(!output_size || *output_size == total, std::runtime_error,
               "repeat_interleave: Invalid output_size, expected ", total, " but got ",

@@ -225,9 +225,10 @@ void register_creation(py::module_& m) {
                  t = tensor_from_data(a[0], f.dtype);
                } catch (const std::exception& e) {
                  const std::string what = e.what();
-                 if (f.dtype != ScalarType::Undefined ||
-                     !(what.rfind("Could not infer dtype", 0) == 0 ||
-                       what.rfind("new(): invalid data type", 0) == 0))
+                 if (!(what.rfind("new(): invalid data type", 0) == 0 ||
+                       what.rfind("too many dimensions", 0) == 0 ||
+                       (f.dtype == ScalarType::Undefined &&
+                        what.rfind("Could not infer dtype", 0) == 0)))
                    check_pin_memory(f);
                  throw;
                }

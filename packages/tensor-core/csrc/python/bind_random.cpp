@@ -302,6 +302,21 @@ py::object normal_sample(const Args& a) {
   // (checked before std takes out's dtype, which would drop its imaginary parts)
   EMBER_CHECK(!st || !is_complex(to_tensor(std)->dtype), std::runtime_error,
               "normal expects standard deviation to be non-complex");
+  // An integer or bool out=: torch draws into out with its floating-only kernel, then scales by
+  // std and adds the mean in place, so only an empty draw gets as far as those two
+  if (!f.out.is_none() && !is_floating(out_dt) && !is_complex(out_dt)) {
+    const Shape shape = mt && st ? broadcast_shapes(to_tensor(mean)->sizes, to_tensor(std)->sizes)
+                        : mt     ? to_tensor(mean)->sizes
+                                 : to_tensor(std)->sizes;
+    if (checked_numel(shape) > 0)
+      throw NotImplementedError(str_cat("\"normal_kernel_cpu\" not implemented for '",
+                                        type_name(out_dt), "'"));
+    if (!mt) check_scalar_fits(Scalar::from_double(to_double(mean)), out_dt);
+    if (st)
+      throw std::runtime_error(str_cat("result type ", torch_type_name(to_tensor(std)->dtype),
+                                       " can't be cast to the desired output type ",
+                                       torch_type_name(out_dt)));
+  }
   Tensor r;
   if (mt && st) r = normal(param(mean, false), param(std, true), f.gen);
   else if (mt) r = normal(param(mean, false), to_double(std), f.gen);

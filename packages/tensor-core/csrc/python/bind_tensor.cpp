@@ -186,6 +186,18 @@ Tensor tensor_from_data(py::handle data, ScalarType dtype) {
     Tensor src = core_fn("_from_numpy")(arr).cast<Tensor>();
     return to_dtype(src, dtype == ScalarType::Undefined ? src->dtype : dtype, true);
   }
+  // torch's order: a string as the data itself is refused, whatever the dtype; then torch
+  // walks the first elements down (its shape), where a non-empty string is a sequence of
+  // strings that never ends, before it reads any other element
+  if (PyUnicode_Check(data.ptr()) || PyBytes_Check(data.ptr()))
+    throw py::type_error(str_cat("new(): invalid data type '",
+                                 std::string(py::str(py::type::of(data).attr("__name__"))), "'"));
+  py::handle first = data;
+  while ((PyList_Check(first.ptr()) || PyTuple_Check(first.ptr())) && py::len(first) > 0)
+    first = PySequence_Fast_GET_ITEM(first.ptr(), 0);
+  if ((PyUnicode_Check(first.ptr()) || PyBytes_Check(first.ptr())) && py::len(first) > 0)
+    throw py::value_error(str_cat("too many dimensions '",
+                                  std::string(py::str(py::type::of(first).attr("__name__"))), "'"));
   DataInfo info;
   info.dtype = dtype;
   infer_data(data, 0, info);
