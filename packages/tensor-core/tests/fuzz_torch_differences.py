@@ -815,6 +815,13 @@ DIFFERENCES = [
         REFUSES, ("hamming_window", "hann_window", "blackman_window", "bartlett_window",
                   "kaiser_window"), ember="MemoryError"),
     Difference(
+        "integer convolutions: torch's CPU fallback (im2col and a product in the integer type, "
+        "wrapping on overflow) computes them; ember's convolutions are floating only (float16 "
+        "to float64) and refuse integer inputs with NotImplementedError",
+        REFUSES, ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                  "conv_transpose3d", "convolution"), ember="NotImplementedError",
+        ember_message="not implemented for '(Char|Byte|Short|Int|Long)'"),
+    Difference(
         "combinations with r beyond what torch can build (it stacks r views of the input in a "
         "std::vector first: a RuntimeError, or the process killed for memory): ember returns "
         "the empty (0, r) result as for any r above the input's length (a shape NumPy cannot "

@@ -1615,3 +1615,17 @@ def test_checks_found_by_seed_199():
         ember.repeat_interleave(empty, ember.tensor(-6), dim=0)
     with pytest.raises(RuntimeError, match="repeats must have the same size as input along dim"):
         ember.repeat_interleave(ember.ones(3), ember.tensor([-1, 2]))
+
+
+def test_checks_found_by_seed_211():
+    # addcmul/addcdiv's value: a 0-d tensor is its number, a complex one with a nonzero
+    # imaginary part cannot become a real computation's float (torch's error), one with zero
+    # imaginary part is its real part
+    x, t1, t2 = ember.ones(2), ember.ones(2), 2 * ember.ones(2)
+    for v in (1 + 1j, ember.tensor(1 + 1j)):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type float"):
+            x.addcdiv(t1, t2, value=v)
+    assert x.addcmul(t1, t2, value=1 + 0j).tolist() == [3.0, 3.0]
+    assert x.addcdiv(t1, t2, value=ember.tensor(2.0)).tolist() == [2.0, 2.0]
+    z = ember.ones(2, dtype=ember.complex64)
+    assert z.addcmul(t1, t1, value=1 + 2j).tolist() == [2 + 2j, 2 + 2j]

@@ -68,6 +68,11 @@ def _in_common_dtype(input, tensor1, tensor2):
 def _pointwise(input, tensor1, tensor2, value, combine, out=None, in_place=False, name=""):
     """input + value * combine(tensor1, tensor2): addcmul, addcdiv and their in-place forms."""
     tensor1, tensor2, common = _in_common_dtype(input, tensor1, tensor2)
+    if _is_tensor(value):  # (a 0-d tensor is a Scalar here, as in torch's deprecated form)
+        value = value.item()
+    if common is not None and isinstance(value, complex) and not common.is_complex:
+        scalar_fits(value, common, opmath=True)  # (a nonzero imaginary part: torch's error)
+        value = value.real
     if common in (_C.float16, _C.bfloat16) and (not in_place or input.dtype == common):
         # torch computes half and bfloat16 in float32, as input + (value * t1) op t2, and
         # rounds once: rounding the quotient or product to bfloat16 first moved results by one
