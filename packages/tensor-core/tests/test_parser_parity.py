@@ -1629,3 +1629,24 @@ def test_checks_found_by_seed_211():
     assert x.addcdiv(t1, t2, value=ember.tensor(2.0)).tolist() == [2.0, 2.0]
     z = ember.ones(2, dtype=ember.complex64)
     assert z.addcmul(t1, t1, value=1 + 2j).tolist() == [2 + 2j, 2 + 2j]
+
+
+def test_checks_and_results_found_by_seed_229():
+    # celu of a 16-bit float computes x / alpha in float32, as torch's opmath: with a huge
+    # alpha the quotient is below float16's range, and celu(x) is x, not -0
+    y = ember.tensor([[-5.0], [-3.0], [2.0]], dtype=ember.float16)
+    assert ember.celu(y, -2147483649).tolist() == [[-5.0], [-3.0], [2.0]]
+    assert ember.celu_(y.clone(), -2147483649).tolist() == [[-5.0], [-3.0], [2.0]]
+    np.testing.assert_allclose(ember.celu(y.bfloat16(), 0.5).float().numpy().ravel(),
+                               [-0.5, -0.498046875, 2.0])
+    # histogramdd of points with no coordinates: torch's 0-d histogram that counts nothing
+    r = ember.histogramdd(ember.zeros(2, 0), 3)
+    assert r.hist.shape == () and r.hist.item() == 0 and r.bin_edges == ()
+    assert math.isnan(ember.histogramdd(ember.zeros(2, 0), -1, density=True).hist.item())
+
+
+def test_checks_found_by_seed_233():
+    # hardshrink's lambd: a 0-d tensor is its number (a uint64 one was negated as a tensor)
+    x = ember.tensor([-1.0, 0.25, 3.0], dtype=ember.float64)
+    assert ember.hardshrink(x, ember.tensor(0, dtype=ember.uint64)).tolist() == [-1.0, 0.25, 3.0]
+    assert ember.hardshrink(x, ember.tensor(0.5)).tolist() == [-1.0, 0.0, 3.0]

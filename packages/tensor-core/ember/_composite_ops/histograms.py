@@ -69,7 +69,7 @@ def histogramdd(input, bins, range=None, weight=None, density=False):  # noqa: A
     if input.dim() < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     D = input.shape[-1]
-    points = input.reshape(-1, D)
+    points = input.reshape(math.prod(input.shape[:-1]), D)  # (D may be 0: no -1 to infer)
     floating = input.dtype.is_floating_point
     if kind == "tensors":
         if len(bins) != D:
@@ -135,6 +135,9 @@ def histogramdd(input, bins, range=None, weight=None, density=False):  # noqa: A
     if not floating:
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
                                   f"'{_dtype_name(input.dtype)}'")
+    if D == 0:  # points without coordinates: torch's 0-d histogram, nothing counted
+        hist = _C.zeros((), dtype=input.dtype, device=input.device)
+        return _histogramdd_result(hist / hist if density else hist, ())
     edges, index, valid = [], None, None
     sizes = []
     for d, e in enumerate(bin_edges):

@@ -89,6 +89,8 @@ def _distance_last(diff, p):
 
 def hardshrink(input, lambd=0.5, *, out=None):
     _floating_kernel("hardshrink", input)
+    if _is_tensor(lambd):  # (a 0-d tensor is a Scalar here: its number)
+        lambd = lambd.item()
     scalar_fits(lambd, input.dtype)
     # x outside [-lambd, lambd] and NaN stay, as torch's
     result = _C.where((input >= -lambd) & (input <= lambd), 0, input).to(input.dtype)
@@ -114,6 +116,8 @@ def celu(input, alpha=1.0):
     scalar_fits(alpha, input.dtype, opmath=True)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
+    if input.dtype in (_C.float16, _C.bfloat16):  # (torch's opmath: x / alpha in float32)
+        return celu(input.float(), alpha).to(input.dtype)
     return _C.where(input >= 0, input, alpha * _C.expm1(input / alpha))
 
 
