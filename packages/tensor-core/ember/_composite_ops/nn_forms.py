@@ -164,7 +164,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     if not common.is_floating_point:
         raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
                            f"{_dtype_name(common)}")
-    if eps < 0:  # (torch's, before the shapes)
+    if not eps >= 0:  # (torch's, before the shapes; NaN too)
         raise RuntimeError(f"eps must be non-negative, got: {eps:g}")
     x1, x2 = (x if x.dtype.is_floating_point else x.to(common) for x in (x1, x2))
     x1, x2 = _shape.broadcast_tensors(x1, x2)
