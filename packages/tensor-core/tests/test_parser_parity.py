@@ -1663,3 +1663,17 @@ def test_checks_found_by_seeds_239_and_241():
     # cosine_similarity: a NaN eps is not non-negative
     with pytest.raises(RuntimeError, match="eps must be non-negative, got: nan"):
         ember.cosine_similarity(ember.ones(3, 1), ember.ones(3, 1), eps=float("nan"))
+
+
+def test_checks_found_by_seeds_251_and_257():
+    # an expanded out= is refused before it is resized (torch's iterator) by conj_physical
+    # and normal too
+    for call in (lambda o: ember.conj_physical(ember.ones(0), out=o),
+                 lambda o: ember.normal(ember.ones(4, 4), out=o)):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            call(ember.zeros(1, 4).expand(4, 4))
+    # inner of uint16 matrices with an empty product returns, as torch's mm
+    got = ember.ones(2, 3, dtype=ember.uint16).inner(ember.ones(2, 2, 0, 3, dtype=ember.uint16))
+    assert got.shape == (2, 2, 2, 0)
+    # mvlgamma of an empty input makes none of p's shifts
+    assert ember.ones(2, 0, 3, dtype=ember.float16).mvlgamma(p=2**31).shape == (2, 0, 3)

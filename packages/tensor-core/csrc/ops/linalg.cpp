@@ -611,10 +611,11 @@ Tensor inner(const Tensor& a, const Tensor& b, const Tensor& out) {
               "inner() the last dimension must match on both input tensors but got shapes ",
               shape_str(a->sizes), " and ", shape_str(b->sizes));
   EMBER_CHECK(a->dtype == b->dtype, std::runtime_error, "both inputs should have same dtype");
-  // (torch's inner of two vectors is dot, of more a matrix product: neither has uint16-64, an
-  // empty product included)
-  if (is_wide_unsigned(a->dtype)) {
-    const char* kernel = a->dim() == 1 && b->dim() == 1 ? "dot" : "addmm_impl_cpu_";
+  // (torch's inner of two vectors is dot, of more a matrix product: neither has uint16-64;
+  // an empty product of matrices returns before the dtype is read, as torch's mm)
+  const bool vectors = a->dim() == 1 && b->dim() == 1;
+  if (is_wide_unsigned(a->dtype) && (vectors || (a->numel() > 0 && b->numel() > 0))) {
+    const char* kernel = vectors ? "dot" : "addmm_impl_cpu_";
     throw NotImplementedError(
         str_cat("\"", kernel, "\" not implemented for '", type_name(a->dtype), "'"));
   }

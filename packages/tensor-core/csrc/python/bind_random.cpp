@@ -326,6 +326,7 @@ py::object normal_sample(const Args& a) {
   if (!f.out.is_none()) {
     Tensor o = to_tensor(f.out);
     check_out_no_grad(o, "normal");
+    check_inplace_writable(o, "normal");  // (an expanded out: torch's overlap error)
     resize_output(o, r->sizes);
     copy_(o, r);
     return py::reinterpret_borrow<py::object>(f.out);
