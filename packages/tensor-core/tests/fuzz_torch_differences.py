@@ -842,13 +842,6 @@ DIFFERENCES = [
         "aweights (an integer input's result is aweights' dtype)",
         RESULT, ("cov",), source=r"reshape\(\[\]\)"),
     Difference(
-        "a float16/bfloat16 product with a one-element tensor of a wider type holding a value "
-        "beyond float16's range: torch's kernel reads any one-element operand as a number in "
-        "float32, ember converts it to the common dtype first (inf), so 0 times it is NaN in "
-        "ember and 0 in torch (not yet matched: the binary kernels' scalar path)",
-        RESULT, ("mul", "multiply", "div", "divide", "add", "sub"),
-        source=r"(?s)(?=.*float16)(?=.*\d{10,})"),
-    Difference(
         "combinations with r beyond what torch can build (it stacks r views of the input in a "
         "std::vector first: a RuntimeError, or the process killed for memory): ember returns "
         "the empty (0, r) result as for any r above the input's length (a shape NumPy cannot "

@@ -102,6 +102,25 @@ def test_number_operands_follow_torchs_cpu_rules(case, dtype):
     np.testing.assert_array_equal(_bits(got), expected)
 
 
+def test_a_one_element_tensor_is_a_number_for_mul_and_div():
+    # torch's kernels take any operand broadcast over every element (a one-element tensor of
+    # any rank, not only a 0-d one) as the number: x_bf16 * tensor([257]) multiplies by 257
+    # in float32, not by bfloat16's 256; as the first operand it is converted (torch's too).
+    # Oracle: float32 arithmetic rounded by ember's float32 -> bfloat16 conversion.
+    x = ember.tensor(VALUES * 3, dtype=ember.float32).to(ember.bfloat16)
+    x32 = x.float().numpy()
+    for other in (ember.tensor([257]), ember.tensor([[257]]), ember.tensor(257)):
+        want = ember.tensor(x32 * np.float32(257)).to(ember.bfloat16)
+        np.testing.assert_array_equal(_bits((x * other).reshape(-1)), _bits(want))
+        want = ember.tensor(x32 / np.float32(257)).to(ember.bfloat16)
+        np.testing.assert_array_equal(_bits((x / other).reshape(-1)), _bits(want))
+    converted = ember.tensor(x32 * np.float32(256)).to(ember.bfloat16)  # bfloat16(257) = 256
+    np.testing.assert_array_equal(_bits(ember.tensor([257]) * x), _bits(converted))
+    # a value beyond float16's range: 0 times it is 0, not 0 * inf
+    h = ember.tensor([0.0, 1.0], dtype=ember.float16)
+    assert (h * ember.tensor([2426500055530810410])).tolist() == [0.0, float("inf")]
+
+
 def test_the_rule_is_visible_in_a_comparison():
     # 0.1 is 0.0999755859375 in float16: that value is not below it, though it is below 0.1
     x = ember.tensor([0.0999755859375], dtype=ember.float16)

@@ -507,12 +507,13 @@ ElementwiseDtypes binary_dtypes(BinaryOp op, const Operand& other, ScalarType co
       break;
   }
   // float16/bfloat16 as torch's CPU kernels: multiplying or dividing (rounded division too) by a
-  // number or a 0-d tensor takes its value in float32 (original_scalar_value<opmath_t>) and rounds
-  // the result once; comparisons run in float32 on operands converted to the common dtype
-  // (x_half < 0.1 compares with half(0.1)).
+  // number or a one-element tensor (torch's iter.is_scalar(2): any dims, broadcast over every
+  // element) takes its value in float32 (original_scalar_value<opmath_t>) and rounds the result
+  // once (x_bf16 * tensor([257]) multiplies by 257, not by bfloat16's 256); comparisons run in
+  // float32 on operands converted to the common dtype (x_half < 0.1 compares with half(0.1)).
   if ((op == BinaryOp::mul || op == BinaryOp::div || op == BinaryOp::floor_divide ||
        op == BinaryOp::div_trunc) &&
-      is_reduced_float(common) && (other.is_scalar || other.t->dim() == 0))
+      is_reduced_float(common) && (other.is_scalar || other.t->numel() == 1))
     compute = ScalarType::Float32;
   return {compute, result};
 }
