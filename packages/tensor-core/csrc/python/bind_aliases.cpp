@@ -324,6 +324,13 @@ static bool forwarded(const Args& a, const Schema& s, int i) {
          (!a.is_none(i) || (a.given(i) && s.params[i].type == ArgType::Any));
 }
 
+// Argument i as the Python body takes it: a 0-d tensor given for a Scalar is its number, as
+// torch's parser reads it (threshold's bounds, addcmul's value, fill_diagonal_'s fill value).
+static py::object forwarded_value(const Args& a, const Schema& s, int i) {
+  py::object v = py::reinterpret_borrow<py::object>(a[i]);
+  return s.params[i].type == ArgType::Scalar && is_tensor(v) ? v.attr("item")() : v;
+}
+
 // The call's arguments as the Python body takes them: the parameters before `*` by position,
 // the keyword-only ones that were given by name (out= when not None).
 py::object forward(const py::object& fn, const Args& a, int max_positional = Args::kMaxParams) {
@@ -332,7 +339,7 @@ py::object forward(const py::object& fn, const Args& a, int max_positional = Arg
   py::tuple args(npos);
   py::dict kwargs;
   for (int i = 0; i < static_cast<int>(s.params.size()); ++i) {
-    py::object v = py::reinterpret_borrow<py::object>(a[i]);
+    py::object v = forwarded_value(a, s, i);
     if (i < npos) args[i] = v;
     else if (forwarded(a, s, i))
       kwargs[py::str(s.params[i].name)] = v;
@@ -347,7 +354,7 @@ py::object forward_by_name(const py::object& fn, const Args& a) {
   py::dict kwargs;
   for (int i = 1; i < static_cast<int>(s.params.size()); ++i)
     if (forwarded(a, s, i))
-      kwargs[py::str(s.params[i].name)] = py::reinterpret_borrow<py::object>(a[i]);
+      kwargs[py::str(s.params[i].name)] = forwarded_value(a, s, i);
   return fn(py::reinterpret_borrow<py::object>(a[0]), **kwargs);
 }
 

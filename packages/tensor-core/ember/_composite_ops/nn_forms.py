@@ -13,7 +13,6 @@ from ember._composite_ops._common import (
     _finish_cast,
     _finish_same_dtype,
     _floating_kernel,
-    _is_tensor,
     _refuse_complex,
 )
 
@@ -89,8 +88,6 @@ def _distance_last(diff, p):
 
 def hardshrink(input, lambd=0.5, *, out=None):
     _floating_kernel("hardshrink", input)
-    if _is_tensor(lambd):  # (a 0-d tensor is a Scalar here: its number)
-        lambd = lambd.item()
     scalar_fits(lambd, input.dtype)
     # x outside [-lambd, lambd] and NaN stay, as torch's
     result = _C.where((input >= -lambd) & (input <= lambd), 0, input).to(input.dtype)
@@ -131,8 +128,6 @@ _NO_THRESHOLD_KERNEL = (_C.bool, *_SHELL_UNSIGNED)
 def _threshold(input, threshold, value):
     if input.dtype in _NO_THRESHOLD_KERNEL or input.dtype.is_complex:
         _floating_kernel("threshold", input)
-    # (a 0-d tensor is a Scalar here: its number checked like any other)
-    threshold, value = (v.item() if _is_tensor(v) else v for v in (threshold, value))
     scalar_fits(threshold, input.dtype, opmath=True)
     scalar_fits(value, input.dtype, opmath=True)
     if not (input.dtype.is_floating_point or input.dtype == _C.bool):

@@ -68,8 +68,6 @@ def _in_common_dtype(input, tensor1, tensor2):
 def _pointwise(input, tensor1, tensor2, value, combine, out=None, in_place=False, name=""):
     """input + value * combine(tensor1, tensor2): addcmul, addcdiv and their in-place forms."""
     tensor1, tensor2, common = _in_common_dtype(input, tensor1, tensor2)
-    if _is_tensor(value):  # (a 0-d tensor is a Scalar here, as in torch's deprecated form)
-        value = value.item()
     if common is not None and isinstance(value, complex) and not common.is_complex:
         scalar_fits(value, common, opmath=True)  # (a nonzero imaginary part: torch's error)
         value = value.real
