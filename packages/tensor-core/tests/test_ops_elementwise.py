@@ -768,6 +768,25 @@ def test_copy_of_rows_and_runs(dtype, cols):
     assert ember.tensor(src).t().contiguous().t().contiguous().numpy().tolist() == src.tolist()
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("shape", [(8, 512), (9, 513), (67, 131), (300, 257), (1030, 7), (2, 4096)])
+def test_transposing_copy(dtype, shape):
+    # x.t().contiguous() goes through 8 x 8 blocks within 1 KiB tiles (element sizes 1 to 16
+    # bytes): shapes that end mid-block and mid-tile on both sides, from a whole matrix, a
+    # column slice (rows longer than the tile's) and into a slice of a wider output, against
+    # NumPy.
+    rng = np.random.default_rng(shape[0] * 7 + shape[1])
+    src = (rng.standard_normal((shape[0], shape[1] + 3)) * 50).astype(dtype)
+    x = ember.tensor(src)
+    np.testing.assert_array_equal(x.t().contiguous().numpy(), src.T)
+    np.testing.assert_array_equal(x[:, 2:].t().contiguous().numpy(), src[:, 2:].T)
+    wide = ember.zeros(shape[1] + 3, shape[0] + 5, dtype=getattr(ember, dtype))
+    wide[:, 1:shape[0] + 1].copy_(x.t())
+    expected = np.zeros((shape[1] + 3, shape[0] + 5), dtype)
+    expected[:, 1:shape[0] + 1] = src.T
+    np.testing.assert_array_equal(wide.numpy(), expected)
+
+
 @pytest.mark.parametrize("op", [op for op in UNARY_OPS if op.supports("float32")], ids=param_id)
 def test_unary_on_expanded_input(op):
     """A broadcast (stride-0) input is read correctly; writing into it is refused."""
