@@ -1003,6 +1003,20 @@ DIFFERENCES = [
         "RuntimeError); ember's Tensor(...) takes sizes as ints or one sequence of data",
         CLASS, ("Tensor",), ember="TypeError", torch="RuntimeError",
         ember_message="data must be a sequence", torch_message="negative dimension"),
+    Difference(
+        "mv of mismatched sizes into a 0-d out=: torch's size-mismatch message reads the 0-d "
+        "tensor's first size and fails there with an IndexError; ember reports the mismatch",
+        CLASS, ("mv",), ember="RuntimeError", torch="IndexError",
+        ember_message="size mismatch", torch_message="tensor has no dimensions"),
+    Difference(
+        "chunk with a count near 2**63: torch's ceil(size / chunks) overflows int64 and it "
+        "refuses the negative split size; ember returns one piece per element",
+        ACCEPTS, ("chunk",), ember="ok", torch_message="split_size=-"),
+    Difference(
+        "layer norm of a constant row with a tiny eps (rstd ~1e15): torch computes "
+        "x * rstd - mean * rstd, whose rounding error rstd magnifies (2.5 -> 1e8 in bfloat16); "
+        "ember computes (x - mean) * rstd, which is exactly 0 there",
+        RESULT, ("native_layer_norm", "layer_norm"), source="eps=1e-[1-9][0-9]"),
 ]
 
 

@@ -1675,5 +1675,33 @@ def test_checks_found_by_seeds_251_and_257():
     # inner of uint16 matrices with an empty product returns, as torch's mm
     got = ember.ones(2, 3, dtype=ember.uint16).inner(ember.ones(2, 2, 0, 3, dtype=ember.uint16))
     assert got.shape == (2, 2, 2, 0)
-    # mvlgamma of an empty input makes none of p's shifts
+    # mvlgamma of an empty input sums no terms but still makes p's shifts (untouched), as torch
     assert ember.ones(2, 0, 3, dtype=ember.float16).mvlgamma(p=2**31).shape == (2, 0, 3)
+    with pytest.raises(RuntimeError, match="overflow"):
+        ember.ones(0, dtype=ember.int16).mvlgamma(2**63 - 1)
+
+
+
+def test_checks_and_results_found_by_seeds_263_and_269():
+    # set_: storage_offset and size are not optional in torch's forms; None for either is a
+    # TypeError, not an absent argument
+    x, src = ember.zeros(2), ember.ones(3)
+    for args in ((src, None), (src, 0, None), (src, None, [1]), (src.untyped_storage(), 0)):
+        with pytest.raises(TypeError, match="invalid combination of arguments"):
+            x.set_(*args)
+    assert x.set_(src, 1, [2]).tolist() == [1.0, 1.0] and x.set_(src).shape == (3,)
+    # normalisation statistics: the input's dtype, bfloat16 too, unless float32 parameters make
+    # the call mixed (hand-checked against torch's CPU kernels)
+    for dt in (ember.bfloat16, ember.float16):
+        h = ember.tensor([[1.0, 2.0], [4.0, 8.0]], dtype=dt)
+        _, mean, rstd = ember.native_layer_norm(h, [2], None, None, 1e-5)
+        assert mean.dtype == rstd.dtype == dt and mean.float().ravel().tolist() == [1.5, 6.0]
+        _, mean, rstd = ember.native_layer_norm(h, [2], ember.ones(2), None, 1e-5)
+        assert mean.dtype == rstd.dtype == ember.float32
+        np.testing.assert_allclose(rstd.ravel().numpy(), [2.0, 0.5], rtol=1e-4)
+        hb = h.reshape(2, 2, 1)
+        _, mean, invstd = ember.native_batch_norm(hb, None, None, None, None, True, 0.1, 1e-5)
+        assert mean.dtype == invstd.dtype == dt and mean.float().tolist() == [2.5, 5.0]
+        _, mean, invstd = ember.native_batch_norm(hb, ember.ones(2), None, None, None, True, 0.1,
+                                                  1e-5)
+        assert mean.dtype == invstd.dtype == ember.float32

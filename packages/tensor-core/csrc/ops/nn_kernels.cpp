@@ -227,16 +227,18 @@ void flat_batch_norm_stats(const Tensor& x, const BnGeo& g, std::vector<double>&
 }
 
 // torch's mixed-dtype rule of its CPU normalisations: parameters of another dtype than the
-// input's must be float32, and then the input float16 or bfloat16 (autocast's case)
-void check_mixed_dtypes(const Tensor& input, std::initializer_list<const Tensor*> params) {
+// input's must be float32, and then the input float16 or bfloat16 (autocast's case). Returns
+// the dtype of the saved statistics: float32 when mixed, else the input's (bfloat16 too).
+ScalarType check_mixed_dtypes(const Tensor& input, std::initializer_list<const Tensor*> params) {
   bool mixed = false;
   for (const Tensor* p : params) mixed = mixed || (*p && (*p)->dtype != input->dtype);
-  if (!mixed) return;
+  if (!mixed) return input->dtype;
   for (const Tensor* p : params)
     EMBER_CHECK(!*p || (*p)->dtype == ScalarType::Float32, std::runtime_error,
                 "mixed dtype (CPU): expect parameter to have scalar type of Float");
   EMBER_CHECK(is_reduced_float(input->dtype), std::runtime_error,
               "mixed dtype (CPU): all inputs must share same datatype.");
+  return ScalarType::Float32;
 }
 
 BnGeo check_bn(const Tensor& input, const std::vector<const Tensor*>& per_channel) {
@@ -271,7 +273,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   EMBER_CHECK(!training || input->numel() > 0, std::runtime_error,  // (no statistics to take)
               "input tensor must have at least one element, but got input_sizes = ",
               shape_str(input->sizes));
-  check_mixed_dtypes(input, {&weight, &bias, &running_mean, &running_var});
+  const ScalarType sdt = check_mixed_dtypes(input, {&weight, &bias, &running_mean, &running_var});
   std::vector<double> w = as_doubles(weight), b = as_doubles(bias);
   std::vector<double> mean(g.C), invstd(g.C), varu(g.C);
   // A channels_last input is normalised in place and gives a channels_last result, as torch.
@@ -312,7 +314,6 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   else
     cpu_kernels().channel_affine(x->dtype, x->data(), out->data(), g.N, g.C, g.inner,
                                  scale.data(), shift.data());
-  const ScalarType sdt = is_reduced_float(x->dtype) ? ScalarType::Float32 : x->dtype;
   if (!training) return {out, empty({0}, sdt), empty({0}, sdt)};
   if (running_mean) {
     std::vector<double> rm = as_doubles(running_mean);
@@ -470,7 +471,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, const 
   std::vector<double> w = as_doubles(weight), b = as_doubles(bias);
   Tensor x = contiguous(input);
   Tensor out = empty(x->sizes, x->dtype);
-  const ScalarType sdt = is_reduced_float(x->dtype) ? ScalarType::Float32 : x->dtype;
+  const ScalarType sdt = check_mixed_dtypes(x, {&weight, &bias});
   std::vector<double> mean(g.M), rstd(g.M);
   dispatch_floating(x->dtype, "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -225,21 +225,23 @@ void register_storage(py::module_& m) {
       .def("set_", [](py::object self, py::object source, py::object offset_arg, py::object size,
                       py::object stride) {
         Tensor t = self.cast<Tensor>();
-        const bool geometry = !offset_arg.is_none() || !size.is_none() || !stride.is_none();
-        const bool size_sequence = size.is_none() || PyList_Check(size.ptr()) ||
-                                   PyTuple_Check(size.ptr());  // (ember.Size is a tuple)
-        if (geometry && (source.is_none() || size.is_none() || !size_sequence))
+        // storage_offset and size default to Ellipsis, so that an explicit None (not one of
+        // torch's forms: neither is optional) is told apart from an absent argument
+        const bool has_offset = !offset_arg.is(py::ellipsis()), has_size = !size.is(py::ellipsis());
+        const bool geometry = has_offset || has_size || !stride.is_none();
+        const bool size_sequence = PyList_Check(size.ptr()) || PyTuple_Check(size.ptr());
+        if (geometry && (source.is_none() || !has_offset || offset_arg.is_none() || !size_sequence))
           throw py::type_error(str_cat(
               "set_() received an invalid combination of arguments - got (", type_of(source),
-              offset_arg.is_none() ? "" : ", " + type_of(offset_arg),
-              size.is_none() ? "" : ", " + type_of(size), "), but expected one of:\n * ()\n * "
+              has_offset ? ", " + type_of(offset_arg) : "",
+              has_size ? ", " + type_of(size) : "", "), but expected one of:\n * ()\n * "
               "(Storage source)\n * (Storage source, int storage_offset, tuple of ints size, "
               "tuple of ints stride = None)\n * (Tensor source)\n * (Tensor source, int "
               "storage_offset, tuple of ints size, tuple of ints stride = None)"));
-        if (!offset_arg.is_none() && !is_int_list_item(offset_arg))  // (a SymInt: one-element tensors)
+        if (has_offset && !is_int_list_item(offset_arg))  // (a SymInt: one-element tensors)
           throw py::type_error(str_cat("set_(): argument 'storage_offset' must be int, not ",
                                        type_of(offset_arg)));
-        const int64_t offset = offset_arg.is_none() ? 0 : as_int(offset_arg);
+        const int64_t offset = has_offset ? as_int(offset_arg) : 0;
         if (needs_grad(t))  // under no_grad it is allowed, as in PyTorch
           throw std::runtime_error(
               "a leaf Variable that requires grad is being used in an in-place operation.");
@@ -270,7 +272,7 @@ void register_storage(py::module_& m) {
                                        "Tensor, not ", type_of(source)));
         Storage s = source.cast<Storage>();
         Shape sz, st;
-        if (size.is_none()) {
+        if (!has_size) {
           sz = {static_cast<int64_t>(s->nbytes / t->element_size()) - offset};
           if (sz[0] < 0) sz[0] = 0;
         } else {
@@ -279,8 +281,8 @@ void register_storage(py::module_& m) {
         st = stride.is_none() ? contiguous_strides(sz) : to_shape(stride);
         set_storage(t, std::move(s), offset, sz, st);
         return self;
-      }, py::arg("source") = py::none(), py::arg("storage_offset") = py::none(),
-         py::arg("size") = py::none(), py::arg("stride") = py::none())
+      }, py::arg("source") = py::none(), py::arg("storage_offset") = py::ellipsis(),
+         py::arg("size") = py::ellipsis(), py::arg("stride") = py::none())
       // `t.data = src` (torch's Variable::set_data): this tensor takes src's storage, geometry
       // and dtype without copying, and keeps its identity and autograd state, so that
       // Module.to(dtype) and Module.to(device) keep their Parameter objects (and optimizers that

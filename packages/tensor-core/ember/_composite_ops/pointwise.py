@@ -369,7 +369,8 @@ def mvlgamma(input, p, *, out=None):
         # torch's message, which names the input's dtype and the result's
         raise RuntimeError(f"mvlgamma: result type {_dtype_name(input.dtype)} can't be cast to "
                            f"the desired output type {_dtype_name(x.dtype)}")
-    if x.numel() == 0:  # (no terms to sum: p's shifts are never made, as torch's)
+    if x.numel() == 0:  # no terms to sum, but torch still makes p's shifts: a p whose shifts
+        _C.empty((p,), dtype=x.dtype, device=x.device)  # cannot be stored fails, untouched here
         return _finish(_C.empty(x.shape, dtype=x.dtype, device=x.device), out)
     # the (..., p) terms need this much memory: a p too large fails here at once, before the
     # p shifts are made (an untouched block costs nothing)
