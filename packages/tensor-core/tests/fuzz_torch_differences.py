@@ -1017,6 +1017,37 @@ DIFFERENCES = [
         "x * rstd - mean * rstd, whose rounding error rstd magnifies (2.5 -> 1e8 in bfloat16); "
         "ember computes (x - mean) * rstd, which is exactly 0 there",
         RESULT, ("native_layer_norm", "layer_norm"), source="eps=1e-[1-9][0-9]"),
+    Difference(
+        "expand of a tensor to a leading size 0 followed by -1: torch skips its checks of the "
+        "later sizes and returns a tensor of size -1 (which then fails to convert); ember "
+        "refuses the -1 in a new leading dim, as torch does when the leading size is not 0",
+        CLASS, ("expand",), ember="RuntimeError", torch="ValueError",
+        ember_message="isn't allowed in a leading, non-existing dimension",
+        torch_message="negative dimensions are not allowed"),
+    Difference(
+        "a complex mean of an infinite value: torch divides the sum by the count as a complex "
+        "number, (inf + 0j) / (1 + 0j) = inf + nanj; ember divides by the real count, inf + 0j "
+        "(NumPy's answer)",
+        RESULT, ("mean", "nanmean"), source="inf"),
+    Difference(
+        "ldexp of a real input by a 0-d exponent of another floating dtype: the precision of "
+        "torch's power follows no promotion rule (double for a float64 input, the exponent's "
+        "for a float32 one, float16 for a float16 input and a bfloat16 exponent); ember's is "
+        "the exponent's dtype, as for an exponent of any other shape",
+        RESULT, ("ldexp",), source=r"\.reshape\(\[\]\)\.to\(m\.(float|bfloat)"),
+    Difference(
+        "svd_lowrank of bfloat16: torch multiplies it by its float32 sketch and fails (m1 and m2 "
+        "of different dtypes), except for some layouts of a rank-0 sketch, where the empty "
+        "products pass; ember refuses bfloat16 in its QR, whatever q",
+        REFUSES, ("svd_lowrank", "pca_lowrank"), ember="NotImplementedError",
+        ember_message="not implemented for 'BFloat16'", source=r"bfloat16"),
+    Difference(
+        "diag_embed of an empty input with an offset near 2**31: torch's view of the diagonal "
+        "overflows its storage offset (offset times a stride of ~2**32) and refuses it; ember "
+        "returns the empty (N, ..., 0, N) result, which NumPy cannot hold (the fuzzer's "
+        "conversion of it raises ValueError)",
+        CLASS, ("diag_embed",), ember="ValueError", torch="RuntimeError",
+        ember_message="array is too big", torch_message="invalid storage offset"),
 ]
 
 

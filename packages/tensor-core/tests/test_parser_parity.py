@@ -1705,3 +1705,38 @@ def test_checks_and_results_found_by_seeds_263_and_269():
         _, mean, invstd = ember.native_batch_norm(hb, ember.ones(2), None, None, None, True, 0.1,
                                                   1e-5)
         assert mean.dtype == invstd.dtype == ember.float32
+
+
+def test_results_found_by_seeds_271_and_277():
+    # as_strided_scatter of an expanded input: its copy is a plain contiguous one (torch's
+    # clone_preserve_strides), so writing one element does not write the whole broadcast column
+    e = ember.arange(3.0).reshape(3, 1).expand(3, 2)
+    got = e.as_strided_scatter(ember.tensor([9.0]), [1], [1], 1)
+    assert got.tolist() == [[0.0, 9.0], [1.0, 1.0], [2.0, 2.0]] and got.is_contiguous()
+    # other layouts keep their strides and storage offset (gaps and offsets as torch's)
+    z = ember.arange(6.0)[2:]
+    assert z.as_strided_scatter(ember.tensor([9.0]), [1], [1]).tolist() == [9.0, 3.0, 4.0, 5.0]
+    t = ember.arange(6.0).reshape(2, 3).t()
+    assert t.as_strided_scatter(ember.tensor([9.0]), [1], [1]).tolist() == [[9, 3], [1, 4], [2, 5]]
+
+
+def test_checks_and_results_found_by_seeds_281_and_283():
+    # isin of uint16-64 (no searchsorted for them): compared in their order, against NumPy
+    rng = np.random.default_rng(281)
+    for dt in ("uint16", "uint32", "uint64"):
+        top = np.iinfo(dt).max
+        a = np.concatenate([rng.integers(0, top, 40, dtype=dt, endpoint=True),
+                            np.array([0, top, 2**15, 2**15 + 1], dtype=dt)])
+        b = np.concatenate([rng.choice(a, 8), rng.integers(0, top, 12, dtype=dt),
+                            np.array([0, top, 2**15, 7], dtype=dt)])
+        got = ember.isin(ember.tensor(a), ember.tensor(b).reshape(4, 6).t())
+        np.testing.assert_array_equal(got.numpy(), np.isin(a, b))
+    # ldexp of a complex input by a 0-d floating exponent: the power in the input's dtype
+    e = ember.tensor(-2.3, dtype=ember.float16)
+    got = ember.tensor([-3.75], dtype=ember.complex128).ldexp(e)
+    assert got.dtype == ember.complex128
+    assert got.item() == pytest.approx(-3.75 * 2.0 ** float(np.float16(-2.3)), rel=1e-15)
+    # unravel_index: indices that are neither a tensor nor ints are a TypeError
+    with pytest.raises(TypeError, match="argument 'indices' must be Tensor, not dtype"):
+        ember.unravel_index(ember.complex64, -1)
+    assert [t.tolist() for t in ember.unravel_index([5, 1], (2, 3))] == [[1, 0], [2, 1]]

@@ -51,6 +51,10 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     into a flat buffer of the copy's storage and a strided view of it, so both gradients are
     those ops'."""
     size, stride = [int(v) for v in size], [int(v) for v in stride]
+    if any(n > 1 and st == 0 for n, st in zip(input.shape, input.stride())):
+        # an input with internal overlap (expanded) cannot keep its layout in the copy, which
+        # is written into: torch's clone_preserve_strides makes it a plain contiguous copy
+        input = input.contiguous()  # noqa: A001
     base = input.storage_offset()  # the copy has input's sizes, strides and storage offset
     offset = base if storage_offset is None else int(storage_offset)
     # (torch's order: the view's own checks (as_strided's), then src's size, then the overlap)

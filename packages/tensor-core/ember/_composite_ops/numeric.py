@@ -159,7 +159,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
     if values.numel() == 0:
         found = _C.zeros(elements.shape, dtype=_C.bool, device=elements.device)
     else:
-        at = _C.searchsorted(values, probe.reshape(-1)).clamp(max=values.numel() - 1)
+        keys, probe_keys = values, probe.reshape(-1)
+        if dt in _SHELL_UNSIGNED:  # (no searchsorted for these, as torch's: their order as
+            # int64, uint64's with its top bit flipped)
+            keys, probe_keys = (_C.bitwise_xor(k.view(_C.int64), -2**63) if dt == _C.uint64
+                                else k.to(_C.int64) for k in (keys, probe_keys.contiguous()))
+        at = _C.searchsorted(keys, probe_keys).clamp(max=values.numel() - 1)
         found = (values[at] == probe.reshape(-1)).reshape(elements.shape)
     return _finish(~found if invert else found, out)
 

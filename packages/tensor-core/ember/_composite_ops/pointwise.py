@@ -235,14 +235,15 @@ def _ldexp_factor(input, other):
     exponent's powers are rounded to bfloat16), exactly (in double) for an integer one; for a
     complex input in the complex dtype of a floating exponent (torch has no complex half: a
     float16 exponent is refused unless it is 0-d; bfloat16 counts as float32) or the input's
-    for an integer one."""
+    for an integer one, or for a 0-d exponent."""
     if not _is_tensor(other):
         return _C.pow(2.0, other)
     exponent = other.dtype
     if input.dtype.is_complex:
+        if other.dim() == 0 and (exponent.is_floating_point or exponent.is_complex):
+            # a 0-d exponent takes the input's dtype in torch's promotion, its power too
+            return _C.pow(2.0, other.to(_C.result_type(input, other)))
         if exponent == _C.float16:
-            if other.dim() == 0:  # (a 0-d exponent keeps its own dtype in torch's promotion)
-                return _C.pow(2.0, other)
             raise NotImplementedError("\"pow\" not implemented for 'ComplexHalf'")
         if exponent.is_complex:
             return _C.pow(2.0, other)

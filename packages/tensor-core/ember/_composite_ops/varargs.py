@@ -4,6 +4,7 @@ block_diag(*tensors), ...) and its plain queries: exported from ``ember`` as the
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 from ember import _C, _shape
@@ -80,7 +81,10 @@ def chain_matmul(*matrices, out=None):
 def unravel_index(indices, shape):
     """The coordinates of flat indices in an array of `shape`: a tuple of tensors."""
     # torch's order of checks: the indices' dtype, the shape's type, its entries, their signs
-    if not _is_tensor(indices):
+    if not _is_tensor(indices):  # (ember also takes ints and lists of them, as NumPy's)
+        if not isinstance(indices, (numbers.Integral, list, tuple)):
+            raise TypeError(f"unravel_index(): argument 'indices' must be Tensor, not "
+                            f"{type(indices).__name__}")
         indices = _C.tensor(indices)
     if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == _C.bool:
         raise TypeError("expected 'indices' to be integer dtype, but got "
