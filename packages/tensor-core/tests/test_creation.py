@@ -282,6 +282,26 @@ def test_arange_keyword_forms():
     check(ember.arange(1, 10, step=4), [1, 5, 9], "int64")
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "uint8", "int64"])
+def test_arange_of_small_integers_with_fractional_numbers(dtype):
+    # the count from the numbers as given, the values from them truncated to integers, as
+    # torch's (NumPy's too where its first two values differ by the truncated step); int64
+    # truncates the bounds first (its own count) and refuses a step that truncates to 0
+    dt = getattr(ember, dtype)
+    assert ember.arange(0, 5, 1.5, dtype=dt).tolist() == (
+        [0, 1, 2, 3, 4] if dtype == "int64" else [0, 1, 2, 3])
+    assert ember.arange(10, 0, -1.5, dtype=dt).tolist()[:3] == [10, 9, 8]
+    assert ember.arange(0.5, 7.9, 2.5, dtype=dt).tolist() == (
+        [0, 2, 4, 6] if dtype == "int64" else [0, 2, 4])
+    if dtype == "int64":
+        with pytest.raises(ValueError, match="step must be nonzero"):
+            ember.arange(-3, 3, 0.7, dtype=dt)
+    else:  # (a step that truncates to 0: the start, as many times as the count)
+        assert ember.arange(1, 3, 0.7, dtype=dt).tolist() == [1, 1, 1]
+    if dtype == "uint8":  # (a negative start wraps, as any int64 value converted)
+        assert ember.arange(-2.5, 1, 1, dtype=dt).tolist() == [254, 255, 0, 1]
+
+
 def test_arange_length_is_the_ceiling():
     # (end - start) / step = 3.0000000000000004 in double: four elements, as NumPy and PyTorch
     assert ember.arange(0, 0.30000000000000004, 0.1, dtype=ember.float64).numel() == 4

@@ -307,8 +307,11 @@ void register_creation(py::module_& m) {
                            "upper bound and lower bound inconsistent with step sign");
                const int64_t n = static_cast<int64_t>(std::ceil((hi - lo) / d));
                Tensor t;
-               if (!any_float && is_integral(dt, false)) {
-                 const int64_t ia = s0.to_int(), id = st.to_int();
+               if (is_integral(dt, false)) {
+                 // int8-int32, uint8: the count from the numbers as given, the values from
+                 // them truncated to int64 (torch's accumulate type): arange(0, 5, 1.5,
+                 // dtype=int8) is 0, 1, 2, 3, as NumPy's; a step below 1 repeats the start
+                 const int64_t ia = s0.to_checked<int64_t>(), id = st.to_checked<int64_t>();
                  t = make_range(n, dt, [=](int64_t i) { return ia + i * id; }, "arange_cpu");
                } else {
                  t = make_range(n, dt, [=](int64_t i) { return lo + static_cast<double>(i) * d; },
