@@ -815,13 +815,6 @@ DIFFERENCES = [
         REFUSES, ("hamming_window", "hann_window", "blackman_window", "bartlett_window",
                   "kaiser_window"), ember="MemoryError"),
     Difference(
-        "integer convolutions: torch's CPU fallback (im2col and a product in the integer type, "
-        "wrapping on overflow) computes them; ember's convolutions are floating only (float16 "
-        "to float64) and refuse integer inputs with NotImplementedError",
-        REFUSES, ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                  "conv_transpose3d", "convolution"), ember="NotImplementedError",
-        ember_message="not implemented for '(Char|Byte|Short|Int|Long)'"),
-    Difference(
         "the bits of a NaN converted to bfloat16, seen through view(): torch's vectorised "
         "conversion gives 0xFFFF, its scalar one and ember's 0x7FC0; both are NaN, and which "
         "NaN is not specified",

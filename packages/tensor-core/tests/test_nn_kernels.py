@@ -73,7 +73,7 @@ def conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, grou
     K = w.shape[2:]
     cg, og = C // groups, w.shape[1]
     full = [(insz[i] - 1) * s[i] + d[i] * (K[i] - 1) + 1 + op[i] for i in range(k)]
-    out = np.zeros((N, og * groups, *full))
+    out = np.zeros((N, og * groups, *full), np.int64 if x.dtype.kind in "iu" else np.float64)
     for g in range(groups):
         xg = x[:, g * cg : (g + 1) * cg]
         for kk in itertools.product(*[range(v) for v in K]):
@@ -557,8 +557,8 @@ def test_conv_errors():
         )
     with pytest.raises(RuntimeError, match="Given transposed=1, weight of size"):
         ember.conv_transpose2d(T(randn(1, 4, 5, 5)), T(randn(3, 2, 3, 3)))
-    with pytest.raises(NotImplementedError):
-        ember.conv2d(T(np.ones((1, 4, 5, 5), np.int64)), T(np.ones((8, 4, 3, 3), np.int64)))
+    with pytest.raises(NotImplementedError, match="slow_conv2d_cpu"):  # (integers: see below)
+        ember.conv2d(T(np.ones((1, 4, 5, 5), bool)), T(np.ones((8, 4, 3, 3), bool)))
     with pytest.raises(RuntimeError, match="expected grad_output of size"):
         ember.convolution_backward(
             T(randn(1, 8, 2, 2)),
@@ -1558,3 +1558,45 @@ def test_torch_parity():
     touts = torch.native_layer_norm(torch.tensor(x), [9, 8], None, None, 1e-5)
     for a, b_ in zip(outs, touts):
         np.testing.assert_allclose(a.numpy(), b_.numpy(), rtol=1e-4, atol=1e-5)
+
+
+# Integer convolutions (torch's CPU kernels): int8-int64 and uint8 plain, int64 in every form;
+# the products wrap in the dtype, against the NumPy references computed in int64 and wrapped.
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_integer_convolution(dtype, k):
+    rng = np.random.default_rng(k * 10 + len(dtype))
+    lo, hi = (0, 250) if dtype == "uint8" else (-120, 120)
+    x = rng.integers(lo, hi, (2, 4) + (6,) * k).astype(dtype)
+    w = rng.integers(lo, hi, (6, 2) + (3,) * k).astype(dtype)
+    b = rng.integers(lo, hi, (6,)).astype(dtype)
+    conv = getattr(ember, f"conv{k}d")
+    for stride, padding in ((1, 0), (2, 1)):
+        got = conv(T(x), T(w), T(b), stride=stride, padding=padding, groups=2)
+        want = conv_ref(x.astype(np.int64), w.astype(np.int64), b.astype(np.int64), stride,
+                        padding, groups=2).astype(dtype)
+        assert got.dtype == getattr(ember, dtype)
+        np.testing.assert_array_equal(got.numpy(), want)
+    transpose = getattr(ember, f"conv_transpose{k}d")
+    if dtype == "int64":  # dilated and transposed too
+        got = conv(T(x), T(w), T(b), padding=1, dilation=2, groups=2)
+        want = conv_ref(x, w, b, 1, 1, dilation=2, groups=2)
+        np.testing.assert_array_equal(got.numpy(), want)
+        wt = w[:4]  # (in 4, out 2 per group of 2)
+        got = transpose(T(x), T(wt), stride=2, padding=1, output_padding=1, groups=2, dilation=2)
+        want = conv_transpose_ref(x, wt, None, 2, 1, 1, groups=2, dilation=2)
+        np.testing.assert_array_equal(got.numpy(), want)
+    else:  # torch's refusals, by the name of the kernel each form goes to
+        with pytest.raises(NotImplementedError, match="slow_conv_dilated<>"):
+            conv(T(x), T(w), dilation=2, groups=2)
+        with pytest.raises(NotImplementedError, match="slow_conv_transpose[23]d_out_cpu"):
+            transpose(T(x), T(w[:4]), groups=2)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint16", "uint64"])
+def test_convolution_refuses_bool_and_wide_unsigned(dtype):
+    x, w = ember.ones(1, 2, 5, dtype=getattr(ember, dtype)), ember.ones(2, 2, 3, dtype=getattr(ember, dtype))
+    with pytest.raises(NotImplementedError, match="\"slow_conv2d_cpu\" not implemented"):
+        ember.conv1d(x, w)
+    with pytest.raises(NotImplementedError, match="\"compute_columns3d\" not implemented"):
+        ember.conv3d(x.reshape(1, 2, 5, 1, 1), w.reshape(2, 2, 3, 1, 1))

@@ -423,6 +423,61 @@ template <typename T> void weight_core(const T* small, const T* big, T* gW, cons
   }
 }
 
+// Integer convolution, forward (torch's slow_conv2d for int8-int64 and uint8): im2col, then
+// products summed in uint64, whose wrap-around equals the dtype's modulo 2^bits whatever the
+// order of the sums, as torch's integer GEMM wraps. No BLAS has integer GEMMs: a plain loop.
+template <typename T>
+void integer_forward(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
+  const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
+  const int64_t rows = g.O[0] * g.O[1];
+  over_batch(m.N, [&](int64_t n0, int64_t n1, int) {
+    std::vector<T> col(static_cast<size_t>(R * ovol));
+    std::vector<uint64_t> acc(static_cast<size_t>(ovol));
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t gi = 0; gi < m.G; ++gi) {
+        im2col(big + (n * m.B + gi * Bg) * ivol, Bg, g, 0, rows, col.data());
+        for (int64_t s = 0; s < Sg; ++s) {
+          std::fill(acc.begin(), acc.end(), uint64_t{0});
+          const T* wr = W + (gi * Sg + s) * R;
+          for (int64_t r = 0; r < R; ++r) {
+            const auto w = static_cast<uint64_t>(static_cast<int64_t>(wr[r]));
+            const T* cr = col.data() + r * ovol;
+            for (int64_t p = 0; p < ovol; ++p)
+              acc[p] += w * static_cast<uint64_t>(static_cast<int64_t>(cr[p]));
+          }
+          T* yp = small + (n * m.S + gi * Sg + s) * ovol;
+          for (int64_t p = 0; p < ovol; ++p) yp[p] = static_cast<T>(acc[p]);
+        }
+      }
+  });
+}
+
+// Integer transposed convolution (int64 only, as torch's): big = col2im(W_g^T @ small), in uint64.
+template <typename T>
+void integer_adjoint(const T* small, const T* W, T* big, const Dims& m, const Geo& g) {
+  const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
+  over_batch(m.N, [&](int64_t n0, int64_t n1, int) {
+    std::vector<uint64_t> col(static_cast<size_t>(R * ovol)), image(static_cast<size_t>(Bg * ivol));
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t gi = 0; gi < m.G; ++gi) {
+        std::fill(col.begin(), col.end(), uint64_t{0});
+        for (int64_t s = 0; s < Sg; ++s) {
+          const T* sp = small + (n * m.S + gi * Sg + s) * ovol;
+          const T* wr = W + (gi * Sg + s) * R;
+          for (int64_t r = 0; r < R; ++r) {
+            const auto w = static_cast<uint64_t>(static_cast<int64_t>(wr[r]));
+            uint64_t* cr = col.data() + r * ovol;
+            for (int64_t p = 0; p < ovol; ++p)
+              cr[p] += w * static_cast<uint64_t>(static_cast<int64_t>(sp[p]));
+          }
+        }
+        col2im(col.data(), Bg, g, image.data());
+        T* bp = big + (n * m.B + gi * Bg) * ivol;
+        for (int64_t i = 0; i < Bg * ivol; ++i) bp[i] = static_cast<T>(image[i]);
+      }
+  });
+}
+
 // out (N, C, vol) += bias[c]
 template <typename T> void add_bias(T* out, const T* bias, int64_t N, int64_t C, int64_t vol) {
   parallel_for(0, N * C, grain_for(vol), [&](int64_t a, int64_t b) {
@@ -461,6 +516,8 @@ struct Params {
 };
 
 Shape spatial(const Tensor& t) { return Shape(t->sizes.begin() + 2, t->sizes.end()); }
+
+bool integer_conv(ScalarType t) { return is_integral(t, false) && !is_wide_unsigned(t); }
 
 void check_list(const Shape& v, int64_t k, const char* what) {
   if (static_cast<int64_t>(v.size()) == k) return;
@@ -507,8 +564,23 @@ Params check_conv(const Tensor& input, const Tensor& weight, const Tensor& bias,
     EMBER_CHECK(input->dtype == bias->dtype, std::runtime_error, "Input type (",
                 cpp_type_name(input->dtype), ") and bias type (", cpp_type_name(bias->dtype),
                 ") should be the same");
-  EMBER_CHECK(is_floating(input->dtype), NotImplementedError, "\"conv", k,
-              "d\" not implemented for '", torch_type_name(input->dtype), "'");
+  const ScalarType dt = input->dtype;
+  const bool dilated = std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d > 1; });
+  if (is_integral(dt, true) &&
+      !(dt == ScalarType::Int64 || (integer_conv(dt) && !transposed && !dilated))) {
+    // As torch's CPU kernels: int64 convolves in every form, int8-int32 and uint8 only plain
+    // (neither transposed nor dilated); the others are refused by torch's name of the kernel
+    // the form goes to. (Integers take no gradient: forward only.)
+    const char* kernel = transposed ? (k == 3 ? "slow_conv_transpose3d_out_cpu"
+                                              : "slow_conv_transpose2d_out_cpu")
+                         : dilated  ? "slow_conv_dilated<>"
+                         : k == 3   ? "compute_columns3d"
+                                    : "slow_conv2d_cpu";
+    throw NotImplementedError(str_cat("\"", kernel, "\" not implemented for '",
+                                      torch_type_name(dt), "'"));
+  }
+  EMBER_CHECK(is_floating(dt) || integer_conv(dt), NotImplementedError, "\"conv", k,
+              "d\" not implemented for '", torch_type_name(dt), "'");
   EMBER_CHECK(input->device().is_cpu() && weight->device().is_cpu(), std::runtime_error,
               "convolution: expected CPU tensors");
 
@@ -612,6 +684,24 @@ Tensor conv_run(const Tensor& x /*batched, compute dtype, contiguous*/, const Te
   Tensor y = empty(out, x->dtype);
   if (y->numel() == 0) return y;
   const int64_t C = out[1];
+  if (integer_conv(x->dtype)) {  // (check_conv let through only the forms torch has)
+    dispatch_integral(x->dtype, "convolution", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if (x->sizes[1] == 0) {
+        std::fill(y->data_as<T>(), y->data_as<T>() + y->numel(), T(0));
+      } else if (!P.transposed) {
+        Geo g = make_geo(spatial(x), out_sp, kern, P.stride, pad_lo, P.dilation);
+        Dims m{N, ws[0], x->sizes[1], P.groups};
+        integer_forward<T>(x->data_as<T>(), w->data_as<T>(), y->data_as<T>(), m, g);
+      } else {
+        Geo g = make_geo(out_sp, spatial(x), kern, P.stride, pad_lo, P.dilation);
+        Dims m{N, x->sizes[1], C, P.groups};
+        integer_adjoint<T>(x->data_as<T>(), w->data_as<T>(), y->data_as<T>(), m, g);
+      }
+      if (b) add_bias<T>(y->data_as<T>(), b->data_as<T>(), N, C, y->numel() / (N * C));
+    });
+    return y;
+  }
   dispatch_floating(x->dtype, "convolution", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
