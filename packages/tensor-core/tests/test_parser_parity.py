@@ -1740,3 +1740,27 @@ def test_checks_and_results_found_by_seeds_281_and_283():
     with pytest.raises(TypeError, match="argument 'indices' must be Tensor, not dtype"):
         ember.unravel_index(ember.complex64, -1)
     assert [t.tolist() for t in ember.unravel_index([5, 1], (2, 3))] == [[1, 0], [2, 1]]
+
+
+def test_checks_and_results_found_by_seeds_311_and_313():
+    # addr as torch's kernel computes it: alpha * vec1 * vec2 + beta * self in the result dtype,
+    # complex products even by 1 (an infinite self gets a NaN imaginary part, hand-computed:
+    # (1 + 0j) * (inf + 0j) = inf + (1 * 0 + 0 * inf)j), and the product alone for beta = 0
+    inf = math.inf
+    x = ember.tensor([inf, 1.5], dtype=ember.float16)
+    got = x.addr(ember.tensor([1], dtype=ember.uint8), ember.tensor([2j, -1 + 0j]))
+    assert got.dtype == ember.complex64
+    assert got[0, 0].real.item() == inf and math.isnan(got[0, 0].imag.item())
+    assert got[0, 1].item() == 0.5 + 0j
+    z = ember.zeros(2).addr(ember.tensor([0.0]), ember.tensor([-1.0, 1.0]), beta=0)
+    assert [math.copysign(1, v) for v in z[0].tolist()] == [-1, 1]  # 0 * -1 keeps its sign
+    # its scalars' checks (torch's check_addr_scalar), beta's first
+    i = ember.ones(2, dtype=ember.int64)
+    with pytest.raises(RuntimeError, match="argument beta must not be a floating point"):
+        i.addr(i, i, beta=0.5, alpha=0.5)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        ember.ones(2).addr(ember.ones(2), ember.ones(2), alpha=True)
+    # bool: beta && self || alpha && vec1 && vec2
+    b = ember.tensor([True, False])
+    assert b.addr(b, b, alpha=-1).tolist() == [[True, False], [True, False]]
+    assert b.addr(b, b, beta=False, alpha=0).tolist() == [[False, False], [False, False]]

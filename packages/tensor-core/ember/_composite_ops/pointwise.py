@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import collections
 import math
+import numbers
 import operator
 
 from ember import _C, _grad_mode, _shape
@@ -119,14 +120,29 @@ def _addr(name, input, vec1, vec2, beta, alpha):
     # (torch's kernel multiplies in the result's dtype: a complex input makes the products
     # complex, so inf * (x + 0j) has torch's NaN imaginary part)
     dt = _C.promote_types(_C.promote_types(vec1.dtype, vec2.dtype), input.dtype)
-    product = _C.outer(vec1.to(dt), vec2.to(dt))
+    for what, v in (("beta", beta), ("alpha", alpha)):  # (torch's check_addr_scalar)
+        if isinstance(v, bool) and dt != _C.bool:
+            raise RuntimeError(f"Boolean {what} only supported for Boolean results.")
+        if not (dt.is_floating_point or dt.is_complex or isinstance(v, numbers.Integral)):
+            raise RuntimeError(f"For integral input tensors, argument {what} must not be a "
+                               "floating point number.")
     for v in (beta, alpha):
-        scalar_fits(v, _C.promote_types(product.dtype, input.dtype))
-    if alpha != 1:
-        product = product * alpha
+        scalar_fits(v, dt)
+    if dt == _C.bool:  # beta && self || alpha && vec1 && vec2, as torch's bool kernel
+        product = _C.outer(vec1, vec2) & bool(alpha)
+        return product | input.expand(product.shape) if beta else product
+    if dt.is_complex:  # torch's alpha * vec1 * vec2 and beta * self: complex products even by
+        # 1, which give an infinite value a NaN imaginary part
+        product = _C.outer(vec1.to(dt) * alpha, vec2.to(dt))
+    else:
+        product = _C.outer(vec1.to(dt), vec2.to(dt))
+        if alpha != 1:
+            product = product * alpha
     base = input.expand(product.shape)  # input broadcasts to the outer product, not beyond
-    if beta == 0:  # torch ignores input (its NaN and inf too)
-        return product + _C.zeros((), dtype=input.dtype, device=input.device)
+    if beta == 0:  # torch ignores input (its NaN and inf too); the product as it is (a -0 too)
+        return product
+    if dt.is_complex:
+        return product + base.to(dt) * beta
     return _C.add(product, base, alpha=beta) if beta != 1 else product + base
 
 
