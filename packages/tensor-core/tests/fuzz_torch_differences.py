@@ -267,7 +267,7 @@ DIFFERENCES = [
         ember_message=r"not implemented for|Expected dtype|dtype of indices|square matrices|"
                       r"LU_pivots|Promotion for|must be non-negative integer|"
                       r"can't be cast to the desired output type|Input type .* and weight type",
-        source=r"arange\(0\)"),
+        source=r"arange\(0\)|tensor\(\[\]"),
     Difference(
         "complex 0 ** 0 is 1 in ember, as in NumPy, Python and C's cpow convention; torch's CPU "
         "kernel gives NaN (it computes exp(0 * log 0))",
@@ -1051,6 +1051,18 @@ DIFFERENCES = [
         "refuses it (SymIntArrayRef expected to contain only concrete integers); ember takes it "
         "as the number it is (roll by -2**63 is a roll by -2**63 mod n)",
         ACCEPTS, ("roll",), ember="ok", torch_message="only concrete integers"),
+    Difference(
+        "triu_indices/tril_indices with an offset near -2**63: torch's count of rows overflows "
+        "int64 and it refuses a negative size; ember counts without overflow (every position)",
+        ACCEPTS, ("triu_indices", "tril_indices"), ember="ok",
+        torch_message="negative dimension"),
+    Difference(
+        "a factory with a size that is not an int and a dtype= other than out='s: torch reads "
+        "the sizes lazily, after its out= dtype check (RuntimeError); ember's parser refuses "
+        "the size first (TypeError), as both do without out=",
+        CLASS, ("empty", "zeros", "ones", "rand", "randn", "full", "empty_strided"),
+        ember="TypeError", torch="RuntimeError", ember_message="must be tuple of ints",
+        torch_message="does not match dtype of out parameter"),
 ]
 
 

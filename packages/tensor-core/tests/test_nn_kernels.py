@@ -1549,7 +1549,8 @@ def test_torch_parity():
             ember.nll_loss(T(lp), T(t), None, red, -100).numpy(),
             torch._C._nn.nll_loss(torch.tensor(lp), torch.tensor(t), None, red, -100).numpy(),
             rtol=1e-6,
-        )
+            atol=1e-6,  # (a float32 sum of terms of size 1 can cancel to 0.008: its rounding
+        )  # depends on the order of the adds, which the kernel copy in use decides)
     outs = ember.native_batch_norm(T(x), None, None, None, None, True, 0.1, 1e-5)
     touts = torch.native_batch_norm(torch.tensor(x), None, None, None, None, True, 0.1, 1e-5)
     for a, b_ in zip(outs, touts):

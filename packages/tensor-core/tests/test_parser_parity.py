@@ -1764,3 +1764,17 @@ def test_checks_and_results_found_by_seeds_311_and_313():
     b = ember.tensor([True, False])
     assert b.addr(b, b, alpha=-1).tolist() == [[True, False], [True, False]]
     assert b.addr(b, b, beta=False, alpha=0).tolist() == [[False, False], [False, False]]
+
+
+def test_results_found_by_seeds_317_and_331():
+    # cov with weights computes as torch's: the weights' sums in their own dtype, the products
+    # with the input promoted (an integer input with float16 aweights gives a float16 cov)
+    x = ember.tensor([-5, -4, -3], dtype=ember.int16)
+    w = ember.tensor([3.75, 3.0, 2.25], dtype=ember.float16)
+    got = x.cov(correction=2, aweights=w)
+    assert got.dtype == ember.float16
+    xs, ws = np.array([-5.0, -4.0, -3.0]), np.array([3.75, 3.0, 2.25])
+    avg = (xs * ws).sum() / ws.sum()
+    want = ((xs - avg) ** 2 * ws).sum() / (ws.sum() - 2 * (ws * ws).sum() / ws.sum())
+    assert got.item() == pytest.approx(want, rel=2e-3)  # (float16 arithmetic)
+    assert x.cov(fweights=ember.tensor([1, 2, 3])).dtype == ember.float32  # (integers: default)

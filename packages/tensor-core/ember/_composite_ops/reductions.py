@@ -147,8 +147,6 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input.dtype == _C.bool:
         raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input if input.dim() == 2 else input.reshape(1, -1)
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        x = x.to(_C.get_default_dtype())
     n = x.shape[1]
     w = None
     for name, wt in (("fweights", fweights), ("aweights", aweights)):
@@ -172,27 +170,28 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if w is not None and not bool(w.sum() != 0):
         raise RuntimeError("cov(): weights sum to zero, can't be normalized")
     if w is None:
+        if not (x.dtype.is_floating_point or x.dtype.is_complex):
+            x = x.to(_C.get_default_dtype())
         avg = x.mean(1)
         w_sum = float(n)
         norm_factor = w_sum - correction
     else:
-        # (torch's in * w: the weights' dtype takes part, float64 aweights give a float64 cov;
-        # the weights stay real for a complex input, and so does the normalisation)
-        common = _C.promote_types(x.dtype, w.dtype)
-        x, w = x.to(common), w.to(common.to_real())
+        # torch's arithmetic, step by step: the weights' sums in their own dtype (bfloat16
+        # aweights: bfloat16 sums), the products with the input in the promoted one (float64
+        # aweights give a float64 cov; an integer input with float16 ones a float16 cov)
         w_sum = w.sum()
         avg = (x * w).sum(1) / w_sum
-        if aweights is None:
+        if aweights is None or correction == 0:
             norm_factor = w_sum - correction
         else:
-            norm_factor = w_sum - correction * (w * aweights.to(w.dtype)).sum() / w_sum
+            norm_factor = w_sum - correction * (w * aweights).sum() / w_sum
     if (float(norm_factor) if _is_tensor(norm_factor) else norm_factor) <= 0:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the number of observations.", UserWarning, stacklevel=2)
         norm_factor = 0.0 if not _is_tensor(norm_factor) else norm_factor.clamp(min=0)
     centred = x - avg.unsqueeze(1)
     weighted = centred if w is None else centred * w
-    c = _C.mm(weighted, centred.t().conj()) / norm_factor
+    c = _C.true_divide(_C.mm(centred, weighted.t().conj()), norm_factor)
     return c.squeeze() if input.dim() < 2 or x.shape[0] == 1 else c  # (one variable: 0-d)
 
 
