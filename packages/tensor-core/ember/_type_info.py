@@ -13,8 +13,11 @@ builtin_type = type  # the parameters below are named `type`, as torch's
 _FLOAT_FORMATS = {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23), "float64": (11, 52)}
 
 
+_DEFAULT = object()  # finfo() without an argument: the default dtype (None is refused, as torch)
+
+
 def _dtype_arg(name: str, type) -> _C.dtype:  # noqa: A002 - torch's parameter name
-    if type is None:
+    if type is _DEFAULT:
         return _C.get_default_dtype()
     if not isinstance(type, _C.dtype):
         raise TypeError(f"{name}(): argument 'type' (position 1) must be torch.dtype, not "
@@ -23,10 +26,10 @@ def _dtype_arg(name: str, type) -> _C.dtype:  # noqa: A002 - torch's parameter n
 
 
 class finfo:  # noqa: N801 - torch's name
-    """finfo(type=None): bits, eps, max, min, tiny (= smallest_normal), resolution and dtype of a
+    """finfo(type): bits, eps, max, min, tiny (= smallest_normal), resolution and dtype of a
     floating dtype (the default dtype when none is given)."""
 
-    def __init__(self, type=None):  # noqa: A002
+    def __init__(self, type=_DEFAULT):  # noqa: A002
         dt = _dtype_arg("finfo", type)
         if dt.is_complex:  # a complex dtype's limits are its parts' (complex64's: float32's)
             dt = dt.to_real()

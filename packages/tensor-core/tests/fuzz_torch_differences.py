@@ -1063,6 +1063,18 @@ DIFFERENCES = [
         CLASS, ("empty", "zeros", "ones", "rand", "randn", "full", "empty_strided"),
         ember="TypeError", torch="RuntimeError", ember_message="must be tuple of ints",
         torch_message="does not match dtype of out parameter"),
+    Difference(
+        "native_batch_norm of a 1-d input: torch reads its dim 1 (an IndexError) except for an "
+        "empty one in evaluation mode, which it returns; ember refuses any input of fewer than "
+        "2 dims with one RuntimeError (functional batch_norm's message)",
+        REFUSES, ("native_batch_norm", "batch_norm"), ember="RuntimeError",
+        ember_message="expected input with at least 2 dims"),
+    Difference(
+        "native_batch_norm of a 1-d input: torch reads its dim 1 (an IndexError) except for an "
+        "empty one in evaluation mode, which it returns; ember refuses any input of fewer than "
+        "2 dims with one RuntimeError (functional batch_norm's message)",
+        CLASS, ("native_batch_norm", "batch_norm"), ember="RuntimeError", torch="IndexError",
+        ember_message="expected input with at least 2 dims"),
 ]
 
 

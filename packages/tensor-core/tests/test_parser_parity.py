@@ -1776,3 +1776,15 @@ def test_results_found_by_seeds_317_and_331():
     want = np.cov([-5.0, -4.0, -3.0], aweights=[3.75, 3.0, 2.25], ddof=2)
     assert got.item() == pytest.approx(want, rel=2e-3)  # (float16 arithmetic)
     assert x.cov(fweights=ember.tensor([1, 2, 3])).dtype == ember.float32  # (integers: default)
+
+
+def test_checks_found_by_seed_347():
+    # vander of uint16-64: torch's promotion with its int64 powers refuses them (before any
+    # allocation: N = 2**31 ran out of memory)
+    with pytest.raises(RuntimeError, match="Promotion for uint16, uint32, uint64 types"):
+        ember.vander(ember.tensor([1], dtype=ember.uint16), 2**31)
+    # finfo() is the default dtype's; finfo(None) and iinfo(None) are TypeErrors, as torch's
+    assert ember.finfo().eps == ember.finfo(ember.get_default_dtype()).eps
+    for info in (ember.finfo, ember.iinfo):
+        with pytest.raises(TypeError, match="must be torch.dtype, not NoneType"):
+            info(None)

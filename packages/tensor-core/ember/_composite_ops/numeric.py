@@ -105,6 +105,9 @@ def vander(x, N=None, increasing=False):
     n = x.shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
+    if x.dtype in _SHELL_UNSIGNED:  # (torch promotes the input with an int64 tensor first)
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {_dtype_name(x.dtype)} and Long")
     dt = x.dtype if x.dtype != _C.bool else _C.int64
     if not (dt.is_floating_point or dt.is_complex):
         dt = _C.int64
