@@ -207,6 +207,10 @@ def _convolution(name, args, kwargs):
     stride, padding, dilation, transposed, opad, groups = _conv_kwargs(kwargs)
     shape = _conv_shape(x, w, b, stride, padding, dilation, transposed, opad, groups)
     k = w.dim() - 2
+    if not x.dtype.is_floating_point:
+        # integer convolutions are the CPU's only (check_conv lets them through), as torch's
+        kernel = "slow_conv_transpose2d_out_cuda" if transposed else "slow_conv2d_cuda"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{x.dtype._torch_name}'")
     cdt = _math_dtype(x.dtype)
     out = empty(tuple(shape), x.dtype, device)
     if out.numel() == 0:
