@@ -1731,6 +1731,10 @@ def test_checks_and_results_found_by_seeds_281_and_283():
                             np.array([0, top, 2**15, 7], dtype=dt)])
         got = ember.isin(ember.tensor(a), ember.tensor(b).reshape(4, 6).t())
         np.testing.assert_array_equal(got.numpy(), np.isin(a, b))
+        # (few test elements: torch's brute-force kernel, which has none of these dtypes)
+        with pytest.raises(NotImplementedError, match="\"isin_default_cpu\" not implemented"):
+            ember.isin(ember.tensor(a), ember.tensor(b[:10]))
+        assert ember.isin(ember.tensor(a[:0]), ember.tensor(b[:1])).shape == (0,)
     # ldexp of a complex input by a 0-d floating exponent: the power in the input's dtype
     e = ember.tensor(-2.3, dtype=ember.float16)
     got = ember.tensor([-3.75], dtype=ember.complex128).ldexp(e)

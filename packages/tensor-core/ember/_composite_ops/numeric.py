@@ -157,6 +157,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
         raise RuntimeError(f"Expected out tensor to have dtype bool, but got {out.dtype._cpp_name} "
                            "instead")
     dt = _C.promote_types(elements.dtype, test_elements.dtype)
+    if (dt in _SHELL_UNSIGNED and elements.numel()
+            and test_elements.numel() < int(10.0 * elements.numel() ** 0.145)):
+        # torch's heuristic (NumPy's) sends few test elements to its brute-force kernel, which
+        # has no uint16-64; its sorting path takes them
+        raise NotImplementedError(f"\"isin_default_cpu\" not implemented for "
+                                  f"'{_dtype_name(dt)}'")
     values = test_elements.reshape(-1).to(dt).sort().values
     probe = elements.to(dt)
     if values.numel() == 0:
