@@ -401,10 +401,10 @@ def tensordot(a, b, dims=2, out=None):
         cb.append(y % nb)
     if len(set(ca)) != len(ca) or len(set(cb)) != len(cb):
         raise RuntimeError("tensordot: a dim appears multiple times in the list of dims")
-    if sum_a:
-        a = a.sum(sum_a, keepdim=True)
+    if sum_a:  # (in the inputs' dtype, as torch's: an integer sum stays int16)
+        a = a.sum(sum_a, keepdim=True, dtype=a.dtype)
     if sum_b:
-        b = b.sum(sum_b, keepdim=True)
+        b = b.sum(sum_b, keepdim=True, dtype=b.dtype)
     fa = [d for d in range(na) if d not in ca]
     fb = [d for d in range(nb) if d not in cb]
     k = _numel(a.shape[d] for d in ca)

@@ -1792,3 +1792,10 @@ def test_checks_found_by_seed_347():
     for info in (ember.finfo, ember.iinfo):
         with pytest.raises(TypeError, match="must be torch.dtype, not NoneType"):
             info(None)
+
+
+def test_results_found_by_seed_367():
+    # tensordot's broadcast of a contracted size-1 dim sums the other side in its own dtype
+    a = ember.tensor([-5, -4, -3, -2], dtype=ember.int16).reshape(1, 4, 1)
+    got = ember.tensordot(a, a)  # (4, 1) against (1, 4): each side's 4 summed first
+    assert got.dtype == ember.int16 and got.tolist() == [[(-14) * (-14)]]
