@@ -1799,3 +1799,18 @@ def test_results_found_by_seed_367():
     a = ember.tensor([-5, -4, -3, -2], dtype=ember.int16).reshape(1, 4, 1)
     got = ember.tensordot(a, a)  # (4, 1) against (1, 4): each side's 4 summed first
     assert got.dtype == ember.int16 and got.tolist() == [[(-14) * (-14)]]
+
+
+def test_checks_found_by_seed_373():
+    # take/put of uint16-64: torch's kernels have none (after the index checks and an empty
+    # index's early return, before the bounds)
+    u = ember.arange(6).to(ember.uint16)
+    with pytest.raises(NotImplementedError, match="\"take_cpu\" not implemented for 'UInt16'"):
+        u.take(ember.tensor([100]))
+    for call in (lambda: u.put(ember.tensor([100]), u[:1]), lambda: u[0].put(ember.tensor([0]), u[:1])):
+        with pytest.raises(NotImplementedError, match="\"take_put_cpu\" not implemented"):
+            call()
+    assert u.take(ember.tensor([], dtype=ember.int64)).shape == (0,)
+    assert u.put(ember.tensor([], dtype=ember.int64), u[:0]).tolist() == list(range(6))
+    with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
+        u.take(ember.tensor([1], dtype=ember.int32))

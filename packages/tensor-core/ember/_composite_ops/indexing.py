@@ -7,6 +7,7 @@ import builtins
 
 from ember import _C
 from ember._composite_ops._common import (
+    _SHELL_UNSIGNED,
     _dtype_name,
     _finish,
     _finish_exact,
@@ -174,6 +175,9 @@ def put_(self, index, source, accumulate=False):
                          f"elements, but got source.numel() = {source.numel()}, "
                          f"index.numel() = {index.numel()}")
     n = self.numel()
+    if index.numel() and self.dtype in _SHELL_UNSIGNED:  # (torch's kernel, before its bounds)
+        raise NotImplementedError(f"\"take_put_cpu\" not implemented for "
+                                  f"'{_dtype_name(self.dtype)}'")
     if index.numel() and bool(((index < -n) | (index >= n)).any()):
         raise IndexError(f"out of range: tried to access index "
                          f"{int(index[(index < -n) | (index >= n)][0])} on a tensor of {n} "
