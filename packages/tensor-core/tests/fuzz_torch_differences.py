@@ -1087,6 +1087,12 @@ DIFFERENCES = [
         "kernel overflows computing the strides of the (.., 0, count, ..) view; ember returns "
         "the empty result",
         ACCEPTS, ("repeat_interleave",), ember="ok", torch_message="Stride calculation overflowed"),
+    Difference(
+        "add/sub with an alpha whose product with other overflows: ember's kernel fuses "
+        "x + alpha * other into one rounding (FMA), so inf + (a huge finite product) stays inf; "
+        "torch's scalar loop (fewer elements than a vector) rounds the product to inf first "
+        "and gets inf - inf = NaN (its vector loop fuses as ember's does)",
+        RESULT, ("add", "sub"), source=r"alpha=1e300|alpha=-1e300"),
 ]
 
 

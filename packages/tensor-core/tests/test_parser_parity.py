@@ -1814,3 +1814,37 @@ def test_checks_found_by_seed_373():
     assert u.put(ember.tensor([], dtype=ember.int64), u[:0]).tolist() == list(range(6))
     with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
         u.take(ember.tensor([1], dtype=ember.int32))
+
+
+def test_checks_found_by_seeds_431_and_433():
+    # a fill of one float16 element converts a Python int unchecked too (beyond the range: inf),
+    # as torch's scalar_fill; a fill of more elements refuses it
+    h = ember.zeros((), dtype=ember.float16)
+    assert ember.full_like(h, -2**62).item() == -math.inf
+    assert ember.full((1,), 70000, dtype=ember.float16).item() == math.inf
+    with pytest.raises(RuntimeError, match="value cannot be converted to type c10::Half"):
+        ember.full((3,), 70000, dtype=ember.float16)
+    # bool matrix products: an empty product returns (zeros) as torch's, a nonempty one and a
+    # dot of bool vectors are refused; addmm's c * beta refuses an int beta for bool
+    b = lambda *s: ember.zeros(s, dtype=ember.bool)  # noqa: E731
+    assert ember.inner(b(2, 0), b(3, 0)).tolist() == [[False] * 3] * 2
+    assert ember.mm(b(2, 0), b(0, 3)).shape == (2, 3) and ember.bmm(b(0, 2, 2), b(0, 2, 3)).shape == (0, 2, 3)
+    assert ember.addmv(b(2), b(2, 0), b(0)).tolist() == [False, False]
+    for call, kernel in ((lambda: ember.mm(b(2, 2), b(2, 2)), "addmm_impl_cpu_"),
+                         (lambda: ember.inner(b(0), b(0)), "dot"), (lambda: ember.vdot(b(0), b(0)), "dot")):
+        with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for 'Bool'"):
+            call()
+    with pytest.raises(RuntimeError, match="result type Long can't be cast to the desired output type Bool"):
+        ember.addmm(b(2, 3), b(2, 0), b(0, 3))
+    assert ember.addmm(b(2, 3), b(2, 0), b(0, 3), beta=True, alpha=True).shape == (2, 3)
+    # scatter/gather/index_fill/index_copy of uint16-64: torch's kernels have none
+    u = ember.arange(4).reshape(1, 4, 1).to(ember.uint16)
+    i = ember.tensor([[[9]]])
+    for call, kernel in ((lambda: u.scatter(1, i, 2), "scatter_gather_scalar_cpu"),
+                         (lambda: u.gather(1, i), "scatter_gather_tensor_cpu"),
+                         (lambda: u.scatter_add(1, i, u[:, :1]), "scatter_gather_tensor_cpu"),
+                         (lambda: u.index_fill(1, ember.tensor([], dtype=ember.int64), 3), "index_fill_cpu"),
+                         (lambda: u.index_copy(1, ember.tensor([0]), u[:, :1]), "index_copy_cpu")):
+        with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented"):
+            call()
+    assert u.gather(1, ember.zeros(1, 0, 1, dtype=ember.int64)).shape == (1, 0, 1)

@@ -118,11 +118,11 @@ Tensor scalar_tensor(Scalar s, ScalarType dtype, bool checked = false);
 // checked_convert in Scalar::to<T>): a value the dtype cannot hold is a RuntimeError ("value
 // cannot be converted to type float without overflow"), even when there is nothing to compute.
 void check_scalar_fits(const Scalar& s, ScalarType dtype);
-// torch's scalar_tensor and its fill of one CPU element (scalar_fill) convert a Python float into
-// half and bfloat16 unchecked, rounding beyond their range to inf; every other conversion of a
-// fill is checked.
+// torch's scalar_tensor and its fill of one CPU element (scalar_fill) convert a Python float or
+// int into half and bfloat16 unchecked, rounding beyond their range to inf; every other
+// conversion of a fill is checked.
 inline bool converts_unchecked(const Scalar& s, ScalarType dtype) {
-  return is_reduced_float(dtype) && s.kind == Scalar::Kind::Float;
+  return is_reduced_float(dtype) && (s.kind == Scalar::Kind::Float || s.kind == Scalar::Kind::Int);
 }
 Tensor wrapped_scalar(Scalar s, ScalarType dtype);  // same, marked as a wrapped Python number
 

@@ -336,11 +336,19 @@ void check_gather_sizes(const Tensor& self, int64_t dim, const Tensor& index, co
   (void)op;
 }
 
+// uint16-64 have none of torch's scatter/gather/index kernels (it refuses them by the kernel's
+// name, before the bounds of the indices are checked).
+void refuse_wide_unsigned(const Tensor& self, const char* kernel) {
+  EMBER_CHECK(!is_wide_unsigned(self->dtype), NotImplementedError, "\"", kernel,
+              "\" not implemented for '", torch_type_name(self->dtype), "'");
+}
+
 Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool wrap_negative) {
   dim = wrap_dim(dim, self->dim());
   check_gather_sizes(self, dim, index, nullptr, "gather", false);
   Tensor out = empty(index->sizes, self->dtype);
   if (index->numel() == 0) return out;
+  refuse_wide_unsigned(self, "scatter_gather_tensor_cpu");
   const Tensor s = as_1d(self);
   Tensor idx = as_long(as_1d(index));
   const int64_t size = s->sizes[dim];
@@ -381,6 +389,7 @@ void scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor
   check_gather_sizes(self, dim, index, src_in, op, true);
   check_inplace_writable(self, op);
   if (index->numel() == 0) return;
+  refuse_wide_unsigned(self, src_in ? "scatter_gather_tensor_cpu" : "scatter_gather_scalar_cpu");
   const Tensor s = as_1d(self);
   Tensor idx = unalias(as_long(as_1d(index)), self);
   const int64_t size = s->sizes[dim];
@@ -420,6 +429,7 @@ void scatter_reduce_(const Tensor& self, int64_t dim, const Tensor& index, const
                                       "\" not implemented for '", type_name(self->dtype), "'"));
   check_inplace_writable(self, "scatter_reduce_");
   if (index->numel() == 0) return;
+  refuse_wide_unsigned(self, "scatter_gather_tensor_cpu");
   Tensor src_c = unalias(src, self);
   if (!include_self) {
     Scalar ident;
@@ -567,6 +577,7 @@ void index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   EMBER_CHECK(index->numel() == src->sizes[dim], IndexError,
               "index_copy_(): Number of indices (", index->numel(),
               ") should be equal to source.size(dim) (", src->sizes[dim], ")");
+  refuse_wide_unsigned(self, "index_copy_cpu");  // (even with no index: torch's kernel)
   Tensor idx = unalias(as_1d(index), self);
   if (auto bad = find_bad_index(idx, s->sizes[dim], false))
     throw IndexError(str_cat("index_copy_(): index ", *bad, " is out of bounds for dimension ",
@@ -583,6 +594,7 @@ void index_fill_(const Tensor& self, int64_t dim, const Tensor& index, Scalar va
               "index_fill_(): Expected dtype int64 for index.");
   EMBER_CHECK(index->dim() <= 1, std::runtime_error, "Index has to be a vector/scalar");
   check_inplace_writable(self, "index_fill_");
+  refuse_wide_unsigned(self, "index_fill_cpu");  // (even with no index: torch's kernel)
   const Tensor s = as_1d(self);
   Tensor idx = unalias(as_1d(index), self);
   if (auto bad = find_bad_index(idx, s->sizes[dim], true))

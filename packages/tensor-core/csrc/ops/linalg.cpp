@@ -278,7 +278,6 @@ void int_gemm(const Batches& bt, int64_t M, int64_t N, int64_t K, T alpha, T bet
 void gemm_out(const Tensor& c, Tensor a, Tensor b, Scalar alpha, Scalar beta, const char* kernel,
               bool sum = false) {
   const ScalarType dt = a->dtype;
-  if (dt == ScalarType::Bool) not_implemented_bool(kernel);
   check_scalar_fits(alpha, dt);  // (torch's checked conversions, also of an empty product)
   check_scalar_fits(beta, dt);
   const int64_t M = a->sizes[a->dim() - 2], K = a->sizes[a->dim() - 1];
@@ -290,7 +289,15 @@ void gemm_out(const Tensor& c, Tensor a, Tensor b, Scalar alpha, Scalar beta, co
   // A product worth splitting over threads runs without the GIL, also on one thread.
   GilRelease nogil(double(nbatch) * double(M) * double(N) * double(K) > double(kTinyGemmWork));
 
+  // bool has no kernel (torch's refusal names it), but an empty product never reaches one
+  if (dt == ScalarType::Bool && K != 0 && nbatch != 0) not_implemented_bool(kernel);
   if (K == 0 || nbatch == 0 || is_zero(alpha, dt)) {  // nothing to multiply: c = beta * c
+    // (torch's addmm/baddbmm multiply c by the number beta, which bool cannot hold; its
+    // addmv by beta made a tensor of c's dtype first)
+    if (dt == ScalarType::Bool && !beta_zero && !beta.is_bool() &&
+        std::string_view(kernel) != "addmv_impl_cpu")
+      throw std::runtime_error(str_cat("result type ", beta.is_floating_kind() ? "Float" : "Long",
+                                       " can't be cast to the desired output type Bool"));
     if (beta_zero) fill_(c, Scalar::from_int(0));
     else if (is_complex(dt) ? (beta.is_complex() || beta.to_double() != 1.0)
              : is_floating(dt) ? beta.to_double() != 1.0 : beta.to_int() != 1)
@@ -476,9 +483,9 @@ Tensor dot_impl(const Tensor& a, const Tensor& b, const Tensor& out, const char*
               "inconsistent tensor size, expected tensor [", a->numel(), "] and src [", b->numel(),
               "] to have the same number of elements, but got ", a->numel(), " and ", b->numel(),
               " elements respectively");
-  // (checked at every length: an empty product reaches no kernel's dtype dispatch)
+  // (checked at every length, as torch's dot, which a real vdot is: "dot" for both)
   EMBER_CHECK(a->dtype != ScalarType::Bool && !is_wide_unsigned(a->dtype), NotImplementedError,
-              "\"", op, "\" not implemented for '", type_name(a->dtype), "'");
+              "\"dot\" not implemented for '", type_name(a->dtype), "'");
   Tensor c = make_out(out, {}, a->dtype, op);
   Tensor c2 = make_view(c, {1, 1}, {1, 1}, c->offset);
   gemm_out(c2, unsqueeze(a, 0), unsqueeze(b, 1), Scalar::from_int(1), Scalar::from_int(0), "dot");
@@ -614,7 +621,8 @@ Tensor inner(const Tensor& a, const Tensor& b, const Tensor& out) {
   // (torch's inner of two vectors is dot, of more a matrix product: neither has uint16-64;
   // an empty product of matrices returns before the dtype is read, as torch's mm)
   const bool vectors = a->dim() == 1 && b->dim() == 1;
-  if (is_wide_unsigned(a->dtype) && (vectors || (a->numel() > 0 && b->numel() > 0))) {
+  const bool no_kernel = is_wide_unsigned(a->dtype) || a->dtype == ScalarType::Bool;
+  if (no_kernel && (vectors || (a->numel() > 0 && b->numel() > 0))) {
     const char* kernel = vectors ? "dot" : "addmm_impl_cpu_";
     throw NotImplementedError(
         str_cat("\"", kernel, "\" not implemented for '", type_name(a->dtype), "'"));
