@@ -1848,3 +1848,17 @@ def test_checks_found_by_seeds_431_and_433():
         with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented"):
             call()
     assert u.gather(1, ember.zeros(1, 0, 1, dtype=ember.int64)).shape == (1, 0, 1)
+
+
+def test_checks_and_results_found_by_seed_443():
+    # addcmul computes in the three operands' common dtype (a 0-d factor does not promote an
+    # integer input's category: uint8 with bool and a 0-d int8 stays uint8, wrapping in it)
+    x = ember.tensor([200, 3], dtype=ember.uint8)
+    got = x.addcmul(ember.tensor([True, False]), ember.tensor(-2, dtype=ember.int8), value=3)
+    assert got.dtype == ember.uint8 and got.tolist() == [(200 + 3 * 254) % 256, 3]
+    assert ember.addcmul(ember.tensor(1), ember.ones(2, dtype=ember.int8),
+                         ember.ones(2, dtype=ember.int8)).dtype == ember.int8
+    # the legacy Tensor(*sizes): after the first size a bool is an int, as torch's parser
+    assert ember.Tensor(2, True).shape == (2, 1) and ember.Tensor(3, True, 0).shape == (3, 1, 0)
+    with pytest.raises(TypeError, match="data must be a sequence"):
+        ember.Tensor(True)

@@ -487,11 +487,15 @@ void register_tensor(py::module_& m) {
   cls.def(py::init([](py::args args) -> Tensor {
     const ScalarType dt = get_default_dtype();
     if (args.empty()) return empty({0}, dt);
-    bool sizes = true;  // (ints, NumPy integers, one-element integer tensors: torch's *sizes)
-    for (py::handle h : args) sizes &= is_int_list_item(h);
+    // (ints, NumPy integers, one-element integer tensors: torch's *sizes; after the first, a
+    // bool is an int too: Tensor(2, True) is 2 x 1, Tensor(True) no size)
+    bool sizes = is_int_list_item(args[0]);
+    for (size_t i = 1; i < args.size(); ++i)
+      sizes &= is_int_list_item(args[i]) || PyBool_Check(args[i].ptr());
     if (sizes) {
       std::vector<int64_t> shape;
-      for (py::handle h : args) shape.push_back(as_int(h));
+      for (py::handle h : args)
+        shape.push_back(PyBool_Check(h.ptr()) ? int64_t{h.ptr() == Py_True} : as_int(h));
       return empty(shape, dt);
     }
     EMBER_CHECK(args.size() == 1 && PySequence_Check(args[0].ptr()), py::type_error,

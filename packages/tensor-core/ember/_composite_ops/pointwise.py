@@ -54,14 +54,13 @@ def _pointwise_value(common, value):
 def _in_common_dtype(input, tensor1, tensor2):
     """tensor1 and tensor2 converted to the three operands' common dtype first, as torch's
     TensorIterator does (an int64 factor of a float16 input is rounded to float16 before the
-    product, not multiplied, and wrapped, in int64), and that dtype (None: not three tensors)."""
+    product, not multiplied, and wrapped, in int64; a bool and a 0-d int8 factor of a uint8
+    input multiply in uint8), and that dtype (None: not three tensors)."""
     if not (_is_tensor(input) and _is_tensor(tensor1) and _is_tensor(tensor2)):
         return tensor1, tensor2, None  # (the bindings raise their TypeError)
     common = _C._result_type(input, tensor1, tensor2)
     if common == _C.bool:
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
-    if not (common.is_floating_point or common.is_complex):
-        return tensor1, tensor2, common
     return (tensor1 if tensor1.dtype == common else tensor1.to(common),
             tensor2 if tensor2.dtype == common else tensor2.to(common), common)
 
