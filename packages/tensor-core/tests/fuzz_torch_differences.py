@@ -1093,6 +1093,24 @@ DIFFERENCES = [
         "torch's scalar loop (fewer elements than a vector) rounds the product to inf first "
         "and gets inf - inf = NaN (its vector loop fuses as ember's does)",
         RESULT, ("add", "sub"), source=r"alpha=1e300|alpha=-1e300"),
+    Difference(
+        "window functions with an infinite or huge alpha/beta: ember computes the window in "
+        "float64 and rounds once (more accurate); torch computes it in the dtype, so the sign "
+        "of float32 cos(pi/2)'s rounding error (-4.4e-8, against float64's +6.1e-17) decides "
+        "whether beta * cos is +inf or -inf",
+        RESULT, ("hamming_window", "hann_window", "blackman_window", "kaiser_window"),
+        source=r"inf|e\+?[3-9][0-9]"),
+    Difference(
+        "the deprecated sub(other, alpha) overload with alpha = -2**63: torch negates alpha in "
+        "int64, which wraps to -2**63 again (self + 2**64 * ...); ember subtracts alpha * "
+        "other as written",
+        RESULT, ("sub", "subtract"), source=r"-9223372036854775808"),
+    Difference(
+        "index_fill_ of an expanded empty tensor with indices: torch's kernel restrides the "
+        "view and fails on its storage (setStorage ... out of bounds); ember reports the first "
+        "index out of bounds of the empty dim (IndexError)",
+        CLASS, ("index_fill",), ember="IndexError", torch="RuntimeError",
+        torch_message="setStorage"),
 ]
 
 

@@ -1862,3 +1862,11 @@ def test_checks_and_results_found_by_seed_443():
     assert ember.Tensor(2, True).shape == (2, 1) and ember.Tensor(3, True, 0).shape == (3, 1, 0)
     with pytest.raises(TypeError, match="data must be a sequence"):
         ember.Tensor(True)
+
+
+def test_checks_found_by_seed_463():
+    # trapz's dx is a float: True is 1.0 there (trapezoid's Scalar dx refuses a bool, as torch's)
+    y = ember.tensor([1.0, 2.0, 4.0])
+    assert ember.trapz(y, dx=True).item() == 4.5
+    with pytest.raises(RuntimeError, match="we only support dx as a real number"):
+        ember.trapezoid(y, dx=True)

@@ -325,9 +325,13 @@ static bool forwarded(const Args& a, const Schema& s, int i) {
 }
 
 // Argument i as the Python body takes it: a 0-d tensor given for a Scalar is its number, as
-// torch's parser reads it (threshold's bounds, addcmul's value, fill_diagonal_'s fill value).
+// torch's parser reads it (threshold's bounds, addcmul's value, fill_diagonal_'s fill value),
+// and a bool given for a float is that float (trapz's dx=True is 1.0; trapezoid's Scalar dx
+// refuses a bool).
 static py::object forwarded_value(const Args& a, const Schema& s, int i) {
   py::object v = py::reinterpret_borrow<py::object>(a[i]);
+  if (s.params[i].type == ArgType::Float && PyBool_Check(v.ptr()))
+    return py::float_(v.ptr() == Py_True ? 1.0 : 0.0);
   return s.params[i].type == ArgType::Scalar && is_tensor(v) ? v.attr("item")() : v;
 }
 
