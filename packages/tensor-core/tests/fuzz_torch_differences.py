@@ -1118,6 +1118,16 @@ DIFFERENCES = [
         REFUSES, ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                   "conv_transpose3d", "convolution"), ember="NotImplementedError",
         ember_message="not implemented for 'Complex(Float|Double)'"),
+    Difference(
+        "the legacy Tensor(*sizes) with a one-element tensor or a bool among the sizes: an "
+        "uninitialised tensor in both frameworks, whose values are whatever the memory held",
+        RESULT, ("Tensor",), source=r"^m\.Tensor\(.*, (True|False|\d+)\)$"),
+    Difference(
+        "triu_indices/tril_indices whose offset near 2**63 overflows torch's count of rows "
+        "(its negative-size RuntimeError); ember counts every position and asks for the memory "
+        "they need (MemoryError where there is not enough)",
+        CLASS, ("triu_indices", "tril_indices"), ember="MemoryError", torch="RuntimeError",
+        torch_message="negative dimension"),
 ]
 
 
