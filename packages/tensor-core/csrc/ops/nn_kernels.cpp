@@ -407,6 +407,7 @@ namespace {
 
 struct LnGeo {
   int64_t M, D, axis;
+  ScalarType stats;  // the saved mean/rstd's dtype (check_mixed_dtypes)
 };
 
 LnGeo check_ln(const Tensor& input, const Shape& ns, const Tensor& weight, const Tensor& bias) {
@@ -433,10 +434,10 @@ LnGeo check_ln(const Tensor& input, const Shape& ns, const Tensor& weight, const
   }
   EMBER_CHECK(is_floating(input->dtype), NotImplementedError,
               "\"layer_norm\" not implemented for '", torch_type_name(input->dtype), "'");
-  check_mixed_dtypes(input, {&weight, &bias});
+  const ScalarType stats = check_mixed_dtypes(input, {&weight, &bias});
   const int64_t axis = dim - nd;
   return {prod(input->sizes.begin(), input->sizes.begin() + axis),
-          prod(input->sizes.begin() + axis, input->sizes.end()), axis};
+          prod(input->sizes.begin() + axis, input->sizes.end()), axis, stats};
 }
 
 // float32/float64 with parameters of the same dtype: the vectorised row kernels of
@@ -471,7 +472,6 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, const 
   std::vector<double> w = as_doubles(weight), b = as_doubles(bias);
   Tensor x = contiguous(input);
   Tensor out = empty(x->sizes, x->dtype);
-  const ScalarType sdt = check_mixed_dtypes(x, {&weight, &bias});
   std::vector<double> mean(g.M), rstd(g.M);
   dispatch_floating(x->dtype, "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -500,7 +500,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, const 
       }
     });
   });
-  return {out, from_doubles(mean, ss, sdt), from_doubles(rstd, ss, sdt)};
+  return {out, from_doubles(mean, ss, g.stats), from_doubles(rstd, ss, g.stats)};
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(
