@@ -688,8 +688,7 @@ Tensor take(const Tensor& self, const Tensor& index) {
               "take(): Expected a long tensor for index, but got ", torch_type_name(index->dtype));
   const int64_t n = self->numel();
   EMBER_CHECK(n > 0 || index->numel() == 0, IndexError, "take(): tried to take from an empty tensor");
-  EMBER_CHECK(index->numel() == 0 || !is_wide_unsigned(self->dtype), NotImplementedError,
-              "\"take_cpu\" not implemented for '", torch_type_name(self->dtype), "'");
+  if (index->numel()) refuse_wide_unsigned(self, "take_cpu");
   if (auto bad = find_bad_index(index, n, true))
     throw IndexError(str_cat("out of range: tried to access index ", *bad, " on a tensor of ", n,
                              " elements."));

@@ -286,9 +286,9 @@ void register_ops(py::module_& m) {
                const Tensor x = a.tensor(0);
                if (!a.out().is_none()) {  // torch's structured op: out of the input's dtype only
                  // (and its iterator's overlap check of out, before any resize)
-                 check_inplace_writable(expect_tensor(a.out(), "conj_physical", "out"),
-                                        "conj_physical");
-                 const ScalarType got = expect_tensor(a.out(), "conj_physical", "out")->dtype;
+                 const Tensor out = expect_tensor(a.out(), "conj_physical", "out");
+                 check_inplace_writable(out, "conj_physical");
+                 const ScalarType got = out->dtype;
                  EMBER_CHECK(got == x->dtype, std::runtime_error, "Found dtype ", type_name(got),
                              " but expected ", type_name(x->dtype));
                }
