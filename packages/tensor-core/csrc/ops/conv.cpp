@@ -426,6 +426,10 @@ template <typename T> void weight_core(const T* small, const T* big, T* gW, cons
 // Integer convolution, forward (torch's slow_conv2d for int8-int64 and uint8): im2col, then
 // products summed in uint64, whose wrap-around equals the dtype's modulo 2^bits whatever the
 // order of the sums, as torch's integer GEMM wraps. No BLAS has integer GEMMs: a plain loop.
+template <typename T> inline uint64_t wrapping(T v) {  // (sign-extended: -1 is 2^64 - 1)
+  return static_cast<uint64_t>(static_cast<int64_t>(v));
+}
+
 template <typename T>
 void integer_forward(const T* big, const T* W, T* small, const Dims& m, const Geo& g) {
   const int64_t Sg = m.S / m.G, Bg = m.B / m.G, R = Bg * g.kvol(), ovol = g.ovol(), ivol = g.ivol();
@@ -440,10 +444,9 @@ void integer_forward(const T* big, const T* W, T* small, const Dims& m, const Ge
           std::fill(acc.begin(), acc.end(), uint64_t{0});
           const T* wr = W + (gi * Sg + s) * R;
           for (int64_t r = 0; r < R; ++r) {
-            const auto w = static_cast<uint64_t>(static_cast<int64_t>(wr[r]));
+            const uint64_t w = wrapping(wr[r]);
             const T* cr = col.data() + r * ovol;
-            for (int64_t p = 0; p < ovol; ++p)
-              acc[p] += w * static_cast<uint64_t>(static_cast<int64_t>(cr[p]));
+            for (int64_t p = 0; p < ovol; ++p) acc[p] += w * wrapping(cr[p]);
           }
           T* yp = small + (n * m.S + gi * Sg + s) * ovol;
           for (int64_t p = 0; p < ovol; ++p) yp[p] = static_cast<T>(acc[p]);
@@ -465,10 +468,9 @@ void integer_adjoint(const T* small, const T* W, T* big, const Dims& m, const Ge
           const T* sp = small + (n * m.S + gi * Sg + s) * ovol;
           const T* wr = W + (gi * Sg + s) * R;
           for (int64_t r = 0; r < R; ++r) {
-            const auto w = static_cast<uint64_t>(static_cast<int64_t>(wr[r]));
+            const uint64_t w = wrapping(wr[r]);
             uint64_t* cr = col.data() + r * ovol;
-            for (int64_t p = 0; p < ovol; ++p)
-              cr[p] += w * static_cast<uint64_t>(static_cast<int64_t>(sp[p]));
+            for (int64_t p = 0; p < ovol; ++p) cr[p] += w * wrapping(sp[p]);
           }
         }
         col2im(col.data(), Bg, g, image.data());
