@@ -72,6 +72,21 @@ def test_conv_transpose(k):
     _both(lambda x, w, b: fn(x, w, b, stride=2, padding=1, output_padding=1), (x, w, b))
 
 
+@pytest.mark.parametrize("name,xs,ws,kw", [
+    ("conv1d", (2, 4, 6), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    ("conv2d", (1, 2, 4, 5), (3, 2, 2, 3), dict(padding="same")),
+    ("conv_transpose1d", (1, 3, 4), (3, 2, 3), dict(stride=2, output_padding=1)),
+    ("conv_transpose2d", (1, 2, 3, 3), (2, 2, 2, 2), dict(padding=1, dilation=2)),
+])
+def test_conv_complex(name, xs, ws, kw):
+    """Complex convolutions are real ones of the parts: autograd records those."""
+    ember.manual_seed(8)
+    cd = ember.complex128
+    x, w = ember.randn(*xs, dtype=cd, requires_grad=True), ember.randn(*ws, dtype=cd, requires_grad=True)
+    b = ember.randn(ws[1] if "transpose" in name else ws[0], dtype=cd, requires_grad=True)
+    _both(lambda x, w, b: getattr(ember, name)(x, w, b, **kw), (x, w, b))
+
+
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_max_pool(k):
     ember.manual_seed(4)

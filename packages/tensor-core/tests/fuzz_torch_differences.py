@@ -1115,13 +1115,6 @@ DIFFERENCES = [
         CLASS, ("index_fill",), ember="IndexError", torch="RuntimeError",
         torch_message="setStorage"),
     Difference(
-        "complex convolutions: torch computes them (from real convolutions of the parts); "
-        "ember's convolutions are real only (floating and integer) and refuse complex inputs "
-        "with NotImplementedError. Not deliberate: to be added with their complex gradients",
-        REFUSES, ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                  "conv_transpose3d", "convolution"), ember="NotImplementedError",
-        ember_message="not implemented for 'Complex(Float|Double)'"),
-    Difference(
         "the legacy Tensor(*sizes) with a one-element tensor or a bool among the sizes: an "
         "uninitialised tensor in both frameworks, whose values are whatever the memory held",
         RESULT, ("Tensor",), source=r"^m\.Tensor\(.*, (True|False|\d+)\)$"),

@@ -73,7 +73,9 @@ def conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, grou
     K = w.shape[2:]
     cg, og = C // groups, w.shape[1]
     full = [(insz[i] - 1) * s[i] + d[i] * (K[i] - 1) + 1 + op[i] for i in range(k)]
-    out = np.zeros((N, og * groups, *full), np.int64 if x.dtype.kind in "iu" else np.float64)
+    kind = np.result_type(x, w).kind
+    out = np.zeros((N, og * groups, *full),
+                   np.int64 if kind in "iu" else np.complex128 if kind == "c" else np.float64)
     for g in range(groups):
         xg = x[:, g * cg : (g + 1) * cg]
         for kk in itertools.product(*[range(v) for v in K]):
@@ -417,6 +419,47 @@ def test_conv_half_types_and_empty():
     assert z.shape == (2, 3, 3, 3) and np.all(z.numpy() == 1)
 
 
+def crandn(*shape, dtype=np.complex128):
+    return (randn(*shape) + 1j * randn(*shape)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("xs,ws,kw", CONV_CASES)
+def test_conv_complex(xs, ws, kw, dtype):
+    """Complex convolutions (three real ones of the parts, as torch) against the direct complex
+    sum; the canonical aten form refuses complex, as torch's does."""
+    x, w, b = crandn(*xs, dtype=dtype), crandn(*ws, dtype=dtype), crandn(ws[0], dtype=dtype)
+    k = len(ws) - 2
+    got = getattr(ember, f"conv{k}d")(T(x), T(w), T(b), **kw)
+    assert got.dtype == (ember.complex64 if dtype == np.complex64 else ember.complex128)
+    tol = 1e-4 if dtype == np.complex64 else 1e-10
+    ref = conv_ref(x.astype(np.complex128), w.astype(np.complex128), b.astype(np.complex128), **kw)
+    np.testing.assert_allclose(got.numpy(), ref, rtol=tol, atol=tol)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Complex"):
+        ember.convolution(T(x), T(w), None, [1] * k, [0] * k, [1] * k, False, [0] * k, 1)
+
+
+def test_conv_complex_forms_and_errors():
+    x, w = crandn(2, 3, 9), crandn(2, 3, 4)
+    for padding in ("same", "valid"):
+        got = ember.conv1d(T(x), T(w), padding=padding, dilation=2).numpy()
+        pad = (3, 3) if padding == "same" else (0, 0)
+        ref = conv_ref(np.pad(x, [(0, 0), (0, 0), pad]), w, dilation=2)
+        np.testing.assert_allclose(got, ref, atol=1e-10)
+    np.testing.assert_allclose(ember.conv1d(T(x[0]), T(w)).numpy(), conv_ref(x, w)[0], atol=1e-10)
+    # a non-finite part: torch's arithmetic (a - b + i (c - a - b)) spreads it to both parts
+    x[0, 0, 4] = np.inf
+    assert np.isnan(ember.conv1d(T(x), T(w)).numpy()[0, :, 1:5]).all()
+    c64 = T(crandn(1, 2, 5, dtype=np.complex64))
+    for weight, bias, role in ((T(crandn(3, 2, 2)), None, "weight"),
+                               (T(randn(3, 2, 2, dtype=np.float32)), None, "weight"),
+                               (T(crandn(3, 2, 2, dtype=np.complex64)), ember.zeros(3), "bias")):
+        with pytest.raises(RuntimeError, match=f"Input type .* and {role} type .* should be the same"):
+            ember.conv1d(c64, weight, bias)
+    with pytest.raises(RuntimeError, match="should be the same"):  # a real input: the real path
+        ember.conv1d(c64.real, T(crandn(3, 2, 2, dtype=np.complex64)))
+
+
 CONVT_CASES = [
     ((2, 4, 5), (4, 3, 3), dict(stride=2, padding=1, output_padding=1)),
     ((1, 4, 6), (4, 1, 2), dict(stride=3, groups=2, dilation=2)),
@@ -437,6 +480,9 @@ def test_conv_transpose_forward(xs, ws, kw):
     else:
         got = ember.conv_transpose3d(T(x), T(w), T(b), **kw)
     np.testing.assert_allclose(got.numpy(), ref, atol=1e-10)
+    x, w, b = crandn(*xs), crandn(*ws), crandn(ws[1] * kw.get("groups", 1))
+    got = getattr(ember, f"conv_transpose{k}d")(T(x), T(w), T(b), **kw)
+    np.testing.assert_allclose(got.numpy(), conv_transpose_ref(x, w, b, **kw), atol=1e-10)
 
 
 @pytest.mark.parametrize("xs,ws,kw", CONV_CASES)

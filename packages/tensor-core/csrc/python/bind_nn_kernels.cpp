@@ -118,11 +118,25 @@ void check_conv_dims(int64_t k, const std::string& name, const Tensor& x, const 
               "-dimensional, but got weight of size ", shape_str(w->sizes));
 }
 
+// A friendly form (conv{k}d, conv_transpose{k}d) of a complex input, as torch's
+// complex_convolution: real convolutions of the parts, composed in Python so that autograd records
+// them (_composite_ops/nn_forms.py). The canonical `convolution` refuses complex, as torch's.
+py::object complex_convolution(const Args& a) {
+  static py::object* compose = new py::object(  // leaked: outlives interpreter teardown
+      py::module_::import("ember._composite_ops.nn_forms").attr("_complex_convolution"));
+  py::tuple args(a.schema().params.size() + 1);
+  args[0] = core_fn(a.schema().name.c_str());
+  for (size_t i = 0; i < a.schema().params.size(); ++i)
+    args[i + 1] = py::reinterpret_borrow<py::object>(a[static_cast<int>(i)]);
+  return (*compose)(*args);
+}
+
 // conv{k}d; overload 1 takes padding by name ('valid' / 'same').
 py::object conv_impl(int64_t k, const Args& a) {
   const std::string name = str_cat("conv", k, "d");
   Tensor x = a.tensor(0), w = a.tensor(1), b = a.opt_tensor(2);
   check_conv_dims(k, name, x, w);
+  if (is_complex(x->dtype)) return complex_convolution(a);
   const Shape stride = spatial(a, 3, k), dilation = spatial(a, 5, k), zeros(k, 0);
   const int64_t groups = a.integer(6);
   if (a.overload() == 0)
@@ -158,6 +172,7 @@ py::object conv_impl(int64_t k, const Args& a) {
 py::object conv_transpose_impl(int64_t k, const Args& a) {
   Tensor x = a.tensor(0), w = a.tensor(1);
   check_conv_dims(k, str_cat("conv_transpose", k, "d"), x, w);
+  if (is_complex(x->dtype)) return complex_convolution(a);
   return convolution_run(a[0], a[1], a[2], spatial(a, 3, k), spatial(a, 4, k), spatial(a, 7, k),
                          true, spatial(a, 5, k), a.integer(6));
 }

@@ -1,5 +1,6 @@
 """torch's top-level forms of nn functions: hardshrink, selu, celu, threshold, prelu,
-cosine_similarity, and the distances (pairwise_distance, pdist, cdist)."""
+cosine_similarity, the distances (pairwise_distance, pdist, cdist), and the complex
+convolutions the core's conv rows hand here."""
 
 from __future__ import annotations
 
@@ -40,6 +41,23 @@ def prelu(input, weight):
     if weight.numel() != 1:
         w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
     return _C.where(input > 0, input, input * w)
+
+
+def _complex_convolution(convolve, input, weight, bias, *options):
+    """conv1d-3d and conv_transpose1d-3d of a complex input (the core's rows hand it here), as
+    torch's complex_convolution: with Gauss's trick, three real convolutions of the parts rather
+    than four, a = conv(xr, wr, br), b = conv(xi, wi), c = conv(xr + xi, wr + wi, br + bi), and
+    the result a - b + i (c - a - b). ``convolve`` is the real form itself, so padding strings,
+    checks and gradients are its."""
+    for role, tensor in (("weight", weight), ("bias", bias)):
+        if tensor is not None and tensor.dtype != input.dtype:
+            raise RuntimeError(f"Input type ({_dtype_name(input.dtype)}) and {role} type "
+                               f"({_dtype_name(tensor.dtype)}) should be the same")
+    xr, xi, wr, wi = input.real, input.imag, weight.real, weight.imag
+    a = convolve(xr, wr, None if bias is None else bias.real, *options)
+    b = convolve(xi, wi, None, *options)
+    c = convolve(xr + xi, wr + wi, None if bias is None else bias.real + bias.imag, *options)
+    return a - b + 1j * (c - a - b)  # torch's arithmetic: 0 * inf makes the real part NaN
 
 
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
