@@ -137,6 +137,31 @@ def bench_elementwise(sz: dict[str, Any]) -> None:
     H.report("elementwise", rows)
 
 
+def bench_transcendental(sz: dict[str, Any]) -> None:
+    """libm's functions over 1M elements: vectorised through glibc's vector math library where
+    ember was built with it (csrc/kernels/vector_libm.h; `ember._C._has_vector_libm()` says)."""
+    torch, np = H.torch, H.np
+    n = min(sz["n"], 1 << 20)
+    rows: list[H.Row] = []
+    for name in ("float32", "float64"):
+        x = H.inputs((n,), seed=0)  # standard normal float32
+        e = x["ember"].to(getattr(ember, name)).abs() * 0.9  # in every function's domain
+        t = torch.from_numpy(e.numpy()) if torch else None
+        a = e.numpy() if np else None
+        for op, np_op in (("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("atan", "arctan"),
+                          ("log", "log"), ("log1p", "log1p"), ("expm1", "expm1"),
+                          ("asinh", "arcsinh"), ("tanh", "tanh"), ("erf", None)):
+            rows += run_case(
+                f"{op}, {_m(n)} x {name}",
+                {
+                    "ember": lambda op=op, e=e: getattr(e, op)(),
+                    "torch": (lambda op=op, t=t: getattr(t, op)()) if torch else None,
+                    "numpy": (lambda f=np_op, a=a: getattr(np, f)(a)) if np and np_op else None,
+                },
+                {"torch": 0.9}, rtol=1e-5, atol=1e-6)
+    H.report("transcendental functions", rows)
+
+
 def bench_reduced_float(sz: dict[str, Any]) -> None:
     """float16/bfloat16: elementwise ops through the float32 loops, conversions, sums (context
     rows, no target). NumPy has no bfloat16, and its float16 ops are not vectorised."""
@@ -155,12 +180,15 @@ def _reduced_float_rows(name: str, n: int) -> list[H.Row]:
     if torch is not None:
         t32 = torch.from_numpy(e32.numpy())
         ta, tb = t32.to(getattr(torch, name)), (t32 + 0.5).to(getattr(torch, name))
+    d, td = a.double(), ta.double() if torch is not None else None
     cases = {
         "a + b": (lambda: a + b, lambda: ta + tb),
         "a.exp()": (lambda: a.exp(), lambda: ta.exp()),
         "a.sigmoid()": (lambda: a.sigmoid(), lambda: ta.sigmoid()),
         "a.sum()": (lambda: a.sum(), lambda: ta.sum()),
         "a.float()": (lambda: a.float(), lambda: ta.float()),
+        "a.double()": (lambda: a.double(), lambda: ta.double()),
+        "float64.to(dtype)": (lambda: d.to(a.dtype), lambda: td.to(ta.dtype)),
     }
     rows: list[H.Row] = []
     for case, (ef, tf) in cases.items():
@@ -291,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     H.setup("bench_core: ember's tensor core vs PyTorch (CPU) and NumPy", argv)
     sz = sizes()
     bench_elementwise(sz)
+    bench_transcendental(sz)
     bench_reduced_float(sz)
     bench_call_overhead(sz)
     bench_reductions(sz)

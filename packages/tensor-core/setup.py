@@ -15,6 +15,8 @@ Environment knobs:
                             which on aarch64 is armv8-a, NEON included); `native` builds for this
                             machine only, without the wider copies
   EMBER_CPU_VARIANTS=LIST   the wider kernel copies on x86-64: "avx2,avx512" (default), "avx2", ""
+  EMBER_VECTOR_LIBM=0       libm's functions as scalar calls, not glibc's vector forms
+                            (csrc/kernels/vector_libm.h; used where a probe finds them)
   EMBER_CCACHE=0            compile without ccache even where it is installed
   EMBER_BUILD_PROGRESS=0    no per-file lines on the terminal (they still go to the build log)
   EMBER_SANITIZE=1          AddressSanitizer + UBSan, -O0 -g1 (the nox `sanitize` session)
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shlex
 import shutil
 import struct
@@ -201,6 +204,29 @@ def targets_x86_64(cmd: list[str]) -> bool:
         cmd, [], "#ifndef __x86_64__\n#error not x86-64\n#endif")
 
 
+def vector_libm_links(cmd: list[str], target: list[str]) -> bool:
+    """Whether glibc's vector math library has every variant csrc/kernels/vector_libm.h lets the
+    kernels call (GCC on x86-64 Linux, glibc >= 2.35): a probe that references them all links."""
+    if env_flag("EMBER_VECTOR_LIBM", "1") == "0" or not targets_x86_64(cmd):
+        return False
+    with open(os.path.join(CSRC, "kernels", "vector_libm.h")) as f:
+        names = re.findall(r"\bX\((\w+)\)", f.read())
+    # b: SSE4 (2 doubles, 4 floats), d: AVX2 (4, 8), e: AVX-512 (8, 16)
+    symbols = [f"_ZGV{isa}N{lanes * (2 if single else 1)}v_{name}{'f' if single else ''}"
+               for name in names for single in (False, True)
+               for isa, lanes in (("b", 2), ("d", 4), ("e", 8))]
+    code = ('extern "C" {\n' + "".join(f"void {s}();\n" for s in symbols) + "}\n"
+            "void (*volatile kept[])() = {" + ", ".join(symbols) + "};\n"
+            "int main() { return kept[0] == 0; }")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "probe.cpp")
+        with open(src, "w") as f:
+            f.write(code)
+        r = subprocess.run([*cmd, *target, src, "-o", os.path.join(d, "probe"), "-lm"],
+                           capture_output=True)
+        return r.returncode == 0
+
+
 def fresh_build_dir() -> str:
     path = tempfile.mkdtemp(prefix="ember-build-")
     atexit.register(shutil.rmtree, path, ignore_errors=True)
@@ -235,6 +261,8 @@ class BuildCore(build_ext):
         base, copies = self.target_flags(cc)
         mode = self.mode_flags()
         macros = [f"-D{k}={v}" for k, v in self.copy_macros(copies)]
+        if vector_libm_links(cc, base):
+            macros.append("-DEMBER_VECTOR_LIBM=1")
         includes = [f"-I{d}" for d in (*ext.include_dirs, *self.compiler.include_dirs)]
         jobs = self.job_count()
         generated = os.path.abspath(os.path.join(self.build_temp, "generated"))
@@ -452,7 +480,8 @@ ext = Extension(
 
 # The scalar math and the op table, installed as ember/include/ember/<path>: ember.compile's
 # generated kernels include them, so that a fused kernel computes the eager kernels' formulas.
-KERNEL_HEADERS = ["kernels/math.h", "kernels/vexp.h", "kernels/special_math.h", "ops/op_table.h"]
+KERNEL_HEADERS = ["kernels/math.h", "kernels/vexp.h", "kernels/special_math.h",
+                  "kernels/vector_libm.h", "ops/op_table.h"]
 
 
 class BuildPyWithHeaders(build_py):

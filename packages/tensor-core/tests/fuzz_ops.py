@@ -11,7 +11,9 @@ Each call is generated as Python source over a module name ``m`` (``m.tensor(...
 it is installed, on torch, and a failure's reproducer is the text itself. Calls run in worker
 processes, so a crash or a hang is caught, reported with its reproducer, and the run goes on in
 a fresh worker. Workers run with a cap on their address space, so a huge allocation is a
-MemoryError rather than the machine's memory.
+MemoryError rather than the machine's memory. With torch, a call ember does not finish within
+the time limit is timed on torch alone: a hang if torch finishes it, else work that neither
+finishes in the limit (a 16-bit window of 2**31 elements), reported as such.
 
 Outcomes per call: ember returned, or raised which class; with torch, whether the two agree
 (both raise the same class, or both return the same values). The test suite's quick form
@@ -446,9 +448,12 @@ def _worker(conn, seed: int, with_torch: bool, memory: int) -> None:
         index = conn.recv()
         if index is None:
             return
+        torch_only = isinstance(index, tuple)  # ("torch", index): timing torch's side alone
+        index = index[1] if torch_only else index
         call = make_call(seed, index, functions, methods, signatures)
-        ours = run_one(call.src, ember)
-        conn.send(("ember", index, ours))
+        if not torch_only:
+            ours = run_one(call.src, ember)
+            conn.send(("ember", index, ours))
         if torch is not None:
             name = call.name.split(".")[-1]
             exists = hasattr(torch.Tensor if call.name.startswith("Tensor.") else torch, name)
@@ -461,6 +466,7 @@ class Report:
     crashes: list = None
     hangs: list = None
     torch_crashes: list = None
+    slow: list = None  # calls that neither ember nor torch finished within the time limit
     ember_raised: collections.Counter = None
     kinds: collections.Counter = None
     listed: collections.Counter = None  # deliberate disagreements, by reason
@@ -469,7 +475,7 @@ class Report:
     seconds: float = 0.0
 
     def __post_init__(self):
-        self.crashes, self.hangs, self.torch_crashes = [], [], []
+        self.crashes, self.hangs, self.torch_crashes, self.slow = [], [], [], []
         self.ember_raised = collections.Counter()
         self.kinds = collections.Counter()
         self.listed = collections.Counter()
@@ -499,7 +505,16 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
         child.close()
         return {"proc": p, "conn": parent, "index": None, "since": 0.0, "stage": None}
 
+    # Calls ember did not finish in time, to be timed with torch alone: a call that torch
+    # cannot finish in that time either (a window of 2**31 elements) is work, not a hang.
+    pending_torch: list = []
+
     def feed(slot) -> bool:
+        if pending_torch:
+            index = pending_torch.pop()
+            slot["index"], slot["since"], slot["stage"] = index, time.monotonic(), "torch-alone"
+            slot["conn"].send(("torch", index))
+            return True
         index = next(pending, None)
         if index is None:
             slot["conn"].send(None)
@@ -510,8 +525,13 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
 
     def record_failure(slot, what: str):
         call = make_call(seed, slot["index"], functions, methods, signatures)
-        if slot["stage"] == "torch":
+        if slot["stage"] == "torch-alone":
+            # torch timed alone on a call ember did not finish: a hang only if torch finishes
+            (report.slow.append(call.src) if what == "hang" else report.hangs.append(call.src))
+        elif slot["stage"] == "torch":
             report.torch_crashes.append((call.src, what))
+        elif what == "hang" and with_torch:
+            pending_torch.append(slot["index"])  # decided once torch's time is known
         elif what == "hang":
             report.hangs.append(call.src)
         else:
@@ -539,7 +559,10 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
                     if feed(fresh):
                         slots.append(fresh)
                     continue
-                if who == "ember":
+                if slot["stage"] == "torch-alone":  # torch finished what ember did not
+                    report.hangs.append(
+                        make_call(seed, index, functions, methods, signatures).src)
+                elif who == "ember":
                     report.calls += 1
                     slot["ours"] = outcome
                     if outcome[0] == "raise":
@@ -595,6 +618,8 @@ def print_report(report: Report, examples: int = 5) -> None:
         print(f"  HANG: {src}")
     for src, what in report.torch_crashes:
         print(f"  torch crash ({what}): {src}")
+    for src in report.slow:
+        print(f"  slow in both (torch did not finish in the limit either: work, not a hang): {src}")
     print("ember raised:", dict(report.ember_raised.most_common()))
     if report.kinds:
         print("against torch:", dict(report.kinds.most_common()))

@@ -817,11 +817,6 @@ DIFFERENCES = [
         REFUSES, ("native_batch_norm",), ember="RuntimeError",
         ember_message="expected (weight|bias|running_mean|running_var) to have"),
     Difference(
-        "a window of 2**31 elements in a 16-bit float: ember computes the window in float64 "
-        "(16 GiB, beyond this machine's memory: MemoryError), torch in the 16-bit type (4 GiB)",
-        REFUSES, ("hamming_window", "hann_window", "blackman_window", "bartlett_window",
-                  "kaiser_window"), ember="MemoryError"),
-    Difference(
         "the bits of a NaN converted to bfloat16, seen through view(): torch's vectorised "
         "conversion gives 0xFFFF, its scalar one and ember's 0x7FC0; both are NaN, and which "
         "NaN is not specified",

@@ -611,6 +611,25 @@ def test_windows(name, periodic):
     assert getattr(ember, name)(4).dtype == ember.float32
 
 
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
+                                  "bartlett_window", "kaiser_window"])
+def test_long_windows_are_computed_block_by_block(name, monkeypatch):
+    """Windows longer than a block (2**18 values: a 16-bit window of 2**31 needs no 16 GiB of
+    float64) give the values of one pass, in float64 and rounded to the dtype."""
+    from ember._composite_ops import creation
+
+    n = 2503
+    whole = {dt: getattr(ember, name)(n, False, dtype=dt) for dt in (F64, ember.float16)}
+    monkeypatch.setattr(creation, "_WINDOW_BLOCK", 1000)  # three blocks, the last one short
+    for dt, want in whole.items():
+        got = getattr(ember, name)(n, False, dtype=dt)
+        assert got.dtype == dt and got.shape == (n,)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    k = np.arange(n)
+    if name == "hann_window":
+        close(whole[F64], 0.5 - 0.5 * np.cos(2 * np.pi * k / (n - 1)), rtol=1e-12, atol=1e-15)
+
+
 def test_small_names():
     x = ember.ones(2, 3).t()
     assert ember.ravel(x).shape == (6,) and x.ravel().is_contiguous()

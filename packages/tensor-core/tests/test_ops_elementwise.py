@@ -891,3 +891,89 @@ def test_assert_close_detects_mismatches():
         assert_close(t, np.array([[1.0, np.nan, np.inf]]), "float32")
     with pytest.raises(AssertionError):
         assert_close(ember.tensor([1, 2]), np.array([1, 3]), "int64")
+
+
+# ---------------------------------------------------------------------------------------------
+# libm's functions through glibc's vector math library (csrc/kernels/vector_libm.h)
+
+# name -> (its mpmath expression, the interval sampled): every function libmvec vectorises for
+# ember
+VECTOR_LIBM = {
+    "sin": ("sin(v)", (-20, 20)), "cos": ("cos(v)", (-20, 20)), "tan": ("tan(v)", (-3, 3)),
+    "asin": ("asin(v)", (-1, 1)), "acos": ("acos(v)", (-1, 1)), "atan": ("atan(v)", (-50, 50)),
+    "sinh": ("sinh(v)", (-20, 20)), "cosh": ("cosh(v)", (-20, 20)), "tanh": ("tanh(v)", (-6, 6)),
+    "asinh": ("asinh(v)", (-50, 50)), "acosh": ("acosh(v)", (1, 50)),
+    "atanh": ("atanh(v)", (-0.999, 0.999)), "exp": ("exp(v)", (-40, 40)),
+    "exp2": ("power(2, v)", (-60, 60)), "expm1": ("expm1(v)", (-5, 5)),
+    "log": ("log(v)", (1e-3, 100)), "log2": ("log(v, 2)", (1e-3, 100)),
+    "log10": ("log10(v)", (1e-3, 100)), "log1p": ("log1p(v)", (-0.9, 10)),
+    "erf": ("erf(v)", (-4, 4)), "erfc": ("erfc(v)", (-3, 9)),
+}
+
+
+def _ulps(got: np.ndarray, exact: list, dtype) -> np.ndarray:
+    """|got - exact| in units of the dtype's spacing at the exact value."""
+    import mpmath
+
+    out = np.empty(len(exact))
+    for i, (g, e) in enumerate(zip(got.tolist(), exact)):
+        spacing = np.spacing(dtype(abs(float(e))))  # subnormal spacing below the normal range
+        out[i] = float(abs(mpmath.mpf(g) - e) / mpmath.mpf(float(spacing)))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(VECTOR_LIBM))
+def test_libm_functions_within_four_ulps(name, dtype):
+    """Against mpmath at 40 digits: within 4 ulps (glibc's bound for its vector functions; the
+    scalar ones are within 1), on a contiguous tensor (the vectorised body) and one element at
+    a time (the scalar function)."""
+    mpmath = pytest.importorskip("mpmath")
+    expression, (lo, hi) = VECTOR_LIBM[name]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    x = rng.uniform(lo, hi, 600).astype(dtype)
+    with mpmath.workdps(40):
+        f = eval(f"lambda v: mpmath.{expression}", {"mpmath": mpmath})  # noqa: S307
+        exact = [f(mpmath.mpf(float(v))) for v in x]
+        vector = getattr(ember, name)(ember.tensor(x)).numpy()
+        worst = _ulps(vector, exact, dtype).max()
+        assert worst <= 4, f"{name} {dtype.__name__}: {worst:.2f} ulps"
+        scalar = np.array([getattr(ember, name)(ember.tensor(x[i:i + 1])).item()
+                           for i in range(0, len(x), 37)], dtype=dtype)
+        assert _ulps(scalar, exact[::37], dtype).max() <= 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_libm_functions_special_values_vector_as_scalar(dtype):
+    """NaN, inf, signed zeros, subnormals, huge arguments and overflow: the vectorised body
+    (contiguous) gives what the scalar functions give (a strided view of the same values)."""
+    specials = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30, 1e-40, -1e-40, 5e-324,
+                1.0, -1.0, 2.0, 0.5, 1e5, 89.0, 710.0, -745.0, -1e-310, 1e300]
+    x = np.repeat(np.array(specials, dtype=dtype), 2)  # long runs: the vector body covers most
+    t = ember.tensor(x)
+    for name in VECTOR_LIBM:
+        vector = getattr(ember, name)(t).numpy()
+        scalar = getattr(ember, name)(t[::2]).numpy()
+        v = vector[::2]
+        same = (v == scalar) & (np.signbit(v) == np.signbit(scalar))
+        close = np.isclose(v, scalar, rtol=8 * np.finfo(dtype).eps, atol=0)
+        both_nan = np.isnan(v) & np.isnan(scalar)
+        assert (same | close | both_nan).all(), (name, x[::2][~(same | close | both_nan)])
+
+
+def test_vector_libm_is_built_where_glibc_has_it():
+    """x86-64 Linux with glibc >= 2.35 and GCC: the build's probe finds libmvec's functions
+    (a probe that failed silently would cost 3-10x on sin, log, atan, ...)."""
+    import os
+    import platform
+
+    libc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    if platform.machine() != "x86_64" or not libc or not libc.startswith("glibc "):
+        pytest.skip("not x86-64 glibc")
+    if tuple(map(int, libc.split()[1].split(".")[:2])) < (2, 35):
+        pytest.skip(f"{libc}: libmvec lacks most functions before 2.35")
+    if "clang" in os.environ.get("CXX", "") + os.environ.get("CC", ""):
+        pytest.skip("built by clang, which has no simd declarations for libm")
+    if os.environ.get("EMBER_VECTOR_LIBM") == "0":
+        pytest.skip("EMBER_VECTOR_LIBM=0")
+    assert ember._C._has_vector_libm()

@@ -161,3 +161,68 @@ def test_cuda_gives_the_cpus_bits(dtype):
         np.testing.assert_array_equal(_bits(ember.add(gx, gx, alpha=S).cpu()),
                                       _bits(ember.add(x, x, alpha=S)))
         del gx
+
+
+# ---------------------------------------------------------------------------------------------
+# conversions from and to float64, and fills (the copy kernels' 16-bit paths)
+
+
+def _bf16_bits(f32: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bits, round to nearest even, NaN kept quiet."""
+    u = f32.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(f32)
+    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_float64_conversions_round_through_float32(name):
+    """float64 -> 16 bits rounds to float32 first, as torch's Half(float(double)): a value just
+    above a 16-bit tie rounds to even (the same bits as torch), contiguous or strided, either
+    side; widening back is exact."""
+    rng = np.random.default_rng(5)
+    d = np.concatenate([rng.standard_normal(5000) * 10.0 ** rng.integers(-9, 6, 5000),
+                        [np.nan, np.inf, -np.inf, 0.0, -0.0, 65504.0, 65520.0, 1e-8, 3e-8,
+                         1 + 2**-11 + 2**-40, 1 + 2**-8 + 2**-40, 1e300, -1e-300]])
+    f32 = d.astype(np.float32)
+    with np.errstate(over="ignore"):
+        want = f32.astype(np.float16).view(np.uint16) if name == "float16" else _bf16_bits(f32)
+    dt = getattr(ember, name)
+    got = ember.tensor(d).to(dt).view(ember.int16).numpy().view(np.uint16)
+    finite = ~np.isnan(d)
+    np.testing.assert_array_equal(got[finite], want[finite])
+    assert np.isnan(ember.tensor(d).to(dt).float().numpy()[~finite]).all()
+    strided = ember.tensor(d)[::3].to(dt).view(ember.int16).numpy().view(np.uint16)
+    np.testing.assert_array_equal(strided[finite[::3]], want[::3][finite[::3]])
+    into = ember.zeros(2 * len(d), dtype=dt)
+    into[::2] = ember.tensor(d)
+    np.testing.assert_array_equal(into[::2].view(ember.int16).numpy().view(np.uint16)[finite],
+                                  want[finite])
+    narrow = ember.tensor(d).to(dt)
+    back = narrow.double().numpy()
+    np.testing.assert_array_equal(back, narrow.float().numpy().astype(np.float64))
+    np.testing.assert_array_equal(narrow[::2].double().numpy(), back[::2])
+
+
+@pytest.mark.parametrize("name", ["bool", "int8", "int16", "float16", "bfloat16", "float32",
+                                  "int64", "complex64", "complex128"])
+def test_fills_write_the_value_everywhere(name):
+    """Large contiguous fills (parallel chunks of the value's bits), strided and expanded ones."""
+    dt = getattr(ember, name)
+    value = True if name == "bool" else (1.5 - 2j if dt.is_complex else
+                                         -0.0 if dt.is_floating_point else -3)
+    n = (1 << 17) + 7
+    x = ember.empty(n, dtype=dt).fill_(value)
+    want = np.full(n, value, dtype=np.complex128 if dt.is_complex else np.float64)
+    got = x.numpy() if name not in ("bfloat16",) else x.float().numpy()
+    np.testing.assert_array_equal(got.astype(want.dtype), want)
+    if dt.is_floating_point:
+        assert np.signbit(got).all()  # -0.0's bits, not 0.0
+    y = ember.zeros(3 * n, dtype=dt)
+    y[1::3].fill_(value)
+    got = y.numpy() if name != "bfloat16" else y.float().numpy()
+    np.testing.assert_array_equal(got[1::3].astype(want.dtype), want)
+    assert not got[0::3].any() and not got[2::3].any()
+    e = ember.zeros(1, dtype=dt).expand(n)
+    e.fill_(value)
+    assert (e.numpy() if name != "bfloat16" else e.float().numpy()).astype(want.dtype)[0] == value

@@ -27,9 +27,11 @@ from .ops import reverse_sweep
 BLOCK = 16384  # elements per parallel tile of an elementwise kernel
 GRAIN = 32768  # below this many elements a kernel runs on one thread (the core's grain)
 CXX_FLAGS = ["-O3", "-march=native", "-std=c++17", "-fPIC", "-shared", "-fopenmp",
-             "-fno-math-errno", "-ffp-contract=off"]
+             "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"]
 # -ffp-contract=off: no a*b+c contracted into one FMA, so that a fused chain rounds as the eager
-# ops do; never -ffast-math, so NaN and inf behave. -fno-math-errno only lets sqrt inline.
+# ops do; never -ffast-math, so NaN and inf behave. -fno-math-errno lets sqrt inline and libm's
+# vector functions be called; -fno-trapping-math lets the std::min in exp and sigmoid vectorise
+# (as in the core's build: without it a fused loop with exp stayed scalar).
 
 
 @dataclass
@@ -95,6 +97,7 @@ PRELUDE = """\
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include "kernels/vector_libm.h"
 #include "kernels/math.h"
 #include "ops/op_table.h"
 
@@ -456,10 +459,19 @@ def include_dir() -> str:
 
 def _headers_digest(inc: str) -> str:
     h = hashlib.sha256()
-    for rel in ("kernels/math.h", "kernels/vexp.h", "kernels/special_math.h", "ops/op_table.h"):
+    for rel in ("kernels/math.h", "kernels/vexp.h", "kernels/special_math.h",
+                "kernels/vector_libm.h", "ops/op_table.h"):
         with open(os.path.join(inc, rel), "rb") as f:
             h.update(f.read())
     return h.hexdigest()
+
+
+def cxx_flags() -> list[str]:
+    """CXX_FLAGS, and glibc's vector libm functions where the core's kernels call them (so that
+    a fused kernel's sin or log1p is the eager op's: kernels/vector_libm.h)."""
+    import ember
+
+    return CXX_FLAGS + (["-DEMBER_VECTOR_LIBM=1"] if ember._C._has_vector_libm() else [])
 
 
 def build(source: str) -> ctypes.CDLL:
@@ -469,7 +481,8 @@ def build(source: str) -> ctypes.CDLL:
         raise RuntimeError("no C++ compiler found (set CXX or install g++)")
     inc = include_dir()
     full = PRELUDE + source
-    key = hashlib.sha256("\0".join([full, " ".join(CXX_FLAGS), cc[1], _headers_digest(inc)])
+    flags = cxx_flags()
+    key = hashlib.sha256("\0".join([full, " ".join(flags), cc[1], _headers_digest(inc)])
                          .encode()).hexdigest()[:32]
     with _lock:
         lib = _loaded.get(key)
@@ -487,7 +500,7 @@ def build(source: str) -> ctypes.CDLL:
                 f.write(full)
             fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)
             os.close(fd)
-            cmd = [cc[0], *CXX_FLAGS, f"-I{inc}", cpp, "-o", tmp]
+            cmd = [cc[0], *flags, f"-I{inc}", cpp, "-o", tmp]
             result = subprocess.run(cmd, capture_output=True, text=True)
             if result.returncode != 0:
                 os.unlink(tmp)

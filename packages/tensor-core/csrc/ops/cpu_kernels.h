@@ -63,7 +63,7 @@ inline int64_t fft_six_step_rows(int64_t n) {
   X(binary, void, BinaryOp op, const ElementwiseIter& it, ScalarType compute)                     \
   X(add_alpha, void, const ElementwiseIter& it, ScalarType dtype, double alpha, bool subtract)    \
   X(fused_multiply_add, bool, void) /* whether add_alpha rounds once (this copy has FMA) */       \
-  /* float32 <-> float16/bfloat16 copies (dst, src: one of them Float32); binary.cpp */          \
+  /* float32/64 <-> float16/bfloat16 copies (one of dst, src reduced); binary.cpp */             \
   X(convert_reduced_float, void, const ElementwiseIter& it, ScalarType dst, ScalarType src)      \
   /* ops/cpu/reduce.cpp: the arithmetic reductions over a plan (ops/reduce.h) */                  \
   X(sum, void, reduce_detail::SumKind kind, const reduce_detail::ReducePlan& plan,                \

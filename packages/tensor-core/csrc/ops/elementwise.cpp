@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/iterator.h"
@@ -154,12 +155,23 @@ void fill_(const Tensor& dst_in, Scalar value) {
     dst_in->bump_version();
     return;
   }
-  if (dst->is_contiguous() && dst->numel() <= kGrainSize) {
-    // a small contiguous fill (zeros(4), x.zero_()): one typed loop, without the 0-d value
-    // tensor and the iterator, which were most of its cost (0.9 us against torch's 0.4)
+  if (dst->is_contiguous()) {
+    // a contiguous fill: typed loops (in parallel chunks when large), without the 0-d value
+    // tensor and the iterator, which were most of a small fill's cost (zeros(4): 0.9 us against
+    // torch's 0.4) and kept a large one at a third of torch's speed
     dispatch_every(dst->dtype, "fill_", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      std::fill_n(dst->data_as<T>(), dst->numel(), value.to<T>());
+      const T v = value.to<T>();
+      // the value's bits as an unsigned integer of its size (a fill of Half structs stayed scalar)
+      using Bits = std::conditional_t<sizeof(T) == 1, uint8_t, std::conditional_t<sizeof(T) == 2,
+                   uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t,
+                   std::conditional_t<sizeof(T) == 8, uint64_t, T>>>>;
+      Bits bits;
+      std::memcpy(&bits, &v, sizeof(T));
+      Bits* p = dst->data_as<Bits>();
+      if (dst->numel() <= kGrainSize) return std::fill_n(p, dst->numel(), bits), void();
+      parallel_for(0, dst->numel(), kGrainSize * 4,
+                   [&](int64_t b, int64_t e) { std::fill_n(p + b, e - b, bits); });
     });
     dst_in->bump_version();
     return;

@@ -8,6 +8,7 @@
 #endif
 
 #include "core/allocator.h"
+#include "kernels/vector_libm.h"
 #include "python/pyutils.h"
 #include "runtime/blas.h"
 #include "runtime/onednn.h"
@@ -109,6 +110,8 @@ void register_runtime(py::module_& m) {
   m.def("_best_cpu_capability",
         [] { return std::string(cpu_capability_name(best_cpu_capability())); });
   m.def("_cpu_capability_note", &cpu_capability_note);
+  // Whether the unary kernels call glibc's vector math library (kernels/vector_libm.h).
+  m.def("_has_vector_libm", [] { return EMBER_VECTOR_LIBM_ACTIVE == 1; });
   m.def("_storage_use_count", [](const Tensor& t) { return t->storage.use_count(); });
 }
 

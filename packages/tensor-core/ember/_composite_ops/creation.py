@@ -107,9 +107,19 @@ def _window_values(name, window_length, periodic, dtype, layout, device, require
     if dt.is_complex:  # torch's check lets complex through; its arange of them then fails
         raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dt._torch_name}'")
     n = window_length + 1 if periodic else window_length
-    k = _C.arange(window_length, dtype=_C.float64, device=device)
-    w = fn(k, n).to(dt)
+    if window_length <= _WINDOW_BLOCK:
+        w = fn(_C.arange(window_length, dtype=_C.float64, device=device), n).to(dt)
+    else:  # block by block, so that a 16-bit window of 2**31 needs no 16 GiB of float64
+        w = _C.empty(window_length, dtype=dt, device=device)
+        positions = _C.arange(_WINDOW_BLOCK, dtype=_C.float64, device=device)
+        for start in range(0, window_length, _WINDOW_BLOCK):
+            stop = min(start + _WINDOW_BLOCK, window_length)
+            w[start:stop] = fn(positions[:stop - start] + start, n)  # (exact: integers < 2**53)
     return w.requires_grad_(requires_grad) if requires_grad else w
+
+
+# Window values are computed in float64 (rounded once to the dtype) this many at a time.
+_WINDOW_BLOCK = 1 << 18
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,

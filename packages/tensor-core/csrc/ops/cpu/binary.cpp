@@ -173,33 +173,52 @@ void run_widened(const ElementwiseIter& it, ScalarType dtype, int n_inputs, cons
 
 namespace {
 
-// float32 <- T16 (widen) or T16 <- float32 copies; a strided side goes through a block buffer.
-template <typename T16> void convert_as(const ElementwiseIter& it, bool widen) {
+// W <- T16 (widen) or T16 <- W copies, W float32 or float64 (through float32, as torch's
+// Half(float(double))); a strided or float64 side goes through a block buffer.
+template <typename T16, typename W> void convert_as(const ElementwiseIter& it, bool widen) {
   it.for_each([&](char** data, const int64_t* s, int64_t n) {
-    constexpr int64_t kFloat = sizeof(float);
-    if (widen && s[0] == kFloat) return widen_block<T16>(data[1], s[1], reinterpret_cast<float*>(data[0]), n);
-    if (!widen && s[1] == kFloat) return narrow_block<T16>(reinterpret_cast<const float*>(data[1]), data[0], s[0], n);
+    constexpr int64_t kWide = sizeof(W);
+    if constexpr (std::is_same_v<W, float>) {
+      if (widen && s[0] == kWide) return widen_block<T16>(data[1], s[1], reinterpret_cast<float*>(data[0]), n);
+      if (!widen && s[1] == kWide) return narrow_block<T16>(reinterpret_cast<const float*>(data[1]), data[0], s[0], n);
+    }
     alignas(64) float buf[kWidenBlock];
     for (int64_t b = 0; b < n; b += kWidenBlock) {
       const int64_t m = std::min(kWidenBlock, n - b);
       if (widen) {
         widen_block<T16>(data[1] + b * s[1], s[1], buf, m);
-        for (int64_t i = 0; i < m; ++i) *reinterpret_cast<float*>(data[0] + (b + i) * s[0]) = buf[i];
+        if (s[0] == kWide) {  // typed: the compiler vectorises the conversion
+          W* out = reinterpret_cast<W*>(data[0]) + b;
+          for (int64_t i = 0; i < m; ++i) out[i] = buf[i];
+        } else {
+          for (int64_t i = 0; i < m; ++i) *reinterpret_cast<W*>(data[0] + (b + i) * s[0]) = buf[i];
+        }
       } else {
-        for (int64_t i = 0; i < m; ++i) buf[i] = *reinterpret_cast<const float*>(data[1] + (b + i) * s[1]);
+        if (s[1] == kWide) {
+          const W* in = reinterpret_cast<const W*>(data[1]) + b;
+          for (int64_t i = 0; i < m; ++i) buf[i] = static_cast<float>(in[i]);
+        } else {
+          for (int64_t i = 0; i < m; ++i)
+            buf[i] = static_cast<float>(*reinterpret_cast<const W*>(data[1] + (b + i) * s[1]));
+        }
         narrow_block<T16>(buf, data[0] + b * s[0], s[0], m);
       }
     }
   });
 }
 
+template <typename T16> void convert_with(const ElementwiseIter& it, bool widen, ScalarType wide) {
+  if (wide == ScalarType::Float32) convert_as<T16, float>(it, widen);
+  else convert_as<T16, double>(it, widen);
+}
+
 }  // namespace
 
 void convert_reduced_float(const ElementwiseIter& it, ScalarType dst, ScalarType src) {
-  const bool widen = dst == ScalarType::Float32;
-  const ScalarType t16 = widen ? src : dst;
-  if (t16 == ScalarType::Float16) convert_as<Half>(it, widen);
-  else convert_as<BFloat16>(it, widen);
+  const bool widen = !is_reduced_float(dst);
+  const ScalarType t16 = widen ? src : dst, wide = widen ? dst : src;
+  if (t16 == ScalarType::Float16) convert_with<Half>(it, widen, wide);
+  else convert_with<BFloat16>(it, widen, wide);
 }
 
 }  // namespace ember::EMBER_CPU_NS

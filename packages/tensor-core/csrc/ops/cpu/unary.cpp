@@ -2,6 +2,8 @@
 // compiles: ops/cpu/kernel.h).
 #include "ops/cpu/kernel.h"
 
+#include "kernels/vector_libm.h"  // first: the simd declarations must precede any use
+
 #include "kernels/loops.h"
 #include "kernels/math.h"
 #include "ops/cpu/widen.h"
