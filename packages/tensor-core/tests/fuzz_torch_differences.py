@@ -1119,6 +1119,11 @@ DIFFERENCES = [
         "they need (MemoryError where there is not enough)",
         CLASS, ("triu_indices", "tril_indices"), ember="MemoryError", torch="RuntimeError",
         torch_message="negative dimension"),
+    Difference(
+        "repeat/tile whose repeat times a dim's size overflows int64: torch's product wraps "
+        "(4 * -2**62 is 0 in int64, so an empty result where the repeat was negative); ember "
+        "refuses the overflow",
+        REFUSES, ("repeat", "tile"), ember="RuntimeError", ember_message="overflow int64"),
 ]
 
 

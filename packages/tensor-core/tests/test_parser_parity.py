@@ -1870,3 +1870,42 @@ def test_checks_found_by_seed_463():
     assert ember.trapz(y, dx=True).item() == 4.5
     with pytest.raises(RuntimeError, match="we only support dx as a real number"):
         ember.trapezoid(y, dx=True)
+
+
+def test_isin_found_by_seed_491():
+    # a Python number is torch's wrapped number (float64/int64): with few test elements it is
+    # compared in the test elements' dtype (1e300 is bfloat16's inf), with many (the sorted
+    # path) in the promoted dtype (float64: not inf)
+    inf, nan = float("inf"), float("nan")
+    assert ember.isin(1e300, ember.tensor([inf, 1.5], dtype=ember.bfloat16)).item()
+    assert not ember.isin(1e300, ember.tensor([inf] * 12, dtype=ember.bfloat16)).item()
+    assert not ember.isin(1e300, ember.tensor([inf], dtype=ember.float64)).item()
+    assert ember.isin(259, ember.tensor([3], dtype=ember.uint8)).item()  # 259 as uint8: 3
+    assert not ember.isin(259, ember.tensor([3] * 20, dtype=ember.uint8)).item()
+    assert not ember.isin(3.5, ember.tensor([3], dtype=ember.int8)).item()
+    # isin(Tensor, Number) is elements == number, in the elements' dtype
+    assert ember.isin(ember.tensor([inf], dtype=ember.bfloat16), 1e300).tolist() == [True]
+    assert ember.isin(ember.tensor([inf], dtype=ember.float64), 1e300).tolist() == [False]
+    assert ember.isin(ember.tensor([3], dtype=ember.uint8), 259).tolist() == [True]
+    assert ember.isin(ember.tensor([1.0, 2.0]), 2, invert=True).tolist() == [True, False]
+    for bad, name in ((True, "Bool"), (1j, "ComplexDouble")):
+        with pytest.raises(RuntimeError, match=f"Unsupported input type .*: {name}"):
+            ember.isin(ember.tensor([1.0]), bad)
+    # a NaN among the test elements matches nothing and hides nothing
+    assert ember.isin(ember.tensor([1.0, nan]), ember.tensor([nan, 1.0])).tolist() == [True, False]
+    many = ember.tensor([nan] * 30 + [2.0])
+    assert ember.isin(ember.tensor([2.0, 3.0, nan]), many).tolist() == [True, False, False]
+
+
+def test_checks_found_by_seed_499():
+    # set_'s storage_offset and size given as Ellipsis are arguments (torch's TypeError for
+    # "(Tensor, ellipsis)"), not the absent ones
+    x = ember.zeros(1, dtype=ember.complex64)
+    with pytest.raises(TypeError, match=r"got \(Tensor, ellipsis\)"):
+        x.set_(ember.zeros(1, dtype=ember.int64), ...)
+    with pytest.raises(TypeError, match=r"got \(UntypedStorage, int, ellipsis\)"):
+        x.set_(x.untyped_storage(), 0, ...)
+    assert x.set_(ember.zeros(4, dtype=ember.complex64), 1, (2,)).shape == (2,)
+    # repeat/tile refuse a repeat whose product with the size overflows int64 (torch wraps it)
+    with pytest.raises(RuntimeError, match="overflow int64"):
+        ember.ones(1, 4, 1).tile(-2**62, 0)

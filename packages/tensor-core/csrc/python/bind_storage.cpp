@@ -219,15 +219,17 @@ void register_storage(py::module_& m) {
   PyType_Modified(st);
 
   auto cls = py::reinterpret_borrow<py::class_<TensorImpl, std::shared_ptr<TensorImpl>>>(m.attr("Tensor"));
+  // set_'s "not given" for storage_offset and size: an object of its own, so that an explicit
+  // None or Ellipsis (neither is one of torch's forms) is told apart from an absent argument
+  // (leaked: outlives interpreter teardown)
+  static py::object* absent = new py::object(py::module_::import("builtins").attr("object")());
   cls.def("untyped_storage", [](const Tensor& t) { return t->storage; })
       // torch's forms: set_(), set_(source) and set_(source, storage_offset, size, stride=[])
       // for a Tensor or an UntypedStorage source
       .def("set_", [](py::object self, py::object source, py::object offset_arg, py::object size,
                       py::object stride) {
         Tensor t = self.cast<Tensor>();
-        // storage_offset and size default to Ellipsis, so that an explicit None (not one of
-        // torch's forms: neither is optional) is told apart from an absent argument
-        const bool has_offset = !offset_arg.is(py::ellipsis()), has_size = !size.is(py::ellipsis());
+        const bool has_offset = !offset_arg.is(*absent), has_size = !size.is(*absent);
         const bool geometry = has_offset || has_size || !stride.is_none();
         const bool size_sequence = PyList_Check(size.ptr()) || PyTuple_Check(size.ptr());
         if (geometry && (source.is_none() || !has_offset || offset_arg.is_none() || !size_sequence))
@@ -281,8 +283,8 @@ void register_storage(py::module_& m) {
         st = stride.is_none() ? contiguous_strides(sz) : to_shape(stride);
         set_storage(t, std::move(s), offset, sz, st);
         return self;
-      }, py::arg("source") = py::none(), py::arg("storage_offset") = py::ellipsis(),
-         py::arg("size") = py::ellipsis(), py::arg("stride") = py::none())
+      }, py::arg("source") = py::none(), py::arg("storage_offset") = *absent,
+         py::arg("size") = *absent, py::arg("stride") = py::none())
       // `t.data = src` (torch's Variable::set_data): this tensor takes src's storage, geometry
       // and dtype without copying, and keeps its identity and autograd state, so that
       // Module.to(dtype) and Module.to(device) keep their Parameter objects (and optimizers that

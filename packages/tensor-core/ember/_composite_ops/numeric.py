@@ -139,31 +139,50 @@ def combinations(input, r=2, with_replacement=False):
     return input[_C.tensor(index, device=input.device)]
 
 
+_NUMBER_DTYPES = {bool: _C.bool, int: _C.int64, float: _C.float64, complex: _C.complex128}
+
+
 def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
     if not _is_tensor(elements) and not _is_tensor(test_elements):
         raise TypeError(f"isin() received an invalid combination of arguments - got "
                         f"({type(elements).__name__}, {type(test_elements).__name__}), but "
                         "expected one of: (Tensor elements, Tensor test_elements), (Number "
                         "element, Tensor test_elements), (Tensor elements, Number test_element)")
-    if not _is_tensor(elements):
-        elements = _C.tensor(elements, device=test_elements.device)
-    if not _is_tensor(test_elements):
-        test_elements = _C.tensor(test_elements, device=elements.device)
+    # a Python number is torch's wrapped number: float64, int64, bool or complex128 (its dtype
+    # checked below), which a comparison takes in the other side's dtype
+    number = test_elements if _is_tensor(elements) else elements
+    number_dtype = None if _is_tensor(number) else _C.tensor(
+        number, dtype=_NUMBER_DTYPES.get(type(number))).dtype
     for x in (elements, test_elements):  # torch's check_for_unsupported_isin_dtype, each input
-        if x.dtype == _C.bool or x.dtype.is_complex:
+        dtype = x.dtype if _is_tensor(x) else number_dtype
+        if dtype == _C.bool or dtype.is_complex:
             raise RuntimeError(f"Unsupported input type encountered for isin(): "
-                               f"{_dtype_name(x.dtype)}")
+                               f"{_dtype_name(dtype)}")
     if out is not None and out.dtype != _C.bool:
         raise RuntimeError(f"Expected out tensor to have dtype bool, but got {out.dtype._cpp_name} "
                            "instead")
-    dt = _C.promote_types(elements.dtype, test_elements.dtype)
-    if (dt in _SHELL_UNSIGNED and elements.numel()
-            and test_elements.numel() < int(10.0 * elements.numel() ** 0.145)):
+    if not _is_tensor(test_elements):  # torch's isin(Tensor, Number): elements == the number
+        return _finish((_C.ne if invert else _C.eq)(elements, test_elements), out)
+    # torch's two kernels: few test elements (NumPy's heuristic) are compared with each element
+    # in the inputs' result_type (where a number or a 0-d tensor takes the other's dtype); more
+    # are sorted together with the elements, whose concatenation promotes the dtypes
+    count = elements.numel() if _is_tensor(elements) else 1
+    brute_force = test_elements.numel() < int(10.0 * count ** 0.145)
+    if brute_force:
+        dt = _C.result_type(elements, test_elements)
+    else:
+        dt = _C.promote_types(elements.dtype if _is_tensor(elements) else number_dtype,
+                              test_elements.dtype)
+    if not _is_tensor(elements):
+        elements = _C.tensor(elements, dtype=number_dtype, device=test_elements.device)
+    if dt in _SHELL_UNSIGNED and elements.numel() and brute_force:
         # torch's heuristic (NumPy's) sends few test elements to its brute-force kernel, which
         # has no uint16-64; its sorting path takes them
         raise NotImplementedError(f"\"isin_default_cpu\" not implemented for "
                                   f"'{_dtype_name(dt)}'")
     values = test_elements.reshape(-1).to(dt).sort().values
+    if dt.is_floating_point:  # a NaN equals nothing, and one among the keys misleads the search
+        values = values[:int((values == values).sum())]  # (sorted last)
     probe = elements.to(dt)
     if values.numel() == 0:
         found = _C.zeros(elements.shape, dtype=_C.bool, device=elements.device)
