@@ -210,10 +210,13 @@ def vector_libm_links(cmd: list[str], target: list[str]) -> bool:
     if env_flag("EMBER_VECTOR_LIBM", "1") == "0" or not targets_x86_64(cmd):
         return False
     with open(os.path.join(CSRC, "kernels", "vector_libm.h")) as f:
-        names = re.findall(r"\bX\((\w+)\)", f.read())
+        header = f.read()
+    # X(name): one argument ("v" in the vector ABI's names), X2(name): two ("vv")
+    names = [(n, "v") for n in re.findall(r"\bX\((\w+)\)", header)]
+    names += [(n, "vv") for n in re.findall(r"\bX2\((\w+)\)", header)]
     # b: SSE4 (2 doubles, 4 floats), d: AVX2 (4, 8), e: AVX-512 (8, 16)
-    symbols = [f"_ZGV{isa}N{lanes * (2 if single else 1)}v_{name}{'f' if single else ''}"
-               for name in names for single in (False, True)
+    symbols = [f"_ZGV{isa}N{lanes * (2 if single else 1)}{args}_{name}{'f' if single else ''}"
+               for name, args in names for single in (False, True)
                for isa, lanes in (("b", 2), ("d", 4), ("e", 8))]
     code = ('extern "C" {\n' + "".join(f"void {s}();\n" for s in symbols) + "}\n"
             "void (*volatile kept[])() = {" + ", ".join(symbols) + "};\n"

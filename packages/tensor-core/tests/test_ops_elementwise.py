@@ -977,3 +977,59 @@ def test_vector_libm_is_built_where_glibc_has_it():
     if os.environ.get("EMBER_VECTOR_LIBM") == "0":
         pytest.skip("EMBER_VECTOR_LIBM=0")
     assert ember._C._has_vector_libm()
+
+
+@pytest.mark.parametrize("name", ["pow", "atan2", "hypot"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_libm_functions_of_two_arguments_within_four_ulps(name, dtype):
+    """pow, atan2 and hypot through libmvec's two-argument vector forms, against mpmath."""
+    mpmath = pytest.importorskip("mpmath")
+    rng = np.random.default_rng(sum(map(ord, name)))
+    a = rng.uniform(0.01, 30, 500).astype(dtype)
+    b = rng.uniform(-8, 8, 500).astype(dtype)
+    f = {"pow": mpmath.power, "atan2": mpmath.atan2, "hypot": mpmath.hypot}[name]
+    with mpmath.workdps(40):
+        exact = [f(mpmath.mpf(float(x)), mpmath.mpf(float(y))) for x, y in zip(a, b)]
+        got = getattr(ember, name)(ember.tensor(a), ember.tensor(b)).numpy()
+        worst = _ulps(got, exact, dtype).max()
+    assert worst <= 4, f"{name} {dtype.__name__}: {worst:.2f} ulps"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("exponent", [2, 3, -2, 2.0, 3.0, -2.0])
+def test_pow_by_two_three_and_minus_two_is_products(dtype, exponent):
+    """x ** 2, x ** 3 and x ** -2 are torch's products: x * x, (x * x) * x and 1 / (x * x),
+    rounded in the dtype after each product, except float16, computed in float32 and rounded
+    once (torch's Half kernel); the bits of NumPy's same arithmetic."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal(3001) * rng.choice([1e-20, 1e-3, 1.0, 1e3, 1e15], 3001)
+    a[:7] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, 3e38]
+    x = ember.tensor(a).to(getattr(ember, dtype))
+    v = x.float().numpy() if dtype in ("float16", "bfloat16") else x.numpy()
+    compute = {"float32": np.float32, "float64": np.float64}.get(dtype, np.float32)
+    v = v.astype(compute)
+
+    def rounded(arr):  # to the dtype and back to the compute type
+        if dtype == "float16":
+            with np.errstate(over="ignore"):
+                return arr.astype(np.float16).astype(compute)
+        if dtype == "bfloat16":
+            return round_to(arr, "bfloat16").astype(compute)
+        return arr
+
+    each = (lambda arr: arr) if dtype == "float16" else rounded  # float16: rounded once, at the end
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        square = each(v * v)
+        want = {2: square, 3: each(square * v), -2: each(compute(1) / square)}[int(exponent)]
+        want = rounded(want)
+    got = (x ** exponent)
+    assert got.dtype == x.dtype
+    got = got.float().numpy() if dtype in ("float16", "bfloat16") else got.numpy()
+    np.testing.assert_array_equal(got.astype(compute), want)
+    # in place, and into a wider out=
+    y = x.clone()
+    y.pow_(exponent)
+    np.testing.assert_array_equal(y.double().numpy(), got.astype(np.float64))
+    out = ember.empty(3001, dtype=ember.float64)
+    ember.pow(x, exponent, out=out)
+    np.testing.assert_array_equal(out.numpy(), got.astype(np.float64))

@@ -1,5 +1,6 @@
 // Binary kernels, instantiated from EMBER_BINARY_OPS for the dtypes each kind allows (and this
 // copy compiles: ops/cpu/kernel.h), and add/sub with alpha in one pass.
+#include "kernels/vector_libm.h"  // first: the simd declarations must precede any use
 #include "ops/cpu/kernel.h"
 
 #include <algorithm>
