@@ -527,7 +527,11 @@ def run(calls: int, seed: int = 0, workers: int = 2, with_torch: bool = False,
         call = make_call(seed, slot["index"], functions, methods, signatures)
         if slot["stage"] == "torch-alone":
             # torch timed alone on a call ember did not finish: a hang only if torch finishes
-            (report.slow.append(call.src) if what == "hang" else report.hangs.append(call.src))
+            if what == "hang":
+                report.slow.append(call.src)
+                report.calls += 1  # a call that ran, for as long as torch's
+            else:
+                report.hangs.append(call.src)
         elif slot["stage"] == "torch":
             report.torch_crashes.append((call.src, what))
         elif what == "hang" and with_torch:

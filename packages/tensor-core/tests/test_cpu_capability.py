@@ -148,8 +148,12 @@ def test_wider_copies_compute_the_default_copys_values(capability):
         if key.endswith("_alpha"):  # rounded once or twice by design: tests/test_add_alpha.py
             continue
         dt = key.split("/")[0]
-        np.testing.assert_allclose(np.array(wide[key]), np.array(ref), rtol=RTOL[dt], atol=0,
-                                   err_msg=f"{capability} vs DEFAULT: {key}")
+        # logaddexp's log1p(exp(-|a - b|)) comes from libmvec's SSE or AVX2 form (an ulp apart,
+        # kernels/vector_libm.h), and the sum with max(a, b) cancels near zero: an ulp of the
+        # largest value rather than of each
+        scale = np.nanmax(np.abs(ref)) if "logaddexp" in key and len(ref) else 0.0
+        np.testing.assert_allclose(np.array(wide[key]), np.array(ref), rtol=RTOL[dt],
+                                   atol=RTOL[dt] * scale, err_msg=f"{capability} vs DEFAULT: {key}")
 
 
 # float16/bfloat16: every copy runs their elementwise kernels through its float32 loops in
