@@ -681,10 +681,6 @@ DIFFERENCES = [
         REFUSES, ("geqrf", "pinverse"), ember="NotImplementedError|RuntimeError",
         ember_message="not implemented for 'Half'|float, double, cfloat or cdouble"),
     Difference(
-        "where(condition, number, number, out=): torch has no out= form of the two-number "
-        "overload (TypeError); ember's one signature reaches its condition check first",
-        CLASS, ("where",), ember="RuntimeError", torch="TypeError"),
-    Difference(
         "complex slogdet and logspace with a base of -inf into an integer dtype, bfloat16 "
         "true_divide into a complex out: rounding of the intermediate steps (LAPACK's pivot "
         "order on a nearly singular complex matrix; -inf ** x; the bfloat16 quotient)",
@@ -854,11 +850,6 @@ DIFFERENCES = [
         "positional arguments)",
         CLASS, ("addmm", "addmv", "baddbmm", "addbmm", "addr"), ember="TypeError",
         ember_message=r"takes \d+ positional arguments but \d+ were given"),
-    Difference(
-        "where(cond, x, number, out=): torch's out= overload wants a tensor other; ember's "
-        "takes a number there as its other forms do",
-        CLASS, ("where",), torch="TypeError",
-        torch_message=r"argument 'other' \(position 3\) must be Tensor"),
     Difference(
         "a 0-d input of addmv/ormqr: torch reads a dim of it first (IndexError); ember reports "
         "the sizes or the dtype (RuntimeError)",

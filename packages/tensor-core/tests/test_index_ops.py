@@ -380,7 +380,7 @@ def test_where_with_out():
     assert E.where(c, a, b, out=out) is out
     np.testing.assert_array_equal(out.numpy(), np.where(c.numpy(), a.numpy(), b.numpy()))
     grown = E.empty(0)
-    E.where(c, a, 0.0, out=grown)  # resized to the result, as torch's out=
+    E.where(c, a, E.tensor(0.0), out=grown)  # resized to the result, as torch's out=
     np.testing.assert_array_equal(grown.numpy(), [1.0, 0.0, 3.0])
     with pytest.raises(RuntimeError, match="Expected out type to be Float but got Double"):
         E.where(c, a, b, out=E.empty(3, dtype=E.float64))

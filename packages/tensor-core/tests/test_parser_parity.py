@@ -1909,3 +1909,27 @@ def test_checks_found_by_seed_499():
     # repeat/tile refuse a repeat whose product with the size overflows int64 (torch wraps it)
     with pytest.raises(RuntimeError, match="overflow int64"):
         ember.ones(1, 4, 1).tile(-2**62, 0)
+
+
+def test_checks_found_by_seeds_563_and_569():
+    # where's out= belongs to its (Tensor, Tensor, Tensor) overload only
+    c = ember.tensor([True, False])
+    for args, name in (((1, ember.zeros(2)), "input"), ((ember.zeros(2), 1), "other")):
+        with pytest.raises(TypeError, match=f"argument '{name}' .* must be Tensor, not int"):
+            ember.where(c, *args, out=ember.empty(2))
+    assert ember.where(c, 1.0, ember.zeros(2)).tolist() == [1.0, 0.0]
+    # uniform_'s bounds must be finite values of the dtype (torch's check_uniform_bounds)
+    h = ember.zeros(3, dtype=ember.float16)
+    with pytest.raises(RuntimeError, match="from is out of bounds for c10::Half"):
+        h.uniform_(-2147483649)
+    with pytest.raises(RuntimeError, match="to is out of bounds for c10::Half"):
+        h.uniform_(0, 1e5)
+    with pytest.raises(RuntimeError, match="from is out of bounds for float"):
+        ember.zeros(2, dtype=ember.complex64).uniform_(float("nan"), 0)
+    assert 0 <= h.uniform_(0, 60000).min().item()
+    # threshold's value is converted to the dtype (its threshold to the compute type), even for
+    # an empty input
+    for x in (ember.empty(0, dtype=ember.float16), ember.tensor([1.0, -3.0]).half()):
+        with pytest.raises(RuntimeError, match="to type c10::Half without overflow"):
+            ember.threshold_(x.clone(), -2, ember.tensor(2421109551515482394))
+    assert ember.threshold(ember.tensor([1.0, -3.0]).half(), -2, 60000.0).tolist() == [1.0, 60000.0]

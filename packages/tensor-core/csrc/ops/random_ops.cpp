@@ -184,6 +184,13 @@ void uniform_(const Tensor& self, double from, double to, Generator* gen) {
   // complex: both parts drawn from [from, to), as torch's
   if (is_complex(self->dtype)) return uniform_(view_as_real(self), from, to, gen);
   if (!is_floating(self->dtype)) not_implemented("check_uniform_bounds", self->dtype);
+  {  // torch's check_uniform_bounds: both ends within the dtype's finite range
+    const double highest = Scalar::largest_finite(self->dtype);
+    EMBER_CHECK(from >= -highest && from <= highest, std::runtime_error,
+                "from is out of bounds for ", Scalar::checked_type_name(self->dtype));
+    EMBER_CHECK(to >= -highest && to <= highest, std::runtime_error, "to is out of bounds for ",
+                Scalar::checked_type_name(self->dtype));
+  }
   EMBER_CHECK(from <= to, std::runtime_error,
               "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   Generator& g = pick(gen);

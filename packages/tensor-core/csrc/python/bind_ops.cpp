@@ -456,6 +456,12 @@ void register_ops(py::module_& m) {
   m.def("where", [](py::handle cond, py::handle a, py::handle b, py::handle outh) -> py::object {
     Tensor c = expect_tensor(cond, "where", "condition");
     Operand oa = to_operand(a, "where", "input"), ob = to_operand(b, "where", "other");
+    // only torch's (Tensor, Tensor, Tensor) overload has out=: a number there is its TypeError
+    if (!outh.is_none())
+      for (auto [arg, name, pos] : {std::tuple(a, "input", 2), std::tuple(b, "other", 3)})
+        if (!is_tensor(arg))
+          throw py::type_error(str_cat("where(): argument '", name, "' (position ", pos,
+                                       ") must be Tensor, not ", type_of(arg)));
     Tensor out = opt_out(outh, "where");
     if (needs_dispatch(c) || any_dispatch(oa, ob)) {
       if (out && any_grad(oa, ob) && grad_enabled()) out_with_grad("where");

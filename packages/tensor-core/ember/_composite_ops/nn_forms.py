@@ -146,8 +146,9 @@ _NO_THRESHOLD_KERNEL = (_C.bool, *_SHELL_UNSIGNED)
 def _threshold(input, threshold, value):
     if input.dtype in _NO_THRESHOLD_KERNEL or input.dtype.is_complex:
         _floating_kernel("threshold", input)
+    # torch's kernel reads the threshold in the compute type and the value in the dtype
     scalar_fits(threshold, input.dtype, opmath=True)
-    scalar_fits(value, input.dtype, opmath=True)
+    scalar_fits(value, input.dtype)
     if not (input.dtype.is_floating_point or input.dtype == _C.bool):
         # an integer kernel takes both numbers in its type, truncated (-2.5 is -2), as torch's
         threshold, value = int(threshold), int(value)
