@@ -593,11 +593,6 @@ DIFFERENCES = [
         CLASS, (), ember="TypeError",
         ember_message=r"argument 'out' must be Tensor, not bool|out=bool\)"),
     Difference(
-        "uniform_ of an empty complex tensor with from > to: torch's complex path returns "
-        "before its range check; ember checks the range first, as torch does for real dtypes",
-        REFUSES, ("uniform",), ember="RuntimeError", ember_message="expects to return a",
-        source=r"complex"),
-    Difference(
         "the legacy Tensor(tensor, True) constructor: torch 2.13 reads the pair as data; ember's "
         "Tensor(...) takes sizes or one sequence",
         REFUSES, ("Tensor",), ember="TypeError", ember_message="data must be a sequence"),

@@ -1927,6 +1927,12 @@ def test_checks_found_by_seeds_563_and_569():
     with pytest.raises(RuntimeError, match="from is out of bounds for float"):
         ember.zeros(2, dtype=ember.complex64).uniform_(float("nan"), 0)
     assert 0 <= h.uniform_(0, 60000).min().item()
+    # ... except for an empty complex tensor, which torch's complex path checks nothing for
+    # (seeds 577, 587)
+    for bounds in ((0, 1e300), (2, 1), (0, float("nan"))):
+        ember.zeros(0, dtype=ember.complex64).uniform_(*bounds)
+    with pytest.raises(RuntimeError, match="to is out of bounds for float"):
+        ember.zeros(1, dtype=ember.complex64).uniform_(0, 1e300)
     # threshold's value is converted to the dtype (its threshold to the compute type), even for
     # an empty input
     for x in (ember.empty(0, dtype=ember.float16), ember.tensor([1.0, -3.0]).half()):

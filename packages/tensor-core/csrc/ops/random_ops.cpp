@@ -181,8 +181,11 @@ void check_int_range(ScalarType dt, int64_t from, std::optional<int64_t> to_inc)
 void uniform_(const Tensor& self, double from, double to, Generator* gen) {
   if (drawn_on_cpu_twin(self, [&](const Tensor& t) { uniform_(t, from, to, for_device(gen, self)); })) return;
   check_writable(self, "uniform_");
-  // complex: both parts drawn from [from, to), as torch's
-  if (is_complex(self->dtype)) return uniform_(view_as_real(self), from, to, gen);
+  // complex: both parts drawn from [from, to), as torch's (which checks nothing for an empty one)
+  if (is_complex(self->dtype)) {
+    if (self->numel() == 0) return;
+    return uniform_(view_as_real(self), from, to, gen);
+  }
   if (!is_floating(self->dtype)) not_implemented("check_uniform_bounds", self->dtype);
   {  // torch's check_uniform_bounds: both ends within the dtype's finite range
     const double highest = Scalar::largest_finite(self->dtype);
