@@ -106,13 +106,18 @@ EMBER_ALWAYS_INLINE float vexpf_bounded(float x, float lo) {
   return exp_of_small(ln2_remainder(x, n) + lo) * scale;
 }
 
+// The unsigned integer type of T's size, to handle a value's bits (T itself above 8 bytes).
+template <typename T>
+using bits_t = std::conditional_t<sizeof(T) == 1, uint8_t,
+               std::conditional_t<sizeof(T) == 2, uint16_t,
+               std::conditional_t<sizeof(T) == 4, uint32_t,
+               std::conditional_t<sizeof(T) == 8, uint64_t, T>>>>;
+
 // m ? x : y without a branch (bit masks), so that a loop of it vectorises: with a random mask
 // the branchy select mispredicted half the time (where() ran at 4 ns per element).
 template <typename T> EMBER_ALWAYS_INLINE T blend(bool m, T x, T y) {
   if constexpr (std::is_arithmetic_v<T>) {
-    using U = std::conditional_t<sizeof(T) == 8, uint64_t,
-              std::conditional_t<sizeof(T) == 4, uint32_t,
-              std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+    using U = bits_t<T>;
     U xb, yb;
     std::memcpy(&xb, &x, sizeof(T));
     std::memcpy(&yb, &y, sizeof(T));

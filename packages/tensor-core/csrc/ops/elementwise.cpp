@@ -163,9 +163,7 @@ void fill_(const Tensor& dst_in, Scalar value) {
       using T = typename decltype(tag)::type;
       const T v = value.to<T>();
       // the value's bits as an unsigned integer of its size (a fill of Half structs stayed scalar)
-      using Bits = std::conditional_t<sizeof(T) == 1, uint8_t, std::conditional_t<sizeof(T) == 2,
-                   uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t,
-                   std::conditional_t<sizeof(T) == 8, uint64_t, T>>>>;
+      using Bits = math::bits_t<T>;
       Bits bits;
       std::memcpy(&bits, &v, sizeof(T));
       Bits* p = dst->data_as<Bits>();
@@ -530,6 +528,61 @@ ElementwiseDtypes binary_dtypes(BinaryOp op, const Operand& other, ScalarType co
   return {compute, result};
 }
 
+// x ** e (a Python-number exponent) where torch's pow kernel takes a shortcut; null where it
+// does not. `common` is the result's dtype.
+static Tensor pow_by_number(const Tensor& x, const Scalar& e_scalar, ScalarType common,
+                            const Tensor& out, const char* name) {
+  if (e_scalar.is_complex() && e_scalar.imag != 0) return Tensor();
+  const double e = e_scalar.to_double();
+  // out= takes the result's shape (checked and resized before anything is written)
+  auto prepared_out = [&] {
+    check_out_dtype(name, common, out);
+    check_inplace_writable(out, name);
+    resize_output(out, x->sizes);
+    return out;
+  };
+  // torch fills ones for the exponent 0 and copies the base for 1, for every dtype (its kernel
+  // is never reached: uint64.pow(1) works)
+  if (e == 0 || e == 1) {
+    Tensor r = out ? prepared_out() : empty(x->sizes, common, x->device());
+    if (e == 0) fill_(r, Scalar::from_int(1));
+    else if (r != x) copy_(r, x);
+    if (out) out->bump_version();
+    return r;
+  }
+  if (e_scalar.is_bool()) return Tensor();
+  // sqrt, rsqrt and reciprocal for the exponents 0.5, -0.5 and -1 in float32, float64, bfloat16
+  // and complex (sqrt(-inf) is NaN where C's pow gives inf; sqrt(-0) is -0)
+  if ((e == 0.5 || e == -0.5 || e == -1.0) &&
+      (common == ScalarType::Float32 || common == ScalarType::Float64 ||
+       common == ScalarType::BFloat16 || is_complex(common)))
+    return unary(e == 0.5 ? UnaryOp::sqrt : e == -0.5 ? UnaryOp::rsqrt : UnaryOp::reciprocal,
+                 to_dtype(x, common), out);
+  // products for the exponents 2, 3 and -2 in the floating dtypes, as its
+  // pow_tensor_scalar_optimized_kernel: x * x, x * x * x, 1 / (x * x), each product rounded in
+  // the dtype, except float16's, computed in float32 and rounded once (as torch's Half kernel).
+  // (std::pow is a scalar call: x ** 2 ran at 1/60 of torch's speed)
+  if ((e == 2.0 || e == 3.0 || e == -2.0) && is_floating(common)) {
+    const bool widened = common == ScalarType::Float16;
+    const Tensor base = to_dtype(x, widened ? ScalarType::Float32 : common);
+    const Tensor into = widened ? Tensor() : out;
+    Tensor r;
+    if (e == 2.0) {
+      r = binary(BinaryOp::mul, Operand(base), Operand(base), into);
+    } else {
+      const Tensor square = binary(BinaryOp::mul, Operand(base), Operand(base), Tensor());
+      r = e == 3.0 ? binary(BinaryOp::mul, Operand(square), Operand(base), into)
+                   : unary(UnaryOp::reciprocal, square, into);
+    }
+    if (!widened) return r;
+    if (!out) return to_dtype(r, common);
+    copy_(prepared_out(), to_dtype(r, common));  // (rounded to float16 first, then out's dtype)
+    out->bump_version();
+    return out;
+  }
+  return Tensor();
+}
+
 Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out) {
   const OpInfoEntry& info = binary_info(op);
   if (op == BinaryOp::sub) check_sub_operands(a, b);
@@ -541,62 +594,8 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, const Tensor& out
     if (sa == sb) check_operands_first(info.name, sa, out, nominal, inplace);
     else check_operands_first(info.name, broadcast_shapes(sa, sb), out, nominal, inplace);
   }
-  // torch's pow(Tensor, Scalar) fills ones for the exponent 0 and copies the base for 1, for
-  // every dtype (its kernel is never reached: uint64.pow(1) works)
-  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar &&
-      !(b.s.is_complex() && b.s.imag != 0) && (b.s.to_double() == 0 || b.s.to_double() == 1)) {
-    Tensor r = out ? out : empty(a.t->sizes, common, a.t->device());
-    if (out) {
-      check_out_dtype(info.name, common, out);
-      check_inplace_writable(out, info.name);
-      resize_output(out, a.t->sizes);
-    }
-    if (b.s.to_double() == 0) fill_(r, Scalar::from_int(1));
-    else if (r != a.t) copy_(r, a.t);
-    if (out) out->bump_version();
-    return r;
-  }
-  // torch's pow kernel takes sqrt, rsqrt and reciprocal for the exponents 0.5, -0.5 and -1 in
-  // float32, float64, bfloat16 and complex (sqrt(-inf) is NaN where C's pow gives inf; sqrt(-0)
-  // is -0)
-  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar &&
-      (common == ScalarType::Float32 || common == ScalarType::Float64 ||
-       common == ScalarType::BFloat16 || is_complex(common)) &&
-      !(b.s.is_complex() && b.s.imag != 0) && !b.s.is_bool()) {
-    const double e = b.s.to_double();
-    if (e == 0.5 || e == -0.5 || e == -1.0)
-      return unary(e == 0.5 ? UnaryOp::sqrt : e == -0.5 ? UnaryOp::rsqrt : UnaryOp::reciprocal,
-                   to_dtype(a.t, common), out);
-  }
-  // and, for the floating dtypes, products for the exponents 2, 3 and -2, as its
-  // pow_tensor_scalar_optimized_kernel: x * x, x * x * x, 1 / (x * x), each product rounded in
-  // the dtype, except float16's, computed in float32 and rounded once (as torch's Half kernel).
-  // (std::pow is a scalar call: x ** 2 ran at 1/60 of torch's speed)
-  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar && is_floating(common) &&
-      !(b.s.is_complex() && b.s.imag != 0) && !b.s.is_bool()) {
-    const double e = b.s.to_double();
-    if (e == 2.0 || e == 3.0 || e == -2.0) {
-      const bool widened = common == ScalarType::Float16;
-      const Tensor x = to_dtype(a.t, widened ? ScalarType::Float32 : common);
-      const Tensor into = widened ? Tensor() : out;
-      Tensor r;
-      if (e == 2.0) {
-        r = binary(BinaryOp::mul, Operand(x), Operand(x), into);
-      } else {
-        const Tensor square = binary(BinaryOp::mul, Operand(x), Operand(x), Tensor());
-        r = e == 3.0 ? binary(BinaryOp::mul, Operand(square), Operand(x), into)
-                     : unary(UnaryOp::reciprocal, square, into);
-      }
-      if (!widened) return r;
-      if (!out) return to_dtype(r, common);
-      check_out_dtype(info.name, common, out);
-      check_inplace_writable(out, info.name);
-      resize_output(out, r->sizes);
-      copy_(out, to_dtype(r, common));  // (rounded to float16 first, then out's dtype)
-      out->bump_version();
-      return out;
-    }
-  }
+  if (op == BinaryOp::pow && b.is_scalar && !a.is_scalar)
+    if (Tensor r = pow_by_number(a.t, b.s, common, out, info.name)) return r;
   if (info.kind == OpKind::ARITH && common == ScalarType::Bool) {
     // PyTorch computes these on bool as their logical counterparts.
     switch (op) {
