@@ -603,16 +603,21 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
 
 def matrix_power(A, n, *, out=None):
     """A^n by repeated squaring (n < 0: powers of the inverse; n == 0: the identity)."""
-    from ember import eye
+    from ember import contiguous_format, eye
 
     op = "linalg.matrix_power"
     if not _is_int_arg(n):  # torch's parser, before the op's checks
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     n = builtins.int(n)
     _check_square(A, op)
-    if n == 0:
-        r = eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape)).clone()
-        return _out(op, r, out)
+    if out is not None and not _C.can_cast(A.dtype, out.dtype):
+        raise RuntimeError(f"matrix_power: Expected result to be safely castable from "
+                           f"{A.dtype._torch_name} dtype, but got result with dtype "
+                           f"{out.dtype._torch_name}")
+    if n in (0, 1):  # torch copies these into out= (casting); other powers write it exactly
+        r = A.clone(memory_format=contiguous_format) if n == 1 else \
+            eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape)).clone()
+        return _out(op, r if out is None else r.to(out.dtype), out)
     if n < 0:
         A, n = inv(A), -n
     result, base = None, A
@@ -622,7 +627,7 @@ def matrix_power(A, n, *, out=None):
         n >>= 1
         if n:
             base = base.matmul(base)
-    return _out(op, result.clone() if result is A else result, out)
+    return _out(op, result, out)
 
 
 def multi_dot(tensors, *, out=None):

@@ -1939,3 +1939,35 @@ def test_checks_found_by_seeds_563_and_569():
         with pytest.raises(RuntimeError, match="to type c10::Half without overflow"):
             ember.threshold_(x.clone(), -2, ember.tensor(2421109551515482394))
     assert ember.threshold(ember.tensor([1.0, -3.0]).half(), -2, 60000.0).tolist() == [1.0, 60000.0]
+
+
+def test_matrix_power_out_found_by_seed_593():
+    # torch's linalg_matrix_power: out= must be a dtype the input casts to safely; powers 0 and
+    # 1 are copied into it (casting), the others are written by matmul's out= (exact dtype)
+    a = ember.tensor([[1, 2], [3, 4]], dtype=ember.uint8)
+    out = ember.zeros(2, 7, dtype=ember.int16)
+    assert ember.matrix_power(a, 1, out=out) is out
+    assert out.dtype == ember.int16 and out.tolist() == [[1, 2], [3, 4]]
+    assert ember.matrix_power(a.double(), 0, out=ember.empty(0)).tolist() == [[1, 0], [0, 1]]
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype double, but got "
+                                           "float"):
+        ember.matrix_power(a.double(), 2, out=ember.empty(0))
+    with pytest.raises(RuntimeError, match="safely castable from Double dtype, but got result "
+                                           "with dtype Short"):
+        ember.matrix_power(a.double(), 1, out=out)
+    assert ember.matrix_power(a.double().t(), 1).is_contiguous()  # a contiguous copy, as torch
+    assert ember.matrix_power(a, 3).tolist() == (
+        np.linalg.matrix_power(np.array([[1, 2], [3, 4]], np.uint8), 3).tolist())
+
+
+def test_addcmul_common_dtype_found_by_seed_599():
+    # the input joins the operands' common dtype before the sum, as torch's TensorIterator
+    # reads it: a uint16 input of a complex result is not promoted with complex (refused)
+    u = ember.tensor([[1, 2, 3]], dtype=ember.uint16)
+    f = ember.tensor([[2.0, 4.0, 6.0]])
+    r = u.addcmul(f, ember.tensor(1 - 0.5j), value=2)
+    assert r.dtype == ember.complex64
+    np.testing.assert_allclose(r.numpy(), np.array([[1, 2, 3]]) + 2 * np.array([[2, 4, 6]]) *
+                               (1 - 0.5j))
+    r = ember.addcdiv(u, f, ember.tensor(2 + 0j), value=3)
+    np.testing.assert_allclose(r.numpy(), np.array([[4, 8, 12]], np.complex64))

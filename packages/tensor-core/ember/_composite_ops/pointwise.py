@@ -80,6 +80,10 @@ def _pointwise(input, tensor1, tensor2, value, combine, out=None, in_place=False
                          combine(_C.mul(tensor1.float(), value), tensor2.float())).to(common)
         return input.copy_(widened) if in_place else _finish_cast(widened, out, name)
     value, as_alpha = _pointwise_value(common, value)
+    if common is not None and not in_place and input.dtype != common:
+        # input in the common dtype first, as torch's TensorIterator reads it (a uint16 input
+        # of a complex result is never promoted with complex, which torch refuses)
+        input = input.to(common)
     if common is not None and common.is_complex:
         # torch's complex kernel computes (value * tensor1) / tensor2: a finite quotient's
         # infinity stays infinite, where value * (tensor1 / tensor2) as a product gives NaN
