@@ -114,7 +114,8 @@ def _first_call(fn, *args):
 
 
 def bench_model(name, e_model, t_model, x_np, loss_kind, target, y_np=None):
-    """Rows for inference and a training step of one model; returns (rows, first-call times)."""
+    """Rows for inference and a training step of one model; returns (rows, first-call times,
+    the training step's median seconds by runner)."""
     torch = H.torch
     x = ember.tensor(x_np)
     y = None if y_np is None else ember.tensor(y_np)
@@ -191,7 +192,34 @@ def bench_model(name, e_model, t_model, x_np, loss_kind, target, y_np=None):
                           "" if torch is not None else "torch not installed"))
         rows.append(H.Row(case, t["compiled"], "torch.compile", t.get("torch.compile"), None,
                           "" if "torch.compile" in t else note or "torch.compile did not run"))
-    return rows, first
+    return rows, first, t_train
+
+
+def block_matmul_floor(d, heads, b, t):
+    """The transformer block's training step spends this long in its matrix products alone:
+    the six of the forward (qkv, the two of attention, proj, fc1, fc2) and the twelve of their
+    backward (dA = dC @ B^T, dB = A^T @ dC; every A depends on a parameter), timed by
+    themselves with the step's shapes. Fusion does not touch them, so the eager step's time
+    over this is the most any fusion can gain (Amdahl)."""
+    rng = np.random.default_rng(1)
+    n, hd = b * t, d // heads
+
+    def m(*shape):
+        return ember.tensor(rng.standard_normal(shape).astype(np.float32))
+
+    products = [((n, d), (d, 3 * d)), ((b * heads, t, hd), (b * heads, hd, t)),
+                ((b * heads, t, t), (b * heads, t, hd)), ((n, d), (d, d)),
+                ((n, d), (d, 4 * d)), ((n, 4 * d), (4 * d, d))]
+    calls = []
+    for sa, sb in products:
+        a, w = m(*sa), m(*sb)
+        g = m(*sa[:-1], sb[-1])
+        calls += [(a, w), (g, w.transpose(-2, -1)), (a.transpose(-2, -1), g)]
+
+    def all_products():
+        for x, y in calls:
+            ember.matmul(x, y)
+    return H.measure(all_products)
 
 
 def main() -> int:
@@ -214,18 +242,23 @@ def run_all(s) -> int:
     if torch is not None:
         TMLP, TBlock = make_models(torch)
         t_mlp = TMLP(d, h)
-    r, f = bench_model(f"GELU MLP {d}-{h}-{d}, batch {batch}", EMLP(d, h), t_mlp,
-                       rng.standard_normal((batch, d)).astype(np.float32), "mse", TARGET)
+    r, f, _ = bench_model(f"GELU MLP {d}-{h}-{d}, batch {batch}", EMLP(d, h), t_mlp,
+                          rng.standard_normal((batch, d)).astype(np.float32), "mse", TARGET)
     rows += r
     firsts["GELU MLP"] = f
 
     d, heads, b, t = (16, 2, 2, 4) if small else (128, 4, 8, 64)
     t_block = TBlock(d, heads) if torch is not None else None
-    r, f = bench_model(f"transformer block d={d}, {heads} heads, {b}x{t} tokens",
-                       EBlock(d, heads), t_block,
-                       rng.standard_normal((b, t, d)).astype(np.float32), "mse", TARGET)
+    r, f, steps = bench_model(f"transformer block d={d}, {heads} heads, {b}x{t} tokens",
+                              EBlock(d, heads), t_block,
+                              rng.standard_normal((b, t, d)).astype(np.float32), "mse", TARGET)
     rows += r
     firsts["transformer block"] = f
+    floor = block_matmul_floor(d, heads, b, t)
+    floor_note = (f"transformer block, training step: its 18 matrix products alone take "
+                  f"{H.fmt_time(floor)}; the eager step {H.fmt_time(steps['eager'])}, the "
+                  f"compiled one {H.fmt_time(steps['compiled'])}: fusing everything else away "
+                  f"would give at most {steps['eager'] / floor:.2f}x eager")
 
     from train_digits import DigitNet
     try:
@@ -237,10 +270,10 @@ def run_all(s) -> int:
         images = rng.random((1797, 1, 8, 8), dtype=np.float32)
         labels = rng.integers(0, 10, 1797)
     n = 16 if small else 256
-    r, f = bench_model(f"digits CNN, batch {n}", DigitNet(),
-                       _torch_digit_net(torch) if torch is not None else None,
-                       np.ascontiguousarray(images[:n]), "ce", None,
-                       np.ascontiguousarray(labels[:n]))
+    r, f, _ = bench_model(f"digits CNN, batch {n}", DigitNet(),
+                          _torch_digit_net(torch) if torch is not None else None,
+                          np.ascontiguousarray(images[:n]), "ce", None,
+                          np.ascontiguousarray(labels[:n]))
     rows += r
     firsts["digits CNN"] = f
 
@@ -249,9 +282,9 @@ def run_all(s) -> int:
     print("first call (capture + code generation + C++ compilation, empty cache):")
     for model, f in firsts.items():
         print(f"  {model}: " + ", ".join(f"{k} {v:.2f} s" for k, v in f.items()))
-    print()
+    print(f"\n{floor_note}\n")
     H.summary()
-    H.save_json({"first_call_seconds": firsts})
+    H.save_json({"first_call_seconds": firsts, "block_training_matmul_seconds": floor})
     return 0
 
 

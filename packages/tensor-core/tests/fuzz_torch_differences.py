@@ -1076,7 +1076,7 @@ DIFFERENCES = [
         "x + alpha * other into one rounding (FMA), so inf + (a huge finite product) stays inf; "
         "torch's scalar loop (fewer elements than a vector) rounds the product to inf first "
         "and gets inf - inf = NaN (its vector loop fuses as ember's does)",
-        RESULT, ("add", "sub"), source=r"alpha=1e300|alpha=-1e300"),
+        RESULT, ("add", "sub"), source=r"1e300"),  # (the alpha or the other: seed 619)
     Difference(
         "window functions with an infinite or huge alpha/beta: ember computes the window in "
         "float64 and rounds once (more accurate); torch computes it in the dtype, so the sign "

@@ -1971,3 +1971,15 @@ def test_addcmul_common_dtype_found_by_seed_599():
                                (1 - 0.5j))
     r = ember.addcdiv(u, f, ember.tensor(2 + 0j), value=3)
     np.testing.assert_allclose(r.numpy(), np.array([[4, 8, 12]], np.complex64))
+
+
+def test_lu_unpack_of_no_columns_found_by_seed_617():
+    # an LU of no columns has no pivots: P is the identity of its rows, for each batch element
+    # (a reshape(-1, 0) of the pivots failed)
+    for shape, pivots, p_shape in (((2, 0), (0,), (2, 2)), ((3, 2, 0), (3, 0), (3, 2, 2)),
+                                   ((0, 3), (0,), (0, 0)), ((0, 2, 2), (0, 2), (0, 2, 2))):
+        P, L, U = ember.lu_unpack(ember.zeros(shape, dtype=ember.float64),
+                                  ember.ones(pivots, dtype=ember.int32))
+        assert tuple(P.shape) == p_shape
+        np.testing.assert_array_equal(P.numpy(), np.broadcast_to(np.eye(p_shape[-1]), p_shape))
+        assert L.shape[-1] == U.shape[-2] == min(shape[-2:])

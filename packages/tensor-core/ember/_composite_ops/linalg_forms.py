@@ -4,6 +4,8 @@ Tropp, 2009)."""
 
 from __future__ import annotations
 
+import math
+
 from ember import _C
 from ember._checks import _is_int_arg
 from ember._composite_ops._common import (
@@ -73,7 +75,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     if unpack_pivots:
         # A's rows were swapped in order (row i with row pivots[i] - 1): P is the transposed
         # permutation of those swaps, so that A = P L U
-        flat = LU_pivots.reshape(-1, k).cpu().tolist()
+        flat = LU_pivots.reshape(math.prod(batch), k).cpu().tolist()  # (k may be 0: no -1)
         rows = []
         for piv in flat:
             perm = list(range(m))
