@@ -11,7 +11,9 @@ loss, backward), with the same weights in both libraries:
 The compiled model is ``ember`` in the tables; the peers are eager ember (target >= 1.5 for the
 elementwise-heavy models), torch eager, and torch.compile where it works on this machine (its
 failure is printed otherwise). The first call of each compiled model (capture, code generation,
-C++ compilation) is timed on its own with an empty kernel cache and printed.
+C++ compilation) is timed on its own with an empty kernel cache and printed. Last, the two
+elementwise-heavy models' matrix products are timed alone with the models' shapes: fusion leaves
+them as they are, so eager time over theirs is the ceiling of what fusion can give (printed).
 
     python benchmarks/bench_compile.py [--quick] [--smoke] [--json PATH] [--threads N] [--no-torch]
 """
@@ -115,7 +117,7 @@ def _first_call(fn, *args):
 
 def bench_model(name, e_model, t_model, x_np, loss_kind, target, y_np=None):
     """Rows for inference and a training step of one model; returns (rows, first-call times,
-    the training step's median seconds by runner)."""
+    the median seconds by kind ("inference", "training step") and runner)."""
     torch = H.torch
     x = ember.tensor(x_np)
     y = None if y_np is None else ember.tensor(y_np)
@@ -192,34 +194,60 @@ def bench_model(name, e_model, t_model, x_np, loss_kind, target, y_np=None):
                           "" if torch is not None else "torch not installed"))
         rows.append(H.Row(case, t["compiled"], "torch.compile", t.get("torch.compile"), None,
                           "" if "torch.compile" in t else note or "torch.compile did not run"))
-    return rows, first, t_train
+    return rows, first, {"inference": t_inf, "training step": t_train}
 
 
-def block_matmul_floor(d, heads, b, t):
-    """The transformer block's training step spends this long in its matrix products alone:
-    the six of the forward (qkv, the two of attention, proj, fc1, fc2) and the twelve of their
-    backward (dA = dC @ B^T, dB = A^T @ dC; every A depends on a parameter), timed by
-    themselves with the step's shapes. Fusion does not touch them, so the eager step's time
-    over this is the most any fusion can gain (Amdahl)."""
+def matmul_floor(products):
+    """How long a model's matrix products alone take, with the model's shapes: (inference,
+    training step). ``products`` holds (A's shape, B's shape, whether A's gradient is wanted)
+    for each product C = A @ B of the forward; a training step also computes dB = A^T @ dC (every
+    B here is a weight or depends on one) and, where wanted, dA = dC @ B^T. Fusion does not touch
+    these, so a step's eager time over them is the most any fusion can gain (Amdahl)."""
     rng = np.random.default_rng(1)
-    n, hd = b * t, d // heads
 
     def m(*shape):
         return ember.tensor(rng.standard_normal(shape).astype(np.float32))
 
-    products = [((n, d), (d, 3 * d)), ((b * heads, t, hd), (b * heads, hd, t)),
-                ((b * heads, t, t), (b * heads, t, hd)), ((n, d), (d, d)),
-                ((n, d), (d, 4 * d)), ((n, 4 * d), (4 * d, d))]
-    calls = []
-    for sa, sb in products:
+    forward, backward = [], []
+    for sa, sb, wants_da in products:
         a, w = m(*sa), m(*sb)
         g = m(*sa[:-1], sb[-1])
-        calls += [(a, w), (g, w.transpose(-2, -1)), (a.transpose(-2, -1), g)]
+        forward.append((a, w))
+        backward.append((a.transpose(-2, -1), g))
+        if wants_da:
+            backward.append((g, w.transpose(-2, -1)))
 
-    def all_products():
-        for x, y in calls:
-            ember.matmul(x, y)
-    return H.measure(all_products)
+    def run(pairs):
+        def go():
+            for x, y in pairs:
+                ember.matmul(x, y)
+        return go
+    t = H.measure_all({"inference": run(forward), "training": run(forward + backward)})
+    return t["inference"], t["training"]
+
+
+def mlp_products(d, h, batch):
+    return [((batch, d), (d, h), False), ((batch, h), (h, d), True)]  # (the input needs no grad)
+
+
+def block_products(d, heads, b, t):
+    """qkv, the attention's two batched products, proj, fc1, fc2 (every A depends on a
+    parameter, through ln1)."""
+    n, hd, bh = b * t, d // heads, b * heads
+    return [((n, d), (d, 3 * d), True), ((bh, t, hd), (bh, hd, t), True),
+            ((bh, t, t), (bh, t, hd), True), ((n, d), (d, d), True),
+            ((n, d), (d, 4 * d), True), ((n, 4 * d), (4 * d, d), True)]
+
+
+def floor_lines(model, times, floors):
+    """The model's lines of the fusion ceiling: its matrix products' time beside its steps."""
+    lines = []
+    for kind, floor in zip(("inference", "training step"), floors):
+        eager, compiled = times[kind]["eager"], times[kind]["compiled"]
+        lines.append(f"  {model}, {kind}: matrix products alone {H.fmt_time(floor)}, eager "
+                     f"{H.fmt_time(eager)} ({floor / eager:.0%} of it), compiled "
+                     f"{H.fmt_time(compiled)}: fusion can give at most {eager / floor:.2f}x")
+    return lines
 
 
 def main() -> int:
@@ -242,23 +270,22 @@ def run_all(s) -> int:
     if torch is not None:
         TMLP, TBlock = make_models(torch)
         t_mlp = TMLP(d, h)
-    r, f, _ = bench_model(f"GELU MLP {d}-{h}-{d}, batch {batch}", EMLP(d, h), t_mlp,
-                          rng.standard_normal((batch, d)).astype(np.float32), "mse", TARGET)
+    r, f, times = bench_model(f"GELU MLP {d}-{h}-{d}, batch {batch}", EMLP(d, h), t_mlp,
+                              rng.standard_normal((batch, d)).astype(np.float32), "mse", TARGET)
     rows += r
     firsts["GELU MLP"] = f
+    floors = {"GELU MLP": matmul_floor(mlp_products(d, h, batch))}
+    ceiling = floor_lines("GELU MLP", times, floors["GELU MLP"])
 
     d, heads, b, t = (16, 2, 2, 4) if small else (128, 4, 8, 64)
     t_block = TBlock(d, heads) if torch is not None else None
-    r, f, steps = bench_model(f"transformer block d={d}, {heads} heads, {b}x{t} tokens",
+    r, f, times = bench_model(f"transformer block d={d}, {heads} heads, {b}x{t} tokens",
                               EBlock(d, heads), t_block,
                               rng.standard_normal((b, t, d)).astype(np.float32), "mse", TARGET)
     rows += r
     firsts["transformer block"] = f
-    floor = block_matmul_floor(d, heads, b, t)
-    floor_note = (f"transformer block, training step: its 18 matrix products alone take "
-                  f"{H.fmt_time(floor)}; the eager step {H.fmt_time(steps['eager'])}, the "
-                  f"compiled one {H.fmt_time(steps['compiled'])}: fusing everything else away "
-                  f"would give at most {steps['eager'] / floor:.2f}x eager")
+    floors["transformer block"] = matmul_floor(block_products(d, heads, b, t))
+    ceiling += floor_lines("transformer block", times, floors["transformer block"])
 
     from train_digits import DigitNet
     try:
@@ -282,9 +309,11 @@ def run_all(s) -> int:
     print("first call (capture + code generation + C++ compilation, empty cache):")
     for model, f in firsts.items():
         print(f"  {model}: " + ", ".join(f"{k} {v:.2f} s" for k, v in f.items()))
-    print(f"\n{floor_note}\n")
+    print("\nthe ceiling: the elementwise-heavy models' matrix products (which fusion leaves as "
+          "they are) timed alone")
+    print("\n".join(ceiling) + "\n")
     H.summary()
-    H.save_json({"first_call_seconds": firsts, "block_training_matmul_seconds": floor})
+    H.save_json({"first_call_seconds": firsts, "matmul_floor_seconds": floors})
     return 0
 
 

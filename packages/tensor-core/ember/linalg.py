@@ -961,7 +961,17 @@ def _legacy_cross(input, other, dim: int | None = None, *, out=None):
 
 @tensor_args("A", op="cholesky")
 def _legacy_cholesky(A, upper: bool = False, *, out=None):
-    return _out("cholesky", _C._linalg_cholesky_ex(A, upper=upper, check_errors=True)[0], out)
+    """torch.cholesky (deprecated): out= takes any dtype the input casts to safely, checked
+    before the factorization; errors are named "cholesky", not "linalg.cholesky"."""
+    if out is not None and not _C.can_cast(A.dtype, out.dtype):
+        raise RuntimeError(f"cholesky: Expected result to be safely castable from "
+                           f"{A.dtype._torch_name} dtype, but got result with dtype "
+                           f"{out.dtype._torch_name}")
+    try:
+        factor = _C._linalg_cholesky_ex(A, upper=upper, check_errors=True)[0]
+    except LinAlgError as e:
+        raise LinAlgError(str(e).replace("linalg.cholesky: ", "cholesky: ", 1)) from None
+    return _out("cholesky", factor if out is None else factor.to(out.dtype), out)
 
 
 @tensor_args("B", "L", op="cholesky_solve")

@@ -1983,3 +1983,26 @@ def test_lu_unpack_of_no_columns_found_by_seed_617():
         assert tuple(P.shape) == p_shape
         np.testing.assert_array_equal(P.numpy(), np.broadcast_to(np.eye(p_shape[-1]), p_shape))
         assert L.shape[-1] == U.shape[-2] == min(shape[-2:])
+
+
+def test_cholesky_and_heaviside_out_found_by_seed_631():
+    # torch.cholesky's out= takes any dtype the input casts to safely (checked before the
+    # factorization) and its errors say "cholesky:", not "linalg.cholesky:"
+    A = ember.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=ember.float64)
+    expected = np.linalg.cholesky(A.numpy())
+    for dtype in (ember.float32, ember.complex128):
+        out = ember.zeros(2, 7, dtype=dtype)
+        assert ember.cholesky(A, out=out) is out and out.dtype == dtype
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="cholesky: Expected result to be safely castable "
+                                           "from Double dtype, but got result with dtype UInt32"):
+        ember.cholesky(-A, out=ember.zeros(2, dtype=ember.uint32))
+    with pytest.raises(ember.linalg.LinAlgError, match=r"^cholesky: \(Batch element 1\)"):
+        ember.cholesky(ember.stack([A, -A]))
+    # heaviside checks its out= for overlapping elements before resizing it (TensorIterator)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.heaviside(ember.tensor([True]), ember.ones(2, 2, 3, dtype=ember.bool),
+                        out=ember.zeros(3, dtype=ember.bool).unsqueeze(0).expand(2, 3))
+    out = ember.zeros(5)
+    ember.heaviside(ember.tensor([-1.0, 0.0, 2.0]), ember.tensor([0.5]), out=out)
+    assert out.tolist() == [0.0, 0.5, 1.0]

@@ -277,6 +277,8 @@ def _ldexp_factor(input, other):
 def heaviside(input, values, *, out=None):
     if input.dtype != values.dtype or (out is not None and out.dtype != input.dtype):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
+    if out is not None:  # (torch's TensorIterator: before the out's resize)
+        _C._check_inplace_writable(out, "heaviside")
     r = _C.where(input == 0, values, (input > 0).to(input.dtype))
     return _finish(r.to(input.dtype), out)
 
