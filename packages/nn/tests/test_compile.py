@@ -203,6 +203,41 @@ def test_parallel_backward_kernels():
         _close(a, t.grad)
 
 
+def test_backward_reads_the_expensive_values_the_forward_saved():
+    """A training forward writes its tanh/exp/... values for the backward, which reads them
+    instead of recomputing them (the cheap ops, and x ** 3 as products, are recomputed); the
+    gradients are eager's, with a bias (summed in the kernel) and with a reduction."""
+    def f(x, bias):
+        h = x + bias
+        return (new_gelu(h) * h.exp().sigmoid()).sum(-1)
+
+    x = ember.randn(64, 33, requires_grad=True)
+    bias = ember.randn(33, requires_grad=True)
+    compiled = ember.compile(f)
+    out = compiled(x, bias)
+    _close(out, f(x, bias))
+    out.sum().backward()
+    got = [t.grad.clone() for t in (x, bias)]
+    for t in (x, bias):
+        t.grad = None
+    f(x, bias).sum().backward()
+    for a, t in zip(got, (x, bias)):
+        _close(a, t.grad)
+    entry = _dynamo.compiled_state(compiled).entries()[0]
+    (group,) = entry.compiled.groups
+    saved = cpp.saved_members(group)
+    assert [group.ops[n][0] for n in saved] == ["tanh", "exp", "sigmoid"]  # (not the x ** 3)
+    source = entry.compiled.source
+    train = source[source.index("ember_fused_0_train("):source.index("ember_fused_0_backward(")]
+    backward = source[source.index("ember_fused_0_backward("):]
+    assert "sv2[o * N + j] = " in train
+    assert "const T s0 = sv0[o * N + j];" in backward
+    assert "fx_ops::tanh" not in backward and "fx_ops::exp" not in backward
+    # without autograd the plain forward runs: nothing is saved
+    with ember.no_grad():
+        _close(compiled(x, bias), f(x, bias))
+
+
 @pytest.mark.parametrize("dims, keepdim", [((-1,), False), ((1, 2), True), (None, False)])
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
 def test_fused_reductions_against_numpy(op, dims, keepdim):

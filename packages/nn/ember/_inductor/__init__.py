@@ -23,7 +23,8 @@ class FusedKernel:
     """One fused group as a callable of the rewritten graph: returns the group's outputs as a
     tuple. Under autograd it is a Function whose backward is the generated backward kernel."""
 
-    def __init__(self, group: Group, layout, forward, backward, needs: list, cuda=None):
+    def __init__(self, group: Group, layout, forward, backward, needs: list, cuda=None,
+                 train_forward=None, n_saved: int = 0):
         self.__name__ = self.__qualname__ = f"fused_{group.index}"
         self.group = group
         self.layout = layout
@@ -33,6 +34,10 @@ class FusedKernel:
         self.in_shapes = [tuple(i.meta["val"].shape) for i in group.inputs]
         self._forward = forward
         self._backward = backward
+        # the training forward also writes n_saved full-shape values its backward reads
+        # (cpp.saved_members); None: the backward recomputes everything
+        self._train_forward = train_forward
+        self.n_saved = n_saved if train_forward is not None else 0
         self.needs = needs
         self.rows = set(cpp.row_inputs(group, layout, needs)) if layout is not None else set()
         self.cuda = cuda  # a CudaRunner for a group of CUDA tensors, else None (C++ kernels)
@@ -60,7 +65,17 @@ class FusedKernel:
         _call(self._forward, [*inputs, *outs])
         return tuple(outs)
 
-    def backward(self, inputs, grads) -> list:
+    def train_forward(self, inputs) -> tuple[tuple, list]:
+        """The outputs and the values saved for the backward (none without saves)."""
+        if not self.n_saved:
+            return self.forward(inputs), []
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        outs = [ember.empty(s, dtype=self.dtype) for s in self.out_shapes]
+        saved = [ember.empty(self.shape, dtype=self.dtype) for _ in range(self.n_saved)]
+        _call(self._train_forward, [*inputs, *outs, *saved])
+        return tuple(outs), saved
+
+    def backward(self, inputs, grads, saved=()) -> list:
         device = inputs[0].device
         grads = [ember.zeros(s, dtype=self.dtype, device=device) if g is None else
                  (g if g.is_contiguous() else g.contiguous())
@@ -75,7 +90,7 @@ class FusedKernel:
             self.cuda.backward(inputs, grads, outs)
         else:
             inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
-            _call(self._backward, [*inputs, *grads, *outs])
+            _call(self._backward, [*inputs, *saved, *grads, *outs])
         result: list = [None] * len(inputs)
         for k, g in zip(wanted, outs):
             shape = self.in_shapes[k]
@@ -95,14 +110,16 @@ class _FusedFunction(Function):
     @staticmethod
     def forward(ctx, kernel, *inputs):
         ctx.kernel = kernel
-        ctx.save_for_backward(*inputs)
-        return kernel.forward(inputs)
+        outs, saved = kernel.train_forward(inputs)
+        ctx.save_for_backward(*inputs, *saved)
+        return outs
 
     @staticmethod
     def backward(ctx, *grads):
         kernel = ctx.kernel
-        inputs = ctx.saved_tensors
-        in_grads = kernel.backward(inputs, list(grads))
+        values = ctx.saved_tensors
+        n = len(values) - kernel.n_saved
+        in_grads = kernel.backward(values[:n], list(grads), values[n:])
         return (None, *[g if ctx.needs_input_grad[k + 1] else None
                         for k, g in enumerate(in_grads)])
 
@@ -221,7 +238,7 @@ def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None 
         groups = find_groups(gm.graph, grad_enabled)
     cpu_groups = [g for g in groups if g.device == "cpu"]
     cuda_groups = [g for g in groups if g.device == "cuda"]
-    sources, layouts, kernels, cupy_sources = [], {}, {}, []
+    sources, layouts, kernels, cupy_sources, saves = [], {}, {}, [], {}
     for g in cpu_groups:
         layout = cpp.compute_layout(g.shape, [tuple(i.meta["val"].shape) for i in g.inputs],
                                     g.reduced)
@@ -229,8 +246,12 @@ def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None 
         sources.append(cpp.forward_source(g, layout, f"ember_fused_{g.index}"))
         if g.requires_grad:
             needs = [bool(i.meta["val"].requires_grad) for i in g.inputs]
+            saves[g.index] = cpp.saved_members(g)
+            if saves[g.index]:
+                sources.append(cpp.forward_source(g, layout, f"ember_fused_{g.index}_train",
+                                                  saves[g.index]))
             sources.append(cpp.backward_source(g, layout, f"ember_fused_{g.index}_backward",
-                                               needs))
+                                               needs, saves[g.index]))
     source = "\n".join(sources)
     if cpu_groups:
         lib = cpp.build(source)
@@ -238,13 +259,19 @@ def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None 
             fwd = getattr(lib, f"ember_fused_{g.index}")
             fwd.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64]
             fwd.restype = None
-            bwd = None
+            bwd = train = None
             needs = [bool(i.meta["val"].requires_grad) for i in g.inputs]
             if g.requires_grad:
                 bwd = getattr(lib, f"ember_fused_{g.index}_backward")
                 bwd.argtypes = fwd.argtypes
                 bwd.restype = None
-            kernels[g.index] = FusedKernel(g, layouts[g.index], fwd, bwd, needs)
+                if saves[g.index]:
+                    train = getattr(lib, f"ember_fused_{g.index}_train")
+                    train.argtypes = fwd.argtypes
+                    train.restype = None
+            kernels[g.index] = FusedKernel(g, layouts[g.index], fwd, bwd, needs,
+                                           train_forward=train,
+                                           n_saved=len(saves.get(g.index, ())))
     fused = list(cpu_groups)
     # CUDA groups: CuPy kernels where CuPy runs them (the sources are made anyway, to be read);
     # a group CuPy cannot fuse (two reductions) or of no elements stays eager ops

@@ -161,8 +161,35 @@ def _operand(a, env) -> str:
 _POWERS = {2.0: "({0} * {0})", 3.0: "({0} * {0} * {0})", 1.0: "{0}"}
 
 
+# Ops whose values the backward reads from the forward rather than recomputing: each costs
+# more than a store and a load (a tanh-GELU's backward recomputing its tanh took 4x its forward's
+# other work). Cheap ops are recomputed, as are values nothing reads.
+EXPENSIVE = {"exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "sin", "cos", "sqrt",
+             "rsqrt", "pow"}
+MAX_SAVED = 4  # full-shape values kept per group (each one is memory held until backward)
+
+
+def saved_members(group) -> list:
+    """The elementwise members whose values a training forward writes for its backward: the
+    expensive ones (a small constant power is products: cheap), at most MAX_SAVED."""
+    saved = []
+    for node in group.members:
+        if node not in group.ops:
+            continue
+        name, operands = group.ops[node]
+        if name not in EXPENSIVE:
+            continue
+        if name == "pow" and not isinstance(operands[1], fx.Node) and \
+                float(operands[1]) in _POWERS:
+            continue
+        saved.append(node)
+    return saved[:MAX_SAVED]
+
+
 def _forward_body(w: _Writer, group, layout: Layout, env: dict) -> None:
     for node in group.members:
+        if node in env:  # (a value the forward saved, loaded by the backward)
+            continue
         if node in group.ops:
             name, operands = group.ops[node]
             var = f"v{len(env)}"
@@ -197,23 +224,27 @@ def _open_blocked_loop(w, n_outer: int, n_inner: int) -> None:
     w("const int64_t j1 = std::min<int64_t>(N, j0 + BLOCK);")
 
 
-def forward_source(group, layout: Layout, name: str) -> str:
+def forward_source(group, layout: Layout, name: str, saves: list = ()) -> str:
     """The forward kernel: args = inputs, full-shape outputs (elementwise members read outside),
-    reduction outputs, in ``group.outputs`` order."""
+    reduction outputs, in ``group.outputs`` order, then one full-shape buffer per member in
+    ``saves`` (a training forward: the values its backward reads instead of recomputing)."""
     w = _Writer()
     T = _CTYPE[group.dtype]
     w.depth = 0
     w(f'extern "C" void {name}(void** args, int64_t nthreads) {{')
     w.depth = 1
     w(f"using T = {T};")
-    nin = len(group.inputs)
+    nin, nout = len(group.inputs), len(group.outputs)
     for k in range(nin):
         w(f"const T* __restrict in{k} = static_cast<const T*>(args[{k}]);")
-    for m in range(len(group.outputs)):
+    for m in range(nout):
         w(f"T* __restrict out{m} = static_cast<T*>(args[{nin + m}]);")
+    for i in range(len(saves)):
+        w(f"T* __restrict sv{i} = static_cast<T*>(args[{nin + nout + i}]);")
     n_outer, n_inner = layout.outer_numel, layout.inner
     names = [f"in{k}" for k in range(nin)]
     full = [(m, o) for m, o in enumerate(group.outputs) if o in group.ops]
+    full += [(f"sv{i}", node) for i, node in enumerate(saves)]  # (written as the outputs are)
     if not group.reductions:
         _open_blocked_loop(w, n_outer, n_inner)
         _offsets(w, layout, names, "T")
@@ -225,7 +256,7 @@ def forward_source(group, layout: Layout, name: str) -> str:
         _loads(w, group, layout, env, inner=True)
         _forward_body(w, group, layout, env)
         for m, o in full:
-            w(f"out{m}[o * N + j] = {env[o]};")
+            w(f"{_buffer(m)}[o * N + j] = {env[o]};")
         w.depth -= 1
         w("}")
         w.depth -= 1
@@ -254,7 +285,7 @@ def forward_source(group, layout: Layout, name: str) -> str:
             _loads(w, group, layout, env, inner=True)
             _forward_body(w, group, layout, env)
             for m, o in full:
-                w(f"out{m}[o * N + j] = {env[o]};")
+                w(f"{_buffer(m)}[o * N + j] = {env[o]};")
             for r, (_, (op, operand, _)) in enumerate(red_list):
                 v = env[operand]
                 if op in ("sum", "mean"):
@@ -299,6 +330,11 @@ def forward_source(group, layout: Layout, name: str) -> str:
     return "\n".join(w.lines) + "\n"
 
 
+def _buffer(m) -> str:
+    """An output's buffer: out<m> for output m, the name itself for a save (sv<i>)."""
+    return m if isinstance(m, str) else f"out{m}"
+
+
 def row_inputs(group, layout: Layout, needs: list) -> list:
     """Inputs needing a gradient that are broadcast along every outer dim and present along
     the inner one (a bias): the backward kernel sums their gradient itself, column block by
@@ -312,27 +348,30 @@ def row_inputs(group, layout: Layout, needs: list) -> list:
 COLUMN_BLOCK = 64  # columns per parallel task of a backward kernel with row inputs
 
 
-def backward_source(group, layout: Layout, name: str, needs: list) -> str:
-    """The backward kernel: args = the forward's inputs, the gradients of the outputs (full
-    shape for elementwise outputs, the reduction's shape for reductions), then one gradient per
-    input with ``needs[k]``: in the input's own shape for the ``row_inputs``, in the full shape
-    for the others. Recomputes the elementwise values (cheaper than saving them) and applies
-    the gradient formulas in reverse."""
+def backward_source(group, layout: Layout, name: str, needs: list, saves: list = ()) -> str:
+    """The backward kernel: args = the forward's inputs, its saved values (``saves``, written
+    by the training forward), the gradients of the outputs (full shape for elementwise outputs,
+    the reduction's shape for reductions), then one gradient per input with ``needs[k]``: in
+    the input's own shape for the ``row_inputs``, in the full shape for the others. Reads the
+    saved values, recomputes the other elementwise values (cheaper than saving them) and
+    applies the gradient formulas in reverse."""
     w = _Writer()
     T = _CTYPE[group.dtype]
     w.depth = 0
     w(f'extern "C" void {name}(void** args, int64_t nthreads) {{')
     w.depth = 1
     w(f"using T = {T};")
-    nin, nout = len(group.inputs), len(group.outputs)
+    nin, nout, nsv = len(group.inputs), len(group.outputs), len(saves)
     for k in range(nin):
         w(f"const T* __restrict in{k} = static_cast<const T*>(args[{k}]);")
+    for i in range(nsv):
+        w(f"const T* __restrict sv{i} = static_cast<const T*>(args[{nin + i}]);")
     for m in range(nout):
-        w(f"const T* __restrict gout{m} = static_cast<const T*>(args[{nin + m}]);")
+        w(f"const T* __restrict gout{m} = static_cast<const T*>(args[{nin + nsv + m}]);")
     grads = [k for k in range(nin) if needs[k]]
     rows = row_inputs(group, layout, needs)
     for i, k in enumerate(grads):
-        w(f"T* __restrict gin{k} = static_cast<T*>(args[{nin + nout + i}]);")
+        w(f"T* __restrict gin{k} = static_cast<T*>(args[{nin + nsv + nout + i}]);")
     n_outer, n_inner = layout.outer_numel, layout.inner
     names = [f"in{k}" for k in range(nin)]
     if rows:
@@ -365,6 +404,9 @@ def backward_source(group, layout: Layout, name: str, needs: list) -> str:
     w("for (int64_t j = j0; j < j1; ++j) {")
     w.depth += 1
     _loads(w, group, layout, env, inner=True)
+    for i, node in enumerate(saves):
+        env[node] = f"s{i}"
+        w(f"const T s{i} = sv{i}[o * N + j];")
     _forward_body(w, group, layout, env)
     for m, out in enumerate(group.outputs):
         if out in group.reductions:

@@ -97,8 +97,11 @@ def reduction_op(node) -> tuple[str, object, tuple | None, bool] | None:
 # (the op table's own expressions); the CuPy kernels rename those calls (cupy.py).
 def _pow_grads(g, ops, y):
     a, b = ops
-    return (f"({g} * {b} * ember::fx_ops::pow({a}, {b} - T(1)))",
-            f"({g} * {y} * ember::fx_ops::log({a}))")
+    # a constant exponent of 2 or 3 (x ** 3 in a tanh-GELU): b * a or b * a * a, as the forward
+    # spells small powers (cpp._POWERS): pow() is a libm call that cost the GELU backward 2x
+    small = {"T(2)": a, "T(2.0)": a, "T(3)": f"({a} * {a})", "T(3.0)": f"({a} * {a})"}
+    power = small.get(b, f"ember::fx_ops::pow({a}, {b} - T(1))")
+    return (f"({g} * {b} * {power})", f"({g} * {y} * ember::fx_ops::log({a}))")
 
 
 GRADIENTS = {
