@@ -238,6 +238,23 @@ def test_backward_reads_the_expensive_values_the_forward_saved():
         _close(compiled(x, bias), f(x, bias))
 
 
+def test_double_backward_through_a_fused_kernel_is_refused():
+    """A fused kernel's gradient is computed by a generated kernel with no graph of its own:
+    create_graph=True gets a clear error (torch.compile's AOTAutograd refuses it too) rather
+    than a gradient that silently does not require grad."""
+    def f(x, b):
+        return (x + b).tanh().sum()
+
+    x = ember.randn(8, 5, requires_grad=True)
+    b = ember.randn(5, requires_grad=True)
+    compiled = ember.compile(f)
+    with pytest.raises(RuntimeError, match="does not support double backward"):
+        ember.autograd.grad(compiled(x, b), x, create_graph=True)
+    (gx,) = ember.autograd.grad(compiled(x, b), x)
+    (ex,) = ember.autograd.grad(f(x, b), x)
+    _close(gx, ex)
+
+
 @pytest.mark.parametrize("dims, keepdim", [((-1,), False), ((1, 2), True), (None, False)])
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
 def test_fused_reductions_against_numpy(op, dims, keepdim):

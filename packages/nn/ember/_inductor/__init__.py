@@ -116,6 +116,10 @@ class _FusedFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        if ember.is_grad_enabled():  # create_graph: the kernel's gradient has no graph itself
+            raise RuntimeError("ember.compile does not support double backward through a fused "
+                               "kernel (backward with create_graph=True); run the function "
+                               "eagerly for higher-order gradients")
         kernel = ctx.kernel
         values = ctx.saved_tensors
         n = len(values) - kernel.n_saved
