@@ -216,6 +216,19 @@ for name in ("float16", "bfloat16"):
     s = float(x[:, 6:].sum()); want_s = float(a[:, 6:].astype(np.float64).sum())
     if abs(s - want_s) > 1e-2 * max(1.0, abs(want_s)):
         bad.append(f"{name} sum {s} vs {want_s}")
+    # a contiguous tensor's sum over every element: the one-pass kernel (widened in registers
+    # where the copy has F16C, through a float buffer otherwise), NaNs skipped by nansum
+    flat = ember.from_numpy(np.ascontiguousarray(a[:, 6:]).ravel()).to(dt)
+    nans = flat.clone()
+    nans[::5] = float("nan")
+    got = {"sum": float(flat.sum(dtype=ember.float32)), "mean": float(flat.mean(dtype=ember.float32)),
+           "nansum": float(nans.nansum(dtype=ember.float32))}
+    ref = a[:, 6:].ravel().astype(np.float64)
+    kept = ref.copy()
+    kept[::5] = 0.0
+    for key, want in (("sum", ref.sum()), ("mean", ref.mean()), ("nansum", kept.sum())):
+        if abs(got[key] - want) > 1e-5 * np.abs(ref).sum():
+            bad.append(f"{name} contiguous {key} {got[key]} vs {want}")
 print(json.dumps(bad))
 """
 

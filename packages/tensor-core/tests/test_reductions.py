@@ -1074,3 +1074,42 @@ def test_against_torch(torch, dtype, shape):
                     atol=tol,
                     err_msg=where,
                 )
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 32773, 100003, (1 << 20) + 3])
+def test_full_sums_of_contiguous_16bit_floats(name, n):
+    """sum/mean/nansum/nanmean of a contiguous float16/bfloat16 tensor over every element take
+    one pass (float lanes, blocks added in double, chunks over the pool): NumPy's float64 sum of
+    the same 16-bit values, to float32 rounding; NaN and inf propagate; the result's dtype,
+    keepdim shape and 16-bit rounding as the other reductions'."""
+    dt = getattr(ember, name)
+    rng = np.random.default_rng(n)
+    x = ember.from_numpy((rng.standard_normal(n) * 3).astype(np.float32)).to(dt)
+    ref = x.float().numpy().astype(np.float64)  # the exact 16-bit values
+    bound = 1e-6 * max(np.abs(ref).sum(), 1.0)
+    assert abs(float(x.sum(dtype=ember.float32)) - ref.sum()) <= bound
+    if n:
+        assert abs(float(x.mean(dtype=ember.float32)) - ref.mean()) <= bound / n
+        assert math.isnan(float(ember.tensor(float("nan"), dtype=dt).expand(1).contiguous()
+                                .sum()))
+    s = x.sum()
+    assert s.dtype == dt and s.shape == ()
+    assert float(s) == float(ember.tensor(float(x.sum(dtype=ember.float32))).to(dt))
+    k = x.reshape(1, -1).sum(dim=(0, 1), keepdim=True)
+    assert k.shape == (1, 1) and float(k) == float(s)
+    if n >= 3:
+        y = x.clone()
+        y[1] = float("nan")
+        kept = ref.copy()
+        kept[1] = 0.0
+        assert math.isnan(float(y.sum()))
+        assert abs(float(y.nansum(dtype=ember.float32)) - kept.sum()) <= bound
+        assert abs(float(y.nanmean().float()) - kept.sum() / (n - 1)) <= 2e-2 * max(
+            1.0, abs(kept.sum() / (n - 1)))
+        y[2] = float("inf")
+        assert float(y.nansum()) == math.inf
+        y[0] = -float("inf")
+        assert math.isnan(float(y.nansum()))
+    elif n == 0:
+        assert float(x.sum()) == 0.0 and math.isnan(float(x.mean()))

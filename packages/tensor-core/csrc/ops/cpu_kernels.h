@@ -76,6 +76,8 @@ inline int64_t fft_six_step_rows(int64_t n) {
     const Tensor& out)                                                                            \
   X(sum_squares, void, double denom, bool take_sqrt, const reduce_detail::ReducePlan& plan,       \
     const Tensor& in, const Tensor& out)                                                          \
+  /* the sum of n contiguous float16/bfloat16 values (dtype), NaNs skipped with skip_nan */      \
+  X(reduced_float_sum, double, ScalarType dtype, const void* data, int64_t n, bool skip_nan)      \
   /* the (real, imaginary) sums of n contiguous complex values of the real dtype's parts */       \
   X(pair_sum, void, ScalarType real_dtype, const void* data, int64_t n, double* re_im)            \
   /* ops/cpu/softmax.cpp: contiguous float32/float64 viewed as [outer, D, inner] around dim */    \

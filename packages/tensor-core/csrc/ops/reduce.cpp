@@ -162,6 +162,22 @@ Tensor additive(const Tensor& x, const std::vector<bool>& mask, bool keepdim,
   // (the kernels have no 16-bit copies: see ops/cpu/reduce.cpp).
   if (is_reduced_float(x->dtype)) {
     const ScalarType acc = is_reduced_float(out_dtype) ? ScalarType::Float32 : out_dtype;
+    // a contiguous tensor's sum/mean over every element, in float32 or its own dtype: one pass
+    // that widens blocks into float lanes (the float32 copy below took two)
+    const bool all = std::all_of(mask.begin(), mask.end(), [](bool m) { return m; });
+    if (all && acc == ScalarType::Float32 && x->is_contiguous() && x->device().is_cpu() &&
+        kind != SumKind::Prod) {
+      const int64_t n = x->numel();
+      double s;
+      {
+        GilRelease nogil(n > kGrainSize);
+        s = cpu_kernels().reduced_float_sum(x->dtype, x->data(), n, kind == SumKind::NanSum);
+      }
+      if (kind == SumKind::Mean) s /= static_cast<double>(n);  // (0 / 0: NaN, as torch)
+      Tensor r = to_dtype(scalar_tensor(Scalar::from_double(static_cast<float>(s)),
+                                        ScalarType::Float32), out_dtype);
+      return keepdim ? reshape(r, reduced_shape(x, mask, true)) : r;
+    }
     Tensor r = additive(to_dtype(x, ScalarType::Float32), mask, keepdim, acc, kind);
     return acc == out_dtype ? r : to_dtype(r, out_dtype);
   }

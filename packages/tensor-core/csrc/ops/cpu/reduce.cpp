@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "ops/cpu/widen.h"
 #include "ops/reduce.h"
 
 namespace ember::EMBER_CPU_NS {
@@ -201,6 +202,74 @@ template <typename R> void sum_pairs(const R* p, int64_t n, double* re_im) {
   for (size_t c = 0; c < partial.size(); c += 2) re_im[0] += partial[c], re_im[1] += partial[c + 1];
 }
 }  // namespace
+
+namespace {
+// The sum of n contiguous 16-bit floats in one pass: each block of 256 widened into a float
+// buffer (F16C where this copy has it) and added in 16 float lanes that the compiler
+// vectorises, each block's lanes added into double, the chunks split over the pool. (The sum of
+// a float32 copy took two passes and 2.7x torch's time.) skip_nan: nansum.
+#if defined(__AVX2__) && defined(__F16C__)
+// 8 float16/bfloat16 values as floats (a bfloat16 is a float's top 16 bits)
+template <typename T16> inline __attribute__((always_inline)) __m256 widen8(const T16* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (std::is_same_v<T16, Half>) return _mm256_cvtph_ps(bits);
+  else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+#endif
+
+template <typename T16> double sum_16bit(const T16* p, int64_t n, bool skip_nan) {
+  constexpr int64_t kChunk = int64_t(1) << 15, kBlock = 256, kLanes = 16;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> partial(static_cast<size_t>(std::max<int64_t>(chunks, 1)), 0.0);
+  parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+    alignas(64) float buf[kBlock];
+    for (int64_t c = cb; c < ce; ++c) {
+      const int64_t b = c * kChunk, m = std::min(n, b + kChunk) - b;
+      double s = 0;
+      int64_t i = 0;
+#if defined(__AVX2__) && defined(__F16C__)
+      // widened in registers, 32 values a step into four float accumulators
+      for (; i + kBlock <= m; i += kBlock) {
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                         _mm256_setzero_ps()};
+        const T16* q = p + b + i;
+        for (int64_t j = 0; j < kBlock; j += 32)
+          for (int k = 0; k < 4; ++k) {
+            __m256 v = widen8(q + j + 8 * k);
+            if (skip_nan) v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));  // NaN: +0
+            acc[k] = _mm256_add_ps(acc[k], v);
+          }
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]),
+                                             _mm256_add_ps(acc[2], acc[3])));
+        for (float v : lanes) s += v;
+      }
+#endif
+      for (; i < m; i += kBlock) {
+        const int64_t len = std::min(kBlock, m - i);
+        widen_block<T16>(reinterpret_cast<const char*>(p + b + i), sizeof(T16), buf, len);
+        if (skip_nan)
+          for (int64_t j = 0; j < len; ++j) buf[j] = buf[j] != buf[j] ? 0.0f : buf[j];
+        float lane[kLanes] = {};
+        int64_t j = 0;
+        for (; j + kLanes <= len; j += kLanes)
+          for (int64_t k = 0; k < kLanes; ++k) lane[k] += buf[j + k];
+        for (; j < len; ++j) s += buf[j];
+        for (int64_t k = 0; k < kLanes; ++k) s += lane[k];
+      }
+      partial[c] = s;
+    }
+  });
+  double total = 0;
+  for (double v : partial) total += v;
+  return total;
+}
+}  // namespace
+
+double reduced_float_sum(ScalarType dtype, const void* data, int64_t n, bool skip_nan) {
+  if (dtype == ScalarType::Float16) return sum_16bit(static_cast<const Half*>(data), n, skip_nan);
+  return sum_16bit(static_cast<const BFloat16*>(data), n, skip_nan);
+}
 
 void pair_sum(ScalarType real_dtype, const void* data, int64_t n, double* re_im) {
   if (real_dtype == ScalarType::Float32) sum_pairs(static_cast<const float*>(data), n, re_im);

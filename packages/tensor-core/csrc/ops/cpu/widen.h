@@ -9,13 +9,36 @@
 // per-dtype loop's (f's float result to nearest even), provided f returns float: kWidens checks.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 #include <utility>
+
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 #include "kernels/loops.h"
 #include "ops/cpu/kernel.h"
 
 namespace ember::EMBER_CPU_NS {
+
+// n 16-bit floats (T16: Half or BFloat16) at src, `stride` bytes apart, widened into dst.
+template <typename T16>
+__attribute__((noinline)) void widen_block(const char* src, int64_t stride, float* dst, int64_t n) {
+  if (stride == int64_t(sizeof(T16))) {
+    const T16* p = reinterpret_cast<const T16*>(src);
+    int64_t i = 0;
+#ifdef __F16C__
+    // GCC does not vectorise the scalar F16C conversion of each element (Half's operator float)
+    if constexpr (std::is_same_v<T16, Half>)
+      for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+#endif
+    for (; i < n; ++i) dst[i] = static_cast<float>(p[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(*reinterpret_cast<const T16*>(src + i * stride));
+  }
+}
 
 template <typename F, size_t... I>
 constexpr bool widens_impl(std::index_sequence<I...>) {
