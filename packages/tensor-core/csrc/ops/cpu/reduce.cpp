@@ -204,19 +204,11 @@ template <typename R> void sum_pairs(const R* p, int64_t n, double* re_im) {
 }  // namespace
 
 namespace {
-// The sum of n contiguous 16-bit floats in one pass: each block of 256 widened into a float
-// buffer (F16C where this copy has it) and added in 16 float lanes that the compiler
-// vectorises, each block's lanes added into double, the chunks split over the pool. (The sum of
-// a float32 copy took two passes and 2.7x torch's time.) skip_nan: nansum.
-#if defined(__AVX2__) && defined(__F16C__)
-// 8 float16/bfloat16 values as floats (a bfloat16 is a float's top 16 bits)
-template <typename T16> inline __attribute__((always_inline)) __m256 widen8(const T16* p) {
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (std::is_same_v<T16, Half>) return _mm256_cvtph_ps(bits);
-  else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-}
-#endif
-
+// The sum of n contiguous 16-bit floats in one pass: 8 values at a time widened in registers
+// (widen8: F16C for float16) into four float accumulators where this copy has AVX2, through a
+// float buffer in 16 float lanes otherwise; each block of 256 added into double, the chunks split
+// over the pool. (The sum of a float32 copy took two passes and 2.7x torch's time.) skip_nan:
+// nansum.
 template <typename T16> double sum_16bit(const T16* p, int64_t n, bool skip_nan) {
   constexpr int64_t kChunk = int64_t(1) << 15, kBlock = 256, kLanes = 16;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
@@ -228,7 +220,6 @@ template <typename T16> double sum_16bit(const T16* p, int64_t n, bool skip_nan)
       double s = 0;
       int64_t i = 0;
 #if defined(__AVX2__) && defined(__F16C__)
-      // widened in registers, 32 values a step into four float accumulators
       for (; i + kBlock <= m; i += kBlock) {
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                          _mm256_setzero_ps()};

@@ -22,17 +22,24 @@
 
 namespace ember::EMBER_CPU_NS {
 
+#if defined(__AVX2__) && defined(__F16C__)
+// 8 float16/bfloat16 values as floats (a bfloat16 is a float's top 16 bits); GCC does not
+// vectorise the scalar F16C conversion of each element (Half's operator float)
+template <typename T16> inline __attribute__((always_inline)) __m256 widen8(const T16* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (std::is_same_v<T16, Half>) return _mm256_cvtph_ps(bits);
+  else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+#endif
+
 // n 16-bit floats (T16: Half or BFloat16) at src, `stride` bytes apart, widened into dst.
 template <typename T16>
 __attribute__((noinline)) void widen_block(const char* src, int64_t stride, float* dst, int64_t n) {
   if (stride == int64_t(sizeof(T16))) {
     const T16* p = reinterpret_cast<const T16*>(src);
     int64_t i = 0;
-#ifdef __F16C__
-    // GCC does not vectorise the scalar F16C conversion of each element (Half's operator float)
-    if constexpr (std::is_same_v<T16, Half>)
-      for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+#if defined(__AVX2__) && defined(__F16C__)
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, widen8(p + i));
 #endif
     for (; i < n; ++i) dst[i] = static_cast<float>(p[i]);
   } else {
