@@ -244,6 +244,14 @@ def fuzz_checkpoints(session: nox.Session) -> None:
         session.run("python", "tests/checkpoint_fuzz.py", *session.posargs)
 
 
+@nox.session(name="tests-under-profiler")
+def tests_under_profiler(session: nox.Session) -> None:
+    """The core's tests with the profiler's switch on: every op goes through the profiler's
+    hooks and `redispatch`, whose results and errors must be the direct path's."""
+    install(session, present_packages(), *test_deps())
+    run_tests(session, ["tensor-core"], env={"EMBER_TEST_UNDER_PROFILER": "1"})
+
+
 @nox.session
 def fuzz(session: nox.Session) -> None:
     """The op fuzzer's long form: 100,000 random calls over ember's API in worker processes

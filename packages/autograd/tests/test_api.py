@@ -598,7 +598,9 @@ def test_profiler(tmp_path):
     for name in ("mul", "exp", "sum", "my_block", "MulBackward0", "ExpBackward0"):
         assert name in table
     counts = {a.key: a.count for a in prof.key_averages()}
-    assert counts["mul"] == 1 and counts["MulBackward0"] == 1
+    # as in torch, the ops a backward node runs are events too: x * x's backward multiplies
+    # twice, exp's once, so 4 "mul" events in all, 1 of them in the forward
+    assert counts["mul"] == 4 and counts["MulBackward0"] == 1 and counts["exp"] == 1
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())
@@ -973,6 +975,71 @@ def test_profiler_records_shapes_memory_and_stacks():
     assert "Input Shapes" in table and "[[4, 5], [5, 3]]" in table and "CPU Mem" in table
     assert prof.key_averages(group_by_stack_n=2)
     del y, z
+
+
+def test_profiler_sees_ops_that_record_nothing():
+    # inference (no_grad) and tensors that do not require grad: every op is an event, as in
+    # torch's profiler (it used to see only ops that autograd records)
+    from ember.autograd.profiler import profile
+
+    x, w = ember.randn(6, 4), ember.randn(4, 3)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 5), ember.nn.ReLU())
+    with ember.no_grad(), profile(record_shapes=True) as prof:
+        y = model(x)
+        z = ember.softmax(x @ w + 1.0, dim=1).sum()
+    with profile() as prof_grad_mode:  # grad mode on, nothing requires grad
+        (x * 2).exp()
+    counts = {a.key: a.count for a in prof.key_averages()}
+    for name in ("matmul", "add", "softmax", "sum", "relu"):
+        assert counts.get(name) == 1, (name, counts)
+    assert any(a.key == "addmm" for a in prof.key_averages()), counts  # the Linear's product
+    mm = next(e for e in prof.function_events() if e.name == "matmul")
+    assert mm.input_shapes == [[6, 4], [4, 3]]
+    assert {a.key: a.count for a in prof_grad_mode.key_averages()} == {"mul": 1, "exp": 1}
+    # results are the unprofiled ones
+    np.testing.assert_allclose(y.numpy(), model(x).detach().numpy())
+    np.testing.assert_allclose(z.item(), ember.softmax(x @ w + 1.0, dim=1).sum().item(),
+                               rtol=1e-6)
+    assert not ember._C._is_profiling()  # off once the profile closes
+
+
+def test_profiler_ops_inside_backward_nodes_and_failed_ops():
+    from ember.autograd.profiler import profile
+
+    x = ember.randn(5, requires_grad=True)
+    with profile() as prof:
+        (x * 3.0).sum().backward()
+        with pytest.raises(RuntimeError, match="size"):
+            ember.ones(2) + ember.ones(3)  # the failed op's event is closed, then the next
+        ember.ones(2).neg()
+    events = prof.function_events()
+    node = next(e for e in events if e.name == "MulBackward0")
+    inner = [e for e in events if e.name == "mul" and
+             node.start_us <= e.start_us <= node.start_us + node.dur_us]
+    assert inner and node.self_us < node.dur_us  # the formula's product, inside the node
+    assert [e.name for e in events][-5:] == ["ones", "ones", "add", "ones", "neg"]
+    assert all(e.self_us == pytest.approx(e.dur_us) for e in events if e.name in ("add", "neg"))
+    assert x.grad.tolist() == [3.0] * 5
+
+
+def test_profiler_nested_profiles_and_threads():
+    from ember.autograd.profiler import profile
+
+    with profile() as outer:
+        with pytest.raises(RuntimeError, match="already enabled"):
+            with profile():
+                pass
+        ember.ones(3).exp()
+    assert not ember._C._is_profiling()
+    assert [e.name for e in outer.function_events()] == ["ones", "exp"]
+    # a profile open in one thread times the ops another thread runs meanwhile (torch's
+    # profiler records every thread too); the events carry the thread's id
+    seen = []
+    with profile() as prof:
+        th = threading.Thread(target=lambda: seen.append(ember.ones(4).sin()))
+        th.start()
+        th.join()
+    assert any(e.name == "sin" and e.thread == th.ident for e in prof.function_events())
 
 
 def test_profiler_refuses_what_it_cannot_record():

@@ -409,6 +409,11 @@ class CustomOpDef:
 
     def __call__(self, *args, **kwargs):
         args, kwargs = self._bind(args, kwargs)
+        if _C._is_profiling():  # one event named after the op (its own ops are inside it)
+            return _C._profiled(self.name, self._call_bound, args, kwargs)
+        return self._call_bound(*args, **kwargs)
+
+    def _call_bound(self, *args, **kwargs):
         if _C.is_grad_enabled() and any(t.requires_grad
                                         for t in _tensors((*args, *kwargs.values()))):
             hook = _C._get_autograd_hook()

@@ -7,6 +7,8 @@ set_num_threads) cannot leak into the next one.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,39 @@ def _restore_global_state():
     yield
     ember.set_default_dtype(dtype)
     ember.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _under_the_profiler(request):
+    """EMBER_TEST_UNDER_PROFILER=1 runs every test with the core's profiling switch on (each op
+    goes through the profiler's enter/exit hooks and `redispatch`), to check that results and
+    errors do not change under a profile; the events must nest (every enter has its exit)."""
+    if os.environ.get("EMBER_TEST_UNDER_PROFILER") != "1":
+        yield
+        return
+    open_events = []
+
+    def enter(name):
+        open_events.append(name)
+        return len(open_events)
+
+    def exit_(name, start, args):
+        assert open_events and open_events[-1] == name and start == len(open_events), \
+            f"profiler events do not nest: {name} closes {open_events}"
+        open_events.pop()
+
+    saved = ember._C._get_profiler_hooks()
+    ember._C._set_profiler_hooks(enter, exit_)
+    ember._C._set_profiling(True)
+    try:
+        yield
+    finally:
+        ember._C._set_profiling(False)
+        if saved is None:
+            ember._C._set_profiler_hooks(None, None)
+        else:
+            ember._C._set_profiler_hooks(*saved)
+    assert not open_events, f"profiler events left open: {open_events}"
 
 
 @pytest.fixture

@@ -67,14 +67,8 @@ MULTI_OUTPUT_SAVE: dict = {  # which output a multi-output op saves (the indices
 
 
 def hook(name, fn, args, kwargs):
-    """Called by the core for every op with an input that requires grad (grad mode on)."""
-    prof = STATE.profiler
-    if prof is not None:
-        return prof.timed(name, _hook_body, name, fn, args, kwargs, op_args=args)
-    return _hook_body(name, fn, args, kwargs)
-
-
-def _hook_body(name, fn, args, kwargs):
+    """Called by the core for every op with an input that requires grad (grad mode on). (The
+    profiler times ops in the core, around this call: ember.autograd.profiler.)"""
     if not _grad_on():  # some in-place paths call the hook regardless of grad mode
         return fn(*args, **kwargs)
     entry = _FORMULAS.get(name)

@@ -1,8 +1,11 @@
-"""ember.autograd.profiler: per-op CPU time and call counts, seen at the autograd hook.
+"""ember.autograd.profiler: per-op CPU time and call counts.
 
-What is timed: every op that reaches the hook (ops on tensors that require grad, while grad
-mode is on), every backward node (``MulBackward0``, ...) and every ``record_function`` block.
-Ops on tensors that do not require grad never leave C++ and are not seen.
+What is timed: every op of the core while a profile is open, with or without autograd (the
+core sends each call through the enter/exit hooks below instead of straight to its kernel;
+inside one op, the ops it runs itself are part of it), every backward node (``MulBackward0``,
+..., the ops of its formula inside it) and every ``record_function`` block. Not seen: the
+Python-level composites' own frames (their core ops are), and views and factories that never
+leave the core's fast paths (``view``, ``empty``, ``zeros``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import threading
 import time
 
 import ember
+from ember import _C
 
 from ._engine import STATE
 
@@ -186,7 +190,7 @@ class profile:  # noqa: N801
         self.profile_memory = profile_memory
         self.with_stack = with_stack
         self.events = EventList()
-        self._stack = []
+        self._open = threading.local()  # per thread: the events begun and not yet ended
         self._t0 = None
         self._prev = None
 
@@ -198,34 +202,45 @@ class profile:  # noqa: N801
         self._prev = STATE.profiler
         self._t0 = time.perf_counter()
         STATE.profiler = self
+        _C._set_profiling(True)
         return self
 
     def __exit__(self, *exc):
         if self.enabled:
             STATE.profiler = self._prev
+            _C._set_profiling(self._prev is not None)
         return False
 
     def _now_us(self):
         return (time.perf_counter() - self._t0) * 1e6
 
+    def _open_events(self):
+        # Per thread, so that the ops of two threads (a kernel releases the GIL) do not nest
+        # into each other: per open event, [time of children, memory of children, memory
+        # allocated at start].
+        stack = getattr(self._open, "events", None)
+        if stack is None:
+            stack = self._open.events = []
+        return stack
+
     def _begin(self):
-        # per open event: [time of children, memory of children, memory allocated at start]
-        self._stack.append([0.0, 0, _allocated() if self.profile_memory else 0])
+        self._open_events().append([0.0, 0, _allocated() if self.profile_memory else 0])
         return self._now_us()
 
     def _end(self, name, start, input_shapes=None):
         end = self._now_us()
         dur = end - start
-        child_us, child_mem, mem0 = self._stack.pop()
+        open_events = self._open_events()
+        child_us, child_mem, mem0 = open_events.pop()
         mem = _allocated() - mem0 if self.profile_memory else 0
         stack = _python_stack() if self.with_stack else None
         ev = FunctionEvent(name, start, dur, threading.get_ident(), input_shapes, mem, stack)
         ev.self_us = dur - child_us
         ev.self_cpu_memory_usage = mem - child_mem
         self.events.append(ev)
-        if self._stack:
-            self._stack[-1][0] += dur
-            self._stack[-1][1] += mem
+        if open_events:
+            open_events[-1][0] += dur
+            open_events[-1][1] += mem
 
     def timed(self, name, fn, *args, op_args=None):
         """Runs fn(*args) as one event; `op_args` are the op's own arguments (record_shapes)."""
@@ -233,9 +248,13 @@ class profile:  # noqa: N801
         try:
             return fn(*args)
         finally:
-            shapes = ([list(a.shape) if isinstance(a, ember.Tensor) else [] for a in op_args]
-                      if self.record_shapes and op_args is not None else None)
-            self._end(name, start, shapes)
+            self._end(name, start, self._shapes(op_args))
+
+    def _shapes(self, op_args):
+        """The input shapes of an event (record_shapes), [] for a non-tensor argument."""
+        if not self.record_shapes or op_args is None:
+            return None
+        return [list(a.shape) if isinstance(a, ember.Tensor) else [] for a in op_args]
 
     def function_events(self):
         return self.events
@@ -265,6 +284,22 @@ class profile:  # noqa: N801
         with open(path, "w") as f:
             json.dump(trace, f)
         return path
+
+
+def _op_enter(name):
+    """The core's hook before an op while profiling: the event's start (None: no profile)."""
+    prof = STATE.profiler
+    return None if prof is None else prof._begin()
+
+
+def _op_exit(name, start, args):
+    prof = STATE.profiler
+    if prof is None or start is None:
+        return
+    prof._end(name, start, prof._shapes(args))
+
+
+_C._set_profiler_hooks(_op_enter, _op_exit)
 
 
 class record_function:  # noqa: N801

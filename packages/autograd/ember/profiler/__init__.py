@@ -1,11 +1,10 @@
 """ember.profiler: torch.profiler's API over ember.autograd.profiler.
 
-``profile`` records through ``ember.autograd.profiler.profile`` (what it sees: every op that
-reaches the autograd hook, i.e. ops on tensors that require grad while grad mode is on, every
-backward node and every ``record_function`` block; ops on tensors that need no gradient stay in
-C++ and are not seen). Over it this module adds torch.profiler's session logic: ``activities``,
-a ``schedule`` (wait / warmup / active / repeat / skip_first) driven by ``step()``, the
-``on_trace_ready`` callback at the end of each active span (``tensorboard_trace_handler``
+``profile`` records through ``ember.autograd.profiler.profile`` (what it sees: every op of the
+core, with or without autograd, every backward node and every ``record_function`` block).
+Over it this module adds torch.profiler's session logic: ``activities``, a ``schedule``
+(wait / warmup / active / repeat / skip_first) driven by ``step()``, the ``on_trace_ready``
+callback at the end of each active span (``tensorboard_trace_handler``
 writes a Chrome trace there), ``start``/``stop``, and ``key_averages``/``events``/
 ``export_chrome_trace`` over the last recorded span.
 

@@ -330,17 +330,60 @@ static py::object call_autocast(const char* name, py::handle fn, py::tuple args,
   ArgScan scan;
   for (py::handle a : args) scan.add(a);
   for (auto kv : kwargs) scan.add(kv.second);
-  if (!scan.grad && !scan.device) return fn(*args, **kwargs);
+  if (!(scan.grad && grad_enabled()) && !scan.device) return fn(*args, **kwargs);
   return redispatch(name, fn, std::move(args), std::move(kwargs));
 }
 
+// ---- the profiler ----
+std::atomic<bool> g_profiling{false};
+static thread_local bool t_profiling_excluded = false;  // a profiled call is running
+bool profiling_thread_excluded() { return t_profiling_excluded; }
+
+static py::object& profiler_hooks_slot() {  // (enter, exit) from ember.autograd.profiler, or None
+  static py::object* hooks = new py::object(py::none());  // leaked, as the autograd hook
+  return *hooks;
+}
+
+namespace {
+struct ProfilingExcluded {
+  bool saved = t_profiling_excluded;
+  ProfilingExcluded() { t_profiling_excluded = true; }
+  ~ProfilingExcluded() { t_profiling_excluded = saved; }
+};
+}  // namespace
+
+py::object call_profiled(const char* name, py::handle args, const std::function<py::object()>& body) {
+  ProfilingExcluded guard;
+  if (profiler_hooks_slot().is_none()) return body();
+  const py::tuple hooks = profiler_hooks_slot();
+  const py::str op_name(name);
+  const py::object start = hooks[0](op_name);
+  py::object r;
+  try {
+    r = body();
+  } catch (...) {
+    try {  // close the event; the op's own error is the one that propagates
+      hooks[1](op_name, start, args);
+    } catch (py::error_already_set&) {
+    }
+    throw;
+  }
+  hooks[1](op_name, start, args);
+  return r;
+}
+
 py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict kwargs) {
+  if (profiling_active())
+    return call_profiled(name, args, [&] { return redispatch(name, fn, args, kwargs); });
   if (autocast_active()) return call_autocast(name, fn, std::move(args), std::move(kwargs));
   ArgScan scan;
   for (py::handle a : args) scan.add(a);
   for (auto kv : kwargs) scan.add(kv.second);
   if (scan.device && !(scan.grad && grad_enabled()))
     return call_device(name, std::move(args), std::move(kwargs));
+  // Nothing to record and no device: the call is here only to be timed (profiling is off inside
+  // it, so `fn`, often the op's binding, now runs the kernel).
+  if (!(scan.grad && grad_enabled()) && !scan.device) return fn(*args, **kwargs);
   return call_autograd(name, fn, std::move(args), std::move(kwargs));
 }
 
@@ -353,10 +396,26 @@ static py::object call_with_out_uncast(py::handle fn, py::tuple args, py::dict k
   return fn(*args, **kwargs);
 }
 
+// True when the call has nothing to record and no device tensor: it was sent here only to be
+// timed by the profiler.
+static bool only_profiled(py::tuple args, py::dict kwargs) {
+  ArgScan scan;
+  for (py::handle a : args) scan.add(a);
+  for (auto kv : kwargs) scan.add(kv.second);
+  return !(scan.grad && grad_enabled()) && !scan.device;
+}
+
 py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                           py::handle outh) {
-  if (outh && !outh.is_none() && autocast_active())
+  const bool has_out = outh && !outh.is_none();
+  if (has_out && profiling_active())  // `fn` gets out= back: its own out= checks and writes
+    return call_profiled(name, args, [&] { return redispatch_out(name, fn, args, kwargs, outh); });
+  if (has_out && autocast_active())
     return call_with_out_uncast(fn, std::move(args), std::move(kwargs), outh);
+  if (has_out && profiling_thread_excluded() && only_profiled(args, kwargs)) {
+    kwargs["out"] = outh;
+    return fn(*args, **kwargs);
+  }
   return finish_dispatched(name, redispatch(name, fn, std::move(args), std::move(kwargs)), outh);
 }
 
@@ -371,8 +430,15 @@ py::object finish_dispatched(const char* name, py::object r, py::handle outh) {
 py::object redispatch_pair_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                                py::handle outh) {
   const bool has_out = outh && !outh.is_none();
+  if (has_out && profiling_active())
+    return call_profiled(name, args,
+                         [&] { return redispatch_pair_out(name, fn, args, kwargs, outh); });
   if (has_out && autocast_active())
     return call_with_out_uncast(fn, std::move(args), std::move(kwargs), outh);
+  if (has_out && profiling_thread_excluded() && only_profiled(args, kwargs)) {
+    kwargs["out"] = outh;
+    return fn(*args, **kwargs);
+  }
   if (has_out) {
     ArgScan scan;
     for (py::handle a : args) scan.add(a);
@@ -647,6 +713,20 @@ void register_dtypes(py::module_& m) {
     return d ? device_object(*d) : py::none();
   });
   m.def("_set_autocast_active", &set_autocast_on);
+  // ember.autograd.profiler: enter(name) -> start, exit(name, start, args), and the switch that
+  // sends every op through them while a profile is open.
+  m.def("_set_profiler_hooks", [](py::object enter, py::object exit) {
+    profiler_hooks_slot() = enter.is_none() ? py::object(py::none()) : py::make_tuple(enter, exit);
+  });
+  m.def("_get_profiler_hooks", []() { return profiler_hooks_slot(); });
+  m.def("_set_profiling", [](bool on) { g_profiling.store(on, std::memory_order_relaxed); });
+  // True while a profile is open and no profiled call is running on this thread.
+  m.def("_is_profiling", &profiling_active);
+  // A Python-level op (an ember.library custom op) timed as one event: fn(*args, **kwargs).
+  m.def("_profiled", [](const char* name, py::object fn, py::object args, py::dict kwargs) {
+    const py::tuple positional(args);
+    return call_profiled(name, positional, [&] { return fn(*positional, **kwargs); });
+  });
   m.def("_is_autocast_active", &autocast_thread_active);
   // Python code that casts a whole composite function (ember.amp's wrappers) runs its parts with
   // autocast off, as the core does for one op; returns the previous setting to restore.

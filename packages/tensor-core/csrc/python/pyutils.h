@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <initializer_list>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -105,10 +106,25 @@ inline bool autocast_active() {
 // autocast hook; the others run as usual inside an autocast region.
 bool autocast_listed(const char* name);
 
-// True when a call must leave the CPU kernels: to be recorded, to run on a device, or to be
-// cast by autocast (which only ever casts floating-point tensors).
+// ---- the profiler (ember.autograd.profiler) ----
+// While a profile is open every op is timed, with or without autograd: the bindings send their
+// calls to `redispatch` (and the registry's ops to its timed path), which brackets the call with
+// the profiler's enter/exit hooks; inside the call, profiling is off for this thread so that the
+// call's own redispatches (the autograd hook running the op again) are not timed twice. One load
+// of a global when no profile is open.
+extern std::atomic<bool> g_profiling;
+bool profiling_thread_excluded();
+inline bool profiling_active() {
+  return g_profiling.load(std::memory_order_relaxed) && !profiling_thread_excluded();
+}
+// Runs body() as one profiled op called `name` (`args`: its arguments, for record_shapes).
+py::object call_profiled(const char* name, py::handle args, const std::function<py::object()>& body);
+
+// True when a call must leave the CPU kernels: to be recorded, to run on a device, to be cast by
+// autocast (which only ever casts floating-point tensors), or to be timed by the profiler.
 inline bool needs_dispatch(const Tensor& t) {
-  return needs_grad(t) || on_device(t) || (autocast_active() && t && is_floating(t->dtype));
+  return needs_grad(t) || on_device(t) || (autocast_active() && t && is_floating(t->dtype)) ||
+         profiling_active();
 }
 // The router behind every op binding: inside an autocast region a listed op's tensors are cast
 // by ember.amp's hook first and `fn` runs on them with autocast off for that call; a call that

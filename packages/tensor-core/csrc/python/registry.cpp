@@ -378,6 +378,15 @@ void check_out_count(const Args& a) {
 
 py::object call(const OpDef& op, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                 PyObject* kwnames) {
+  if (profiling_active()) {  // one event, whatever path the call takes (see pyutils.h)
+    const Py_ssize_t lead = self ? 1 : 0;
+    py::tuple positional(lead + nargs);
+    if (self) positional[0] = py::reinterpret_borrow<py::object>(self);
+    for (Py_ssize_t i = 0; i < nargs; ++i)
+      positional[lead + i] = py::reinterpret_borrow<py::object>(args[i]);
+    return call_profiled(op.name.c_str(), positional,
+                         [&] { return call(op, self, args, nargs, kwnames); });
+  }
   Args a = parse_call(op, self, args, nargs, kwnames);
   const Schema& s = a.schema();
   check_out_count(a);
