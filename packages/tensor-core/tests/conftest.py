@@ -8,6 +8,7 @@ set_num_threads) cannot leak into the next one.
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -32,20 +33,30 @@ def _restore_global_state():
 def _under_the_profiler(request):
     """EMBER_TEST_UNDER_PROFILER=1 runs every test with the core's profiling switch on (each op
     goes through the profiler's enter/exit hooks and `redispatch`), to check that results and
-    errors do not change under a profile; the events must nest (every enter has its exit)."""
+    errors do not change under a profile; each thread's events must nest (every enter has its
+    exit)."""
     if os.environ.get("EMBER_TEST_UNDER_PROFILER") != "1":
         yield
         return
-    open_events = []
+    per_thread = threading.local()
+    errors = []
+
+    def open_events():
+        if not hasattr(per_thread, "events"):
+            per_thread.events = []
+        return per_thread.events
 
     def enter(name):
-        open_events.append(name)
-        return len(open_events)
+        events = open_events()
+        events.append(name)
+        return len(events)
 
     def exit_(name, start, args):
-        assert open_events and open_events[-1] == name and start == len(open_events), \
-            f"profiler events do not nest: {name} closes {open_events}"
-        open_events.pop()
+        events = open_events()
+        if not events or events[-1] != name or start != len(events):
+            errors.append(f"profiler events do not nest: {name} closes {events}")
+        else:
+            events.pop()
 
     saved = ember._C._get_profiler_hooks()
     ember._C._set_profiler_hooks(enter, exit_)
@@ -58,7 +69,8 @@ def _under_the_profiler(request):
             ember._C._set_profiler_hooks(None, None)
         else:
             ember._C._set_profiler_hooks(*saved)
-    assert not open_events, f"profiler events left open: {open_events}"
+    assert not errors, errors[:3]
+    assert not open_events(), f"profiler events left open: {open_events()}"
 
 
 @pytest.fixture
