@@ -2006,3 +2006,16 @@ def test_cholesky_and_heaviside_out_found_by_seed_631():
     out = ember.zeros(5)
     ember.heaviside(ember.tensor([-1.0, 0.0, 2.0]), ember.tensor([0.5]), out=out)
     assert out.tolist() == [0.0, 0.5, 1.0]
+
+
+def test_multinomial_out_dtype_checked_first_found_by_seed_677():
+    # torch checks out='s dtype before drawing: 2**31 samples into a complex out= raised its
+    # dtype error, where ember tried to allocate 48 GiB first
+    probs = ember.ones(3, 2)
+    for dtype, name in ((ember.complex64, "ComplexFloat"), (ember.float32, "Float"),
+                        (ember.int32, "Int")):
+        with pytest.raises(RuntimeError, match=f"multinomial expects Long tensor out, got: {name}"):
+            ember.multinomial(probs, 2**31, True, out=ember.empty(0, dtype=dtype))
+    out = ember.empty(0, dtype=ember.int64)
+    assert ember.multinomial(probs, 4, True, out=out) is out and out.shape == (3, 4)
+    assert ((out >= 0) & (out < 2)).all()

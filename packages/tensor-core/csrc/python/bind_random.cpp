@@ -246,6 +246,10 @@ py::object multinomial_call(py::handle input, py::handle n, bool replacement, py
                             py::handle outh) {
   Tensor x = to_tensor(input);
   Generator* g = generator_for(to_generator(gen, "multinomial"), x->device());
+  // out='s dtype first, as torch: before drawing (num_samples may ask for gigabytes)
+  if (!outh.is_none())
+    EMBER_CHECK(to_tensor(outh)->dtype == ScalarType::Int64, std::runtime_error,
+                "multinomial expects Long tensor out, got: ", type_name(to_tensor(outh)->dtype));
   if (on_device(x)) {
     // Numbers for CUDA tensors are drawn on the host: the CPU kernel on a host copy of the (small)
     // probabilities, with the device's generator, so a seed gives the CPU's samples.
@@ -253,16 +257,11 @@ py::object multinomial_call(py::handle input, py::handle n, bool replacement, py
                            replacement, g);
     r = to_device_copy(r, x->device(), false);
     if (outh.is_none()) return wrap(r);
-    Tensor o = to_tensor(outh);
-    EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
-                "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
     return sampled_out("multinomial", r, outh);
   }
   Tensor r = multinomial(x, as_int(n), replacement, g);
   if (!outh.is_none()) {
     Tensor o = to_tensor(outh);
-    EMBER_CHECK(o->dtype == ScalarType::Int64, std::runtime_error,
-                "multinomial(): expected out tensor of dtype int64, but got ", dtype_name(o->dtype));
     resize_output(o, r->sizes);
     copy_(o, r);
     return py::reinterpret_borrow<py::object>(outh);
