@@ -169,8 +169,11 @@ DIFFERENCES = [
     Difference(
         "torch reads a size of an operand of the wrong rank before it checks the rank (an "
         "IndexError from inside); ember reports the rank, with torch's own message for that check",
-        CLASS, ("baddbmm", "addbmm", "mv", "addmv", "addr", "addmm"), ember="RuntimeError",
-        torch="IndexError", ember_message=r"must be a \dD tensor|expected|must be a matrix",
+        CLASS, ("baddbmm", "addbmm", "mv", "addmv", "addr", "addmm", "scatter", "scatter_",
+                "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_"),
+        ember="RuntimeError", torch="IndexError",
+        ember_message=r"must be a \dD tensor|expected|must be a matrix|"
+                      r"must have the same number of dimensions",
         torch_message=r"^Dimension (out of range|specified as)"),
     Difference(
         "ember is built with CUDA support and there is no GPU here: torch's CUDA builds raise a "

@@ -87,6 +87,15 @@ def test_a_listed_difference_matches_only_its_own_disagreement():
     assert differences.reason_for("exp", differences.CLASS, ours, theirs) is None
     other = ("raise", "IndexError", "index 3 is out of bounds")
     assert differences.reason_for("baddbmm", differences.CLASS, ours, other) is None
+    # seed 691: scatter_add with a src of lower rank than index, where torch reads src.size(2)
+    src = E.zeros(4, 4, dtype=E.int16)
+    with pytest.raises(RuntimeError, match="Index tensor must have the same number of "
+                                           "dimensions as src tensor") as raised:
+        E.scatter_add(E.zeros(1, 4, 1, dtype=E.int16), -1, E.zeros(1, 4, 1, dtype=E.int64), src)
+    theirs = ("raise", "IndexError", "Dimension out of range (expected to be in range of [-2, "
+              "1], but got 2)")
+    ours = ("raise", "RuntimeError", str(raised.value))
+    assert differences.reason_for("scatter_add", differences.CLASS, ours, theirs)
 
 
 def test_hardshrink_keeps_nan():
