@@ -255,6 +255,30 @@ def test_double_backward_through_a_fused_kernel_is_refused():
     _close(gx, ex)
 
 
+def test_the_profiler_sees_each_fused_kernel():
+    """A fused kernel is called from Python (ctypes), not through the core: it is one profiler
+    event named as in the compile report, forward and (as its autograd node) backward."""
+    from ember.profiler import profile
+
+    def f(x, b):
+        return (x * 2 + b).tanh()
+
+    compiled = ember.compile(f)
+    x, b = ember.randn(8, 5, requires_grad=True), ember.randn(5, requires_grad=True)
+    compiled(x, b).sum().backward()  # compile both signatures outside the profile
+    with ember.no_grad():
+        compiled(x, b)
+    with ember.no_grad(), profile() as prof:
+        y = compiled(x, b)
+    with profile() as prof_train:
+        compiled(x, b).sum().backward()
+    names = [e.name for e in prof.events()]
+    assert names.count("fused_0") == 1 and "tanh" not in names, names
+    train = {a.key: a.count for a in prof_train.key_averages()}
+    assert train.get("fused_0") == 1 and train.get("_FusedFunctionBackward") == 1, train
+    _close(y, f(x, b).detach())
+
+
 @pytest.mark.parametrize("dims, keepdim", [((-1,), False), ((1, 2), True), (None, False)])
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
 def test_fused_reductions_against_numpy(op, dims, keepdim):
