@@ -4,8 +4,8 @@ What is timed: every op of the core while a profile is open, with or without aut
 core sends each call through the enter/exit hooks below instead of straight to its kernel;
 inside one op, the ops it runs itself are part of it), every backward node (``MulBackward0``,
 ..., the ops of its formula inside it) and every ``record_function`` block. Not seen: the
-Python-level composites' own frames (their core ops are), and views and factories that never
-leave the core's fast paths (``view``, ``empty``, ``zeros``).
+Python-level composites' own frames (their core ops are), and indexing with ``[]`` when
+nothing is recorded.
 """
 
 from __future__ import annotations
