@@ -98,6 +98,25 @@ def test_a_listed_difference_matches_only_its_own_disagreement():
     assert differences.reason_for("scatter_add", differences.CLASS, ours, theirs)
 
 
+def test_put_is_deterministic_under_deterministic_algorithms_found_by_seed_709():
+    # torch's put_ raises its determinism alert on the CPU; ember's writes in index order, so
+    # the last duplicate wins on every run, and it runs under the switch
+    E.use_deterministic_algorithms(True)
+    try:
+        for _ in range(3):
+            x = E.zeros(4)
+            x.put_(E.zeros(1 << 16, dtype=E.int64), E.arange(1 << 16, dtype=E.float32))
+            assert x.tolist() == [65535.0, 0.0, 0.0, 0.0]
+    finally:
+        E.use_deterministic_algorithms(False)
+    theirs = ("raise", "RuntimeError", "put_ does not have a deterministic implementation, but "
+              "you set 'torch.use_deterministic_algorithms(True)'")
+    assert differences.reason_for("Tensor.put_", differences.ACCEPTS, ("ok",), theirs)
+    ours = ("raise", "IndexError", "put_(): Expected source and index to have the same number "
+            "of elements")
+    assert differences.reason_for("Tensor.put_", differences.CLASS, ours, theirs)
+
+
 def test_hardshrink_keeps_nan():
     v = E.hardshrink(E.tensor([float("nan"), 0.3, -0.7, 2.0])).tolist()
     assert v[0] != v[0] and v[1:] == [0.0, -0.699999988079071, 2.0]
