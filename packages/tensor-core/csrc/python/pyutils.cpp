@@ -256,6 +256,13 @@ namespace {
 // (requires_grad) and the device. One pass, without calling into Python.
 struct ArgScan {
   bool grad = false, device = false;
+  ArgScan() = default;
+  ArgScan(py::tuple args, py::dict kwargs) {
+    for (py::handle a : args) add(a);
+    for (auto kv : kwargs) add(kv.second);
+  }
+  // Whether the call is one for the autograd hook (grad mode on) or the device hook.
+  bool needs_hook() const { return (grad && grad_enabled()) || device; }
   void add(py::handle a) {
     if (is_tensor(a)) return add_tensor(a);
     if (PyList_Check(a.ptr()) || PyTuple_Check(a.ptr()))
@@ -327,10 +334,7 @@ static py::object call_autocast(const char* name, py::handle fn, py::tuple args,
   // function the autograd hook runs (contiguous's `_contiguous`, copy_'s `_copy_`, fill_'s
   // `_fill_`); called directly it went unrecorded. A call with nothing to record and no device
   // tensor runs `fn` here, so that autocast needs no autograd package.
-  ArgScan scan;
-  for (py::handle a : args) scan.add(a);
-  for (auto kv : kwargs) scan.add(kv.second);
-  if (!(scan.grad && grad_enabled()) && !scan.device) return fn(*args, **kwargs);
+  if (!ArgScan(args, kwargs).needs_hook()) return fn(*args, **kwargs);
   return redispatch(name, fn, std::move(args), std::move(kwargs));
 }
 
@@ -376,46 +380,35 @@ py::object redispatch(const char* name, py::handle fn, py::tuple args, py::dict 
   if (profiling_active())
     return call_profiled(name, args, [&] { return redispatch(name, fn, args, kwargs); });
   if (autocast_active()) return call_autocast(name, fn, std::move(args), std::move(kwargs));
-  ArgScan scan;
-  for (py::handle a : args) scan.add(a);
-  for (auto kv : kwargs) scan.add(kv.second);
-  if (scan.device && !(scan.grad && grad_enabled()))
-    return call_device(name, std::move(args), std::move(kwargs));
+  const ArgScan scan(args, kwargs);
+  const bool record = scan.grad && grad_enabled();
+  if (scan.device && !record) return call_device(name, std::move(args), std::move(kwargs));
   // Nothing to record and no device: the call is here only to be timed (profiling is off inside
   // it, so `fn`, often the op's binding, now runs the kernel).
-  if (!(scan.grad && grad_enabled()) && !scan.device) return fn(*args, **kwargs);
+  if (!record) return fn(*args, **kwargs);
   return call_autograd(name, fn, std::move(args), std::move(kwargs));
 }
 
-// Inside an autocast region a call with out= is not cast (torch registers no out= variant for
-// autocast): `fn` gets out= back and runs with autocast off, with the CPU path's out= checks.
-static py::object call_with_out_uncast(py::handle fn, py::tuple args, py::dict kwargs,
-                                       py::handle outh) {
+// The calls with out= that `fn` gets back with out= given, to run with the CPU path's own out=
+// checks and writes: inside an autocast region (not cast: torch registers no out= variant for
+// autocast), and a call sent here only to be timed by the profiler (nothing to record, no device
+// tensor; the dispatched path would write the result into out= afterwards, by other rules).
+static bool out_goes_to_fn(py::tuple args, py::dict kwargs) {
+  return autocast_active() || (profiling_thread_excluded() && !ArgScan(args, kwargs).needs_hook());
+}
+static py::object call_with_out(py::handle fn, py::tuple args, py::dict kwargs, py::handle outh) {
   AutocastExcluded guard;
   kwargs["out"] = outh;
   return fn(*args, **kwargs);
 }
 
-// True when the call has nothing to record and no device tensor: it was sent here only to be
-// timed by the profiler.
-static bool only_profiled(py::tuple args, py::dict kwargs) {
-  ArgScan scan;
-  for (py::handle a : args) scan.add(a);
-  for (auto kv : kwargs) scan.add(kv.second);
-  return !(scan.grad && grad_enabled()) && !scan.device;
-}
-
 py::object redispatch_out(const char* name, py::handle fn, py::tuple args, py::dict kwargs,
                           py::handle outh) {
   const bool has_out = outh && !outh.is_none();
-  if (has_out && profiling_active())  // `fn` gets out= back: its own out= checks and writes
+  if (has_out && profiling_active())
     return call_profiled(name, args, [&] { return redispatch_out(name, fn, args, kwargs, outh); });
-  if (has_out && autocast_active())
-    return call_with_out_uncast(fn, std::move(args), std::move(kwargs), outh);
-  if (has_out && profiling_thread_excluded() && only_profiled(args, kwargs)) {
-    kwargs["out"] = outh;
-    return fn(*args, **kwargs);
-  }
+  if (has_out && out_goes_to_fn(args, kwargs))
+    return call_with_out(fn, std::move(args), std::move(kwargs), outh);
   return finish_dispatched(name, redispatch(name, fn, std::move(args), std::move(kwargs)), outh);
 }
 
@@ -433,12 +426,8 @@ py::object redispatch_pair_out(const char* name, py::handle fn, py::tuple args, 
   if (has_out && profiling_active())
     return call_profiled(name, args,
                          [&] { return redispatch_pair_out(name, fn, args, kwargs, outh); });
-  if (has_out && autocast_active())
-    return call_with_out_uncast(fn, std::move(args), std::move(kwargs), outh);
-  if (has_out && profiling_thread_excluded() && only_profiled(args, kwargs)) {
-    kwargs["out"] = outh;
-    return fn(*args, **kwargs);
-  }
+  if (has_out && out_goes_to_fn(args, kwargs))
+    return call_with_out(fn, std::move(args), std::move(kwargs), outh);
   if (has_out) {
     ArgScan scan;
     for (py::handle a : args) scan.add(a);
