@@ -186,21 +186,49 @@ def test_float64_and_broadcast_inputs():
         _close(a, t.grad, 1e-12)
 
 
-def test_parallel_backward_kernels():
-    """Above the grain the backward kernels split over threads: column blocks for a bias."""
+@pytest.mark.parametrize("rows, cols", [(300, 257), (5, 2100), (40, 1100), (3, 7), (17, 1)])
+def test_parallel_backward_kernels(rows, cols):
+    """Above the grain the backward kernels split over threads; a bias's gradient is summed in
+    tasks of (row chunk, column block): chunks with a remainder (300 rows in 16), fewer rows
+    than chunks, a partial last column block (2100 = 1024 + 1024 + 52). The sums do not depend
+    on the thread count."""
     def f(x, bias, scale):
         return (new_gelu(x + bias) * scale).sum()
 
-    x = ember.randn(300, 257, requires_grad=True)
-    bias = ember.randn(257, requires_grad=True)
-    scale = ember.randn(300, 1, requires_grad=True)
-    ember.compile(f)(x, bias, scale).backward()
-    got = [t.grad.clone() for t in (x, bias, scale)]
+    x = ember.randn(rows, cols, requires_grad=True)
+    bias = ember.randn(cols, requires_grad=True)
+    scale = ember.randn(rows, 1, requires_grad=True)
+    compiled = ember.compile(f)
+    by_threads = []
+    threads = ember.get_num_threads()
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            for t in (x, bias, scale):
+                t.grad = None
+            compiled(x, bias, scale).backward()
+            by_threads.append([t.grad.clone() for t in (x, bias, scale)])
+    finally:
+        ember.set_num_threads(threads)
+    for a, b in zip(*by_threads):
+        assert ember.equal(a, b)
     for t in (x, bias, scale):
         t.grad = None
     f(x, bias, scale).backward()
-    for a, t in zip(got, (x, bias, scale)):
+    for a, t in zip(by_threads[0], (x, bias, scale)):
         _close(a, t.grad)
+    assert bias.grad.abs().sum().item() > 0
+
+
+@pytest.mark.parametrize("rows, cols, want", [
+    (512, 512, (16, 32, 512)),  # 16 chunks of 32 whole rows
+    (300, 2100, (16, 19, 1024)),  # the last chunk has 15 rows; blocks of 1024 columns
+    (5, 7, (5, 1, 7)),  # no more chunks than rows
+    (64, 1 << 17, (8, 8, 1024)),  # partial sums capped at 2**20 per row input
+    (4, 1 << 21, (1, 4, 1024)),  # wider than the cap: one chunk, the columns split
+])
+def test_row_tiles(rows, cols, want):
+    assert cpp._row_tiles(rows, cols) == want
 
 
 def test_backward_reads_the_expensive_values_the_forward_saved():
