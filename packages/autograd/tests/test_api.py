@@ -109,6 +109,32 @@ def test_graph_freed_with_its_output():
     assert ref() is None
 
 
+def test_recorded_inputs_finds_each_arguments_edge():
+    """The core's scan of a recorded call's arguments (_engine._inputs): an edge per tensor
+    requiring grad (a leaf's accumulator, made once and kept; a result's node), None for the
+    rest; tensor lists flattened with a tuple of needs; any_need 2 with a complex tensor."""
+    from ember.autograd import _engine
+
+    leaf = t(1.0, 2.0)
+    plain = ember.tensor([3.0, 4.0])
+    made = leaf * 2
+    edges, needs, any_need = _engine._inputs((leaf, 2.5, plain, [made, plain], (1, slice(0, 1)),
+                                             [], made))
+    acc = leaf._ag["_accum"]
+    node = made.grad_fn
+    assert edges == [(acc, 0), None, None, (node, 0), None, None, None, (node, 0)]
+    assert needs == [True, False, False, (True, False), False, False, True]
+    assert any_need == 1
+    assert _engine._inputs((leaf,))[0][0][0] is acc  # the accumulator is kept
+    assert _engine._inputs((plain, 1.0)) == ([None, None], [False, False], 0)
+    z = ember.tensor([1 + 2j], requires_grad=True)
+    assert _engine._inputs((leaf, z))[2] == 2
+    assert _engine._inputs(([plain, z],))[2] == 2
+    # what the scan feeds: gradients through a list argument and a scalar one
+    ember.cat([made, plain]).sum().backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), [2.0, 2.0])
+
+
 def test_version_counter_error():
     a = t(1.0, 2.0, 3.0)
     b = a * 2

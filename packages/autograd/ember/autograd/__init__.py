@@ -69,7 +69,7 @@ def variable(*args, **kwargs):
 def _is_checkpoint_valid() -> bool:
     """False inside ``autograd.grad`` or ``backward(inputs=...)``, where a reentrant checkpoint
     cannot hand its gradients back."""
-    return getattr(_engine.TLS, "checkpoint_valid", True)
+    return _engine.TLS.checkpoint_valid
 
 
 def _make_grads(outputs, grad_outputs, create_graph):

@@ -28,6 +28,7 @@ Tensor = _C.Tensor
 _set_rg = Tensor.requires_grad.fset  # the core's setter (ember.autograd wraps the property)
 _set_grad = _C._set_grad_enabled
 _grad_on = _C.is_grad_enabled
+_recorded_inputs = _C._recorded_inputs
 
 
 def edge_of(t):
@@ -100,30 +101,11 @@ _NO_EDGE = (None, 0)
 
 
 def _inputs(args):
-    """(index, tensor) of each tensor argument requiring grad; lists of tensors are flattened.
-    any_need is 2 (truthy) when one of them is complex."""
-    edges = []
-    needs = []
-    any_need = False
-    for a in args:
-        if type(a) is Tensor or isinstance(a, Tensor):
-            if a.requires_grad:
-                e = edge_of(a)
-                edges.append(e)
-                needs.append(True)
-                any_need = 2 if a.dtype.is_complex else any_need or True
-                continue
-        elif isinstance(a, (list, tuple)) and a and all(isinstance(e, Tensor) for e in a):
-            sub = [edge_of(x) if x.requires_grad else None for x in a]
-            edges.extend(sub)
-            needs.append(tuple(e is not None for e in sub))
-            if any(e is not None for e in sub):
-                any_need = 2 if any(x.requires_grad and x.dtype.is_complex for x in a) \
-                    else any_need or True
-            continue
-        edges.append(None)
-        needs.append(False)
-    return edges, needs, any_need
+    """(edges, needs, any_need) of a call's arguments: the edge of each tensor requiring grad
+    (None for the other arguments), whether each argument's gradient is wanted (a tuple of bools
+    for a list of tensors), any_need 0 none, 1 some, 2 some and one of them complex. In the core
+    (this ran on every recorded op: 3.5 us of Python for two tensors); edge_of's rules."""
+    return _recorded_inputs(args, AccumulateGrad, _refresh_view if _REBASES[0] else None)
 
 
 def _refuse_complex(name):

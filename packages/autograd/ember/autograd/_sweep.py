@@ -76,9 +76,9 @@ def run_backward(roots, grads, retain_graph, create_graph, capture=None, accumul
     prev = _grad_on()
     # A reentrant checkpoint's recomputation accumulates into leaves: valid only under a plain
     # backward, not autograd.grad or backward(inputs=...) (torch's _is_checkpoint_valid).
-    prev_valid = getattr(TLS, "checkpoint_valid", True)
+    prev_valid = TLS.checkpoint_valid
     TLS.checkpoint_valid = capture is None
-    callbacks = getattr(TLS, "final_callbacks", None)
+    callbacks = TLS.final_callbacks
     if callbacks is None:
         callbacks = TLS.final_callbacks = []
     callbacks.append([])  # what queue_callback adds during this sweep runs at its end
@@ -97,7 +97,7 @@ def run_backward(roots, grads, retain_graph, create_graph, capture=None, accumul
 def queue_callback(cb) -> None:
     """Runs `cb` once the current backward sweep has finished (torch's
     ``Variable._execution_engine.queue_callback``)."""
-    stack = getattr(TLS, "final_callbacks", None)
+    stack = TLS.final_callbacks
     if not stack:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     stack[-1].append(cb)

@@ -91,7 +91,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
 
 
 def _stack() -> list:
-    st = getattr(TLS, "saved_hooks", None)
+    st = TLS.saved_hooks
     if st is None:
         st = TLS.saved_hooks = []
     return st
