@@ -1198,3 +1198,19 @@ def test_einsums_argument_errors_are_torchs_value_errors():
     with pytest.raises(ValueError, match=r"not within the valid range \[0, 52\)"):
         E.einsum(E.ones(3), [60])
     assert E.einsum(E.ones(3), [0], E.ones(3), [0], []).item() == 3.0
+
+
+def test_unravel_index_takes_any_sequence_as_its_shape():
+    """(seed 743) torch's unravel_index takes any sequence of ints as the shape, a str too: ''
+    is the shape (), and a str with characters fails on its first entry."""
+    import numpy as np
+
+    assert E.unravel_index(E.tensor([0]), "") == ()
+    assert E.unravel_index(E.tensor([0, 0]), []) == ()
+    with pytest.raises(TypeError, match="sequence to only contain ints, but got <class 'str'>"):
+        E.unravel_index(E.tensor([1]), "ab")
+    got = E.unravel_index(E.tensor([1, 3, 5]), range(2, 5))
+    want = np.unravel_index([1, 3, 5], (2, 3, 4))
+    assert [g.tolist() for g in got] == [w.tolist() for w in want]
+    with pytest.raises(TypeError, match="int or sequence of ints, but got <class 'set'>"):
+        E.unravel_index(E.tensor([1]), {2})

@@ -3,6 +3,7 @@ block_diag(*tensors), ...) and its plain queries: exported from ``ember`` as the
 
 from __future__ import annotations
 
+import collections.abc
 import math
 import numbers
 import warnings
@@ -89,7 +90,8 @@ def unravel_index(indices, shape):
     if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == _C.bool:
         raise TypeError("expected 'indices' to be integer dtype, but got "
                         f"{indices.dtype}")
-    if not isinstance(shape, (int, tuple, list, _C.Size)):  # (a bool is an int, as torch's)
+    # any sequence, as torch's (a bool is an int; a str is a sequence: '' is the shape ())
+    if not isinstance(shape, (int, collections.abc.Sequence)):
         raise TypeError("expected 'shape' to be int or sequence of ints, but got "
                         f"{type(shape)}")
     if isinstance(shape, int):
