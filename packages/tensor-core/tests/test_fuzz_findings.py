@@ -1214,3 +1214,16 @@ def test_unravel_index_takes_any_sequence_as_its_shape():
     assert [g.tolist() for g in got] == [w.tolist() for w in want]
     with pytest.raises(TypeError, match="int or sequence of ints, but got <class 'set'>"):
         E.unravel_index(E.tensor([1]), {2})
+
+
+def test_take_refuses_an_out_whose_elements_share_memory():
+    """(seed 751) take(out=) checks out for internal overlap before resizing it, as torch's
+    take_out: an expanded out is refused even where the result's shape differs from out's."""
+    src = E.arange(24.0).reshape(2, 3, 4)
+    idx = E.tensor([[0, 5], [23, 7]])
+    out = E.zeros(4).unsqueeze(0).expand(2, 4)
+    with pytest.raises(RuntimeError, match="take: unsupported operation: more than one element"):
+        E.take(src, idx, out=out)
+    assert out.tolist() == [[0.0] * 4] * 2  # nothing written
+    fresh = E.empty(2, 2)
+    assert E.take(src, idx, out=fresh).tolist() == [[0.0, 5.0], [23.0, 7.0]]

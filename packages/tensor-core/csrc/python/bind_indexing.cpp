@@ -585,6 +585,7 @@ py::object take_impl(py::handle selfh, py::handle indexh, py::handle outh) {
     throw std::runtime_error(str_cat("take(): self and out expected to have the same dtype, but got "
                                      "self.dtype = ", torch_type_name(self->dtype),
                                      " and out.dtype = ", torch_type_name(out->dtype)));
+  if (out) check_inplace_writable(out, "take");  // before out is resized, as torch's take_out
   return finish("take", take(self, index), outh);
 }
 
