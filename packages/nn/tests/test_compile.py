@@ -807,3 +807,73 @@ def test_batch_norm_not_rewritten_with_autograd_or_in_training():
     m.train()  # batch statistics: not an affine map of the input
     with ember.no_grad():
         _close(compiled(x), m(x))
+
+
+def test_a_long_fused_kernel_runs_without_the_gil():
+    """A kernel above the grain is called with the GIL released (long_work): a pure-Python
+    thread counts on while back-to-back calls run; with long_work=False (the control) it gets
+    almost nothing. Calls from C (map over the core's builtin): no bytecode between them."""
+    import collections
+    import itertools
+    import threading
+    import time
+
+    from ember import _inductor
+
+    def f(x):
+        return (x * 1.5).tanh().exp()
+
+    x = ember.randn(1 << 20)
+    compiled = ember.compile(f)
+    _close(compiled(x), f(x))
+    (group_node,) = [n for n in _dynamo.compiled_state(compiled).entries()[0].compiled
+                     .graph_module.graph.nodes if isinstance(n.target, _inductor.FusedKernel)]
+    kernel = group_node.target
+    assert kernel.long_work
+    count, go, stop = [0], threading.Event(), [False]
+
+    def counting():
+        while not stop[0]:
+            go.wait()
+            while go.is_set() and not stop[0]:
+                count[0] += 1
+
+    thread = threading.Thread(target=counting, daemon=True)
+    thread.start()
+
+    def share(long_work):
+        args = (kernel._forward, [x], [x.shape], x.dtype, 1, long_work)
+        work = map(ember._C._run_kernel, *(itertools.repeat(a, 20) for a in args))
+        go.set()
+        time.sleep(0.005)
+        c0, t0 = count[0], time.perf_counter()
+        collections.deque(work, maxlen=0)
+        rate = (count[0] - c0) / (time.perf_counter() - t0)
+        go.clear()
+        time.sleep(0.005)
+        return rate
+
+    threads = ember.get_num_threads()
+    try:
+        released, held = share(True), share(False)
+    finally:
+        stop[0] = True
+        go.set()
+        thread.join(timeout=10)
+        ember.set_num_threads(threads)
+    assert released > 3 * held, (released, held)
+    (out,) = ember._C._run_kernel(kernel._forward, [x], [x.shape], x.dtype, 1, True)
+    _close(out, f(x))
+
+
+def test_guard_signatures_come_from_the_core():
+    """The guards read on every call: a tensor's signature and the parameters' requires_grad
+    flags, built in the core (the same values as the attributes give)."""
+    x = ember.randn(2, 3, dtype=ember.float64, requires_grad=True)
+    assert _dynamo._signature(x) == ("tensor", (2, 3), ember.float64, False, True)
+    assert _dynamo._signature(x[0].detach()) == ("tensor", (3,), ember.float64, False, False)
+    assert _dynamo._signature(3) == ("value", int, 3)
+    layer = nn.Linear(3, 2)
+    layer.bias.requires_grad_(False)
+    assert ember._C._requires_grad_flags(list(layer.parameters())) == (True, False)
+    assert ember._C._requires_grad_flags([]) == ()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import operator
 import time
 import warnings
 import weakref
@@ -22,7 +23,7 @@ from typing import Any
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember import fx
+from ember import _C, fx
 from ember.fx.node import map_arg
 from ember.fx.proxy import _UNKNOWN, Proxy, TraceError
 
@@ -216,9 +217,12 @@ class _CaptureTracer(fx.Tracer):
         return super().iter(obj)
 
 
+_training = operator.attrgetter("training")
+
+
 def _signature(value) -> tuple:
-    if isinstance(value, ember.Tensor):
-        return ("tensor", tuple(value.shape), value.dtype, value.is_cuda, value.requires_grad)
+    if isinstance(value, ember.Tensor):  # ("tensor", shape, dtype, is_cuda, requires_grad)
+        return _C._guard_signature(value)
     hash(value)
     return ("value", type(value), value)
 
@@ -279,6 +283,8 @@ class _Compiled:
                             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._modules = list(module.modules()) if module is not None else []
         self._parameters = list(module.parameters()) if module is not None else []
+        self._varargs = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                            for p in self._sig.parameters.values())
         _live.add(self)
 
     def _bind(self, args, kwargs):
@@ -291,8 +297,9 @@ class _Compiled:
     def _flags(self) -> tuple:
         # requires_grad of the parameters too: a backward kernel computes the gradients its
         # compilation saw were needed, so freezing or unfreezing a layer must recompile
-        training = tuple(m.training for m in self._modules)
-        frozen = tuple(p.requires_grad for p in self._parameters)
+        # (map over attrgetter: these run on every call, over every module and parameter)
+        training = tuple(map(_training, self._modules))
+        frozen = _C._requires_grad_flags(self._parameters)
         return (ember.is_grad_enabled(), training, frozen)
 
     def __call__(self, *args, **kwargs):
@@ -301,8 +308,7 @@ class _Compiled:
             items = self._bind(args, kwargs)
         except TypeError:
             return eager(*args, **kwargs)
-        names = [n for n, _ in items]
-        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in self._sig.parameters.values()):
+        if self._varargs:
             return self._fallback(None, "functions with *args/**kwargs are not captured",
                                   eager, args, kwargs)
         try:
@@ -318,6 +324,7 @@ class _Compiled:
                 return self._fallback(None, f"cache_size_limit ({config.cache_size_limit}) "
                                       "reached", eager, args, kwargs)
             if self._cache:
+                names = [n for n, _ in items]
                 reason = _describe_change(names, self._last_key, key) \
                     if self._last_key else "new signature"
                 self.recompilations.append(Recompilation(self._format_key(names, key), reason))

@@ -5,6 +5,7 @@ the graph as the eager ops it recorded. ``compile_fx`` is the entry point."""
 from __future__ import annotations
 
 import ctypes
+import math
 import operator
 
 import ember
@@ -41,6 +42,8 @@ class FusedKernel:
         self.needs = needs
         self.rows = set(cpp.row_inputs(group, layout, needs)) if layout is not None else set()
         self.cuda = cuda  # a CudaRunner for a group of CUDA tensors, else None (C++ kernels)
+        # whether a call may run long: the kernels split over threads from the core's grain
+        self.long_work = math.prod(group.shape) >= cpp.GRAIN
         ndim, reduced = len(group.shape), group.reduced or 0
         # the shape a reduction's gradient is broadcast from (its keepdim shape)
         self.kept_shape = tuple(group.shape[:ndim - reduced]) + (1,) * reduced
@@ -65,37 +68,38 @@ class FusedKernel:
                     for s in self.out_shapes]
             self.cuda.forward(inputs, outs)
             return tuple(outs)
-        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
-        outs = [ember.empty(s, dtype=self.dtype) for s in self.out_shapes]
-        _call(self._forward, [*inputs, *outs])
-        return tuple(outs)
+        return tuple(self._launch(self._forward, inputs, self.out_shapes))
+
+    def _launch(self, address: int, inputs, out_shapes: list) -> list:
+        """Runs the C++ kernel at `address` on the inputs (made contiguous) and on new tensors
+        of `out_shapes`, returned; in the core, without the GIL when the kernel is long."""
+        return _C._run_kernel(address, inputs, out_shapes, self.dtype, ember.get_num_threads(),
+                              self.long_work)
 
     def train_forward(self, inputs) -> tuple[tuple, list]:
         """The outputs and the values saved for the backward (none without saves)."""
         if not self.n_saved:
             return self.forward(inputs), []
-        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
-        outs = [ember.empty(s, dtype=self.dtype) for s in self.out_shapes]
-        saved = [ember.empty(self.shape, dtype=self.dtype) for _ in range(self.n_saved)]
-        _call(self._train_forward, [*inputs, *outs, *saved])
-        return tuple(outs), saved
+        values = self._launch(self._train_forward, inputs,
+                           self.out_shapes + [self.shape] * self.n_saved)
+        n = len(self.out_shapes)
+        return tuple(values[:n]), values[n:]
 
     def backward(self, inputs, grads, saved=()) -> list:
         device = inputs[0].device
-        grads = [ember.zeros(s, dtype=self.dtype, device=device) if g is None else
-                 (g if g.is_contiguous() else g.contiguous())
+        grads = [ember.zeros(s, dtype=self.dtype, device=device) if g is None else g
                  for g, s in zip(grads, self.out_shapes)]
         wanted = [k for k, need in enumerate(self.needs) if need]
         # a row input's gradient comes summed, in its own shape; the others in the full shape
-        outs = [ember.empty(self.in_shapes[k] if k in self.rows else self.shape,
-                            dtype=self.dtype, device=device) for k in wanted]
+        shapes = [self.in_shapes[k] if k in self.rows else self.shape for k in wanted]
         if self.cuda is not None:
+            grads = [g if g.is_contiguous() else g.contiguous() for g in grads]
             grads = [g.reshape(self.kept_shape) if o in self.group.reductions else g
                      for g, o in zip(grads, self.group.outputs)]
+            outs = [ember.empty(s, dtype=self.dtype, device=device) for s in shapes]
             self.cuda.backward(inputs, grads, outs)
         else:
-            inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
-            _call(self._backward, [*inputs, *saved, *grads, *outs])
+            outs = self._launch(self._backward, [*inputs, *saved, *grads], shapes)
         result: list = [None] * len(inputs)
         for k, g in zip(wanted, outs):
             shape = self.in_shapes[k]
@@ -106,9 +110,9 @@ class FusedKernel:
         return result
 
 
-def _call(fn, tensors) -> None:
-    ptrs = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
-    fn(ptrs, ember.get_num_threads())
+def _address(lib, name: str) -> int:
+    """The address of a generated kernel in its loaded library (kept loaded by cpp.build)."""
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
 
 class _FusedFunction(Function):
@@ -145,7 +149,9 @@ class CompiledGraph:
         self.cupy_sources = cupy_sources
 
     def __call__(self, *args):
-        return self.graph_module(*args)
+        # forward itself: the rewritten graph is ember.compile's own module, with no hooks for
+        # Module.__call__ to run (its bookkeeping cost 1.7 us a call)
+        return self.graph_module.forward(*args)
 
 
 def _linear_back(gm: fx.GraphModule, groups: list) -> bool:
@@ -265,19 +271,13 @@ def compile_fx(gm: fx.GraphModule, example_inputs, *, grad_enabled: bool | None 
     if cpu_groups:
         lib = cpp.build(source)
         for g in cpu_groups:
-            fwd = getattr(lib, f"ember_fused_{g.index}")
-            fwd.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64]
-            fwd.restype = None
+            fwd = _address(lib, f"ember_fused_{g.index}")
             bwd = train = None
             needs = [bool(i.meta["val"].requires_grad) for i in g.inputs]
             if g.requires_grad:
-                bwd = getattr(lib, f"ember_fused_{g.index}_backward")
-                bwd.argtypes = fwd.argtypes
-                bwd.restype = None
+                bwd = _address(lib, f"ember_fused_{g.index}_backward")
                 if saves[g.index]:
-                    train = getattr(lib, f"ember_fused_{g.index}_train")
-                    train.argtypes = fwd.argtypes
-                    train.restype = None
+                    train = _address(lib, f"ember_fused_{g.index}_train")
             kernels[g.index] = FusedKernel(g, layouts[g.index], fwd, bwd, needs,
                                            train_forward=train,
                                            n_saved=len(saves.get(g.index, ())))

@@ -66,6 +66,54 @@ void register_runtime(py::module_& m) {
   // Whether long kernels release the GIL (tests and benchmarks compare with it held).
   m.def("_set_gil_release", &set_gil_release_enabled, py::arg("enabled"));
   m.def("_gil_release_enabled", &gil_release_enabled);
+  // ember.compile's fused kernels: `void fn(void** data, int64_t nthreads)` at address `fn`, called
+  // on the inputs (made contiguous) and on new tensors of `out_shapes` (returned), in that order.
+  // In the core because the Python around a call (ctypes' marshalling, the allocations) cost 10 us,
+  // more than a small kernel runs. The kernel is trusted to read and write within the tensors it
+  // was generated for; the GIL is released while it runs when `long_work` (the core's grain).
+  m.def("_run_kernel", [](uintptr_t fn, const std::vector<Tensor>& inputs,
+                          const std::vector<Shape>& out_shapes, py::handle dtype, int64_t nthreads,
+                          bool long_work) {
+    EMBER_CHECK(fn != 0, std::runtime_error, "_run_kernel: null function");
+    const ScalarType dt = to_dtype(dtype);
+    std::vector<Tensor> outs;
+    outs.reserve(out_shapes.size());
+    std::vector<void*> data;
+    data.reserve(inputs.size() + out_shapes.size());
+    std::vector<Tensor> kept;  // contiguous copies, alive until the kernel returns
+    for (const Tensor& t : inputs) {
+      EMBER_CHECK(t->device().is_cpu(), std::runtime_error, "_run_kernel: a CPU kernel got a ",
+                  t->device().str(), " tensor");
+      if (t->is_contiguous()) {
+        data.push_back(t->device_data());
+      } else {
+        kept.push_back(contiguous(t));
+        data.push_back(kept.back()->device_data());
+      }
+    }
+    for (const Shape& s : out_shapes) {
+      outs.push_back(empty(s, dt));
+      data.push_back(outs.back()->device_data());
+    }
+    {
+      GilRelease unlocked(long_work);
+      reinterpret_cast<void (*)(void**, int64_t)>(fn)(data.data(), nthreads);
+    }
+    return outs;
+  }, py::arg("fn"), py::arg("inputs"), py::arg("out_shapes"), py::arg("dtype"),
+     py::arg("nthreads"), py::arg("long_work"));
+  // ember.compile's guards, read on every call of a compiled function: a tensor's signature
+  // ("tensor", shape, dtype, is_cuda, requires_grad), and the requires_grad flags of a model's
+  // parameters (2 us and 0.2 us each through the attributes).
+  m.def("_guard_signature", [](const Tensor& t) {
+    return py::make_tuple("tensor", py::tuple(py::cast(t->sizes)), dtype_object(t->dtype),
+                          !t->device().is_cpu(), t->requires_grad);
+  });
+  m.def("_requires_grad_flags", [](const std::vector<Tensor>& tensors) {
+    py::tuple flags(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) flags[i] = py::bool_(tensors[i]->requires_grad);
+    return flags;
+  });
   m.def("set_num_threads", [](int n) {
     if (n < 1) throw std::runtime_error("set_num_threads expects a positive integer");
     set_num_threads(n);
