@@ -297,7 +297,7 @@ class _Compiled:
     def _flags(self) -> tuple:
         # requires_grad of the parameters too: a backward kernel computes the gradients its
         # compilation saw were needed, so freezing or unfreezing a layer must recompile
-        # (map over attrgetter: these run on every call, over every module and parameter)
+        # (these run on every call, over every module and parameter: the flags in the core)
         training = tuple(map(_training, self._modules))
         frozen = _C._requires_grad_flags(self._parameters)
         return (ember.is_grad_enabled(), training, frozen)

@@ -81,7 +81,7 @@ class FusedKernel:
         if not self.n_saved:
             return self.forward(inputs), []
         values = self._launch(self._train_forward, inputs,
-                           self.out_shapes + [self.shape] * self.n_saved)
+                              self.out_shapes + [self.shape] * self.n_saved)
         n = len(self.out_shapes)
         return tuple(values[:n]), values[n:]
 
