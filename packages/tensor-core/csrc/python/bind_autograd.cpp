@@ -39,8 +39,9 @@ py::dict meta_dict(const Tensor& t) {
 // time and kept in the slot). ember.autograd's edge_of, for the recording hot path.
 py::object edge_of(py::handle obj, const Tensor& t, py::handle accumulate) {
   py::dict slot = meta_dict(t);
-  if (PyObject* e = PyDict_GetItemString(slot.ptr(), "_ag_edge")) return py::reinterpret_borrow<py::object>(e);
-  py::object acc = py::reinterpret_borrow<py::object>(PyDict_GetItemString(slot.ptr(), "_accum"));
+  if (PyObject* e = PyDict_GetItemString(slot.ptr(), "_ag_edge"))
+    return py::reinterpret_borrow<py::object>(e);
+  auto acc = py::reinterpret_borrow<py::object>(PyDict_GetItemString(slot.ptr(), "_accum"));
   if (!acc) {
     acc = accumulate(obj);
     slot["_accum"] = acc;

@@ -76,6 +76,7 @@ void register_runtime(py::module_& m) {
                           bool long_work) {
     EMBER_CHECK(fn != 0, std::runtime_error, "_run_kernel: null function");
     const ScalarType dt = to_dtype(dtype);
+    EMBER_CHECK(dt != ScalarType::Undefined, std::runtime_error, "_run_kernel: no dtype given");
     std::vector<Tensor> outs;
     outs.reserve(out_shapes.size());
     std::vector<void*> data;
